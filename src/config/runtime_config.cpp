@@ -1,0 +1,208 @@
+#include "config/runtime_config.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "config/file_text.h"
+#include "config/names.h"
+#include "config/toml_reader.h"
+
+namespace picomq::config {
+namespace {
+
+using detail::Diagnostics;
+using detail::TableReader;
+
+std::filesystem::path resolve(const std::filesystem::path& base_dir, const std::filesystem::path& p) {
+  if (p.is_absolute()) return p.lexically_normal();
+  return std::filesystem::absolute(base_dir / p).lexically_normal();
+}
+
+void parse_embedded(const toml::table& table, const std::filesystem::path& base_dir, Diagnostics& diag,
+                    const EnvLookup& env, RuntimeConfig& config) {
+  TableReader r(table, "broker.embedded", diag, env);
+  std::set<std::string> topics;
+  if (auto list = r.string_array("topics")) {
+    for (auto& topic : *list) {
+      if (auto problem = topic_name_problem(topic.value)) {
+        diag.error(topic.where, topic.key, "bad topic '" + topic.value + "': " + *problem);
+      } else if (!topics.insert(topic.value).second) {
+        diag.error(topic.where, topic.key, "topic '" + topic.value + "' is listed twice");
+      } else {
+        config.embedded_topics.push_back(std::move(topic.value));
+      }
+    }
+  }
+  if (auto partitions = r.integer("partitions")) {
+    if (*partitions < 1 || *partitions > 1000)
+      r.error(*table.get("partitions"), "partitions",
+              "'partitions' must be between 1 and 1000, got " + std::to_string(*partitions));
+    else
+      config.embedded_partitions = static_cast<int>(*partitions);
+  }
+  if (const toml::node* seeds = r.node("seed")) {
+    const toml::array* array = seeds->as_array();
+    if (!array || !array->is_array_of_tables()) {
+      r.error(*seeds, "seed",
+              "'seed' must be an array of tables ([[broker.embedded.seed]]), got " +
+                  std::string(detail::type_name(seeds->type())));
+    } else {
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        const toml::table& seed_table = *array->get(i)->as_table();
+        TableReader s(seed_table, detail::index_key("broker.embedded.seed", i), diag, env);
+        auto topic = s.string("topic", true);
+        auto file = s.string("file", true);
+        if (topic && !topics.count(*topic))
+          s.error(*seed_table.get("topic"), "topic",
+                  "seed topic '" + *topic + "' is not in [broker.embedded] topics");
+        if (file && file->empty()) s.error(*seed_table.get("file"), "file", "'file' must not be empty");
+        s.finish();
+        if (topic && file && !file->empty())
+          config.embedded_seeds.push_back({*topic, resolve(base_dir, *file).string()});
+      }
+    }
+  }
+  r.finish();
+}
+
+}  // namespace
+
+RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string file_name,
+                                         const std::filesystem::path& base_dir, const EnvLookup& env) {
+  RuntimeConfigResult result;
+  Diagnostics diag(file_name, result.errors);
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(file_name));
+  } catch (const toml::parse_error& e) {
+    diag.error(e.source(), "", "TOML syntax error: " + std::string(e.description()));
+    return result;
+  }
+  RuntimeConfig config;
+  config.file = file_name;
+  TableReader r(root, "", diag, env);
+
+  // [broker]
+  if (const toml::table* broker = r.table("broker", true)) {
+    TableReader b(*broker, "broker", diag, env);
+    const toml::node* servers_node = broker->get("bootstrap_servers");
+    auto servers = b.string("bootstrap_servers");
+    if (servers && servers->empty()) b.error(*servers_node, "bootstrap_servers", "'bootstrap_servers' must not be empty");
+    const toml::node* embedded_node = b.node("embedded");
+    if (embedded_node && embedded_node->is_boolean()) {
+      config.embedded = embedded_node->as_boolean()->get();
+    } else if (embedded_node && embedded_node->is_table()) {
+      config.embedded = true;
+      parse_embedded(*embedded_node->as_table(), base_dir, diag, env, config);
+    } else if (embedded_node) {
+      b.error(*embedded_node, "embedded",
+              "'embedded' must be a boolean or a [broker.embedded] table, got " +
+                  std::string(detail::type_name(embedded_node->type())));
+    }
+    if (config.embedded && servers_node) {
+      b.error(*servers_node, "bootstrap_servers",
+              "'bootstrap_servers' cannot be combined with the embedded broker; remove one of them");
+    } else if (!config.embedded && !servers_node && (!embedded_node || embedded_node->is_boolean())) {
+      b.missing("bootstrap_servers", "or set embedded = true");
+    }
+    if (servers) config.bootstrap_servers = std::move(*servers);
+    if (auto properties = b.properties("properties")) config.client_properties = std::move(*properties);
+    b.finish();
+  }
+
+  // [plugins]
+  if (const toml::table* plugins = r.table("plugins")) {
+    TableReader p(*plugins, "plugins", diag, env);
+    if (auto entries = p.string_list("path")) {
+      for (auto& entry : *entries) {
+        if (entry.value.empty())
+          diag.error(entry.where, entry.key, "a plugin path entry must not be empty");
+        else
+          config.plugin_path.push_back(resolve(base_dir, entry.value));
+      }
+    }
+    p.finish();
+  }
+
+  // [sinks]
+  if (const toml::table* sinks = r.table("sinks", true)) {
+    TableReader s(*sinks, "sinks", diag, env);
+    if (auto dir = s.string("dir", true)) {
+      if (dir->empty())
+        s.error(*sinks->get("dir"), "dir", "'dir' must not be empty");
+      else
+        config.sinks_dir = resolve(base_dir, *dir);
+    }
+    s.finish();
+  }
+
+  // [runtime]
+  if (const toml::table* runtime = r.table("runtime")) {
+    TableReader t(*runtime, "runtime", diag, env);
+    if (auto status = t.string("status_file")) {
+      if (status->empty())
+        t.error(*runtime->get("status_file"), "status_file", "'status_file' must not be empty");
+      else
+        config.status_file = resolve(base_dir, *status);
+    }
+    if (auto records = t.integer("max_buffered_records")) {
+      if (*records < 1)
+        t.error(*runtime->get("max_buffered_records"), "max_buffered_records",
+                "'max_buffered_records' must be at least 1, got " + std::to_string(*records));
+      else
+        config.max_buffered_records = static_cast<std::size_t>(*records);
+    }
+    if (const toml::node* bytes = t.node("max_buffered_bytes")) {
+      std::optional<std::int64_t> value;
+      if (bytes->is_integer()) {
+        value = bytes->as_integer()->get();
+      } else if (bytes->is_string()) {
+        if (auto text = detail::interpolate(*bytes, "runtime.max_buffered_bytes", diag, env)) {
+          std::string problem;
+          if (auto size = parse_byte_size(*text, &problem))
+            value = static_cast<std::int64_t>(std::min<std::size_t>(*size, INT64_MAX));
+          else
+            t.error(*bytes, "max_buffered_bytes", problem);
+        }
+      } else {
+        t.error(*bytes, "max_buffered_bytes",
+                "'max_buffered_bytes' must be an integer (bytes) or a size string such as \"64MiB\", got " +
+                    std::string(detail::type_name(bytes->type())));
+      }
+      if (value && *value < 1)
+        t.error(*bytes, "max_buffered_bytes", "'max_buffered_bytes' must be at least 1 byte");
+      else if (value)
+        config.max_buffered_bytes = static_cast<std::size_t>(*value);
+    }
+    if (auto timeout = t.duration("shutdown_timeout")) config.shutdown_timeout = *timeout;
+    if (auto level = t.string("log_level")) {
+      static constexpr std::array<std::string_view, 5> kLevels{"trace", "debug", "info", "warn", "error"};
+      if (std::find(kLevels.begin(), kLevels.end(), *level) == kLevels.end())
+        t.error(*runtime->get("log_level"), "log_level",
+                "'log_level' must be one of trace, debug, info, warn, error, got \"" + *level + "\"");
+      else
+        config.log_level = std::move(*level);
+    }
+    t.finish();
+  }
+  r.finish();
+
+  detail::sort_by_position(result.errors);
+  if (result.errors.empty()) result.config = std::move(config);
+  return result;
+}
+
+RuntimeConfigResult load_runtime_config(const std::filesystem::path& file, const EnvLookup& env) {
+  std::string problem;
+  auto text = detail::read_file_text(file, &problem);
+  if (!text) {
+    RuntimeConfigResult result;
+    result.errors.push_back(ConfigError{file.string(), 0, 0, "", problem});
+    return result;
+  }
+  std::filesystem::path base_dir = std::filesystem::absolute(file).parent_path();
+  return parse_runtime_config(*text, file.string(), base_dir, env);
+}
+
+}  // namespace picomq::config

@@ -1,0 +1,59 @@
+// The runtime config: broker, plugin search path, sink directory, runtime limits
+// (see docs/configuration.md). Relative paths are resolved against the config file's folder.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/env.h"
+#include "config/error.h"
+#include "config/units.h"
+
+namespace picomq::config {
+
+// A JSON-lines file produced into `topic` when the embedded broker starts.
+struct EmbeddedSeed {
+  std::string topic;
+  std::string file;  // absolute (resolved against the runtime config's folder)
+};
+
+struct RuntimeConfig {
+  std::string file;
+  // [broker]
+  std::string bootstrap_servers;  // required unless embedded
+  // In-process librdkafka mock cluster: `embedded = true` in [broker], or a [broker.embedded]
+  // table (TOML cannot have both, the table alone switches embedded mode on).
+  bool embedded = false;
+  std::vector<std::string> embedded_topics;  // [broker.embedded] topics, created at start
+  int embedded_partitions = 1;               // [broker.embedded] partitions
+  std::vector<EmbeddedSeed> embedded_seeds;  // [[broker.embedded.seed]] topic, file
+  // [broker.properties]: librdkafka client properties for every consumer and producer,
+  // values as strings, sorted by name; never a property the runtime manages.
+  std::vector<std::pair<std::string, std::string>> client_properties;
+  // [plugins] path: a string or an array of strings, absolute. Empty: the runtime's default.
+  std::vector<std::filesystem::path> plugin_path;
+  // [sinks] dir (required), absolute.
+  std::filesystem::path sinks_dir;
+  // [runtime]
+  std::optional<std::filesystem::path> status_file;  // absolute
+  std::size_t max_buffered_records = 100000;         // per [[topics]] block
+  std::size_t max_buffered_bytes = 64 << 20;         // per [[topics]] block
+  Millis shutdown_timeout{30000};
+  std::string log_level = "info";  // trace|debug|info|warn|error
+};
+
+struct RuntimeConfigResult {
+  std::optional<RuntimeConfig> config;  // set only when errors is empty
+  std::vector<ConfigError> errors;
+};
+
+RuntimeConfigResult load_runtime_config(const std::filesystem::path& file, const EnvLookup& env);
+RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string file_name,
+                                         const std::filesystem::path& base_dir, const EnvLookup& env);
+
+}  // namespace picomq::config

@@ -1,0 +1,364 @@
+#include "config/sink_definition.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "config/file_text.h"
+#include "config/names.h"
+#include "config/toml_reader.h"
+
+namespace picomq::config {
+
+std::string_view to_string(Schema schema) {
+  switch (schema) {
+    case Schema::Json: return "json";
+    case Schema::Raw: return "raw";
+    case Schema::Text: return "text";
+    case Schema::Proto: return "proto";
+    case Schema::Flatbuffer: return "flatbuffer";
+    case Schema::Avro: return "avro";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(OffsetReset reset) {
+  switch (reset) {
+    case OffsetReset::Earliest: return "earliest";
+    case OffsetReset::Latest: return "latest";
+  }
+  return "unknown";
+}
+
+std::string TopicsBlock::group_id(std::string_view sink_key) const {
+  if (consumer_group) return *consumer_group;
+  return "picomq-connect-sink-" + std::string(sink_key);
+}
+
+namespace {
+
+using detail::Diagnostics;
+using detail::TableReader;
+
+constexpr std::array<Schema, 6> kSchemas{Schema::Json, Schema::Raw,        Schema::Text,
+                                         Schema::Proto, Schema::Flatbuffer, Schema::Avro};
+
+bool schema_supported(Schema schema) {
+  switch (schema) {
+    case Schema::Json:
+    case Schema::Raw:
+    case Schema::Text: return true;
+    case Schema::Proto:
+    case Schema::Flatbuffer:
+    case Schema::Avro: return false;
+  }
+  return false;
+}
+
+// Where things are in the file, for errors found after parsing (duplicates across files).
+struct Positions {
+  toml::source_region key;
+  struct Group {
+    toml::source_region where;
+    std::string key;  // "topics[1]" or "topics[1].consumer_group"
+  };
+  std::vector<Group> groups;  // one per [[topics]] block
+};
+
+TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path,
+                               Diagnostics& diag, const EnvLookup& env) {
+  TableReader r(table, path, diag, env);
+  TopicsBlock block;
+  block.index = index;
+  block.line = static_cast<int>(table.source().begin.line);
+
+  if (auto topics = r.string_array("topics")) {
+    std::set<std::string> seen;
+    for (auto& topic : *topics) {
+      if (auto problem = topic_name_problem(topic.value)) {
+        diag.error(topic.where, topic.key, "bad topic '" + topic.value + "': " + *problem);
+      } else if (!seen.insert(topic.value).second) {
+        diag.error(topic.where, topic.key, "topic '" + topic.value + "' is listed twice");
+      } else {
+        block.topics.push_back(std::move(topic.value));
+      }
+    }
+  }
+  const toml::node* pattern_node = table.get("pattern");
+  if (auto pattern = r.string("pattern")) {
+    if (pattern->empty()) {
+      r.error(*pattern_node, "pattern", "'pattern' must not be empty (leave it out to use only 'topics')");
+    } else {
+      std::string anchored = pattern->front() == '^' ? *pattern : "^" + *pattern;
+      try {
+        std::regex compiled(anchored, std::regex::ECMAScript);
+        (void)compiled;
+        block.pattern = std::move(*pattern);
+        block.anchored_pattern = std::move(anchored);
+      } catch (const std::regex_error& e) {
+        r.error(*pattern_node, "pattern", "invalid regular expression '" + *pattern + "': " + e.what());
+      }
+    }
+  }
+  const toml::node* topics_node = table.get("topics");
+  const bool topics_empty = !topics_node || (topics_node->is_array() && topics_node->as_array()->empty());
+  if (topics_empty && !pattern_node)
+    r.error_here("a [[topics]] block needs 'topics' (a list of topic names) or 'pattern' (a regular expression), or both");
+
+  const toml::node* schema_node = table.get("schema");
+  if (auto schema = r.string("schema")) {
+    auto it = std::find_if(kSchemas.begin(), kSchemas.end(),
+                           [&](Schema s) { return to_string(s) == *schema; });
+    if (it == kSchemas.end()) {
+      r.error(*schema_node, "schema",
+              "unknown schema '" + *schema + "' (one of json, raw, text, proto, flatbuffer, avro)");
+    } else {
+      block.schema = *it;
+      if (!schema_supported(*it))
+        r.error(*schema_node, "schema",
+                "schema '" + *schema + "' is not supported by this build yet (only json, raw, text)");
+    }
+  }
+  const bool schema_is_avro = block.schema == Schema::Avro;
+  for (std::string_view key : {"avro_schema_json", "avro_schema_path"}) {
+    const toml::node* n = table.get(key);
+    auto value = r.string(key);
+    if (!value) continue;
+    if (!schema_is_avro) {
+      r.error(*n, key, "'" + std::string(key) + "' is only valid with schema = \"avro\"");
+    } else if (value->empty()) {
+      r.error(*n, key, "'" + std::string(key) + "' must not be empty");
+    }
+    (key == "avro_schema_json" ? block.avro_schema_json : block.avro_schema_path) = std::move(value);
+  }
+  if (schema_is_avro) {
+    if (block.avro_schema_json && block.avro_schema_path)
+      r.error(*table.get("avro_schema_path"), "avro_schema_path",
+              "set only one of 'avro_schema_json' and 'avro_schema_path'");
+    else if (!block.avro_schema_json && !block.avro_schema_path)
+      r.error(*schema_node, "schema", "schema = \"avro\" needs 'avro_schema_json' or 'avro_schema_path'");
+  }
+
+  if (auto n = r.integer("batch_length")) {
+    if (*n < 1)
+      r.error(*table.get("batch_length"), "batch_length",
+              "'batch_length' must be at least 1, got " + std::to_string(*n));
+    else
+      block.batch_length = static_cast<std::size_t>(*n);
+  }
+  if (auto interval = r.duration("poll_interval")) {
+    if (interval->count() < 1)
+      r.error(*table.get("poll_interval"), "poll_interval", "'poll_interval' must be at least 1ms");
+    else
+      block.poll_interval = *interval;
+  }
+  if (auto group = r.string("consumer_group")) {
+    if (group->empty())
+      r.error(*table.get("consumer_group"), "consumer_group",
+              "'consumer_group' must not be empty (leave it out for the default group)");
+    else
+      block.consumer_group = std::move(*group);
+  }
+  if (auto reset = r.string("auto_offset_reset")) {
+    if (*reset == "earliest")
+      block.auto_offset_reset = OffsetReset::Earliest;
+    else if (*reset == "latest")
+      block.auto_offset_reset = OffsetReset::Latest;
+    else
+      r.error(*table.get("auto_offset_reset"), "auto_offset_reset",
+              "'auto_offset_reset' must be \"earliest\" or \"latest\", got \"" + *reset + "\"");
+  }
+  if (auto properties = r.properties("properties")) block.properties = std::move(*properties);
+  r.finish();
+  return block;
+}
+
+SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_name, const EnvLookup& env,
+                                Positions* positions) {
+  SinkDefinitionResult result;
+  Diagnostics diag(file_name, result.errors);
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(file_name));
+  } catch (const toml::parse_error& e) {
+    diag.error(e.source(), "", "TOML syntax error: " + std::string(e.description()));
+    return result;
+  }
+
+  TableReader r(root, "", diag, env);
+  SinkDefinition def;
+  def.file = file_name;
+
+  if (auto type = r.string("type", true)) {
+    if (*type != "sink")
+      r.error(*root.get("type"), "type", "'type' must be \"sink\", got \"" + *type + "\"");
+    def.type = std::move(*type);
+  }
+  if (auto key = r.string("key", true)) {
+    if (!is_valid_sink_key(*key))
+      r.error(*root.get("key"), "key",
+              key->empty() ? std::string("'key' must not be empty")
+                           : "'key' must use only A-Z a-z 0-9 _ . - (it becomes part of a consumer "
+                             "group id), got \"" + *key + "\"");
+    def.key = std::move(*key);
+    if (positions) positions->key = root.get("key")->source();
+  }
+  if (auto enabled = r.boolean("enabled")) def.enabled = *enabled;
+  if (auto version = r.integer("version")) {
+    if (*version < 0)
+      r.error(*root.get("version"), "version", "'version' must not be negative");
+    def.version = *version;
+  }
+  if (auto name = r.string("name")) {
+    if (name->empty()) r.error(*root.get("name"), "name", "'name' must not be empty (leave it out to use the key)");
+    def.name = std::move(*name);
+  } else {
+    def.name = def.key;
+  }
+  if (auto path = r.string("path", true)) {
+    if (path->empty())
+      r.error(*root.get("path"), "path", "'path' must not be empty");
+    else if (path->find_first_of("/\\") != std::string::npos)
+      r.error(*root.get("path"), "path",
+              "'path' is a plugin library name such as \"libpicomq_connector_stdout_sink\", not a file "
+              "path (no '/'); the runtime looks it up in the [plugins] path");
+    def.path = std::move(*path);
+  }
+
+  if (const toml::node* topics = r.node("topics")) {
+    const toml::array* blocks = topics->as_array();
+    if (!blocks || !blocks->is_array_of_tables() || blocks->empty()) {
+      if (blocks && blocks->empty())
+        r.error(*topics, "topics", "at least one [[topics]] block is required");
+      else
+        r.error(*topics, "topics",
+                "'topics' must be an array of tables ([[topics]] blocks), got " +
+                    std::string(detail::type_name(topics->type())));
+    } else {
+      for (std::size_t i = 0; i < blocks->size(); ++i) {
+        const toml::table& table = *blocks->get(i)->as_table();
+        std::string path = detail::index_key("topics", i);
+        def.topics.push_back(parse_topics_block(table, static_cast<int>(i), path, diag, env));
+        if (positions) {
+          if (const toml::node* group = table.get("consumer_group"))
+            positions->groups.push_back({group->source(), path + ".consumer_group"});
+          else
+            positions->groups.push_back({table.source(), path});
+        }
+      }
+    }
+  } else {
+    r.missing("topics", "at least one [[topics]] block");
+  }
+
+  if (const toml::table* plugin_config = r.table("plugin_config")) {
+    nlohmann::json json = detail::to_json(*plugin_config, "plugin_config", diag, env);
+    try {
+      def.plugin_config_json = json.dump();
+    } catch (const nlohmann::json::exception& e) {
+      diag.error(plugin_config->source(), "plugin_config", std::string("cannot convert to JSON: ") + e.what());
+    }
+  }
+  r.finish();
+
+  // Each block must end up in its own consumer group.
+  if (is_valid_sink_key(def.key)) {
+    std::map<std::string, int> owner;
+    for (const auto& block : def.topics) {
+      std::string group = block.group_id(def.key);
+      auto [it, inserted] = owner.emplace(group, block.index);
+      if (inserted) continue;
+      const toml::table& table = *root["topics"].as_array()->get(block.index)->as_table();
+      const toml::node* at = table.get("consumer_group");
+      std::string where = detail::index_key("topics", block.index);
+      diag.error(at ? at->source() : table.source(), at ? where + ".consumer_group" : where,
+                 "consumer group '" + group + "' is already used by topics[" + std::to_string(it->second) +
+                     "]; every [[topics]] block needs its own group, set a distinct 'consumer_group'");
+    }
+  }
+
+  detail::sort_by_position(result.errors);
+  if (result.errors.empty()) result.definition = std::move(def);
+  return result;
+}
+
+SinkDefinitionResult load_impl(const std::filesystem::path& file, const EnvLookup& env, Positions* positions) {
+  std::string problem;
+  auto text = detail::read_file_text(file, &problem);
+  if (!text) {
+    SinkDefinitionResult result;
+    result.errors.push_back(ConfigError{file.string(), 0, 0, "", problem});
+    return result;
+  }
+  return parse_impl(*text, file.string(), env, positions);
+}
+
+}  // namespace
+
+SinkDefinitionResult parse_sink_definition(std::string_view toml_text, std::string file_name,
+                                           const EnvLookup& env) {
+  return parse_impl(toml_text, std::move(file_name), env, nullptr);
+}
+
+SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env) {
+  return load_impl(file, env, nullptr);
+}
+
+SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env) {
+  SinkDirectory out;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    out.errors.push_back(ConfigError{dir.string(), 0, 0, "", "sink definition directory does not exist or is not a directory"});
+    return out;
+  }
+  std::vector<std::filesystem::path> files;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& path = it->path();
+    std::string name = path.filename().string();
+    if (name.empty() || name.front() == '.' || path.extension() != ".toml") continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
+    files.push_back(path);
+  }
+  if (ec) {
+    out.errors.push_back(ConfigError{dir.string(), 0, 0, "", "cannot list directory: " + ec.message()});
+    return out;
+  }
+  std::sort(files.begin(), files.end());
+
+  std::map<std::string, std::string> key_owner;    // sink key -> file
+  std::map<std::string, std::string> group_owner;  // group id -> "file (key 'k')"
+  for (const auto& file : files) {
+    Positions positions;
+    auto result = load_impl(file, env, &positions);
+    out.errors.insert(out.errors.end(), result.errors.begin(), result.errors.end());
+    if (!result.definition) continue;
+    SinkDefinition& def = *result.definition;
+    Diagnostics diag(def.file, out.errors);
+    const std::size_t before = out.errors.size();
+    if (auto it = key_owner.find(def.key); it != key_owner.end()) {
+      diag.error(positions.key, "key",
+                 "sink key '" + def.key + "' is already used by " + it->second + "; this sink does not start");
+    } else {
+      for (const auto& block : def.topics) {
+        std::string group = block.group_id(def.key);
+        if (auto g = group_owner.find(group); g != group_owner.end()) {
+          const auto& where = positions.groups[static_cast<std::size_t>(block.index)];
+          diag.error(where.where, where.key,
+                     "consumer group '" + group + "' is already used by " + g->second +
+                         "; this sink does not start");
+        }
+      }
+    }
+    if (out.errors.size() != before) continue;
+    key_owner.emplace(def.key, def.file);
+    for (const auto& block : def.topics)
+      group_owner.emplace(block.group_id(def.key), def.file + " (sink '" + def.key + "')");
+    out.definitions.push_back(std::move(def));
+  }
+  return out;
+}
+
+}  // namespace picomq::config

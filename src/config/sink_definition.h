@@ -1,0 +1,80 @@
+// Sink definitions: one TOML file per sink (see docs/configuration.md and the spec's
+// "Definition"). Parsing never stops at the first problem: every error of a file is
+// collected, and a definition is returned only when there are none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/env.h"
+#include "config/error.h"
+#include "config/units.h"
+
+namespace picomq::config {
+
+enum class Schema { Json, Raw, Text, Proto, Flatbuffer, Avro };
+std::string_view to_string(Schema schema);  // "json", "raw", ...
+
+enum class OffsetReset { Earliest, Latest };
+std::string_view to_string(OffsetReset reset);  // "earliest" | "latest"
+
+// One [[topics]] block: one consumer in its own consumer group.
+struct TopicsBlock {
+  int index = 0;  // position of the [[topics]] table in the file (0-based)
+  int line = 0;   // line of its [[topics]] header
+  std::vector<std::string> topics;              // explicit list, validated Kafka topic names
+  std::optional<std::string> pattern;           // as written by the user
+  std::optional<std::string> anchored_pattern;  // '^' prepended when the user did not anchor it
+  Schema schema = Schema::Json;
+  std::optional<std::string> avro_schema_json, avro_schema_path;
+  std::size_t batch_length = 1000;
+  Millis poll_interval{100};
+  std::optional<std::string> consumer_group;
+  OffsetReset auto_offset_reset = OffsetReset::Earliest;
+  // librdkafka consumer properties, values as strings, sorted by name. Never contains the
+  // properties the runtime manages (see names.h: managed_property_reason).
+  std::vector<std::pair<std::string, std::string>> properties;
+
+  // consumer_group, or "picomq-connect-sink-<sink_key>". Distinct for every block of a valid
+  // definition (and of a SinkDirectory).
+  std::string group_id(std::string_view sink_key) const;
+};
+
+struct SinkDefinition {
+  std::string file;
+  std::string type;  // always "sink"
+  std::string key;
+  bool enabled = true;
+  std::int64_t version = 0;
+  std::string name;  // defaults to key
+  std::string path;  // plugin library name, e.g. "libpicomq_connector_stdout_sink" (no '/')
+  std::vector<TopicsBlock> topics;
+  std::string plugin_config_json = "{}";  // [plugin_config] as a JSON object, after ${ENV} interpolation
+};
+
+struct SinkDefinitionResult {
+  std::optional<SinkDefinition> definition;  // set only when errors is empty
+  std::vector<ConfigError> errors;
+};
+
+SinkDefinitionResult parse_sink_definition(std::string_view toml_text, std::string file_name,
+                                           const EnvLookup& env);
+SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env);
+
+// All regular "*.toml" files of a directory (names starting with '.' are skipped), in name
+// order. A file with errors contributes its errors only. A sink whose key or one of whose
+// consumer groups was already taken by an earlier file is an error of the later file, and
+// that sink is not in `definitions`. Disabled sinks (enabled = false) are included.
+struct SinkDirectory {
+  std::vector<SinkDefinition> definitions;
+  std::vector<ConfigError> errors;
+};
+SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env);
+
+}  // namespace picomq::config

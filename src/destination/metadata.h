@@ -1,0 +1,31 @@
+#pragma once
+// Field names every sink uses when it adds record metadata to what it writes (spec, sinks
+// "Destinations"). One definition, so a Postgres column and an Elasticsearch field agree.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace picomq::destination {
+
+inline constexpr std::string_view kTopicField = "pico_topic";          // source topic
+inline constexpr std::string_view kPartitionField = "pico_partition";  // always 0 on PicoMQ
+inline constexpr std::string_view kOffsetField = "pico_offset";        // record offset
+inline constexpr std::string_view kTimestampField = "pico_timestamp";  // epoch milliseconds
+inline constexpr std::string_view kKeyField = "pico_key";              // base64 if no binary type
+inline constexpr std::string_view kHeadersField = "pico_headers";      // UTF-8 or base64 values
+
+// "topic:partition:offset": unique per record, so sinks that upsert by id make replays
+// idempotent. The topic goes first and unescaped; partition and offset never contain ':',
+// so the id still parses from the right even when a topic does.
+inline std::string record_id(std::string_view topic, int32_t partition, int64_t offset) {
+  std::string id;
+  id.reserve(topic.size() + 24);
+  id.append(topic);
+  id.push_back(':');
+  id.append(std::to_string(partition));
+  id.push_back(':');
+  id.append(std::to_string(offset));
+  return id;
+}
+
+}  // namespace picomq::destination

@@ -1,0 +1,34 @@
+#pragma once
+// A batch after decoding: the ABI view the plugin receives, plus the storage behind it.
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "picomq/sink_abi.h"
+#include "runtime/bucketer.h"
+
+namespace picomq::runtime {
+
+struct DecodedBatch {
+  TopicPartition tp;
+  std::string schema;
+  pmq_payload_format format = PMQ_PAYLOAD_RAW;
+  std::vector<pmq_record> records;  // payload/key/headers point into broker messages or `owned`
+  std::vector<pmq_header> headers;  // all records' headers, records[i].headers points in here
+  std::deque<std::string> owned;    // storage for payloads a decoder had to rewrite (stable addresses)
+
+  pmq_batch abi_view() const {
+    pmq_batch b{};
+    b.struct_size = sizeof(pmq_batch);
+    b.topic = tp.topic.c_str();
+    b.partition = tp.partition;
+    b.payload_format = format;
+    b.schema = schema.c_str();
+    b.records = records.data();
+    b.record_count = records.size();
+    b.record_size = sizeof(pmq_record);
+    return b;
+  }
+};
+
+}  // namespace picomq::runtime

@@ -1,0 +1,101 @@
+#include "runtime/runtime.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <vector>
+
+#include "runtime/embedded_broker.h"
+#include "runtime/sink_runner.h"
+#include "runtime/status.h"
+
+namespace picomq::runtime {
+
+void block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+namespace {
+
+// Waits for SIGINT/SIGTERM or the deadline.
+void wait_for_stop(const RunOptions& options) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const auto deadline = options.stop_after ? std::chrono::steady_clock::now() + *options.stop_after
+                                           : std::chrono::steady_clock::time_point::max();
+  timespec tick{0, 100 * 1000 * 1000};
+  while (std::chrono::steady_clock::now() < deadline) {
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      spdlog::info("{} received: flushing and committing", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      return;
+    }
+  }
+  spdlog::info("stop_after reached: flushing and committing");
+}
+
+}  // namespace
+
+int run(const config::RuntimeConfig& config, const RunOptions& options) {
+  StatusBoard status(config.status_file);
+  std::unique_ptr<EmbeddedBroker> embedded;
+  std::string bootstrap = config.bootstrap_servers;
+  if (config.embedded) {
+    std::string error;
+    embedded = EmbeddedBroker::start(config, error);
+    if (!embedded) {
+      spdlog::error("{}", error);
+      return 2;
+    }
+    bootstrap = embedded->bootstrap_servers();
+  }
+
+  int exit_code = 0;
+  auto directory = config::load_sink_directory(config.sinks_dir, config::process_env());
+  for (const auto& e : directory.errors) {
+    spdlog::error("invalid sink definition: {}", e.to_string());
+    const std::string key = std::filesystem::path(e.file).filename().string();
+    status.set_state(key, e.file, SinkState::Invalid, e.to_string());
+    exit_code = 1;
+  }
+
+  std::vector<std::unique_ptr<SinkRunner>> sinks;
+  for (auto& def : directory.definitions) {
+    if (!def.enabled) {
+      spdlog::info("sink '{}' ({}) is disabled", def.key, def.file);
+      status.set_state(def.key, def.file, SinkState::Disabled);
+      continue;
+    }
+    auto runner = std::make_unique<SinkRunner>(std::move(def), config, bootstrap, status);
+    runner->start();
+    sinks.push_back(std::move(runner));
+  }
+  if (sinks.empty()) spdlog::warn("no sink is running (definitions in {})", config.sinks_dir.string());
+  if (embedded)
+    spdlog::info("embedded broker: {} — produce with: kcat -b {} -t orders.eu -P", bootstrap, bootstrap);
+
+  wait_for_stop(options);
+
+  for (auto& s : sinks) s->request_stop();
+  bool abandoned = false;
+  for (auto& s : sinks) abandoned = !s->join() || abandoned;
+  for (auto& s : sinks)
+    if (auto st = status.get(s->key()); st && st->state == SinkState::Error) exit_code = 1;
+  if (abandoned) {
+    spdlog::error("exiting without cleanup: a sink was still writing when shutdown_timeout ran out");
+    spdlog::shutdown();
+    std::_Exit(3);
+  }
+  sinks.clear();
+  embedded.reset();
+  return exit_code;
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,78 @@
+#include "runtime/sink_runner.h"
+
+#include <spdlog/spdlog.h>
+
+namespace picomq::runtime {
+
+SinkRunner::SinkRunner(config::SinkDefinition definition, const config::RuntimeConfig& runtime_config,
+                       std::string bootstrap_servers, StatusBoard& status)
+    : definition_(std::move(definition)),
+      runtime_config_(runtime_config),
+      bootstrap_servers_(std::move(bootstrap_servers)),
+      status_(status) {}
+
+SinkRunner::~SinkRunner() {
+  request_stop();
+  join();
+}
+
+bool SinkRunner::start() {
+  status_.set_state(definition_.key, definition_.file, SinkState::Starting);
+  std::string error;
+  auto library = PluginLibrary::load(definition_.path, runtime_config_.plugin_path, error);
+  if (library) plugin_ = SinkPlugin::open(library, definition_.key, definition_.plugin_config_json, error);
+  if (!plugin_) {
+    spdlog::error("sink '{}' ({}): {}", definition_.key, definition_.file, error);
+    status_.set_state(definition_.key, definition_.file, SinkState::Error, error);
+    return false;
+  }
+  spdlog::info("sink '{}': plugin {} {} from {}", definition_.key, library->descriptor().name,
+               library->descriptor().version ? library->descriptor().version : "?", library->file().string());
+  for (size_t i = 0; i < definition_.topics.size(); ++i) {
+    BlockSettings s;
+    s.sink_key = definition_.key;
+    s.block_index = i;
+    s.block = definition_.topics[i];
+    s.bootstrap_servers = bootstrap_servers_;
+    s.client_properties = runtime_config_.client_properties;
+    s.max_buffered_records = runtime_config_.max_buffered_records;
+    s.max_buffered_bytes = runtime_config_.max_buffered_bytes;
+    s.shutdown_timeout = runtime_config_.shutdown_timeout;
+    blocks_.push_back(std::make_unique<TopicsConsumer>(std::move(s), *plugin_, status_,
+                                                       [this, i](const std::string& m) { on_block_error(i, m); }));
+  }
+  for (auto& b : blocks_) b->start();
+  status_.set_state(definition_.key, definition_.file, SinkState::Running);
+  return true;
+}
+
+void SinkRunner::on_block_error(size_t index, const std::string& message) {
+  if (errored_.exchange(true)) return;
+  status_.set_state(definition_.key, definition_.file, SinkState::Error,
+                    "topics[" + std::to_string(index) + "]: " + message);
+  for (auto& b : blocks_) b->request_stop();
+}
+
+void SinkRunner::request_stop() {
+  for (auto& b : blocks_) b->request_stop();
+}
+
+bool SinkRunner::join() {
+  if (blocks_.empty() && !plugin_) return true;
+  status_.set_state(definition_.key, {}, SinkState::Stopping);
+  bool clean = true;
+  for (auto& b : blocks_) clean = b->join() && clean;
+  if (clean) {
+    if (plugin_) plugin_->close();
+    blocks_.clear();
+  } else {
+    // A block's delivery thread is stuck inside the plugin: leave plugin and blocks alone.
+    for (auto& b : blocks_) (void)b.release();
+    (void)plugin_.release();
+  }
+  plugin_.reset();
+  status_.set_state(definition_.key, {}, SinkState::Stopped);
+  return clean;
+}
+
+}  // namespace picomq::runtime

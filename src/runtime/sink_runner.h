@@ -1,0 +1,41 @@
+#pragma once
+// One sink definition at run time: its plugin instance and one TopicsConsumer per [[topics]]
+// block. A block that fails stops the whole sink (flush + commit) and marks it Error.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/runtime_config.h"
+#include "config/sink_definition.h"
+#include "runtime/plugin_host.h"
+#include "runtime/status.h"
+#include "runtime/topics_consumer.h"
+
+namespace picomq::runtime {
+
+class SinkRunner {
+ public:
+  SinkRunner(config::SinkDefinition definition, const config::RuntimeConfig& runtime_config,
+             std::string bootstrap_servers, StatusBoard& status);
+  ~SinkRunner();
+  // Loads and opens the plugin, starts the consumers. False (and status Error) when it cannot.
+  bool start();
+  void request_stop();
+  // Waits for every block; false when one had to be abandoned (plugin stuck past shutdown_timeout).
+  bool join();
+  const std::string& key() const { return definition_.key; }
+
+ private:
+  void on_block_error(size_t index, const std::string& message);
+
+  config::SinkDefinition definition_;
+  const config::RuntimeConfig& runtime_config_;
+  std::string bootstrap_servers_;
+  StatusBoard& status_;
+  std::unique_ptr<SinkPlugin> plugin_;
+  std::vector<std::unique_ptr<TopicsConsumer>> blocks_;
+  std::atomic<bool> errored_{false};
+};
+
+}  // namespace picomq::runtime

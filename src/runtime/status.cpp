@@ -1,0 +1,91 @@
+#include "runtime/status.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace picomq::runtime {
+
+std::string_view to_string(SinkState s) {
+  switch (s) {
+    case SinkState::Starting: return "starting";
+    case SinkState::Running: return "running";
+    case SinkState::Stopping: return "stopping";
+    case SinkState::Stopped: return "stopped";
+    case SinkState::Error: return "error";
+    case SinkState::Invalid: return "invalid";
+    case SinkState::Disabled: return "disabled";
+  }
+  return "unknown";
+}
+
+void StatusBoard::set_state(const std::string& key, const std::string& file, SinkState state, std::string message) {
+  {
+    std::lock_guard lock(mutex_);
+    auto& s = sinks_[key];
+    s.key = key;
+    if (!file.empty()) s.file = file;
+    // An Error is sticky: a later clean stop must not hide why the sink stopped.
+    if (s.state == SinkState::Error && state == SinkState::Stopped) return;
+    s.state = state;
+    s.message = std::move(message);
+  }
+  write_file();
+}
+
+void StatusBoard::set_block(const std::string& key, size_t index, BlockStatus block) {
+  {
+    std::lock_guard lock(mutex_);
+    auto& s = sinks_[key];
+    if (s.blocks.size() <= index) s.blocks.resize(index + 1);
+    s.blocks[index] = std::move(block);
+  }
+  write_file();
+}
+
+std::optional<SinkStatus> StatusBoard::get(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = sinks_.find(key);
+  if (it == sinks_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string StatusBoard::to_json() const {
+  nlohmann::json doc;
+  doc["sinks"] = nlohmann::json::array();
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, s] : sinks_) {
+    nlohmann::json j{{"key", key}, {"file", s.file}, {"state", to_string(s.state)}, {"message", s.message}};
+    j["blocks"] = nlohmann::json::array();
+    for (const auto& b : s.blocks)
+      j["blocks"].push_back({{"group_id", b.group_id},
+                             {"assigned", b.assigned},
+                             {"paused", b.paused},
+                             {"delivered_records", b.delivered_records},
+                             {"committed_batches", b.committed_batches}});
+    doc["sinks"].push_back(std::move(j));
+  }
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void StatusBoard::write_file() const {
+  if (!file_) return;
+  std::lock_guard lock(file_mutex_);  // one writer at a time, and the newest state written last
+  const std::string json = to_json();
+  auto tmp = *file_;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << json << '\n';
+    if (!out) {
+      spdlog::warn("cannot write status file {}", tmp.string());
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, *file_, ec);
+  if (ec) spdlog::warn("cannot replace status file {}: {}", file_->string(), ec.message());
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,49 @@
+#pragma once
+// What each sink is doing, readable by tests and (later) the HTTP API: kept in memory and
+// mirrored to a JSON file (written atomically) whenever it changes.
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace picomq::runtime {
+
+enum class SinkState { Starting, Running, Stopping, Stopped, Error, Invalid, Disabled };
+std::string_view to_string(SinkState);
+
+struct BlockStatus {
+  std::string group_id;
+  std::vector<std::string> assigned;  // "topic[partition]"
+  bool paused = false;
+  uint64_t delivered_records = 0;
+  uint64_t committed_batches = 0;
+};
+
+struct SinkStatus {
+  std::string key;
+  std::string file;
+  SinkState state = SinkState::Starting;
+  std::string message;
+  std::vector<BlockStatus> blocks;
+};
+
+class StatusBoard {
+ public:
+  explicit StatusBoard(std::optional<std::filesystem::path> file) : file_(std::move(file)) {}
+  void set_state(const std::string& key, const std::string& file, SinkState state, std::string message = {});
+  void set_block(const std::string& key, size_t index, BlockStatus block);
+  std::optional<SinkStatus> get(const std::string& key) const;
+  std::string to_json() const;
+  void write_file() const;
+
+ private:
+  std::optional<std::filesystem::path> file_;
+  mutable std::mutex mutex_;
+  mutable std::mutex file_mutex_;
+  std::map<std::string, SinkStatus> sinks_;
+};
+
+}  // namespace picomq::runtime

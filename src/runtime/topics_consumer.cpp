@@ -1,0 +1,564 @@
+#include "runtime/topics_consumer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+
+namespace picomq::runtime {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr size_t kPollBatch = 4096;
+constexpr milliseconds kMaxPollWait{50};
+constexpr milliseconds kStatusEvery{1000};
+
+size_t message_bytes(const rd_kafka_message_t* m) { return m->len + m->key_len; }
+
+bool is_internal_topic(const std::string& topic) { return topic.rfind("__", 0) == 0; }
+
+void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  const char* name = rd_kafka_name(rk);
+  if (level <= 3)
+    spdlog::error("kafka {} {}: {}", name, fac, buf);
+  else if (level <= 4)
+    spdlog::warn("kafka {} {}: {}", name, fac, buf);
+  else if (level <= 6)
+    spdlog::info("kafka {} {}: {}", name, fac, buf);
+  else
+    spdlog::debug("kafka {} {}: {}", name, fac, buf);
+}
+
+void error_cb(rd_kafka_t* rk, int err, const char* reason, void*) {
+  const auto code = static_cast<rd_kafka_resp_err_t>(err);
+  // Transport errors are retried by librdkafka forever; say so, so nobody mistakes it for a stall.
+  if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || code == RD_KAFKA_RESP_ERR__TRANSPORT ||
+      code == RD_KAFKA_RESP_ERR__RESOLVE)
+    spdlog::warn("kafka {}: broker unreachable ({}); retrying", rd_kafka_name(rk), reason);
+  else if (rd_kafka_fatal_error(rk, nullptr, 0))
+    spdlog::error("kafka {}: fatal client error: {}", rd_kafka_name(rk), reason);
+  else
+    spdlog::warn("kafka {}: {} ({})", rd_kafka_name(rk), reason, rd_kafka_err2name(code));
+}
+
+void commit_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void*) {
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
+  spdlog::warn("kafka {}: offset commit failed: {} (the stored offsets are committed again by the next commit)",
+               rd_kafka_name(rk), rd_kafka_err2str(err));
+  (void)offsets;
+}
+
+std::vector<TopicPartition> to_vector(const rd_kafka_topic_partition_list_t* list) {
+  std::vector<TopicPartition> out;
+  for (int i = 0; i < list->cnt; ++i) out.push_back({list->elems[i].topic, list->elems[i].partition});
+  return out;
+}
+
+}  // namespace
+
+TopicsConsumer::TopicsConsumer(BlockSettings settings, SinkPlugin& plugin, StatusBoard& status,
+                               ErrorCallback on_error)
+    : settings_(std::move(settings)), plugin_(plugin), status_(status), on_error_(std::move(on_error)) {
+  group_id_ = settings_.block.group_id(settings_.sink_key);
+  log_prefix_ = "sink '" + settings_.sink_key + "' topics[" + std::to_string(settings_.block_index) + "]";
+  if (settings_.block.anchored_pattern) pattern_.emplace(*settings_.block.anchored_pattern, std::regex::ECMAScript);
+  buckets_ = std::make_unique<Bucketer<MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
+  decoder_ = make_decoder(settings_.block.schema);
+}
+
+TopicsConsumer::~TopicsConsumer() {
+  if (consumer_thread_.joinable()) consumer_thread_.join();
+  if (delivery_thread_.joinable()) {
+    if (abandoned_) delivery_thread_.detach();
+    else delivery_thread_.join();
+  }
+}
+
+void TopicsConsumer::start() {
+  delivery_thread_ = std::thread([this] { delivery_main(); });
+  consumer_thread_ = std::thread([this] { consumer_main(); });
+}
+
+void TopicsConsumer::request_stop() { stop_requested_ = true; }
+
+bool TopicsConsumer::join() {
+  {
+    std::unique_lock lock(join_mutex_);
+    join_cv_.wait(lock, [&] { return consumer_finished_; });
+  }
+  if (consumer_thread_.joinable()) consumer_thread_.join();
+  return !abandoned_;
+}
+
+// ---------------------------------------------------------------- consumer thread
+
+rd_kafka_t* TopicsConsumer::create_consumer(std::string& error) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  auto set = [&](const std::string& k, const std::string& v) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      if (error.empty()) error = "consumer property '" + k + "': " + errstr;
+    }
+  };
+  set("bootstrap.servers", settings_.bootstrap_servers);
+  set("client.id", "picomq-connect-" + settings_.sink_key + "-" + std::to_string(settings_.block_index));
+  for (const auto& [k, v] : settings_.client_properties) set(k, v);
+  set("auto.offset.reset",
+      settings_.block.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
+  for (const auto& [k, v] : settings_.block.properties) set(k, v);
+  // Not overridable: these are what commit-after-the-write rests on.
+  set("group.id", group_id_);
+  set("enable.auto.commit", "false");
+  set("enable.auto.offset.store", "false");
+  if (!error.empty()) {
+    rd_kafka_conf_destroy(conf);
+    return nullptr;
+  }
+  rd_kafka_conf_set_opaque(conf, this);
+  rd_kafka_conf_set_rebalance_cb(conf, &TopicsConsumer::rebalance_trampoline);
+  rd_kafka_conf_set_error_cb(conf, error_cb);
+  rd_kafka_conf_set_log_cb(conf, log_cb);
+  rd_kafka_conf_set_offset_commit_cb(conf, commit_cb);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  if (!rk) {
+    error = std::string("cannot create consumer: ") + errstr;
+    return nullptr;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  return rk;
+}
+
+void TopicsConsumer::consumer_main() {
+  std::string error;
+  rk_ = create_consumer(error);
+  if (!rk_) {
+    fail({}, error);
+    std::lock_guard lock(mutex_);
+    delivery_stop_ = true;
+    work_cv_.notify_all();
+  } else {
+    queue_ = rd_kafka_queue_get_consumer(rk_);
+    spdlog::info("{}: consumer group '{}' on {}", log_prefix_, group_id_, settings_.bootstrap_servers);
+    refresh_subscription(true);
+    publish_status();
+
+    std::vector<rd_kafka_message_t*> polled(kPollBatch);
+    auto next_status = Clock::now() + kStatusEvery;
+    while (!stop_requested_ && !failed_) {
+      refresh_subscription(false);
+      apply_backpressure();
+
+      auto wait = kMaxPollWait;
+      if (auto deadline = buckets_->next_deadline()) {
+        auto until = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
+        wait = std::clamp(until, milliseconds(0), kMaxPollWait);
+      }
+      const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled.data(), kPollBatch);
+      const auto now = Clock::now();
+      for (ssize_t i = 0; i < n; ++i) {
+        MessagePtr m(polled[i]);
+        if (m->err) {
+          if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            spdlog::warn("{}: consumer error: {}", log_prefix_, rd_kafka_message_errstr(m.get()));
+          continue;
+        }
+        TopicPartition tp{rd_kafka_topic_name(m->rkt), m->partition};
+        buffered_records_ += 1;
+        buffered_bytes_ += message_bytes(m.get());
+        buckets_->add(tp, std::move(m), now);
+      }
+      for (auto& ready : buckets_->take_ready(Clock::now())) enqueue(std::move(ready.tp), std::move(ready.records));
+      if (Clock::now() >= next_status) {
+        publish_status();
+        next_status = Clock::now() + kStatusEvery;
+      }
+    }
+    shutdown_path();
+  }
+  {
+    std::lock_guard lock(join_mutex_);
+    consumer_finished_ = true;
+  }
+  join_cv_.notify_all();
+}
+
+// Explicit topics plus, for a pattern, every broker topic it matches; re-evaluated every
+// pattern_refresh so topics created later are picked up. A change re-subscribes (a rebalance).
+void TopicsConsumer::refresh_subscription(bool force) {
+  const auto now = Clock::now();
+  if (!force && (!pattern_ || now < next_pattern_refresh_)) return;
+  next_pattern_refresh_ = now + settings_.pattern_refresh;
+
+  std::set<std::string> wanted(settings_.block.topics.begin(), settings_.block.topics.end());
+  if (pattern_) {
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 1, nullptr, &md, 2000);
+    if (err) {
+      spdlog::warn("{}: cannot list the broker's topics to match pattern '{}': {}; retrying", log_prefix_,
+                   *settings_.block.pattern, rd_kafka_err2str(err));
+      if (!force) return;  // keep the current subscription until the broker answers
+    } else {
+      for (int i = 0; i < md->topic_cnt; ++i) {
+        std::string name = md->topics[i].topic;
+        if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && !is_internal_topic(name) &&
+            std::regex_search(name, *pattern_, std::regex_constants::match_continuous))
+          wanted.insert(name);
+      }
+      rd_kafka_metadata_destroy(md);
+    }
+  }
+  std::vector<std::string> next(wanted.begin(), wanted.end());
+  if (!force && next == subscribed_) return;
+
+  for (const auto& t : next)
+    if (!std::binary_search(subscribed_.begin(), subscribed_.end(), t)) spdlog::info("{}: subscribing to '{}'", log_prefix_, t);
+  for (const auto& t : subscribed_)
+    if (!wanted.count(t)) spdlog::info("{}: topic '{}' no longer subscribed", log_prefix_, t);
+  subscribed_ = next;
+  if (next.empty()) {
+    spdlog::info("{}: no topic matches yet; waiting", log_prefix_);
+    rd_kafka_unsubscribe(rk_);
+    return;
+  }
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(next.size()));
+  for (const auto& t : next) rd_kafka_topic_partition_list_add(list, t.c_str(), RD_KAFKA_PARTITION_UA);
+  if (auto err = rd_kafka_subscribe(rk_, list)) spdlog::error("{}: subscribe failed: {}", log_prefix_, rd_kafka_err2str(err));
+  rd_kafka_topic_partition_list_destroy(list);
+}
+
+void TopicsConsumer::enqueue(TopicPartition tp, std::vector<MessagePtr> messages) {
+  Job job{std::move(tp), std::move(messages), 0};
+  for (const auto& m : job.messages) job.bytes += message_bytes(m.get());
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  work_cv_.notify_one();
+}
+
+// What sits between broker and plugin is bounded: past the limit the assigned partitions are
+// paused (librdkafka then stops fetching them) until delivery drains below half of it.
+void TopicsConsumer::apply_backpressure() {
+  const size_t records = buffered_records_.load(), bytes = buffered_bytes_.load();
+  const bool over = records >= settings_.max_buffered_records || bytes >= settings_.max_buffered_bytes;
+  const bool under_half = records < settings_.max_buffered_records / 2 && bytes < settings_.max_buffered_bytes / 2;
+  if (!paused_ && over) {
+    paused_ = true;
+    spdlog::warn("{}: {} records / {} bytes buffered (limits {} / {}): pausing the consumer until the sink catches up",
+                 log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes);
+  } else if (paused_ && under_half) {
+    paused_ = false;
+    spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
+  } else {
+    return;
+  }
+  rd_kafka_topic_partition_list_t* list = nullptr;
+  if (rd_kafka_assignment(rk_, &list) == RD_KAFKA_RESP_ERR_NO_ERROR && list) {
+    if (paused_) rd_kafka_pause_partitions(rk_, list);
+    else rd_kafka_resume_partitions(rk_, list);
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+  publish_status();
+}
+
+void TopicsConsumer::rebalance_trampoline(rd_kafka_t*, rd_kafka_resp_err_t err,
+                                          rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+  static_cast<TopicsConsumer*>(opaque)->on_rebalance(err, partitions);
+}
+
+void TopicsConsumer::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions) {
+  rebalance_cooperative_ = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    auto added = to_vector(partitions);
+    for (const auto& tp : added) spdlog::info("{}: assigned {}", log_prefix_, tp.to_string());
+    if (rebalance_cooperative_) {
+      if (auto* e = rd_kafka_incremental_assign(rk_, partitions)) {
+        spdlog::error("{}: incremental assign failed: {}", log_prefix_, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+      }
+      assignment_.insert(assignment_.end(), added.begin(), added.end());
+    } else {
+      rd_kafka_assign(rk_, partitions);
+      assignment_ = added;
+    }
+    if (paused_) rd_kafka_pause_partitions(rk_, partitions);
+  } else {
+    on_revoke(partitions);
+    auto removed = to_vector(partitions);
+    if (rebalance_cooperative_) {
+      if (auto* e = rd_kafka_incremental_unassign(rk_, partitions)) {
+        spdlog::error("{}: incremental unassign failed: {}", log_prefix_, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+      }
+      std::erase_if(assignment_, [&](const TopicPartition& tp) {
+        return std::find(removed.begin(), removed.end(), tp) != removed.end();
+      });
+    } else {
+      rd_kafka_assign(rk_, nullptr);
+      assignment_.clear();
+    }
+  }
+  publish_status();
+}
+
+// A partition is being handed away. Records buffered for it that the plugin has not seen are
+// dropped (the next owner reads them from the committed offset); a batch the plugin is writing
+// right now is allowed to finish and its offset is committed before the partition goes, so
+// nothing is delivered twice by this process and nothing is skipped.
+void TopicsConsumer::on_revoke(const rd_kafka_topic_partition_list_t* partitions) {
+  const auto revoked = to_vector(partitions);
+  const bool lost = rd_kafka_assignment_lost(rk_);
+  size_t dropped_records = 0, dropped_bytes = 0;
+  for (const auto& tp : revoked) {
+    spdlog::info("{}: {} {}", log_prefix_, lost ? "lost" : "revoked", tp.to_string());
+    for (auto& m : buckets_->take_partition(tp)) {
+      ++dropped_records;
+      dropped_bytes += message_bytes(m.get());
+    }
+  }
+  {
+    std::unique_lock lock(mutex_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (std::find(revoked.begin(), revoked.end(), it->tp) != revoked.end()) {
+        dropped_records += it->messages.size();
+        dropped_bytes += it->bytes;
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    done_cv_.wait(lock, [&] {
+      return abandoned_ || !in_flight_ || std::find(revoked.begin(), revoked.end(), *in_flight_) == revoked.end();
+    });
+  }
+  release(dropped_records, dropped_bytes);
+  if (dropped_records)
+    spdlog::info("{}: dropped {} buffered records of revoked partitions (not yet written; the next owner reads them)",
+                 log_prefix_, dropped_records);
+  if (!lost) commit_sync("rebalance");
+}
+
+void TopicsConsumer::commit_sync(const char* why) {
+  rd_kafka_resp_err_t err = rd_kafka_commit(rk_, nullptr, 0);
+  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+    spdlog::warn("{}: synchronous commit ({}) failed: {}", log_prefix_, why, rd_kafka_err2str(err));
+}
+
+void TopicsConsumer::publish_status() {
+  BlockStatus b;
+  b.group_id = group_id_;
+  for (const auto& tp : assignment_) b.assigned.push_back(tp.to_string());
+  b.paused = paused_;
+  b.delivered_records = delivered_records_.load();
+  b.committed_batches = committed_batches_.load();
+  status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
+}
+
+// Clean stop and error path alike: hand everything buffered to the delivery thread (batches of
+// a partition that failed are skipped there), wait for it within shutdown_timeout, then one
+// synchronous commit and leave the group.
+void TopicsConsumer::shutdown_path() {
+  for (auto& ready : buckets_->take_all()) enqueue(std::move(ready.tp), std::move(ready.records));
+  {
+    std::unique_lock lock(mutex_);
+    delivery_stop_ = true;
+    work_cv_.notify_all();
+    if (!done_cv_.wait_for(lock, settings_.shutdown_timeout, [&] { return delivery_finished_; })) {
+      abandoned_ = true;
+      spdlog::error("{}: the sink did not finish writing within shutdown_timeout ({} ms); "
+                    "giving up on the batch in flight (it stays uncommitted and is delivered again on restart)",
+                    log_prefix_, settings_.shutdown_timeout.count());
+    }
+  }
+  done_cv_.notify_all();
+  commit_sync(failed_ ? "error path" : "shutdown");
+  if (!abandoned_) {
+    rd_kafka_consumer_close(rk_);
+    rd_kafka_queue_destroy(queue_);
+    rd_kafka_destroy(rk_);
+    rk_ = nullptr;
+  } else {
+    // The delivery thread may still touch the handle; the process exits without destroying it.
+    std::lock_guard lock(mutex_);
+    jobs_.clear();
+  }
+  publish_status();
+  spdlog::info("{}: stopped", log_prefix_);
+}
+
+// ---------------------------------------------------------------- delivery thread
+
+void TopicsConsumer::delivery_main() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return !jobs_.empty() || delivery_stop_; });
+      if (jobs_.empty()) break;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      in_flight_ = job.tp;
+    }
+    deliver(job);
+    const size_t records = job.messages.size(), bytes = job.bytes;
+    job.messages.clear();
+    {
+      std::lock_guard lock(mutex_);
+      in_flight_.reset();
+    }
+    release(records, bytes);
+    done_cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    delivery_finished_ = true;
+  }
+  done_cv_.notify_all();
+}
+
+void TopicsConsumer::deliver(Job& job) {
+  {
+    std::lock_guard lock(mutex_);
+    // After a failed batch nothing later from that partition may be written: on restart the
+    // failed batch must be the first thing the sink sees.
+    if (failed_partitions_.count(job.tp)) return;
+  }
+  DecodedBatch batch;
+  batch.tp = job.tp;
+  batch.schema = std::string(config::to_string(settings_.block.schema));
+  batch.format = decoder_->format();
+  batch.records.reserve(job.messages.size());
+
+  std::string decode_error;
+  size_t bad_index = job.messages.size();
+  std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
+  header_ranges.reserve(job.messages.size());
+  for (size_t i = 0; i < job.messages.size(); ++i) {
+    const rd_kafka_message_t* m = job.messages[i].get();
+    pmq_record r{};
+    r.offset = m->offset;
+    rd_kafka_timestamp_type_t ts_type;
+    r.timestamp_ms = rd_kafka_message_timestamp(m, &ts_type);
+    r.key = m->key ? pmq_bytes{static_cast<const uint8_t*>(m->key), m->key_len} : pmq_bytes{nullptr, 0};
+    const size_t first_header = batch.headers.size();
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR && hdrs) {
+      const char* name;
+      const void* value;
+      size_t size;
+      for (size_t h = 0; rd_kafka_header_get_all(hdrs, h, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++h)
+        batch.headers.push_back({{reinterpret_cast<const uint8_t*>(name), std::strlen(name)},
+                                 {static_cast<const uint8_t*>(value), value ? size : 0}});
+    }
+    header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
+    if (m->payload) {
+      std::span<const uint8_t> in(static_cast<const uint8_t*>(m->payload), m->len);
+      if (!decoder_->decode(in, r.payload, batch.owned, decode_error)) {
+        bad_index = i;
+        break;
+      }
+    }
+    batch.records.push_back(r);
+  }
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
+    batch.records[i].header_count = header_ranges[i].second;
+  }
+
+  if (!transforms_.empty()) {
+    if (auto err = transforms_.apply(batch); !err.empty()) {
+      fail(job.tp, "transform failed on " + job.tp.to_string() + ": " + err);
+      return;
+    }
+  }
+
+  if (!batch.records.empty()) {
+    std::string error;
+    size_t written_prefix = 0;
+    if (!write_with_retries(batch, error, written_prefix)) {
+      if (written_prefix > 0) store_and_commit(job.tp, batch.records[written_prefix - 1].offset + 1);
+      fail(job.tp, error);
+      return;
+    }
+    delivered_records_ += batch.records.size();
+    store_and_commit(job.tp, batch.records.back().offset + 1);
+  }
+  if (bad_index < job.messages.size()) {
+    fail(job.tp, "cannot decode record " + job.tp.to_string() + " at offset " +
+                     std::to_string(job.messages[bad_index]->offset) + " (schema " + batch.schema +
+                     "): " + decode_error);
+  }
+}
+
+// The spec's retry rule: the same batch up to max_attempts times with a doubling backoff; a
+// permanent failure or rejected records stop at once. `written_prefix` says how many leading
+// records are known written when it gives up (rejections), so their offsets can be committed.
+bool TopicsConsumer::write_with_retries(DecodedBatch& batch, std::string& error, size_t& written_prefix) {
+  const auto& policy = settings_.retry;
+  const std::string where = batch.tp.to_string() + " offsets " + std::to_string(batch.records.front().offset) +
+                            ".." + std::to_string(batch.records.back().offset);
+  for (int attempt = 1;; ++attempt) {
+    WriteOutcome out = plugin_.write(batch);
+    if (out.status == PMQ_WRITE_OK) {
+      if (attempt > 1) spdlog::info("{}: batch {} written on attempt {}", log_prefix_, where, attempt);
+      return true;
+    }
+    if (out.status == PMQ_WRITE_REJECTED) {
+      auto first = *std::min_element(out.rejections.begin(), out.rejections.end());
+      const auto offset = first.first < batch.records.size() ? batch.records[first.first].offset : -1;
+      written_prefix = std::min(first.first, batch.records.size());
+      error = "the sink rejected record " + batch.tp.to_string() + " at offset " + std::to_string(offset) + ": " +
+              first.second + (out.rejections.size() > 1 ? " (and " + std::to_string(out.rejections.size() - 1) + " more)" : "");
+      return false;
+    }
+    const std::string reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
+    if (out.status == PMQ_WRITE_FATAL) {
+      error = "write of " + where + " failed permanently: " + reason;
+      return false;
+    }
+    if (attempt >= policy.max_attempts) {
+      error = "write of " + where + " failed " + std::to_string(attempt) + " times; last error: " + reason;
+      return false;
+    }
+    const auto delay = policy.delay_before(attempt + 1);
+    spdlog::warn("{}: write of {} failed (attempt {}/{}): {}; retrying in {} ms", log_prefix_, where, attempt,
+                 policy.max_attempts, reason, delay.count());
+    std::this_thread::sleep_for(delay);
+  }
+}
+
+void TopicsConsumer::store_and_commit(const TopicPartition& tp, int64_t next_offset) {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, tp.topic.c_str(), tp.partition)->offset = next_offset;
+  rd_kafka_resp_err_t err = rd_kafka_offsets_store(rk_, list);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
+  if (err) {
+    spdlog::warn("{}: cannot store offset {} for {}: {} (partition no longer assigned?)", log_prefix_, next_offset,
+                 tp.to_string(), rd_kafka_err2str(err));
+  } else {
+    rd_kafka_commit(rk_, list, 1);
+    committed_batches_ += 1;
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+}
+
+void TopicsConsumer::fail(const TopicPartition& tp, const std::string& message) {
+  {
+    std::lock_guard lock(mutex_);
+    failed_partitions_.insert(tp);
+  }
+  const bool first = !failed_.exchange(true);
+  spdlog::error("{}: {}", log_prefix_, message);
+  if (first && on_error_) on_error_(message);
+}
+
+void TopicsConsumer::release(size_t records, size_t bytes) {
+  buffered_records_ -= records;
+  buffered_bytes_ -= bytes;
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,145 @@
+#pragma once
+// One [[topics]] block of a sink definition at run time: one Kafka consumer in one consumer
+// group, its per-partition buckets, and the delivery thread that hands batches to the plugin and
+// commits after the write.
+//
+// Threads: the consumer thread owns the rd_kafka_t handle, polls, buckets and decides flushes;
+// the delivery thread decodes, transforms, writes (with retries) and stores + commits offsets.
+// Keeping them apart means a slow write never stops the consumer from serving its group; what
+// sits between them is bounded, and the consumer pauses its partitions while it is full.
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/runtime_config.h"
+#include "config/sink_definition.h"
+#include "runtime/backoff.h"
+#include "runtime/bucketer.h"
+#include "runtime/decoder.h"
+#include "runtime/plugin_host.h"
+#include "runtime/status.h"
+#include "runtime/transform.h"
+
+namespace picomq::runtime {
+
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* m) const { rd_kafka_message_destroy(m); }
+};
+using MessagePtr = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+
+struct BlockSettings {
+  std::string sink_key;
+  size_t block_index = 0;
+  config::TopicsBlock block;
+  std::string bootstrap_servers;
+  std::vector<std::pair<std::string, std::string>> client_properties;  // [broker.properties]
+  size_t max_buffered_records = 100000;
+  size_t max_buffered_bytes = 64u << 20;
+  std::chrono::milliseconds shutdown_timeout{30000};
+  std::chrono::milliseconds pattern_refresh{2000};
+  RetryPolicy retry;
+};
+
+class TopicsConsumer {
+ public:
+  using ErrorCallback = std::function<void(const std::string& message)>;
+
+  TopicsConsumer(BlockSettings settings, SinkPlugin& plugin, StatusBoard& status, ErrorCallback on_error);
+  ~TopicsConsumer();
+
+  void start();
+  // Graceful stop: flush what is buffered through the plugin, then one synchronous commit.
+  void request_stop();
+  // Waits for the stop to finish. False when the delivery thread was still stuck in the plugin
+  // when shutdown_timeout ran out (the caller must then exit the process without cleanup).
+  bool join();
+  bool failed() const { return failed_.load(); }
+  bool abandoned() const { return abandoned_.load(); }
+
+ private:
+  struct Job {
+    TopicPartition tp;
+    std::vector<MessagePtr> messages;
+    size_t bytes = 0;
+  };
+
+  // consumer thread
+  void consumer_main();
+  rd_kafka_t* create_consumer(std::string& error);
+  void refresh_subscription(bool force);
+  void enqueue(TopicPartition tp, std::vector<MessagePtr> messages);
+  void apply_backpressure();
+  void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
+  void on_revoke(const rd_kafka_topic_partition_list_t* partitions);
+  void commit_sync(const char* why);
+  void publish_status();
+  void shutdown_path();
+
+  // delivery thread
+  void delivery_main();
+  void deliver(Job& job);
+  bool write_with_retries(DecodedBatch& batch, std::string& error, size_t& written_prefix);
+  void store_and_commit(const TopicPartition& tp, int64_t next_offset);
+  void fail(const TopicPartition& tp, const std::string& message);
+  void release(size_t records, size_t bytes);
+
+  static void rebalance_trampoline(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
+
+  BlockSettings settings_;
+  SinkPlugin& plugin_;
+  StatusBoard& status_;
+  ErrorCallback on_error_;
+  std::string group_id_;
+  std::string log_prefix_;
+  std::optional<std::regex> pattern_;
+
+  rd_kafka_t* rk_ = nullptr;
+  rd_kafka_queue_t* queue_ = nullptr;
+  std::vector<std::string> subscribed_;
+  std::chrono::steady_clock::time_point next_pattern_refresh_{};
+  bool rebalance_cooperative_ = false;
+  std::vector<TopicPartition> assignment_;
+  bool paused_ = false;
+  std::unique_ptr<Bucketer<MessagePtr>> buckets_;
+
+  // shared between the two threads
+  std::mutex mutex_;
+  std::condition_variable work_cv_;   // delivery thread waits for jobs / stop
+  std::condition_variable done_cv_;   // consumer thread waits for in-flight jobs to finish
+  std::deque<Job> jobs_;
+  std::optional<TopicPartition> in_flight_;
+  bool delivery_stop_ = false;
+  bool delivery_finished_ = false;
+  std::set<TopicPartition> failed_partitions_;
+
+  std::atomic<size_t> buffered_records_{0};
+  std::atomic<size_t> buffered_bytes_{0};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> abandoned_{false};
+  std::atomic<uint64_t> delivered_records_{0};
+  std::atomic<uint64_t> committed_batches_{0};
+
+  std::unique_ptr<PayloadDecoder> decoder_;  // used by the delivery thread only
+  TransformChain transforms_;
+
+  std::thread consumer_thread_;
+  std::thread delivery_thread_;
+  std::mutex join_mutex_;
+  std::condition_variable join_cv_;
+  bool consumer_finished_ = false;
+};
+
+}  // namespace picomq::runtime

@@ -1,0 +1,378 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace picomq::test {
+
+Millis scaled(Millis m) {
+  static const double factor = [] {
+    const char* v = std::getenv("PICOMQ_TEST_TIMEOUT_MULTIPLIER");
+    return v ? std::max(1.0, std::atof(v)) : 1.0;
+  }();
+  return Millis(static_cast<int64_t>(m.count() * factor));
+}
+
+bool wait_until(const std::function<bool()>& condition, Millis timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return condition();
+}
+
+std::string unique_name(const std::string& prefix) {
+  static std::mt19937_64 rng(std::random_device{}());
+  std::string test = "t";
+  if (auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) test = info->name();
+  for (auto& c : test)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '-';
+  return prefix + "." + test + "-" + std::to_string(rng() % 1000000);
+}
+
+std::filesystem::path make_temp_dir(const std::string& prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> read_lines(const std::filesystem::path& p) {
+  std::vector<std::string> lines;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  // The broker also takes port+1 for its controller; both must be free.
+  return port;
+}
+
+// ------------------------------------------------------------------ Kafka
+
+namespace {
+Kafka* g_shared = nullptr;
+
+rd_kafka_t* new_client(rd_kafka_type_t type, const std::string& bootstrap,
+                       std::vector<std::pair<std::string, std::string>> props = {}) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  props.insert(props.begin(), {"bootstrap.servers", bootstrap});
+  for (const auto& [k, v] : props)
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
+      throw std::runtime_error("conf " + k + ": " + err);
+  rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+  if (!rk) throw std::runtime_error(std::string("rd_kafka_new: ") + err);
+  return rk;
+}
+}  // namespace
+
+Kafka& Kafka::shared() {
+  if (!g_shared) throw std::runtime_error("the shared Kafka broker is not started");
+  return *g_shared;
+}
+
+void Kafka::start_shared() {
+  g_shared = new Kafka(make_temp_dir("picomq-kafka"), free_port());
+  g_shared->start();
+}
+
+void Kafka::stop_shared() {
+  if (g_shared) g_shared->stop();
+  delete g_shared;
+  g_shared = nullptr;
+}
+
+void Kafka::start() {
+  const std::string cmd = std::string(PICOMQ_KAFKA_SH) + " start " + dir_.string() + " " + std::to_string(port_);
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not start Kafka: " + cmd);
+}
+
+void Kafka::stop() {
+  if (producer_) {
+    rd_kafka_flush(producer_, 5000);
+    rd_kafka_destroy(producer_);
+    producer_ = nullptr;
+  }
+  const std::string cmd = std::string(PICOMQ_KAFKA_SH) + " stop " + dir_.string();
+  (void)std::system(cmd.c_str());
+}
+
+rd_kafka_t* Kafka::producer() {
+  if (!producer_) producer_ = new_client(RD_KAFKA_PRODUCER, bootstrap(), {{"linger.ms", "5"}, {"acks", "all"}});
+  return producer_;
+}
+
+void Kafka::create_topic(const std::string& topic, int partitions) {
+  rd_kafka_t* rk = producer();
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, err, sizeof err);
+  if (!nt) throw std::runtime_error(err);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  std::string error;
+  if (!ev) {
+    error = "CreateTopics timed out";
+  } else {
+    const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
+    size_t n = 0;
+    const rd_kafka_topic_result_t** results = res ? rd_kafka_CreateTopics_result_topics(res, &n) : nullptr;
+    if (rd_kafka_event_error(ev)) error = rd_kafka_event_error_string(ev);
+    else if (n == 1 && rd_kafka_topic_result_error(results[0]) &&
+             rd_kafka_topic_result_error(results[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+      error = rd_kafka_topic_result_error_string(results[0]);
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_queue_destroy(q);
+  if (!error.empty()) throw std::runtime_error("create topic " + topic + ": " + error);
+  // Wait until the broker lists it with all partitions led.
+  wait_until(
+      [&] {
+        rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+        const rd_kafka_metadata_t* md = nullptr;
+        bool ok = rd_kafka_metadata(rk, 0, t, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+                  md->topics[0].err == 0 && md->topics[0].partition_cnt == partitions;
+        if (ok)
+          for (int i = 0; i < md->topics[0].partition_cnt; ++i) ok = ok && md->topics[0].partitions[i].leader >= 0;
+        if (md) rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(t);
+        return ok;
+      },
+      20s);
+}
+
+void Kafka::produce(const std::string& topic, const std::vector<ProducedRecord>& records) {
+  rd_kafka_t* rk = producer();
+  for (const auto& r : records) {
+    rd_kafka_headers_t* hdrs = rd_kafka_headers_new(r.headers.size());
+    for (const auto& [k, v] : r.headers) rd_kafka_header_add(hdrs, k.data(), k.size(), v.data(), v.size());
+    void* value = r.null_value ? nullptr : const_cast<char*>(r.value.data());
+    const size_t value_size = r.null_value ? 0 : r.value.size();
+    const void* key = r.key ? r.key->data() : nullptr;
+    const size_t key_size = r.key ? r.key->size() : 0;
+    for (;;) {
+      auto err = rd_kafka_producev(
+          rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(r.partition), RD_KAFKA_V_VALUE(value, value_size),
+          RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_HEADERS(hdrs),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(rk, 10);
+        continue;
+      }
+      if (err) throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(err));
+      break;
+    }
+  }
+  if (rd_kafka_flush(rk, static_cast<int>(scaled(60s).count())) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    throw std::runtime_error("produce: flush timed out");
+}
+
+void Kafka::produce_values(const std::string& topic, const std::vector<std::string>& values, int32_t partition) {
+  std::vector<ProducedRecord> records;
+  records.reserve(values.size());
+  for (const auto& v : values) records.push_back({v, std::nullopt, {}, partition});
+  produce(topic, records);
+}
+
+int64_t Kafka::committed(const std::string& group, const std::string& topic, int32_t partition) {
+  rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, bootstrap(), {{"group.id", group}});
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, topic.c_str(), partition);
+  int64_t offset = -1001;
+  if (rd_kafka_committed(rk, list, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR && !list->elems[0].err)
+    offset = list->elems[0].offset;
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy(rk);
+  return offset;
+}
+
+int64_t Kafka::end_offset(const std::string& topic, int32_t partition) {
+  int64_t lo = 0, hi = 0;
+  rd_kafka_query_watermark_offsets(producer(), topic.c_str(), partition, &lo, &hi, 10000);
+  return hi;
+}
+
+// ------------------------------------------------------------------ Runtime
+
+Runtime::Runtime(std::string bootstrap, std::string name)
+    : bootstrap_(std::move(bootstrap)), dir_(make_temp_dir("picomq-" + name)) {
+  std::filesystem::create_directories(dir_ / "sinks.d");
+}
+
+Runtime::~Runtime() {
+  if (pid_ > 0 && !exit_code_) {
+    ::kill(pid_, SIGKILL);
+    int st;
+    waitpid(pid_, &st, 0);
+  }
+}
+
+void Runtime::add_definition(const std::string& file, const std::string& toml) {
+  std::ofstream(dir_ / "sinks.d" / file) << toml;
+}
+
+void Runtime::start() {
+  {
+    std::ofstream cfg(dir_ / "runtime.toml");
+    cfg << "[broker]\nbootstrap_servers = \"" << bootstrap_ << "\"\n"
+        << "[plugins]\npath = [\"" << PICOMQ_PLUGIN_DIR << "\"]\n"
+        << "[sinks]\ndir = \"sinks.d\"\n"
+        << "[runtime]\nstatus_file = \"" << (dir_ / "status.json").string() << "\"\n"
+        << "log_level = \"info\"\n"
+        << runtime_extra_ << "\n";
+  }
+  exit_code_.reset();
+  pid_ = fork();
+  if (pid_ == 0) {
+    int out = ::open((dir_ / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int err = ::open((dir_ / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
+    const std::string cfg = (dir_ / "runtime.toml").string();
+    execl(PICOMQ_BIN, PICOMQ_BIN, "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+}
+
+void Runtime::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+void Runtime::kill_hard() {
+  signal(SIGKILL);
+  wait_exit(10s);
+}
+
+std::optional<int> Runtime::wait_exit(Millis timeout) {
+  if (exit_code_) return exit_code_;
+  const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int st = 0;
+    pid_t r = waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      return exit_code_;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return std::nullopt;
+}
+
+bool Runtime::running() {
+  if (exit_code_) return false;
+  int st = 0;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+nlohmann::json Runtime::status() {
+  auto text = read_file(dir_ / "status.json");
+  if (text.empty()) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+nlohmann::json Runtime::sink_status(const std::string& key) {
+  auto s = status();
+  if (s.contains("sinks"))
+    for (auto& sink : s["sinks"])
+      if (sink.value("key", "") == key) return sink;
+  return nlohmann::json::object();
+}
+
+std::string Runtime::sink_state(const std::string& key) { return sink_status(key).value("state", ""); }
+
+bool Runtime::wait_state(const std::string& key, const std::string& state, Millis timeout) {
+  return wait_until([&] { return sink_state(key) == state; }, timeout);
+}
+
+bool Runtime::wait_assigned(const std::string& key, Millis timeout, size_t block) {
+  return wait_until(
+      [&] {
+        auto s = sink_status(key);
+        return s.contains("blocks") && s["blocks"].size() > block && !s["blocks"][block]["assigned"].empty();
+      },
+      timeout);
+}
+
+std::string Runtime::log() { return read_file(dir_ / "stderr.log"); }
+std::string Runtime::out() { return read_file(dir_ / "stdout.log"); }
+
+long Runtime::peak_rss_kb() {
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  return -1;
+}
+
+TestkitLog TestkitLog::read(const std::filesystem::path& p) {
+  TestkitLog log;
+  for (const auto& line : read_lines(p)) {
+    auto tab = line.find('\t');
+    log.ids.push_back(line.substr(0, tab));
+    log.payloads.push_back(tab == std::string::npos ? "" : line.substr(tab + 1));
+  }
+  return log;
+}
+
+std::vector<TestkitCall> read_calls(const std::filesystem::path& p) {
+  std::vector<TestkitCall> calls;
+  for (const auto& line : read_lines(p)) {
+    TestkitCall c;
+    std::istringstream in(line);
+    std::string range;
+    in >> c.at_ms >> c.call >> c.tp >> range >> c.count >> c.status;
+    auto dots = range.find("..");
+    c.first = std::stoll(range.substr(0, dots));
+    c.last = std::stoll(range.substr(dots + 2));
+    calls.push_back(c);
+  }
+  return calls;
+}
+
+std::string testkit_definition(const std::string& key, const std::string& topics_block,
+                               const std::string& plugin_config) {
+  return "type = \"sink\"\nkey = \"" + key + "\"\nenabled = true\nversion = 0\nname = \"" + key +
+         "\"\npath = \"libpicomq_connector_testkit_sink\"\n\n[[topics]]\n" + topics_block + "\n\n[plugin_config]\n" +
+         plugin_config + "\n";
+}
+
+}  // namespace picomq::test
