@@ -34,7 +34,10 @@ std::string_view to_string(OffsetReset reset) {
 
 std::string TopicsBlock::group_id(std::string_view sink_key) const {
   if (consumer_group) return *consumer_group;
-  return "picomq-connect-sink-" + std::string(sink_key);
+  // The spec's default names the first block's group; later blocks need groups of their own.
+  std::string group = "picomq-connect-sink-" + std::string(sink_key);
+  if (index > 0) group += "-" + std::to_string(index);
+  return group;
 }
 
 namespace {

@@ -41,7 +41,8 @@ struct TopicsBlock {
   // properties the runtime manages (see names.h: managed_property_reason).
   std::vector<std::pair<std::string, std::string>> properties;
 
-  // consumer_group, or "picomq-connect-sink-<sink_key>". Distinct for every block of a valid
+  // consumer_group, or "picomq-connect-sink-<sink_key>" for the first block and
+  // "picomq-connect-sink-<sink_key>-<index>" for later ones. Distinct for every block of a valid
   // definition (and of a SinkDirectory).
   std::string group_id(std::string_view sink_key) const;
 };

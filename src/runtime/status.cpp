@@ -27,7 +27,7 @@ void StatusBoard::set_state(const std::string& key, const std::string& file, Sin
     s.key = key;
     if (!file.empty()) s.file = file;
     // An Error is sticky: a later clean stop must not hide why the sink stopped.
-    if (s.state == SinkState::Error && state == SinkState::Stopped) return;
+    if (s.state == SinkState::Error && (state == SinkState::Stopping || state == SinkState::Stopped)) return;
     s.state = state;
     s.message = std::move(message);
   }

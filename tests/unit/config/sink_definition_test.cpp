@@ -380,17 +380,18 @@ TEST(SinkDefinition, PathMustBeALibraryName) {
   EXPECT_EQ(error_for(empty.errors, "path").message, "'path' must not be empty");
 }
 
-TEST(SinkDefinition, EachBlockNeedsItsOwnConsumerGroup) {
-  auto result = parse_with_head("[[topics]]\ntopics = [\"a\"]\n[[topics]]\ntopics = [\"b\"]\n");
-  EXPECT_FALSE(result.definition);
-  auto e = error_for(result.errors, "topics[1]");
-  EXPECT_NE(e.message.find("consumer group 'picomq-connect-sink-s1' is already used by topics[0]"), std::string::npos)
-      << e.message;
-  EXPECT_EQ(e.line, 6);
+TEST(SinkDefinition, EachBlockGetsItsOwnConsumerGroup) {
+  auto defaults = parse_with_head("[[topics]]\ntopics = [\"a\"]\n[[topics]]\ntopics = [\"b\"]\n");
+  ASSERT_TRUE(defaults.definition) << dump(defaults.errors);
+  EXPECT_EQ(defaults.definition->topics[0].group_id("s1"), "picomq-connect-sink-s1");
+  EXPECT_EQ(defaults.definition->topics[1].group_id("s1"), "picomq-connect-sink-s1-1");
 
   auto same = parse_with_head(
       "[[topics]]\ntopics = [\"a\"]\nconsumer_group = \"g\"\n[[topics]]\ntopics = [\"b\"]\nconsumer_group = \"g\"\n");
-  error_for(same.errors, "topics[1].consumer_group");
+  EXPECT_FALSE(same.definition);
+  auto e = error_for(same.errors, "topics[1].consumer_group");
+  EXPECT_NE(e.message.find("consumer group 'g' is already used by topics[0]"), std::string::npos) << e.message;
+  EXPECT_EQ(e.line, 9);
 
   auto distinct = parse_with_head("[[topics]]\ntopics = [\"a\"]\n[[topics]]\ntopics = [\"b\"]\nconsumer_group = \"g2\"\n");
   ASSERT_TRUE(distinct.definition) << dump(distinct.errors);
