@@ -63,7 +63,9 @@ std::string StatusBoard::to_json() const {
                              {"assigned", b.assigned},
                              {"paused", b.paused},
                              {"delivered_records", b.delivered_records},
-                             {"committed_batches", b.committed_batches}});
+                             {"committed_batches", b.committed_batches},
+                             {"buffered_records", b.buffered_records},
+                             {"buffered_bytes", b.buffered_bytes}});
     doc["sinks"].push_back(std::move(j));
   }
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -20,6 +20,8 @@ struct BlockStatus {
   bool paused = false;
   uint64_t delivered_records = 0;
   uint64_t committed_batches = 0;
+  uint64_t buffered_records = 0;  // polled, not yet written (buckets, queue, in flight)
+  uint64_t buffered_bytes = 0;
 };
 
 struct SinkStatus {

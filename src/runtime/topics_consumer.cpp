@@ -157,7 +157,11 @@ void TopicsConsumer::consumer_main() {
         auto until = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
         wait = std::clamp(until, milliseconds(0), kMaxPollWait);
       }
-      const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled.data(), kPollBatch);
+      // Never take more than the buffer has room for, so the record limit holds exactly.
+      const size_t buffered = buffered_records_.load();
+      const size_t room = buffered < settings_.max_buffered_records ? settings_.max_buffered_records - buffered : 0;
+      const size_t take = paused_ ? 1 : std::clamp<size_t>(room, 1, kPollBatch);
+      const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled.data(), take);
       const auto now = Clock::now();
       for (ssize_t i = 0; i < n; ++i) {
         MessagePtr m(polled[i]);
@@ -355,6 +359,8 @@ void TopicsConsumer::publish_status() {
   b.paused = paused_;
   b.delivered_records = delivered_records_.load();
   b.committed_batches = committed_batches_.load();
+  b.buffered_records = buffered_records_.load();
+  b.buffered_bytes = buffered_bytes_.load();
   status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
 }
 

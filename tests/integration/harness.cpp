@@ -318,6 +318,12 @@ nlohmann::json Runtime::sink_status(const std::string& key) {
   return nlohmann::json::object();
 }
 
+nlohmann::json Runtime::block_status(const std::string& key, size_t block) {
+  auto s = sink_status(key);
+  if (s.contains("blocks") && s["blocks"].size() > block && s["blocks"][block].is_object()) return s["blocks"][block];
+  return nlohmann::json::object();
+}
+
 std::string Runtime::sink_state(const std::string& key) { return sink_status(key).value("state", ""); }
 
 bool Runtime::wait_state(const std::string& key, const std::string& state, Millis timeout) {

@@ -89,6 +89,7 @@ class Runtime {
   nlohmann::json status();  // the status file ({} until it exists)
   std::string sink_state(const std::string& key);
   nlohmann::json sink_status(const std::string& key);
+  nlohmann::json block_status(const std::string& key, size_t block = 0);  // {} until known
   bool wait_state(const std::string& key, const std::string& state, Millis timeout);
   // Waits until the block has at least one partition assigned.
   bool wait_assigned(const std::string& key, Millis timeout, size_t block = 0);

@@ -1,0 +1,226 @@
+/* bench_helper: the measuring half of bench/stdout_vs_kcat.sh (compiled by the script against
+ * librdkafka; not part of the product build).
+ *
+ *   bench_helper endoffset <bootstrap> <topic> <partition>
+ *       prints the partition's high watermark (end offset)
+ *
+ *   bench_helper run <stdout-file> -- <cmd> [args...]
+ *       runs cmd with stdout redirected to <stdout-file> and waits for it to exit; prints
+ *       "wall_s=.. user_s=.. sys_s=.. maxrss_kb=.. exit=.." (wall from fork to exit, rusage of
+ *       the child from wait4)
+ *
+ *   bench_helper sink <bootstrap> <group> <topic> <partition> <N> <status-file> <stdout-file>
+ *                     <timeout_s> -- <cmd> [args...]
+ *       runs cmd (the runtime) with stdout redirected, polls the committed offset of <group> on
+ *       <topic>/<partition> every 10 ms until it reaches N, then samples the child's CPU time
+ *       (/proc/<pid>/stat utime+stime, all threads) and VmHWM, sends SIGTERM and waits for it.
+ *       While waiting it also polls <status-file> for the moment the partition shows up as
+ *       assigned (group join done) and the moment the first batch is committed. Prints
+ *       "wall_s=.. join_s=.. first_commit_s=.. user_s=.. sys_s=.. hwm_kb=.. maxrss_kb=..
+ *        exit=.. shutdown_s=.." (times from fork).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double tv_s(struct timeval tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+static void die(const char *what) {
+  fprintf(stderr, "bench_helper: %s\n", what);
+  exit(2);
+}
+
+static pid_t spawn(const char *out_path, char **argv) {
+  pid_t pid = fork();
+  if (pid < 0) die("fork failed");
+  if (pid == 0) {
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(126);
+    dup2(fd, 1);
+    close(fd);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+static rd_kafka_t *make_client(const char *bootstrap, const char *group) {
+  char err[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK) die(err);
+  if (rd_kafka_conf_set(conf, "group.id", group ? group : "bench-helper", err, sizeof err) != RD_KAFKA_CONF_OK) die(err);
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
+  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (!rk) die(err);
+  return rk;
+}
+
+static int cmd_endoffset(int argc, char **argv) {
+  if (argc < 5) die("usage: endoffset <bootstrap> <topic> <partition>");
+  rd_kafka_t *rk = make_client(argv[2], NULL);
+  int64_t lo = 0, hi = 0;
+  rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, argv[3], atoi(argv[4]), &lo, &hi, 10000);
+  if (e) die(rd_kafka_err2str(e));
+  printf("%lld\n", (long long)hi);
+  rd_kafka_destroy(rk);
+  return 0;
+}
+
+static int find_cmd(int argc, char **argv, int from) {
+  for (int i = from; i < argc; ++i)
+    if (!strcmp(argv[i], "--")) return i + 1 < argc ? i + 1 : -1;
+  return -1;
+}
+
+static int cmd_run(int argc, char **argv) {
+  int c = find_cmd(argc, argv, 3);
+  if (argc < 5 || c < 0) die("usage: run <stdout-file> -- cmd...");
+  double t0 = now_s();
+  pid_t pid = spawn(argv[2], argv + c);
+  int status = 0;
+  struct rusage ru;
+  if (wait4(pid, &status, 0, &ru) < 0) die("wait4 failed");
+  double wall = now_s() - t0;
+  printf("wall_s=%.4f user_s=%.3f sys_s=%.3f maxrss_kb=%ld exit=%d\n", wall, tv_s(ru.ru_utime), tv_s(ru.ru_stime),
+         ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  return 0;
+}
+
+/* utime+stime of the whole process (all threads), in seconds */
+static int proc_cpu(pid_t pid, double *user, double *sys) {
+  char path[64], buf[4096];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')'); /* comm may contain spaces */
+  if (!p) return -1;
+  unsigned long ut = 0, st = 0;
+  /* after ") ": state(3) ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime(14) stime(15) */
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return -1;
+  long hz = sysconf(_SC_CLK_TCK);
+  *user = (double)ut / hz;
+  *sys = (double)st / hz;
+  return 0;
+}
+
+static long proc_hwm_kb(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
+  fclose(f);
+  return kb;
+}
+
+/* does the status file list <needle> (e.g. "bench.stdout[0]") as assigned? */
+static int status_has(const char *path, const char *needle) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  static char buf[1 << 16];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  return strstr(buf, needle) != NULL;
+}
+
+static int cmd_sink(int argc, char **argv) {
+  int c = find_cmd(argc, argv, 10);
+  if (argc < 12 || c < 0)
+    die("usage: sink <bootstrap> <group> <topic> <partition> <N> <status-file> <stdout-file> <timeout_s> -- cmd...");
+  const char *bootstrap = argv[2], *group = argv[3], *topic = argv[4];
+  int partition = atoi(argv[5]);
+  long long target = atoll(argv[6]);
+  const char *status_path = argv[7], *out_path = argv[8];
+  double timeout = atof(argv[9]);
+  char needle[512];
+  snprintf(needle, sizeof needle, "\"%s[%d]\"", topic, partition);
+
+  /* Connect and find the group coordinator before the clock starts. */
+  rd_kafka_t *rk = make_client(bootstrap, group);
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, topic, partition);
+  rd_kafka_resp_err_t e = rd_kafka_committed(rk, list, 10000);
+  if (e) die(rd_kafka_err2str(e));
+  if (list->elems[0].offset >= 0) die("the group already has a committed offset: use a fresh group");
+
+  double t0 = now_s();
+  pid_t pid = spawn(out_path, argv + c);
+  double join = -1, first_commit = -1, done = -1, user = 0, sys = 0;
+  long hwm = -1;
+  int status = 0, exited = 0;
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  for (;;) {
+    if (wait4(pid, &status, WNOHANG, &ru) == pid) {
+      exited = 1;
+      break;
+    }
+    double t = now_s() - t0;
+    if (join < 0 && status_has(status_path, needle)) join = t;
+    list->elems[0].offset = RD_KAFKA_OFFSET_INVALID;
+    e = rd_kafka_committed(rk, list, 5000);
+    int64_t off = e ? -1 : list->elems[0].offset;
+    if (off > 0 && first_commit < 0) first_commit = now_s() - t0;
+    if (off >= target) {
+      done = now_s() - t0;
+      proc_cpu(pid, &user, &sys);
+      hwm = proc_hwm_kb(pid);
+      break;
+    }
+    if (t > timeout) {
+      fprintf(stderr, "bench_helper: timeout after %.0f s, committed offset %lld of %lld\n", timeout, (long long)off,
+              target);
+      break;
+    }
+    usleep(10000);
+  }
+  double term_at = now_s();
+  if (!exited) {
+    kill(pid, SIGTERM);
+    if (wait4(pid, &status, 0, &ru) < 0) die("wait4 failed");
+  }
+  double shutdown = now_s() - term_at;
+  if (join >= 0 && first_commit >= 0 && join > first_commit) join = first_commit; /* status file lagged */
+  printf("wall_s=%.4f join_s=%.4f first_commit_s=%.4f user_s=%.3f sys_s=%.3f hwm_kb=%ld maxrss_kb=%ld exit=%d "
+         "shutdown_s=%.3f total_user_s=%.3f total_sys_s=%.3f\n",
+         done, join, first_commit, user, sys, hwm, ru.ru_maxrss,
+         WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), shutdown, tv_s(ru.ru_utime),
+         tv_s(ru.ru_stime));
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy(rk);
+  return done < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) die("usage: bench_helper endoffset|run|sink ...");
+  if (!strcmp(argv[1], "endoffset")) return cmd_endoffset(argc, argv);
+  if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
+  if (!strcmp(argv[1], "sink")) return cmd_sink(argc, argv);
+  die("unknown command");
+  return 2;
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Prints the summary table of bench/stdout_vs_kcat.sh from its raw results file.
+
+    report.py RESULTS N PAYLOAD_BYTES RUNS MACHINE_NOTE
+
+RESULTS has one line per consumer run: "tool=<label> run=<i> key=value ..." (bench_helper's
+output). Every figure in the table is the median over the runs of that tool.
+"""
+import datetime
+import statistics
+import sys
+
+
+def parse(path):
+    rows = []
+    for line in open(path):
+        line = line.strip()
+        if not line:
+            continue
+        tool, rest = line.split(" run=", 1)
+        fields = {"tool": tool.removeprefix("tool=")}
+        run, rest = rest.split(" ", 1)
+        fields["run"] = int(run)
+        for kv in rest.split():
+            k, v = kv.split("=", 1)
+            fields[k] = float(v)
+        rows.append(fields)
+    return rows
+
+
+def main() -> None:
+    path, n, payload, runs, note = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    rows = parse(path)
+    tools = []
+    for r in rows:
+        if r["tool"] not in tools:
+            tools.append(r["tool"])
+    med = statistics.median
+
+    summary = {}
+    for t in tools:
+        rs = [r for r in rows if r["tool"] == t]
+        walls = [r["wall_s"] for r in rs]
+        cpus = [r["user_s"] + r["sys_s"] for r in rs]
+        rss = [r["maxrss_kb"] / 1024 for r in rs]
+        s = {
+            "wall": med(walls),
+            "rps": med([n / w for w in walls]),
+            "mbps": med([payload / w / 1e6 for w in walls]),
+            "cpu": med(cpus),
+            "rpcpu": med([n / c for c in cpus if c > 0]) if any(c > 0 for c in cpus) else float("nan"),
+            "rss": med(rss),
+            "rss_max": max(rss),
+            "walls": walls,
+        }
+        if "join_s" in rs[0]:
+            joins = [r["join_s"] for r in rs]
+            s["join"] = med(joins)
+            s["first_commit"] = med([r["first_commit_s"] for r in rs])
+            s["rps_x"] = med([n / (r["wall_s"] - r["join_s"]) for r in rs])
+            s["mbps_x"] = med([payload / (r["wall_s"] - r["join_s"]) / 1e6 for r in rs])
+            s["shutdown"] = med([r["shutdown_s"] for r in rs])
+        summary[t] = s
+
+    print()
+    print(f"== picomq-connect stdout sink vs kcat -C  ({datetime.date.today().isoformat()})")
+    print(f"   {n} records, {payload / 1e6:.1f} MB payload ({payload / n:.0f} B/record avg), 1 partition, "
+          f"{runs} run(s) each, medians; {note}")
+    print()
+    hdr = f"{'consumer':<16}{'wall s':>8}{'records/s':>12}{'MB/s':>8}{'CPU s':>8}{'rec/CPU-s':>11}{'peak RSS MB':>13}   runs (wall s)"
+    print(hdr)
+    print("-" * len(hdr))
+    for t in tools:
+        s = summary[t]
+        print(f"{t:<16}{s['wall']:>8.2f}{s['rps']:>12,.0f}{s['mbps']:>8.1f}{s['cpu']:>8.2f}{s['rpcpu']:>11,.0f}"
+              f"{s['rss']:>13.1f}   {' '.join(f'{w:.2f}' for w in s['walls'])}")
+    p = summary.get("picomq-connect")
+    if p:
+        print()
+        print(f"picomq-connect excluding group join (start -> partition assigned, median {p['join']:.2f} s; "
+              f"first batch committed at {p['first_commit']:.2f} s):")
+        print(f"{'':<16}{p['wall'] - p['join']:>8.2f}{p['rps_x']:>12,.0f}{p['mbps_x']:>8.1f}")
+        print(f"(shutdown after the last commit, not in wall: median {p['shutdown']:.2f} s)")
+        print()
+        print("ratio picomq-connect / kcat, records/s, end-to-end (process start -> last record committed")
+        print("for picomq-connect, process start -> exit for kcat); target >= 1.0:")
+        for t in tools:
+            if t == "picomq-connect":
+                continue
+            k = summary[t]
+            print(f"  vs {t:<10} {p['rps'] / k['rps']:.2f}   (excluding picomq's group join: {p['rps_x'] / k['rps']:.2f})"
+                  f"   CPU efficiency (rec/CPU-s) {p['rpcpu'] / k['rpcpu']:.2f}")
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+// Robustness: a slow or hung sink neither stalls others nor grows memory without bound; an
+// unreachable broker is retried; bad definitions and plugins fail alone, with clear errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <set>
+#include <thread>
+
+#include "harness.h"
+
+namespace picomq::test {
+namespace {
+
+std::vector<std::string> values(int from, int to, size_t pad = 0) {
+  std::vector<std::string> v;
+  for (int i = from; i < to; ++i) v.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(pad, 'x') + "\"}");
+  return v;
+}
+
+std::string plugin_config(Runtime& rt, const std::string& name, const std::string& extra = "") {
+  return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\ncalls_path = \"" +
+         (rt.dir() / (name + ".calls")).string() + "\"\n" + extra;
+}
+
+TEST(Robustness, ASlowSinkDoesNotStallAnother) {
+  auto& kafka = Kafka::shared();
+  const auto slow_topic = unique_name("slow"), fast_topic = unique_name("fast");
+  kafka.create_topic(slow_topic);
+  kafka.create_topic(fast_topic);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("slow.toml", testkit_definition("slow", "topics = [\"" + slow_topic + "\"]\nbatch_length = 5",
+                                                    plugin_config(rt, "slow", "delay_ms = 10000")));
+  rt.add_definition("fast.toml", testkit_definition("fast", "topics = [\"" + fast_topic + "\"]", plugin_config(rt, "fast")));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("slow", 30s) && rt.wait_assigned("fast", 30s)) << rt.log();
+  kafka.produce_values(slow_topic, values(0, 50));
+  std::this_thread::sleep_for(500ms);
+  kafka.produce_values(fast_topic, values(0, 50));
+  ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "fast.log").ids.size() == 50; }, 5s))
+      << "the fast sink waited for the slow one";
+  EXPECT_EQ(TestkitLog::read(rt.dir() / "slow.log").ids.size(), 0u) << "the slow sink is still in its first write";
+  rt.signal(SIGKILL);
+  rt.wait_exit(10s);
+}
+
+TEST(Robustness, HungSinkPausesTheConsumerWithinTheBufferLimitAndShutdownGivesUpAfterTheTimeout) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("hung");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, values(0, 20000, 100));
+  Runtime rt(kafka.bootstrap());
+  rt.runtime_settings("max_buffered_records = 1000\nmax_buffered_bytes = \"8MiB\"\nshutdown_timeout = \"2s\"");
+  rt.add_definition("h.toml", testkit_definition("hung", "topics = [\"" + topic + "\"]\nbatch_length = 100",
+                                                 plugin_config(rt, "hung", "hang_on_call = 1")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return rt.block_status("hung").value("paused", false); }, 30s)) << rt.log();
+  std::this_thread::sleep_for(scaled(2s));
+  auto block = rt.block_status("hung");
+  EXPECT_TRUE(block.value("paused", false));
+  EXPECT_LE(block.value("buffered_records", 0u), 1000u) << "what is buffered stays within max_buffered_records";
+  EXPECT_GE(block.value("buffered_records", 0u), 100u);
+  EXPECT_NE(rt.log().find("pausing the consumer until the sink catches up"), std::string::npos);
+  EXPECT_EQ(kafka.committed("picomq-connect-sink-hung", topic), -1001);
+
+  rt.signal(SIGTERM);
+  auto code = rt.wait_exit(30s);
+  ASSERT_TRUE(code.has_value()) << "shutdown must not hang on a hung sink";
+  EXPECT_EQ(*code, 3);
+  EXPECT_NE(rt.log().find("did not finish writing within shutdown_timeout"), std::string::npos) << rt.log();
+  EXPECT_EQ(kafka.committed("picomq-connect-sink-hung", topic), -1001) << "the hung batch stays uncommitted";
+}
+
+TEST(Robustness, UnreachableBrokerAtStartIsRetriedWithClearLogLinesThenConsumed) {
+  Kafka late(make_temp_dir("picomq-kafka-late"), free_port());
+  const auto topic = unique_name("late");
+  Runtime rt(late.bootstrap());
+  rt.add_definition("l.toml", testkit_definition("late", "topics = [\"" + topic + "\"]", plugin_config(rt, "late")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return rt.log().find("broker unreachable") != std::string::npos; }, 20s)) << rt.log();
+  EXPECT_NE(rt.log().find("retrying"), std::string::npos);
+  EXPECT_TRUE(rt.running());
+  late.start();
+  late.create_topic(topic);
+  late.produce_values(topic, values(0, 10));
+  EXPECT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "late.log").ids.size() == 10; }, 60s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return late.committed("picomq-connect-sink-late", topic) == 10; }, 20s));
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  late.stop();
+}
+
+TEST(Robustness, BadDefinitionsAndPluginsFailAloneWithClearErrors) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("good");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, values(0, 10));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("good.toml", testkit_definition("good", "topics = [\"" + topic + "\"]", plugin_config(rt, "good")));
+  rt.add_definition("misspelled.toml",
+                    testkit_definition("misspelled", "topics = [\"" + topic + "\"]\nbach_length = 10", plugin_config(rt, "m")));
+  rt.add_definition("proto.toml",
+                    testkit_definition("proto", "topics = [\"" + topic + "\"]\nschema = \"proto\"", plugin_config(rt, "p")));
+  auto missing = testkit_definition("missing", "topics = [\"" + topic + "\"]", plugin_config(rt, "x"));
+  missing.replace(missing.find("libpicomq_connector_testkit_sink"), 32, "libpicomq_connector_nope_sink");
+  rt.add_definition("missing.toml", missing);
+  auto future = testkit_definition("future", "topics = [\"" + topic + "\"]", plugin_config(rt, "f"));
+  future.replace(future.find("libpicomq_connector_testkit_sink"), 32, "libpicomq_connector_testkit_future_abi_sink");
+  rt.add_definition("future.toml", future);
+  rt.add_definition("openfail.toml", testkit_definition("openfail", "topics = [\"" + topic + "\"]",
+                                                        plugin_config(rt, "o", "open_error = \"cannot reach db:5432\"")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "good.log").ids.size() == 10; }, 30s)) << rt.log();
+
+  auto misspelled = rt.sink_status("misspelled.toml");
+  EXPECT_EQ(misspelled.value("state", ""), "invalid");
+  const auto m = misspelled.value("message", "");
+  EXPECT_NE(m.find("misspelled.toml:10:"), std::string::npos) << m;
+  EXPECT_NE(m.find("bach_length"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'batch_length'"), std::string::npos) << m;
+
+  const auto p = rt.sink_status("proto.toml").value("message", "");
+  EXPECT_NE(p.find("schema 'proto' is not supported"), std::string::npos) << p;
+
+  EXPECT_EQ(rt.sink_state("missing"), "error");
+  EXPECT_NE(rt.sink_status("missing").value("message", "").find("libpicomq_connector_nope_sink.so"), std::string::npos);
+  EXPECT_EQ(rt.sink_state("future"), "error");
+  EXPECT_NE(rt.sink_status("future").value("message", "").find("built for sink ABI 2.0"), std::string::npos);
+  EXPECT_EQ(rt.sink_state("openfail"), "error");
+  EXPECT_NE(rt.sink_status("openfail").value("message", "").find("cannot reach db:5432"), std::string::npos);
+  EXPECT_EQ(rt.sink_state("good"), "running");
+
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 1) << "invalid definitions make the exit code 1";
+}
+
+TEST(Robustness, EnvironmentVariablesAreInterpolatedIntoDefinitions) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("env");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, values(0, 3));
+  Runtime rt(kafka.bootstrap());
+  rt.env("PICOMQ_TEST_TOPIC", topic);
+  rt.env("PICOMQ_TEST_LOG", (rt.dir() / "from-env.log").string());
+  rt.add_definition("e.toml", testkit_definition("env", "topics = [\"${PICOMQ_TEST_TOPIC}\"]", "log_path = \"${PICOMQ_TEST_LOG}\""));
+  rt.start();
+  EXPECT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "from-env.log").ids.size() == 3; }, 30s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+}  // namespace
+}  // namespace picomq::test
