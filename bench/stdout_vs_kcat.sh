@@ -163,6 +163,7 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 
 # ------------------------------------------------------------------ report
-cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
+kcat_version="$(kcat -V 2>&1 | grep -o 'Version [^ ]*\|librdkafka [^ ]*' | tr '\n' ' ' || true)"
 python3 "$bench/report.py" "$results" "$N" "$payload_bytes" "$RUNS" \
-  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat $(kcat -V 2>&1 | grep -o 'librdkafka [^ ]*' | head -1 | cut -d' ' -f2 || true); batch_length=$BATCH_LENGTH"
+  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; batch_length=$BATCH_LENGTH"

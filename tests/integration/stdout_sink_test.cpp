@@ -1,0 +1,101 @@
+// The stdout sink: one JSON line per record, metadata fields as the spec names them, keys in
+// base64, headers as UTF-8 strings or base64, payload per schema; hostile topic names survive.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "harness.h"
+
+namespace picomq::test {
+namespace {
+
+std::string stdout_definition(const std::string& key, const std::string& topic, const std::string& schema,
+                              const std::string& plugin_config) {
+  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_stdout_sink\"\n[[topics]]\ntopics = [\"" +
+         topic + "\"]\nschema = \"" + schema + "\"\n[plugin_config]\n" + plugin_config + "\n";
+}
+
+std::vector<nlohmann::json> stdout_lines(Runtime& rt) {
+  std::vector<nlohmann::json> out;
+  for (const auto& line : read_lines(rt.dir() / "stdout.log")) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(StdoutSink, OneJsonLinePerRecordWithMetadataKeysHeadersAndTombstones) {
+  auto& kafka = Kafka::shared();
+  // A 200-byte topic name made of every character class Kafka allows.
+  std::string topic = unique_name("Weird_Name-..x");
+  topic += std::string(200 - topic.size(), 'z');
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  records.push_back({"{\n  \"a\": 1,\n  \"s\": \"line\\nbreak\"\n}", std::string("\x00\xff k", 4),
+                     {{"trace", "abc-é"}, {"bin", std::string("\xff\xfe", 2)}}});
+  records.push_back({"", std::nullopt, {}, -1, /*null_value=*/true});
+  records.push_back({"[1,2,3]", std::string("plain"), {}});
+  kafka.produce(topic, records);
+
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", stdout_definition("out", topic, "json", "include_metadata = true"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == 3; }, 30s)) << rt.log();
+  auto lines = stdout_lines(rt);
+  EXPECT_EQ(lines[0]["pico_topic"], topic);
+  EXPECT_EQ(lines[0]["pico_partition"], 0);
+  EXPECT_EQ(lines[0]["pico_offset"], 0);
+  EXPECT_GT(lines[0]["pico_timestamp"].get<int64_t>(), 1700000000000);
+  EXPECT_EQ(lines[0]["pico_key"], "AP8gaw==") << "keys are base64: JSON has no binary type";
+  EXPECT_EQ(lines[0]["pico_headers"]["trace"], "abc-é") << "valid UTF-8 headers stay strings";
+  EXPECT_EQ(lines[0]["pico_headers"]["bin"], "//4=") << "other headers become base64";
+  EXPECT_EQ(lines[0]["payload"], nlohmann::json::parse("{\"a\":1,\"s\":\"line\\nbreak\"}"));
+  EXPECT_TRUE(lines[1]["payload"].is_null()) << "a tombstone is null";
+  EXPECT_FALSE(lines[1].contains("pico_key")) << "no key, no pico_key";
+  EXPECT_EQ(lines[2]["payload"], nlohmann::json::parse("[1,2,3]"));
+  EXPECT_EQ(lines[2]["pico_key"], "cGxhaW4=");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+TEST(StdoutSink, PayloadOnlyRendersTextAsStringsAndRawAsBase64) {
+  auto& kafka = Kafka::shared();
+  const auto text_topic = unique_name("text"), raw_topic = unique_name("raw");
+  kafka.create_topic(text_topic);
+  kafka.create_topic(raw_topic);
+  kafka.produce_values(text_topic, {"héllo \"quoted\"\ttab"});
+  kafka.produce(raw_topic, {{std::string("\x01\x02\xff", 3)}});
+  {
+    Runtime rt(kafka.bootstrap(), "text");
+    rt.add_definition("t.toml", stdout_definition("text", text_topic, "text", "include_metadata = false"));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == 1; }, 30s)) << rt.log();
+    EXPECT_EQ(stdout_lines(rt)[0], "héllo \"quoted\"\ttab");
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+  }
+  Runtime rt(kafka.bootstrap(), "raw");
+  rt.add_definition("r.toml", stdout_definition("raw", raw_topic, "raw", "include_metadata = false"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == 1; }, 30s)) << rt.log();
+  EXPECT_EQ(stdout_lines(rt)[0], "AQL/");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+TEST(StdoutSink, InvalidUtf8UnderTextSchemaIsABadRecordNotPassedThrough) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("badtext");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {"ok", std::string("bad \xc3\x28", 6), "after"});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("t.toml", stdout_definition("badtext", topic, "text", "include_metadata = false"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("badtext", "error", 30s)) << rt.log();
+  const auto message = rt.sink_status("badtext").value("message", "");
+  EXPECT_NE(message.find("offset 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid UTF-8"), std::string::npos) << message;
+  EXPECT_EQ(read_lines(rt.dir() / "stdout.log").size(), 1u);
+  EXPECT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-badtext", topic) == 1; }, 10s));
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+}  // namespace
+}  // namespace picomq::test
