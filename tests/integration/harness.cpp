@@ -119,6 +119,11 @@ void Kafka::start() {
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not start Kafka: " + cmd);
 }
 
+void Kafka::resume() {
+  const std::string cmd = std::string(PICOMQ_KAFKA_SH) + " resume " + dir_.string() + " " + std::to_string(port_);
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not resume Kafka: " + cmd);
+}
+
 void Kafka::stop() {
   if (producer_) {
     rd_kafka_flush(producer_, 5000);

@@ -47,6 +47,7 @@ class Kafka {
 
   Kafka(std::filesystem::path dir, int port) : dir_(std::move(dir)), port_(port) {}
   void start();
+  void resume();  // after stop(): the same log dir, an outage rather than a new broker
   void stop();
   std::string bootstrap() const { return "127.0.0.1:" + std::to_string(port_); }
 

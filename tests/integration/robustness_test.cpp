@@ -70,7 +70,7 @@ TEST(Robustness, HungSinkPausesTheConsumerWithinTheBufferLimitAndShutdownGivesUp
   EXPECT_EQ(kafka.committed("picomq-connect-sink-hung", topic), -1001) << "the hung batch stays uncommitted";
 }
 
-TEST(Robustness, UnreachableBrokerAtStartIsRetriedWithClearLogLinesThenConsumed) {
+TEST(Robustness, UnreachableOrVanishingBrokerIsRetriedWithClearLogLines) {
   Kafka late(make_temp_dir("picomq-kafka-late"), free_port());
   const auto topic = unique_name("late");
   Runtime rt(late.bootstrap());
@@ -84,6 +84,24 @@ TEST(Robustness, UnreachableBrokerAtStartIsRetriedWithClearLogLinesThenConsumed)
   late.produce_values(topic, values(0, 10));
   EXPECT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "late.log").ids.size() == 10; }, 60s)) << rt.log();
   EXPECT_TRUE(wait_until([&] { return late.committed("picomq-connect-sink-late", topic) == 10; }, 20s));
+
+  // The broker goes away while the sink runs, and comes back.
+  auto count = [&](const std::string& needle) {
+    const auto log = rt.log();
+    size_t n = 0;
+    for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+    return n;
+  };
+  const size_t before = count("broker unreachable");
+  late.stop();
+  ASSERT_TRUE(wait_until([&] { return count("broker unreachable") > before; }, 30s)) << rt.log();
+  EXPECT_TRUE(rt.running());
+  late.resume();
+  late.produce_values(topic, values(10, 20));
+  EXPECT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "late.log").ids.size() >= 20; }, 90s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return late.committed("picomq-connect-sink-late", topic) == 20; }, 30s));
+  auto ids = TestkitLog::read(rt.dir() / "late.log").ids;
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 20u);
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   late.stop();
