@@ -80,7 +80,8 @@ def main() -> None:
         print(f"picomq-connect excluding group join (start -> partition assigned, median {p['join']:.2f} s; "
               f"first batch committed at {p['first_commit']:.2f} s):")
         print(f"{'':<16}{p['wall'] - p['join']:>8.2f}{p['rps_x']:>12,.0f}{p['mbps_x']:>8.1f}")
-        print(f"(shutdown after the last commit, not in wall: median {p['shutdown']:.2f} s)")
+        print(f"(shutdown after the last commit, not in wall: median {p['shutdown']:.2f} s; back-pressure pauses "
+              f"per run: {' '.join(str(int(r.get('pauses', 0))) for r in rows if r['tool'] == 'picomq-connect')})")
         print()
         print("ratio picomq-connect / kcat, records/s, end-to-end (process start -> last record committed")
         print("for picomq-connect, process start -> exit for kcat); target >= 1.0:")

@@ -145,6 +145,7 @@ TOML
   out="$("$helper" sink "$bootstrap" "$group" "$TOPIC" 0 "$N" "$dir/status.json" /dev/null "$timeout" -- \
           "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
   [[ "$out" == *" exit=0"* && "$out" != "wall_s=-1"* ]] || { echo "picomq-connect run $run failed: $out" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
+  out+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
   echo "tool=picomq-connect run=$run $out" >> "$results"
   log "picomq-connect run $run: $out"
 }
