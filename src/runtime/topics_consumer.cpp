@@ -16,6 +16,7 @@ namespace {
 constexpr size_t kPollBatch = 4096;
 constexpr milliseconds kMaxPollWait{50};
 constexpr milliseconds kStatusEvery{1000};
+constexpr milliseconds kPauseAfter{1000};
 
 size_t message_bytes(const rd_kafka_message_t* m) { return m->len + m->key_len; }
 
@@ -45,12 +46,6 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void*) {
     spdlog::warn("kafka {}: {} ({})", rd_kafka_name(rk), reason, rd_kafka_err2name(code));
 }
 
-void commit_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void*) {
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
-  spdlog::warn("kafka {}: offset commit failed: {} (the stored offsets are committed again by the next commit)",
-               rd_kafka_name(rk), rd_kafka_err2str(err));
-  (void)offsets;
-}
 
 std::vector<TopicPartition> to_vector(const rd_kafka_topic_partition_list_t* list) {
   std::vector<TopicPartition> out;
@@ -122,7 +117,6 @@ rd_kafka_t* TopicsConsumer::create_consumer(std::string& error) {
   rd_kafka_conf_set_rebalance_cb(conf, &TopicsConsumer::rebalance_trampoline);
   rd_kafka_conf_set_error_cb(conf, error_cb);
   rd_kafka_conf_set_log_cb(conf, log_cb);
-  rd_kafka_conf_set_offset_commit_cb(conf, commit_cb);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (!rk) {
     error = std::string("cannot create consumer: ") + errstr;
@@ -142,6 +136,7 @@ void TopicsConsumer::consumer_main() {
     work_cv_.notify_all();
   } else {
     queue_ = rd_kafka_queue_get_consumer(rk_);
+    commit_queue_ = rd_kafka_queue_new(rk_);
     spdlog::info("{}: consumer group '{}' on {}", log_prefix_, group_id_, settings_.bootstrap_servers);
     refresh_subscription(true);
     publish_status();
@@ -150,7 +145,8 @@ void TopicsConsumer::consumer_main() {
     auto next_status = Clock::now() + kStatusEvery;
     while (!stop_requested_ && !failed_) {
       refresh_subscription(false);
-      apply_backpressure();
+      commit_stored();
+      if (apply_backpressure()) continue;
 
       auto wait = kMaxPollWait;
       if (auto deadline = buckets_->next_deadline()) {
@@ -160,7 +156,7 @@ void TopicsConsumer::consumer_main() {
       // Never take more than the buffer has room for, so the record limit holds exactly.
       const size_t buffered = buffered_records_.load();
       const size_t room = buffered < settings_.max_buffered_records ? settings_.max_buffered_records - buffered : 0;
-      const size_t take = paused_ ? 1 : std::clamp<size_t>(room, 1, kPollBatch);
+      const size_t take = std::clamp<size_t>(room, 1, kPollBatch);
       const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled.data(), take);
       const auto now = Clock::now();
       for (ssize_t i = 0; i < n; ++i) {
@@ -244,22 +240,47 @@ void TopicsConsumer::enqueue(TopicPartition tp, std::vector<MessagePtr> messages
   work_cv_.notify_one();
 }
 
-// What sits between broker and plugin is bounded: past the limit the assigned partitions are
-// paused (librdkafka then stops fetching them) until delivery drains below half of it.
-void TopicsConsumer::apply_backpressure() {
+// What sits between broker and plugin is bounded. At the limit the consumer first just stops
+// taking records (librdkafka's own prefetch limits then stop its fetching) and waits for the
+// delivery thread to make room; a stall longer than kPauseAfter pauses the assigned partitions,
+// so the consumer can keep serving its group however long the sink takes. Pausing is not the
+// first resort because librdkafka drops its prefetched data on pause and refetches it late.
+// Returns true while the consumer must not poll for records.
+bool TopicsConsumer::apply_backpressure() {
   const size_t records = buffered_records_.load(), bytes = buffered_bytes_.load();
   const bool over = records >= settings_.max_buffered_records || bytes >= settings_.max_buffered_bytes;
   const bool under_half = records < settings_.max_buffered_records / 2 && bytes < settings_.max_buffered_bytes / 2;
-  if (!paused_ && over) {
-    paused_ = true;
-    spdlog::warn("{}: {} records / {} bytes buffered (limits {} / {}): pausing the consumer until the sink catches up",
-                 log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes);
-  } else if (paused_ && under_half) {
-    paused_ = false;
-    spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
-  } else {
-    return;
+  const auto now = Clock::now();
+  if (paused_) {
+    if (under_half) set_paused(false, records, bytes);
+    return false;  // paused partitions deliver nothing: polling only serves group events
   }
+  if (!over) {
+    full_since_.reset();
+    return false;
+  }
+  if (!full_since_) full_since_ = now;
+  if (now - *full_since_ >= kPauseAfter) {
+    set_paused(true, records, bytes);
+    full_since_.reset();
+    return false;
+  }
+  // Flush what is due meanwhile (a full buffer may still hold quiet buckets), then wait for room.
+  for (auto& ready : buckets_->take_ready(now)) enqueue(std::move(ready.tp), std::move(ready.records));
+  std::unique_lock lock(mutex_);
+  done_cv_.wait_for(lock, kMaxPollWait);
+  return true;
+}
+
+void TopicsConsumer::set_paused(bool paused, size_t records, size_t bytes) {
+  paused_ = paused;
+  if (paused)
+    spdlog::warn("{}: {} records / {} bytes buffered (limits {} / {}) for over {} ms: pausing the consumer until "
+                 "the sink catches up",
+                 log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes,
+                 kPauseAfter.count());
+  else
+    spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
   rd_kafka_topic_partition_list_t* list = nullptr;
   if (rd_kafka_assignment(rk_, &list) == RD_KAFKA_RESP_ERR_NO_ERROR && list) {
     if (paused_) rd_kafka_pause_partitions(rk_, list);
@@ -267,6 +288,30 @@ void TopicsConsumer::apply_backpressure() {
     rd_kafka_topic_partition_list_destroy(list);
   }
   publish_status();
+}
+
+// Written batches store their offsets (delivery thread); the consumer thread commits what is
+// stored with at most one asynchronous commit in flight. A broker completes offset commits one
+// at a time per connection (Kafka 4 lingers 5 ms on each), so a commit per batch would cap
+// throughput at a few hundred batches a second; coalescing commits the same offsets, later by
+// at most one round trip. Revocation and shutdown still commit synchronously.
+void TopicsConsumer::commit_stored() {
+  rd_kafka_queue_poll_callback(commit_queue_, 0);  // serves commit_done for finished commits
+  if (commit_in_flight_ || !offsets_stored_.exchange(false)) return;
+  commit_in_flight_ = true;
+  rd_kafka_commit_queue(rk_, nullptr, commit_queue_, &TopicsConsumer::commit_done, this);
+}
+
+void TopicsConsumer::commit_done(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t*,
+                                 void* opaque) {
+  auto* self = static_cast<TopicsConsumer*>(opaque);
+  self->commit_in_flight_ = false;
+  if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    spdlog::warn("{}: offset commit failed: {} (committed again with the next one)", self->log_prefix_,
+                 rd_kafka_err2str(err));
+    self->offsets_stored_ = true;
+  }
+  (void)rk;
 }
 
 void TopicsConsumer::rebalance_trampoline(rd_kafka_t*, rd_kafka_resp_err_t err,
@@ -383,6 +428,8 @@ void TopicsConsumer::shutdown_path() {
   done_cv_.notify_all();
   commit_sync(failed_ ? "error path" : "shutdown");
   if (!abandoned_) {
+    rd_kafka_queue_poll_callback(commit_queue_, 0);
+    rd_kafka_queue_destroy(commit_queue_);
     rd_kafka_consumer_close(rk_);
     rd_kafka_queue_destroy(queue_);
     rd_kafka_destroy(rk_);
@@ -486,12 +533,12 @@ void TopicsConsumer::deliver(Job& job) {
     std::string error;
     size_t written_prefix = 0;
     if (!write_with_retries(batch, error, written_prefix)) {
-      if (written_prefix > 0) store_and_commit(job.tp, batch.records[written_prefix - 1].offset + 1);
+      if (written_prefix > 0) store_offset(job.tp, batch.records[written_prefix - 1].offset + 1);
       fail(job.tp, error);
       return;
     }
     delivered_records_ += batch.records.size();
-    store_and_commit(job.tp, batch.records.back().offset + 1);
+    store_offset(job.tp, batch.records.back().offset + 1);
   }
   if (bad_index < job.messages.size()) {
     fail(job.tp, "cannot decode record " + job.tp.to_string() + " at offset " +
@@ -537,7 +584,7 @@ bool TopicsConsumer::write_with_retries(DecodedBatch& batch, std::string& error,
   }
 }
 
-void TopicsConsumer::store_and_commit(const TopicPartition& tp, int64_t next_offset) {
+void TopicsConsumer::store_offset(const TopicPartition& tp, int64_t next_offset) {
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(list, tp.topic.c_str(), tp.partition)->offset = next_offset;
   rd_kafka_resp_err_t err = rd_kafka_offsets_store(rk_, list);
@@ -546,7 +593,7 @@ void TopicsConsumer::store_and_commit(const TopicPartition& tp, int64_t next_off
     spdlog::warn("{}: cannot store offset {} for {}: {} (partition no longer assigned?)", log_prefix_, next_offset,
                  tp.to_string(), rd_kafka_err2str(err));
   } else {
-    rd_kafka_commit(rk_, list, 1);
+    offsets_stored_ = true;
     committed_batches_ += 1;
   }
   rd_kafka_topic_partition_list_destroy(list);

@@ -80,7 +80,10 @@ class TopicsConsumer {
   rd_kafka_t* create_consumer(std::string& error);
   void refresh_subscription(bool force);
   void enqueue(TopicPartition tp, std::vector<MessagePtr> messages);
-  void apply_backpressure();
+  bool apply_backpressure();
+  void set_paused(bool paused, size_t records, size_t bytes);
+  void commit_stored();
+  static void commit_done(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
   void on_revoke(const rd_kafka_topic_partition_list_t* partitions);
   void commit_sync(const char* why);
@@ -91,7 +94,7 @@ class TopicsConsumer {
   void delivery_main();
   void deliver(Job& job);
   bool write_with_retries(DecodedBatch& batch, std::string& error, size_t& written_prefix);
-  void store_and_commit(const TopicPartition& tp, int64_t next_offset);
+  void store_offset(const TopicPartition& tp, int64_t next_offset);
   void fail(const TopicPartition& tp, const std::string& message);
   void release(size_t records, size_t bytes);
 
@@ -107,6 +110,9 @@ class TopicsConsumer {
 
   rd_kafka_t* rk_ = nullptr;
   rd_kafka_queue_t* queue_ = nullptr;
+  rd_kafka_queue_t* commit_queue_ = nullptr;  // results of our asynchronous commits
+  bool commit_in_flight_ = false;
+  std::optional<std::chrono::steady_clock::time_point> full_since_;
   std::vector<std::string> subscribed_;
   std::chrono::steady_clock::time_point next_pattern_refresh_{};
   bool rebalance_cooperative_ = false;
@@ -129,6 +135,7 @@ class TopicsConsumer {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> offsets_stored_{false};  // stored since the last commit was issued
   std::atomic<uint64_t> delivered_records_{0};
   std::atomic<uint64_t> committed_batches_{0};
 
