@@ -11,11 +11,6 @@
 namespace picomq::test {
 namespace {
 
-std::vector<std::string> json_values(int from, int to) {
-  std::vector<std::string> v;
-  for (int i = from; i < to; ++i) v.push_back("{\"n\":" + std::to_string(i) + "}");
-  return v;
-}
 
 struct Fixture {
   Kafka& kafka = Kafka::shared();

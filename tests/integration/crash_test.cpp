@@ -64,13 +64,7 @@ TEST(Crash, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyTheUncommittedWin
       std::this_thread::sleep_for(Millis(kill_after_ms(rng)));
       rt.kill_hard();
     } else {
-      ASSERT_TRUE(wait_until(
-          [&] {
-            for (int p = 0; p < partitions; ++p)
-              if (kafka.committed(group, topic, p) != per_partition) return false;
-            return true;
-          },
-          120s))
+      ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, partitions, per_partition); }, 120s))
           << rt.log();
       rt.signal(SIGTERM);
       ASSERT_EQ(rt.wait_exit(30s), 0);

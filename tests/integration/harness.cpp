@@ -64,6 +64,14 @@ std::vector<std::string> read_lines(const std::filesystem::path& p) {
   return lines;
 }
 
+std::vector<std::string> json_values(int from, int to, size_t pad) {
+  std::vector<std::string> v;
+  v.reserve(to > from ? to - from : 0);
+  for (int i = from; i < to; ++i)
+    v.push_back("{\"n\":" + std::to_string(i) + (pad ? ",\"pad\":\"" + std::string(pad, 'x') + "\"" : std::string()) + "}");
+  return v;
+}
+
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -222,6 +230,12 @@ int64_t Kafka::committed(const std::string& group, const std::string& topic, int
   rd_kafka_topic_partition_list_destroy(list);
   rd_kafka_destroy(rk);
   return offset;
+}
+
+bool Kafka::all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset) {
+  for (int p = 0; p < partitions; ++p)
+    if (committed(group, topic, p) != offset) return false;
+  return true;
 }
 
 int64_t Kafka::end_offset(const std::string& topic, int32_t partition) {

@@ -30,6 +30,9 @@ std::filesystem::path make_temp_dir(const std::string& prefix);
 std::string read_file(const std::filesystem::path& p);
 std::vector<std::string> read_lines(const std::filesystem::path& p);
 
+// Payloads {"n":from} .. {"n":to-1}, optionally padded with a string field of `pad` bytes.
+std::vector<std::string> json_values(int from, int to, size_t pad = 0);
+
 struct ProducedRecord {
   std::string value;
   std::optional<std::string> key;
@@ -57,6 +60,8 @@ class Kafka {
   // Offset committed by `group` for topic-partition, -1001 (RD_KAFKA_OFFSET_INVALID) when none.
   int64_t committed(const std::string& group, const std::string& topic, int32_t partition = 0);
   int64_t end_offset(const std::string& topic, int32_t partition = 0);
+  // True once `group` has committed `offset` on every one of the topic's `partitions`.
+  bool all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset);
 
  private:
   rd_kafka_t* producer();

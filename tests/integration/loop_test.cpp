@@ -9,11 +9,6 @@
 namespace picomq::test {
 namespace {
 
-std::vector<std::string> json_values(int from, int to) {
-  std::vector<std::string> v;
-  for (int i = from; i < to; ++i) v.push_back("{\"n\":" + std::to_string(i) + "}");
-  return v;
-}
 
 TEST(Loop, BusyTopicMovesInFullBatchesAndEverythingIsCommitted) {
   auto& kafka = Kafka::shared();
@@ -82,13 +77,7 @@ TEST(Loop, MultiPartitionTopicIsBatchedPerPartitionAndCommittedPerPartition) {
                                                          "\"\ncalls_path = \"" + (rt.dir() / "calls.log").string() + "\""));
   rt.start();
   const std::string group = "picomq-connect-sink-multi";
-  ASSERT_TRUE(wait_until(
-      [&] {
-        for (int p = 0; p < 3; ++p)
-          if (kafka.committed(group, topic, p) != 100) return false;
-        return true;
-      },
-      30s))
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 3, 100); }, 30s))
       << rt.log();
   auto log = TestkitLog::read(rt.dir() / "records.log");
   EXPECT_EQ(log.ids.size(), 300u);

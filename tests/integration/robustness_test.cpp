@@ -11,11 +11,6 @@
 namespace picomq::test {
 namespace {
 
-std::vector<std::string> values(int from, int to, size_t pad = 0) {
-  std::vector<std::string> v;
-  for (int i = from; i < to; ++i) v.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + std::string(pad, 'x') + "\"}");
-  return v;
-}
 
 std::string plugin_config(Runtime& rt, const std::string& name, const std::string& extra = "") {
   return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\ncalls_path = \"" +
@@ -33,9 +28,9 @@ TEST(Robustness, ASlowSinkDoesNotStallAnother) {
   rt.add_definition("fast.toml", testkit_definition("fast", "topics = [\"" + fast_topic + "\"]", plugin_config(rt, "fast")));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("slow", 30s) && rt.wait_assigned("fast", 30s)) << rt.log();
-  kafka.produce_values(slow_topic, values(0, 50));
+  kafka.produce_values(slow_topic, json_values(0, 50));
   std::this_thread::sleep_for(500ms);
-  kafka.produce_values(fast_topic, values(0, 50));
+  kafka.produce_values(fast_topic, json_values(0, 50));
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "fast.log").ids.size() == 50; }, 5s))
       << "the fast sink waited for the slow one";
   EXPECT_EQ(TestkitLog::read(rt.dir() / "slow.log").ids.size(), 0u) << "the slow sink is still in its first write";
@@ -47,7 +42,7 @@ TEST(Robustness, HungSinkPausesTheConsumerWithinTheBufferLimitAndShutdownGivesUp
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("hung");
   kafka.create_topic(topic);
-  kafka.produce_values(topic, values(0, 20000, 100));
+  kafka.produce_values(topic, json_values(0, 20000, 100));
   Runtime rt(kafka.bootstrap());
   rt.runtime_settings("max_buffered_records = 1000\nmax_buffered_bytes = \"8MiB\"\nshutdown_timeout = \"2s\"");
   rt.add_definition("h.toml", testkit_definition("hung", "topics = [\"" + topic + "\"]\nbatch_length = 100",
@@ -81,7 +76,7 @@ TEST(Robustness, UnreachableOrVanishingBrokerIsRetriedWithClearLogLines) {
   EXPECT_TRUE(rt.running());
   late.start();
   late.create_topic(topic);
-  late.produce_values(topic, values(0, 10));
+  late.produce_values(topic, json_values(0, 10));
   EXPECT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "late.log").ids.size() == 10; }, 60s)) << rt.log();
   EXPECT_TRUE(wait_until([&] { return late.committed("picomq-connect-sink-late", topic) == 10; }, 20s));
 
@@ -97,7 +92,7 @@ TEST(Robustness, UnreachableOrVanishingBrokerIsRetriedWithClearLogLines) {
   ASSERT_TRUE(wait_until([&] { return count("broker unreachable") > before; }, 30s)) << rt.log();
   EXPECT_TRUE(rt.running());
   late.resume();
-  late.produce_values(topic, values(10, 20));
+  late.produce_values(topic, json_values(10, 20));
   EXPECT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "late.log").ids.size() >= 20; }, 90s)) << rt.log();
   EXPECT_TRUE(wait_until([&] { return late.committed("picomq-connect-sink-late", topic) == 20; }, 30s));
   auto ids = TestkitLog::read(rt.dir() / "late.log").ids;
@@ -111,7 +106,7 @@ TEST(Robustness, BadDefinitionsAndPluginsFailAloneWithClearErrors) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("good");
   kafka.create_topic(topic);
-  kafka.produce_values(topic, values(0, 10));
+  kafka.produce_values(topic, json_values(0, 10));
   Runtime rt(kafka.bootstrap());
   rt.add_definition("good.toml", testkit_definition("good", "topics = [\"" + topic + "\"]", plugin_config(rt, "good")));
   rt.add_definition("misspelled.toml",
@@ -155,7 +150,7 @@ TEST(Robustness, EnvironmentVariablesAreInterpolatedIntoDefinitions) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("env");
   kafka.create_topic(topic);
-  kafka.produce_values(topic, values(0, 3));
+  kafka.produce_values(topic, json_values(0, 3));
   Runtime rt(kafka.bootstrap());
   rt.env("PICOMQ_TEST_TOPIC", topic);
   rt.env("PICOMQ_TEST_LOG", (rt.dir() / "from-env.log").string());

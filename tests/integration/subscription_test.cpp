@@ -12,11 +12,6 @@
 namespace picomq::test {
 namespace {
 
-std::vector<std::string> values(int from, int to) {
-  std::vector<std::string> v;
-  for (int i = from; i < to; ++i) v.push_back("{\"n\":" + std::to_string(i) + "}");
-  return v;
-}
 
 std::string regex_escape(const std::string& s) { return std::regex_replace(s, std::regex(R"([.\-])"), R"(\$&)"); }
 
@@ -36,9 +31,9 @@ TEST(Subscription, PatternIsAnchoredReEvaluatedAndUnitedWithTheExplicitList) {
   kafka.create_topic(eu);
   kafka.create_topic(decoy);
   kafka.create_topic(other);
-  kafka.produce_values(eu, values(0, 5));
-  kafka.produce_values(decoy, values(0, 5));
-  kafka.produce_values(other, values(0, 5));
+  kafka.produce_values(eu, json_values(0, 5));
+  kafka.produce_values(decoy, json_values(0, 5));
+  kafka.produce_values(other, json_values(0, 5));
 
   Runtime rt(kafka.bootstrap());
   rt.add_definition("p.toml", testkit_definition("pat", "topics = [\"" + other + "\"]\npattern = '" +
@@ -50,14 +45,14 @@ TEST(Subscription, PatternIsAnchoredReEvaluatedAndUnitedWithTheExplicitList) {
   // A topic created after the sink started is consumed within the 2 s refresh plus a rebalance.
   kafka.create_topic(us);
   const auto created = std::chrono::steady_clock::now();
-  kafka.produce_values(us, values(0, 5));
+  kafka.produce_values(us, json_values(0, 5));
   ASSERT_TRUE(wait_until([&] { return count_prefix(TestkitLog::read(rt.dir() / "records.log").ids, us + ":") == 5; }, 30s))
       << rt.log();
   const auto took = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - created);
   EXPECT_LE(took.count(), scaled(12s).count()) << "2 s pattern refresh + group rebalance";
   EXPECT_NE(rt.log().find("subscribing to '" + us + "'"), std::string::npos);
 
-  kafka.produce_values(eu, values(5, 8));
+  kafka.produce_values(eu, json_values(5, 8));
   ASSERT_TRUE(wait_until([&] { return count_prefix(TestkitLog::read(rt.dir() / "records.log").ids, eu + ":") == 8; }, 20s));
   auto ids = TestkitLog::read(rt.dir() / "records.log").ids;
   EXPECT_EQ(count_prefix(ids, decoy), 0u) << "the pattern is anchored: x<base>.eu must not match";
@@ -73,7 +68,7 @@ TEST(Subscription, LatestStartsAtTheTailEarliestAtTheBeginning) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("latest");
   kafka.create_topic(topic);
-  kafka.produce_values(topic, values(0, 5));
+  kafka.produce_values(topic, json_values(0, 5));
   Runtime rt(kafka.bootstrap());
   rt.add_definition("l.toml", testkit_definition("latest", "topics = [\"" + topic + "\"]\nauto_offset_reset = \"latest\"",
                                                  plugin_config(rt)));
@@ -82,7 +77,7 @@ TEST(Subscription, LatestStartsAtTheTailEarliestAtTheBeginning) {
   ASSERT_TRUE(rt.wait_assigned("latest", 30s)) << rt.log();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "early.log").ids.size() == 5; }, 30s));
   std::this_thread::sleep_for(scaled(1s));  // the latest consumer has fetched its start position
-  kafka.produce_values(topic, values(5, 8));
+  kafka.produce_values(topic, json_values(5, 8));
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "records.log").ids.size() >= 3; }, 20s)) << rt.log();
   std::this_thread::sleep_for(scaled(500ms));
   auto ids = TestkitLog::read(rt.dir() / "records.log").ids;
@@ -105,7 +100,7 @@ TEST(Subscription, SecondRuntimeWithTheSameDefinitionIdlesThenTakesOver) {
   b.start();
   ASSERT_TRUE(b.wait_state("twin", "running", 30s)) << b.log();
   std::this_thread::sleep_for(scaled(4s));  // b joined the group; the rebalance kept a as owner
-  kafka.produce_values(topic, values(0, 50));
+  kafka.produce_values(topic, json_values(0, 50));
   ASSERT_TRUE(wait_until(
       [&] {
         return TestkitLog::read(a.dir() / "records.log").ids.size() + TestkitLog::read(b.dir() / "records.log").ids.size() ==
@@ -122,7 +117,7 @@ TEST(Subscription, SecondRuntimeWithTheSameDefinitionIdlesThenTakesOver) {
 
   owner.signal(SIGTERM);
   ASSERT_EQ(owner.wait_exit(30s), 0) << owner.log();
-  kafka.produce_values(topic, values(50, 100));
+  kafka.produce_values(topic, json_values(50, 100));
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(idle.dir() / "records.log").ids.size() == 50; }, 60s))
       << idle.log();
   auto taken = TestkitLog::read(idle.dir() / "records.log").ids;
@@ -151,13 +146,7 @@ TEST(Subscription, RebalanceHandsPartitionsOverWithoutGapsOrDuplicates) {
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(a.dir() / "records.log").ids.size() >= 300; }, 30s)) << a.log();
   b.start();
   const std::string group = "picomq-connect-sink-rebal";
-  ASSERT_TRUE(wait_until(
-      [&] {
-        for (int p = 0; p < partitions; ++p)
-          if (kafka.committed(group, topic, p) != per_partition) return false;
-        return true;
-      },
-      120s))
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, partitions, per_partition); }, 120s))
       << a.log() << b.log();
   auto ids_a = TestkitLog::read(a.dir() / "records.log").ids, ids_b = TestkitLog::read(b.dir() / "records.log").ids;
   EXPECT_GT(ids_b.size(), 0u) << "the second runtime got partitions";
