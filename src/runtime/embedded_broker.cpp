@@ -17,6 +17,12 @@ std::unique_ptr<EmbeddedBroker> EmbeddedBroker::start(const config::RuntimeConfi
     error = std::string("embedded broker: ") + errstr;
     return nullptr;
   }
+  // librdkafka announces the mock cluster at NOTICE level on its own stderr format; route its
+  // log lines through ours.
+  rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int level, const char* fac, const char* buf) {
+    if (level <= 4) spdlog::warn("embedded broker {}: {}", fac, buf);
+    else spdlog::debug("embedded broker {}: {}", fac, buf);
+  });
   std::unique_ptr<EmbeddedBroker> broker(new EmbeddedBroker());
   broker->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (!broker->rk_) {

@@ -60,7 +60,9 @@ TEST(StdoutSink, PayloadOnlyRendersTextAsStringsAndRawAsBase64) {
   kafka.create_topic(text_topic);
   kafka.create_topic(raw_topic);
   kafka.produce_values(text_topic, {"héllo \"quoted\"\ttab"});
-  kafka.produce(raw_topic, {{std::string("\x01\x02\xff", 3)}});
+  ProducedRecord raw;
+  raw.value = std::string("\x01\x02\xff", 3);
+  kafka.produce(raw_topic, {raw});
   {
     Runtime rt(kafka.bootstrap(), "text");
     rt.add_definition("t.toml", stdout_definition("text", text_topic, "text", "include_metadata = false"));
