@@ -62,11 +62,17 @@ helper="$work/bench_helper"
 cc -O2 -Wall -o "$helper" "$bench/bench_helper.c" $(pkg-config --cflags --libs rdkafka)
 
 # ------------------------------------------------------------------ broker
-free_port_pair() {  # a port p with p and p+1 free (broker + controller)
+free_port_pair() {  # a port p with p and p+1 free (broker + controller), below the ephemeral
+  # range so no client's outgoing connection can take the controller port before it binds
   python3 - <<'PY'
-import socket
+import random, socket
 for _ in range(200):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        s.close(); continue
     try:
         t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); s.close(); print(p); break
     except OSError:

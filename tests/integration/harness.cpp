@@ -72,19 +72,29 @@ std::vector<std::string> json_values(int from, int to, size_t pad) {
   return v;
 }
 
-int free_port() {
+namespace {
+bool can_bind(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
-  // The broker also takes port+1 for its controller; both must be free.
-  return port;
+  return ok;
+}
+}  // namespace
+
+// A port p with p and p+1 free (broker + controller), taken below Linux's ephemeral range
+// (32768+): a client's outgoing connection could otherwise take the controller port first.
+int free_port() {
+  static std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 31998);
+  for (int i = 0; i < 1000; ++i) {
+    const int port = pick(rng);
+    if (can_bind(port) && can_bind(port + 1)) return port;
+  }
+  throw std::runtime_error("no free port pair found in 20000..31999");
 }
 
 // ------------------------------------------------------------------ Kafka
