@@ -171,7 +171,7 @@ void TopicsConsumer::consumer_main() {
         buffered_bytes_ += message_bytes(m.get());
         buckets_->add(tp, std::move(m), now);
       }
-      for (auto& ready : buckets_->take_ready(Clock::now())) enqueue(std::move(ready.tp), std::move(ready.records));
+      flush_due(Clock::now());
       if (Clock::now() >= next_status) {
         publish_status();
         next_status = Clock::now() + kStatusEvery;
@@ -230,6 +230,10 @@ void TopicsConsumer::refresh_subscription(bool force) {
   rd_kafka_topic_partition_list_destroy(list);
 }
 
+void TopicsConsumer::flush_due(std::chrono::steady_clock::time_point now) {
+  for (auto& ready : buckets_->take_ready(now)) enqueue(std::move(ready.tp), std::move(ready.records));
+}
+
 void TopicsConsumer::enqueue(TopicPartition tp, std::vector<MessagePtr> messages) {
   Job job{std::move(tp), std::move(messages), 0};
   for (const auto& m : job.messages) job.bytes += message_bytes(m.get());
@@ -266,7 +270,7 @@ bool TopicsConsumer::apply_backpressure() {
     return false;
   }
   // Flush what is due meanwhile (a full buffer may still hold quiet buckets), then wait for room.
-  for (auto& ready : buckets_->take_ready(now)) enqueue(std::move(ready.tp), std::move(ready.records));
+  flush_due(now);
   std::unique_lock lock(mutex_);
   done_cv_.wait_for(lock, kMaxPollWait);
   return true;

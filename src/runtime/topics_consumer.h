@@ -79,6 +79,7 @@ class TopicsConsumer {
   void consumer_main();
   rd_kafka_t* create_consumer(std::string& error);
   void refresh_subscription(bool force);
+  void flush_due(std::chrono::steady_clock::time_point now);  // buckets the flush rules say are ready
   void enqueue(TopicPartition tp, std::vector<MessagePtr> messages);
   bool apply_backpressure();
   void set_paused(bool paused, size_t records, size_t bytes);

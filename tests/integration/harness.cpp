@@ -248,12 +248,6 @@ bool Kafka::all_committed(const std::string& group, const std::string& topic, in
   return true;
 }
 
-int64_t Kafka::end_offset(const std::string& topic, int32_t partition) {
-  int64_t lo = 0, hi = 0;
-  rd_kafka_query_watermark_offsets(producer(), topic.c_str(), partition, &lo, &hi, 10000);
-  return hi;
-}
-
 // ------------------------------------------------------------------ Runtime
 
 Runtime::Runtime(std::string bootstrap, std::string name)
@@ -401,6 +395,11 @@ std::vector<TestkitCall> read_calls(const std::filesystem::path& p) {
     calls.push_back(c);
   }
   return calls;
+}
+
+std::string testkit_config(const Runtime& rt, const std::string& name, const std::string& extra) {
+  return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\ncalls_path = \"" +
+         (rt.dir() / (name + ".calls")).string() + "\"\n" + extra;
 }
 
 std::string testkit_definition(const std::string& key, const std::string& topics_block,

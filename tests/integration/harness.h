@@ -59,7 +59,6 @@ class Kafka {
   void produce_values(const std::string& topic, const std::vector<std::string>& values, int32_t partition = -1);
   // Offset committed by `group` for topic-partition, -1001 (RD_KAFKA_OFFSET_INVALID) when none.
   int64_t committed(const std::string& group, const std::string& topic, int32_t partition = 0);
-  int64_t end_offset(const std::string& topic, int32_t partition = 0);
   // True once `group` has committed `offset` on every one of the topic's `partitions`.
   bool all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset);
 
@@ -129,6 +128,9 @@ struct TestkitCall {
   std::string status;
 };
 std::vector<TestkitCall> read_calls(const std::filesystem::path& p);
+
+// [plugin_config] lines for the testkit plugin logging to <rt dir>/<name>.log and <name>.calls.
+std::string testkit_config(const Runtime& rt, const std::string& name = "records", const std::string& extra = "");
 
 // Definition text for the testkit plugin.
 std::string testkit_definition(const std::string& key, const std::string& topics_block,

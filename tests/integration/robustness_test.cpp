@@ -12,11 +12,6 @@ namespace picomq::test {
 namespace {
 
 
-std::string plugin_config(Runtime& rt, const std::string& name, const std::string& extra = "") {
-  return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\ncalls_path = \"" +
-         (rt.dir() / (name + ".calls")).string() + "\"\n" + extra;
-}
-
 TEST(Robustness, ASlowSinkDoesNotStallAnother) {
   auto& kafka = Kafka::shared();
   const auto slow_topic = unique_name("slow"), fast_topic = unique_name("fast");
@@ -24,8 +19,8 @@ TEST(Robustness, ASlowSinkDoesNotStallAnother) {
   kafka.create_topic(fast_topic);
   Runtime rt(kafka.bootstrap());
   rt.add_definition("slow.toml", testkit_definition("slow", "topics = [\"" + slow_topic + "\"]\nbatch_length = 5",
-                                                    plugin_config(rt, "slow", "delay_ms = 10000")));
-  rt.add_definition("fast.toml", testkit_definition("fast", "topics = [\"" + fast_topic + "\"]", plugin_config(rt, "fast")));
+                                                    testkit_config(rt, "slow", "delay_ms = 10000")));
+  rt.add_definition("fast.toml", testkit_definition("fast", "topics = [\"" + fast_topic + "\"]", testkit_config(rt, "fast")));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("slow", 30s) && rt.wait_assigned("fast", 30s)) << rt.log();
   kafka.produce_values(slow_topic, json_values(0, 50));
@@ -46,7 +41,7 @@ TEST(Robustness, HungSinkPausesTheConsumerWithinTheBufferLimitAndShutdownGivesUp
   Runtime rt(kafka.bootstrap());
   rt.runtime_settings("max_buffered_records = 1000\nmax_buffered_bytes = \"8MiB\"\nshutdown_timeout = \"2s\"");
   rt.add_definition("h.toml", testkit_definition("hung", "topics = [\"" + topic + "\"]\nbatch_length = 100",
-                                                 plugin_config(rt, "hung", "hang_on_call = 1")));
+                                                 testkit_config(rt, "hung", "hang_on_call = 1")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return rt.block_status("hung").value("paused", false); }, 30s)) << rt.log();
   std::this_thread::sleep_for(scaled(2s));
@@ -69,7 +64,7 @@ TEST(Robustness, UnreachableOrVanishingBrokerIsRetriedWithClearLogLines) {
   Kafka late(make_temp_dir("picomq-kafka-late"), free_port());
   const auto topic = unique_name("late");
   Runtime rt(late.bootstrap());
-  rt.add_definition("l.toml", testkit_definition("late", "topics = [\"" + topic + "\"]", plugin_config(rt, "late")));
+  rt.add_definition("l.toml", testkit_definition("late", "topics = [\"" + topic + "\"]", testkit_config(rt, "late")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return rt.log().find("broker unreachable") != std::string::npos; }, 20s)) << rt.log();
   EXPECT_NE(rt.log().find("retrying"), std::string::npos);
@@ -108,19 +103,19 @@ TEST(Robustness, BadDefinitionsAndPluginsFailAloneWithClearErrors) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 10));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("good.toml", testkit_definition("good", "topics = [\"" + topic + "\"]", plugin_config(rt, "good")));
+  rt.add_definition("good.toml", testkit_definition("good", "topics = [\"" + topic + "\"]", testkit_config(rt, "good")));
   rt.add_definition("misspelled.toml",
-                    testkit_definition("misspelled", "topics = [\"" + topic + "\"]\nbach_length = 10", plugin_config(rt, "m")));
+                    testkit_definition("misspelled", "topics = [\"" + topic + "\"]\nbach_length = 10", testkit_config(rt, "m")));
   rt.add_definition("proto.toml",
-                    testkit_definition("proto", "topics = [\"" + topic + "\"]\nschema = \"proto\"", plugin_config(rt, "p")));
-  auto missing = testkit_definition("missing", "topics = [\"" + topic + "\"]", plugin_config(rt, "x"));
+                    testkit_definition("proto", "topics = [\"" + topic + "\"]\nschema = \"proto\"", testkit_config(rt, "p")));
+  auto missing = testkit_definition("missing", "topics = [\"" + topic + "\"]", testkit_config(rt, "x"));
   missing.replace(missing.find("libpicomq_connector_testkit_sink"), 32, "libpicomq_connector_nope_sink");
   rt.add_definition("missing.toml", missing);
-  auto future = testkit_definition("future", "topics = [\"" + topic + "\"]", plugin_config(rt, "f"));
+  auto future = testkit_definition("future", "topics = [\"" + topic + "\"]", testkit_config(rt, "f"));
   future.replace(future.find("libpicomq_connector_testkit_sink"), 32, "libpicomq_connector_testkit_future_abi_sink");
   rt.add_definition("future.toml", future);
   rt.add_definition("openfail.toml", testkit_definition("openfail", "topics = [\"" + topic + "\"]",
-                                                        plugin_config(rt, "o", "open_error = \"cannot reach db:5432\"")));
+                                                        testkit_config(rt, "o", "open_error = \"cannot reach db:5432\"")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "good.log").ids.size() == 10; }, 30s)) << rt.log();
 

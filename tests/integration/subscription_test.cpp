@@ -15,11 +15,6 @@ namespace {
 
 std::string regex_escape(const std::string& s) { return std::regex_replace(s, std::regex(R"([.\-])"), R"(\$&)"); }
 
-std::string plugin_config(Runtime& rt, const std::string& name = "records") {
-  return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\ncalls_path = \"" +
-         (rt.dir() / (name + ".calls")).string() + "\"";
-}
-
 size_t count_prefix(const std::vector<std::string>& ids, const std::string& prefix) {
   return std::count_if(ids.begin(), ids.end(), [&](const std::string& id) { return id.rfind(prefix, 0) == 0; });
 }
@@ -38,7 +33,7 @@ TEST(Subscription, PatternIsAnchoredReEvaluatedAndUnitedWithTheExplicitList) {
   Runtime rt(kafka.bootstrap());
   rt.add_definition("p.toml", testkit_definition("pat", "topics = [\"" + other + "\"]\npattern = '" +
                                                             regex_escape(base) + "\\.[a-z]+'",
-                                                 plugin_config(rt)));
+                                                 testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "records.log").ids.size() >= 10; }, 30s)) << rt.log();
 
@@ -71,8 +66,8 @@ TEST(Subscription, LatestStartsAtTheTailEarliestAtTheBeginning) {
   kafka.produce_values(topic, json_values(0, 5));
   Runtime rt(kafka.bootstrap());
   rt.add_definition("l.toml", testkit_definition("latest", "topics = [\"" + topic + "\"]\nauto_offset_reset = \"latest\"",
-                                                 plugin_config(rt)));
-  rt.add_definition("e.toml", testkit_definition("earliest", "topics = [\"" + topic + "\"]", plugin_config(rt, "early")));
+                                                 testkit_config(rt)));
+  rt.add_definition("e.toml", testkit_definition("earliest", "topics = [\"" + topic + "\"]", testkit_config(rt, "early")));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("latest", 30s)) << rt.log();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "early.log").ids.size() == 5; }, 30s));
@@ -93,8 +88,8 @@ TEST(Subscription, SecondRuntimeWithTheSameDefinitionIdlesThenTakesOver) {
   const auto topic = unique_name("twin");
   kafka.create_topic(topic);
   Runtime a(kafka.bootstrap(), "twin-a"), b(kafka.bootstrap(), "twin-b");
-  a.add_definition("t.toml", testkit_definition("twin", "topics = [\"" + topic + "\"]", plugin_config(a)));
-  b.add_definition("t.toml", testkit_definition("twin", "topics = [\"" + topic + "\"]", plugin_config(b)));
+  a.add_definition("t.toml", testkit_definition("twin", "topics = [\"" + topic + "\"]", testkit_config(a)));
+  b.add_definition("t.toml", testkit_definition("twin", "topics = [\"" + topic + "\"]", testkit_config(b)));
   a.start();
   ASSERT_TRUE(a.wait_assigned("twin", 30s)) << a.log();
   b.start();
@@ -140,8 +135,8 @@ TEST(Subscription, RebalanceHandsPartitionsOverWithoutGapsOrDuplicates) {
   // Slow enough that the second runtime joins while the first still has plenty buffered.
   const std::string block = "topics = [\"" + topic + "\"]\nbatch_length = 50";
   Runtime a(kafka.bootstrap(), "rebal-a"), b(kafka.bootstrap(), "rebal-b");
-  a.add_definition("r.toml", testkit_definition("rebal", block, plugin_config(a) + "\ndelay_ms = 60"));
-  b.add_definition("r.toml", testkit_definition("rebal", block, plugin_config(b) + "\ndelay_ms = 60"));
+  a.add_definition("r.toml", testkit_definition("rebal", block, testkit_config(a) + "\ndelay_ms = 60"));
+  b.add_definition("r.toml", testkit_definition("rebal", block, testkit_config(b) + "\ndelay_ms = 60"));
   a.start();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(a.dir() / "records.log").ids.size() >= 300; }, 30s)) << a.log();
   b.start();
