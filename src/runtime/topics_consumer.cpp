@@ -16,7 +16,8 @@ namespace {
 constexpr size_t kPollBatch = 4096;
 constexpr milliseconds kMaxPollWait{50};
 constexpr milliseconds kStatusEvery{1000};
-constexpr milliseconds kPauseAfter{1000};
+constexpr size_t kPrepareAheadQueue = 2;  // jobs waiting for the delivery thread before the consumer decodes
+constexpr int kFetchQueueBackoffVersion = 0x020200ff;  // librdkafka 2.2.0
 
 size_t message_bytes(const rd_kafka_message_t* m) { return m->len + m->key_len; }
 
@@ -62,7 +63,8 @@ TopicsConsumer::TopicsConsumer(BlockSettings settings, SinkPlugin& plugin, Statu
   log_prefix_ = "sink '" + settings_.sink_key + "' topics[" + std::to_string(settings_.block_index) + "]";
   if (settings_.block.anchored_pattern) pattern_.emplace(*settings_.block.anchored_pattern, std::regex::ECMAScript);
   buckets_ = std::make_unique<Bucketer<MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
-  decoder_ = make_decoder(settings_.block.schema);
+  consumer_side_.decoder = make_decoder(settings_.block.schema);
+  delivery_side_.decoder = make_decoder(settings_.block.schema);
 }
 
 TopicsConsumer::~TopicsConsumer() {
@@ -102,6 +104,9 @@ rd_kafka_t* TopicsConsumer::create_consumer(std::string& error) {
   set("bootstrap.servers", settings_.bootstrap_servers);
   set("client.id", "picomq-connect-" + settings_.sink_key + "-" + std::to_string(settings_.block_index));
   for (const auto& [k, v] : settings_.client_properties) set(k, v);
+  // librdkafka 2.2 made the fetcher's back-off on a full queue configurable (default 1 s);
+  // a short one keeps a consumer that fell behind for a moment from idling that long.
+  if (rd_kafka_version() >= kFetchQueueBackoffVersion) set("fetch.queue.backoff.ms", "10");
   set("auto.offset.reset",
       settings_.block.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
   for (const auto& [k, v] : settings_.block.properties) set(k, v);
@@ -113,6 +118,7 @@ rd_kafka_t* TopicsConsumer::create_consumer(std::string& error) {
     rd_kafka_conf_destroy(conf);
     return nullptr;
   }
+  read_fetch_queue_limits(conf);
   rd_kafka_conf_set_opaque(conf, this);
   rd_kafka_conf_set_rebalance_cb(conf, &TopicsConsumer::rebalance_trampoline);
   rd_kafka_conf_set_error_cb(conf, error_cb);
@@ -146,19 +152,21 @@ void TopicsConsumer::consumer_main() {
     while (!stop_requested_ && !failed_) {
       refresh_subscription(false);
       commit_stored();
-      if (apply_backpressure()) continue;
+      const bool paused = apply_backpressure();
 
-      auto wait = kMaxPollWait;
-      if (auto deadline = buckets_->next_deadline()) {
+      auto wait = paused ? milliseconds(0) : kMaxPollWait;
+      if (auto deadline = buckets_->next_deadline(); deadline && !paused) {
         auto until = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
         wait = std::clamp(until, milliseconds(0), kMaxPollWait);
       }
-      // Never take more than the buffer has room for, so the record limit holds exactly.
+      // Never take more than the buffer has room for, so the record limit holds exactly (while
+      // paused the one slot can only carry a group event: every assigned partition is paused).
       const size_t buffered = buffered_records_.load();
       const size_t room = buffered < settings_.max_buffered_records ? settings_.max_buffered_records - buffered : 0;
       const size_t take = std::clamp<size_t>(room, 1, kPollBatch);
       const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled.data(), take);
       const auto now = Clock::now();
+      size_t polled_bytes = 0;
       for (ssize_t i = 0; i < n; ++i) {
         MessagePtr m(polled[i]);
         if (m->err) {
@@ -167,10 +175,13 @@ void TopicsConsumer::consumer_main() {
           continue;
         }
         TopicPartition tp{rd_kafka_topic_name(m->rkt), m->partition};
+        polled_bytes += message_bytes(m.get());
         buffered_records_ += 1;
         buffered_bytes_ += message_bytes(m.get());
         buckets_->add(tp, std::move(m), now);
       }
+      if (n > 0) watch_fetch_queue(polled_bytes / static_cast<size_t>(n));
+      else watch_fetch_queue(0);
       flush_due(Clock::now());
       if (Clock::now() >= next_status) {
         publish_status();
@@ -234,9 +245,21 @@ void TopicsConsumer::flush_due(std::chrono::steady_clock::time_point now) {
   for (auto& ready : buckets_->take_ready(now)) enqueue(std::move(ready.tp), std::move(ready.records));
 }
 
+// Decoding + transforming a batch is done by whichever thread has time: the consumer thread
+// does it here while the delivery thread has work queued (the sink is the bottleneck),
+// otherwise the delivery thread does it before the write (the consumer is the bottleneck).
+// Each job is prepared exactly once, by the thread that owns it at that moment.
 void TopicsConsumer::enqueue(TopicPartition tp, std::vector<MessagePtr> messages) {
-  Job job{std::move(tp), std::move(messages), 0};
+  Job job;
+  job.tp = std::move(tp);
+  job.messages = std::move(messages);
   for (const auto& m : job.messages) job.bytes += message_bytes(m.get());
+  size_t queued;
+  {
+    std::lock_guard lock(mutex_);
+    queued = jobs_.size();
+  }
+  if (queued >= kPrepareAheadQueue) prepare(job, consumer_side_);
   {
     std::lock_guard lock(mutex_);
     jobs_.push_back(std::move(job));
@@ -244,51 +267,97 @@ void TopicsConsumer::enqueue(TopicPartition tp, std::vector<MessagePtr> messages
   work_cv_.notify_one();
 }
 
-// What sits between broker and plugin is bounded. At the limit the consumer first just stops
-// taking records (librdkafka's own prefetch limits then stop its fetching) and waits for the
-// delivery thread to make room; a stall longer than kPauseAfter pauses the assigned partitions,
-// so the consumer can keep serving its group however long the sink takes. Pausing is not the
-// first resort because librdkafka drops its prefetched data on pause and refetches it late.
-// Returns true while the consumer must not poll for records.
+// What sits between broker and plugin is bounded. The consumer drains librdkafka eagerly and,
+// the moment the buffer is full, pauses its partitions; it resumes them below half. Pausing at
+// once (rather than just not polling) matters: librdkafka 2.0 re-checks a fetch queue that went
+// over queued.min.messages only on its 1 s broker tick, so a consumer that merely stops polling
+// loses up to a second per stall, while a pause/resume is an op that wakes the fetcher at once.
+// Since the queue was drained, a pause throws away at most the fetch responses in flight.
+// Returns true while paused: the loop then polls only to serve group events.
 bool TopicsConsumer::apply_backpressure() {
   const size_t records = buffered_records_.load(), bytes = buffered_bytes_.load();
   const bool over = records >= settings_.max_buffered_records || bytes >= settings_.max_buffered_bytes;
   const bool under_half = records < settings_.max_buffered_records / 2 && bytes < settings_.max_buffered_bytes / 2;
-  const auto now = Clock::now();
-  if (paused_) {
-    if (under_half) set_paused(false, records, bytes);
-    return false;  // paused partitions deliver nothing: polling only serves group events
+  if (!paused_) {
+    if (over) set_paused(true, records, bytes);
+    return paused_;
   }
-  if (!over) {
-    full_since_.reset();
-    return false;
-  }
-  if (!full_since_) full_since_ = now;
-  if (now - *full_since_ >= kPauseAfter) {
-    set_paused(true, records, bytes);
-    full_since_.reset();
+  if (under_half) {
+    set_paused(false, records, bytes);
     return false;
   }
   // Flush what is due meanwhile (a full buffer may still hold quiet buckets), then wait for room.
-  flush_due(now);
+  flush_due(Clock::now());
   std::unique_lock lock(mutex_);
-  done_cv_.wait_for(lock, kMaxPollWait);
+  done_cv_.wait_for(lock, kMaxPollWait, [&] {
+    return buffered_records_.load() < settings_.max_buffered_records / 2 &&
+           buffered_bytes_.load() < settings_.max_buffered_bytes / 2;
+  });
   return true;
+}
+
+// librdkafka before 2.2 stops fetching for a consumer whose queue went over queued.min.messages
+// or queued.max.messages.kbytes, and looks again only on its 1 s broker tick. A consumer that
+// fell behind for a moment (a busy core, a slow batch) would then idle for most of a second.
+// So we watch the queue: once it was near a limit and we have drained it, a seek to the current
+// position wakes the fetcher at once; the queue is empty, so nothing is fetched twice.
+void TopicsConsumer::read_fetch_queue_limits(rd_kafka_conf_t* conf) {
+  auto get = [&](const char* name, size_t fallback) {
+    char value[64];
+    size_t size = sizeof value;
+    if (rd_kafka_conf_get(conf, name, value, &size) != RD_KAFKA_CONF_OK) return fallback;
+    return static_cast<size_t>(std::strtoull(value, nullptr, 10));
+  };
+  fetch_queue_max_records_ = get("queued.min.messages", 100000);
+  fetch_queue_max_bytes_ = get("queued.max.messages.kbytes", 65536) * 1024;
+}
+
+void TopicsConsumer::watch_fetch_queue(size_t recent_message_bytes) {
+  if (rd_kafka_version() >= kFetchQueueBackoffVersion) return;
+  if (recent_message_bytes) recent_message_bytes_ = recent_message_bytes;
+  const size_t queued = rd_kafka_queue_length(queue_);
+  if (queued * 10 >= fetch_queue_max_records_ * 9 || queued * recent_message_bytes_ * 10 >= fetch_queue_max_bytes_ * 9) {
+    fetcher_may_sleep_ = true;
+  } else if (fetcher_may_sleep_ && queued == 0 && !paused_) {
+    fetcher_may_sleep_ = false;
+    rd_kafka_topic_partition_list_t* list = nullptr;
+    if (rd_kafka_assignment(rk_, &list) == RD_KAFKA_RESP_ERR_NO_ERROR && list) {
+      wake_fetcher(list);
+      rd_kafka_topic_partition_list_destroy(list);
+    }
+  }
+}
+
+// Seeks each partition to the position after the last record taken from it, which wakes the
+// broker thread that fetches it.
+void TopicsConsumer::wake_fetcher(rd_kafka_topic_partition_list_t* assigned) {
+  if (rd_kafka_position(rk_, assigned) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  rd_kafka_topic_partition_list_t* seek = rd_kafka_topic_partition_list_new(assigned->cnt);
+  for (int i = 0; i < assigned->cnt; ++i)
+    if (assigned->elems[i].offset >= 0)
+      rd_kafka_topic_partition_list_add(seek, assigned->elems[i].topic, assigned->elems[i].partition)->offset =
+          assigned->elems[i].offset;
+  if (seek->cnt > 0)
+    if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk_, seek, 0)) rd_kafka_error_destroy(e);
+  rd_kafka_topic_partition_list_destroy(seek);
 }
 
 void TopicsConsumer::set_paused(bool paused, size_t records, size_t bytes) {
   paused_ = paused;
   if (paused)
-    spdlog::warn("{}: {} records / {} bytes buffered (limits {} / {}) for over {} ms: pausing the consumer until "
-                 "the sink catches up",
-                 log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes,
-                 kPauseAfter.count());
+    spdlog::info("{}: {} records / {} bytes buffered (limits {} / {}): pausing the consumer until the sink catches up",
+                 log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes);
   else
     spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
   rd_kafka_topic_partition_list_t* list = nullptr;
   if (rd_kafka_assignment(rk_, &list) == RD_KAFKA_RESP_ERR_NO_ERROR && list) {
-    if (paused_) rd_kafka_pause_partitions(rk_, list);
-    else rd_kafka_resume_partitions(rk_, list);
+    if (paused_) {
+      rd_kafka_pause_partitions(rk_, list);
+    } else {
+      rd_kafka_resume_partitions(rk_, list);
+      // librdkafka 2.0 does not wake its fetcher on resume (it would wait for its 1 s tick).
+      if (rd_kafka_version() < kFetchQueueBackoffVersion) wake_fetcher(list);
+    }
     rd_kafka_topic_partition_list_destroy(list);
   }
   publish_status();
@@ -477,17 +546,12 @@ void TopicsConsumer::delivery_main() {
   done_cv_.notify_all();
 }
 
-void TopicsConsumer::deliver(Job& job) {
-  {
-    std::lock_guard lock(mutex_);
-    // After a failed batch nothing later from that partition may be written: on restart the
-    // failed batch must be the first thing the sink sees.
-    if (failed_partitions_.count(job.tp)) return;
-  }
-  DecodedBatch batch;
+void TopicsConsumer::prepare(Job& job, Preparer& with) {
+  job.prepared = true;
+  DecodedBatch& batch = job.batch;
   batch.tp = job.tp;
   batch.schema = std::string(config::to_string(settings_.block.schema));
-  batch.format = decoder_->format();
+  batch.format = with.decoder->format();
   batch.records.reserve(job.messages.size());
 
   std::string decode_error;
@@ -514,7 +578,7 @@ void TopicsConsumer::deliver(Job& job) {
     header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
     if (m->payload) {
       std::span<const uint8_t> in(static_cast<const uint8_t*>(m->payload), m->len);
-      if (!decoder_->decode(in, r.payload, batch.owned, decode_error)) {
+      if (!with.decoder->decode(in, r.payload, batch.owned, decode_error)) {
         bad_index = i;
         break;
       }
@@ -525,14 +589,29 @@ void TopicsConsumer::deliver(Job& job) {
     batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
     batch.records[i].header_count = header_ranges[i].second;
   }
+  if (bad_index < job.messages.size())
+    job.failure = "cannot decode record " + job.tp.to_string() + " at offset " +
+                  std::to_string(job.messages[bad_index]->offset) + " (schema " + batch.schema + "): " + decode_error;
 
-  if (!transforms_.empty()) {
-    if (auto err = transforms_.apply(batch); !err.empty()) {
-      fail(job.tp, "transform failed on " + job.tp.to_string() + ": " + err);
-      return;
+  if (!with.transforms.empty()) {
+    if (auto err = with.transforms.apply(batch); !err.empty()) {
+      batch.records.clear();
+      job.failure = "transform failed on " + job.tp.to_string() + ": " + err;
     }
   }
+}
 
+// Writes the prepared batch (the records before an undecodable one, if any), stores its
+// offset, then reports the undecodable record: earlier offsets are committed, it is first on restart.
+void TopicsConsumer::deliver(Job& job) {
+  {
+    std::lock_guard lock(mutex_);
+    // After a failed batch nothing later from that partition may be written: on restart the
+    // failed batch must be the first thing the sink sees.
+    if (failed_partitions_.count(job.tp)) return;
+  }
+  if (!job.prepared) prepare(job, delivery_side_);
+  DecodedBatch& batch = job.batch;
   if (!batch.records.empty()) {
     std::string error;
     size_t written_prefix = 0;
@@ -544,11 +623,7 @@ void TopicsConsumer::deliver(Job& job) {
     delivered_records_ += batch.records.size();
     store_offset(job.tp, batch.records.back().offset + 1);
   }
-  if (bad_index < job.messages.size()) {
-    fail(job.tp, "cannot decode record " + job.tp.to_string() + " at offset " +
-                     std::to_string(job.messages[bad_index]->offset) + " (schema " + batch.schema +
-                     "): " + decode_error);
-  }
+  if (!job.failure.empty()) fail(job.tp, job.failure);
 }
 
 // The spec's retry rule: the same batch up to max_attempts times with a doubling backoff; a
@@ -599,6 +674,7 @@ void TopicsConsumer::store_offset(const TopicPartition& tp, int64_t next_offset)
   } else {
     offsets_stored_ = true;
     committed_batches_ += 1;
+    rd_kafka_queue_yield(queue_);  // wake the consumer thread's poll so the commit goes out now
   }
   rd_kafka_topic_partition_list_destroy(list);
 }

@@ -4,7 +4,8 @@
 // commits after the write.
 //
 // Threads: the consumer thread owns the rd_kafka_t handle, polls, buckets and decides flushes;
-// the delivery thread decodes, transforms, writes (with retries) and stores + commits offsets.
+// the delivery thread writes (with retries) and stores offsets. Decoding + transforming a batch
+// is done by whichever of the two has time (see enqueue()).
 // Keeping them apart means a slow write never stops the consumer from serving its group; what
 // sits between them is bounded, and the consumer pauses its partitions while it is full.
 #include <librdkafka/rdkafka.h>
@@ -71,8 +72,11 @@ class TopicsConsumer {
  private:
   struct Job {
     TopicPartition tp;
-    std::vector<MessagePtr> messages;
+    std::vector<MessagePtr> messages;  // own the bytes the batch points into
     size_t bytes = 0;
+    bool prepared = false;
+    DecodedBatch batch;   // decoded + transformed (by either thread, see enqueue())
+    std::string failure;  // set when a record could not be decoded or transformed (batch holds those before it)
   };
 
   // consumer thread
@@ -81,8 +85,13 @@ class TopicsConsumer {
   void refresh_subscription(bool force);
   void flush_due(std::chrono::steady_clock::time_point now);  // buckets the flush rules say are ready
   void enqueue(TopicPartition tp, std::vector<MessagePtr> messages);
+  struct Preparer;
+  void prepare(Job& job, Preparer& with);  // decode + transform
   bool apply_backpressure();
   void set_paused(bool paused, size_t records, size_t bytes);
+  void read_fetch_queue_limits(rd_kafka_conf_t* conf);
+  void watch_fetch_queue(size_t recent_message_bytes);
+  void wake_fetcher(rd_kafka_topic_partition_list_t* assigned);
   void commit_stored();
   static void commit_done(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
@@ -113,12 +122,15 @@ class TopicsConsumer {
   rd_kafka_queue_t* queue_ = nullptr;
   rd_kafka_queue_t* commit_queue_ = nullptr;  // results of our asynchronous commits
   bool commit_in_flight_ = false;
-  std::optional<std::chrono::steady_clock::time_point> full_since_;
   std::vector<std::string> subscribed_;
   std::chrono::steady_clock::time_point next_pattern_refresh_{};
   bool rebalance_cooperative_ = false;
   std::vector<TopicPartition> assignment_;
   bool paused_ = false;
+  size_t fetch_queue_max_records_ = 100000;  // librdkafka's queued.min.messages
+  size_t fetch_queue_max_bytes_ = 64u << 20;  // librdkafka's queued.max.messages.kbytes
+  size_t recent_message_bytes_ = 0;
+  bool fetcher_may_sleep_ = false;
   std::unique_ptr<Bucketer<MessagePtr>> buckets_;
 
   // shared between the two threads
@@ -140,8 +152,13 @@ class TopicsConsumer {
   std::atomic<uint64_t> delivered_records_{0};
   std::atomic<uint64_t> committed_batches_{0};
 
-  std::unique_ptr<PayloadDecoder> decoder_;  // used by the delivery thread only
-  TransformChain transforms_;
+  // Decoders and transforms keep state (parser buffers), and both threads prepare batches.
+  struct Preparer {
+    std::unique_ptr<PayloadDecoder> decoder;
+    TransformChain transforms;
+  };
+  Preparer consumer_side_;
+  Preparer delivery_side_;
 
   std::thread consumer_thread_;
   std::thread delivery_thread_;
