@@ -96,6 +96,7 @@ class TopicsConsumer {
   static void commit_done(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
   void on_revoke(const rd_kafka_topic_partition_list_t* partitions);
+  void resolve_start_offsets(rd_kafka_topic_partition_list_t* partitions);
   void commit_sync(const char* why);
   void publish_status();
   void shutdown_path();
