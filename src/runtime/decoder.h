@@ -21,7 +21,7 @@ class PayloadDecoder {
                       std::string& error) = 0;
 };
 
-// One decoder per delivery thread (decoders keep parser state and are not thread-safe).
+// One decoder per thread (decoders keep parser state and are not thread-safe).
 std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema);
 
 }  // namespace picomq::runtime
