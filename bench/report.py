@@ -74,23 +74,30 @@ def main() -> None:
         s = summary[t]
         print(f"{t:<16}{s['wall']:>8.2f}{s['rps']:>12,.0f}{s['mbps']:>8.1f}{s['cpu']:>8.2f}{s['rpcpu']:>11,.0f}"
               f"{s['rss']:>13.1f}   {' '.join(f'{w:.2f}' for w in s['walls'])}")
-    p = summary.get("picomq-connect")
-    if p:
+    picomq = [t for t in tools if t.startswith("picomq")]
+    for t in picomq:
+        p = summary[t]
         print()
-        print(f"picomq-connect excluding group join (start -> partition assigned, median {p['join']:.2f} s; "
+        print(f"{t} excluding group join (start -> partition assigned, median {p['join']:.2f} s; "
               f"first batch committed at {p['first_commit']:.2f} s):")
         print(f"{'':<16}{p['wall'] - p['join']:>8.2f}{p['rps_x']:>12,.0f}{p['mbps_x']:>8.1f}")
         print(f"(shutdown after the last commit, not in wall: median {p['shutdown']:.2f} s; back-pressure pauses "
-              f"per run: {' '.join(str(int(r.get('pauses', 0))) for r in rows if r['tool'] == 'picomq-connect')})")
+              f"per run: {' '.join(str(int(r.get('pauses', 0))) for r in rows if r['tool'] == t)})")
+    # Like for like: the same bytes on stdout. `picomq lines` (include_metadata = false) prints
+    # each payload on its own line, exactly what `kcat -f '%s\n'` prints; `picomq envelope`
+    # prints a JSON object with the metadata fields, as `kcat -J` does.
+    pairs = [("picomq lines", "kcat -f", "same output, target >= 1.0"),
+             ("picomq envelope", "kcat -J", "both print a JSON envelope"),
+             ("picomq envelope", "kcat -f", "envelope vs payload lines")]
+    pairs = [(a, b, why) for a, b, why in pairs if a in summary and b in summary]
+    if pairs:
         print()
         print("ratio picomq-connect / kcat, records/s, end-to-end (process start -> last record committed")
-        print("for picomq-connect, process start -> exit for kcat); target >= 1.0:")
-        for t in tools:
-            if t == "picomq-connect":
-                continue
-            k = summary[t]
-            print(f"  vs {t:<10} {p['rps'] / k['rps']:.2f}   (excluding picomq's group join: {p['rps_x'] / k['rps']:.2f})"
-                  f"   CPU efficiency (rec/CPU-s) {p['rpcpu'] / k['rpcpu']:.2f}")
+        print("for picomq-connect, process start -> exit for kcat):")
+        for a, b, why in pairs:
+            p, k = summary[a], summary[b]
+            print(f"  {a:<16} vs {b:<8} {p['rps'] / k['rps']:>5.2f}   (excluding group join: {p['rps_x'] / k['rps']:.2f})"
+                  f"   CPU efficiency (rec/CPU-s) {p['rpcpu'] / k['rpcpu']:.2f}   [{why}]")
     print()
 
 

@@ -119,9 +119,10 @@ run_kcat() {  # <label> <run> kcat format args...
   log "$label run $run: $out"
 }
 
-run_picomq() {  # <run>
-  local run="$1" dir="$work/picomq-r$1"
-  local group="picomq-connect-sink-bench-r$run"
+run_picomq() {  # <run> <lines|envelope>
+  local run="$1" variant="$2" dir="$work/picomq-$2-r$1"
+  local group="picomq-connect-sink-bench-$variant-r$run" include_metadata=false label="picomq lines"
+  [[ "$variant" == envelope ]] && { include_metadata=true; label="picomq envelope"; }
   mkdir -p "$dir/sinks.d"
   cat > "$dir/runtime.toml" <<TOML
 [broker]
@@ -132,7 +133,7 @@ path = ["$plugins"]
 dir = "sinks.d"
 [runtime]
 status_file = "$dir/status.json"
-log_level = "warn"
+log_level = "info"
 TOML
   cat > "$dir/sinks.d/bench.toml" <<TOML
 type = "sink"
@@ -145,15 +146,15 @@ batch_length = $BATCH_LENGTH
 poll_interval = "100ms"
 consumer_group = "$group"
 [plugin_config]
-include_metadata = true
+include_metadata = $include_metadata
 TOML
   local timeout=$((120 + N / 5000)) out
   out="$("$helper" sink "$bootstrap" "$group" "$TOPIC" 0 "$N" "$dir/status.json" /dev/null "$timeout" -- \
           "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
-  [[ "$out" == *" exit=0"* && "$out" != "wall_s=-1"* ]] || { echo "picomq-connect run $run failed: $out" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
+  [[ "$out" == *" exit=0"* && "$out" != "wall_s=-1"* ]] || { echo "$label run $run failed: $out" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
   out+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
-  echo "tool=picomq-connect run=$run $out" >> "$results"
-  log "picomq-connect run $run: $out"
+  echo "tool=$label run=$run $out" >> "$results"
+  log "$label run $run: $out"
 }
 
 kcat_plain() { run_kcat "kcat -f" "$1" -f '%s\n'; }
@@ -165,8 +166,8 @@ if [[ "$WARMUP" == 1 ]]; then
 fi
 
 for ((r = 1; r <= RUNS; r++)); do
-  if ((r % 2)); then kcat_plain "$r"; kcat_json "$r"; run_picomq "$r"
-  else run_picomq "$r"; kcat_json "$r"; kcat_plain "$r"; fi
+  if ((r % 2)); then kcat_plain "$r"; run_picomq "$r" lines; kcat_json "$r"; run_picomq "$r" envelope
+  else run_picomq "$r" envelope; kcat_json "$r"; run_picomq "$r" lines; kcat_plain "$r"; fi
 done
 
 # ------------------------------------------------------------------ report

@@ -7,13 +7,20 @@
 //   stream = "stdout"         or "stderr"
 // A JSON payload is embedded as is (line breaks in its whitespace become spaces, so a record
 // stays on one line); text becomes a JSON string; raw bytes a base64 string; a tombstone null.
+#include <poll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "destination/encoding.h"
 #include "destination/metadata.h"
@@ -28,6 +35,7 @@ struct StdoutSink {
   bool pretty = false;
   FILE* stream = stdout;
   std::string buffer;
+  std::vector<iovec> iov;
 };
 
 void append_int(std::string& out, int64_t v) {
@@ -134,10 +142,73 @@ void* sink_open(const pmq_host_api* host, const char* config_json, char* errbuf,
   }
 }
 
+// Writes all of `iov` to `fd`, resuming after partial writes and waiting out EAGAIN.
+bool write_all(int fd, std::vector<iovec>& iov) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    const ssize_t n = ::writev(fd, iov.data() + first, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 1000);
+        continue;
+      }
+      return false;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return true;
+}
+
+bool needs_rewrite(const pmq_record& r) {
+  return !r.payload.data || std::memchr(r.payload.data, '\n', r.payload.size) ||
+         std::memchr(r.payload.data, '\r', r.payload.size);
+}
+
+// JSON payloads without metadata are printed as they came, one per line: they go to the
+// file descriptor with writev straight from the broker's buffers, with no copy. Only the rare
+// payload that must change (a tombstone, line breaks in its whitespace) is rendered first.
+pmq_write_status write_json_lines(StdoutSink& sink, const pmq_batch& batch) {
+  static const char kNewline = '\n';
+  std::string& rendered = sink.buffer;
+  rendered.clear();
+  // First render what must change, so `rendered` no longer moves when iovecs point into it.
+  std::vector<std::pair<size_t, size_t>> spans(batch.record_count, {SIZE_MAX, 0});
+  for (size_t i = 0; i < batch.record_count; ++i) {
+    const pmq_record& r = *pmq_batch_record(&batch, i);
+    if (!needs_rewrite(r)) continue;
+    const size_t start = rendered.size();
+    append_payload(rendered, batch, r);
+    spans[i] = {start, rendered.size() - start};
+  }
+  auto& iov = sink.iov;
+  iov.clear();
+  for (size_t i = 0; i < batch.record_count; ++i) {
+    const pmq_record& r = *pmq_batch_record(&batch, i);
+    if (spans[i].first == SIZE_MAX) iov.push_back({const_cast<uint8_t*>(r.payload.data), r.payload.size});
+    else iov.push_back({rendered.data() + spans[i].first, spans[i].second});
+    iov.push_back({const_cast<char*>(&kNewline), 1});
+  }
+  if (std::fflush(sink.stream) != 0 || !write_all(fileno(sink.stream), iov)) {
+    clearerr(sink.stream);
+    return PMQ_WRITE_PARTIAL;  // some lines may have reached the stream
+  }
+  return PMQ_WRITE_OK;
+}
+
 pmq_write_status sink_write(void* instance, const pmq_batch* batch, pmq_write_result* result) noexcept {
   (void)result;
   auto* sink = static_cast<StdoutSink*>(instance);
   try {
+    if (batch->payload_format == PMQ_PAYLOAD_JSON && !sink->include_metadata && !sink->pretty)
+      return write_json_lines(*sink, *batch);
     std::string& out = sink->buffer;
     out.clear();
     for (size_t i = 0; i < batch->record_count; ++i) {

@@ -40,6 +40,15 @@ class Bucketer {
     ++size_;
   }
 
+  // A run of records of one partition, in order (one lookup for the lot).
+  void add(const TopicPartition& tp, std::vector<Record>&& records, Clock::time_point now) {
+    if (records.empty()) return;
+    Bucket& b = buckets_[tp];
+    for (auto& r : records) b.records.push_back(std::move(r));
+    b.last_arrival = now;
+    size_ += records.size();
+  }
+
   // Batches due now: full batches of exactly batch_length first, then whatever sat
   // poll_interval without a new arrival. Order within a partition is preserved.
   std::vector<Ready> take_ready(Clock::time_point now) {

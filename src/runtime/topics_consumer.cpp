@@ -166,7 +166,17 @@ void TopicsConsumer::consumer_main() {
       const size_t take = std::clamp<size_t>(room, 1, kPollBatch);
       const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled.data(), take);
       const auto now = Clock::now();
-      size_t polled_bytes = 0;
+      // A poll returns runs of records from one partition: bucket each run at once, and
+      // account for the whole poll in one update of the shared counters.
+      size_t polled_records = 0, polled_bytes = 0;
+      std::vector<MessagePtr> run;
+      rd_kafka_topic_t* run_topic = nullptr;
+      int32_t run_partition = -1;
+      auto bucket_run = [&] {
+        if (run.empty()) return;
+        buckets_->add(TopicPartition{rd_kafka_topic_name(run_topic), run_partition}, std::move(run), now);
+        run.clear();
+      };
       for (ssize_t i = 0; i < n; ++i) {
         MessagePtr m(polled[i]);
         if (m->err) {
@@ -174,14 +184,19 @@ void TopicsConsumer::consumer_main() {
             spdlog::warn("{}: consumer error: {}", log_prefix_, rd_kafka_message_errstr(m.get()));
           continue;
         }
-        TopicPartition tp{rd_kafka_topic_name(m->rkt), m->partition};
+        if (m->rkt != run_topic || m->partition != run_partition) {
+          bucket_run();
+          run_topic = m->rkt;
+          run_partition = m->partition;
+        }
+        ++polled_records;
         polled_bytes += message_bytes(m.get());
-        buffered_records_ += 1;
-        buffered_bytes_ += message_bytes(m.get());
-        buckets_->add(tp, std::move(m), now);
+        run.push_back(std::move(m));
       }
-      if (n > 0) watch_fetch_queue(polled_bytes / static_cast<size_t>(n));
-      else watch_fetch_queue(0);
+      bucket_run();
+      buffered_records_ += polled_records;
+      buffered_bytes_ += polled_bytes;
+      watch_fetch_queue(polled_records ? polled_bytes / polled_records : 0);
       flush_due(Clock::now());
       if (Clock::now() >= next_status) {
         publish_status();

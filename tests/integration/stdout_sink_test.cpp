@@ -54,6 +54,34 @@ TEST(StdoutSink, OneJsonLinePerRecordWithMetadataKeysHeadersAndTombstones) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// Without metadata, JSON payloads are printed byte for byte as produced (the zero-copy path),
+// except that line breaks in a payload's whitespace become spaces and a tombstone is null.
+TEST(StdoutSink, PayloadOnlyJsonLinesAreThePayloadsAsProduced) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("lines");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  records.resize(2500);  // several batches
+  for (size_t i = 0; i < records.size(); ++i) records[i].value = "{\"i\": " + std::to_string(i) + ", \"s\":\"x\\ny\"}";
+  records[7].value = "{\r\n  \"multi\": [1,\n 2]\n}";
+  records[8].null_value = true;
+  records[9].value = "  \"spaced string\"  ";
+  kafka.produce(topic, records);
+
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", stdout_definition("lines", topic, "json", "include_metadata = false"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == records.size(); }, 30s)) << rt.log();
+  const auto lines = read_lines(rt.dir() / "stdout.log");
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i == 7) EXPECT_EQ(lines[i], "{    \"multi\": [1,  2] }");
+    else if (i == 8) EXPECT_EQ(lines[i], "null");
+    else EXPECT_EQ(lines[i], records[i].value) << "line " << i;
+  }
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
 TEST(StdoutSink, PayloadOnlyRendersTextAsStringsAndRawAsBase64) {
   auto& kafka = Kafka::shared();
   const auto text_topic = unique_name("text"), raw_topic = unique_name("raw");

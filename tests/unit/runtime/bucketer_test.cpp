@@ -22,6 +22,22 @@ TEST(Bucketer, FullBucketIsReadyAtBatchLengthInExactBatches) {
   EXPECT_EQ(b.size(), 1u) << "the remainder waits for more or for poll_interval";
 }
 
+TEST(Bucketer, RunsAreAppendedInOrderAndCutAtBatchLength) {
+  Bucketer<int> b(4, 100ms);
+  const auto t0 = Clock::now();
+  const TopicPartition a{"a", 0};
+  b.add(a, std::vector<int>{0, 1, 2}, t0);
+  b.add(a, 3, t0);
+  b.add(a, std::vector<int>{4, 5, 6, 7, 8}, t0);
+  b.add(a, std::vector<int>{}, t0 + 90ms);  // an empty run is no arrival
+  auto ready = b.take_ready(t0);
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0].records, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ready[1].records, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(b.size(), 1u);
+  EXPECT_EQ(b.take_ready(t0 + 100ms).at(0).records, (std::vector<int>{8}));
+}
+
 TEST(Bucketer, QuietBucketIsReadyOnlyAfterPollIntervalWithoutArrivals) {
   Bucketer<int> b(1000, 100ms);
   const auto t0 = Clock::now();
