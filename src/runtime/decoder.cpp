@@ -1,5 +1,6 @@
 #include "runtime/decoder.h"
 
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include <deque>
@@ -54,6 +55,15 @@ class JsonDecoder final : public PayloadDecoder {
   pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
   bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&, std::string& error) override {
     auto doc = parser_.parse(in.data(), in.size(), /*realloc_if_needed=*/!padding_is_readable(in));
+    if (doc.error() == simdjson::NUMBER_ERROR) {
+      // Valid JSON may hold integers beyond 64 bits, which simdjson refuses to represent; a
+      // grammar check that keeps them as doubles decides instead. It still refuses numbers
+      // beyond a double's range (1e400), as RFC 8259 allows.
+      if (nlohmann::json::accept(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()))) {
+        out = {in.data(), in.size()};
+        return true;
+      }
+    }
     if (doc.error()) {
       error = std::string("payload is not valid JSON: ") + simdjson::error_message(doc.error());
       return false;

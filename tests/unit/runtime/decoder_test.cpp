@@ -34,6 +34,15 @@ TEST(Decoder, JsonAcceptsEveryDocumentShape) {
     EXPECT_TRUE(decode(config::Schema::Json, doc).ok) << doc;
 }
 
+TEST(Decoder, JsonAcceptsIntegersBeyond64BitsButNotNumbersBeyondADouble) {
+  EXPECT_TRUE(decode(config::Schema::Json, R"({"id":123456789012345678901234567890,"neg":-9223372036854775809})").ok);
+  EXPECT_TRUE(decode(config::Schema::Json, "18446744073709551616").ok);
+  EXPECT_TRUE(decode(config::Schema::Json, R"({"tiny":1e-400})").ok);
+  EXPECT_FALSE(decode(config::Schema::Json, R"({"huge":1e400})").ok);
+  EXPECT_FALSE(decode(config::Schema::Json, R"({"id":123456789012345678901234567890,)").ok) << "still a full grammar check";
+  EXPECT_FALSE(decode(config::Schema::Json, "{\"id\":123456789012345678901234567890,\"s\":\"\xff\"}").ok) << "and UTF-8";
+}
+
 TEST(Decoder, JsonRejectsWhatIsNotOneDocumentAndSaysWhy) {
   for (std::string_view doc : {R"({"a":1)", R"({"a":1} {"b":2})", R"({'a':1})", "{\"a\":\"\xff\"}", "tru", "",
                                R"({"a":01})", R"(["unterminated)"}) {
