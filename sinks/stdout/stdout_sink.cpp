@@ -1,10 +1,5 @@
 // stdout sink: one JSON line per record, with or without the metadata fields, or pretty.
-//
-// plugin_config:
-//   include_metadata = true   pico_topic, pico_partition, pico_offset, pico_timestamp,
-//                             pico_key (base64), pico_headers (UTF-8 or base64), then "payload"
-//   pretty = false            indent each record over several lines
-//   stream = "stdout"         or "stderr"
+// Options: see kOptions below (and docs/sinks/stdout.md, generated from them).
 // A JSON payload is embedded as is (line breaks in its whitespace become spaces, so a record
 // stays on one line); text becomes a JSON string; raw bytes a base64 string; a tombstone null.
 #include <poll.h>
@@ -24,13 +19,13 @@
 
 #include "destination/encoding.h"
 #include "destination/metadata.h"
-#include "picomq/sink_abi.h"
+#include "picomq/sdk.hpp"
 
 namespace {
 
 namespace dest = picomq::destination;
 
-struct StdoutSink {
+struct Output {
   bool include_metadata = true;
   bool pretty = false;
   FILE* stream = stdout;
@@ -118,30 +113,6 @@ void append_record(std::string& out, const pmq_batch& batch, const pmq_record& r
   out += '}';
 }
 
-void* sink_open(const pmq_host_api* host, const char* config_json, char* errbuf, size_t errbuf_size) {
-  try {
-    auto cfg = nlohmann::json::parse(config_json);
-    auto sink = std::make_unique<StdoutSink>();
-    for (auto& [key, value] : cfg.items()) {
-      if (key == "include_metadata") sink->include_metadata = value.get<bool>();
-      else if (key == "pretty") sink->pretty = value.get<bool>();
-      else if (key == "stream") {
-        auto s = value.get<std::string>();
-        if (s == "stdout") sink->stream = stdout;
-        else if (s == "stderr") sink->stream = stderr;
-        else throw std::invalid_argument("stream must be \"stdout\" or \"stderr\", not \"" + s + "\"");
-      } else {
-        throw std::invalid_argument("unknown plugin_config key '" + key + "' (known: include_metadata, pretty, stream)");
-      }
-    }
-    (void)host;
-    return sink.release();
-  } catch (const std::exception& e) {
-    std::snprintf(errbuf, errbuf_size, "stdout sink: %s", e.what());
-    return nullptr;
-  }
-}
-
 // Writes all of `iov` to `fd`, resuming after partial writes and waiting out EAGAIN.
 bool write_all(int fd, std::vector<iovec>& iov) {
   size_t first = 0;
@@ -175,7 +146,7 @@ bool needs_rewrite(const pmq_record& r) {
 // JSON payloads without metadata are printed as they came, one per line: they go to the
 // file descriptor with writev straight from the broker's buffers, with no copy. Only the rare
 // payload that must change (a tombstone, line breaks in its whitespace) is rendered first.
-pmq_write_status write_json_lines(StdoutSink& sink, const pmq_batch& batch) {
+pmq_write_status write_json_lines(Output& sink, const pmq_batch& batch) {
   static const char kNewline = '\n';
   std::string& rendered = sink.buffer;
   rendered.clear();
@@ -203,45 +174,69 @@ pmq_write_status write_json_lines(StdoutSink& sink, const pmq_batch& batch) {
   return PMQ_WRITE_OK;
 }
 
-pmq_write_status sink_write(void* instance, const pmq_batch* batch, pmq_write_result* result) noexcept {
-  (void)result;
-  auto* sink = static_cast<StdoutSink*>(instance);
-  try {
-    if (batch->payload_format == PMQ_PAYLOAD_JSON && !sink->include_metadata && !sink->pretty)
-      return write_json_lines(*sink, *batch);
-    std::string& out = sink->buffer;
-    out.clear();
-    for (size_t i = 0; i < batch->record_count; ++i) {
-      const pmq_record& r = *pmq_batch_record(batch, i);
-      if (sink->pretty) {
-        std::string line;
-        append_record(line, *batch, r, sink->include_metadata);
-        out += nlohmann::json::parse(line).dump(2);
-      } else {
-        append_record(out, *batch, r, sink->include_metadata);
-      }
-      out += '\n';
+pmq_write_status write_lines(Output& sink, const pmq_batch& batch, size_t first, size_t count) {
+  if (batch.payload_format == PMQ_PAYLOAD_JSON && !sink.include_metadata && !sink.pretty && first == 0 &&
+      count == batch.record_count)
+    return write_json_lines(sink, batch);
+  std::string& out = sink.buffer;
+  out.clear();
+  for (size_t i = first; i < first + count; ++i) {
+    const pmq_record& r = *pmq_batch_record(&batch, i);
+    if (sink.pretty) {
+      std::string line;
+      append_record(line, batch, r, sink.include_metadata);
+      out += nlohmann::json::parse(line).dump(2);
+    } else {
+      append_record(out, batch, r, sink.include_metadata);
     }
-    if (std::fwrite(out.data(), 1, out.size(), sink->stream) != out.size() || std::fflush(sink->stream) != 0) {
-      clearerr(sink->stream);
-      return PMQ_WRITE_PARTIAL;  // some lines may have reached the stream
-    }
-    return PMQ_WRITE_OK;
-  } catch (...) {
-    return PMQ_WRITE_FATAL;
+    out += '\n';
   }
+  if (std::fwrite(out.data(), 1, out.size(), sink.stream) != out.size() || std::fflush(sink.stream) != 0) {
+    clearerr(sink.stream);
+    return PMQ_WRITE_PARTIAL;  // some lines may have reached the stream
+  }
+  return PMQ_WRITE_OK;
 }
-
-void sink_close(void* instance) {
-  auto* sink = static_cast<StdoutSink*>(instance);
-  std::fflush(sink->stream);
-  delete sink;
-}
-
-const pmq_sink_plugin kDescriptor = {
-    sizeof(pmq_sink_plugin), PMQ_SINK_ABI_VERSION, "stdout", "0.1.0", sink_open, sink_write, sink_close,
-};
 
 }  // namespace
 
-extern "C" PMQ_SINK_EXPORT const pmq_sink_plugin* picomq_sink_plugin_entry(uint32_t) { return &kDescriptor; }
+class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
+ public:
+  static constexpr std::string_view sink_name = "stdout";
+  static constexpr std::string_view sink_version = "0.2.0";
+  static constexpr std::string_view description =
+      "Prints each record as one JSON line (or pretty JSON) on stdout or stderr.";
+  static constexpr std::array accepted_data_planes{picomq::sdk::DataPlane::Rows, picomq::sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr std::array options{
+      pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
+                 .allowed = nullptr,
+                 .help = "Wrap each record in an object with pico_topic, pico_partition, pico_offset, pico_timestamp, "
+                         "pico_key (base64) and pico_headers (UTF-8 or base64), and the payload under \"payload\". "
+                         "Off: print the payload alone."},
+      pmq_option{.name = "pretty", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "false", .allowed = nullptr,
+                 .help = "Indent each record over several lines instead of one line per record."},
+      pmq_option{.name = "stream", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"stdout\"",
+                 .allowed = "stdout|stderr", .help = "Where to print."},
+  };
+
+  void open(const picomq::sdk::Config& config) {
+    out_.include_metadata = config.boolean("include_metadata");
+    out_.pretty = config.boolean("pretty");
+    out_.stream = config.string("stream") == "stderr" ? stderr : stdout;
+  }
+  void write(const picomq::sdk::Record& record) {
+    check(write_lines(out_, *batch_of(record), record.index(), 1));
+  }
+  void write_batch(const picomq::sdk::Batch& batch) { check(write_lines(out_, batch.raw(), 0, batch.size())); }
+  void close() { std::fflush(out_.stream); }
+
+ private:
+  static const pmq_batch* batch_of(const picomq::sdk::Record& record) { return record.batch(); }
+  static void check(pmq_write_status status) {
+    if (status != PMQ_WRITE_OK) throw picomq::sdk::PartialWriteError(std::string("cannot write to the stream: ") + std::strerror(errno));
+  }
+  Output out_;
+};
+
+PICOMQ_SINK_PLUGIN(StdoutSink)

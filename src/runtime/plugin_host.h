@@ -9,6 +9,7 @@
 
 #include "picomq/sink_abi.h"
 #include "runtime/decoded_batch.h"
+#include "runtime/plugin_options.h"
 
 namespace picomq::runtime {
 
@@ -16,6 +17,7 @@ struct WriteOutcome {
   pmq_write_status status = PMQ_WRITE_OK;
   std::string message;
   std::vector<std::pair<size_t, std::string>> rejections;  // record index in the batch, reason
+  size_t written = 0;  // on failure: how many leading records are known written (rows plane)
 };
 
 std::string_view to_string(pmq_write_status status);
@@ -30,33 +32,48 @@ class PluginLibrary {
                                              std::string& error);
   ~PluginLibrary();
   const pmq_sink_plugin& descriptor() const { return *descriptor_; }
+  const pmq_plane_spec& planes() const { return planes_; }
   const std::filesystem::path& file() const { return file_; }
 
  private:
   PluginLibrary() = default;
   void* handle_ = nullptr;
   const pmq_sink_plugin* descriptor_ = nullptr;
+  pmq_plane_spec planes_{};
   std::filesystem::path file_;
 };
 
-// Checks a descriptor against this host's ABI; returns the refusal reason or empty.
-std::string check_plugin_descriptor(const pmq_sink_plugin* descriptor);
+// Checks a descriptor against this host's ABI, its data planes and its option table; returns
+// the refusal reason or empty. Fills `planes` when it accepts.
+std::string check_plugin_descriptor(const pmq_sink_plugin* descriptor, pmq_plane_spec* planes = nullptr);
 
 // One open instance of a plugin, shared by the [[topics]] blocks of a sink. Calls are
-// serialised, as the ABI promises plugins.
+// serialised, as the ABI promises plugins. Each batch goes out on the plugin's best native
+// plane; a rows-only plugin gets one write_record() per record, and the first failure stops
+// the batch (the records before it are written, `WriteOutcome::written` says how many).
 class SinkPlugin {
  public:
+  // Validates `config_json` against the plugin's option table first; `error` lists every problem.
   static std::unique_ptr<SinkPlugin> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
                                           const std::string& config_json, std::string& error);
   ~SinkPlugin();
   WriteOutcome write(const DecodedBatch& batch);
   void close();
   const std::string& sink_key() const { return sink_key_; }
+  uint32_t plane() const { return library_->planes().best_plane; }
+
+  // What host_ctx points to: the instance's identity and its validated options.
+  struct HostContext {
+    std::string sink_key;
+    PluginOptions options;
+  };
 
  private:
   SinkPlugin() = default;
+  WriteOutcome write_rows(const pmq_batch& view);
   std::shared_ptr<PluginLibrary> library_;
   std::string sink_key_;
+  std::unique_ptr<HostContext> context_;
   pmq_host_api host_{};
   void* instance_ = nullptr;
   std::mutex call_mutex_;

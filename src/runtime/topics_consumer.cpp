@@ -693,6 +693,12 @@ bool TopicsConsumer::write_with_retries(DecodedBatch& batch, std::string& error,
               first.second + (out.rejections.size() > 1 ? " (and " + std::to_string(out.rejections.size() - 1) + " more)" : "");
       return false;
     }
+    if (out.written > 0 && out.written < batch.records.size()) {
+      // Rows plane: the records before the failed one are written; commit them and retry the rest.
+      store_offset(batch.tp, batch.records[out.written - 1].offset + 1);
+      delivered_records_ += out.written;
+      batch.records.erase(batch.records.begin(), batch.records.begin() + static_cast<std::ptrdiff_t>(out.written));
+    }
     const std::string reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
     if (out.status == PMQ_WRITE_FATAL) {
       error = "write of " + where + " failed permanently: " + reason;

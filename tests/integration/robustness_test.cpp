@@ -132,7 +132,7 @@ TEST(Robustness, BadDefinitionsAndPluginsFailAloneWithClearErrors) {
   EXPECT_EQ(rt.sink_state("missing"), "error");
   EXPECT_NE(rt.sink_status("missing").value("message", "").find("libpicomq_connector_nope_sink.so"), std::string::npos);
   EXPECT_EQ(rt.sink_state("future"), "error");
-  EXPECT_NE(rt.sink_status("future").value("message", "").find("built for sink ABI 2.0"), std::string::npos);
+  EXPECT_NE(rt.sink_status("future").value("message", "").find("built for sink ABI 3.0"), std::string::npos);
   EXPECT_EQ(rt.sink_state("openfail"), "error");
   EXPECT_NE(rt.sink_status("openfail").value("message", "").find("cannot reach db:5432"), std::string::npos);
   EXPECT_EQ(rt.sink_state("good"), "running");

@@ -1,10 +1,15 @@
-// testkit sink: a plugin the integration tests drive to observe and to misbehave.
+// testkit sink: a plugin the integration tests drive to observe and to misbehave. Built with
+// the C++ SDK in several variants (tests/plugins/CMakeLists.txt): TESTKIT_PLANES picks the
+// planes it declares (batches: rows+batches native; rows: rows only), TESTKIT_FUTURE_ABI
+// claims an ABI this runtime does not speak, TESTKIT_BAD_NATIVE declares a native Arrow plane
+// it does not implement.
 //
 // plugin_config:
 //   log_path       file that receives one line per written record: "topic:partition:offset<TAB>payload"
-//                  (appended with one write() per batch, before the call returns OK)
+//                  (appended with one write() per call, before the call returns OK)
 //   calls_path     optional file that receives one line per call: "<epoch ms> <call#> <topic>[<p>] <first>..<last> <n> <status>"
-//   fail_times     the first N calls fail (default 0); fail_topic limits that to one topic
+//   fail_times     the first N calls fail (default 0); fail_topic limits that to one topic,
+//                  fail_offset to calls that carry that offset
 //   fail_status    "retry" (default), "partial", "fatal", "reject"
 //   reject_offset  with fail_status = "reject": the offset of the record to reject
 //   delay_ms       every call sleeps this long first (a slow destination)
@@ -19,28 +24,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
-#include "picomq/sink_abi.h"
+#include "picomq/sdk.hpp"
 
 namespace {
 
-struct Testkit {
-  const pmq_host_api* host = nullptr;
-  int log_fd = -1;
-  int calls_fd = -1;
-  int64_t fail_times = 0;
-  std::string fail_topic;
-  pmq_write_status fail_status = PMQ_WRITE_RETRY;
-  int64_t reject_offset = -1;
-  int64_t delay_ms = 0;
-  int64_t hang_on_call = -1;
-  int64_t crash_on_call = -1;
-  int64_t calls = 0;
-  int64_t failures = 0;
-};
+namespace sdk = picomq::sdk;
 
 int open_append(const std::string& path) { return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644); }
 
@@ -53,115 +44,137 @@ void write_all(int fd, const std::string& s) {
   }
 }
 
-void* tk_open(const pmq_host_api* host, const char* config_json, char* errbuf, size_t errbuf_size) {
-  try {
-    auto cfg = nlohmann::json::parse(config_json);
-    if (cfg.contains("open_error")) {
-      std::snprintf(errbuf, errbuf_size, "%s", cfg["open_error"].get<std::string>().c_str());
-      return nullptr;
-    }
-    auto* tk = new Testkit();
-    tk->host = host;
-    tk->log_fd = open_append(cfg.at("log_path").get<std::string>());
-    if (cfg.contains("calls_path")) tk->calls_fd = open_append(cfg["calls_path"].get<std::string>());
-    tk->fail_times = cfg.value("fail_times", int64_t(0));
-    tk->fail_topic = cfg.value("fail_topic", std::string());
-    const auto status = cfg.value("fail_status", std::string("retry"));
-    tk->fail_status = status == "partial" ? PMQ_WRITE_PARTIAL
-                      : status == "fatal" ? PMQ_WRITE_FATAL
-                      : status == "reject" ? PMQ_WRITE_REJECTED
-                                           : PMQ_WRITE_RETRY;
-    tk->reject_offset = cfg.value("reject_offset", int64_t(-1));
-    tk->delay_ms = cfg.value("delay_ms", int64_t(0));
-    tk->hang_on_call = cfg.value("hang_on_call", int64_t(-1));
-    tk->crash_on_call = cfg.value("crash_on_call", int64_t(-1));
-    return tk;
-  } catch (const std::exception& e) {
-    std::snprintf(errbuf, errbuf_size, "testkit: %s", e.what());
-    return nullptr;
-  }
-}
-
-const char* status_name(pmq_write_status s) {
-  switch (s) {
-    case PMQ_WRITE_OK: return "ok";
-    case PMQ_WRITE_RETRY: return "retry";
-    case PMQ_WRITE_PARTIAL: return "partial";
-    case PMQ_WRITE_FATAL: return "fatal";
-    case PMQ_WRITE_REJECTED: return "reject";
-  }
-  return "?";
-}
-
-pmq_write_status tk_write(void* instance, const pmq_batch* b, pmq_write_result* result) noexcept {
-  auto* tk = static_cast<Testkit*>(instance);
-  const int64_t call = ++tk->calls;
-  if (call == tk->crash_on_call) std::abort();
-  if (call == tk->hang_on_call)
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  if (tk->delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(tk->delay_ms));
-
-  pmq_write_status status = PMQ_WRITE_OK;
-  if (tk->failures < tk->fail_times && (tk->fail_topic.empty() || tk->fail_topic == b->topic)) {
-    ++tk->failures;
-    status = tk->fail_status;
-  }
-  size_t reject_index = b->record_count;
-  if (status == PMQ_WRITE_REJECTED) {
-    for (size_t i = 0; i < b->record_count; ++i)
-      if (pmq_batch_record(b, i)->offset == tk->reject_offset) reject_index = i;
-    if (reject_index == b->record_count) status = PMQ_WRITE_OK;  // the offset is not in this batch
-  }
-
-  if (tk->calls_fd >= 0) {
-    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
-    char line[512];
-    std::snprintf(line, sizeof line, "%lld %lld %s[%d] %lld..%lld %zu %s\n", (long long)now, (long long)call, b->topic,
-                  b->partition, (long long)pmq_batch_record(b, 0)->offset,
-                  (long long)pmq_batch_record(b, b->record_count - 1)->offset, b->record_count, status_name(status));
-    write_all(tk->calls_fd, line);
-  }
-  if (status == PMQ_WRITE_OK || status == PMQ_WRITE_REJECTED) {
-    std::string out;
-    for (size_t i = 0; i < b->record_count; ++i) {
-      if (i == reject_index) continue;
-      const pmq_record* r = pmq_batch_record(b, i);
-      out += b->topic;
-      out += ':' + std::to_string(b->partition) + ':' + std::to_string(r->offset) + '\t';
-      if (r->payload.data) out.append(reinterpret_cast<const char*>(r->payload.data), r->payload.size);
-      out += '\n';
-    }
-    write_all(tk->log_fd, out);
-  }
-  if (status == PMQ_WRITE_REJECTED) tk->host->reject_record(result, reject_index, "testkit rejects this offset");
-  else if (status != PMQ_WRITE_OK) tk->host->set_error(result, "testkit injected failure");
-  return status;
-}
-
-void tk_close(void* instance) {
-  auto* tk = static_cast<Testkit*>(instance);
-  if (tk->log_fd >= 0) ::close(tk->log_fd);
-  if (tk->calls_fd >= 0) ::close(tk->calls_fd);
-  delete tk;
-}
-
-const pmq_sink_plugin kDescriptor = {
-    sizeof(pmq_sink_plugin), PMQ_SINK_ABI_VERSION, "testkit", "0.1.0", tk_open, tk_write, tk_close,
+constexpr std::array kOptions{
+    pmq_option{"log_path", PMQ_OPTION_STRING, PMQ_OPTION_REQUIRED, nullptr, nullptr, "one line per written record"},
+    pmq_option{"calls_path", PMQ_OPTION_STRING, 0, nullptr, nullptr, "one line per call"},
+    pmq_option{"fail_times", PMQ_OPTION_INT, 0, "0", nullptr, "the first N calls fail"},
+    pmq_option{"fail_topic", PMQ_OPTION_STRING, 0, nullptr, nullptr, "only calls for this topic fail"},
+    pmq_option{"fail_offset", PMQ_OPTION_INT, 0, "-1", nullptr, "only calls carrying this offset fail"},
+    pmq_option{"fail_status", PMQ_OPTION_STRING, 0, "\"retry\"", "retry|partial|fatal|reject", "how they fail"},
+    pmq_option{"reject_offset", PMQ_OPTION_INT, 0, "-1", nullptr, "the offset rejected by fail_status = reject"},
+    pmq_option{"delay_ms", PMQ_OPTION_INT, 0, "0", nullptr, "every call sleeps this long first"},
+    pmq_option{"hang_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call never returns"},
+    pmq_option{"crash_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call aborts the process"},
+    pmq_option{"open_error", PMQ_OPTION_STRING, 0, nullptr, nullptr, "open() fails with this message"},
 };
 
-// Same plugin, claiming an ABI this runtime does not speak (for the refusal test).
-const pmq_sink_plugin kFutureDescriptor = {
-    sizeof(pmq_sink_plugin), (PMQ_SINK_ABI_VERSION_MAJOR + 1) << 16, "testkit-future", "0.1.0", tk_open, tk_write, tk_close,
+class Testkit : public sdk::BaseSink<Testkit> {
+ public:
+  static constexpr std::string_view sink_name = "testkit";
+  static constexpr std::string_view sink_version = "0.2.0";
+#if defined(TESTKIT_PLANES_ROWS)
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Rows};
+#elif defined(TESTKIT_BAD_NATIVE)
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
+  static constexpr std::array native_data_planes = accepted_data_planes;  // but no write_arrow_batch
+#else
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes = accepted_data_planes;
+#endif
+  static constexpr auto options = kOptions;
+
+  void open(const sdk::Config& config) {
+    if (config.has("open_error")) throw std::runtime_error(config.string("open_error"));
+    log_fd_ = open_append(config.string("log_path"));
+    if (log_fd_ < 0) throw std::runtime_error("cannot open log_path " + config.string("log_path"));
+    if (config.has("calls_path")) calls_fd_ = open_append(config.string("calls_path"));
+    fail_times_ = config.integer("fail_times");
+    fail_topic_ = config.string("fail_topic");
+    fail_status_ = config.string("fail_status");
+    fail_offset_ = config.integer("fail_offset");
+    reject_offset_ = config.integer("reject_offset");
+    delay_ms_ = config.integer("delay_ms");
+    hang_on_call_ = config.integer("hang_on_call");
+    crash_on_call_ = config.integer("crash_on_call");
+  }
+
+  void write(const sdk::Record& record) { handle(sdk::Batch(record.batch()), record.index(), 1); }
+#if !defined(TESTKIT_PLANES_ROWS)
+  void write_batch(const sdk::Batch& batch) { handle(batch, 0, batch.size()); }
+#endif
+
+  void close() {
+    if (log_fd_ >= 0) ::close(log_fd_);
+    if (calls_fd_ >= 0) ::close(calls_fd_);
+  }
+
+ private:
+  // One call covering records [first, first + count) of `batch`.
+  void handle(const sdk::Batch& batch, size_t first, size_t count) {
+    const int64_t call = ++calls_;
+    if (call == crash_on_call_) std::abort();
+    if (call == hang_on_call_)
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+
+    std::string status = "ok";
+    const bool carries_fail_offset =
+        fail_offset_ < 0 || (batch[first].offset() <= fail_offset_ && fail_offset_ <= batch[first + count - 1].offset());
+    if (failures_ < fail_times_ && (fail_topic_.empty() || fail_topic_ == batch.topic()) && carries_fail_offset) {
+      ++failures_;
+      status = fail_status_;
+    }
+    size_t reject_index = SIZE_MAX;
+    if (status == "reject") {
+      for (size_t i = first; i < first + count; ++i)
+        if (batch[i].offset() == reject_offset_) reject_index = i;
+      if (reject_index == SIZE_MAX) status = "ok";  // the offset is not in this call
+    }
+    if (calls_fd_ >= 0) {
+      const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+      char line[512];
+      std::snprintf(line, sizeof line, "%lld %lld %s[%d] %lld..%lld %zu %s\n", (long long)now, (long long)call,
+                    std::string(batch.topic()).c_str(), batch.partition(), (long long)batch[first].offset(),
+                    (long long)batch[first + count - 1].offset(), count, status.c_str());
+      write_all(calls_fd_, line);
+    }
+    if (status == "ok" || status == "reject") {
+      std::string out;
+      for (size_t i = first; i < first + count; ++i) {
+        if (i == reject_index) continue;
+        const sdk::Record r = batch[i];
+        out += r.topic();
+        out += ':' + std::to_string(r.partition()) + ':' + std::to_string(r.offset()) + '\t';
+        if (!r.is_tombstone()) out += r.payload_text();
+        out += '\n';
+      }
+      write_all(log_fd_, out);
+    }
+    if (status == "reject") reject(reject_index, "testkit rejects this offset");
+    else if (status == "retry") throw sdk::RetryableError("testkit injected failure");
+    else if (status == "partial") throw sdk::PartialWriteError("testkit injected failure");
+    else if (status == "fatal") throw sdk::FatalError("testkit injected failure");
+  }
+
+  int log_fd_ = -1;
+  int calls_fd_ = -1;
+  int64_t fail_times_ = 0;
+  std::string fail_topic_;
+  std::string fail_status_;
+  int64_t fail_offset_ = -1;
+  int64_t reject_offset_ = -1;
+  int64_t delay_ms_ = 0;
+  int64_t hang_on_call_ = -1;
+  int64_t crash_on_call_ = -1;
+  int64_t calls_ = 0;
+  int64_t failures_ = 0;
 };
 
 }  // namespace
 
+#if defined(TESTKIT_FUTURE_ABI)
+// The same plugin, claiming an ABI this runtime does not speak (for the refusal test).
 extern "C" PMQ_SINK_EXPORT const pmq_sink_plugin* picomq_sink_plugin_entry(uint32_t) {
-#ifdef TESTKIT_FUTURE_ABI
-  return &kFutureDescriptor;
-#else
-  (void)kFutureDescriptor;
-  return &kDescriptor;
-#endif
+  static pmq_sink_plugin future = [] {
+    pmq_sink_plugin d = sdk::descriptor<Testkit>();
+    d.abi_version = (PMQ_SINK_ABI_VERSION_MAJOR + 1) << 16;
+    d.name = "testkit-future";
+    return d;
+  }();
+  return &future;
 }
+#else
+PICOMQ_SINK_PLUGIN(Testkit)
+#endif

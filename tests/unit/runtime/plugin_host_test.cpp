@@ -13,10 +13,12 @@ pmq_sink_plugin valid_descriptor() {
   d.name = "t";
   d.version = "1";
   d.open = [](const pmq_host_api*, const char*, char*, size_t) -> void* { return nullptr; };
-  d.write_batch = [](void*, const pmq_batch*, pmq_write_result*) { return PMQ_WRITE_OK; };
+  d.write_record = [](void*, const pmq_batch*, size_t, pmq_write_result*) { return PMQ_WRITE_OK; };
   d.close = [](void*) {};
   return d;
 }
+
+std::string refusal(const pmq_sink_plugin& d) { return check_plugin_descriptor(&d); }
 
 TEST(PluginHost, AcceptsSameMajorAndOlderMinor) {
   auto d = valid_descriptor();
@@ -26,9 +28,11 @@ TEST(PluginHost, AcceptsSameMajorAndOlderMinor) {
 TEST(PluginHost, RefusesOtherMajorOrNewerMinor) {
   auto d = valid_descriptor();
   d.abi_version = (PMQ_SINK_ABI_VERSION_MAJOR + 1) << 16;
-  EXPECT_NE(check_plugin_descriptor(&d).find("built for sink ABI 2.0"), std::string::npos) << check_plugin_descriptor(&d);
+  EXPECT_NE(refusal(d).find("built for sink ABI 3.0"), std::string::npos) << refusal(d);
   d.abi_version = PMQ_SINK_ABI_VERSION + 1;
-  EXPECT_NE(check_plugin_descriptor(&d).find("built for sink ABI 1.1"), std::string::npos);
+  EXPECT_NE(refusal(d).find("built for sink ABI 2.1"), std::string::npos) << refusal(d);
+  d.abi_version = 1u << 16;
+  EXPECT_NE(refusal(d).find("built for sink ABI 1.0, this runtime speaks 2.0"), std::string::npos) << refusal(d);
 }
 
 TEST(PluginHost, RefusesIncompleteDescriptors) {
@@ -37,8 +41,59 @@ TEST(PluginHost, RefusesIncompleteDescriptors) {
   d.struct_size = 8;
   EXPECT_NE(check_plugin_descriptor(&d).find("too small"), std::string::npos);
   d = valid_descriptor();
+  d.close = nullptr;
+  EXPECT_NE(refusal(d).find("lacks"), std::string::npos);
+}
+
+// The plane contract (pmq_sink_plane_spec, shared with the SDK): nothing is inferred.
+TEST(PluginHost, PlanesNormaliseToRowsAndEveryNativePlaneMustBeAcceptedAndImplemented) {
+  auto d = valid_descriptor();
+  pmq_plane_spec spec{};
+  ASSERT_EQ(check_plugin_descriptor(&d, &spec), "");
+  EXPECT_EQ(spec.accepted_planes, uint32_t(PMQ_PLANE_ROWS)) << "nothing declared: rows";
+  EXPECT_EQ(spec.native_planes, uint32_t(PMQ_PLANE_ROWS));
+  EXPECT_EQ(spec.best_plane, uint32_t(PMQ_PLANE_ROWS));
+
+  d.accepted_planes = PMQ_PLANE_BATCHES;
+  d.native_planes = PMQ_PLANE_BATCHES;
+  d.write_batch = [](void*, const pmq_batch*, pmq_write_result*) { return PMQ_WRITE_OK; };
+  ASSERT_EQ(check_plugin_descriptor(&d, &spec), "");
+  EXPECT_EQ(spec.accepted_planes, uint32_t(PMQ_PLANE_ROWS | PMQ_PLANE_BATCHES)) << "every sink accepts rows";
+  EXPECT_EQ(spec.best_plane, uint32_t(PMQ_PLANE_BATCHES));
+
+  d.native_planes = PMQ_PLANE_BATCHES | PMQ_PLANE_ARROW;
+  EXPECT_NE(refusal(d).find("declares native data plane 'arrow' but does not accept it"), std::string::npos) << refusal(d);
+  d.accepted_planes |= PMQ_PLANE_ARROW;
+  EXPECT_NE(refusal(d).find("declares native data plane 'arrow' but does not implement write_arrow"), std::string::npos)
+      << refusal(d);
+  d.write_arrow = [](void*, const pmq_arrow_batch*, pmq_write_result*) { return PMQ_WRITE_OK; };
+  ASSERT_EQ(check_plugin_descriptor(&d, &spec), "");
+  EXPECT_EQ(spec.best_plane, uint32_t(PMQ_PLANE_ARROW));
+
   d.write_batch = nullptr;
-  EXPECT_NE(check_plugin_descriptor(&d).find("lacks"), std::string::npos);
+  EXPECT_NE(refusal(d).find("'batches' but does not implement write_batch"), std::string::npos) << refusal(d);
+  d = valid_descriptor();
+  d.write_record = nullptr;
+  EXPECT_NE(refusal(d).find("'rows' but does not implement write_record"), std::string::npos) << refusal(d);
+  d = valid_descriptor();
+  d.accepted_planes = 1u << 7;
+  EXPECT_NE(refusal(d).find("unknown data plane"), std::string::npos) << refusal(d);
+}
+
+TEST(PluginHost, RefusesABrokenOptionTable) {
+  auto d = valid_descriptor();
+  pmq_option options[2] = {{"a", PMQ_OPTION_BOOL, 0, "true", nullptr, "x"}, {"a", PMQ_OPTION_INT, 0, nullptr, nullptr, "y"}};
+  d.options = options;
+  d.option_count = 2;
+  d.option_size = sizeof(pmq_option);
+  EXPECT_NE(refusal(d).find("declares 'a' twice"), std::string::npos) << refusal(d);
+  options[1] = {"b", PMQ_OPTION_INT, 0, "\"ten\"", nullptr, "y"};
+  EXPECT_NE(refusal(d).find("option 'b' has a default that must be an integer, not a string"), std::string::npos)
+      << refusal(d);
+  options[1] = {"b", 42, 0, nullptr, nullptr, "y"};
+  EXPECT_NE(refusal(d).find("unknown type"), std::string::npos) << refusal(d);
+  options[1] = {"b", PMQ_OPTION_STRING, 0, "\"x\"", "y|z", "y"};
+  EXPECT_NE(refusal(d).find("must be one of y|z"), std::string::npos) << refusal(d);
 }
 
 TEST(PluginHost, LoadsFromTheSearchPathAndNamesWhatItTried) {
@@ -55,7 +110,12 @@ TEST(PluginHost, LoadsFromTheSearchPathAndNamesWhatItTried) {
   auto future = PluginLibrary::load("libpicomq_connector_testkit_future_abi_sink", {PICOMQ_PLUGIN_DIR}, error);
   EXPECT_FALSE(future);
   EXPECT_NE(error.find("refused"), std::string::npos) << error;
-  EXPECT_NE(error.find("built for sink ABI 2.0"), std::string::npos) << error;
+  EXPECT_NE(error.find("built for sink ABI 3.0"), std::string::npos) << error;
+
+  auto bad = PluginLibrary::load("libpicomq_connector_testkit_bad_native_sink", {PICOMQ_PLUGIN_DIR}, error);
+  EXPECT_FALSE(bad);
+  EXPECT_NE(error.find("declares native data plane 'arrow' but does not implement write_arrow"), std::string::npos)
+      << error;
 }
 
 TEST(PluginHost, OpenFailureCarriesThePluginsMessage) {
@@ -64,7 +124,13 @@ TEST(PluginHost, OpenFailureCarriesThePluginsMessage) {
   ASSERT_TRUE(lib);
   auto sink = SinkPlugin::open(lib, "k", R"({"strem":"stdout"})", error);
   EXPECT_FALSE(sink);
-  EXPECT_NE(error.find("unknown plugin_config key 'strem'"), std::string::npos) << error;
+  EXPECT_NE(error.find("strem: unknown option for the stdout sink; did you mean 'stream'?"), std::string::npos) << error;
+
+  auto testkit = PluginLibrary::load("libpicomq_connector_testkit_sink", {PICOMQ_PLUGIN_DIR}, error);
+  ASSERT_TRUE(testkit) << error;
+  auto failing = SinkPlugin::open(testkit, "k", R"({"log_path":"/dev/null","open_error":"no database"})", error);
+  EXPECT_FALSE(failing);
+  EXPECT_NE(error.find("failed to open: no database"), std::string::npos) << error;
 }
 
 }  // namespace

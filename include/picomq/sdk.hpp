@@ -1,0 +1,424 @@
+// picomq-connect C++ sink SDK: header-only, over the C ABI in picomq/sink_abi.h.
+//
+//   #include <picomq/sdk.hpp>
+//
+//   class MySink : public picomq::sdk::BaseSink<MySink> {
+//    public:
+//     static constexpr std::string_view sink_name = "my_sink";
+//     void open(const picomq::sdk::Config& config) { ... }
+//     void write(const picomq::sdk::Record& record) { ... }
+//     void close() { ... }
+//   };
+//   PICOMQ_SINK_PLUGIN(MySink)
+//
+// A sink declares its planes explicitly (accepted_data_planes, native_data_planes) and
+// implements write() / write_batch() / write_arrow_batch() for the native ones; nothing is
+// inferred. Outcomes: return normally when everything is written; throw RetryableError,
+// PartialWriteError or FatalError otherwise; name refused records with reject() (or throw
+// RecordRejected). No exception leaves the plugin: the trampolines below turn them into
+// outcomes. See docs/sdk.md.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "picomq/sink_abi.h"
+
+namespace picomq::sdk {
+
+enum class DataPlane : uint32_t {
+  Rows = PMQ_PLANE_ROWS,
+  Batches = PMQ_PLANE_BATCHES,
+  Arrow = PMQ_PLANE_ARROW,
+};
+
+inline std::string_view to_string(DataPlane plane) { return pmq_plane_name(static_cast<uint32_t>(plane)); }
+
+enum class PayloadFormat { Json = PMQ_PAYLOAD_JSON, Text = PMQ_PAYLOAD_TEXT, Raw = PMQ_PAYLOAD_RAW };
+
+enum class LogLevel { Debug = PMQ_LOG_DEBUG, Info = PMQ_LOG_INFO, Warn = PMQ_LOG_WARN, Error = PMQ_LOG_ERROR };
+
+using Bytes = std::span<const uint8_t>;
+
+// ---------------------------------------------------------------- outcomes
+
+// Nothing was written; the runtime retries the same batch after a back-off.
+struct RetryableError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Some of the batch may be written; the runtime retries it (make writes idempotent).
+struct PartialWriteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Retrying cannot help (bad credentials, missing table...): the sink stops in Error.
+struct FatalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// One record the destination refused; the rest of the batch is written.
+struct RecordRejected : std::runtime_error {
+  RecordRejected(size_t record_index, const std::string& reason) : std::runtime_error(reason), index(record_index) {}
+  size_t index;
+};
+
+// ---------------------------------------------------------------- records
+
+struct Header {
+  std::string_view name;
+  std::optional<Bytes> value;  // nullopt: a null header value
+};
+
+inline std::string_view as_text(Bytes bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
+
+// One record of a batch; a view valid during the write call.
+class Record {
+ public:
+  Record(const pmq_batch* batch, size_t index) : batch_(batch), record_(pmq_batch_record(batch, index)), index_(index) {}
+
+  size_t index() const { return index_; }  // position in its batch (what reject() takes)
+  std::string_view topic() const { return batch_->topic; }
+  int32_t partition() const { return batch_->partition; }
+  int64_t offset() const { return record_->offset; }
+  int64_t timestamp_ms() const { return record_->timestamp_ms; }  // -1: none
+  std::optional<Bytes> key() const {
+    if (!record_->key.data) return std::nullopt;
+    return Bytes(record_->key.data, record_->key.size);
+  }
+  size_t header_count() const { return record_->header_count; }
+  Header header(size_t i) const {
+    const pmq_header& h = record_->headers[i];
+    Header out{as_text({h.name.data, h.name.size}), std::nullopt};
+    if (h.value.data) out.value = Bytes(h.value.data, h.value.size);
+    return out;
+  }
+  std::vector<Header> headers() const {
+    std::vector<Header> out;
+    out.reserve(header_count());
+    for (size_t i = 0; i < header_count(); ++i) out.push_back(header(i));
+    return out;
+  }
+  PayloadFormat format() const { return static_cast<PayloadFormat>(batch_->payload_format); }
+  std::string_view schema() const { return batch_->schema; }
+  bool is_tombstone() const { return record_->payload.data == nullptr; }
+  Bytes payload() const { return {record_->payload.data, record_->payload.size}; }
+  // JSON and text payloads are UTF-8: this is the payload as text.
+  std::string_view payload_text() const { return as_text(payload()); }
+  const pmq_record& raw() const { return *record_; }
+  const pmq_batch* batch() const { return batch_; }  // the batch this record belongs to
+
+ private:
+  const pmq_batch* batch_;
+  const pmq_record* record_;
+  size_t index_;
+};
+
+// Records of one topic-partition, in offset order; a view valid during the write call.
+class Batch {
+ public:
+  explicit Batch(const pmq_batch* batch) : batch_(batch) {}
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Record;
+    using difference_type = std::ptrdiff_t;
+    iterator(const pmq_batch* b, size_t i) : batch_(b), i_(i) {}
+    Record operator*() const { return Record(batch_, i_); }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      auto copy = *this;
+      ++i_;
+      return copy;
+    }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const pmq_batch* batch_;
+    size_t i_;
+  };
+
+  std::string_view topic() const { return batch_->topic; }
+  int32_t partition() const { return batch_->partition; }
+  PayloadFormat format() const { return static_cast<PayloadFormat>(batch_->payload_format); }
+  std::string_view schema() const { return batch_->schema; }
+  size_t size() const { return batch_->record_count; }
+  bool empty() const { return size() == 0; }
+  Record operator[](size_t i) const { return Record(batch_, i); }
+  iterator begin() const { return {batch_, 0}; }
+  iterator end() const { return {batch_, size()}; }
+  const pmq_batch& raw() const { return *batch_; }
+
+ private:
+  const pmq_batch* batch_;
+};
+
+// One batch as an Arrow record batch (Arrow C Data Interface). Read it with
+// picomq::sdk::ArrowBatchView (picomq/arrow_view.hpp) over schema() and array(); a sink that
+// needs it after the call (a write still in flight) takes ownership with take_schema() /
+// take_array() and calls their release callbacks when done.
+class ArrowBatch {
+ public:
+  explicit ArrowBatch(const pmq_arrow_batch* batch) : batch_(batch) {}
+  std::string_view topic() const { return batch_->topic; }
+  int32_t partition() const { return batch_->partition; }
+  size_t size() const { return batch_->record_count; }
+  std::span<const int64_t> offsets() const { return {batch_->offsets, batch_->record_count}; }
+  const ArrowSchema* schema() const { return batch_->arrow_schema; }
+  const ArrowArray* array() const { return batch_->arrow_array; }
+  ArrowSchema take_schema() const { return take(batch_->arrow_schema); }
+  ArrowArray take_array() const { return take(batch_->arrow_array); }
+  const pmq_arrow_batch& raw() const { return *batch_; }
+
+ private:
+  template <class T>
+  static T take(T* from) {  // the C Data Interface move: copy, then mark the source released
+    T moved = *from;
+    from->release = nullptr;
+    return moved;
+  }
+  const pmq_arrow_batch* batch_;
+};
+
+// ---------------------------------------------------------------- configuration
+
+// The validated [plugin_config] of this instance (defaults filled in by the runtime from the
+// sink's option table). Reading an option the table does not declare yields the unset value.
+class Config {
+ public:
+  explicit Config(const pmq_host_api* host) : host_(host) {}
+  bool has(const char* name) const { return host_->config_has(host_->host_ctx, name) != 0; }
+  std::string string(const char* name) const {
+    const char* v = host_->config_string(host_->host_ctx, name);
+    return v ? v : "";
+  }
+  int64_t integer(const char* name) const { return host_->config_int(host_->host_ctx, name); }
+  double number(const char* name) const { return host_->config_float(host_->host_ctx, name); }
+  bool boolean(const char* name) const { return host_->config_bool(host_->host_ctx, name) != 0; }
+  std::chrono::milliseconds duration(const char* name) const { return std::chrono::milliseconds(integer(name)); }
+  uint64_t byte_size(const char* name) const { return static_cast<uint64_t>(integer(name)); }
+  std::vector<std::string> strings(const char* name) const {
+    std::vector<std::string> out;
+    const size_t n = host_->config_list_size(host_->host_ctx, name);
+    for (size_t i = 0; i < n; ++i) out.emplace_back(host_->config_list_item(host_->host_ctx, name, i));
+    return out;
+  }
+  std::string json(const char* name) const {
+    const char* v = host_->config_json(host_->host_ctx, name);
+    return v ? v : "null";
+  }
+
+ private:
+  const pmq_host_api* host_;
+};
+
+// ---------------------------------------------------------------- the base class
+
+template <class Derived>
+class BaseSink {
+ public:
+  // Defaults a sink shadows with its own static members.
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description = "";
+  static constexpr std::array<DataPlane, 1> accepted_data_planes{DataPlane::Rows};
+  static constexpr std::array<DataPlane, 1> native_data_planes{DataPlane::Rows};
+  static constexpr std::array<pmq_option, 0> options{};
+
+  // Hooks a sink shadows. The ones it does not are not exported: a plane declared native
+  // without its hook is refused when the plugin loads.
+  void open(const Config&) {}
+  void write(const Record&) {}
+  void write_batch(const Batch&) {}
+  void write_arrow_batch(const ArrowBatch&) {}
+  void close() {}
+
+ protected:
+  void log(LogLevel level, const std::string& message) const {
+    if (host_) host_->log(host_->host_ctx, static_cast<int32_t>(level), message.c_str());
+  }
+  // During a write: this record (index in the batch) was refused by the destination. The
+  // write then reports the refused records and the rest as written.
+  void reject(size_t record_index, const std::string& reason) {
+    if (host_ && result_) host_->reject_record(result_, record_index, reason.c_str());
+    rejected_ = true;
+  }
+  const pmq_host_api* host() const { return host_; }
+
+ private:
+  template <class S>
+  friend struct Exporter;
+  const pmq_host_api* host_ = nullptr;
+  pmq_write_result* result_ = nullptr;
+  bool rejected_ = false;
+};
+
+template <class S>
+struct Exporter {
+  using Base = BaseSink<S>;
+  static constexpr bool implements_write = !std::is_same_v<decltype(&S::write), decltype(&Base::write)>;
+  static constexpr bool implements_write_batch =
+      !std::is_same_v<decltype(&S::write_batch), decltype(&Base::write_batch)>;
+  static constexpr bool implements_write_arrow_batch =
+      !std::is_same_v<decltype(&S::write_arrow_batch), decltype(&Base::write_arrow_batch)>;
+
+  template <class Planes>
+  static constexpr uint32_t bits(const Planes& planes) {
+    uint32_t out = 0;
+    for (DataPlane p : planes) out |= static_cast<uint32_t>(p);
+    return out;
+  }
+
+  static void copy_message(char* errbuf, size_t size, const char* message) { std::snprintf(errbuf, size, "%s", message); }
+
+  static void* open(const pmq_host_api* host, const char*, char* errbuf, size_t errbuf_size) noexcept {
+    S* sink = nullptr;
+    try {
+      sink = new S();
+      static_cast<Base*>(sink)->host_ = host;
+      sink->open(Config(host));
+      return sink;
+    } catch (const std::exception& e) {
+      copy_message(errbuf, errbuf_size, e.what());
+    } catch (...) {
+      copy_message(errbuf, errbuf_size, "open() threw a non-standard exception");
+    }
+    delete sink;
+    return nullptr;
+  }
+
+  template <class Call>
+  static pmq_write_status guarded(void* instance, pmq_write_result* result, Call&& call) noexcept {
+    auto* sink = static_cast<S*>(instance);
+    Base* base = sink;
+    base->result_ = result;
+    base->rejected_ = false;
+    auto fail = [&](pmq_write_status status, const char* message) {
+      if (base->host_) base->host_->set_error(result, message);
+      base->result_ = nullptr;
+      return status;
+    };
+    try {
+      call(*sink);
+    } catch (const RecordRejected& e) {
+      base->host_->reject_record(result, e.index, e.what());
+      base->result_ = nullptr;
+      return PMQ_WRITE_REJECTED;
+    } catch (const RetryableError& e) {
+      return fail(PMQ_WRITE_RETRY, e.what());
+    } catch (const PartialWriteError& e) {
+      return fail(PMQ_WRITE_PARTIAL, e.what());
+    } catch (const FatalError& e) {
+      return fail(PMQ_WRITE_FATAL, e.what());
+    } catch (const std::exception& e) {  // unknown failure: assume some of it may be written
+      return fail(PMQ_WRITE_PARTIAL, e.what());
+    } catch (...) {
+      return fail(PMQ_WRITE_PARTIAL, "the sink threw a non-standard exception");
+    }
+    base->result_ = nullptr;
+    return base->rejected_ ? PMQ_WRITE_REJECTED : PMQ_WRITE_OK;
+  }
+
+  static pmq_write_status write_record(void* instance, const pmq_batch* batch, size_t index,
+                                       pmq_write_result* result) noexcept {
+    return guarded(instance, result, [&](S& s) { s.write(Record(batch, index)); });
+  }
+  static pmq_write_status write_batch(void* instance, const pmq_batch* batch, pmq_write_result* result) noexcept {
+    return guarded(instance, result, [&](S& s) { s.write_batch(Batch(batch)); });
+  }
+  static pmq_write_status write_arrow(void* instance, const pmq_arrow_batch* batch, pmq_write_result* result) noexcept {
+    return guarded(instance, result, [&](S& s) { s.write_arrow_batch(ArrowBatch(batch)); });
+  }
+  static void close(void* instance) noexcept {
+    auto* sink = static_cast<S*>(instance);
+    try {
+      sink->close();
+    } catch (const std::exception& e) {
+      static_cast<Base*>(sink)->log(LogLevel::Error, std::string("close() failed: ") + e.what());
+    } catch (...) {
+      static_cast<Base*>(sink)->log(LogLevel::Error, "close() threw a non-standard exception");
+    }
+    delete sink;
+  }
+
+  static const pmq_sink_plugin& descriptor() {
+    static const std::string name(S::sink_name), version(S::sink_version), description(S::description);
+    static const pmq_sink_plugin d = {
+        .struct_size = sizeof(pmq_sink_plugin),
+        .abi_version = PMQ_SINK_ABI_VERSION,
+        .name = name.c_str(),
+        .version = version.c_str(),
+        .description = description.empty() ? nullptr : description.c_str(),
+        .accepted_planes = bits(S::accepted_data_planes),
+        .native_planes = bits(S::native_data_planes),
+        .options = S::options.data(),
+        .option_count = S::options.size(),
+        .option_size = sizeof(pmq_option),
+        .open = &Exporter::open,
+        .write_record = implements_write ? &Exporter::write_record : nullptr,
+        .write_batch = implements_write_batch ? &Exporter::write_batch : nullptr,
+        .write_arrow = implements_write_arrow_batch ? &Exporter::write_arrow : nullptr,
+        .close = &Exporter::close,
+    };
+    return d;
+  }
+};
+
+template <class S>
+const pmq_sink_plugin& descriptor() {
+  return Exporter<S>::descriptor();
+}
+
+// ---------------------------------------------------------------- the plane contract
+
+struct DataPlaneSpec {
+  std::vector<DataPlane> accepted_planes;
+  std::vector<DataPlane> native_planes;
+  DataPlane best_plane;  // the plane batches are delivered on
+};
+
+inline std::vector<DataPlane> planes_of(uint32_t bits) {
+  std::vector<DataPlane> out;
+  for (uint32_t p = PMQ_PLANE_ROWS; p <= PMQ_PLANE_ARROW; p <<= 1)
+    if (bits & p) out.push_back(static_cast<DataPlane>(p));
+  return out;
+}
+
+// The normalised plane contract of a plugin descriptor, through the same function the runtime
+// planner uses (pmq_sink_plane_spec). Throws std::invalid_argument with the reason the runtime
+// would refuse the plugin for.
+inline DataPlaneSpec data_plane_spec(const pmq_sink_plugin& plugin) {
+  pmq_plane_spec spec{};
+  char error[256] = {0};
+  if (!pmq_sink_plane_spec(&plugin, &spec, error, sizeof error))
+    throw std::invalid_argument(std::string("sink '") + (plugin.name ? plugin.name : "?") + "' " + error);
+  return {planes_of(spec.accepted_planes), planes_of(spec.native_planes), static_cast<DataPlane>(spec.best_plane)};
+}
+
+template <class S>
+DataPlaneSpec sink_data_plane_spec() {
+  return data_plane_spec(descriptor<S>());
+}
+template <class S>
+DataPlaneSpec sink_data_plane_spec(const S&) {
+  return sink_data_plane_spec<S>();
+}
+
+}  // namespace picomq::sdk
+
+// Exports a BaseSink subclass as a picomq-connect plugin (once per shared library).
+#define PICOMQ_SINK_PLUGIN(SinkClass)                                                                  \
+  extern "C" PMQ_SINK_EXPORT const pmq_sink_plugin* picomq_sink_plugin_entry(uint32_t /*host_abi*/) { \
+    return &::picomq::sdk::descriptor<SinkClass>();                                                    \
+  }

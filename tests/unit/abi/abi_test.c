@@ -1,0 +1,79 @@
+/* The sink ABI seen from plain C: the header compiles as C11, and the layout of every struct
+ * is pinned (x86-64 / LP64 sizes and offsets). A change here breaks every plugin already
+ * built: it needs a new major ABI version, not an edit of these numbers. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "picomq/sink_abi.h"
+
+#define PIN(expr, value) _Static_assert((expr) == (value), #expr " changed")
+
+PIN(sizeof(pmq_bytes), 16);
+PIN(sizeof(pmq_header), 32);
+PIN(offsetof(pmq_record, offset), 0);
+PIN(offsetof(pmq_record, timestamp_ms), 8);
+PIN(offsetof(pmq_record, key), 16);
+PIN(offsetof(pmq_record, headers), 32);
+PIN(offsetof(pmq_record, header_count), 40);
+PIN(offsetof(pmq_record, payload), 48);
+PIN(sizeof(pmq_record), 64);
+PIN(offsetof(pmq_batch, struct_size), 0);
+PIN(offsetof(pmq_batch, topic), 8);
+PIN(offsetof(pmq_batch, partition), 16);
+PIN(offsetof(pmq_batch, payload_format), 20);
+PIN(offsetof(pmq_batch, schema), 24);
+PIN(offsetof(pmq_batch, records), 32);
+PIN(offsetof(pmq_batch, record_count), 40);
+PIN(offsetof(pmq_batch, record_size), 48);
+PIN(sizeof(pmq_batch), 56);
+PIN(offsetof(pmq_arrow_batch, arrow_schema), 32);
+PIN(offsetof(pmq_arrow_batch, arrow_array), 40);
+PIN(offsetof(pmq_arrow_batch, offsets), 48);
+PIN(sizeof(pmq_arrow_batch), 64);
+PIN(sizeof(pmq_option), 40);
+PIN(offsetof(pmq_option, default_json), 16);
+PIN(offsetof(pmq_host_api, log), 24);
+PIN(offsetof(pmq_host_api, reject_record), 40);
+PIN(offsetof(pmq_host_api, config_has), 48);
+PIN(offsetof(pmq_host_api, config_json), 104);
+PIN(sizeof(pmq_host_api), 112);
+PIN(offsetof(pmq_sink_plugin, abi_version), 8);
+PIN(offsetof(pmq_sink_plugin, name), 16);
+PIN(offsetof(pmq_sink_plugin, accepted_planes), 40);
+PIN(offsetof(pmq_sink_plugin, native_planes), 44);
+PIN(offsetof(pmq_sink_plugin, options), 48);
+PIN(offsetof(pmq_sink_plugin, open), 72);
+PIN(offsetof(pmq_sink_plugin, write_record), 80);
+PIN(offsetof(pmq_sink_plugin, write_batch), 88);
+PIN(offsetof(pmq_sink_plugin, write_arrow), 96);
+PIN(offsetof(pmq_sink_plugin, close), 104);
+PIN(sizeof(pmq_sink_plugin), 112);
+PIN(sizeof(struct ArrowSchema), 72);
+PIN(sizeof(struct ArrowArray), 80);
+PIN(PMQ_SINK_ABI_VERSION, 0x20000u);
+
+static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
+  (void)instance, (void)batch, (void)index, (void)result;
+  return PMQ_WRITE_OK;
+}
+
+int main(void) {
+  /* The plane contract works from C too, and explains a refusal. */
+  pmq_sink_plugin d;
+  pmq_plane_spec spec;
+  char reason[256];
+  memset(&d, 0, sizeof d);
+  d.write_record = write_record;
+  if (!pmq_sink_plane_spec(&d, &spec, reason, sizeof reason) || spec.best_plane != PMQ_PLANE_ROWS) {
+    fprintf(stderr, "a rows sink was refused: %s\n", reason);
+    return 1;
+  }
+  d.native_planes = PMQ_PLANE_BATCHES;
+  if (pmq_sink_plane_spec(&d, &spec, reason, sizeof reason) || !strstr(reason, "does not accept it")) {
+    fprintf(stderr, "a native plane that is not accepted was not refused\n");
+    return 1;
+  }
+  puts("sink ABI layout and plane contract: ok");
+  return 0;
+}
