@@ -4,11 +4,37 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
+#include "runtime/plugin_host.h"
+#include "runtime/plugin_options.h"
 #include "runtime/runtime.h"
+
+namespace {
+
+// Prints what a plugin declares: the generated part of its docs (docs/sinks/<name>.md).
+int describe_plugin(const std::filesystem::path& file) {
+  std::string error;
+  auto lib = picomq::runtime::PluginLibrary::load(file.stem().string(), {file.parent_path()}, error);
+  if (!lib) {
+    std::cerr << "error: " << error << '\n';
+    return 1;
+  }
+  const pmq_sink_plugin& d = lib->descriptor();
+  std::string planes;
+  for (uint32_t p = PMQ_PLANE_ROWS; p <= PMQ_PLANE_ARROW; p <<= 1)
+    if (lib->planes().native_planes & p) planes += std::string(planes.empty() ? "" : ", ") + pmq_plane_name(p);
+  std::cout << "Sink `" << d.name << "` " << d.version << (d.description ? std::string(": ") + d.description : "")
+            << "\n\nNative data planes: " << planes << "; the runtime delivers on: "
+            << pmq_plane_name(lib->planes().best_plane) << ".\n\n"
+            << picomq::runtime::PluginOptions::markdown_table(d);
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   picomq::runtime::block_stop_signals();
@@ -19,11 +45,19 @@ int main(int argc, char** argv) {
   std::string stop_after;
   bool check_only = false;
   std::string log_level;
-  app.add_option("-c,--config", config_file, "runtime config (TOML)")->required();
+  std::string describe;
+  auto* config_opt = app.add_option("-c,--config", config_file, "runtime config (TOML)");
+  app.add_option("--describe-plugin", describe, "print a plugin's planes and option table (Markdown) and exit")
+      ->excludes(config_opt);
   app.add_option("--stop-after", stop_after, "stop by itself after this long (e.g. 10s), flushing and committing");
   app.add_flag("--check", check_only, "validate the runtime config and every sink definition, then exit");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error (overrides [runtime] log_level)");
   CLI11_PARSE(app, argc, argv);
+  if (!describe.empty()) return describe_plugin(describe);
+  if (config_file.empty()) {
+    std::cerr << "error: --config is required\n" << app.help();
+    return 2;
+  }
 
   // Logs go to stderr: stdout belongs to sinks such as stdout.
   auto logger = spdlog::stderr_color_mt("picomq");
