@@ -8,7 +8,7 @@ debian_packages=(
   build-essential cmake ninja-build pkg-config
   librdkafka-dev kcat libtomlplusplus-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
-  openjdk-17-jre-headless maven python3
+  openjdk-17-jre-headless maven python3 python3-venv
 )
 
 missing=()
@@ -24,4 +24,16 @@ fi
 
 # Apache Kafka (KRaft) for the integration tests: the broker's jars from Maven Central.
 "$here/tools/kafka/fetch-kafka.sh"
+# pyarrow for the Arrow interop test (tests/arrow_interop): a private virtualenv, so the
+# system Python stays untouched. cffi is what pyarrow.cffi needs to allocate the C structs.
+venv="$here/tools/venv"
+pyarrow_version=26.0.1
+python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1)
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+    >/dev/null 2>&1; then
+  echo "setup: installing ${python_packages[*]} into tools/venv"
+  [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
+fi
+
 echo "setup: ok"

@@ -1,0 +1,665 @@
+#include "arrow/arrow_export.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <new>
+#include <set>
+
+#include "arrow/array_builder.h"
+#include "arrow/c_export.h"
+#include "arrow/json_payload.h"
+#include "destination/metadata.h"
+
+namespace picomq::arrow {
+namespace {
+
+using detail::ArrayBuilder;
+using detail::BuiltColumn;
+using detail::ExportError;
+using detail::JsonKind;
+using detail::JsonPayloadReader;
+using detail::JsonValue;
+using detail::Layout;
+using detail::ParsedPayload;
+
+constexpr std::string_view kPayloadColumn = "payload";
+constexpr std::string_view kMetadataColumns[] = {
+    destination::kTopicField,     destination::kPartitionField, destination::kOffsetField,
+    destination::kTimestampField, destination::kKeyField,       destination::kHeadersField,
+};
+
+bool is_metadata_column(std::string_view name) {
+  return std::find(std::begin(kMetadataColumns), std::end(kMetadataColumns), name) != std::end(kMetadataColumns);
+}
+
+std::string_view as_text(const pmq_bytes& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data), bytes.size};
+}
+
+bool is_utf8(std::string_view text) { return simdjson::validate_utf8(text.data(), text.size()); }
+
+// Totals for reserve_bytes: saturate instead of wrapping, so an absurd total still fails the
+// int32 offset check rather than passing it.
+size_t saturating_add(size_t a, size_t b) {
+  size_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
+}
+size_t saturating_mul(size_t a, size_t b) {
+  size_t product;
+  return __builtin_mul_overflow(a, b, &product) ? SIZE_MAX : product;
+}
+
+class Records {
+ public:
+  explicit Records(const pmq_batch& batch) : batch_(batch) {}
+  size_t size() const { return batch_.record_count; }
+  const pmq_record& operator[](size_t index) const { return *pmq_batch_record(&batch_, index); }
+
+ private:
+  const pmq_batch& batch_;
+};
+
+bool is_tombstone(const pmq_record& record) { return record.payload.data == nullptr; }
+
+// A record with several problems gets one rejection listing all of them, in the order found.
+class Rejections {
+ public:
+  void add(size_t record_index, std::string_view reason) {
+    std::string& reasons = by_record_[record_index];
+    if (!reasons.empty()) reasons.append("; ");
+    reasons.append(reason);
+  }
+  bool empty() const { return by_record_.empty(); }
+  std::vector<RecordRejection> take() {
+    std::vector<RecordRejection> out;
+    out.reserve(by_record_.size());
+    for (auto& [index, reason] : by_record_) out.push_back({index, std::move(reason)});
+    by_record_.clear();
+    return out;
+  }
+
+ private:
+  std::map<size_t, std::string> by_record_;  // ordered: rejections come out in record order
+};
+
+// Which member gives each payload column its value in the current record: the last one of a
+// duplicated key (stamps avoid clearing the table for every record).
+class RecordSlots {
+ public:
+  void start_record() {
+    ++stamp_;
+    touched_.clear();
+  }
+  void set(size_t column, size_t member) {
+    if (column >= member_.size()) {
+      member_.resize(column + 1);
+      stamp_of_.resize(column + 1, 0);
+    }
+    if (stamp_of_[column] != stamp_) touched_.push_back(column);
+    member_[column] = member;
+    stamp_of_[column] = stamp_;
+  }
+  // The member index for `column` in this record, or npos when the record lacks it.
+  size_t get(size_t column) const {
+    return column < member_.size() && stamp_of_[column] == stamp_ ? member_[column] : npos;
+  }
+  const std::vector<size_t>& touched() const { return touched_; }  // in order of first appearance
+  static constexpr size_t npos = static_cast<size_t>(-1);
+
+ private:
+  std::vector<size_t> member_;
+  std::vector<uint64_t> stamp_of_;
+  std::vector<size_t> touched_;
+  uint64_t stamp_ = 0;
+};
+
+// A payload column being built. `type` is nullopt for an inferred field that is null in every
+// record (Arrow's null type).
+struct PayloadColumn {
+  PayloadColumn(std::string column_name, std::optional<ColumnType> column_type, bool is_nullable)
+      : name(column_name), type(column_type), nullable(is_nullable), builder(layout_of(column_type), std::move(column_name)) {}
+
+  static Layout layout_of(std::optional<ColumnType> type) {
+    if (!type) return Layout::Null;
+    switch (*type) {
+      case ColumnType::Bool: return Layout::Bool;
+      case ColumnType::Int64:
+      case ColumnType::TimestampMs: return Layout::Int64;
+      case ColumnType::Float64: return Layout::Float64;
+      case ColumnType::Utf8:
+      case ColumnType::Binary:
+      case ColumnType::Json: return Layout::Bytes;
+    }
+    return Layout::Null;
+  }
+
+  BuiltColumn finish() {
+    const int64_t flags = nullable ? ARROW_FLAG_NULLABLE : 0;
+    if (!type) return builder.finish("n", flags);
+    switch (*type) {
+      case ColumnType::Bool: return builder.finish("b", flags);
+      case ColumnType::Int64: return builder.finish("l", flags);
+      case ColumnType::Float64: return builder.finish("g", flags);
+      case ColumnType::Utf8: return builder.finish("u", flags);
+      case ColumnType::Binary: return builder.finish("z", flags);
+      case ColumnType::TimestampMs: return builder.finish("tsm:UTC", flags);
+      case ColumnType::Json: return builder.finish("u", flags, detail::json_extension_metadata());
+    }
+    throw ExportError("unknown column type");
+  }
+
+  std::string name;
+  std::optional<ColumnType> type;
+  bool nullable;
+  ArrayBuilder builder;
+};
+
+std::vector<BuiltColumn> finish_all(std::vector<PayloadColumn>& columns) {
+  std::vector<BuiltColumn> built;
+  built.reserve(columns.size());
+  for (PayloadColumn& column : columns) built.push_back(column.finish());
+  return built;
+}
+
+// ---- metadata columns -------------------------------------------------------------------------
+
+void check_header_names(const Records& records, Rejections& rejections) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    for (size_t h = 0; h < record.header_count; ++h) {
+      if (!is_utf8(as_text(record.headers[h].name))) {
+        rejections.add(i, "header " + std::to_string(h) + " has a name that is not valid UTF-8");
+      }
+    }
+  }
+}
+
+std::vector<BuiltColumn> metadata_columns(const pmq_batch& batch, const Records& records) {
+  const size_t n = records.size();
+  const std::string_view topic = batch.topic;
+
+  ArrayBuilder topics(Layout::Bytes, std::string(destination::kTopicField));
+  ArrayBuilder partitions(Layout::Int32, std::string(destination::kPartitionField));
+  ArrayBuilder offsets(Layout::Int64, std::string(destination::kOffsetField));
+  ArrayBuilder timestamps(Layout::Int64, std::string(destination::kTimestampField));
+  ArrayBuilder keys(Layout::Bytes, std::string(destination::kKeyField));
+  detail::HeadersBuilder headers;
+
+  size_t key_bytes = 0, header_count = 0, name_bytes = 0, value_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const pmq_record& record = records[i];
+    key_bytes = saturating_add(key_bytes, record.key.size);
+    header_count = saturating_add(header_count, record.header_count);
+    for (size_t h = 0; h < record.header_count; ++h) {
+      name_bytes = saturating_add(name_bytes, record.headers[h].name.size);
+      value_bytes = saturating_add(value_bytes, record.headers[h].value.size);
+    }
+  }
+  topics.reserve_bytes(saturating_mul(topic.size(), n));
+  keys.reserve_bytes(key_bytes);
+  headers.reserve(header_count, name_bytes, value_bytes);
+
+  for (size_t i = 0; i < n; ++i) {
+    const pmq_record& record = records[i];
+    topics.append_bytes(topic);
+    partitions.append_int32(batch.partition);
+    offsets.append_int64(record.offset);
+    if (record.timestamp_ms == -1) {
+      timestamps.append_null();  // the broker had no timestamp
+    } else {
+      timestamps.append_int64(record.timestamp_ms);
+    }
+    if (record.key.data == nullptr) {
+      keys.append_null();
+    } else {
+      keys.append_bytes(record.key.data, record.key.size);
+    }
+    headers.append(record.headers, record.header_count);
+  }
+
+  std::vector<BuiltColumn> columns;
+  columns.push_back(topics.finish("u", 0));
+  columns.push_back(partitions.finish("i", 0));
+  columns.push_back(offsets.finish("l", 0));
+  columns.push_back(timestamps.finish("tsm:UTC", ARROW_FLAG_NULLABLE));
+  columns.push_back(keys.finish("z", ARROW_FLAG_NULLABLE));
+  columns.push_back(headers.finish(std::string(destination::kHeadersField)));
+  return columns;
+}
+
+// ---- TEXT and RAW batches ----------------------------------------------------------------------
+
+std::vector<BuiltColumn> bytes_payload_column(const Records& records, ColumnType type, Rejections& rejections) {
+  PayloadColumn column(std::string(kPayloadColumn), type, true);
+  size_t total = 0;
+  for (size_t i = 0; i < records.size(); ++i) total = saturating_add(total, records[i].payload.size);
+  column.builder.reserve_bytes(total);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    if (is_tombstone(record)) {
+      column.builder.append_null();
+      continue;
+    }
+    if (type == ColumnType::Utf8 && !is_utf8(as_text(record.payload))) {
+      rejections.add(i, "payload is not valid UTF-8");
+    }
+    column.builder.append_bytes(record.payload.data, record.payload.size);
+  }
+  std::vector<PayloadColumn> columns;
+  columns.push_back(std::move(column));
+  return finish_all(columns);
+}
+
+// ---- JSON batches, inferred columns ------------------------------------------------------------
+
+// What the non-null values of one field were across the batch.
+struct FieldKinds {
+  bool boolean = false;
+  bool integer = false;
+  bool floating = false;
+  bool string = false;
+  bool container = false;        // object or array
+  bool unrepresentable = false;  // beyond int64 / beyond what simdjson parses
+
+  void add(JsonKind kind) {
+    switch (kind) {
+      case JsonKind::Null: break;
+      case JsonKind::Bool: boolean = true; break;
+      case JsonKind::Int64: integer = true; break;
+      case JsonKind::Double: floating = true; break;
+      case JsonKind::String: string = true; break;
+      case JsonKind::Object:
+      case JsonKind::Array: container = true; break;
+      case JsonKind::Uint64:
+      case JsonKind::BigNumber: unrepresentable = true; break;
+    }
+  }
+
+  // nullopt: no non-null value at all (Arrow's null type).
+  std::optional<ColumnType> column_type() const {
+    const int families = int(boolean) + int(integer || floating) + int(string) + int(container);
+    if (unrepresentable || container || families > 1) return ColumnType::Json;
+    if (boolean) return ColumnType::Bool;
+    if (string) return ColumnType::Utf8;
+    if (floating) return ColumnType::Float64;  // integers widen to float64 next to floats
+    if (integer) return ColumnType::Int64;
+    return std::nullopt;
+  }
+};
+
+void append_inferred(PayloadColumn& column, const JsonValue& value) {
+  ArrayBuilder& out = column.builder;
+  if (value.kind == JsonKind::Null || !column.type) {
+    out.append_null();
+    return;
+  }
+  switch (*column.type) {
+    case ColumnType::Bool: out.append_bool(value.element.get_bool().value_unsafe()); return;
+    case ColumnType::Int64: out.append_int64(value.element.get_int64().value_unsafe()); return;
+    case ColumnType::Float64:
+      out.append_double(value.kind == JsonKind::Int64 ? static_cast<double>(value.element.get_int64().value_unsafe())
+                                                      : value.element.get_double().value_unsafe());
+      return;
+    case ColumnType::Utf8: out.append_bytes(value.element.get_string().value_unsafe()); return;
+    case ColumnType::Json: out.append_bytes(value.raw); return;
+    case ColumnType::Binary:
+    case ColumnType::TimestampMs: break;  // never inferred
+  }
+  throw ExportError("inferred an unsupported column type");
+}
+
+// One `payload` column of JSON text: the payloads exactly as received.
+std::vector<BuiltColumn> json_text_payload_column(const Records& records) {
+  PayloadColumn column(std::string(kPayloadColumn), ColumnType::Json, true);
+  size_t total = 0;
+  for (size_t i = 0; i < records.size(); ++i) total = saturating_add(total, records[i].payload.size);
+  column.builder.reserve_bytes(total);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    if (is_tombstone(record)) {
+      column.builder.append_null();
+    } else {
+      column.builder.append_bytes(record.payload.data, record.payload.size);
+    }
+  }
+  std::vector<PayloadColumn> columns;
+  columns.push_back(std::move(column));
+  return finish_all(columns);
+}
+
+std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool include_metadata,
+                                               JsonPayloadReader& reader, Rejections& rejections) {
+  std::vector<std::string> names;  // in order of first appearance across the batch
+  std::vector<FieldKinds> kinds;
+  std::map<std::string, size_t, std::less<>> column_of;
+  std::vector<std::pair<size_t, std::string>> collisions;
+  RecordSlots slots;
+  ParsedPayload parsed;
+  bool all_objects = true;
+
+  // Pass 1: the fields, their order and their kinds.
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    if (is_tombstone(record)) continue;
+    if (std::string error = reader.read(as_text(record.payload), false, parsed); !error.empty()) {
+      rejections.add(i, error);
+      continue;
+    }
+    if (parsed.kind != JsonKind::Object) {
+      all_objects = false;
+      continue;
+    }
+    slots.start_record();
+    for (size_t m = 0; m < parsed.members.size(); ++m) {
+      const std::string_view key = parsed.members[m].key;
+      if (include_metadata && is_metadata_column(key)) {
+        std::string reason = "field '" + std::string(key) + "' collides with a metadata column";
+        const bool reported = std::any_of(collisions.begin(), collisions.end(),
+                                          [&](const auto& c) { return c.first == i && c.second == reason; });
+        if (!reported) collisions.emplace_back(i, std::move(reason));
+        continue;
+      }
+      auto it = column_of.find(key);
+      if (it == column_of.end()) {
+        it = column_of.emplace(std::string(key), names.size()).first;
+        names.emplace_back(key);
+        kinds.emplace_back();
+      }
+      slots.set(it->second, m);
+    }
+    for (size_t column : slots.touched()) kinds[column].add(parsed.members[slots.get(column)].value.kind);
+  }
+  // A batch that is not all objects exports whole payloads: field names cannot collide then.
+  if (all_objects) {
+    for (const auto& [index, reason] : collisions) rejections.add(index, reason);
+  }
+  if (!rejections.empty()) return {};
+  if (!all_objects) return json_text_payload_column(records);
+
+  std::vector<PayloadColumn> columns;
+  columns.reserve(names.size());
+  bool want_raw = false;
+  for (size_t c = 0; c < names.size(); ++c) {
+    columns.emplace_back(names[c], kinds[c].column_type(), true);
+    want_raw = want_raw || columns.back().type == ColumnType::Json;
+  }
+
+  // Pass 2: the values.
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    if (is_tombstone(record)) {
+      for (PayloadColumn& column : columns) column.builder.append_null();
+      continue;
+    }
+    if (std::string error = reader.read(as_text(record.payload), want_raw, parsed); !error.empty()) {
+      throw ExportError("record " + std::to_string(i) + " read differently on the second pass: " + error);
+    }
+    slots.start_record();
+    for (size_t m = 0; m < parsed.members.size(); ++m) {
+      if (auto it = column_of.find(parsed.members[m].key); it != column_of.end()) slots.set(it->second, m);
+    }
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const size_t member = slots.get(c);
+      if (member == RecordSlots::npos) {
+        columns[c].builder.append_null();  // absent from this record
+      } else {
+        append_inferred(columns[c], parsed.members[member].value);
+      }
+    }
+  }
+  return finish_all(columns);
+}
+
+// ---- JSON batches, declared columns ------------------------------------------------------------
+
+// Rejection reasons name the field, the expected type and what was found.
+std::string expected(const PayloadColumn& column, std::string_view found) {
+  return "field '" + column.name + "': expected " + std::string(to_string(*column.type)) + ", found " + std::string(found);
+}
+
+// Exactly int64 when the double has no fractional part and lies in int64's range.
+std::optional<int64_t> integral_double(double value) {
+  // 2^63 is exact as a double; every double below it (and >= -2^63) converts without overflow.
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (!std::isfinite(value) || std::trunc(value) != value || value < -kTwoTo63 || value >= kTwoTo63) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(value);
+}
+
+// Appends `value` (nullptr: the field is absent) converted to the declared type; returns the
+// rejection reason when it cannot (a null is appended then, to keep the column aligned).
+std::string append_declared(PayloadColumn& column, const JsonValue* value) {
+  ArrayBuilder& out = column.builder;
+  if (value == nullptr || value->kind == JsonKind::Null) {
+    out.append_null();
+    if (column.nullable) return {};
+    return value == nullptr ? "field '" + column.name + "': missing, and the column is not nullable"
+                            : expected(column, "null (the column is not nullable)");
+  }
+  const JsonKind kind = value->kind;
+  const simdjson::dom::element& element = value->element;
+  switch (*column.type) {
+    case ColumnType::Bool:
+      if (kind != JsonKind::Bool) break;
+      out.append_bool(element.get_bool().value_unsafe());
+      return {};
+    case ColumnType::Int64:
+      if (kind == JsonKind::Int64) {
+        out.append_int64(element.get_int64().value_unsafe());
+        return {};
+      }
+      if (kind == JsonKind::Double) {
+        const double d = element.get_double().value_unsafe();
+        if (auto integral = integral_double(d)) {
+          out.append_int64(*integral);
+          return {};
+        }
+        out.append_null();
+        return expected(column, std::trunc(d) == d ? "floating-point number out of int64 range"
+                                                   : "floating-point number with a fractional part");
+      }
+      break;
+    case ColumnType::Float64:
+      if (kind == JsonKind::Int64) {
+        out.append_double(static_cast<double>(element.get_int64().value_unsafe()));
+        return {};
+      }
+      if (kind == JsonKind::Uint64) {
+        out.append_double(static_cast<double>(element.get_uint64().value_unsafe()));
+        return {};
+      }
+      if (kind == JsonKind::Double) {
+        out.append_double(element.get_double().value_unsafe());
+        return {};
+      }
+      break;
+    case ColumnType::Utf8:
+    case ColumnType::Binary:  // a string's UTF-8 bytes
+      if (kind != JsonKind::String) break;
+      out.append_bytes(element.get_string().value_unsafe());
+      return {};
+    case ColumnType::TimestampMs:  // integer epoch milliseconds only
+      if (kind != JsonKind::Int64) break;
+      out.append_int64(element.get_int64().value_unsafe());
+      return {};
+    case ColumnType::Json:
+      out.append_bytes(value->raw);
+      return {};
+  }
+  out.append_null();
+  return expected(column, detail::describe(kind));
+}
+
+void check_declared(const std::vector<DeclaredColumn>& declared, bool include_metadata) {
+  std::set<std::string_view> seen;
+  for (const DeclaredColumn& column : declared) {
+    if (column.name.empty()) throw ExportError("a declared column has an empty name");
+    if (!parse_column_type(to_string(column.type))) {
+      throw ExportError("declared column '" + column.name + "' has an unknown type");
+    }
+    if (!seen.insert(column.name).second) throw ExportError("column '" + column.name + "' is declared twice");
+    if (include_metadata && is_metadata_column(column.name)) {
+      throw ExportError("declared column '" + column.name + "' collides with a metadata column");
+    }
+  }
+}
+
+std::vector<BuiltColumn> declared_json_columns(const Records& records, const std::vector<DeclaredColumn>& declared,
+                                               bool include_metadata, JsonPayloadReader& reader,
+                                               Rejections& rejections) {
+  check_declared(declared, include_metadata);
+  std::vector<PayloadColumn> columns;
+  columns.reserve(declared.size());
+  std::map<std::string, size_t, std::less<>> column_of;
+  bool want_raw = false;
+  for (const DeclaredColumn& d : declared) {
+    column_of.emplace(d.name, columns.size());
+    columns.emplace_back(d.name, d.type, d.nullable);
+    want_raw = want_raw || d.type == ColumnType::Json;
+  }
+
+  RecordSlots slots;
+  ParsedPayload parsed;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    std::string problem;
+    if (is_tombstone(record)) {
+      for (PayloadColumn& column : columns) {
+        column.builder.append_null();
+        if (!column.nullable) rejections.add(i, "tombstone: field '" + column.name + "' is not nullable");
+      }
+      continue;
+    }
+    problem = reader.read(as_text(record.payload), want_raw, parsed);
+    if (problem.empty() && parsed.kind != JsonKind::Object) {
+      problem = "payload is not a JSON object (found " + std::string(detail::describe(parsed.kind)) + ")";
+    }
+    if (!problem.empty()) {
+      rejections.add(i, problem);
+      for (PayloadColumn& column : columns) column.builder.append_null();
+      continue;
+    }
+    slots.start_record();
+    for (size_t m = 0; m < parsed.members.size(); ++m) {
+      // Undeclared fields are dropped.
+      if (auto it = column_of.find(parsed.members[m].key); it != column_of.end()) slots.set(it->second, m);
+    }
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const size_t member = slots.get(c);
+      const JsonValue* value = member == RecordSlots::npos ? nullptr : &parsed.members[member].value;
+      if (std::string reason = append_declared(columns[c], value); !reason.empty()) rejections.add(i, reason);
+    }
+  }
+  if (!rejections.empty()) return {};
+  return finish_all(columns);
+}
+
+// ---- the batch ---------------------------------------------------------------------------------
+
+void check_batch(const pmq_batch& batch, const ExportOptions& options) {
+  if (batch.struct_size < offsetof(pmq_batch, record_size) + sizeof(batch.record_size)) {
+    throw ExportError("pmq_batch is too small (struct_size " + std::to_string(batch.struct_size) + ")");
+  }
+  if (batch.record_count > 0 && batch.records == nullptr) throw ExportError("batch has records but no record array");
+  if (batch.record_count > 0 && batch.record_size < sizeof(pmq_record)) {
+    throw ExportError("batch record_size " + std::to_string(batch.record_size) + " is smaller than pmq_record");
+  }
+  if (batch.topic == nullptr) throw ExportError("batch has no topic");
+  if (!is_utf8(batch.topic)) throw ExportError("batch topic is not valid UTF-8");
+  if (batch.payload_format != PMQ_PAYLOAD_JSON && batch.payload_format != PMQ_PAYLOAD_TEXT &&
+      batch.payload_format != PMQ_PAYLOAD_RAW) {
+    throw ExportError("unknown payload format " + std::to_string(batch.payload_format));
+  }
+  if (options.declared && batch.payload_format != PMQ_PAYLOAD_JSON) {
+    throw ExportError("a declared schema applies to JSON batches only");
+  }
+}
+
+ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
+                            ArrowArray* array) {
+  check_batch(batch, options);
+  const Records records(batch);
+  Rejections rejections;
+  if (options.include_metadata) check_header_names(records, rejections);
+
+  std::vector<BuiltColumn> payload;
+  switch (batch.payload_format) {
+    case PMQ_PAYLOAD_TEXT: payload = bytes_payload_column(records, ColumnType::Utf8, rejections); break;
+    case PMQ_PAYLOAD_RAW: payload = bytes_payload_column(records, ColumnType::Binary, rejections); break;
+    default: {
+      JsonPayloadReader reader;  // one parser for the whole batch
+      payload = options.declared
+                    ? declared_json_columns(records, *options.declared, options.include_metadata, reader, rejections)
+                    : inferred_json_columns(records, options.include_metadata, reader, rejections);
+    }
+  }
+  ExportResult result;
+  if (!rejections.empty()) {
+    result.rejected = rejections.take();
+    return result;
+  }
+
+  BuiltColumn root;
+  root.format = "+s";
+  root.length = static_cast<int64_t>(records.size());
+  root.buffers.push_back(std::nullopt);  // a record batch has no null rows
+  if (options.include_metadata) root.children = metadata_columns(batch, records);
+  for (BuiltColumn& column : payload) root.children.push_back(std::move(column));
+  detail::export_column(std::move(root), schema, array);
+  result.ok = true;
+  return result;
+}
+
+}  // namespace
+
+ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
+                          ArrowArray* array) noexcept {
+  ExportResult result;
+  if (schema == nullptr || array == nullptr) {
+    result.error = "export_batch needs an ArrowSchema and an ArrowArray to fill";
+    return result;
+  }
+  *schema = ArrowSchema{};  // released: nothing to release until the export succeeds
+  *array = ArrowArray{};
+  try {
+    return export_checked(batch, options, schema, array);
+  } catch (const ExportError& e) {
+    result.error = e.what();
+  } catch (const std::bad_alloc&) {
+    result.error = "out of memory while exporting the batch";
+  } catch (const std::exception& e) {
+    result.error = std::string("unexpected error while exporting the batch: ") + e.what();
+  } catch (...) {
+    result.error = "unexpected error while exporting the batch";
+  }
+  return result;
+}
+
+std::optional<ColumnType> parse_column_type(std::string_view name) {
+  for (ColumnType type : {ColumnType::Bool, ColumnType::Int64, ColumnType::Float64, ColumnType::Utf8,
+                          ColumnType::Binary, ColumnType::TimestampMs, ColumnType::Json}) {
+    if (to_string(type) == name) return type;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(ColumnType type) {
+  switch (type) {
+    case ColumnType::Bool: return "bool";
+    case ColumnType::Int64: return "int64";
+    case ColumnType::Float64: return "float64";
+    case ColumnType::Utf8: return "utf8";
+    case ColumnType::Binary: return "binary";
+    case ColumnType::TimestampMs: return "timestamp_ms";
+    case ColumnType::Json: return "json";
+  }
+  return "unknown";
+}
+
+}  // namespace picomq::arrow

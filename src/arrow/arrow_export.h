@@ -1,0 +1,51 @@
+#pragma once
+// Turns one batch of decoded records into an Arrow record batch, handed over through the Arrow
+// C Data Interface (picomq/arrow_c_data.h), so sinks that speak Arrow need no libarrow. Column
+// rules, inference and ownership: docs/arrow.md.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "picomq/arrow_c_data.h"
+#include "picomq/sink_abi.h"
+
+namespace picomq::arrow {
+
+// Json is utf8 holding one JSON value's text, tagged with the arrow.json extension.
+enum class ColumnType { Bool, Int64, Float64, Utf8, Binary, TimestampMs, Json };
+
+struct DeclaredColumn {
+  std::string name;
+  ColumnType type;
+  bool nullable = true;
+};
+
+struct ExportOptions {
+  bool include_metadata = true;                         // the pico_* columns first
+  std::optional<std::vector<DeclaredColumn>> declared;  // payload columns; absent = infer
+};
+
+struct RecordRejection {
+  size_t record_index;  // index in the batch
+  std::string reason;   // every problem of that record, joined with "; "
+};
+
+struct ExportResult {
+  bool ok = false;
+  std::vector<RecordRejection> rejected;  // non-empty => ok == false and nothing was exported
+  std::string error;                      // set when ok == false for another reason
+};
+
+// On success fills *schema and *array (a struct array, one row per record, in record order);
+// the caller owns them and calls their release callbacks (C Data Interface move semantics).
+// On failure both are left released (release == NULL) and own nothing.
+ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
+                          ArrowArray* array) noexcept;
+
+// "bool", "int64", "float64", "utf8", "binary", "timestamp_ms", "json"; nullopt for anything else.
+std::optional<ColumnType> parse_column_type(std::string_view name);
+std::string_view to_string(ColumnType type);
+
+}  // namespace picomq::arrow
