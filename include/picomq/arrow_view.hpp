@@ -4,7 +4,7 @@
  * pyarrow, or any other producer. Header only, C++17, no libarrow.
  *
  * The view borrows: it neither copies nor releases anything, so the ArrowSchema and ArrowArray
- * must outlive it (and every string_view or Bytes it returned). Accessors check the column type,
+ * must outlive it (and every string_view or ByteView it returned). Accessors check the column type,
  * the row bounds and nullness, and throw std::logic_error / std::out_of_range when they fail.
  * Array offsets and validity bitmaps are honoured at every level.
  *
@@ -80,8 +80,8 @@ inline ColumnType column_type_of_format(std::string_view format) {
   return ColumnType::Other;
 }
 
-// Bytes borrowed from the array.
-struct Bytes {
+// ByteView borrowed from the array.
+struct ByteView {
   const uint8_t* data = nullptr;
   size_t size = 0;
   std::string_view as_string_view() const { return {reinterpret_cast<const char*>(data), size}; }
@@ -180,7 +180,7 @@ class ColumnView {
     return bytes_at(valid_index(row)).as_string_view();
   }
   // Any utf8 or binary column.
-  Bytes as_bytes(size_t row) const {
+  ByteView as_bytes(size_t row) const {
     if (type_ != ColumnType::Binary && type_ != ColumnType::LargeBinary && type_ != ColumnType::Utf8 &&
         type_ != ColumnType::LargeUtf8) {
       type_error("a binary or utf8");
@@ -190,9 +190,9 @@ class ColumnView {
 
   // Map columns with string keys: the row's entries in order (a null value is nullopt). A null
   // map row has no entries.
-  std::vector<std::pair<std::string_view, std::optional<Bytes>>> entries(size_t row) const {
+  std::vector<std::pair<std::string_view, std::optional<ByteView>>> entries(size_t row) const {
     require(ColumnType::Map);
-    std::vector<std::pair<std::string_view, std::optional<Bytes>>> out;
+    std::vector<std::pair<std::string_view, std::optional<ByteView>>> out;
     if (is_null(row)) return out;
     const int64_t i = index(row);
     const auto begin = load<int32_t>(buffer(1), i);
@@ -206,7 +206,7 @@ class ColumnView {
     const ColumnView values = entries_column.child(1);
     for (int32_t e = begin; e < end; ++e) {
       const auto entry = static_cast<size_t>(e);
-      std::optional<Bytes> value;
+      std::optional<ByteView> value;
       if (!values.is_null(entry)) value = values.as_bytes(entry);
       out.emplace_back(keys.as_bytes(entry).as_string_view(), value);
     }
@@ -261,7 +261,7 @@ class ColumnView {
     std::memcpy(&value, static_cast<const uint8_t*>(buffer) + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
     return value;
   }
-  Bytes bytes_at(int64_t i) const {
+  ByteView bytes_at(int64_t i) const {
     int64_t begin, end;
     if (type_ == ColumnType::LargeUtf8 || type_ == ColumnType::LargeBinary) {
       begin = load<int64_t>(buffer(1), i);

@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "picomq/arrow_view.hpp"
 #include "picomq/sink_abi.h"
 
 namespace picomq::sdk {
@@ -165,8 +166,8 @@ class Batch {
   const pmq_batch* batch_;
 };
 
-// One batch as an Arrow record batch (Arrow C Data Interface). Read it with
-// picomq::sdk::ArrowBatchView (picomq/arrow_view.hpp) over schema() and array(); a sink that
+// One batch as an Arrow record batch (Arrow C Data Interface). Read it with view() (an
+// ArrowBatchView, picomq/arrow_view.hpp) or hand schema() and array() to Arrow; a sink that
 // needs it after the call (a write still in flight) takes ownership with take_schema() /
 // take_array() and calls their release callbacks when done.
 class ArrowBatch {
@@ -178,6 +179,7 @@ class ArrowBatch {
   std::span<const int64_t> offsets() const { return {batch_->offsets, batch_->record_count}; }
   const ArrowSchema* schema() const { return batch_->arrow_schema; }
   const ArrowArray* array() const { return batch_->arrow_array; }
+  ArrowBatchView view() const { return ArrowBatchView(schema(), array()); }  // columns: docs/arrow.md
   ArrowSchema take_schema() const { return take(batch_->arrow_schema); }
   ArrowArray take_array() const { return take(batch_->arrow_array); }
   const pmq_arrow_batch& raw() const { return *batch_; }

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "arrow/arrow_export.h"
 #include "config/file_text.h"
 #include "config/names.h"
 #include "config/toml_reader.h"
@@ -69,6 +70,46 @@ struct Positions {
   };
   std::vector<Group> groups;  // one per [[topics]] block
 };
+
+// arrow_schema = [ { name = "id", type = "utf8", nullable = false }, { name = "amount", type = "float64" } ]
+// An array, so the declared column order survives (TOML tables have none).
+void read_arrow_schema(TableReader& r, const toml::node& node, TopicsBlock& block) {
+  const toml::array* columns = node.as_array();
+  if (!columns) {
+    r.error(node, "arrow_schema", "'arrow_schema' must be an array of tables such as { name = \"id\", type = \"utf8\" }");
+    return;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < columns->size(); ++i) {
+    const toml::node& item = *columns->get(i);
+    const toml::table* t = item.as_table();
+    if (!t) {
+      r.error(item, "arrow_schema",
+              "entry " + std::to_string(i) + " must be a table { name = \"...\", type = \"...\" }");
+      continue;
+    }
+    TableReader c(*t, r.key_path("arrow_schema") + "[" + std::to_string(i) + "]", r.diagnostics(), r.env());
+    TopicsBlock::ArrowColumn column;
+    auto name = c.string("name", true);
+    auto type = c.string("type", true);
+    if (auto nullable = c.boolean("nullable")) column.nullable = *nullable;
+    c.finish();
+    if (name) {
+      if (name->empty()) c.error(*t->get("name"), "name", "a column name must not be empty");
+      else if (name->rfind("pico_", 0) == 0)
+        c.error(*t->get("name"), "name", "'" + *name + "' would collide with the metadata columns (pico_*)");
+      else if (!names.insert(*name).second) c.error(*t->get("name"), "name", "column '" + *name + "' is declared twice");
+      column.name = *name;
+    }
+    if (type) {
+      if (!arrow::parse_column_type(*type))
+        c.error(*t->get("type"), "type",
+                "unknown column type '" + *type + "' (one of bool, int64, float64, utf8, binary, timestamp_ms, json)");
+      column.type = *type;
+    }
+    block.arrow_schema.push_back(std::move(column));
+  }
+}
 
 TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path,
                                Diagnostics& diag, const EnvLookup& env) {
@@ -174,6 +215,7 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
               "'auto_offset_reset' must be \"earliest\" or \"latest\", got \"" + *reset + "\"");
   }
   if (auto properties = r.properties("properties")) block.properties = std::move(*properties);
+  if (const toml::node* schema = r.node("arrow_schema")) read_arrow_schema(r, *schema, block);
   r.finish();
   return block;
 }

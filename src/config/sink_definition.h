@@ -40,6 +40,14 @@ struct TopicsBlock {
   // librdkafka consumer properties, values as strings, sorted by name. Never contains the
   // properties the runtime manages (see names.h: managed_property_reason).
   std::vector<std::pair<std::string, std::string>> properties;
+  // Declared payload columns for sinks on the Arrow plane, in order (docs/arrow.md); empty:
+  // inferred from each batch. Types are validated names ("int64", "utf8", ...).
+  struct ArrowColumn {
+    std::string name;
+    std::string type;
+    bool nullable = true;
+  };
+  std::vector<ArrowColumn> arrow_schema;
 
   // consumer_group, or "picomq-connect-sink-<sink_key>" for the first block and
   // "picomq-connect-sink-<sink_key>-<index>" for later ones. Distinct for every block of a valid

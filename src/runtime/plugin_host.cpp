@@ -174,9 +174,10 @@ void check_outcome(WriteOutcome& outcome) {
 }
 }  // namespace
 
-WriteOutcome SinkPlugin::write(const DecodedBatch& batch) {
+WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow) {
   WriteOutcome outcome;
   const pmq_batch view = batch.abi_view();
+  if (library_->planes().best_plane == PMQ_PLANE_ARROW) return write_arrow(batch, view, arrow);
   std::lock_guard lock(call_mutex_);
   if (!instance_) {
     outcome.status = PMQ_WRITE_FATAL;
@@ -197,6 +198,54 @@ WriteOutcome SinkPlugin::write(const DecodedBatch& batch) {
                         " plane yet";
       return outcome;
   }
+}
+
+// The arrow plane: the batch is exported through the C Data Interface first. Records the
+// declared columns cannot hold are rejections (the bad-record policy applies); the structs are
+// released after the call unless the plugin moved them out.
+WriteOutcome SinkPlugin::write_arrow(const DecodedBatch& batch, const pmq_batch& view,
+                                     const arrow::ExportOptions& options) {
+  WriteOutcome outcome;
+  ArrowSchema schema{};
+  ArrowArray array{};
+  auto exported = arrow::export_batch(view, options, &schema, &array);
+  if (!exported.ok) {
+    if (!exported.rejected.empty()) {
+      outcome.status = PMQ_WRITE_REJECTED;
+      for (auto& r : exported.rejected) outcome.rejections.emplace_back(r.record_index, "arrow export: " + r.reason);
+    } else {
+      outcome.status = PMQ_WRITE_FATAL;
+      outcome.message = "cannot export the batch as Arrow: " + exported.error;
+    }
+    return outcome;
+  }
+  std::vector<int64_t> offsets;
+  offsets.reserve(batch.records.size());
+  for (const auto& r : batch.records) offsets.push_back(r.offset);
+  pmq_arrow_batch arrow_batch{};
+  arrow_batch.struct_size = sizeof arrow_batch;
+  arrow_batch.topic = view.topic;
+  arrow_batch.partition = view.partition;
+  arrow_batch.payload_format = view.payload_format;
+  arrow_batch.schema = view.schema;
+  arrow_batch.arrow_schema = &schema;
+  arrow_batch.arrow_array = &array;
+  arrow_batch.offsets = offsets.data();
+  arrow_batch.record_count = offsets.size();
+  {
+    std::lock_guard lock(call_mutex_);
+    if (!instance_) {
+      outcome.status = PMQ_WRITE_FATAL;
+      outcome.message = "the sink is closed";
+    } else {
+      pmq_write_result result{&outcome};
+      outcome.status = library_->descriptor().write_arrow(instance_, &arrow_batch, &result);
+      check_outcome(outcome);
+    }
+  }
+  if (schema.release) schema.release(&schema);
+  if (array.release) array.release(&array);
+  return outcome;
 }
 
 // The rows plane: one call per record, in order. A rejected record is collected and the rest

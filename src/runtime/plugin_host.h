@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "arrow/arrow_export.h"
 #include "picomq/sink_abi.h"
 #include "runtime/decoded_batch.h"
 #include "runtime/plugin_options.h"
@@ -57,7 +58,9 @@ class SinkPlugin {
   static std::unique_ptr<SinkPlugin> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
                                           const std::string& config_json, std::string& error);
   ~SinkPlugin();
-  WriteOutcome write(const DecodedBatch& batch);
+  // `arrow` shapes the Arrow batch when the plugin's best plane is arrow (declared columns of
+  // the batch's [[topics]] block); the export runs before the call, outside the call lock.
+  WriteOutcome write(const DecodedBatch& batch, const arrow::ExportOptions& arrow = {});
   void close();
   const std::string& sink_key() const { return sink_key_; }
   uint32_t plane() const { return library_->planes().best_plane; }
@@ -71,6 +74,7 @@ class SinkPlugin {
  private:
   SinkPlugin() = default;
   WriteOutcome write_rows(const pmq_batch& view);
+  WriteOutcome write_arrow(const DecodedBatch& batch, const pmq_batch& view, const arrow::ExportOptions& options);
   std::shared_ptr<PluginLibrary> library_;
   std::string sink_key_;
   std::unique_ptr<HostContext> context_;

@@ -64,6 +64,12 @@ TopicsConsumer::TopicsConsumer(BlockSettings settings, SinkPlugin& plugin, Statu
   if (settings_.block.anchored_pattern) pattern_.emplace(*settings_.block.anchored_pattern, std::regex::ECMAScript);
   buckets_ = std::make_unique<Bucketer<MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
   consumer_side_.decoder = make_decoder(settings_.block.schema);
+  if (!settings_.block.arrow_schema.empty()) {
+    std::vector<arrow::DeclaredColumn> declared;
+    for (const auto& c : settings_.block.arrow_schema)
+      declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
+    arrow_options_.declared = std::move(declared);
+  }
   delivery_side_.decoder = make_decoder(settings_.block.schema);
 }
 
@@ -680,7 +686,7 @@ bool TopicsConsumer::write_with_retries(DecodedBatch& batch, std::string& error,
   const std::string where = batch.tp.to_string() + " offsets " + std::to_string(batch.records.front().offset) +
                             ".." + std::to_string(batch.records.back().offset);
   for (int attempt = 1;; ++attempt) {
-    WriteOutcome out = plugin_.write(batch);
+    WriteOutcome out = plugin_.write(batch, arrow_options_);
     if (out.status == PMQ_WRITE_OK) {
       if (attempt > 1) spdlog::info("{}: batch {} written on attempt {}", log_prefix_, where, attempt);
       return true;

@@ -160,6 +160,7 @@ class TopicsConsumer {
   };
   Preparer consumer_side_;
   Preparer delivery_side_;
+  arrow::ExportOptions arrow_options_;  // the block's declared columns, for arrow-plane sinks
 
   std::thread consumer_thread_;
   std::thread delivery_thread_;

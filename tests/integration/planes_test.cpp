@@ -73,6 +73,57 @@ TEST(Planes, RowsPermanentFailureStopsInErrorWithThePrefixCommitted) {
   rt.wait_exit(30s);
 }
 
+std::string arrow_definition(const std::string& key, const std::string& topic, const std::string& plugin_config,
+                             const std::string& block_extra = "") {
+  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_testkit_arrow_sink\"\n[[topics]]\ntopics = [\"" +
+         topic + "\"]\nbatch_length = 10\n" + block_extra + "[plugin_config]\n" + plugin_config + "\n";
+}
+
+TEST(Planes, ArrowPluginReceivesArrowBatchesWithInferredColumnsAndEverythingIsCommitted) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("arrow");
+  kafka.create_topic(topic);
+  std::vector<std::string> values = json_values(0, 24);
+  values.push_back(R"({"n":24,"label":"last"})");
+  kafka.produce_values(topic, values);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", arrow_definition("arrow", topic, testkit_config(rt)));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-arrow", topic) == 25; }, 30s)) << rt.log();
+  auto calls = read_calls(rt.dir() / "records.calls");
+  ASSERT_EQ(calls.size(), 3u) << "batches of 10, 10, 5 on the arrow plane: " << rt.log();
+  EXPECT_EQ(calls[2].first, 20);
+  EXPECT_EQ(calls[2].last, 24);
+  const auto lines = read_lines(rt.dir() / "records.log");
+  ASSERT_EQ(lines.size(), 25u);
+  EXPECT_EQ(lines[3], topic + ":0:3\tn=3") << "an inferred int64 column 'n'";
+  EXPECT_EQ(lines[21], topic + ":0:21\tn=21 label=null") << "a field absent from a record is null";
+  EXPECT_EQ(lines[24], topic + ":0:24\tn=24 label=last");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+TEST(Planes, ArrowDeclaredColumnsRejectWhatTheyCannotHoldNamingTheRecord) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("arrowdecl");
+  kafka.create_topic(topic);
+  std::vector<std::string> values = json_values(0, 10);
+  values[6] = R"({"n":"six"})";
+  kafka.produce_values(topic, values);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", arrow_definition("arrowdecl", topic, testkit_config(rt),
+                                               "arrow_schema = [ { name = \"n\", type = \"float64\", nullable = false } ]\n"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("arrowdecl", "error", 30s)) << rt.log();
+  const auto message = rt.sink_status("arrowdecl").value("message", "");
+  EXPECT_NE(message.find("offset 6"), std::string::npos) << message;
+  EXPECT_NE(message.find("field 'n': expected float64, found string"), std::string::npos) << message;
+  EXPECT_EQ(kafka.committed("picomq-connect-sink-arrowdecl", topic), 6) << "records 0..5 were written";
+  EXPECT_TRUE(read_lines(rt.dir() / "records.log").empty()) << "a rejected export writes nothing of the batch";
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
 TEST(Planes, PluginConfigIsCheckedAgainstTheOptionTableBeforeTheSinkStarts) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("opts");

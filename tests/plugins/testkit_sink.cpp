@@ -1,6 +1,8 @@
 // testkit sink: a plugin the integration tests drive to observe and to misbehave. Built with
-// the C++ SDK in several variants (tests/plugins/CMakeLists.txt): TESTKIT_PLANES picks the
-// planes it declares (batches: rows+batches native; rows: rows only), TESTKIT_FUTURE_ABI
+// the C++ SDK in several variants (tests/plugins/CMakeLists.txt): the planes it declares
+// (default: rows+batches native; TESTKIT_PLANES_ROWS: rows only; TESTKIT_PLANES_ARROW: all
+// three, so batches arrive as Arrow and the log line's payload is the row's payload columns
+// rendered as name=value pairs), TESTKIT_FUTURE_ABI
 // claims an ABI this runtime does not speak, TESTKIT_BAD_NATIVE declares a native Arrow plane
 // it does not implement.
 //
@@ -26,7 +28,9 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "picomq/arrow_view.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -65,6 +69,9 @@ class Testkit : public sdk::BaseSink<Testkit> {
 #if defined(TESTKIT_PLANES_ROWS)
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows};
   static constexpr std::array native_data_planes{sdk::DataPlane::Rows};
+#elif defined(TESTKIT_PLANES_ARROW)
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
+  static constexpr std::array native_data_planes = accepted_data_planes;
 #elif defined(TESTKIT_BAD_NATIVE)
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
   static constexpr std::array native_data_planes = accepted_data_planes;  // but no write_arrow_batch
@@ -89,9 +96,28 @@ class Testkit : public sdk::BaseSink<Testkit> {
     crash_on_call_ = config.integer("crash_on_call");
   }
 
-  void write(const sdk::Record& record) { handle(sdk::Batch(record.batch()), record.index(), 1); }
+  void write(const sdk::Record& record) { handle(Call::of(sdk::Batch(record.batch()), record.index(), 1)); }
 #if !defined(TESTKIT_PLANES_ROWS)
-  void write_batch(const sdk::Batch& batch) { handle(batch, 0, batch.size()); }
+  void write_batch(const sdk::Batch& batch) { handle(Call::of(batch, 0, batch.size())); }
+#endif
+#if defined(TESTKIT_PLANES_ARROW)
+  void write_arrow_batch(const sdk::ArrowBatch& batch) {
+    sdk::ArrowBatchView view(batch.schema(), batch.array());
+    Call call{std::string(batch.topic()), batch.partition(), 0, {}, {}};
+    for (size_t row = 0; row < view.num_rows(); ++row) {
+      if (view.column("pico_offset").as_int64(row) != batch.offsets()[row])
+        throw sdk::FatalError("pico_offset column disagrees with the batch offsets");
+      call.offsets.push_back(batch.offsets()[row]);
+      std::string payload;
+      for (size_t c = 0; c < view.num_columns(); ++c) {
+        auto col = view.column(c);
+        if (col.name().rfind("pico_", 0) == 0) continue;
+        payload += (payload.empty() ? "" : " ") + std::string(col.name()) + "=" + render(col, row);
+      }
+      call.payloads.push_back(std::move(payload));
+    }
+    handle(call);
+  }
 #endif
 
   void close() {
@@ -100,8 +126,38 @@ class Testkit : public sdk::BaseSink<Testkit> {
   }
 
  private:
-  // One call covering records [first, first + count) of `batch`.
-  void handle(const sdk::Batch& batch, size_t first, size_t count) {
+  // One call: consecutive records of one topic-partition, first_index being the index of the
+  // first in its batch (what reject() takes).
+  struct Call {
+    std::string topic;
+    int32_t partition;
+    size_t first_index;
+    std::vector<int64_t> offsets;
+    std::vector<std::string> payloads;
+    static Call of(const sdk::Batch& batch, size_t first, size_t count) {
+      Call c{std::string(batch.topic()), batch.partition(), first, {}, {}};
+      for (size_t i = first; i < first + count; ++i) {
+        c.offsets.push_back(batch[i].offset());
+        c.payloads.emplace_back(batch[i].is_tombstone() ? "" : batch[i].payload_text());
+      }
+      return c;
+    }
+  };
+
+#if defined(TESTKIT_PLANES_ARROW)
+  static std::string render(const sdk::ColumnView& col, size_t row) {
+    if (col.is_null(row)) return "null";
+    switch (col.type()) {
+      case sdk::ColumnType::Bool: return col.as_bool(row) ? "true" : "false";
+      case sdk::ColumnType::Int64: return std::to_string(col.as_int64(row));
+      case sdk::ColumnType::Float64: return std::to_string(col.as_double(row));
+      case sdk::ColumnType::Utf8: return std::string(col.as_string(row));
+      default: return "<" + std::string(col.format()) + ">";
+    }
+  }
+#endif
+
+  void handle(const Call& c) {
     const int64_t call = ++calls_;
     if (call == crash_on_call_) std::abort();
     if (call == hang_on_call_)
@@ -110,39 +166,35 @@ class Testkit : public sdk::BaseSink<Testkit> {
 
     std::string status = "ok";
     const bool carries_fail_offset =
-        fail_offset_ < 0 || (batch[first].offset() <= fail_offset_ && fail_offset_ <= batch[first + count - 1].offset());
-    if (failures_ < fail_times_ && (fail_topic_.empty() || fail_topic_ == batch.topic()) && carries_fail_offset) {
+        fail_offset_ < 0 || (c.offsets.front() <= fail_offset_ && fail_offset_ <= c.offsets.back());
+    if (failures_ < fail_times_ && (fail_topic_.empty() || fail_topic_ == c.topic) && carries_fail_offset) {
       ++failures_;
       status = fail_status_;
     }
-    size_t reject_index = SIZE_MAX;
+    size_t reject_at = SIZE_MAX;  // position within the call
     if (status == "reject") {
-      for (size_t i = first; i < first + count; ++i)
-        if (batch[i].offset() == reject_offset_) reject_index = i;
-      if (reject_index == SIZE_MAX) status = "ok";  // the offset is not in this call
+      for (size_t i = 0; i < c.offsets.size(); ++i)
+        if (c.offsets[i] == reject_offset_) reject_at = i;
+      if (reject_at == SIZE_MAX) status = "ok";  // the offset is not in this call
     }
     if (calls_fd_ >= 0) {
       const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
       char line[512];
       std::snprintf(line, sizeof line, "%lld %lld %s[%d] %lld..%lld %zu %s\n", (long long)now, (long long)call,
-                    std::string(batch.topic()).c_str(), batch.partition(), (long long)batch[first].offset(),
-                    (long long)batch[first + count - 1].offset(), count, status.c_str());
+                    c.topic.c_str(), c.partition, (long long)c.offsets.front(), (long long)c.offsets.back(),
+                    c.offsets.size(), status.c_str());
       write_all(calls_fd_, line);
     }
     if (status == "ok" || status == "reject") {
       std::string out;
-      for (size_t i = first; i < first + count; ++i) {
-        if (i == reject_index) continue;
-        const sdk::Record r = batch[i];
-        out += r.topic();
-        out += ':' + std::to_string(r.partition()) + ':' + std::to_string(r.offset()) + '\t';
-        if (!r.is_tombstone()) out += r.payload_text();
-        out += '\n';
+      for (size_t i = 0; i < c.offsets.size(); ++i) {
+        if (i == reject_at) continue;
+        out += c.topic + ':' + std::to_string(c.partition) + ':' + std::to_string(c.offsets[i]) + '\t' + c.payloads[i] + '\n';
       }
       write_all(log_fd_, out);
     }
-    if (status == "reject") reject(reject_index, "testkit rejects this offset");
+    if (status == "reject") reject(c.first_index + reject_at, "testkit rejects this offset");
     else if (status == "retry") throw sdk::RetryableError("testkit injected failure");
     else if (status == "partial") throw sdk::PartialWriteError("testkit injected failure");
     else if (status == "fatal") throw sdk::FatalError("testkit injected failure");

@@ -10,7 +10,7 @@
 namespace picomq::arrow::testing {
 namespace {
 
-std::string_view bytes_text(const sdk::Bytes& bytes) { return bytes.as_string_view(); }
+std::string_view bytes_text(const sdk::ByteView& bytes) { return bytes.as_string_view(); }
 
 // ---- metadata columns -------------------------------------------------------------------------
 

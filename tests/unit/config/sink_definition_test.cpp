@@ -562,3 +562,64 @@ TEST(ConfigError, FormatsWithAndWithoutPositionAndKey) {
 
 }  // namespace
 }  // namespace picomq::config
+
+namespace picomq::config {
+namespace {
+
+SinkDefinitionResult parse_block(std::string_view block) {
+  std::string text(R"(type = "sink"
+key = "s1"
+path = "libpicomq_connector_stdout_sink"
+[[topics]]
+topics = ["a"]
+)");
+  text += block;
+  return parse_sink_definition(text, "s1.toml", testing::fake_env());
+}
+
+TEST(SinkDefinition, ArrowSchemaKeepsTheDeclaredOrder) {
+  auto result = parse_block(R"(arrow_schema = [
+  { name = "zeta", type = "utf8", nullable = false },
+  { name = "alpha", type = "float64" },
+  { name = "ts", type = "timestamp_ms" },
+]
+)");
+  ASSERT_TRUE(result.definition) << testing::dump(result.errors);
+  const auto& cols = result.definition->topics[0].arrow_schema;
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(cols[0].name, "zeta");
+  EXPECT_EQ(cols[0].type, "utf8");
+  EXPECT_FALSE(cols[0].nullable);
+  EXPECT_EQ(cols[1].name, "alpha");
+  EXPECT_TRUE(cols[1].nullable);
+  EXPECT_EQ(cols[2].type, "timestamp_ms");
+}
+
+TEST(SinkDefinition, ArrowSchemaProblemsAreNamedWithTheirKey) {
+  auto result = parse_block(R"(arrow_schema = [
+  { name = "a", type = "int32" },
+  { name = "a", type = "utf8" },
+  { name = "pico_offset", type = "int64" },
+  { type = "utf8" },
+  { name = "b", type = "bool", nulable = true },
+  "c",
+]
+)");
+  EXPECT_FALSE(result.definition);
+  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[0].type").message.find("unknown column type 'int32'"),
+            std::string::npos) << testing::dump(result.errors);
+  EXPECT_EQ(testing::error_for(result.errors, "topics[0].arrow_schema[1].name").message, "column 'a' is declared twice");
+  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[2].name").message.find("collide with the metadata"),
+            std::string::npos);
+  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[3].name").message, "");
+  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[4].nulable").message.find("did you mean 'nullable'"),
+            std::string::npos) << testing::dump(result.errors);
+  EXPECT_EQ(testing::error_for(result.errors, "topics[0].arrow_schema").message,
+            "entry 5 must be a table { name = \"...\", type = \"...\" }");
+  auto not_array = parse_block("arrow_schema = { a = \"utf8\" }\n");
+  EXPECT_NE(testing::error_for(not_array.errors, "topics[0].arrow_schema").message.find("must be an array of tables"),
+            std::string::npos) << testing::dump(not_array.errors);
+}
+
+}  // namespace
+}  // namespace picomq::config
