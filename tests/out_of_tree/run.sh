@@ -16,13 +16,15 @@ for f in include/picomq/sink_abi.h include/picomq/sdk.hpp include/picomq/arrow_c
   [[ -e "$prefix/$f" ]] || { echo "not installed: $f" >&2; exit 1; }
 done
 
-# C++ with find_package(picomq-sdk), from a copy of the example outside the repository.
-cp -r "$repo/examples/sinks/batch_cpp" "$work/batch_cpp"
-cmake -S "$work/batch_cpp" -B "$work/batch_cpp/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log" \
-  || { cat "$work/cmake.log" >&2; exit 1; }
-cmake --build "$work/batch_cpp/build" > "$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
+# C++ with find_package(picomq-sdk), from copies of the examples outside the repository.
 mkdir -p "$work/plugins"
-cp "$work/batch_cpp/build/libpicomq_connector_example_fsync_batch_sink.so" "$work/plugins/"
+for example in batch_cpp arrow_cpp; do
+  cp -r "$repo/examples/sinks/$example" "$work/$example"
+  cmake -S "$work/$example" -B "$work/$example/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log" \
+    || { cat "$work/cmake.log" >&2; exit 1; }
+  cmake --build "$work/$example/build" > "$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
+  cp "$work/$example"/build/*.so "$work/plugins/"
+done
 
 # Plain C with pkg-config.
 cflags="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags picomq-sdk)"
@@ -65,6 +67,15 @@ topics = ["orders.eu", "orders.us"]
 [plugin_config]
 path = "$work/c.out"
 TOML
+cat > "$work/run/sinks.d/arrow.toml" <<TOML
+type = "sink"
+key = "arrow"
+path = "libpicomq_connector_example_arrow_csv_sink"
+[[topics]]
+topics = ["orders.eu"]
+[plugin_config]
+path = "$work/arrow.csv"
+TOML
 (cd "$work/run" && "$prefix/bin/picomq-connect" --config runtime.toml --stop-after 6s 2> "$work/run.log") \
   || { cat "$work/run.log" >&2; exit 1; }
 
@@ -73,5 +84,12 @@ got_cpp=$(cut -f1 "$work/cpp.out" | sort)
 got_c=$(cut -f1 "$work/c.out" | sort)
 [[ "$got_cpp" == "$expected" ]] || { echo "C++ sink wrote:"; echo "$got_cpp"; cat "$work/run.log"; exit 1; } >&2
 [[ "$got_c" == "$expected" ]] || { echo "C sink wrote:"; echo "$got_c"; cat "$work/run.log"; exit 1; } >&2
+# The Arrow sink got one Arrow batch: a header with the metadata columns and the orders'
+# fields, then 5 rows in offset order.
+header="$(head -1 "$work/arrow.csv")"
+[[ "$header" == '"pico_topic","pico_partition","pico_offset","pico_timestamp","pico_key","pico_headers",'* ]] \
+  || { echo "Arrow CSV header: $header"; exit 1; } >&2
+[[ "$(tail -n +2 "$work/arrow.csv" | cut -d, -f3 | tr '\n' ' ')" == "0 1 2 3 4 " ]] \
+  || { echo "Arrow CSV rows:"; cat "$work/arrow.csv"; exit 1; } >&2
 grep -q "c sink closing after 10 records" "$work/run.log" || { echo "close() did not run"; cat "$work/run.log"; exit 1; } >&2
-echo "out-of-tree SDK: installed, built (find_package + pkg-config) and ran both example sinks: ok"
+echo "out-of-tree SDK: installed, built (find_package + pkg-config) and ran the C++ batch, C++ Arrow and C sinks: ok"
