@@ -20,6 +20,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <memory>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -70,6 +72,50 @@ struct FatalError : std::runtime_error {
 struct RecordRejected : std::runtime_error {
   RecordRejected(size_t record_index, const std::string& reason) : std::runtime_error(reason), index(record_index) {}
   size_t index;
+};
+
+// A write still in flight (an asynchronous sink's write_batch / write_arrow_batch returns one).
+// Complete it exactly once, from any thread: done(), or retry / partial / fatal with a reason;
+// name refused records with reject() before done(). The batch it was started for stays valid
+// until then. Dropping every copy without completing reports a possibly partial failure.
+class Pending {
+ public:
+  Pending() = default;
+  void done() { finish(state_ && state_->rejected ? PMQ_WRITE_REJECTED : PMQ_WRITE_OK, nullptr); }
+  void retry(const std::string& reason) { finish(PMQ_WRITE_RETRY, reason.c_str()); }
+  void partial(const std::string& reason) { finish(PMQ_WRITE_PARTIAL, reason.c_str()); }
+  void fatal(const std::string& reason) { finish(PMQ_WRITE_FATAL, reason.c_str()); }
+  void reject(size_t record_index, const std::string& reason) {
+    if (!state_ || state_->completed.load()) return;
+    state_->host->reject_record(state_->result, record_index, reason.c_str());
+    state_->rejected = true;
+  }
+  bool completed() const { return !state_ || state_->completed.load(); }
+
+ private:
+  template <class S>
+  friend class BaseSink;
+  template <class S>
+  friend struct Exporter;
+  struct State {
+    const pmq_host_api* host = nullptr;
+    pmq_write_result* result = nullptr;
+    std::atomic<bool> completed{false};
+    bool rejected = false;
+    ~State() {
+      if (!completed.exchange(true)) {
+        host->set_error(result, "the sink dropped a pending write without completing it");
+        host->complete(result, PMQ_WRITE_PARTIAL);
+      }
+    }
+  };
+  explicit Pending(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  void finish(pmq_write_status status, const char* reason) {
+    if (!state_ || state_->completed.exchange(true)) return;  // exactly once
+    if (reason) state_->host->set_error(state_->result, reason);
+    state_->host->complete(state_->result, status);
+  }
+  std::shared_ptr<State> state_;
 };
 
 // ---------------------------------------------------------------- records
@@ -237,6 +283,9 @@ class BaseSink {
   static constexpr std::array<DataPlane, 1> accepted_data_planes{DataPlane::Rows};
   static constexpr std::array<DataPlane, 1> native_data_planes{DataPlane::Rows};
   static constexpr std::array<pmq_option, 0> options{};
+  // Writes of one [[topics]] block that may be pending at once: an asynchronous sink's
+  // write_batch / write_arrow_batch return sdk::Pending (see pending()).
+  static constexpr uint32_t max_in_flight = 1;
 
   // Hooks a sink shadows. The ones it does not are not exported: a plane declared native
   // without its hook is refused when the plugin loads.
@@ -257,6 +306,15 @@ class BaseSink {
     rejected_ = true;
   }
   const pmq_host_api* host() const { return host_; }
+  // During write_batch / write_arrow_batch of an asynchronous sink: the handle of this write,
+  // to complete later (the method returns it).
+  Pending pending() {
+    auto state = std::make_shared<typename Pending::State>();
+    state->host = host_;
+    state->result = result_;
+    pending_ = state;
+    return Pending(std::move(state));
+  }
 
  private:
   template <class S>
@@ -264,6 +322,9 @@ class BaseSink {
   const pmq_host_api* host_ = nullptr;
   pmq_write_result* result_ = nullptr;
   bool rejected_ = false;
+  // The handle of the write in progress, held until the trampoline knows its outcome, so a
+  // handle dropped by a throw cannot complete the write behind the synchronous status.
+  std::shared_ptr<typename Pending::State> pending_;
 };
 
 template <class S>
@@ -306,14 +367,28 @@ struct Exporter {
     Base* base = sink;
     base->result_ = result;
     base->rejected_ = false;
+    base->pending_.reset();
     auto fail = [&](pmq_write_status status, const char* message) {
+      // A handle taken before the failure must not complete this write a second time.
+      if (base->pending_) base->pending_->completed = true;
+      base->pending_.reset();
       if (base->host_) base->host_->set_error(result, message);
       base->result_ = nullptr;
       return status;
     };
     try {
-      call(*sink);
+      if constexpr (std::is_same_v<decltype(call(*sink)), Pending>) {
+        Pending handle = call(*sink);
+        if (!handle.state_) return fail(PMQ_WRITE_FATAL, "the sink returned an empty Pending (use pending())");
+        base->pending_.reset();
+        base->result_ = nullptr;
+        return PMQ_WRITE_PENDING;  // completed through the handle, maybe already
+      } else {
+        call(*sink);
+      }
     } catch (const RecordRejected& e) {
+      if (base->pending_) base->pending_->completed = true;
+      base->pending_.reset();
       base->host_->reject_record(result, e.index, e.what());
       base->result_ = nullptr;
       return PMQ_WRITE_REJECTED;
@@ -329,6 +404,7 @@ struct Exporter {
       return fail(PMQ_WRITE_PARTIAL, "the sink threw a non-standard exception");
     }
     base->result_ = nullptr;
+    base->pending_.reset();
     return base->rejected_ ? PMQ_WRITE_REJECTED : PMQ_WRITE_OK;
   }
 
@@ -337,10 +413,10 @@ struct Exporter {
     return guarded(instance, result, [&](S& s) { s.write(Record(batch, index)); });
   }
   static pmq_write_status write_batch(void* instance, const pmq_batch* batch, pmq_write_result* result) noexcept {
-    return guarded(instance, result, [&](S& s) { s.write_batch(Batch(batch)); });
+    return guarded(instance, result, [&](S& s) { return s.write_batch(Batch(batch)); });
   }
   static pmq_write_status write_arrow(void* instance, const pmq_arrow_batch* batch, pmq_write_result* result) noexcept {
-    return guarded(instance, result, [&](S& s) { s.write_arrow_batch(ArrowBatch(batch)); });
+    return guarded(instance, result, [&](S& s) { return s.write_arrow_batch(ArrowBatch(batch)); });
   }
   static void close(void* instance) noexcept {
     auto* sink = static_cast<S*>(instance);
@@ -372,6 +448,7 @@ struct Exporter {
         .write_batch = implements_write_batch ? &Exporter::write_batch : nullptr,
         .write_arrow = implements_write_arrow_batch ? &Exporter::write_arrow : nullptr,
         .close = &Exporter::close,
+        .max_in_flight = S::max_in_flight,
     };
     return d;
   }

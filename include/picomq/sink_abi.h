@@ -149,7 +149,8 @@ typedef enum pmq_write_status {
   PMQ_WRITE_RETRY = 1,     /* nothing was written and the same batch may be retried */
   PMQ_WRITE_PARTIAL = 2,   /* possibly partly written; a retry relies on the sink being idempotent */
   PMQ_WRITE_FATAL = 3,     /* permanent failure: retrying cannot help; the sink stops in Error */
-  PMQ_WRITE_REJECTED = 4   /* the records named through reject_record were refused, the rest written */
+  PMQ_WRITE_REJECTED = 4,  /* the records named through reject_record were refused, the rest written */
+  PMQ_WRITE_PENDING = 5    /* started; the outcome follows through host->complete() (see max_in_flight) */
 } pmq_write_status;
 
 /* Opaque, owned by the host; filled through the host API during a write call. */
@@ -184,6 +185,11 @@ typedef struct pmq_host_api {
   size_t (*config_list_size)(void *host_ctx, const char *name);       /* STRING_LIST */
   const char *(*config_list_item)(void *host_ctx, const char *name, size_t index);
   const char *(*config_json)(void *host_ctx, const char *name);       /* any option, as JSON text */
+
+  /* Completes a write that returned PMQ_WRITE_PENDING, exactly once, from any thread, with
+   * any status but PENDING; set_error / reject_record on the same result go before it. Until
+   * then everything the write was handed (batch, records, Arrow structs) stays valid. */
+  void (*complete)(pmq_write_result *result, pmq_write_status status);
 } pmq_host_api;
 
 typedef struct pmq_sink_plugin {
@@ -212,8 +218,14 @@ typedef struct pmq_sink_plugin {
   pmq_write_status (*write_batch)(void *instance, const pmq_batch *batch, pmq_write_result *result);
   pmq_write_status (*write_arrow)(void *instance, const pmq_arrow_batch *batch, pmq_write_result *result);
 
-  /* Flushes and releases everything the instance holds. */
+  /* Flushes and releases everything the instance holds. Every pending write is completed
+   * before it is called. */
   void (*close)(void *instance);
+
+  /* How many batch or Arrow writes of one [[topics]] block may be pending at once (0 or 1: the
+   * host waits for each). Calls stay serialised; only their completions overlap. The host still
+   * commits in offset order, and only what completed OK. */
+  uint32_t max_in_flight;
 } pmq_sink_plugin;
 
 typedef const pmq_sink_plugin *(*pmq_sink_entry_fn)(uint32_t host_abi_version);

@@ -8,6 +8,7 @@
 // The host side of the opaque result type plugins fill through pmq_host_api.
 struct pmq_write_result {
   picomq::runtime::WriteOutcome* outcome;
+  picomq::runtime::WriteCall* call;  // set for batch and Arrow writes, which may complete later
 };
 
 namespace picomq::runtime {
@@ -33,6 +34,14 @@ void host_reject_record(pmq_write_result* result, size_t index, const char* reas
   if (result) result->outcome->rejections.emplace_back(index, reason ? reason : "rejected by the sink");
 }
 
+void host_complete(pmq_write_result* result, pmq_write_status status) {
+  if (!result || !result->call) {
+    spdlog::error("a plugin completed a write that cannot be pending (rows plane); ignored");
+    return;
+  }
+  result->call->complete(status);
+}
+
 int host_config_has(void* ctx, const char* name) { return name && options_of(ctx).has(name); }
 const char* host_config_string(void* ctx, const char* name) { return name ? options_of(ctx).string(name) : nullptr; }
 int64_t host_config_int(void* ctx, const char* name) { return name ? options_of(ctx).integer(name) : 0; }
@@ -53,6 +62,7 @@ std::string_view to_string(pmq_write_status status) {
     case PMQ_WRITE_PARTIAL: return "failure, possibly partly written";
     case PMQ_WRITE_FATAL: return "permanent failure";
     case PMQ_WRITE_REJECTED: return "records rejected";
+    case PMQ_WRITE_PENDING: return "pending";
   }
   return "unknown status";
 }
@@ -150,6 +160,7 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
   host.config_list_size = host_config_list_size;
   host.config_list_item = host_config_list_item;
   host.config_json = host_config_json;
+  host.complete = host_complete;
   char errbuf[1024] = {0};
   sink->instance_ = d.open(&host, sink->context_->options.json().c_str(), errbuf, sizeof errbuf);
   if (!sink->instance_) {
@@ -163,7 +174,8 @@ namespace {
 // A plugin's answer, checked: unknown statuses and unnamed rejections are plugin bugs.
 void check_outcome(WriteOutcome& outcome) {
   if (outcome.status < PMQ_WRITE_OK || outcome.status > PMQ_WRITE_REJECTED) {
-    outcome.message = "plugin returned an unknown status " + std::to_string(int(outcome.status));
+    outcome.message = "plugin returned an unknown status " + std::to_string(int(outcome.status)) +
+                      (outcome.message.empty() ? "" : ": " + outcome.message);
     outcome.status = PMQ_WRITE_FATAL;
   }
   if (outcome.status == PMQ_WRITE_REJECTED && outcome.rejections.empty()) {
@@ -174,78 +186,126 @@ void check_outcome(WriteOutcome& outcome) {
 }
 }  // namespace
 
-WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow) {
-  WriteOutcome outcome;
-  const pmq_batch view = batch.abi_view();
-  if (library_->planes().best_plane == PMQ_PLANE_ARROW) return write_arrow(batch, view, arrow);
-  std::lock_guard lock(call_mutex_);
-  if (!instance_) {
-    outcome.status = PMQ_WRITE_FATAL;
-    outcome.message = "the sink is closed";
-    return outcome;
-  }
-  switch (library_->planes().best_plane) {
-    case PMQ_PLANE_BATCHES: {
-      pmq_write_result result{&outcome};
-      outcome.status = library_->descriptor().write_batch(instance_, &view, &result);
-      check_outcome(outcome);
-      return outcome;
+WriteCall::~WriteCall() {
+  delete result_;
+  if (schema_.release) schema_.release(&schema_);
+  if (array_.release) array_.release(&array_);
+}
+
+void WriteCall::complete(pmq_write_status status) {
+  std::function<void()> notify;
+  {
+    std::lock_guard lock(mutex_);
+    if (done_) {
+      spdlog::error("a plugin completed the same write twice; the second outcome ({}) is ignored", int(status));
+      return;
     }
-    case PMQ_PLANE_ROWS: return write_rows(view);
-    default:
+    outcome.status = status;
+    if (status == PMQ_WRITE_PENDING) {
       outcome.status = PMQ_WRITE_FATAL;
-      outcome.message = std::string("this runtime cannot deliver on the ") + pmq_plane_name(library_->planes().best_plane) +
-                        " plane yet";
-      return outcome;
+      outcome.message = "plugin completed a write with PMQ_WRITE_PENDING";
+    }
+    check_outcome(outcome);
+    done_ = true;
+    notify = on_done;
   }
+  cv_.notify_all();
+  if (notify) notify();
+}
+
+void WriteCall::wait() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
+bool WriteCall::done() {
+  std::lock_guard lock(mutex_);
+  return done_;
+}
+
+uint32_t SinkPlugin::max_in_flight() const {
+  const pmq_sink_plugin& d = library_->descriptor();
+  if (d.struct_size < offsetof(pmq_sink_plugin, max_in_flight) + sizeof(d.max_in_flight)) return 1;
+  return std::max<uint32_t>(1, d.max_in_flight);
+}
+
+WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow) {
+  WriteCall call;
+  start(batch, arrow, call);
+  call.wait();
+  return std::move(call.outcome);
+}
+
+void SinkPlugin::start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call) {
+  call.view_ = batch.abi_view();
+  const uint32_t plane = library_->planes().best_plane;
+  if (plane == PMQ_PLANE_ARROW) return start_arrow(batch, arrow, call);
+  if (plane == PMQ_PLANE_ROWS) {
+    std::lock_guard lock(call_mutex_);
+    call.outcome = write_rows(call.view_);
+    // write_rows checked every record's outcome; keep it as is.
+    std::function<void()> notify;
+    {
+      std::lock_guard call_lock(call.mutex_);
+      call.done_ = true;
+      notify = call.on_done;
+    }
+    if (notify) notify();
+    return;
+  }
+  pmq_write_status status;
+  call.result_ = new pmq_write_result{&call.outcome, &call};
+  {
+    std::lock_guard lock(call_mutex_);
+    if (!instance_) {
+      call.outcome.message = "the sink is closed";
+      status = PMQ_WRITE_FATAL;
+    } else {
+      status = library_->descriptor().write_batch(instance_, &call.view_, call.result_);
+    }
+  }
+  if (status != PMQ_WRITE_PENDING) call.complete(status);
 }
 
 // The arrow plane: the batch is exported through the C Data Interface first. Records the
 // declared columns cannot hold are rejections (the bad-record policy applies); the structs are
-// released after the call unless the plugin moved them out.
-WriteOutcome SinkPlugin::write_arrow(const DecodedBatch& batch, const pmq_batch& view,
-                                     const arrow::ExportOptions& options) {
-  WriteOutcome outcome;
-  ArrowSchema schema{};
-  ArrowArray array{};
-  auto exported = arrow::export_batch(view, options, &schema, &array);
+// released when the write is done unless the plugin moved them out.
+void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
+  auto exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
   if (!exported.ok) {
     if (!exported.rejected.empty()) {
-      outcome.status = PMQ_WRITE_REJECTED;
-      for (auto& r : exported.rejected) outcome.rejections.emplace_back(r.record_index, "arrow export: " + r.reason);
+      for (auto& r : exported.rejected) call.outcome.rejections.emplace_back(r.record_index, "arrow export: " + r.reason);
+      call.complete(PMQ_WRITE_REJECTED);
     } else {
-      outcome.status = PMQ_WRITE_FATAL;
-      outcome.message = "cannot export the batch as Arrow: " + exported.error;
+      call.outcome.message = "cannot export the batch as Arrow: " + exported.error;
+      call.complete(PMQ_WRITE_FATAL);
     }
-    return outcome;
+    return;
   }
-  std::vector<int64_t> offsets;
-  offsets.reserve(batch.records.size());
-  for (const auto& r : batch.records) offsets.push_back(r.offset);
-  pmq_arrow_batch arrow_batch{};
-  arrow_batch.struct_size = sizeof arrow_batch;
-  arrow_batch.topic = view.topic;
-  arrow_batch.partition = view.partition;
-  arrow_batch.payload_format = view.payload_format;
-  arrow_batch.schema = view.schema;
-  arrow_batch.arrow_schema = &schema;
-  arrow_batch.arrow_array = &array;
-  arrow_batch.offsets = offsets.data();
-  arrow_batch.record_count = offsets.size();
+  call.offsets_.reserve(batch.records.size());
+  for (const auto& r : batch.records) call.offsets_.push_back(r.offset);
+  pmq_arrow_batch& ab = call.arrow_batch_;
+  ab.struct_size = sizeof ab;
+  ab.topic = call.view_.topic;
+  ab.partition = call.view_.partition;
+  ab.payload_format = call.view_.payload_format;
+  ab.schema = call.view_.schema;
+  ab.arrow_schema = &call.schema_;
+  ab.arrow_array = &call.array_;
+  ab.offsets = call.offsets_.data();
+  ab.record_count = call.offsets_.size();
+  pmq_write_status status;
+  call.result_ = new pmq_write_result{&call.outcome, &call};
   {
     std::lock_guard lock(call_mutex_);
     if (!instance_) {
-      outcome.status = PMQ_WRITE_FATAL;
-      outcome.message = "the sink is closed";
+      call.outcome.message = "the sink is closed";
+      status = PMQ_WRITE_FATAL;
     } else {
-      pmq_write_result result{&outcome};
-      outcome.status = library_->descriptor().write_arrow(instance_, &arrow_batch, &result);
-      check_outcome(outcome);
+      status = library_->descriptor().write_arrow(instance_, &ab, call.result_);
     }
   }
-  if (schema.release) schema.release(&schema);
-  if (array.release) array.release(&array);
-  return outcome;
+  if (status != PMQ_WRITE_PENDING) call.complete(status);
 }
 
 // The rows plane: one call per record, in order. A rejected record is collected and the rest
@@ -254,8 +314,13 @@ WriteOutcome SinkPlugin::write_rows(const pmq_batch& view) {
   WriteOutcome batch_outcome;
   for (size_t i = 0; i < view.record_count; ++i) {
     WriteOutcome one;
-    pmq_write_result result{&one};
-    one.status = library_->descriptor().write_record(instance_, &view, i, &result);
+    pmq_write_result result{&one, nullptr};
+    one.status = instance_ ? library_->descriptor().write_record(instance_, &view, i, &result) : PMQ_WRITE_FATAL;
+    if (!instance_) one.message = "the sink is closed";
+    if (one.status == PMQ_WRITE_PENDING) {
+      one.status = PMQ_WRITE_FATAL;
+      one.message = "write_record returned PMQ_WRITE_PENDING: only batch and Arrow writes may be pending";
+    }
     if (one.status == PMQ_WRITE_REJECTED && one.rejections.empty()) one.rejections.emplace_back(i, one.message);
     for (auto& r : one.rejections) r.first = i;  // a row call can only refuse its own record
     check_outcome(one);

@@ -1,6 +1,8 @@
 #pragma once
 // Loads sink plugins (shared libraries) through the C ABI in picomq/sink_abi.h and calls them.
+#include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +24,38 @@ struct WriteOutcome {
 };
 
 std::string_view to_string(pmq_write_status status);
+
+// One write of one batch, from the call until its outcome is known: at once for a plugin that
+// returns a final status, later for one that returns PMQ_WRITE_PENDING and completes through
+// the host API. Owns what must outlive the call (the Arrow export, the ABI views).
+class WriteCall {
+ public:
+  WriteCall() = default;
+  WriteCall(const WriteCall&) = delete;
+  WriteCall& operator=(const WriteCall&) = delete;
+  ~WriteCall();
+
+  void wait();
+  bool done();
+  // Called (from any thread) when this write's outcome is known.
+  std::function<void()> on_done;
+  WriteOutcome outcome;  // read it after wait()
+
+  // Host side: the final status of the write (checked for plugin bugs).
+  void complete(pmq_write_status status);
+
+ private:
+  friend class SinkPlugin;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  pmq_batch view_{};
+  ArrowSchema schema_{};
+  ArrowArray array_{};
+  std::vector<int64_t> offsets_;
+  pmq_arrow_batch arrow_batch_{};
+  pmq_write_result* result_ = nullptr;  // what the plugin reports through; owned, lives as long as the call
+};
 
 // A dlopen()ed plugin library whose ABI version the host accepts.
 class PluginLibrary {
@@ -58,9 +92,14 @@ class SinkPlugin {
   static std::unique_ptr<SinkPlugin> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
                                           const std::string& config_json, std::string& error);
   ~SinkPlugin();
-  // `arrow` shapes the Arrow batch when the plugin's best plane is arrow (declared columns of
-  // the batch's [[topics]] block); the export runs before the call, outside the call lock.
+  // Starts writing `batch` (which must stay alive until `call` is done). `arrow` shapes the
+  // Arrow batch when the plugin's best plane is arrow (declared columns of the batch's
+  // [[topics]] block); the export runs before the call, outside the call lock.
+  void start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call);
+  // start() and wait.
   WriteOutcome write(const DecodedBatch& batch, const arrow::ExportOptions& arrow = {});
+  // How many writes per block may be pending at once (the plugin's max_in_flight, at least 1).
+  uint32_t max_in_flight() const;
   void close();
   const std::string& sink_key() const { return sink_key_; }
   uint32_t plane() const { return library_->planes().best_plane; }
@@ -74,7 +113,7 @@ class SinkPlugin {
  private:
   SinkPlugin() = default;
   WriteOutcome write_rows(const pmq_batch& view);
-  WriteOutcome write_arrow(const DecodedBatch& batch, const pmq_batch& view, const arrow::ExportOptions& options);
+  void start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call);
   std::shared_ptr<PluginLibrary> library_;
   std::string sink_key_;
   std::unique_ptr<HostContext> context_;

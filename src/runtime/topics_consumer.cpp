@@ -506,7 +506,10 @@ void TopicsConsumer::on_revoke(const rd_kafka_topic_partition_list_t* partitions
       }
     }
     done_cv_.wait(lock, [&] {
-      return abandoned_ || !in_flight_ || std::find(revoked.begin(), revoked.end(), *in_flight_) == revoked.end();
+      return abandoned_ || std::none_of(revoked.begin(), revoked.end(), [&](const TopicPartition& tp) {
+               auto it = in_flight_.find(tp);
+               return it != in_flight_.end() && it->second > 0;
+             });
     });
   }
   release(dropped_records, dropped_bytes);
@@ -570,23 +573,36 @@ void TopicsConsumer::shutdown_path() {
 
 // ---------------------------------------------------------------- delivery thread
 
+// Writes go out in order; up to the plugin's max_in_flight of them may be pending at once
+// (asynchronous sinks), and their outcomes are taken strictly in order, so offsets are stored
+// in order and only for writes that completed OK. With max_in_flight = 1 each write is awaited.
 void TopicsConsumer::delivery_main() {
+  const size_t window = plugin_.max_in_flight();
+  std::deque<std::unique_ptr<InFlight>> pending;
   for (;;) {
-    Job job;
-    {
-      std::unique_lock lock(mutex_);
-      work_cv_.wait(lock, [&] { return !jobs_.empty() || delivery_stop_; });
-      if (jobs_.empty()) break;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-      in_flight_ = job.tp;
+    while (pending.size() < window) {
+      auto entry = std::make_unique<InFlight>();
+      {
+        std::unique_lock lock(mutex_);
+        if (pending.empty()) work_cv_.wait(lock, [&] { return !jobs_.empty() || delivery_stop_; });
+        if (jobs_.empty()) break;
+        entry->job = std::move(jobs_.front());
+        jobs_.pop_front();
+        ++in_flight_[entry->job.tp];
+      }
+      start_write(*entry);
+      pending.push_back(std::move(entry));
     }
-    deliver(job);
-    const size_t records = job.messages.size(), bytes = job.bytes;
-    job.messages.clear();
+    if (pending.empty()) break;  // stopping, and everything is written
+    InFlight& oldest = *pending.front();
+    if (oldest.call) oldest.call->wait();
+    finish_write(oldest);
+    const TopicPartition tp = oldest.job.tp;
+    const size_t records = oldest.job.messages.size(), bytes = oldest.job.bytes;
+    pending.pop_front();  // drops the batch and the messages it pointed into
     {
       std::lock_guard lock(mutex_);
-      in_flight_.reset();
+      if (--in_flight_[tp] == 0) in_flight_.erase(tp);
     }
     release(records, bytes);
     done_cv_.notify_all();
@@ -653,21 +669,38 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
   }
 }
 
-// Writes the prepared batch (the records before an undecodable one, if any), stores its
-// offset, then reports the undecodable record: earlier offsets are committed, it is first on restart.
-void TopicsConsumer::deliver(Job& job) {
+// Prepares the job if the consumer thread did not, and starts its write. Nothing is started for
+// a partition that already failed: on restart its failed batch must be the first thing written.
+void TopicsConsumer::start_write(InFlight& entry) {
+  Job& job = entry.job;
   {
     std::lock_guard lock(mutex_);
-    // After a failed batch nothing later from that partition may be written: on restart the
-    // failed batch must be the first thing the sink sees.
     if (failed_partitions_.count(job.tp)) return;
   }
   if (!job.prepared) prepare(job, delivery_side_);
+  if (job.batch.records.empty()) return;
+  entry.call = std::make_unique<WriteCall>();
+  plugin_.start(job.batch, arrow_options_, *entry.call);
+}
+
+// Takes the outcome of the oldest write: retries a failure (now one write at a time), stores
+// the offset of what was written, then reports an undecodable record the batch stopped at.
+void TopicsConsumer::finish_write(InFlight& entry) {
+  Job& job = entry.job;
+  {
+    std::lock_guard lock(mutex_);
+    if (failed_partitions_.count(job.tp)) {
+      if (entry.call && entry.call->outcome.status == PMQ_WRITE_OK)
+        spdlog::warn("{}: a batch of {} completed after an earlier one failed; it is not committed and is written "
+                     "again on restart", log_prefix_, job.tp.to_string());
+      return;
+    }
+  }
   DecodedBatch& batch = job.batch;
-  if (!batch.records.empty()) {
+  if (entry.call) {
     std::string error;
     size_t written_prefix = 0;
-    if (!write_with_retries(batch, error, written_prefix)) {
+    if (!write_with_retries(batch, std::move(entry.call->outcome), error, written_prefix)) {
       if (written_prefix > 0) store_offset(job.tp, batch.records[written_prefix - 1].offset + 1);
       fail(job.tp, error);
       return;
@@ -681,12 +714,13 @@ void TopicsConsumer::deliver(Job& job) {
 // The spec's retry rule: the same batch up to max_attempts times with a doubling backoff; a
 // permanent failure or rejected records stop at once. `written_prefix` says how many leading
 // records are known written when it gives up (rejections), so their offsets can be committed.
-bool TopicsConsumer::write_with_retries(DecodedBatch& batch, std::string& error, size_t& written_prefix) {
+bool TopicsConsumer::write_with_retries(DecodedBatch& batch, WriteOutcome first, std::string& error,
+                                        size_t& written_prefix) {
   const auto& policy = settings_.retry;
   const std::string where = batch.tp.to_string() + " offsets " + std::to_string(batch.records.front().offset) +
                             ".." + std::to_string(batch.records.back().offset);
   for (int attempt = 1;; ++attempt) {
-    WriteOutcome out = plugin_.write(batch, arrow_options_);
+    WriteOutcome out = attempt == 1 ? std::move(first) : plugin_.write(batch, arrow_options_);
     if (out.status == PMQ_WRITE_OK) {
       if (attempt > 1) spdlog::info("{}: batch {} written on attempt {}", log_prefix_, where, attempt);
       return true;

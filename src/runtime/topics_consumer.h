@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -102,9 +103,15 @@ class TopicsConsumer {
   void shutdown_path();
 
   // delivery thread
+  struct InFlight {
+    Job job;
+    std::unique_ptr<WriteCall> call;  // null when nothing was written (failed partition, no records)
+  };
   void delivery_main();
-  void deliver(Job& job);
-  bool write_with_retries(DecodedBatch& batch, std::string& error, size_t& written_prefix);
+  void start_write(InFlight& entry);
+  void finish_write(InFlight& entry);
+  // `first` is the outcome of the first attempt, already made.
+  bool write_with_retries(DecodedBatch& batch, WriteOutcome first, std::string& error, size_t& written_prefix);
   void store_offset(const TopicPartition& tp, int64_t next_offset);
   void fail(const TopicPartition& tp, const std::string& message);
   void release(size_t records, size_t bytes);
@@ -139,7 +146,7 @@ class TopicsConsumer {
   std::condition_variable work_cv_;   // delivery thread waits for jobs / stop
   std::condition_variable done_cv_;   // consumer thread waits for in-flight jobs to finish
   std::deque<Job> jobs_;
-  std::optional<TopicPartition> in_flight_;
+  std::map<TopicPartition, int> in_flight_;  // batches taken by the delivery thread, not yet finished
   bool delivery_stop_ = false;
   bool delivery_finished_ = false;
   std::set<TopicPartition> failed_partitions_;

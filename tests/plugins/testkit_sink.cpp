@@ -2,7 +2,8 @@
 // the C++ SDK in several variants (tests/plugins/CMakeLists.txt): the planes it declares
 // (default: rows+batches native; TESTKIT_PLANES_ROWS: rows only; TESTKIT_PLANES_ARROW: all
 // three, so batches arrive as Arrow and the log line's payload is the row's payload columns
-// rendered as name=value pairs), TESTKIT_FUTURE_ABI
+// rendered as name=value pairs; TESTKIT_ASYNC: batches native and asynchronous, up to 4 writes
+// pending, each completed by a worker thread after delay_ms), TESTKIT_FUTURE_ABI
 // claims an ABI this runtime does not speak, TESTKIT_BAD_NATIVE declares a native Arrow plane
 // it does not implement.
 //
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -72,6 +74,10 @@ class Testkit : public sdk::BaseSink<Testkit> {
 #elif defined(TESTKIT_PLANES_ARROW)
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
   static constexpr std::array native_data_planes = accepted_data_planes;
+#elif defined(TESTKIT_ASYNC)
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr uint32_t max_in_flight = 4;
 #elif defined(TESTKIT_BAD_NATIVE)
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
   static constexpr std::array native_data_planes = accepted_data_planes;  // but no write_arrow_batch
@@ -97,7 +103,29 @@ class Testkit : public sdk::BaseSink<Testkit> {
   }
 
   void write(const sdk::Record& record) { handle(Call::of(sdk::Batch(record.batch()), record.index(), 1)); }
-#if !defined(TESTKIT_PLANES_ROWS)
+#if defined(TESTKIT_ASYNC)
+  // Each batch is written by its own worker thread after delay_ms, so several are in flight.
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    sdk::Pending done = pending();
+    Call call = Call::of(batch, 0, batch.size());
+    std::lock_guard lock(workers_mutex_);
+    workers_.emplace_back([this, done, call = std::move(call)]() mutable {
+      if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+      try {
+        std::lock_guard handle_lock(handle_mutex_);
+        handle(call, /*with_delay=*/false, &done);
+        done.done();
+      } catch (const sdk::RetryableError& e) {
+        done.retry(e.what());
+      } catch (const sdk::PartialWriteError& e) {
+        done.partial(e.what());
+      } catch (const std::exception& e) {
+        done.fatal(e.what());
+      }
+    });
+    return done;
+  }
+#elif !defined(TESTKIT_PLANES_ROWS)
   void write_batch(const sdk::Batch& batch) { handle(Call::of(batch, 0, batch.size())); }
 #endif
 #if defined(TESTKIT_PLANES_ARROW)
@@ -121,6 +149,9 @@ class Testkit : public sdk::BaseSink<Testkit> {
 #endif
 
   void close() {
+#if defined(TESTKIT_ASYNC)
+    for (auto& w : workers_) w.join();  // every write completed before close(); the threads end
+#endif
     if (log_fd_ >= 0) ::close(log_fd_);
     if (calls_fd_ >= 0) ::close(calls_fd_);
   }
@@ -157,12 +188,12 @@ class Testkit : public sdk::BaseSink<Testkit> {
   }
 #endif
 
-  void handle(const Call& c) {
+  void handle(const Call& c, bool with_delay = true, sdk::Pending* async = nullptr) {
     const int64_t call = ++calls_;
     if (call == crash_on_call_) std::abort();
     if (call == hang_on_call_)
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    if (with_delay && delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
 
     std::string status = "ok";
     const bool carries_fail_offset =
@@ -194,7 +225,8 @@ class Testkit : public sdk::BaseSink<Testkit> {
       }
       write_all(log_fd_, out);
     }
-    if (status == "reject") reject(c.first_index + reject_at, "testkit rejects this offset");
+    if (status == "reject" && async) async->reject(c.first_index + reject_at, "testkit rejects this offset");
+    else if (status == "reject") reject(c.first_index + reject_at, "testkit rejects this offset");
     else if (status == "retry") throw sdk::RetryableError("testkit injected failure");
     else if (status == "partial") throw sdk::PartialWriteError("testkit injected failure");
     else if (status == "fatal") throw sdk::FatalError("testkit injected failure");
@@ -202,6 +234,8 @@ class Testkit : public sdk::BaseSink<Testkit> {
 
   int log_fd_ = -1;
   int calls_fd_ = -1;
+  std::mutex workers_mutex_, handle_mutex_;
+  std::vector<std::thread> workers_;
   int64_t fail_times_ = 0;
   std::string fail_topic_;
   std::string fail_status_;

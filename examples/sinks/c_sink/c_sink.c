@@ -86,6 +86,7 @@ static const pmq_sink_plugin kPlugin = {
     c_write_batch,
     NULL,
     c_close,
+    1, /* max_in_flight: writes complete before they return */
 };
 
 PMQ_SINK_EXPORT const pmq_sink_plugin *picomq_sink_plugin_entry(uint32_t host_abi_version) {

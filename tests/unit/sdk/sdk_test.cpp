@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -108,6 +109,7 @@ struct Captured {
   std::string error;
   std::vector<std::pair<size_t, std::string>> rejections;
   std::vector<std::string> logs;
+  std::vector<pmq_write_status> completions;
 };
 Captured* g_captured = nullptr;
 
@@ -134,6 +136,7 @@ pmq_host_api fake_host() {
   h.config_list_size = [](void*, const char*) -> size_t { return 0; };
   h.config_list_item = [](void*, const char*, size_t) -> const char* { return nullptr; };
   h.config_json = [](void*, const char*) -> const char* { return nullptr; };
+  h.complete = [](pmq_write_result* r, pmq_write_status st) { r->captured->completions.push_back(st); };
   return h;
 }
 
@@ -226,6 +229,62 @@ TEST(SdkOutcomes, OpenFailureCarriesTheMessage) {
   char err[128] = {0};
   EXPECT_EQ(sdk::descriptor<MoodySink>().open(&host, "{}", err, sizeof err), nullptr);
   EXPECT_STREQ(err, "config not seen");
+}
+
+// An asynchronous sink: write_batch returns the write's Pending handle and completes it later.
+struct AsyncSink : sdk::BaseSink<AsyncSink> {
+  static constexpr std::string_view sink_name = "async";
+  static constexpr std::array accepted_data_planes{DataPlane::Rows, DataPlane::Batches};
+  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr uint32_t max_in_flight = 8;
+  std::vector<sdk::Pending> kept;
+  void write(const sdk::Record&) {}
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    sdk::Pending p = pending();
+    const std::string topic(batch.topic());
+    if (topic == "throw") throw sdk::FatalError("refused before starting");
+    if (topic == "now") p.done();  // completes before the call even returns
+    if (topic != "drop") kept.push_back(p);
+    return p;
+  }
+};
+
+TEST(SdkAsync, PendingWritesCompleteExactlyOnceFromAnyThread) {
+  EXPECT_EQ(sdk::descriptor<AsyncSink>().max_in_flight, 8u);
+  EXPECT_EQ(sdk::descriptor<MinimalSink>().max_in_flight, 1u);
+  Captured captured;
+  g_captured = &captured;
+  pmq_host_api host = fake_host();
+  const auto& d = sdk::descriptor<AsyncSink>();
+  char err[128] = {0};
+  void* instance = d.open(&host, "{}", err, sizeof err);
+  ASSERT_NE(instance, nullptr) << err;
+  auto* sink = static_cast<AsyncSink*>(instance);
+
+  BatchFixture later("later"), now("now"), thrown("throw"), dropped("drop");
+  pmq_write_result r_later{&captured}, r_now{&captured}, r_throw{&captured}, r_drop{&captured};
+  EXPECT_EQ(d.write_batch(instance, &later.batch, &r_later), PMQ_WRITE_PENDING);
+  EXPECT_TRUE(captured.completions.empty());
+  std::thread([p = sink->kept.back()]() mutable {
+    p.reject(2, "no room for it");
+    p.done();
+    p.retry("ignored: already completed");
+  }).join();
+  EXPECT_EQ(captured.completions, std::vector{PMQ_WRITE_REJECTED}) << "rejections make it REJECTED, once";
+  EXPECT_EQ(captured.rejections.at(0), (std::pair<size_t, std::string>{2, "no room for it"}));
+
+  captured.completions.clear();
+  EXPECT_EQ(d.write_batch(instance, &now.batch, &r_now), PMQ_WRITE_PENDING);
+  EXPECT_EQ(captured.completions, std::vector{PMQ_WRITE_OK}) << "a handle completed inside the call is fine";
+
+  captured.completions.clear();
+  EXPECT_EQ(d.write_batch(instance, &thrown.batch, &r_throw), PMQ_WRITE_FATAL) << "a throw is a synchronous outcome";
+  EXPECT_TRUE(captured.completions.empty()) << "and the handle taken before it never completes";
+
+  EXPECT_EQ(d.write_batch(instance, &dropped.batch, &r_drop), PMQ_WRITE_PENDING);
+  EXPECT_EQ(captured.completions, std::vector{PMQ_WRITE_PARTIAL}) << "a dropped handle reports a possible partial write";
+  EXPECT_EQ(captured.error, "the sink dropped a pending write without completing it");
+  d.close(instance);
 }
 
 TEST(SdkRecords, RecordAndBatchViewsReadThroughTheStride) {
