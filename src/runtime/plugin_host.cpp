@@ -201,6 +201,10 @@ void WriteCall::complete(pmq_write_status status) {
       return;
     }
     outcome.status = status;
+    if (status == PMQ_WRITE_OK && !export_rejections_.empty()) {
+      outcome.status = PMQ_WRITE_REJECTED;
+      outcome.rejections = std::move(export_rejections_);
+    }
     if (status == PMQ_WRITE_PENDING) {
       outcome.status = PMQ_WRITE_FATAL;
       outcome.message = "plugin completed a write with PMQ_WRITE_PENDING";
@@ -272,18 +276,30 @@ void SinkPlugin::start(const DecodedBatch& batch, const arrow::ExportOptions& ar
 // released when the write is done unless the plugin moved them out.
 void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
   auto exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
-  if (!exported.ok) {
-    if (!exported.rejected.empty()) {
-      for (auto& r : exported.rejected) call.outcome.rejections.emplace_back(r.record_index, "arrow export: " + r.reason);
-      call.complete(PMQ_WRITE_REJECTED);
-    } else {
-      call.outcome.message = "cannot export the batch as Arrow: " + exported.error;
-      call.complete(PMQ_WRITE_FATAL);
+  if (!exported.ok && !exported.rejected.empty()) {
+    // As with an undecodable record: the records before the first refused one are written
+    // (and then committed), the refused one goes to the bad-record policy.
+    size_t first = exported.rejected.front().record_index;
+    for (const auto& r : exported.rejected) {
+      first = std::min(first, r.record_index);
+      call.export_rejections_.emplace_back(r.record_index, "arrow export: " + r.reason);
     }
+    if (first == 0) {
+      call.complete(PMQ_WRITE_OK);  // nothing to write: becomes REJECTED at index 0
+      return;
+    }
+    call.view_.record_count = first;
+    exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
+  }
+  if (!exported.ok) {
+    call.export_rejections_.clear();
+    call.outcome.message = "cannot export the batch as Arrow: " +
+                           (exported.error.empty() ? exported.rejected.at(0).reason : exported.error);
+    call.complete(PMQ_WRITE_FATAL);
     return;
   }
-  call.offsets_.reserve(batch.records.size());
-  for (const auto& r : batch.records) call.offsets_.push_back(r.offset);
+  call.offsets_.reserve(call.view_.record_count);
+  for (size_t i = 0; i < call.view_.record_count; ++i) call.offsets_.push_back(batch.records[i].offset);
   pmq_arrow_batch& ab = call.arrow_batch_;
   ab.struct_size = sizeof ab;
   ab.topic = call.view_.topic;

@@ -55,6 +55,9 @@ class WriteCall {
   std::vector<int64_t> offsets_;
   pmq_arrow_batch arrow_batch_{};
   pmq_write_result* result_ = nullptr;  // what the plugin reports through; owned, lives as long as the call
+  // Records the Arrow export refused: the plugin got the records before the first of them, and
+  // a successful write of those becomes REJECTED with these.
+  std::vector<std::pair<size_t, std::string>> export_rejections_;
 };
 
 // A dlopen()ed plugin library whose ABI version the host accepts.
