@@ -9,6 +9,11 @@ add_library(picomq::sdk ALIAS picomq_sink_abi)
 target_include_directories(picomq_sink_abi INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 set_target_properties(picomq_sink_abi PROPERTIES EXPORT_NAME sdk)
+# GCC gives static locals of inline templates (libstdc++'s std::to_string digit table...)
+# STB_GNU_UNIQUE binding whatever -fvisibility says, and glibc never unloads the first library
+# that defines one: a plugin could never be dlclose()d or reloaded. Every plugin compiles
+# without them (PluginCycles tests check that each one unloads).
+target_compile_options(picomq_sink_abi INTERFACE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-gnu-unique>)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/picomq DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
