@@ -14,8 +14,7 @@
 #   BENCH_DIR=              work dir (default: a new mktemp -d under /tmp)
 # Smoke mode for CI: BENCH_RECORDS=20000 BENCH_RUNS=1 (add BENCH_SKIP_BUILD=1 after a build).
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bench="$repo/bench"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 N="${BENCH_RECORDS:-1000000}"
 RUNS="${BENCH_RUNS:-3}"
@@ -25,86 +24,22 @@ WARMUP="${BENCH_WARMUP:-1}"
 BATCH_LENGTH="${BENCH_BATCH_LENGTH:-1000}"
 KEEP="${BENCH_KEEP:-0}"
 TOPIC="bench.stdout"
-[[ "$N" =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_RECORDS must be a positive integer" >&2; exit 2; }
-[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_RUNS must be a positive integer" >&2; exit 2; }
+bench_require_positive BENCH_RECORDS "$N"
+bench_require_positive BENCH_RUNS "$RUNS"
 
-work="${BENCH_DIR:-$(mktemp -d /tmp/picomq-bench.XXXXXX)}"
-mkdir -p "$work"
-broker_dir="$work/kafka"
-log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-
-cleanup() {
-  local rc=$?
-  "$repo/tests/servers/kafka.sh" stop "$broker_dir" >/dev/null 2>&1 || true
-  if [[ "$KEEP" == 1 || $rc -ne 0 ]]; then
-    log "work dir kept: $work"
-  else
-    rm -rf "$work"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init_workdir picomq-bench "$KEEP"
 
 # ------------------------------------------------------------------ build
-if [[ "$SKIP_BUILD" != 1 ]]; then
-  log "setup + build"
-  bash "$repo/scripts/setup.sh" >&2
-  bash "$repo/scripts/build.sh" >&2
-fi
-bin="$repo/build/bin/picomq-connect"
-plugins="$repo/build/plugins"
+bench_build "$SKIP_BUILD"
 [[ -x "$bin" && -f "$plugins/libpicomq_connector_stdout_sink.so" ]] || { echo "no build in $repo/build (run without BENCH_SKIP_BUILD)" >&2; exit 2; }
-command -v kcat >/dev/null || { echo "kcat not installed (bash scripts/setup.sh)" >&2; exit 2; }
+bench_require_kcat
+bench_compile_helper
 
-helper="$work/bench_helper"
-# shellcheck disable=SC2046
-cc -O2 -Wall -o "$helper" "$bench/bench_helper.c" $(pkg-config --cflags --libs rdkafka)
-
-# ------------------------------------------------------------------ broker
-free_port_pair() {  # a port p with p and p+1 free (broker + controller), below the ephemeral
-  # range so no client's outgoing connection can take the controller port before it binds
-  python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        s.close(); continue
-    try:
-        t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); s.close(); print(p); break
-    except OSError:
-        s.close()
-PY
-}
-port="$(free_port_pair)"
-bootstrap="127.0.0.1:$port"
-log "starting Kafka on $bootstrap (dir $broker_dir)"
-"$repo/tests/servers/kafka.sh" start "$broker_dir" "$port" >&2
-
-log "creating topic $TOPIC (1 partition)"
-java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$repo/tools/kafka/libs/*" org.apache.kafka.tools.TopicCommand \
-  --bootstrap-server "$bootstrap" --create --topic "$TOPIC" --partitions 1 --replication-factor 1 \
-  > "$work/topic.log" 2>&1 || { cat "$work/topic.log" >&2; exit 1; }
-
-# ------------------------------------------------------------------ data
-data="$work/records.jsonl"
-log "generating $N records"
-python3 "$bench/gen_records.py" "$N" "$data" >&2
-file_bytes=$(stat -c %s "$data")
-payload_bytes=$((file_bytes - N))   # one '\n' per record is not part of the payload
-
-log "producing into $TOPIC"
-t0=$(date +%s.%N)
-kcat -P -b "$bootstrap" -t "$TOPIC" -l -z none \
-  -X linger.ms=20 -X batch.num.messages=10000 -X queue.buffering.max.messages=500000 "$data"
-t1=$(date +%s.%N)
-end_offset="$("$helper" endoffset "$bootstrap" "$TOPIC" 0)"
-log "produced in $(python3 -c "print(f'{$t1-$t0:.1f}')") s; end offset $end_offset"
-[[ "$end_offset" == "$N" ]] || { echo "end offset $end_offset != $N records" >&2; exit 1; }
-rm -f "$data"   # the page cache is better spent on the broker's log
+# ------------------------------------------------------------------ broker + data
+bench_start_kafka
+bench_create_topic "$TOPIC" 1
+bench_produce_records "$TOPIC" "$N" --log-duration
+rm -f "$records_file"   # the page cache is better spent on the broker's log
 
 # ------------------------------------------------------------------ consumers
 results="$work/results.txt"
@@ -123,38 +58,11 @@ run_picomq() {  # <run> <lines|envelope>
   local run="$1" variant="$2" dir="$work/picomq-$2-r$1"
   local group="picomq-connect-sink-bench-$variant-r$run" include_metadata=false label="picomq lines"
   [[ "$variant" == envelope ]] && { include_metadata=true; label="picomq envelope"; }
-  mkdir -p "$dir/sinks.d"
-  cat > "$dir/runtime.toml" <<TOML
-[broker]
-bootstrap_servers = "$bootstrap"
-[plugins]
-path = ["$plugins"]
-[sinks]
-dir = "sinks.d"
-[runtime]
-status_file = "$dir/status.json"
-log_level = "info"
-TOML
-  cat > "$dir/sinks.d/bench.toml" <<TOML
-type = "sink"
-key = "bench"
-path = "libpicomq_connector_stdout_sink"
-[[topics]]
-topics = ["$TOPIC"]
-schema = "json"
-batch_length = $BATCH_LENGTH
-poll_interval = "100ms"
-consumer_group = "$group"
-[plugin_config]
-include_metadata = $include_metadata
-TOML
-  local timeout=$((120 + N / 5000)) out
-  out="$("$helper" sink "$bootstrap" "$group" "$TOPIC" 0 "$N" "$dir/status.json" /dev/null "$timeout" -- \
-          "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
-  [[ "$out" == *" exit=0"* && "$out" != "wall_s=-1"* ]] || { echo "$label run $run failed: $out" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
-  out+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
-  echo "tool=$label run=$run $out" >> "$results"
-  log "$label run $run: $out"
+  bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" \
+    "include_metadata = $include_metadata"
+  bench_run_sink "$dir" "$group" "$TOPIC" "$N" "$label" "$run"
+  echo "tool=$label run=$run $sink_result" >> "$results"
+  log "$label run $run: $sink_result"
 }
 
 kcat_plain() { run_kcat "kcat -f" "$1" -f '%s\n'; }

@@ -1,0 +1,176 @@
+# shellcheck shell=bash
+# Shared steps of the Kafka benchmarks (stdout_vs_kcat.sh, planes.sh); source it, do not run it.
+# Each step exits the script (status 1 or 2, message on stderr) when it fails, as the scripts did.
+#
+# Globals it sets, in the order the steps run:
+#   repo, bench                  (on source) the repository and its bench/ dir
+#   work, broker_dir             bench_init_workdir
+#   bin, plugins                 bench_build
+#   helper                       bench_compile_helper
+#   port, bootstrap              bench_start_kafka
+#   records_file, payload_bytes  bench_produce_records
+#   sink_result                  bench_run_sink
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bench="$repo/bench"
+
+log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# bench_require_positive NAME VALUE: exits 2 unless VALUE is a positive integer.
+bench_require_positive() {
+  [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "$1 must be a positive integer" >&2; exit 2; }
+}
+
+# bench_init_workdir PREFIX KEEP: creates the work dir ($BENCH_DIR, or a new /tmp/PREFIX.XXXXXX)
+# and installs the exit trap, which stops the broker and removes the work dir unless KEEP is 1
+# or the script failed.
+bench_init_workdir() {
+  local prefix="$1"
+  bench_keep_workdir="$2"
+  work="${BENCH_DIR:-$(mktemp -d "/tmp/$prefix.XXXXXX")}"
+  mkdir -p "$work"
+  broker_dir="$work/kafka"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+bench_cleanup() {
+  local rc=$?
+  "$repo/tests/servers/kafka.sh" stop "$broker_dir" >/dev/null 2>&1 || true
+  if [[ "$bench_keep_workdir" == 1 || $rc -ne 0 ]]; then
+    log "work dir kept: $work"
+  else
+    rm -rf "$work"
+  fi
+  exit $rc
+}
+
+# bench_build SKIP_BUILD: runs scripts/setup.sh + scripts/build.sh unless SKIP_BUILD is 1.
+# Sets bin and plugins; the caller checks that what it needs is there.
+bench_build() {
+  if [[ "$1" != 1 ]]; then
+    log "setup + build"
+    bash "$repo/scripts/setup.sh" >&2
+    bash "$repo/scripts/build.sh" >&2
+  fi
+  bin="$repo/build/bin/picomq-connect"
+  plugins="$repo/build/plugins"
+}
+
+bench_require_kcat() {
+  command -v kcat >/dev/null || { echo "kcat not installed (bash scripts/setup.sh)" >&2; exit 2; }
+}
+
+# bench_compile_helper: compiles bench_helper.c against librdkafka into $work/bench_helper.
+bench_compile_helper() {
+  helper="$work/bench_helper"
+  # shellcheck disable=SC2046
+  cc -O2 -Wall -o "$helper" "$bench/bench_helper.c" $(pkg-config --cflags --libs rdkafka)
+}
+
+# Prints a port p with p and p+1 free (broker + controller), below the ephemeral range so no
+# client's outgoing connection can take the controller port before it binds.
+bench_free_port_pair() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        s.close(); continue
+    try:
+        t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); s.close(); print(p); break
+    except OSError:
+        s.close()
+PY
+}
+
+# bench_start_kafka: starts a fresh single-node broker in $broker_dir (the exit trap stops it).
+bench_start_kafka() {
+  port="$(bench_free_port_pair)"
+  [[ -n "$port" ]] || { echo "no free port pair found" >&2; exit 1; }
+  bootstrap="127.0.0.1:$port"
+  log "starting Kafka on $bootstrap (dir $broker_dir)"
+  "$repo/tests/servers/kafka.sh" start "$broker_dir" "$port" >&2
+}
+
+# bench_create_topic TOPIC PARTITIONS: creates the topic with Kafka's TopicCommand.
+bench_create_topic() {
+  local topic="$1" partitions="$2" plural=s
+  ((partitions == 1)) && plural=
+  log "creating topic $topic ($partitions partition$plural)"
+  java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$repo/tools/kafka/libs/*" org.apache.kafka.tools.TopicCommand \
+    --bootstrap-server "$bootstrap" --create --topic "$topic" --partitions "$partitions" --replication-factor 1 \
+    > "$work/topic.log" 2>&1 || { cat "$work/topic.log" >&2; exit 1; }
+}
+
+# bench_produce_records TOPIC N [--log-duration]: generates N records (gen_records.py) into
+# $records_file, produces them into partition 0 of TOPIC with kcat and exits 1 unless the end
+# offset is then N. Sets payload_bytes (the records without their '\n'). The caller removes
+# $records_file when done with it. --log-duration logs the production time and end offset.
+bench_produce_records() {
+  local topic="$1" n="$2" log_duration="${3:-}" t0 t1 end_offset
+  records_file="$work/records.jsonl"
+  log "generating $n records"
+  python3 "$bench/gen_records.py" "$n" "$records_file" >&2
+  payload_bytes=$(($(stat -c %s "$records_file") - n))   # one '\n' per record is not payload
+
+  log "producing into $topic"
+  t0=$(date +%s.%N)
+  kcat -P -b "$bootstrap" -t "$topic" -l -z none \
+    -X linger.ms=20 -X batch.num.messages=10000 -X queue.buffering.max.messages=500000 "$records_file"
+  t1=$(date +%s.%N)
+  end_offset="$("$helper" endoffset "$bootstrap" "$topic" 0)"
+  if [[ "$log_duration" == --log-duration ]]; then
+    log "produced in $(python3 -c "print(f'{$t1-$t0:.1f}')") s; end offset $end_offset"
+  fi
+  [[ "$end_offset" == "$n" ]] || { echo "end offset $end_offset != $n records" >&2; exit 1; }
+}
+
+# bench_write_sink_configs DIR PLUGIN GROUP TOPIC BATCH_LENGTH PLUGIN_CONFIG: writes
+# DIR/runtime.toml and DIR/sinks.d/bench.toml, a sink "bench" of plugin PLUGIN reading TOPIC as
+# JSON in consumer group GROUP; PLUGIN_CONFIG is the body of its [plugin_config] table.
+bench_write_sink_configs() {
+  local dir="$1" plugin="$2" group="$3" topic="$4" batch_length="$5" plugin_config="$6"
+  mkdir -p "$dir/sinks.d"
+  cat > "$dir/runtime.toml" <<TOML
+[broker]
+bootstrap_servers = "$bootstrap"
+[plugins]
+path = ["$plugins"]
+[sinks]
+dir = "sinks.d"
+[runtime]
+status_file = "$dir/status.json"
+log_level = "info"
+TOML
+  cat > "$dir/sinks.d/bench.toml" <<TOML
+type = "sink"
+key = "bench"
+path = "$plugin"
+[[topics]]
+topics = ["$topic"]
+schema = "json"
+batch_length = $batch_length
+poll_interval = "100ms"
+consumer_group = "$group"
+[plugin_config]
+$plugin_config
+TOML
+}
+
+# bench_run_sink DIR GROUP TOPIC N LABEL RUN: runs picomq-connect on DIR/runtime.toml under
+# `bench_helper sink` until GROUP has committed N records of TOPIC[0], then stops it; exits 1
+# (with LABEL, RUN and the runtime's last log lines) unless that worked. Sets sink_result to the
+# helper's measurements plus pauses=<back-pressure pauses in the runtime's log>.
+bench_run_sink() {
+  local dir="$1" group="$2" topic="$3" n="$4" label="$5" run="$6"
+  local timeout=$((120 + n / 5000))
+  sink_result="$("$helper" sink "$bootstrap" "$group" "$topic" 0 "$n" "$dir/status.json" /dev/null "$timeout" -- \
+                 "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
+  [[ "$sink_result" == *" exit=0"* && "$sink_result" != "wall_s=-1"* ]] ||
+    { echo "$label run $run failed: $sink_result" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
+  sink_result+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
+}
