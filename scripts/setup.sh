@@ -9,6 +9,7 @@ debian_packages=(
   librdkafka-dev kcat libtomlplusplus-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
   openjdk-17-jre-headless maven python3 python3-venv
+  postgresql-15 libpq-dev
 )
 
 missing=()
