@@ -1,0 +1,104 @@
+#pragma once
+// Helpers of the postgres core tests: hex rendering and hand-built batches.
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "picomq/sink_abi.h"
+
+namespace picomq::postgres::test {
+
+// "50 47 43" for readable byte-for-byte comparisons.
+inline std::string hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : bytes) {
+    if (!out.empty()) out += ' ';
+    out += kHex[static_cast<uint8_t>(c) >> 4];
+    out += kHex[static_cast<uint8_t>(c) & 0xF];
+  }
+  return out;
+}
+
+// Inverse of hex(); spaces ignored.
+inline std::string unhex(std::string_view text) {
+  std::string out;
+  int nibble = -1;
+  for (const char c : text) {
+    if (c == ' ') continue;
+    const int v = c <= '9' ? c - '0' : c - 'a' + 10;
+    if (nibble < 0) {
+      nibble = v;
+    } else {
+      out.push_back(static_cast<char>(nibble << 4 | v));
+      nibble = -1;
+    }
+  }
+  return out;
+}
+
+inline constexpr std::string_view kHeaderHex = "50 47 43 4f 50 59 0a ff 0d 0a 00 00 00 00 00 00 00 00 00";
+inline constexpr std::string_view kTrailerHex = "ff ff";
+
+// Owns the bytes of its records; get() is valid while it lives.
+class Batch {
+ public:
+  Batch(std::string topic, int32_t format) : topic_(std::move(topic)), format_(format) {}
+
+  struct Rec {
+    const char* payload = nullptr;  // nullptr: tombstone
+    int64_t timestamp_ms = 1700000000123;
+    const char* key = nullptr;
+    std::vector<std::pair<std::string, const char*>> headers;  // nullptr value: null header
+    std::size_t payload_size = std::string::npos;  // npos: strlen
+  };
+
+  Batch& add(Rec r) {
+    pmq_record rec{};
+    rec.offset = next_offset_++;
+    rec.timestamp_ms = r.timestamp_ms;
+    if (r.key) rec.key = bytes(r.key);
+    if (r.payload) {
+      rec.payload = r.payload_size == std::string::npos ? bytes(r.payload) : bytes(std::string(r.payload, r.payload_size));
+    }
+    auto& hs = headers_.emplace_back();
+    for (auto& [name, value] : r.headers) {
+      pmq_header h{};
+      h.name = bytes(name);
+      if (value) h.value = bytes(value);
+      hs.push_back(h);
+    }
+    rec.headers = hs.empty() ? nullptr : hs.data();
+    rec.header_count = hs.size();
+    records_.push_back(rec);
+    return *this;
+  }
+  Batch& json(const char* payload) { return add(Rec{payload, 1700000000123, nullptr, {}}); }
+  Batch& tombstone() { return add(Rec{nullptr, 1700000000123, nullptr, {}}); }
+  Batch& offset(int64_t next) {
+    next_offset_ = next;
+    return *this;
+  }
+
+  pmq_batch get() const {
+    return pmq_batch{sizeof(pmq_batch), topic_.c_str(), 0, format_, "json", records_.data(), records_.size(), sizeof(pmq_record)};
+  }
+
+ private:
+  pmq_bytes bytes(std::string text) {
+    const std::string& s = storage_.emplace_back(std::move(text));
+    return pmq_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+  }
+
+  std::string topic_;
+  int32_t format_;
+  int64_t next_offset_ = 0;
+  std::deque<std::string> storage_;
+  std::deque<std::vector<pmq_header>> headers_;
+  std::vector<pmq_record> records_;
+};
+
+}  // namespace picomq::postgres::test
