@@ -1,0 +1,313 @@
+// PostgreSQL sink (first slice): payload modes jsonb / text / bytea, write modes insert
+// (pico_id primary key, replays do nothing) / append, optional metadata columns, tables
+// auto-created per topic from a name template. One transaction per batch, rows sent with
+// binary COPY (postgres/row_encoder.h). Docs: docs/sinks/postgres.md,
+// docs/sinks/postgres-encoding.md.
+#include <libpq-fe.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "destination/name_template.h"
+#include "destination/sanitize.h"
+#include "picomq/sdk.hpp"
+#include "postgres/row_encoder.h"
+#include "postgres/sql.h"
+
+namespace {
+
+namespace sdk = picomq::sdk;
+namespace pg = picomq::postgres;
+namespace dest = picomq::destination;
+
+using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// How a failed statement is reported to the runtime.
+enum class Failure { Retry, Fatal };
+
+// SQLSTATE classes (docs/sinks/postgres.md): connection loss, serialization failure, deadlock,
+// insufficient resources and server shutdowns are worth a retry; everything else is not.
+Failure classify(std::string_view sqlstate, bool connection_bad) {
+  if (connection_bad || sqlstate.empty()) return connection_bad ? Failure::Retry : Failure::Fatal;
+  if (sqlstate.starts_with("08")) return Failure::Retry;
+  if (sqlstate == "40001" || sqlstate == "40P01") return Failure::Retry;
+  if (sqlstate.starts_with("53")) return Failure::Retry;
+  if (sqlstate.starts_with("57P0")) return Failure::Retry;
+  return Failure::Fatal;
+}
+
+struct TopicTable {
+  pg::TableName table;
+  std::string display;  // schema.table for messages (unquoted)
+  bool ready = false;   // created (auto_create_table) or found to exist
+};
+
+}  // namespace
+
+class PostgresSink : public sdk::BaseSink<PostgresSink> {
+ public:
+  static constexpr std::string_view sink_name = "postgres";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Writes records into PostgreSQL tables (one per topic) with binary COPY, one transaction per batch.";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr std::array options{
+      pmq_option{.name = "connection_string", .type = PMQ_OPTION_STRING,
+                 .flags = PMQ_OPTION_REQUIRED | PMQ_OPTION_SECRET, .default_json = nullptr, .allowed = nullptr,
+                 .help = "libpq connection string (key=value or postgresql:// URI). Never logged. The sink sets "
+                         "client_encoding to UTF8."},
+      pmq_option{.name = "target_table", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"{topic}\"",
+                 .allowed = nullptr,
+                 .help = "Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
+                         "negative from the end). Sanitised to a PostgreSQL identifier (at most 63 bytes, with a hash "
+                         "suffix when cut) and always quoted."},
+      pmq_option{.name = "schema", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"public\"",
+                 .allowed = nullptr, .help = "Schema of the target tables (quoted; it must exist)."},
+      pmq_option{.name = "auto_create_table", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
+                 .allowed = nullptr,
+                 .help = "Create a topic's table (CREATE TABLE IF NOT EXISTS) on its first batch. Off: a missing "
+                         "table stops the sink in Error naming it."},
+      pmq_option{.name = "payload_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"jsonb\"",
+                 .allowed = "jsonb|text|bytea",
+                 .help = "The payload column: jsonb (schema json), text (schema text or json) or bytea (any schema)."},
+      pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
+                 .allowed = nullptr,
+                 .help = "Add the columns pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (bytea) "
+                         "and pico_headers (jsonb)."},
+      pmq_option{.name = "write_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"insert\"",
+                 .allowed = "insert|append",
+                 .help = "insert: pico_id (topic:partition:offset) is the primary key and a replayed record is "
+                         "skipped; append: plain COPY into the table, a replay writes rows again."},
+  };
+
+  void open(const sdk::Config& config) {
+    conninfo_ = config.string("connection_string");
+    {
+      char* err = nullptr;
+      PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
+      if (!parsed) {
+        std::string message = err ? trim(err) : "out of memory";
+        if (err) PQfreemem(err);
+        throw sdk::FatalError("connection_string is not a valid libpq connection string: " + message);
+      }
+      PQconninfoFree(parsed);
+    }
+    auto tmpl = dest::NameTemplate::parse(config.string("target_table"));
+    if (!tmpl) throw sdk::FatalError("target_table: " + tmpl.error());
+    template_.emplace(std::move(tmpl).value());
+    schema_ = config.string("schema");
+    if (schema_.empty()) throw sdk::FatalError("schema: must not be empty");
+    if (auto q = pg::quote_identifier(schema_); !q) throw sdk::FatalError("schema: " + q.error());
+    auto_create_ = config.boolean("auto_create_table");
+
+    const std::string payload_mode = config.string("payload_mode"), write_mode = config.string("write_mode");
+    auto pm = pg::parse_payload_mode(payload_mode);
+    if (!pm || *pm == pg::PayloadMode::Columns)
+      throw sdk::FatalError("payload_mode '" + payload_mode + "' is not supported (jsonb, text, bytea)");
+    auto wm = pg::parse_write_mode(write_mode);
+    if (!wm || *wm == pg::WriteMode::Upsert)
+      throw sdk::FatalError("write_mode '" + write_mode + "' is not supported (insert, append)");
+    pg::LayoutOptions lo;
+    lo.payload_mode = *pm;
+    lo.write_mode = *wm;
+    lo.include_metadata = config.boolean("include_metadata");
+    auto layout = pg::make_layout(lo);
+    if (!layout) throw sdk::FatalError("table layout: " + layout.error());
+    encoder_ = std::make_unique<pg::RowEncoder>(std::move(layout).value());
+    staging_.emplace(pg::TableName::temp(pg::kStagingTable).value());
+
+    log(sdk::LogLevel::Info, "postgres sink: tables " + schema_ + "." + std::string(template_->source()) +
+                                 ", payload_mode " + payload_mode + ", write_mode " + write_mode +
+                                 (lo.include_metadata ? ", with metadata" : ", without metadata"));
+  }
+
+  void write(const sdk::Record& record) {
+    // One record as a batch of one: the same transaction and COPY path.
+    pmq_batch one = *record.batch();
+    one.records = pmq_batch_record(record.batch(), record.index());
+    one.record_count = 1;
+    write_raw(one, record.index());
+  }
+
+  void write_batch(const sdk::Batch& batch) { write_raw(batch.raw(), 0); }
+
+  void close() { disconnect(); }
+
+ private:
+  // first_index: the index of batch.records[0] in the batch the runtime handed over.
+  void write_raw(const pmq_batch& batch, size_t first_index) {
+    if (batch.record_count == 0) return;
+    check_format(batch);
+    connect();
+    TopicTable& target = table_for(batch.topic);
+    if (!target.ready) prepare_table(target);
+
+    pg::EncodeResult encoded = encoder_->encode(batch);
+    if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
+    for (const auto& r : encoded.rejected) reject(first_index + r.record_index, r.reason);
+    if (encoded.rows == 0) return;
+
+    const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder_->layout());
+    run("BEGIN", "BEGIN");
+    try {
+      if (!st.create_staging.empty()) run(st.create_staging, "creating the staging table");
+      copy(st.copy, encoded.copy_data, target.display);
+      if (!st.merge.empty()) run(st.merge, "writing into " + target.display);
+    } catch (...) {
+      rollback();
+      throw;
+    }
+    commit(target.display);
+  }
+
+  void check_format(const pmq_batch& batch) const {
+    const auto mode = encoder_->layout().payload_mode;
+    const bool fits = mode == pg::PayloadMode::Bytea ||
+                      (mode == pg::PayloadMode::Jsonb && batch.payload_format == PMQ_PAYLOAD_JSON) ||
+                      (mode == pg::PayloadMode::Text &&
+                       (batch.payload_format == PMQ_PAYLOAD_TEXT || batch.payload_format == PMQ_PAYLOAD_JSON));
+    if (fits) return;
+    const std::string needs = mode == pg::PayloadMode::Jsonb ? "schema = \"json\"" : "schema = \"text\" or \"json\"";
+    throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode '" +
+                          std::string(pg::to_string(mode)) + "' needs " + needs + ", but the topic's schema is '" +
+                          (batch.schema ? batch.schema : "?") + "'");
+  }
+
+  TopicTable& table_for(const std::string& topic) {
+    if (auto it = tables_.find(topic); it != tables_.end()) return it->second;
+    auto resolved = template_->resolve(topic);
+    if (!resolved) throw sdk::FatalError("target_table for topic '" + topic + "': " + resolved.error());
+    auto name = dest::sanitize_name(resolved.value(), dest::NamePolicy::SqlIdentifier);
+    if (!name) throw sdk::FatalError("target_table for topic '" + topic + "': " + name.error());
+    auto table = pg::TableName::make(schema_, name.value());
+    if (!table) throw sdk::FatalError("target_table for topic '" + topic + "': " + table.error());
+    auto [it, _] = tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value(), false});
+    return it->second;
+  }
+
+  void prepare_table(TopicTable& target) {
+    if (auto_create_) {
+      run(pg::create_table_sql(target.table, encoder_->layout()), "creating table " + target.display);
+    } else {
+      const char* params[1] = {target.table.sql().c_str()};
+      ResultPtr res(PQexecParams(conn_, "SELECT to_regclass($1) IS NOT NULL", 1, nullptr, params, nullptr, nullptr, 0),
+                    &PQclear);
+      check(res.get(), PGRES_TUPLES_OK, "looking up table " + target.display);
+      if (std::strcmp(PQgetvalue(res.get(), 0, 0), "t") != 0)
+        throw sdk::FatalError("table " + target.display +
+                              " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
+    }
+    target.ready = true;
+  }
+
+  void connect() {
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
+    disconnect();
+    conn_ = PQconnectdb(conninfo_.c_str());
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+      const std::string message = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
+      disconnect();
+      // libpq has no SQLSTATE for a failed connection: tell auth and missing-database problems
+      // (retrying cannot help) from an unreachable server by the message.
+      if (message.find("authentication failed") != std::string::npos ||
+          message.find("password") != std::string::npos ||
+          (message.find("database") != std::string::npos && message.find("does not exist") != std::string::npos) ||
+          message.find("no pg_hba.conf entry") != std::string::npos)
+        throw sdk::FatalError("cannot connect to PostgreSQL: " + message);
+      throw sdk::RetryableError("cannot connect to PostgreSQL: " + message);
+    }
+    if (PQsetClientEncoding(conn_, "UTF8") != 0) {
+      const std::string message = trim(PQerrorMessage(conn_));
+      disconnect();
+      throw sdk::RetryableError("cannot set client_encoding to UTF8: " + message);
+    }
+  }
+
+  void disconnect() {
+    if (conn_) PQfinish(conn_);
+    conn_ = nullptr;
+  }
+
+  // Throws the outcome of a failed statement; drops the connection when it is gone.
+  [[noreturn]] void fail(const PGresult* res, const std::string& what, bool maybe_committed = false) {
+    const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    std::string sqlstate = state ? state : "";
+    std::string message = res ? trim(PQresultErrorMessage(res)) : "";
+    if (message.empty() && conn_) message = trim(PQerrorMessage(conn_));
+    const bool bad = !conn_ || PQstatus(conn_) != CONNECTION_OK;
+    const Failure kind = classify(sqlstate, bad);
+    if (bad || sqlstate.starts_with("57P0")) disconnect();
+    const std::string text =
+        what + " failed" + (sqlstate.empty() ? std::string() : " (SQLSTATE " + sqlstate + ")") + ": " + message;
+    if (kind == Failure::Fatal) throw sdk::FatalError(text);
+    if (maybe_committed) throw sdk::PartialWriteError(text + " (the batch may have been committed)");
+    throw sdk::RetryableError(text);
+  }
+
+  void check(const PGresult* res, ExecStatusType expected, const std::string& what) {
+    if (!res || PQresultStatus(res) != expected) fail(res, what);
+  }
+
+  void run(const std::string& sql, const std::string& what) {
+    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
+    check(res.get(), PGRES_COMMAND_OK, what);
+  }
+
+  void copy(const std::string& sql, const std::string& data, const std::string& table) {
+    const std::string what = "COPY into " + table;
+    {
+      ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
+      check(res.get(), PGRES_COPY_IN, what);
+    }
+    constexpr size_t kChunk = 1 << 20;
+    bool sent = true;
+    for (size_t pos = 0; pos < data.size() && sent; pos += kChunk) {
+      const size_t n = std::min(kChunk, data.size() - pos);
+      sent = PQputCopyData(conn_, data.data() + pos, static_cast<int>(n)) == 1;
+    }
+    if (sent) sent = PQputCopyEnd(conn_, nullptr) == 1;
+    if (!sent) {
+      // Drain what the server says (its error, if it sent one) before reporting.
+      ResultPtr res(PQgetResult(conn_), &PQclear);
+      while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+      fail(res.get(), what);
+    }
+    ResultPtr res(PQgetResult(conn_), &PQclear);
+    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    check(res.get(), PGRES_COMMAND_OK, what);
+  }
+
+  void commit(const std::string& table) {
+    ResultPtr res(PQexec(conn_, "COMMIT"), &PQclear);
+    if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+      // Lost while committing: the server may or may not have committed.
+      fail(res.get(), "COMMIT of the batch into " + table, /*maybe_committed=*/true);
+    }
+  }
+
+  void rollback() {
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) return;
+    ResultPtr res(PQexec(conn_, "ROLLBACK"), &PQclear);
+    if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) disconnect();
+  }
+
+  std::string conninfo_;  // secret: never logged
+  std::optional<dest::NameTemplate> template_;
+  std::string schema_;
+  bool auto_create_ = true;
+  std::unique_ptr<pg::RowEncoder> encoder_;
+  std::optional<pg::TableName> staging_;
+  std::unordered_map<std::string, TopicTable> tables_;
+  PGconn* conn_ = nullptr;
+};
+
+PICOMQ_SINK_PLUGIN(PostgresSink)

@@ -1,0 +1,253 @@
+// The PostgreSQL sink through a real Kafka broker and a real PostgreSQL 15 server: what lands in
+// the table per mode, replays, hostile names and values, a missing table, a server outage.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <regex>
+
+#include "harness.h"
+#include "postgres.h"
+
+namespace picomq::test {
+namespace {
+
+using Rows = std::vector<Postgres::Row>;
+
+// topics: the TOML array's items, already quoted ("a", "b").
+std::string pg_definition(const std::string& key, const std::string& topics, const std::string& db,
+                          const std::string& plugin_config, const std::string& schema = "json") {
+  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [" +
+         topics + "]\nschema = \"" + schema + "\"\npoll_interval = \"200ms\"\n[plugin_config]\nconnection_string = \"" +
+         Postgres::shared().conninfo(db) + "\"\n" + plugin_config + "\n";
+}
+
+std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+// Runs a runtime with one postgres definition until `group` has committed `count` on `topic`.
+void run_until_committed(const std::string& key, const std::string& topic, const std::string& db,
+                         const std::string& config, int64_t count) {
+  auto& kafka = Kafka::shared();
+  Runtime rt(kafka.bootstrap(), key);
+  rt.add_definition("pg.toml", pg_definition(key, "\"" + topic + "\"", db, config));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == count; }, 60s)) << rt.log();
+  EXPECT_EQ(rt.sink_state(key), "running") << rt.log();
+  EXPECT_EQ(rt.log().find("dbname"), std::string::npos) << "the connection string is never logged";
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+TEST(PostgresSink, JsonbInsertWithMetadataIntoATemplatedAutoCreatedTable) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgsink");
+  const auto topic = unique_name("x") + ".orders.eu";
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  records.push_back({R"({"id": 1, "amount": 2.5})", std::string("k1"), {{"trace", "abc-é"}}});
+  records.push_back({R"({"id": 2, "tags": ["a", "b"]})", std::nullopt, {}});
+  records.push_back({R"([1, 2, 3])", std::string("\x00\xff", 2), {{"bin", std::string("\xff\xfe", 2)}}});
+  records.push_back({"", std::string("gone"), {}, -1, /*null_value=*/true});
+  records.push_back({R"("just a string")", std::nullopt, {}});
+  kafka.produce(topic, records);
+
+  run_until_committed("pgjsonb", topic, db, "target_table = \"orders_{topic_segment[-1]}\"", 5);
+
+  EXPECT_EQ(pg.query("SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                     "WHERE table_schema = 'public' AND table_name = 'orders_eu' ORDER BY ordinal_position",
+                     db),
+            (Rows{{"pico_id", "text", "NO"},
+                  {"pico_topic", "text", "NO"},
+                  {"pico_partition", "integer", "NO"},
+                  {"pico_offset", "bigint", "NO"},
+                  {"pico_timestamp", "timestamp with time zone", "YES"},
+                  {"pico_key", "bytea", "YES"},
+                  {"pico_headers", "jsonb", "NO"},
+                  {"payload", "jsonb", "YES"}}));
+  const auto rows = pg.query(
+      "SELECT pico_id, pico_topic, pico_partition::text, pico_offset::text, "
+      "(extract(epoch FROM pico_timestamp) > 1700000000)::text, encode(pico_key, 'hex'), pico_headers::text, "
+      "payload::text FROM orders_eu ORDER BY pico_offset",
+      db);
+  ASSERT_EQ(rows.size(), 5u);
+  const Rows expected = {
+      {topic + ":0:0", topic, "0", "0", "true", "6b31", R"({"trace": "abc-é"})", R"({"id": 1, "amount": 2.5})"},
+      {topic + ":0:1", topic, "0", "1", "true", std::nullopt, "{}", R"({"id": 2, "tags": ["a", "b"]})"},
+      {topic + ":0:2", topic, "0", "2", "true", "00ff", R"({"bin": "//4="})", "[1, 2, 3]"},
+      {topic + ":0:3", topic, "0", "3", "true", "676f6e65", "{}", std::nullopt},
+      {topic + ":0:4", topic, "0", "4", "true", std::nullopt, "{}", R"("just a string")"},
+  };
+  EXPECT_EQ(rows, expected);
+  EXPECT_EQ(pg.query("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                     "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'orders_eu'::regclass AND i.indisprimary",
+                     db),
+            (Rows{{"pico_id"}}));
+}
+
+TEST(PostgresSink, ReplayInInsertModeWritesNothingTwiceAppendWritesAgain) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto topic = unique_name("replay");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 300));
+
+  const auto insert_db = pg.create_database("pgins");
+  run_until_committed("pgins_a", topic, insert_db, "target_table = \"events\"", 300);
+  run_until_committed("pgins_b", topic, insert_db, "target_table = \"events\"", 300);  // new group: all again
+  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), min(pico_offset), max(pico_offset) FROM events",
+                     insert_db),
+            (Rows{{"300", "300", "0", "299"}}));
+
+  const auto append_db = pg.create_database("pgapp");
+  const std::string append = "target_table = \"events\"\nwrite_mode = \"append\"\ninclude_metadata = false";
+  run_until_committed("pgapp_a", topic, append_db, append, 300);
+  run_until_committed("pgapp_b", topic, append_db, append, 300);
+  EXPECT_EQ(pg.query("SELECT column_name FROM information_schema.columns WHERE table_name = 'events' "
+                     "ORDER BY ordinal_position",
+                     append_db),
+            (Rows{{"payload"}}))
+      << "append without metadata: the payload column alone, no key";
+  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT payload) FROM events", append_db), (Rows{{"600", "300"}}));
+}
+
+TEST(PostgresSink, HostileTopicNamesAndValuesLandSanitisedAndByteExact) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pghostile");
+  std::string long_topic = unique_name("Hostile_Name-..x");
+  long_topic += std::string(249 - long_topic.size(), 'z');  // the longest topic Kafka takes
+  const auto short_topic = unique_name("a.b-c_d").substr(0, 40);
+  kafka.create_topic(long_topic);
+  kafka.create_topic(short_topic);
+  const std::vector<std::string> values = {
+      R"({"s": "x\"; DROP TABLE y; --", "q": "it's", "u": "Zürich – 東京 🚀", "e": "\\\n\t"})",
+      R"({"s": "'); DELETE FROM events; --", "u": "\u00e9\ud83d\ude80"})",
+  };
+  kafka.produce_values(long_topic, values);
+  kafka.produce_values(short_topic, values);
+
+  Runtime rt(kafka.bootstrap(), "hostile");
+  rt.add_definition("pg.toml", pg_definition("pghostile", "\"" + long_topic + "\", \"" + short_topic + "\"", db, ""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] {
+    return kafka.committed(group_of("pghostile"), long_topic) == 2 &&
+           kafka.committed(group_of("pghostile"), short_topic) == 2;
+  }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+
+  const auto tables = pg.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY length(tablename)", db);
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0][0], short_topic) << "a short legal name is kept as it is";
+  const std::string long_table = *tables[1][0];
+  EXPECT_EQ(long_table.size(), 63u);
+  EXPECT_EQ(long_table.substr(0, 54), long_topic.substr(0, 54));
+  EXPECT_TRUE(std::regex_match(long_table.substr(54), std::regex("_[0-9a-f]{8}"))) << long_table;
+
+  for (const auto& table : {short_topic, long_table}) {
+    const std::string quoted = "\"" + table + "\"";
+    const auto rows = pg.query("SELECT payload->>'s', payload->>'q', payload->>'u', payload->>'e', pico_topic FROM " +
+                                   quoted + " ORDER BY pico_offset",
+                               db);
+    const std::string topic = table == short_topic ? short_topic : long_topic;
+    EXPECT_EQ(rows, (Rows{{"x\"; DROP TABLE y; --", "it's", "Zürich – 東京 🚀", "\\\n\t", topic},
+                          {"'); DELETE FROM events; --", std::nullopt, "é🚀", std::nullopt, topic}}))
+        << table;
+    // The stored documents equal the produced ones (jsonb compares values, not whitespace).
+    const std::string literal = std::regex_replace(values[0], std::regex("'"), "''");  // the test's SQL, not the sink's
+    EXPECT_EQ(pg.query("SELECT count(*) FROM " + quoted + " WHERE payload = '" + literal + "'::jsonb", db),
+              (Rows{{"1"}}));
+  }
+}
+
+TEST(PostgresSink, MissingTableWithoutAutoCreateStopsInErrorNamingIt) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgmissing");
+  const auto topic = unique_name("missing");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 10));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pgmissing", "\"" + topic + "\"", db,
+                                             "auto_create_table = false\ntarget_table = \"nowhere_{topic_segment[0]}\""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("pgmissing", "error", 30s)) << rt.log();
+  const auto message = rt.sink_status("pgmissing").value("message", "");
+  EXPECT_NE(message.find("table public.nowhere_missing does not exist"), std::string::npos) << message;
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+  EXPECT_EQ(kafka.committed(group_of("pgmissing"), topic), -1001) << "nothing committed";
+  EXPECT_TRUE(pg.query("SELECT 1 FROM pg_tables WHERE schemaname = 'public'", db).empty()) << "nothing created";
+}
+
+TEST(PostgresSink, TextModeOnAJsonbMismatchedSchemaIsFatalNamingTopicAndMode) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgmode");
+  const auto topic = unique_name("rawbytes");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {std::string("\x01\x02", 2)});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pgmode", "\"" + topic + "\"", db, "payload_mode = \"text\"", "raw"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("pgmode", "error", 30s)) << rt.log();
+  const auto message = rt.sink_status("pgmode").value("message", "");
+  EXPECT_NE(message.find("topic '" + topic + "'"), std::string::npos) << message;
+  EXPECT_NE(message.find("payload_mode 'text'"), std::string::npos) << message;
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+TEST(PostgresSink, TextAndByteaModesStoreThePayloadAsItCame) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgtextbytea");
+  const auto text_topic = unique_name("text"), raw_topic = unique_name("raw");
+  kafka.create_topic(text_topic);
+  kafka.create_topic(raw_topic);
+  kafka.produce_values(text_topic, {"héllo \"quoted\"; --", ""});
+  kafka.produce_values(raw_topic, {std::string("\x00\x01\xff", 3)});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("t.toml", pg_definition("pgtext", "\"" + text_topic + "\"", db,
+                                            "payload_mode = \"text\"\ntarget_table = \"texts\"", "text"));
+  rt.add_definition("b.toml", pg_definition("pgbytea", "\"" + raw_topic + "\"", db,
+                                            "payload_mode = \"bytea\"\ntarget_table = \"blobs\"", "raw"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] {
+    return kafka.committed(group_of("pgtext"), text_topic) == 2 && kafka.committed(group_of("pgbytea"), raw_topic) == 1;
+  }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(pg.query("SELECT payload, pg_typeof(payload)::text FROM texts ORDER BY pico_offset", db),
+            (Rows{{"héllo \"quoted\"; --", "text"}, {"", "text"}}));
+  EXPECT_EQ(pg.query("SELECT encode(payload, 'hex'), pg_typeof(payload)::text FROM blobs", db),
+            (Rows{{"0001ff", "bytea"}}));
+}
+
+TEST(PostgresSink, DatabaseOutageIsRetriedThenEverythingIsWrittenOnce) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgoutage");
+  const auto topic = unique_name("outage");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 10));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pgoutage", "\"" + topic + "\"", db, "target_table = \"t\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgoutage"), topic) == 10; }, 60s)) << rt.log();
+
+  pg.stop();
+  kafka.produce_values(topic, json_values(10, 20));
+  const bool retried = wait_until([&] { return rt.log().find("retrying in") != std::string::npos; }, 30s);
+  pg.start();
+  ASSERT_TRUE(retried) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgoutage"), topic) == 20; }, 60s)) << rt.log();
+  EXPECT_EQ(rt.sink_state("pgoutage"), "running") << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), min(pico_offset), max(pico_offset) FROM t", db),
+            (Rows{{"20", "20", "0", "19"}}));
+}
+
+}  // namespace
+}  // namespace picomq::test
