@@ -1,10 +1,13 @@
-// PostgreSQL sink (first slice): payload modes jsonb / text / bytea, write modes insert
-// (pico_id primary key, replays do nothing) / append, optional metadata columns, tables
+// PostgreSQL sink: payload modes jsonb / text / bytea / columns (typed columns, declared or
+// inferred per topic, auto_add_columns), write modes insert (pico_id primary key, replays do
+// nothing) / upsert (upsert_key, last record wins) / append, optional metadata columns, tables
 // auto-created per topic from a name template. One transaction per batch, rows sent with
 // binary COPY (postgres/row_encoder.h). Docs: docs/sinks/postgres.md,
 // docs/sinks/postgres-encoding.md.
 #include <libpq-fe.h>
+#include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -48,6 +51,8 @@ struct TopicTable {
   pg::TableName table;
   std::string display;  // schema.table for messages (unquoted)
   bool ready = false;   // created (auto_create_table) or found to exist
+  // Columns mode with inferred columns: this topic's own layout (else the sink's shared one).
+  std::unique_ptr<pg::RowEncoder> encoder;
 };
 
 }  // namespace
@@ -77,16 +82,32 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                  .help = "Create a topic's table (CREATE TABLE IF NOT EXISTS) on its first batch. Off: a missing "
                          "table stops the sink in Error naming it."},
       pmq_option{.name = "payload_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"jsonb\"",
-                 .allowed = "jsonb|text|bytea",
-                 .help = "The payload column: jsonb (schema json), text (schema text or json) or bytea (any schema)."},
+                 .allowed = "jsonb|text|bytea|columns",
+                 .help = "The payload column: jsonb (schema json), text (schema text or json) or bytea (any schema); "
+                         "columns (schema json): top-level fields of JSON objects as typed columns, declared in "
+                         "`columns` or inferred from a topic's first batch."},
+      pmq_option{.name = "columns", .type = PMQ_OPTION_TABLE, .flags = 0, .default_json = nullptr, .allowed = nullptr,
+                 .help = "payload_mode columns: the declared columns, in table order as an array "
+                         "[{ name = \"id\", type = \"text\" }, ...], or as a table { id = \"text\", ... } (created in "
+                         "name order). Types: text, int4, int8, float8, boolean, jsonb, bytea, timestamptz (from epoch "
+                         "ms). Unset: inferred from each topic's first batch (or read from its existing table)."},
+      pmq_option{.name = "auto_add_columns", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "false",
+                 .allowed = nullptr,
+                 .help = "payload_mode columns with inferred columns: a field first seen in a later batch adds a "
+                         "nullable column (ALTER TABLE ... ADD COLUMN IF NOT EXISTS). Off: such fields are not written."},
       pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
                  .allowed = nullptr,
                  .help = "Add the columns pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (bytea) "
                          "and pico_headers (jsonb)."},
       pmq_option{.name = "write_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"insert\"",
-                 .allowed = "insert|append",
+                 .allowed = "insert|upsert|append",
                  .help = "insert: pico_id (topic:partition:offset) is the primary key and a replayed record is "
-                         "skipped; append: plain COPY into the table, a replay writes rows again."},
+                         "skipped; upsert: upsert_key is the primary key and the last record per key wins; append: "
+                         "plain COPY into the table, a replay writes rows again."},
+      pmq_option{.name = "upsert_key", .type = PMQ_OPTION_STRING_LIST, .flags = 0, .default_json = "[]",
+                 .allowed = nullptr,
+                 .help = "write_mode upsert (required there, refused elsewhere): the key columns, e.g. [\"pico_key\"] "
+                         "or payload columns [\"id\"] in columns mode. A record with a missing or null key is rejected."},
   };
 
   void open(const sdk::Config& config) {
@@ -111,22 +132,52 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
     const std::string payload_mode = config.string("payload_mode"), write_mode = config.string("write_mode");
     auto pm = pg::parse_payload_mode(payload_mode);
-    if (!pm || *pm == pg::PayloadMode::Columns)
-      throw sdk::FatalError("payload_mode '" + payload_mode + "' is not supported (jsonb, text, bytea)");
+    if (!pm) throw sdk::FatalError("payload_mode '" + payload_mode + "' is not supported (jsonb, text, bytea, columns)");
     auto wm = pg::parse_write_mode(write_mode);
-    if (!wm || *wm == pg::WriteMode::Upsert)
-      throw sdk::FatalError("write_mode '" + write_mode + "' is not supported (insert, append)");
-    pg::LayoutOptions lo;
+    if (!wm) throw sdk::FatalError("write_mode '" + write_mode + "' is not supported (insert, upsert, append)");
+    pg::LayoutOptions& lo = options_;
     lo.payload_mode = *pm;
     lo.write_mode = *wm;
     lo.include_metadata = config.boolean("include_metadata");
-    auto layout = pg::make_layout(lo);
-    if (!layout) throw sdk::FatalError("table layout: " + layout.error());
-    encoder_ = std::make_unique<pg::RowEncoder>(std::move(layout).value());
+    lo.upsert_key = config.strings("upsert_key");
+    if (*wm == pg::WriteMode::Upsert && lo.upsert_key.empty())
+      throw sdk::FatalError("write_mode 'upsert' needs upsert_key (the key columns, e.g. [\"pico_key\"])");
+    if (*wm != pg::WriteMode::Upsert && !lo.upsert_key.empty())
+      throw sdk::FatalError("upsert_key is only for write_mode 'upsert' (write_mode is '" + write_mode + "')");
+    auto_add_ = config.boolean("auto_add_columns");
+    const bool declared = config.has("columns");
+    if (*pm != pg::PayloadMode::Columns && declared)
+      throw sdk::FatalError("columns is only for payload_mode 'columns'");
+    if (*pm != pg::PayloadMode::Columns && auto_add_)
+      throw sdk::FatalError("auto_add_columns is only for payload_mode 'columns'");
+    if (declared && auto_add_)
+      throw sdk::FatalError("auto_add_columns is for inferred columns; it cannot be combined with declared columns");
+    if (*pm == pg::PayloadMode::Columns) {
+      if (declared) {
+        lo.payload_columns = parse_declared_columns(config.json("columns"));
+      } else {
+        infer_ = true;
+        // Check the options now; the payload columns come with each topic's first batch.
+        pg::LayoutOptions probe = lo;
+        const auto reserved = pg::reserved_column_names(lo.write_mode, lo.include_metadata);
+        for (const auto& k : lo.upsert_key)
+          if (std::find(reserved.begin(), reserved.end(), k) == reserved.end())
+            probe.payload_columns.push_back(pg::Column{k, pg::ColumnType::Text, pg::Source::Field, k, false});
+        if (probe.payload_columns.empty())
+          probe.payload_columns.push_back(pg::Column{"payload", pg::ColumnType::Text, pg::Source::Field, "payload", false});
+        if (auto l = pg::make_layout(probe); !l) throw sdk::FatalError("table layout: " + l.error());
+      }
+    }
+    if (!infer_) {
+      auto layout = pg::make_layout(lo);
+      if (!layout) throw sdk::FatalError("table layout: " + layout.error());
+      encoder_ = std::make_unique<pg::RowEncoder>(std::move(layout).value());
+    }
     staging_.emplace(pg::TableName::temp(pg::kStagingTable).value());
 
     log(sdk::LogLevel::Info, "postgres sink: tables " + schema_ + "." + std::string(template_->source()) +
-                                 ", payload_mode " + payload_mode + ", write_mode " + write_mode +
+                                 ", payload_mode " + payload_mode + (infer_ ? " (inferred)" : "") +
+                                 ", write_mode " + write_mode +
                                  (lo.include_metadata ? ", with metadata" : ", without metadata"));
   }
 
@@ -149,14 +200,16 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     check_format(batch);
     connect();
     TopicTable& target = table_for(batch.topic);
-    if (!target.ready) prepare_table(target);
+    if (infer_) prepare_inferred(target, batch);
+    else if (!target.ready) prepare_table(target);
+    pg::RowEncoder& encoder = target.encoder ? *target.encoder : *encoder_;
 
-    pg::EncodeResult encoded = encoder_->encode(batch);
+    pg::EncodeResult encoded = encoder.encode(batch);
     if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
     for (const auto& r : encoded.rejected) reject(first_index + r.record_index, r.reason);
     if (encoded.rows == 0) return;
 
-    const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder_->layout());
+    const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder.layout());
     run("BEGIN", "BEGIN");
     try {
       if (!st.create_staging.empty()) run(st.create_staging, "creating the staging table");
@@ -170,13 +223,14 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   void check_format(const pmq_batch& batch) const {
-    const auto mode = encoder_->layout().payload_mode;
+    const auto mode = options_.payload_mode;
     const bool fits = mode == pg::PayloadMode::Bytea ||
-                      (mode == pg::PayloadMode::Jsonb && batch.payload_format == PMQ_PAYLOAD_JSON) ||
+                      ((mode == pg::PayloadMode::Jsonb || mode == pg::PayloadMode::Columns) &&
+                       batch.payload_format == PMQ_PAYLOAD_JSON) ||
                       (mode == pg::PayloadMode::Text &&
                        (batch.payload_format == PMQ_PAYLOAD_TEXT || batch.payload_format == PMQ_PAYLOAD_JSON));
     if (fits) return;
-    const std::string needs = mode == pg::PayloadMode::Jsonb ? "schema = \"json\"" : "schema = \"text\" or \"json\"";
+    const std::string needs = mode != pg::PayloadMode::Text ? "schema = \"json\"" : "schema = \"text\" or \"json\"";
     throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode '" +
                           std::string(pg::to_string(mode)) + "' needs " + needs + ", but the topic's schema is '" +
                           (batch.schema ? batch.schema : "?") + "'");
@@ -190,8 +244,136 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (!name) throw sdk::FatalError("target_table for topic '" + topic + "': " + name.error());
     auto table = pg::TableName::make(schema_, name.value());
     if (!table) throw sdk::FatalError("target_table for topic '" + topic + "': " + table.error());
-    auto [it, _] = tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value(), false});
+    auto [it, _] =
+        tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value(), false, nullptr});
     return it->second;
+  }
+
+  // The declared `columns` option: [{name, type}, ...] in order, or {name = type, ...} (the
+  // runtime hands tables over with their keys in name order).
+  static std::vector<pg::Column> parse_declared_columns(const std::string& json) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(json).get(root)) throw sdk::FatalError("columns: not readable as JSON");
+    std::vector<pg::Column> out;
+    auto add = [&](std::string_view name, simdjson::dom::element type) {
+      std::string_view t;
+      if (type.get_string().get(t))
+        throw sdk::FatalError("columns: the type of '" + std::string(name) + "' must be a string");
+      auto ct = pg::parse_column_type(t);
+      if (!ct)
+        throw sdk::FatalError("columns: '" + std::string(name) + "' has unknown type '" + std::string(t) +
+                              "' (text, int4, int8, float8, boolean, jsonb, bytea, timestamptz)");
+      out.push_back(pg::Column{std::string(name), *ct, pg::Source::Field, std::string(name), false});
+    };
+    simdjson::dom::array array;
+    simdjson::dom::object object;
+    if (!root.get_array().get(array)) {
+      for (simdjson::dom::element item : array) {
+        simdjson::dom::object obj;
+        std::string_view name;
+        simdjson::dom::element type;
+        if (item.get_object().get(obj) || obj["name"].get_string().get(name) || obj["type"].get(type))
+          throw sdk::FatalError("columns: each item must be a table { name = \"...\", type = \"...\" }");
+        add(name, type);
+      }
+    } else if (!root.get_object().get(object)) {
+      for (auto member : object) add(member.key, member.value);
+    }
+    if (out.empty()) throw sdk::FatalError("columns: no columns declared");
+    return out;
+  }
+
+  // The table's columns (name, type) in order; nullopt when it does not exist. Columns of a type
+  // the sink does not write are left out (logged).
+  std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing_columns(const TopicTable& target) {
+    const char* params[1] = {target.table.sql().c_str()};
+    ResultPtr res(PQexecParams(conn_,
+                               "SELECT a.attname, format_type(a.atttypid, a.atttypmod), c.oid IS NOT NULL "
+                               "FROM (SELECT to_regclass($1) AS oid) c LEFT JOIN pg_attribute a ON a.attrelid = c.oid "
+                               "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                               1, nullptr, params, nullptr, nullptr, 0),
+                  &PQclear);
+    check(res.get(), PGRES_TUPLES_OK, "looking up table " + target.display);
+    if (PQntuples(res.get()) == 0 || std::strcmp(PQgetvalue(res.get(), 0, 2), "t") != 0) return std::nullopt;
+    std::vector<std::pair<std::string, pg::ColumnType>> out;
+    for (int i = 0; i < PQntuples(res.get()); ++i) {
+      if (PQgetisnull(res.get(), i, 0)) continue;
+      const std::string name = PQgetvalue(res.get(), i, 0), type = PQgetvalue(res.get(), i, 1);
+      auto ct = type == "timestamp with time zone" ? std::optional(pg::ColumnType::Timestamptz)
+                                                   : pg::parse_column_type(type);
+      if (!ct) {
+        log(sdk::LogLevel::Warn, "table " + target.display + ": column '" + name + "' has type " + type +
+                                     ", which columns mode does not write; it is left alone");
+        continue;
+      }
+      out.emplace_back(name, *ct);
+    }
+    return out;
+  }
+
+  void set_layout(TopicTable& target, std::vector<pg::Column> payload) {
+    pg::LayoutOptions lo = options_;
+    lo.payload_columns = std::move(payload);
+    auto layout = pg::make_layout(lo);
+    if (!layout) throw sdk::FatalError("table " + target.display + ": table layout: " + layout.error());
+    target.encoder = std::make_unique<pg::RowEncoder>(std::move(layout).value());
+  }
+
+  // Columns mode without declared columns: on a topic's first batch the layout is the existing
+  // table's columns (if any) plus the batch's inferred ones (created, or added with
+  // auto_add_columns); on later batches, auto_add_columns adds the fields not seen before.
+  // Added columns are committed on their own, before the batch's transaction.
+  void prepare_inferred(TopicTable& target, const pmq_batch& batch) {
+    if (target.ready && !auto_add_) return;
+    const auto reserved = pg::reserved_column_names(options_.write_mode, options_.include_metadata);
+    auto is_reserved = [&](const std::string& n) { return std::find(reserved.begin(), reserved.end(), n) != reserved.end(); };
+    const pg::InferResult inferred = pg::infer_columns(batch, reserved);
+    for (const auto& note : inferred.notes)
+      log(sdk::LogLevel::Warn, "topic '" + std::string(batch.topic) + "': " + note);
+
+    std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing;
+    std::vector<pg::Column> payload;
+    if (!target.ready) {
+      existing = existing_columns(target);
+      if (!existing && !auto_create_)
+        throw sdk::FatalError("table " + target.display +
+                              " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
+      if (existing)
+        for (const auto& [name, type] : *existing)
+          if (!is_reserved(name)) payload.push_back(pg::Column{name, type, pg::Source::Field, name, false});
+    } else {
+      for (const auto& c : target.encoder->layout().columns)
+        if (c.source == pg::Source::Field) payload.push_back(pg::Column{c.name, c.type, c.source, c.field, false});
+    }
+    const bool table_exists = target.ready || existing.has_value();
+    std::vector<pg::Column> added;
+    for (const auto& c : inferred.columns) {
+      auto it = std::find_if(payload.begin(), payload.end(), [&](const pg::Column& p) { return p.name == c.name; });
+      if (it != payload.end()) {
+        it->field = c.field;
+        continue;
+      }
+      if (table_exists && !auto_add_) continue;
+      payload.push_back(c);
+      if (table_exists) added.push_back(c);
+    }
+    if (target.ready && added.empty()) return;
+    if (payload.empty())
+      throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode 'columns' found no fields to make " +
+                            "columns of in the first batch (no JSON objects with fields); declare `columns`");
+    set_layout(target, std::move(payload));
+    if (!table_exists) {
+      run(pg::create_table_sql(target.table, target.encoder->layout()), "creating table " + target.display);
+    } else if (!added.empty()) {
+      auto sql = pg::add_columns_sql(target.table, added);
+      if (!sql) throw sdk::FatalError("table " + target.display + ": " + sql.error());
+      run(sql.value(), "adding columns to " + target.display);
+      std::string names;
+      for (const auto& c : added) names += (names.empty() ? "" : ", ") + c.name + " " + std::string(pg::sql_type(c.type));
+      log(sdk::LogLevel::Info, "table " + target.display + ": added columns " + names);
+    }
+    target.ready = true;
   }
 
   void prepare_table(TopicTable& target) {
@@ -304,7 +486,10 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   std::optional<dest::NameTemplate> template_;
   std::string schema_;
   bool auto_create_ = true;
-  std::unique_ptr<pg::RowEncoder> encoder_;
+  pg::LayoutOptions options_;
+  bool infer_ = false;     // columns mode without declared columns: a layout per topic
+  bool auto_add_ = false;
+  std::unique_ptr<pg::RowEncoder> encoder_;  // the shared layout (all modes but inferred columns)
   std::optional<pg::TableName> staging_;
   std::unordered_map<std::string, TopicTable> tables_;
   PGconn* conn_ = nullptr;

@@ -1,9 +1,12 @@
 // The PostgreSQL sink through a real Kafka broker and a real PostgreSQL 15 server: what lands in
-// the table per mode, replays, hostile names and values, a missing table, a server outage.
+// the table per mode, replays, hostile names and values, a missing table, a server outage, upsert,
+// columns mode (declared, inferred, auto_add_columns, type conflicts), SIGKILL replays.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <random>
 #include <regex>
+#include <thread>
 
 #include "harness.h"
 #include "postgres.h"
@@ -247,6 +250,199 @@ TEST(PostgresSink, DatabaseOutageIsRetriedThenEverythingIsWrittenOnce) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), min(pico_offset), max(pico_offset) FROM t", db),
             (Rows{{"20", "20", "0", "19"}}));
+}
+
+
+// Produces JSON values {"id": <id>, "v": <v>} in one go.
+std::vector<std::string> id_values(const std::vector<std::pair<std::string, int>>& items) {
+  std::vector<std::string> out;
+  for (const auto& [id, v] : items) out.push_back(R"({"id": )" + id + R"(, "v": )" + std::to_string(v) + "}");
+  return out;
+}
+
+TEST(PostgresSink, UpsertKeepsTheLastRecordPerKeyWithinAndAcrossBatchesAndRejectsAMissingKey) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgupsert");
+  const auto topic = unique_name("upsert");
+  kafka.create_topic(topic);
+  const std::string config =
+      "target_table = \"t\"\npayload_mode = \"columns\"\nwrite_mode = \"upsert\"\nupsert_key = [\"id\"]\n"
+      "columns = [{ name = \"id\", type = \"text\" }, { name = \"v\", type = \"int8\" }]";
+  // One batch: keys repeat inside it.
+  kafka.produce_values(topic, id_values({{"\"a\"", 0}, {"\"b\"", 1}, {"\"a\"", 2}, {"\"c\"", 3}, {"\"b\"", 4}, {"\"a\"", 5}}));
+  run_until_committed("pgupsert", topic, db, config, 6);
+  EXPECT_EQ(pg.query("SELECT id, v::text, pico_offset::text FROM t ORDER BY id", db),
+            (Rows{{"a", "5", "5"}, {"b", "4", "4"}, {"c", "3", "3"}}));
+  EXPECT_EQ(pg.query("SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                     "WHERE table_name = 't' AND column_name IN ('id', 'v') ORDER BY ordinal_position",
+                     db),
+            (Rows{{"id", "text", "NO"}, {"v", "bigint", "YES"}}))
+      << "declared order; the key is NOT NULL";
+  // Later batches overwrite.
+  kafka.produce_values(topic, id_values({{"\"c\"", 10}, {"\"a\"", 11}, {"\"c\"", 12}}));
+  run_until_committed("pgupsert", topic, db, config, 9);
+  EXPECT_EQ(pg.query("SELECT id, v::text FROM t ORDER BY id", db), (Rows{{"a", "11"}, {"b", "4"}, {"c", "12"}}));
+
+  // A record without the key (offset 10) or with a null one: rejected, Error naming it, the
+  // record before it committed.
+  kafka.produce_values(topic, {R"({"id": "d", "v": 20})", R"({"v": 21})", R"({"id": null, "v": 22})", R"({"id": "e", "v": 23})"});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pgupsert", "\"" + topic + "\"", db, config));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("pgupsert", "error", 60s)) << rt.log();
+  const auto message = rt.sink_status("pgupsert").value("message", "");
+  EXPECT_NE(message.find(topic + "[0]"), std::string::npos) << message;
+  EXPECT_NE(message.find("offset 10"), std::string::npos) << message;
+  EXPECT_NE(message.find("field 'id': missing"), std::string::npos) << message;
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgupsert"), topic) == 10; }, 10s))
+      << kafka.committed(group_of("pgupsert"), topic);
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+  EXPECT_EQ(pg.query("SELECT v::text FROM t WHERE id = 'd'", db), (Rows{{"20"}}));
+}
+
+TEST(PostgresSink, UpsertOnPicoKeyInJsonbModeAndBadUpsertOptionsAreRefusedInOpen) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgupkey");
+  const auto topic = unique_name("upkey");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  for (int i = 0; i < 6; ++i) records.push_back({"{\"n\": " + std::to_string(i) + "}", std::string(i % 2 ? "odd" : "even"), {}});
+  kafka.produce(topic, records);
+  run_until_committed("pgupkey", topic, db, "target_table = \"t\"\nwrite_mode = \"upsert\"\nupsert_key = [\"pico_key\"]", 6);
+  EXPECT_EQ(pg.query("SELECT convert_from(pico_key, 'UTF8'), payload->>'n' FROM t ORDER BY 1", db),
+            (Rows{{"even", "4"}, {"odd", "5"}}));
+
+  for (const auto& [bad, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"write_mode = \"upsert\"", "needs upsert_key"},
+           {"upsert_key = [\"pico_key\"]", "upsert_key is only for write_mode 'upsert'"},
+           {"write_mode = \"upsert\"\nupsert_key = [\"nope\"]", "key column 'nope' is not a column"},
+           {"write_mode = \"upsert\"\nupsert_key = [\"pico_headers\"]", "jsonb"},
+           {"payload_mode = \"columns\"\ncolumns = [{ name = \"a\", type = \"money\" }]", "unknown type 'money'"},
+           {"auto_add_columns = true", "only for payload_mode 'columns'"}}) {
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("pg.toml", pg_definition("pgbadopt", "\"" + topic + "\"", db, bad));
+    rt.start();
+    ASSERT_TRUE(rt.wait_state("pgbadopt", "error", 30s)) << bad << "\n" << rt.log();
+    const auto message = rt.sink_status("pgbadopt").value("message", "");
+    EXPECT_NE(message.find(expected), std::string::npos) << bad << ": " << message;
+    rt.signal(SIGTERM);
+    rt.wait_exit(30s);
+  }
+}
+
+TEST(PostgresSink, InferredColumnsGrowWithAutoAddAndATypeConflictStopsInErrorNamingTheRecord) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgcols");
+  const auto topic = unique_name("cols");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {R"({"id": 1, "name": "a", "amount": 2.5, "tags": ["x"]})", R"({"id": 2, "name": "b", "amount": 3})"});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pgcols", "\"" + topic + "\"", db,
+                                             "target_table = \"t\"\npayload_mode = \"columns\"\nauto_add_columns = true"));
+  rt.start();
+  const auto group = group_of("pgcols");
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 2; }, 60s)) << rt.log();
+  const std::string columns_sql =
+      "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 't' AND column_name NOT LIKE "
+      "'pico%' ORDER BY ordinal_position";
+  EXPECT_EQ(pg.query(columns_sql, db),
+            (Rows{{"id", "bigint"}, {"name", "text"}, {"amount", "double precision"}, {"tags", "jsonb"}}));
+
+  // A later batch with a new field: the column is added, nullable.
+  kafka.produce_values(topic, {R"({"id": 3, "name": "c", "amount": 1, "vip": true})"});
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 3; }, 60s)) << rt.log();
+  EXPECT_EQ(pg.query(columns_sql, db), (Rows{{"id", "bigint"}, {"name", "text"}, {"amount", "double precision"},
+                                             {"tags", "jsonb"}, {"vip", "boolean"}}));
+  EXPECT_NE(rt.log().find("added columns vip boolean"), std::string::npos) << rt.log();
+
+  // A value that conflicts with its column's type: a rejection, never a cast.
+  kafka.produce_values(topic, {R"({"id": 4, "name": "d"})", R"({"id": "five", "name": "e"})", R"({"id": 6})"});
+  ASSERT_TRUE(rt.wait_state("pgcols", "error", 60s)) << rt.log();
+  const auto message = rt.sink_status("pgcols").value("message", "");
+  EXPECT_NE(message.find(topic + "[0]"), std::string::npos) << message;
+  EXPECT_NE(message.find("offset 4"), std::string::npos) << message;
+  EXPECT_NE(message.find("field 'id': expected int8, found string"), std::string::npos) << message;
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 4; }, 10s)) << kafka.committed(group, topic);
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+  EXPECT_EQ(pg.query("SELECT id::text, name, amount::text, tags::text, vip::text FROM t WHERE pico_offset < 4 "
+                     "ORDER BY pico_offset",
+                     db),
+            (Rows{{"1", "a", "2.5", R"(["x"])", std::nullopt},
+                  {"2", "b", "3", std::nullopt, std::nullopt},
+                  {"3", "c", "1", std::nullopt, "true"},
+                  {"4", "d", std::nullopt, std::nullopt, std::nullopt}}));
+  EXPECT_TRUE(pg.query("SELECT 1 FROM t WHERE id::text = 'five'", db).empty());
+}
+
+// SIGKILL at random moments while records flow, restart with the same group, three times, then
+// a clean run to the end: the table holds every record exactly once.
+void kill_and_replay(const std::string& key, const std::string& plugin_config, int64_t count,
+                     const std::function<void(const std::string& db)>& check) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database(key);
+  const auto topic = unique_name(key);
+  kafka.create_topic(topic);
+  std::vector<std::string> values;
+  for (int64_t i = 0; i < count; ++i)
+    values.push_back("{\"id\": " + std::to_string(i % 100) + ", \"v\": " + std::to_string(i) + "}");
+  kafka.produce_values(topic, values);
+  const std::string group = group_of(key);
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> kill_after_ms(0, 200);
+  int kills = 0;
+  for (int run = 0; run <= 3; ++run) {
+    const int64_t before = kafka.committed(group, topic);
+    Runtime rt(kafka.bootstrap(), key + "-" + std::to_string(run));
+    rt.add_definition("pg.toml",
+                      "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\n"
+                      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 10\n"
+                      "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }\n"
+                      "[plugin_config]\nconnection_string = \"" + pg.conninfo(db) + "\"\ntarget_table = \"t\"\n" +
+                      plugin_config + "\n");
+    rt.start();
+    if (run < 3 && before < count) {
+      // Kill while it is writing: after its first commit, at a random moment.
+      ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) > before; }, 60s)) << rt.log();
+      std::this_thread::sleep_for(Millis(kill_after_ms(rng)));
+      rt.kill_hard();
+      rt.wait_exit(30s);
+      const int64_t at = kafka.committed(group, topic);
+      if (at < count) ++kills;
+      std::cout << key << " run " << run << ": killed at committed " << at << "\n";
+    } else if (run == 3) {
+      ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == count; }, 120s)) << rt.log();
+      EXPECT_EQ(rt.sink_state(key), "running") << rt.log();
+      rt.signal(SIGTERM);
+      EXPECT_EQ(rt.wait_exit(30s), 0);
+    }
+  }
+  std::cout << key << ": " << kills << " kills before the end\n";
+  check(db);
+}
+
+TEST(PostgresSink, SigkillBetweenWriteAndCommitThenRestartHoldsEveryRecordExactlyOnce) {
+  auto& pg = Postgres::shared();
+  const int64_t count = 6000;
+  kill_and_replay("pgkillins", "", count, [&](const std::string& db) {
+    EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT payload), min(pico_offset), "
+                       "max(pico_offset) FROM t",
+                       db),
+              (Rows{{std::to_string(count), std::to_string(count), std::to_string(count), "0", std::to_string(count - 1)}}));
+  });
+  // Upsert, inferred columns (the restarts read the existing table): one row per key, the last value.
+  kill_and_replay("pgkillups", "payload_mode = \"columns\"\nwrite_mode = \"upsert\"\nupsert_key = [\"id\"]", count,
+                  [&](const std::string& db) {
+                    EXPECT_EQ(pg.query("SELECT count(*), count(*) FILTER (WHERE v = id + " + std::to_string(count - 100) +
+                                           " AND pico_offset = v) FROM t",
+                                       db),
+                              (Rows{{"100", "100"}}));
+                  });
 }
 
 }  // namespace
