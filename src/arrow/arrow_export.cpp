@@ -9,6 +9,7 @@
 #include <map>
 #include <new>
 #include <set>
+#include <unordered_map>
 
 #include "arrow/array_builder.h"
 #include "arrow/c_export.h"
@@ -116,6 +117,50 @@ class RecordSlots {
   std::vector<uint64_t> stamp_of_;
   std::vector<size_t> touched_;
   uint64_t stamp_ = 0;
+};
+
+// Field name -> column index. Records usually list their fields in the same order, so the key
+// last seen at each member position is remembered with its answer and checked first; a miss
+// falls back to a hash table.
+class FieldLookup {
+ public:
+  static constexpr size_t npos = static_cast<size_t>(-1);
+
+  // The column of `key`, found at member `position` of a record, or npos.
+  size_t find(size_t position, std::string_view key) {
+    if (position < cached_.size() && cached_[position].valid && cached_[position].key == key) {
+      return cached_[position].column;
+    }
+    const auto it = columns_.find(key);
+    const size_t column = it == columns_.end() ? npos : it->second;
+    if (position < kMaxCached) {
+      if (position >= cached_.size()) cached_.resize(position + 1);
+      Cached& entry = cached_[position];
+      entry.key.assign(key);
+      entry.column = column;
+      entry.valid = true;
+    }
+    return column;
+  }
+
+  void add(std::string_view key, size_t column) {
+    columns_.emplace(std::string(key), column);
+    for (Cached& entry : cached_) entry.valid = false;  // a cached miss may be this key
+  }
+
+ private:
+  static constexpr size_t kMaxCached = 1024;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  struct Cached {
+    std::string key;
+    size_t column = npos;
+    bool valid = false;
+  };
+  std::unordered_map<std::string, size_t, Hash, std::equal_to<>> columns_;
+  std::vector<Cached> cached_;
 };
 
 // A payload column being built. `type` is nullopt for an inferred field that is null in every
@@ -292,21 +337,35 @@ struct FieldKinds {
   }
 };
 
-void append_inferred(PayloadColumn& column, const JsonValue& value) {
+// One field's value in one record, kept from the single parse of the payload for the fill.
+struct InferredCell {
+  size_t column;
+  size_t member;  // index among the record's top-level members (for its original text)
+  JsonKind kind;
+  union {
+    bool boolean;
+    int64_t integer;
+    double floating;
+  } scalar{};
+  size_t text_begin = 0;  // String: the unescaped bytes in the string arena
+  size_t text_size = 0;
+};
+
+void append_inferred(PayloadColumn& column, const InferredCell& cell, const std::string& strings,
+                     const std::vector<detail::RawMember>& raw) {
   ArrayBuilder& out = column.builder;
-  if (value.kind == JsonKind::Null || !column.type) {
+  if (cell.kind == JsonKind::Null || !column.type) {
     out.append_null();
     return;
   }
   switch (*column.type) {
-    case ColumnType::Bool: out.append_bool(value.element.get_bool().value_unsafe()); return;
-    case ColumnType::Int64: out.append_int64(value.element.get_int64().value_unsafe()); return;
+    case ColumnType::Bool: out.append_bool(cell.scalar.boolean); return;
+    case ColumnType::Int64: out.append_int64(cell.scalar.integer); return;
     case ColumnType::Float64:
-      out.append_double(value.kind == JsonKind::Int64 ? static_cast<double>(value.element.get_int64().value_unsafe())
-                                                      : value.element.get_double().value_unsafe());
+      out.append_double(cell.kind == JsonKind::Int64 ? static_cast<double>(cell.scalar.integer) : cell.scalar.floating);
       return;
-    case ColumnType::Utf8: out.append_bytes(value.element.get_string().value_unsafe()); return;
-    case ColumnType::Json: out.append_bytes(value.raw); return;
+    case ColumnType::Utf8: out.append_bytes(strings.data() + cell.text_begin, cell.text_size); return;
+    case ColumnType::Json: out.append_bytes(raw[cell.member].value); return;
     case ColumnType::Binary:
     case ColumnType::TimestampMs: break;  // never inferred
   }
@@ -336,14 +395,22 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
                                                JsonPayloadReader& reader, Rejections& rejections) {
   std::vector<std::string> names;  // in order of first appearance across the batch
   std::vector<FieldKinds> kinds;
-  std::map<std::string, size_t, std::less<>> column_of;
+  FieldLookup column_of;
   std::vector<std::pair<size_t, std::string>> collisions;
   RecordSlots slots;
   ParsedPayload parsed;
   bool all_objects = true;
 
-  // Pass 1: the fields, their order and their kinds.
+  // Each payload is parsed once: its values are kept (cells; strings unescaped into `strings`)
+  // for the fill, once the column types are known.
+  std::vector<InferredCell> cells;
+  std::vector<size_t> cells_of(records.size() + 1, 0);  // record i: cells [cells_of[i], cells_of[i + 1])
+  std::vector<bool> validated(records.size(), true);
+  std::string strings;
+
+  // Pass 1: the fields, their order, their kinds and their values.
   for (size_t i = 0; i < records.size(); ++i) {
+    cells_of[i] = cells.size();
     const pmq_record& record = records[i];
     if (is_tombstone(record)) continue;
     if (std::string error = reader.read(as_text(record.payload), false, parsed); !error.empty()) {
@@ -354,6 +421,7 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
       all_objects = false;
       continue;
     }
+    validated[i] = parsed.validated;
     slots.start_record();
     for (size_t m = 0; m < parsed.members.size(); ++m) {
       const std::string_view key = parsed.members[m].key;
@@ -364,16 +432,38 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
         if (!reported) collisions.emplace_back(i, std::move(reason));
         continue;
       }
-      auto it = column_of.find(key);
-      if (it == column_of.end()) {
-        it = column_of.emplace(std::string(key), names.size()).first;
+      size_t column = column_of.find(m, key);
+      if (column == FieldLookup::npos) {
+        column = names.size();
+        column_of.add(key, column);
         names.emplace_back(key);
         kinds.emplace_back();
       }
-      slots.set(it->second, m);
+      slots.set(column, m);
     }
-    for (size_t column : slots.touched()) kinds[column].add(parsed.members[slots.get(column)].value.kind);
+    if (!all_objects) continue;  // whole payloads are exported: the values are not needed
+    for (size_t column : slots.touched()) {
+      const size_t member = slots.get(column);
+      const JsonValue& value = parsed.members[member].value;
+      kinds[column].add(value.kind);
+      InferredCell cell{column, member, value.kind};
+      switch (value.kind) {
+        case JsonKind::Bool: cell.scalar.boolean = value.element.get_bool().value_unsafe(); break;
+        case JsonKind::Int64: cell.scalar.integer = value.element.get_int64().value_unsafe(); break;
+        case JsonKind::Double: cell.scalar.floating = value.element.get_double().value_unsafe(); break;
+        case JsonKind::String: {
+          const std::string_view text = value.element.get_string().value_unsafe();
+          cell.text_begin = strings.size();
+          cell.text_size = text.size();
+          strings.append(text);
+          break;
+        }
+        default: break;  // exported as original text only
+      }
+      cells.push_back(cell);
+    }
   }
+  cells_of[records.size()] = cells.size();
   // A batch that is not all objects exports whole payloads: field names cannot collide then.
   if (all_objects) {
     for (const auto& [index, reason] : collisions) rejections.add(index, reason);
@@ -383,33 +473,33 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
 
   std::vector<PayloadColumn> columns;
   columns.reserve(names.size());
-  bool want_raw = false;
-  for (size_t c = 0; c < names.size(); ++c) {
-    columns.emplace_back(names[c], kinds[c].column_type(), true);
-    want_raw = want_raw || columns.back().type == ColumnType::Json;
-  }
+  for (size_t c = 0; c < names.size(); ++c) columns.emplace_back(names[c], kinds[c].column_type(), true);
 
   // Pass 2: the values.
+  std::vector<detail::RawMember> raw;
   for (size_t i = 0; i < records.size(); ++i) {
     const pmq_record& record = records[i];
     if (is_tombstone(record)) {
       for (PayloadColumn& column : columns) column.builder.append_null();
       continue;
     }
-    if (std::string error = reader.read(as_text(record.payload), want_raw, parsed); !error.empty()) {
-      throw ExportError("record " + std::to_string(i) + " read differently on the second pass: " + error);
-    }
     slots.start_record();
-    for (size_t m = 0; m < parsed.members.size(); ++m) {
-      if (auto it = column_of.find(parsed.members[m].key); it != column_of.end()) slots.set(it->second, m);
-    }
+    for (size_t k = cells_of[i]; k < cells_of[i + 1]; ++k) slots.set(cells[k].column, k);
+    bool raw_ready = false;
     for (size_t c = 0; c < columns.size(); ++c) {
-      const size_t member = slots.get(c);
-      if (member == RecordSlots::npos) {
+      const size_t k = slots.get(c);
+      if (k == RecordSlots::npos) {
         columns[c].builder.append_null();  // absent from this record
-      } else {
-        append_inferred(columns[c], parsed.members[member].value);
+        continue;
       }
+      const InferredCell& cell = cells[k];
+      if (columns[c].type == ColumnType::Json && cell.kind != JsonKind::Null) {
+        if (!raw_ready) raw_ready = JsonPayloadReader::split(as_text(record.payload), validated[i], raw);
+        if (!raw_ready || cell.member >= raw.size()) {
+          throw ExportError("record " + std::to_string(i) + " read differently on the second pass: payload is not valid JSON");
+        }
+      }
+      append_inferred(columns[c], cell, strings, raw);
     }
   }
   return finish_all(columns);
@@ -516,10 +606,10 @@ std::vector<BuiltColumn> declared_json_columns(const Records& records, const std
   check_declared(declared, include_metadata);
   std::vector<PayloadColumn> columns;
   columns.reserve(declared.size());
-  std::map<std::string, size_t, std::less<>> column_of;
+  FieldLookup column_of;
   bool want_raw = false;
   for (const DeclaredColumn& d : declared) {
-    column_of.emplace(d.name, columns.size());
+    column_of.add(d.name, columns.size());
     columns.emplace_back(d.name, d.type, d.nullable);
     want_raw = want_raw || d.type == ColumnType::Json;
   }
@@ -548,7 +638,9 @@ std::vector<BuiltColumn> declared_json_columns(const Records& records, const std
     slots.start_record();
     for (size_t m = 0; m < parsed.members.size(); ++m) {
       // Undeclared fields are dropped.
-      if (auto it = column_of.find(parsed.members[m].key); it != column_of.end()) slots.set(it->second, m);
+      if (const size_t column = column_of.find(m, parsed.members[m].key); column != FieldLookup::npos) {
+        slots.set(column, m);
+      }
     }
     for (size_t c = 0; c < columns.size(); ++c) {
       const size_t member = slots.get(c);

@@ -50,6 +50,7 @@ std::string_view describe(JsonKind kind) {
 
 std::string JsonPayloadReader::read(std::string_view payload, bool want_raw, ParsedPayload& out) {
   out.members.clear();
+  out.validated = true;
   // Payload bytes carry no padding: simdjson copies them into its own padded buffer.
   auto parsed = parser_.parse(payload.data(), payload.size(), /*realloc_if_needed=*/true);
   if (parsed.error() == simdjson::NUMBER_ERROR) return read_with_big_numbers(payload, out);
@@ -58,7 +59,7 @@ std::string JsonPayloadReader::read(std::string_view payload, bool want_raw, Par
   out.kind = kind_of(root);
   if (out.kind != JsonKind::Object) return {};
 
-  if (want_raw && !split_object(payload, raw_members_)) return "payload is not valid JSON";
+  if (want_raw && !split_valid_object(payload, raw_members_)) return "payload is not valid JSON";
   const simdjson::dom::object object = root.get_object().value_unsafe();  // a named copy outlives the loop
   size_t index = 0;
   for (const simdjson::dom::key_value_pair field : object) {
@@ -80,6 +81,7 @@ std::string JsonPayloadReader::read(std::string_view payload, bool want_raw, Par
 // simdjson then parses for the keys and the other values. Replaced members keep their original
 // text: containers and such numbers only ever export as JSON text.
 std::string JsonPayloadReader::read_with_big_numbers(std::string_view payload, ParsedPayload& out) {
+  out.validated = false;
   if (!simdjson::validate_utf8(payload.data(), payload.size())) return not_json(simdjson::UTF8_ERROR);
   const size_t end = scan_value(payload, 0);
   if (end == kScanFailed || payload.find_first_not_of(" \t\r\n", end) != std::string_view::npos) {

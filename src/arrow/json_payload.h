@@ -32,6 +32,7 @@ struct JsonMember {
 struct ParsedPayload {
   JsonKind kind = JsonKind::Null;  // of the whole payload
   std::vector<JsonMember> members; // when kind == Object: document order, duplicates included
+  bool validated = true;           // simdjson accepted the whole text (not the big-number path)
 };
 
 // One per export; not thread-safe. What a read returns stays valid until the next read.
@@ -39,6 +40,12 @@ class JsonPayloadReader {
  public:
   // Returns why the payload cannot be read (a record rejection), or an empty string.
   std::string read(std::string_view payload, bool want_raw, ParsedPayload& out);
+
+  // The top-level members' original text of an object payload that read() accepted (as in
+  // `validated`), without parsing it again; false when the text does not split.
+  static bool split(std::string_view payload, bool validated, std::vector<RawMember>& out) {
+    return validated ? split_valid_object(payload, out) : split_object(payload, out);
+  }
 
  private:
   std::string read_with_big_numbers(std::string_view payload, ParsedPayload& out);

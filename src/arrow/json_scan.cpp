@@ -173,4 +173,70 @@ bool split_object(std::string_view text, std::vector<RawMember>& members) {
   return skip_space(text, pos) == text.size();
 }
 
+namespace {
+
+// Characters the structural split of valid JSON stops at: 1 = string delimiters ('"', '\\'),
+// 2 = structure ('"', '{', '[', '}', ']', ',').
+struct SplitTable {
+  unsigned char of[256] = {};
+  constexpr SplitTable() {
+    of[static_cast<unsigned char>('"')] = 1 | 2;
+    of[static_cast<unsigned char>('\\')] = 1;
+    for (char c : {'{', '[', '}', ']', ','}) of[static_cast<unsigned char>(c)] = 2;
+  }
+};
+constexpr SplitTable kSplit;
+
+// `pos` is at the opening quote of a valid string; returns the index past the closing one.
+size_t skip_valid_string(const char* data, size_t size, size_t pos) {
+  for (size_t i = pos + 1; i < size; ++i) {
+    if (!(kSplit.of[static_cast<unsigned char>(data[i])] & 1)) continue;
+    if (data[i] == '"') return i + 1;
+    ++i;  // the escaped character
+  }
+  return size;
+}
+
+}  // namespace
+
+bool split_valid_object(std::string_view text, std::vector<RawMember>& members) {
+  members.clear();
+  const char* const data = text.data();
+  const size_t size = text.size();
+  size_t pos = skip_space(text, 0);
+  if (pos >= size || data[pos] != '{') return false;
+  pos = skip_space(text, pos + 1);
+  if (pos < size && data[pos] == '}') return true;
+  while (pos < size) {
+    const size_t key_start = pos;
+    const size_t key_end = skip_valid_string(data, size, key_start);
+    pos = skip_space(text, key_end);
+    if (pos >= size || data[pos] != ':') return false;
+    const size_t value_start = skip_space(text, pos + 1);
+    size_t depth = 0;
+    size_t end = value_start;
+    for (; end < size; ++end) {
+      if (!(kSplit.of[static_cast<unsigned char>(data[end])] & 2)) continue;
+      const char c = data[end];
+      if (c == '"') {
+        end = skip_valid_string(data, size, end) - 1;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == ',') {
+        if (depth == 0) break;
+      } else {  // '}' or ']'
+        if (depth == 0) break;
+        --depth;
+      }
+    }
+    if (end >= size) return false;
+    size_t value_end = end;
+    while (value_end > value_start && is_space(data[value_end - 1])) --value_end;
+    members.push_back({text.substr(key_start, key_end - key_start), text.substr(value_start, value_end - value_start)});
+    if (data[end] == '}') return true;
+    pos = skip_space(text, end + 1);
+  }
+  return false;
+}
+
 }  // namespace picomq::arrow::detail

@@ -27,4 +27,8 @@ struct RawMember {
 // members in document order, duplicates included. False when it is anything else.
 bool split_object(std::string_view text, std::vector<RawMember>& members);
 
+// The same split for text already known to be exactly one valid JSON object (simdjson accepted
+// it): structure only, no grammar checks. False when the text does not start with an object.
+bool split_valid_object(std::string_view text, std::vector<RawMember>& members);
+
 }  // namespace picomq::arrow::detail
