@@ -245,18 +245,22 @@ void SinkPlugin::start(const DecodedBatch& batch, const arrow::ExportOptions& ar
   const uint32_t plane = library_->planes().best_plane;
   if (plane == PMQ_PLANE_ARROW) return start_arrow(batch, arrow, call);
   if (plane == PMQ_PLANE_ROWS) {
-    std::lock_guard lock(call_mutex_);
-    call.outcome = write_rows(call.view_);
-    // write_rows checked every record's outcome; keep it as is.
-    std::function<void()> notify;
     {
-      std::lock_guard call_lock(call.mutex_);
-      call.done_ = true;
-      notify = call.on_done;
+      std::lock_guard lock(call_mutex_);
+      call.outcome = write_rows(call.view_);
     }
-    if (notify) notify();
+    call.complete(call.outcome.status);  // each record's outcome was checked; this notifies
     return;
   }
+  call_plugin(call, [&](void* instance, pmq_write_result* result) {
+    return library_->descriptor().write_batch(instance, &call.view_, result);
+  });
+}
+
+// One batch or Arrow call into the instance, serialised; its outcome completes `call` at once
+// unless the plugin answered PENDING (it completes later through the host API).
+template <class Write>
+void SinkPlugin::call_plugin(WriteCall& call, Write&& write) {
   pmq_write_status status;
   call.result_ = new pmq_write_result{&call.outcome, &call};
   {
@@ -265,7 +269,7 @@ void SinkPlugin::start(const DecodedBatch& batch, const arrow::ExportOptions& ar
       call.outcome.message = "the sink is closed";
       status = PMQ_WRITE_FATAL;
     } else {
-      status = library_->descriptor().write_batch(instance_, &call.view_, call.result_);
+      status = write(instance_, call.result_);
     }
   }
   if (status != PMQ_WRITE_PENDING) call.complete(status);
@@ -310,18 +314,9 @@ void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptio
   ab.arrow_array = &call.array_;
   ab.offsets = call.offsets_.data();
   ab.record_count = call.offsets_.size();
-  pmq_write_status status;
-  call.result_ = new pmq_write_result{&call.outcome, &call};
-  {
-    std::lock_guard lock(call_mutex_);
-    if (!instance_) {
-      call.outcome.message = "the sink is closed";
-      status = PMQ_WRITE_FATAL;
-    } else {
-      status = library_->descriptor().write_arrow(instance_, &ab, call.result_);
-    }
-  }
-  if (status != PMQ_WRITE_PENDING) call.complete(status);
+  call_plugin(call, [&](void* instance, pmq_write_result* result) {
+    return library_->descriptor().write_arrow(instance, &ab, result);
+  });
 }
 
 // The rows plane: one call per record, in order. A rejected record is collected and the rest

@@ -117,6 +117,8 @@ class SinkPlugin {
   SinkPlugin() = default;
   WriteOutcome write_rows(const pmq_batch& view);
   void start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call);
+  template <class Write>
+  void call_plugin(WriteCall& call, Write&& write);
   std::shared_ptr<PluginLibrary> library_;
   std::string sink_key_;
   std::unique_ptr<HostContext> context_;
