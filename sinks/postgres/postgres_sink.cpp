@@ -8,10 +8,12 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "destination/name_template.h"
@@ -70,6 +72,12 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                  .flags = PMQ_OPTION_REQUIRED | PMQ_OPTION_SECRET, .default_json = nullptr, .allowed = nullptr,
                  .help = "libpq connection string (key=value or postgresql:// URI). Never logged. The sink sets "
                          "client_encoding to UTF8."},
+      pmq_option{.name = "reconnect_timeout", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"15s\"",
+                 .allowed = nullptr,
+                 .help = "How long one write keeps trying to reconnect to an unreachable server (with a back-off "
+                         "from 250 ms to 2 s) before it fails and the runtime's retry takes over; with the runtime's "
+                         "5 attempts a restart of the server of up to about 5 times this long loses nothing and "
+                         "keeps the sink running. 0: one connection attempt per write."},
       pmq_option{.name = "target_table", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"{topic}\"",
                  .allowed = nullptr,
                  .help = "Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
@@ -112,6 +120,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
   void open(const sdk::Config& config) {
     conninfo_ = config.string("connection_string");
+    reconnect_timeout_ = config.duration("reconnect_timeout");
     {
       char* err = nullptr;
       PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
@@ -391,11 +400,19 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     target.ready = true;
   }
 
+  // Connects unless connected. An unreachable server is tried again for up to reconnect_timeout:
+  // a server restart takes longer than the runtime's own retries (about 3 s in all) would wait.
   void connect() {
     if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
-    disconnect();
-    conn_ = PQconnectdb(conninfo_.c_str());
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+    const auto deadline = std::chrono::steady_clock::now() + reconnect_timeout_;
+    auto pause = std::chrono::milliseconds(250);
+    for (int attempt = 1;; ++attempt) {
+      disconnect();
+      conn_ = PQconnectdb(conninfo_.c_str());
+      if (conn_ && PQstatus(conn_) == CONNECTION_OK) {
+        if (attempt > 1) log(sdk::LogLevel::Info, "reconnected to PostgreSQL after " + std::to_string(attempt) + " attempts");
+        break;
+      }
       const std::string message = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
       disconnect();
       // libpq has no SQLSTATE for a failed connection: tell auth and missing-database problems
@@ -405,7 +422,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
           (message.find("database") != std::string::npos && message.find("does not exist") != std::string::npos) ||
           message.find("no pg_hba.conf entry") != std::string::npos)
         throw sdk::FatalError("cannot connect to PostgreSQL: " + message);
-      throw sdk::RetryableError("cannot connect to PostgreSQL: " + message);
+      if (std::chrono::steady_clock::now() + pause > deadline)
+        throw sdk::RetryableError("cannot connect to PostgreSQL: " + message);
+      if (attempt == 1) log(sdk::LogLevel::Warn, "cannot connect to PostgreSQL (" + message + "); trying again");
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
     }
     if (PQsetClientEncoding(conn_, "UTF8") != 0) {
       const std::string message = trim(PQerrorMessage(conn_));
@@ -483,6 +504,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   std::string conninfo_;  // secret: never logged
+  std::chrono::milliseconds reconnect_timeout_{15000};
   std::optional<dest::NameTemplate> template_;
   std::string schema_;
   bool auto_create_ = true;

@@ -13,6 +13,15 @@
 
 namespace picomq::config {
 
+std::string_view to_string(BadRecordPolicy policy) {
+  switch (policy) {
+    case BadRecordPolicy::Fail: return "fail";
+    case BadRecordPolicy::Skip: return "skip";
+    case BadRecordPolicy::DeadLetter: return "dead_letter";
+  }
+  return "?";
+}
+
 std::string_view to_string(Schema schema) {
   switch (schema) {
     case Schema::Json: return "json";
@@ -70,6 +79,40 @@ struct Positions {
   };
   std::vector<Group> groups;  // one per [[topics]] block
 };
+
+// on_bad_record = "fail" | "skip" | "dead_letter", the last with dead_letter_topic = "<topic>".
+void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBlock& block) {
+  if (auto policy = r.string("on_bad_record")) {
+    if (*policy == "fail")
+      block.on_bad_record = BadRecordPolicy::Fail;
+    else if (*policy == "skip")
+      block.on_bad_record = BadRecordPolicy::Skip;
+    else if (*policy == "dead_letter")
+      block.on_bad_record = BadRecordPolicy::DeadLetter;
+    else
+      r.error(*table.get("on_bad_record"), "on_bad_record",
+              "'on_bad_record' must be \"fail\", \"skip\" or \"dead_letter\", got \"" + *policy + "\"");
+  }
+  auto topic = r.string("dead_letter_topic");
+  const bool dead_letter = block.on_bad_record == BadRecordPolicy::DeadLetter;
+  if (topic && !dead_letter) {
+    r.error(*table.get("dead_letter_topic"), "dead_letter_topic",
+            "'dead_letter_topic' is only used with on_bad_record = \"dead_letter\"");
+  } else if (topic) {
+    if (auto problem = topic_name_problem(*topic))
+      r.error(*table.get("dead_letter_topic"), "dead_letter_topic", "invalid dead-letter topic: " + *problem);
+    else if (std::find(block.topics.begin(), block.topics.end(), *topic) != block.topics.end() ||
+             (block.anchored_pattern && std::regex_search(*topic, std::regex(*block.anchored_pattern))))
+      // A bad record would come back to this block, fail again and be produced again, forever.
+      r.error(*table.get("dead_letter_topic"), "dead_letter_topic",
+              "the dead-letter topic '" + *topic + "' is one this block consumes");
+    else
+      block.dead_letter_topic = std::move(*topic);
+  } else if (dead_letter && table.get("on_bad_record")) {
+    r.error(*table.get("on_bad_record"), "on_bad_record",
+            "on_bad_record = \"dead_letter\" needs 'dead_letter_topic', the topic bad records are produced to");
+  }
+}
 
 // arrow_schema = [ { name = "id", type = "utf8", nullable = false }, { name = "amount", type = "float64" } ]
 // An array, so the declared column order survives (TOML tables have none).
@@ -214,6 +257,7 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
       r.error(*table.get("auto_offset_reset"), "auto_offset_reset",
               "'auto_offset_reset' must be \"earliest\" or \"latest\", got \"" + *reset + "\"");
   }
+  read_bad_record_policy(r, table, block);
   if (auto properties = r.properties("properties")) block.properties = std::move(*properties);
   if (const toml::node* schema = r.node("arrow_schema")) read_arrow_schema(r, *schema, block);
   r.finish();

@@ -24,6 +24,10 @@ std::string_view to_string(Schema schema);  // "json", "raw", ...
 enum class OffsetReset { Earliest, Latest };
 std::string_view to_string(OffsetReset reset);  // "earliest" | "latest"
 
+// What happens to a record that cannot be decoded or transformed, or that the sink rejects.
+enum class BadRecordPolicy { Fail, Skip, DeadLetter };
+std::string_view to_string(BadRecordPolicy policy);  // "fail" | "skip" | "dead_letter"
+
 // One [[topics]] block: one consumer in its own consumer group.
 struct TopicsBlock {
   int index = 0;  // position of the [[topics]] table in the file (0-based)
@@ -37,6 +41,8 @@ struct TopicsBlock {
   Millis poll_interval{100};
   std::optional<std::string> consumer_group;
   OffsetReset auto_offset_reset = OffsetReset::Earliest;
+  BadRecordPolicy on_bad_record = BadRecordPolicy::Fail;
+  std::optional<std::string> dead_letter_topic;  // set exactly when on_bad_record is DeadLetter
   // librdkafka consumer properties, values as strings, sorted by name. Never contains the
   // properties the runtime manages (see names.h: managed_property_reason).
   std::vector<std::pair<std::string, std::string>> properties;

@@ -201,9 +201,13 @@ void WriteCall::complete(pmq_write_status status) {
       return;
     }
     outcome.status = status;
-    if (status == PMQ_WRITE_OK && !export_rejections_.empty()) {
+    if (!kept_index_.empty())
+      for (auto& r : outcome.rejections)
+        if (r.first < kept_index_.size()) r.first = kept_index_[r.first];
+    if ((status == PMQ_WRITE_OK || status == PMQ_WRITE_REJECTED) && !export_rejections_.empty()) {
       outcome.status = PMQ_WRITE_REJECTED;
-      outcome.rejections = std::move(export_rejections_);
+      outcome.rejections.insert(outcome.rejections.end(), export_rejections_.begin(), export_rejections_.end());
+      export_rejections_.clear();
     }
     if (status == PMQ_WRITE_PENDING) {
       outcome.status = PMQ_WRITE_FATAL;
@@ -233,8 +237,10 @@ uint32_t SinkPlugin::max_in_flight() const {
   return std::max<uint32_t>(1, d.max_in_flight);
 }
 
-WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow) {
+WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow,
+                               bool write_past_rejections) {
   WriteCall call;
+  call.write_past_rejections = write_past_rejections;
   start(batch, arrow, call);
   call.wait();
   return std::move(call.outcome);
@@ -281,18 +287,31 @@ void SinkPlugin::call_plugin(WriteCall& call, Write&& write) {
 void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
   auto exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
   if (!exported.ok && !exported.rejected.empty()) {
-    // As with an undecodable record: the records before the first refused one are written
-    // (and then committed), the refused one goes to the bad-record policy.
+    // The refused records go to the bad-record policy. Under `fail`, as with an undecodable
+    // record, the records before the first refused one are written (and then committed);
+    // otherwise all the others are.
     size_t first = exported.rejected.front().record_index;
     for (const auto& r : exported.rejected) {
       first = std::min(first, r.record_index);
       call.export_rejections_.emplace_back(r.record_index, "arrow export: " + r.reason);
     }
-    if (first == 0) {
-      call.complete(PMQ_WRITE_OK);  // nothing to write: becomes REJECTED at index 0
+    if (call.write_past_rejections) {
+      std::vector<bool> refused(batch.records.size());
+      for (const auto& r : exported.rejected) refused.at(r.record_index) = true;
+      for (size_t i = 0; i < batch.records.size(); ++i) {
+        if (refused[i]) continue;
+        call.kept_.push_back(batch.records[i]);
+        call.kept_index_.push_back(i);
+      }
+      call.view_.records = call.kept_.data();
+      call.view_.record_count = call.kept_.size();
+    } else {
+      call.view_.record_count = first;
+    }
+    if (call.view_.record_count == 0) {
+      call.complete(PMQ_WRITE_OK);  // nothing to write: becomes REJECTED
       return;
     }
-    call.view_.record_count = first;
     exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
   }
   if (!exported.ok) {
@@ -303,7 +322,7 @@ void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptio
     return;
   }
   call.offsets_.reserve(call.view_.record_count);
-  for (size_t i = 0; i < call.view_.record_count; ++i) call.offsets_.push_back(batch.records[i].offset);
+  for (size_t i = 0; i < call.view_.record_count; ++i) call.offsets_.push_back(call.view_.records[i].offset);
   pmq_arrow_batch& ab = call.arrow_batch_;
   ab.struct_size = sizeof ab;
   ab.topic = call.view_.topic;

@@ -39,6 +39,10 @@ class WriteCall {
   bool done();
   // Called (from any thread) when this write's outcome is known.
   std::function<void()> on_done;
+  // Set before start(). Records the Arrow export refuses end the batch there when false (the
+  // `fail` bad-record policy: nothing past a bad record is of use); when true the plugin gets
+  // every other record, as a batch-plane sink that rejects records writes the rest.
+  bool write_past_rejections = false;
   WriteOutcome outcome;  // read it after wait()
 
   // Host side: the final status of the write (checked for plugin bugs).
@@ -58,6 +62,10 @@ class WriteCall {
   // Records the Arrow export refused: the plugin got the records before the first of them, and
   // a successful write of those becomes REJECTED with these.
   std::vector<std::pair<size_t, std::string>> export_rejections_;
+  // With write_past_rejections: the records exported (the batch minus the refused ones) and
+  // their indices in the batch, to map the plugin's own rejections back.
+  std::vector<pmq_record> kept_;
+  std::vector<size_t> kept_index_;
 };
 
 // A dlopen()ed plugin library whose ABI version the host accepts.
@@ -100,7 +108,8 @@ class SinkPlugin {
   // [[topics]] block); the export runs before the call, outside the call lock.
   void start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call);
   // start() and wait.
-  WriteOutcome write(const DecodedBatch& batch, const arrow::ExportOptions& arrow = {});
+  WriteOutcome write(const DecodedBatch& batch, const arrow::ExportOptions& arrow = {},
+                     bool write_past_rejections = false);
   // How many writes per block may be pending at once (the plugin's max_in_flight, at least 1).
   uint32_t max_in_flight() const;
   void close();

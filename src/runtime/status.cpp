@@ -64,6 +64,9 @@ std::string StatusBoard::to_json() const {
                              {"paused", b.paused},
                              {"delivered_records", b.delivered_records},
                              {"committed_batches", b.committed_batches},
+                             {"skipped_records", b.skipped_records},
+                             {"dead_lettered_records", b.dead_lettered_records},
+                             {"filtered_records", b.filtered_records},
                              {"buffered_records", b.buffered_records},
                              {"buffered_bytes", b.buffered_bytes}});
     doc["sinks"].push_back(std::move(j));

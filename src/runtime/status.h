@@ -20,6 +20,9 @@ struct BlockStatus {
   bool paused = false;
   uint64_t delivered_records = 0;
   uint64_t committed_batches = 0;
+  uint64_t skipped_records = 0;        // bad records the `skip` policy stepped over
+  uint64_t dead_lettered_records = 0;  // bad records confirmed in the dead-letter topic
+  uint64_t filtered_records = 0;       // records a transform dropped
   uint64_t buffered_records = 0;  // polled, not yet written (buckets, queue, in flight)
   uint64_t buffered_bytes = 0;
 };

@@ -18,6 +18,7 @@ constexpr milliseconds kMaxPollWait{50};
 constexpr milliseconds kStatusEvery{1000};
 constexpr size_t kPrepareAheadQueue = 2;  // jobs waiting for the delivery thread before the consumer decodes
 constexpr int kFetchQueueBackoffVersion = 0x020200ff;  // librdkafka 2.2.0
+constexpr int kDeadLetterTimeoutMs = 15000;  // per attempt: produce and wait for the broker's acks
 
 size_t message_bytes(const rd_kafka_message_t* m) { return m->len + m->key_len; }
 
@@ -532,6 +533,9 @@ void TopicsConsumer::publish_status() {
   b.paused = paused_;
   b.delivered_records = delivered_records_.load();
   b.committed_batches = committed_batches_.load();
+  b.skipped_records = skipped_records_.load();
+  b.dead_lettered_records = dead_lettered_records_.load();
+  b.filtered_records = filtered_records_.load();
   b.buffered_records = buffered_records_.load();
   b.buffered_bytes = buffered_bytes_.load();
   status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
@@ -621,15 +625,29 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
   batch.schema = std::string(config::to_string(settings_.block.schema));
   batch.format = with.decoder->format();
   batch.records.reserve(job.messages.size());
+  job.commit_to = job.messages.empty() ? -1 : job.messages.back()->offset + 1;
+  const bool fail_policy = settings_.block.on_bad_record == config::BadRecordPolicy::Fail;
 
   std::string decode_error;
-  size_t bad_index = job.messages.size();
   std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
   header_ranges.reserve(job.messages.size());
   for (size_t i = 0; i < job.messages.size(); ++i) {
     const rd_kafka_message_t* m = job.messages[i].get();
     pmq_record r{};
     r.offset = m->offset;
+    if (m->payload) {
+      std::span<const uint8_t> in(static_cast<const uint8_t*>(m->payload), m->len);
+      if (!with.decoder->decode(in, r.payload, batch.owned, decode_error)) {
+        if (fail_policy) {
+          job.failure = "cannot decode record " + job.tp.to_string() + " at offset " + std::to_string(m->offset) +
+                        " (schema " + batch.schema + "): " + decode_error;
+          job.commit_to = m->offset;
+          break;
+        }
+        job.bad.push_back({i, BadRecordStage::Decode, "schema " + batch.schema + ": " + decode_error});
+        continue;
+      }
+    }
     rd_kafka_timestamp_type_t ts_type;
     r.timestamp_ms = rd_kafka_message_timestamp(m, &ts_type);
     r.key = m->key ? pmq_bytes{static_cast<const uint8_t*>(m->key), m->key_len} : pmq_bytes{nullptr, 0};
@@ -644,27 +662,18 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
                                  {static_cast<const uint8_t*>(value), value ? size : 0}});
     }
     header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
-    if (m->payload) {
-      std::span<const uint8_t> in(static_cast<const uint8_t*>(m->payload), m->len);
-      if (!with.decoder->decode(in, r.payload, batch.owned, decode_error)) {
-        bad_index = i;
-        break;
-      }
-    }
     batch.records.push_back(r);
   }
   for (size_t i = 0; i < batch.records.size(); ++i) {
     batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
     batch.records[i].header_count = header_ranges[i].second;
   }
-  if (bad_index < job.messages.size())
-    job.failure = "cannot decode record " + job.tp.to_string() + " at offset " +
-                  std::to_string(job.messages[bad_index]->offset) + " (schema " + batch.schema + "): " + decode_error;
 
   if (!with.transforms.empty()) {
     if (auto err = with.transforms.apply(batch); !err.empty()) {
       batch.records.clear();
       job.failure = "transform failed on " + job.tp.to_string() + ": " + err;
+      job.commit_to = job.messages.front()->offset;
     }
   }
 }
@@ -680,11 +689,13 @@ void TopicsConsumer::start_write(InFlight& entry) {
   if (!job.prepared) prepare(job, delivery_side_);
   if (job.batch.records.empty()) return;
   entry.call = std::make_unique<WriteCall>();
+  entry.call->write_past_rejections = settings_.block.on_bad_record != config::BadRecordPolicy::Fail;
   plugin_.start(job.batch, arrow_options_, *entry.call);
 }
 
-// Takes the outcome of the oldest write: retries a failure (now one write at a time), stores
-// the offset of what was written, then reports an undecodable record the batch stopped at.
+// Takes the outcome of the oldest write: retries a failure (now one write at a time), hands the
+// bad records to the policy, stores the offset of what is done, then reports a record the batch
+// stopped at (`fail` policy).
 void TopicsConsumer::finish_write(InFlight& entry) {
   Job& job = entry.job;
   {
@@ -700,27 +711,80 @@ void TopicsConsumer::finish_write(InFlight& entry) {
   if (entry.call) {
     std::string error;
     size_t written_prefix = 0;
-    if (!write_with_retries(batch, std::move(entry.call->outcome), error, written_prefix)) {
-      if (written_prefix > 0) store_offset(job.tp, batch.records[written_prefix - 1].offset + 1);
-      fail(job.tp, error);
-      return;
+    std::vector<std::pair<int64_t, std::string>> rejected;
+    if (!write_with_retries(batch, std::move(entry.call->outcome), error, written_prefix, rejected)) {
+      if (rejected.empty() || settings_.block.on_bad_record == config::BadRecordPolicy::Fail) {
+        if (written_prefix > 0) store_offset(job.tp, batch.records[written_prefix - 1].offset + 1);
+        fail(job.tp, error);
+        return;
+      }
+      // The sink wrote the rest; the refused records join the batch's bad records.
+      for (auto& [offset, reason] : rejected) {
+        auto it = std::lower_bound(job.messages.begin(), job.messages.end(), offset,
+                                   [](const MessagePtr& m, int64_t o) { return m->offset < o; });
+        if (it != job.messages.end() && (*it)->offset == offset)
+          job.bad.push_back({static_cast<size_t>(it - job.messages.begin()), BadRecordStage::Sink, std::move(reason)});
+      }
+      std::sort(job.bad.begin(), job.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
     }
-    delivered_records_ += batch.records.size();
-    store_offset(job.tp, batch.records.back().offset + 1);
+    delivered_records_ += batch.records.size() - rejected.size();
   }
+  if (job.filtered) filtered_records_ += job.filtered;
+  if (!job.bad.empty() && !handle_bad_records(job)) return;
+  if (!job.messages.empty() && job.commit_to > job.messages.front()->offset) store_offset(job.tp, job.commit_to);
   if (!job.failure.empty()) fail(job.tp, job.failure);
+}
+
+bool TopicsConsumer::handle_bad_records(Job& job) {
+  auto where = [&](const BadRecord& b) {
+    return job.tp.to_string() + " at offset " + std::to_string(job.messages[b.index]->offset) + " (" +
+           std::string(to_string(b.stage)) + "): " + b.reason;
+  };
+  if (settings_.block.on_bad_record == config::BadRecordPolicy::Skip) {
+    for (const auto& b : job.bad) spdlog::warn("{}: skipped bad record {}", log_prefix_, where(b));
+    skipped_records_ += job.bad.size();
+    return true;
+  }
+  std::vector<DeadLetter> letters;
+  for (const auto& b : job.bad) letters.push_back({job.messages[b.index].get(), b.stage, b.reason});
+  std::string error;
+  if (!dead_letter_)
+    dead_letter_ = DeadLetterProducer::create(settings_.bootstrap_servers, settings_.client_properties,
+                                              *settings_.block.dead_letter_topic, settings_.sink_key, error);
+  const auto& policy = settings_.retry;
+  for (int attempt = 1; dead_letter_; ++attempt) {
+    if (dead_letter_->send(letters, kDeadLetterTimeoutMs, error)) {
+      for (const auto& b : job.bad)
+        spdlog::warn("{}: bad record {} produced to dead-letter topic '{}'", log_prefix_, where(b),
+                     dead_letter_->topic());
+      dead_lettered_records_ += job.bad.size();
+      return true;
+    }
+    if (attempt >= policy.max_attempts) break;
+    const auto delay = policy.delay_before(attempt + 1);
+    spdlog::warn("{}: {} (attempt {}/{}); retrying in {} ms", log_prefix_, error, attempt, policy.max_attempts,
+                 delay.count());
+    std::this_thread::sleep_for(delay);
+  }
+  // Everything before the first bad record is written; nothing from it on may be committed.
+  const int64_t first_bad = job.messages[job.bad.front().index]->offset;
+  if (first_bad > job.messages.front()->offset) store_offset(job.tp, first_bad);
+  fail(job.tp, error);
+  return false;
 }
 
 // The spec's retry rule: the same batch up to max_attempts times with a doubling backoff; a
 // permanent failure or rejected records stop at once. `written_prefix` says how many leading
 // records are known written when it gives up (rejections), so their offsets can be committed.
 bool TopicsConsumer::write_with_retries(DecodedBatch& batch, WriteOutcome first, std::string& error,
-                                        size_t& written_prefix) {
+                                        size_t& written_prefix, std::vector<std::pair<int64_t, std::string>>& rejected) {
   const auto& policy = settings_.retry;
   const std::string where = batch.tp.to_string() + " offsets " + std::to_string(batch.records.front().offset) +
                             ".." + std::to_string(batch.records.back().offset);
   for (int attempt = 1;; ++attempt) {
-    WriteOutcome out = attempt == 1 ? std::move(first) : plugin_.write(batch, arrow_options_);
+    WriteOutcome out = attempt == 1 ? std::move(first)
+                                    : plugin_.write(batch, arrow_options_,
+                                                    settings_.block.on_bad_record != config::BadRecordPolicy::Fail);
     if (out.status == PMQ_WRITE_OK) {
       if (attempt > 1) spdlog::info("{}: batch {} written on attempt {}", log_prefix_, where, attempt);
       return true;
@@ -729,6 +793,8 @@ bool TopicsConsumer::write_with_retries(DecodedBatch& batch, WriteOutcome first,
       auto first = *std::min_element(out.rejections.begin(), out.rejections.end());
       const auto offset = first.first < batch.records.size() ? batch.records[first.first].offset : -1;
       written_prefix = std::min(first.first, batch.records.size());
+      for (const auto& [index, reason] : out.rejections)
+        if (index < batch.records.size()) rejected.emplace_back(batch.records[index].offset, reason);
       error = "the sink rejected record " + batch.tp.to_string() + " at offset " + std::to_string(offset) + ": " +
               first.second + (out.rejections.size() > 1 ? " (and " + std::to_string(out.rejections.size() - 1) + " more)" : "");
       return false;

@@ -29,6 +29,7 @@
 #include "config/sink_definition.h"
 #include "runtime/backoff.h"
 #include "runtime/bucketer.h"
+#include "runtime/dead_letter.h"
 #include "runtime/decoder.h"
 #include "runtime/plugin_host.h"
 #include "runtime/status.h"
@@ -71,13 +72,24 @@ class TopicsConsumer {
   bool abandoned() const { return abandoned_.load(); }
 
  private:
+  // A record the bad-record policy (skip / dead_letter) takes care of instead of the plugin.
+  struct BadRecord {
+    size_t index;  // in Job::messages
+    BadRecordStage stage;
+    std::string reason;
+  };
   struct Job {
     TopicPartition tp;
     std::vector<MessagePtr> messages;  // own the bytes the batch points into
     size_t bytes = 0;
     bool prepared = false;
     DecodedBatch batch;   // decoded + transformed (by either thread, see enqueue())
-    std::string failure;  // set when a record could not be decoded or transformed (batch holds those before it)
+    std::string failure;  // `fail` policy: a record could not be decoded or transformed (batch holds those before it)
+    std::vector<BadRecord> bad;  // other policies: records left out of the batch, in offset order
+    size_t filtered = 0;         // records a transform dropped
+    // Where the committed offset goes once the batch is written and its bad records handled:
+    // past the last message, or (failure) at the record that failed.
+    int64_t commit_to = -1;
   };
 
   // consumer thread
@@ -111,7 +123,12 @@ class TopicsConsumer {
   void start_write(InFlight& entry);
   void finish_write(InFlight& entry);
   // `first` is the outcome of the first attempt, already made.
-  bool write_with_retries(DecodedBatch& batch, WriteOutcome first, std::string& error, size_t& written_prefix);
+  // With a REJECTED outcome, `rejected` holds the refused records' offsets and reasons.
+  bool write_with_retries(DecodedBatch& batch, WriteOutcome first, std::string& error, size_t& written_prefix,
+                          std::vector<std::pair<int64_t, std::string>>& rejected);
+  // Skips or dead-letters the job's bad records; false when the dead-letter write failed (the
+  // block is then failed and the offset left before the first of them).
+  bool handle_bad_records(Job& job);
   void store_offset(const TopicPartition& tp, int64_t next_offset);
   void fail(const TopicPartition& tp, const std::string& message);
   void release(size_t records, size_t bytes);
@@ -159,6 +176,10 @@ class TopicsConsumer {
   std::atomic<bool> offsets_stored_{false};  // stored since the last commit was issued
   std::atomic<uint64_t> delivered_records_{0};
   std::atomic<uint64_t> committed_batches_{0};
+  std::atomic<uint64_t> skipped_records_{0};
+  std::atomic<uint64_t> dead_lettered_records_{0};
+  std::atomic<uint64_t> filtered_records_{0};
+  std::unique_ptr<DeadLetterProducer> dead_letter_;  // delivery thread, created on first use
 
   // Decoders and transforms keep state (parser buffers), and both threads prepare batches.
   struct Preparer {

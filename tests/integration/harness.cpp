@@ -157,11 +157,15 @@ rd_kafka_t* Kafka::producer() {
   return producer_;
 }
 
-void Kafka::create_topic(const std::string& topic, int partitions) {
+void Kafka::create_topic(const std::string& topic, int partitions,
+                         const std::vector<std::pair<std::string, std::string>>& configs) {
   rd_kafka_t* rk = producer();
   char err[512];
   rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, err, sizeof err);
   if (!nt) throw std::runtime_error(err);
+  for (const auto& [name, value] : configs)
+    if (rd_kafka_NewTopic_set_config(nt, name.c_str(), value.c_str()))
+      throw std::runtime_error("create topic " + topic + ": bad config " + name);
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
   rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
   rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
@@ -195,6 +199,58 @@ void Kafka::create_topic(const std::string& topic, int partitions) {
         return ok;
       },
       20s);
+}
+
+std::optional<std::string> ConsumedRecord::header(const std::string& name) const {
+  for (const auto& [k, v] : headers)
+    if (k == name) return v;
+  return std::nullopt;
+}
+
+std::vector<ConsumedRecord> Kafka::consume(const std::string& topic, size_t count, Millis timeout) {
+  rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, bootstrap(), {{"group.id", "picomq-test-reader"}, {"enable.auto.commit", "false"}, {"enable.partition.eof", "false"}});
+  std::vector<ConsumedRecord> out;
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  if (rd_kafka_metadata(rk, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+    for (int i = 0; i < md->topics[0].partition_cnt; ++i)
+      rd_kafka_topic_partition_list_add(list, topic.c_str(), md->topics[0].partitions[i].id)->offset =
+          RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
+    while (out.size() < count && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+      if (!m) continue;
+      if (!m->err) {
+        ConsumedRecord r;
+        r.partition = m->partition;
+        r.offset = m->offset;
+        r.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
+        if (m->payload) r.value = std::string(static_cast<const char*>(m->payload), m->len);
+        if (m->key) r.key = std::string(static_cast<const char*>(m->key), m->key_len);
+        rd_kafka_headers_t* hdrs = nullptr;
+        if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          const char* name;
+          const void* value;
+          size_t size;
+          for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+            r.headers.emplace_back(name, value ? std::string(static_cast<const char*>(value), size) : std::string());
+        }
+        out.push_back(std::move(r));
+      }
+      rd_kafka_message_destroy(m);
+    }
+  }
+  if (md) rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(t);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  std::sort(out.begin(), out.end(), [](const ConsumedRecord& a, const ConsumedRecord& b) {
+    return std::tie(a.partition, a.offset) < std::tie(b.partition, b.offset);
+  });
+  return out;
 }
 
 void Kafka::produce(const std::string& topic, const std::vector<ProducedRecord>& records) {
@@ -402,11 +458,15 @@ std::string testkit_config(const Runtime& rt, const std::string& name, const std
          (rt.dir() / (name + ".calls")).string() + "\"\n" + extra;
 }
 
+std::string plugin_definition(const std::string& key, const std::string& plugin, const std::string& topics_block,
+                              const std::string& plugin_config) {
+  return "type = \"sink\"\nkey = \"" + key + "\"\nenabled = true\nversion = 0\nname = \"" + key + "\"\npath = \"" +
+         plugin + "\"\n\n[[topics]]\n" + topics_block + "\n\n[plugin_config]\n" + plugin_config + "\n";
+}
+
 std::string testkit_definition(const std::string& key, const std::string& topics_block,
                                const std::string& plugin_config) {
-  return "type = \"sink\"\nkey = \"" + key + "\"\nenabled = true\nversion = 0\nname = \"" + key +
-         "\"\npath = \"libpicomq_connector_testkit_sink\"\n\n[[topics]]\n" + topics_block + "\n\n[plugin_config]\n" +
-         plugin_config + "\n";
+  return plugin_definition(key, "libpicomq_connector_testkit_sink", topics_block, plugin_config);
 }
 
 }  // namespace picomq::test

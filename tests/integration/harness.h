@@ -41,6 +41,17 @@ struct ProducedRecord {
   bool null_value = false;
 };
 
+struct ConsumedRecord {
+  int32_t partition = 0;
+  int64_t offset = 0;
+  int64_t timestamp_ms = 0;
+  std::optional<std::string> value;  // nullopt: a null value
+  std::optional<std::string> key;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // The value of the first header called `name`, or nullopt.
+  std::optional<std::string> header(const std::string& name) const;
+};
+
 // A Kafka broker reachable at bootstrap(); the default one is started by the test environment.
 class Kafka {
  public:
@@ -54,7 +65,12 @@ class Kafka {
   void stop();
   std::string bootstrap() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  void create_topic(const std::string& topic, int partitions = 1);
+  // `configs`: topic configs such as {"max.message.bytes", "200"}.
+  void create_topic(const std::string& topic, int partitions = 1,
+                    const std::vector<std::pair<std::string, std::string>>& configs = {});
+  // Reads the topic from the beginning of every partition (no group) until `count` records are
+  // in or `timeout` (scaled) passes; returns what it read, ordered by partition then offset.
+  std::vector<ConsumedRecord> consume(const std::string& topic, size_t count, Millis timeout);
   void produce(const std::string& topic, const std::vector<ProducedRecord>& records);
   void produce_values(const std::string& topic, const std::vector<std::string>& values, int32_t partition = -1);
   // Offset committed by `group` for topic-partition, -1001 (RD_KAFKA_OFFSET_INVALID) when none.
@@ -131,6 +147,11 @@ std::vector<TestkitCall> read_calls(const std::filesystem::path& p);
 
 // [plugin_config] lines for the testkit plugin logging to <rt dir>/<name>.log and <name>.calls.
 std::string testkit_config(const Runtime& rt, const std::string& name = "records", const std::string& extra = "");
+
+// Definition text: one [[topics]] block (`topics_block` is its body) for plugin library `plugin`
+// (e.g. "libpicomq_connector_testkit_arrow_sink").
+std::string plugin_definition(const std::string& key, const std::string& plugin, const std::string& topics_block,
+                              const std::string& plugin_config);
 
 // Definition text for the testkit plugin.
 std::string testkit_definition(const std::string& key, const std::string& topics_block,

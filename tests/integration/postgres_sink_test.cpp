@@ -253,6 +253,34 @@ TEST(PostgresSink, DatabaseOutageIsRetriedThenEverythingIsWrittenOnce) {
 }
 
 
+// A server restart longer than the runtime's own retries (about 3 s in all): the sink keeps
+// reconnecting within each attempt (reconnect_timeout), so it stays running and loses nothing.
+TEST(PostgresSink, ServerDownLongerThanTheRuntimeRetriesIsWaitedOut) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pglong");
+  const auto topic = unique_name("longoutage");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 5));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pglong", "\"" + topic + "\"", db,
+                                             "target_table = \"t\"\nreconnect_timeout = \"4s\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pglong"), topic) == 5; }, 60s)) << rt.log();
+  pg.stop();
+  kafka.produce_values(topic, json_values(5, 15));
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // > 3 s of runtime back-off, < 5 x reconnect_timeout
+  EXPECT_EQ(kafka.committed(group_of("pglong"), topic), 5) << "nothing committed while the server is down";
+  EXPECT_EQ(rt.sink_state("pglong"), "running") << rt.log();
+  pg.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pglong"), topic) == 15; }, 60s)) << rt.log();
+  EXPECT_EQ(rt.sink_state("pglong"), "running") << rt.log();
+  EXPECT_NE(rt.log().find("reconnected to PostgreSQL after"), std::string::npos) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id) FROM t", db), (Rows{{"15", "15"}}));
+}
+
 // Produces JSON values {"id": <id>, "v": <v>} in one go.
 std::vector<std::string> id_values(const std::vector<std::pair<std::string, int>>& items) {
   std::vector<std::string> out;

@@ -1,0 +1,155 @@
+#include "runtime/dead_letter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+
+namespace picomq::runtime {
+namespace {
+
+// One record's delivery report. The producer's callback owns a reference, so a report that
+// arrives after send() gave up writes into live memory.
+struct Slot {
+  bool done = false;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+};
+
+void delivery_report(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+  auto* slot = static_cast<std::shared_ptr<Slot>*>(m->_private);
+  (*slot)->done = true;
+  (*slot)->err = m->err;
+  delete slot;
+}
+
+std::string utc_now_rfc3339() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+}  // namespace
+
+std::string_view to_string(BadRecordStage stage) {
+  switch (stage) {
+    case BadRecordStage::Decode: return "decode";
+    case BadRecordStage::Transform: return "transform";
+    case BadRecordStage::Sink: return "sink";
+  }
+  return "?";
+}
+
+std::unique_ptr<DeadLetterProducer> DeadLetterProducer::create(
+    const std::string& bootstrap_servers, const std::vector<std::pair<std::string, std::string>>& client_properties,
+    std::string topic, std::string sink_key, std::string& error) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  auto set = [&](const std::string& k, const std::string& v) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK && error.empty())
+      error = "dead-letter producer property '" + k + "': " + errstr;
+  };
+  set("bootstrap.servers", bootstrap_servers);
+  set("client.id", "picomq-connect-" + sink_key + "-dead-letter");
+  for (const auto& [k, v] : client_properties) set(k, v);
+  // Committing past a dead-lettered record is only safe once it is durably in the topic.
+  set("enable.idempotence", "true");
+  set("acks", "all");
+  set("linger.ms", "5");
+  // A record not acknowledged by then fails its attempt (send() retries it, so it is not kept
+  // queued for librdkafka's default of 5 minutes and then written twice).
+  set("message.timeout.ms", "10000");
+  if (!error.empty()) {
+    rd_kafka_conf_destroy(conf);
+    return nullptr;
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, delivery_report);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (!rk) {
+    error = std::string("cannot create the dead-letter producer: ") + errstr;
+    return nullptr;
+  }
+  std::unique_ptr<DeadLetterProducer> p(new DeadLetterProducer());
+  p->rk_ = rk;
+  p->topic_ = std::move(topic);
+  p->sink_key_ = std::move(sink_key);
+  return p;
+}
+
+DeadLetterProducer::~DeadLetterProducer() {
+  if (!rk_) return;
+  rd_kafka_flush(rk_, 5000);
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  rd_kafka_poll(rk_, 0);  // serves the purged records' reports, which free their slots
+  rd_kafka_destroy(rk_);
+}
+
+bool DeadLetterProducer::send(const std::vector<DeadLetter>& records, int timeout_ms, std::string& error) {
+  std::vector<std::shared_ptr<Slot>> slots;
+  slots.reserve(records.size());
+  const std::string now = utc_now_rfc3339();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (const auto& r : records) {
+    const rd_kafka_message_t* m = r.original;
+    rd_kafka_headers_t* original = nullptr;
+    rd_kafka_headers_t* headers = rd_kafka_message_headers(m, &original) == RD_KAFKA_RESP_ERR_NO_ERROR && original
+                                      ? rd_kafka_headers_copy(original)
+                                      : rd_kafka_headers_new(8);
+    auto add = [&](const char* name, const std::string& value) {
+      rd_kafka_header_add(headers, name, -1, value.data(), static_cast<ssize_t>(value.size()));
+    };
+    rd_kafka_timestamp_type_t ts_type;
+    const int64_t timestamp = rd_kafka_message_timestamp(m, &ts_type);
+    add("pico_error_stage", std::string(to_string(r.stage)));
+    add("pico_error_reason", r.reason);
+    add("pico_error_sink", sink_key_);
+    add("pico_error_topic", rd_kafka_topic_name(m->rkt));
+    add("pico_error_partition", std::to_string(m->partition));
+    add("pico_error_offset", std::to_string(m->offset));
+    add("pico_error_timestamp", std::to_string(timestamp));
+    add("pico_error_time", now);
+
+    auto* opaque = new std::shared_ptr<Slot>(std::make_shared<Slot>());
+    slots.push_back(*opaque);
+    for (;;) {
+      const rd_kafka_resp_err_t err = rd_kafka_producev(
+          rk_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_KEY(m->key, m->key ? m->key_len : 0), RD_KAFKA_V_VALUE(m->payload, m->payload ? m->len : 0),
+          RD_KAFKA_V_TIMESTAMP(timestamp > 0 ? timestamp : 0), RD_KAFKA_V_HEADERS(headers),
+          RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;  // the producer owns the headers now
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && std::chrono::steady_clock::now() < deadline) {
+        rd_kafka_poll(rk_, 10);
+        continue;
+      }
+      rd_kafka_headers_destroy(headers);
+      delete opaque;
+      slots.pop_back();
+      error = "cannot produce to dead-letter topic '" + topic_ + "': " + rd_kafka_err2str(err);
+      rd_kafka_flush(rk_, timeout_ms);  // let what was queued finish before the caller retries
+      return false;
+    }
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  rd_kafka_flush(rk_, static_cast<int>(std::max<int64_t>(left.count(), 100)));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const DeadLetter& r = records[i];
+    std::string what;
+    if (!slots[i]->done) what = "not confirmed by the broker within " + std::to_string(timeout_ms) + " ms";
+    else if (slots[i]->err) what = rd_kafka_err2str(slots[i]->err);
+    else continue;
+    error = "dead-letter write of " + std::string(rd_kafka_topic_name(r.original->rkt)) + "[" +
+            std::to_string(r.original->partition) + "] offset " + std::to_string(r.original->offset) + " to '" +
+            topic_ + "' failed: " + what;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,58 @@
+// The stdout sink in the conformance suite: what it wrote is the runtime's own standard output
+// (the harness sends it to <run dir>/stdout.log), one JSON object per record.
+#include "conformance.h"
+
+namespace picomq::conformance {
+namespace {
+
+class StdoutAdapter final : public SinkAdapter {
+ public:
+  std::string name() const override { return "stdout"; }
+  std::string plugin() const override { return "libpicomq_connector_stdout_sink"; }
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.deduplicates_replays = false;  // a stream cannot take a line back
+    c.destinations_per_topic = false;
+    c.binary_keys = false;  // JSON: base64
+    c.no_failure_injection =
+        "stdout writes to the runtime's own standard output, which a test cannot make fail while the runtime "
+        "runs (how the runtime retries or stops on a failed write is covered for every plane by the "
+        "Planes/PlaneOutcome integration tests)";
+    c.no_rejection = "the stdout sink can print every decoded payload and refuses none";
+    return c;
+  }
+  std::string prepare(const std::string&, const std::string&) override { return "include_metadata = true"; }
+
+  std::vector<WrittenRecord> read_back(const std::vector<Runtime*>& runs) override {
+    std::vector<WrittenRecord> out;
+    for (const Runtime* rt : runs) {
+      for (const auto& line : test::read_lines(rt->dir() / "stdout.log")) {
+        const auto j = nlohmann::json::parse(line);
+        WrittenRecord w;
+        w.destination = "stdout";
+        w.topic = j.at("pico_topic").get<std::string>();
+        w.partition = j.at("pico_partition").get<int32_t>();
+        w.offset = j.at("pico_offset").get<int64_t>();
+        if (j.contains("pico_timestamp")) w.timestamp_ms = j["pico_timestamp"].get<int64_t>();
+        if (j.contains("pico_key")) w.key = j["pico_key"].get<std::string>();
+        if (j.contains("pico_headers"))
+          for (const auto& [name, value] : j["pico_headers"].items())
+            w.headers[name] = value.is_string() ? value.get<std::string>() : value.dump();
+        if (j.contains("payload") && !j["payload"].is_null()) w.payload_json = j["payload"].dump();
+        for (const auto& [name, _] : j.items())
+          if (name.rfind("pico_", 0) == 0) w.metadata_fields.push_back(name);
+        // pico_key is left out for a record without a key; it is still a field of the format.
+        if (!j.contains("pico_key")) w.metadata_fields.push_back("pico_key");
+        out.push_back(std::move(w));
+      }
+    }
+    return out;
+  }
+  bool legal_destination(const std::string& name) const override { return name == "stdout"; }
+};
+
+}  // namespace
+
+std::shared_ptr<SinkAdapter> make_stdout_adapter() { return std::make_shared<StdoutAdapter>(); }
+
+}  // namespace picomq::conformance
