@@ -373,11 +373,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                             "columns of in the first batch (no JSON objects with fields); declare `columns`");
     set_layout(target, std::move(payload));
     if (!table_exists) {
-      run(pg::create_table_sql(target.table, target.encoder->layout()), "creating table " + target.display);
+      run_ddl(pg::create_table_sql(target.table, target.encoder->layout()), "creating table " + target.display);
     } else if (!added.empty()) {
       auto sql = pg::add_columns_sql(target.table, added);
       if (!sql) throw sdk::FatalError("table " + target.display + ": " + sql.error());
-      run(sql.value(), "adding columns to " + target.display);
+      run_ddl(sql.value(), "adding columns to " + target.display);
       std::string names;
       for (const auto& c : added) names += (names.empty() ? "" : ", ") + c.name + " " + std::string(pg::sql_type(c.type));
       log(sdk::LogLevel::Info, "table " + target.display + ": added columns " + names);
@@ -387,7 +387,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
   void prepare_table(TopicTable& target) {
     if (auto_create_) {
-      run(pg::create_table_sql(target.table, encoder_->layout()), "creating table " + target.display);
+      run_ddl(pg::create_table_sql(target.table, encoder_->layout()), "creating table " + target.display);
     } else {
       const char* params[1] = {target.table.sql().c_str()};
       ResultPtr res(PQexecParams(conn_, "SELECT to_regclass($1) IS NOT NULL", 1, nullptr, params, nullptr, nullptr, 0),
@@ -447,7 +447,12 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     std::string message = res ? trim(PQresultErrorMessage(res)) : "";
     if (message.empty() && conn_) message = trim(PQerrorMessage(conn_));
     const bool bad = !conn_ || PQstatus(conn_) != CONNECTION_OK;
-    const Failure kind = classify(sqlstate, bad);
+    Failure kind = classify(sqlstate, bad);
+    // CREATE TABLE / ADD COLUMN IF NOT EXISTS racing another session (another block, another
+    // runtime) for the same name fails on the catalog's unique index instead of waiting; the
+    // retry finds the object and goes on.
+    if (in_ddl_ && (sqlstate == "23505" || sqlstate == "42P07" || sqlstate == "42701" || sqlstate == "42710"))
+      kind = Failure::Retry;
     if (bad || sqlstate.starts_with("57P0")) disconnect();
     const std::string text =
         what + " failed" + (sqlstate.empty() ? std::string() : " (SQLSTATE " + sqlstate + ")") + ": " + message;
@@ -463,6 +468,18 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void run(const std::string& sql, const std::string& what) {
     ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
     check(res.get(), PGRES_COMMAND_OK, what);
+  }
+
+  // Schema changes the sink makes on its own (IF NOT EXISTS), where losing a race is retryable.
+  void run_ddl(const std::string& sql, const std::string& what) {
+    in_ddl_ = true;
+    try {
+      run(sql, what);
+    } catch (...) {
+      in_ddl_ = false;
+      throw;
+    }
+    in_ddl_ = false;
   }
 
   void copy(const std::string& sql, const std::string& data, const std::string& table) {
@@ -505,6 +522,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
   std::string conninfo_;  // secret: never logged
   std::chrono::milliseconds reconnect_timeout_{15000};
+  bool in_ddl_ = false;  // run_ddl() is running
   std::optional<dest::NameTemplate> template_;
   std::string schema_;
   bool auto_create_ = true;

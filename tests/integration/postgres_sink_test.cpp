@@ -2,6 +2,7 @@
 // the table per mode, replays, hostile names and values, a missing table, a server outage, upsert,
 // columns mode (declared, inferred, auto_add_columns, type conflicts), SIGKILL replays.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <signal.h>
 
 #include <random>
@@ -279,6 +280,42 @@ TEST(PostgresSink, ServerDownLongerThanTheRuntimeRetriesIsWaitedOut) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id) FROM t", db), (Rows{{"15", "15"}}));
+}
+
+// Another session creating the same table at the same moment (another block, another runtime):
+// the sink's CREATE TABLE IF NOT EXISTS waits on the uncommitted catalog row, then fails with a
+// unique violation. That is a race lost, not a broken table: retried, and the write goes on.
+TEST(PostgresSink, TableCreatedConcurrentlyByAnotherSessionIsRetried) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgrace");
+  const auto topic = unique_name("race");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 5));
+  PGconn* other = PQconnectdb(pg.conninfo(db).c_str());
+  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
+  PQclear(PQexec(other, "BEGIN"));
+  PGresult* created = PQexec(other, "CREATE TABLE t (payload jsonb)");  // the sink's layout, uncommitted
+  ASSERT_EQ(PQresultStatus(created), PGRES_COMMAND_OK) << PQerrorMessage(other);
+  PQclear(created);
+
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("pg.toml", pg_definition("pgrace", "\"" + topic + "\"", db,
+                                             "target_table = \"t\"\nwrite_mode = \"append\"\ninclude_metadata = false"));
+  rt.start();
+  // The sink's CREATE is now waiting for this transaction.
+  EXPECT_TRUE(wait_until([&] {
+    return !pg.query("SELECT 1 FROM pg_stat_activity WHERE datname = '" + db + "' AND wait_event_type = 'Lock'")
+                .empty();
+  }, 30s)) << rt.log();
+  PQclear(PQexec(other, "COMMIT"));
+  PQfinish(other);
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgrace"), topic) == 5; }, 60s)) << rt.log();
+  EXPECT_EQ(rt.sink_state("pgrace"), "running") << rt.log();
+  EXPECT_NE(rt.log().find("SQLSTATE 23505"), std::string::npos) << "the race happened\n" << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(pg.query("SELECT count(*) FROM t", db), (Rows{{"5"}}));
 }
 
 // Produces JSON values {"id": <id>, "v": <v>} in one go.
