@@ -1,5 +1,5 @@
-/* bench_helper: the measuring half of bench/stdout_vs_kcat.sh (compiled by the script against
- * librdkafka; not part of the product build).
+/* bench_helper: the measuring half of the Kafka benchmarks (bench/stdout_vs_kcat.sh, planes.sh,
+ * sink_bench.sh; compiled by the scripts against librdkafka; not part of the product build).
  *
  *   bench_helper endoffset <bootstrap> <topic> <partition>
  *       prints the partition's high watermark (end offset)
@@ -18,6 +18,17 @@
  *       assigned (group join done) and the moment the first batch is committed. Prints
  *       "wall_s=.. join_s=.. first_commit_s=.. user_s=.. sys_s=.. hwm_kb=.. maxrss_kb=..
  *        exit=.. shutdown_s=.." (times from fork).
+ *
+ *   Both run and sink take options between their fixed arguments and "--":
+ *     --server <pid>   also measure the CPU time the process tree of <pid> (a destination server:
+ *                      the postmaster and its backends) spends between fork and the end of the
+ *                      measurement (exit for run, last commit seen for sink); appends
+ *                      "server_cpu_s=..". The tree's CPU is utime+stime+cutime+cstime of the root
+ *                      and of every live descendant, so backends that start and exit in between
+ *                      are counted too (in their parent's cutime once reaped).
+ *
+ *   bench_helper treecpu <pid>
+ *       prints the CPU seconds of the process tree of <pid> (as --server counts them)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,17 +102,88 @@ static int find_cmd(int argc, char **argv, int from) {
   return -1;
 }
 
+/* CPU seconds (utime+stime+cutime+cstime) of <root> and all its live descendants. */
+static double tree_cpu_s(pid_t root) {
+  enum { kMax = 65536 };
+  static int pids[kMax], ppids[kMax];
+  static double cpu[kMax];
+  int n = 0;
+  DIR *d = opendir("/proc");
+  if (!d) return -1;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < kMax) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[300], buf[4096];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    char *p = strrchr(buf, ')');
+    if (!p) continue;
+    int ppid = 0;
+    unsigned long ut = 0, st = 0;
+    long cut = 0, cst = 0;
+    if (sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", &ppid, &ut, &st, &cut, &cst) != 5)
+      continue;
+    pids[n] = atoi(e->d_name);
+    ppids[n] = ppid;
+    cpu[n] = (double)(ut + st + cut + cst);
+    ++n;
+  }
+  closedir(d);
+  static char in_tree[kMax];
+  memset(in_tree, 0, (size_t)n);
+  double total = 0;
+  int found = 0;
+  for (int i = 0; i < n; ++i)
+    if (pids[i] == root) { in_tree[i] = 1; total += cpu[i]; found = 1; }
+  if (!found) return -1;
+  for (int changed = 1; changed;) { /* descendants, any depth */
+    changed = 0;
+    for (int i = 0; i < n; ++i) {
+      if (in_tree[i]) continue;
+      for (int j = 0; j < n; ++j)
+        if (in_tree[j] && pids[j] == ppids[i]) { in_tree[i] = 1; total += cpu[i]; changed = 1; break; }
+    }
+  }
+  return total / sysconf(_SC_CLK_TCK);
+}
+
+/* Options between the fixed arguments (from index <from>) and "--": --server <pid>. */
+static pid_t parse_server_opt(int argc, char **argv, int from, int cmd_index) {
+  pid_t server = 0;
+  for (int i = from; i < cmd_index - 1 && i < argc; ++i) {
+    if (!strcmp(argv[i], "--server") && i + 1 < cmd_index - 1) server = (pid_t)atoi(argv[++i]);
+    else die("unknown option before --");
+  }
+  return server;
+}
+
+static int cmd_treecpu(int argc, char **argv) {
+  if (argc < 3) die("usage: treecpu <pid>");
+  double c = tree_cpu_s((pid_t)atoi(argv[2]));
+  if (c < 0) die("no such process");
+  printf("%.3f\n", c);
+  return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
   int c = find_cmd(argc, argv, 3);
-  if (argc < 5 || c < 0) die("usage: run <stdout-file> -- cmd...");
+  if (argc < 5 || c < 0) die("usage: run <stdout-file> [--server pid] -- cmd...");
+  pid_t server = parse_server_opt(argc, argv, 3, c);
+  double server0 = server ? tree_cpu_s(server) : 0;
   double t0 = now_s();
   pid_t pid = spawn(argv[2], argv + c);
   int status = 0;
   struct rusage ru;
   if (wait4(pid, &status, 0, &ru) < 0) die("wait4 failed");
   double wall = now_s() - t0;
-  printf("wall_s=%.4f user_s=%.3f sys_s=%.3f maxrss_kb=%ld exit=%d\n", wall, tv_s(ru.ru_utime), tv_s(ru.ru_stime),
+  printf("wall_s=%.4f user_s=%.3f sys_s=%.3f maxrss_kb=%ld exit=%d", wall, tv_s(ru.ru_utime), tv_s(ru.ru_stime),
          ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  if (server) printf(" server_cpu_s=%.3f", tree_cpu_s(server) - server0);
+  printf("\n");
   return 0;
 }
 
@@ -157,6 +240,8 @@ static int cmd_sink(int argc, char **argv) {
   long long target = atoll(argv[6]);
   const char *status_path = argv[7], *out_path = argv[8];
   double timeout = atof(argv[9]);
+  pid_t server = parse_server_opt(argc, argv, 10, c);
+  double server0 = server ? tree_cpu_s(server) : 0, server_cpu = 0;
   char needle[512];
   snprintf(needle, sizeof needle, "\"%s[%d]\"", topic, partition);
 
@@ -190,6 +275,7 @@ static int cmd_sink(int argc, char **argv) {
       done = now_s() - t0;
       proc_cpu(pid, &user, &sys);
       hwm = proc_hwm_kb(pid);
+      if (server) server_cpu = tree_cpu_s(server) - server0;
       break;
     }
     if (t > timeout) {
@@ -207,20 +293,23 @@ static int cmd_sink(int argc, char **argv) {
   double shutdown = now_s() - term_at;
   if (join >= 0 && first_commit >= 0 && join > first_commit) join = first_commit; /* status file lagged */
   printf("wall_s=%.4f join_s=%.4f first_commit_s=%.4f user_s=%.3f sys_s=%.3f hwm_kb=%ld maxrss_kb=%ld exit=%d "
-         "shutdown_s=%.3f total_user_s=%.3f total_sys_s=%.3f\n",
+         "shutdown_s=%.3f total_user_s=%.3f total_sys_s=%.3f",
          done, join, first_commit, user, sys, hwm, ru.ru_maxrss,
          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), shutdown, tv_s(ru.ru_utime),
          tv_s(ru.ru_stime));
+  if (server) printf(" server_cpu_s=%.3f", server_cpu);
+  printf("\n");
   rd_kafka_topic_partition_list_destroy(list);
   rd_kafka_destroy(rk);
   return done < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) die("usage: bench_helper endoffset|run|sink ...");
+  if (argc < 2) die("usage: bench_helper endoffset|run|sink|treecpu ...");
   if (!strcmp(argv[1], "endoffset")) return cmd_endoffset(argc, argv);
   if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
   if (!strcmp(argv[1], "sink")) return cmd_sink(argc, argv);
+  if (!strcmp(argv[1], "treecpu")) return cmd_treecpu(argc, argv);
   die("unknown command");
   return 2;
 }

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared steps of the Kafka benchmarks (stdout_vs_kcat.sh, planes.sh); source it, do not run it.
+# Shared steps of the Kafka benchmarks (stdout_vs_kcat.sh, planes.sh, sink_bench.sh); source it,
+# do not run it.
 # Each step exits the script (status 1 or 2, message on stderr) when it fails, as the scripts did.
 #
 # Globals it sets, in the order the steps run:
@@ -10,6 +11,15 @@
 #   port, bootstrap              bench_start_kafka
 #   records_file, payload_bytes  bench_produce_records
 #   sink_result                  bench_run_sink
+#   timed_result                 bench_timed
+#
+# Optional globals the caller may set (sink_bench.sh and its adapters do; the defaults keep the
+# older scripts' behaviour):
+#   bench_shape=orders           record shape for gen_records.py (--shape)
+#   bench_sink_stdout=/dev/null  where bench_run_sink sends the runtime's stdout
+#   bench_server_pid=            a destination server's root pid: bench_run_sink and bench_timed
+#                                then also report server_cpu_s (CPU of its process tree)
+#   bench_cleanup_hooks=()       commands the exit trap runs before it stops the broker
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bench="$repo/bench"
@@ -34,8 +44,11 @@ bench_init_workdir() {
   trap 'exit 130' INT TERM
 }
 
+bench_cleanup_hooks=()
+
 bench_cleanup() {
-  local rc=$?
+  local rc=$? hook
+  for hook in "${bench_cleanup_hooks[@]}"; do eval "$hook" >/dev/null 2>&1 || true; done
   "$repo/tests/servers/kafka.sh" stop "$broker_dir" >/dev/null 2>&1 || true
   if [[ "$bench_keep_workdir" == 1 || $rc -ne 0 ]]; then
     log "work dir kept: $work"
@@ -87,6 +100,20 @@ for _ in range(200):
 PY
 }
 
+# bench_free_port: prints a free loopback port below the ephemeral range.
+bench_free_port() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randrange(32000, 40000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); s.close(); print(p); break
+    except OSError:
+        s.close()
+PY
+}
+
 # bench_start_kafka: starts a fresh single-node broker in $broker_dir (the exit trap stops it).
 bench_start_kafka() {
   port="$(bench_free_port_pair)"
@@ -113,8 +140,10 @@ bench_create_topic() {
 bench_produce_records() {
   local topic="$1" n="$2" log_duration="${3:-}" t0 t1 end_offset
   records_file="$work/records.jsonl"
-  log "generating $n records"
-  python3 "$bench/gen_records.py" "$n" "$records_file" >&2
+  local shape_args=()
+  [[ "${bench_shape:-orders}" != orders ]] && shape_args=(--shape "$bench_shape")
+  log "generating $n records${shape_args[*]:+ (shape ${bench_shape})}"
+  python3 "$bench/gen_records.py" "$n" "$records_file" ${shape_args[@]+"${shape_args[@]}"} >&2
   payload_bytes=$(($(stat -c %s "$records_file") - n))   # one '\n' per record is not payload
 
   log "producing into $topic"
@@ -164,13 +193,30 @@ TOML
 # bench_run_sink DIR GROUP TOPIC N LABEL RUN: runs picomq-connect on DIR/runtime.toml under
 # `bench_helper sink` until GROUP has committed N records of TOPIC[0], then stops it; exits 1
 # (with LABEL, RUN and the runtime's last log lines) unless that worked. Sets sink_result to the
-# helper's measurements plus pauses=<back-pressure pauses in the runtime's log>.
+# helper's measurements plus pauses=<back-pressure pauses in the runtime's log>. The runtime's
+# stdout goes to $bench_sink_stdout (default /dev/null); with $bench_server_pid set, sink_result
+# also has server_cpu_s.
 bench_run_sink() {
   local dir="$1" group="$2" topic="$3" n="$4" label="$5" run="$6"
-  local timeout=$((120 + n / 5000))
-  sink_result="$("$helper" sink "$bootstrap" "$group" "$topic" 0 "$n" "$dir/status.json" /dev/null "$timeout" -- \
+  local timeout=$((120 + n / 5000)) server_opt=()
+  [[ -n "${bench_server_pid:-}" ]] && server_opt=(--server "$bench_server_pid")
+  sink_result="$("$helper" sink "$bootstrap" "$group" "$topic" 0 "$n" "$dir/status.json" "${bench_sink_stdout:-/dev/null}" \
+                 "$timeout" ${server_opt[@]+"${server_opt[@]}"} -- \
                  "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
   [[ "$sink_result" == *" exit=0"* && "$sink_result" != "wall_s=-1"* ]] ||
     { echo "$label run $run failed: $sink_result" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
   sink_result+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
+}
+
+# bench_timed STDOUT_FILE LABEL -- CMD [ARGS...]: runs CMD under `bench_helper run` (stdout to
+# STDOUT_FILE, stderr to $work/timed.stderr) and exits 1 (with LABEL and CMD's stderr) unless it
+# exits 0. Sets timed_result to "wall_s=.. user_s=.. sys_s=.. maxrss_kb=.. exit=0", plus
+# server_cpu_s with $bench_server_pid set. Wall is fork to exit; CPU and RSS are CMD's (wait4).
+bench_timed() {
+  local out="$1" label="$2" server_opt=()
+  shift 3
+  [[ -n "${bench_server_pid:-}" ]] && server_opt=(--server "$bench_server_pid")
+  timed_result="$("$helper" run "$out" ${server_opt[@]+"${server_opt[@]}"} -- "$@" 2> "$work/timed.stderr")" || true
+  [[ "$timed_result" == *" exit=0"* ]] ||
+    { echo "$label failed: $timed_result" >&2; tail -20 "$work/timed.stderr" >&2; exit 1; }
 }
