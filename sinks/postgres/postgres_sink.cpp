@@ -55,6 +55,7 @@ struct TopicTable {
   bool ready = false;   // created (auto_create_table) or found to exist
   // Columns mode with inferred columns: this topic's own layout (else the sink's shared one).
   std::unique_ptr<pg::RowEncoder> encoder;
+  bool replaying = false;  // insert mode: batches go through the staging table (see write_raw)
 };
 
 }  // namespace
@@ -218,12 +219,39 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     for (const auto& r : encoded.rejected) reject(first_index + r.record_index, r.reason);
     if (encoded.rows == 0) return;
 
+    // Insert mode: straight COPY into the table, as append mode does. Its primary key still
+    // guarantees each record once: a batch holding records already written (a replay after a
+    // crash or a rebalance) fails on it (23505), and is then written through the staging table,
+    // which skips them; the table stays on that path until a batch merges without a conflict.
+    if (encoder.layout().write_mode == pg::WriteMode::Insert && !target.replaying) {
+      run("BEGIN", "BEGIN");
+      try {
+        copy(pg::copy_sql(target.table, encoder.layout()), encoded.copy_data, target.display);
+      } catch (const sdk::FatalError&) {
+        rollback();
+        if (last_sqlstate_ != "23505") throw;
+        target.replaying = true;
+        log(sdk::LogLevel::Info, "table " + target.display +
+                                     ": the batch holds records written before (a replay); skipping them through "
+                                     "the staging table");
+      } catch (...) {
+        rollback();
+        throw;
+      }
+      if (!target.replaying) {
+        commit(target.display);
+        return;
+      }
+    }
     const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder.layout());
     run("BEGIN", "BEGIN");
     try {
       if (!st.create_staging.empty()) run(st.create_staging, "creating the staging table");
       copy(st.copy, encoded.copy_data, target.display);
-      if (!st.merge.empty()) run(st.merge, "writing into " + target.display);
+      if (!st.merge.empty()) {
+        const size_t inserted = run_counting(st.merge, "writing into " + target.display);
+        if (target.replaying && inserted == encoded.rows) target.replaying = false;  // past the replay
+      }
     } catch (...) {
       rollback();
       throw;
@@ -454,6 +482,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (in_ddl_ && (sqlstate == "23505" || sqlstate == "42P07" || sqlstate == "42701" || sqlstate == "42710"))
       kind = Failure::Retry;
     if (bad || sqlstate.starts_with("57P0")) disconnect();
+    last_sqlstate_ = sqlstate;
     const std::string text =
         what + " failed" + (sqlstate.empty() ? std::string() : " (SQLSTATE " + sqlstate + ")") + ": " + message;
     if (kind == Failure::Fatal) throw sdk::FatalError(text);
@@ -468,6 +497,13 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void run(const std::string& sql, const std::string& what) {
     ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
     check(res.get(), PGRES_COMMAND_OK, what);
+  }
+
+  // run(), returning the number of rows the statement affected.
+  size_t run_counting(const std::string& sql, const std::string& what) {
+    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
+    check(res.get(), PGRES_COMMAND_OK, what);
+    return std::strtoull(PQcmdTuples(res.get()), nullptr, 10);
   }
 
   // Schema changes the sink makes on its own (IF NOT EXISTS), where losing a race is retryable.
@@ -523,6 +559,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   std::string conninfo_;  // secret: never logged
   std::chrono::milliseconds reconnect_timeout_{15000};
   bool in_ddl_ = false;  // run_ddl() is running
+  std::string last_sqlstate_;  // of the last failed statement
   std::optional<dest::NameTemplate> template_;
   std::string schema_;
   bool auto_create_ = true;
