@@ -48,7 +48,7 @@ bench_require_positive BENCH_PG_INSERT_ROWS "$PG_INSERT_ROWS"
 
 case "$PG_PROFILE" in
   default) pg_profile_config=''
-           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): staging COPY + INSERT ON CONFLICT per batch" ;;
+           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table per batch (staging + INSERT ON CONFLICT only for a replayed batch)" ;;
   append)  pg_profile_config='write_mode = "append"'
            SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: binary COPY per batch" ;;
   payload) pg_profile_config=$'write_mode = "append"\ninclude_metadata = false'
@@ -233,5 +233,5 @@ sink_notes() {
   echo "profile $PG_PROFILE: $SINK_DESCRIPTION"
   echo "table with indexes after a load: ${pg_table_mb:-?} MB; baselines load the reference load's rows (dumped by the server) with psql over TCP"
   echo "copy-binary / copy-text: one \\copy of all rows (one transaction); insert-multirow: INSERT ... VALUES of $PG_INSERT_ROWS rows per statement, one transaction each;"
-  echo "copy-binary-per-batch: one \\copy of ${BATCH_LENGTHS[0]} rows per transaction; psql-sink-sql: the sink's own per-batch statements (temp staging + INSERT ON CONFLICT) from psql"
+  echo "copy-binary-per-batch: one \\copy of ${BATCH_LENGTHS[0]} rows per transaction; psql-sink-sql: the statements the sink ran per batch before its direct-COPY path (temp staging + INSERT ON CONFLICT), from psql"
 }
