@@ -10,6 +10,8 @@ debian_packages=(
   libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
   openjdk-17-jre-headless maven python3 python3-venv
   postgresql-15 libpq-dev
+  clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
+  libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
 )
 
 missing=()
@@ -29,8 +31,9 @@ fi
 # system Python stays untouched. cffi is what pyarrow.cffi needs to allocate the C structs.
 venv="$here/tools/venv"
 pyarrow_version=26.0.1
-python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1)
-if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+# fastavro, protobuf, confluent-kafka: independent encoders of the decoder tests (tests/decoders_data).
+python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1")
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into tools/venv"
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -10,6 +12,10 @@
 #include "config/file_text.h"
 #include "config/names.h"
 #include "config/toml_reader.h"
+#include "decoders/avro_decoder.h"
+#include "decoders/flatbuffer_decoder.h"
+#include "decoders/proto_decoder.h"
+#include "decoders/schema_registry.h"
 
 namespace picomq::config {
 
@@ -57,18 +63,6 @@ using detail::TableReader;
 
 constexpr std::array<Schema, 6> kSchemas{Schema::Json, Schema::Raw,        Schema::Text,
                                          Schema::Proto, Schema::Flatbuffer, Schema::Avro};
-
-bool schema_supported(Schema schema) {
-  switch (schema) {
-    case Schema::Json:
-    case Schema::Raw:
-    case Schema::Text: return true;
-    case Schema::Proto:
-    case Schema::Flatbuffer:
-    case Schema::Avro: return false;
-  }
-  return false;
-}
 
 // Where things are in the file, for errors found after parsing (duplicates across files).
 struct Positions {
@@ -154,8 +148,190 @@ void read_arrow_schema(TableReader& r, const toml::node& node, TopicsBlock& bloc
   }
 }
 
+// Schema files are named relative to the definition file's folder.
+std::string resolve_path(const std::filesystem::path& base_dir, const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.is_relative() && !base_dir.empty()) p = base_dir / p;
+  return p.lexically_normal().string();
+}
+
+// Keys that belong to one schema (docs/decoders.md): any of them with another schema is an error.
+struct SchemaKey {
+  std::string_view key;
+  Schema schema;
+};
+constexpr SchemaKey kSchemaKeys[] = {
+    {"avro_schema_json", Schema::Avro},         {"avro_schema_path", Schema::Avro},
+    {"avro_framing", Schema::Avro},             {"avro_registry_url", Schema::Avro},
+    {"proto_files", Schema::Proto},             {"proto_include_paths", Schema::Proto},
+    {"proto_descriptor_set", Schema::Proto},    {"proto_message", Schema::Proto},
+    {"proto_int64", Schema::Proto},             {"proto_field_names", Schema::Proto},
+    {"flatbuffer_schema", Schema::Flatbuffer},  {"flatbuffer_root_type", Schema::Flatbuffer},
+    {"flatbuffer_include_paths", Schema::Flatbuffer},
+};
+
+std::vector<std::string> resolved_list(TableReader& r, std::string_view key, const std::filesystem::path& base_dir) {
+  std::vector<std::string> out;
+  if (auto list = r.string_list(key))
+    for (auto& item : *list) {
+      if (item.value.empty()) r.diagnostics().error(item.where, item.key, "a path must not be empty");
+      else out.push_back(resolve_path(base_dir, item.value));
+    }
+  return out;
+}
+
+// Reads and validates the schema keys of a block: every file must exist and compile, the
+// message / root type must exist, the Avro schema must parse, the registry URL must be well
+// formed. Errors name the file and the compiler's reason (protoc's file:line:column).
+void read_schema_keys(TableReader& r, const toml::table& table, const toml::node* schema_node, TopicsBlock& block,
+                      const std::filesystem::path& base_dir) {
+  const std::size_t errors_before = r.diagnostics().count();
+  for (const auto& [key, schema] : kSchemaKeys) {
+    const toml::node* n = table.get(key);
+    if (!n || schema == block.schema) continue;
+    r.node(key);  // known, but not here
+    r.error(*n, key, "'" + std::string(key) + "' is only valid with schema = \"" + std::string(to_string(schema)) + "\"");
+  }
+  const toml::node& schema_at = schema_node ? *schema_node : static_cast<const toml::node&>(table);
+  auto at = [&](std::string_view key) -> const toml::node& {
+    const toml::node* n = table.get(key);
+    return n ? *n : schema_at;
+  };
+  auto non_empty = [&](std::string_view key) -> std::optional<std::string> {
+    auto value = r.string(key);
+    if (value && value->empty()) {
+      r.error(*table.get(key), key, "'" + std::string(key) + "' must not be empty");
+      return std::nullopt;
+    }
+    return value;
+  };
+
+  switch (block.schema) {
+    case Schema::Json:
+    case Schema::Raw:
+    case Schema::Text: return;
+
+    case Schema::Proto: {
+      block.proto_files = resolved_list(r, "proto_files", base_dir);
+      block.proto_include_paths = resolved_list(r, "proto_include_paths", base_dir);
+      if (auto set = non_empty("proto_descriptor_set")) block.proto_descriptor_set = resolve_path(base_dir, *set);
+      if (auto message = non_empty("proto_message")) block.proto_message = *message;
+      if (auto v = r.string("proto_int64")) {
+        if (*v == "number" || *v == "string") block.proto_int64_as_string = *v == "string";
+        else r.error(at("proto_int64"), "proto_int64", "'proto_int64' must be \"number\" or \"string\", got \"" + *v + "\"");
+      }
+      if (auto v = r.string("proto_field_names")) {
+        if (*v == "proto" || *v == "json") block.proto_json_names = *v == "json";
+        else
+          r.error(at("proto_field_names"), "proto_field_names",
+                  "'proto_field_names' must be \"proto\" (names as in the .proto file) or \"json\" (json_name), got \"" +
+                      *v + "\"");
+      }
+      const bool files = table.get("proto_files") != nullptr, set = table.get("proto_descriptor_set") != nullptr;
+      if (files && set)
+        r.error(at("proto_descriptor_set"), "proto_descriptor_set", "set only one of 'proto_files' and 'proto_descriptor_set'");
+      else if (!files && !set)
+        r.error(schema_at, "schema",
+                std::string("schema = \"proto\" needs 'proto_files' (.proto files) or 'proto_descriptor_set' (protoc "
+                            "--descriptor_set_out --include_imports)") +
+                    (table.get("proto_message") ? "" : ", and 'proto_message' (e.g. \"shop.v1.Order\")"));
+      if (set && table.get("proto_include_paths"))
+        r.error(at("proto_include_paths"), "proto_include_paths", "'proto_include_paths' is only used with 'proto_files'");
+      if (!table.get("proto_message") && (files || set))
+        r.error(schema_at, "schema", "schema = \"proto\" needs 'proto_message', the fully qualified message type (e.g. \"shop.v1.Order\")");
+      if (r.diagnostics().count() != errors_before) return;
+      decoders::ProtoOptions options;
+      options.files = block.proto_files;
+      options.include_paths = block.proto_include_paths;
+      options.descriptor_set = block.proto_descriptor_set.value_or("");
+      options.message = block.proto_message;
+      std::string error;
+      if (!decoders::compile_proto(options, error)) {
+        const std::string_view key = error.rfind("message type", 0) == 0 ? "proto_message"
+                                     : set                              ? "proto_descriptor_set"
+                                                                        : "proto_files";
+        r.error(at(key), key, error);
+      }
+      return;
+    }
+
+    case Schema::Flatbuffer: {
+      if (auto file = non_empty("flatbuffer_schema")) block.flatbuffer_schema = resolve_path(base_dir, *file);
+      if (auto root = non_empty("flatbuffer_root_type")) block.flatbuffer_root_type = *root;
+      block.flatbuffer_include_paths = resolved_list(r, "flatbuffer_include_paths", base_dir);
+      if (!table.get("flatbuffer_schema"))
+        r.error(schema_at, "schema", "schema = \"flatbuffer\" needs 'flatbuffer_schema' (a .fbs or .bfbs file)");
+      if (r.diagnostics().count() != errors_before) return;
+      decoders::FlatbufferOptions options;
+      options.schema = block.flatbuffer_schema;
+      options.root_type = block.flatbuffer_root_type;
+      options.include_paths = block.flatbuffer_include_paths;
+      std::string error;
+      if (!decoders::compile_flatbuffer(options, error)) {
+        const std::string_view key =
+            error.rfind("root type", 0) == 0 && table.get("flatbuffer_root_type") ? "flatbuffer_root_type" : "flatbuffer_schema";
+        r.error(at(key), key, error);
+      }
+      return;
+    }
+
+    case Schema::Avro: {
+      for (std::string_view key : {"avro_schema_json", "avro_schema_path"})
+        if (auto value = non_empty(key))
+          (key == "avro_schema_json" ? block.avro_schema_json : block.avro_schema_path) =
+              key == "avro_schema_path" ? resolve_path(base_dir, *value) : *value;
+      if (auto framing = r.string("avro_framing")) {
+        if (*framing == "plain") block.avro_framing = TopicsBlock::AvroFraming::Plain;
+        else if (*framing == "registry") block.avro_framing = TopicsBlock::AvroFraming::Registry;
+        else
+          r.error(at("avro_framing"), "avro_framing",
+                  "'avro_framing' must be \"plain\" (Avro binary) or \"registry\" (magic byte + schema id), got \"" +
+                      *framing + "\"");
+      }
+      if (auto url = r.string("avro_registry_url")) block.avro_registry_url = *url;
+      const bool json = table.get("avro_schema_json") != nullptr, path = table.get("avro_schema_path") != nullptr;
+      if (block.avro_framing == TopicsBlock::AvroFraming::Registry) {
+        for (std::string_view key : {"avro_schema_json", "avro_schema_path"})
+          if (table.get(key))
+            r.error(at(key), key,
+                    "'" + std::string(key) + "' is not used with avro_framing = \"registry\": each record's writer "
+                    "schema comes from the registry");
+        if (!table.get("avro_registry_url"))
+          r.error(at("avro_framing"), "avro_framing", "avro_framing = \"registry\" needs 'avro_registry_url'");
+      } else {
+        if (table.get("avro_registry_url"))
+          r.error(at("avro_registry_url"), "avro_registry_url",
+                  "'avro_registry_url' is only used with avro_framing = \"registry\"");
+        if (json && path)
+          r.error(at("avro_schema_path"), "avro_schema_path", "set only one of 'avro_schema_json' and 'avro_schema_path'");
+        else if (!json && !path)
+          r.error(schema_at, "schema", "schema = \"avro\" needs 'avro_schema_json' or 'avro_schema_path'");
+      }
+      if (r.diagnostics().count() != errors_before) return;
+      std::string error;
+      if (block.avro_framing == TopicsBlock::AvroFraming::Registry) {
+        if (!decoders::SchemaRegistry::create(*block.avro_registry_url, error))
+          r.error(at("avro_registry_url"), "avro_registry_url", error);
+      } else if (block.avro_schema_json) {
+        if (!decoders::compile_avro(*block.avro_schema_json, error))
+          r.error(at("avro_schema_json"), "avro_schema_json", "invalid Avro schema: " + error);
+      } else {
+        std::string text;
+        if (auto read = detail::read_file_text(*block.avro_schema_path, &error)) text = std::move(*read);
+        else {
+          r.error(at("avro_schema_path"), "avro_schema_path", "'" + *block.avro_schema_path + "': " + error);
+          return;
+        }
+        if (!decoders::compile_avro(text, error))
+          r.error(at("avro_schema_path"), "avro_schema_path", "'" + *block.avro_schema_path + "': invalid Avro schema: " + error);
+      }
+      return;
+    }
+  }
+}
+
 TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path,
-                               Diagnostics& diag, const EnvLookup& env) {
+                               Diagnostics& diag, const EnvLookup& env, const std::filesystem::path& base_dir) {
   TableReader r(table, path, diag, env);
   TopicsBlock block;
   block.index = index;
@@ -203,30 +379,9 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
               "unknown schema '" + *schema + "' (one of json, raw, text, proto, flatbuffer, avro)");
     } else {
       block.schema = *it;
-      if (!schema_supported(*it))
-        r.error(*schema_node, "schema",
-                "schema '" + *schema + "' is not supported by this build yet (only json, raw, text)");
     }
   }
-  const bool schema_is_avro = block.schema == Schema::Avro;
-  for (std::string_view key : {"avro_schema_json", "avro_schema_path"}) {
-    const toml::node* n = table.get(key);
-    auto value = r.string(key);
-    if (!value) continue;
-    if (!schema_is_avro) {
-      r.error(*n, key, "'" + std::string(key) + "' is only valid with schema = \"avro\"");
-    } else if (value->empty()) {
-      r.error(*n, key, "'" + std::string(key) + "' must not be empty");
-    }
-    (key == "avro_schema_json" ? block.avro_schema_json : block.avro_schema_path) = std::move(value);
-  }
-  if (schema_is_avro) {
-    if (block.avro_schema_json && block.avro_schema_path)
-      r.error(*table.get("avro_schema_path"), "avro_schema_path",
-              "set only one of 'avro_schema_json' and 'avro_schema_path'");
-    else if (!block.avro_schema_json && !block.avro_schema_path)
-      r.error(*schema_node, "schema", "schema = \"avro\" needs 'avro_schema_json' or 'avro_schema_path'");
-  }
+  read_schema_keys(r, table, schema_node, block, base_dir);
 
   if (auto n = r.integer("batch_length")) {
     if (*n < 1)
@@ -268,6 +423,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
                                 Positions* positions) {
   SinkDefinitionResult result;
   Diagnostics diag(file_name, result.errors);
+  const std::filesystem::path base_dir = std::filesystem::path(file_name).parent_path();
   toml::table root;
   try {
     root = toml::parse(toml_text, std::string_view(file_name));
@@ -329,7 +485,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
       for (std::size_t i = 0; i < blocks->size(); ++i) {
         const toml::table& table = *blocks->get(i)->as_table();
         std::string path = detail::index_key("topics", i);
-        def.topics.push_back(parse_topics_block(table, static_cast<int>(i), path, diag, env));
+        def.topics.push_back(parse_topics_block(table, static_cast<int>(i), path, diag, env, base_dir));
         if (positions) {
           if (const toml::node* group = table.get("consumer_group"))
             positions->groups.push_back({group->source(), path + ".consumer_group"});
@@ -350,6 +506,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
       diag.error(plugin_config->source(), "plugin_config", std::string("cannot convert to JSON: ") + e.what());
     }
   }
+  parse_transforms(r, def.topics, def.transforms);
   r.finish();
 
   // Each block must end up in its own consumer group.

@@ -14,6 +14,7 @@
 
 #include "config/env.h"
 #include "config/error.h"
+#include "config/transforms_config.h"
 #include "config/units.h"
 
 namespace picomq::config {
@@ -36,7 +37,20 @@ struct TopicsBlock {
   std::optional<std::string> pattern;           // as written by the user
   std::optional<std::string> anchored_pattern;  // '^' prepended when the user did not anchor it
   Schema schema = Schema::Json;
-  std::optional<std::string> avro_schema_json, avro_schema_path;
+  std::optional<std::string> avro_schema_json, avro_schema_path;  // the path resolved against the file's folder
+  // Schema keys of proto / flatbuffer / avro (docs/decoders.md). Paths are resolved against the
+  // definition file's folder; each schema is compiled once at load time to validate it.
+  std::vector<std::string> proto_files, proto_include_paths;
+  std::optional<std::string> proto_descriptor_set;
+  std::string proto_message;             // fully qualified
+  bool proto_int64_as_string = false;    // proto_int64 = "string"
+  bool proto_json_names = false;         // proto_field_names = "json"
+  std::string flatbuffer_schema;         // .fbs or .bfbs
+  std::string flatbuffer_root_type;      // empty: the schema's root_type
+  std::vector<std::string> flatbuffer_include_paths;
+  enum class AvroFraming { Plain, Registry };
+  AvroFraming avro_framing = AvroFraming::Plain;
+  std::optional<std::string> avro_registry_url;  // after ${ENV}; may hold credentials: never log it
   std::size_t batch_length = 1000;
   Millis poll_interval{100};
   std::optional<std::string> consumer_group;
@@ -71,6 +85,7 @@ struct SinkDefinition {
   std::string path;  // plugin library name, e.g. "libpicomq_connector_stdout_sink" (no '/')
   std::vector<TopicsBlock> topics;
   std::string plugin_config_json = "{}";  // [plugin_config] as a JSON object, after ${ENV} interpolation
+  std::vector<TransformSpec> transforms;  // [[transforms]] in file order (docs/transforms.md)
 };
 
 struct SinkDefinitionResult {

@@ -3,8 +3,16 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include <cstring>
 #include <deque>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "decoders/avro_decoder.h"
+#include "decoders/flatbuffer_decoder.h"
+#include "decoders/proto_decoder.h"
+#include "decoders/schema_registry.h"
 
 namespace picomq::runtime {
 namespace {
@@ -12,22 +20,24 @@ namespace {
 class RawDecoder final : public PayloadDecoder {
  public:
   pmq_payload_format format() const override { return PMQ_PAYLOAD_RAW; }
-  bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&, std::string&) override {
+  DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&,
+                             std::string&) override {
     out = {in.data(), in.size()};
-    return true;
+    return DecodeStatus::ok;
   }
 };
 
 class TextDecoder final : public PayloadDecoder {
  public:
   pmq_payload_format format() const override { return PMQ_PAYLOAD_TEXT; }
-  bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&, std::string& error) override {
+  DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&,
+                             std::string& error) override {
     if (!simdjson::validate_utf8(reinterpret_cast<const char*>(in.data()), in.size())) {
       error = "payload is not valid UTF-8 text";
-      return false;
+      return DecodeStatus::bad_record;
     }
     out = {in.data(), in.size()};
-    return true;
+    return DecodeStatus::ok;
   }
 };
 
@@ -53,27 +63,136 @@ bool padding_is_readable(std::span<const uint8_t> in) {
 class JsonDecoder final : public PayloadDecoder {
  public:
   pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
-  bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&, std::string& error) override {
+  DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&,
+                             std::string& error) override {
     auto doc = parser_.parse(in.data(), in.size(), /*realloc_if_needed=*/!padding_is_readable(in));
     if (doc.error() == simdjson::NUMBER_ERROR) {
       // Valid JSON may hold integers beyond 64 bits, which simdjson refuses to represent; a
       // grammar check that keeps them as doubles decides instead. It still refuses numbers
       // beyond a double's range (1e400), as RFC 8259 allows.
-      if (nlohmann::json::accept(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()))) {
+      // nlohmann stops at a NUL byte as if the input ended there; JSON never has a raw NUL
+      // (found by fuzz_decoder_json: "123456789012345678901\0garbage" was accepted).
+      if (std::memchr(in.data(), 0, in.size()) == nullptr &&
+          nlohmann::json::accept(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()))) {
         out = {in.data(), in.size()};
-        return true;
+        return DecodeStatus::ok;
       }
     }
     if (doc.error()) {
       error = std::string("payload is not valid JSON: ") + simdjson::error_message(doc.error());
-      return false;
+      return DecodeStatus::bad_record;
     }
     out = {in.data(), in.size()};
-    return true;
+    return DecodeStatus::ok;
   }
 
  private:
   simdjson::dom::parser parser_;
+};
+
+// proto / flatbuffer / avro: the payload becomes JSON, stored in the batch's `owned` storage.
+class SchemaPayloadDecoder final : public PayloadDecoder {
+ public:
+  explicit SchemaPayloadDecoder(std::unique_ptr<decoders::SchemaDecoder> inner) : inner_(std::move(inner)) {}
+  pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
+  DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned,
+                             std::string& error) override {
+    const DecodeStatus status = inner_->decode(in, json_, error);
+    if (status != DecodeStatus::ok) return status;
+    const std::string& stored = owned.emplace_back(json_);  // one exact-size copy; json_ keeps its capacity
+    out = {reinterpret_cast<const uint8_t*>(stored.data()), stored.size()};
+    return DecodeStatus::ok;
+  }
+
+ private:
+  std::unique_ptr<decoders::SchemaDecoder> inner_;
+  std::string json_;
+};
+
+// Every record is bad, with the reason the schema did not compile.
+class FailingDecoder final : public PayloadDecoder {
+ public:
+  explicit FailingDecoder(std::string error) : error_(std::move(error)) {}
+  pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
+  DecodeStatus decode_record(std::span<const uint8_t>, pmq_bytes&, std::deque<std::string>&,
+                             std::string& error) override {
+    error = error_;
+    return DecodeStatus::bad_record;
+  }
+
+ private:
+  std::string error_;
+};
+
+class Factory final : public DecoderFactory {
+ public:
+  explicit Factory(const config::TopicsBlock& block) : schema_(block.schema) {
+    switch (block.schema) {
+      case config::Schema::Json:
+      case config::Schema::Raw:
+      case config::Schema::Text: return;
+      case config::Schema::Proto: {
+        decoders::ProtoOptions o;
+        o.files = block.proto_files;
+        o.include_paths = block.proto_include_paths;
+        o.descriptor_set = block.proto_descriptor_set.value_or("");
+        o.message = block.proto_message;
+        o.int64_as_string = block.proto_int64_as_string;
+        o.json_names = block.proto_json_names;
+        proto_ = decoders::compile_proto(o, error_);
+        break;
+      }
+      case config::Schema::Flatbuffer: {
+        decoders::FlatbufferOptions o;
+        o.schema = block.flatbuffer_schema;
+        o.root_type = block.flatbuffer_root_type;
+        o.include_paths = block.flatbuffer_include_paths;
+        flatbuffer_ = decoders::compile_flatbuffer(o, error_);
+        break;
+      }
+      case config::Schema::Avro:
+        if (block.avro_framing == config::TopicsBlock::AvroFraming::Registry) {
+          registry_ = decoders::SchemaRegistry::create(block.avro_registry_url.value_or(""), error_);
+        } else if (block.avro_schema_json) {
+          avro_ = decoders::compile_avro(*block.avro_schema_json, error_);
+        } else {
+          std::ifstream in(block.avro_schema_path.value_or(""), std::ios::binary);
+          std::stringstream text;
+          text << in.rdbuf();
+          if (!in) error_ = "cannot read '" + block.avro_schema_path.value_or("") + "'";
+          else avro_ = decoders::compile_avro(text.str(), error_);
+        }
+        break;
+    }
+    if (!error_.empty())
+      error_ = "schema = \"" + std::string(config::to_string(block.schema)) + "\" no longer compiles: " + error_;
+  }
+
+  std::unique_ptr<PayloadDecoder> make() const override {
+    if (!error_.empty()) return std::make_unique<FailingDecoder>(error_);
+    switch (schema_) {
+      case config::Schema::Json:
+      case config::Schema::Raw:
+      case config::Schema::Text: return make_decoder(schema_);
+      case config::Schema::Proto:
+        return std::make_unique<SchemaPayloadDecoder>(decoders::make_proto_decoder(proto_));
+      case config::Schema::Flatbuffer:
+        return std::make_unique<SchemaPayloadDecoder>(decoders::make_flatbuffer_decoder(flatbuffer_));
+      case config::Schema::Avro:
+        return std::make_unique<SchemaPayloadDecoder>(registry_ ? decoders::make_avro_registry_decoder(registry_)
+                                                                : decoders::make_avro_decoder(avro_));
+    }
+    throw std::logic_error("unknown schema");
+  }
+  const std::string& error() const override { return error_; }
+
+ private:
+  config::Schema schema_;
+  std::string error_;
+  std::shared_ptr<const decoders::ProtoSchema> proto_;
+  std::shared_ptr<const decoders::FlatbufferSchema> flatbuffer_;
+  std::shared_ptr<const decoders::AvroSchema> avro_;
+  std::shared_ptr<decoders::SchemaRegistry> registry_;
 };
 
 }  // namespace
@@ -86,10 +205,14 @@ std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema) {
     case config::Schema::Proto:
     case config::Schema::Flatbuffer:
     case config::Schema::Avro:
-      // Rejected at config validation; reaching here is a programming error.
-      throw std::logic_error("schema " + std::string(config::to_string(schema)) + " has no decoder in this build");
+      // These need a compiled schema: make_decoder_factory(block).
+      throw std::logic_error("schema " + std::string(config::to_string(schema)) + " needs make_decoder_factory()");
   }
   throw std::logic_error("unknown schema");
+}
+
+std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsBlock& block) {
+  return std::make_shared<Factory>(block);
 }
 
 }  // namespace picomq::runtime

@@ -1,27 +1,57 @@
 #pragma once
-// Payload decoding per the definition's `schema`. Each decoder validates one payload and says
-// what the plugin will see; a payload it cannot decode is a bad record, never passed on as raw.
+// Payload decoding per the [[topics]] block's `schema`. Each decoder validates one payload and
+// says what the plugin will see; a payload it cannot decode is a bad record, never passed on as
+// raw. json / text / raw pass the payload's own bytes on; proto / flatbuffer / avro turn it
+// into compact JSON (PMQ_PAYLOAD_JSON) stored in `owned` (src/decoders, docs/decoders.md).
 #include <deque>
 #include <memory>
 #include <span>
 #include <string>
 
 #include "config/sink_definition.h"
+#include "decoders/schema_decoder.h"
 #include "picomq/sink_abi.h"
 
 namespace picomq::runtime {
+
+// What became of one payload.
+//  ok          `out` is set.
+//  bad_record  this payload can never be decoded (malformed, unknown schema id, ...): the
+//              bad-record policy applies; `error` names the problem and, where it can, the byte.
+//  retry       not the payload's fault (the schema registry is unreachable or failing): decode
+//              the same record again later; `error` says what failed. Only avro with
+//              avro_framing = "registry" returns it.
+using DecodeStatus = decoders::Status;
 
 class PayloadDecoder {
  public:
   virtual ~PayloadDecoder() = default;
   virtual pmq_payload_format format() const = 0;
   // Validates/decodes `in`. On success `out` views either `in` or storage the decoder placed in
-  // `owned`; on failure returns false with the reason in `error`.
-  virtual bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned,
-                      std::string& error) = 0;
+  // `owned`; otherwise the reason is in `error`.
+  virtual DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned,
+                                     std::string& error) = 0;
+  // For callers that treat every failure alike: true only when decode_record() says ok.
+  bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned, std::string& error) {
+    return decode_record(in, out, owned, error) == DecodeStatus::ok;
+  }
 };
 
-// One decoder per thread (decoders keep parser state and are not thread-safe).
+// What a [[topics]] block's decoders share, compiled once when the block starts: descriptors,
+// the flatbuffers reflection schema, the Avro writer schema, or the schema registry client and
+// its cache. Thread-safe. make() gives one decoder per thread (decoders keep parser state).
+// If the schema no longer compiles (its file changed since the definition was validated),
+// every decoder it makes reports each record as bad, with the reason; error() says it too.
+class DecoderFactory {
+ public:
+  virtual ~DecoderFactory() = default;
+  virtual std::unique_ptr<PayloadDecoder> make() const = 0;
+  virtual const std::string& error() const = 0;  // empty when the schema compiled
+};
+
+std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsBlock& block);
+
+// json, raw and text need no compiled state (throws std::logic_error for the other schemas).
 std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema);
 
 }  // namespace picomq::runtime

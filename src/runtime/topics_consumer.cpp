@@ -64,14 +64,16 @@ TopicsConsumer::TopicsConsumer(BlockSettings settings, SinkPlugin& plugin, Statu
   log_prefix_ = "sink '" + settings_.sink_key + "' topics[" + std::to_string(settings_.block_index) + "]";
   if (settings_.block.anchored_pattern) pattern_.emplace(*settings_.block.anchored_pattern, std::regex::ECMAScript);
   buckets_ = std::make_unique<Bucketer<MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
-  consumer_side_.decoder = make_decoder(settings_.block.schema);
+  const auto decoders = make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
+  consumer_side_.decoder = decoders->make();
   if (!settings_.block.arrow_schema.empty()) {
     std::vector<arrow::DeclaredColumn> declared;
     for (const auto& c : settings_.block.arrow_schema)
       declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
     arrow_options_.declared = std::move(declared);
   }
-  delivery_side_.decoder = make_decoder(settings_.block.schema);
+  delivery_side_.decoder = decoders->make();
+  if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
 }
 
 TopicsConsumer::~TopicsConsumer() {
@@ -618,6 +620,9 @@ void TopicsConsumer::delivery_main() {
   done_cv_.notify_all();
 }
 
+// Decodes each record, runs the transform chain on it, and sorts out the records that do not
+// go to the plugin: dropped by a filter (counted), bad (the block's policy), or, under `fail`,
+// the bad record the batch stops at.
 void TopicsConsumer::prepare(Job& job, Preparer& with) {
   job.prepared = true;
   DecodedBatch& batch = job.batch;
@@ -627,8 +632,12 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
   batch.records.reserve(job.messages.size());
   job.commit_to = job.messages.empty() ? -1 : job.messages.back()->offset + 1;
   const bool fail_policy = settings_.block.on_bad_record == config::BadRecordPolicy::Fail;
+  auto stop_at = [&](const rd_kafka_message_t* m, std::string message) {
+    job.failure = std::move(message);
+    job.commit_to = m->offset;
+  };
 
-  std::string decode_error;
+  std::string error;
   std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
   header_ranges.reserve(job.messages.size());
   for (size_t i = 0; i < job.messages.size(); ++i) {
@@ -637,14 +646,20 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
     r.offset = m->offset;
     if (m->payload) {
       std::span<const uint8_t> in(static_cast<const uint8_t*>(m->payload), m->len);
-      if (!with.decoder->decode(in, r.payload, batch.owned, decode_error)) {
+      const DecodeStatus status = with.decoder->decode_record(in, r.payload, batch.owned, error);
+      if (status == DecodeStatus::retry) {
+        job.retry_error = "cannot decode record " + job.tp.to_string() + " at offset " + std::to_string(m->offset) +
+                          " for now (schema " + batch.schema + "): " + error;
+        job.commit_to = m->offset;
+        break;
+      }
+      if (status != DecodeStatus::ok) {
         if (fail_policy) {
-          job.failure = "cannot decode record " + job.tp.to_string() + " at offset " + std::to_string(m->offset) +
-                        " (schema " + batch.schema + "): " + decode_error;
-          job.commit_to = m->offset;
+          stop_at(m, "cannot decode record " + job.tp.to_string() + " at offset " + std::to_string(m->offset) +
+                         " (schema " + batch.schema + "): " + error);
           break;
         }
-        job.bad.push_back({i, BadRecordStage::Decode, "schema " + batch.schema + ": " + decode_error});
+        job.bad.push_back({i, BadRecordStage::Decode, "schema " + batch.schema + ": " + error});
         continue;
       }
     }
@@ -661,20 +676,47 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
         batch.headers.push_back({{reinterpret_cast<const uint8_t*>(name), std::strlen(name)},
                                  {static_cast<const uint8_t*>(value), value ? size : 0}});
     }
+    if (transforms_) {
+      transform::RecordMeta meta;
+      meta.topic = job.tp.topic;
+      meta.partition = job.tp.partition;
+      meta.offset = m->offset;
+      meta.timestamp_ms = r.timestamp_ms;
+      if (m->key) meta.key = std::string_view(static_cast<const char*>(m->key), m->key_len);
+      meta.headers = std::span<const pmq_header>(batch.headers.data() + first_header, batch.headers.size() - first_header);
+      transform::Verdict verdict;
+      if (batch.format == PMQ_PAYLOAD_JSON && r.payload.data) {
+        std::string payload(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
+        verdict = transforms_->apply(meta, payload, error);
+        if (verdict == transform::Verdict::Keep &&
+            (payload.size() != r.payload.size || std::memcmp(payload.data(), r.payload.data, payload.size()) != 0)) {
+          batch.owned.push_back(std::move(payload));
+          r.payload = {reinterpret_cast<const uint8_t*>(batch.owned.back().data()), batch.owned.back().size()};
+        }
+      } else {
+        verdict = transforms_->apply_without_payload(meta, error);
+      }
+      if (verdict != transform::Verdict::Keep) batch.headers.resize(first_header);
+      if (verdict == transform::Verdict::Drop) {
+        ++job.filtered;
+        continue;
+      }
+      if (verdict == transform::Verdict::Fail) {
+        if (fail_policy) {
+          stop_at(m, "transform failed on record " + job.tp.to_string() + " at offset " + std::to_string(m->offset) +
+                         ": " + error);
+          break;
+        }
+        job.bad.push_back({i, BadRecordStage::Transform, error});
+        continue;
+      }
+    }
     header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
     batch.records.push_back(r);
   }
   for (size_t i = 0; i < batch.records.size(); ++i) {
     batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
     batch.records[i].header_count = header_ranges[i].second;
-  }
-
-  if (!with.transforms.empty()) {
-    if (auto err = with.transforms.apply(batch); !err.empty()) {
-      batch.records.clear();
-      job.failure = "transform failed on " + job.tp.to_string() + ": " + err;
-      job.commit_to = job.messages.front()->offset;
-    }
   }
 }
 
@@ -687,6 +729,24 @@ void TopicsConsumer::start_write(InFlight& entry) {
     if (failed_partitions_.count(job.tp)) return;
   }
   if (!job.prepared) prepare(job, delivery_side_);
+  // A record that cannot be decoded for now (the schema registry is down) is not a bad record:
+  // like an unreachable broker, it is waited for, with a warning per attempt, until the decode
+  // goes through or the runtime stops (then the records before it are written and committed,
+  // and it is the first one read on restart).
+  const auto& policy = settings_.retry;
+  for (int attempt = 1; !job.retry_error.empty(); ++attempt) {
+    const auto delay = policy.delay_before(std::min(attempt + 1, policy.max_attempts));
+    spdlog::warn("{}: {}; decoding again in {} ms (attempt {})", log_prefix_, job.retry_error, delay.count(), attempt);
+    for (auto slept = std::chrono::milliseconds(0); slept < delay && !stop_requested_; slept += std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (stop_requested_) break;
+    Job again;
+    again.tp = job.tp;
+    again.messages = std::move(job.messages);
+    again.bytes = job.bytes;
+    job = std::move(again);
+    prepare(job, delivery_side_);
+  }
   if (job.batch.records.empty()) return;
   entry.call = std::make_unique<WriteCall>();
   entry.call->write_past_rejections = settings_.block.on_bad_record != config::BadRecordPolicy::Fail;

@@ -33,7 +33,7 @@
 #include "runtime/decoder.h"
 #include "runtime/plugin_host.h"
 #include "runtime/status.h"
-#include "runtime/transform.h"
+#include "transform/chain.h"
 
 namespace picomq::runtime {
 
@@ -53,6 +53,7 @@ struct BlockSettings {
   std::chrono::milliseconds shutdown_timeout{30000};
   std::chrono::milliseconds pattern_refresh{2000};
   RetryPolicy retry;
+  std::vector<config::TransformSpec> transforms;  // the definition's [[transforms]], in order
 };
 
 class TopicsConsumer {
@@ -87,6 +88,7 @@ class TopicsConsumer {
     std::string failure;  // `fail` policy: a record could not be decoded or transformed (batch holds those before it)
     std::vector<BadRecord> bad;  // other policies: records left out of the batch, in offset order
     size_t filtered = 0;         // records a transform dropped
+    std::string retry_error;     // a record could not be decoded for now (schema registry): prepare again
     // Where the committed offset goes once the batch is written and its bad records handled:
     // past the last message, or (failure) at the record that failed.
     int64_t commit_to = -1;
@@ -181,11 +183,12 @@ class TopicsConsumer {
   std::atomic<uint64_t> filtered_records_{0};
   std::unique_ptr<DeadLetterProducer> dead_letter_;  // delivery thread, created on first use
 
-  // Decoders and transforms keep state (parser buffers), and both threads prepare batches.
+  // Decoders keep state (parser buffers), and both threads prepare batches: one each. The
+  // transform chain is immutable and shared.
   struct Preparer {
     std::unique_ptr<PayloadDecoder> decoder;
-    TransformChain transforms;
   };
+  std::unique_ptr<const transform::Chain> transforms_;  // null without [[transforms]]
   Preparer consumer_side_;
   Preparer delivery_side_;
   arrow::ExportOptions arrow_options_;  // the block's declared columns, for arrow-plane sinks

@@ -127,7 +127,7 @@ TEST(Robustness, BadDefinitionsAndPluginsFailAloneWithClearErrors) {
   EXPECT_NE(m.find("did you mean 'batch_length'"), std::string::npos) << m;
 
   const auto p = rt.sink_status("proto.toml").value("message", "");
-  EXPECT_NE(p.find("schema 'proto' is not supported"), std::string::npos) << p;
+  EXPECT_NE(p.find("schema = \"proto\" needs 'proto_files'"), std::string::npos) << p;
 
   EXPECT_EQ(rt.sink_state("missing"), "error");
   EXPECT_NE(rt.sink_status("missing").value("message", "").find("libpicomq_connector_nope_sink.so"), std::string::npos);
