@@ -11,7 +11,7 @@ build="$here/build-fuzz"
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DPICOMQ_FUZZ=ON -DPICOMQ_SANITIZE=address -DBUILD_TESTING=OFF >/dev/null
-targets=(fuzz_transform_config fuzz_transform_apply
+targets=(fuzz_transform_config fuzz_transform_apply fuzz_destination_template
          fuzz_decoder_json fuzz_decoder_text fuzz_decoder_proto fuzz_decoder_flatbuffer fuzz_decoder_avro)
 cmake --build "$build" --target "${targets[@]}"
 
@@ -22,6 +22,7 @@ for target in "${targets[@]}"; do
   case "$target" in
     fuzz_transform_*) seeds="$here/fuzz/transforms/corpus_${target#fuzz_transform_}" ;;
     fuzz_decoder_*)   seeds="$here/fuzz/decoders/corpus_${target#fuzz_decoder_}" ;;
+    fuzz_destination_template) seeds="$here/fuzz/destination/corpus_template" ;;
   esac
   scratch="$(mktemp -d)"
   extra=()
