@@ -677,13 +677,10 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
                                  {static_cast<const uint8_t*>(value), value ? size : 0}});
     }
     if (transforms_) {
-      transform::RecordMeta meta;
-      meta.topic = job.tp.topic;
-      meta.partition = job.tp.partition;
-      meta.offset = m->offset;
-      meta.timestamp_ms = r.timestamp_ms;
-      if (m->key) meta.key = std::string_view(static_cast<const char*>(m->key), m->key_len);
-      meta.headers = std::span<const pmq_header>(batch.headers.data() + first_header, batch.headers.size() - first_header);
+      // Valid until the next record's headers go in (the pointers are set again at the end).
+      r.headers = batch.headers.data() + first_header;
+      r.header_count = batch.headers.size() - first_header;
+      const transform::RecordMeta meta = transform::record_meta(job.tp.topic, job.tp.partition, r);
       transform::Verdict verdict;
       if (batch.format == PMQ_PAYLOAD_JSON && r.payload.data) {
         std::string payload(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
