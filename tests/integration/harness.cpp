@@ -116,6 +116,20 @@ rd_kafka_t* new_client(rd_kafka_type_t type, const std::string& bootstrap,
 }
 }  // namespace
 
+namespace {
+class KafkaEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { Kafka::start_shared(); }
+  void TearDown() override { Kafka::stop_shared(); }
+};
+}  // namespace
+
+int run_tests_with_kafka(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new KafkaEnvironment);
+  return RUN_ALL_TESTS();
+}
+
 Kafka& Kafka::shared() {
   if (!g_shared) throw std::runtime_error("the shared Kafka broker is not started");
   return *g_shared;

@@ -87,6 +87,10 @@ class Kafka {
 
 int free_port();
 
+// main() of a test binary whose tests share one fresh Kafka broker (started before the first
+// test, stopped after the last).
+int run_tests_with_kafka(int argc, char** argv);
+
 // One picomq-connect process with a runtime config and a sinks folder of its own.
 class Runtime {
  public:

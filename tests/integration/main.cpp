@@ -1,18 +1,4 @@
-// Starts one fresh Apache Kafka broker (KRaft) for the whole integration test run.
-#include <gtest/gtest.h>
-
+// The integration tests share one fresh Apache Kafka broker (KRaft) for the whole run.
 #include "harness.h"
 
-namespace {
-class KafkaEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { picomq::test::Kafka::start_shared(); }
-  void TearDown() override { picomq::test::Kafka::stop_shared(); }
-};
-}  // namespace
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new KafkaEnvironment);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return picomq::test::run_tests_with_kafka(argc, argv); }
