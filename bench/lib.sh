@@ -167,6 +167,7 @@ bench_write_sink_configs() {
   cat > "$dir/runtime.toml" <<TOML
 [broker]
 bootstrap_servers = "$bootstrap"
+${BENCH_CLIENT_PROPERTIES:+properties = { $BENCH_CLIENT_PROPERTIES \}}
 [plugins]
 path = ["$plugins"]
 [sinks]
@@ -202,7 +203,7 @@ bench_run_sink() {
   [[ -n "${bench_server_pid:-}" ]] && server_opt=(--server "$bench_server_pid")
   sink_result="$("$helper" sink "$bootstrap" "$group" "$topic" 0 "$n" "$dir/status.json" "${bench_sink_stdout:-/dev/null}" \
                  "$timeout" ${server_opt[@]+"${server_opt[@]}"} -- \
-                 "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
+                 ${BENCH_WRAP:-} "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
   [[ "$sink_result" == *" exit=0"* && "$sink_result" != "wall_s=-1"* ]] ||
     { echo "$label run $run failed: $sink_result" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
   sink_result+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"

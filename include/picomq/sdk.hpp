@@ -23,6 +23,7 @@
 #include <atomic>
 #include <memory>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -306,6 +307,14 @@ class BaseSink {
     rejected_ = true;
   }
   const pmq_host_api* host() const { return host_; }
+  // During open(): this instance never reads these record fields (PMQ_FIELD_* bits), so the host
+  // may leave them empty and save extracting them (PMQ_FIELD_HEADERS: records come without
+  // headers). A host older than ABI 2.1 fills them anyway.
+  void declare_unread_fields(uint32_t fields) const {
+    if (host_ && host_->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof host_->set_unread_fields &&
+        host_->set_unread_fields)
+      host_->set_unread_fields(host_->host_ctx, fields);
+  }
   // During write_batch / write_arrow_batch of an asynchronous sink: the handle of this write,
   // to complete later (the method returns it).
   Pending pending() {

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 0
+#define PMQ_SINK_ABI_VERSION_MINOR 1
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -153,6 +153,10 @@ typedef enum pmq_write_status {
   PMQ_WRITE_PENDING = 5    /* started; the outcome follows through host->complete() (see max_in_flight) */
 } pmq_write_status;
 
+/* Record fields an instance can declare it never reads (set_unread_fields), so the host can
+ * save the work of filling them. */
+#define PMQ_FIELD_HEADERS ((uint32_t)1u << 0) /* then every record has header_count 0 */
+
 /* Opaque, owned by the host; filled through the host API during a write call. */
 typedef struct pmq_write_result pmq_write_result;
 
@@ -190,6 +194,12 @@ typedef struct pmq_host_api {
    * any status but PENDING; set_error / reject_record on the same result go before it. Until
    * then everything the write was handed (batch, records, Arrow structs) stays valid. */
   void (*complete)(pmq_write_result *result, pmq_write_status status);
+
+  /* Since ABI 2.1 (check struct_size). Called during open() only: this instance never reads the
+   * record fields in `fields` (PMQ_FIELD_* bits), so the host may leave them empty. Parsing
+   * headers is a measurable share of the host's per-record work, and most destinations never
+   * store them. Without the call every field is filled. */
+  void (*set_unread_fields)(void *host_ctx, uint32_t fields);
 } pmq_host_api;
 
 typedef struct pmq_sink_plugin {

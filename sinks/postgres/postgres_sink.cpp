@@ -149,6 +149,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     lo.payload_mode = *pm;
     lo.write_mode = *wm;
     lo.include_metadata = config.boolean("include_metadata");
+    if (!lo.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);  // pico_headers is their only use
     lo.upsert_key = config.strings("upsert_key");
     if (*wm == pg::WriteMode::Upsert && lo.upsert_key.empty())
       throw sdk::FatalError("write_mode 'upsert' needs upsert_key (the key columns, e.g. [\"pico_key\"])");

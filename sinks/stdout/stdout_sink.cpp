@@ -222,6 +222,7 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
 
   void open(const picomq::sdk::Config& config) {
     out_.include_metadata = config.boolean("include_metadata");
+    if (!out_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
     out_.pretty = config.boolean("pretty");
     out_.stream = config.string("stream") == "stderr" ? stderr : stdout;
   }

@@ -53,6 +53,16 @@ const char* host_config_list_item(void* ctx, const char* name, size_t index) {
 }
 const char* host_config_json(void* ctx, const char* name) { return name ? options_of(ctx).json(name) : nullptr; }
 
+void host_set_unread_fields(void* host_ctx, uint32_t fields) {
+  auto* ctx = static_cast<HostContext*>(host_ctx);
+  // The consumers read the declaration without a lock: it is fixed once open() returns.
+  if (!ctx->opening) {
+    spdlog::warn("sink '{}': set_unread_fields called after open(); ignored", ctx->sink_key);
+    return;
+  }
+  ctx->unread_fields = fields;
+}
+
 }  // namespace
 
 std::string_view to_string(pmq_write_status status) {
@@ -144,7 +154,7 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
   std::unique_ptr<SinkPlugin> sink(new SinkPlugin());
   sink->library_ = std::move(library);
   sink->sink_key_ = std::move(sink_key);
-  sink->context_ = std::make_unique<HostContext>(HostContext{sink->sink_key_, std::move(*options)});
+  sink->context_ = std::make_unique<HostContext>(HostContext{sink->sink_key_, std::move(*options), false, 0});
   pmq_host_api& host = sink->host_;
   host.struct_size = sizeof(pmq_host_api);
   host.abi_version = PMQ_SINK_ABI_VERSION;
@@ -161,8 +171,11 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
   host.config_list_item = host_config_list_item;
   host.config_json = host_config_json;
   host.complete = host_complete;
+  host.set_unread_fields = host_set_unread_fields;
   char errbuf[1024] = {0};
+  sink->context_->opening = true;
   sink->instance_ = d.open(&host, sink->context_->options.json().c_str(), errbuf, sizeof errbuf);
+  sink->context_->opening = false;
   if (!sink->instance_) {
     error = std::string("plugin ") + d.name + " failed to open: " + (errbuf[0] ? errbuf : "no reason given");
     return nullptr;

@@ -115,11 +115,16 @@ class SinkPlugin {
   void close();
   const std::string& sink_key() const { return sink_key_; }
   uint32_t plane() const { return library_->planes().best_plane; }
+  // False when the instance declared at open() that it never reads record headers.
+  bool reads_headers() const { return (context_->unread_fields & PMQ_FIELD_HEADERS) == 0; }
 
-  // What host_ctx points to: the instance's identity and its validated options.
+  // What host_ctx points to: the instance's identity, its validated options, and what it
+  // declared during open().
   struct HostContext {
     std::string sink_key;
     PluginOptions options;
+    bool opening = false;
+    uint32_t unread_fields = 0;  // PMQ_FIELD_* bits
   };
 
  private:

@@ -91,5 +91,46 @@ TEST(Loop, MultiPartitionTopicIsBatchedPerPartitionAndCommittedPerPartition) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// Each record carries its headers, unless the sink declared at open() that it never reads them
+// (the runtime then skips parsing them); a transform chain that reads headers still gets them.
+TEST(Loop, RecordsCarryTheirHeadersUnlessTheSinkDeclaresItNeverReadsThem) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("headers");
+  kafka.create_topic(topic);
+  kafka.produce(topic, {{"{\"n\":0}", std::nullopt, {{"trace", "a"}, {"tenant", "eu"}}, 0, false},
+                        {"{\"n\":1}", std::nullopt, {}, 0, false},
+                        {"{\"n\":2}", std::nullopt, {{"trace", "c"}, {"drop", "yes"}}, 0, false}});
+
+  Runtime rt(kafka.bootstrap());
+  const std::string block = "topics = [\"" + topic + "\"]";
+  auto config = [&](const std::string& name, bool unread) {
+    return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\nlog_headers = true\nunread_headers = " +
+           (unread ? "true" : "false");
+  };
+  rt.add_definition("reader.toml", testkit_definition("reader", block, config("reader", false)));
+  rt.add_definition("skipper.toml", testkit_definition("skipper", block, config("skipper", true)));
+  // Declares headers unread, but its filter reads one.
+  rt.add_definition("filtering.toml", testkit_definition("filtering", block, config("filtering", true)) +
+                                          "\n[[transforms]]\ntype = \"filter\"\n"
+                                          "drop_when = { header = \"drop\", exists = true }\n");
+  rt.start();
+  for (const auto* key : {"reader", "skipper", "filtering"})
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(std::string("picomq-connect-sink-") + key, topic) == 3; }, 30s))
+        << key << "\n" << rt.log();
+
+  EXPECT_EQ(read_lines(rt.dir() / "reader.log"),
+            (std::vector<std::string>{topic + ":0:0\t{\"n\":0}\theaders=2", topic + ":0:1\t{\"n\":1}\theaders=0",
+                                      topic + ":0:2\t{\"n\":2}\theaders=2"}));
+  EXPECT_EQ(read_lines(rt.dir() / "skipper.log"),
+            (std::vector<std::string>{topic + ":0:0\t{\"n\":0}\theaders=0", topic + ":0:1\t{\"n\":1}\theaders=0",
+                                      topic + ":0:2\t{\"n\":2}\theaders=0"}));
+  const auto filtered = read_lines(rt.dir() / "filtering.log");
+  ASSERT_EQ(filtered.size(), 2u) << "the record with a `drop` header is filtered out";
+  EXPECT_EQ(filtered[0].substr(0, filtered[0].find('\t')), topic + ":0:0");
+  EXPECT_EQ(filtered[1].substr(0, filtered[1].find('\t')), topic + ":0:1");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 }  // namespace
 }  // namespace picomq::test

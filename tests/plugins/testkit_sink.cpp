@@ -19,6 +19,8 @@
 //   hang_on_call   that call (1-based) never returns (a hung destination)
 //   crash_on_call  that call aborts the process
 //   open_error     open() fails with this message
+//   log_headers    each log line ends with "<TAB>headers=<count>" (the headers the record came with)
+//   unread_headers open() declares that this instance never reads headers (PMQ_FIELD_HEADERS)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -62,6 +64,8 @@ constexpr std::array kOptions{
     pmq_option{"hang_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call never returns"},
     pmq_option{"crash_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call aborts the process"},
     pmq_option{"open_error", PMQ_OPTION_STRING, 0, nullptr, nullptr, "open() fails with this message"},
+    pmq_option{"log_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "log lines end with the record's header count"},
+    pmq_option{"unread_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "declare at open() that headers are never read"},
 };
 
 class Testkit : public sdk::BaseSink<Testkit> {
@@ -100,6 +104,8 @@ class Testkit : public sdk::BaseSink<Testkit> {
     delay_ms_ = config.integer("delay_ms");
     hang_on_call_ = config.integer("hang_on_call");
     crash_on_call_ = config.integer("crash_on_call");
+    log_headers_ = config.boolean("log_headers");
+    if (config.boolean("unread_headers")) declare_unread_fields(PMQ_FIELD_HEADERS);
   }
 
   void write(const sdk::Record& record) { handle(Call::of(sdk::Batch(record.batch()), record.index(), 1)); }
@@ -131,7 +137,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
 #if defined(TESTKIT_PLANES_ARROW)
   void write_arrow_batch(const sdk::ArrowBatch& batch) {
     sdk::ArrowBatchView view(batch.schema(), batch.array());
-    Call call{std::string(batch.topic()), batch.partition(), 0, {}, {}};
+    Call call{std::string(batch.topic()), batch.partition(), 0, {}, {}, {}};  // no header counts: log_headers does not apply to Arrow
     for (size_t row = 0; row < view.num_rows(); ++row) {
       if (view.column("pico_offset").as_int64(row) != batch.offsets()[row])
         throw sdk::FatalError("pico_offset column disagrees with the batch offsets");
@@ -165,11 +171,13 @@ class Testkit : public sdk::BaseSink<Testkit> {
     size_t first_index;
     std::vector<int64_t> offsets;
     std::vector<std::string> payloads;
+    std::vector<size_t> header_counts;
     static Call of(const sdk::Batch& batch, size_t first, size_t count) {
-      Call c{std::string(batch.topic()), batch.partition(), first, {}, {}};
+      Call c{std::string(batch.topic()), batch.partition(), first, {}, {}, {}};
       for (size_t i = first; i < first + count; ++i) {
         c.offsets.push_back(batch[i].offset());
         c.payloads.emplace_back(batch[i].is_tombstone() ? "" : batch[i].payload_text());
+        c.header_counts.push_back(batch[i].header_count());
       }
       return c;
     }
@@ -221,7 +229,9 @@ class Testkit : public sdk::BaseSink<Testkit> {
       std::string out;
       for (size_t i = 0; i < c.offsets.size(); ++i) {
         if (i == reject_at) continue;
-        out += c.topic + ':' + std::to_string(c.partition) + ':' + std::to_string(c.offsets[i]) + '\t' + c.payloads[i] + '\n';
+        out += c.topic + ':' + std::to_string(c.partition) + ':' + std::to_string(c.offsets[i]) + '\t' + c.payloads[i];
+        if (log_headers_ && i < c.header_counts.size()) out += "\theaders=" + std::to_string(c.header_counts[i]);
+        out += '\n';
       }
       write_all(log_fd_, out);
     }
@@ -233,6 +243,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
   }
 
   int log_fd_ = -1;
+  bool log_headers_ = false;
   int calls_fd_ = -1;
   std::mutex workers_mutex_, handle_mutex_;
   std::vector<std::thread> workers_;

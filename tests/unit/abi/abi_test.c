@@ -1,6 +1,7 @@
 /* The sink ABI seen from plain C: the header compiles as C11, and the layout of every struct
  * is pinned (x86-64 / LP64 sizes and offsets). A change here breaks every plugin already
- * built: it needs a new major ABI version, not an edit of these numbers. */
+ * built: it needs a new major ABI version, not an edit of these numbers. Only a struct growing
+ * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +39,8 @@ PIN(offsetof(pmq_host_api, reject_record), 40);
 PIN(offsetof(pmq_host_api, config_has), 48);
 PIN(offsetof(pmq_host_api, config_json), 104);
 PIN(offsetof(pmq_host_api, complete), 112);
-PIN(sizeof(pmq_host_api), 120);
+PIN(offsetof(pmq_host_api, set_unread_fields), 120);
+PIN(sizeof(pmq_host_api), 128);
 PIN(offsetof(pmq_sink_plugin, abi_version), 8);
 PIN(offsetof(pmq_sink_plugin, name), 16);
 PIN(offsetof(pmq_sink_plugin, accepted_planes), 40);
@@ -53,7 +55,7 @@ PIN(offsetof(pmq_sink_plugin, max_in_flight), 112);
 PIN(sizeof(pmq_sink_plugin), 120);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20000u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20001u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;

@@ -231,6 +231,36 @@ TEST(SdkOutcomes, OpenFailureCarriesTheMessage) {
   EXPECT_STREQ(err, "config not seen");
 }
 
+// Declares at open() that it never reads headers.
+struct HeaderlessSink : sdk::BaseSink<HeaderlessSink> {
+  static constexpr std::string_view sink_name = "headerless";
+  void open(const sdk::Config&) { declare_unread_fields(PMQ_FIELD_HEADERS); }
+  void write(const sdk::Record&) {}
+};
+
+uint32_t g_unread_fields = 0;
+
+TEST(SdkOpen, UnreadFieldsReachAHostThatKnowsTheCallAndAreSkippedForAnOlderOne) {
+  Captured captured;
+  g_captured = &captured;
+  pmq_host_api host = fake_host();
+  host.set_unread_fields = [](void*, uint32_t fields) { g_unread_fields = fields; };
+  char err[128] = {0};
+  const auto& d = sdk::descriptor<HeaderlessSink>();
+  void* instance = d.open(&host, "{}", err, sizeof err);
+  ASSERT_NE(instance, nullptr) << err;
+  EXPECT_EQ(g_unread_fields, PMQ_FIELD_HEADERS);
+  d.close(instance);
+
+  // A 2.0 host's struct ends before set_unread_fields: the SDK must not read past it.
+  g_unread_fields = 0;
+  host.struct_size = offsetof(pmq_host_api, set_unread_fields);
+  instance = d.open(&host, "{}", err, sizeof err);
+  ASSERT_NE(instance, nullptr) << err;
+  EXPECT_EQ(g_unread_fields, 0u);
+  d.close(instance);
+}
+
 // An asynchronous sink: write_batch returns the write's Pending handle and completes it later.
 struct AsyncSink : sdk::BaseSink<AsyncSink> {
   static constexpr std::string_view sink_name = "async";
