@@ -315,6 +315,13 @@ class BaseSink {
         host_->set_unread_fields)
       host_->set_unread_fields(host_->host_ctx, fields);
   }
+  // During open(): this instance keeps at most n writes per block pending (1 up to the class's
+  // max_in_flight), e.g. when its configuration needs writes in order. Needs a 2.1 host.
+  void declare_max_in_flight(uint32_t n) const {
+    if (host_ && host_->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof host_->set_max_in_flight &&
+        host_->set_max_in_flight)
+      host_->set_max_in_flight(host_->host_ctx, n);
+  }
   // During write_batch / write_arrow_batch of an asynchronous sink: the handle of this write,
   // to complete later (the method returns it).
   Pending pending() {

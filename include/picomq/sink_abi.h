@@ -200,6 +200,12 @@ typedef struct pmq_host_api {
    * headers is a measurable share of the host's per-record work, and most destinations never
    * store them. Without the call every field is filled. */
   void (*set_unread_fields)(void *host_ctx, uint32_t fields);
+
+  /* Since ABI 2.1 (check struct_size). Called during open() only: this instance keeps at most
+   * `n` writes of a [[topics]] block pending at once, 1 up to the descriptor's max_in_flight
+   * (a larger value is capped, 0 is taken as 1). For a sink whose configured mode needs its
+   * writes strictly one after the other (e.g. last-write-wins upserts). */
+  void (*set_max_in_flight)(void *host_ctx, uint32_t n);
 } pmq_host_api;
 
 typedef struct pmq_sink_plugin {

@@ -1,6 +1,7 @@
 #include "postgres/copy_binary.h"
 
 #include <bit>
+#include <cstring>
 #include <stdexcept>
 
 namespace picomq::postgres {
@@ -15,9 +16,9 @@ constexpr int64_t kEndEpochMs = kEndTimestampUs / 1000 + kPostgresEpochMs;
 
 template <class U>
 void put_be(std::string& out, U value) {
-  for (int shift = static_cast<int>(sizeof(U) * 8) - 8; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>(static_cast<uint8_t>(value >> shift)));
-  }
+  char bytes[sizeof(U)];
+  for (std::size_t i = 0; i < sizeof(U); ++i) bytes[i] = static_cast<char>(static_cast<uint8_t>(value >> (8 * (sizeof(U) - 1 - i))));
+  out.append(bytes, sizeof(U));
 }
 
 }  // namespace
@@ -25,8 +26,11 @@ void put_be(std::string& out, U value) {
 bool timestamptz_in_range(int64_t epoch_ms) { return epoch_ms >= kMinEpochMs && epoch_ms < kEndEpochMs; }
 
 bool json_has_nul_escape(std::string_view json) {
+  // From backslash to backslash: most values have none at all.
   for (std::size_t i = 0; i < json.size(); ++i) {
-    if (json[i] != '\\') continue;
+    const void* next = std::memchr(json.data() + i, '\\', json.size() - i);
+    if (!next) return false;
+    i = static_cast<std::size_t>(static_cast<const char*>(next) - json.data());
     if (i + 1 < json.size() && json[i + 1] == 'u' && json.substr(i + 2, 4) == "0000") return true;
     ++i;  // skip the escaped character ("\\" must not start another escape)
   }
@@ -40,7 +44,9 @@ CopyBinaryWriter::CopyBinaryWriter() {
 }
 
 void CopyBinaryWriter::begin_row() {
-  row_.clear();
+  if (in_row_) out_.resize(row_start_);
+  row_start_ = out_.size();
+  put_be<uint16_t>(out_, 0);  // the field count, set by commit_row()
   fields_ = 0;
   in_row_ = true;
 }
@@ -48,16 +54,15 @@ void CopyBinaryWriter::begin_row() {
 void CopyBinaryWriter::commit_row() {
   check_row();
   if (fields_ > 32767) throw std::length_error("COPY binary: more than 32767 fields in a row");
-  put_be<uint16_t>(out_, static_cast<uint16_t>(fields_));
-  out_.append(row_);
-  row_.clear();
+  out_[row_start_] = static_cast<char>(static_cast<uint8_t>(fields_ >> 8));
+  out_[row_start_ + 1] = static_cast<char>(static_cast<uint8_t>(fields_));
   fields_ = 0;
   in_row_ = false;
   ++rows_;
 }
 
 void CopyBinaryWriter::abandon_row() {
-  row_.clear();
+  if (in_row_) out_.resize(row_start_);
   fields_ = 0;
   in_row_ = false;
 }
@@ -68,7 +73,7 @@ void CopyBinaryWriter::check_row() const {
 
 void CopyBinaryWriter::field_header(int32_t length) {
   check_row();
-  put_be<uint32_t>(row_, static_cast<uint32_t>(length));
+  put_be<uint32_t>(out_, static_cast<uint32_t>(length));
   ++fields_;
 }
 
@@ -76,33 +81,33 @@ void CopyBinaryWriter::null() { field_header(-1); }
 
 void CopyBinaryWriter::int2(int16_t value) {
   field_header(2);
-  put_be<uint16_t>(row_, static_cast<uint16_t>(value));
+  put_be<uint16_t>(out_, static_cast<uint16_t>(value));
 }
 
 void CopyBinaryWriter::int4(int32_t value) {
   field_header(4);
-  put_be<uint32_t>(row_, static_cast<uint32_t>(value));
+  put_be<uint32_t>(out_, static_cast<uint32_t>(value));
 }
 
 void CopyBinaryWriter::int8(int64_t value) {
   field_header(8);
-  put_be<uint64_t>(row_, static_cast<uint64_t>(value));
+  put_be<uint64_t>(out_, static_cast<uint64_t>(value));
 }
 
 void CopyBinaryWriter::float8(double value) {
   field_header(8);
-  put_be<uint64_t>(row_, std::bit_cast<uint64_t>(value));
+  put_be<uint64_t>(out_, std::bit_cast<uint64_t>(value));
 }
 
 void CopyBinaryWriter::boolean(bool value) {
   field_header(1);
-  row_.push_back(value ? '\1' : '\0');
+  out_.push_back(value ? '\1' : '\0');
 }
 
 void CopyBinaryWriter::text(std::string_view utf8) {
   if (utf8.size() > kMaxFieldBytes) throw std::length_error("COPY binary: text value above 1 GiB");
   field_header(static_cast<int32_t>(utf8.size()));
-  row_.append(utf8);
+  out_.append(utf8);
 }
 
 void CopyBinaryWriter::bytea(std::span<const uint8_t> bytes) {
@@ -112,21 +117,21 @@ void CopyBinaryWriter::bytea(std::span<const uint8_t> bytes) {
 void CopyBinaryWriter::bytea(std::string_view bytes) {
   if (bytes.size() > kMaxFieldBytes) throw std::length_error("COPY binary: bytea value above 1 GiB");
   field_header(static_cast<int32_t>(bytes.size()));
-  row_.append(bytes);
+  out_.append(bytes);
 }
 
 void CopyBinaryWriter::jsonb(std::string_view json_text) {
   if (json_text.size() + 1 > kMaxFieldBytes) throw std::length_error("COPY binary: jsonb value above 1 GiB");
   field_header(static_cast<int32_t>(json_text.size() + 1));
-  row_.push_back('\1');  // jsonb binary format version
-  row_.append(json_text);
+  out_.push_back('\1');  // jsonb binary format version
+  out_.append(json_text);
 }
 
 void CopyBinaryWriter::timestamptz_from_epoch_ms(int64_t epoch_ms) {
   if (!timestamptz_in_range(epoch_ms)) throw std::out_of_range("COPY binary: timestamp outside PostgreSQL's range");
   field_header(8);
   // In range, (epoch_ms - kPostgresEpochMs) * 1000 fits int64 (checked by the range).
-  put_be<uint64_t>(row_, static_cast<uint64_t>((epoch_ms - kPostgresEpochMs) * 1000));
+  put_be<uint64_t>(out_, static_cast<uint64_t>((epoch_ms - kPostgresEpochMs) * 1000));
 }
 
 std::string CopyBinaryWriter::finish() {

@@ -9,8 +9,9 @@
 //   w.commit_row();                   // or abandon_row(): nothing of the row is kept
 //   std::string data = w.finish();    // appends the trailer (int16 -1)
 //
-// A row is built in a scratch buffer and only copied into the output by commit_row(), so a
-// record whose value turns out not to be encodable never leaves half a tuple behind.
+// A row is written straight into the output, and cut off again by abandon_row() (or the next
+// begin_row()), so a record whose value turns out not to be encodable never leaves half a
+// tuple behind.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -72,8 +73,8 @@ class CopyBinaryWriter {
   // (header written again, row count 0).
   std::string finish();
 
-  // The bytes so far (header and committed rows; no trailer).
-  const std::string& data() const { return out_; }
+  // The bytes so far (header and committed rows; no trailer, nor the row being built).
+  std::string_view data() const { return std::string_view(out_).substr(0, in_row_ ? row_start_ : out_.size()); }
   std::size_t row_count() const { return rows_; }
 
  private:
@@ -81,7 +82,7 @@ class CopyBinaryWriter {
   void check_row() const;
 
   std::string out_;
-  std::string row_;
+  std::size_t row_start_ = 0;  // where the row being built starts in out_
   std::size_t fields_ = 0;
   std::size_t rows_ = 0;
   bool in_row_ = false;

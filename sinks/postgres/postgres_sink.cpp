@@ -1,20 +1,26 @@
 // PostgreSQL sink: payload modes jsonb / text / bytea / columns (typed columns, declared or
 // inferred per topic, auto_add_columns), write modes insert (pico_id primary key, replays do
 // nothing) / upsert (upsert_key, last record wins) / append, optional metadata columns, tables
-// auto-created per topic from a name template. One transaction per batch, rows sent with
-// binary COPY (postgres/row_encoder.h). Docs: docs/sinks/postgres.md,
+// auto-created per topic from a name template. Rows go out with binary COPY
+// (postgres/row_encoder.h); in insert and append modes consecutive batches into one table share
+// one COPY and one transaction for up to commit_interval (each batch's write completes when that
+// transaction commits), else one transaction per batch. Docs: docs/sinks/postgres.md,
 // docs/sinks/postgres-encoding.md.
 #include <libpq-fe.h>
 #include <simdjson.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "destination/name_template.h"
 #include "destination/sanitize.h"
@@ -58,6 +64,22 @@ struct TopicTable {
   bool replaying = false;  // insert mode: batches go through the staging table (see write_raw)
 };
 
+using Clock = std::chrono::steady_clock;
+
+// A COPY into one table, in a transaction of its own, that the following batches for that table
+// join; their writes complete when it commits (PostgresSink::end_stream).
+struct OpenCopy {
+  TopicTable* target = nullptr;
+  size_t rows = 0;
+  Clock::time_point opened, last_write;
+  std::vector<sdk::Pending> writes;
+};
+
+// A stream with no new batch for this long is committed: the runtime has nothing more to send
+// for now (it sends the next batch as soon as a write is accepted), so waiting longer would only
+// hold records back.
+constexpr auto kStreamIdle = std::chrono::milliseconds(10);
+
 }  // namespace
 
 class PostgresSink : public sdk::BaseSink<PostgresSink> {
@@ -65,9 +87,12 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   static constexpr std::string_view sink_name = "postgres";
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
-      "Writes records into PostgreSQL tables (one per topic) with binary COPY, one transaction per batch.";
+      "Writes records into PostgreSQL tables (one per topic) with binary COPY; consecutive batches share a "
+      "transaction for up to commit_interval.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes = accepted_data_planes;
+  // Batches one COPY stream may hold before it commits (the runtime's window per block).
+  static constexpr uint32_t max_in_flight = 64;
   static constexpr std::array options{
       pmq_option{.name = "connection_string", .type = PMQ_OPTION_STRING,
                  .flags = PMQ_OPTION_REQUIRED | PMQ_OPTION_SECRET, .default_json = nullptr, .allowed = nullptr,
@@ -79,6 +104,13 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                          "from 250 ms to 2 s) before it fails and the runtime's retry takes over; with the runtime's "
                          "5 attempts a restart of the server of up to about 5 times this long loses nothing and "
                          "keeps the sink running. 0: one connection attempt per write."},
+      pmq_option{.name = "commit_interval", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"1s\"",
+                 .allowed = nullptr,
+                 .help = "insert and append modes: consecutive batches into one table are written as one COPY in "
+                         "one transaction, committed after this long, after 64 batches, when no batch has come for "
+                         "10 ms, or when a batch for another table comes. A batch's records (and offsets) are "
+                         "acknowledged at that commit. 0: one transaction per batch. upsert mode always commits "
+                         "each batch on its own (its writes must land in order)."},
       pmq_option{.name = "target_table", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"{topic}\"",
                  .allowed = nullptr,
                  .help = "Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
@@ -156,6 +188,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (*wm != pg::WriteMode::Upsert && !lo.upsert_key.empty())
       throw sdk::FatalError("upsert_key is only for write_mode 'upsert' (write_mode is '" + write_mode + "')");
     auto_add_ = config.boolean("auto_add_columns");
+    commit_interval_ = config.duration("commit_interval");
+    streaming_ = commit_interval_.count() > 0 && *wm != pg::WriteMode::Upsert;
+    // Writes that complete at once must still be taken one at a time: a failed batch retried
+    // after a later one landed would undo last-record-wins.
+    if (!streaming_) declare_max_in_flight(1);
     const bool declared = config.has("columns");
     if (*pm != pg::PayloadMode::Columns && declared)
       throw sdk::FatalError("columns is only for payload_mode 'columns'");
@@ -193,32 +230,66 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   void write(const sdk::Record& record) {
-    // One record as a batch of one: the same transaction and COPY path.
+    // One record as a batch of one: its own transaction, after any open stream commits.
     pmq_batch one = *record.batch();
     one.records = pmq_batch_record(record.batch(), record.index());
     one.record_count = 1;
-    write_raw(one, record.index());
+    std::lock_guard lock(mutex_);
+    end_stream();
+    const size_t index = record.index();
+    write_raw(one, [&](size_t i, const std::string& reason) { reject(index + i, reason); }, nullptr);
   }
 
-  void write_batch(const sdk::Batch& batch) { write_raw(batch.raw(), 0); }
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    sdk::Pending done = pending();
+    std::lock_guard lock(mutex_);
+    if (write_raw(batch.raw(), [&](size_t i, const std::string& reason) { done.reject(i, reason); }, &done))
+      return done;  // in the open COPY: completes when it commits
+    done.done();
+    return done;
+  }
 
-  void close() { disconnect(); }
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    if (committer_.joinable()) committer_.join();
+    std::lock_guard lock(mutex_);
+    end_stream();
+    disconnect();
+  }
 
  private:
-  // first_index: the index of batch.records[0] in the batch the runtime handed over.
-  void write_raw(const pmq_batch& batch, size_t first_index) {
-    if (batch.record_count == 0) return;
+  using RejectFn = std::function<void(size_t index, const std::string& reason)>;
+
+  // Writes one batch (mutex_ held). With `stream` (batch writes) and a mode that allows it, the
+  // rows join the table's open COPY and the call returns true: the write completes at that COPY's
+  // commit. Otherwise the batch is committed before the call returns false. A failure throws
+  // (the batch's own outcome); a stream it breaks fails every write in it.
+  bool write_raw(const pmq_batch& batch, const RejectFn& reject_record, sdk::Pending* stream) {
+    if (batch.record_count == 0) return false;
     check_format(batch);
-    connect();
     TopicTable& target = table_for(batch.topic);
+    // Schema changes and lookups run outside any COPY.
+    if (open_ && (open_->target != &target || !target.ready || (infer_ && auto_add_))) end_stream();
+    connect();
     if (infer_) prepare_inferred(target, batch);
     else if (!target.ready) prepare_table(target);
     pg::RowEncoder& encoder = target.encoder ? *target.encoder : *encoder_;
 
     pg::EncodeResult encoded = encoder.encode(batch);
     if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
-    for (const auto& r : encoded.rejected) reject(first_index + r.record_index, r.reason);
-    if (encoded.rows == 0) return;
+    for (const auto& r : encoded.rejected) reject_record(r.record_index, r.reason);
+    if (encoded.rows == 0) return false;
+
+    const pg::WriteMode mode = encoder.layout().write_mode;
+    if (stream && streaming_ && (mode == pg::WriteMode::Append || (mode == pg::WriteMode::Insert && !target.replaying))) {
+      stream_batch(target, encoder, encoded, *stream);
+      return true;
+    }
+    end_stream();
 
     // Insert mode: straight COPY into the table, as append mode does. Its primary key still
     // guarantees each record once: a batch holding records already written (a replay after a
@@ -241,7 +312,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       }
       if (!target.replaying) {
         commit(target.display);
-        return;
+        return false;
       }
     }
     const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder.layout());
@@ -258,6 +329,125 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       throw;
     }
     commit(target.display);
+    return false;
+  }
+
+  // Adds the batch's rows to the table's open COPY, opening one (BEGIN, COPY) if there is none.
+  void stream_batch(TopicTable& target, pg::RowEncoder& encoder, const pg::EncodeResult& encoded, sdk::Pending& write) {
+    const std::string& data = encoded.copy_data;  // header, tuples, 2-byte trailer
+    if (!open_) {
+      run("BEGIN", "BEGIN");
+      try {
+        ResultPtr res(PQexec(conn_, pg::copy_sql(target.table, encoder.layout()).c_str()), &PQclear);
+        check(res.get(), PGRES_COPY_IN, "COPY into " + target.display);
+      } catch (...) {
+        rollback();
+        throw;
+      }
+      open_.emplace();
+      open_->target = &target;
+      open_->opened = Clock::now();
+      if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
+      wake_.notify_all();  // the committer sleeps while no COPY is open
+    }
+    // The header goes once, at the start of the stream; each batch adds its tuples.
+    const size_t from = open_->rows == 0 ? 0 : pg::kCopyHeaderBytes;
+    if (!put_copy_data(std::string_view(data).substr(from, data.size() - from - 2))) {
+      const std::string message = "COPY into " + target.display + " failed: " + trim(PQerrorMessage(conn_));
+      fail_stream(message);
+      throw sdk::RetryableError(message);
+    }
+    open_->rows += encoded.rows;
+    open_->last_write = Clock::now();
+    open_->writes.push_back(write);
+    if (open_->writes.size() >= max_in_flight) end_stream();
+  }
+
+  bool put_copy_data(std::string_view data) {
+    constexpr size_t kChunk = 1 << 20;
+    for (size_t pos = 0; pos < data.size(); pos += kChunk)
+      if (PQputCopyData(conn_, data.data() + pos, static_cast<int>(std::min(kChunk, data.size() - pos))) != 1)
+        return false;
+    return true;
+  }
+
+  // Ends the open COPY (mutex_ held): trailer, end of COPY, COMMIT; then completes every write in
+  // it with the outcome. A replay (23505 in insert mode) sends the table through staging, and
+  // the writes are retried there.
+  void end_stream() {
+    if (!open_) return;
+    OpenCopy stream = std::move(*open_);
+    open_.reset();
+    const std::string what = "COPY into " + stream.target->display;
+    try {
+      bool sent = put_copy_data(std::string_view("\xff\xff", 2)) && PQputCopyEnd(conn_, nullptr) == 1;
+      ResultPtr res(PQgetResult(conn_), &PQclear);
+      while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+      if (!sent || !res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+        try {
+          fail(res.get(), what);
+        } catch (...) {
+          rollback();
+          throw;
+        }
+      }
+      commit(stream.target->display);
+    } catch (const sdk::FatalError& e) {
+      if (last_sqlstate_ == "23505" && encoder_for(*stream.target).layout().write_mode == pg::WriteMode::Insert) {
+        stream.target->replaying = true;
+        log(sdk::LogLevel::Info, "table " + stream.target->display +
+                                     ": these batches hold records written before (a replay); writing them again "
+                                     "through the staging table, which skips those");
+        for (auto& w : stream.writes) w.retry(std::string(e.what()) + " (a replay: retried through the staging table)");
+        return;
+      }
+      for (auto& w : stream.writes) w.fatal(e.what());
+      return;
+    } catch (const sdk::PartialWriteError& e) {
+      for (auto& w : stream.writes) w.partial(e.what());
+      return;
+    } catch (const std::exception& e) {
+      for (auto& w : stream.writes) w.retry(e.what());
+      return;
+    }
+    for (auto& w : stream.writes) w.done();
+    log(sdk::LogLevel::Debug, "table " + stream.target->display + ": committed " + std::to_string(stream.rows) +
+                                  " rows of " + std::to_string(stream.writes.size()) + " batches in one COPY (open " +
+                                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                     stream.last_write - stream.opened).count()) +
+                                  " ms, then " +
+                                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                     Clock::now() - stream.last_write).count()) +
+                                  " ms to commit)");
+  }
+
+  // The open COPY can no longer commit (the connection broke while sending): every write in it
+  // is retried.
+  void fail_stream(const std::string& message) {
+    if (!open_) return;
+    OpenCopy stream = std::move(*open_);
+    open_.reset();
+    disconnect();
+    for (auto& w : stream.writes) w.retry(message);
+  }
+
+  pg::RowEncoder& encoder_for(TopicTable& target) { return target.encoder ? *target.encoder : *encoder_; }
+
+  // Commits the open COPY when it has been idle for kStreamIdle or open for commit_interval.
+  void committer_main() {
+    std::unique_lock lock(mutex_);
+    while (!closing_) {
+      if (!open_) {
+        wake_.wait_for(lock, commit_interval_);
+        continue;
+      }
+      const auto due = std::min(open_->last_write + kStreamIdle, open_->opened + commit_interval_);
+      if (Clock::now() >= due) {
+        end_stream();
+        continue;
+      }
+      wake_.wait_until(lock, due);
+    }
   }
 
   void check_format(const pmq_batch& batch) const {
@@ -558,6 +748,14 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   std::string conninfo_;  // secret: never logged
+  std::chrono::milliseconds commit_interval_{1000};
+  bool streaming_ = true;  // batches may share a COPY (insert and append modes, commit_interval > 0)
+  // The connection and everything below it: write calls and the committer thread.
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<OpenCopy> open_;
+  std::thread committer_;
+  bool closing_ = false;
   std::chrono::milliseconds reconnect_timeout_{15000};
   bool in_ddl_ = false;  // run_ddl() is running
   std::string last_sqlstate_;  // of the last failed statement

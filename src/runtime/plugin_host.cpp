@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 
 // The host side of the opaque result type plugins fill through pmq_host_api.
@@ -61,6 +62,15 @@ void host_set_unread_fields(void* host_ctx, uint32_t fields) {
     return;
   }
   ctx->unread_fields = fields;
+}
+
+void host_set_max_in_flight(void* host_ctx, uint32_t n) {
+  auto* ctx = static_cast<HostContext*>(host_ctx);
+  if (!ctx->opening) {
+    spdlog::warn("sink '{}': set_max_in_flight called after open(); ignored", ctx->sink_key);
+    return;
+  }
+  ctx->max_in_flight = std::max<uint32_t>(n, 1);
 }
 
 }  // namespace
@@ -154,7 +164,7 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
   std::unique_ptr<SinkPlugin> sink(new SinkPlugin());
   sink->library_ = std::move(library);
   sink->sink_key_ = std::move(sink_key);
-  sink->context_ = std::make_unique<HostContext>(HostContext{sink->sink_key_, std::move(*options), false, 0});
+  sink->context_ = std::make_unique<HostContext>(HostContext{sink->sink_key_, std::move(*options), false, 0, 0});
   pmq_host_api& host = sink->host_;
   host.struct_size = sizeof(pmq_host_api);
   host.abi_version = PMQ_SINK_ABI_VERSION;
@@ -172,6 +182,7 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
   host.config_json = host_config_json;
   host.complete = host_complete;
   host.set_unread_fields = host_set_unread_fields;
+  host.set_max_in_flight = host_set_max_in_flight;
   char errbuf[1024] = {0};
   sink->context_->opening = true;
   sink->instance_ = d.open(&host, sink->context_->options.json().c_str(), errbuf, sizeof errbuf);
@@ -247,7 +258,8 @@ bool WriteCall::done() {
 uint32_t SinkPlugin::max_in_flight() const {
   const pmq_sink_plugin& d = library_->descriptor();
   if (d.struct_size < offsetof(pmq_sink_plugin, max_in_flight) + sizeof(d.max_in_flight)) return 1;
-  return std::max<uint32_t>(1, d.max_in_flight);
+  const uint32_t declared = std::max<uint32_t>(1, d.max_in_flight);
+  return context_->max_in_flight ? std::min(declared, context_->max_in_flight) : declared;
 }
 
 WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow,

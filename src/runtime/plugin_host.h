@@ -125,6 +125,7 @@ class SinkPlugin {
     PluginOptions options;
     bool opening = false;
     uint32_t unread_fields = 0;  // PMQ_FIELD_* bits
+    uint32_t max_in_flight = 0;  // set_max_in_flight(); 0: the descriptor's
   };
 
  private:

@@ -601,6 +601,13 @@ void TopicsConsumer::delivery_main() {
     }
     if (pending.empty()) break;  // stopping, and everything is written
     InFlight& oldest = *pending.front();
+    if (oldest.call && pending.size() < window) {
+      // An asynchronous sink may be holding its writes open for more (e.g. one COPY for many
+      // batches): a batch that comes meanwhile is started, not kept waiting for the oldest.
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return oldest.call->done() || !jobs_.empty(); });
+      if (!oldest.call->done()) continue;
+    }
     if (oldest.call) oldest.call->wait();
     finish_write(oldest);
     const TopicPartition tp = oldest.job.tp;
@@ -749,6 +756,10 @@ void TopicsConsumer::start_write(InFlight& entry) {
   }
   if (job.batch.records.empty()) return;
   entry.call = std::make_unique<WriteCall>();
+  entry.call->on_done = [this] {
+    std::lock_guard lock(mutex_);
+    work_cv_.notify_all();
+  };
   entry.call->write_past_rejections = settings_.block.on_bad_record != config::BadRecordPolicy::Fail;
   plugin_.start(job.batch, arrow_options_, *entry.call);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "harness.h"
 
@@ -37,6 +38,49 @@ TEST(Async, SeveralWritesAreInFlightAndEverythingIsCommittedInOrder) {
   EXPECT_LT(last - first, 1500) << "writes did not overlap: " << rt.log();
   const auto ids = TestkitLog::read(rt.dir() / "records.log").ids;
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 60u);
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+// An instance may lower its window at open() (set_max_in_flight): then one write at a time.
+TEST(Async, AnInstanceThatLowersItsWindowToOneWritesOneBatchAtATime) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("async1");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 40));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml",
+                    async_definition("async1", topic, testkit_config(rt, "records", "delay_ms = 300\nmax_in_flight = 1")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-async1", topic) == 40; }, 30s)) << rt.log();
+  auto calls = read_calls(rt.dir() / "records.calls");
+  ASSERT_EQ(calls.size(), 4u) << rt.log();
+  // Each write completes 300 ms after it starts, and starts only once the one before completed.
+  for (size_t i = 1; i < calls.size(); ++i)
+    EXPECT_GE(calls[i].at_ms - calls[i - 1].at_ms, 280) << "writes " << i - 1 << " and " << i << " overlapped";
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+// A batch that comes while earlier writes are pending starts at once (it does not wait for the
+// oldest to complete): a sink that holds writes open for more (one COPY for many batches) gets
+// them.
+TEST(Async, ABatchThatComesWhileAWriteIsPendingStartsAtOnce) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("async2");
+  kafka.create_topic(topic);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", async_definition("async2", topic, testkit_config(rt, "records", "delay_ms = 1500")));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("async2", 30s)) << rt.log();
+  kafka.produce_values(topic, json_values(0, 10));  // a full batch: written at once
+  std::this_thread::sleep_for(400ms);
+  kafka.produce_values(topic, json_values(10, 20));
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-async2", topic) == 20; }, 30s)) << rt.log();
+  auto calls = read_calls(rt.dir() / "records.calls");
+  ASSERT_EQ(calls.size(), 2u) << rt.log();
+  // Overlapping, the second completes about 400 ms after the first; waiting, 1500 ms after.
+  EXPECT_LT(calls[1].at_ms - calls[0].at_ms, 1100) << "the second batch waited for the first write";
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }

@@ -114,6 +114,61 @@ TEST(PostgresSink, ReplayInInsertModeWritesNothingTwiceAppendWritesAgain) {
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT payload) FROM events", append_db), (Rows{{"600", "300"}}));
 }
 
+// Insert and append modes write consecutive batches into a table as one COPY in one transaction
+// (commit_interval); rows written by one transaction share its xmin. 0: a transaction per batch.
+TEST(PostgresSink, ConsecutiveBatchesShareATransactionUnlessCommitIntervalIsZero) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto topic = unique_name("stream");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 5000));
+  auto run = [&](const std::string& key, const std::string& db, const std::string& config) {
+    Runtime rt(kafka.bootstrap(), key);
+    rt.add_definition("pg.toml", "type = \"sink\"\nkey = \"" + key +
+                                     "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [\"" +
+                                     topic + "\"]\nbatch_length = 500\n[plugin_config]\nconnection_string = \"" +
+                                     pg.conninfo(db) + "\"\ntarget_table = \"events\"\n" + config + "\n");
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 5000; }, 60s)) << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  };
+  const auto streamed = pg.create_database("pgstream");
+  run("pgstream", streamed, "commit_interval = \"30s\"");
+  const auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT xmin::text) FROM events", streamed);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], "5000");
+  EXPECT_EQ(rows[0][1], "5000");
+  EXPECT_LE(std::stoi(*rows[0][2]), 5) << "10 batches of 500 read at once should share one or a few transactions";
+
+  const auto per_batch = pg.create_database("pgperbatch");
+  run("pgperbatch", per_batch, "commit_interval = \"0s\"\nwrite_mode = \"append\"");
+  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT xmin::text) FROM events", per_batch), (Rows{{"5000", "10"}}));
+}
+
+// A COPY with no new batch for 10 ms is committed: a quiet topic's records are not held for
+// commit_interval.
+TEST(PostgresSink, AQuietTopicIsWrittenAtOnceEvenWithALongCommitInterval) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgquiet");
+  const auto topic = unique_name("quietpg");
+  kafka.create_topic(topic);
+  Runtime rt(kafka.bootstrap(), "pgquiet");
+  rt.add_definition("pg.toml", pg_definition("pgquiet", "\"" + topic + "\"", db,
+                                             "target_table = \"events\"\ncommit_interval = \"120s\""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("pgquiet", 30s)) << rt.log();
+  const auto produced = std::chrono::steady_clock::now();
+  kafka.produce_values(topic, json_values(0, 3));
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgquiet"), topic) == 3; }, 30s)) << rt.log();
+  const auto waited = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - produced);
+  EXPECT_LE(waited.count(), scaled(5000ms).count()) << "held back towards commit_interval";
+  EXPECT_EQ(pg.query("SELECT count(*) FROM events", db), (Rows{{"3"}}));
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 TEST(PostgresSink, HostileTopicNamesAndValuesLandSanitisedAndByteExact) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();

@@ -21,6 +21,7 @@
 //   open_error     open() fails with this message
 //   log_headers    each log line ends with "<TAB>headers=<count>" (the headers the record came with)
 //   unread_headers open() declares that this instance never reads headers (PMQ_FIELD_HEADERS)
+//   max_in_flight  > 0: open() lowers this instance's writes in flight per block to it
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -66,6 +67,7 @@ constexpr std::array kOptions{
     pmq_option{"open_error", PMQ_OPTION_STRING, 0, nullptr, nullptr, "open() fails with this message"},
     pmq_option{"log_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "log lines end with the record's header count"},
     pmq_option{"unread_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "declare at open() that headers are never read"},
+    pmq_option{"max_in_flight", PMQ_OPTION_INT, 0, "0", nullptr, "> 0: lower the writes in flight per block to this"},
 };
 
 class Testkit : public sdk::BaseSink<Testkit> {
@@ -106,6 +108,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
     crash_on_call_ = config.integer("crash_on_call");
     log_headers_ = config.boolean("log_headers");
     if (config.boolean("unread_headers")) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (config.integer("max_in_flight") > 0) declare_max_in_flight(static_cast<uint32_t>(config.integer("max_in_flight")));
   }
 
   void write(const sdk::Record& record) { handle(Call::of(sdk::Batch(record.batch()), record.index(), 1)); }

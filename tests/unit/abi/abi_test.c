@@ -1,7 +1,7 @@
 /* The sink ABI seen from plain C: the header compiles as C11, and the layout of every struct
  * is pinned (x86-64 / LP64 sizes and offsets). A change here breaks every plugin already
  * built: it needs a new major ABI version, not an edit of these numbers. Only a struct growing
- * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields). */
+ * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +40,8 @@ PIN(offsetof(pmq_host_api, config_has), 48);
 PIN(offsetof(pmq_host_api, config_json), 104);
 PIN(offsetof(pmq_host_api, complete), 112);
 PIN(offsetof(pmq_host_api, set_unread_fields), 120);
-PIN(sizeof(pmq_host_api), 128);
+PIN(offsetof(pmq_host_api, set_max_in_flight), 128);
+PIN(sizeof(pmq_host_api), 136);
 PIN(offsetof(pmq_sink_plugin, abi_version), 8);
 PIN(offsetof(pmq_sink_plugin, name), 16);
 PIN(offsetof(pmq_sink_plugin, accepted_planes), 40);

@@ -143,7 +143,7 @@ TEST(CopyBinary, AbandonedRowLeavesNothing) {
   w.begin_row();
   w.int4(1);
   w.commit_row();
-  const std::string before = w.data();
+  const std::string before(w.data());
   w.begin_row();
   w.int8(99);
   w.text("half");
