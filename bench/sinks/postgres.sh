@@ -48,11 +48,11 @@ bench_require_positive BENCH_PG_INSERT_ROWS "$PG_INSERT_ROWS"
 
 case "$PG_PROFILE" in
   default) pg_profile_config=''
-           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table per batch (staging + INSERT ON CONFLICT only for a replayed batch)" ;;
+           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table for up to 64 batches per transaction (commit_interval 1s; staging + INSERT ON CONFLICT only for a replayed batch)" ;;
   append)  pg_profile_config='write_mode = "append"'
-           SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: binary COPY per batch" ;;
+           SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: one binary COPY for up to 64 batches per transaction" ;;
   payload) pg_profile_config=$'write_mode = "append"\ninclude_metadata = false'
-           SINK_DESCRIPTION="postgres sink, write_mode append, include_metadata = false (one jsonb column): binary COPY per batch" ;;
+           SINK_DESCRIPTION="postgres sink, write_mode append, include_metadata = false (one jsonb column): one binary COPY for up to 64 batches per transaction" ;;
   *) echo "BENCH_PG_PROFILE must be default, append or payload" >&2; exit 2 ;;
 esac
 
