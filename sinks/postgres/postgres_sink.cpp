@@ -272,12 +272,14 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (batch.record_count == 0) return false;
     check_format(batch);
     TopicTable& target = table_for(batch.topic);
-    // Schema changes and lookups run outside any COPY.
+    // A COPY whose connection broke cannot commit; schema changes and lookups run outside one.
+    if (open_ && (!conn_ || PQstatus(conn_) != CONNECTION_OK))
+      fail_stream("the connection to PostgreSQL was lost during the COPY into " + open_->target->display);
     if (open_ && (open_->target != &target || !target.ready || (infer_ && auto_add_))) end_stream();
     connect();
     if (infer_) prepare_inferred(target, batch);
     else if (!target.ready) prepare_table(target);
-    pg::RowEncoder& encoder = target.encoder ? *target.encoder : *encoder_;
+    pg::RowEncoder& encoder = encoder_for(target);
 
     pg::EncodeResult encoded = encoder.encode(batch);
     if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
@@ -411,14 +413,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       return;
     }
     for (auto& w : stream.writes) w.done();
+    auto ms = [](Clock::duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
     log(sdk::LogLevel::Debug, "table " + stream.target->display + ": committed " + std::to_string(stream.rows) +
-                                  " rows of " + std::to_string(stream.writes.size()) + " batches in one COPY (open " +
-                                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                     stream.last_write - stream.opened).count()) +
-                                  " ms, then " +
-                                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                     Clock::now() - stream.last_write).count()) +
-                                  " ms to commit)");
+                                  " rows of " + std::to_string(stream.writes.size()) + " batches in one COPY (batches for " +
+                                  ms(stream.last_write - stream.opened) + " ms, commit after " +
+                                  ms(Clock::now() - stream.last_write) + " ms more)");
   }
 
   // The open COPY can no longer commit (the connection broke while sending): every write in it
