@@ -15,6 +15,7 @@ namespace {
 
 constexpr size_t kPollBatch = 4096;
 constexpr milliseconds kMaxPollWait{50};
+constexpr milliseconds kCommitFollowUpWait{2};
 constexpr milliseconds kStatusEvery{1000};
 constexpr size_t kPrepareAheadQueue = 2;  // jobs waiting for the delivery thread before the consumer decodes
 constexpr int kFetchQueueBackoffVersion = 0x020200ff;  // librdkafka 2.2.0
@@ -168,6 +169,10 @@ void TopicsConsumer::consumer_main() {
         auto until = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
         wait = std::clamp(until, milliseconds(0), kMaxPollWait);
       }
+      // Offsets wait behind a commit in flight, whose completion does not wake the poll: look
+      // again soon, so they go out (and a stopped producer's last records are committed) within
+      // a few ms of it rather than at the end of a full poll wait.
+      if (commit_in_flight_ && offsets_stored_) wait = std::min(wait, kCommitFollowUpWait);
       // Never take more than the buffer has room for, so the record limit holds exactly (while
       // paused the one slot can only carry a group event: every assigned partition is paused).
       const size_t buffered = buffered_records_.load();
