@@ -304,10 +304,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       } catch (const sdk::FatalError&) {
         rollback();
         if (last_sqlstate_ != "23505") throw;
-        target.replaying = true;
-        log(sdk::LogLevel::Info, "table " + target.display +
-                                     ": the batch holds records written before (a replay); skipping them through "
-                                     "the staging table");
+        start_replay(target);
       } catch (...) {
         rollback();
         throw;
@@ -340,8 +337,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (!open_) {
       run("BEGIN", "BEGIN");
       try {
-        ResultPtr res(PQexec(conn_, pg::copy_sql(target.table, encoder.layout()).c_str()), &PQclear);
-        check(res.get(), PGRES_COPY_IN, "COPY into " + target.display);
+        begin_copy(pg::copy_sql(target.table, encoder.layout()), "COPY into " + target.display);
       } catch (...) {
         rollback();
         throw;
@@ -365,14 +361,6 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (open_->writes.size() >= max_in_flight) end_stream();
   }
 
-  bool put_copy_data(std::string_view data) {
-    constexpr size_t kChunk = 1 << 20;
-    for (size_t pos = 0; pos < data.size(); pos += kChunk)
-      if (PQputCopyData(conn_, data.data() + pos, static_cast<int>(std::min(kChunk, data.size() - pos))) != 1)
-        return false;
-    return true;
-  }
-
   // Ends the open COPY (mutex_ held): trailer, end of COPY, COMMIT; then completes every write in
   // it with the outcome. A replay (23505 in insert mode) sends the table through staging, and
   // the writes are retried there.
@@ -382,24 +370,16 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     open_.reset();
     const std::string what = "COPY into " + stream.target->display;
     try {
-      bool sent = put_copy_data(std::string_view("\xff\xff", 2)) && PQputCopyEnd(conn_, nullptr) == 1;
-      ResultPtr res(PQgetResult(conn_), &PQclear);
-      while (PGresult* more = PQgetResult(conn_)) PQclear(more);
-      if (!sent || !res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
-        try {
-          fail(res.get(), what);
-        } catch (...) {
-          rollback();
-          throw;
-        }
+      try {
+        end_copy(put_copy_data(std::string_view("\xff\xff", 2)), what);  // the trailer, then the end
+      } catch (...) {
+        rollback();
+        throw;
       }
       commit(stream.target->display);
     } catch (const sdk::FatalError& e) {
       if (last_sqlstate_ == "23505" && encoder_for(*stream.target).layout().write_mode == pg::WriteMode::Insert) {
-        stream.target->replaying = true;
-        log(sdk::LogLevel::Info, "table " + stream.target->display +
-                                     ": these batches hold records written before (a replay); writing them again "
-                                     "through the staging table, which skips those");
+        start_replay(*stream.target);
         for (auto& w : stream.writes) w.retry(std::string(e.what()) + " (a replay: retried through the staging table)");
         return;
       }
@@ -428,6 +408,15 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     open_.reset();
     disconnect();
     for (auto& w : stream.writes) w.retry(message);
+  }
+
+  // Insert mode met records written before (23505): the table's batches go through the staging
+  // table, which skips them, until one merges without a conflict.
+  void start_replay(TopicTable& target) {
+    target.replaying = true;
+    log(sdk::LogLevel::Info, "table " + target.display +
+                                 ": the rows hold records written before (a replay); writing through the staging "
+                                 "table, which skips those");
   }
 
   pg::RowEncoder& encoder_for(TopicTable& target) { return target.encoder ? *target.encoder : *encoder_; }
@@ -708,27 +697,33 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     in_ddl_ = false;
   }
 
+  // One whole COPY: statement, data, end.
   void copy(const std::string& sql, const std::string& data, const std::string& table) {
     const std::string what = "COPY into " + table;
-    {
-      ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
-      check(res.get(), PGRES_COPY_IN, what);
-    }
+    begin_copy(sql, what);
+    end_copy(put_copy_data(data), what);
+  }
+
+  void begin_copy(const std::string& sql, const std::string& what) {
+    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
+    check(res.get(), PGRES_COPY_IN, what);
+  }
+
+  bool put_copy_data(std::string_view data) {
     constexpr size_t kChunk = 1 << 20;
-    bool sent = true;
-    for (size_t pos = 0; pos < data.size() && sent; pos += kChunk) {
-      const size_t n = std::min(kChunk, data.size() - pos);
-      sent = PQputCopyData(conn_, data.data() + pos, static_cast<int>(n)) == 1;
-    }
+    for (size_t pos = 0; pos < data.size(); pos += kChunk)
+      if (PQputCopyData(conn_, data.data() + pos, static_cast<int>(std::min(kChunk, data.size() - pos))) != 1)
+        return false;
+    return true;
+  }
+
+  // Ends the COPY in progress (`sent`: all its data went out) and throws its failure, after
+  // draining what the server says (its error, if it sent one).
+  void end_copy(bool sent, const std::string& what) {
     if (sent) sent = PQputCopyEnd(conn_, nullptr) == 1;
-    if (!sent) {
-      // Drain what the server says (its error, if it sent one) before reporting.
-      ResultPtr res(PQgetResult(conn_), &PQclear);
-      while (PGresult* more = PQgetResult(conn_)) PQclear(more);
-      fail(res.get(), what);
-    }
     ResultPtr res(PQgetResult(conn_), &PQclear);
     while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    if (!sent) fail(res.get(), what);
     check(res.get(), PGRES_COMMAND_OK, what);
   }
 

@@ -17,22 +17,24 @@ namespace {
 
 using Rows = std::vector<Postgres::Row>;
 
-// topics: the TOML array's items, already quoted ("a", "b").
+// topics: the TOML array's items, already quoted ("a", "b"). block_extra: more lines for the
+// [[topics]] block.
 std::string pg_definition(const std::string& key, const std::string& topics, const std::string& db,
-                          const std::string& plugin_config, const std::string& schema = "json") {
+                          const std::string& plugin_config, const std::string& schema = "json",
+                          const std::string& block_extra = "") {
   return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [" +
-         topics + "]\nschema = \"" + schema + "\"\npoll_interval = \"200ms\"\n[plugin_config]\nconnection_string = \"" +
-         Postgres::shared().conninfo(db) + "\"\n" + plugin_config + "\n";
+         topics + "]\nschema = \"" + schema + "\"\npoll_interval = \"200ms\"\n" + block_extra +
+         "\n[plugin_config]\nconnection_string = \"" + Postgres::shared().conninfo(db) + "\"\n" + plugin_config + "\n";
 }
 
 std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 // Runs a runtime with one postgres definition until `group` has committed `count` on `topic`.
 void run_until_committed(const std::string& key, const std::string& topic, const std::string& db,
-                         const std::string& config, int64_t count) {
+                         const std::string& config, int64_t count, const std::string& block_extra = "") {
   auto& kafka = Kafka::shared();
   Runtime rt(kafka.bootstrap(), key);
-  rt.add_definition("pg.toml", pg_definition(key, "\"" + topic + "\"", db, config));
+  rt.add_definition("pg.toml", pg_definition(key, "\"" + topic + "\"", db, config, "json", block_extra));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == count; }, 60s)) << rt.log();
   EXPECT_EQ(rt.sink_state(key), "running") << rt.log();
@@ -122,19 +124,9 @@ TEST(PostgresSink, ConsecutiveBatchesShareATransactionUnlessCommitIntervalIsZero
   const auto topic = unique_name("stream");
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 5000));
-  auto run = [&](const std::string& key, const std::string& db, const std::string& config) {
-    Runtime rt(kafka.bootstrap(), key);
-    rt.add_definition("pg.toml", "type = \"sink\"\nkey = \"" + key +
-                                     "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [\"" +
-                                     topic + "\"]\nbatch_length = 500\n[plugin_config]\nconnection_string = \"" +
-                                     pg.conninfo(db) + "\"\ntarget_table = \"events\"\n" + config + "\n");
-    rt.start();
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 5000; }, 60s)) << rt.log();
-    rt.signal(SIGTERM);
-    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
-  };
   const auto streamed = pg.create_database("pgstream");
-  run("pgstream", streamed, "commit_interval = \"30s\"");
+  run_until_committed("pgstream", topic, streamed, "target_table = \"events\"\ncommit_interval = \"30s\"", 5000,
+                      "batch_length = 500");
   const auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT xmin::text) FROM events", streamed);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0], "5000");
@@ -142,7 +134,9 @@ TEST(PostgresSink, ConsecutiveBatchesShareATransactionUnlessCommitIntervalIsZero
   EXPECT_LE(std::stoi(*rows[0][2]), 5) << "10 batches of 500 read at once should share one or a few transactions";
 
   const auto per_batch = pg.create_database("pgperbatch");
-  run("pgperbatch", per_batch, "commit_interval = \"0s\"\nwrite_mode = \"append\"");
+  run_until_committed("pgperbatch", topic, per_batch,
+                      "target_table = \"events\"\ncommit_interval = \"0s\"\nwrite_mode = \"append\"", 5000,
+                      "batch_length = 500");
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT xmin::text) FROM events", per_batch), (Rows{{"5000", "10"}}));
 }
 
