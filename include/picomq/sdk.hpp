@@ -311,16 +311,21 @@ class BaseSink {
   // may leave them empty and save extracting them (PMQ_FIELD_HEADERS: records come without
   // headers). A host older than ABI 2.1 fills them anyway.
   void declare_unread_fields(uint32_t fields) const {
-    if (host_ && host_->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof host_->set_unread_fields &&
-        host_->set_unread_fields)
-      host_->set_unread_fields(host_->host_ctx, fields);
+    if (host_offers(&pmq_host_api::set_unread_fields)) host_->set_unread_fields(host_->host_ctx, fields);
   }
   // During open(): this instance keeps at most n writes per block pending (1 up to the class's
   // max_in_flight), e.g. when its configuration needs writes in order. Needs a 2.1 host.
   void declare_max_in_flight(uint32_t n) const {
-    if (host_ && host_->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof host_->set_max_in_flight &&
-        host_->set_max_in_flight)
-      host_->set_max_in_flight(host_->host_ctx, n);
+    if (host_offers(&pmq_host_api::set_max_in_flight)) host_->set_max_in_flight(host_->host_ctx, n);
+  }
+  // Whether the host's pmq_host_api has this function: set, and within the struct_size of a
+  // host of an older minor ABI (whose struct ends earlier).
+  template <class Fn>
+  bool host_offers(Fn pmq_host_api::*function) const {
+    static const pmq_host_api layout{};  // where the member sits, measured on a whole struct
+    const auto offset = static_cast<size_t>(reinterpret_cast<const char*>(&(layout.*function)) -
+                                            reinterpret_cast<const char*>(&layout));
+    return host_ && offset + sizeof(Fn) <= host_->struct_size && host_->*function != nullptr;
   }
   // During write_batch / write_arrow_batch of an asynchronous sink: the handle of this write,
   // to complete later (the method returns it).

@@ -303,6 +303,17 @@ class Reader {
     return true;
   }
 
+  // An IEEE 754 value, stored as its bits in little-endian order (the host's order here).
+  template <class Real, class Bits>
+  bool real() {
+    const uint8_t* d;
+    if (!take(sizeof(Bits), d)) return false;
+    Bits bits;
+    std::memcpy(&bits, d, sizeof bits);
+    out_.real(std::bit_cast<Real>(bits));
+    return true;
+  }
+
   bool length(size_t& n) {
     const uint8_t* at = p_;
     int64_t l;
@@ -420,22 +431,8 @@ class Reader {
         out_.integer(v);
         return true;
       }
-      case Type::float_: {
-        const uint8_t* d;
-        if (!take(4, d)) return false;
-        uint32_t bits;
-        std::memcpy(&bits, d, 4);
-        out_.real(std::bit_cast<float>(bits));
-        return true;
-      }
-      case Type::double_: {
-        const uint8_t* d;
-        if (!take(8, d)) return false;
-        uint64_t bits;
-        std::memcpy(&bits, d, 8);
-        out_.real(std::bit_cast<double>(bits));
-        return true;
-      }
+      case Type::float_: return real<float, uint32_t>();
+      case Type::double_: return real<double, uint64_t>();
       case Type::bytes: {
         size_t len;
         const uint8_t* d;

@@ -54,23 +54,21 @@ const char* host_config_list_item(void* ctx, const char* name, size_t index) {
 }
 const char* host_config_json(void* ctx, const char* name) { return name ? options_of(ctx).json(name) : nullptr; }
 
-void host_set_unread_fields(void* host_ctx, uint32_t fields) {
+// The instance's context for a declaration, which only open() may make: the consumers read
+// declarations without a lock, as they are fixed once open() returns. Null (and a warning) after.
+HostContext* declaring(void* host_ctx, const char* call) {
   auto* ctx = static_cast<HostContext*>(host_ctx);
-  // The consumers read the declaration without a lock: it is fixed once open() returns.
-  if (!ctx->opening) {
-    spdlog::warn("sink '{}': set_unread_fields called after open(); ignored", ctx->sink_key);
-    return;
-  }
-  ctx->unread_fields = fields;
+  if (ctx->opening) return ctx;
+  spdlog::warn("sink '{}': {} called after open(); ignored", ctx->sink_key, call);
+  return nullptr;
+}
+
+void host_set_unread_fields(void* host_ctx, uint32_t fields) {
+  if (auto* ctx = declaring(host_ctx, "set_unread_fields")) ctx->unread_fields = fields;
 }
 
 void host_set_max_in_flight(void* host_ctx, uint32_t n) {
-  auto* ctx = static_cast<HostContext*>(host_ctx);
-  if (!ctx->opening) {
-    spdlog::warn("sink '{}': set_max_in_flight called after open(); ignored", ctx->sink_key);
-    return;
-  }
-  ctx->max_in_flight = std::max<uint32_t>(n, 1);
+  if (auto* ctx = declaring(host_ctx, "set_max_in_flight")) ctx->max_in_flight = std::max<uint32_t>(n, 1);
 }
 
 }  // namespace
