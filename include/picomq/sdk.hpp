@@ -202,6 +202,10 @@ class Batch {
   int32_t partition() const { return batch_->partition; }
   PayloadFormat format() const { return static_cast<PayloadFormat>(batch_->payload_format); }
   std::string_view schema() const { return batch_->schema; }
+  // The [[topics]] block the batch came from (0 from a host older than ABI 2.2).
+  uint32_t block_index() const {
+    return batch_->struct_size >= offsetof(pmq_batch, block_index) + sizeof(uint32_t) ? batch_->block_index : 0;
+  }
   size_t size() const { return batch_->record_count; }
   bool empty() const { return size() == 0; }
   Record operator[](size_t i) const { return Record(batch_, i); }
@@ -222,6 +226,9 @@ class ArrowBatch {
   explicit ArrowBatch(const pmq_arrow_batch* batch) : batch_(batch) {}
   std::string_view topic() const { return batch_->topic; }
   int32_t partition() const { return batch_->partition; }
+  uint32_t block_index() const {
+    return batch_->struct_size >= offsetof(pmq_arrow_batch, block_index) + sizeof(uint32_t) ? batch_->block_index : 0;
+  }
   size_t size() const { return batch_->record_count; }
   std::span<const int64_t> offsets() const { return {batch_->offsets, batch_->record_count}; }
   const ArrowSchema* schema() const { return batch_->arrow_schema; }
@@ -244,33 +251,89 @@ class ArrowBatch {
 // ---------------------------------------------------------------- configuration
 
 // The validated [plugin_config] of this instance (defaults filled in by the runtime from the
-// sink's option table). Reading an option the table does not declare yields the unset value.
+// sink's option table). Reading an option the table does not declare, or as another type than
+// it declares, is a bug of the sink: it throws std::logic_error naming the option (in open()
+// the sink then fails to open with that message), instead of quietly reading "unset".
 class Config {
  public:
-  explicit Config(const pmq_host_api* host) : host_(host) {}
-  bool has(const char* name) const { return host_->config_has(host_->host_ctx, name) != 0; }
+  explicit Config(const pmq_host_api* host, std::span<const pmq_option> declared = {}) : host_(host), declared_(declared) {}
+  bool has(const char* name) const {
+    declared(name, {});
+    return host_->config_has(host_->host_ctx, name) != 0;
+  }
   std::string string(const char* name) const {
+    declared(name, {PMQ_OPTION_STRING});
     const char* v = host_->config_string(host_->host_ctx, name);
     return v ? v : "";
   }
-  int64_t integer(const char* name) const { return host_->config_int(host_->host_ctx, name); }
-  double number(const char* name) const { return host_->config_float(host_->host_ctx, name); }
-  bool boolean(const char* name) const { return host_->config_bool(host_->host_ctx, name) != 0; }
-  std::chrono::milliseconds duration(const char* name) const { return std::chrono::milliseconds(integer(name)); }
-  uint64_t byte_size(const char* name) const { return static_cast<uint64_t>(integer(name)); }
+  int64_t integer(const char* name) const {
+    declared(name, {PMQ_OPTION_INT, PMQ_OPTION_DURATION, PMQ_OPTION_BYTE_SIZE});
+    return host_->config_int(host_->host_ctx, name);
+  }
+  double number(const char* name) const {
+    declared(name, {PMQ_OPTION_FLOAT, PMQ_OPTION_INT});
+    return host_->config_float(host_->host_ctx, name);
+  }
+  bool boolean(const char* name) const {
+    declared(name, {PMQ_OPTION_BOOL});
+    return host_->config_bool(host_->host_ctx, name) != 0;
+  }
+  std::chrono::milliseconds duration(const char* name) const {
+    declared(name, {PMQ_OPTION_DURATION});
+    return std::chrono::milliseconds(host_->config_int(host_->host_ctx, name));
+  }
+  uint64_t byte_size(const char* name) const {
+    declared(name, {PMQ_OPTION_BYTE_SIZE});
+    return static_cast<uint64_t>(host_->config_int(host_->host_ctx, name));
+  }
   std::vector<std::string> strings(const char* name) const {
+    declared(name, {PMQ_OPTION_STRING_LIST});
     std::vector<std::string> out;
     const size_t n = host_->config_list_size(host_->host_ctx, name);
     for (size_t i = 0; i < n; ++i) out.emplace_back(host_->config_list_item(host_->host_ctx, name, i));
     return out;
   }
   std::string json(const char* name) const {
+    declared(name, {});
     const char* v = host_->config_json(host_->host_ctx, name);
     return v ? v : "null";
   }
 
  private:
+  // Throws unless `name` is in the option table with one of `types` (any type when empty). A
+  // Config made without a table (a hand-built host in a test) checks nothing.
+  void declared(const char* name, std::initializer_list<int32_t> types) const {
+    if (declared_.empty()) return;
+    for (const pmq_option& o : declared_) {
+      if (std::string_view(o.name) != name) continue;
+      if (types.size() == 0) return;
+      for (int32_t t : types)
+        if (o.type == t) return;
+      throw std::logic_error(std::string("option '") + name + "' is read as another type than the sink declares it");
+    }
+    throw std::logic_error(std::string("option '") + name + "' is not declared in the sink's option table");
+  }
   const pmq_host_api* host_;
+  std::span<const pmq_option> declared_;
+};
+
+// What a sink's validate() reports: every problem of the configuration, each naming its key.
+class ConfigProblems {
+ public:
+  void add(std::string_view key, std::string_view message) {
+    text_.append(key).append(": ").append(message).push_back('\n');
+  }
+  bool empty() const { return text_.empty(); }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+// One partition named by a partition notification (valid for the call).
+struct TopicPartition {
+  std::string_view topic;
+  int32_t partition;
 };
 
 // ---------------------------------------------------------------- the base class
@@ -295,6 +358,14 @@ class BaseSink {
   void write_batch(const Batch&) {}
   void write_arrow_batch(const ArrowBatch&) {}
   void close() {}
+  // ABI 2.2 hooks; not exported unless shadowed. flush(): complete every pending write now
+  // (seal what is accumulating). partitions_*(): a [[topics]] block gained or is handing away
+  // these partitions. A sink may also declare
+  //   static void validate(const Config&, ConfigProblems&);
+  // pure cross-option checks, run before open() and by `--check`.
+  void flush(std::chrono::milliseconds /*timeout*/) {}
+  void partitions_assigned(uint32_t /*block_index*/, const std::vector<TopicPartition>&) {}
+  void partitions_revoked(uint32_t /*block_index*/, const std::vector<TopicPartition>&) {}
 
  protected:
   void log(LogLevel level, const std::string& message) const {
@@ -307,6 +378,15 @@ class BaseSink {
     rejected_ = true;
   }
   const pmq_host_api* host() const { return host_; }
+  // The definition's key of this sink (empty from a host older than ABI 2.2).
+  std::string_view sink_key() const {
+    return host_offers(&pmq_host_api::sink_key) ? std::string_view(host_->sink_key) : std::string_view();
+  }
+  // Adds n to this instance's counter `name` ([a-z0-9_]+), shown in the status and metrics.
+  // Any thread. A no-op on a host older than ABI 2.2.
+  void count(const char* name, uint64_t n = 1) const {
+    if (host_offers(&pmq_host_api::count)) host_->count(host_->host_ctx, name, n);
+  }
   // During open(): this instance never reads these record fields (PMQ_FIELD_* bits), so the host
   // may leave them empty and save extracting them (PMQ_FIELD_HEADERS: records come without
   // headers). A host older than ABI 2.1 fills them anyway.
@@ -356,6 +436,13 @@ struct Exporter {
       !std::is_same_v<decltype(&S::write_batch), decltype(&Base::write_batch)>;
   static constexpr bool implements_write_arrow_batch =
       !std::is_same_v<decltype(&S::write_arrow_batch), decltype(&Base::write_arrow_batch)>;
+  static constexpr bool implements_flush = !std::is_same_v<decltype(&S::flush), decltype(&Base::flush)>;
+  static constexpr bool implements_partitions =
+      !std::is_same_v<decltype(&S::partitions_assigned), decltype(&Base::partitions_assigned)> ||
+      !std::is_same_v<decltype(&S::partitions_revoked), decltype(&Base::partitions_revoked)>;
+  static constexpr bool implements_validate =
+      requires(const Config& c, ConfigProblems& p) { S::validate(c, p); };
+  static std::span<const pmq_option> option_table() { return {S::options.data(), S::options.size()}; }
 
   template <class Planes>
   static constexpr uint32_t bits(const Planes& planes) {
@@ -371,7 +458,7 @@ struct Exporter {
     try {
       sink = new S();
       static_cast<Base*>(sink)->host_ = host;
-      sink->open(Config(host));
+      sink->open(Config(host, option_table()));
       return sink;
     } catch (const std::exception& e) {
       copy_message(errbuf, errbuf_size, e.what());
@@ -439,6 +526,46 @@ struct Exporter {
   static pmq_write_status write_arrow(void* instance, const pmq_arrow_batch* batch, pmq_write_result* result) noexcept {
     return guarded(instance, result, [&](S& s) { return s.write_arrow_batch(ArrowBatch(batch)); });
   }
+  static int validate(const pmq_host_api* host, const char*, char* errbuf, size_t errbuf_size) noexcept {
+    try {
+      ConfigProblems problems;
+      if constexpr (implements_validate) S::validate(Config(host, option_table()), problems);
+      if (problems.empty()) return 1;
+      copy_message(errbuf, errbuf_size, problems.text().c_str());
+    } catch (const std::exception& e) {
+      copy_message(errbuf, errbuf_size, e.what());
+    } catch (...) {
+      copy_message(errbuf, errbuf_size, "validate() threw a non-standard exception");
+    }
+    return 0;
+  }
+  template <class Call>
+  static void hook(void* instance, const char* name, Call&& call) noexcept {
+    auto* sink = static_cast<S*>(instance);
+    try {
+      call(*sink);
+    } catch (const std::exception& e) {
+      static_cast<Base*>(sink)->log(LogLevel::Error, std::string(name) + "() failed: " + e.what());
+    } catch (...) {
+      static_cast<Base*>(sink)->log(LogLevel::Error, std::string(name) + "() threw a non-standard exception");
+    }
+  }
+  static void flush(void* instance, int64_t timeout_ms) noexcept {
+    hook(instance, "flush", [&](S& s) { s.flush(std::chrono::milliseconds(timeout_ms)); });
+  }
+  static std::vector<TopicPartition> partition_list(const pmq_topic_partition* list, size_t count) {
+    std::vector<TopicPartition> out;
+    out.reserve(count);
+    for (size_t i = 0; i < count; ++i) out.push_back({list[i].topic, list[i].partition});
+    return out;
+  }
+  static void partitions_assigned(void* instance, uint32_t block, const pmq_topic_partition* list, size_t count) noexcept {
+    hook(instance, "partitions_assigned", [&](S& s) { s.partitions_assigned(block, partition_list(list, count)); });
+  }
+  static void partitions_revoked(void* instance, uint32_t block, const pmq_topic_partition* list, size_t count) noexcept {
+    hook(instance, "partitions_revoked", [&](S& s) { s.partitions_revoked(block, partition_list(list, count)); });
+  }
+
   static void close(void* instance) noexcept {
     auto* sink = static_cast<S*>(instance);
     try {
@@ -470,6 +597,10 @@ struct Exporter {
         .write_arrow = implements_write_arrow_batch ? &Exporter::write_arrow : nullptr,
         .close = &Exporter::close,
         .max_in_flight = S::max_in_flight,
+        .validate = implements_validate ? &Exporter::validate : nullptr,
+        .flush = implements_flush ? &Exporter::flush : nullptr,
+        .partitions_assigned = implements_partitions ? &Exporter::partitions_assigned : nullptr,
+        .partitions_revoked = implements_partitions ? &Exporter::partitions_revoked : nullptr,
     };
     return d;
   }

@@ -26,7 +26,12 @@
  *    callbacks that copy it. The only ownership that can outlive a call travels with a release
  *    callback: the Arrow structs of write_arrow(), which a plugin may move out and keep.
  *  - No C++ exception may cross it: a C++ plugin catches everything at the boundary.
- *  - Calls into one plugin instance are serialised by the host (never two at once).
+ *  - Calls into one plugin instance are serialised by the host (never two at once): open,
+ *    write_*, flush, partitions_assigned / partitions_revoked and close. The host may make them
+ *    from different threads, one at a time.
+ *
+ * Lifecycle of an instance (ABI 2.2):
+ *   validate? -> open -> { partitions_assigned | write_* | flush | partitions_revoked }* -> flush -> close
  */
 #ifndef PICOMQ_SINK_ABI_H
 #define PICOMQ_SINK_ABI_H
@@ -42,7 +47,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 1
+#define PMQ_SINK_ABI_VERSION_MINOR 2
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -92,6 +97,9 @@ typedef struct pmq_batch {
   const pmq_record *records;
   size_t record_count;
   size_t record_size; /* stride of records[]: index with ((const char*)records + i*record_size) */
+  /* Since ABI 2.2 (check struct_size): the [[topics]] block (0-based, in definition order) the
+   * batch was consumed by. One instance serves every block of a sink. */
+  uint32_t block_index;
 } pmq_batch;
 
 /* One batch as an Arrow record batch: a struct array with one row per record, in offset order
@@ -108,7 +116,14 @@ typedef struct pmq_arrow_batch {
   struct ArrowArray *arrow_array;
   const int64_t *offsets; /* offsets[i]: the Kafka offset of row i */
   size_t record_count;
+  uint32_t block_index; /* since ABI 2.2 (check struct_size): as pmq_batch.block_index */
 } pmq_arrow_batch;
+
+/* Since ABI 2.2: one partition of a topic, as the partition notifications name them. */
+typedef struct pmq_topic_partition {
+  const char *topic; /* NUL-terminated, valid for the call */
+  int32_t partition;
+} pmq_topic_partition;
 
 /* Data planes, as bits of pmq_sink_plugin.accepted_planes / native_planes. */
 typedef enum pmq_data_plane {
@@ -167,7 +182,12 @@ typedef enum pmq_log_level {
   PMQ_LOG_ERROR = 3
 } pmq_log_level;
 
-/* Services the host offers a plugin. Valid from open() until close() returns. */
+/* Services the host offers a plugin. Valid from open() until close() returns.
+ *
+ * Threads: log, set_error, reject_record, complete and count may be called from any thread
+ * (a sink's own I/O threads included); set_error / reject_record only for a result whose write
+ * is not completed yet. config_* may be called from any thread (the values never change).
+ * set_unread_fields and set_max_in_flight only on the thread running open(), during open(). */
 typedef struct pmq_host_api {
   size_t struct_size;
   uint32_t abi_version;
@@ -206,6 +226,14 @@ typedef struct pmq_host_api {
    * (a larger value is capped, 0 is taken as 1). For a sink whose configured mode needs its
    * writes strictly one after the other (e.g. last-write-wins upserts). */
   void (*set_max_in_flight)(void *host_ctx, uint32_t n);
+
+  /* Since ABI 2.2 (check struct_size). The definition's key of this sink: a stable prefix for
+   * object keys, load labels and transaction ids. Valid until close() returns. */
+  const char *sink_key;
+  /* Since ABI 2.2. Adds n to this instance's counter `name` (created at 0 on first use; names
+   * are [a-z0-9_]+, e.g. "requests", "bytes_sent", "server_rejections"). The host shows them in
+   * the status and exposes them as metrics. Any thread. */
+  void (*count)(void *host_ctx, const char *name, uint64_t n);
 } pmq_host_api;
 
 typedef struct pmq_sink_plugin {
@@ -242,6 +270,31 @@ typedef struct pmq_sink_plugin {
    * host waits for each). Calls stay serialised; only their completions overlap. The host still
    * commits in offset order, and only what completed OK. */
   uint32_t max_in_flight;
+
+  /* ---- Since ABI 2.2 (the host checks struct_size); each may be NULL. ---- */
+
+  /* Pure cross-option checks (no I/O, no instance): e.g. "upsert_key needs write_mode =
+   * upsert". `host` offers log and config_* over the validated config (defaults filled in),
+   * which is also config_json; its other functions must not be called. Returns 1 when the
+   * config is valid, else 0 with one problem per line in errbuf, each "<key>: <message>".
+   * The host calls it before open() and from `--check`, on any thread. */
+  int (*validate)(const pmq_host_api *host, const char *config_json, char *errbuf, size_t errbuf_size);
+
+  /* The host needs every pending write of this instance completed: at shutdown, before a
+   * partition is revoked, and after poll_interval with nothing new to write. A sink that holds
+   * writes open to accumulate (one COPY or file across batches) seals and completes them now,
+   * or starts doing so and completes them later through host->complete(); the host waits up to
+   * timeout_ms for the completions, which follow the usual rules. Serialised with the writes. */
+  void (*flush)(void *instance, int64_t timeout_ms);
+
+  /* Ownership changes of one [[topics]] block: the partitions it was given, and the ones it is
+   * handing away. A revoke comes after the revoked partitions' writes completed (or timed out)
+   * and before the next owner starts. Offsets stay with the host: a sink opens and seals
+   * per-partition state here, never tracks offsets of its own. Serialised with the writes. */
+  void (*partitions_assigned)(void *instance, uint32_t block_index, const pmq_topic_partition *partitions,
+                              size_t count);
+  void (*partitions_revoked)(void *instance, uint32_t block_index, const pmq_topic_partition *partitions,
+                             size_t count);
 } pmq_sink_plugin;
 
 typedef const pmq_sink_plugin *(*pmq_sink_entry_fn)(uint32_t host_abi_version);

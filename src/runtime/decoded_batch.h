@@ -11,6 +11,7 @@ namespace picomq::runtime {
 
 struct DecodedBatch {
   TopicPartition tp;
+  uint32_t block_index = 0;  // the [[topics]] block it came from
   std::string schema;
   pmq_payload_format format = PMQ_PAYLOAD_RAW;
   std::vector<pmq_record> records;  // payload/key/headers point into broker messages or `owned`
@@ -27,6 +28,7 @@ struct DecodedBatch {
     b.records = records.data();
     b.record_count = records.size();
     b.record_size = sizeof(pmq_record);
+    b.block_index = block_index;
     return b;
   }
 };

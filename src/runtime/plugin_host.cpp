@@ -71,6 +71,61 @@ void host_set_max_in_flight(void* host_ctx, uint32_t n) {
   if (auto* ctx = declaring(host_ctx, "set_max_in_flight")) ctx->max_in_flight = std::max<uint32_t>(n, 1);
 }
 
+bool valid_counter_name(const char* name) {
+  if (!name || !*name) return false;
+  for (const char* c = name; *c; ++c)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) return false;
+  return true;
+}
+
+void host_count(void* host_ctx, const char* name, uint64_t n) {
+  auto* ctx = static_cast<HostContext*>(host_ctx);
+  if (!valid_counter_name(name)) {
+    spdlog::warn("sink '{}': count() with an invalid counter name '{}' (want [a-z0-9_]+); ignored", ctx->sink_key,
+                 name ? name : "(null)");
+    return;
+  }
+  std::lock_guard lock(ctx->counters_mutex);
+  auto it = ctx->counters.find(std::string_view(name));
+  if (it == ctx->counters.end()) it = ctx->counters.emplace(name, 0).first;
+  it->second += n;
+}
+
+// The host API as an instance (or validate()) sees it: every function set, the config
+// accessors over `ctx`'s options.
+pmq_host_api make_host_api(HostContext* ctx) {
+  pmq_host_api host{};
+  host.struct_size = sizeof(pmq_host_api);
+  host.abi_version = PMQ_SINK_ABI_VERSION;
+  host.host_ctx = ctx;
+  host.log = host_log;
+  host.set_error = host_set_error;
+  host.reject_record = host_reject_record;
+  host.config_has = host_config_has;
+  host.config_string = host_config_string;
+  host.config_int = host_config_int;
+  host.config_float = host_config_float;
+  host.config_bool = host_config_bool;
+  host.config_list_size = host_config_list_size;
+  host.config_list_item = host_config_list_item;
+  host.config_json = host_config_json;
+  host.complete = host_complete;
+  host.set_unread_fields = host_set_unread_fields;
+  host.set_max_in_flight = host_set_max_in_flight;
+  host.sink_key = ctx->sink_key.c_str();
+  host.count = host_count;
+  return host;
+}
+
+// Whether a descriptor built for an older minor ABI has `member` (its struct_size covers it).
+template <class T>
+bool descriptor_has(const pmq_sink_plugin& d, T pmq_sink_plugin::*member) {
+  static const pmq_sink_plugin layout{};
+  const auto offset = static_cast<size_t>(reinterpret_cast<const char*>(&(layout.*member)) -
+                                          reinterpret_cast<const char*>(&layout));
+  return offset + sizeof(T) <= d.struct_size && d.*member != nullptr;
+}
+
 }  // namespace
 
 std::string_view to_string(pmq_write_status status) {
@@ -159,28 +214,18 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
     for (const auto& p : problems) error += "\n  " + p;
     return nullptr;
   }
+  if (auto problem = validate_with_plugin(d, sink_key, *options); !problem.empty()) {
+    error = "[plugin_config] does not fit the " + std::string(d.name) + " sink:\n  " + problem;
+    return nullptr;
+  }
   std::unique_ptr<SinkPlugin> sink(new SinkPlugin());
   sink->library_ = std::move(library);
   sink->sink_key_ = std::move(sink_key);
-  sink->context_ = std::make_unique<HostContext>(HostContext{sink->sink_key_, std::move(*options), false, 0, 0});
-  pmq_host_api& host = sink->host_;
-  host.struct_size = sizeof(pmq_host_api);
-  host.abi_version = PMQ_SINK_ABI_VERSION;
-  host.host_ctx = sink->context_.get();
-  host.log = host_log;
-  host.set_error = host_set_error;
-  host.reject_record = host_reject_record;
-  host.config_has = host_config_has;
-  host.config_string = host_config_string;
-  host.config_int = host_config_int;
-  host.config_float = host_config_float;
-  host.config_bool = host_config_bool;
-  host.config_list_size = host_config_list_size;
-  host.config_list_item = host_config_list_item;
-  host.config_json = host_config_json;
-  host.complete = host_complete;
-  host.set_unread_fields = host_set_unread_fields;
-  host.set_max_in_flight = host_set_max_in_flight;
+  sink->context_ = std::make_unique<HostContext>();
+  sink->context_->sink_key = sink->sink_key_;
+  sink->context_->options = std::move(*options);
+  sink->host_ = make_host_api(sink->context_.get());
+  const pmq_host_api& host = sink->host_;
   char errbuf[1024] = {0};
   sink->context_->opening = true;
   sink->instance_ = d.open(&host, sink->context_->options.json().c_str(), errbuf, sizeof errbuf);
@@ -190,6 +235,47 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
     return nullptr;
   }
   return sink;
+}
+
+std::string validate_with_plugin(const pmq_sink_plugin& d, const std::string& sink_key, const PluginOptions& options) {
+  if (!descriptor_has(d, &pmq_sink_plugin::validate)) return {};
+  HostContext ctx;
+  ctx.sink_key = sink_key;
+  ctx.options = options;
+  const pmq_host_api host = make_host_api(&ctx);
+  char errbuf[2048] = {0};
+  if (d.validate(&host, ctx.options.json().c_str(), errbuf, sizeof errbuf)) return {};
+  std::string problems = errbuf[0] ? errbuf : "the sink's validate() refused the configuration without a reason";
+  while (!problems.empty() && problems.back() == '\n') problems.pop_back();
+  // One problem per line, indented like the option table's.
+  for (size_t at = problems.find('\n'); at != std::string::npos; at = problems.find('\n', at + 4))
+    problems.replace(at, 1, "\n  ");
+  return problems;
+}
+
+void SinkPlugin::flush(std::chrono::milliseconds timeout) {
+  const pmq_sink_plugin& d = library_->descriptor();
+  if (!descriptor_has(d, &pmq_sink_plugin::flush)) return;
+  std::lock_guard lock(call_mutex_);
+  if (instance_) d.flush(instance_, timeout.count());
+}
+
+bool SinkPlugin::has_flush() const { return descriptor_has(library_->descriptor(), &pmq_sink_plugin::flush); }
+
+void SinkPlugin::notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions) {
+  const pmq_sink_plugin& d = library_->descriptor();
+  auto fn = assigned ? &pmq_sink_plugin::partitions_assigned : &pmq_sink_plugin::partitions_revoked;
+  if (partitions.empty() || !descriptor_has(d, fn)) return;
+  std::vector<pmq_topic_partition> list;
+  list.reserve(partitions.size());
+  for (const auto& tp : partitions) list.push_back({tp.topic.c_str(), tp.partition});
+  std::lock_guard lock(call_mutex_);
+  if (instance_) (d.*fn)(instance_, block_index, list.data(), list.size());
+}
+
+std::map<std::string, uint64_t> SinkPlugin::counters() const {
+  std::lock_guard lock(context_->counters_mutex);
+  return {context_->counters.begin(), context_->counters.end()};
 }
 
 namespace {
@@ -356,6 +442,7 @@ void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptio
   ab.arrow_array = &call.array_;
   ab.offsets = call.offsets_.data();
   ab.record_count = call.offsets_.size();
+  ab.block_index = call.view_.block_index;
   call_plugin(call, [&](void* instance, pmq_write_result* result) {
     return library_->descriptor().write_arrow(instance, &ab, result);
   });

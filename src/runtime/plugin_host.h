@@ -1,6 +1,8 @@
 #pragma once
 // Loads sink plugins (shared libraries) through the C ABI in picomq/sink_abi.h and calls them.
+#include <chrono>
 #include <condition_variable>
+#include <map>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -93,6 +95,11 @@ class PluginLibrary {
 // the refusal reason or empty. Fills `planes` when it accepts.
 std::string check_plugin_descriptor(const pmq_sink_plugin* descriptor, pmq_plane_spec* planes = nullptr);
 
+// The plugin's own cross-option checks (ABI 2.2 validate(), pure) on options the option table
+// accepted: empty when it has none or they pass, else its problems, one per line.
+std::string validate_with_plugin(const pmq_sink_plugin& descriptor, const std::string& sink_key,
+                                 const PluginOptions& options);
+
 // One open instance of a plugin, shared by the [[topics]] blocks of a sink. Calls are
 // serialised, as the ABI promises plugins. Each batch goes out on the plugin's best native
 // plane; a rows-only plugin gets one write_record() per record, and the first failure stops
@@ -117,6 +124,13 @@ class SinkPlugin {
   uint32_t plane() const { return library_->planes().best_plane; }
   // False when the instance declared at open() that it never reads record headers.
   bool reads_headers() const { return (context_->unread_fields & PMQ_FIELD_HEADERS) == 0; }
+  // ABI 2.2: asks the instance to complete every pending write (no-op for a plugin without flush).
+  void flush(std::chrono::milliseconds timeout);
+  bool has_flush() const;
+  // ABI 2.2 ownership notifications of one block (no-op without them or for an empty list).
+  void notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions);
+  // The instance's count() counters.
+  std::map<std::string, uint64_t> counters() const;
 
   // What host_ctx points to: the instance's identity, its validated options, and what it
   // declared during open().
@@ -126,6 +140,8 @@ class SinkPlugin {
     bool opening = false;
     uint32_t unread_fields = 0;  // PMQ_FIELD_* bits
     uint32_t max_in_flight = 0;  // set_max_in_flight(); 0: the descriptor's
+    mutable std::mutex counters_mutex;
+    std::map<std::string, uint64_t, std::less<>> counters;  // count(), any thread
   };
 
  private:

@@ -639,6 +639,7 @@ void TopicsConsumer::prepare(Job& job, Preparer& with) {
   job.prepared = true;
   DecodedBatch& batch = job.batch;
   batch.tp = job.tp;
+  batch.block_index = static_cast<uint32_t>(settings_.block_index);
   batch.schema = std::string(config::to_string(settings_.block.schema));
   batch.format = with.decoder->format();
   batch.records.reserve(job.messages.size());

@@ -1,7 +1,9 @@
 /* The sink ABI seen from plain C: the header compiles as C11, and the layout of every struct
  * is pinned (x86-64 / LP64 sizes and offsets). A change here breaks every plugin already
  * built: it needs a new major ABI version, not an edit of these numbers. Only a struct growing
- * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight). */
+ * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight; 2.2 added
+ * block_index to the batches, pmq_host_api.sink_key and count, and the descriptor's validate,
+ * flush and partition notifications). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,11 +29,16 @@ PIN(offsetof(pmq_batch, schema), 24);
 PIN(offsetof(pmq_batch, records), 32);
 PIN(offsetof(pmq_batch, record_count), 40);
 PIN(offsetof(pmq_batch, record_size), 48);
-PIN(sizeof(pmq_batch), 56);
+PIN(offsetof(pmq_batch, block_index), 56);
+PIN(sizeof(pmq_batch), 64);
 PIN(offsetof(pmq_arrow_batch, arrow_schema), 32);
 PIN(offsetof(pmq_arrow_batch, arrow_array), 40);
 PIN(offsetof(pmq_arrow_batch, offsets), 48);
-PIN(sizeof(pmq_arrow_batch), 64);
+PIN(offsetof(pmq_arrow_batch, record_count), 56);
+PIN(offsetof(pmq_arrow_batch, block_index), 64);
+PIN(sizeof(pmq_arrow_batch), 72);
+PIN(offsetof(pmq_topic_partition, partition), 8);
+PIN(sizeof(pmq_topic_partition), 16);
 PIN(sizeof(pmq_option), 40);
 PIN(offsetof(pmq_option, default_json), 16);
 PIN(offsetof(pmq_host_api, log), 24);
@@ -41,7 +48,9 @@ PIN(offsetof(pmq_host_api, config_json), 104);
 PIN(offsetof(pmq_host_api, complete), 112);
 PIN(offsetof(pmq_host_api, set_unread_fields), 120);
 PIN(offsetof(pmq_host_api, set_max_in_flight), 128);
-PIN(sizeof(pmq_host_api), 136);
+PIN(offsetof(pmq_host_api, sink_key), 136);
+PIN(offsetof(pmq_host_api, count), 144);
+PIN(sizeof(pmq_host_api), 152);
 PIN(offsetof(pmq_sink_plugin, abi_version), 8);
 PIN(offsetof(pmq_sink_plugin, name), 16);
 PIN(offsetof(pmq_sink_plugin, accepted_planes), 40);
@@ -53,10 +62,14 @@ PIN(offsetof(pmq_sink_plugin, write_batch), 88);
 PIN(offsetof(pmq_sink_plugin, write_arrow), 96);
 PIN(offsetof(pmq_sink_plugin, close), 104);
 PIN(offsetof(pmq_sink_plugin, max_in_flight), 112);
-PIN(sizeof(pmq_sink_plugin), 120);
+PIN(offsetof(pmq_sink_plugin, validate), 120);
+PIN(offsetof(pmq_sink_plugin, flush), 128);
+PIN(offsetof(pmq_sink_plugin, partitions_assigned), 136);
+PIN(offsetof(pmq_sink_plugin, partitions_revoked), 144);
+PIN(sizeof(pmq_sink_plugin), 152);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20001u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20002u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;
