@@ -15,7 +15,7 @@ struct pmq_write_result {
 namespace picomq::runtime {
 namespace {
 
-using HostContext = SinkPlugin::HostContext;
+using HostContext = SinkInstance::HostContext;
 const PluginOptions& options_of(void* host_ctx) { return static_cast<HostContext*>(host_ctx)->options; }
 
 void host_log(void* host_ctx, int32_t level, const char* message) {
@@ -204,7 +204,7 @@ PluginLibrary::~PluginLibrary() {
   if (handle_) dlclose(handle_);
 }
 
-std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
+std::unique_ptr<SinkInstance> SinkInstance::open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
                                              const std::string& config_json, std::string& error) {
   const pmq_sink_plugin& d = library->descriptor();
   std::vector<std::string> problems;
@@ -218,7 +218,7 @@ std::unique_ptr<SinkPlugin> SinkPlugin::open(std::shared_ptr<PluginLibrary> libr
     error = "[plugin_config] does not fit the " + std::string(d.name) + " sink:\n  " + problem;
     return nullptr;
   }
-  std::unique_ptr<SinkPlugin> sink(new SinkPlugin());
+  std::unique_ptr<SinkInstance> sink(new SinkInstance());
   sink->library_ = std::move(library);
   sink->sink_key_ = std::move(sink_key);
   sink->context_ = std::make_unique<HostContext>();
@@ -253,16 +253,16 @@ std::string validate_with_plugin(const pmq_sink_plugin& d, const std::string& si
   return problems;
 }
 
-void SinkPlugin::flush(std::chrono::milliseconds timeout) {
+void SinkInstance::flush(std::chrono::milliseconds timeout) {
   const pmq_sink_plugin& d = library_->descriptor();
   if (!descriptor_has(d, &pmq_sink_plugin::flush)) return;
   std::lock_guard lock(call_mutex_);
   if (instance_) d.flush(instance_, timeout.count());
 }
 
-bool SinkPlugin::has_flush() const { return descriptor_has(library_->descriptor(), &pmq_sink_plugin::flush); }
+bool SinkInstance::has_flush() const { return descriptor_has(library_->descriptor(), &pmq_sink_plugin::flush); }
 
-void SinkPlugin::notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions) {
+void SinkInstance::notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions) {
   const pmq_sink_plugin& d = library_->descriptor();
   auto fn = assigned ? &pmq_sink_plugin::partitions_assigned : &pmq_sink_plugin::partitions_revoked;
   if (partitions.empty() || !descriptor_has(d, fn)) return;
@@ -273,7 +273,7 @@ void SinkPlugin::notify_partitions(bool assigned, uint32_t block_index, const st
   if (instance_) (d.*fn)(instance_, block_index, list.data(), list.size());
 }
 
-std::map<std::string, uint64_t> SinkPlugin::counters() const {
+std::map<std::string, uint64_t> SinkInstance::counters() const {
   std::lock_guard lock(context_->counters_mutex);
   return {context_->counters.begin(), context_->counters.end()};
 }
@@ -339,14 +339,14 @@ bool WriteCall::done() {
   return done_;
 }
 
-uint32_t SinkPlugin::max_in_flight() const {
+uint32_t SinkInstance::max_in_flight() const {
   const pmq_sink_plugin& d = library_->descriptor();
   if (d.struct_size < offsetof(pmq_sink_plugin, max_in_flight) + sizeof(d.max_in_flight)) return 1;
   const uint32_t declared = std::max<uint32_t>(1, d.max_in_flight);
   return context_->max_in_flight ? std::min(declared, context_->max_in_flight) : declared;
 }
 
-WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow,
+WriteOutcome SinkInstance::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow,
                                bool write_past_rejections) {
   WriteCall call;
   call.write_past_rejections = write_past_rejections;
@@ -355,7 +355,7 @@ WriteOutcome SinkPlugin::write(const DecodedBatch& batch, const arrow::ExportOpt
   return std::move(call.outcome);
 }
 
-void SinkPlugin::start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call) {
+void SinkInstance::start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call) {
   call.view_ = batch.abi_view();
   const uint32_t plane = library_->planes().best_plane;
   if (plane == PMQ_PLANE_ARROW) return start_arrow(batch, arrow, call);
@@ -375,7 +375,7 @@ void SinkPlugin::start(const DecodedBatch& batch, const arrow::ExportOptions& ar
 // One batch or Arrow call into the instance, serialised; its outcome completes `call` at once
 // unless the plugin answered PENDING (it completes later through the host API).
 template <class Write>
-void SinkPlugin::call_plugin(WriteCall& call, Write&& write) {
+void SinkInstance::call_plugin(WriteCall& call, Write&& write) {
   pmq_write_status status;
   call.result_ = new pmq_write_result{&call.outcome, &call};
   {
@@ -393,7 +393,7 @@ void SinkPlugin::call_plugin(WriteCall& call, Write&& write) {
 // The arrow plane: the batch is exported through the C Data Interface first. Records the
 // declared columns cannot hold are rejections (the bad-record policy applies); the structs are
 // released when the write is done unless the plugin moved them out.
-void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
+void SinkInstance::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
   auto exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
   if (!exported.ok && !exported.rejected.empty()) {
     // The refused records go to the bad-record policy. Under `fail`, as with an undecodable
@@ -450,7 +450,7 @@ void SinkPlugin::start_arrow(const DecodedBatch& batch, const arrow::ExportOptio
 
 // The rows plane: one call per record, in order. A rejected record is collected and the rest
 // still written; any other failure stops the batch there, so what was written is a prefix.
-WriteOutcome SinkPlugin::write_rows(const pmq_batch& view) {
+WriteOutcome SinkInstance::write_rows(const pmq_batch& view) {
   WriteOutcome batch_outcome;
   for (size_t i = 0; i < view.record_count; ++i) {
     WriteOutcome one;
@@ -477,7 +477,7 @@ WriteOutcome SinkPlugin::write_rows(const pmq_batch& view) {
   return batch_outcome;
 }
 
-void SinkPlugin::close() {
+void SinkInstance::close() {
   std::lock_guard lock(call_mutex_);
   if (instance_) {
     library_->descriptor().close(instance_);
@@ -485,6 +485,6 @@ void SinkPlugin::close() {
   }
 }
 
-SinkPlugin::~SinkPlugin() { close(); }
+SinkInstance::~SinkInstance() { close(); }
 
 }  // namespace picomq::runtime

@@ -51,7 +51,7 @@ class WriteCall {
   void complete(pmq_write_status status);
 
  private:
-  friend class SinkPlugin;
+  friend class SinkInstance;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -104,12 +104,12 @@ std::string validate_with_plugin(const pmq_sink_plugin& descriptor, const std::s
 // serialised, as the ABI promises plugins. Each batch goes out on the plugin's best native
 // plane; a rows-only plugin gets one write_record() per record, and the first failure stops
 // the batch (the records before it are written, `WriteOutcome::written` says how many).
-class SinkPlugin {
+class SinkInstance {
  public:
   // Validates `config_json` against the plugin's option table first; `error` lists every problem.
-  static std::unique_ptr<SinkPlugin> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
+  static std::unique_ptr<SinkInstance> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
                                           const std::string& config_json, std::string& error);
-  ~SinkPlugin();
+  ~SinkInstance();
   // Starts writing `batch` (which must stay alive until `call` is done). `arrow` shapes the
   // Arrow batch when the plugin's best plane is arrow (declared columns of the batch's
   // [[topics]] block); the export runs before the call, outside the call lock.
@@ -145,7 +145,7 @@ class SinkPlugin {
   };
 
  private:
-  SinkPlugin() = default;
+  SinkInstance() = default;
   WriteOutcome write_rows(const pmq_batch& view);
   void start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call);
   template <class Write>

@@ -20,7 +20,7 @@ bool SinkRunner::start() {
   status_.set_state(definition_.key, definition_.file, SinkState::Starting);
   std::string error;
   auto library = PluginLibrary::load(definition_.path, runtime_config_.plugin_path, error);
-  if (library) plugin_ = SinkPlugin::open(library, definition_.key, definition_.plugin_config_json, error);
+  if (library) plugin_ = SinkInstance::open(library, definition_.key, definition_.plugin_config_json, error);
   if (!plugin_) {
     spdlog::error("sink '{}' ({}): {}", definition_.key, definition_.file, error);
     status_.set_state(definition_.key, definition_.file, SinkState::Error, error);
@@ -39,7 +39,7 @@ bool SinkRunner::start() {
     s.max_buffered_bytes = runtime_config_.max_buffered_bytes;
     s.shutdown_timeout = runtime_config_.shutdown_timeout;
     s.transforms = definition_.transforms;
-    blocks_.push_back(std::make_unique<TopicsConsumer>(std::move(s), *plugin_, status_,
+    blocks_.push_back(std::make_unique<BlockPipeline>(std::move(s), *plugin_, status_,
                                                        [this, i](const std::string& m) { on_block_error(i, m); }));
   }
   for (auto& b : blocks_) b->start();

@@ -1,5 +1,5 @@
 #pragma once
-// One sink definition at run time: its plugin instance and one TopicsConsumer per [[topics]]
+// One sink definition at run time: its plugin instance and one BlockPipeline per [[topics]]
 // block. A block that fails stops the whole sink (flush + commit) and marks it Error.
 #include <atomic>
 #include <memory>
@@ -10,7 +10,7 @@
 #include "config/sink_definition.h"
 #include "runtime/plugin_host.h"
 #include "runtime/status.h"
-#include "runtime/topics_consumer.h"
+#include "runtime/block_pipeline.h"
 
 namespace picomq::runtime {
 
@@ -33,8 +33,8 @@ class SinkRunner {
   const config::RuntimeConfig& runtime_config_;
   std::string bootstrap_servers_;
   StatusBoard& status_;
-  std::unique_ptr<SinkPlugin> plugin_;
-  std::vector<std::unique_ptr<TopicsConsumer>> blocks_;
+  std::unique_ptr<SinkInstance> plugin_;
+  std::vector<std::unique_ptr<BlockPipeline>> blocks_;
   std::atomic<bool> errored_{false};
 };
 

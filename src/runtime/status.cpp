@@ -1,5 +1,8 @@
 #include "runtime/status.h"
 
+#include <ctime>
+#include <cstdio>
+
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -51,6 +54,32 @@ std::optional<SinkStatus> StatusBoard::get(const std::string& key) const {
   return it->second;
 }
 
+namespace {
+std::string rfc3339_utc(int64_t epoch_ms) {
+  const std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(epoch_ms % 1000));
+  return buf;
+}
+nlohmann::json broker_json(int64_t unreachable_since_ms) {
+  if (!unreachable_since_ms) return {{"reachable", true}};
+  return {{"reachable", false}, {"unreachable_since", rfc3339_utc(unreachable_since_ms)}};
+}
+}  // namespace
+
+void StatusBoard::set_counters(const std::string& key, std::map<std::string, uint64_t> counters) {
+  {
+    std::lock_guard lock(mutex_);
+    auto& s = sinks_[key];
+    if (s.counters == counters) return;
+    s.counters = std::move(counters);
+  }
+  write_file();
+}
+
 std::string StatusBoard::to_json() const {
   nlohmann::json doc;
   doc["sinks"] = nlohmann::json::array();
@@ -63,12 +92,17 @@ std::string StatusBoard::to_json() const {
                              {"assigned", b.assigned},
                              {"paused", b.paused},
                              {"delivered_records", b.delivered_records},
+                             {"stored_batches", b.stored_batches},
                              {"committed_batches", b.committed_batches},
+                             {"commits", b.commits},
+                             {"failed_commits", b.failed_commits},
                              {"skipped_records", b.skipped_records},
                              {"dead_lettered_records", b.dead_lettered_records},
                              {"filtered_records", b.filtered_records},
                              {"buffered_records", b.buffered_records},
-                             {"buffered_bytes", b.buffered_bytes}});
+                             {"buffered_bytes", b.buffered_bytes},
+                             {"broker", broker_json(b.broker_unreachable_since_ms)}});
+    j["counters"] = s.counters;
     doc["sinks"].push_back(std::move(j));
   }
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -19,7 +19,11 @@ struct BlockStatus {
   std::vector<std::string> assigned;  // "topic[partition]"
   bool paused = false;
   uint64_t delivered_records = 0;
-  uint64_t committed_batches = 0;
+  uint64_t stored_batches = 0;     // batch offsets stored after their write (or bad-record handling)
+  uint64_t committed_batches = 0;  // of those, the ones a successful commit covered
+  uint64_t commits = 0;            // successful offset commits
+  uint64_t failed_commits = 0;
+  int64_t broker_unreachable_since_ms = 0;  // epoch ms; 0 while the broker answers
   uint64_t skipped_records = 0;        // bad records the `skip` policy stepped over
   uint64_t dead_lettered_records = 0;  // bad records confirmed in the dead-letter topic
   uint64_t filtered_records = 0;       // records a transform dropped
@@ -33,6 +37,7 @@ struct SinkStatus {
   SinkState state = SinkState::Starting;
   std::string message;
   std::vector<BlockStatus> blocks;
+  std::map<std::string, uint64_t> counters;  // what the sink counted (pmq_host_api.count)
 };
 
 class StatusBoard {
@@ -40,6 +45,7 @@ class StatusBoard {
   explicit StatusBoard(std::optional<std::filesystem::path> file) : file_(std::move(file)) {}
   void set_state(const std::string& key, const std::string& file, SinkState state, std::string message = {});
   void set_block(const std::string& key, size_t index, BlockStatus block);
+  void set_counters(const std::string& key, std::map<std::string, uint64_t> counters);
   std::optional<SinkStatus> get(const std::string& key) const;
   std::string to_json() const;
   void write_file() const;

@@ -3,6 +3,7 @@
  * Options come typed from the host (config_string / config_bool); the runtime validated them
  * against kOptions before open(). Build: cc -shared -fPIC $(pkg-config --cflags picomq-sdk). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,21 @@ static pmq_write_status c_write_batch(void *instance, const pmq_batch *batch, pm
     return PMQ_WRITE_PARTIAL; /* some lines may be in the file */
   }
   sink->records += batch->record_count;
+  /* ABI 2.2 counter, offered only by a host whose pmq_host_api is that large. */
+  if (sink->host->struct_size >= offsetof(pmq_host_api, count) + sizeof sink->host->count && sink->host->count)
+    sink->host->count(sink->host->host_ctx, "lines_written", batch->record_count);
   return PMQ_WRITE_OK;
+}
+
+/* ABI 2.2: cross-option checks before open() and in `--check`; pure, no file is touched. */
+static int c_validate(const pmq_host_api *host, const char *config_json, char *errbuf, size_t errbuf_size) {
+  const char *path = host->config_string(host->host_ctx, "path");
+  (void)config_json;
+  if (path && path[0] == '\0') {
+    snprintf(errbuf, errbuf_size, "path: must not be empty");
+    return 0;
+  }
+  return 1;
 }
 
 static void c_close(void *instance) {
@@ -87,6 +102,10 @@ static const pmq_sink_plugin kPlugin = {
     NULL,
     c_close,
     1, /* max_in_flight: writes complete before they return */
+    c_validate,
+    NULL, /* flush: every write is flushed before it returns */
+    NULL, /* partitions_assigned: no per-partition state */
+    NULL, /* partitions_revoked */
 };
 
 PMQ_SINK_EXPORT const pmq_sink_plugin *picomq_sink_plugin_entry(uint32_t host_abi_version) {

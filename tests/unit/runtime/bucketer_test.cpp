@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/backoff.h"
+#include "runtime/delivery/retry.h"
 
 namespace picomq::runtime {
 namespace {

@@ -279,9 +279,9 @@ std::vector<std::string> concat(std::initializer_list<std::vector<std::string>> 
   return out;
 }
 
-std::unique_ptr<SinkPlugin> open_sink(const std::shared_ptr<PluginLibrary>& library, const std::string& config) {
+std::unique_ptr<SinkInstance> open_sink(const std::shared_ptr<PluginLibrary>& library, const std::string& config) {
   std::string error;
-  auto sink = SinkPlugin::open(library, "cycles", config, error);
+  auto sink = SinkInstance::open(library, "cycles", config, error);
   EXPECT_TRUE(sink) << error;
   return sink;
 }
@@ -448,10 +448,10 @@ void testkit_cycle(const std::shared_ptr<PluginLibrary>& library, uint32_t plane
 
   {  // Refused opens: by the plugin (open() throws) and by the host (an unknown option).
     std::string error;
-    EXPECT_FALSE(SinkPlugin::open(library, "cycles", "{" + log_path + ",\"open_error\":\"no database\"}", error));
+    EXPECT_FALSE(SinkInstance::open(library, "cycles", "{" + log_path + ",\"open_error\":\"no database\"}", error));
     EXPECT_NE(error.find("failed to open: no database"), std::string::npos) << error;
     error.clear();
-    EXPECT_FALSE(SinkPlugin::open(library, "cycles", "{" + log_path + ",\"fail_tims\":1}", error));
+    EXPECT_FALSE(SinkInstance::open(library, "cycles", "{" + log_path + ",\"fail_tims\":1}", error));
     EXPECT_NE(error.find("fail_tims"), std::string::npos) << error;
     EXPECT_FALSE(fs::exists(log)) << "a refused open writes nothing";
   }
@@ -550,7 +550,7 @@ TEST(PluginCycles, StdoutSinkOnStderr) {
 void expect_refused_open(const std::shared_ptr<PluginLibrary>& library, const TempDir& dir, const std::string& extra = "") {
   std::string error;
   const fs::path nowhere = dir.file("no-such-dir") / "out";
-  EXPECT_FALSE(SinkPlugin::open(library, "cycles", "{\"path\":" + json_string(nowhere) + extra + "}", error));
+  EXPECT_FALSE(SinkInstance::open(library, "cycles", "{\"path\":" + json_string(nowhere) + extra + "}", error));
   EXPECT_NE(error.find("failed to open: cannot open " + nowhere.string()), std::string::npos) << error;
 }
 

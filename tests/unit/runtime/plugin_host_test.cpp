@@ -124,13 +124,13 @@ TEST(PluginHost, OpenFailureCarriesThePluginsMessage) {
   std::string error;
   auto lib = PluginLibrary::load("libpicomq_connector_stdout_sink", {PICOMQ_PLUGIN_DIR}, error);
   ASSERT_TRUE(lib);
-  auto sink = SinkPlugin::open(lib, "k", R"({"strem":"stdout"})", error);
+  auto sink = SinkInstance::open(lib, "k", R"({"strem":"stdout"})", error);
   EXPECT_FALSE(sink);
   EXPECT_NE(error.find("strem: unknown option for the stdout sink; did you mean 'stream'?"), std::string::npos) << error;
 
   auto testkit = PluginLibrary::load("libpicomq_connector_testkit_sink", {PICOMQ_PLUGIN_DIR}, error);
   ASSERT_TRUE(testkit) << error;
-  auto failing = SinkPlugin::open(testkit, "k", R"({"log_path":"/dev/null","open_error":"no database"})", error);
+  auto failing = SinkInstance::open(testkit, "k", R"({"log_path":"/dev/null","open_error":"no database"})", error);
   EXPECT_FALSE(failing);
   EXPECT_NE(error.find("failed to open: no database"), std::string::npos) << error;
 }

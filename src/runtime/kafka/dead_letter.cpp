@@ -1,4 +1,4 @@
-#include "runtime/dead_letter.h"
+#include "runtime/kafka/dead_letter.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include <ctime>
 #include <memory>
 
-namespace picomq::runtime {
+namespace picomq::runtime::kafka {
 namespace {
 
 // One record's delivery report. The producer's callback owns a reference, so a report that
@@ -37,18 +37,9 @@ std::string utc_now_rfc3339() {
 
 }  // namespace
 
-std::string_view to_string(BadRecordStage stage) {
-  switch (stage) {
-    case BadRecordStage::Decode: return "decode";
-    case BadRecordStage::Transform: return "transform";
-    case BadRecordStage::Sink: return "sink";
-  }
-  return "?";
-}
-
 std::unique_ptr<DeadLetterProducer> DeadLetterProducer::create(
     const std::string& bootstrap_servers, const std::vector<std::pair<std::string, std::string>>& client_properties,
-    std::string topic, std::string sink_key, std::string& error) {
+    std::string topic, std::string sink_key, std::string log_prefix, std::string& error) {
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   auto set = [&](const std::string& k, const std::string& v) {
@@ -70,13 +61,14 @@ std::unique_ptr<DeadLetterProducer> DeadLetterProducer::create(
     return nullptr;
   }
   rd_kafka_conf_set_dr_msg_cb(conf, delivery_report);
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (!rk) {
+  std::unique_ptr<DeadLetterProducer> p(new DeadLetterProducer());
+  p->LoggedClient::log_prefix = std::move(log_prefix) + " dead-letter producer";
+  route_client_logs(conf, p.get());
+  p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (!p->rk_) {
     error = std::string("cannot create the dead-letter producer: ") + errstr;
     return nullptr;
   }
-  std::unique_ptr<DeadLetterProducer> p(new DeadLetterProducer());
-  p->rk_ = rk;
   p->topic_ = std::move(topic);
   p->sink_key_ = std::move(sink_key);
   return p;
@@ -90,28 +82,30 @@ DeadLetterProducer::~DeadLetterProducer() {
   rd_kafka_destroy(rk_);
 }
 
-bool DeadLetterProducer::send(const std::vector<DeadLetter>& records, int timeout_ms, std::string& error) {
+bool DeadLetterProducer::send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) {
   std::vector<std::shared_ptr<Slot>> slots;
-  slots.reserve(records.size());
+  slots.reserve(bad.size());
   const std::string now = utc_now_rfc3339();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (const auto& r : records) {
-    const rd_kafka_message_t* m = r.original;
-    rd_kafka_headers_t* original = nullptr;
-    rd_kafka_headers_t* headers = rd_kafka_message_headers(m, &original) == RD_KAFKA_RESP_ERR_NO_ERROR && original
-                                      ? rd_kafka_headers_copy(original)
-                                      : rd_kafka_headers_new(8);
+  std::vector<pmq_header> original;
+  for (const auto& b : bad) {
+    const ConsumedRecord m = job.records->at(b.index);
+    original.clear();
+    job.records->headers(b.index, original);
+    rd_kafka_headers_t* headers = rd_kafka_headers_new(original.size() + 8);
+    for (const auto& h : original)
+      rd_kafka_header_add(headers, reinterpret_cast<const char*>(h.name.data), static_cast<ssize_t>(h.name.size),
+                          h.value.data, h.value.data ? static_cast<ssize_t>(h.value.size) : 0);
     auto add = [&](const char* name, const std::string& value) {
       rd_kafka_header_add(headers, name, -1, value.data(), static_cast<ssize_t>(value.size()));
     };
-    rd_kafka_timestamp_type_t ts_type;
-    const int64_t timestamp = rd_kafka_message_timestamp(m, &ts_type);
-    add("pico_error_stage", std::string(to_string(r.stage)));
-    add("pico_error_reason", r.reason);
+    const int64_t timestamp = m.timestamp_ms;
+    add("pico_error_stage", std::string(to_string(b.stage)));
+    add("pico_error_reason", b.reason);
     add("pico_error_sink", sink_key_);
-    add("pico_error_topic", rd_kafka_topic_name(m->rkt));
-    add("pico_error_partition", std::to_string(m->partition));
-    add("pico_error_offset", std::to_string(m->offset));
+    add("pico_error_topic", job.tp.topic);
+    add("pico_error_partition", std::to_string(job.tp.partition));
+    add("pico_error_offset", std::to_string(m.offset));
     add("pico_error_timestamp", std::to_string(timestamp));
     add("pico_error_time", now);
 
@@ -120,7 +114,7 @@ bool DeadLetterProducer::send(const std::vector<DeadLetter>& records, int timeou
     for (;;) {
       const rd_kafka_resp_err_t err = rd_kafka_producev(
           rk_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_KEY(m->key, m->key ? m->key_len : 0), RD_KAFKA_V_VALUE(m->payload, m->payload ? m->len : 0),
+          RD_KAFKA_V_KEY(m.key.data, m.key.size), RD_KAFKA_V_VALUE(const_cast<uint8_t*>(m.value.data), m.value.size),
           RD_KAFKA_V_TIMESTAMP(timestamp > 0 ? timestamp : 0), RD_KAFKA_V_HEADERS(headers),
           RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;  // the producer owns the headers now
@@ -139,14 +133,12 @@ bool DeadLetterProducer::send(const std::vector<DeadLetter>& records, int timeou
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   rd_kafka_flush(rk_, static_cast<int>(std::max<int64_t>(left.count(), 100)));
   for (size_t i = 0; i < slots.size(); ++i) {
-    const DeadLetter& r = records[i];
     std::string what;
     if (!slots[i]->done) what = "not confirmed by the broker within " + std::to_string(timeout_ms) + " ms";
     else if (slots[i]->err) what = rd_kafka_err2str(slots[i]->err);
     else continue;
-    error = "dead-letter write of " + std::string(rd_kafka_topic_name(r.original->rkt)) + "[" +
-            std::to_string(r.original->partition) + "] offset " + std::to_string(r.original->offset) + " to '" +
-            topic_ + "' failed: " + what;
+    error = "dead-letter write of " + job.tp.to_string() + " offset " + std::to_string(job.records->at(bad[i].index).offset) +
+            " to '" + topic_ + "' failed: " + what;
     return false;
   }
   return true;

@@ -10,17 +10,10 @@
 #include <utility>
 #include <vector>
 
-namespace picomq::runtime {
+#include "runtime/delivery/delivery_window.h"
+#include "runtime/kafka/client_logging.h"
 
-// Where in the pipeline a record went bad.
-enum class BadRecordStage { Decode, Transform, Sink };
-std::string_view to_string(BadRecordStage stage);  // "decode" | "transform" | "sink"
-
-struct DeadLetter {
-  const rd_kafka_message_t* original;  // the record as consumed: topic, partition, offset, key, value, headers
-  BadRecordStage stage;
-  std::string reason;
-};
+namespace picomq::runtime::kafka {
 
 // Names of the headers added to a dead-lettered record (docs/bad-records.md).
 inline constexpr const char* kDeadLetterHeaders[] = {
@@ -28,20 +21,23 @@ inline constexpr const char* kDeadLetterHeaders[] = {
     "pico_error_partition", "pico_error_offset", "pico_error_timestamp", "pico_error_time",
 };
 
-class DeadLetterProducer {
+class DeadLetterProducer final : public DeadLetters, private LoggedClient {
  public:
   // `client_properties` are the runtime's [broker] properties (TLS, SASL...).
   static std::unique_ptr<DeadLetterProducer> create(const std::string& bootstrap_servers,
                                                     const std::vector<std::pair<std::string, std::string>>& client_properties,
-                                                    std::string topic, std::string sink_key, std::string& error);
-  ~DeadLetterProducer();
+                                                    std::string topic, std::string sink_key, std::string log_prefix,
+                                                    std::string& error);
+  ~DeadLetterProducer() override;
   DeadLetterProducer(const DeadLetterProducer&) = delete;
   DeadLetterProducer& operator=(const DeadLetterProducer&) = delete;
 
-  // Produces every record and waits for the broker to confirm each (at most `timeout_ms`).
-  // False, with the first failure in `error`, when any of them was not confirmed.
-  bool send(const std::vector<DeadLetter>& records, int timeout_ms, std::string& error);
-  const std::string& topic() const { return topic_; }
+  // Produces the job's bad records (original key, value, headers, plus the pico_error_* ones)
+  // and waits for the broker to confirm each, at most timeout(). False, with the first
+  // failure in `error`, when any of them was not confirmed.
+  bool send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) override;
+  std::string topic() const override { return topic_; }
+  static constexpr int timeout_ms = 15000;  // per attempt: produce and wait for the broker's acks
 
  private:
   DeadLetterProducer() = default;
@@ -50,4 +46,4 @@ class DeadLetterProducer {
   std::string sink_key_;
 };
 
-}  // namespace picomq::runtime
+}  // namespace picomq::runtime::kafka

@@ -1,0 +1,427 @@
+#include "runtime/block_pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace picomq::runtime {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr size_t kPollBatch = 4096;
+constexpr milliseconds kMaxPollWait{50};
+constexpr milliseconds kCommitFollowUpWait{2};
+constexpr milliseconds kStatusEvery{1000};
+constexpr size_t kPrepareAheadQueue = 2;  // jobs waiting for the delivery thread before the consumer decodes
+
+kafka::ConsumerSettings consumer_settings(const BlockSettings& s, std::string group_id) {
+  kafka::ConsumerSettings c;
+  c.sink_key = s.sink_key;
+  c.block_index = s.block_index;
+  c.group_id = std::move(group_id);
+  c.bootstrap_servers = s.bootstrap_servers;
+  c.client_properties = s.client_properties;
+  c.block_properties = s.block.properties;
+  c.auto_offset_reset = s.block.auto_offset_reset;
+  c.topics = s.block.topics;
+  c.pattern = s.block.pattern;
+  c.anchored_pattern = s.block.anchored_pattern;
+  c.pattern_refresh = s.pattern_refresh;
+  return c;
+}
+
+std::string block_log_prefix(const BlockSettings& s) {
+  return "sink '" + s.sink_key + "' topics[" + std::to_string(s.block_index) + "]";
+}
+
+}  // namespace
+
+BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusBoard& status, ErrorCallback on_error)
+    : settings_(std::move(settings)),
+      sink_(sink),
+      status_(status),
+      on_error_(std::move(on_error)),
+      group_id_(settings_.block.group_id(settings_.sink_key)),
+      log_prefix_(block_log_prefix(settings_)),
+      client_(consumer_settings(settings_, group_id_), log_prefix_, *this),
+      committer_(client_, log_prefix_) {
+  client_.set_commit_listener(&committer_);
+  buckets_ = std::make_unique<Bucketer<kafka::MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
+  if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
+  const auto decoders = make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
+  const BatchPreparer::Settings prep{settings_.block.schema, settings_.block.on_bad_record,
+                                     static_cast<uint32_t>(settings_.block_index)};
+  consumer_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
+  delivery_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
+  if (!settings_.block.arrow_schema.empty()) {
+    std::vector<arrow::DeclaredColumn> declared;
+    for (const auto& c : settings_.block.arrow_schema)
+      declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
+    arrow_options_.declared = std::move(declared);
+  }
+}
+
+BlockPipeline::~BlockPipeline() {
+  if (consumer_thread_.joinable()) consumer_thread_.join();
+  if (delivery_thread_.joinable()) {
+    if (abandoned_) delivery_thread_.detach();
+    else delivery_thread_.join();
+  }
+}
+
+void BlockPipeline::start() {
+  delivery_thread_ = std::thread([this] { delivery_main(); });
+  consumer_thread_ = std::thread([this] { consumer_main(); });
+}
+
+void BlockPipeline::request_stop() {
+  stop_requested_ = true;
+  waiter_.request_stop();
+}
+
+bool BlockPipeline::join() {
+  {
+    std::unique_lock lock(join_mutex_);
+    join_cv_.wait(lock, [&] { return consumer_finished_; });
+  }
+  if (consumer_thread_.joinable()) consumer_thread_.join();
+  return !abandoned_;
+}
+
+// ---------------------------------------------------------------- consumer thread
+
+void BlockPipeline::consumer_main() {
+  if (auto error = client_.create(); !error.empty()) {
+    fail({}, error);
+    std::lock_guard lock(mutex_);
+    delivery_stop_ = true;
+    work_cv_.notify_all();
+  } else {
+    client_.refresh_subscription(true);
+    publish_status();
+    auto next_status = Clock::now() + kStatusEvery;
+    while (!stop_requested_ && !failed_) {
+      poll_once();
+      if (Clock::now() >= next_status) {
+        client_.check_broker(kStatusEvery);
+        publish_status();
+        next_status = Clock::now() + kStatusEvery;
+      }
+    }
+    shutdown_path();
+  }
+  {
+    std::lock_guard lock(join_mutex_);
+    consumer_finished_ = true;
+  }
+  join_cv_.notify_all();
+}
+
+void BlockPipeline::poll_once() {
+  client_.refresh_subscription(false);
+  committer_.commit_stored();
+  const bool paused = apply_backpressure();
+
+  auto wait = paused ? milliseconds(0) : kMaxPollWait;
+  if (auto deadline = buckets_->next_deadline(); deadline && !paused) {
+    auto until = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
+    wait = std::clamp(until, milliseconds(0), kMaxPollWait);
+  }
+  // Offsets wait behind a commit in flight, whose completion does not wake the poll: look
+  // again soon, so they go out (and a stopped producer's last records are committed) within
+  // a few ms of it rather than at the end of a full poll wait.
+  if (committer_.follow_up_due()) wait = std::min(wait, kCommitFollowUpWait);
+  // Never take more than the buffer has room for, so the record limit holds exactly (while
+  // paused the one slot can only carry a group event: every assigned partition is paused).
+  const size_t buffered = buffered_records_.load();
+  const size_t room = buffered < settings_.max_buffered_records ? settings_.max_buffered_records - buffered : 0;
+  std::vector<kafka::MessagePtr> polled;
+  polled.reserve(std::clamp<size_t>(room, 1, kPollBatch));
+  client_.poll(wait, std::clamp<size_t>(room, 1, kPollBatch), polled);
+  const auto now = Clock::now();
+  // A poll returns runs of records from one partition: bucket each run at once, and account
+  // for the whole poll in one update of the shared counters.
+  size_t polled_bytes = 0;
+  std::vector<kafka::MessagePtr> run;
+  rd_kafka_topic_t* run_topic = nullptr;
+  int32_t run_partition = -1;
+  auto bucket_run = [&] {
+    if (run.empty()) return;
+    buckets_->add(TopicPartition{rd_kafka_topic_name(run_topic), run_partition}, std::move(run), now);
+    run.clear();
+  };
+  for (auto& m : polled) {
+    if (m->rkt != run_topic || m->partition != run_partition) {
+      bucket_run();
+      run_topic = m->rkt;
+      run_partition = m->partition;
+    }
+    polled_bytes += kafka::message_bytes(m.get());
+    run.push_back(std::move(m));
+  }
+  bucket_run();
+  buffered_records_ += polled.size();
+  buffered_bytes_ += polled_bytes;
+  client_.watch_fetch_queue(polled.empty() ? 0 : polled_bytes / polled.size());
+  flush_due(Clock::now());
+}
+
+void BlockPipeline::flush_due(Clock::time_point now) {
+  for (auto& ready : buckets_->take_ready(now)) enqueue(std::move(ready.tp), std::move(ready.records));
+}
+
+// Decoding + transforming a batch is done by whichever thread has time: the consumer thread
+// does it here while the delivery thread has work queued (the sink is the bottleneck),
+// otherwise the delivery thread does it before the write (the consumer is the bottleneck).
+// Each job is prepared exactly once, by the thread that owns it at that moment.
+void BlockPipeline::enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> messages) {
+  Job job;
+  job.tp = std::move(tp);
+  for (const auto& m : messages) job.bytes += kafka::message_bytes(m.get());
+  job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
+  size_t queued;
+  {
+    std::lock_guard lock(mutex_);
+    queued = jobs_.size();
+  }
+  if (queued >= kPrepareAheadQueue) {
+    job.out = consumer_side_->prepare(job.tp, *job.records, sink_.reads_headers());
+    job.prepared = true;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  work_cv_.notify_one();
+}
+
+// What sits between broker and sink is bounded. The consumer drains librdkafka eagerly and,
+// the moment the buffer is full, pauses its partitions; it resumes them below half. Pausing at
+// once (rather than just not polling) matters: librdkafka 2.0 re-checks a fetch queue that went
+// over queued.min.messages only on its 1 s broker tick, so a consumer that merely stops polling
+// loses up to a second per stall, while a pause/resume is an op that wakes the fetcher at once.
+// Since the queue was drained, a pause throws away at most the fetch responses in flight.
+// Returns true while paused: the loop then polls only to serve group events.
+bool BlockPipeline::apply_backpressure() {
+  const size_t records = buffered_records_.load(), bytes = buffered_bytes_.load();
+  const bool over = records >= settings_.max_buffered_records || bytes >= settings_.max_buffered_bytes;
+  const bool under_half = records < settings_.max_buffered_records / 2 && bytes < settings_.max_buffered_bytes / 2;
+  if (!paused_) {
+    if (over) set_paused(true, records, bytes);
+    return paused_;
+  }
+  if (under_half) {
+    set_paused(false, records, bytes);
+    return false;
+  }
+  // Flush what is due meanwhile (a full buffer may still hold quiet buckets), then wait for room.
+  flush_due(Clock::now());
+  std::unique_lock lock(mutex_);
+  done_cv_.wait_for(lock, kMaxPollWait, [&] {
+    return buffered_records_.load() < settings_.max_buffered_records / 2 &&
+           buffered_bytes_.load() < settings_.max_buffered_bytes / 2;
+  });
+  return true;
+}
+
+void BlockPipeline::set_paused(bool paused, size_t records, size_t bytes) {
+  paused_ = paused;
+  if (paused)
+    spdlog::info("{}: {} records / {} bytes buffered (limits {} / {}): pausing the consumer until the sink catches up",
+                 log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes);
+  else
+    spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
+  client_.set_paused(paused);
+  publish_status();
+}
+
+void BlockPipeline::on_assigned(const std::vector<TopicPartition>& partitions) {
+  sink_.notify_partitions(true, static_cast<uint32_t>(settings_.block_index), partitions);
+  publish_status();
+}
+
+// Partitions are being handed away. Records buffered for them that the sink has not seen are
+// dropped (the next owner reads them from the committed offset); writes the sink has started
+// are sealed (flush) and allowed to finish, up to shutdown_timeout, and their offsets are
+// committed before the partitions go, so nothing is delivered twice by this process and
+// nothing is skipped. Then the sink hears that it no longer owns them.
+void BlockPipeline::on_revoking(const std::vector<TopicPartition>& revoked, bool lost) {
+  size_t dropped_records = 0, dropped_bytes = 0;
+  for (const auto& tp : revoked)
+    for (auto& m : buckets_->take_partition(tp)) {
+      ++dropped_records;
+      dropped_bytes += kafka::message_bytes(m.get());
+    }
+  auto is_revoked = [&](const TopicPartition& tp) { return std::find(revoked.begin(), revoked.end(), tp) != revoked.end(); };
+  {
+    // Under mutex_, so no job is between the queue and in_flight_ meanwhile.
+    std::lock_guard lock(mutex_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (is_revoked(it->tp)) {
+        dropped_records += it->records->size();
+        dropped_bytes += it->bytes;
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (in_flight_.any(revoked)) {
+    sink_.flush(settings_.shutdown_timeout);
+    if (!in_flight_.wait_idle(revoked, settings_.shutdown_timeout))
+      spdlog::error("{}: writes of revoked partitions still pending after {} ms; handing them over anyway (their "
+                    "records may be written again by the next owner)", log_prefix_, settings_.shutdown_timeout.count());
+  }
+  release(dropped_records, dropped_bytes);
+  if (dropped_records)
+    spdlog::info("{}: dropped {} buffered records of revoked partitions (not yet written; the next owner reads them)",
+                 log_prefix_, dropped_records);
+  if (!lost) committer_.commit_sync("rebalance");
+  sink_.notify_partitions(false, static_cast<uint32_t>(settings_.block_index), revoked);
+}
+
+void BlockPipeline::publish_status() {
+  BlockStatus b;
+  b.group_id = group_id_;
+  for (const auto& tp : client_.assignment()) b.assigned.push_back(tp.to_string());
+  b.paused = paused_;
+  const auto commits = committer_.counts();
+  b.delivered_records = counters_.delivered.load();
+  b.stored_batches = commits.stored;
+  b.committed_batches = commits.committed;
+  b.commits = commits.commits;
+  b.failed_commits = commits.failed_commits;
+  b.skipped_records = counters_.skipped.load();
+  b.dead_lettered_records = counters_.dead_lettered.load();
+  b.filtered_records = counters_.filtered.load();
+  b.buffered_records = buffered_records_.load();
+  b.buffered_bytes = buffered_bytes_.load();
+  b.broker_unreachable_since_ms = client_.broker_unreachable_since();
+  status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
+  status_.set_counters(settings_.sink_key, sink_.counters());
+}
+
+// Clean stop and error path alike: hand everything buffered to the delivery thread (batches of
+// a partition that failed are skipped there), wait for it within shutdown_timeout, then one
+// synchronous commit and leave the group.
+void BlockPipeline::shutdown_path() {
+  for (auto& ready : buckets_->take_all()) enqueue(std::move(ready.tp), std::move(ready.records));
+  {
+    std::unique_lock lock(mutex_);
+    delivery_stop_ = true;
+    work_cv_.notify_all();
+    if (!done_cv_.wait_for(lock, settings_.shutdown_timeout, [&] { return delivery_finished_; })) {
+      abandoned_ = true;
+      spdlog::error("{}: the sink did not finish writing within shutdown_timeout ({} ms); "
+                    "giving up on the batch in flight (it stays uncommitted and is delivered again on restart)",
+                    log_prefix_, settings_.shutdown_timeout.count());
+    }
+  }
+  done_cv_.notify_all();
+  committer_.commit_sync(failed_ ? "error path" : "shutdown");
+  if (!abandoned_) {
+    client_.close();
+  } else {
+    // The delivery thread may still touch the handle; the process exits without destroying it.
+    std::lock_guard lock(mutex_);
+    jobs_.clear();
+  }
+  publish_status();
+  spdlog::info("{}: stopped", log_prefix_);
+}
+
+// ---------------------------------------------------------------- delivery thread
+
+void BlockPipeline::delivery_main() {
+  DeliveryWindow::Settings ws;
+  ws.log_prefix = log_prefix_;
+  ws.on_bad_record = settings_.block.on_bad_record;
+  ws.retry = settings_.retry;
+  DeliveryWindow window(std::move(ws), DeliveryWindow::Dependencies{
+      .writer = writer_,
+      .offsets = committer_,
+      .waiter = waiter_,
+      .counters = counters_,
+      .prepare = [this](const Job& job) { return delivery_side_->prepare(job.tp, *job.records, sink_.reads_headers()); },
+      .dead_letters = [this](std::string& error) { return dead_letters(error); },
+      .on_failure = [this](const TopicPartition& tp, const std::string& message) { fail(tp, message); },
+      .on_write_done = [this] {
+        std::lock_guard lock(mutex_);
+        work_cv_.notify_all();
+      }});
+  bool flushed = false;  // since the last write started
+  for (;;) {
+    while (!window.full()) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        if (window.empty()) work_cv_.wait(lock, [&] { return !jobs_.empty() || delivery_stop_; });
+        if (jobs_.empty()) break;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+        in_flight_.begin(job.tp);
+      }
+      window.start(std::move(job));
+      flushed = false;
+    }
+    if (window.empty()) break;  // stopping, and everything is written
+    if (!window.oldest_done()) {
+      await_oldest(window, flushed);
+      if (!window.oldest_done()) continue;  // a job came: start it
+    }
+    Job done = window.finish_oldest();
+    release(done.records->size(), done.bytes);
+    const TopicPartition tp = done.tp;
+    done = Job{};  // drops the batch and the messages it pointed into
+    in_flight_.end(tp);
+    done_cv_.notify_all();
+  }
+  sink_.flush(settings_.shutdown_timeout);  // stopping: whatever the sink still holds
+  {
+    std::lock_guard lock(mutex_);
+    delivery_finished_ = true;
+  }
+  done_cv_.notify_all();
+}
+
+// An asynchronous sink may hold its writes open for more (one COPY for many batches): a batch
+// that comes meanwhile is started, not kept waiting for the oldest. When none comes within
+// poll_interval (or the block is stopping), the sink is asked once to seal what it holds.
+void BlockPipeline::await_oldest(DeliveryWindow& window, bool& flushed) {
+  std::unique_lock lock(mutex_);
+  auto ready = [&] { return window.oldest_done() || (!window.full() && !jobs_.empty()); };
+  if (flushed) {
+    work_cv_.wait(lock, ready);  // sealed already: wait for the outcome
+    return;
+  }
+  work_cv_.wait_for(lock, settings_.block.poll_interval, [&] { return ready() || delivery_stop_; });
+  if (ready()) return;
+  lock.unlock();
+  sink_.flush(settings_.shutdown_timeout);
+  flushed = true;
+}
+
+DeadLetters* BlockPipeline::dead_letters(std::string& error) {
+  if (!dead_letter_)
+    dead_letter_ = kafka::DeadLetterProducer::create(settings_.bootstrap_servers, settings_.client_properties,
+                                                     *settings_.block.dead_letter_topic, settings_.sink_key,
+                                                     log_prefix_, error);
+  return dead_letter_.get();
+}
+
+void BlockPipeline::fail(const TopicPartition& tp, const std::string& message) {
+  (void)tp;
+  const bool first = !failed_.exchange(true);
+  spdlog::error("{}: {}", log_prefix_, message);
+  if (first && on_error_) on_error_(message);
+}
+
+void BlockPipeline::release(size_t records, size_t bytes) {
+  buffered_records_ -= records;
+  buffered_bytes_ -= bytes;
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,146 @@
+#pragma once
+// One [[topics]] block of a sink definition at run time, wired from its parts:
+//
+//   ConsumerClient --poll--> Bucketer --flush rules--> jobs --> BatchPreparer --> DeliveryWindow --> sink
+//        ^                                                                          |
+//        +------------- OffsetCommitter (store on the delivery thread, commit here) <+
+//
+// Threads: the consumer thread owns the Kafka client: it polls, buckets, decides flushes,
+// commits, serves rebalances and pauses the partitions while the buffer is full; the delivery
+// thread drives the delivery window (writes, retries, bad records, offset stores). Decoding a
+// batch is done by whichever of the two has time (see enqueue()). A slow write never stops the
+// consumer from serving its group; what sits between the two is bounded.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/sink_definition.h"
+#include "runtime/bucketer.h"
+#include "runtime/delivery/batch_preparer.h"
+#include "runtime/delivery/delivery_window.h"
+#include "runtime/delivery/in_flight.h"
+#include "runtime/delivery/offset_committer.h"
+#include "runtime/delivery/retry.h"
+#include "runtime/kafka/consumer_client.h"
+#include "runtime/kafka/dead_letter.h"
+#include "runtime/plugin_host.h"
+#include "runtime/status.h"
+#include "transform/chain.h"
+
+namespace picomq::runtime {
+
+struct BlockSettings {
+  std::string sink_key;
+  size_t block_index = 0;
+  config::TopicsBlock block;
+  std::string bootstrap_servers;
+  std::vector<std::pair<std::string, std::string>> client_properties;  // [broker.properties]
+  size_t max_buffered_records = 100000;
+  size_t max_buffered_bytes = 64u << 20;
+  std::chrono::milliseconds shutdown_timeout{30000};
+  std::chrono::milliseconds pattern_refresh{2000};
+  RetryPolicy retry;
+  std::vector<config::TransformSpec> transforms;  // the definition's [[transforms]], in order
+};
+
+class BlockPipeline final : private kafka::RebalanceListener {
+ public:
+  using ErrorCallback = std::function<void(const std::string& message)>;
+
+  BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusBoard& status, ErrorCallback on_error);
+  ~BlockPipeline() override;
+
+  void start();
+  // Graceful stop: flush what is buffered through the sink, then one synchronous commit.
+  void request_stop();
+  // Waits for the stop to finish. False when the delivery thread was still stuck in the sink
+  // when shutdown_timeout ran out (the caller must then exit the process without cleanup).
+  bool join();
+  bool failed() const { return failed_.load(); }
+  bool abandoned() const { return abandoned_.load(); }
+
+ private:
+  // consumer thread
+  void consumer_main();
+  void poll_once();
+  void flush_due(std::chrono::steady_clock::time_point now);  // buckets the flush rules say are ready
+  void enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> messages);
+  bool apply_backpressure();
+  void set_paused(bool paused, size_t records, size_t bytes);
+  void on_assigned(const std::vector<TopicPartition>& partitions) override;
+  void on_revoking(const std::vector<TopicPartition>& partitions, bool lost) override;
+  void publish_status();
+  void shutdown_path();
+
+  // delivery thread
+  void delivery_main();
+  // Waits until the oldest write is done or another job can start; seals what the sink holds
+  // (flush) when nothing else comes within poll_interval, or at once when stopping.
+  void await_oldest(DeliveryWindow& window, bool& flushed);
+  DeadLetters* dead_letters(std::string& error);
+
+  // The delivery window's view of the sink instance.
+  struct SinkWriter final : BatchWriter {
+    SinkWriter(SinkInstance& sink, const arrow::ExportOptions& arrow) : sink(sink), arrow(arrow) {}
+    void start(const DecodedBatch& batch, WriteCall& call) override { sink.start(batch, arrow, call); }
+    size_t max_in_flight() const override { return sink.max_in_flight(); }
+    SinkInstance& sink;
+    const arrow::ExportOptions& arrow;
+  };
+
+  void fail(const TopicPartition& tp, const std::string& message);
+  void release(size_t records, size_t bytes);
+
+  BlockSettings settings_;
+  SinkInstance& sink_;
+  StatusBoard& status_;
+  ErrorCallback on_error_;
+  std::string group_id_;
+  std::string log_prefix_;
+  kafka::ConsumerClient client_;
+  OffsetCommitter committer_;
+  std::unique_ptr<Bucketer<kafka::MessagePtr>> buckets_;
+  bool paused_ = false;
+
+  // Decoders keep state (parser buffers), and both threads prepare batches: one preparer each.
+  // The transform chain is immutable and shared.
+  std::unique_ptr<const transform::Chain> transforms_;  // null without [[transforms]]
+  std::unique_ptr<BatchPreparer> consumer_side_;
+  std::unique_ptr<BatchPreparer> delivery_side_;
+  arrow::ExportOptions arrow_options_;  // the block's declared columns, for arrow-plane sinks
+  SinkWriter writer_{sink_, arrow_options_};
+  std::unique_ptr<kafka::DeadLetterProducer> dead_letter_;  // delivery thread, created on first use
+  DeliveryCounters counters_;
+  StopWaiter waiter_;  // interrupts the delivery thread's retry waits at stop
+
+  // shared between the two threads
+  std::mutex mutex_;
+  std::condition_variable work_cv_;  // delivery thread waits for jobs / outcomes / stop
+  std::condition_variable done_cv_;  // consumer thread waits for buffer room / the delivery thread to finish
+  std::deque<Job> jobs_;
+  InFlightPartitions in_flight_;  // jobs the delivery thread took (begun under mutex_), not yet finished
+  bool delivery_stop_ = false;
+  bool delivery_finished_ = false;
+
+  std::atomic<size_t> buffered_records_{0};
+  std::atomic<size_t> buffered_bytes_{0};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> abandoned_{false};
+
+  std::thread consumer_thread_;
+  std::thread delivery_thread_;
+  std::mutex join_mutex_;
+  std::condition_variable join_cv_;
+  bool consumer_finished_ = false;
+};
+
+}  // namespace picomq::runtime

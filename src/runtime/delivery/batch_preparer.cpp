@@ -1,0 +1,109 @@
+#include "runtime/delivery/batch_preparer.h"
+
+#include <cstring>
+#include <span>
+
+namespace picomq::runtime {
+
+std::string_view to_string(BadRecordStage stage) {
+  switch (stage) {
+    case BadRecordStage::Decode: return "decode";
+    case BadRecordStage::Transform: return "transform";
+    case BadRecordStage::Sink: return "sink";
+  }
+  return "unknown";
+}
+
+BatchPreparer::BatchPreparer(Settings settings, std::unique_ptr<PayloadDecoder> decoder,
+                             const transform::Chain* transforms)
+    : settings_(settings),
+      schema_name_(config::to_string(settings.schema)),
+      decoder_(std::move(decoder)),
+      transforms_(transforms) {}
+
+PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRecords& records, bool wants_headers) {
+  PreparedBatch out;
+  DecodedBatch& batch = out.batch;
+  batch.tp = tp;
+  batch.block_index = settings_.block_index;
+  batch.schema = schema_name_;
+  batch.format = decoder_->format();
+  batch.records.reserve(records.size());
+  out.commit_to = records.empty() ? -1 : records.last_offset() + 1;
+  const bool fail_policy = settings_.on_bad_record == config::BadRecordPolicy::Fail;
+  wants_headers = wants_headers || transforms_;
+  auto where = [&](int64_t offset) { return tp.to_string() + " at offset " + std::to_string(offset); };
+  auto stop_at = [&](int64_t offset, std::string message) {
+    out.failure = std::move(message);
+    out.commit_to = offset;
+  };
+
+  std::string error;
+  std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
+  header_ranges.reserve(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ConsumedRecord in = records.at(i);
+    pmq_record r{};
+    r.offset = in.offset;
+    if (in.value.data) {
+      const DecodeStatus status = decoder_->decode_record({in.value.data, in.value.size}, r.payload, batch.owned, error);
+      if (status == DecodeStatus::retry) {
+        out.retry_error = "cannot decode record " + where(in.offset) + " for now (schema " + batch.schema + "): " + error;
+        out.commit_to = in.offset;
+        break;
+      }
+      if (status != DecodeStatus::ok) {
+        if (fail_policy) {
+          stop_at(in.offset, "cannot decode record " + where(in.offset) + " (schema " + batch.schema + "): " + error);
+          break;
+        }
+        out.bad.push_back({i, BadRecordStage::Decode, "schema " + batch.schema + ": " + error});
+        continue;
+      }
+    }
+    r.timestamp_ms = in.timestamp_ms;
+    r.key = in.key;
+    const size_t first_header = batch.headers.size();
+    if (wants_headers) records.headers(i, batch.headers);
+    if (transforms_) {
+      // Valid until the next record's headers go in (the pointers are set again at the end).
+      r.headers = batch.headers.data() + first_header;
+      r.header_count = batch.headers.size() - first_header;
+      const transform::RecordMeta meta = transform::record_meta(tp.topic, tp.partition, r);
+      transform::Verdict verdict;
+      if (batch.format == PMQ_PAYLOAD_JSON && r.payload.data) {
+        std::string payload(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
+        verdict = transforms_->apply(meta, payload, error);
+        if (verdict == transform::Verdict::Keep &&
+            (payload.size() != r.payload.size || std::memcmp(payload.data(), r.payload.data, payload.size()) != 0)) {
+          batch.owned.push_back(std::move(payload));
+          r.payload = {reinterpret_cast<const uint8_t*>(batch.owned.back().data()), batch.owned.back().size()};
+        }
+      } else {
+        verdict = transforms_->apply_without_payload(meta, error);
+      }
+      if (verdict != transform::Verdict::Keep) batch.headers.resize(first_header);
+      if (verdict == transform::Verdict::Drop) {
+        ++out.filtered;
+        continue;
+      }
+      if (verdict == transform::Verdict::Fail) {
+        if (fail_policy) {
+          stop_at(in.offset, "transform failed on record " + where(in.offset) + ": " + error);
+          break;
+        }
+        out.bad.push_back({i, BadRecordStage::Transform, error});
+        continue;
+      }
+    }
+    header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
+    batch.records.push_back(r);
+  }
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
+    batch.records[i].header_count = header_ranges[i].second;
+  }
+  return out;
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,214 @@
+#include "runtime/delivery/delivery_window.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace picomq::runtime {
+
+namespace {
+std::string offsets_of(const DecodedBatch& batch) {
+  return batch.tp.to_string() + " offsets " + std::to_string(batch.records.front().offset) + ".." +
+         std::to_string(batch.records.back().offset);
+}
+}  // namespace
+
+DeliveryWindow::DeliveryWindow(Settings settings, Dependencies deps)
+    : settings_(std::move(settings)), deps_(std::move(deps)), capacity_(std::max<size_t>(1, deps_.writer.max_in_flight())) {}
+
+std::unique_ptr<WriteCall> DeliveryWindow::new_call() const {
+  auto call = std::make_unique<WriteCall>();
+  call->write_past_rejections = settings_.on_bad_record != config::BadRecordPolicy::Fail;
+  return call;
+}
+
+void DeliveryWindow::start(Job job) {
+  auto entry = std::make_unique<Entry>();
+  entry->job = std::move(job);
+  Job& j = entry->job;
+  if (!failed_.count(j.tp)) {
+    if (!j.prepared) {
+      j.out = deps_.prepare(j);
+      j.prepared = true;
+    }
+    // A record that cannot be decoded for now (the schema registry is down) is not a bad record:
+    // like an unreachable broker it is waited for, until the decode goes through or the block
+    // stops (then the records before it are written and committed, and it is the first one read
+    // on restart).
+    if (!j.out.retry_error.empty()) {
+      run_with_retries(
+          settings_.decode_retry, deps_.waiter,
+          [&](int attempt) {
+            if (attempt > 1) j.out = deps_.prepare(j);
+            return j.out.retry_error.empty() ? Attempt::Done : Attempt::Retry;
+          },
+          [&](int attempt, std::chrono::milliseconds delay) {
+            spdlog::warn("{}: {}; decoding again in {} ms (attempt {})", settings_.log_prefix, j.out.retry_error,
+                         delay.count(), attempt);
+          });
+    }
+    if (!j.out.batch.records.empty()) {
+      entry->call = new_call();
+      entry->call->on_done = deps_.on_write_done;
+      deps_.writer.start(j.out.batch, *entry->call);
+    }
+  }
+  pending_.push_back(std::move(entry));
+}
+
+bool DeliveryWindow::oldest_done() const {
+  const Entry& e = *pending_.front();
+  return !e.call || e.call->done();
+}
+
+Job DeliveryWindow::finish_oldest() {
+  std::unique_ptr<Entry> entry = std::move(pending_.front());
+  pending_.pop_front();
+  Job& job = entry->job;
+  if (entry->call) entry->call->wait();
+  if (failed_.count(job.tp)) {
+    if (entry->call && entry->call->outcome.status == PMQ_WRITE_OK)
+      spdlog::warn("{}: a batch of {} completed after an earlier one failed; it is not committed and is written "
+                   "again on restart", settings_.log_prefix, job.tp.to_string());
+    return std::move(job);
+  }
+  PreparedBatch& p = job.out;
+  if (entry->call) {
+    std::vector<std::pair<int64_t, std::string>> rejected;
+    if (!retry_write(job, std::move(entry->call->outcome), rejected)) return std::move(job);
+    // The sink wrote the rest; the refused records join the batch's bad records.
+    for (auto& [offset, reason] : rejected)
+      if (size_t index = job.records->index_of(offset); index < job.records->size())
+        p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
+    std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
+    deps_.counters.delivered += p.batch.records.size() - rejected.size();
+  }
+  if (p.filtered) deps_.counters.filtered += p.filtered;
+  if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
+  if (!job.records->empty() && p.commit_to > job.records->first_offset()) deps_.offsets.store(job.tp, p.commit_to);
+  if (!p.failure.empty()) fail(job.tp, p.failure);
+  return std::move(job);
+}
+
+// The spec's rule: the same batch up to max_attempts times with a doubling back-off; a
+// permanent failure or rejected records end it at once.
+bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected) {
+  DecodedBatch& batch = job.out.batch;
+  const std::string where = offsets_of(batch);
+  const bool fail_policy = settings_.on_bad_record == config::BadRecordPolicy::Fail;
+  std::string reason, error;
+  size_t written_prefix = 0;  // with rejections: leading records known written
+  const RetryEnd end = run_with_retries(
+      settings_.retry, deps_.waiter,
+      [&](int attempt) {
+        WriteOutcome out;
+        if (attempt == 1) {
+          out = std::move(first);
+        } else {
+          auto call = new_call();
+          deps_.writer.start(batch, *call);
+          call->wait();
+          out = std::move(call->outcome);
+        }
+        if (out.status == PMQ_WRITE_OK) return Attempt::Done;
+        if (out.status == PMQ_WRITE_REJECTED) {
+          const auto first_rejected = *std::min_element(out.rejections.begin(), out.rejections.end());
+          const size_t index = first_rejected.first;
+          written_prefix = std::min(index, batch.records.size());
+          for (const auto& [i, why] : out.rejections)
+            if (i < batch.records.size()) rejected.emplace_back(batch.records[i].offset, why);
+          error = "the sink rejected record " + batch.tp.to_string() + " at offset " +
+                  (index < batch.records.size() ? std::to_string(batch.records[index].offset) : "?") + ": " +
+                  first_rejected.second +
+                  (out.rejections.size() > 1 ? " (and " + std::to_string(out.rejections.size() - 1) + " more)" : "");
+          return Attempt::GiveUp;
+        }
+        if (out.written > 0 && out.written < batch.records.size()) {
+          // Rows plane: the records before the failed one are written; commit them, retry the rest.
+          deps_.offsets.store(batch.tp, batch.records[out.written - 1].offset + 1);
+          deps_.counters.delivered += out.written;
+          batch.records.erase(batch.records.begin(), batch.records.begin() + static_cast<std::ptrdiff_t>(out.written));
+        }
+        reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
+        if (out.status == PMQ_WRITE_FATAL) {
+          error = "write of " + where + " failed permanently: " + reason;
+          return Attempt::GiveUp;
+        }
+        return Attempt::Retry;
+      },
+      [&](int attempt, std::chrono::milliseconds delay) {
+        spdlog::warn("{}: write of {} failed (attempt {}/{}): {}; retrying in {} ms", settings_.log_prefix, where,
+                     attempt, settings_.retry.max_attempts, reason, delay.count());
+      });
+  if (end.done()) {
+    if (end.attempts > 1) spdlog::info("{}: batch {} written on attempt {}", settings_.log_prefix, where, end.attempts);
+    return true;
+  }
+  if (end.stopped) {
+    // Stopping: the batch stays uncommitted and is the first delivered on restart; nothing
+    // later of this partition may be committed before it.
+    failed_.insert(job.tp);
+    spdlog::warn("{}: stopping while the write of {} waits for a retry: it stays uncommitted and is delivered "
+                 "again on restart", settings_.log_prefix, where);
+    return false;
+  }
+  if (!rejected.empty() && !fail_policy) return true;
+  if (end.exhausted(settings_.retry))
+    error = "write of " + where + " failed " + std::to_string(end.attempts) + " times; last error: " + reason;
+  if (written_prefix > 0) deps_.offsets.store(batch.tp, batch.records[written_prefix - 1].offset + 1);
+  fail(job.tp, error);
+  return false;
+}
+
+std::string DeliveryWindow::describe(const Job& job, const BadRecord& b) const {
+  return job.tp.to_string() + " at offset " + std::to_string(job.records->at(b.index).offset) + " (" +
+         std::string(to_string(b.stage)) + ")";
+}
+
+// Skips or dead-letters the job's bad records. False when the dead-letter write failed: the
+// offset is then left at the first of them (the block fails, or is stopping).
+bool DeliveryWindow::route_bad_records(Job& job) {
+  const auto& bad = job.out.bad;
+  if (settings_.on_bad_record == config::BadRecordPolicy::Skip) {
+    for (const auto& b : bad) spdlog::warn("{}: skipped bad record {}: {}", settings_.log_prefix, describe(job, b), b.reason);
+    deps_.counters.skipped += bad.size();
+    return true;
+  }
+  std::string error;
+  DeadLetters* letters = deps_.dead_letters(error);
+  RetryEnd end;
+  if (letters) {
+    end = run_with_retries(
+        settings_.retry, deps_.waiter,
+        [&](int) { return letters->send(job, bad, error) ? Attempt::Done : Attempt::Retry; },
+        [&](int attempt, std::chrono::milliseconds delay) {
+          spdlog::warn("{}: {} (attempt {}/{}); retrying in {} ms", settings_.log_prefix, error, attempt,
+                       settings_.retry.max_attempts, delay.count());
+        });
+    if (end.done()) {
+      for (const auto& b : bad)
+        spdlog::warn("{}: bad record {} produced to dead-letter topic '{}'; reason: {}", settings_.log_prefix,
+                     describe(job, b), letters->topic(), b.reason);
+      deps_.counters.dead_lettered += bad.size();
+      return true;
+    }
+  }
+  // Everything before the first bad record is written; nothing from it on may be committed.
+  const int64_t first_bad = job.records->at(bad.front().index).offset;
+  if (first_bad > job.records->first_offset()) deps_.offsets.store(job.tp, first_bad);
+  if (end.stopped) {
+    failed_.insert(job.tp);
+    spdlog::warn("{}: stopping while the dead-letter write of {} waits for a retry: it is read again on restart",
+                 settings_.log_prefix, describe(job, bad.front()));
+  } else {
+    fail(job.tp, error);
+  }
+  return false;
+}
+
+void DeliveryWindow::fail(const TopicPartition& tp, const std::string& message) {
+  failed_.insert(tp);
+  if (deps_.on_failure) deps_.on_failure(tp, message);
+}
+
+}  // namespace picomq::runtime

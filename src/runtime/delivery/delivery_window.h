@@ -1,0 +1,118 @@
+#pragma once
+// The commit rules of one [[topics]] block, between the prepared batches and the sink: writes
+// go out in order, up to the sink's max_in_flight at once, and their outcomes are taken
+// strictly in order, so offsets are stored in order and only for what is done:
+//  - OK: the offset just past the batch (or past its last filtered / bad record) is stored;
+//  - RETRY / PARTIAL: the same batch again, one write at a time, on the retry policy; the
+//    offset holds; the last attempt's failure, or a FATAL one, fails the partition;
+//  - REJECTED: the named records go to the bad-record policy (skip / dead_letter) and the
+//    rest counts as written; under `fail` the records before the first rejected one are
+//    committed and the partition fails;
+//  - a failed partition writes nothing more (its failed batch stays first on restart), and a
+//    stop during a back-off leaves the batch uncommitted without failing the sink.
+//
+// Pure over its dependencies (the sink instance, the offset store, the dead-letter producer,
+// the waiter), so the rules are unit-tested without a broker. One thread drives it (the block's
+// delivery thread); WriteCall completions may come from any.
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/sink_definition.h"
+#include "runtime/delivery/job.h"
+#include "runtime/delivery/offset_committer.h"
+#include "runtime/delivery/retry.h"
+#include "runtime/plugin_host.h"
+
+namespace picomq::runtime {
+
+// The sink as the window writes to it (the open plugin instance at run time).
+class BatchWriter {
+ public:
+  virtual ~BatchWriter() = default;
+  // Starts writing `batch`, which stays alive until `call` is complete.
+  virtual void start(const DecodedBatch& batch, WriteCall& call) = 0;
+  virtual size_t max_in_flight() const = 0;
+};
+
+// Where `dead_letter` puts bad records (the block's dead-letter producer at run time).
+class DeadLetters {
+ public:
+  virtual ~DeadLetters() = default;
+  // Produces the job's bad records and waits for the broker's acknowledgement: false, with the
+  // reason, when any of them is not confirmed.
+  virtual bool send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) = 0;
+  virtual std::string topic() const = 0;
+};
+
+struct DeliveryCounters {
+  std::atomic<uint64_t> delivered{0};      // records the sink wrote
+  std::atomic<uint64_t> skipped{0};        // bad records the `skip` policy stepped over
+  std::atomic<uint64_t> dead_lettered{0};  // bad records confirmed in the dead-letter topic
+  std::atomic<uint64_t> filtered{0};       // records a transform dropped
+};
+
+class DeliveryWindow {
+ public:
+  struct Settings {
+    std::string log_prefix;
+    config::BadRecordPolicy on_bad_record = config::BadRecordPolicy::Fail;
+    RetryPolicy retry;
+    // Between attempts to decode a record that cannot be decoded for now: unlimited attempts.
+    RetryPolicy decode_retry{0, std::chrono::milliseconds(200), std::chrono::milliseconds(1600)};
+  };
+  struct Dependencies {
+    BatchWriter& writer;
+    OffsetSink& offsets;
+    Waiter& waiter;
+    DeliveryCounters& counters;
+    std::function<PreparedBatch(const Job&)> prepare;                 // for jobs not prepared yet
+    std::function<DeadLetters*(std::string& error)> dead_letters;     // created on first use
+    std::function<void(const TopicPartition&, const std::string&)> on_failure;  // the block fails
+    std::function<void()> on_write_done;                              // any thread: an outcome is known
+  };
+
+  DeliveryWindow(Settings settings, Dependencies deps);
+
+  size_t capacity() const { return capacity_; }
+  size_t size() const { return pending_.size(); }
+  bool empty() const { return pending_.empty(); }
+  bool full() const { return pending_.size() >= capacity_; }
+
+  // Prepares the job if nobody did (waiting out records that cannot be decoded for now), and
+  // starts its write, unless its partition failed or nothing in it is left to write.
+  void start(Job job);
+  // Whether the oldest write's outcome is known (true when it wrote nothing).
+  bool oldest_done() const;
+  const Job& oldest() const { return pending_.front()->job; }
+  // Takes the oldest write's outcome (waiting for it) and applies the rules above; returns the
+  // finished job (its records can be released).
+  Job finish_oldest();
+
+  bool partition_failed(const TopicPartition& tp) const { return failed_.count(tp) != 0; }
+
+ private:
+  struct Entry {
+    Job job;
+    std::unique_ptr<WriteCall> call;  // null when nothing was written (failed partition, no records)
+  };
+  std::unique_ptr<WriteCall> new_call() const;
+  // The rest of the retry policy after a failed first attempt. True when the batch is written
+  // (maybe with rejections); false when the partition failed or the block is stopping.
+  bool retry_write(Job& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected);
+  bool route_bad_records(Job& job);
+  void fail(const TopicPartition& tp, const std::string& message);
+  std::string describe(const Job& job, const BadRecord& b) const;
+
+  Settings settings_;
+  Dependencies deps_;
+  size_t capacity_;
+  std::deque<std::unique_ptr<Entry>> pending_;
+  std::set<TopicPartition> failed_;
+};
+
+}  // namespace picomq::runtime

@@ -1,0 +1,46 @@
+#pragma once
+// One batch on its way from the buckets to the sink: the consumed records, and once prepared
+// (decoded, transformed, bad records sorted out) what the sink is handed and where the
+// committed offset may go.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/bucketer.h"
+#include "runtime/decoded_batch.h"
+#include "runtime/delivery/consumed_records.h"
+
+namespace picomq::runtime {
+
+// Where in the pipeline a record went bad.
+enum class BadRecordStage { Decode, Transform, Sink };
+std::string_view to_string(BadRecordStage stage);  // "decode" | "transform" | "sink"
+
+// A record the bad-record policy (skip / dead_letter) takes care of instead of the sink.
+struct BadRecord {
+  size_t index;  // in the job's records
+  BadRecordStage stage;
+  std::string reason;
+};
+
+struct PreparedBatch {
+  DecodedBatch batch;          // what the sink gets
+  std::string failure;         // `fail` policy: the record the batch stops at (the batch holds those before it)
+  std::vector<BadRecord> bad;  // other policies: records left out of the batch, in offset order
+  size_t filtered = 0;         // records a transform dropped
+  std::string retry_error;     // a record cannot be decoded for now (schema registry): prepare again later
+  // Where the committed offset goes once the batch is written and its bad records handled:
+  // past the last record, or (failure, retry_error) at the record it stopped at.
+  int64_t commit_to = -1;
+};
+
+struct Job {
+  TopicPartition tp;
+  std::unique_ptr<ConsumedRecords> records;
+  size_t bytes = 0;  // keys + values, for the buffer limit
+  bool prepared = false;
+  PreparedBatch out;
+};
+
+}  // namespace picomq::runtime

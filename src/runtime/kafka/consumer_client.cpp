@@ -1,0 +1,313 @@
+#include "runtime/kafka/consumer_client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "runtime/kafka/partition_list.h"
+
+namespace picomq::runtime::kafka {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr int kFetchQueueBackoffVersion = 0x020200ff;  // librdkafka 2.2.0
+bool is_internal_topic(const std::string& topic) { return topic.rfind("__", 0) == 0; }
+}  // namespace
+
+ConsumerClient::ConsumerClient(ConsumerSettings settings, std::string log_prefix, RebalanceListener& listener)
+    : settings_(std::move(settings)), listener_(listener) {
+  LoggedClient::log_prefix = std::move(log_prefix);
+  if (settings_.anchored_pattern) pattern_.emplace(*settings_.anchored_pattern, std::regex::ECMAScript);
+}
+
+ConsumerClient::~ConsumerClient() { close(); }
+
+std::string ConsumerClient::create() {
+  std::string error;
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  auto set = [&](const std::string& k, const std::string& v) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK && error.empty())
+      error = "consumer property '" + k + "': " + errstr;
+  };
+  set("bootstrap.servers", settings_.bootstrap_servers);
+  set("client.id", "picomq-connect-" + settings_.sink_key + "-" + std::to_string(settings_.block_index));
+  for (const auto& [k, v] : settings_.client_properties) set(k, v);
+  // librdkafka 2.2 made the fetcher's back-off on a full queue configurable (default 1 s);
+  // a short one keeps a consumer that fell behind for a moment from idling that long.
+  if (rd_kafka_version() >= kFetchQueueBackoffVersion) set("fetch.queue.backoff.ms", "10");
+  set("auto.offset.reset", settings_.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
+  for (const auto& [k, v] : settings_.block_properties) set(k, v);
+  // Not overridable: these are what commit-after-the-write rests on.
+  set("group.id", settings_.group_id);
+  set("enable.auto.commit", "false");
+  set("enable.auto.offset.store", "false");
+  if (!error.empty()) {
+    rd_kafka_conf_destroy(conf);
+    return error;
+  }
+  read_fetch_queue_limits(conf);
+  route_client_logs(conf, this);
+  rd_kafka_conf_set_rebalance_cb(conf, &ConsumerClient::rebalance_cb);
+  rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  if (!rk_) return std::string("cannot create consumer: ") + errstr;
+  rd_kafka_poll_set_consumer(rk_);
+  queue_ = rd_kafka_queue_get_consumer(rk_);
+  commit_queue_ = rd_kafka_queue_new(rk_);
+  spdlog::info("{}: consumer group '{}' on {}", log_prefix(), settings_.group_id, settings_.bootstrap_servers);
+  return {};
+}
+
+void ConsumerClient::close() {
+  if (!rk_) return;
+  rd_kafka_queue_poll_callback(commit_queue_, 0);
+  rd_kafka_queue_destroy(commit_queue_);
+  rd_kafka_consumer_close(rk_);
+  rd_kafka_queue_destroy(queue_);
+  rd_kafka_destroy(rk_);
+  rk_ = nullptr;
+}
+
+// Explicit topics plus, for a pattern, every broker topic it matches.
+void ConsumerClient::refresh_subscription(bool force) {
+  const auto now = Clock::now();
+  if (!force && (!pattern_ || now < next_pattern_refresh_)) return;
+  next_pattern_refresh_ = now + settings_.pattern_refresh;
+
+  std::set<std::string> wanted(settings_.topics.begin(), settings_.topics.end());
+  if (pattern_) {
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 1, nullptr, &md, 2000);
+    if (err) {
+      spdlog::warn("{}: cannot list the broker's topics to match pattern '{}': {}; retrying", log_prefix(),
+                   *settings_.pattern, rd_kafka_err2str(err));
+      if (!force) return;  // keep the current subscription until the broker answers
+    } else {
+      mark_broker_up();
+      for (int i = 0; i < md->topic_cnt; ++i) {
+        std::string name = md->topics[i].topic;
+        if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && !is_internal_topic(name) &&
+            std::regex_search(name, *pattern_, std::regex_constants::match_continuous))
+          wanted.insert(name);
+      }
+      rd_kafka_metadata_destroy(md);
+    }
+  }
+  std::vector<std::string> next(wanted.begin(), wanted.end());
+  if (!force && next == subscribed_) return;
+
+  for (const auto& t : next)
+    if (!std::binary_search(subscribed_.begin(), subscribed_.end(), t))
+      spdlog::info("{}: subscribing to '{}'", log_prefix(), t);
+  for (const auto& t : subscribed_)
+    if (!wanted.count(t)) spdlog::info("{}: topic '{}' no longer subscribed", log_prefix(), t);
+  subscribed_ = next;
+  if (next.empty()) {
+    spdlog::info("{}: no topic matches yet; waiting", log_prefix());
+    rd_kafka_unsubscribe(rk_);
+    return;
+  }
+  PartitionList list(static_cast<int>(next.size()));
+  for (const auto& t : next) list.add(t, RD_KAFKA_PARTITION_UA);
+  if (auto err = rd_kafka_subscribe(rk_, list.get()))
+    spdlog::error("{}: subscribe failed: {}", log_prefix(), rd_kafka_err2str(err));
+}
+
+size_t ConsumerClient::poll(std::chrono::milliseconds wait, size_t max, std::vector<MessagePtr>& out) {
+  polled_.resize(std::max(polled_.size(), max));
+  const ssize_t n = rd_kafka_consume_batch_queue(queue_, static_cast<int>(wait.count()), polled_.data(), max);
+  size_t records = 0;
+  for (ssize_t i = 0; i < n; ++i) {
+    MessagePtr m(polled_[i]);
+    if (m->err) {
+      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        spdlog::warn("{}: consumer error: {}", log_prefix(), rd_kafka_message_errstr(m.get()));
+      continue;
+    }
+    ++records;
+    out.push_back(std::move(m));
+  }
+  if (records && broker_down) mark_broker_up();
+  return records;
+}
+
+// Seeks each partition to the position after the last record taken from it, which wakes the
+// broker thread that fetches it.
+void ConsumerClient::wake_fetcher(const rd_kafka_topic_partition_list_t* assigned) {
+  PartitionList positions = PartitionList::copy_of(assigned);
+  if (rd_kafka_position(rk_, positions.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  PartitionList seek(positions.size());
+  for (const auto& p : positions)
+    if (p.offset >= 0) seek.add(p.topic, p.partition, p.offset);
+  if (!seek.empty())
+    if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk_, seek.get(), 0)) rd_kafka_error_destroy(e);
+}
+
+void ConsumerClient::set_paused(bool paused) {
+  paused_ = paused;
+  rd_kafka_topic_partition_list_t* raw = nullptr;
+  if (rd_kafka_assignment(rk_, &raw) != RD_KAFKA_RESP_ERR_NO_ERROR || !raw) return;
+  PartitionList list = PartitionList::adopt(raw);
+  if (paused_) {
+    rd_kafka_pause_partitions(rk_, list.get());
+  } else {
+    rd_kafka_resume_partitions(rk_, list.get());
+    // librdkafka 2.0 does not wake its fetcher on resume (it would wait for its 1 s tick).
+    if (rd_kafka_version() < kFetchQueueBackoffVersion) wake_fetcher(list.get());
+  }
+}
+
+// librdkafka before 2.2 stops fetching for a consumer whose queue went over queued.min.messages
+// or queued.max.messages.kbytes, and looks again only on its 1 s broker tick. A consumer that
+// fell behind for a moment (a busy core, a slow batch) would then idle for most of a second.
+// So we watch the queue: once it was near a limit and we have drained it, a seek to the current
+// position wakes the fetcher at once; the queue is empty, so nothing is fetched twice.
+void ConsumerClient::read_fetch_queue_limits(rd_kafka_conf_t* conf) {
+  auto get = [&](const char* name, size_t fallback) {
+    char value[64];
+    size_t size = sizeof value;
+    if (rd_kafka_conf_get(conf, name, value, &size) != RD_KAFKA_CONF_OK) return fallback;
+    return static_cast<size_t>(std::strtoull(value, nullptr, 10));
+  };
+  fetch_queue_max_records_ = get("queued.min.messages", 100000);
+  fetch_queue_max_bytes_ = get("queued.max.messages.kbytes", 65536) * 1024;
+}
+
+void ConsumerClient::watch_fetch_queue(size_t recent_message_bytes) {
+  if (rd_kafka_version() >= kFetchQueueBackoffVersion) return;
+  if (recent_message_bytes) recent_message_bytes_ = recent_message_bytes;
+  const size_t queued = rd_kafka_queue_length(queue_);
+  if (queued * 10 >= fetch_queue_max_records_ * 9 || queued * recent_message_bytes_ * 10 >= fetch_queue_max_bytes_ * 9) {
+    fetcher_may_sleep_ = true;
+  } else if (fetcher_may_sleep_ && queued == 0 && !paused_) {
+    fetcher_may_sleep_ = false;
+    rd_kafka_topic_partition_list_t* raw = nullptr;
+    if (rd_kafka_assignment(rk_, &raw) == RD_KAFKA_RESP_ERR_NO_ERROR && raw) wake_fetcher(PartitionList::adopt(raw).get());
+  }
+}
+
+int64_t ConsumerClient::check_broker(std::chrono::milliseconds every) {
+  if (!broker_down) return 0;
+  const auto now = Clock::now();
+  if (now >= next_broker_probe_) {
+    next_broker_probe_ = now + every;
+    // Metadata of the topics this client knows: any answer means a broker is back.
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk_, 0, nullptr, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_metadata_destroy(md);
+      mark_broker_up();
+    }
+  }
+  return broker_down ? broker_down_since_ms.load() : 0;
+}
+
+void ConsumerClient::mark_broker_up() {
+  if (!broker_down.exchange(false)) return;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(), (now_ms - broker_down_since_ms.load()) / 1000.0);
+}
+
+// ---------------------------------------------------------------- offsets
+
+std::string ConsumerClient::store_offset(const TopicPartition& tp, int64_t next_offset) {
+  PartitionList list(1);
+  list.add(tp.topic, tp.partition, next_offset);
+  rd_kafka_resp_err_t err = rd_kafka_offsets_store(rk_, list.get());
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list[0].err;
+  return err ? rd_kafka_err2str(err) : std::string();
+}
+
+void ConsumerClient::wake() { rd_kafka_queue_yield(queue_); }
+
+void ConsumerClient::commit_async() { rd_kafka_commit_queue(rk_, nullptr, commit_queue_, &ConsumerClient::commit_cb, this); }
+
+void ConsumerClient::serve_commit_results() { rd_kafka_queue_poll_callback(commit_queue_, 0); }
+
+void ConsumerClient::commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t*, void* opaque) {
+  auto* self = static_cast<ConsumerClient*>(opaque);
+  if (!err) self->mark_broker_up();
+  if (self->committer_)
+    self->committer_->commit_done(err && err != RD_KAFKA_RESP_ERR__NO_OFFSET ? rd_kafka_err2str(err) : std::string());
+}
+
+std::string ConsumerClient::commit_sync() {
+  const rd_kafka_resp_err_t err = rd_kafka_commit(rk_, nullptr, 0);
+  return err && err != RD_KAFKA_RESP_ERR__NO_OFFSET ? rd_kafka_err2str(err) : std::string();
+}
+
+// ---------------------------------------------------------------- rebalances
+
+void ConsumerClient::rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
+                                  void* opaque) {
+  static_cast<ConsumerClient*>(static_cast<LoggedClient*>(opaque))->on_rebalance(err, partitions);
+}
+
+void ConsumerClient::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions) {
+  const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
+  const auto changed = to_vector(partitions);
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    for (const auto& tp : changed) spdlog::info("{}: assigned {}", log_prefix(), tp.to_string());
+    resolve_start_offsets(partitions);
+    if (cooperative) {
+      if (auto* e = rd_kafka_incremental_assign(rk_, partitions)) {
+        spdlog::error("{}: incremental assign failed: {}", log_prefix(), rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+      }
+      assignment_.insert(assignment_.end(), changed.begin(), changed.end());
+    } else {
+      rd_kafka_assign(rk_, partitions);
+      assignment_ = changed;
+    }
+    if (paused_) rd_kafka_pause_partitions(rk_, partitions);
+    listener_.on_assigned(changed);
+    return;
+  }
+  const bool lost = rd_kafka_assignment_lost(rk_);
+  for (const auto& tp : changed) spdlog::info("{}: {} {}", log_prefix(), lost ? "lost" : "revoked", tp.to_string());
+  listener_.on_revoking(changed, lost);
+  if (cooperative) {
+    if (auto* e = rd_kafka_incremental_unassign(rk_, partitions)) {
+      spdlog::error("{}: incremental unassign failed: {}", log_prefix(), rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+    std::erase_if(assignment_, [&](const TopicPartition& tp) {
+      return std::find(changed.begin(), changed.end(), tp) != changed.end();
+    });
+  } else {
+    rd_kafka_assign(rk_, nullptr);
+    assignment_.clear();
+  }
+}
+
+// Starts each newly assigned partition at its committed offset, or where auto_offset_reset
+// says when the group has none, as concrete offsets. librdkafka would find the same, but gets
+// to the reset through its error path, which waits 100-500 ms before asking the leader for
+// the log start or end; a fresh group starts that much sooner this way. On any error the
+// partition keeps librdkafka's own lookup.
+void ConsumerClient::resolve_start_offsets(rd_kafka_topic_partition_list_t* partitions) {
+  constexpr int kTimeoutMs = 10000;
+  PartitionList committed = PartitionList::copy_of(partitions);
+  PartitionList unset(partitions->cnt);
+  if (rd_kafka_committed(rk_, committed.get(), kTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    // ListOffsets by timestamp: -2 asks for the log start, -1 for the end.
+    const int64_t reset = settings_.auto_offset_reset == config::OffsetReset::Latest ? -1 : -2;
+    for (int i = 0; i < committed.size(); ++i) {
+      const auto& c = committed[i];
+      if (c.err) continue;
+      if (c.offset >= 0) partitions->elems[i].offset = c.offset;
+      else unset.add(c.topic, c.partition, reset);
+    }
+  }
+  if (!unset.empty() && rd_kafka_offsets_for_times(rk_, unset.get(), kTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (const auto& u : unset) {
+      if (u.err || u.offset < 0) continue;
+      if (auto* p = rd_kafka_topic_partition_list_find(partitions, u.topic, u.partition)) p->offset = u.offset;
+    }
+  }
+}
+
+}  // namespace picomq::runtime::kafka

@@ -1,0 +1,115 @@
+#pragma once
+// The Kafka consumer of one [[topics]] block: owns the rd_kafka_t handle and everything that
+// talks to it — creation with the properties commit-after-the-write rests on, polling,
+// subscription (explicit topics plus a pattern re-evaluated against the broker's topic list),
+// pause / resume with the librdkafka 2.0 fetcher wake, rebalances (eager and cooperative) with
+// concrete start offsets, offset store and commits (the OffsetTransport of the committer), and
+// broker connectivity. Used from the block's consumer thread only, except store_offset() and
+// wake(), which the delivery thread calls.
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/sink_definition.h"
+#include "runtime/bucketer.h"
+#include "runtime/delivery/offset_committer.h"
+#include "runtime/kafka/client_logging.h"
+#include "runtime/kafka/kafka_records.h"
+
+namespace picomq::runtime::kafka {
+
+struct ConsumerSettings {
+  std::string sink_key;
+  size_t block_index = 0;
+  std::string group_id;
+  std::string bootstrap_servers;
+  std::vector<std::pair<std::string, std::string>> client_properties;  // [broker.properties]
+  std::vector<std::pair<std::string, std::string>> block_properties;   // the block's `properties`
+  config::OffsetReset auto_offset_reset = config::OffsetReset::Earliest;
+  std::vector<std::string> topics;
+  std::optional<std::string> pattern;           // as written
+  std::optional<std::string> anchored_pattern;  // what is matched
+  std::chrono::milliseconds pattern_refresh{2000};
+};
+
+// What the consumer tells its block about ownership changes, from inside poll().
+class RebalanceListener {
+ public:
+  virtual ~RebalanceListener() = default;
+  virtual void on_assigned(const std::vector<TopicPartition>& partitions) = 0;
+  // Before the partitions go: drop what is buffered for them, let their writes finish, commit.
+  // `lost`: the session timed out, the partitions already belong to someone else (no commit).
+  virtual void on_revoking(const std::vector<TopicPartition>& partitions, bool lost) = 0;
+};
+
+class ConsumerClient final : public OffsetTransport, private LoggedClient {
+ public:
+  ConsumerClient(ConsumerSettings settings, std::string log_prefix, RebalanceListener& listener);
+  ~ConsumerClient() override;
+  ConsumerClient(const ConsumerClient&) = delete;
+  ConsumerClient& operator=(const ConsumerClient&) = delete;
+
+  // Creates the handle: empty, or what is wrong (a bad property names it).
+  std::string create();
+  // Subscribes per the explicit topics and (every pattern_refresh, or now when `force`) the
+  // pattern's matches; a change re-subscribes, which rebalances the group.
+  void refresh_subscription(bool force);
+  // Up to `max` messages, waiting at most `wait` for the first; errors are logged, not returned.
+  size_t poll(std::chrono::milliseconds wait, size_t max, std::vector<MessagePtr>& out);
+  void set_paused(bool paused);
+  bool paused() const { return paused_; }
+  // librdkafka 2.0: wakes a fetcher that parked on a full queue once the queue is drained.
+  void watch_fetch_queue(size_t recent_message_bytes);
+  const std::vector<TopicPartition>& assignment() const { return assignment_; }
+  // Whether the broker answers: probes it while it did not (at most once per `every`), logs the
+  // recovery. Returns the epoch-ms since when it is unreachable, or 0.
+  int64_t check_broker(std::chrono::milliseconds every);
+  int64_t broker_unreachable_since() const { return broker_down ? broker_down_since_ms.load() : 0; }
+  // Leaves the group and destroys the handle.
+  void close();
+
+  // OffsetTransport
+  std::string store_offset(const TopicPartition& tp, int64_t next_offset) override;
+  void commit_async() override;
+  void serve_commit_results() override;
+  std::string commit_sync() override;
+  void wake() override;
+  void set_commit_listener(OffsetCommitter* committer) { committer_ = committer; }
+
+  const std::string& log_prefix() const { return LoggedClient::log_prefix; }
+
+ private:
+  static void rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
+  static void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
+  void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
+  void resolve_start_offsets(rd_kafka_topic_partition_list_t* partitions);
+  void wake_fetcher(const rd_kafka_topic_partition_list_t* assigned);
+  void read_fetch_queue_limits(rd_kafka_conf_t* conf);
+  void mark_broker_up();
+
+  ConsumerSettings settings_;
+  RebalanceListener& listener_;
+  OffsetCommitter* committer_ = nullptr;
+  std::optional<std::regex> pattern_;
+  rd_kafka_t* rk_ = nullptr;
+  rd_kafka_queue_t* queue_ = nullptr;
+  rd_kafka_queue_t* commit_queue_ = nullptr;  // results of our asynchronous commits
+  std::vector<std::string> subscribed_;
+  std::chrono::steady_clock::time_point next_pattern_refresh_{};
+  std::chrono::steady_clock::time_point next_broker_probe_{};
+  std::vector<TopicPartition> assignment_;
+  bool paused_ = false;
+  size_t fetch_queue_max_records_ = 100000;   // librdkafka's queued.min.messages
+  size_t fetch_queue_max_bytes_ = 64u << 20;  // librdkafka's queued.max.messages.kbytes
+  size_t recent_message_bytes_ = 0;
+  bool fetcher_may_sleep_ = false;
+  std::vector<rd_kafka_message_t*> polled_;
+};
+
+}  // namespace picomq::runtime::kafka

@@ -1,0 +1,256 @@
+// The commit rules of the delivery window, without a broker: a fake sink completes writes in
+// any order, the waiter records the back-off instead of sleeping, and the offsets the window
+// stores are what would be committed.
+#include "runtime/delivery/delivery_window.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fakes.h"
+
+namespace picomq::runtime::testing {
+namespace {
+
+using Policy = config::BadRecordPolicy;
+const TopicPartition A{"orders", 0};
+const TopicPartition B{"orders", 1};
+
+TEST(DeliveryWindow, OutOfOrderCompletionsAreTakenInOrderAndStoreOffsetsInOrder) {
+  WindowRig rig(Policy::Fail, 3);
+  rig.sink.hold();
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.window->start(prepared_job(A, 10, 10));
+  rig.window->start(prepared_job(A, 20, 10));
+  EXPECT_TRUE(rig.window->full());
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 10, 20})) << "three writes in flight at once";
+  rig.sink.complete(2);
+  rig.sink.complete(1);
+  EXPECT_FALSE(rig.window->oldest_done()) << "the newer writes are done, the oldest is not";
+  EXPECT_TRUE(rig.offsets.stored().empty());
+  rig.sink.complete(0);
+  rig.drain();
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(rig.counters.delivered, 30u);
+  EXPECT_TRUE(rig.failures.empty());
+}
+
+TEST(DeliveryWindow, AFailureBehindSuccessesCommitsOnlyTheSuccessesAndStopsThePartition) {
+  WindowRig rig(Policy::Fail, 4);
+  rig.sink.hold();
+  for (int i = 0; i < 3; ++i) rig.window->start(prepared_job(A, i * 10, 10));
+  rig.window->start(prepared_job(B, 0, 5));
+  rig.sink.complete(0);
+  rig.sink.complete(1);
+  rig.sink.complete(2, {PMQ_WRITE_FATAL, "table is gone"});
+  rig.sink.complete(3);
+  rig.drain();
+  EXPECT_EQ(rig.offsets.stored(), (std::vector<std::pair<TopicPartition, int64_t>>{{A, 10}, {A, 20}, {B, 5}}));
+  ASSERT_EQ(rig.failures.size(), 1u);
+  EXPECT_EQ(rig.failures[0].first, A);
+  EXPECT_NE(rig.failures[0].second.find("orders[0] offsets 20..29 failed permanently"), std::string::npos)
+      << rig.failures[0].second;
+  EXPECT_NE(rig.failures[0].second.find("table is gone"), std::string::npos);
+  EXPECT_TRUE(rig.waiter.delays.empty()) << "a permanent failure is not retried";
+
+  // Nothing later of the failed partition is written: its failed batch stays first on restart.
+  rig.window->start(prepared_job(A, 30, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts().size(), 4u);
+  EXPECT_EQ(rig.offsets.stored().size(), 3u);
+}
+
+TEST(DeliveryWindow, RetryableFailuresAreRetriedOnTheScheduleAndTheOffsetHoldsUntilSuccess) {
+  WindowRig rig;
+  rig.sink.script({{PMQ_WRITE_RETRY, "busy"}, {PMQ_WRITE_PARTIAL, "timeout"}, {}});
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 0, 0})) << "the same batch, three times";
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10}));
+  EXPECT_TRUE(rig.failures.empty());
+}
+
+TEST(DeliveryWindow, TheFifthFailureFailsThePartitionAfter200To1600msOfBackoff) {
+  WindowRig rig;
+  rig.sink.script(std::vector<Outcome>(5, {PMQ_WRITE_RETRY, "connection refused"}));
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts().size(), 5u);
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
+  EXPECT_TRUE(rig.offsets.stored().empty());
+  ASSERT_EQ(rig.failures.size(), 1u);
+  EXPECT_NE(rig.failures[0].second.find("failed 5 times; last error: retryable failure: connection refused"),
+            std::string::npos) << rig.failures[0].second;
+}
+
+TEST(DeliveryWindow, FilteredAndSkippedRecordsAtTheEndOfABatchAreCommittedPast) {
+  WindowRig rig(Policy::Skip);
+  // Offsets 0..4: the sink gets 0..2; 3 was filtered, 4 was undecodable (skip policy).
+  Job job = prepared_job(A, 0, 5);
+  job.out.batch.records.resize(3);
+  job.out.filtered = 1;
+  job.out.bad.push_back({4, BadRecordStage::Decode, "schema json: trailing garbage"});
+  rig.window->start(std::move(job));
+  rig.drain();
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(rig.counters.filtered, 1u);
+  EXPECT_EQ(rig.counters.skipped, 1u);
+  EXPECT_EQ(rig.counters.delivered, 3u);
+}
+
+TEST(DeliveryWindow, ABatchWhoseRecordsWereAllFilteredIsCommittedWithoutAWrite) {
+  WindowRig rig;
+  Job job = prepared_job(A, 0, 4);
+  job.out.batch.records.clear();
+  job.out.filtered = 4;
+  rig.window->start(std::move(job));
+  EXPECT_TRUE(rig.window->oldest_done());
+  rig.drain();
+  EXPECT_TRUE(rig.sink.starts().empty());
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{4}));
+}
+
+TEST(DeliveryWindow, ARejectedLastRecordIsSkippedAndTheRestCommitted) {
+  WindowRig rig(Policy::Skip);
+  rig.sink.script({{PMQ_WRITE_REJECTED, "", {{4, "value too long"}}}});
+  rig.window->start(prepared_job(A, 0, 5));
+  rig.drain();
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(rig.counters.skipped, 1u);
+  EXPECT_EQ(rig.counters.delivered, 4u);
+  EXPECT_TRUE(rig.failures.empty());
+}
+
+TEST(DeliveryWindow, UnderFailARejectedRecordCommitsWhatPrecedesItAndNamesIt) {
+  WindowRig rig(Policy::Fail);
+  rig.sink.script({{PMQ_WRITE_REJECTED, "", {{3, "null in a NOT NULL column"}, {4, "too long"}}}});
+  rig.window->start(prepared_job(A, 10, 5));
+  rig.drain();
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{13}));
+  ASSERT_EQ(rig.failures.size(), 1u);
+  EXPECT_NE(rig.failures[0].second.find("rejected record orders[0] at offset 13: null in a NOT NULL column (and 1 more)"),
+            std::string::npos) << rig.failures[0].second;
+}
+
+TEST(DeliveryWindow, RejectedRecordsAreDeadLetteredWithRetriesBeforeTheOffsetMoves) {
+  WindowRig rig(Policy::DeadLetter);
+  rig.dead_letters.failures_left = 2;
+  rig.sink.script({{PMQ_WRITE_REJECTED, "", {{1, "bad date"}}}});
+  rig.window->start(prepared_job(A, 0, 3));
+  rig.drain();
+  EXPECT_EQ(rig.dead_letters.attempts, 3);
+  EXPECT_EQ(rig.dead_letters.sent, (std::vector<int64_t>{1}));
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{3}));
+  EXPECT_EQ(rig.counters.dead_lettered, 1u);
+}
+
+TEST(DeliveryWindow, ADeadLetterTopicThatStaysDownFailsAtTheFirstBadRecord) {
+  WindowRig rig(Policy::DeadLetter);
+  rig.dead_letters.failures_left = 100;
+  Job job = prepared_job(A, 0, 6);
+  job.out.batch.records.erase(job.out.batch.records.begin() + 2);  // offset 2 did not decode
+  job.out.bad.push_back({2, BadRecordStage::Decode, "not JSON"});
+  rig.window->start(std::move(job));
+  rig.drain();
+  EXPECT_EQ(rig.dead_letters.attempts, 5);
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{2})) << "written before the bad record, nothing from it on";
+  ASSERT_EQ(rig.failures.size(), 1u);
+  EXPECT_NE(rig.failures[0].second.find("dead-letter topic 'dlq'"), std::string::npos);
+}
+
+TEST(DeliveryWindow, AStopDuringARetryEndsTheWaitLeavesTheBatchUncommittedAndIsNoError) {
+  WindowRig rig;
+  rig.waiter.stop_at_wait = 2;
+  rig.sink.script(std::vector<Outcome>(5, {PMQ_WRITE_RETRY, "down"}));
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts().size(), 2u) << "no attempt after the stop";
+  EXPECT_TRUE(rig.offsets.stored().empty());
+  EXPECT_TRUE(rig.failures.empty()) << "a stop is not an error";
+  EXPECT_TRUE(rig.window->partition_failed(A)) << "nothing later of the partition may go before it";
+  rig.window->start(prepared_job(A, 10, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts().size(), 2u);
+}
+
+TEST(DeliveryWindow, ARowsPlanePrefixIsCommittedAndTheRetryStartsAtTheFailedRecord) {
+  WindowRig rig;
+  rig.sink.script({{PMQ_WRITE_RETRY, "lost connection", {}, 4}, {}});
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(rig.sink.sizes(), (std::vector<size_t>{10, 6}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{4, 10}));
+  EXPECT_EQ(rig.counters.delivered, 10u);
+}
+
+TEST(DeliveryWindow, ARecordThatCannotBeDecodedForNowIsWaitedForThenWritten) {
+  WindowRig rig;
+  int calls = 0;
+  rig.prepare = [&](const Job& job) {
+    PreparedBatch p = prepared_job(job.tp, 0, 3).out;
+    if (++calls < 3) {
+      p.batch.records.resize(1);
+      p.retry_error = "schema registry unreachable";
+      p.commit_to = 1;
+    }
+    return p;
+  };
+  Job job;
+  job.tp = A;
+  job.records = records(0, 3);
+  rig.window->start(std::move(job));
+  rig.drain();
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
+  EXPECT_EQ(rig.sink.sizes(), (std::vector<size_t>{3}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{3}));
+}
+
+TEST(DeliveryWindow, AStopWhileARecordCannotBeDecodedWritesTheRecordsBeforeItAndCommitsUpToIt) {
+  WindowRig rig;
+  rig.waiter.stop_at_wait = 1;
+  rig.prepare = [&](const Job& job) {
+    PreparedBatch p = prepared_job(job.tp, 0, 3).out;
+    p.batch.records.resize(2);
+    p.retry_error = "schema registry unreachable";
+    p.commit_to = 2;
+    return p;
+  };
+  Job job;
+  job.tp = A;
+  job.records = records(0, 3);
+  rig.window->start(std::move(job));
+  rig.drain();
+  EXPECT_EQ(rig.sink.sizes(), (std::vector<size_t>{2}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{2})) << "the undecodable record is read first on restart";
+}
+
+TEST(DeliveryWindow, CompletionsFromAnotherThreadAreTakenInOrder) {
+  WindowRig rig(Policy::Fail, 8);
+  rig.sink.hold();
+  constexpr int kJobs = 64;
+  std::thread completer;
+  for (int i = 0; i < kJobs; ++i) {
+    if (rig.window->full()) {
+      if (completer.joinable()) completer.join();
+      const size_t first = static_cast<size_t>(i - 8);
+      completer = std::thread([&rig, first] {
+        for (size_t k = first + 8; k-- > first;) rig.sink.complete(k);  // newest first
+      });
+      while (!rig.window->empty()) rig.window->finish_oldest();
+    }
+    rig.window->start(prepared_job(A, i * 10, 10));
+  }
+  if (completer.joinable()) completer.join();
+  for (size_t k = kJobs - 8; k < kJobs; ++k) rig.sink.complete(k);
+  rig.drain();
+  std::vector<int64_t> expected;
+  for (int i = 1; i <= kJobs; ++i) expected.push_back(i * 10);
+  EXPECT_EQ(rig.offsets.offsets(), expected);
+}
+
+}  // namespace
+}  // namespace picomq::runtime::testing

@@ -1,0 +1,219 @@
+#pragma once
+// Fakes for the commit rules: consumed records from vectors, a sink that completes writes on
+// command (or at once, from a script), an offset store and a waiter that record what they get.
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/delivery/delivery_window.h"
+
+namespace picomq::runtime::testing {
+
+struct FakeRecord {
+  int64_t offset;
+  std::string value;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+class VectorRecords final : public ConsumedRecords {
+ public:
+  explicit VectorRecords(std::vector<FakeRecord> records) : records_(std::move(records)) {}
+  size_t size() const override { return records_.size(); }
+  ConsumedRecord at(size_t i) const override {
+    const auto& r = records_[i];
+    ConsumedRecord out;
+    out.offset = r.offset;
+    out.timestamp_ms = 1700000000000 + r.offset;
+    out.value = {reinterpret_cast<const uint8_t*>(r.value.data()), r.value.size()};
+    return out;
+  }
+  void headers(size_t i, std::vector<pmq_header>& out) const override {
+    for (const auto& [n, v] : records_[i].headers)
+      out.push_back({{reinterpret_cast<const uint8_t*>(n.data()), n.size()},
+                     {reinterpret_cast<const uint8_t*>(v.data()), v.size()}});
+  }
+
+ private:
+  std::vector<FakeRecord> records_;
+};
+
+// Records [first, first + n) of partition tp, JSON values.
+inline std::unique_ptr<VectorRecords> records(int64_t first, int n) {
+  std::vector<FakeRecord> out;
+  for (int i = 0; i < n; ++i) out.push_back({first + i, "{\"n\":" + std::to_string(first + i) + "}", {}});
+  return std::make_unique<VectorRecords>(std::move(out));
+}
+
+// A job already prepared: every record goes to the sink, the commit goes past the last.
+inline Job prepared_job(const TopicPartition& tp, int64_t first, int n) {
+  Job job;
+  job.tp = tp;
+  job.records = records(first, n);
+  job.prepared = true;
+  job.out.batch.tp = tp;
+  job.out.batch.format = PMQ_PAYLOAD_JSON;
+  for (int i = 0; i < n; ++i) {
+    pmq_record r{};
+    r.offset = first + i;
+    job.out.batch.records.push_back(r);
+  }
+  job.out.commit_to = first + n;
+  return job;
+}
+
+// An outcome a scripted write completes with.
+struct Outcome {
+  pmq_write_status status = PMQ_WRITE_OK;
+  std::string message;
+  std::vector<std::pair<size_t, std::string>> rejections;
+  size_t written = 0;
+};
+
+class FakeSink final : public BatchWriter {
+ public:
+  explicit FakeSink(size_t max_in_flight = 1) : max_in_flight_(max_in_flight) {}
+  // Writes complete at once with the next scripted outcome (OK when the script is empty),
+  // unless hold() was called: then they stay pending until complete(i, ...).
+  void script(std::vector<Outcome> outcomes) {
+    std::lock_guard lock(mutex_);
+    script_.assign(outcomes.begin(), outcomes.end());
+  }
+  void hold() { hold_ = true; }
+
+  void start(const DecodedBatch& batch, WriteCall& call) override {
+    std::unique_lock lock(mutex_);
+    starts_.push_back(batch.records.empty() ? -1 : batch.records.front().offset);
+    sizes_.push_back(batch.records.size());
+    if (hold_) {
+      held_.push_back(&call);
+      return;
+    }
+    Outcome o = script_.empty() ? Outcome{} : script_.front();
+    if (!script_.empty()) script_.pop_front();
+    lock.unlock();
+    finish(call, o);
+  }
+  size_t max_in_flight() const override { return max_in_flight_; }
+
+  // Completes held write `i` (in start order).
+  void complete(size_t i, Outcome o = {}) {
+    WriteCall* call;
+    {
+      std::lock_guard lock(mutex_);
+      call = held_.at(i);
+    }
+    finish(*call, o);
+  }
+  std::vector<int64_t> starts() const {
+    std::lock_guard lock(mutex_);
+    return starts_;
+  }
+  std::vector<size_t> sizes() const {
+    std::lock_guard lock(mutex_);
+    return sizes_;
+  }
+
+ private:
+  static void finish(WriteCall& call, const Outcome& o) {
+    call.outcome.message = o.message;
+    call.outcome.rejections = o.rejections;
+    call.outcome.written = o.written;
+    call.complete(o.status);
+  }
+  size_t max_in_flight_;
+  bool hold_ = false;
+  mutable std::mutex mutex_;
+  std::deque<Outcome> script_;
+  std::vector<WriteCall*> held_;
+  std::vector<int64_t> starts_;
+  std::vector<size_t> sizes_;
+};
+
+class RecordingOffsets final : public OffsetSink {
+ public:
+  void store(const TopicPartition& tp, int64_t next_offset) override {
+    std::lock_guard lock(mutex_);
+    stored_.emplace_back(tp, next_offset);
+  }
+  std::vector<std::pair<TopicPartition, int64_t>> stored() const {
+    std::lock_guard lock(mutex_);
+    return stored_;
+  }
+  std::vector<int64_t> offsets() const {
+    std::vector<int64_t> out;
+    for (const auto& s : stored()) out.push_back(s.second);
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<TopicPartition, int64_t>> stored_;
+};
+
+// Returns at once (an injected clock: the delays are recorded, not slept); stops when told to,
+// optionally from inside the n-th wait.
+class RecordingWaiter final : public Waiter {
+ public:
+  bool wait(std::chrono::milliseconds delay) override {
+    delays.push_back(delay.count());
+    if (stop_at_wait && delays.size() >= stop_at_wait) stopped = true;
+    return !stopped;
+  }
+  std::vector<int64_t> delays;
+  size_t stop_at_wait = 0;  // 0: never
+  bool stopped = false;
+};
+
+class FakeDeadLetters final : public DeadLetters {
+ public:
+  bool send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) override {
+    ++attempts;
+    if (failures_left > 0) {
+      --failures_left;
+      error = "cannot produce to dead-letter topic 'dlq': broker down";
+      return false;
+    }
+    for (const auto& b : bad) sent.push_back(job.records->at(b.index).offset);
+    return true;
+  }
+  std::string topic() const override { return "dlq"; }
+  int failures_left = 0;
+  int attempts = 0;
+  std::vector<int64_t> sent;
+};
+
+// A window over the fakes, with what its callbacks reported.
+struct WindowRig {
+  explicit WindowRig(config::BadRecordPolicy policy = config::BadRecordPolicy::Fail, size_t max_in_flight = 1)
+      : sink(max_in_flight) {
+    DeliveryWindow::Settings s;
+    s.log_prefix = "test";
+    s.on_bad_record = policy;
+    window = std::make_unique<DeliveryWindow>(
+        s, DeliveryWindow::Dependencies{
+               .writer = sink,
+               .offsets = offsets,
+               .waiter = waiter,
+               .counters = counters,
+               .prepare = [this](const Job& job) { return prepare(job); },
+               .dead_letters = [this](std::string&) -> DeadLetters* { return &dead_letters; },
+               .on_failure = [this](const TopicPartition& tp, const std::string& m) { failures.emplace_back(tp, m); },
+               .on_write_done = [] {}});
+  }
+  // Finishes every pending write, oldest first.
+  void drain() {
+    while (!window->empty()) window->finish_oldest();
+  }
+  FakeSink sink;
+  RecordingOffsets offsets;
+  RecordingWaiter waiter;
+  DeliveryCounters counters;
+  FakeDeadLetters dead_letters;
+  std::function<PreparedBatch(const Job&)> prepare = [](const Job&) { return PreparedBatch{}; };
+  std::vector<std::pair<TopicPartition, std::string>> failures;
+  std::unique_ptr<DeliveryWindow> window;
+};
+
+}  // namespace picomq::runtime::testing
