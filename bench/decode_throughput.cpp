@@ -31,7 +31,7 @@
 #include "decoders/avro_decoder.h"
 #include "decoders/flatbuffer_decoder.h"
 #include "decoders/proto_decoder.h"
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 
 namespace {
 
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
       docs.push_back(json);
     }
     const Batch batch(docs);
-    auto ours = runtime::make_decoder(config::Schema::Json);
+    auto ours = decoders::make_decoder(config::Schema::Json);
     std::deque<std::string> owned;
     pmq_bytes out{};
     const Rate r_ours = measure(batch, seconds, [&](const std::string& p) {

@@ -6,10 +6,10 @@
 #include <cstring>
 
 #include "common.h"
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static auto decoder = picomq::runtime::make_decoder(picomq::config::Schema::Json);
+  static auto decoder = picomq::decoders::make_decoder(picomq::config::Schema::Json);
   std::deque<std::string> owned;
   pmq_bytes out{};
   std::string error;

@@ -1,7 +1,7 @@
 // fuzz_decoder_text: arbitrary bytes through the text schema's decoder. Differential against a
 // byte-by-byte UTF-8 check written from RFC 3629 (no overlongs, no surrogates, <= U+10FFFF).
 #include "common.h"
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 
 namespace {
 bool utf8_reference(const uint8_t* s, size_t n) {
@@ -29,7 +29,7 @@ bool utf8_reference(const uint8_t* s, size_t n) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static auto decoder = picomq::runtime::make_decoder(picomq::config::Schema::Text);
+  static auto decoder = picomq::decoders::make_decoder(picomq::config::Schema::Text);
   std::deque<std::string> owned;
   pmq_bytes out{};
   std::string error;

@@ -51,7 +51,7 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   client_.set_commit_listener(&committer_);
   buckets_ = std::make_unique<Bucketer<kafka::MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
   if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
-  const auto decoders = make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
+  const auto decoders = decoders::make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
   const BatchPreparer::Settings prep{settings_.block.schema, settings_.block.on_bad_record,
                                      static_cast<uint32_t>(settings_.block_index)};
   consumer_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());

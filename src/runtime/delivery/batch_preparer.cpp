@@ -14,7 +14,7 @@ std::string_view to_string(BadRecordStage stage) {
   return "unknown";
 }
 
-BatchPreparer::BatchPreparer(Settings settings, std::unique_ptr<PayloadDecoder> decoder,
+BatchPreparer::BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder,
                              const transform::Chain* transforms)
     : settings_(settings),
       schema_name_(config::to_string(settings.schema)),
@@ -46,13 +46,13 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     pmq_record r{};
     r.offset = in.offset;
     if (in.value.data) {
-      const DecodeStatus status = decoder_->decode_record({in.value.data, in.value.size}, r.payload, batch.owned, error);
-      if (status == DecodeStatus::retry) {
+      const decoders::DecodeStatus status = decoder_->decode_record({in.value.data, in.value.size}, r.payload, batch.owned, error);
+      if (status == decoders::DecodeStatus::retry) {
         out.retry_error = "cannot decode record " + where(in.offset) + " for now (schema " + batch.schema + "): " + error;
         out.commit_to = in.offset;
         break;
       }
-      if (status != DecodeStatus::ok) {
+      if (status != decoders::DecodeStatus::ok) {
         if (fail_policy) {
           stop_at(in.offset, "cannot decode record " + where(in.offset) + " (schema " + batch.schema + "): " + error);
           break;

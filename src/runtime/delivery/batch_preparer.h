@@ -7,7 +7,7 @@
 #include <string>
 
 #include "config/sink_definition.h"
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 #include "runtime/delivery/job.h"
 #include "transform/chain.h"
 
@@ -22,7 +22,7 @@ class BatchPreparer {
   };
   // `transforms` may be null (no [[transforms]]) and must outlive the preparer; it is shared,
   // the decoder is this preparer's own (decoders keep parser state).
-  BatchPreparer(Settings settings, std::unique_ptr<PayloadDecoder> decoder, const transform::Chain* transforms);
+  BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder, const transform::Chain* transforms);
 
   // `wants_headers`: whether anyone reads headers (the sink or the transforms); librdkafka
   // parses them on request only, about a tenth of the per-record work.
@@ -31,7 +31,7 @@ class BatchPreparer {
  private:
   Settings settings_;
   std::string schema_name_;
-  std::unique_ptr<PayloadDecoder> decoder_;
+  std::unique_ptr<decoders::PayloadDecoder> decoder_;
   const transform::Chain* transforms_;
 };
 

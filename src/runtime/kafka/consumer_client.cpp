@@ -194,11 +194,16 @@ int64_t ConsumerClient::check_broker(std::chrono::milliseconds every) {
   const auto now = Clock::now();
   if (now >= next_broker_probe_) {
     next_broker_probe_ = now + every;
-    // Metadata of the topics this client knows: any answer means a broker is back.
-    const rd_kafka_metadata_t* md = nullptr;
-    if (rd_kafka_metadata(rk_, 0, nullptr, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      rd_kafka_metadata_destroy(md);
-      mark_broker_up();
+    // The log end of an assigned partition: an answer means its leader is back. (A metadata
+    // request would do too, but one that finds a subscribed topic missing makes librdkafka
+    // cache that and wait minutes before it looks again.) Without partitions, the next
+    // assignment, record or commit tells instead.
+    if (!assignment_.empty()) {
+      int64_t low = 0, high = 0;
+      const auto& tp = assignment_.front();
+      if (rd_kafka_query_watermark_offsets(rk_, tp.topic.c_str(), tp.partition, &low, &high, 500) ==
+          RD_KAFKA_RESP_ERR_NO_ERROR)
+        mark_broker_up();
     }
   }
   return broker_down ? broker_down_since_ms.load() : 0;
@@ -263,6 +268,7 @@ void ConsumerClient::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partit
       assignment_ = changed;
     }
     if (paused_) rd_kafka_pause_partitions(rk_, partitions);
+    mark_broker_up();  // the group coordinator answered
     listener_.on_assigned(changed);
     return;
   }

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "payloads.h"
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 
-namespace picomq::runtime {
+namespace picomq::decoders {
 namespace {
 
 TEST(DecodersRuntime, FactoryDecodersWriteJsonIntoOwnedStorage) {
@@ -69,9 +69,9 @@ TEST(DecodersRuntime, JsonRawAndTextStillPassBytesThrough) {
 }
 
 }  // namespace
-}  // namespace picomq::runtime
+}  // namespace picomq::decoders
 
-namespace picomq::runtime {
+namespace picomq::decoders {
 namespace {
 
 // Found by fuzz_decoder_json: the fallback for integers beyond 64 bits used nlohmann, which
@@ -90,4 +90,4 @@ TEST(DecodersRuntime, FuzzRegressionJsonWithANulByteAfterABigIntegerIsRejected) 
 }
 
 }  // namespace
-}  // namespace picomq::runtime
+}  // namespace picomq::decoders

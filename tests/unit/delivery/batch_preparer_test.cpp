@@ -13,7 +13,7 @@ using Policy = config::BadRecordPolicy;
 const TopicPartition A{"orders.eu", 2};
 
 BatchPreparer preparer(Policy policy, const transform::Chain* chain = nullptr) {
-  return BatchPreparer({config::Schema::Json, policy, 3}, make_decoder(config::Schema::Json), chain);
+  return BatchPreparer({config::Schema::Json, policy, 3}, decoders::make_decoder(config::Schema::Json), chain);
 }
 
 VectorRecords mixed() {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "config/sink_definition.h"
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 #include "runtime/plugin_host.h"
 
 // From <sanitizer/common_interface_defs.h>; null when no sanitizer runtime is linked.
@@ -147,7 +147,7 @@ class TestBatch {
       : messages_(std::move(messages)) {
     batch_.tp = {std::move(topic), partition};
     batch_.schema = std::string(config::to_string(schema));
-    auto decoder = make_decoder(schema);
+    auto decoder = decoders::make_decoder(schema);
     batch_.format = decoder->format();
     std::vector<std::pair<size_t, size_t>> header_ranges;
     for (const Message& m : messages_) {

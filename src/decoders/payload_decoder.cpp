@@ -1,4 +1,4 @@
-#include "runtime/decoder.h"
+#include "decoders/payload_decoder.h"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -14,7 +14,7 @@
 #include "decoders/proto_decoder.h"
 #include "decoders/schema_registry.h"
 
-namespace picomq::runtime {
+namespace picomq::decoders {
 namespace {
 
 class RawDecoder final : public PayloadDecoder {
@@ -72,10 +72,19 @@ class JsonDecoder final : public PayloadDecoder {
       // beyond a double's range (1e400), as RFC 8259 allows.
       // nlohmann stops at a NUL byte as if the input ended there; JSON never has a raw NUL
       // (found by fuzz_decoder_json: "123456789012345678901\0garbage" was accepted).
-      if (std::memchr(in.data(), 0, in.size()) == nullptr &&
-          nlohmann::json::accept(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()))) {
-        out = {in.data(), in.size()};
-        return DecodeStatus::ok;
+      if (std::memchr(in.data(), 0, in.size()) == nullptr) {
+        try {
+          (void)nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
+          out = {in.data(), in.size()};
+          return DecodeStatus::ok;
+        } catch (const nlohmann::json::out_of_range& e) {
+          // Grammatical JSON with a number no double holds: say that, not "not valid JSON".
+          const std::string_view what = e.what();
+          const auto at = what.find("] ");
+          error = "payload holds a number out of range (" + std::string(at == what.npos ? what : what.substr(at + 2)) + ")";
+          return DecodeStatus::bad_record;
+        } catch (const nlohmann::json::exception&) {
+        }
       }
     }
     if (doc.error()) {
@@ -93,7 +102,7 @@ class JsonDecoder final : public PayloadDecoder {
 // proto / flatbuffer / avro: the payload becomes JSON, stored in the batch's `owned` storage.
 class SchemaPayloadDecoder final : public PayloadDecoder {
  public:
-  explicit SchemaPayloadDecoder(std::unique_ptr<decoders::SchemaDecoder> inner) : inner_(std::move(inner)) {}
+  explicit SchemaPayloadDecoder(std::unique_ptr<SchemaDecoder> inner) : inner_(std::move(inner)) {}
   pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
   DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned,
                              std::string& error) override {
@@ -105,7 +114,7 @@ class SchemaPayloadDecoder final : public PayloadDecoder {
   }
 
  private:
-  std::unique_ptr<decoders::SchemaDecoder> inner_;
+  std::unique_ptr<SchemaDecoder> inner_;
   std::string json_;
 };
 
@@ -215,4 +224,4 @@ std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsB
   return std::make_shared<Factory>(block);
 }
 
-}  // namespace picomq::runtime
+}  // namespace picomq::decoders

@@ -12,7 +12,7 @@
 #include "decoders/schema_decoder.h"
 #include "picomq/sink_abi.h"
 
-namespace picomq::runtime {
+namespace picomq::decoders {
 
 // What became of one payload.
 //  ok          `out` is set.
@@ -21,7 +21,7 @@ namespace picomq::runtime {
 //  retry       not the payload's fault (the schema registry is unreachable or failing): decode
 //              the same record again later; `error` says what failed. Only avro with
 //              avro_framing = "registry" returns it.
-using DecodeStatus = decoders::Status;
+using DecodeStatus = Status;
 
 class PayloadDecoder {
  public:
@@ -54,4 +54,4 @@ std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsB
 // json, raw and text need no compiled state (throws std::logic_error for the other schemas).
 std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema);
 
-}  // namespace picomq::runtime
+}  // namespace picomq::decoders

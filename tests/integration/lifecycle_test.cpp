@@ -1,0 +1,128 @@
+// ABI 2.2 through a real broker: the lifecycle plugin (tests/plugins/lifecycle_sink.cpp) writes
+// down every call it gets; an accumulating instance only completes its writes when flushed, so
+// the offsets that reach the group prove flush() came after poll_interval of quiet. A plugin
+// built against the ABI 2.1 header still loads and writes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <set>
+#include <sstream>
+
+#include "harness.h"
+
+namespace picomq::test {
+namespace {
+
+std::string lifecycle_definition(const Runtime& rt, const std::string& key, const std::string& topic,
+                                 const std::string& extra = "accumulate = true") {
+  return plugin_definition(key, "libpicomq_connector_lifecycle_sink",
+                           "topics = [\"" + topic + "\"]\npoll_interval = \"100ms\"",
+                           "events_path = \"" + (rt.dir() / "events").string() + "\"\n" + extra);
+}
+
+std::vector<std::string> events(const Runtime& rt) { return read_lines(rt.dir() / "events"); }
+
+// The partitions named by the last event starting with `kind` ("assigned 0", "revoked 0").
+std::set<std::string> partitions_of_last(const Runtime& rt, const std::string& kind) {
+  std::set<std::string> out;
+  const auto lines = events(rt);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->rfind(kind + " ", 0) != 0) continue;
+    std::istringstream in(it->substr(kind.size()));
+    for (std::string tp; in >> tp;) out.insert(tp);
+    break;
+  }
+  return out;
+}
+
+size_t count_prefix(const std::vector<std::string>& lines, const std::string& prefix) {
+  return static_cast<size_t>(
+      std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; }));
+}
+
+TEST(Lifecycle, QuietFlushCompletesAccumulatedWritesRevokeNamesThePartitionsAndShutdownFlushesThenCloses) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("lc");
+  kafka.create_topic(topic, 2);
+  const std::string group = "picomq-connect-sink-lc";
+  const std::set<std::string> both{topic + "[0]", topic + "[1]"};
+
+  Runtime first(kafka.bootstrap(), "first");
+  first.add_definition("lc.toml", lifecycle_definition(first, "lc", topic));
+  first.start();
+  ASSERT_TRUE(first.wait_assigned("lc", 30s)) << first.log();
+  ASSERT_TRUE(wait_until([&] { return partitions_of_last(first, "assigned 0") == both; }, 10s)) << first.log();
+  EXPECT_EQ(events(first).front(), "open lc") << "the instance knows its sink key";
+
+  kafka.produce_values(topic, json_values(0, 10), 0);
+  kafka.produce_values(topic, json_values(10, 20), 1);
+  // The writes are held by the sink until flush(): only the quiet flush lets them commit.
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 2, 10); }, 20s)) << first.log();
+  EXPECT_GE(count_prefix(events(first), "flush"), 1u);
+
+  // A second runtime joins: the first one hears which partitions it hands away.
+  Runtime second(kafka.bootstrap(), "second");
+  second.add_definition("lc.toml", lifecycle_definition(second, "lc", topic));
+  second.start();
+  ASSERT_TRUE(wait_until([&] { return second.block_status("lc").value("assigned", nlohmann::json::array()).size() == 1; },
+                         60s)) << second.log();
+  ASSERT_TRUE(wait_until([&] { return partitions_of_last(first, "revoked 0") == both; }, 10s))
+      << "eager rebalance: the first runtime revokes both before the new split\n" << first.log();
+  ASSERT_TRUE(wait_until([&] { return partitions_of_last(first, "assigned 0").size() == 1; }, 10s)) << first.log();
+  const auto kept = partitions_of_last(first, "assigned 0");
+  EXPECT_EQ(partitions_of_last(second, "assigned 0").count(*kept.begin()), 0u) << "each partition has one owner";
+
+  kafka.produce_values(topic, json_values(20, 30), 0);
+  kafka.produce_values(topic, json_values(30, 40), 1);
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 2, 20); }, 30s)) << first.log() << second.log();
+
+  // Counters the sink bumped are in the status.
+  ASSERT_TRUE(wait_until([&] { return first.sink_status("lc").contains("counters"); }, 5s));
+  const auto counters = first.sink_status("lc")["counters"];
+  EXPECT_GE(counters.value("batches", 0), 2);
+  EXPECT_GE(counters.value("records", 0), 20);
+
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  ASSERT_EQ(first.wait_exit(30s), 0) << first.log();
+  ASSERT_EQ(second.wait_exit(30s), 0) << second.log();
+  const auto lines = events(first);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "close");
+  const auto last_write = std::find_if(lines.rbegin(), lines.rend(), [](const std::string& l) { return l.rfind("write", 0) == 0; });
+  const auto last_flush = std::find(lines.rbegin(), lines.rend(), "flush");
+  EXPECT_TRUE(last_flush < last_write) << "shutdown flushes after the last write";
+}
+
+TEST(Lifecycle, AValidateRefusalKeepsTheSinkFromOpeningAndNamesTheKey) {
+  const auto topic = unique_name("lcv");
+  Runtime rt(Kafka::shared().bootstrap());
+  rt.add_definition("v.toml", lifecycle_definition(rt, "lcv", topic, "max_held = 3"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("lcv", "error", 20s)) << rt.log();
+  EXPECT_NE(rt.sink_status("lcv").value("message", "").find("max_held: needs accumulate = true"), std::string::npos)
+      << rt.sink_status("lcv");
+  EXPECT_FALSE(std::filesystem::exists(rt.dir() / "events")) << "open() was not called";
+}
+
+TEST(Lifecycle, APluginBuiltAgainstAbi21LoadsAndWrites) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("abi21");
+  kafka.create_topic(topic);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("a.toml", plugin_definition("abi21", "libpicomq_connector_abi21_sink", "topics = [\"" + topic + "\"]",
+                                                "log_path = \"" + (rt.dir() / "abi21.log").string() + "\""));
+  rt.start();
+  kafka.produce_values(topic, json_values(0, 25));
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-abi21", topic) == 25; }, 30s)) << rt.log();
+  const auto lines = read_lines(rt.dir() / "abi21.log");
+  ASSERT_EQ(lines.size(), 25u);
+  EXPECT_EQ(lines.front(), topic + ":0:0");
+  EXPECT_EQ(lines.back(), topic + ":0:24");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
+}  // namespace
+}  // namespace picomq::test
