@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "destination/encoding.h"
+#include "destination/headers.h"
 #include "destination/metadata.h"
 #include "picomq/sdk.hpp"
 
@@ -97,16 +98,8 @@ void append_record(std::string& out, const pmq_batch& batch, const pmq_record& r
   if (r.header_count) {
     out += ",\"";
     out += dest::kHeadersField;
-    out += "\":{";
-    for (size_t h = 0; h < r.header_count; ++h) {
-      const pmq_header& hd = r.headers[h];
-      if (h) out += ',';
-      dest::append_json_escaped(out, dest::header_value_as_string({hd.name.data, hd.name.size}));
-      out += ':';
-      if (hd.value.data) dest::append_json_escaped(out, dest::header_value_as_string({hd.value.data, hd.value.size}));
-      else out += "null";
-    }
-    out += '}';
+    out += "\":";
+    dest::append_headers_json(out, {r.headers, r.header_count});
   }
   out += ",\"payload\":";
   append_payload(out, batch, r);

@@ -90,6 +90,27 @@ TEST(PostgresSink, JsonbInsertWithMetadataIntoATemplatedAutoCreatedTable) {
             (Rows{{"pico_id"}}));
 }
 
+// A header name that occurs more than once keeps all its values: pico_headers->'a' is an array
+// (a jsonb object with a repeated key would keep only the last value).
+TEST(PostgresSink, RepeatedHeaderNamesLandAsAnArrayInPicoHeaders) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgdupheaders");
+  const auto topic = unique_name("dupheaders");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  records.push_back({R"({"id": 1})", std::nullopt, {{"a", "1"}, {"b", "x"}, {"a", "2"}}});
+  records.push_back({R"({"id": 2})", std::nullopt, {{"a", "only"}}});
+  kafka.produce(topic, records);
+
+  run_until_committed("pgdupheaders", topic, db, "target_table = \"t\"", 2);
+  EXPECT_EQ(pg.query("SELECT pico_headers->'a' = '[\"1\", \"2\"]'::jsonb, pico_headers->>'b', "
+                     "jsonb_typeof(pico_headers->'a') FROM t WHERE pico_offset = 0",
+                     db),
+            (Rows{{"t", "x", "array"}}));
+  EXPECT_EQ(pg.query("SELECT pico_headers::text FROM t WHERE pico_offset = 1", db), (Rows{{R"({"a": "only"})"}}));
+}
+
 TEST(PostgresSink, ReplayInInsertModeWritesNothingTwiceAppendWritesAgain) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();
