@@ -25,6 +25,7 @@
 #include "destination/name_template.h"
 #include "destination/sanitize.h"
 #include "picomq/sdk.hpp"
+#include "postgres/conninfo.h"
 #include "postgres/row_encoder.h"
 #include "postgres/sql.h"
 
@@ -154,16 +155,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void open(const sdk::Config& config) {
     conninfo_ = config.string("connection_string");
     reconnect_timeout_ = config.duration("reconnect_timeout");
-    {
-      char* err = nullptr;
-      PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
-      if (!parsed) {
-        std::string message = err ? trim(err) : "out of memory";
-        if (err) PQfreemem(err);
-        throw sdk::FatalError("connection_string is not a valid libpq connection string: " + message);
-      }
-      PQconninfoFree(parsed);
-    }
+    check_connection_string();
     auto tmpl = dest::NameTemplate::parse(config.string("target_table"));
     if (!tmpl) throw sdk::FatalError("target_table: " + tmpl.error());
     template_.emplace(std::move(tmpl).value());
@@ -607,6 +599,27 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     target.ready = true;
   }
 
+  // The connection_string, before anything connects: its syntax and option names
+  // (PQconninfoParse), then the option values libpq checks only when it connects (a port that
+  // is not a number...), so that such a mistake stops the sink at once instead of being retried
+  // like a server that is down. Messages never show the password.
+  void check_connection_string() {
+    char* err = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
+    if (!parsed) {
+      std::string message = err ? trim(err) : "out of memory";
+      if (err) PQfreemem(err);
+      throw sdk::FatalError("connection_string is not a valid libpq connection string: " +
+                            pg::redact_secrets(message, conninfo_));
+    }
+    conn_options_.clear();
+    for (const PQconninfoOption* o = parsed; o->keyword; ++o)
+      if (o->val) conn_options_.emplace_back(o->keyword, o->val);
+    PQconninfoFree(parsed);
+    if (auto problem = pg::check_connection_options(conn_options_))
+      throw sdk::FatalError("connection_string: " + pg::redact_secrets(*problem, conninfo_, &conn_options_));
+  }
+
   // Connects unless connected. An unreachable server is tried again for up to reconnect_timeout:
   // a server restart takes longer than the runtime's own retries (about 3 s in all) would wait.
   void connect() {
@@ -620,14 +633,17 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
         if (attempt > 1) log(sdk::LogLevel::Info, "reconnected to PostgreSQL after " + std::to_string(attempt) + " attempts");
         break;
       }
-      const std::string message = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
+      const std::string raw = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
+      const std::string message = pg::redact_secrets(raw, conninfo_, &conn_options_);
       disconnect();
+      // A bad option value libpq found before contacting any server: no retry can mend it.
+      if (pg::is_connection_option_error(raw))
+        throw sdk::FatalError("connection_string: " + message + " (a configuration error, not retried)");
       // libpq has no SQLSTATE for a failed connection: tell auth and missing-database problems
       // (retrying cannot help) from an unreachable server by the message.
-      if (message.find("authentication failed") != std::string::npos ||
-          message.find("password") != std::string::npos ||
-          (message.find("database") != std::string::npos && message.find("does not exist") != std::string::npos) ||
-          message.find("no pg_hba.conf entry") != std::string::npos)
+      if (raw.find("authentication failed") != std::string::npos || raw.find("password") != std::string::npos ||
+          (raw.find("database") != std::string::npos && raw.find("does not exist") != std::string::npos) ||
+          raw.find("no pg_hba.conf entry") != std::string::npos)
         throw sdk::FatalError("cannot connect to PostgreSQL: " + message);
       if (std::chrono::steady_clock::now() + pause > deadline)
         throw sdk::RetryableError("cannot connect to PostgreSQL: " + message);
@@ -742,6 +758,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   std::string conninfo_;  // secret: never logged
+  pg::ConnOptions conn_options_;  // conninfo_ parsed (holds the password too: never logged)
   std::chrono::milliseconds commit_interval_{1000};
   bool streaming_ = true;  // batches may share a COPY (insert and append modes, commit_interval > 0)
   // The connection and everything below it: write calls and the committer thread.
