@@ -13,7 +13,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,8 +89,10 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   static constexpr std::string_view description =
       "Writes records into PostgreSQL tables (one per topic) with binary COPY; consecutive batches share a "
       "transaction for up to commit_interval.";
+  // Every batch is written by write_batch: batches is the only native plane (rows stay accepted,
+  // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
-  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   // Batches one COPY stream may hold before it commits (the runtime's window per block).
   static constexpr uint32_t max_in_flight = 64;
   static constexpr std::array options{
@@ -221,22 +222,10 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                                  (lo.include_metadata ? ", with metadata" : ", without metadata"));
   }
 
-  void write(const sdk::Record& record) {
-    // One record as a batch of one: its own transaction, after any open stream commits.
-    pmq_batch one = *record.batch();
-    one.records = pmq_batch_record(record.batch(), record.index());
-    one.record_count = 1;
-    std::lock_guard lock(mutex_);
-    end_stream();
-    const size_t index = record.index();
-    write_raw(one, [&](size_t i, const std::string& reason) { reject(index + i, reason); }, nullptr);
-  }
-
   sdk::Pending write_batch(const sdk::Batch& batch) {
     sdk::Pending done = pending();
     std::lock_guard lock(mutex_);
-    if (write_raw(batch.raw(), [&](size_t i, const std::string& reason) { done.reject(i, reason); }, &done))
-      return done;  // in the open COPY: completes when it commits
+    if (write_raw(batch.raw(), done)) return done;  // in the open COPY: completes when it commits
     done.done();
     return done;
   }
@@ -254,13 +243,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
  private:
-  using RejectFn = std::function<void(size_t index, const std::string& reason)>;
-
-  // Writes one batch (mutex_ held). With `stream` (batch writes) and a mode that allows it, the
-  // rows join the table's open COPY and the call returns true: the write completes at that COPY's
-  // commit. Otherwise the batch is committed before the call returns false. A failure throws
-  // (the batch's own outcome); a stream it breaks fails every write in it.
-  bool write_raw(const pmq_batch& batch, const RejectFn& reject_record, sdk::Pending* stream) {
+  // Writes one batch (mutex_ held); its rejected records go to `write`. In a mode that allows it
+  // the rows join the table's open COPY and the call returns true: `write` completes at that
+  // COPY's commit. Otherwise the batch is committed before the call returns false. A failure
+  // throws (the batch's own outcome); a stream it breaks fails every write in it.
+  bool write_raw(const pmq_batch& batch, sdk::Pending& write) {
     if (batch.record_count == 0) return false;
     check_format(batch);
     TopicTable& target = table_for(batch.topic);
@@ -275,12 +262,12 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
     pg::EncodeResult encoded = encoder.encode(batch);
     if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
-    for (const auto& r : encoded.rejected) reject_record(r.record_index, r.reason);
+    for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
     if (encoded.rows == 0) return false;
 
     const pg::WriteMode mode = encoder.layout().write_mode;
-    if (stream && streaming_ && (mode == pg::WriteMode::Append || (mode == pg::WriteMode::Insert && !target.replaying))) {
-      stream_batch(target, encoder, encoded, *stream);
+    if (streaming_ && (mode == pg::WriteMode::Append || (mode == pg::WriteMode::Insert && !target.replaying))) {
+      stream_batch(target, encoder, encoded, write);
       return true;
     }
     end_stream();
