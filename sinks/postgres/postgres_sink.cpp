@@ -13,7 +13,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,6 +24,7 @@
 #include "destination/name_template.h"
 #include "destination/sanitize.h"
 #include "picomq/sdk.hpp"
+#include "postgres/conninfo.h"
 #include "postgres/row_encoder.h"
 #include "postgres/sql.h"
 
@@ -89,8 +89,10 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   static constexpr std::string_view description =
       "Writes records into PostgreSQL tables (one per topic) with binary COPY; consecutive batches share a "
       "transaction for up to commit_interval.";
+  // Every batch is written by write_batch: batches is the only native plane (rows stay accepted,
+  // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
-  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   // Batches one COPY stream may hold before it commits (the runtime's window per block).
   static constexpr uint32_t max_in_flight = 64;
   static constexpr std::array options{
@@ -154,16 +156,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void open(const sdk::Config& config) {
     conninfo_ = config.string("connection_string");
     reconnect_timeout_ = config.duration("reconnect_timeout");
-    {
-      char* err = nullptr;
-      PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
-      if (!parsed) {
-        std::string message = err ? trim(err) : "out of memory";
-        if (err) PQfreemem(err);
-        throw sdk::FatalError("connection_string is not a valid libpq connection string: " + message);
-      }
-      PQconninfoFree(parsed);
-    }
+    check_connection_string();
     auto tmpl = dest::NameTemplate::parse(config.string("target_table"));
     if (!tmpl) throw sdk::FatalError("target_table: " + tmpl.error());
     template_.emplace(std::move(tmpl).value());
@@ -229,22 +222,10 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                                  (lo.include_metadata ? ", with metadata" : ", without metadata"));
   }
 
-  void write(const sdk::Record& record) {
-    // One record as a batch of one: its own transaction, after any open stream commits.
-    pmq_batch one = *record.batch();
-    one.records = pmq_batch_record(record.batch(), record.index());
-    one.record_count = 1;
-    std::lock_guard lock(mutex_);
-    end_stream();
-    const size_t index = record.index();
-    write_raw(one, [&](size_t i, const std::string& reason) { reject(index + i, reason); }, nullptr);
-  }
-
   sdk::Pending write_batch(const sdk::Batch& batch) {
     sdk::Pending done = pending();
     std::lock_guard lock(mutex_);
-    if (write_raw(batch.raw(), [&](size_t i, const std::string& reason) { done.reject(i, reason); }, &done))
-      return done;  // in the open COPY: completes when it commits
+    if (write_raw(batch.raw(), done)) return done;  // in the open COPY: completes when it commits
     done.done();
     return done;
   }
@@ -262,13 +243,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
  private:
-  using RejectFn = std::function<void(size_t index, const std::string& reason)>;
-
-  // Writes one batch (mutex_ held). With `stream` (batch writes) and a mode that allows it, the
-  // rows join the table's open COPY and the call returns true: the write completes at that COPY's
-  // commit. Otherwise the batch is committed before the call returns false. A failure throws
-  // (the batch's own outcome); a stream it breaks fails every write in it.
-  bool write_raw(const pmq_batch& batch, const RejectFn& reject_record, sdk::Pending* stream) {
+  // Writes one batch (mutex_ held); its rejected records go to `write`. In a mode that allows it
+  // the rows join the table's open COPY and the call returns true: `write` completes at that
+  // COPY's commit. Otherwise the batch is committed before the call returns false. A failure
+  // throws (the batch's own outcome); a stream it breaks fails every write in it.
+  bool write_raw(const pmq_batch& batch, sdk::Pending& write) {
     if (batch.record_count == 0) return false;
     check_format(batch);
     TopicTable& target = table_for(batch.topic);
@@ -283,12 +262,12 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
     pg::EncodeResult encoded = encoder.encode(batch);
     if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
-    for (const auto& r : encoded.rejected) reject_record(r.record_index, r.reason);
+    for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
     if (encoded.rows == 0) return false;
 
     const pg::WriteMode mode = encoder.layout().write_mode;
-    if (stream && streaming_ && (mode == pg::WriteMode::Append || (mode == pg::WriteMode::Insert && !target.replaying))) {
-      stream_batch(target, encoder, encoded, *stream);
+    if (streaming_ && (mode == pg::WriteMode::Append || (mode == pg::WriteMode::Insert && !target.replaying))) {
+      stream_batch(target, encoder, encoded, write);
       return true;
     }
     end_stream();
@@ -607,6 +586,27 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     target.ready = true;
   }
 
+  // The connection_string, before anything connects: its syntax and option names
+  // (PQconninfoParse), then the option values libpq checks only when it connects (a port that
+  // is not a number...), so that such a mistake stops the sink at once instead of being retried
+  // like a server that is down. Messages never show the password.
+  void check_connection_string() {
+    char* err = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
+    if (!parsed) {
+      std::string message = err ? trim(err) : "out of memory";
+      if (err) PQfreemem(err);
+      throw sdk::FatalError("connection_string is not a valid libpq connection string: " +
+                            pg::redact_secrets(message, conninfo_));
+    }
+    conn_options_.clear();
+    for (const PQconninfoOption* o = parsed; o->keyword; ++o)
+      if (o->val) conn_options_.emplace_back(o->keyword, o->val);
+    PQconninfoFree(parsed);
+    if (auto problem = pg::check_connection_options(conn_options_))
+      throw sdk::FatalError("connection_string: " + pg::redact_secrets(*problem, conninfo_, &conn_options_));
+  }
+
   // Connects unless connected. An unreachable server is tried again for up to reconnect_timeout:
   // a server restart takes longer than the runtime's own retries (about 3 s in all) would wait.
   void connect() {
@@ -620,14 +620,17 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
         if (attempt > 1) log(sdk::LogLevel::Info, "reconnected to PostgreSQL after " + std::to_string(attempt) + " attempts");
         break;
       }
-      const std::string message = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
+      const std::string raw = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
+      const std::string message = pg::redact_secrets(raw, conninfo_, &conn_options_);
       disconnect();
+      // A bad option value libpq found before contacting any server: no retry can mend it.
+      if (pg::is_connection_option_error(raw))
+        throw sdk::FatalError("connection_string: " + message + " (a configuration error, not retried)");
       // libpq has no SQLSTATE for a failed connection: tell auth and missing-database problems
       // (retrying cannot help) from an unreachable server by the message.
-      if (message.find("authentication failed") != std::string::npos ||
-          message.find("password") != std::string::npos ||
-          (message.find("database") != std::string::npos && message.find("does not exist") != std::string::npos) ||
-          message.find("no pg_hba.conf entry") != std::string::npos)
+      if (raw.find("authentication failed") != std::string::npos || raw.find("password") != std::string::npos ||
+          (raw.find("database") != std::string::npos && raw.find("does not exist") != std::string::npos) ||
+          raw.find("no pg_hba.conf entry") != std::string::npos)
         throw sdk::FatalError("cannot connect to PostgreSQL: " + message);
       if (std::chrono::steady_clock::now() + pause > deadline)
         throw sdk::RetryableError("cannot connect to PostgreSQL: " + message);
@@ -742,6 +745,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   std::string conninfo_;  // secret: never logged
+  pg::ConnOptions conn_options_;  // conninfo_ parsed (holds the password too: never logged)
   std::chrono::milliseconds commit_interval_{1000};
   bool streaming_ = true;  // batches may share a COPY (insert and append modes, commit_interval > 0)
   // The connection and everything below it: write calls and the committer thread.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "destination/encoding.h"
+#include "destination/headers.h"
 #include "destination/metadata.h"
 #include "destination/sanitize.h"
 
@@ -184,16 +185,8 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         else writer_.bytea(as_view(record.key));
         break;
       case Source::Headers: {
-        scratch_.assign("{");
-        for (std::size_t h = 0; h < record.header_count; ++h) {
-          const pmq_header& header = record.headers[h];
-          if (h) scratch_ += ',';
-          dest::append_json_escaped(scratch_, dest::header_value_as_string({header.name.data, header.name.size}));
-          scratch_ += ':';
-          if (header.value.data) dest::append_json_escaped(scratch_, dest::header_value_as_string({header.value.data, header.value.size}));
-          else scratch_ += "null";
-        }
-        scratch_ += '}';
+        scratch_.clear();
+        dest::append_headers_json(scratch_, {record.headers, record.header_count});
         if (json_has_nul_escape(scratch_)) problem("a header name or value contains U+0000, which PostgreSQL jsonb cannot store");
         else if (scratch_.size() >= kMaxFieldBytes) problem(too_large("the headers"));
         else writer_.jsonb(scratch_);

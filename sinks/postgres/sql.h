@@ -47,7 +47,7 @@ enum class Source : uint8_t {
   Offset,     // pico_offset
   Timestamp,  // pico_timestamp (NULL when the record has none)
   Key,        // pico_key (NULL when the record has no key)
-  Headers,    // pico_headers: {"name": "UTF-8 or base64 value" | null, ...}
+  Headers,    // pico_headers: destination::append_headers_json (a repeated name: an array)
   Payload,    // the whole payload (jsonb / text / bytea modes)
   Field       // one top-level field of a JSON object payload (columns mode)
 };

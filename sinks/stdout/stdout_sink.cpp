@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "destination/encoding.h"
+#include "destination/headers.h"
 #include "destination/metadata.h"
 #include "picomq/sdk.hpp"
 
@@ -97,16 +98,8 @@ void append_record(std::string& out, const pmq_batch& batch, const pmq_record& r
   if (r.header_count) {
     out += ",\"";
     out += dest::kHeadersField;
-    out += "\":{";
-    for (size_t h = 0; h < r.header_count; ++h) {
-      const pmq_header& hd = r.headers[h];
-      if (h) out += ',';
-      dest::append_json_escaped(out, dest::header_value_as_string({hd.name.data, hd.name.size}));
-      out += ':';
-      if (hd.value.data) dest::append_json_escaped(out, dest::header_value_as_string({hd.value.data, hd.value.size}));
-      else out += "null";
-    }
-    out += '}';
+    out += "\":";
+    dest::append_headers_json(out, {r.headers, r.header_count});
   }
   out += ",\"payload\":";
   append_payload(out, batch, r);
@@ -174,13 +167,12 @@ pmq_write_status write_json_lines(Output& sink, const pmq_batch& batch) {
   return PMQ_WRITE_OK;
 }
 
-pmq_write_status write_lines(Output& sink, const pmq_batch& batch, size_t first, size_t count) {
-  if (batch.payload_format == PMQ_PAYLOAD_JSON && !sink.include_metadata && !sink.pretty && first == 0 &&
-      count == batch.record_count)
+pmq_write_status write_lines(Output& sink, const pmq_batch& batch) {
+  if (batch.payload_format == PMQ_PAYLOAD_JSON && !sink.include_metadata && !sink.pretty)
     return write_json_lines(sink, batch);
   std::string& out = sink.buffer;
   out.clear();
-  for (size_t i = first; i < first + count; ++i) {
+  for (size_t i = 0; i < batch.record_count; ++i) {
     const pmq_record& r = *pmq_batch_record(&batch, i);
     if (sink.pretty) {
       std::string line;
@@ -206,8 +198,10 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
   static constexpr std::string_view sink_version = "0.2.0";
   static constexpr std::string_view description =
       "Prints each record as one JSON line (or pretty JSON) on stdout or stderr.";
+  // Every batch is written by write_batch: batches is the only native plane (rows stay accepted,
+  // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{picomq::sdk::DataPlane::Rows, picomq::sdk::DataPlane::Batches};
-  static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr std::array native_data_planes{picomq::sdk::DataPlane::Batches};
   static constexpr std::array options{
       pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
                  .allowed = nullptr,
@@ -226,14 +220,10 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
     out_.pretty = config.boolean("pretty");
     out_.stream = config.string("stream") == "stderr" ? stderr : stdout;
   }
-  void write(const picomq::sdk::Record& record) {
-    check(write_lines(out_, *batch_of(record), record.index(), 1));
-  }
-  void write_batch(const picomq::sdk::Batch& batch) { check(write_lines(out_, batch.raw(), 0, batch.size())); }
+  void write_batch(const picomq::sdk::Batch& batch) { check(write_lines(out_, batch.raw())); }
   void close() { std::fflush(out_.stream); }
 
  private:
-  static const pmq_batch* batch_of(const picomq::sdk::Record& record) { return record.batch(); }
   static void check(pmq_write_status status) {
     if (status != PMQ_WRITE_OK) throw picomq::sdk::PartialWriteError(std::string("cannot write to the stream: ") + std::strerror(errno));
   }

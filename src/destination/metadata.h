@@ -13,7 +13,7 @@ inline constexpr std::string_view kPartitionField = "pico_partition";  // always
 inline constexpr std::string_view kOffsetField = "pico_offset";        // record offset
 inline constexpr std::string_view kTimestampField = "pico_timestamp";  // epoch milliseconds
 inline constexpr std::string_view kKeyField = "pico_key";              // base64 if no binary type
-inline constexpr std::string_view kHeadersField = "pico_headers";      // UTF-8 or base64 values
+inline constexpr std::string_view kHeadersField = "pico_headers";      // JSON: destination/headers.h
 
 // "topic:partition:offset": unique per record, so sinks that upsert by id make replays
 // idempotent. The topic goes first and unescaped; partition and offset never contain ':',

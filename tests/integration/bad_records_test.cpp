@@ -46,6 +46,38 @@ TEST(BadRecords, SkipStepsOverUndecodableRecordsLogsThemAndCommitsPastThem) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// schema = "json" validates with simdjson, whose default maximum depth (1024, the document
+// itself counted) lets 1023 nested arrays or objects through: one more is a bad record
+// (docs/decoders.md).
+TEST(BadRecords, JsonNestedDeeperThan1023LevelsIsABadRecord) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("deep");
+  kafka.create_topic(topic);
+  auto nested = [](int depth, bool objects) {
+    std::string s;
+    for (int i = 0; i < depth; ++i) s += objects ? "{\"a\":" : "[";
+    s += "1";
+    for (int i = 0; i < depth; ++i) s += objects ? "}" : "]";
+    return s;
+  };
+  kafka.produce_values(topic, {nested(1023, false), nested(1024, false), nested(1023, true), nested(1024, true)});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", testkit_definition("deep", "topics = [\"" + topic + "\"]\non_bad_record = \"skip\"",
+                                                 testkit_config(rt)));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("deep"), topic) == 4; }, 30s)) << rt.log();
+  const auto ids = TestkitLog::read(rt.dir() / "records.log").ids;
+  EXPECT_EQ(ids, (std::vector<std::string>{topic + ":0:0", topic + ":0:2"})) << "1023 levels pass, 1024 do not";
+  const auto log = rt.log();
+  for (int offset : {1, 3})
+    EXPECT_NE(log.find("skipped bad record " + topic + "[0] at offset " + std::to_string(offset) +
+                       " (decode): schema json: payload is not valid JSON: The JSON document was too deep"),
+              std::string::npos)
+        << log;
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
 TEST(BadRecords, DeadLetterTopicGetsTheOriginalRecordAndWhyWhereAndWhenBeforeTheCommit) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("dlq");

@@ -90,6 +90,27 @@ TEST(PostgresSink, JsonbInsertWithMetadataIntoATemplatedAutoCreatedTable) {
             (Rows{{"pico_id"}}));
 }
 
+// A header name that occurs more than once keeps all its values: pico_headers->'a' is an array
+// (a jsonb object with a repeated key would keep only the last value).
+TEST(PostgresSink, RepeatedHeaderNamesLandAsAnArrayInPicoHeaders) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgdupheaders");
+  const auto topic = unique_name("dupheaders");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  records.push_back({R"({"id": 1})", std::nullopt, {{"a", "1"}, {"b", "x"}, {"a", "2"}}});
+  records.push_back({R"({"id": 2})", std::nullopt, {{"a", "only"}}});
+  kafka.produce(topic, records);
+
+  run_until_committed("pgdupheaders", topic, db, "target_table = \"t\"", 2);
+  EXPECT_EQ(pg.query("SELECT pico_headers->'a' = '[\"1\", \"2\"]'::jsonb, pico_headers->>'b', "
+                     "jsonb_typeof(pico_headers->'a') FROM t WHERE pico_offset = 0",
+                     db),
+            (Rows{{"t", "x", "array"}}));
+  EXPECT_EQ(pg.query("SELECT pico_headers::text FROM t WHERE pico_offset = 1", db), (Rows{{R"({"a": "only"})"}}));
+}
+
 TEST(PostgresSink, ReplayInInsertModeWritesNothingTwiceAppendWritesAgain) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();
@@ -231,6 +252,50 @@ TEST(PostgresSink, MissingTableWithoutAutoCreateStopsInErrorNamingIt) {
   rt.wait_exit(30s);
   EXPECT_EQ(kafka.committed(group_of("pgmissing"), topic), -1001) << "nothing committed";
   EXPECT_TRUE(pg.query("SELECT 1 FROM pg_tables WHERE schemaname = 'public'", db).empty()) << "nothing created";
+}
+
+// A malformed value in the connection string is a configuration error: the sink stops in Error
+// at once (not after five retries of reconnect_timeout each, as for a server that is down),
+// naming the option, and the password appears nowhere.
+TEST(PostgresSink, MalformedConnectionStringValuesStopTheSinkAtOnceNamingTheOption) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgbadconn");
+  const auto topic = unique_name("badconn");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 3));
+  const std::string real = "host=" + pg.host() + " port=" + std::to_string(pg.port()) + " user=postgres dbname=" + db;
+  struct Case {
+    std::string connection_string, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           // libpq's parser accepts these; libpq itself only says so when it connects.
+           {"postgres://u:s3cretpw@127.0.0.1:notaport/db", R"(option "port": "notaport" is not a port number)"},
+           {real + " password=s3cretpw connect_timeout=10s", R"(option "connect_timeout": "10s" is not an integer)"},
+           // refused by libpq's parser (PQconninfoParse) in open()
+           {"postgres://u:s3cretpw@127.0.0.1:5432/db?foo=bar", R"(invalid URI query parameter: "foo")"},
+           // passes open(); libpq refuses it at the first connection: permanent, not retried
+           {real + " password=s3cretpw sslmode=bogus", R"(invalid sslmode value: "bogus")"}}) {
+    SCOPED_TRACE(c.expected);
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("pg.toml", "type = \"sink\"\nkey = \"pgbadconn\"\npath = \"libpicomq_connector_postgres_sink\"\n"
+                                 "[[topics]]\ntopics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"200ms\"\n"
+                                 "[plugin_config]\nconnection_string = \"" + c.connection_string + "\"\n"
+                                 "reconnect_timeout = \"10s\"\n");
+    const auto started = std::chrono::steady_clock::now();
+    rt.start();
+    ASSERT_TRUE(rt.wait_state("pgbadconn", "error", 15s)) << rt.log();
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_LT(took, 10s) << "not retried as an outage (5 attempts x reconnect_timeout 10s)";
+    const auto message = rt.sink_status("pgbadconn").value("message", "");
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+    EXPECT_NE(message.find("connection_string"), std::string::npos) << message;
+    rt.signal(SIGTERM);
+    rt.wait_exit(30s);
+    EXPECT_EQ(rt.log().find("s3cretpw"), std::string::npos) << "the password is never shown\n" << rt.log();
+    EXPECT_EQ(message.find("s3cretpw"), std::string::npos) << message;
+    EXPECT_EQ(kafka.committed(group_of("pgbadconn"), topic), -1001) << "nothing committed";
+  }
 }
 
 TEST(PostgresSink, TextModeOnAJsonbMismatchedSchemaIsFatalNamingTopicAndMode) {

@@ -54,6 +54,31 @@ TEST(StdoutSink, OneJsonLinePerRecordWithMetadataKeysHeadersAndTombstones) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// Kafka allows a header name more than once (kcat -H a=1 -H a=2); JSON objects must not repeat
+// a key, so a repeated name is rendered as an array of its values (docs/destinations.md).
+TEST(StdoutSink, RepeatedHeaderNamesBecomeAnArrayOfTheirValues) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("dupheaders");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  records.push_back({"{\"n\":1}", std::nullopt, {{"a", "1"}, {"b", "x"}, {"a", "2"}}});
+  records.push_back({"{\"n\":2}", std::nullopt, {{"a", "1"}, {"a", std::string("\xff", 1)}, {"a", "3"}}});
+  kafka.produce(topic, records);
+
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", stdout_definition("dup", topic, "json", "include_metadata = true"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == 2; }, 30s)) << rt.log();
+  const auto raw = read_lines(rt.dir() / "stdout.log");
+  EXPECT_NE(raw[0].find(R"("pico_headers":{"a":["1","2"],"b":"x"})"), std::string::npos) << raw[0];
+  const auto lines = stdout_lines(rt);
+  EXPECT_EQ(lines[0]["pico_headers"]["a"], nlohmann::json::parse(R"(["1","2"])")) << raw[0];
+  EXPECT_EQ(lines[0]["pico_headers"]["b"], "x");
+  EXPECT_EQ(lines[1]["pico_headers"], nlohmann::json::parse(R"({"a":["1","/w==","3"]})")) << raw[1];
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
 // Without metadata, JSON payloads are printed byte for byte as produced (the zero-copy path),
 // except that line breaks in a payload's whitespace become spaces and a tombstone is null.
 TEST(StdoutSink, PayloadOnlyJsonLinesAreThePayloadsAsProduced) {
