@@ -56,6 +56,34 @@ std::string TopicsBlock::group_id(std::string_view sink_key) const {
   return group;
 }
 
+ConfigError SinkDefinition::plugin_config_error(std::string_view option, std::string message, bool at_key) const {
+  ConfigError error{file, positions.table.line, positions.table.column, "plugin_config", std::move(message)};
+  if (option.empty()) return error;
+  auto find = [&](std::string_view name) -> const PluginConfigPositions::Key* {
+    for (const auto& k : positions.keys)
+      if (k.name == name) return &k;
+    return nullptr;
+  };
+  const PluginConfigPositions::Key* key = find(option);
+  error.key = detail::child_key("plugin_config", option);
+  if (!key) {
+    // A path into a table option ("auth.user", "columns[2]"): the position of its top-level key.
+    const auto end = option.find_first_of(".[");
+    if (end != std::string_view::npos && end > 0 && (key = find(option.substr(0, end))))
+      error.key = detail::child_key("plugin_config", option.substr(0, end)) + std::string(option.substr(end));
+  }
+  if (key) {
+    const SourcePosition& at = at_key ? key->key : key->value;
+    error.line = at.line;
+    error.column = at.column;
+  }
+  return error;
+}
+
+ConfigError SinkDefinition::path_error(std::string message) const {
+  return ConfigError{file, positions.path.line, positions.path.column, "path", std::move(message)};
+}
+
 namespace {
 
 using detail::Diagnostics;
@@ -498,6 +526,20 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
     r.missing("topics", "at least one [[topics]] block");
   }
 
+  auto position = [](const toml::source_region& where) {
+    return SourcePosition{static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+  };
+  if (const toml::node* path = root.get("path")) def.positions.path = position(path->source());
+  def.positions.table = position(root.source());
+  if (def.positions.table.line == 0) def.positions.table = {1, 1};
+  if (const toml::node* n = root.get("plugin_config"); n && n->is_table()) {
+    def.positions.table = position(n->source());
+    for (auto&& [k, v] : *n->as_table())
+      def.positions.keys.push_back({std::string(k.str()), position(k.source()), position(v.source())});
+    std::stable_sort(def.positions.keys.begin(), def.positions.keys.end(), [](const auto& a, const auto& b) {
+      return a.key.line != b.key.line ? a.key.line < b.key.line : a.key.column < b.key.column;
+    });
+  }
   if (const toml::table* plugin_config = r.table("plugin_config")) {
     nlohmann::json json = detail::to_json(*plugin_config, "plugin_config", diag, env);
     try {
