@@ -490,6 +490,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
   } else {
     def.name = def.key;
   }
+  const std::size_t errors_before_path = diag.count();
   if (auto path = r.string("path", true)) {
     if (path->empty())
       r.error(*root.get("path"), "path", "'path' must not be empty");
@@ -499,6 +500,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
               "path (no '/'); the runtime looks it up in the [plugins] path");
     def.path = std::move(*path);
   }
+  const bool path_ok = diag.count() == errors_before_path && !def.path.empty();
 
   if (const toml::node* topics = r.node("topics")) {
     const toml::array* blocks = topics->as_array();
@@ -540,6 +542,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
       return a.key.line != b.key.line ? a.key.line < b.key.line : a.key.column < b.key.column;
     });
   }
+  const std::size_t errors_before_plugin_config = diag.count();
   if (const toml::table* plugin_config = r.table("plugin_config")) {
     nlohmann::json json = detail::to_json(*plugin_config, "plugin_config", diag, env);
     try {
@@ -548,6 +551,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
       diag.error(plugin_config->source(), "plugin_config", std::string("cannot convert to JSON: ") + e.what());
     }
   }
+  const bool plugin_config_ok = diag.count() == errors_before_plugin_config;
   parse_transforms(r, def.topics, def.transforms);
   r.finish();
 
@@ -569,6 +573,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
 
   detail::sort_by_position(result.errors);
   if (result.errors.empty()) result.definition = std::move(def);
+  else if (path_ok && plugin_config_ok) result.partial = std::move(def);
   return result;
 }
 
@@ -622,6 +627,7 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
     Positions positions;
     auto result = load_impl(file, env, &positions);
     out.errors.insert(out.errors.end(), result.errors.begin(), result.errors.end());
+    if (result.partial) out.rejected.push_back(std::move(*result.partial));
     if (!result.definition) continue;
     SinkDefinition& def = *result.definition;
     Diagnostics diag(def.file, out.errors);
@@ -640,7 +646,10 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
         }
       }
     }
-    if (out.errors.size() != before) continue;
+    if (out.errors.size() != before) {
+      out.rejected.push_back(std::move(def));
+      continue;
+    }
     key_owner.emplace(def.key, def.file);
     for (const auto& block : def.topics)
       group_owner.emplace(block.group_id(def.key), def.file + " (sink '" + def.key + "')");

@@ -119,6 +119,9 @@ struct SinkDefinition {
 struct SinkDefinitionResult {
   std::optional<SinkDefinition> definition;  // set only when errors is empty
   std::vector<ConfigError> errors;
+  // With errors: the definition as far as it was read, when none of them is about `path` or
+  // [plugin_config], so that --check can still check those against the plugin. Never run.
+  std::optional<SinkDefinition> partial;
 };
 
 SinkDefinitionResult parse_sink_definition(std::string_view toml_text, std::string file_name,
@@ -132,6 +135,10 @@ SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, con
 struct SinkDirectory {
   std::vector<SinkDefinition> definitions;
   std::vector<ConfigError> errors;
+  // Definitions that do not start (errors above) but whose `path` and [plugin_config] were read
+  // without error: the partial definitions of bad files and the sinks refused for a key or a
+  // group taken earlier. --check checks their plugins too, so a file's problems come in one pass.
+  std::vector<SinkDefinition> rejected;
 };
 SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "config/sink_definition.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace picomq::config {
@@ -10,6 +11,7 @@ namespace {
 
 using testing::dump;
 using testing::fake_env;
+using testing::TempDir;
 
 SinkDefinition parse(std::string_view text) {
   auto result = parse_sink_definition(text, "sinks.d/s.toml", fake_env());
@@ -87,6 +89,52 @@ TEST(PluginConfigPositions, InlineTableAndDottedKeys) {
                       "[[topics]]\ntopics = [\"a\"]\n");
   ASSERT_EQ(dotted.positions.keys.size(), 1u);
   EXPECT_EQ(dotted.plugin_config_error("a", "x").line, 4);
+}
+
+constexpr std::string_view kHead = "type = \"sink\"\nkey = \"s1\"\npath = \"libx\"\n";
+
+TEST(PartialDefinition, ABadFileKeepsItsPluginPartWhenThatWasReadWithoutError) {
+  auto result = parse_sink_definition(std::string(kHead) + "[[topics]]\ntopics = [\"a\"]\nbach_length = 3\n"
+                                      "[plugin_config]\nmdoe = 1\n", "s.toml", fake_env());
+  EXPECT_FALSE(result.definition);
+  ASSERT_EQ(result.errors.size(), 1u) << dump(result.errors);
+  ASSERT_TRUE(result.partial);
+  EXPECT_EQ(result.partial->path, "libx");
+  EXPECT_EQ(result.partial->plugin_config_json, R"({"mdoe":1})");
+  EXPECT_EQ(result.partial->plugin_config_error("mdoe", "x", true).line, 8);
+}
+
+TEST(PartialDefinition, NoneWhenPathOrPluginConfigHasAnError) {
+  const std::string topics = "[[topics]]\ntopics = [\"a\"]\n";
+  for (const std::string text : {
+           "type = \"sink\"\nkey = \"s1\"\n" + topics,                          // no path
+           "type = \"sink\"\nkey = \"s1\"\npath = \"a/b\"\n" + topics,          // a file path
+           std::string(kHead) + topics + "[plugin_config]\nx = \"${UNSET}\"\n",  // unset variable
+           std::string(kHead) + "plugin_config = 5\n" + topics,                // not a table
+       }) {
+    auto result = parse_sink_definition(text, "s.toml", fake_env());
+    EXPECT_FALSE(result.errors.empty()) << text;
+    EXPECT_FALSE(result.partial) << text;
+  }
+  auto good = parse_sink_definition(std::string(kHead) + topics, "s.toml", fake_env());
+  EXPECT_TRUE(good.definition);
+  EXPECT_FALSE(good.partial) << "only for definitions with errors";
+}
+
+TEST(PartialDefinition, TheDirectoryListsRejectedDefinitions) {
+  TempDir dir;
+  const std::string topics = "[[topics]]\ntopics = [\"a\"]\n";
+  dir.write("a.toml", "type = \"sink\"\nkey = \"k\"\npath = \"liba\"\n" + topics);
+  dir.write("b.toml", "type = \"sink\"\nkey = \"k\"\npath = \"libb\"\n" + topics);  // key taken
+  dir.write("c.toml", "type = \"sink\"\nkey = \"c\"\npath = \"libc\"\nbogus = 1\n" + topics);
+  dir.write("d.toml", "key = [\n");  // syntax error: nothing
+  auto result = load_sink_directory(dir.path(), fake_env());
+  ASSERT_EQ(result.definitions.size(), 1u);
+  EXPECT_EQ(result.definitions[0].path, "liba");
+  ASSERT_EQ(result.rejected.size(), 2u);
+  EXPECT_EQ(result.rejected[0].path, "libb");
+  EXPECT_EQ(result.rejected[1].path, "libc");
+  EXPECT_EQ(result.errors.size(), 3u) << dump(result.errors);
 }
 
 }  // namespace
