@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
   app.add_option("--describe-plugin", describe, "print a plugin's planes and option table (Markdown) and exit")
       ->excludes(config_opt);
   app.add_option("--stop-after", stop_after, "stop by itself after this long (e.g. 10s), flushing and committing");
-  app.add_flag("--check", check_only, "validate the runtime config and every sink definition, then exit");
+  app.add_flag("--check", check_only,
+               "validate the runtime config, every sink definition and each enabled sink's plugin and "
+               "[plugin_config], then exit (connects nowhere)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error (overrides [runtime] log_level)");
   CLI11_PARSE(app, argc, argv);
   if (!describe.empty()) return describe_plugin(describe);
