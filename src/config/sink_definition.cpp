@@ -56,6 +56,34 @@ std::string TopicsBlock::group_id(std::string_view sink_key) const {
   return group;
 }
 
+ConfigError SinkDefinition::plugin_config_error(std::string_view option, std::string message, bool at_key) const {
+  ConfigError error{file, positions.table.line, positions.table.column, "plugin_config", std::move(message)};
+  if (option.empty()) return error;
+  auto find = [&](std::string_view name) -> const PluginConfigPositions::Key* {
+    for (const auto& k : positions.keys)
+      if (k.name == name) return &k;
+    return nullptr;
+  };
+  const PluginConfigPositions::Key* key = find(option);
+  error.key = detail::child_key("plugin_config", option);
+  if (!key) {
+    // A path into a table option ("auth.user", "columns[2]"): the position of its top-level key.
+    const auto end = option.find_first_of(".[");
+    if (end != std::string_view::npos && end > 0 && (key = find(option.substr(0, end))))
+      error.key = detail::child_key("plugin_config", option.substr(0, end)) + std::string(option.substr(end));
+  }
+  if (key) {
+    const SourcePosition& at = at_key ? key->key : key->value;
+    error.line = at.line;
+    error.column = at.column;
+  }
+  return error;
+}
+
+ConfigError SinkDefinition::path_error(std::string message) const {
+  return ConfigError{file, positions.path.line, positions.path.column, "path", std::move(message)};
+}
+
 namespace {
 
 using detail::Diagnostics;
@@ -462,6 +490,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
   } else {
     def.name = def.key;
   }
+  const std::size_t errors_before_path = diag.count();
   if (auto path = r.string("path", true)) {
     if (path->empty())
       r.error(*root.get("path"), "path", "'path' must not be empty");
@@ -471,6 +500,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
               "path (no '/'); the runtime looks it up in the [plugins] path");
     def.path = std::move(*path);
   }
+  const bool path_ok = diag.count() == errors_before_path && !def.path.empty();
 
   if (const toml::node* topics = r.node("topics")) {
     const toml::array* blocks = topics->as_array();
@@ -498,6 +528,21 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
     r.missing("topics", "at least one [[topics]] block");
   }
 
+  auto position = [](const toml::source_region& where) {
+    return SourcePosition{static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+  };
+  if (const toml::node* path = root.get("path")) def.positions.path = position(path->source());
+  def.positions.table = position(root.source());
+  if (def.positions.table.line == 0) def.positions.table = {1, 1};
+  if (const toml::node* n = root.get("plugin_config"); n && n->is_table()) {
+    def.positions.table = position(n->source());
+    for (auto&& [k, v] : *n->as_table())
+      def.positions.keys.push_back({std::string(k.str()), position(k.source()), position(v.source())});
+    std::stable_sort(def.positions.keys.begin(), def.positions.keys.end(), [](const auto& a, const auto& b) {
+      return a.key.line != b.key.line ? a.key.line < b.key.line : a.key.column < b.key.column;
+    });
+  }
+  const std::size_t errors_before_plugin_config = diag.count();
   if (const toml::table* plugin_config = r.table("plugin_config")) {
     nlohmann::json json = detail::to_json(*plugin_config, "plugin_config", diag, env);
     try {
@@ -506,6 +551,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
       diag.error(plugin_config->source(), "plugin_config", std::string("cannot convert to JSON: ") + e.what());
     }
   }
+  const bool plugin_config_ok = diag.count() == errors_before_plugin_config;
   parse_transforms(r, def.topics, def.transforms);
   r.finish();
 
@@ -527,6 +573,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
 
   detail::sort_by_position(result.errors);
   if (result.errors.empty()) result.definition = std::move(def);
+  else if (path_ok && plugin_config_ok) result.partial = std::move(def);
   return result;
 }
 
@@ -580,6 +627,7 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
     Positions positions;
     auto result = load_impl(file, env, &positions);
     out.errors.insert(out.errors.end(), result.errors.begin(), result.errors.end());
+    if (result.partial) out.rejected.push_back(std::move(*result.partial));
     if (!result.definition) continue;
     SinkDefinition& def = *result.definition;
     Diagnostics diag(def.file, out.errors);
@@ -598,7 +646,10 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
         }
       }
     }
-    if (out.errors.size() != before) continue;
+    if (out.errors.size() != before) {
+      out.rejected.push_back(std::move(def));
+      continue;
+    }
     key_owner.emplace(def.key, def.file);
     for (const auto& block : def.topics)
       group_owner.emplace(block.group_id(def.key), def.file + " (sink '" + def.key + "')");

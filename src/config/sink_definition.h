@@ -75,6 +75,25 @@ struct TopicsBlock {
   std::string group_id(std::string_view sink_key) const;
 };
 
+// A place in a definition file: 1-based line and column (0 when unknown).
+struct SourcePosition {
+  int line = 0;
+  int column = 0;
+};
+
+// Where the plugin's part of a definition is written, for the problems only the plugin can
+// find, after loading (its option table and its validate(): at --check and at start).
+struct PluginConfigPositions {
+  SourcePosition path;   // the value of `path`
+  SourcePosition table;  // the [plugin_config] table; the definition's start when there is none
+  struct Key {
+    std::string name;       // a top-level key of [plugin_config], unquoted
+    SourcePosition key;     // the key itself
+    SourcePosition value;   // its value
+  };
+  std::vector<Key> keys;  // in file order
+};
+
 struct SinkDefinition {
   std::string file;
   std::string type;  // always "sink"
@@ -86,11 +105,23 @@ struct SinkDefinition {
   std::vector<TopicsBlock> topics;
   std::string plugin_config_json = "{}";  // [plugin_config] as a JSON object, after ${ENV} interpolation
   std::vector<TransformSpec> transforms;  // [[transforms]] in file order (docs/transforms.md)
+  PluginConfigPositions positions;
+
+  // A problem with [plugin_config] found after loading, in this file's error format: `option`
+  // is the option it is about ("" for the table as a whole; "auth.user" finds the key "auth").
+  // It points at the option's value, or at its key with `at_key` (an option the plugin does not
+  // know), or at the table when the option is not written (a missing required option).
+  ConfigError plugin_config_error(std::string_view option, std::string message, bool at_key = false) const;
+  // A problem with the plugin itself (not found, refused), at the `path` value.
+  ConfigError path_error(std::string message) const;
 };
 
 struct SinkDefinitionResult {
   std::optional<SinkDefinition> definition;  // set only when errors is empty
   std::vector<ConfigError> errors;
+  // With errors: the definition as far as it was read, when none of them is about `path` or
+  // [plugin_config], so that --check can still check those against the plugin. Never run.
+  std::optional<SinkDefinition> partial;
 };
 
 SinkDefinitionResult parse_sink_definition(std::string_view toml_text, std::string file_name,
@@ -104,6 +135,10 @@ SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, con
 struct SinkDirectory {
   std::vector<SinkDefinition> definitions;
   std::vector<ConfigError> errors;
+  // Definitions that do not start (errors above) but whose `path` and [plugin_config] were read
+  // without error: the partial definitions of bad files and the sinks refused for a key or a
+  // group taken earlier. --check checks their plugins too, so a file's problems come in one pass.
+  std::vector<SinkDefinition> rejected;
 };
 SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env);
 

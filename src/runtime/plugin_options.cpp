@@ -160,9 +160,45 @@ std::string PluginOptions::check_table(const pmq_sink_plugin& plugin) {
 
 std::optional<PluginOptions> PluginOptions::validate(const pmq_sink_plugin& plugin, std::string_view config_json,
                                                      std::vector<std::string>& errors) {
+  std::vector<OptionProblem> problems;
+  auto out = validate(plugin, config_json, problems);
+  for (const auto& p : problems) errors.push_back(p.to_string());
+  return out;
+}
+
+std::vector<OptionProblem> PluginOptions::plugin_problems(const pmq_sink_plugin& plugin, std::string_view text) {
+  const auto options = options_of(plugin);
+  auto declared = [&](std::string_view name) {
+    return std::any_of(options.begin(), options.end(), [&](const pmq_option* o) { return name == o->name; });
+  };
+  std::vector<OptionProblem> out;
+  while (!text.empty()) {
+    const auto newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.empty()) continue;
+    OptionProblem problem{OptionProblem::Kind::Plugin, "", std::string(line)};
+    if (const auto colon = line.find(": "); colon != std::string_view::npos && colon > 0) {
+      const std::string_view key = line.substr(0, colon);
+      const auto end = key.find_first_of(".[");
+      if (declared(key) || (end != std::string_view::npos && end > 0 && declared(key.substr(0, end)))) {
+        problem.option = std::string(key);
+        problem.message = std::string(line.substr(colon + 2));
+      }
+    }
+    out.push_back(std::move(problem));
+  }
+  return out;
+}
+
+std::optional<PluginOptions> PluginOptions::validate(const pmq_sink_plugin& plugin, std::string_view config_json,
+                                                     std::vector<OptionProblem>& errors) {
+  using Kind = OptionProblem::Kind;
   Json config = Json::parse(config_json, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
-    errors.push_back("[plugin_config] is not a table");
+    errors.push_back({Kind::Invalid, "", "[plugin_config] is not a table"});
     return std::nullopt;
   }
   const auto options = options_of(plugin);
@@ -183,7 +219,7 @@ std::optional<PluginOptions> PluginOptions::validate(const pmq_sink_plugin& plug
         for (const pmq_option* o : options) message += " " + std::string(o->name);
         message += ")";
       }
-      errors.push_back(key + ": " + message);
+      errors.push_back({Kind::Unknown, key, std::move(message)});
     }
   }
   for (const pmq_option* opt : options) {
@@ -194,12 +230,12 @@ std::optional<PluginOptions> PluginOptions::validate(const pmq_sink_plugin& plug
     } else if (opt->default_json) {
       source = Json::parse(opt->default_json);
     } else {
-      if (opt->flags & PMQ_OPTION_REQUIRED) errors.push_back(std::string(opt->name) + ": missing required option");
+      if (opt->flags & PMQ_OPTION_REQUIRED) errors.push_back({Kind::Missing, opt->name, "missing required option"});
       continue;
     }
     if (auto problem = convert(*opt, source, v.type, v.text, v.integer, v.number, v.boolean, v.items, v.json);
         !problem.empty()) {
-      errors.push_back(std::string(opt->name) + ": " + problem);
+      errors.push_back({Kind::Invalid, opt->name, std::move(problem)});
       continue;
     }
     normalised[opt->name] = Json::parse(v.json);

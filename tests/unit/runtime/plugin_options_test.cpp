@@ -98,6 +98,45 @@ TEST(PluginOptions, NotATableAndNoOptions) {
   EXPECT_TRUE(PluginOptions::validate(bare, "{}", errors));
 }
 
+TEST(PluginOptions, ProblemsAreStructuredWithTheirKindAndOption) {
+  auto p = plugin();
+  std::vector<OptionProblem> problems;
+  EXPECT_FALSE(PluginOptions::validate(p, R"({"mdoe":"upsert","batch":"ten","password":"letmein"})", problems));
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_EQ(problems[0].kind, OptionProblem::Kind::Unknown);
+  EXPECT_EQ(problems[0].option, "mdoe");
+  EXPECT_EQ(problems[0].message.rfind("unknown option for the demo sink; did you mean 'mode'?", 0), 0u) << problems[0].message;
+  EXPECT_EQ(problems[1].kind, OptionProblem::Kind::Missing);
+  EXPECT_EQ(problems[1].to_string(), "url: missing required option");
+  EXPECT_EQ(problems[2].kind, OptionProblem::Kind::Invalid);
+  EXPECT_EQ(problems[2].to_string(), "password: must be one of hunter2|swordfish");
+  EXPECT_EQ(problems[3].to_string(), "batch: must be an integer, not a string");
+  problems.clear();
+  EXPECT_FALSE(PluginOptions::validate(p, "[1]", problems));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].option, "");
+  EXPECT_EQ(problems[0].to_string(), "[plugin_config] is not a table");
+}
+
+TEST(PluginOptions, PluginProblemsAreSplitIntoDeclaredOptionAndMessage) {
+  auto problems = PluginOptions::plugin_problems(
+      plugin(), "mode: needs url\n  mapping.k: must be a list\nurl: x: y\nno option here\n"
+                "nope: not declared\n\ncolumns[1]: empty\n");
+  ASSERT_EQ(problems.size(), 6u);
+  for (const auto& p : problems) EXPECT_EQ(p.kind, OptionProblem::Kind::Plugin);
+  EXPECT_EQ(problems[0].option, "mode");
+  EXPECT_EQ(problems[0].message, "needs url");
+  EXPECT_EQ(problems[1].option, "mapping.k");
+  EXPECT_EQ(problems[1].message, "must be a list");
+  EXPECT_EQ(problems[2].option, "url");
+  EXPECT_EQ(problems[2].message, "x: y");
+  EXPECT_EQ(problems[3].option, "");
+  EXPECT_EQ(problems[3].message, "no option here");
+  EXPECT_EQ(problems[4].option, "") << "not a declared option: the line is kept whole";
+  EXPECT_EQ(problems[4].message, "nope: not declared");
+  EXPECT_EQ(problems[5].option, "columns[1]");
+}
+
 TEST(PluginOptions, MarkdownTableListsEveryOption) {
   auto md = PluginOptions::markdown_table(plugin());
   EXPECT_NE(md.find("| `mode` | string: insert\\|upsert\\|append | `\"insert\"` | no | no | how |"), std::string::npos) << md;

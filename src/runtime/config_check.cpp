@@ -1,0 +1,42 @@
+#include "runtime/config_check.h"
+
+#include <algorithm>
+
+#include "runtime/plugin_host.h"
+#include "runtime/plugin_options.h"
+
+namespace picomq::runtime {
+namespace {
+
+config::ConfigError to_error(const config::SinkDefinition& definition, const OptionProblem& problem) {
+  return definition.plugin_config_error(problem.option, problem.message, problem.kind == OptionProblem::Kind::Unknown);
+}
+
+}  // namespace
+
+std::vector<config::ConfigError> check_plugin_config(const config::SinkDefinition& definition,
+                                                     const pmq_sink_plugin& descriptor) {
+  std::vector<config::ConfigError> errors;
+  std::vector<OptionProblem> problems;
+  auto options = PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
+  if (options) {
+    // validate() sees the options the table accepted, so it runs only when there is no problem.
+    if (auto text = validate_with_plugin(descriptor, definition.key, *options); !text.empty())
+      problems = PluginOptions::plugin_problems(descriptor, text);
+  }
+  for (const auto& p : problems) errors.push_back(to_error(definition, p));
+  std::stable_sort(errors.begin(), errors.end(), [](const config::ConfigError& a, const config::ConfigError& b) {
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
+  return errors;
+}
+
+std::vector<config::ConfigError> check_sink_plugin(const config::SinkDefinition& definition,
+                                                   const std::vector<std::filesystem::path>& search_path) {
+  std::string error;
+  auto library = PluginLibrary::load(definition.path, search_path, error);
+  if (!library) return {definition.path_error(error)};
+  return check_plugin_config(definition, library->descriptor());
+}
+
+}  // namespace picomq::runtime

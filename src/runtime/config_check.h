@@ -1,0 +1,26 @@
+#pragma once
+// What a sink's start would refuse, found without starting it (`picomq-connect --check`): its
+// plugin must load from the plugin search path (found, ABI, descriptor, option table), and its
+// [plugin_config] must pass the plugin's option table and then the plugin's own validate()
+// (ABI 2.2). Nothing is opened and nothing connects anywhere. Every problem is a ConfigError
+// positioned in the definition file, in the format of the other configuration errors.
+#include <filesystem>
+#include <vector>
+
+#include "config/error.h"
+#include "config/sink_definition.h"
+#include "picomq/sink_abi.h"
+
+namespace picomq::runtime {
+
+// [plugin_config] against a loaded plugin: the option table's problems, or (when there are
+// none) those of the plugin's validate(), in line order.
+std::vector<config::ConfigError> check_plugin_config(const config::SinkDefinition& definition,
+                                                     const pmq_sink_plugin& descriptor);
+
+// Loads the definition's plugin from `search_path` (a missing or refused plugin is an error at
+// `path`, listing the files tried), then check_plugin_config(). The library is unloaded again.
+std::vector<config::ConfigError> check_sink_plugin(const config::SinkDefinition& definition,
+                                                   const std::vector<std::filesystem::path>& search_path);
+
+}  // namespace picomq::runtime

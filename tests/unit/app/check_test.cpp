@@ -1,0 +1,167 @@
+// `picomq-connect --config runtime.toml --check`: the real binary on temp configs. Besides the
+// definitions themselves it loads each enabled sink's plugin and checks [plugin_config] against
+// the option table and the plugin's validate(), every problem as file:line:column: key '...'.
+// The broker address leads nowhere: --check must not connect.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "temp_dir.h"
+
+namespace {
+
+using picomq::config::testing::TempDir;
+
+struct CheckRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Check : public ::testing::Test {
+ protected:
+  Check() {
+    // A second, empty plugin directory: a missing plugin's error lists both.
+    std::filesystem::create_directories(dir.path() / "more-plugins");
+    dir.write("runtime.toml", "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n"
+                              "[plugins]\npath = [\"" PICOMQ_PLUGIN_DIR "\", \"more-plugins\"]\n"
+                              "[sinks]\ndir = \"sinks.d\"\n");
+    std::filesystem::create_directories(dir.path() / "sinks.d");
+  }
+
+  // A definition file in sinks.d; `plugin` and `plugin_config` (TOML lines after the header)
+  // fill the usual template, so the line numbers below are fixed:
+  //   1 type, 2 key, 3 path, 4 [[topics]], 5 topics, 6 [plugin_config], 7... its keys.
+  std::string sink(const std::string& name, const std::string& plugin, const std::string& plugin_config,
+                   const std::string& extra_top = "") {
+    auto file = dir.write("sinks.d/" + name + ".toml",
+                          "type = \"sink\"\nkey = \"" + name + "\"\npath = \"" + plugin + "\"\n[[topics]]\ntopics = [\"" +
+                              name + "\"]\n[plugin_config]\n" + plugin_config + extra_top);
+    return file.string();
+  }
+
+  CheckRun check() {
+    const auto err = dir.path() / "stderr.txt";
+    const std::string command = "'" PICOMQ_CONNECT_BIN "' --config '" + (dir.path() / "runtime.toml").string() +
+                                "' --check 2>'" + err.string() + "'";
+    CheckRun run;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return run;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) run.out.append(buf, n);
+    const int status = pclose(pipe);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.err = read_file(err);
+    return run;
+  }
+
+  TempDir dir;
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+constexpr const char* kValidating = "libpicomq_connector_validating_sink";
+
+TEST_F(Check, AMisspelledPluginConfigKeyIsAPositionedError) {
+  auto file = sink("typo", kValidating, "mdoe = \"upsert\"\n");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + file +
+                                    ":7:1: key 'plugin_config.mdoe': unknown option for the validating sink; did you "
+                                    "mean 'mode'?"))
+      << run.err;
+  EXPECT_FALSE(contains(run.out, "ok:")) << run.out;
+}
+
+TEST_F(Check, AMissingPluginIsAnErrorAtPathListingTheFilesTried) {
+  auto file = sink("lost", "libpicomq_connector_nowhere_sink", "");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + file +
+                                    ":3:8: key 'path': plugin 'libpicomq_connector_nowhere_sink' not found; looked "
+                                    "for: " PICOMQ_PLUGIN_DIR "/libpicomq_connector_nowhere_sink.so " +
+                                    (dir.path() / "more-plugins/libpicomq_connector_nowhere_sink.so").string()))
+      << run.err;
+  EXPECT_FALSE(contains(run.out, "ok:")) << run.out;
+}
+
+TEST_F(Check, APluginThatIsNotASinkIsRefusedAtPath) {
+  // A file the loader cannot load: refused, and --check says so at `path`.
+  std::ofstream(dir.path() / "more-plugins/libgarbage.so") << "not an ELF file";
+  auto file = sink("garbage", "libgarbage", "");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + file + ":3:8: key 'path': cannot load plugin ")) << run.err;
+}
+
+TEST_F(Check, ThePluginsOwnValidateIsRunAndPositioned) {
+  auto file = sink("cross", kValidating, "key_field = \"id\"\n");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + file + ":7:13: key 'plugin_config.key_field': needs mode = \"upsert\""))
+      << run.err;
+  EXPECT_FALSE(contains(run.out, "ok:")) << run.out;
+}
+
+TEST_F(Check, EveryProblemOfAFileIsReportedInLineOrder) {
+  // The option table's problems (validate() sees only options the table accepted)...
+  auto table = sink("table", kValidating, "bogus = 1\nmode = \"merge\"\nkey_field = 5\n");
+  // ... validate()'s problems, a secret's value kept out ...
+  auto cross = sink("cross", kValidating, "mode = \"upsert\"\ntoken = \"s3cr\"\n");
+  // ... and the plugin's problems of a file that has errors of its own.
+  auto both = sink("both", kValidating, "key_field = \"id\"\n", "[[transforms]]\ntype = \"nope\"\n");
+  auto good = sink("good", "libpicomq_connector_stdout_sink", "pretty = true\n");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  const std::string expected = "error: " + both + ":7:13: key 'plugin_config.key_field': needs mode = \"upsert\"\n" +
+                               "error: " + both + ":9:8: key 'transforms[0].type': ";
+  EXPECT_TRUE(contains(run.err, expected)) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + cross + ":7:8: key 'plugin_config.mode': \"upsert\" needs key_field\n" +
+                                    "error: " + cross + ":8:9: key 'plugin_config.token': must be at least 8 characters\n"))
+      << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + table + ":7:1: key 'plugin_config.bogus': unknown option for the validating sink") &&
+              contains(run.err, "\nerror: " + table + ":8:8: key 'plugin_config.mode': must be one of insert|upsert, not \"merge\"\n" +
+                                    "error: " + table + ":9:13: key 'plugin_config.key_field': must be a string, not an integer\n"))
+      << run.err;
+  EXPECT_FALSE(contains(run.err, "s3cr")) << run.err;
+  EXPECT_EQ(run.out, "ok: " + good + " (sink 'good')\n");
+}
+
+TEST_F(Check, AGoodConfigIsOk) {
+  auto validating = sink("upsert", kValidating, "mode = \"upsert\"\nkey_field = \"id\"\ntoken = \"long enough\"\n");
+  auto stdout_sink = sink("stdout", "libpicomq_connector_stdout_sink", "");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  EXPECT_EQ(run.out, "ok: " + stdout_sink + " (sink 'stdout')\nok: " + validating + " (sink 'upsert')\n");
+}
+
+TEST_F(Check, ADisabledSinksPluginIsNotLoaded) {
+  auto file = sink("off", "libpicomq_connector_nowhere_sink", "anything = \"goes\"\n", "");
+  // enabled = false must be a top-level key: put it before the first table.
+  std::string text = read_file(file);
+  std::ofstream(file) << "enabled = false\n" << text;
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "ok: " + file + " (sink 'off', disabled: its plugin is not checked)\n");
+}
+
+TEST_F(Check, ABadRuntimeConfigExitsWith2) {
+  dir.write("runtime.toml", "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n[sinks]\ndri = \"sinks.d\"\n");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "key 'sinks.dri'")) << run.err;
+}
+
+}  // namespace
