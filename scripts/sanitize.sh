@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Sanitizer check of the plugin boundary: builds runtime_test, sdk_test, arrow_test and the sink
-# plugins runtime_test loads (testkit variants, stdout, the examples) twice, in build-asan/
-# (-DPICOMQ_SANITIZE=address: ASan + LeakSanitizer) and build-ubsan/ (undefined: UBSan), Debug,
-# and runs PluginCycles* (load/open/write/close/unload cycles on every plane, failing outcomes,
-# refused opens and plugins), PluginHost*, PluginOptions*, Decoder*, sdk_test and arrow_test
-# (Arrow export/release). Any sanitizer report, leak or test failure makes it exit non-zero.
-# Usage: scripts/sanitize.sh [address|undefined]...   (default: both)
+# Sanitizer check of the plugin boundary and the commit rules: builds runtime_test, sdk_test,
+# arrow_test, delivery_test and the sink plugins runtime_test loads (testkit variants, stdout, the
+# examples) in build-asan/ (-DPICOMQ_SANITIZE=address: ASan + LeakSanitizer) and build-ubsan/
+# (undefined: UBSan), Debug, and runs PluginCycles* (load/open/write/close/unload cycles on every
+# plane, failing outcomes, refused opens and plugins), PluginHost*, PluginOptions*, Decoder*, sdk_test,
+# arrow_test (Arrow export/release) and delivery_test (delivery window, committer, retries). A
+# third build, build-tsan/ (thread: TSan), runs delivery_test: completions from other threads,
+# stores racing commits. Any sanitizer report, leak or test failure makes it exit non-zero.
+# Usage: scripts/sanitize.sh [address|undefined|thread]...   (default: all three)
 # Time here (2 cores, -j2): cold, about 3 min (each build ~85-95 s, the tests ~1.5 s per
 # sanitizer); after a small change 15-40 s. Output: per-phase wall times; logs in build-*san/.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-2}"
-targets=(runtime_test sdk_test arrow_test)  # runtime_test depends on every plugin it loads
-runtime_filter='PluginCycles*:PluginHost*:PluginOptions*:Decoder*'
+runtime_filter='PluginCycles*:PluginHost*:PluginOptions*'
 sanitizers=("$@")
-[[ ${#sanitizers[@]} -eq 0 ]] && sanitizers=(address undefined)
+[[ ${#sanitizers[@]} -eq 0 ]] && sanitizers=(address undefined thread)
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 now() { echo "${EPOCHREALTIME/,/.}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -33,7 +35,7 @@ run_test() {
   t0=$(now)
   "$bin" --gtest_brief=1 "$@" >"$log" 2>&1
   rc=$?
-  if [[ $rc -eq 0 ]] && grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer' "$log"; then
+  if [[ $rc -eq 0 ]] && grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: (Address|Leak|UndefinedBehavior|Thread)Sanitizer' "$log"; then
     rc=99
   fi
   grep -E '^\[ *NOTE *\]' "$log" || true
@@ -52,16 +54,19 @@ canary() {
   case "$san" in
     address) printf '#include <stdlib.h>\nvoid *p;\nint main(void) { p = malloc(7); p = 0; return 0; }\n' ;;
     undefined) printf '#include <limits.h>\nint main(int c, char **v) { int x = INT_MAX; (void)v; x += c; return x == 0; }\n' ;;
+    thread) printf '#include <pthread.h>\nint n;\nvoid *run(void *a) { (void)a; n++; return 0; }\nint main(void) { pthread_t t; pthread_create(&t, 0, run, 0); n++; pthread_join(t, 0); return 0; }\n' ;;
   esac >"$src"
-  cc -g -fsanitize="$san" -fno-omit-frame-pointer "$src" -o "$bin" || return 1
-  ! ("$bin" >"$bin.log" 2>&1; exit $?) 2>/dev/null && grep -qE 'ERROR: LeakSanitizer|runtime error' "$bin.log"
+  cc -g -fsanitize="$san" -fno-omit-frame-pointer "$src" -o "$bin" -lpthread || return 1
+  ! ("$bin" >"$bin.log" 2>&1; exit $?) 2>/dev/null && grep -qE 'ERROR: LeakSanitizer|runtime error|WARNING: ThreadSanitizer' "$bin.log"
 }
 
 for san in "${sanitizers[@]}"; do
   case "$san" in
-    address) dir="$here/build-asan" ;;
-    undefined) dir="$here/build-ubsan" ;;
-    *) echo "unknown sanitizer '$san' (address | undefined)" >&2; exit 2 ;;
+    # runtime_test depends on every plugin it loads
+    address) dir="$here/build-asan"; targets=(runtime_test sdk_test arrow_test delivery_test decoders_test) ;;
+    undefined) dir="$here/build-ubsan"; targets=(runtime_test sdk_test arrow_test delivery_test decoders_test) ;;
+    thread) dir="$here/build-tsan"; targets=(delivery_test) ;;
+    *) echo "unknown sanitizer '$san' (address | undefined | thread)" >&2; exit 2 ;;
   esac
   echo "== $san: $dir"
   t0=$(now)
@@ -83,9 +88,13 @@ for san in "${sanitizers[@]}"; do
     exit 1
   fi
   timings+=("$(printf '%-9s build             %6ss' "$san" "$(since "$t0")")")
-  run_test "$dir" runtime_test "$dir/tests/unit/runtime/runtime_test" --gtest_filter="$runtime_filter"
-  run_test "$dir" sdk_test "$dir/tests/unit/sdk/sdk_test"
-  run_test "$dir" arrow_test "$dir/tests/unit/arrow/arrow_test"
+  if [[ $san != thread ]]; then
+    run_test "$dir" runtime_test "$dir/tests/unit/runtime/runtime_test" --gtest_filter="$runtime_filter"
+    run_test "$dir" sdk_test "$dir/tests/unit/sdk/sdk_test"
+    run_test "$dir" arrow_test "$dir/tests/unit/arrow/arrow_test"
+    run_test "$dir" decoders_test "$dir/tests/unit/decoders/decoders_test" --gtest_filter='Decoder*'
+  fi
+  run_test "$dir" delivery_test "$dir/tests/unit/delivery/delivery_test"
 done
 
 echo "== wall time per phase"

@@ -108,6 +108,12 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
     }
     if (servers) config.bootstrap_servers = std::move(*servers);
     if (auto properties = b.properties("properties")) config.client_properties = std::move(*properties);
+    if (auto id = b.string("group_instance_id")) {
+      if (id->empty() || id->size() > 200)
+        b.error(*broker->get("group_instance_id"), "group_instance_id", "'group_instance_id' must be 1 to 200 characters");
+      else
+        config.group_instance_id = std::move(*id);
+    }
     b.finish();
   }
 
@@ -176,6 +182,7 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
         config.max_buffered_bytes = static_cast<std::size_t>(*value);
     }
     if (auto timeout = t.duration("shutdown_timeout")) config.shutdown_timeout = *timeout;
+    if (auto keep = t.boolean("keep_running_on_error")) config.keep_running_on_error = *keep;
     if (auto level = t.string("log_level")) {
       static constexpr std::array<std::string_view, 5> kLevels{"trace", "debug", "info", "warn", "error"};
       if (std::find(kLevels.begin(), kLevels.end(), *level) == kLevels.end())

@@ -35,6 +35,11 @@ struct RuntimeConfig {
   // [broker.properties]: librdkafka client properties for every consumer and producer,
   // values as strings, sorted by name; never a property the runtime manages.
   std::vector<std::pair<std::string, std::string>> client_properties;
+  // Static group membership (KIP-345): this runtime's consumers join each group as
+  // "<id>-<group>", so a restart after a crash gets its partitions back at once instead of
+  // after the dead member's session timeout. A second runtime with the same id fences the
+  // first (docs/runtime.md, "Restarts and static membership").
+  std::optional<std::string> group_instance_id;
   // [plugins] path: a string or an array of strings, absolute. Empty: the runtime's default.
   std::vector<std::filesystem::path> plugin_path;
   // [sinks] dir (required), absolute.
@@ -45,6 +50,9 @@ struct RuntimeConfig {
   std::size_t max_buffered_bytes = 64 << 20;         // per [[topics]] block
   Millis shutdown_timeout{30000};
   std::string log_level = "info";  // trace|debug|info|warn|error
+  // Once no sink can make progress (each one in error or invalid), the process exits 1 so a
+  // supervisor notices; true keeps it up (for an operator to restart sinks through the API).
+  bool keep_running_on_error = false;
 };
 
 struct RuntimeConfigResult {

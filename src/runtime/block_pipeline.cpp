@@ -24,6 +24,8 @@ kafka::ConsumerSettings consumer_settings(const BlockSettings& s, std::string gr
   c.group_id = std::move(group_id);
   c.bootstrap_servers = s.bootstrap_servers;
   c.client_properties = s.client_properties;
+  // Unique per group: each block has a group of its own, so the group name makes it so.
+  if (s.group_instance_id) c.client_properties.emplace_back("group.instance.id", *s.group_instance_id + "-" + c.group_id);
   c.block_properties = s.block.properties;
   c.auto_offset_reset = s.block.auto_offset_reset;
   c.topics = s.block.topics;

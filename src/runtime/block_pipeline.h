@@ -43,6 +43,7 @@ struct BlockSettings {
   config::TopicsBlock block;
   std::string bootstrap_servers;
   std::vector<std::pair<std::string, std::string>> client_properties;  // [broker.properties]
+  std::optional<std::string> group_instance_id;                       // [broker] group_instance_id
   size_t max_buffered_records = 100000;
   size_t max_buffered_bytes = 64u << 20;
   std::chrono::milliseconds shutdown_timeout{30000};

@@ -324,9 +324,11 @@ void WriteCall::complete(pmq_write_status status) {
     check_outcome(outcome);
     done_ = true;
     notify = on_done;
+    // Under the lock: once it is released, the waiter may destroy this call (TSan found the
+    // notify after the unlock touching a freed condition variable).
+    cv_.notify_all();
   }
-  cv_.notify_all();
-  if (notify) notify();
+  if (notify) notify();  // a copy: the call may be gone by now
 }
 
 void WriteCall::wait() {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,8 +23,8 @@ void block_stop_signals() {
 
 namespace {
 
-// Waits for SIGINT/SIGTERM or the deadline.
-void wait_for_stop(const RunOptions& options) {
+// Waits for SIGINT/SIGTERM, the deadline, or `give_up()` (checked every tick).
+void wait_for_stop(const RunOptions& options, const std::function<bool()>& give_up) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -37,6 +38,7 @@ void wait_for_stop(const RunOptions& options) {
       spdlog::info("{} received: flushing and committing", sig == SIGINT ? "SIGINT" : "SIGTERM");
       return;
     }
+    if (give_up()) return;
   }
   spdlog::info("stop_after reached: flushing and committing");
 }
@@ -81,7 +83,19 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
   if (embedded)
     spdlog::info("embedded broker: {} — produce with: kcat -b {} -t orders.eu -P", bootstrap, bootstrap);
 
-  wait_for_stop(options);
+  // A process whose every sink failed would idle until signalled, and no supervisor would
+  // notice: it exits 1 instead, unless told to stay up.
+  bool gave_up = false;
+  wait_for_stop(options, [&] {
+    if (config.keep_running_on_error || status.any_sink_can_progress() || !status.any_sink_failed()) return false;
+    gave_up = true;
+    const std::string why = "no sink can make progress (each one is in error or invalid); exiting with 1 "
+                            "([runtime] keep_running_on_error = true keeps the process up)";
+    spdlog::error("{}", why);
+    status.set_runtime("exiting", why);
+    return true;
+  });
+  if (!gave_up) status.set_runtime("stopping");
 
   for (auto& s : sinks) s->request_stop();
   bool abandoned = false;

@@ -35,6 +35,7 @@ bool SinkRunner::start() {
     s.block = definition_.topics[i];
     s.bootstrap_servers = bootstrap_servers_;
     s.client_properties = runtime_config_.client_properties;
+    s.group_instance_id = runtime_config_.group_instance_id;
     s.max_buffered_records = runtime_config_.max_buffered_records;
     s.max_buffered_bytes = runtime_config_.max_buffered_bytes;
     s.shutdown_timeout = runtime_config_.shutdown_timeout;

@@ -1,5 +1,6 @@
 #include "runtime/status.h"
 
+#include <algorithm>
 #include <ctime>
 #include <cstdio>
 
@@ -80,10 +81,35 @@ void StatusBoard::set_counters(const std::string& key, std::map<std::string, uin
   write_file();
 }
 
+void StatusBoard::set_runtime(std::string state, std::string message) {
+  {
+    std::lock_guard lock(mutex_);
+    runtime_state_ = std::move(state);
+    runtime_message_ = std::move(message);
+  }
+  write_file();
+}
+
+bool StatusBoard::any_sink_can_progress() const {
+  std::lock_guard lock(mutex_);
+  return std::any_of(sinks_.begin(), sinks_.end(), [](const auto& kv) {
+    const SinkState s = kv.second.state;
+    return s == SinkState::Starting || s == SinkState::Running || s == SinkState::Stopping;
+  });
+}
+
+bool StatusBoard::any_sink_failed() const {
+  std::lock_guard lock(mutex_);
+  return std::any_of(sinks_.begin(), sinks_.end(), [](const auto& kv) {
+    return kv.second.state == SinkState::Error || kv.second.state == SinkState::Invalid;
+  });
+}
+
 std::string StatusBoard::to_json() const {
   nlohmann::json doc;
-  doc["sinks"] = nlohmann::json::array();
   std::lock_guard lock(mutex_);
+  doc["runtime"] = {{"state", runtime_state_}, {"message", runtime_message_}};
+  doc["sinks"] = nlohmann::json::array();
   for (const auto& [key, s] : sinks_) {
     nlohmann::json j{{"key", key}, {"file", s.file}, {"state", to_string(s.state)}, {"message", s.message}};
     j["blocks"] = nlohmann::json::array();

@@ -46,6 +46,12 @@ class StatusBoard {
   void set_state(const std::string& key, const std::string& file, SinkState state, std::string message = {});
   void set_block(const std::string& key, size_t index, BlockStatus block);
   void set_counters(const std::string& key, std::map<std::string, uint64_t> counters);
+  // The process as a whole: "running", or "exiting" with why.
+  void set_runtime(std::string state, std::string message = {});
+  // True while a sink is starting, running or stopping; false when each one is in error,
+  // invalid or disabled (and none is known: no sink at all is not "no progress").
+  bool any_sink_can_progress() const;
+  bool any_sink_failed() const;
   std::optional<SinkStatus> get(const std::string& key) const;
   std::string to_json() const;
   void write_file() const;
@@ -55,6 +61,8 @@ class StatusBoard {
   mutable std::mutex mutex_;
   mutable std::mutex file_mutex_;
   std::map<std::string, SinkStatus> sinks_;
+  std::string runtime_state_ = "running";
+  std::string runtime_message_;
 };
 
 }  // namespace picomq::runtime

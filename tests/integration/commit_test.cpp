@@ -71,6 +71,7 @@ TEST(Commit, FifthFailureStopsInErrorAndTheFailedBatchIsFirstOnRestart) {
   {
     Runtime rt(f.kafka.bootstrap(), "fifth-b");
     rt.add_definition("s.toml", f.definition(rt, "", "fail_times = 1000"));
+    rt.runtime_settings("keep_running_on_error = true");  // else the process exits once no sink can progress
     rt.start();
     ASSERT_TRUE(rt.wait_state(f.key, "error", 30s)) << rt.log();
     auto calls = read_calls(rt.dir() / "calls.log");
@@ -82,7 +83,7 @@ TEST(Commit, FifthFailureStopsInErrorAndTheFailedBatchIsFirstOnRestart) {
     EXPECT_EQ(f.kafka.committed(f.group, f.topic), 10) << "the offset did not move past the failed batch";
     std::this_thread::sleep_for(scaled(1s));
     EXPECT_EQ(read_calls(rt.dir() / "calls.log").size(), 5u) << "the consumer stopped";
-    EXPECT_TRUE(rt.running()) << "one sink in Error does not end the process";
+    EXPECT_TRUE(rt.running()) << "with keep_running_on_error, a sink in Error does not end the process";
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 1) << "exit code says a sink ended in Error";
   }

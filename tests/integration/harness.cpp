@@ -341,6 +341,7 @@ void Runtime::start() {
   {
     std::ofstream cfg(dir_ / "runtime.toml");
     cfg << "[broker]\nbootstrap_servers = \"" << bootstrap_ << "\"\n"
+        << broker_extra_ << "\n"
         << "[plugins]\npath = [\"" << PICOMQ_PLUGIN_DIR << "\"]\n"
         << "[sinks]\ndir = \"sinks.d\"\n"
         << "[runtime]\nstatus_file = \"" << (dir_ / "status.json").string() << "\"\n"

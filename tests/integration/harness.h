@@ -101,6 +101,8 @@ class Runtime {
   void add_definition(const std::string& file, const std::string& toml);
   // Extra lines for the runtime config's [runtime] table.
   void runtime_settings(const std::string& lines) { runtime_extra_ = lines; }
+  // Extra lines for the [broker] table (before its [broker.properties]).
+  void broker_settings(const std::string& lines) { broker_extra_ = lines; }
   void env(const std::string& name, const std::string& value) { env_.emplace_back(name, value); }
 
   void start();
@@ -127,6 +129,7 @@ class Runtime {
   std::string bootstrap_;
   std::filesystem::path dir_;
   std::string runtime_extra_;
+  std::string broker_extra_;
   std::vector<std::pair<std::string, std::string>> env_;
   pid_t pid_ = -1;
   std::optional<int> exit_code_;

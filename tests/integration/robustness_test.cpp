@@ -158,3 +158,30 @@ TEST(Robustness, EnvironmentVariablesAreInterpolatedIntoDefinitions) {
 
 }  // namespace
 }  // namespace picomq::test
+
+namespace picomq::test {
+namespace {
+
+// Nothing can make progress once every sink is in Error: the process exits 1 (a supervisor
+// restarts or alerts) and the status says why; keep_running_on_error is tested in Commit.*.
+TEST(Robustness, AProcessWhoseEverySinkFailedExitsNonZeroAndSaysWhy) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("allfail");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 3));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("a.toml", testkit_definition("allfail", "topics = [\"" + topic + "\"]",
+                                                 testkit_config(rt, "a", "fail_times = 1\nfail_status = \"fatal\"")));
+  rt.add_definition("b.toml", testkit_definition("openfails", "topics = [\"" + topic + "\"]",
+                                                 testkit_config(rt, "b", "open_error = \"no such database\"")));
+  rt.start();
+  EXPECT_EQ(rt.wait_exit(30s), 1) << rt.log();
+  EXPECT_NE(rt.log().find("no sink can make progress"), std::string::npos) << rt.log();
+  EXPECT_EQ(rt.status()["runtime"].value("state", ""), "exiting");
+  EXPECT_NE(rt.status()["runtime"].value("message", "").find("keep_running_on_error"), std::string::npos);
+  EXPECT_EQ(rt.sink_state("allfail"), "error") << "sticky: the stop keeps the reason";
+  EXPECT_NE(rt.sink_status("allfail").value("message", "").find("failed permanently"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace picomq::test
