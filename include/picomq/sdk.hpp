@@ -256,7 +256,10 @@ class ArrowBatch {
 // the sink then fails to open with that message), instead of quietly reading "unset".
 class Config {
  public:
-  explicit Config(const pmq_host_api* host, std::span<const pmq_option> declared = {}) : host_(host), declared_(declared) {}
+  // `declared`: the sink's option table (what the SDK passes); without one (a hand-built host in
+  // a test) nothing is checked.
+  explicit Config(const pmq_host_api* host) : host_(host) {}
+  Config(const pmq_host_api* host, std::span<const pmq_option> declared) : host_(host), declared_(declared), checked_(true) {}
   bool has(const char* name) const {
     declared(name, {});
     return host_->config_has(host_->host_ctx, name) != 0;
@@ -300,10 +303,9 @@ class Config {
   }
 
  private:
-  // Throws unless `name` is in the option table with one of `types` (any type when empty). A
-  // Config made without a table (a hand-built host in a test) checks nothing.
+  // Throws unless `name` is in the option table with one of `types` (any type when empty).
   void declared(const char* name, std::initializer_list<int32_t> types) const {
-    if (declared_.empty()) return;
+    if (!checked_) return;
     for (const pmq_option& o : declared_) {
       if (std::string_view(o.name) != name) continue;
       if (types.size() == 0) return;
@@ -315,6 +317,7 @@ class Config {
   }
   const pmq_host_api* host_;
   std::span<const pmq_option> declared_;
+  bool checked_ = false;
 };
 
 // What a sink's validate() reports: every problem of the configuration, each naming its key.

@@ -145,6 +145,7 @@ struct MoodySink : sdk::BaseSink<MoodySink> {
   static constexpr std::string_view sink_name = "moody";
   static constexpr std::array accepted_data_planes{DataPlane::Rows, DataPlane::Batches};
   static constexpr std::array native_data_planes = accepted_data_planes;
+  static constexpr std::array options{pmq_option{"mode", PMQ_OPTION_STRING, 0, "\"fail\"", nullptr, "how to behave"}};
   void open(const sdk::Config& config) {
     if (config.string("mode") != "fail") throw std::runtime_error("config not seen");
   }
@@ -353,6 +354,123 @@ TEST(SdkRecords, RecordAndBatchViewsReadThroughTheStride) {
   EXPECT_FALSE(batch[1].key().has_value());
   EXPECT_EQ(batch[1].partition(), 3);
   EXPECT_EQ(batch[1].format(), sdk::PayloadFormat::Json);
+}
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------- ABI 2.2 in the SDK
+
+constexpr std::array kTypedOptions{
+    pmq_option{"mode", PMQ_OPTION_STRING, 0, "\"fail\"", nullptr, "a string"},
+    pmq_option{"limit", PMQ_OPTION_INT, 0, "1", nullptr, "an int"},
+};
+
+// Reads what open_as says: a declared option, an undeclared one, or one as the wrong type.
+std::string g_read;
+struct StrictSink : sdk::BaseSink<StrictSink> {
+  static constexpr std::string_view sink_name = "strict";
+  static constexpr auto options = kTypedOptions;
+  void open(const sdk::Config& config) {
+    if (g_read == "mode") (void)config.string("mode");
+    if (g_read == "auto_create_tabel") (void)config.boolean("auto_create_tabel");
+    if (g_read == "limit as string") (void)config.string("limit");
+  }
+  void write(const sdk::Record&) {}
+};
+
+TEST(SdkConfig, ReadingAnUndeclaredOrMistypedOptionFailsTheOpenNamingIt) {
+  Captured captured;
+  g_captured = &captured;
+  pmq_host_api host = fake_host();
+  const auto& d = sdk::descriptor<StrictSink>();
+  char err[256] = {0};
+  g_read = "mode";
+  void* instance = d.open(&host, "{}", err, sizeof err);
+  ASSERT_NE(instance, nullptr) << err;
+  d.close(instance);
+  g_read = "auto_create_tabel";
+  EXPECT_EQ(d.open(&host, "{}", err, sizeof err), nullptr);
+  EXPECT_STREQ(err, "option 'auto_create_tabel' is not declared in the sink's option table");
+  g_read = "limit as string";
+  EXPECT_EQ(d.open(&host, "{}", err, sizeof err), nullptr);
+  EXPECT_STREQ(err, "option 'limit' is read as another type than the sink declares it");
+}
+
+// Every 2.2 hook, shadowed.
+std::vector<std::string> g_events;
+struct LifecycleSink : sdk::BaseSink<LifecycleSink> {
+  static constexpr std::string_view sink_name = "lifecycle";
+  static constexpr std::array accepted_data_planes{DataPlane::Rows, DataPlane::Batches};
+  static constexpr std::array native_data_planes{DataPlane::Batches};
+  static constexpr auto options = kTypedOptions;
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) {
+    if (config.integer("limit") > 10 && config.string("mode") == "fail") problems.add("limit", "must be at most 10 in fail mode");
+    if (config.integer("limit") < 0) problems.add("limit", "must not be negative");
+  }
+  void open(const sdk::Config&) { g_events.push_back("open " + std::string(sink_key())); }
+  void write_batch(const sdk::Batch& batch) {
+    count("batches");
+    count("records", batch.size());
+    g_events.push_back("write block " + std::to_string(batch.block_index()));
+  }
+  void flush(std::chrono::milliseconds timeout) { g_events.push_back("flush " + std::to_string(timeout.count())); }
+  void partitions_assigned(uint32_t block, const std::vector<sdk::TopicPartition>& tps) {
+    g_events.push_back("assigned " + std::to_string(block) + " " + std::string(tps.at(0).topic) + "[" +
+                       std::to_string(tps.at(0).partition) + "]");
+  }
+};
+
+std::map<std::string, uint64_t> g_counts;
+
+TEST(SdkLifecycle, HooksAreExportedOnlyWhenShadowedAndReachTheSink) {
+  EXPECT_EQ(sdk::descriptor<BatchSink>().validate, nullptr);
+  EXPECT_EQ(sdk::descriptor<BatchSink>().flush, nullptr);
+  EXPECT_EQ(sdk::descriptor<BatchSink>().partitions_assigned, nullptr);
+  const auto& d = sdk::descriptor<LifecycleSink>();
+  ASSERT_NE(d.validate, nullptr);
+  ASSERT_NE(d.flush, nullptr);
+  ASSERT_NE(d.partitions_assigned, nullptr);
+  ASSERT_NE(d.partitions_revoked, nullptr) << "the pair is exported together";
+
+  Captured captured;
+  g_captured = &captured;
+  g_events.clear();
+  pmq_host_api host = fake_host();
+  host.sink_key = "orders_pg";
+  host.count = [](void*, const char* name, uint64_t n) { g_counts[name] += n; };
+  host.config_int = [](void*, const char* name) -> int64_t { return std::string(name) == "limit" ? 11 : 0; };
+  char err[256] = {0};
+  EXPECT_EQ(d.validate(&host, "{}", err, sizeof err), 0);
+  EXPECT_STREQ(err, "limit: must be at most 10 in fail mode\n");
+  host.config_int = [](void*, const char*) -> int64_t { return 3; };
+  EXPECT_EQ(d.validate(&host, "{}", err, sizeof err), 1);
+
+  void* instance = d.open(&host, "{}", err, sizeof err);
+  ASSERT_NE(instance, nullptr) << err;
+  const pmq_topic_partition tp{"orders", 2};
+  d.partitions_assigned(instance, 1, &tp, 1);
+  BatchFixture f("orders");
+  f.batch.block_index = 1;
+  pmq_write_result result{&captured};
+  EXPECT_EQ(d.write_batch(instance, &f.batch, &result), PMQ_WRITE_OK);
+  d.flush(instance, 1500);
+  d.close(instance);
+  EXPECT_EQ(g_events, (std::vector<std::string>{"open orders_pg", "assigned 1 orders[2]", "write block 1", "flush 1500"}));
+  EXPECT_EQ(g_counts["batches"], 1u);
+  EXPECT_EQ(g_counts["records"], f.batch.record_count);
+
+  // A 2.1 host has neither sink_key nor count: the SDK must not read past its struct.
+  g_events.clear();
+  g_counts.clear();
+  host.struct_size = offsetof(pmq_host_api, sink_key);
+  instance = d.open(&host, "{}", err, sizeof err);
+  ASSERT_NE(instance, nullptr) << err;
+  EXPECT_EQ(d.write_batch(instance, &f.batch, &result), PMQ_WRITE_OK);
+  d.close(instance);
+  EXPECT_EQ(g_events.front(), "open ");
+  EXPECT_TRUE(g_counts.empty());
 }
 
 }  // namespace
