@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -58,6 +59,27 @@ bool padding_is_readable(std::span<const uint8_t> in) {
 #endif
 }
 
+// The deepest nesting of arrays and objects in a valid JSON text (strings skipped), for the one
+// path that does not go through simdjson's own limit.
+size_t nesting_depth(std::string_view json) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 // Validates a complete JSON document with simdjson's DOM parser; the plugin gets the original
 // bytes (no re-serialisation), so a valid payload costs one parse and no copy downstream.
 class JsonDecoder final : public PayloadDecoder {
@@ -73,8 +95,14 @@ class JsonDecoder final : public PayloadDecoder {
       // nlohmann stops at a NUL byte as if the input ended there; JSON never has a raw NUL
       // (found by fuzz_decoder_json: "123456789012345678901\0garbage" was accepted).
       if (std::memchr(in.data(), 0, in.size()) == nullptr) {
+        const std::string_view text(reinterpret_cast<const char*>(in.data()), in.size());
         try {
-          (void)nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(in.data()), in.size()));
+          (void)nlohmann::json::parse(text);
+          // The same depth limit as simdjson's (its document counts as a level).
+          if (nesting_depth(text) >= simdjson::DEFAULT_MAX_DEPTH) {
+            error = std::string("payload is not valid JSON: ") + simdjson::error_message(simdjson::DEPTH_ERROR);
+            return DecodeStatus::bad_record;
+          }
           out = {in.data(), in.size()};
           return DecodeStatus::ok;
         } catch (const nlohmann::json::out_of_range& e) {

@@ -38,6 +38,14 @@ TEST(Decoder, JsonAcceptsIntegersBeyond64BitsButNotNumbersBeyondADouble) {
   EXPECT_TRUE(decode(config::Schema::Json, R"({"id":123456789012345678901234567890,"neg":-9223372036854775809})").ok);
   EXPECT_TRUE(decode(config::Schema::Json, "18446744073709551616").ok);
   EXPECT_TRUE(decode(config::Schema::Json, R"({"tiny":1e-400})").ok);
+  // The fallback for big integers keeps simdjson's depth limit (1023 levels pass, 1024 do not).
+  auto nested = [](size_t levels) {
+    return "[123456789012345678901," + std::string(levels - 1, '[') + std::string(levels, ']');
+  };
+  EXPECT_TRUE(decode(config::Schema::Json, nested(1023)).ok);
+  const auto deep = decode(config::Schema::Json, nested(1024));
+  EXPECT_FALSE(deep.ok);
+  EXPECT_NE(deep.error.find("too deep"), std::string::npos) << deep.error;
   const auto huge = decode(config::Schema::Json, R"({"huge":1e400})");
   EXPECT_FALSE(huge.ok);
   EXPECT_NE(huge.error.find("number out of range (number overflow parsing '1e400')"), std::string::npos) << huge.error;
