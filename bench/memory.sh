@@ -82,6 +82,15 @@ python3 "$bench/gen_records.py" "$N" "$records_file" >&2
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+# bg_switches PID: "<jemalloc background threads> <their context switches so far>"
+bg_switches() {
+  local t n=0 sw=0
+  for t in /proc/"$1"/task/*; do
+    [[ "$(cat "$t/comm" 2>/dev/null)" == jemalloc_bg_thd ]] || continue
+    n=$((n + 1)) sw=$((sw + $(awk '/ctxt_switches/ {s += $2} END {print s}' "$t/status")))
+  done
+  echo "$n $sw"
+}
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 mib() { awk -v k="$1" 'BEGIN {printf "%.2f", k / 1024}'; }
 
@@ -182,8 +191,14 @@ for ((v = 0; v < ${#variants[@]}; v++)); do
     { tail -20 "$dir/stderr.log" >&2; exit 1; }
   peak_kb="$(hwm_kb "$runtime_pid")"
   curve=("$(rss_kb "$runtime_pid")")
-  for ((s = 1; s <= SETTLE; s++)); do sleep 1; curve+=("$(rss_kb "$runtime_pid")"); done
+  for ((s = 1; s <= SETTLE; s++)); do
+    sleep 1; curve+=("$(rss_kb "$runtime_pid")")
+    ((s == SETTLE - 2)) && read -r _ bg_sw0 <<< "$(bg_switches "$runtime_pid")"
+  done
   after_kb="${curve[-1]}" after_cpu="$(cpu_s "$runtime_pid")"
+  # the background threads' wake-ups over the last 2 s of the settling period (once RSS is flat)
+  read -r bg_threads bg_sw1 <<< "$(bg_switches "$runtime_pid")"
+  bg_wakeups=$(( SETTLE >= 3 ? bg_sw1 - bg_sw0 : -1 ))
   printf '%s\n' "${curve[@]}" > "$dir/after_curve_kb.txt"
   stop_runtime "$dir"
   log "  all committed ($wait_result after the last produce); peak $(mib "$peak_kb") MiB," \
@@ -203,10 +218,10 @@ for ((v = 0; v < ${#variants[@]}; v++)); do
 
   line="$(python3 - "$label" "$effective" "$SINKS" "$N" "$idle_kb" "$peak_kb" "$after_kb" "$SETTLE" "$TARGET" \
             "$(IFS=,; echo "${curve[*]}")" "$idle_cpu" "$after_cpu" "$EXTRA" "$extra_idle_kb" "$load1 $load5 $load15" \
-            "$(nproc)" <<'PY'
+            "$(nproc)" "$bg_threads" "$bg_wakeups" <<'PY'
 import json, sys
 (label, effective, sinks, n, idle, peak, after, settle, target, curve, idle_cpu, after_cpu, extra, extra_idle,
- load, cores) = sys.argv[1:]
+ load, cores, bg_threads, bg_wakeups) = sys.argv[1:]
 mib = lambda kb: round(int(kb) / 1024, 2)
 ratio = int(after) / int(idle)
 out = {"bench": "memory", "variant": label, "jemalloc": effective, "sinks": int(sinks), "records_per_topic": int(n),
@@ -214,7 +229,10 @@ out = {"bench": "memory", "variant": label, "jemalloc": effective, "sinks": int(
        "ratio_after_idle": round(ratio, 3), "target": float(target),
        "result": "PASS" if ratio <= float(target) else "NOT met",
        "after_curve_mib": [mib(k) for k in curve.split(",")],
-       "load_cpu_s": round(float(after_cpu) - float(idle_cpu), 2)}
+       "load_cpu_s": round(float(after_cpu) - float(idle_cpu), 2),
+       "jemalloc_bg_threads": int(bg_threads)}
+if int(bg_wakeups) >= 0:
+    out["bg_wakeups_last_2s"] = int(bg_wakeups)
 if int(extra) > 0:
     out[f"idle_mib_{int(sinks) + int(extra)}_sinks"] = mib(extra_idle)
     out["per_extra_idle_sink_mib"] = round((int(extra_idle) - int(idle)) / 1024 / int(extra), 2)
