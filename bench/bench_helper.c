@@ -29,6 +29,14 @@
  *
  *   bench_helper treecpu <pid>
  *       prints the CPU seconds of the process tree of <pid> (as --server counts them)
+ *
+ *   bench_helper createtopics <bootstrap> <partitions> <topic>...
+ *       creates the topics (replication factor 1) with the admin API and waits for the result;
+ *       a topic that already exists is an error
+ *
+ *   bench_helper waitcommitted <bootstrap> <timeout_s> <group> <topic> <N> [<group> <topic> <N>]...
+ *       polls the committed offset of each <group> on <topic>[0] every 10 ms until every one has
+ *       reached its N; prints "wait_s=.." (exit 0) or reports the offsets at the timeout (exit 1)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -304,12 +312,88 @@ static int cmd_sink(int argc, char **argv) {
   return done < 0 ? 1 : 0;
 }
 
+static int cmd_createtopics(int argc, char **argv) {
+  if (argc < 5) die("usage: createtopics <bootstrap> <partitions> <topic>...");
+  int partitions = atoi(argv[3]), n = argc - 4;
+  char err[512];
+  rd_kafka_t *rk = make_client(argv[2], NULL);
+  rd_kafka_NewTopic_t **topics = calloc((size_t)n, sizeof *topics);
+  for (int i = 0; i < n; ++i) {
+    topics[i] = rd_kafka_NewTopic_new(argv[4 + i], partitions, 1, err, sizeof err);
+    if (!topics[i]) die(err);
+  }
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, topics, (size_t)n, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+  if (!ev) die("createtopics: no answer within 30 s");
+  if (rd_kafka_event_error(ev)) die(rd_kafka_event_error_string(ev));
+  size_t cnt = 0;
+  const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+  int failed = 0;
+  for (size_t i = 0; i < cnt; ++i)
+    if (rd_kafka_topic_result_error(res[i])) {
+      fprintf(stderr, "bench_helper: create %s: %s\n", rd_kafka_topic_result_name(res[i]),
+              rd_kafka_topic_result_error_string(res[i]));
+      failed = 1;
+    }
+  rd_kafka_event_destroy(ev);
+  rd_kafka_NewTopic_destroy_array(topics, (size_t)n);
+  free(topics);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return failed;
+}
+
+static int cmd_waitcommitted(int argc, char **argv) {
+  if (argc < 7 || (argc - 4) % 3) die("usage: waitcommitted <bootstrap> <timeout_s> <group> <topic> <N> [...]");
+  double timeout = atof(argv[3]), t0 = now_s();
+  int n = (argc - 4) / 3, done = 0;
+  rd_kafka_t **clients = calloc((size_t)n, sizeof *clients);
+  rd_kafka_topic_partition_list_t **lists = calloc((size_t)n, sizeof *lists);
+  long long *committed = calloc((size_t)n, sizeof *committed);
+  for (int i = 0; i < n; ++i) {
+    clients[i] = make_client(argv[2], argv[4 + 3 * i]);
+    lists[i] = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(lists[i], argv[5 + 3 * i], 0);
+    committed[i] = -1;
+  }
+  while (!done) {
+    done = 1;
+    for (int i = 0; i < n; ++i) {
+      if (committed[i] >= atoll(argv[6 + 3 * i])) continue;
+      lists[i]->elems[0].offset = RD_KAFKA_OFFSET_INVALID;
+      rd_kafka_resp_err_t e = rd_kafka_committed(clients[i], lists[i], 5000);
+      committed[i] = e ? -1 : lists[i]->elems[0].offset;
+      if (committed[i] < atoll(argv[6 + 3 * i])) done = 0;
+    }
+    if (done) break;
+    if (now_s() - t0 > timeout) {
+      for (int i = 0; i < n; ++i)
+        fprintf(stderr, "bench_helper: timeout after %.0f s: %s committed %lld of %s on %s[0]\n", timeout,
+                argv[4 + 3 * i], committed[i], argv[6 + 3 * i], argv[5 + 3 * i]);
+      return 1;
+    }
+    usleep(10000);
+  }
+  printf("wait_s=%.3f\n", now_s() - t0);
+  for (int i = 0; i < n; ++i) {
+    rd_kafka_topic_partition_list_destroy(lists[i]);
+    rd_kafka_destroy(clients[i]);
+  }
+  free(clients);
+  free(lists);
+  free(committed);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) die("usage: bench_helper endoffset|run|sink|treecpu ...");
+  if (argc < 2) die("usage: bench_helper endoffset|run|sink|treecpu|createtopics|waitcommitted ...");
   if (!strcmp(argv[1], "endoffset")) return cmd_endoffset(argc, argv);
   if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
   if (!strcmp(argv[1], "sink")) return cmd_sink(argc, argv);
   if (!strcmp(argv[1], "treecpu")) return cmd_treecpu(argc, argv);
+  if (!strcmp(argv[1], "createtopics")) return cmd_createtopics(argc, argv);
+  if (!strcmp(argv[1], "waitcommitted")) return cmd_waitcommitted(argc, argv);
   die("unknown command");
   return 2;
 }

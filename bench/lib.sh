@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared steps of the Kafka benchmarks (stdout_vs_kcat.sh, planes.sh, sink_bench.sh); source it,
-# do not run it.
+# Shared steps of the Kafka benchmarks (stdout_vs_kcat.sh, planes.sh, sink_bench.sh, memory.sh);
+# source it, do not run it.
 # Each step exits the script (status 1 or 2, message on stderr) when it fails, as the scripts did.
 #
 # Globals it sets, in the order the steps run:
