@@ -32,6 +32,7 @@ kafka::ConsumerSettings consumer_settings(const BlockSettings& s, std::string gr
   c.pattern = s.block.pattern;
   c.anchored_pattern = s.block.anchored_pattern;
   c.pattern_refresh = s.pattern_refresh;
+  c.close_timeout = std::min(s.shutdown_timeout, milliseconds(10000));
   return c;
 }
 

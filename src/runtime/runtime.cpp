@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/embedded_broker.h"
+#include "runtime/kafka/client_logging.h"
 #include "runtime/sink_runner.h"
 #include "runtime/status.h"
 
@@ -109,6 +110,12 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
   }
   sinks.clear();
   embedded.reset();
+  if (kafka::handles_left_behind() > 0) {
+    // Their librdkafka threads still run (and may log): static destructors must not run under
+    // them, and the logger stays.
+    spdlog::default_logger()->flush();
+    std::_Exit(exit_code);
+  }
   return exit_code;
 }
 

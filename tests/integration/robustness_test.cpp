@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -181,6 +183,89 @@ TEST(Robustness, AProcessWhoseEverySinkFailedExitsNonZeroAndSaysWhy) {
   EXPECT_NE(rt.status()["runtime"].value("message", "").find("keep_running_on_error"), std::string::npos);
   EXPECT_EQ(rt.sink_state("allfail"), "error") << "sticky: the stop keeps the reason";
   EXPECT_NE(rt.sink_status("allfail").value("message", "").find("failed permanently"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace picomq::test
+
+namespace picomq::test {
+namespace {
+
+// Every line the runtime writes to stderr is its logger's (a timestamp, a level, the sink and
+// block): librdkafka's own lines ("%3|1700000000.123|FAIL|...") come through it too, for the
+// consumers and the dead-letter producer alike, whether the broker answers or not.
+void expect_only_formatted_lines(const std::string& log) {
+  const std::regex formatted(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} (trace|debug|info|warning|error|critical) .*)");
+  std::istringstream in(log);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == ' ') continue;  // a continuation of a multi-line message
+    ++lines;
+    EXPECT_TRUE(std::regex_match(line, formatted)) << "not the runtime's format: " << line;
+  }
+  EXPECT_GT(lines, 3u);
+}
+
+TEST(Robustness, LibrdkafkaLinesGoThroughTheRuntimesLoggerWithTheirSink) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("logs");
+  const auto dead = unique_name("logs-dlq");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  kafka.produce_values(topic, {R"({"n":0})", "not json", R"({"n":2})"});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", testkit_definition("logs", "topics = [\"" + topic +
+                                                             "\"]\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
+                                                             dead + "\"",
+                                                  testkit_config(rt)));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return rt.block_status("logs").value("dead_lettered_records", 0) == 1; }, 30s)) << rt.log();
+  rt.signal(SIGTERM);
+  ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  expect_only_formatted_lines(rt.log());
+
+  // A broker that is not there: librdkafka's connection failures, through the logger.
+  Runtime lonely("127.0.0.1:" + std::to_string(free_port()), "lonely");
+  lonely.add_definition("s.toml", testkit_definition("lonely", "topics = [\"" + topic + "\"]", testkit_config(lonely)));
+  lonely.start();
+  ASSERT_TRUE(wait_until([&] { return lonely.log().find("broker unreachable") != std::string::npos; }, 20s));
+  EXPECT_TRUE(wait_until([&] { return lonely.block_status("lonely").value("broker", nlohmann::json::object())
+                                          .value("reachable", true) == false; }, 10s))
+      << "the status says the broker is unreachable: " << lonely.block_status("lonely");
+  EXPECT_FALSE(lonely.block_status("lonely")["broker"].value("unreachable_since", "").empty());
+  lonely.signal(SIGTERM);
+  EXPECT_EQ(lonely.wait_exit(30s), 0) << lonely.log();
+  expect_only_formatted_lines(lonely.log());
+  EXPECT_NE(lonely.log().find("sink 'lonely' topics[0]: kafka "), std::string::npos) << "librdkafka's line, with its sink";
+}
+
+// The dead-letter producer's own librdkafka lines (it meets a broker that just went away).
+TEST(Robustness, TheDeadLetterProducersLibrdkafkaLinesGoThroughTheLoggerToo) {
+  Kafka own(make_temp_dir("picomq-kafka-dlq-logs"), free_port());
+  own.start();
+  const auto topic = unique_name("dlqlogs");
+  const auto dead = unique_name("dlqlogs-dead");
+  own.create_topic(topic);
+  own.create_topic(dead);
+  own.produce_values(topic, {R"({"n":0})", "not json"});
+  Runtime rt(own.bootstrap());
+  // The write takes 3 s; the broker goes away meanwhile, so the dead-letter producer (created
+  // on first use, after the write) finds nobody.
+  rt.add_definition("s.toml", testkit_definition("dlqlogs", "topics = [\"" + topic +
+                                                                "\"]\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
+                                                                dead + "\"",
+                                                     testkit_config(rt, "records", "delay_ms = 3000")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return rt.block_status("dlqlogs").value("buffered_records", 0) == 2; }, 30s)) << rt.log();
+  own.stop();
+  ASSERT_TRUE(wait_until([&] { return rt.log().find("dead-letter producer: kafka") != std::string::npos; }, 30s))
+      << rt.log();
+  const auto t0 = std::chrono::steady_clock::now();
+  rt.signal(SIGTERM);
+  EXPECT_TRUE(rt.wait_exit(30s).has_value()) << "within the default shutdown_timeout\n" << rt.log();
+  std::printf("[ NOTE ] stop with the broker gone took %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  expect_only_formatted_lines(rt.log());
 }
 
 }  // namespace

@@ -41,6 +41,17 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
 
 }  // namespace
 
+namespace {
+std::atomic<size_t> left_behind{0};
+}
+
+void leave_behind(rd_kafka_t*, LoggedClient* client) {
+  client->owner = nullptr;
+  left_behind.fetch_add(1);
+}
+
+size_t handles_left_behind() { return left_behind.load(); }
+
 void route_client_logs(rd_kafka_conf_t* conf, LoggedClient* client) {
   rd_kafka_conf_set_opaque(conf, client);
   rd_kafka_conf_set_log_cb(conf, log_cb);

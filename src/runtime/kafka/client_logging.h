@@ -13,11 +13,18 @@ namespace picomq::runtime::kafka {
 // broker is reachable (set by the error callback, cleared by whoever sees it answer again).
 struct LoggedClient {
   std::string log_prefix;  // e.g. "sink 'orders' topics[0]"
+  void* owner = nullptr;   // the object serving the handle's other callbacks; null once it let go
   std::atomic<bool> broker_down{false};
   std::atomic<int64_t> broker_down_since_ms{0};  // system clock, epoch ms
 };
 
 // Sets `client` as the conf's opaque and routes its log and error callbacks to the logger.
 void route_client_logs(rd_kafka_conf_t* conf, LoggedClient* client);
+
+// A handle that cannot be destroyed in reasonable time (librdkafka waits for a broker that is
+// gone) is left running, with its LoggedClient, for the process exit to end: the process must
+// then leave with std::_Exit, not through static destructors its threads could still reach.
+void leave_behind(rd_kafka_t* rk, LoggedClient* client);
+size_t handles_left_behind();
 
 }  // namespace picomq::runtime::kafka

@@ -19,11 +19,15 @@ bool is_internal_topic(const std::string& topic) { return topic.rfind("__", 0) =
 
 ConsumerClient::ConsumerClient(ConsumerSettings settings, std::string log_prefix, RebalanceListener& listener)
     : settings_(std::move(settings)), listener_(listener) {
-  LoggedClient::log_prefix = std::move(log_prefix);
+  log_->log_prefix = std::move(log_prefix);
+  log_->owner = this;
   if (settings_.anchored_pattern) pattern_.emplace(*settings_.anchored_pattern, std::regex::ECMAScript);
 }
 
-ConsumerClient::~ConsumerClient() { close(); }
+ConsumerClient::~ConsumerClient() {
+  close();
+  if (!log_left_behind_) delete log_;
+}
 
 std::string ConsumerClient::create() {
   std::string error;
@@ -50,7 +54,7 @@ std::string ConsumerClient::create() {
     return error;
   }
   read_fetch_queue_limits(conf);
-  route_client_logs(conf, this);
+  route_client_logs(conf, log_);
   rd_kafka_conf_set_rebalance_cb(conf, &ConsumerClient::rebalance_cb);
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (!rk_) return std::string("cannot create consumer: ") + errstr;
@@ -61,13 +65,37 @@ std::string ConsumerClient::create() {
   return {};
 }
 
+// Leaves the group, bounded: with the broker gone, librdkafka's own close waits for a
+// coordinator that does not answer (a SIGTERM during an outage took minutes). Then the member
+// is left behind, and the broker drops it after its session timeout.
 void ConsumerClient::close() {
   if (!rk_) return;
   rd_kafka_queue_poll_callback(commit_queue_, 0);
   rd_kafka_queue_destroy(commit_queue_);
-  rd_kafka_consumer_close(rk_);
+  bool closed = false;
+  if (!log_->broker_down) {
+    rd_kafka_queue_t* events = rd_kafka_queue_new(rk_);
+    if (rd_kafka_error_t* e = rd_kafka_consumer_close_queue(rk_, events)) {
+      spdlog::warn("{}: cannot leave the group: {}", log_prefix(), rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    } else {
+      const auto deadline = Clock::now() + settings_.close_timeout;
+      while (!(closed = rd_kafka_consumer_closed(rk_)) && Clock::now() < deadline && !log_->broker_down)
+        rd_kafka_queue_poll_callback(events, 100);  // serves the revoke (and its commit)
+    }
+    rd_kafka_queue_destroy(events);
+  }
   rd_kafka_queue_destroy(queue_);
-  rd_kafka_destroy(rk_);
+  if (closed) {
+    rd_kafka_destroy(rk_);
+  } else {
+    // Even rd_kafka_destroy_flags(NO_CONSUMER_CLOSE) waits for the coordinator (measured: the
+    // session timeout, 45 s): the handle is left for the process exit.
+    spdlog::warn("{}: left without leaving the group (the broker {}); it drops this member after its session timeout",
+                 log_prefix(), log_->broker_down ? "is unreachable" : "did not answer in time");
+    leave_behind(rk_, log_);
+    log_left_behind_ = true;
+  }
   rk_ = nullptr;
 }
 
@@ -130,7 +158,7 @@ size_t ConsumerClient::poll(std::chrono::milliseconds wait, size_t max, std::vec
     ++records;
     out.push_back(std::move(m));
   }
-  if (records && broker_down) mark_broker_up();
+  if (records && log_->broker_down) mark_broker_up();
   return records;
 }
 
@@ -190,30 +218,33 @@ void ConsumerClient::watch_fetch_queue(size_t recent_message_bytes) {
 }
 
 int64_t ConsumerClient::check_broker(std::chrono::milliseconds every) {
-  if (!broker_down) return 0;
+  if (!log_->broker_down) return 0;
   const auto now = Clock::now();
   if (now >= next_broker_probe_) {
     next_broker_probe_ = now + every;
-    // The log end of an assigned partition: an answer means its leader is back. (A metadata
-    // request would do too, but one that finds a subscribed topic missing makes librdkafka
-    // cache that and wait minutes before it looks again.) Without partitions, the next
-    // assignment, record or commit tells instead.
+    // Metadata of one assigned topic: an answer means a broker is back. Not of every topic
+    // this client knows: one that finds a subscribed topic missing makes librdkafka cache that
+    // and wait minutes before it looks again. Not a ListOffsets either:
+    // rd_kafka_query_watermark_offsets() does not return while the leader is unknown, whatever
+    // its timeout. Without partitions, the next assignment, record or commit tells instead.
     if (!assignment_.empty()) {
-      int64_t low = 0, high = 0;
-      const auto& tp = assignment_.front();
-      if (rd_kafka_query_watermark_offsets(rk_, tp.topic.c_str(), tp.partition, &low, &high, 500) ==
-          RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_topic_t* topic = rd_kafka_topic_new(rk_, assignment_.front().topic.c_str(), nullptr);
+      const rd_kafka_metadata_t* md = nullptr;
+      if (topic && rd_kafka_metadata(rk_, 0, topic, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_metadata_destroy(md);
         mark_broker_up();
+      }
+      if (topic) rd_kafka_topic_destroy(topic);
     }
   }
-  return broker_down ? broker_down_since_ms.load() : 0;
+  return log_->broker_down ? log_->broker_down_since_ms.load() : 0;
 }
 
 void ConsumerClient::mark_broker_up() {
-  if (!broker_down.exchange(false)) return;
+  if (!log_->broker_down.exchange(false)) return;
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
-  spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(), (now_ms - broker_down_since_ms.load()) / 1000.0);
+  spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(), (now_ms - log_->broker_down_since_ms.load()) / 1000.0);
 }
 
 // ---------------------------------------------------------------- offsets
@@ -239,16 +270,36 @@ void ConsumerClient::commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_to
     self->committer_->commit_done(err && err != RD_KAFKA_RESP_ERR__NO_OFFSET ? rd_kafka_err2str(err) : std::string());
 }
 
+// rd_kafka_commit() would wait as long as librdkafka retries (minutes with the broker gone):
+// the commit goes through a queue of its own, waited for up to close_timeout (1 s while the
+// broker is known to be unreachable).
 std::string ConsumerClient::commit_sync() {
-  const rd_kafka_resp_err_t err = rd_kafka_commit(rk_, nullptr, 0);
-  return err && err != RD_KAFKA_RESP_ERR__NO_OFFSET ? rd_kafka_err2str(err) : std::string();
+  rd_kafka_queue_t* results = rd_kafka_queue_new(rk_);
+  rd_kafka_commit_queue(rk_, nullptr, results, nullptr, nullptr);
+  std::string error;
+  // During an outage a second is enough to see the broker answer again.
+  const auto wait = log_->broker_down ? std::min(settings_.close_timeout, std::chrono::milliseconds(1000))
+                                      : settings_.close_timeout;
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(results, static_cast<int>(wait.count()));
+  if (!ev) {
+    error = "not confirmed within " + std::to_string(wait.count()) + " ms" +
+            (log_->broker_down ? " (the broker is unreachable)" : "");
+  } else {
+    const rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) error = rd_kafka_err2str(err);
+    else mark_broker_up();
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_queue_destroy(results);
+  return error;
 }
 
 // ---------------------------------------------------------------- rebalances
 
 void ConsumerClient::rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
                                   void* opaque) {
-  static_cast<ConsumerClient*>(static_cast<LoggedClient*>(opaque))->on_rebalance(err, partitions);
+  if (auto* self = static_cast<ConsumerClient*>(static_cast<LoggedClient*>(opaque)->owner))
+    self->on_rebalance(err, partitions);
 }
 
 void ConsumerClient::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions) {

@@ -36,6 +36,8 @@ struct ConsumerSettings {
   std::optional<std::string> pattern;           // as written
   std::optional<std::string> anchored_pattern;  // what is matched
   std::chrono::milliseconds pattern_refresh{2000};
+  // How long a synchronous commit and leaving the group may take (part of shutdown_timeout).
+  std::chrono::milliseconds close_timeout{10000};
 };
 
 // What the consumer tells its block about ownership changes, from inside poll().
@@ -48,7 +50,7 @@ class RebalanceListener {
   virtual void on_revoking(const std::vector<TopicPartition>& partitions, bool lost) = 0;
 };
 
-class ConsumerClient final : public OffsetTransport, private LoggedClient {
+class ConsumerClient final : public OffsetTransport {
  public:
   ConsumerClient(ConsumerSettings settings, std::string log_prefix, RebalanceListener& listener);
   ~ConsumerClient() override;
@@ -70,7 +72,7 @@ class ConsumerClient final : public OffsetTransport, private LoggedClient {
   // Whether the broker answers: probes it while it did not (at most once per `every`), logs the
   // recovery. Returns the epoch-ms since when it is unreachable, or 0.
   int64_t check_broker(std::chrono::milliseconds every);
-  int64_t broker_unreachable_since() const { return broker_down ? broker_down_since_ms.load() : 0; }
+  int64_t broker_unreachable_since() const { return log_->broker_down ? log_->broker_down_since_ms.load() : 0; }
   // Leaves the group and destroys the handle.
   void close();
 
@@ -82,7 +84,7 @@ class ConsumerClient final : public OffsetTransport, private LoggedClient {
   void wake() override;
   void set_commit_listener(OffsetCommitter* committer) { committer_ = committer; }
 
-  const std::string& log_prefix() const { return LoggedClient::log_prefix; }
+  const std::string& log_prefix() const { return log_->log_prefix; }
 
  private:
   static void rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
@@ -94,6 +96,9 @@ class ConsumerClient final : public OffsetTransport, private LoggedClient {
   void mark_broker_up();
 
   ConsumerSettings settings_;
+  // On the heap: the callbacks of a handle left behind at close still reach it.
+  LoggedClient* log_ = new LoggedClient;
+  bool log_left_behind_ = false;
   RebalanceListener& listener_;
   OffsetCommitter* committer_ = nullptr;
   std::optional<std::regex> pattern_;
