@@ -182,7 +182,7 @@ key = "bench"
 path = "$plugin"
 [[topics]]
 topics = ["$topic"]
-schema = "json"
+schema = "${BENCH_SCHEMA:-json}"
 batch_length = $batch_length
 poll_interval = "100ms"
 consumer_group = "$group"

@@ -10,6 +10,7 @@
 #   BENCH_KCAT_JSON=1       0: skip the `kcat -J` (JSON envelope) variant
 #   BENCH_WARMUP=1          0: skip the untimed warm-up read before the first round
 #   BENCH_BATCH_LENGTH=1000 batch_length of the sink definition
+#   BENCH_SCHEMA=json       schema of the sink definition (json or raw; raw prints base64 JSON strings)
 #   BENCH_KEEP=0            1: keep the work dir (broker log, runtime logs, raw results)
 #   BENCH_DIR=              work dir (default: a new mktemp -d under /tmp)
 # Smoke mode for CI: BENCH_RECORDS=20000 BENCH_RUNS=1 (add BENCH_SKIP_BUILD=1 after a build).
@@ -82,4 +83,4 @@ done
 cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 kcat_version="$(kcat -V 2>&1 | grep -o 'Version [^ ]*\|librdkafka [^ ]*' | tr '\n' ' ' || true)"
 python3 "$bench/report.py" "$results" "$N" "$payload_bytes" "$RUNS" \
-  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; batch_length=$BATCH_LENGTH"
+  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; batch_length=$BATCH_LENGTH; schema=${BENCH_SCHEMA:-json}"

@@ -62,7 +62,7 @@ void append_payload(std::string& out, const pmq_batch& batch, const pmq_record& 
     case PMQ_PAYLOAD_TEXT: dest::append_json_escaped(out, view(r.payload)); break;
     default:
       out += '"';
-      out += dest::base64_encode(std::span<const uint8_t>(r.payload.data, r.payload.size));
+      dest::append_base64(out, std::span<const uint8_t>(r.payload.data, r.payload.size));
       out += '"';
   }
 }
@@ -92,7 +92,7 @@ void append_record(std::string& out, const pmq_batch& batch, const pmq_record& r
     out += ",\"";
     out += dest::kKeyField;
     out += "\":\"";
-    out += dest::base64_encode(std::span<const uint8_t>(r.key.data, r.key.size));
+    dest::append_base64(out, std::span<const uint8_t>(r.key.data, r.key.size));
     out += '"';
   }
   if (r.header_count) {

@@ -82,26 +82,32 @@ bool is_valid_utf8(std::span<const uint8_t> bytes) {
 
 bool is_valid_utf8(std::string_view text) { return is_valid_utf8(as_bytes(text)); }
 
-std::string base64_encode(std::span<const uint8_t> bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
+void append_base64(std::string& out, std::span<const uint8_t> bytes) {
+  const std::size_t at = out.size();
+  out.resize(at + (bytes.size() + 2) / 3 * 4);  // one size check, then plain stores
+  char* w = out.data() + at;
   std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
+  for (; i + 3 <= bytes.size(); i += 3, w += 4) {
     const uint32_t v = (uint32_t{bytes[i]} << 16) | (uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
-    out.push_back(kBase64Alphabet[(v >> 18) & 63]);
-    out.push_back(kBase64Alphabet[(v >> 12) & 63]);
-    out.push_back(kBase64Alphabet[(v >> 6) & 63]);
-    out.push_back(kBase64Alphabet[v & 63]);
+    w[0] = kBase64Alphabet[(v >> 18) & 63];
+    w[1] = kBase64Alphabet[(v >> 12) & 63];
+    w[2] = kBase64Alphabet[(v >> 6) & 63];
+    w[3] = kBase64Alphabet[v & 63];
   }
   const std::size_t rest = bytes.size() - i;
   if (rest > 0) {
     uint32_t v = uint32_t{bytes[i]} << 16;
     if (rest == 2) v |= uint32_t{bytes[i + 1]} << 8;
-    out.push_back(kBase64Alphabet[(v >> 18) & 63]);
-    out.push_back(kBase64Alphabet[(v >> 12) & 63]);
-    out.push_back(rest == 2 ? kBase64Alphabet[(v >> 6) & 63] : '=');
-    out.push_back('=');
+    w[0] = kBase64Alphabet[(v >> 18) & 63];
+    w[1] = kBase64Alphabet[(v >> 12) & 63];
+    w[2] = rest == 2 ? kBase64Alphabet[(v >> 6) & 63] : '=';
+    w[3] = '=';
   }
+}
+
+std::string base64_encode(std::span<const uint8_t> bytes) {
+  std::string out;
+  append_base64(out, bytes);
   return out;
 }
 

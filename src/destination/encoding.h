@@ -22,6 +22,8 @@ bool is_valid_utf8(std::string_view text);
 
 // Standard alphabet, '=' padded (RFC 4648 section 4).
 std::string base64_encode(std::span<const uint8_t> bytes);
+// The same, appended to `out` in place (no temporary: on the hot path of document sinks).
+void append_base64(std::string& out, std::span<const uint8_t> bytes);
 std::string base64_encode(std::string_view bytes);
 
 // Strict inverse of base64_encode: nullopt for a length that is not a multiple of 4, a

@@ -25,7 +25,7 @@ void append_value(std::string& out, const pmq_bytes& value) {
     append_json_escaped(out, text_of(value));
   } else {
     out += '"';
-    out += base64_encode(bytes_of(value));  // the base64 alphabet needs no escaping
+    append_base64(out, bytes_of(value));  // the base64 alphabet needs no escaping
     out += '"';
   }
 }
