@@ -86,7 +86,9 @@ def main() -> None:
     # Like for like: the same bytes on stdout. `picomq lines` (include_metadata = false) prints
     # each payload on its own line, exactly what `kcat -f '%s\n'` prints; `picomq envelope`
     # prints a JSON object with the metadata fields, as `kcat -J` does.
-    pairs = [("picomq lines", "kcat -f", "same output, target >= 1.0"),
+    lines_note = ("raw: picomq prints each payload as a base64 JSON string, kcat the bytes; target >= 1.0"
+                  if "schema=raw" in note else "same output, target >= 1.0")
+    pairs = [("picomq lines", "kcat -f", lines_note),
              ("picomq envelope", "kcat -J", "both print a JSON envelope"),
              ("picomq envelope", "kcat -f", "envelope vs payload lines")]
     pairs = [(a, b, why) for a, b, why in pairs if a in summary and b in summary]
@@ -98,6 +100,8 @@ def main() -> None:
             p, k = summary[a], summary[b]
             print(f"  {a:<16} vs {b:<8} {p['rps'] / k['rps']:>5.2f}   (excluding group join: {p['rps_x'] / k['rps']:.2f})"
                   f"   CPU efficiency (rec/CPU-s) {p['rpcpu'] / k['rpcpu']:.2f}   [{why}]")
+    with open("/proc/loadavg") as f:
+        print("load average at the end: " + " ".join(f.read().split()[:3]))
     print()
 
 

@@ -45,6 +45,8 @@ rm -f "$records_file"   # the page cache is better spent on the broker's log
 # ------------------------------------------------------------------ consumers
 results="$work/results.txt"
 : > "$results"
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"  # load flatters or hides: printed with the results
+log "load average before the consumers: $load_start"
 
 run_kcat() {  # <label> <run> kcat format args...
   local label="$1" run="$2"; shift 2
@@ -83,4 +85,4 @@ done
 cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 kcat_version="$(kcat -V 2>&1 | grep -o 'Version [^ ]*\|librdkafka [^ ]*' | tr '\n' ' ' || true)"
 python3 "$bench/report.py" "$results" "$N" "$payload_bytes" "$RUNS" \
-  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; batch_length=$BATCH_LENGTH; schema=${BENCH_SCHEMA:-json}"
+  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; batch_length=$BATCH_LENGTH; schema=${BENCH_SCHEMA:-json}; load average before the consumers $load_start"
