@@ -163,6 +163,14 @@ bench_produce_records() {
 # JSON in consumer group GROUP; PLUGIN_CONFIG is the body of its [plugin_config] table.
 bench_write_sink_configs() {
   local dir="$1" plugin="$2" group="$3" topic="$4" batch_length="$5" plugin_config="$6"
+  bench_write_runtime_config "$dir"
+  bench_write_sink_definition "$dir/sinks.d/bench.toml" bench "$plugin" "$group" "$topic" "$batch_length" "$plugin_config"
+}
+
+# bench_write_runtime_config DIR: DIR/runtime.toml (the broker, the build's plugins, DIR/sinks.d,
+# DIR/status.json).
+bench_write_runtime_config() {
+  local dir="$1"
   mkdir -p "$dir/sinks.d"
   cat > "$dir/runtime.toml" <<TOML
 [broker]
@@ -176,9 +184,14 @@ dir = "sinks.d"
 status_file = "$dir/status.json"
 log_level = "info"
 TOML
-  cat > "$dir/sinks.d/bench.toml" <<TOML
+}
+
+# bench_write_sink_definition FILE KEY PLUGIN GROUP TOPIC BATCH_LENGTH PLUGIN_CONFIG
+bench_write_sink_definition() {
+  local file="$1" key="$2" plugin="$3" group="$4" topic="$5" batch_length="$6" plugin_config="$7"
+  cat > "$file" <<TOML
 type = "sink"
-key = "bench"
+key = "$key"
 path = "$plugin"
 [[topics]]
 topics = ["$topic"]

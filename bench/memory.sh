@@ -99,30 +99,10 @@ mib() { awk -v k="$1" 'BEGIN {printf "%.2f", k / 1024}'; }
 # picomq-connect-sink-mem-TAG-i.
 write_config() {
   local dir="$1" tag="$2" count="$3" i
-  mkdir -p "$dir/sinks.d"
-  cat > "$dir/runtime.toml" <<TOML
-[broker]
-bootstrap_servers = "$bootstrap"
-[plugins]
-path = ["$plugins"]
-[sinks]
-dir = "sinks.d"
-[runtime]
-status_file = "$dir/status.json"
-log_level = "info"
-TOML
+  bench_write_runtime_config "$dir"
   for ((i = 1; i <= count; i++)); do
-    cat > "$dir/sinks.d/s$i.toml" <<TOML
-type = "sink"
-key = "s$i"
-path = "libpicomq_connector_stdout_sink"
-[[topics]]
-topics = ["mem-$tag-$i"]
-schema = "json"
-batch_length = 1000
-poll_interval = "100ms"
-consumer_group = "picomq-connect-sink-mem-$tag-$i"
-TOML
+    bench_write_sink_definition "$dir/sinks.d/s$i.toml" "s$i" libpicomq_connector_stdout_sink \
+      "picomq-connect-sink-mem-$tag-$i" "mem-$tag-$i" 1000 ""
   done
 }
 

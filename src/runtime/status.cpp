@@ -1,13 +1,12 @@
 #include "runtime/status.h"
 
-#include <algorithm>
-#include <ctime>
-#include <cstdio>
-
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "transform/time.h"
 
 namespace picomq::runtime {
 
@@ -56,18 +55,9 @@ std::optional<SinkStatus> StatusBoard::get(const std::string& key) const {
 }
 
 namespace {
-std::string rfc3339_utc(int64_t epoch_ms) {
-  const std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(epoch_ms % 1000));
-  return buf;
-}
 nlohmann::json broker_json(int64_t unreachable_since_ms) {
   if (!unreachable_since_ms) return {{"reachable", true}};
-  return {{"reachable", false}, {"unreachable_since", rfc3339_utc(unreachable_since_ms)}};
+  return {{"reachable", false}, {"unreachable_since", transform::time::to_rfc3339(transform::time::from_millis(unreachable_since_ms))}};
 }
 }  // namespace
 

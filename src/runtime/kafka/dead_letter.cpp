@@ -3,8 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <ctime>
 #include <memory>
+
+#include "transform/time.h"
 
 namespace picomq::runtime::kafka {
 namespace {
@@ -25,14 +26,8 @@ void delivery_report(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
 
 std::string utc_now_rfc3339() {
   const auto now = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  return buf;
+  return transform::time::to_rfc3339(transform::time::from_millis(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()));
 }
 
 }  // namespace
