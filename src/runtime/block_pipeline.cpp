@@ -98,7 +98,7 @@ bool BlockPipeline::join() {
 
 void BlockPipeline::consumer_main() {
   if (auto error = client_.create(); !error.empty()) {
-    fail({}, error);
+    fail(error);
     std::lock_guard lock(mutex_);
     delivery_stop_ = true;
     work_cv_.notify_all();
@@ -350,7 +350,7 @@ void BlockPipeline::delivery_main() {
       .counters = counters_,
       .prepare = [this](const Job& job) { return delivery_side_->prepare(job.tp, *job.records, sink_.reads_headers()); },
       .dead_letters = [this](std::string& error) { return dead_letters(error); },
-      .on_failure = [this](const TopicPartition& tp, const std::string& message) { fail(tp, message); },
+      .on_failure = [this](const TopicPartition&, const std::string& message) { fail(message); },
       .on_write_done = [this] {
         std::lock_guard lock(mutex_);
         work_cv_.notify_all();
@@ -415,8 +415,7 @@ DeadLetters* BlockPipeline::dead_letters(std::string& error) {
   return dead_letter_.get();
 }
 
-void BlockPipeline::fail(const TopicPartition& tp, const std::string& message) {
-  (void)tp;
+void BlockPipeline::fail(const std::string& message) {
   const bool first = !failed_.exchange(true);
   spdlog::error("{}: {}", log_prefix_, message);
   if (first && on_error_) on_error_(message);

@@ -97,7 +97,8 @@ class BlockPipeline final : private kafka::RebalanceListener {
     const arrow::ExportOptions& arrow;
   };
 
-  void fail(const TopicPartition& tp, const std::string& message);
+  // The block fails: logged, and the sink hears it once (it stops every block).
+  void fail(const std::string& message);
   void release(size_t records, size_t bytes);
 
   BlockSettings settings_;
