@@ -8,6 +8,7 @@
 #include <csignal>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "harness.h"
 
@@ -93,6 +94,47 @@ TEST(Lifecycle, QuietFlushCompletesAccumulatedWritesRevokeNamesThePartitionsAndS
   const auto last_write = std::find_if(lines.rbegin(), lines.rend(), [](const std::string& l) { return l.rfind("write", 0) == 0; });
   const auto last_flush = std::find(lines.rbegin(), lines.rend(), "flush");
   EXPECT_TRUE(last_flush < last_write) << "shutdown flushes after the last write";
+}
+
+// Writes held open by the sink when a second runtime joins: the revoke flushes them (long
+// before poll_interval's quiet flush could), commits, and only then hands the partitions over.
+TEST(Lifecycle, ARevokeFlushesTheWritesTheSinkHoldsBeforeThePartitionsGo) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("lcr");
+  kafka.create_topic(topic, 2);
+  const std::string group = "picomq-connect-sink-lcr";
+  auto definition = [&](const Runtime& rt) {
+    return plugin_definition("lcr", "libpicomq_connector_lifecycle_sink",
+                             "topics = [\"" + topic + "\"]\nbatch_length = 10\npoll_interval = \"60s\"",
+                             "events_path = \"" + (rt.dir() / "events").string() + "\"\naccumulate = true");
+  };
+  Runtime first(kafka.bootstrap(), "first");
+  first.add_definition("lcr.toml", definition(first));
+  first.start();
+  ASSERT_TRUE(first.wait_assigned("lcr", 30s)) << first.log();
+  kafka.produce_values(topic, json_values(0, 10), 0);
+  kafka.produce_values(topic, json_values(10, 20), 1);
+  ASSERT_TRUE(wait_until([&] { return count_prefix(events(first), "write") == 2; }, 20s)) << first.log();
+  std::this_thread::sleep_for(scaled(1s));
+  EXPECT_EQ(kafka.committed(group, topic, 0), -1001) << "held by the sink: nothing is committed yet";
+  EXPECT_EQ(count_prefix(events(first), "flush"), 0u) << "poll_interval (60 s) has not passed";
+
+  Runtime second(kafka.bootstrap(), "second");
+  second.add_definition("lcr.toml", definition(second));
+  const auto t0 = std::chrono::steady_clock::now();
+  second.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 2, 10); }, 30s)) << first.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(30s)) << "committed by the revoke, not by a quiet flush";
+  const auto lines = events(first);
+  const auto flush = std::find(lines.begin(), lines.end(), "flush");
+  const auto revoked = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("revoked", 0) == 0; });
+  ASSERT_NE(flush, lines.end()) << first.log();
+  ASSERT_NE(revoked, lines.end());
+  EXPECT_LT(flush, revoked) << "flushed before the sink hears the partitions go";
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  EXPECT_EQ(first.wait_exit(30s), 0) << first.log();
+  EXPECT_EQ(second.wait_exit(30s), 0) << second.log();
 }
 
 TEST(Lifecycle, AValidateRefusalKeepsTheSinkFromOpeningAndNamesTheKey) {
