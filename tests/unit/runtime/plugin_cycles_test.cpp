@@ -138,7 +138,7 @@ struct Message {
   std::string arrow_render;  // what testkit_arrow logs for it (its payload columns)
 };
 
-// A batch built the way TopicsConsumer::prepare builds one: the payload decoded by the schema's
+// A batch built the way BatchPreparer::prepare builds one: the payload decoded by the schema's
 // decoder, key and payload viewing the "broker" message, every record's headers in one vector.
 // Not movable: the records point into it.
 class TestBatch {
