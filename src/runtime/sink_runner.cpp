@@ -2,7 +2,26 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/config_check.h"
+
 namespace picomq::runtime {
+
+namespace {
+// "[plugin_config] does not fit the testkit sink:\n  fail_tmies: unknown option ... (file:12:1)"
+std::string describe_plugin_config_problems(const pmq_sink_plugin& descriptor,
+                                            const std::vector<config::ConfigError>& problems) {
+  static constexpr std::string_view kPrefix = "plugin_config.";
+  std::string out = "[plugin_config] does not fit the " + std::string(descriptor.name) + " sink:";
+  for (const auto& p : problems) {
+    std::string_view key = p.key;
+    if (key.rfind(kPrefix, 0) == 0) key.remove_prefix(kPrefix.size());
+    out += "\n  ";
+    if (!key.empty() && key != "plugin_config") out.append(key).append(": ");
+    out += p.message + " (" + p.file + ":" + std::to_string(p.line) + ":" + std::to_string(p.column) + ")";
+  }
+  return out;
+}
+}  // namespace
 
 SinkRunner::SinkRunner(config::SinkDefinition definition, const config::RuntimeConfig& runtime_config,
                        std::string bootstrap_servers, StatusBoard& status)
@@ -20,7 +39,13 @@ bool SinkRunner::start() {
   status_.set_state(definition_.key, definition_.file, SinkState::Starting);
   std::string error;
   auto library = PluginLibrary::load(definition_.path, runtime_config_.plugin_path, error);
-  if (library) plugin_ = SinkInstance::open(library, definition_.key, definition_.plugin_config_json, error);
+  if (library) {
+    // The same checks open() makes, here with the positions the definition file has.
+    if (auto problems = check_plugin_config(definition_, library->descriptor()); !problems.empty())
+      error = describe_plugin_config_problems(library->descriptor(), problems);
+    else
+      plugin_ = SinkInstance::open(library, definition_.key, definition_.plugin_config_json, error);
+  }
   if (!plugin_) {
     spdlog::error("sink '{}' ({}): {}", definition_.key, definition_.file, error);
     status_.set_state(definition_.key, definition_.file, SinkState::Error, error);

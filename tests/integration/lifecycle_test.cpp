@@ -145,6 +145,7 @@ TEST(Lifecycle, AValidateRefusalKeepsTheSinkFromOpeningAndNamesTheKey) {
   ASSERT_TRUE(rt.wait_state("lcv", "error", 20s)) << rt.log();
   EXPECT_NE(rt.sink_status("lcv").value("message", "").find("max_held: needs accumulate = true"), std::string::npos)
       << rt.sink_status("lcv");
+  EXPECT_NE(rt.sink_status("lcv").value("message", "").find("v.toml:"), std::string::npos) << "with its position";
   EXPECT_FALSE(std::filesystem::exists(rt.dir() / "events")) << "open() was not called";
 }
 

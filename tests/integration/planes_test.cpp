@@ -140,6 +140,7 @@ TEST(Planes, PluginConfigIsCheckedAgainstTheOptionTableBeforeTheSinkStarts) {
   EXPECT_NE(status.find("fail_tmies: unknown option for the testkit sink; did you mean 'fail_times'?"), std::string::npos)
       << status;
   EXPECT_NE(status.find("delay_ms: must be an integer, not a string"), std::string::npos) << status;
+  EXPECT_NE(status.find("bad.toml:"), std::string::npos) << "each problem says where in the definition file: " << status;
   EXPECT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-goodopts", topic) == 3; }, 30s))
       << "the other sink runs: " << rt.log();
   rt.signal(SIGTERM);
