@@ -90,6 +90,7 @@ def main() -> None:
                   if "schema=raw" in note else "same output, target >= 1.0")
     pairs = [("picomq lines", "kcat -f", lines_note),
              ("picomq envelope", "kcat -J", "both print a JSON envelope"),
+             ("picomq lines", "baseline lines", "this build vs BENCH_BASELINE, same output"),
              ("picomq envelope", "kcat -f", "envelope vs payload lines")]
     pairs = [(a, b, why) for a, b, why in pairs if a in summary and b in summary]
     if pairs:

@@ -11,6 +11,9 @@
 #   BENCH_WARMUP=1          0: skip the untimed warm-up read before the first round
 #   BENCH_BATCH_LENGTH=1000 batch_length of the sink definition
 #   BENCH_SCHEMA=json       schema of the sink definition (json or raw; raw prints base64 JSON strings)
+#   BENCH_BASELINE=         another build dir (its bin/picomq-connect and plugins/, e.g. of an
+#                           earlier commit): each round also runs it as "baseline lines", and the
+#                           report gives this build / the baseline, side by side in the same run
 #   BENCH_KEEP=0            1: keep the work dir (broker log, runtime logs, raw results)
 #   BENCH_DIR=              work dir (default: a new mktemp -d under /tmp)
 # Smoke mode for CI: BENCH_RECORDS=20000 BENCH_RUNS=1 (add BENCH_SKIP_BUILD=1 after a build).
@@ -68,6 +71,17 @@ run_picomq() {  # <run> <lines|envelope>
   log "$label run $run: $sink_result"
 }
 
+# The same lines variant on another build (BENCH_BASELINE): its binary and its plugins.
+run_baseline() {  # <run>
+  [[ -n "${BENCH_BASELINE:-}" ]] || return 0
+  local run="$1" dir="$work/baseline-lines-r$1" bin="$BENCH_BASELINE/bin/picomq-connect" plugins="$BENCH_BASELINE/plugins"
+  local group="picomq-connect-sink-bench-baseline-r$run"
+  bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" "include_metadata = false"
+  bench_run_sink "$dir" "$group" "$TOPIC" "$N" "baseline lines" "$run"
+  echo "tool=baseline lines run=$run $sink_result" >> "$results"
+  log "baseline lines run $run: $sink_result"
+}
+
 kcat_plain() { run_kcat "kcat -f" "$1" -f '%s\n'; }
 kcat_json() { [[ "$KCAT_JSON" == 1 ]] && run_kcat "kcat -J" "$1" -J || true; }
 
@@ -77,8 +91,8 @@ if [[ "$WARMUP" == 1 ]]; then
 fi
 
 for ((r = 1; r <= RUNS; r++)); do
-  if ((r % 2)); then kcat_plain "$r"; run_picomq "$r" lines; kcat_json "$r"; run_picomq "$r" envelope
-  else run_picomq "$r" envelope; kcat_json "$r"; run_picomq "$r" lines; kcat_plain "$r"; fi
+  if ((r % 2)); then kcat_plain "$r"; run_picomq "$r" lines; run_baseline "$r"; kcat_json "$r"; run_picomq "$r" envelope
+  else run_picomq "$r" envelope; kcat_json "$r"; run_baseline "$r"; run_picomq "$r" lines; kcat_plain "$r"; fi
 done
 
 # ------------------------------------------------------------------ report
