@@ -260,8 +260,6 @@ void SinkInstance::flush(std::chrono::milliseconds timeout) {
   if (instance_) d.flush(instance_, timeout.count());
 }
 
-bool SinkInstance::has_flush() const { return descriptor_has(library_->descriptor(), &pmq_sink_plugin::flush); }
-
 void SinkInstance::notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions) {
   const pmq_sink_plugin& d = library_->descriptor();
   auto fn = assigned ? &pmq_sink_plugin::partitions_assigned : &pmq_sink_plugin::partitions_revoked;

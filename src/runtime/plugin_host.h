@@ -126,7 +126,6 @@ class SinkInstance {
   bool reads_headers() const { return (context_->unread_fields & PMQ_FIELD_HEADERS) == 0; }
   // ABI 2.2: asks the instance to complete every pending write (no-op for a plugin without flush).
   void flush(std::chrono::milliseconds timeout);
-  bool has_flush() const;
   // ABI 2.2 ownership notifications of one block (no-op without them or for an empty list).
   void notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions);
   // The instance's count() counters.

@@ -88,7 +88,6 @@ class DeliveryWindow {
   void start(Job job);
   // Whether the oldest write's outcome is known (true when it wrote nothing).
   bool oldest_done() const;
-  const Job& oldest() const { return pending_.front()->job; }
   // Takes the oldest write's outcome (waiting for it) and applies the rules above; returns the
   // finished job (its records can be released).
   Job finish_oldest();

@@ -44,13 +44,9 @@ class StopWaiter : public Waiter {
     }
     cv_.notify_all();
   }
-  bool stopping() const {
-    std::lock_guard lock(mutex_);
-    return stop_;
-  }
 
  private:
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
 };

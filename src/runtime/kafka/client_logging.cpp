@@ -45,7 +45,7 @@ namespace {
 std::atomic<size_t> left_behind{0};
 }
 
-void leave_behind(rd_kafka_t*, LoggedClient* client) {
+void leave_behind(LoggedClient* client) {
   client->owner = nullptr;
   left_behind.fetch_add(1);
 }

@@ -24,7 +24,7 @@ void route_client_logs(rd_kafka_conf_t* conf, LoggedClient* client);
 // A handle that cannot be destroyed in reasonable time (librdkafka waits for a broker that is
 // gone) is left running, with its LoggedClient, for the process exit to end: the process must
 // then leave with std::_Exit, not through static destructors its threads could still reach.
-void leave_behind(rd_kafka_t* rk, LoggedClient* client);
+void leave_behind(LoggedClient* client);
 size_t handles_left_behind();
 
 }  // namespace picomq::runtime::kafka

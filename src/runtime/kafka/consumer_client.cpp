@@ -93,7 +93,7 @@ void ConsumerClient::close() {
     // session timeout, 45 s): the handle is left for the process exit.
     spdlog::warn("{}: left without leaving the group (the broker {}); it drops this member after its session timeout",
                  log_prefix(), log_->broker_down ? "is unreachable" : "did not answer in time");
-    leave_behind(rk_, log_);
+    leave_behind(log_);
     log_left_behind_ = true;
   }
   rk_ = nullptr;

@@ -42,7 +42,6 @@ class KafkaRecords final : public ConsumedRecords {
       out.push_back({{reinterpret_cast<const uint8_t*>(name), std::strlen(name)},
                      {static_cast<const uint8_t*>(value), value ? size : 0}});
   }
-  void drop() { messages_.clear(); }
 
  private:
   std::vector<MessagePtr> messages_;

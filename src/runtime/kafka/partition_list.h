@@ -25,9 +25,6 @@ class PartitionList {
     p->offset = offset;
     return p;
   }
-  rd_kafka_topic_partition_t* find(const char* topic, int32_t partition) const {
-    return rd_kafka_topic_partition_list_find(list_.get(), topic, partition);
-  }
 
   rd_kafka_topic_partition_list_t* get() const { return list_.get(); }
   int size() const { return list_ ? list_->cnt : 0; }
