@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "destination/name_template.h"
-#include "destination/sanitize.h"
+#include "picomq/kit/name_template.hpp"
+#include "picomq/kit/sanitize.hpp"
 
-namespace dest = picomq::destination;
+namespace dest = picomq::kit;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -21,8 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "destination/name_template.h"
-#include "destination/sanitize.h"
+#include "picomq/kit/name_template.hpp"
+#include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
 #include "postgres/conninfo.h"
 #include "postgres/row_encoder.h"
@@ -32,7 +32,7 @@ namespace {
 
 namespace sdk = picomq::sdk;
 namespace pg = picomq::postgres;
-namespace dest = picomq::destination;
+namespace dest = picomq::kit;
 
 using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
 

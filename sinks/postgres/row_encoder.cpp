@@ -7,13 +7,13 @@
 #include <span>
 #include <stdexcept>
 
-#include "destination/encoding.h"
-#include "destination/headers.h"
-#include "destination/metadata.h"
-#include "destination/sanitize.h"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/headers.hpp"
+#include "picomq/kit/metadata.hpp"
+#include "picomq/kit/sanitize.hpp"
 
 namespace picomq::postgres {
-namespace dest = picomq::destination;
+namespace dest = picomq::kit;
 namespace {
 
 using simdjson::dom::element_type;

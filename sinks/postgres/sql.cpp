@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "destination/metadata.h"
+#include "picomq/kit/metadata.hpp"
 
 namespace picomq::postgres {
-namespace dest = picomq::destination;
+namespace dest = picomq::kit;
 namespace {
 
 constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1

@@ -14,11 +14,11 @@
 #include <string_view>
 #include <vector>
 
-#include "destination/result.h"
+#include "picomq/kit/result.hpp"
 
 namespace picomq::postgres {
 
-using destination::Result;
+using kit::Result;
 
 enum class ColumnType : uint8_t { Text, Int4, Int8, Float8, Bool, Jsonb, Bytea, Timestamptz };
 
@@ -41,13 +41,13 @@ std::optional<WriteMode> parse_write_mode(std::string_view text);
 
 // Where a column's value comes from.
 enum class Source : uint8_t {
-  RecordId,   // pico_id: destination::record_id(topic, partition, offset)
+  RecordId,   // pico_id: kit::record_id(topic, partition, offset)
   Topic,      // pico_topic
   Partition,  // pico_partition
   Offset,     // pico_offset
   Timestamp,  // pico_timestamp (NULL when the record has none)
   Key,        // pico_key (NULL when the record has no key)
-  Headers,    // pico_headers: destination::append_headers_json (a repeated name: an array)
+  Headers,    // pico_headers: kit::append_headers_json (a repeated name: an array)
   Payload,    // the whole payload (jsonb / text / bytea modes)
   Field       // one top-level field of a JSON object payload (columns mode)
 };

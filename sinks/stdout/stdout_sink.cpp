@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "destination/encoding.h"
-#include "destination/headers.h"
-#include "destination/metadata.h"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/headers.hpp"
+#include "picomq/kit/metadata.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
 
-namespace dest = picomq::destination;
+namespace dest = picomq::kit;
 
 struct Output {
   bool include_metadata = true;

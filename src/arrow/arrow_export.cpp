@@ -14,7 +14,7 @@
 #include "arrow/array_builder.h"
 #include "arrow/c_export.h"
 #include "arrow/json_payload.h"
-#include "destination/metadata.h"
+#include "picomq/kit/metadata.hpp"
 
 namespace picomq::arrow {
 namespace {
@@ -30,8 +30,8 @@ using detail::ParsedPayload;
 
 constexpr std::string_view kPayloadColumn = "payload";
 constexpr std::string_view kMetadataColumns[] = {
-    destination::kTopicField,     destination::kPartitionField, destination::kOffsetField,
-    destination::kTimestampField, destination::kKeyField,       destination::kHeadersField,
+    kit::kTopicField,     kit::kPartitionField, kit::kOffsetField,
+    kit::kTimestampField, kit::kKeyField,       kit::kHeadersField,
 };
 
 bool is_metadata_column(std::string_view name) {
@@ -228,11 +228,11 @@ std::vector<BuiltColumn> metadata_columns(const pmq_batch& batch, const Records&
   const size_t n = records.size();
   const std::string_view topic = batch.topic;
 
-  ArrayBuilder topics(Layout::Bytes, std::string(destination::kTopicField));
-  ArrayBuilder partitions(Layout::Int32, std::string(destination::kPartitionField));
-  ArrayBuilder offsets(Layout::Int64, std::string(destination::kOffsetField));
-  ArrayBuilder timestamps(Layout::Int64, std::string(destination::kTimestampField));
-  ArrayBuilder keys(Layout::Bytes, std::string(destination::kKeyField));
+  ArrayBuilder topics(Layout::Bytes, std::string(kit::kTopicField));
+  ArrayBuilder partitions(Layout::Int32, std::string(kit::kPartitionField));
+  ArrayBuilder offsets(Layout::Int64, std::string(kit::kOffsetField));
+  ArrayBuilder timestamps(Layout::Int64, std::string(kit::kTimestampField));
+  ArrayBuilder keys(Layout::Bytes, std::string(kit::kKeyField));
   detail::HeadersBuilder headers;
 
   size_t key_bytes = 0, header_count = 0, name_bytes = 0, value_bytes = 0;
@@ -273,7 +273,7 @@ std::vector<BuiltColumn> metadata_columns(const pmq_batch& batch, const Records&
   columns.push_back(offsets.finish("l", 0));
   columns.push_back(timestamps.finish("tsm:UTC", ARROW_FLAG_NULLABLE));
   columns.push_back(keys.finish("z", ARROW_FLAG_NULLABLE));
-  columns.push_back(headers.finish(std::string(destination::kHeadersField)));
+  columns.push_back(headers.finish(std::string(kit::kHeadersField)));
   return columns;
 }
 

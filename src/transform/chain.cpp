@@ -5,7 +5,7 @@
 #include <regex>
 #include <stdexcept>
 
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 #include "transform/json.h"
 #include "transform/time.h"
 
@@ -63,7 +63,7 @@ std::string describe(const Value& v) {
 
 std::string quoted(std::string_view path) {
   std::string out;
-  destination::append_json_escaped(out, path);
+  kit::append_json_escaped(out, path);
   return out;
 }
 
@@ -409,12 +409,12 @@ Value computed(const config::ValueSource& src, Ctx& ctx) {
     case C::TimestampMs: return m.timestamp_ms < 0 ? Value::null() : Value::number(number_text(m.timestamp_ms));
     case C::TimestampRfc3339: return m.timestamp_ms < 0 ? Value::null() : rfc3339_or_null(m.timestamp_ms);
     case C::Key:
-      return m.key ? Value::string(destination::header_value_as_string(as_span(*m.key))) : Value::null();
-    case C::KeyBase64: return m.key ? Value::string(destination::base64_encode(*m.key)) : Value::null();
+      return m.key ? Value::string(kit::header_value_as_string(as_span(*m.key))) : Value::null();
+    case C::KeyBase64: return m.key ? Value::string(kit::base64_encode(*m.key)) : Value::null();
     case C::Header: {
       const pmq_header* h = ctx.header(src.header);
       if (!h || !h->value.data) return Value::null();
-      return Value::string(destination::header_value_as_string(as_span(bytes_view(h->value))));
+      return Value::string(kit::header_value_as_string(as_span(bytes_view(h->value))));
     }
     case C::RecordId:
       return Value::string(std::string(m.topic) + ':' + number_text(m.partition) + ':' + number_text(m.offset));

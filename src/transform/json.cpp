@@ -4,7 +4,7 @@
 #include <cstring>
 #include <span>
 
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 
 namespace picomq::transform::json {
 
@@ -269,7 +269,7 @@ class Reader {
         return true;
       }
       if (c >= 0x80) {
-        std::size_t n = destination::utf8_sequence_length(
+        std::size_t n = kit::utf8_sequence_length(
             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(p_), static_cast<std::size_t>(end_ - p_)));
         if (n == 0) return fail("invalid UTF-8 in a string");
         out.append(p_, n);
@@ -350,7 +350,7 @@ void write(const Value& v, std::string& out) {
     case Kind::Null: out += "null"; return;
     case Kind::Bool: out += v.boolean ? "true" : "false"; return;
     case Kind::Number: out += v.text; return;
-    case Kind::String: destination::append_json_escaped(out, v.text); return;
+    case Kind::String: kit::append_json_escaped(out, v.text); return;
     case Kind::Array: {
       out += '[';
       bool first = true;
@@ -368,7 +368,7 @@ void write(const Value& v, std::string& out) {
       for (const auto& m : v.items) {
         if (!first) out += ',';
         first = false;
-        destination::append_json_escaped(out, m.key);
+        kit::append_json_escaped(out, m.key);
         out += ':';
         write(m.value, out);
       }

@@ -9,7 +9,7 @@
 // Parsing is strict RFC 8259 (the same grammar as the runtime's json decoder): one value,
 // surrounding whitespace allowed, strings must be valid UTF-8, \u escapes must pair surrogates,
 // nesting at most kMaxDepth. Serialising writes compact JSON: no whitespace, strings escaped
-// as destination::append_json_escaped does (", \, control characters), non-ASCII kept as is.
+// as kit::append_json_escaped does (", \, control characters), non-ASCII kept as is.
 #pragma once
 
 #include <cstddef>

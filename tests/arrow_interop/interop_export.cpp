@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arrow/arrow_export.h"
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 #include "picomq/arrow_view.hpp"
 
 namespace {
@@ -54,7 +54,7 @@ void wrap(Struct* exported) {
 }
 
 std::string decode_b64(const std::string& text) {
-  auto bytes = picomq::destination::base64_decode(text);
+  auto bytes = picomq::kit::base64_decode(text);
   if (!bytes) throw std::runtime_error("bad base64: " + text);
   return std::string(bytes->begin(), bytes->end());
 }
@@ -134,12 +134,12 @@ nlohmann::json value_json(const picomq::sdk::ColumnView& column, size_t row) {
     case ColumnType::Binary:
     case ColumnType::LargeBinary: {
       const auto b = column.as_bytes(row);
-      return picomq::destination::base64_encode(std::span<const uint8_t>(b.data, b.size));
+      return picomq::kit::base64_encode(std::span<const uint8_t>(b.data, b.size));
     }
     case ColumnType::Map: {
       auto pairs = nlohmann::json::array();
       for (const auto& [key, value] : column.entries(row)) {
-        pairs.push_back({std::string(key), value ? nlohmann::json(picomq::destination::base64_encode(
+        pairs.push_back({std::string(key), value ? nlohmann::json(picomq::kit::base64_encode(
                                                        std::span<const uint8_t>(value->data, value->size)))
                                                  : nlohmann::json(nullptr)});
       }

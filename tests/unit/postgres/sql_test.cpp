@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include "destination/name_template.h"
-#include "destination/sanitize.h"
+#include "picomq/kit/name_template.hpp"
+#include "picomq/kit/sanitize.hpp"
 
 namespace picomq::postgres {
 namespace {
 
-namespace dest = picomq::destination;
+namespace dest = picomq::kit;
 
 const std::string kMetaDdl =
     R"("pico_topic" text NOT NULL, "pico_partition" int4 NOT NULL, "pico_offset" int8 NOT NULL, )"

@@ -1,14 +1,14 @@
-#include "destination/sanitize.h"
+#include "picomq/kit/sanitize.hpp"
 
 #include <string>
 #include <string_view>
 
 #include <gtest/gtest.h>
 
-#include "destination/encoding.h"
-#include "destination/name_template.h"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/name_template.hpp"
 
-namespace picomq::destination {
+namespace picomq::kit {
 namespace {
 
 using namespace std::string_view_literals;
@@ -237,4 +237,4 @@ TEST(SanitizeWithTemplate, ResolveThenSanitise) {
 }
 
 }  // namespace
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -1,4 +1,4 @@
-#include "destination/headers.h"
+#include "picomq/kit/headers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace picomq::destination {
+namespace picomq::kit {
 namespace {
 
 // Headers as a test writes them: name and value bytes, nullopt for a null value.
@@ -89,4 +89,4 @@ TEST(HeadersJson, ManyHeadersAreGroupedToo) {
 }
 
 }  // namespace
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -1,4 +1,4 @@
-#include "destination/headers.h"
+#include "picomq/kit/headers.hpp"
 
 #include <array>
 #include <memory>
@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 namespace {
 
@@ -116,4 +116,4 @@ void append_headers_json(std::string& out, std::span<const pmq_header> headers) 
   out += '}';
 }
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 inline constexpr std::string_view kTopicField = "pico_topic";          // source topic
 inline constexpr std::string_view kPartitionField = "pico_partition";  // always 0 on PicoMQ
@@ -32,4 +32,4 @@ inline std::string record_id(std::string_view topic, int32_t partition, int64_t 
   return id;
 }
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -7,7 +7,7 @@
 
 #include "picomq/sink_abi.h"
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 // Appends `headers` to `out` as one JSON object. Keys are the header names in the order they
 // first appear; a name that occurs once maps to its value, a name that occurs more than once
@@ -18,4 +18,4 @@ namespace picomq::destination {
 // names are grouped by that rendering, so the object never holds a key twice. No headers: {}.
 void append_headers_json(std::string& out, std::span<const pmq_header> headers);
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -1,11 +1,11 @@
-#include "destination/metadata.h"
+#include "picomq/kit/metadata.hpp"
 
 #include <cstdint>
 #include <limits>
 
 #include <gtest/gtest.h>
 
-namespace picomq::destination {
+namespace picomq::kit {
 namespace {
 
 TEST(Metadata, FieldNamesMatchTheSpec) {
@@ -31,4 +31,4 @@ TEST(Metadata, RecordIdKeepsColonsInTopic) {
 }
 
 }  // namespace
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -30,9 +30,9 @@
 #include <string>
 #include <string_view>
 
-#include "destination/result.h"
+#include "picomq/kit/result.hpp"
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 enum class NamePolicy { SqlIdentifier, IndexName, ObjectKey, Verbatim };
 
@@ -43,4 +43,4 @@ std::size_t max_name_bytes(NamePolicy policy);
 
 std::string_view to_string(NamePolicy policy);
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

@@ -1,4 +1,4 @@
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 
 #include <cstdint>
 #include <random>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-namespace picomq::destination {
+namespace picomq::kit {
 namespace {
 
 using namespace std::string_view_literals;
@@ -203,4 +203,4 @@ TEST(JsonEscape, OutputOfRandomBytesIsValidJsonStringText) {
 }
 
 }  // namespace
-}  // namespace picomq::destination
+}  // namespace picomq::kit

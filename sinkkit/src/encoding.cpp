@@ -1,8 +1,8 @@
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 
 #include <array>
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 namespace {
 
@@ -192,4 +192,4 @@ void append_json_escaped(std::string& out, std::string_view utf8) {
   out.push_back('"');
 }
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

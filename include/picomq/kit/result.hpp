@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 template <class T>
 class [[nodiscard]] Result {
@@ -32,4 +32,4 @@ class [[nodiscard]] Result {
   std::string error_;
 };
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

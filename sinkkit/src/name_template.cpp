@@ -1,9 +1,9 @@
-#include "destination/name_template.h"
+#include "picomq/kit/name_template.hpp"
 
 #include <charconv>
 #include <cstdint>
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 namespace {
 
@@ -178,4 +178,4 @@ bool NameTemplate::depends_on_topic() const {
   return false;
 }
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

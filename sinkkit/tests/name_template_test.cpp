@@ -1,4 +1,4 @@
-#include "destination/name_template.h"
+#include "picomq/kit/name_template.hpp"
 
 #include <initializer_list>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace picomq::destination {
+namespace picomq::kit {
 namespace {
 
 // Parses `text` (which must be valid) and resolves it for `topic` (which must succeed).
@@ -159,4 +159,4 @@ TEST(NameTemplate, IsCopyableAndKeepsSource) {
 }
 
 }  // namespace
-}  // namespace picomq::destination
+}  // namespace picomq::kit

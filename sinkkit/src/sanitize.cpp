@@ -1,11 +1,11 @@
-#include "destination/sanitize.h"
+#include "picomq/kit/sanitize.hpp"
 
 #include <cstdint>
 #include <span>
 
-#include "destination/encoding.h"
+#include "picomq/kit/encoding.hpp"
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 namespace {
 
@@ -215,4 +215,4 @@ Result<std::string> sanitize_name(std::string_view resolved, NamePolicy policy) 
   return Result<std::string>::failure("unknown name policy");
 }
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

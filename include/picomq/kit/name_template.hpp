@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "destination/result.h"
+#include "picomq/kit/result.hpp"
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 class NameTemplate {
  public:
@@ -43,4 +43,4 @@ class NameTemplate {
   std::vector<Part> parts_;
 };
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit

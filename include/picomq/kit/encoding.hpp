@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace picomq::destination {
+namespace picomq::kit {
 
 // Length (1-4) of the well-formed UTF-8 sequence at the start of `bytes`, or 0 when it is not
 // one: stray continuation byte, overlong form, surrogate (U+D800-DFFF), above U+10FFFF,
@@ -42,4 +42,4 @@ std::string header_value_as_string(std::span<const uint8_t> value, bool* was_bas
 // output invalid JSON: each byte that does not start a well-formed sequence becomes U+FFFD.
 void append_json_escaped(std::string& out, std::string_view utf8);
 
-}  // namespace picomq::destination
+}  // namespace picomq::kit
