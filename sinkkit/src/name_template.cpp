@@ -179,3 +179,18 @@ bool NameTemplate::depends_on_topic() const {
 }
 
 }  // namespace picomq::kit
+
+#include "picomq/kit/destination_cache.hpp"
+
+namespace picomq::kit {
+
+std::string destination_name(const NameTemplate& tmpl, NamePolicy policy, std::string_view topic,
+                             std::string_view option) {
+  auto resolved = tmpl.resolve(topic);
+  if (!resolved) throw sdk::FatalError(std::string(option) + " for topic '" + std::string(topic) + "': " + resolved.error());
+  auto name = sanitize_name(resolved.value(), policy);
+  if (!name) throw sdk::FatalError(std::string(option) + " for topic '" + std::string(topic) + "': " + name.error());
+  return std::move(name).value();
+}
+
+}  // namespace picomq::kit

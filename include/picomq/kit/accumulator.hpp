@@ -1,0 +1,148 @@
+#pragma once
+// The accumulator: consecutive batches for one destination (a table, an index, an object) gathered
+// into one *segment* — one COPY and one transaction, one large INSERT, one object — that commits
+// as a whole. Every batch's write (its sdk::Pending) completes when its segment commits, with the
+// segment's outcome: a failed commit fails all of the segment's batches, and none is acknowledged
+// (its offset committed) before the data it carries is durable.
+//
+// A segment opens on the first batch for its key and commits when the first of these comes:
+//   - commit_interval after it opened (0: every batch is a segment of its own);
+//   - idle without a new batch (the runtime sends the next batch as soon as a write is accepted,
+//     so a quiet spell means there is nothing more for now, and waiting would only hold records);
+//   - max_batches, max_records or max_bytes reached;
+//   - max_open segments are open and a batch for another key comes (the oldest commits);
+//   - flush() (ABI 2.2 flush, partitions revoked, shutdown) or close().
+// A sink with max_batches above its descriptor's max_in_flight waits for batches that cannot
+// come (the runtime keeps at most max_in_flight writes pending): keep max_batches <= max_in_flight.
+//
+//   struct TableSegment : kit::Segment {
+//     void commit() override { send(body); }            // throw sdk::RetryableError etc. on failure
+//     std::string body;
+//   };
+//   sdk::Pending write_batch(const sdk::Batch& batch) {
+//     std::string rows = encode(batch);                  // fail this batch alone *before* append
+//     sdk::Pending write = pending();
+//     accumulator_.append(table_of(batch), write, {rows.size(), batch.size()},
+//         [&] { return std::make_unique<TableSegment>(); },
+//         [&](kit::Segment& s) { static_cast<TableSegment&>(s).body += rows; });
+//     return write;
+//   }
+//
+// Threads: append() from any number of writer threads; a segment's fill and commit never overlap
+// (each segment has its own lock); commits run on the thread that triggers them — a writer that
+// filled a segment up, flush()'s caller, or the accumulator's own timer thread for commit_interval
+// and idle.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "picomq/sdk.hpp"
+
+namespace picomq::kit {
+
+struct AccumulatorLimits {
+  std::chrono::milliseconds commit_interval{1000};
+  std::chrono::milliseconds idle{10};
+  size_t max_batches = 64;
+  uint64_t max_records = 0;  // 0: no limit
+  uint64_t max_bytes = 0;    // 0: no limit
+  size_t max_open = 1;       // segments (keys) open at once
+};
+
+// The sink's part of one segment.
+class Segment {
+ public:
+  virtual ~Segment() = default;
+  // Makes everything appended durable. Throw an SDK outcome on failure (RetryableError: nothing
+  // of it is written; PartialWriteError: maybe some; FatalError): every batch of the segment
+  // fails with it. Any other exception counts as PartialWriteError.
+  virtual void commit() = 0;
+  // The segment will not commit (an append into it failed, or the sink closes without a
+  // commit): release what it holds (e.g. ROLLBACK). Must not throw.
+  virtual void abandon() noexcept {}
+};
+
+// How much one batch adds to its segment.
+struct AppendSize {
+  uint64_t bytes = 0;
+  uint64_t records = 0;
+};
+
+// What a commit covered, for a sink's logs and counters.
+struct CommitReport {
+  std::string key;
+  size_t batches = 0;
+  uint64_t records = 0, bytes = 0;
+  std::chrono::milliseconds open_for{0};  // from the first append to the commit's start
+  std::chrono::milliseconds took{0};      // the commit itself
+  std::string trigger;                    // "commit_interval", "idle", "max_batches", "flush", ...
+  bool ok = false;
+  std::string error;
+};
+
+class Accumulator {
+ public:
+  using Opener = std::function<std::unique_ptr<Segment>()>;
+  using Filler = std::function<void(Segment&)>;
+
+  explicit Accumulator(AccumulatorLimits limits, std::function<void(const CommitReport&)> on_commit = nullptr);
+  ~Accumulator();
+  Accumulator(const Accumulator&) = delete;
+  Accumulator& operator=(const Accumulator&) = delete;
+
+  // Adds one batch to the open segment of `key`, opening one with `open` when there is none;
+  // `fill` adds the batch's data. `write` completes when that segment commits. A throw from
+  // `open` fails this write alone; a throw from `fill` abandons the segment: this write fails
+  // with the thrown outcome, the segment's earlier writes are retried (nothing of them is durable).
+  void append(const std::string& key, sdk::Pending write, AppendSize size, const Opener& open, const Filler& fill);
+
+  // Commits the segment of `key` now (no-op when none is open).
+  void seal(const std::string& key, std::string_view trigger = "seal");
+  // Commits every open segment now (ABI 2.2 flush, a revoke, shutdown).
+  void flush(std::string_view trigger = "flush");
+  // Abandons every open segment, retrying their writes with `reason` (the destination is gone).
+  void abandon_all(const std::string& reason);
+  // flush(), then stops the timer thread. append() after close() fails the write (fatal).
+  void close();
+
+  size_t open_segments() const;
+  const AccumulatorLimits& limits() const { return limits_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::string key;
+    std::mutex mutex;  // fill and commit of this segment
+    std::unique_ptr<Segment> segment;
+    std::vector<sdk::Pending> writes;
+    AppendSize size;
+    Clock::time_point opened, last_append;
+    bool done = false;  // committed or abandoned: no more appends
+  };
+
+  std::shared_ptr<Entry> take(const std::string& key);  // mutex_ held; removes it from open_
+  void commit(const std::shared_ptr<Entry>& entry, std::string_view trigger);
+  void abandon(const std::shared_ptr<Entry>& entry, const std::string& reason);
+  void timer_main();
+  bool full(const Entry& entry) const;
+
+  AccumulatorLimits limits_;
+  std::function<void(const CommitReport&)> on_commit_;
+  mutable std::mutex mutex_;  // open_, order_, closing_
+  std::condition_variable wake_;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> open_;
+  std::vector<std::string> order_;  // keys of open_ by age, oldest first
+  bool closing_ = false;
+  uint64_t changes_ = 0;  // bumped when a segment gets its first batch (the timer waits on it)
+  std::thread timer_;
+};
+
+}  // namespace picomq::kit

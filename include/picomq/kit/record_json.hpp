@@ -1,0 +1,65 @@
+#pragma once
+// Records as JSON documents: the one rendering every document sink shares (stdout, HTTP,
+// Elasticsearch, MongoDB, Meilisearch, Quickwit, SurrealDB...), on their hot path, so it copies
+// the payload's bytes instead of parsing them.
+//
+// Layouts (docs/destinations.md, "Records as JSON"):
+//   Envelope     {"pico_topic":"t","pico_partition":0,"pico_offset":7,"pico_timestamp":1700000000000,
+//                 "pico_key":"a2V5","pico_headers":{...},"payload":<payload>}
+//   Flat         the payload object's own fields with the pico_* fields in front of them:
+//                 {"pico_topic":"t",...,"id":1,"amount":2.5}; a payload that is not a JSON object
+//                 (an array, a scalar, text, raw bytes, a tombstone) goes under "payload" as in
+//                 Envelope, so no record is ever dropped. A payload field named like a pico_*
+//                 field then appears twice in the object; most readers keep the last (the payload's).
+//   PayloadOnly  <payload> alone.
+// Payload rendering: a json payload as it arrived (with one_line, CR and LF in its whitespace
+// become spaces — valid JSON has them nowhere else — so a document is one NDJSON line); text a
+// JSON string; raw bytes a base64 string; a tombstone null. Keys: base64 (JSON has no bytes), or
+// with KeyRendering::Text the key as a string when it is valid UTF-8 and base64 otherwise (the
+// headers' rule). Headers: the pico_headers object of picomq/kit/headers.hpp.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "picomq/sink_abi.h"
+
+namespace picomq::kit {
+
+enum class JsonLayout { Envelope, Flat, PayloadOnly };
+enum class KeyRendering { Base64, Text };
+
+struct RecordJsonOptions {
+  JsonLayout layout = JsonLayout::Envelope;
+  bool include_key = true;      // pico_key (when the record has a key)
+  bool include_headers = true;  // pico_headers (when the record has headers)
+  KeyRendering key = KeyRendering::Base64;
+  bool one_line = true;  // CR/LF of a json payload's whitespace become spaces
+  std::string_view payload_field = "payload";
+};
+
+class RecordJsonWriter {
+ public:
+  explicit RecordJsonWriter(RecordJsonOptions options = {}) : options_(options) {}
+
+  // Appends record `r` of `batch` as one JSON value (no trailing newline).
+  void append(std::string& out, const pmq_batch& batch, const pmq_record& r) const;
+  // Appends just the payload rendering (json as is, text as a string, raw as base64, null).
+  void append_payload(std::string& out, const pmq_batch& batch, const pmq_record& r) const;
+
+  const RecordJsonOptions& options() const { return options_; }
+
+ private:
+  void append_metadata(std::string& out, const pmq_batch& batch, const pmq_record& r) const;
+  RecordJsonOptions options_;
+};
+
+// The tail of a JSON object's text after its '{' when `payload` is one ("{" + ws + ...), with a
+// flag telling whether it has no members: what the Flat layout splices metadata in front of.
+// nullopt when the text is not an object.
+struct ObjectBody {
+  std::string_view members;  // from the first member to the closing '}' included
+  bool empty;
+};
+std::optional<ObjectBody> json_object_body(std::string_view payload);
+
+}  // namespace picomq::kit

@@ -1,0 +1,249 @@
+#include "picomq/kit/accumulator.hpp"
+
+#include <algorithm>
+#include <exception>
+
+namespace picomq::kit {
+namespace {
+
+// Completes every write with the outcome of the exception in flight.
+void fail_writes(std::vector<sdk::Pending>& writes, std::exception_ptr error, std::string* message) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const sdk::RetryableError& e) {
+    *message = e.what();
+    for (auto& w : writes) w.retry(e.what());
+  } catch (const sdk::FatalError& e) {
+    *message = e.what();
+    for (auto& w : writes) w.fatal(e.what());
+  } catch (const std::exception& e) {  // PartialWriteError and anything unknown: maybe written
+    *message = e.what();
+    for (auto& w : writes) w.partial(e.what());
+  } catch (...) {
+    *message = "the segment's commit threw a non-standard exception";
+    for (auto& w : writes) w.partial(*message);
+  }
+}
+
+std::chrono::milliseconds since(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
+}  // namespace
+
+Accumulator::Accumulator(AccumulatorLimits limits, std::function<void(const CommitReport&)> on_commit)
+    : limits_(limits), on_commit_(std::move(on_commit)) {
+  limits_.max_open = std::max<size_t>(limits_.max_open, 1);
+  limits_.max_batches = std::max<size_t>(limits_.max_batches, 1);
+  timer_ = std::thread([this] { timer_main(); });
+}
+
+Accumulator::~Accumulator() { close(); }
+
+bool Accumulator::full(const Entry& e) const {
+  return e.writes.size() >= limits_.max_batches || (limits_.max_records && e.size.records >= limits_.max_records) ||
+         (limits_.max_bytes && e.size.bytes >= limits_.max_bytes) || limits_.commit_interval.count() <= 0;
+}
+
+std::shared_ptr<Accumulator::Entry> Accumulator::take(const std::string& key) {
+  auto it = open_.find(key);
+  if (it == open_.end()) return nullptr;
+  auto entry = std::move(it->second);
+  open_.erase(it);
+  order_.erase(std::find(order_.begin(), order_.end(), key));
+  return entry;
+}
+
+void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize size, const Opener& open,
+                         const Filler& fill) {
+  for (;;) {
+    std::shared_ptr<Entry> entry;
+    std::vector<std::shared_ptr<Entry>> evicted;
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) {
+        write.fatal("the sink is closing: no batch can be accumulated");
+        return;
+      }
+      if (auto it = open_.find(key); it != open_.end()) {
+        entry = it->second;
+      } else {
+        while (open_.size() >= limits_.max_open) evicted.push_back(take(order_.front()));
+        entry = std::make_shared<Entry>();
+        entry->key = key;
+        entry->opened = entry->last_append = Clock::now();
+        open_.emplace(key, entry);
+        order_.push_back(key);
+      }
+    }
+    for (auto& e : evicted) commit(e, "max_open");
+
+    bool now_full = false;
+    {
+      std::lock_guard fill_lock(entry->mutex);
+      if (entry->done) continue;  // committed between the lookup and here: append to a new one
+      if (!entry->segment) {
+        try {
+          entry->segment = open();
+        } catch (...) {
+          entry->done = true;
+          {
+            std::lock_guard lock(mutex_);
+            if (auto it = open_.find(key); it != open_.end() && it->second == entry) take(key);
+          }
+          std::vector<sdk::Pending> one{write};
+          std::string message;
+          fail_writes(one, std::current_exception(), &message);
+          return;
+        }
+      }
+      try {
+        fill(*entry->segment);
+      } catch (...) {
+        // The segment cannot commit any more (its transaction or stream broke): this write fails
+        // with the thrown outcome, the earlier ones are retried.
+        entry->done = true;
+        {
+          std::lock_guard lock(mutex_);
+          if (auto it = open_.find(key); it != open_.end() && it->second == entry) take(key);
+        }
+        entry->segment->abandon();
+        std::vector<sdk::Pending> one{write};
+        std::string message;
+        fail_writes(one, std::current_exception(), &message);
+        for (auto& w : entry->writes) w.retry("the segment it was in broke: " + message);
+        entry->writes.clear();
+        if (on_commit_)
+          on_commit_(CommitReport{key, 0, entry->size.records, entry->size.bytes, since(entry->opened, Clock::now()),
+                                  std::chrono::milliseconds(0), "append failed", false, message});
+        return;
+      }
+      entry->writes.push_back(std::move(write));
+      entry->size.bytes += size.bytes;
+      entry->size.records += size.records;
+      entry->last_append = Clock::now();
+      now_full = full(*entry);
+      if (entry->writes.size() == 1) {  // the segment has deadlines now: tell the timer
+        std::lock_guard lock(mutex_);
+        ++changes_;
+      }
+    }
+    wake_.notify_all();
+    if (now_full) seal(key, limits_.commit_interval.count() <= 0 ? "commit_interval 0" : "limit");
+    return;
+  }
+}
+
+void Accumulator::seal(const std::string& key, std::string_view trigger) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard lock(mutex_);
+    entry = take(key);
+  }
+  if (entry) commit(entry, trigger);
+}
+
+void Accumulator::flush(std::string_view trigger) {
+  std::vector<std::shared_ptr<Entry>> all;
+  {
+    std::lock_guard lock(mutex_);
+    while (!order_.empty()) all.push_back(take(order_.front()));
+  }
+  for (auto& e : all) commit(e, trigger);
+}
+
+void Accumulator::abandon_all(const std::string& reason) {
+  std::vector<std::shared_ptr<Entry>> all;
+  {
+    std::lock_guard lock(mutex_);
+    while (!order_.empty()) all.push_back(take(order_.front()));
+  }
+  for (auto& e : all) abandon(e, reason);
+}
+
+void Accumulator::commit(const std::shared_ptr<Entry>& entry, std::string_view trigger) {
+  std::lock_guard fill_lock(entry->mutex);
+  if (entry->done) return;
+  entry->done = true;
+  if (!entry->segment) return;  // its open() failed: nothing in it
+  const auto started = Clock::now();
+  CommitReport report{entry->key, entry->writes.size(), entry->size.records, entry->size.bytes,
+                      since(entry->opened, started), {}, std::string(trigger), true, {}};
+  try {
+    entry->segment->commit();
+  } catch (...) {
+    report.ok = false;
+    entry->segment->abandon();
+    fail_writes(entry->writes, std::current_exception(), &report.error);
+    entry->writes.clear();
+  }
+  for (auto& w : entry->writes) w.done();
+  entry->writes.clear();
+  entry->segment.reset();
+  report.took = since(started, Clock::now());
+  if (on_commit_) on_commit_(report);
+}
+
+void Accumulator::abandon(const std::shared_ptr<Entry>& entry, const std::string& reason) {
+  std::lock_guard fill_lock(entry->mutex);
+  if (entry->done) return;
+  entry->done = true;
+  if (entry->segment) entry->segment->abandon();
+  for (auto& w : entry->writes) w.retry(reason);
+  entry->writes.clear();
+  entry->segment.reset();
+}
+
+void Accumulator::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closing_) return;
+    closing_ = true;
+  }
+  wake_.notify_all();
+  if (timer_.joinable()) timer_.join();
+  flush("close");
+}
+
+size_t Accumulator::open_segments() const {
+  std::lock_guard lock(mutex_);
+  return open_.size();
+}
+
+// Commits segments whose commit_interval or idle time is up. The deadlines are read under the
+// segment's own lock, never held together with mutex_ in the other order (append takes mutex_,
+// releases it, then the segment's lock).
+void Accumulator::timer_main() {
+  std::unique_lock lock(mutex_);
+  while (!closing_) {
+    std::vector<std::shared_ptr<Entry>> entries;
+    for (const auto& key : order_) entries.push_back(open_.at(key));
+    const uint64_t seen = changes_;
+    lock.unlock();
+    const auto now = Clock::now();
+    auto next = now + std::chrono::hours(1);
+    std::vector<std::pair<std::shared_ptr<Entry>, const char*>> due;
+    for (const auto& e : entries) {
+      std::lock_guard fill_lock(e->mutex);
+      if (e->done || e->writes.empty()) continue;  // being opened: no deadline before its first batch
+      const auto interval_due = e->opened + limits_.commit_interval, idle_due = e->last_append + limits_.idle;
+      const auto when = std::min(interval_due, idle_due);
+      if (when <= now) due.emplace_back(e, interval_due <= idle_due ? "commit_interval" : "idle");
+      else next = std::min(next, when);
+    }
+    for (auto& [e, trigger] : due) {
+      {
+        std::lock_guard map_lock(mutex_);
+        auto it = open_.find(e->key);
+        if (it == open_.end() || it->second != e) continue;  // sealed meanwhile
+        take(e->key);
+      }
+      commit(e, trigger);
+    }
+    lock.lock();
+    if (!due.empty()) continue;  // look again: new segments may have come during the commits
+    wake_.wait_until(lock, next, [&] { return closing_ || changes_ != seen; });
+  }
+}
+
+}  // namespace picomq::kit

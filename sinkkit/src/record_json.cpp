@@ -1,0 +1,129 @@
+#include "picomq/kit/record_json.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <span>
+
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/headers.hpp"
+#include "picomq/kit/metadata.hpp"
+
+namespace picomq::kit {
+namespace {
+
+std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, res.ptr);
+}
+
+void append_field_name(std::string& out, std::string_view name) {
+  out += '"';
+  out += name;  // the pico_* names and payload_field are plain ASCII: nothing to escape
+  out += "\":";
+}
+
+bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Appends a json payload, its CR/LF (whitespace only, in valid JSON) turned into spaces.
+void append_one_line(std::string& out, std::string_view json) {
+  const size_t start = out.size();
+  out.append(json);
+  // Most payloads have no line break: memchr finds that out at memory speed.
+  if (!std::memchr(json.data(), '\n', json.size()) && !std::memchr(json.data(), '\r', json.size())) return;
+  for (size_t i = start; i < out.size(); ++i)
+    if (out[i] == '\n' || out[i] == '\r') out[i] = ' ';
+}
+
+}  // namespace
+
+std::optional<ObjectBody> json_object_body(std::string_view payload) {
+  size_t i = 0;
+  while (i < payload.size() && is_json_space(payload[i])) ++i;
+  if (i == payload.size() || payload[i] != '{') return std::nullopt;
+  ++i;
+  while (i < payload.size() && is_json_space(payload[i])) ++i;
+  if (i == payload.size()) return std::nullopt;
+  return ObjectBody{payload.substr(i), payload[i] == '}'};
+}
+
+void RecordJsonWriter::append_payload(std::string& out, const pmq_batch& batch, const pmq_record& r) const {
+  if (!r.payload.data) {
+    out += "null";
+    return;
+  }
+  switch (batch.payload_format) {
+    case PMQ_PAYLOAD_JSON:
+      if (options_.one_line) append_one_line(out, view(r.payload));
+      else out.append(view(r.payload));
+      return;
+    case PMQ_PAYLOAD_TEXT: append_json_escaped(out, view(r.payload)); return;
+    default:
+      out += '"';
+      append_base64(out, std::span<const uint8_t>(r.payload.data, r.payload.size));
+      out += '"';
+  }
+}
+
+void RecordJsonWriter::append_metadata(std::string& out, const pmq_batch& batch, const pmq_record& r) const {
+  append_field_name(out, kTopicField);
+  append_json_escaped(out, batch.topic);
+  out += ',';
+  append_field_name(out, kPartitionField);
+  append_int(out, batch.partition);
+  out += ',';
+  append_field_name(out, kOffsetField);
+  append_int(out, r.offset);
+  out += ',';
+  append_field_name(out, kTimestampField);
+  append_int(out, r.timestamp_ms);
+  if (options_.include_key && r.key.data) {
+    out += ',';
+    append_field_name(out, kKeyField);
+    const std::span<const uint8_t> key(r.key.data, r.key.size);
+    if (options_.key == KeyRendering::Text && is_valid_utf8(key)) {
+      append_json_escaped(out, view(r.key));
+    } else {
+      out += '"';
+      append_base64(out, key);
+      out += '"';
+    }
+  }
+  if (options_.include_headers && r.header_count) {
+    out += ',';
+    append_field_name(out, kHeadersField);
+    append_headers_json(out, {r.headers, r.header_count});
+  }
+}
+
+void RecordJsonWriter::append(std::string& out, const pmq_batch& batch, const pmq_record& r) const {
+  switch (options_.layout) {
+    case JsonLayout::PayloadOnly: append_payload(out, batch, r); return;
+    case JsonLayout::Flat:
+      if (r.payload.data && batch.payload_format == PMQ_PAYLOAD_JSON) {
+        if (auto body = json_object_body(view(r.payload))) {
+          out += '{';
+          append_metadata(out, batch, r);
+          if (!body->empty) out += ',';
+          else body->members = "}";
+          if (options_.one_line) append_one_line(out, body->members);
+          else out.append(body->members);
+          return;
+        }
+      }
+      [[fallthrough]];  // not an object: under payload_field, as in the envelope
+    case JsonLayout::Envelope:
+      out += '{';
+      append_metadata(out, batch, r);
+      out += ',';
+      append_field_name(out, options_.payload_field);
+      append_payload(out, batch, r);
+      out += '}';
+      return;
+  }
+}
+
+}  // namespace picomq::kit

@@ -1,0 +1,52 @@
+#include "picomq/kit/splitter.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kit = picomq::kit;
+
+namespace {
+kit::RenderRecord items(const std::vector<std::string>& v) {
+  return [&v](size_t i, std::string& out) { out += v.at(i); };
+}
+}  // namespace
+
+TEST(KitSplitter, BodiesStayWithinTheByteAndRecordLimitsAndCarryTheirRanges) {
+  std::vector<std::string> v{"aaaa", "bb", "cccc", "d", "eeeeee"};
+  auto chunks = kit::split_records(0, v.size(), {.max_bytes = 9}, kit::Framing::json_array(), items(v));
+  // [aaaa,bb] = 9 bytes; [cccc,d] = 8; [eeeeee] = 8
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].body, "[aaaa,bb]");
+  EXPECT_EQ(chunks[0].first, 0u);
+  EXPECT_EQ(chunks[0].count, 2u);
+  EXPECT_EQ(chunks[1].body, "[cccc,d]");
+  EXPECT_EQ(chunks[1].first, 2u);
+  EXPECT_EQ(chunks[2].body, "[eeeeee]");
+  EXPECT_EQ(chunks[2].first, 4u);
+  for (const auto& c : chunks) EXPECT_LE(c.body.size(), 9u);
+
+  auto by_count = kit::split_records(1, 4, {.max_records = 3}, kit::Framing::ndjson(), items(v));
+  ASSERT_EQ(by_count.size(), 2u);
+  EXPECT_EQ(by_count[0].body, "bb\ncccc\nd\n");
+  EXPECT_EQ(by_count[0].first, 1u);
+  EXPECT_EQ(by_count[1].body, "eeeeee\n");
+  EXPECT_EQ(by_count[1].first, 4u);
+}
+
+TEST(KitSplitter, ARecordOverTheLimitGetsABodyOfItsOwnAndNothingIsLost) {
+  std::vector<std::string> v{"a", std::string(50, 'x'), "b", "c"};
+  auto chunks = kit::split_records(0, v.size(), {.max_bytes = 10}, kit::Framing::ndjson(), items(v));
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].body, "a\n");
+  EXPECT_EQ(chunks[1].count, 1u);
+  EXPECT_EQ(chunks[1].first, 1u);
+  EXPECT_EQ(chunks[2].body, "b\nc\n");
+  size_t total = 0;
+  for (const auto& c : chunks) total += c.count;
+  EXPECT_EQ(total, v.size());
+  EXPECT_TRUE(kit::split_records(0, 0, {}, kit::Framing::ndjson(), items(v)).empty());
+  auto h = kit::halves(4, 5);
+  EXPECT_EQ(h.first_a, 4u);
+  EXPECT_EQ(h.count_a, 2u);
+  EXPECT_EQ(h.first_b, 6u);
+  EXPECT_EQ(h.count_b, 3u);
+}
