@@ -1,5 +1,6 @@
 # The sink SDK: the C ABI header, the Arrow C Data structs and the header-only C++ SDK, as one
-# interface target. In this tree it is `picomq_sink_abi` (alias picomq::sdk); installed, it is
+# interface target; the sink kit (sinkkit/, a static library) and its testing library are
+# exported with it, as the `sinkkit` and `sinkkit_testing` components. In this tree it is `picomq_sink_abi` (alias picomq::sdk); installed, it is
 # `picomq::sdk` from find_package(picomq-sdk) and `picomq-sdk` for pkg-config.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -26,7 +27,10 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/picomq-sdk-config.cmak
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/picomq-sdk-config-version.cmake
   VERSION 2.0 COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/picomq-sdk-config.cmake ${PROJECT_BINARY_DIR}/picomq-sdk-config-version.cmake
-        DESTINATION ${PICOMQ_SDK_CMAKE_DIR})
+        ${PROJECT_SOURCE_DIR}/cmake/PicomqAddSink.cmake DESTINATION ${PICOMQ_SDK_CMAKE_DIR})
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/sink-docs.sh DESTINATION ${PICOMQ_SDK_CMAKE_DIR})
 file(RELATIVE_PATH PICOMQ_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/picomq-sdk.pc.in ${PROJECT_BINARY_DIR}/picomq-sdk.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/picomq-sdk.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/picomq-sinkkit.pc.in ${PROJECT_BINARY_DIR}/picomq-sinkkit.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/picomq-sdk.pc ${PROJECT_BINARY_DIR}/picomq-sinkkit.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

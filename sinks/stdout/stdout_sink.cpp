@@ -1,7 +1,8 @@
 // stdout sink: one JSON line per record, with or without the metadata fields, or pretty.
-// Options: see kOptions below (and docs/sinks/stdout.md, generated from them).
-// A JSON payload is embedded as is (line breaks in its whitespace become spaces, so a record
-// stays on one line); text becomes a JSON string; raw bytes a base64 string; a tombstone null.
+// Options: the table below (and docs/sinks/stdout.md, generated from it). Records are rendered
+// by the kit's record JSON writer (envelope, or payload only): a JSON payload is embedded as is
+// (line breaks in its whitespace become spaces, so a record stays on one line); text becomes a
+// JSON string; raw bytes a base64 string; a tombstone null.
 #include <poll.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,94 +18,30 @@
 #include <string>
 #include <vector>
 
-#include "picomq/kit/encoding.hpp"
-#include "picomq/kit/headers.hpp"
-#include "picomq/kit/metadata.hpp"
+#include "picomq/kit/options.hpp"
+#include "picomq/kit/record_json.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
 
-namespace dest = picomq::kit;
+namespace kit = picomq::kit;
+
+enum class Stream { Stdout, Stderr };
+
+struct Settings {
+  bool include_metadata = true;
+  bool pretty = false;
+  Stream stream = Stream::Stdout;
+};
 
 struct Output {
   bool include_metadata = true;
   bool pretty = false;
   FILE* stream = stdout;
+  kit::RecordJsonWriter writer;
   std::string buffer;
   std::vector<iovec> iov;
 };
-
-void append_int(std::string& out, int64_t v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, res.ptr);
-}
-
-std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
-
-void append_payload(std::string& out, const pmq_batch& batch, const pmq_record& r) {
-  if (!r.payload.data) {
-    out += "null";
-    return;
-  }
-  switch (batch.payload_format) {
-    case PMQ_PAYLOAD_JSON: {
-      const size_t start = out.size();
-      out.append(view(r.payload));
-      // Valid JSON has raw CR/LF only as whitespace, so replacing them keeps it equivalent.
-      // Most payloads have none: memchr finds that out at memory speed.
-      const auto payload = view(r.payload);
-      if (std::memchr(payload.data(), '\n', payload.size()) || std::memchr(payload.data(), '\r', payload.size()))
-        for (size_t i = start; i < out.size(); ++i)
-          if (out[i] == '\n' || out[i] == '\r') out[i] = ' ';
-      break;
-    }
-    case PMQ_PAYLOAD_TEXT: dest::append_json_escaped(out, view(r.payload)); break;
-    default:
-      out += '"';
-      dest::append_base64(out, std::span<const uint8_t>(r.payload.data, r.payload.size));
-      out += '"';
-  }
-}
-
-void append_record(std::string& out, const pmq_batch& batch, const pmq_record& r, bool include_metadata) {
-  if (!include_metadata) {
-    append_payload(out, batch, r);
-    return;
-  }
-  out += "{\"";
-  out += dest::kTopicField;
-  out += "\":";
-  dest::append_json_escaped(out, batch.topic);
-  out += ",\"";
-  out += dest::kPartitionField;
-  out += "\":";
-  append_int(out, batch.partition);
-  out += ",\"";
-  out += dest::kOffsetField;
-  out += "\":";
-  append_int(out, r.offset);
-  out += ",\"";
-  out += dest::kTimestampField;
-  out += "\":";
-  append_int(out, r.timestamp_ms);
-  if (r.key.data) {
-    out += ",\"";
-    out += dest::kKeyField;
-    out += "\":\"";
-    dest::append_base64(out, std::span<const uint8_t>(r.key.data, r.key.size));
-    out += '"';
-  }
-  if (r.header_count) {
-    out += ",\"";
-    out += dest::kHeadersField;
-    out += "\":";
-    dest::append_headers_json(out, {r.headers, r.header_count});
-  }
-  out += ",\"payload\":";
-  append_payload(out, batch, r);
-  out += '}';
-}
 
 // Writes all of `iov` to `fd`, resuming after partial writes and waiting out EAGAIN.
 bool write_all(int fd, std::vector<iovec>& iov) {
@@ -149,7 +86,7 @@ pmq_write_status write_json_lines(Output& sink, const pmq_batch& batch) {
     const pmq_record& r = *pmq_batch_record(&batch, i);
     if (!needs_rewrite(r)) continue;
     const size_t start = rendered.size();
-    append_payload(rendered, batch, r);
+    sink.writer.append_payload(rendered, batch, r);
     spans[i] = {start, rendered.size() - start};
   }
   auto& iov = sink.iov;
@@ -176,10 +113,10 @@ pmq_write_status write_lines(Output& sink, const pmq_batch& batch) {
     const pmq_record& r = *pmq_batch_record(&batch, i);
     if (sink.pretty) {
       std::string line;
-      append_record(line, batch, r, sink.include_metadata);
+      sink.writer.append(line, batch, r);
       out += nlohmann::json::parse(line).dump(2);
     } else {
-      append_record(out, batch, r, sink.include_metadata);
+      sink.writer.append(out, batch, r);
     }
     out += '\n';
   }
@@ -202,23 +139,29 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
   // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{picomq::sdk::DataPlane::Rows, picomq::sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{picomq::sdk::DataPlane::Batches};
-  static constexpr std::array options{
-      pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
-                 .allowed = nullptr,
-                 .help = "Wrap each record in an object with pico_topic, pico_partition, pico_offset, pico_timestamp, "
-                         "pico_key (base64) and pico_headers (UTF-8 or base64), and the payload under \"payload\". "
-                         "Off: print the payload alone."},
-      pmq_option{.name = "pretty", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "false", .allowed = nullptr,
-                 .help = "Indent each record over several lines instead of one line per record."},
-      pmq_option{.name = "stream", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"stdout\"",
-                 .allowed = "stdout|stderr", .help = "Where to print."},
+  static inline const kit::OptionTable<Settings> options{
+      kit::option("include_metadata", &Settings::include_metadata)
+          .fallback(true)
+          .help("Wrap each record in an object with pico_topic, pico_partition, pico_offset, pico_timestamp, "
+                "pico_key (base64) and pico_headers (UTF-8 or base64), and the payload under \"payload\". "
+                "Off: print the payload alone."),
+      kit::option("pretty", &Settings::pretty)
+          .fallback(false)
+          .help("Indent each record over several lines instead of one line per record."),
+      kit::option("stream", &Settings::stream)
+          .choices({{"stdout", Stream::Stdout}, {"stderr", Stream::Stderr}})
+          .fallback(Stream::Stdout)
+          .help("Where to print."),
   };
 
   void open(const picomq::sdk::Config& config) {
-    out_.include_metadata = config.boolean("include_metadata");
+    const Settings settings = options.parse(config);
+    out_.include_metadata = settings.include_metadata;
     if (!out_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
-    out_.pretty = config.boolean("pretty");
-    out_.stream = config.string("stream") == "stderr" ? stderr : stdout;
+    out_.pretty = settings.pretty;
+    out_.stream = settings.stream == Stream::Stderr ? stderr : stdout;
+    out_.writer = kit::RecordJsonWriter(
+        {.layout = out_.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
   }
   void write_batch(const picomq::sdk::Batch& batch) { check(write_lines(out_, batch.raw())); }
   void close() { std::fflush(out_.stream); }

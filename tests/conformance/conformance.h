@@ -74,9 +74,19 @@ class SinkAdapter {
   virtual std::string rejected_payload() const { return {}; }
 };
 
-// Every adapter the suite runs: one per sink (adapters/*.cpp).
+// Every adapter the suite runs, by name: one per sink, each in its sink's folder
+// (sinks/<name>/conformance_adapter.cpp, picomq_add_sink(... CONFORMANCE ...)), registered with
+// PICOMQ_CONFORMANCE_ADAPTER.
 std::vector<std::shared_ptr<SinkAdapter>> all_adapters();
-std::shared_ptr<SinkAdapter> make_stdout_adapter();
-std::shared_ptr<SinkAdapter> make_postgres_adapter();
+
+using AdapterFactory = std::shared_ptr<SinkAdapter> (*)();
+struct AdapterRegistration {
+  explicit AdapterRegistration(AdapterFactory factory);
+};
 
 }  // namespace picomq::conformance
+
+// In an adapter's source file, at namespace scope: PICOMQ_CONFORMANCE_ADAPTER(PostgresAdapter)
+#define PICOMQ_CONFORMANCE_ADAPTER(Type)                                                        \
+  static const ::picomq::conformance::AdapterRegistration picomq_conformance_registration_##Type( \
+      []() -> std::shared_ptr<::picomq::conformance::SinkAdapter> { return std::make_shared<Type>(); })

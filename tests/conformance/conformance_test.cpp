@@ -332,6 +332,26 @@ TEST_P(SinkConformance, ShutdownFlushesWhatIsBuffered) {
   EXPECT_EQ(offsets_by_topic(sink().read_back({&rt}))[topic], range(0, 7));
 }
 
+}  // namespace
+
+namespace {
+std::vector<AdapterFactory>& registered_adapters() {
+  static std::vector<AdapterFactory> factories;  // function-local: adapters register during static init
+  return factories;
+}
+}  // namespace
+
+AdapterRegistration::AdapterRegistration(AdapterFactory factory) { registered_adapters().push_back(factory); }
+
+std::vector<std::shared_ptr<SinkAdapter>> all_adapters() {
+  std::vector<std::shared_ptr<SinkAdapter>> out;
+  for (AdapterFactory f : registered_adapters()) out.push_back(f());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  return out;
+}
+
+namespace {
+
 INSTANTIATE_TEST_SUITE_P(Sinks, SinkConformance, ::testing::ValuesIn(all_adapters()),
                          [](const auto& info) { return info.param->name(); });
 

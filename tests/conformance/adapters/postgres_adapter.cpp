@@ -102,10 +102,8 @@ class PostgresAdapter final : public SinkAdapter {
   std::string database_;
 };
 
+PICOMQ_CONFORMANCE_ADAPTER(PostgresAdapter);
+
 }  // namespace
-
-std::shared_ptr<SinkAdapter> make_postgres_adapter() { return std::make_shared<PostgresAdapter>(); }
-
-std::vector<std::shared_ptr<SinkAdapter>> all_adapters() { return {make_stdout_adapter(), make_postgres_adapter()}; }
 
 }  // namespace picomq::conformance

@@ -51,8 +51,8 @@ class StdoutAdapter final : public SinkAdapter {
   bool legal_destination(const std::string& name) const override { return name == "stdout"; }
 };
 
-}  // namespace
+PICOMQ_CONFORMANCE_ADAPTER(StdoutAdapter);
 
-std::shared_ptr<SinkAdapter> make_stdout_adapter() { return std::make_shared<StdoutAdapter>(); }
+}  // namespace
 
 }  // namespace picomq::conformance
