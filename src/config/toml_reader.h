@@ -19,6 +19,7 @@
 
 #include "config/env.h"
 #include "config/error.h"
+#include "config/spelling.h"
 #include "config/units.h"
 
 namespace picomq::config::detail {
@@ -43,8 +44,6 @@ void sort_by_position(std::vector<ConfigError>& errors);
 std::string child_key(std::string_view parent, std::string_view key);
 std::string index_key(std::string_view parent, std::size_t index);
 std::string_view type_name(toml::node_type type);
-// Optimal string alignment distance (insertions, deletions, substitutions, transpositions).
-std::size_t edit_distance(std::string_view a, std::string_view b);
 
 template <typename T>
 struct Located {

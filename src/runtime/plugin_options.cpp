@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "config/toml_reader.h"  // edit_distance
+#include "config/spelling.h"
 #include "config/units.h"
 
 namespace picomq::runtime {

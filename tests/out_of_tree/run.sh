@@ -12,7 +12,10 @@ prefix="$work/prefix"
 
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 for f in include/picomq/sink_abi.h include/picomq/sdk.hpp include/picomq/arrow_c_data.h \
-         lib/cmake/picomq-sdk/picomq-sdk-config.cmake lib/pkgconfig/picomq-sdk.pc bin/picomq-connect; do
+         include/picomq/kit/accumulator.hpp include/picomq/kit/testing/fake_host.hpp \
+         lib/libpicomq-sinkkit.a lib/libpicomq-sinkkit-testing.a lib/cmake/picomq-sdk/PicomqAddSink.cmake \
+         lib/cmake/picomq-sdk/picomq-sdk-config.cmake lib/pkgconfig/picomq-sdk.pc lib/pkgconfig/picomq-sinkkit.pc \
+         bin/picomq-connect; do
   [[ -e "$prefix/$f" ]] || { echo "not installed: $f" >&2; exit 1; }
 done
 
@@ -25,6 +28,22 @@ for example in batch_cpp arrow_cpp; do
   cmake --build "$work/$example/build" > "$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
   cp "$work/$example"/build/*.so "$work/plugins/"
 done
+
+# The sink kit with find_package(picomq-sdk COMPONENTS sinkkit sinkkit_testing) and
+# picomq_add_sink(): the plugin, and its unit test on the installed fake host.
+cp -r "$repo/examples/sinks/kit_cpp" "$work/kit_cpp"
+cmake -S "$work/kit_cpp" -B "$work/kit_cpp/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log" \
+  || { cat "$work/cmake.log" >&2; exit 1; }
+cmake --build "$work/kit_cpp/build" > "$work/build.log" || { cat "$work/build.log" >&2; exit 1; }
+"$work/kit_cpp/build/files_sink_test" > "$work/kit_test.log" 2>&1 || { cat "$work/kit_test.log" >&2; exit 1; }
+exports="$(nm -D --defined-only "$work/kit_cpp/build/libpicomq_connector_example_files_sink.so" | awk '{print $3}')"
+[[ "$exports" == picomq_sink_plugin_entry ]] || { echo "the kit sink exports: $exports" >&2; exit 1; }
+cp "$work/kit_cpp/build/libpicomq_connector_example_files_sink.so" "$work/plugins/"
+# The kit through pkg-config too (a build system without CMake).
+kit_flags="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs picomq-sinkkit)"
+# shellcheck disable=SC2086
+c++ -std=c++20 -shared -fPIC -fvisibility=hidden "$repo/examples/sinks/kit_cpp/files_sink.cpp" $kit_flags \
+  -o "$work/pkgconfig_files_sink.so" || { echo "pkg-config build of the kit example failed" >&2; exit 1; }
 
 # Plain C with pkg-config.
 cflags="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags picomq-sdk)"
@@ -76,6 +95,16 @@ topics = ["orders.eu"]
 [plugin_config]
 path = "$work/arrow.csv"
 TOML
+cat > "$work/run/sinks.d/kit.toml" <<TOML
+type = "sink"
+key = "kit"
+path = "libpicomq_connector_example_files_sink"
+[[topics]]
+pattern = "orders[.].*"
+[plugin_config]
+directory = "$work/kit-out"
+file = "{topic_segment[-1]}.ndjson"
+TOML
 (cd "$work/run" && "$prefix/bin/picomq-connect" --config runtime.toml --stop-after 6s 2> "$work/run.log") \
   || { cat "$work/run.log" >&2; exit 1; }
 
@@ -91,5 +120,10 @@ header="$(head -1 "$work/arrow.csv")"
   || { echo "Arrow CSV header: $header"; exit 1; } >&2
 [[ "$(tail -n +2 "$work/arrow.csv" | cut -d, -f3 | tr '\n' ' ')" == "0 1 2 3 4 " ]] \
   || { echo "Arrow CSV rows:"; cat "$work/arrow.csv"; exit 1; } >&2
+for region in eu us; do
+  got_kit=$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["pico_offset"]) for l in open(sys.argv[1])))' \
+    "$work/kit-out/$region.ndjson" 2>&1) || true
+  [[ "$got_kit" == "0 1 2 3 4" ]] || { echo "kit sink wrote for $region: $got_kit"; cat "$work/run.log"; exit 1; } >&2
+done
 grep -q "c sink closing after 10 records" "$work/run.log" || { echo "close() did not run"; cat "$work/run.log"; exit 1; } >&2
-echo "out-of-tree SDK: installed, built (find_package + pkg-config) and ran the C++ batch, C++ Arrow and C sinks: ok"
+echo "out-of-tree SDK: installed, built (find_package + pkg-config) and ran the C++ batch, C++ Arrow, C and sink-kit sinks (and the kit sink's fake-host test): ok"

@@ -2,6 +2,7 @@
 // and makes it durable with one fsync() before returning: one round trip per batch instead of
 // per record, the spec's advice for destinations that can write many records at once.
 #include <fcntl.h>
+#include <picomq/kit/metadata.hpp>  // record_id: header-only, no kit library needed
 #include <picomq/sdk.hpp>
 #include <unistd.h>
 
@@ -42,7 +43,7 @@ class FsyncBatchSink : public sdk::BaseSink<FsyncBatchSink> {
 
  private:
   static std::string line(const sdk::Record& r) {
-    return std::string(r.topic()) + ":" + std::to_string(r.partition()) + ":" + std::to_string(r.offset()) + "\t" +
+    return picomq::kit::record_id(r.topic(), r.partition(), r.offset()) + "\t" +
            std::string(r.is_tombstone() ? "" : r.payload_text()) + "\n";
   }
   void append(const std::string& data) {

@@ -1,6 +1,7 @@
 // Example: the spec's minimum shape. Rows only: write() appends one JSON line per record to a
 // file, flushed before it returns (so OK means written). Each line carries the record id
 // topic:partition:offset, so a reader can drop what a replay writes twice.
+#include <picomq/kit/metadata.hpp>  // record_id: header-only
 #include <picomq/sdk.hpp>
 
 #include <cstdio>
@@ -22,8 +23,10 @@ class JsonlSink : public sdk::BaseSink<JsonlSink> {
   }
 
   void write(const sdk::Record& record) {
-    std::string line = "{\"id\":\"" + std::string(record.topic()) + ":" + std::to_string(record.partition()) + ":" +
-                       std::to_string(record.offset()) + "\",\"payload\":";
+    // topic:partition:offset; JSON-safe here only for topics without '"' or '\\' (a real sink
+    // escapes it: picomq/kit/encoding.hpp, or the kit's record JSON writer).
+    std::string line = "{\"id\":\"" + picomq::kit::record_id(record.topic(), record.partition(), record.offset()) +
+                       "\",\"payload\":";
     // A JSON payload is embedded as is; this example leaves other formats out.
     if (record.is_tombstone() || record.format() != sdk::PayloadFormat::Json) line += "null";
     else line += record.payload_text();
