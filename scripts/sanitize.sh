@@ -6,7 +6,8 @@
 # plane, failing outcomes, refused opens and plugins), PluginHost*, PluginOptions*, Decoder*, sdk_test,
 # arrow_test (Arrow export/release) and delivery_test (delivery window, committer, retries). A
 # third build, build-tsan/ (thread: TSan), runs delivery_test: completions from other threads,
-# stores racing commits. Any sanitizer report, leak or test failure makes it exit non-zero.
+# stores racing commits. Every build also runs sinkkit_test (the sink kit: accumulator threads,
+# fake host completions, encoders). Any sanitizer report, leak or test failure makes it exit non-zero.
 # Usage: scripts/sanitize.sh [address|undefined|thread]...   (default: all three)
 # Time here (2 cores, -j2): cold, about 3 min (each build ~85-95 s, the tests ~1.5 s per
 # sanitizer); after a small change 15-40 s. Output: per-phase wall times; logs in build-*san/.
@@ -63,9 +64,9 @@ canary() {
 for san in "${sanitizers[@]}"; do
   case "$san" in
     # runtime_test depends on every plugin it loads
-    address) dir="$here/build-asan"; targets=(runtime_test sdk_test arrow_test delivery_test decoders_test) ;;
-    undefined) dir="$here/build-ubsan"; targets=(runtime_test sdk_test arrow_test delivery_test decoders_test) ;;
-    thread) dir="$here/build-tsan"; targets=(delivery_test) ;;
+    address) dir="$here/build-asan"; targets=(runtime_test sdk_test arrow_test delivery_test decoders_test sinkkit_test) ;;
+    undefined) dir="$here/build-ubsan"; targets=(runtime_test sdk_test arrow_test delivery_test decoders_test sinkkit_test) ;;
+    thread) dir="$here/build-tsan"; targets=(delivery_test sinkkit_test) ;;
     *) echo "unknown sanitizer '$san' (address | undefined | thread)" >&2; exit 2 ;;
   esac
   echo "== $san: $dir"
@@ -95,6 +96,8 @@ for san in "${sanitizers[@]}"; do
     run_test "$dir" decoders_test "$dir/tests/unit/decoders/decoders_test" --gtest_filter='Decoder*'
   fi
   run_test "$dir" delivery_test "$dir/tests/unit/delivery/delivery_test"
+  # The kit: accumulator (timer and writer threads), fake host completions, options, encoders.
+  run_test "$dir" sinkkit_test "$dir/sinkkit/tests/sinkkit_test"
 done
 
 echo "== wall time per phase"

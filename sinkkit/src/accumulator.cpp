@@ -6,22 +6,33 @@
 namespace picomq::kit {
 namespace {
 
-// Completes every write with the outcome of the exception in flight.
-void fail_writes(std::vector<sdk::Pending>& writes, std::exception_ptr error, std::string* message) {
+// A segment's failure as the writes get it: the SDK outcome of the exception, and its message.
+struct Failure {
+  enum class Kind { Retry, Partial, Fatal } kind = Kind::Partial;
+  std::string message;
+};
+
+Failure failure_of(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const sdk::RetryableError& e) {
-    *message = e.what();
-    for (auto& w : writes) w.retry(e.what());
+    return {Failure::Kind::Retry, e.what()};
   } catch (const sdk::FatalError& e) {
-    *message = e.what();
-    for (auto& w : writes) w.fatal(e.what());
+    return {Failure::Kind::Fatal, e.what()};
   } catch (const std::exception& e) {  // PartialWriteError and anything unknown: maybe written
-    *message = e.what();
-    for (auto& w : writes) w.partial(e.what());
+    return {Failure::Kind::Partial, e.what()};
   } catch (...) {
-    *message = "the segment's commit threw a non-standard exception";
-    for (auto& w : writes) w.partial(*message);
+    return {Failure::Kind::Partial, "the segment threw a non-standard exception"};
+  }
+}
+
+void fail_writes(std::vector<sdk::Pending>& writes, const Failure& f) {
+  for (auto& w : writes) {
+    switch (f.kind) {
+      case Failure::Kind::Retry: w.retry(f.message); break;
+      case Failure::Kind::Fatal: w.fatal(f.message); break;
+      case Failure::Kind::Partial: w.partial(f.message); break;
+    }
   }
 }
 
@@ -92,8 +103,7 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
             if (auto it = open_.find(key); it != open_.end() && it->second == entry) take(key);
           }
           std::vector<sdk::Pending> one{write};
-          std::string message;
-          fail_writes(one, std::current_exception(), &message);
+          fail_writes(one, failure_of(std::current_exception()));
           return;
         }
       }
@@ -108,14 +118,15 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
           if (auto it = open_.find(key); it != open_.end() && it->second == entry) take(key);
         }
         entry->segment->abandon();
-        std::vector<sdk::Pending> one{write};
-        std::string message;
-        fail_writes(one, std::current_exception(), &message);
-        for (auto& w : entry->writes) w.retry("the segment it was in broke: " + message);
-        entry->writes.clear();
+        const Failure failure = failure_of(std::current_exception());
         if (on_commit_)
-          on_commit_(CommitReport{key, 0, entry->size.records, entry->size.bytes, since(entry->opened, Clock::now()),
-                                  std::chrono::milliseconds(0), "append failed", false, message});
+          on_commit_(CommitReport{key, entry->writes.size(), entry->size.records, entry->size.bytes,
+                                  since(entry->opened, Clock::now()), std::chrono::milliseconds(0), "append failed",
+                                  false, failure.message});
+        std::vector<sdk::Pending> one{write};
+        fail_writes(one, failure);
+        for (auto& w : entry->writes) w.retry("the segment it was in broke: " + failure.message);
+        entry->writes.clear();
         return;
       }
       entry->writes.push_back(std::move(write));
@@ -169,19 +180,26 @@ void Accumulator::commit(const std::shared_ptr<Entry>& entry, std::string_view t
   const auto started = Clock::now();
   CommitReport report{entry->key, entry->writes.size(), entry->size.records, entry->size.bytes,
                       since(entry->opened, started), {}, std::string(trigger), true, {}};
+  std::exception_ptr error;
   try {
     entry->segment->commit();
   } catch (...) {
+    error = std::current_exception();
     report.ok = false;
     entry->segment->abandon();
-    fail_writes(entry->writes, std::current_exception(), &report.error);
-    entry->writes.clear();
   }
-  for (auto& w : entry->writes) w.done();
+  report.took = since(started, Clock::now());
+  std::vector<sdk::Pending> writes = std::move(entry->writes);
   entry->writes.clear();
   entry->segment.reset();
-  report.took = since(started, Clock::now());
+  Failure failure;
+  if (error) report.error = (failure = failure_of(error)).message;
+  // The report goes out before the writes complete, so whoever sees a write completed also sees
+  // the commit that completed it counted.
   if (on_commit_) on_commit_(report);
+  if (error) fail_writes(writes, failure);
+  else
+    for (auto& w : writes) w.done();
 }
 
 void Accumulator::abandon(const std::shared_ptr<Entry>& entry, const std::string& reason) {
