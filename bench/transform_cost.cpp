@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/sink_definition.h"
+#include "order_payloads.h"
 #include "transform/chain.h"
 #include "transform/json.h"
 
@@ -90,34 +91,6 @@ double thread_cpu_ns() {
   std::exit(2);
 }
 
-// The shape of bench/gen_records.py (same fields, similar value spread).
-std::vector<std::string> generate(std::size_t n) {
-  std::mt19937_64 rng(42);
-  auto pick = [&](std::size_t k) { return static_cast<std::size_t>(rng() % k); };
-  const char* regions[] = {"eu", "us", "apac", "latam"};
-  const char* currencies[] = {"EUR", "USD", "GBP", "JPY", "BRL", "CHF"};
-  const char* statuses[] = {"created", "paid", "shipped", "delivered", "cancelled", "refunded"};
-  const char* channels[] = {"web", "ios", "android", "store", "partner"};
-  const char* cities[] = {"Berlin", "Lyon", "Austin", "Osaka", "Recife", "Zurich", "Leeds", "Porto", "Denver", "Pune"};
-  std::vector<std::string> out;
-  out.reserve(n);
-  char buf[512];
-  for (std::size_t i = 0; i < n; ++i) {
-    std::string items = "\"SKU-" + std::to_string(10000 + pick(5000)).substr(0) + "\"";
-    if (pick(2)) items += ",\"SKU-" + std::to_string(10000 + pick(5000)) + "\"";
-    const long cents = 100 + static_cast<long>(pick(9'999'900));
-    int len = std::snprintf(
-        buf, sizeof buf,
-        "{\"id\":\"%s-%09zu\",\"customer\":%zu,\"status\":\"%s\",\"channel\":\"%s\",\"amount\":%ld.%02ld,"
-        "\"ccy\":\"%s\",\"items\":[%s],\"qty\":%zu,\"ship_to\":{\"city\":\"%s\"},\"express\":%s,\"ts\":%lld}",
-        regions[i % 4], i, 1 + pick(9'999'999), statuses[pick(6)], channels[pick(5)], cents / 100, cents % 100,
-        currencies[pick(6)], items.c_str(), 1 + pick(20), cities[pick(10)], pick(5) == 0 ? "true" : "false",
-        1'735'689'600'000LL + static_cast<long long>(i) * 37 + static_cast<long long>(pick(37)));
-    out.emplace_back(buf, static_cast<std::size_t>(len));
-  }
-  return out;
-}
-
 std::vector<std::string> load(const char* path) {
   std::ifstream in(path);
   if (!in) die(std::string("cannot read ") + path);
@@ -177,7 +150,7 @@ std::size_t rapidjson_chain(const std::string& payload, rapidjson::Document& doc
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> records = argc > 1 && std::string(argv[1]) != "-" ? load(argv[1]) : generate(100'000);
+  std::vector<std::string> records = argc > 1 && std::string(argv[1]) != "-" ? load(argv[1]) : picomq::bench::order_payloads(100'000);
   const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   if (records.empty()) die("no records");
   std::size_t payload_bytes = 0;

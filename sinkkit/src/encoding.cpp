@@ -1,6 +1,7 @@
 #include "picomq/kit/encoding.hpp"
 
 #include <array>
+#include <cstring>
 
 namespace picomq::kit {
 
@@ -34,6 +35,22 @@ constexpr std::array<bool, 256> make_json_needs_escape() {
   return table;
 }
 constexpr auto kJsonNeedsEscape = make_json_needs_escape();
+
+// Eight bytes at a time ("SWAR"): most text is ASCII without a character JSON must escape, and
+// checking a word for that costs what one byte's table lookup does.
+constexpr uint64_t kOnes = 0x0101010101010101ull, kHighBits = 0x8080808080808080ull;
+inline uint64_t load_word(const uint8_t* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+// Whether any byte of `w` is below 0x20, '"', '\\' or 0x80 and above.
+inline bool word_needs_attention(uint64_t w) {
+  const uint64_t control = (w - kOnes * 0x20) & ~w;
+  const uint64_t quote = w ^ (kOnes * '"'), backslash = w ^ (kOnes * '\\');
+  const uint64_t zero_quote = (quote - kOnes) & ~quote, zero_backslash = (backslash - kOnes) & ~backslash;
+  return ((control | zero_quote | zero_backslash) & kHighBits) != 0 || (w & kHighBits) != 0;
+}
 
 }  // namespace
 
@@ -69,6 +86,10 @@ std::size_t utf8_sequence_length(std::span<const uint8_t> bytes) {
 bool is_valid_utf8(std::span<const uint8_t> bytes) {
   std::size_t i = 0;
   while (i < bytes.size()) {
+    if (i + 8 <= bytes.size() && !(load_word(bytes.data() + i) & kHighBits)) {  // 8 ASCII bytes
+      i += 8;
+      continue;
+    }
     if (bytes[i] < 0x80) {  // ASCII fast path
       ++i;
       continue;
@@ -157,6 +178,10 @@ void append_json_escaped(std::string& out, std::string_view utf8) {
   std::size_t run_start = 0;  // start of the pending run of bytes copied verbatim
   std::size_t i = 0;
   while (i < bytes.size()) {
+    if (i + 8 <= bytes.size() && !word_needs_attention(load_word(bytes.data() + i))) {
+      i += 8;  // stays in the run
+      continue;
+    }
     const uint8_t c = bytes[i];
     if (c >= 0x80) {
       const std::size_t n = utf8_sequence_length(bytes.subspan(i));

@@ -56,6 +56,25 @@ void append_headers_json(std::string& out, std::span<const pmq_header> headers) 
     out += '}';
     return;
   }
+  // The usual case, a few headers with distinct names that are valid UTF-8: each renders as
+  // "name":value, in order, with no grouping (distinct valid names render distinctly).
+  if (n <= 8) {
+    bool simple = true;
+    for (std::size_t i = 0; i < n && simple; ++i) {
+      simple = is_valid_utf8(bytes_of(headers[i].name));
+      for (std::size_t j = 0; j < i && simple; ++j) simple = text_of(headers[i].name) != text_of(headers[j].name);
+    }
+    if (simple) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i) out += ',';
+        append_json_escaped(out, text_of(headers[i].name));
+        out += ':';
+        append_value(out, headers[i].value);
+      }
+      out += '}';
+      return;
+    }
+  }
   // Each name as it is rendered (a view of the bytes when they are valid UTF-8, else of its
   // base64 in `encoded`, reserved up front so the views stay put).
   Scratch<std::string_view, kStackHeaders> names(n);

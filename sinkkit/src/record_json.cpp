@@ -68,23 +68,29 @@ void RecordJsonWriter::append_payload(std::string& out, const pmq_batch& batch, 
   }
 }
 
-void RecordJsonWriter::append_metadata(std::string& out, const pmq_batch& batch, const pmq_record& r) const {
-  append_field_name(out, kTopicField);
-  append_json_escaped(out, batch.topic);
-  out += ',';
-  append_field_name(out, kPartitionField);
-  append_int(out, batch.partition);
-  out += ',';
-  append_field_name(out, kOffsetField);
+BatchJsonWriter::BatchJsonWriter(const RecordJsonWriter& writer, const pmq_batch& batch)
+    : writer_(&writer), batch_(&batch) {
+  append_field_name(prefix_, kTopicField);
+  append_json_escaped(prefix_, batch.topic);
+  prefix_ += ',';
+  append_field_name(prefix_, kPartitionField);
+  append_int(prefix_, batch.partition);
+  prefix_ += ',';
+  append_field_name(prefix_, kOffsetField);
+}
+
+void BatchJsonWriter::append_metadata(std::string& out, const pmq_record& r) const {
+  static constexpr std::string_view kTimestamp = ",\"pico_timestamp\":", kKey = ",\"pico_key\":",
+                                    kHeaders = ",\"pico_headers\":";
+  const RecordJsonOptions& options = writer_->options_;
+  out += prefix_;
   append_int(out, r.offset);
-  out += ',';
-  append_field_name(out, kTimestampField);
+  out += kTimestamp;
   append_int(out, r.timestamp_ms);
-  if (options_.include_key && r.key.data) {
-    out += ',';
-    append_field_name(out, kKeyField);
+  if (options.include_key && r.key.data) {
+    out += kKey;
     const std::span<const uint8_t> key(r.key.data, r.key.size);
-    if (options_.key == KeyRendering::Text && is_valid_utf8(key)) {
+    if (options.key == KeyRendering::Text && is_valid_utf8(key)) {
       append_json_escaped(out, view(r.key));
     } else {
       out += '"';
@@ -92,24 +98,27 @@ void RecordJsonWriter::append_metadata(std::string& out, const pmq_batch& batch,
       out += '"';
     }
   }
-  if (options_.include_headers && r.header_count) {
-    out += ',';
-    append_field_name(out, kHeadersField);
+  if (options.include_headers && r.header_count) {
+    out += kHeaders;
     append_headers_json(out, {r.headers, r.header_count});
   }
 }
 
-void RecordJsonWriter::append(std::string& out, const pmq_batch& batch, const pmq_record& r) const {
-  switch (options_.layout) {
-    case JsonLayout::PayloadOnly: append_payload(out, batch, r); return;
+void BatchJsonWriter::append(std::string& out, const pmq_record& r) const {
+  const RecordJsonOptions& options = writer_->options_;
+  const pmq_batch& batch = *batch_;
+  // One reservation for the whole document: metadata, base64 growth and headers fit in 4/3 + 256.
+  out.reserve(out.size() + r.payload.size + r.payload.size / 3 + r.key.size * 2 + 256);
+  switch (options.layout) {
+    case JsonLayout::PayloadOnly: writer_->append_payload(out, batch, r); return;
     case JsonLayout::Flat:
       if (r.payload.data && batch.payload_format == PMQ_PAYLOAD_JSON) {
         if (auto body = json_object_body(view(r.payload))) {
           out += '{';
-          append_metadata(out, batch, r);
+          append_metadata(out, r);
           if (!body->empty) out += ',';
           else body->members = "}";
-          if (options_.one_line) append_one_line(out, body->members);
+          if (options.one_line) append_one_line(out, body->members);
           else out.append(body->members);
           return;
         }
@@ -117,10 +126,11 @@ void RecordJsonWriter::append(std::string& out, const pmq_batch& batch, const pm
       [[fallthrough]];  // not an object: under payload_field, as in the envelope
     case JsonLayout::Envelope:
       out += '{';
-      append_metadata(out, batch, r);
+      append_metadata(out, r);
       out += ',';
-      append_field_name(out, options_.payload_field);
-      append_payload(out, batch, r);
+      append_json_escaped(out, options.payload_field);
+      out += ':';
+      writer_->append_payload(out, batch, r);
       out += '}';
       return;
   }

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace picomq::kit {
 namespace {
 
@@ -200,6 +202,25 @@ TEST(JsonEscape, OutputOfRandomBytesIsValidJsonStringText) {
       }
     }
   }
+}
+
+// The word-at-a-time scan must find an escape at every position of a word, and agree with
+// nlohmann's escaping on printable ASCII text that mixes plain runs with quotes, backslashes and
+// control characters.
+TEST(JsonEscape, WordAtATimeScanAgreesWithAReferenceAtEveryOffset) {
+  for (const char special : {'"', '\\', '\n', '\x01', '\x1f', '\t'}) {
+    for (std::size_t length = 1; length <= 24; ++length) {
+      for (std::size_t at = 0; at < length; ++at) {
+        std::string input(length, 'a');
+        input[at] = special;
+        EXPECT_EQ(json(input), nlohmann::json(input).dump()) << "special " << int(special) << " at " << at;
+      }
+    }
+  }
+  std::string ascii_only(40, 'x');
+  EXPECT_TRUE(is_valid_utf8(ascii_only));
+  ascii_only[17] = static_cast<char>(0xC3);  // a lead byte without its continuation, mid-word
+  EXPECT_FALSE(is_valid_utf8(ascii_only));
 }
 
 }  // namespace

@@ -109,14 +109,15 @@ pmq_write_status write_lines(Output& sink, const pmq_batch& batch) {
     return write_json_lines(sink, batch);
   std::string& out = sink.buffer;
   out.clear();
+  const auto json = sink.writer.begin(batch);
   for (size_t i = 0; i < batch.record_count; ++i) {
     const pmq_record& r = *pmq_batch_record(&batch, i);
     if (sink.pretty) {
       std::string line;
-      sink.writer.append(line, batch, r);
+      json.append(line, r);
       out += nlohmann::json::parse(line).dump(2);
     } else {
-      sink.writer.append(out, batch, r);
+      json.append(out, r);
     }
     out += '\n';
   }

@@ -112,8 +112,9 @@ class FilesSink : public sdk::BaseSink<FilesSink> {
   sdk::Pending write_batch(const sdk::Batch& batch) {
     File& file = files_->get(batch.topic());
     std::string lines;  // rendered before the append: a batch that cannot render fails alone
+    const auto json = writer_.begin(batch.raw());
     for (const sdk::Record& r : batch) {
-      writer_.append(lines, batch.raw(), r.raw());
+      json.append(lines, r.raw());
       lines += '\n';
     }
     sdk::Pending write = pending();
