@@ -50,3 +50,39 @@ TEST(KitSplitter, ARecordOverTheLimitGetsABodyOfItsOwnAndNothingIsLost) {
   EXPECT_EQ(h.first_b, 6u);
   EXPECT_EQ(h.count_b, 3u);
 }
+
+#include <atomic>
+#include <thread>
+
+#include "picomq/kit/scheduler.hpp"
+
+TEST(KitScheduler, TasksRunInDeadlineOrderAndCloseCancelsTheRestExactlyOnce) {
+  using namespace std::chrono_literals;
+  kit::Scheduler scheduler;
+  std::mutex m;
+  std::vector<std::pair<int, bool>> ran;
+  auto task = [&](int id) {
+    return [&, id](bool run) {
+      std::lock_guard lock(m);
+      ran.emplace_back(id, run);
+    };
+  };
+  scheduler.after(60ms, task(2));
+  scheduler.after(10ms, task(1));
+  scheduler.after(std::chrono::hours(1), task(3));
+  for (int i = 0; i < 500; ++i) {
+    {
+      std::lock_guard lock(m);
+      if (ran.size() == 2) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(scheduler.waiting(), 1u);
+  scheduler.close();
+  scheduler.after(0ms, task(4));  // after close: at once, cancelled
+  ASSERT_EQ(ran.size(), 4u);
+  EXPECT_EQ(ran[0], (std::pair<int, bool>{1, true}));
+  EXPECT_EQ(ran[1], (std::pair<int, bool>{2, true}));
+  EXPECT_EQ(ran[2], (std::pair<int, bool>{3, false}));
+  EXPECT_EQ(ran[3], (std::pair<int, bool>{4, false}));
+}
