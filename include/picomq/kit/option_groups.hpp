@@ -1,0 +1,69 @@
+#pragma once
+// The option groups every HTTP sink shares, so the same thing has the same key everywhere:
+//   http_options()   timeout, connect_timeout, compression, compression_level, http_version
+//   tls_options()    tls_ca_file, tls_ca_dir, tls_client_cert, tls_client_key, tls_client_key_password, tls_verify
+//   auth_options()   auth = none | basic | bearer | api_key | aws_sigv4 | oauth2, and per type:
+//                      basic      auth_user, auth_password
+//                      bearer     auth_token
+//                      api_key    auth_header, auth_api_key
+//                      aws_sigv4  aws_region, aws_service, aws_access_key_id, aws_secret_access_key, aws_session_token
+//                      oauth2     oauth2_token_url, oauth2_client_id, oauth2_client_secret, oauth2_scope,
+//                                 oauth2_client_auth (basic | body)
+//   batching_options()  commit_interval, max_batch_bytes, max_batch_records (the accumulator's limits)
+// client_options() turns the first three into the HTTP client's options; validate_auth() checks
+// that the chosen auth type has what it needs (for a sink's validate()).
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "picomq/kit/accumulator.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/options.hpp"
+
+namespace picomq::kit {
+
+struct HttpSettings {
+  std::chrono::milliseconds timeout{};
+  std::chrono::milliseconds connect_timeout{};
+  Compression compression = Compression::None;
+  int64_t compression_level = 0;
+  HttpVersion version = HttpVersion::Http2OverTls;
+};
+
+struct TlsSettings {
+  std::optional<std::string> ca_file, ca_dir, client_cert, client_key, client_key_password;
+  bool verify = true;
+};
+
+enum class AuthType { None, Basic, Bearer, ApiKey, AwsSigV4, OAuth2ClientCredentials };
+enum class OAuth2ClientAuth { Basic, Body };
+
+struct AuthSettings {
+  AuthType type = AuthType::None;
+  std::optional<std::string> user, password, token, header, api_key;
+  std::optional<std::string> aws_region, aws_service, aws_access_key_id, aws_secret_access_key, aws_session_token;
+  std::optional<std::string> oauth2_token_url, oauth2_client_id, oauth2_client_secret, oauth2_scope;
+  OAuth2ClientAuth oauth2_client_auth = OAuth2ClientAuth::Basic;
+};
+
+struct BatchingSettings {
+  std::chrono::milliseconds commit_interval{};
+  ByteSize max_bytes{};
+  int64_t max_records = 0;
+};
+
+const OptionGroup<HttpSettings>& http_options();
+const OptionGroup<TlsSettings>& tls_options();
+const OptionGroup<AuthSettings>& auth_options();
+// Defaults differ per destination (a ClickHouse insert wants more than an HTTP POST).
+OptionGroup<BatchingSettings> batching_options(std::chrono::milliseconds commit_interval, ByteSize max_bytes,
+                                               int64_t max_records);
+
+// Problems of the auth options as a whole: the fields the chosen type needs, and fields set for
+// another type (a likely mistake).
+void validate_auth(const sdk::Config& config, sdk::ConfigProblems& problems);
+
+HttpClientOptions client_options(const HttpSettings& http, const TlsSettings& tls, const AuthSettings& auth);
+AccumulatorLimits accumulator_limits(const BatchingSettings& batching, size_t max_batches, size_t max_open);
+
+}  // namespace picomq::kit
