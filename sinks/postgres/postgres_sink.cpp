@@ -659,8 +659,9 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
           note_unreachable(error->message);
           break;
       }
+      // (An attempt that ran to the deadline ends a hair before it: that is the end too.)
       const auto left = deadline - Clock::now();
-      if (left <= Clock::duration::zero())
+      if (left < 50ms)
         throw sdk::RetryableError("cannot connect to PostgreSQL (tried for reconnect_timeout, " +
                                   kit::format_duration(reconnect_timeout_) + "): " + error->message);
       if (!stop_.wait_for(std::min<Clock::duration>(backoff.next(), left)))
