@@ -342,9 +342,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
         // A direct stream cannot take replayed rows; a staged one takes any.
         if (slot.stream && staged && !slot.stream->staged) end_stream(slot);
         stream_batch(slot, target, encoder, encoded, batch, write, staged);
+        encoder.recycle(std::move(encoded.copy_data));
         return true;
       }
       write_once(*slot.conn, target, encoder, encoded, tp, staged);
+      encoder.recycle(std::move(encoded.copy_data));
       return false;
     } catch (const sdk::RetryableError&) {
       // The server went away: this attempt still gets its reconnect_timeout (one rule for the
