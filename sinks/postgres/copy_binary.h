@@ -70,8 +70,14 @@ class CopyBinaryWriter {
   void timestamptz_from_epoch_ms(int64_t epoch_ms);
 
   // Appends the trailer and hands the buffer over; the writer then starts a new stream
-  // (header written again, row count 0).
+  // (header written again, row count 0) in the buffer last given to recycle(), if any.
   std::string finish();
+  // A buffer finish() handed out and its user is done with: its capacity is reused by the
+  // stream after next, so a steady flow of batches allocates (and page-faults) nothing.
+  void recycle(std::string buffer) {
+    buffer.clear();
+    spare_ = std::move(buffer);
+  }
 
   // The bytes so far (header and committed rows; no trailer, nor the row being built).
   std::string_view data() const { return std::string_view(out_).substr(0, in_row_ ? row_start_ : out_.size()); }
@@ -82,6 +88,7 @@ class CopyBinaryWriter {
   void check_row() const;
 
   std::string out_;
+  std::string spare_;        // see recycle()
   std::size_t row_start_ = 0;  // where the row being built starts in out_
   std::size_t fields_ = 0;
   std::size_t rows_ = 0;

@@ -3,8 +3,12 @@
 // nothing) / upsert (upsert_key, last record wins) / append, optional metadata columns, tables
 // auto-created per topic from a name template. Rows go out with binary COPY
 // (postgres/row_encoder.h); in insert and append modes consecutive batches into one table share
-// one COPY and one transaction for up to commit_interval (each batch's write completes when that
-// transaction commits), else one transaction per batch. Docs: docs/sinks/postgres.md,
+// one COPY and one transaction (a stream) for up to commit_interval, one stream per table on a
+// connection of its own (max_open_tables); each batch's write completes when its stream commits.
+// Insert mode after a partition assignment (start-up, rebalance: the only times a replay can
+// come) streams through a staging table and INSERT ... ON CONFLICT DO NOTHING until a merge
+// finds no row written before; a duplicate key met on the direct path is redone that way inside
+// the same write. libpq I/O: postgres/client.h. Docs: docs/sinks/postgres.md,
 // docs/sinks/postgres-encoding.md.
 #include <libpq-fe.h>
 #include <simdjson.h>
@@ -13,17 +17,24 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/health.hpp"
+#include "picomq/kit/metadata.hpp"
 #include "picomq/kit/name_template.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
+#include "postgres/client.h"
 #include "postgres/conninfo.h"
 #include "postgres/row_encoder.h"
 #include "postgres/sql.h"
@@ -32,27 +43,14 @@ namespace {
 
 namespace sdk = picomq::sdk;
 namespace pg = picomq::postgres;
+namespace kit = picomq::kit;
 namespace dest = picomq::kit;
-
-using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+using pg::Clock;
+using namespace std::chrono_literals;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   return s;
-}
-
-// How a failed statement is reported to the runtime.
-enum class Failure { Retry, Fatal };
-
-// SQLSTATE classes (docs/sinks/postgres.md): connection loss, serialization failure, deadlock,
-// insufficient resources and server shutdowns are worth a retry; everything else is not.
-Failure classify(std::string_view sqlstate, bool connection_bad) {
-  if (connection_bad || sqlstate.empty()) return connection_bad ? Failure::Retry : Failure::Fatal;
-  if (sqlstate.starts_with("08")) return Failure::Retry;
-  if (sqlstate == "40001" || sqlstate == "40P01") return Failure::Retry;
-  if (sqlstate.starts_with("53")) return Failure::Retry;
-  if (sqlstate.starts_with("57P0")) return Failure::Retry;
-  return Failure::Fatal;
 }
 
 struct TopicTable {
@@ -61,34 +59,54 @@ struct TopicTable {
   bool ready = false;   // created (auto_create_table) or found to exist
   // Columns mode with inferred columns: this topic's own layout (else the sink's shared one).
   std::unique_ptr<pg::RowEncoder> encoder;
-  bool replaying = false;  // insert mode: batches go through the staging table (see write_raw)
 };
 
-using Clock = std::chrono::steady_clock;
+using Partition = std::pair<std::string, int32_t>;  // topic, partition
 
-// A COPY into one table, in a transaction of its own, that the following batches for that table
-// join; their writes complete when it commits (PostgresSink::end_stream).
-struct OpenCopy {
+// A COPY into one topic's table, in a transaction of its own, that the following batches for
+// that table join; their writes complete when it commits (PostgresSink::end_stream). Staged: the
+// COPY goes into the session's temp staging table and is merged with ON CONFLICT DO NOTHING.
+struct Stream {
   TopicTable* target = nullptr;
+  bool staged = false;
   size_t rows = 0;
   Clock::time_point opened, last_write;
-  std::vector<sdk::Pending> writes;
+  struct Write {
+    sdk::Pending pending;
+    const pmq_batch* batch;  // valid until `pending` completes (docs/abi.md): a redo re-encodes it
+  };
+  std::vector<Write> writes;
+  std::set<Partition> partitions;
+};
+
+// A connection and the stream open on it, if any.
+struct Slot {
+  std::unique_ptr<pg::Connection> conn;
+  std::optional<Stream> stream;
+  const TopicTable* last_target = nullptr;  // the table of its last stream: reused for that table first
 };
 
 // A stream with no new batch for this long is committed: the runtime has nothing more to send
 // for now (it sends the next batch as soon as a write is accepted), so waiting longer would only
 // hold records back.
-constexpr auto kStreamIdle = std::chrono::milliseconds(10);
+constexpr auto kStreamIdle = 10ms;
+// A connection attempt gets at least this long, even when reconnect_timeout has (almost) run out.
+constexpr auto kMinConnectAttempt = 1s;
+// The start-up health check waits at most this long for an unreachable server (then the sink
+// starts and keeps trying in the background).
+constexpr auto kHealthCheckWait = 5s;
+
+enum class Outcome { Retry, Partial, Fatal };
 
 }  // namespace
 
 class PostgresSink : public sdk::BaseSink<PostgresSink> {
  public:
   static constexpr std::string_view sink_name = "postgres";
-  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view sink_version = "0.2.0";
   static constexpr std::string_view description =
       "Writes records into PostgreSQL tables (one per topic) with binary COPY; consecutive batches share a "
-      "transaction for up to commit_interval.";
+      "transaction for up to commit_interval, one COPY stream per table.";
   // Every batch is written by write_batch: batches is the only native plane (rows stay accepted,
   // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
@@ -102,17 +120,23 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                          "client_encoding to UTF8."},
       pmq_option{.name = "reconnect_timeout", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"15s\"",
                  .allowed = nullptr,
-                 .help = "How long one write keeps trying to reconnect to an unreachable server (with a back-off "
-                         "from 250 ms to 2 s) before it fails and the runtime's retry takes over; with the runtime's "
-                         "5 attempts a restart of the server of up to about 5 times this long loses nothing and "
-                         "keeps the sink running. 0: one connection attempt per write."},
+                 .help = "How long one write attempt keeps reconnecting to an unreachable server (back-off from 250 "
+                         "ms to 2 s, each connection attempt bounded by what is left) before it fails. The runtime "
+                         "makes 5 attempts about 3 s apart in all, so a server that stays away stops the sink in Error "
+                         "about 5 x reconnect_timeout + 3 s after the sink found it gone; a shorter outage loses "
+                         "nothing. 0: one connection attempt (of up to 1 s) per write attempt."},
       pmq_option{.name = "commit_interval", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"1s\"",
                  .allowed = nullptr,
                  .help = "insert and append modes: consecutive batches into one table are written as one COPY in "
                          "one transaction, committed after this long, after 64 batches, when no batch has come for "
-                         "10 ms, or when a batch for another table comes. A batch's records (and offsets) are "
-                         "acknowledged at that commit. 0: one transaction per batch. upsert mode always commits "
-                         "each batch on its own (its writes must land in order)."},
+                         "10 ms, or on a flush. A batch's records (and offsets) are acknowledged at that commit. 0: "
+                         "one transaction per batch. upsert mode always commits each batch on its own (its writes "
+                         "must land in order)."},
+      pmq_option{.name = "max_open_tables", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "4",
+                 .allowed = nullptr,
+                 .help = "insert and append modes: COPY streams open at once, one per table, each on a connection "
+                         "of its own (1 to 64). A batch for another table when all are open commits the oldest "
+                         "stream first. 1: tables take turns on one connection."},
       pmq_option{.name = "target_table", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"{topic}\"",
                  .allowed = nullptr,
                  .help = "Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
@@ -164,6 +188,9 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (schema_.empty()) throw sdk::FatalError("schema: must not be empty");
     if (auto q = pg::quote_identifier(schema_); !q) throw sdk::FatalError("schema: " + q.error());
     auto_create_ = config.boolean("auto_create_table");
+    const int64_t open_tables = config.integer("max_open_tables");
+    if (open_tables < 1 || open_tables > 64) throw sdk::FatalError("max_open_tables: must be from 1 to 64");
+    max_open_tables_ = static_cast<size_t>(open_tables);
 
     const std::string payload_mode = config.string("payload_mode"), write_mode = config.string("write_mode");
     auto pm = pg::parse_payload_mode(payload_mode);
@@ -220,17 +247,52 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                                  ", payload_mode " + payload_mode + (infer_ ? " (inferred)" : "") +
                                  ", write_mode " + write_mode +
                                  (lo.include_metadata ? ", with metadata" : ", without metadata"));
+    health_check();
+    committer_ = std::thread([this] { committer_main(); });
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
     sdk::Pending done = pending();
     std::lock_guard lock(mutex_);
-    if (write_raw(batch.raw(), done)) return done;  // in the open COPY: completes when it commits
+    try {
+      if (write_raw(batch.raw(), done)) return done;  // in a stream: completes when it commits
+    } catch (...) {
+      count("failed_writes");
+      throw;
+    }
     done.done();
     return done;
   }
 
+  // The runtime seals what the sink holds (quiet partition, revoke, shutdown): commit every stream.
+  void flush(std::chrono::milliseconds /*timeout*/) {
+    std::lock_guard lock(mutex_);
+    for (auto& slot : slots_) end_stream(slot);
+  }
+
+  // A partition assigned (start-up, rebalance) may replay records written before a crash: its
+  // first batch tells (probe_replay).
+  void partitions_assigned(uint32_t /*block*/, const std::vector<sdk::TopicPartition>& partitions) {
+    if (options_.write_mode != pg::WriteMode::Insert) return;
+    std::lock_guard lock(mutex_);
+    for (const auto& tp : partitions) {
+      Partition p{tp.topic, tp.partition};
+      catching_up_.erase(p);
+      unprobed_.insert(std::move(p));
+    }
+  }
+
+  void partitions_revoked(uint32_t /*block*/, const std::vector<sdk::TopicPartition>& partitions) {
+    std::lock_guard lock(mutex_);
+    for (const auto& tp : partitions) {
+      const Partition p{tp.topic, tp.partition};
+      catching_up_.erase(p);
+      unprobed_.erase(p);
+    }
+  }
+
   void close() {
+    stop_.stop();  // first: a reconnect wait or a background connection attempt ends now
     {
       std::lock_guard lock(mutex_);
       closing_ = true;
@@ -238,184 +300,513 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     wake_.notify_all();
     if (committer_.joinable()) committer_.join();
     std::lock_guard lock(mutex_);
-    end_stream();
-    disconnect();
+    for (auto& slot : slots_) end_stream(slot);
+    slots_.clear();
   }
 
  private:
+  // ------------------------------------------------------------------ writes
+
   // Writes one batch (mutex_ held); its rejected records go to `write`. In a mode that allows it
-  // the rows join the table's open COPY and the call returns true: `write` completes at that
-  // COPY's commit. Otherwise the batch is committed before the call returns false. A failure
-  // throws (the batch's own outcome); a stream it breaks fails every write in it.
+  // the rows join the table's stream and the call returns true: `write` completes at that
+  // stream's commit. Otherwise the batch is committed before the call returns false. A failure
+  // throws (the batch's own outcome); a stream it breaks completes every write in it.
   bool write_raw(const pmq_batch& batch, sdk::Pending& write) {
     if (batch.record_count == 0) return false;
+    const auto deadline = Clock::now() + reconnect_timeout_;  // this write attempt's wait for the server
     check_format(batch);
     TopicTable& target = table_for(batch.topic);
+    const Partition tp{batch.topic, batch.partition};
+    Slot& slot = slot_for(target);
     // A COPY whose connection broke cannot commit; schema changes and lookups run outside one.
-    if (open_ && (!conn_ || PQstatus(conn_) != CONNECTION_OK))
-      fail_stream("the connection to PostgreSQL was lost during the COPY into " + open_->target->display);
-    if (open_ && (open_->target != &target || !target.ready || (infer_ && auto_add_))) end_stream();
-    connect();
-    if (infer_) prepare_inferred(target, batch);
-    else if (!target.ready) prepare_table(target);
-    pg::RowEncoder& encoder = encoder_for(target);
-
-    pg::EncodeResult encoded = encoder.encode(batch);
-    if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
-    for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
-    if (encoded.rows == 0) return false;
-
-    const pg::WriteMode mode = encoder.layout().write_mode;
-    if (streaming_ && (mode == pg::WriteMode::Append || (mode == pg::WriteMode::Insert && !target.replaying))) {
-      stream_batch(target, encoder, encoded, write);
-      return true;
-    }
-    end_stream();
-
-    // Insert mode: straight COPY into the table, as append mode does. Its primary key still
-    // guarantees each record once: a batch holding records already written (a replay after a
-    // crash or a rebalance) fails on it (23505), and is then written through the staging table,
-    // which skips them; the table stays on that path until a batch merges without a conflict.
-    if (encoder.layout().write_mode == pg::WriteMode::Insert && !target.replaying) {
-      run("BEGIN", "BEGIN");
-      try {
-        copy(pg::copy_sql(target.table, encoder.layout()), encoded.copy_data, target.display);
-      } catch (const sdk::FatalError&) {
-        rollback();
-        if (last_sqlstate_ != "23505") throw;
-        start_replay(target);
-      } catch (...) {
-        rollback();
-        throw;
-      }
-      if (!target.replaying) {
-        commit(target.display);
-        return false;
-      }
-    }
-    const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder.layout());
-    run("BEGIN", "BEGIN");
+    if (slot.stream && !slot.conn->ok())
+      fail_stream(slot, Outcome::Retry, "the connection to PostgreSQL was lost during the COPY into " + target.display,
+                  deadline);
+    const bool probe = unprobed_.count(tp) > 0;
+    if (slot.stream && (!target.ready || (infer_ && auto_add_) || probe)) end_stream(slot);
+    connect(slot, deadline);
     try {
-      if (!st.create_staging.empty()) run(st.create_staging, "creating the staging table");
-      copy(st.copy, encoded.copy_data, target.display);
-      if (!st.merge.empty()) {
-        const size_t inserted = run_counting(st.merge, "writing into " + target.display);
-        if (target.replaying && inserted == encoded.rows) target.replaying = false;  // past the replay
+      if (infer_) prepare_inferred(*slot.conn, target, batch);
+      else if (!target.ready) prepare_table(*slot.conn, target);
+      if (probe) probe_replay(*slot.conn, target, batch);
+      pg::RowEncoder& encoder = encoder_for(target);
+
+      pg::EncodeResult encoded = encoder.encode(batch);
+      if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
+      for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
+      if (encoded.rows == 0) return false;
+
+      const pg::WriteMode mode = encoder.layout().write_mode;
+      const bool staged = mode == pg::WriteMode::Insert && catching_up_.count(tp) > 0;
+      if (streaming_) {
+        // A direct stream cannot take replayed rows; a staged one takes any.
+        if (slot.stream && staged && !slot.stream->staged) end_stream(slot);
+        stream_batch(slot, target, encoder, encoded, batch, write, staged);
+        encoder.recycle(std::move(encoded.copy_data));
+        return true;
       }
-    } catch (...) {
-      rollback();
+      write_once(*slot.conn, target, encoder, encoded, tp, staged);
+      encoder.recycle(std::move(encoded.copy_data));
+      return false;
+    } catch (const sdk::RetryableError&) {
+      // The server went away: this attempt still gets its reconnect_timeout (one rule for the
+      // time to Error, however the outage was found).
+      if (!slot.conn->ok()) {
+        note_unreachable("the connection was lost");
+        await_server(slot, deadline);
+      }
       throw;
     }
-    commit(target.display);
-    return false;
   }
 
-  // Adds the batch's rows to the table's open COPY, opening one (BEGIN, COPY) if there is none.
-  void stream_batch(TopicTable& target, pg::RowEncoder& encoder, const pg::EncodeResult& encoded, sdk::Pending& write) {
-    const std::string& data = encoded.copy_data;  // header, tuples, 2-byte trailer
-    if (!open_) {
-      run("BEGIN", "BEGIN");
+  // One transaction for one batch (commit_interval 0, upsert): straight COPY in insert mode
+  // unless its partition is replaying; a duplicate key there (a replay nobody announced) is
+  // written again at once through the staging table, which skips the rows written before.
+  void write_once(pg::Connection& c, TopicTable& target, pg::RowEncoder& encoder, const pg::EncodeResult& encoded,
+                  const Partition& tp, bool staged) {
+    const pg::TableLayout& layout = encoder.layout();
+    if (layout.write_mode == pg::WriteMode::Insert && !staged) {
+      c.run("BEGIN", "BEGIN");
       try {
-        begin_copy(pg::copy_sql(target.table, encoder.layout()), "COPY into " + target.display);
+        copy(c, pg::copy_sql(target.table, layout), encoded.copy_data, target.display);
+        c.commit(target.display);
+        return;
+      } catch (const sdk::FatalError&) {
+        c.rollback();
+        if (c.last_sqlstate() != "23505") throw;
+        note_conflict(target, 1);
+        catching_up_.insert(tp);
       } catch (...) {
-        rollback();
+        c.rollback();
         throw;
       }
-      open_.emplace();
-      open_->target = &target;
-      open_->opened = Clock::now();
-      if (!committer_.joinable()) committer_ = std::thread([this] { committer_main(); });
-      wake_.notify_all();  // the committer sleeps while no COPY is open
     }
-    // The header goes once, at the start of the stream; each batch adds its tuples.
-    const size_t from = open_->rows == 0 ? 0 : pg::kCopyHeaderBytes;
-    if (!put_copy_data(std::string_view(data).substr(from, data.size() - from - 2))) {
-      const std::string message = "COPY into " + target.display + " failed: " + trim(PQerrorMessage(conn_));
-      fail_stream(message);
-      throw sdk::RetryableError(message);
+    const pg::WriteStatements st = pg::write_statements(target.table, *staging_, layout);
+    c.run("BEGIN", "BEGIN");
+    size_t inserted = encoded.rows;
+    try {
+      if (!st.create_staging.empty()) c.run(st.create_staging, "creating the staging table");
+      copy(c, st.copy, encoded.copy_data, target.display);
+      if (!st.merge.empty()) inserted = c.run_counting(st.merge, "writing into " + target.display);
+    } catch (...) {
+      c.rollback();
+      throw;
     }
-    open_->rows += encoded.rows;
-    open_->last_write = Clock::now();
-    open_->writes.push_back(write);
-    if (open_->writes.size() >= max_in_flight) end_stream();
+    c.commit(target.display);
+    if (layout.write_mode == pg::WriteMode::Insert) merged(target, {tp}, encoded.rows, inserted);
   }
 
-  // Ends the open COPY (mutex_ held): trailer, end of COPY, COMMIT; then completes every write in
-  // it with the outcome. A replay (23505 in insert mode) sends the table through staging, and
-  // the writes are retried there.
-  void end_stream() {
-    if (!open_) return;
-    OpenCopy stream = std::move(*open_);
-    open_.reset();
-    const std::string what = "COPY into " + stream.target->display;
+  // Adds the batch's rows to the table's stream, opening one (BEGIN, [staging,] COPY) if there
+  // is none.
+  void stream_batch(Slot& slot, TopicTable& target, pg::RowEncoder& encoder, const pg::EncodeResult& encoded,
+                    const pmq_batch& batch, sdk::Pending& write, bool staged) {
+    pg::Connection& c = *slot.conn;
+    if (!slot.stream) {
+      c.run("BEGIN", "BEGIN");
+      try {
+        if (staged) {
+          const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder.layout());
+          c.run(st.create_staging, "creating the staging table");
+          c.begin_copy(st.copy, "COPY into the staging table for " + target.display);
+        } else {
+          c.begin_copy(pg::copy_sql(target.table, encoder.layout()), "COPY into " + target.display);
+        }
+      } catch (...) {
+        c.rollback();
+        throw;
+      }
+      slot.stream.emplace();
+      slot.stream->target = &target;
+      slot.stream->staged = staged;
+      slot.stream->opened = Clock::now();
+      slot.last_target = &target;
+      wake_.notify_all();  // the committer sleeps while no stream is open
+    }
+    Stream& s = *slot.stream;
+    // The header goes once, at the start of the stream; each batch adds its tuples.
+    const std::string& data = encoded.copy_data;  // header, tuples, 2-byte trailer
+    const size_t from = s.rows == 0 ? 0 : pg::kCopyHeaderBytes;
+    s.writes.push_back({write, &batch});
+    s.rows += encoded.rows;
+    s.last_write = Clock::now();
+    s.partitions.emplace(batch.topic, batch.partition);
+    if (!c.put_copy_data(std::string_view(data).substr(from, data.size() - from - 2))) {
+      // Broken mid-stream: the server's error (a duplicate key is redone through staging) or a
+      // lost connection. Every write in the stream, this one too, gets its outcome there.
+      end_stream(slot, /*sent=*/false);
+      return;
+    }
+    if (s.writes.size() >= max_in_flight) end_stream(slot);
+  }
+
+  // Ends the slot's stream (mutex_ held): trailer, end of COPY, [merge,] COMMIT; then completes
+  // every write in it with the outcome.
+  void end_stream(Slot& slot, bool sent = true) {
+    if (!slot.stream) return;
+    Stream& s = *slot.stream;
+    pg::Connection& c = *slot.conn;
+    const std::string what = (s.staged ? "COPY into the staging table for " : "COPY into ") + s.target->display;
+    size_t inserted = s.rows;
     try {
       try {
-        end_copy(put_copy_data(std::string_view("\xff\xff", 2)), what);  // the trailer, then the end
+        if (sent) sent = c.put_copy_data(std::string_view("\xff\xff", 2));  // the trailer
+        c.end_copy(sent, what);
+        if (s.staged)
+          inserted = c.run_counting(pg::merge_sql(s.target->table, *staging_, encoder_for(*s.target).layout()),
+                                    "writing into " + s.target->display);
       } catch (...) {
-        rollback();
+        c.rollback();
         throw;
       }
-      commit(stream.target->display);
+      c.commit(s.target->display);
     } catch (const sdk::FatalError& e) {
-      if (last_sqlstate_ == "23505" && encoder_for(*stream.target).layout().write_mode == pg::WriteMode::Insert) {
-        start_replay(*stream.target);
-        for (auto& w : stream.writes) w.retry(std::string(e.what()) + " (a replay: retried through the staging table)");
+      if (c.last_sqlstate() == "23505" && !s.staged && options_.write_mode == pg::WriteMode::Insert) {
+        redo_staged(slot);
         return;
       }
-      for (auto& w : stream.writes) w.fatal(e.what());
+      fail_stream(slot, Outcome::Fatal, e.what(), {});
       return;
     } catch (const sdk::PartialWriteError& e) {
-      for (auto& w : stream.writes) w.partial(e.what());
+      fail_stream(slot, Outcome::Partial, e.what(), {});
+      return;
+    } catch (const sdk::RetryableError& e) {
+      fail_stream(slot, Outcome::Retry, e.what(), {});
       return;
     } catch (const std::exception& e) {
-      for (auto& w : stream.writes) w.retry(e.what());
+      fail_stream(slot, Outcome::Partial, e.what(), {});
       return;
     }
-    for (auto& w : stream.writes) w.done();
+    stream_committed(slot, inserted);
+  }
+
+  // The stream met a row written before (23505) on the direct path: a replay nobody announced
+  // (no assignment before it, or a probe that missed it). Its batches are written again, now,
+  // through the staging table, in a transaction of their own: no write fails for it.
+  void redo_staged(Slot& slot) {
+    Stream& s = *slot.stream;
+    pg::Connection& c = *slot.conn;
+    note_conflict(*s.target, s.writes.size());
+    for (const auto& p : s.partitions) catching_up_.insert(p);
+    pg::RowEncoder& encoder = encoder_for(*s.target);
+    const pg::WriteStatements st = pg::write_statements(s.target->table, *staging_, encoder.layout());
+    size_t inserted = 0, rows = 0;
+    try {
+      c.run("BEGIN", "BEGIN");
+      try {
+        c.run(st.create_staging, "creating the staging table");
+        c.begin_copy(st.copy, "COPY into the staging table for " + s.target->display);
+        bool sent = true;
+        for (size_t i = 0; i < s.writes.size() && sent; ++i) {
+          // Re-encoded from the batch the runtime still holds (its rejections were reported).
+          pg::EncodeResult e = encoder.encode(*s.writes[i].batch);
+          if (!e.ok()) throw sdk::FatalError("topic '" + std::string(s.writes[i].batch->topic) + "': " + e.error);
+          rows += e.rows;
+          const size_t from = i == 0 ? 0 : pg::kCopyHeaderBytes;
+          sent = c.put_copy_data(std::string_view(e.copy_data).substr(from, e.copy_data.size() - from - 2));
+        }
+        if (sent) sent = c.put_copy_data(std::string_view("\xff\xff", 2));
+        c.end_copy(sent, "COPY into the staging table for " + s.target->display);
+        inserted = c.run_counting(st.merge, "writing into " + s.target->display);
+      } catch (...) {
+        c.rollback();
+        throw;
+      }
+      c.commit(s.target->display);
+    } catch (const sdk::FatalError& e) {
+      fail_stream(slot, Outcome::Fatal, e.what(), {});
+      return;
+    } catch (const sdk::PartialWriteError& e) {
+      fail_stream(slot, Outcome::Partial, e.what(), {});
+      return;
+    } catch (const sdk::RetryableError& e) {
+      fail_stream(slot, Outcome::Retry, e.what(), {});
+      return;
+    } catch (const std::exception& e) {
+      fail_stream(slot, Outcome::Partial, e.what(), {});
+      return;
+    }
+    s.rows = rows;
+    s.staged = true;
+    stream_committed(slot, inserted);
+  }
+
+  void stream_committed(Slot& slot, size_t inserted) {
+    Stream s = std::move(*slot.stream);
+    slot.stream.reset();
+    for (auto& w : s.writes) w.pending.done();
+    if (s.staged) merged(*s.target, s.partitions, s.rows, inserted);
     auto ms = [](Clock::duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
-    log(sdk::LogLevel::Debug, "table " + stream.target->display + ": committed " + std::to_string(stream.rows) +
-                                  " rows of " + std::to_string(stream.writes.size()) + " batches in one COPY (batches for " +
-                                  ms(stream.last_write - stream.opened) + " ms, commit after " +
-                                  ms(Clock::now() - stream.last_write) + " ms more)");
+    log(sdk::LogLevel::Debug, "table " + s.target->display + ": committed " + std::to_string(s.rows) + " rows of " +
+                                  std::to_string(s.writes.size()) + " batches in one " +
+                                  (s.staged ? "staged " : "") + "COPY (batches for " + ms(s.last_write - s.opened) +
+                                  " ms, commit after " + ms(Clock::now() - s.last_write) + " ms more)");
   }
 
-  // The open COPY can no longer commit (the connection broke while sending): every write in it
-  // is retried.
-  void fail_stream(const std::string& message) {
-    if (!open_) return;
-    OpenCopy stream = std::move(*open_);
-    open_.reset();
-    disconnect();
-    for (auto& w : stream.writes) w.retry(message);
+  // The slot's stream cannot commit: every write in it gets `outcome`. A lost connection first
+  // waits for the server (up to reconnect_timeout from when the outage was found, or `deadline`),
+  // so these writes' attempt lasts as long as any other's.
+  void fail_stream(Slot& slot, Outcome outcome, const std::string& message, std::optional<Clock::time_point> deadline) {
+    if (!slot.stream) return;
+    Stream s = std::move(*slot.stream);
+    slot.stream.reset();
+    if (outcome == Outcome::Retry && !slot.conn->ok()) {
+      slot.conn->disconnect();
+      note_unreachable("the connection was lost: " + message);
+      const auto since = outage_.since().value_or(Clock::now());
+      await_server(slot, deadline ? *deadline : since + reconnect_timeout_);
+    }
+    count("failed_writes", s.writes.size());
+    for (auto& w : s.writes) {
+      if (outcome == Outcome::Retry) w.pending.retry(message);
+      else if (outcome == Outcome::Partial) w.pending.partial(message);
+      else w.pending.fatal(message);
+    }
   }
 
-  // Insert mode met records written before (23505): the table's batches go through the staging
-  // table, which skips them, until one merges without a conflict.
-  void start_replay(TopicTable& target) {
-    target.replaying = true;
-    log(sdk::LogLevel::Info, "table " + target.display +
-                                 ": the rows hold records written before (a replay); writing through the staging "
-                                 "table, which skips those");
+  // A merge through staging inserted `inserted` of `rows`: all of them means the partitions are
+  // past the replay and their next streams go straight into the table again.
+  void merged(const TopicTable& target, const std::set<Partition>& partitions, size_t rows, size_t inserted) {
+    if (inserted < rows) count("replayed_rows_skipped", rows - inserted);
+    if (inserted < rows) return;
+    for (const auto& p : partitions)
+      if (catching_up_.erase(p))
+        log(sdk::LogLevel::Info, "table " + target.display + ": " + p.first + "[" + std::to_string(p.second) +
+                                     "] is past the replay; straight COPY again");
+  }
+
+  void note_conflict(const TopicTable& target, size_t batches) {
+    count("conflict_redos");
+    log(sdk::LogLevel::Info, "table " + target.display + ": the COPY met rows written before (SQLSTATE 23505, a " +
+                                 "replay); its " + std::to_string(batches) + " batch(es) are written again through "
+                                 "the staging table, which skips those, in the same write");
+  }
+
+  // The first batch of a partition after an assignment: is its first record in the table
+  // already? Then it is a replay (a crash or a rebalance before the offsets were committed):
+  // the partition's batches stream through staging until a merge finds nothing written before.
+  void probe_replay(pg::Connection& c, const TopicTable& target, const pmq_batch& batch) {
+    const Partition p{batch.topic, batch.partition};
+    unprobed_.erase(p);
+    if (options_.write_mode != pg::WriteMode::Insert || batch.record_count == 0) return;
+    const int64_t first = batch.records[0].offset;
+    const auto rows = c.query("SELECT 1 FROM " + target.table.sql() + " WHERE \"pico_id\" = $1",
+                              {dest::record_id(batch.topic, batch.partition, first)},
+                              "looking for replayed records in " + target.display);
+    if (rows.empty()) return;
+    catching_up_.insert(p);
+    log(sdk::LogLevel::Info, "table " + target.display + ": " + p.first + "[" + std::to_string(p.second) +
+                                 "] at offset " + std::to_string(first) + " was written before (a replay after a " +
+                                 "restart or a rebalance): streaming through the staging table until past it");
+  }
+
+  // One whole COPY: statement, data, end.
+  void copy(pg::Connection& c, const std::string& sql, const std::string& data, const std::string& table) {
+    const std::string what = "COPY into " + table;
+    c.begin_copy(sql, what);
+    c.end_copy(c.put_copy_data(data), what);
+  }
+
+  // The slot for a batch into `target`: its open stream; else a connection of its own (the one
+  // it used last, one never used, a new one up to max_open_tables); else any connection with no
+  // stream; else the slot of the oldest stream, which commits first.
+  Slot& slot_for(const TopicTable& target) {
+    Slot *unused = nullptr, *free = nullptr;
+    for (auto& s : slots_) {
+      if (s.stream && s.stream->target == &target) return s;
+      if (s.stream) continue;
+      if (s.last_target == &target) return s;
+      if (!s.last_target && !unused) unused = &s;
+      if (!free) free = &s;
+    }
+    if (unused) return *unused;
+    if (slots_.size() < max_open_tables_) return slots_.emplace_back();
+    if (free) return *free;
+    Slot* oldest = &slots_.front();
+    for (auto& s : slots_)
+      if (s.stream->opened < oldest->stream->opened) oldest = &s;
+    end_stream(*oldest);
+    return *oldest;
   }
 
   pg::RowEncoder& encoder_for(TopicTable& target) { return target.encoder ? *target.encoder : *encoder_; }
 
-  // Commits the open COPY when it has been idle for kStreamIdle or open for commit_interval.
-  void committer_main() {
-    std::unique_lock lock(mutex_);
-    while (!closing_) {
-      if (!open_) {
-        wake_.wait_for(lock, commit_interval_);
-        continue;
+  // ------------------------------------------------------------------ connections, outages
+
+  std::unique_ptr<pg::Connection> new_connection() {
+    return std::make_unique<pg::Connection>(conninfo_, conn_options_,
+                                            [this](sdk::LogLevel level, const std::string& m) { log(level, m); });
+  }
+
+  // Connects the slot unless connected. An unreachable server is tried again until `deadline`
+  // (back-off 250 ms to 2 s): a server restart takes longer than the runtime's own retries
+  // (about 3 s in all) would wait. A refusal (credentials, database) is fatal.
+  void connect(Slot& slot, Clock::time_point deadline) {
+    if (slot.conn && slot.conn->ok()) return;
+    if (!slot.conn) slot.conn = new_connection();
+    kit::Backoff backoff({.initial = 250ms, .max = 2000ms});
+    for (;;) {
+      auto error = slot.conn->connect(std::max(deadline, Clock::now() + kMinConnectAttempt), stop_);
+      if (!error) {
+        note_connected();
+        return;
       }
-      const auto due = std::min(open_->last_write + kStreamIdle, open_->opened + commit_interval_);
-      if (Clock::now() >= due) {
-        end_stream();
-        continue;
+      switch (error->kind) {
+        case pg::ConnectFailure::BadOption:
+          throw sdk::FatalError("connection_string: " + error->message + " (a configuration error, not retried)");
+        case pg::ConnectFailure::Refused:
+          throw sdk::FatalError("cannot connect to PostgreSQL: " + error->message);
+        case pg::ConnectFailure::Stopped:
+          throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
+        case pg::ConnectFailure::Unreachable:
+          note_unreachable(error->message);
+          break;
       }
-      wake_.wait_until(lock, due);
+      // (An attempt that ran to the deadline ends a hair before it: that is the end too.)
+      const auto left = deadline - Clock::now();
+      if (left < 50ms)
+        throw sdk::RetryableError("cannot connect to PostgreSQL (tried for reconnect_timeout, " +
+                                  kit::format_duration(reconnect_timeout_) + "): " + error->message);
+      if (!stop_.wait_for(std::min<Clock::duration>(backoff.next(), left)))
+        throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
     }
   }
+
+  // connect(), for a wait whose failure is the caller's to report.
+  void await_server(Slot& slot, Clock::time_point deadline) {
+    try {
+      connect(slot, deadline);
+    } catch (const std::exception& e) {
+      log(sdk::LogLevel::Debug, std::string("still waiting for PostgreSQL: ") + e.what());
+    }
+  }
+
+  // One warning per outage (and a counter in the status file), not one per attempt.
+  void note_unreachable(const std::string& message) {
+    if (outage_.failed()) {
+      count("destination_unreachable");
+      log(sdk::LogLevel::Warn, "PostgreSQL is unreachable (" + message + "); each write attempt waits up to " +
+                                   "reconnect_timeout (" + kit::format_duration(reconnect_timeout_) + ") for it, and " +
+                                   "the sink stops in Error after the runtime's 5 attempts (about 5 x " +
+                                   "reconnect_timeout + 3 s)");
+    } else {
+      log(sdk::LogLevel::Debug, "PostgreSQL still unreachable: " + message);
+    }
+  }
+
+  void note_connected() {
+    const uint64_t attempts = outage_.attempts();
+    if (auto lasted = outage_.recovered()) {
+      count("destination_reconnected");
+      log(sdk::LogLevel::Info, "reconnected to PostgreSQL after " + kit::format_duration(*lasted) +
+                                   " unreachable (" + std::to_string(attempts) + " failed attempts)");
+    }
+  }
+
+  // In open(): connect and authenticate now, so a wrong password, a missing database or schema,
+  // or a missing privilege stops the sink at start instead of at the first record (which may
+  // be days away on a quiet topic). A server that cannot be reached is not a configuration
+  // error: a warning and the destination_unreachable counter, and the sink starts anyway.
+  void health_check() {
+    Slot& slot = slots_.emplace_back();
+    slot.conn = new_connection();
+    auto error = slot.conn->connect(Clock::now() + std::clamp<std::chrono::milliseconds>(
+                                                       reconnect_timeout_, kMinConnectAttempt, kHealthCheckWait),
+                                    stop_);
+    if (error) {
+      switch (error->kind) {
+        case pg::ConnectFailure::BadOption:
+          throw sdk::FatalError("connection_string: " + error->message + " (a configuration error, not retried)");
+        case pg::ConnectFailure::Refused:
+          throw sdk::FatalError("cannot connect to PostgreSQL: " + error->message);
+        case pg::ConnectFailure::Stopped:
+        case pg::ConnectFailure::Unreachable:
+          note_unreachable(error->message + "; the sink starts and connects when it can");
+          return;
+      }
+    }
+    try {
+      check_schema(*slot.conn);
+    } catch (const sdk::RetryableError& e) {  // lost right after connecting: an outage, not a mistake
+      slot.conn->disconnect();
+      note_unreachable(e.what());
+      return;
+    }
+    log(sdk::LogLevel::Info, "connected to PostgreSQL " + std::to_string(slot.conn->server_version() / 10000) +
+                                 ": schema " + schema_ + " usable");
+  }
+
+  // The schema exists and the sink's role may use it (and create tables in it with
+  // auto_create_table): checked once at start, with the server's catalog.
+  void check_schema(pg::Connection& c) {
+    const auto rows = c.query(
+        "SELECT n.oid IS NOT NULL, coalesce(has_schema_privilege(n.oid, 'USAGE'), false), "
+        "coalesce(has_schema_privilege(n.oid, 'CREATE'), false), current_user, current_database() "
+        "FROM (SELECT 1) one LEFT JOIN pg_namespace n ON n.nspname = $1",
+        {schema_}, "checking schema " + schema_);
+    if (rows.empty() || rows[0].size() < 5) throw sdk::RetryableError("checking schema " + schema_ + ": no answer");
+    const auto& r = rows[0];
+    const std::string role = r[3].value_or("?"), database = r[4].value_or("?");
+    if (r[0] != "t")
+      throw sdk::FatalError("schema \"" + schema_ + "\" does not exist in database " + database +
+                            " (create it, or set the `schema` option)");
+    if (r[1] != "t")
+      throw sdk::FatalError("role " + role + " has no USAGE privilege on schema \"" + schema_ + "\" (GRANT USAGE ON " +
+                            "SCHEMA ... TO " + role + ")");
+    if (auto_create_ && r[2] != "t")
+      throw sdk::FatalError("role " + role + " has no CREATE privilege on schema \"" + schema_ + "\", which " +
+                            "auto_create_table needs (GRANT CREATE ON SCHEMA ... TO " + role + ", or create the " +
+                            "tables and set auto_create_table = false)");
+  }
+
+  // Commits each stream when it has been idle for kStreamIdle or open for commit_interval; while
+  // the server is unreachable and nothing is connected, tries to connect now and then, so the
+  // recovery is logged (and counted) even when no record comes.
+  void committer_main() {
+    kit::Backoff probe_backoff({.initial = 1000ms, .max = 10000ms});
+    auto next_probe = Clock::now();
+    std::unique_lock lock(mutex_);
+    while (!closing_) {
+      const auto now = Clock::now();
+      std::optional<Clock::time_point> next;
+      bool ended = false;
+      for (auto& slot : slots_) {
+        if (!slot.stream) continue;
+        const auto due = std::min(slot.stream->last_write + kStreamIdle, slot.stream->opened + commit_interval_);
+        if (now >= due) {
+          end_stream(slot);
+          ended = true;
+          break;  // end_stream may take a while: look at the clock again
+        }
+        next = next ? std::min(*next, due) : due;
+      }
+      if (ended) continue;
+      if (outage_.active() && now >= next_probe && !connected()) {
+        lock.unlock();  // a connection attempt of its own: writes go on meanwhile
+        auto conn = new_connection();
+        const bool ok = !conn->connect(Clock::now() + 2s, stop_);
+        lock.lock();
+        if (ok) {
+          probe_backoff.reset();
+          Slot* home = nullptr;
+          for (auto& s : slots_)
+            if (!s.stream && !(s.conn && s.conn->ok())) home = &s;
+          if (home) home->conn = std::move(conn);
+          note_connected();
+        }
+        next_probe = Clock::now() + probe_backoff.next();
+        continue;
+      }
+      auto until = next.value_or(now + 1s);
+      if (outage_.active()) until = std::min(until, std::max(next_probe, now + 10ms));
+      wake_.wait_until(lock, until);
+    }
+  }
+
+  bool connected() const {
+    return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.conn && s.conn->ok(); });
+  }
+
+  // ------------------------------------------------------------------ tables, layouts
 
   void check_format(const pmq_batch& batch) const {
     const auto mode = options_.payload_mode;
@@ -443,6 +834,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
         tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value(), false, nullptr});
     return it->second;
   }
+
 
   // The declared `columns` option: [{name, type}, ...] in order, or {name = type, ...} (the
   // runtime hands tables over with their keys in name order).
@@ -481,20 +873,17 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
 
   // The table's columns (name, type) in order; nullopt when it does not exist. Columns of a type
   // the sink does not write are left out (logged).
-  std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing_columns(const TopicTable& target) {
-    const char* params[1] = {target.table.sql().c_str()};
-    ResultPtr res(PQexecParams(conn_,
-                               "SELECT a.attname, format_type(a.atttypid, a.atttypmod), c.oid IS NOT NULL "
-                               "FROM (SELECT to_regclass($1) AS oid) c LEFT JOIN pg_attribute a ON a.attrelid = c.oid "
-                               "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-                               1, nullptr, params, nullptr, nullptr, 0),
-                  &PQclear);
-    check(res.get(), PGRES_TUPLES_OK, "looking up table " + target.display);
-    if (PQntuples(res.get()) == 0 || std::strcmp(PQgetvalue(res.get(), 0, 2), "t") != 0) return std::nullopt;
+  std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing_columns(pg::Connection& c,
+                                                                                      const TopicTable& target) {
+    const auto rows = c.query("SELECT a.attname, format_type(a.atttypid, a.atttypmod), c.oid IS NOT NULL "
+                              "FROM (SELECT to_regclass($1) AS oid) c LEFT JOIN pg_attribute a ON a.attrelid = c.oid "
+                              "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                              {target.table.sql()}, "looking up table " + target.display);
+    if (rows.empty() || rows[0][2] != "t") return std::nullopt;
     std::vector<std::pair<std::string, pg::ColumnType>> out;
-    for (int i = 0; i < PQntuples(res.get()); ++i) {
-      if (PQgetisnull(res.get(), i, 0)) continue;
-      const std::string name = PQgetvalue(res.get(), i, 0), type = PQgetvalue(res.get(), i, 1);
+    for (const auto& row : rows) {
+      if (!row[0]) continue;
+      const std::string name = *row[0], type = row[1].value_or("");
       auto ct = type == "timestamp with time zone" ? std::optional(pg::ColumnType::Timestamptz)
                                                    : pg::parse_column_type(type);
       if (!ct) {
@@ -519,7 +908,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // table's columns (if any) plus the batch's inferred ones (created, or added with
   // auto_add_columns); on later batches, auto_add_columns adds the fields not seen before.
   // Added columns are committed on their own, before the batch's transaction.
-  void prepare_inferred(TopicTable& target, const pmq_batch& batch) {
+  void prepare_inferred(pg::Connection& conn, TopicTable& target, const pmq_batch& batch) {
     if (target.ready && !auto_add_) return;
     const auto reserved = pg::reserved_column_names(options_.write_mode, options_.include_metadata);
     auto is_reserved = [&](const std::string& n) { return std::find(reserved.begin(), reserved.end(), n) != reserved.end(); };
@@ -530,7 +919,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing;
     std::vector<pg::Column> payload;
     if (!target.ready) {
-      existing = existing_columns(target);
+      existing = existing_columns(conn, target);
       if (!existing && !auto_create_)
         throw sdk::FatalError("table " + target.display +
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
@@ -559,11 +948,11 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                             "columns of in the first batch (no JSON objects with fields); declare `columns`");
     set_layout(target, std::move(payload));
     if (!table_exists) {
-      run_ddl(pg::create_table_sql(target.table, target.encoder->layout()), "creating table " + target.display);
+      conn.run_ddl(pg::create_table_sql(target.table, target.encoder->layout()), "creating table " + target.display);
     } else if (!added.empty()) {
       auto sql = pg::add_columns_sql(target.table, added);
       if (!sql) throw sdk::FatalError("table " + target.display + ": " + sql.error());
-      run_ddl(sql.value(), "adding columns to " + target.display);
+      conn.run_ddl(sql.value(), "adding columns to " + target.display);
       std::string names;
       for (const auto& c : added) names += (names.empty() ? "" : ", ") + c.name + " " + std::string(pg::sql_type(c.type));
       log(sdk::LogLevel::Info, "table " + target.display + ": added columns " + names);
@@ -571,15 +960,13 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     target.ready = true;
   }
 
-  void prepare_table(TopicTable& target) {
+  void prepare_table(pg::Connection& c, TopicTable& target) {
     if (auto_create_) {
-      run_ddl(pg::create_table_sql(target.table, encoder_->layout()), "creating table " + target.display);
+      c.run_ddl(pg::create_table_sql(target.table, encoder_->layout()), "creating table " + target.display);
     } else {
-      const char* params[1] = {target.table.sql().c_str()};
-      ResultPtr res(PQexecParams(conn_, "SELECT to_regclass($1) IS NOT NULL", 1, nullptr, params, nullptr, nullptr, 0),
-                    &PQclear);
-      check(res.get(), PGRES_TUPLES_OK, "looking up table " + target.display);
-      if (std::strcmp(PQgetvalue(res.get(), 0, 0), "t") != 0)
+      const auto rows = c.query("SELECT to_regclass($1) IS NOT NULL", {target.table.sql()},
+                                "looking up table " + target.display);
+      if (rows.empty() || rows[0][0] != "t")
         throw sdk::FatalError("table " + target.display +
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
     }
@@ -607,166 +994,32 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       throw sdk::FatalError("connection_string: " + pg::redact_secrets(*problem, conninfo_, &conn_options_));
   }
 
-  // Connects unless connected. An unreachable server is tried again for up to reconnect_timeout:
-  // a server restart takes longer than the runtime's own retries (about 3 s in all) would wait.
-  void connect() {
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
-    const auto deadline = std::chrono::steady_clock::now() + reconnect_timeout_;
-    auto pause = std::chrono::milliseconds(250);
-    for (int attempt = 1;; ++attempt) {
-      disconnect();
-      conn_ = PQconnectdb(conninfo_.c_str());
-      if (conn_ && PQstatus(conn_) == CONNECTION_OK) {
-        if (attempt > 1) log(sdk::LogLevel::Info, "reconnected to PostgreSQL after " + std::to_string(attempt) + " attempts");
-        break;
-      }
-      const std::string raw = conn_ ? trim(PQerrorMessage(conn_)) : "out of memory";
-      const std::string message = pg::redact_secrets(raw, conninfo_, &conn_options_);
-      disconnect();
-      // A bad option value libpq found before contacting any server: no retry can mend it.
-      if (pg::is_connection_option_error(raw))
-        throw sdk::FatalError("connection_string: " + message + " (a configuration error, not retried)");
-      // libpq has no SQLSTATE for a failed connection: tell auth and missing-database problems
-      // (retrying cannot help) from an unreachable server by the message.
-      if (raw.find("authentication failed") != std::string::npos || raw.find("password") != std::string::npos ||
-          (raw.find("database") != std::string::npos && raw.find("does not exist") != std::string::npos) ||
-          raw.find("no pg_hba.conf entry") != std::string::npos)
-        throw sdk::FatalError("cannot connect to PostgreSQL: " + message);
-      if (std::chrono::steady_clock::now() + pause > deadline)
-        throw sdk::RetryableError("cannot connect to PostgreSQL: " + message);
-      if (attempt == 1) log(sdk::LogLevel::Warn, "cannot connect to PostgreSQL (" + message + "); trying again");
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
-    }
-    if (PQsetClientEncoding(conn_, "UTF8") != 0) {
-      const std::string message = trim(PQerrorMessage(conn_));
-      disconnect();
-      throw sdk::RetryableError("cannot set client_encoding to UTF8: " + message);
-    }
-  }
-
-  void disconnect() {
-    if (conn_) PQfinish(conn_);
-    conn_ = nullptr;
-  }
-
-  // Throws the outcome of a failed statement; drops the connection when it is gone.
-  [[noreturn]] void fail(const PGresult* res, const std::string& what, bool maybe_committed = false) {
-    const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    std::string sqlstate = state ? state : "";
-    std::string message = res ? trim(PQresultErrorMessage(res)) : "";
-    if (message.empty() && conn_) message = trim(PQerrorMessage(conn_));
-    const bool bad = !conn_ || PQstatus(conn_) != CONNECTION_OK;
-    Failure kind = classify(sqlstate, bad);
-    // CREATE TABLE / ADD COLUMN IF NOT EXISTS racing another session (another block, another
-    // runtime) for the same name fails on the catalog's unique index instead of waiting; the
-    // retry finds the object and goes on.
-    if (in_ddl_ && (sqlstate == "23505" || sqlstate == "42P07" || sqlstate == "42701" || sqlstate == "42710"))
-      kind = Failure::Retry;
-    if (bad || sqlstate.starts_with("57P0")) disconnect();
-    last_sqlstate_ = sqlstate;
-    const std::string text =
-        what + " failed" + (sqlstate.empty() ? std::string() : " (SQLSTATE " + sqlstate + ")") + ": " + message;
-    if (kind == Failure::Fatal) throw sdk::FatalError(text);
-    if (maybe_committed) throw sdk::PartialWriteError(text + " (the batch may have been committed)");
-    throw sdk::RetryableError(text);
-  }
-
-  void check(const PGresult* res, ExecStatusType expected, const std::string& what) {
-    if (!res || PQresultStatus(res) != expected) fail(res, what);
-  }
-
-  void run(const std::string& sql, const std::string& what) {
-    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
-    check(res.get(), PGRES_COMMAND_OK, what);
-  }
-
-  // run(), returning the number of rows the statement affected.
-  size_t run_counting(const std::string& sql, const std::string& what) {
-    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
-    check(res.get(), PGRES_COMMAND_OK, what);
-    return std::strtoull(PQcmdTuples(res.get()), nullptr, 10);
-  }
-
-  // Schema changes the sink makes on its own (IF NOT EXISTS), where losing a race is retryable.
-  void run_ddl(const std::string& sql, const std::string& what) {
-    in_ddl_ = true;
-    try {
-      run(sql, what);
-    } catch (...) {
-      in_ddl_ = false;
-      throw;
-    }
-    in_ddl_ = false;
-  }
-
-  // One whole COPY: statement, data, end.
-  void copy(const std::string& sql, const std::string& data, const std::string& table) {
-    const std::string what = "COPY into " + table;
-    begin_copy(sql, what);
-    end_copy(put_copy_data(data), what);
-  }
-
-  void begin_copy(const std::string& sql, const std::string& what) {
-    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
-    check(res.get(), PGRES_COPY_IN, what);
-  }
-
-  bool put_copy_data(std::string_view data) {
-    constexpr size_t kChunk = 1 << 20;
-    for (size_t pos = 0; pos < data.size(); pos += kChunk)
-      if (PQputCopyData(conn_, data.data() + pos, static_cast<int>(std::min(kChunk, data.size() - pos))) != 1)
-        return false;
-    return true;
-  }
-
-  // Ends the COPY in progress (`sent`: all its data went out) and throws its failure, after
-  // draining what the server says (its error, if it sent one).
-  void end_copy(bool sent, const std::string& what) {
-    if (sent) sent = PQputCopyEnd(conn_, nullptr) == 1;
-    ResultPtr res(PQgetResult(conn_), &PQclear);
-    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
-    if (!sent) fail(res.get(), what);
-    check(res.get(), PGRES_COMMAND_OK, what);
-  }
-
-  void commit(const std::string& table) {
-    ResultPtr res(PQexec(conn_, "COMMIT"), &PQclear);
-    if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
-      // Lost while committing: the server may or may not have committed.
-      fail(res.get(), "COMMIT of the batch into " + table, /*maybe_committed=*/true);
-    }
-  }
-
-  void rollback() {
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) return;
-    ResultPtr res(PQexec(conn_, "ROLLBACK"), &PQclear);
-    if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) disconnect();
-  }
-
-  std::string conninfo_;  // secret: never logged
+  std::string conninfo_;          // secret: never logged
   pg::ConnOptions conn_options_;  // conninfo_ parsed (holds the password too: never logged)
   std::chrono::milliseconds commit_interval_{1000};
+  std::chrono::milliseconds reconnect_timeout_{15000};
   bool streaming_ = true;  // batches may share a COPY (insert and append modes, commit_interval > 0)
-  // The connection and everything below it: write calls and the committer thread.
+  size_t max_open_tables_ = 4;
+  // Everything below: write calls, the hooks and the committer thread.
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::optional<OpenCopy> open_;
+  std::deque<Slot> slots_;  // a deque: slots keep their address as more are added
   std::thread committer_;
   bool closing_ = false;
-  std::chrono::milliseconds reconnect_timeout_{15000};
-  bool in_ddl_ = false;  // run_ddl() is running
-  std::string last_sqlstate_;  // of the last failed statement
+  kit::StopSignal stop_;  // close(): every reconnect wait ends
+  kit::Outage outage_;
+  // Insert mode: partitions assigned whose first batch has not been looked at (probe_replay),
+  // and partitions whose batches go through staging until a merge finds no replayed row.
+  std::set<Partition> unprobed_, catching_up_;
   std::optional<dest::NameTemplate> template_;
   std::string schema_;
   bool auto_create_ = true;
   pg::LayoutOptions options_;
-  bool infer_ = false;     // columns mode without declared columns: a layout per topic
+  bool infer_ = false;  // columns mode without declared columns: a layout per topic
   bool auto_add_ = false;
   std::unique_ptr<pg::RowEncoder> encoder_;  // the shared layout (all modes but inferred columns)
   std::optional<pg::TableName> staging_;
   std::unordered_map<std::string, TopicTable> tables_;
-  PGconn* conn_ = nullptr;
 };
 
 PICOMQ_SINK_PLUGIN(PostgresSink)

@@ -1,6 +1,7 @@
 #include "postgres/row_encoder.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -101,6 +102,13 @@ EncodeResult RowEncoder::encode(const pmq_batch& batch) {
   }
 
   writer_.abandon_row();
+  // Every record's pico_id is the batch's "topic:partition:" and its offset (kit::record_id),
+  // built in place: no string per record.
+  record_id_.assign(batch.topic);
+  record_id_ += ':';
+  record_id_ += std::to_string(batch.partition);
+  record_id_ += ':';
+  record_id_prefix_ = record_id_.size();
   for (std::size_t i = 0; i < batch.record_count; ++i) {
     const pmq_record& record = *pmq_batch_record(&batch, i);
     writer_.begin_row();
@@ -160,7 +168,13 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
     const Column& c = columns_[i];
     switch (c.source) {
       case Source::RecordId:
-        writer_.text(dest::record_id(batch.topic, batch.partition, record.offset));
+      {
+        char digits[24];
+        char* end = std::to_chars(digits, digits + sizeof digits, record.offset).ptr;
+        record_id_.resize(record_id_prefix_);
+        record_id_.append(digits, end);
+        writer_.text(record_id_);
+      }
         break;
       case Source::Topic:
         writer_.text(batch.topic);
@@ -185,6 +199,10 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         else writer_.bytea(as_view(record.key));
         break;
       case Source::Headers: {
+        if (record.header_count == 0) {  // most records: no JSON to build or scan
+          writer_.jsonb("{}");
+          break;
+        }
         scratch_.clear();
         dest::append_headers_json(scratch_, {record.headers, record.header_count});
         if (json_has_nul_escape(scratch_)) problem("a header name or value contains U+0000, which PostgreSQL jsonb cannot store");

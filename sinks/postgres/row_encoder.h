@@ -42,6 +42,8 @@ class RowEncoder {
   // Errors (whole batch): a payload format the mode cannot take (jsonb / columns need JSON,
   // text needs TEXT or JSON, bytea takes any), a topic that is not valid UTF-8, a bad pmq_batch.
   EncodeResult encode(const pmq_batch& batch);
+  // Hands back an EncodeResult::copy_data that was sent: later encodes reuse its memory.
+  void recycle(std::string copy_data) { writer_.recycle(std::move(copy_data)); }
 
   const TableLayout& layout() const { return layout_; }
   const std::vector<Column>& columns() const { return columns_; }
@@ -59,6 +61,8 @@ class RowEncoder {
   simdjson::dom::parser parser_;
   CopyBinaryWriter writer_;
   std::string scratch_;
+  std::string record_id_;        // "topic:partition:" of the batch, then each record's offset
+  std::size_t record_id_prefix_ = 0;
 };
 
 struct InferResult {
