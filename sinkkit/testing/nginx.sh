@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Starts / stops a throwaway nginx (Debian's nginx-light) for the tests and benchmarks of HTTP sinks.
+#   nginx.sh start  <dir> [--tls] [--owner <pid>]
+#       writes a config into <dir> (pid file, logs and temp paths there too: nothing under /var or
+#       /run), starts nginx as one non-daemon process on a free 127.0.0.1 port, waits until it
+#       answers, and prints that port alone on stdout. It answers 204 to POST and PUT on any path
+#       and 405 to other methods; /mtls/... answers 204 only to a client certificate of the test
+#       CA (403 otherwise); /_status is stub_status (connections accepted, requests).
+#       --tls: HTTPS with HTTP/2 offered through ALPN; openssl generates into <dir> a CA (ca.pem),
+#       a server certificate for 127.0.0.1 and localhost, and a client certificate (client.pem,
+#       client.key encrypted with the password "picomq-test-client-key").
+#       --owner: a watchdog stops nginx when that process is gone (a crashed test leaves nothing).
+#   nginx.sh stop   <dir>   graceful stop (SIGQUIT, then SIGTERM, then SIGKILL); idempotent
+#   nginx.sh status <dir>   exit 0 when running, 3 when not
+set -euo pipefail
+nginx_bin="${NGINX:-/usr/sbin/nginx}"
+client_key_password="picomq-test-client-key"
+cmd="${1:?start|stop|status}"; dir="${2:?dir}"
+dir="$(realpath -m "$dir")"
+shift 2
+
+fail() {
+  echo "nginx: $*" >&2
+  if [[ -f "$dir/error.log" ]]; then echo "nginx: last lines of $dir/error.log:" >&2; tail -20 "$dir/error.log" >&2; fi
+  exit 1
+}
+
+running() { [[ -f "$dir/nginx.pid" ]] && kill -0 "$(cat "$dir/nginx.pid")" 2>/dev/null; }
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+make_certificates() {
+  local ssl=(openssl)
+  cd "$dir"
+  "${ssl[@]}" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
+    -days 2 -subj "/CN=picomq test CA" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>>openssl.log
+  "${ssl[@]}" req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
+    -subj "/CN=127.0.0.1" 2>>openssl.log
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > server.ext
+  "${ssl[@]}" x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
+    -extfile server.ext 2>>openssl.log
+  "${ssl[@]}" genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -aes256 \
+    -pass "pass:$client_key_password" -out client.key 2>>openssl.log
+  "${ssl[@]}" req -new -key client.key -passin "pass:$client_key_password" -subj "/CN=picomq test client" \
+    -out client.csr 2>>openssl.log
+  printf 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n' > client.ext
+  "${ssl[@]}" x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 \
+    -extfile client.ext 2>>openssl.log
+  cd - >/dev/null
+}
+
+write_config() {
+  local port="$1" tls="$2" listen tls_lines=""
+  if [[ "$tls" == 1 ]]; then
+    listen="listen 127.0.0.1:$port ssl http2;"
+    tls_lines="ssl_certificate $dir/server.pem;
+    ssl_certificate_key $dir/server.key;
+    ssl_client_certificate $dir/ca.pem;
+    ssl_verify_client optional;"
+  else
+    listen="listen 127.0.0.1:$port;"
+  fi
+  mkdir -p "$dir/tmp"
+  cat > "$dir/nginx.conf" <<CONF
+# sinkkit/testing/nginx.sh: one process, in the foreground, everything under $dir.
+daemon off;
+master_process off;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log $dir/access.log;
+  client_body_temp_path $dir/tmp/body;
+  proxy_temp_path $dir/tmp/proxy;
+  fastcgi_temp_path $dir/tmp/fastcgi;
+  uwsgi_temp_path $dir/tmp/uwsgi;
+  scgi_temp_path $dir/tmp/scgi;
+  client_max_body_size 0;
+  keepalive_requests 1000000;
+  keepalive_timeout 120s;
+  server {
+    $listen
+    $tls_lines
+    location = /_status { stub_status; }
+    location /mtls/ {
+      if (\$ssl_client_verify != SUCCESS) { return 403; }
+      if (\$request_method !~ ^(POST|PUT)\$) { return 405; }
+      return 204;
+    }
+    location / {
+      if (\$request_method !~ ^(POST|PUT)\$) { return 405; }
+      return 204;
+    }
+  }
+}
+CONF
+}
+
+answers() {
+  local port="$1" tls="$2"
+  if [[ "$tls" == 1 ]]; then
+    curl -sf -o /dev/null --max-time 2 --cacert "$dir/ca.pem" "https://127.0.0.1:$port/_status"
+  else
+    curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$port/_status"
+  fi
+}
+
+stop_watchdog() {
+  if [[ -f "$dir/watchdog.pid" ]]; then
+    kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
+    rm -f "$dir/watchdog.pid"
+  fi
+}
+
+stop_server() {
+  running || { rm -f "$dir/nginx.pid"; return 0; }
+  local pid sig
+  pid="$(cat "$dir/nginx.pid")"
+  for sig in QUIT TERM KILL; do
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || { rm -f "$dir/nginx.pid"; return 0; }
+      sleep 0.05
+    done
+  done
+  fail "could not stop nginx (pid $pid)"
+}
+
+case "$cmd" in
+start)
+  tls=0; owner=""
+  while (($#)); do
+    case "$1" in
+      --tls) tls=1; shift ;;
+      --owner) owner="${2:?--owner needs a pid}"; shift 2 ;;
+      *) echo "nginx: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  [[ -x "$nginx_bin" ]] || { echo "nginx: $nginx_bin missing: run scripts/setup.sh (nginx-light)" >&2; exit 1; }
+  mkdir -p "$dir"
+  running && fail "already running in $dir"
+  [[ "$tls" == 1 ]] && { make_certificates || fail "openssl failed (see $dir/openssl.log)"; }
+  # The port is free when chosen and taken by nginx a moment later: another process can win
+  # that race, so try a few.
+  for attempt in 1 2 3 4 5; do
+    port="$(free_port)"
+    write_config "$port" "$tls"
+    : > "$dir/error.log"
+    "$nginx_bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" </dev/null >>"$dir/stdout.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 200); do
+      if answers "$port" "$tls"; then
+        echo "$pid" > "$dir/nginx.pid"  # nginx writes it too; this one exists as soon as it answers
+        break 2
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "nginx: attempt $attempt on port $port failed" >&2
+    [[ "$attempt" == 5 ]] && fail "did not start"
+  done
+  if [[ -n "$owner" ]]; then
+    stop_watchdog
+    setsid nohup bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; bash "$2" stop "$3"' \
+      nginx-watchdog "$owner" "$(realpath "${BASH_SOURCE[0]}")" "$dir" </dev/null >>"$dir/watchdog.log" 2>&1 &
+    echo $! > "$dir/watchdog.pid"
+  fi
+  echo "$port"
+  ;;
+stop)
+  [[ -d "$dir" ]] || exit 0
+  stop_server
+  # Run by the watchdog itself: leave its pid file alone (it exits right after).
+  wd="$(cat "$dir/watchdog.pid" 2>/dev/null || true)"
+  if [[ -n "$wd" && ( "$wd" == "$$" || "$wd" == "$PPID" ) ]]; then rm -f "$dir/watchdog.pid"; else stop_watchdog; fi
+  ;;
+status)
+  if running; then echo "nginx: running in $dir"; exit 0; fi
+  echo "nginx: not running in $dir"; exit 3
+  ;;
+*) echo "usage: $0 start <dir> [--tls] [--owner <pid>] | stop <dir> | status <dir>" >&2; exit 2 ;;
+esac
