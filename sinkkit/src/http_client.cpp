@@ -430,7 +430,7 @@ struct Transfer {
   HttpClient::Callback callback;
   std::shared_ptr<const Redactor> redactor;
   std::optional<TransportFailure> refused;  // failed before reaching curl (bad header, compression)
-  Clock::time_point queued_at = Clock::now();
+  Clock::time_point queued_at;
   HttpResponse response;
   CURL* easy = nullptr;
   curl_slist* header_list = nullptr;
@@ -569,9 +569,9 @@ struct HttpClient::Impl {
     t->callback = std::move(callback);
     t->max_body = options.max_response_body;
     t->redactor = redactor;
-    if (!secret_spans(t->request.url).empty()) {  // the URL's own secrets, on top of the client's
+    if (const auto spans = secret_spans(t->request.url); !spans.empty()) {  // the URL's own, on top of the client's
       auto own = std::make_shared<Redactor>(redactor);
-      for (const auto& [start, length] : secret_spans(t->request.url)) {
+      for (const auto& [start, length] : spans) {
         const std::string_view raw = std::string_view(t->request.url).substr(start, length);
         own->add(raw);
         own->add(percent_decode(raw));
@@ -590,6 +590,7 @@ struct HttpClient::Impl {
     {
       std::unique_lock lock(mutex);
       if (accepting) {
+        t->queued_at = Clock::now();
         queue.push_back(std::move(t));
         ++outstanding;
         lock.unlock();
