@@ -39,6 +39,8 @@ A rule (every field optional):
   count           how many requests the rule answers before it is used up (default 1; 0: all)
   when_body_over  only requests whose body as received is longer than this many bytes match
                   (the 413 case: {"when_body_over": 1000, "status": 413, "count": 0})
+  when_body_contains  only requests whose (decompressed) body contains this text match (a
+                  record the endpoint refuses: {"when_body_contains": "\"bad\"", "status": 400, "count": 0})
   status          default: the default answer's status
   headers         {"Retry-After": "2", ...}
   body            text; default "" (with a status) or the default answer's body (without one)
@@ -173,7 +175,7 @@ class State:
         self.idempotency_header = None
         self.stored_answers = {}
 
-    def take_rule(self, method, path, wire_size):
+    def take_rule(self, method, path, wire_size, body=b""):
         """The first rule matching this request, with its use counted."""
         for rule in self.rules:
             if rule.get("method") and rule["method"].upper() != method:
@@ -186,6 +188,8 @@ class State:
                 continue
             if rule.get("when_body_over") is not None and wire_size <= int(rule["when_body_over"]):
                 continue
+            if rule.get("when_body_contains") is not None and rule["when_body_contains"].encode() not in body:
+                continue
             if rule["left"] is not None:
                 rule["left"] -= 1
                 if rule["left"] == 0:
@@ -197,7 +201,8 @@ class State:
 def checked_rule(rule):
     if not isinstance(rule, dict):
         raise BadRequest("a rule is a JSON object")
-    known = {"path", "method", "count", "when_body_over", "status", "headers", "body", "delay", "action"}
+    known = {"path", "method", "count", "when_body_over", "when_body_contains", "status", "headers", "body", "delay",
+             "action"}
     unknown = set(rule) - known
     if unknown:
         raise BadRequest("unknown rule fields: %s" % ", ".join(sorted(unknown)))
@@ -349,7 +354,7 @@ class Handler(BaseHTTPRequestHandler):
             if stored is not None:
                 state.duplicates += 1
                 record["duplicate"] = True
-            rule = None if (stored is not None or problem) else state.take_rule(self.command, url.path, len(wire))
+            rule = None if (stored is not None or problem) else state.take_rule(self.command, url.path, len(wire), body)
             default = dict(state.default)
         if problem:
             record["answer"] = 400
