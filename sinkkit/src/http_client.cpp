@@ -591,10 +591,14 @@ struct HttpClient::Impl {
       std::unique_lock lock(mutex);
       if (accepting) {
         t->queued_at = Clock::now();
+        // Only the first request of a queue needs to wake the I/O thread: while the queue holds
+        // requests, the thread either loops over free slots or sleeps until a transfer ends,
+        // and takes the queue then. (A wake-up per request is a context switch per request.)
+        const bool was_empty = queue.empty();
         queue.push_back(std::move(t));
         ++outstanding;
         lock.unlock();
-        curl_multi_wakeup(multi);
+        if (was_empty) curl_multi_wakeup(multi);
         return;
       }
     }

@@ -5,7 +5,10 @@
 #       /run), starts nginx as one non-daemon process on a free 127.0.0.1 port, waits until it
 #       answers, and prints that port alone on stdout. It answers 204 to POST and PUT on any path
 #       and 405 to other methods; /mtls/... answers 204 only to a client certificate of the test
-#       CA (403 otherwise); /_status is stub_status (connections accepted, requests).
+#       CA (403 otherwise); /_status is stub_status (connections accepted, requests); /capture/...
+#       answers 204 too, and keeps each request body as a file under <dir>/tmp/body (benchmarks
+#       replay exactly what a sink sent). access.log has one line per request: method, path,
+#       status, request length and the Idempotency-Key header.
 #       --tls: HTTPS with HTTP/2 offered through ALPN; openssl generates into <dir> a CA (ca.pem),
 #       a server certificate for 127.0.0.1 and localhost, and a client certificate (client.pem,
 #       client.key encrypted with the password "picomq-test-client-key").
@@ -73,7 +76,8 @@ pid $dir/nginx.pid;
 error_log $dir/error.log warn;
 events { worker_connections 1024; }
 http {
-  access_log $dir/access.log;
+  log_format requests '\$request_method \$uri \$status \$request_length \$http_idempotency_key';
+  access_log $dir/access.log requests;
   client_body_temp_path $dir/tmp/body;
   proxy_temp_path $dir/tmp/proxy;
   fastcgi_temp_path $dir/tmp/fastcgi;
@@ -86,6 +90,14 @@ http {
     $listen
     $tls_lines
     location = /_status { stub_status; }
+    location /capture/ {
+      client_body_in_file_only on;  # the body stays in client_body_temp_path
+      client_body_buffer_size 16m;
+      proxy_pass http://127.0.0.1:$port/captured;
+      proxy_pass_request_body off;
+      proxy_set_header Content-Length "";
+    }
+    location = /captured { return 204; }
     location /mtls/ {
       if (\$ssl_client_verify != SUCCESS) { return 403; }
       if (\$request_method !~ ^(POST|PUT)\$) { return 405; }

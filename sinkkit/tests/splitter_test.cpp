@@ -86,3 +86,30 @@ TEST(KitScheduler, TasksRunInDeadlineOrderAndCloseCancelsTheRestExactlyOnce) {
   EXPECT_EQ(ran[2], (std::pair<int, bool>{3, false}));
   EXPECT_EQ(ran[3], (std::pair<int, bool>{4, false}));
 }
+
+#include "picomq/kit/backoff.hpp"
+
+TEST(KitBackoff, DelaysDoubleToTheCapWithEqualJitterAndResetStartsOver) {
+  using namespace std::chrono_literals;
+  kit::Backoff plain({.initial = 100ms, .max = 1000ms, .jitter = false});
+  EXPECT_EQ(plain.next(), 100ms);
+  EXPECT_EQ(plain.next(), 200ms);
+  EXPECT_EQ(plain.next(), 400ms);
+  EXPECT_EQ(plain.next(), 800ms);
+  EXPECT_EQ(plain.next(), 1000ms);
+  EXPECT_EQ(plain.next(), 1000ms);
+  plain.reset();
+  EXPECT_EQ(plain.next(), 100ms);
+  // With jitter each delay is in [step/2, step], and two back-offs do not move in lockstep.
+  kit::Backoff a({.initial = 400ms, .max = 400ms}), b({.initial = 400ms, .max = 400ms});
+  int same = 0;
+  for (int i = 0; i < 50; ++i) {
+    const auto da = a.next(), db = b.next();
+    EXPECT_GE(da, 200ms);
+    EXPECT_LE(da, 400ms);
+    same += da == db;
+  }
+  EXPECT_LT(same, 10) << "independent sequences (seeded apart)";
+  kit::Backoff s1({.initial = 400ms, .max = 400ms}, 42), s2({.initial = 400ms, .max = 400ms}, 42);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(s1.next(), s2.next()) << "a given seed replays";
+}

@@ -294,21 +294,27 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
 
   // Sends records[first, first + count) of `write` (rendered in `body`) and handles what comes back.
   void send(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::string body,
-            Clock::time_point deadline, kit::Backoff backoff = kit::Backoff({.initial = 200ms, .max = 5s})) {
+            Clock::time_point deadline) {
+    send(write, first, n, std::make_shared<const std::string>(std::move(body)), deadline,
+         kit::Backoff({.initial = 200ms, .max = 5s}));
+  }
+  // The body is shared between the request and the callback that may resend it: never copied.
+  void send(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::shared_ptr<const std::string> body,
+            Clock::time_point deadline, kit::Backoff backoff) {
     const pmq_batch& b = write->batch;
     const int64_t first_offset = pmq_batch_record(&b, write->records[first])->offset;
     const int64_t last_offset = pmq_batch_record(&b, write->records[first + n - 1])->offset;
-    kit::HttpRequest r = request(*write, std::string(method_name(settings_.method)), write->url, std::move(body),
+    kit::HttpRequest r = request(*write, std::string(method_name(settings_.method)), write->url, {},
                                  hs::idempotency_key(b.topic, b.partition, first_offset, last_offset));
+    r.body = kit::HttpBody::borrowed(*body);
     if (!r.headers.contains("Content-Type"))
       r.headers.set("Content-Type", settings_.content_type
                                         ? *settings_.content_type
                                         : std::string(hs::default_content_type(settings_.body, b.payload_format)));
     count("requests");
-    const std::string sent_body(r.body.bytes());  // kept for a resend (bodies are small next to a batch)
     client_->send_async(std::move(r), [this, write, first, n, deadline, backoff,
-                                       sent_body](kit::HttpResponse response) mutable {
-      if (reauthorize(write, response, [=, this] { send(write, first, n, sent_body, deadline, backoff); })) return;
+                                       body](kit::HttpResponse response) mutable {
+      if (reauthorize(write, response, [=, this] { send(write, first, n, body, deadline, backoff); })) return;
       const kit::Classification c = rules_.classify(response);
       switch (c.outcome) {
         case kit::Outcome::Written:
@@ -331,7 +337,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
           if (c.outcome == kit::Outcome::MaybeWritten) mark_written(write);
-          if (resend_later(write, first, n, std::move(sent_body), deadline, backoff, c)) return;
+          if (resend_later(write, first, n, body, deadline, backoff, c)) return;
           fail(write, c);
           return finish_one(write);
         case kit::Outcome::Fatal:
@@ -359,7 +365,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
 
   // Schedules a resend after the back-off (at least the server's Retry-After) while the deadline
   // allows; false when it does not (the write then fails as a retry).
-  bool resend_later(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::string body,
+  bool resend_later(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n,
+                    std::shared_ptr<const std::string> body,
                     Clock::time_point deadline, kit::Backoff backoff, const kit::Classification& c) {
     auto delay = backoff.next();
     if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);

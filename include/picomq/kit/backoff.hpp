@@ -11,6 +11,7 @@
 // capped exponential delay plus a uniform random part of the other half, so writers that failed
 // together do not come back together, and no delay is shorter than half its step.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -28,8 +29,9 @@ struct BackoffPolicy {
 
 class Backoff {
  public:
-  explicit Backoff(BackoffPolicy policy = {}, uint64_t seed = std::random_device{}())
-      : policy_(policy), rng_(seed) {}
+  // seed 0: a different sequence per back-off, without a system call (a back-off is made per
+  // request on hot paths; std::random_device costs one each time).
+  explicit Backoff(BackoffPolicy policy = {}, uint64_t seed = 0) : policy_(policy), state_(seed ? seed : fresh_seed()) {}
 
   // The delay before the next attempt: initial, initial*m, ... capped at max (each with jitter).
   std::chrono::milliseconds next() {
@@ -37,16 +39,27 @@ class Backoff {
                                          static_cast<double>(policy_.initial.count()) * factor_);
     factor_ = std::min(factor_ * policy_.multiplier, 1e12);
     if (!policy_.jitter || step < 2) return std::chrono::milliseconds(static_cast<int64_t>(step));
-    std::uniform_real_distribution<double> half(0.0, step / 2);
-    return std::chrono::milliseconds(static_cast<int64_t>(step / 2 + half(rng_)));
+    const double unit = static_cast<double>(next_random() >> 11) * 0x1.0p-53;  // [0, 1)
+    return std::chrono::milliseconds(static_cast<int64_t>(step / 2 + unit * step / 2));
   }
   // Back to the first step (after a success).
   void reset() { factor_ = 1.0; }
   const BackoffPolicy& policy() const { return policy_; }
 
  private:
+  // splitmix64 (Steele, Lea, Flood 2014): 8 bytes of state, good enough for jitter.
+  uint64_t next_random() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  static uint64_t fresh_seed() {
+    static std::atomic<uint64_t> counter{std::random_device{}()};  // one system call per process
+    return counter.fetch_add(0x9E3779B97F4A7C15ull, std::memory_order_relaxed) | 1;
+  }
   BackoffPolicy policy_;
-  std::mt19937_64 rng_;
+  uint64_t state_;
   double factor_ = 1.0;
 };
 
