@@ -20,6 +20,7 @@
 #   BENCH_HTTP_IN_FLIGHT=4        the sink's max_in_flight = wrk's connections
 #   BENCH_HTTP_RECORDS=500        the sink's max_request_records
 #   BENCH_HTTP_METADATA=true      the sink's include_metadata (the envelope)
+#   BENCH_HTTP_IO_THREADS=1       the sink's io_threads
 #   BENCH_WRK_SECONDS=8           how long wrk replays (under 60: wrk prints minutes beyond)
 
 SINK_PLUGIN=libpicomq_connector_http_sink
@@ -27,6 +28,7 @@ HTTP_IN_FLIGHT="${BENCH_HTTP_IN_FLIGHT:-4}"
 HTTP_RECORDS="${BENCH_HTTP_RECORDS:-500}"
 HTTP_METADATA="${BENCH_HTTP_METADATA:-true}"
 WRK_SECONDS="${BENCH_WRK_SECONDS:-8}"
+HTTP_IO_THREADS="${BENCH_HTTP_IO_THREADS:-1}"
 bench_require_positive BENCH_WRK_SECONDS "$WRK_SECONDS"
 bench_require_positive BENCH_HTTP_IN_FLIGHT "$HTTP_IN_FLIGHT"
 bench_require_positive BENCH_HTTP_RECORDS "$HTTP_RECORDS"
@@ -53,8 +55,8 @@ sink_server_start() {
 sink_plugin_config() {  # VARIANT RUN DIR
   local path=/ingest
   ((http_capture)) && path=/capture/ingest
-  printf 'url = "http://127.0.0.1:%s%s"\nmax_in_flight = %s\nmax_request_records = %s\ninclude_metadata = %s\n' \
-    "$nginx_port" "$path" "$HTTP_IN_FLIGHT" "$HTTP_RECORDS" "$HTTP_METADATA"
+  printf 'url = "http://127.0.0.1:%s%s"\nmax_in_flight = %s\nmax_request_records = %s\ninclude_metadata = %s\nio_threads = %s\n' \
+    "$nginx_port" "$path" "$HTTP_IN_FLIGHT" "$HTTP_RECORDS" "$HTTP_METADATA" "$HTTP_IO_THREADS"
 }
 
 sink_prepare() {  # KIND LABEL RUN

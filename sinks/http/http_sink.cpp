@@ -52,6 +52,7 @@ struct Settings {
   std::string idempotency_header;
   hs::Tombstones tombstones = hs::Tombstones::Skip;
   int64_t max_in_flight = 0;
+  int64_t io_threads = 0;
   std::chrono::milliseconds retry_timeout{};
   kit::HttpSettings http;
   kit::TlsSettings tls;
@@ -147,6 +148,12 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
           .fallback(4)
           .check(kit::at_least(1))
           .help("Requests on the wire at once (and batches of a block pending); offsets still commit in order."),
+      kit::option("io_threads", &Settings::io_threads)
+          .fallback(1)
+          .check(kit::at_least(1))
+          .help("HTTP clients (each its own connections and I/O thread) the requests are spread over; more than 1 "
+                "helps when one thread's request handling, not the endpoint, is the limit. max_in_flight is shared "
+                "among them."),
       kit::option("retry_timeout", &Settings::retry_timeout)
           .fallback(30s)
           .help("How long a request refused with 408, 429, 5xx or a transport error is resent here (back-off 200 ms "
@@ -187,7 +194,13 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     if (!settings_.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     if (settings_.auth.type == kit::AuthType::OAuth2ClientCredentials)
       oauth_ = std::make_unique<kit::OAuth2ClientCredentials>(client, kit::oauth2_settings(settings_.auth));
-    client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    const size_t threads = std::min<size_t>(static_cast<size_t>(settings_.io_threads), client.max_in_flight);
+    const size_t per_client = client.max_in_flight;
+    for (size_t i = 0; i < threads; ++i) {
+      kit::HttpClientOptions one = client;
+      one.max_in_flight = per_client / threads + (i < per_client % threads ? 1 : 0);
+      clients_.push_back(std::make_unique<kit::HttpClient>(std::move(one)));
+    }
     log(sdk::LogLevel::Info, "http sink: " + std::string(method_name(settings_.method)) + " " +
                                  kit::redact_url(settings_.url) + ", " + std::to_string(settings_.max_in_flight) +
                                  " requests in flight");
@@ -210,12 +223,15 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     return result;
   }
 
-  void flush(std::chrono::milliseconds timeout) { client_->wait_idle(timeout); }
+  void flush(std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    for (auto& c : clients_) c->wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
+  }
 
   void close() {
     closing_ = true;
     scheduler_.close();  // resends still waiting are completed as retries
-    if (client_) client_->close(std::chrono::seconds(5));
+    for (auto& c : clients_) c->close(std::chrono::seconds(5));
   }
 
  private:
@@ -242,6 +258,9 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       rejected.emplace_back(index, std::move(reason));
     }
   };
+
+  // Requests go round robin over the clients.
+  kit::HttpClient& next_client() { return *clients_[next_client_.fetch_add(1, std::memory_order_relaxed) % clients_.size()]; }
 
   kit::SplitLimits limits() const {
     return {settings_.max_request_bytes.bytes, static_cast<size_t>(settings_.max_request_records)};
@@ -312,7 +331,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
                                         ? *settings_.content_type
                                         : std::string(hs::default_content_type(settings_.body, b.payload_format)));
     count("requests");
-    client_->send_async(std::move(r), [this, write, first, n, deadline, backoff,
+    next_client().send_async(std::move(r), [this, write, first, n, deadline, backoff,
                                        body](kit::HttpResponse response) mutable {
       if (reauthorize(write, response, [=, this] { send(write, first, n, body, deadline, backoff); })) return;
       const kit::Classification c = rules_.classify(response);
@@ -392,7 +411,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     kit::HttpRequest req = request(*write, "DELETE", std::move(url), {},
                                    hs::idempotency_key(write->batch.topic, write->batch.partition, r.offset, r.offset));
     count("requests");
-    client_->send_async(std::move(req), [this, write, index, deadline](kit::HttpResponse response) {
+    next_client().send_async(std::move(req), [this, write, index, deadline](kit::HttpResponse response) {
       if (reauthorize(write, response, [=, this] { send_delete(write, index, deadline); })) return;
       kit::Classification c = rules_.classify(response);
       if (response.status == 404 || response.status == 410) c.outcome = kit::Outcome::Written;  // already gone
@@ -456,7 +475,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   std::unordered_map<std::string, std::string> urls_;
   std::atomic<bool> closing_{false};
   kit::Scheduler scheduler_;
-  std::unique_ptr<kit::HttpClient> client_;
+  std::vector<std::unique_ptr<kit::HttpClient>> clients_;
+  std::atomic<size_t> next_client_{0};
   std::unique_ptr<kit::OAuth2ClientCredentials> oauth_;
 };
 
