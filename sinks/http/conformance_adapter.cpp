@@ -59,21 +59,7 @@ class HttpAdapter final : public SinkAdapter {
         const size_t end = r.body.find('\n', start);
         const auto j = nlohmann::json::parse(r.body.substr(start, end - start));
         start = end == std::string::npos ? r.body.size() : end + 1;
-        WrittenRecord w;
-        w.destination = url_decode(destination);
-        w.topic = j.at("pico_topic").get<std::string>();
-        w.partition = j.at("pico_partition").get<int32_t>();
-        w.offset = j.at("pico_offset").get<int64_t>();
-        if (j.contains("pico_timestamp")) w.timestamp_ms = j["pico_timestamp"].get<int64_t>();
-        if (j.contains("pico_key")) w.key = j["pico_key"].get<std::string>();
-        if (j.contains("pico_headers"))
-          for (const auto& [name, value] : j["pico_headers"].items())
-            w.headers[name] = value.is_string() ? value.get<std::string>() : value.dump();
-        if (j.contains("payload") && !j["payload"].is_null()) w.payload_json = j["payload"].dump();
-        for (const auto& [name, _] : j.items())
-          if (name.rfind("pico_", 0) == 0) w.metadata_fields.push_back(name);
-        if (!j.contains("pico_key")) w.metadata_fields.push_back("pico_key");  // a record without a key
-        out.push_back(std::move(w));
+        out.push_back(from_envelope(j, url_decode(destination)));
       }
     }
     return out;

@@ -27,23 +27,7 @@ class StdoutAdapter final : public SinkAdapter {
     std::vector<WrittenRecord> out;
     for (const Runtime* rt : runs) {
       for (const auto& line : test::read_lines(rt->dir() / "stdout.log")) {
-        const auto j = nlohmann::json::parse(line);
-        WrittenRecord w;
-        w.destination = "stdout";
-        w.topic = j.at("pico_topic").get<std::string>();
-        w.partition = j.at("pico_partition").get<int32_t>();
-        w.offset = j.at("pico_offset").get<int64_t>();
-        if (j.contains("pico_timestamp")) w.timestamp_ms = j["pico_timestamp"].get<int64_t>();
-        if (j.contains("pico_key")) w.key = j["pico_key"].get<std::string>();
-        if (j.contains("pico_headers"))
-          for (const auto& [name, value] : j["pico_headers"].items())
-            w.headers[name] = value.is_string() ? value.get<std::string>() : value.dump();
-        if (j.contains("payload") && !j["payload"].is_null()) w.payload_json = j["payload"].dump();
-        for (const auto& [name, _] : j.items())
-          if (name.rfind("pico_", 0) == 0) w.metadata_fields.push_back(name);
-        // pico_key is left out for a record without a key; it is still a field of the format.
-        if (!j.contains("pico_key")) w.metadata_fields.push_back("pico_key");
-        out.push_back(std::move(w));
+        out.push_back(from_envelope(nlohmann::json::parse(line), "stdout"));
       }
     }
     return out;

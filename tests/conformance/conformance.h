@@ -79,6 +79,10 @@ class SinkAdapter {
 // PICOMQ_CONFORMANCE_ADAPTER.
 std::vector<std::shared_ptr<SinkAdapter>> all_adapters();
 
+// A record as the kit's record JSON writer renders it in the envelope layout (stdout, HTTP...),
+// read back: pico_* fields, pico_key and header values as written, the payload as JSON text.
+WrittenRecord from_envelope(const nlohmann::json& envelope, std::string destination);
+
 using AdapterFactory = std::shared_ptr<SinkAdapter> (*)();
 struct AdapterRegistration {
   explicit AdapterRegistration(AdapterFactory factory);

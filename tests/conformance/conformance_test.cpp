@@ -343,6 +343,25 @@ std::vector<AdapterFactory>& registered_adapters() {
 
 AdapterRegistration::AdapterRegistration(AdapterFactory factory) { registered_adapters().push_back(factory); }
 
+WrittenRecord from_envelope(const nlohmann::json& j, std::string destination) {
+  WrittenRecord w;
+  w.destination = std::move(destination);
+  w.topic = j.at("pico_topic").get<std::string>();
+  w.partition = j.at("pico_partition").get<int32_t>();
+  w.offset = j.at("pico_offset").get<int64_t>();
+  if (j.contains("pico_timestamp")) w.timestamp_ms = j["pico_timestamp"].get<int64_t>();
+  if (j.contains("pico_key")) w.key = j["pico_key"].get<std::string>();
+  if (j.contains("pico_headers"))
+    for (const auto& [name, value] : j["pico_headers"].items())
+      w.headers[name] = value.is_string() ? value.get<std::string>() : value.dump();
+  if (j.contains("payload") && !j["payload"].is_null()) w.payload_json = j["payload"].dump();
+  for (const auto& [name, _] : j.items())
+    if (name.rfind("pico_", 0) == 0) w.metadata_fields.push_back(name);
+  // pico_key is left out for a record without a key; it is still a field of the format.
+  if (!j.contains("pico_key")) w.metadata_fields.push_back("pico_key");
+  return w;
+}
+
 std::vector<std::shared_ptr<SinkAdapter>> all_adapters() {
   std::vector<std::shared_ptr<SinkAdapter>> out;
   for (AdapterFactory f : registered_adapters()) out.push_back(f());
