@@ -98,9 +98,9 @@ sink_server_start() {
   pg_port="$(bench_free_port)"
   [[ -n "$pg_port" ]] || { echo "no free port for PostgreSQL" >&2; exit 1; }
   log "starting PostgreSQL 15 on 127.0.0.1:$pg_port (dir $pg_dir)"
-  bench_cleanup_hooks+=("'$repo/tests/servers/postgres.sh' stop '$pg_dir'")
+  bench_cleanup_hooks+=("'$repo/sinks/postgres/server.sh' stop '$pg_dir'")
   # Owner pid $$: the server's watchdog stops it should this script die without its trap.
-  "$repo/tests/servers/postgres.sh" start "$pg_dir" "$pg_port" "$$" >&2
+  "$repo/sinks/postgres/server.sh" start "$pg_dir" "$pg_port" "$$" >&2
   # Bulk-load settings, the same for every entry: no autovacuum (it would work on the previous
   # run's table during the next run and its CPU would count as the server's), and a WAL budget
   # large enough that no checkpoint starts inside a run (each run starts after a CHECKPOINT).
@@ -230,7 +230,7 @@ PY
 }
 
 sink_notes() {
-  echo "PostgreSQL 15 (tests/servers/postgres.sh: fsync off, synchronous_commit off, full_page_writes off; plus autovacuum off, max_wal_size 8GB; catalogs vacuumed and CHECKPOINT before every run)"
+  echo "PostgreSQL 15 (sinks/postgres/server.sh: fsync off, synchronous_commit off, full_page_writes off; plus autovacuum off, max_wal_size 8GB; catalogs vacuumed and CHECKPOINT before every run)"
   echo "profile $PG_PROFILE: $SINK_DESCRIPTION"
   echo "table with indexes after a load: ${pg_table_mb:-?} MB; baselines load the reference load's rows (dumped by the server) with psql over TCP"
   echo "copy-binary / copy-text: one \\copy of all rows (one transaction); insert-multirow: INSERT ... VALUES of $PG_INSERT_ROWS rows per statement, one transaction each;"
