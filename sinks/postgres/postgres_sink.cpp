@@ -32,9 +32,11 @@
 #include "picomq/kit/health.hpp"
 #include "picomq/kit/metadata.hpp"
 #include "picomq/kit/name_template.hpp"
+#include "picomq/kit/options.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
 #include "postgres/client.h"
+#include "postgres/config.h"
 #include "postgres/conninfo.h"
 #include "postgres/row_encoder.h"
 #include "postgres/sql.h"
@@ -113,134 +115,34 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   // Batches one COPY stream may hold before it commits (the runtime's window per block).
   static constexpr uint32_t max_in_flight = 64;
-  static constexpr std::array options{
-      pmq_option{.name = "connection_string", .type = PMQ_OPTION_STRING,
-                 .flags = PMQ_OPTION_REQUIRED | PMQ_OPTION_SECRET, .default_json = nullptr, .allowed = nullptr,
-                 .help = "libpq connection string (key=value or postgresql:// URI). Never logged. The sink sets "
-                         "client_encoding to UTF8."},
-      pmq_option{.name = "reconnect_timeout", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"15s\"",
-                 .allowed = nullptr,
-                 .help = "How long one write attempt keeps reconnecting to an unreachable server (back-off from 250 "
-                         "ms to 2 s, each connection attempt bounded by what is left) before it fails. The runtime "
-                         "makes 5 attempts about 3 s apart in all, so a server that stays away stops the sink in Error "
-                         "about 5 x reconnect_timeout + 3 s after the sink found it gone; a shorter outage loses "
-                         "nothing. 0: one connection attempt (of up to 1 s) per write attempt."},
-      pmq_option{.name = "commit_interval", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"1s\"",
-                 .allowed = nullptr,
-                 .help = "insert and append modes: consecutive batches into one table are written as one COPY in "
-                         "one transaction, committed after this long, after 64 batches, when no batch has come for "
-                         "10 ms, or on a flush. A batch's records (and offsets) are acknowledged at that commit. 0: "
-                         "one transaction per batch. upsert mode always commits each batch on its own (its writes "
-                         "must land in order)."},
-      pmq_option{.name = "max_open_tables", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "4",
-                 .allowed = nullptr,
-                 .help = "insert and append modes: COPY streams open at once, one per table, each on a connection "
-                         "of its own (1 to 64). A batch for another table when all are open commits the oldest "
-                         "stream first. 1: tables take turns on one connection."},
-      pmq_option{.name = "target_table", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"{topic}\"",
-                 .allowed = nullptr,
-                 .help = "Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
-                         "negative from the end). Sanitised to a PostgreSQL identifier (at most 63 bytes, with a hash "
-                         "suffix when cut) and always quoted."},
-      pmq_option{.name = "schema", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"public\"",
-                 .allowed = nullptr, .help = "Schema of the target tables (quoted; it must exist)."},
-      pmq_option{.name = "auto_create_table", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
-                 .allowed = nullptr,
-                 .help = "Create a topic's table (CREATE TABLE IF NOT EXISTS) on its first batch. Off: a missing "
-                         "table stops the sink in Error naming it."},
-      pmq_option{.name = "payload_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"jsonb\"",
-                 .allowed = "jsonb|text|bytea|columns",
-                 .help = "The payload column: jsonb (schema json), text (schema text or json) or bytea (any schema); "
-                         "columns (schema json): top-level fields of JSON objects as typed columns, declared in "
-                         "`columns` or inferred from a topic's first batch."},
-      pmq_option{.name = "columns", .type = PMQ_OPTION_TABLE, .flags = 0, .default_json = nullptr, .allowed = nullptr,
-                 .help = "payload_mode columns: the declared columns, in table order as an array "
-                         "[{ name = \"id\", type = \"text\" }, ...], or as a table { id = \"text\", ... } (created in "
-                         "name order). Types: text, int4, int8, float8, boolean, jsonb, bytea, timestamptz (from epoch "
-                         "ms). Unset: inferred from each topic's first batch (or read from its existing table)."},
-      pmq_option{.name = "auto_add_columns", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "false",
-                 .allowed = nullptr,
-                 .help = "payload_mode columns with inferred columns: a field first seen in a later batch adds a "
-                         "nullable column (ALTER TABLE ... ADD COLUMN IF NOT EXISTS). Off: such fields are not written."},
-      pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
-                 .allowed = nullptr,
-                 .help = "Add the columns pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (bytea) "
-                         "and pico_headers (jsonb)."},
-      pmq_option{.name = "write_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"insert\"",
-                 .allowed = "insert|upsert|append",
-                 .help = "insert: pico_id (topic:partition:offset) is the primary key and a replayed record is "
-                         "skipped; upsert: upsert_key is the primary key and the last record per key wins; append: "
-                         "plain COPY into the table, a replay writes rows again."},
-      pmq_option{.name = "upsert_key", .type = PMQ_OPTION_STRING_LIST, .flags = 0, .default_json = "[]",
-                 .allowed = nullptr,
-                 .help = "write_mode upsert (required there, refused elsewhere): the key columns, e.g. [\"pico_key\"] "
-                         "or payload columns [\"id\"] in columns mode. A record with a missing or null key is rejected."},
-  };
+  static inline const kit::OptionTable<pg::Settings>& options = pg::option_table();
+  // Cross-option checks, with file positions (picomq-connect --check; the runtime before open()).
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { pg::plan(config, problems); }
 
   void open(const sdk::Config& config) {
-    conninfo_ = config.string("connection_string");
-    reconnect_timeout_ = config.duration("reconnect_timeout");
-    check_connection_string();
-    auto tmpl = dest::NameTemplate::parse(config.string("target_table"));
-    if (!tmpl) throw sdk::FatalError("target_table: " + tmpl.error());
-    template_.emplace(std::move(tmpl).value());
-    schema_ = config.string("schema");
-    if (schema_.empty()) throw sdk::FatalError("schema: must not be empty");
-    if (auto q = pg::quote_identifier(schema_); !q) throw sdk::FatalError("schema: " + q.error());
-    auto_create_ = config.boolean("auto_create_table");
-    const int64_t open_tables = config.integer("max_open_tables");
-    if (open_tables < 1 || open_tables > 64) throw sdk::FatalError("max_open_tables: must be from 1 to 64");
-    max_open_tables_ = static_cast<size_t>(open_tables);
-
-    const std::string payload_mode = config.string("payload_mode"), write_mode = config.string("write_mode");
-    auto pm = pg::parse_payload_mode(payload_mode);
-    if (!pm) throw sdk::FatalError("payload_mode '" + payload_mode + "' is not supported (jsonb, text, bytea, columns)");
-    auto wm = pg::parse_write_mode(write_mode);
-    if (!wm) throw sdk::FatalError("write_mode '" + write_mode + "' is not supported (insert, upsert, append)");
+    sdk::ConfigProblems problems;  // a host that skips validate() (ABI < 2.2) gets the same checks
+    auto plan = pg::plan(config, problems);
+    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    const pg::Settings& s = plan->settings;
+    conninfo_ = s.connection_string;
+    conn_options_ = plan->conn_options;
+    reconnect_timeout_ = s.reconnect_timeout;
+    template_ = std::move(plan->target_table);
+    schema_ = s.schema;
+    auto_create_ = s.auto_create_table;
+    max_open_tables_ = static_cast<size_t>(s.max_open_tables);
+    options_ = plan->layout;
     pg::LayoutOptions& lo = options_;
-    lo.payload_mode = *pm;
-    lo.write_mode = *wm;
-    lo.include_metadata = config.boolean("include_metadata");
     if (!lo.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);  // pico_headers is their only use
-    lo.upsert_key = config.strings("upsert_key");
-    if (*wm == pg::WriteMode::Upsert && lo.upsert_key.empty())
-      throw sdk::FatalError("write_mode 'upsert' needs upsert_key (the key columns, e.g. [\"pico_key\"])");
-    if (*wm != pg::WriteMode::Upsert && !lo.upsert_key.empty())
-      throw sdk::FatalError("upsert_key is only for write_mode 'upsert' (write_mode is '" + write_mode + "')");
-    auto_add_ = config.boolean("auto_add_columns");
-    commit_interval_ = config.duration("commit_interval");
-    streaming_ = commit_interval_.count() > 0 && *wm != pg::WriteMode::Upsert;
+    auto_add_ = s.auto_add_columns;
+    commit_interval_ = s.commit_interval;
+    streaming_ = plan->streaming;
     // Writes that complete at once must still be taken one at a time: a failed batch retried
     // after a later one landed would undo last-record-wins.
     if (!streaming_) declare_max_in_flight(1);
-    const bool declared = config.has("columns");
-    if (*pm != pg::PayloadMode::Columns && declared)
-      throw sdk::FatalError("columns is only for payload_mode 'columns'");
-    if (*pm != pg::PayloadMode::Columns && auto_add_)
-      throw sdk::FatalError("auto_add_columns is only for payload_mode 'columns'");
-    if (declared && auto_add_)
-      throw sdk::FatalError("auto_add_columns is for inferred columns; it cannot be combined with declared columns");
-    if (*pm == pg::PayloadMode::Columns) {
-      if (declared) {
-        lo.payload_columns = parse_declared_columns(config.json("columns"));
-      } else {
-        infer_ = true;
-        // Check the options now; the payload columns come with each topic's first batch.
-        pg::LayoutOptions probe = lo;
-        const auto reserved = pg::reserved_column_names(lo.write_mode, lo.include_metadata);
-        for (const auto& k : lo.upsert_key)
-          if (std::find(reserved.begin(), reserved.end(), k) == reserved.end())
-            probe.payload_columns.push_back(pg::Column{k, pg::ColumnType::Text, pg::Source::Field, k, false});
-        if (probe.payload_columns.empty())
-          probe.payload_columns.push_back(pg::Column{"payload", pg::ColumnType::Text, pg::Source::Field, "payload", false});
-        if (auto l = pg::make_layout(probe); !l) throw sdk::FatalError("table layout: " + l.error());
-      }
-    }
-    if (!infer_) {
-      auto layout = pg::make_layout(lo);
-      if (!layout) throw sdk::FatalError("table layout: " + layout.error());
-      encoder_ = std::make_unique<pg::RowEncoder>(std::move(layout).value());
-    }
+    infer_ = plan->infer_columns;
+    if (!infer_) encoder_ = std::make_unique<pg::RowEncoder>(pg::make_layout(lo).value());
+    const std::string payload_mode(pg::to_string(lo.payload_mode)), write_mode(pg::to_string(lo.write_mode));
     staging_.emplace(pg::TableName::temp(pg::kStagingTable).value());
 
     log(sdk::LogLevel::Info, "postgres sink: tables " + schema_ + "." + std::string(template_->source()) +
@@ -836,41 +738,6 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
 
-  // The declared `columns` option: [{name, type}, ...] in order, or {name = type, ...} (the
-  // runtime hands tables over with their keys in name order).
-  static std::vector<pg::Column> parse_declared_columns(const std::string& json) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    if (parser.parse(json).get(root)) throw sdk::FatalError("columns: not readable as JSON");
-    std::vector<pg::Column> out;
-    auto add = [&](std::string_view name, simdjson::dom::element type) {
-      std::string_view t;
-      if (type.get_string().get(t))
-        throw sdk::FatalError("columns: the type of '" + std::string(name) + "' must be a string");
-      auto ct = pg::parse_column_type(t);
-      if (!ct)
-        throw sdk::FatalError("columns: '" + std::string(name) + "' has unknown type '" + std::string(t) +
-                              "' (text, int4, int8, float8, boolean, jsonb, bytea, timestamptz)");
-      out.push_back(pg::Column{std::string(name), *ct, pg::Source::Field, std::string(name), false});
-    };
-    simdjson::dom::array array;
-    simdjson::dom::object object;
-    if (!root.get_array().get(array)) {
-      for (simdjson::dom::element item : array) {
-        simdjson::dom::object obj;
-        std::string_view name;
-        simdjson::dom::element type;
-        if (item.get_object().get(obj) || obj["name"].get_string().get(name) || obj["type"].get(type))
-          throw sdk::FatalError("columns: each item must be a table { name = \"...\", type = \"...\" }");
-        add(name, type);
-      }
-    } else if (!root.get_object().get(object)) {
-      for (auto member : object) add(member.key, member.value);
-    }
-    if (out.empty()) throw sdk::FatalError("columns: no columns declared");
-    return out;
-  }
-
   // The table's columns (name, type) in order; nullopt when it does not exist. Columns of a type
   // the sink does not write are left out (logged).
   std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing_columns(pg::Connection& c,
@@ -971,27 +838,6 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
     }
     target.ready = true;
-  }
-
-  // The connection_string, before anything connects: its syntax and option names
-  // (PQconninfoParse), then the option values libpq checks only when it connects (a port that
-  // is not a number...), so that such a mistake stops the sink at once instead of being retried
-  // like a server that is down. Messages never show the password.
-  void check_connection_string() {
-    char* err = nullptr;
-    PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
-    if (!parsed) {
-      std::string message = err ? trim(err) : "out of memory";
-      if (err) PQfreemem(err);
-      throw sdk::FatalError("connection_string is not a valid libpq connection string: " +
-                            pg::redact_secrets(message, conninfo_));
-    }
-    conn_options_.clear();
-    for (const PQconninfoOption* o = parsed; o->keyword; ++o)
-      if (o->val) conn_options_.emplace_back(o->keyword, o->val);
-    PQconninfoFree(parsed);
-    if (auto problem = pg::check_connection_options(conn_options_))
-      throw sdk::FatalError("connection_string: " + pg::redact_secrets(*problem, conninfo_, &conn_options_));
   }
 
   std::string conninfo_;          // secret: never logged

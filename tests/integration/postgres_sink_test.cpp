@@ -505,7 +505,7 @@ TEST(PostgresSink, UpsertOnPicoKeyInJsonbModeAndBadUpsertOptionsAreRefusedInOpen
 
   for (const auto& [bad, expected] : std::vector<std::pair<std::string, std::string>>{
            {"write_mode = \"upsert\"", "needs upsert_key"},
-           {"upsert_key = [\"pico_key\"]", "upsert_key is only for write_mode 'upsert'"},
+           {"upsert_key = [\"pico_key\"]", "upsert_key: is only for write_mode 'upsert'"},
            {"write_mode = \"upsert\"\nupsert_key = [\"nope\"]", "key column 'nope' is not a column"},
            {"write_mode = \"upsert\"\nupsert_key = [\"pico_headers\"]", "jsonb"},
            {"payload_mode = \"columns\"\ncolumns = [{ name = \"a\", type = \"money\" }]", "unknown type 'money'"},
