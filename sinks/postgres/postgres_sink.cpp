@@ -126,11 +126,16 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                                  std::string(pg::to_string(layout_options_.write_mode)) +
                                  (layout_options_.include_metadata ? ", with metadata" : ", without metadata"));
     health_check();
+    // Streaming: segments commit on the accumulator's committer thread, each on its own
+    // connection, so the next COPY into a table streams while the previous one's COMMIT runs (the
+    // server's backend finishing one COPY and another starting the next, side by side). Otherwise
+    // each batch's transaction commits in its write.
     accumulator_ = std::make_unique<kit::Accumulator>(
         kit::AccumulatorLimits{.commit_interval = plan->streaming ? s.commit_interval : 0ms,
                                .idle = kSegmentIdle,
                                .max_batches = kSegmentBatches,
-                               .max_open = static_cast<size_t>(s.max_open_tables)},
+                               .max_open = static_cast<size_t>(s.max_open_tables),
+                               .background_commits = plan->streaming},
         [this](const kit::CommitReport& r) { committed(r); });
   }
 

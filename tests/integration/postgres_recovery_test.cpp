@@ -62,8 +62,10 @@ TEST(PostgresRecovery, SigkillMidLoadThenRestartReplaysWithoutAFailedAttemptAndE
   auto& pg = Postgres::shared();
   const auto db = pg.create_database("pgreplay");
   const auto topic = unique_name("replaypg");
-  const int chunk = 20000;  // per partition, produced before each run: there is always a load to kill
-  int64_t produced = 0;       // per partition
+  // Per partition, produced before each run: there is always a load to kill, and it lasts longer
+  // than a look at the committed offsets (two consumer clients, ~0.3 s) at the sink's speed.
+  const int chunk = 100000;
+  int64_t produced = 0;  // per partition
   kafka.create_topic(topic, 2);
   auto produce_chunk = [&] {
     for (int p = 0; p < 2; ++p)
