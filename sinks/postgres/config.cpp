@@ -114,8 +114,8 @@ const kit::OptionTable<Settings>& option_table() {
             return std::nullopt;
           })
           .help("insert and append modes: COPY streams open at once, one per table, each on a connection "
-                "of its own (1 to 64). A batch for another table when all are open commits the oldest "
-                "stream first. 1: tables take turns on one connection."),
+                "of its own (1 to 64), and one connection more for a stream committing beside them. A batch "
+                "for another table when all are open commits the oldest stream first. 1: tables take turns."),
       kit::option("target_table", &Settings::target_table)
           .fallback(std::string("{topic}"))
           .check([](const std::string& v) { return problem_of(kit::NameTemplate::parse(v)); })
