@@ -29,7 +29,8 @@
 #       default  the sink's defaults: write_mode insert, include_metadata, payload_mode jsonb:
 #                pico_id text PRIMARY KEY, pico_topic, pico_partition, pico_offset, pico_timestamp,
 #                pico_key, pico_headers jsonb, payload jsonb. The sink COPYs up to 64 batches
-#                straight into the table per transaction (through a temp staging table and
+#                straight into the table per transaction, each transaction committing while the
+#                next streams on another connection (through a temp staging table and
 #                INSERT ... ON CONFLICT DO NOTHING only while a partition replays).
 #       append   write_mode append, with metadata: the same columns without pico_id and without a
 #                key; the sink COPYs each batch straight into the table.
@@ -49,11 +50,11 @@ bench_require_positive BENCH_PG_INSERT_ROWS "$PG_INSERT_ROWS"
 
 case "$PG_PROFILE" in
   default) pg_profile_config=''
-           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table for up to 64 batches per transaction (commit_interval 1s; staging + INSERT ON CONFLICT, streamed, only while a partition replays after an assignment)" ;;
+           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table for up to 64 batches per transaction, committed beside the next one on another connection (commit_interval 1s; staging + INSERT ON CONFLICT, streamed, only while a partition replays after an assignment)" ;;
   append)  pg_profile_config='write_mode = "append"'
-           SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: one binary COPY for up to 64 batches per transaction" ;;
+           SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: one binary COPY for up to 64 batches per transaction, committed beside the next" ;;
   payload) pg_profile_config=$'write_mode = "append"\ninclude_metadata = false'
-           SINK_DESCRIPTION="postgres sink, write_mode append, include_metadata = false (one jsonb column): one binary COPY for up to 64 batches per transaction" ;;
+           SINK_DESCRIPTION="postgres sink, write_mode append, include_metadata = false (one jsonb column): one binary COPY for up to 64 batches per transaction, committed beside the next" ;;
   *) echo "BENCH_PG_PROFILE must be default, append or payload" >&2; exit 2 ;;
 esac
 
