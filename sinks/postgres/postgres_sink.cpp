@@ -12,6 +12,7 @@
 // postgres/config.h. Docs: docs/sinks/postgres.md, docs/sinks/postgres-encoding.md.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -206,6 +207,9 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
  private:
+  // The connection for a write's lookups and schema changes, leased on first use.
+  using Db = std::function<pg::Connection&()>;
+
   // A batch ready for a segment.
   struct Encoded {
     std::string key;  // the segment's: the table, and its layout generation
@@ -226,14 +230,19 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     const pg::Partition tp{batch.topic, batch.partition};
     const bool probe = replays_.unprobed(tp);
     if (infer_ || !target.ready || probe) {
-      // Lookups and schema changes on a connection of their own, outside any COPY.
-      auto lease = pool_->acquire(deadline);
+      // Lookups and schema changes on a connection of their own, outside any COPY, taken when
+      // one is needed (inferred columns need none once the table is known and nothing is added).
+      pg::ConnectionPool::Lease lease;
+      const Db db = [&]() -> pg::Connection& {
+        if (!lease) lease = pool_->acquire(deadline);
+        return *lease;
+      };
       try {
-        if (infer_) prepare_inferred(*lease, target, batch);
-        else if (!target.ready) prepare_table(*lease, target);
-        if (probe) probe_replay(*lease, target, batch);
+        if (infer_) prepare_inferred(db, target, batch);
+        else if (!target.ready) prepare_table(db(), target);
+        if (probe) probe_replay(db(), target, batch);
       } catch (const sdk::RetryableError& e) {
-        if (!lease->ok()) pool_->await_server(*lease, e.what(), deadline);
+        if (lease && !lease->ok()) pool_->await_server(*lease, e.what(), deadline);
         throw;
       }
     }
@@ -350,7 +359,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // table's columns (if any) plus the batch's inferred ones (created, or added with
   // auto_add_columns); on later batches, auto_add_columns adds the fields not seen before.
   // Added columns are committed on their own, before the batch's transaction.
-  void prepare_inferred(pg::Connection& conn, TopicTable& target, const pmq_batch& batch) {
+  void prepare_inferred(const Db& db, TopicTable& target, const pmq_batch& batch) {
     if (target.ready && !auto_add_) return;
     const auto reserved = pg::reserved_column_names(layout_options_.write_mode, layout_options_.include_metadata);
     auto is_reserved = [&](const std::string& n) { return std::find(reserved.begin(), reserved.end(), n) != reserved.end(); };
@@ -361,7 +370,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing;
     std::vector<pg::Column> payload;
     if (!target.ready) {
-      existing = existing_columns(conn, target);
+      existing = existing_columns(db(), target);
       if (!existing && !auto_create_)
         throw sdk::FatalError("table " + target.display +
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
@@ -390,13 +399,13 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
                             "columns of in the first batch (no JSON objects with fields); declare `columns`");
     if (!table_exists) {
       set_layout(target, std::move(payload));
-      conn.run_ddl(pg::create_table_sql(target.table, *target.layout), "creating table " + target.display);
+      db().run_ddl(pg::create_table_sql(target.table, *target.layout), "creating table " + target.display);
     } else if (!added.empty()) {
       auto sql = pg::add_columns_sql(target.table, added);
       if (!sql) throw sdk::FatalError("table " + target.display + ": " + sql.error());
       // The open COPY into this table would hold the ALTER's lock back until it commits: commit it now.
       if (target.ready) accumulator_->seal(segment_key(target), "columns added");
-      conn.run_ddl(sql.value(), "adding columns to " + target.display);
+      db().run_ddl(sql.value(), "adding columns to " + target.display);
       set_layout(target, std::move(payload));
       if (target.ready) ++target.generation;
       std::string names;
