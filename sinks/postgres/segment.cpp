@@ -64,7 +64,13 @@ void CopySegment::add(const pmq_batch& batch, std::string_view copy_data, size_t
                       Clock::time_point deadline) {
   guarded(deadline, [&] {
     // A staged segment takes any batch; a direct one cannot take a replayed one.
-    if (staged && !staged_) restage(/*conflict=*/false);
+    if (staged && !staged_) {
+      shared_.log(sdk::LogLevel::Info, "table " + table_.display + ": a batch of " + std::string(batch.topic) + "[" +
+                                           std::to_string(batch.partition) + "], which replays, joins the COPY; its " +
+                                           std::to_string(batches_.size()) + " batch(es) so far go through the " +
+                                           "staging table with it, in the same write");
+      restage(/*conflict=*/false);
+    }
     batches_.push_back(&batch);
     rows_ += rows;
     partitions_.emplace(batch.topic, batch.partition);
