@@ -29,7 +29,8 @@
 #       default  the sink's defaults: write_mode insert, include_metadata, payload_mode jsonb:
 #                pico_id text PRIMARY KEY, pico_topic, pico_partition, pico_offset, pico_timestamp,
 #                pico_key, pico_headers jsonb, payload jsonb. The sink COPYs up to 64 batches
-#                straight into the table per transaction (through a temp staging table and
+#                straight into the table per transaction, each transaction committing while the
+#                next streams on another connection (through a temp staging table and
 #                INSERT ... ON CONFLICT DO NOTHING only while a partition replays).
 #       append   write_mode append, with metadata: the same columns without pico_id and without a
 #                key; the sink COPYs each batch straight into the table.
@@ -49,11 +50,11 @@ bench_require_positive BENCH_PG_INSERT_ROWS "$PG_INSERT_ROWS"
 
 case "$PG_PROFILE" in
   default) pg_profile_config=''
-           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table for up to 64 batches per transaction (commit_interval 1s; staging + INSERT ON CONFLICT, streamed, only while a partition replays after an assignment)" ;;
+           SINK_DESCRIPTION="postgres sink defaults (write_mode insert, metadata columns, payload jsonb; pico_id primary key): one binary COPY into the table for up to 64 batches per transaction, committed beside the next one on another connection (commit_interval 1s; staging + INSERT ON CONFLICT, streamed, only while a partition replays after an assignment)" ;;
   append)  pg_profile_config='write_mode = "append"'
-           SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: one binary COPY for up to 64 batches per transaction" ;;
+           SINK_DESCRIPTION="postgres sink, write_mode append with metadata columns, payload jsonb, no key: one binary COPY for up to 64 batches per transaction, committed beside the next" ;;
   payload) pg_profile_config=$'write_mode = "append"\ninclude_metadata = false'
-           SINK_DESCRIPTION="postgres sink, write_mode append, include_metadata = false (one jsonb column): one binary COPY for up to 64 batches per transaction" ;;
+           SINK_DESCRIPTION="postgres sink, write_mode append, include_metadata = false (one jsonb column): one binary COPY for up to 64 batches per transaction, committed beside the next" ;;
   *) echo "BENCH_PG_PROFILE must be default, append or payload" >&2; exit 2 ;;
 esac
 
@@ -98,9 +99,9 @@ sink_server_start() {
   pg_port="$(bench_free_port)"
   [[ -n "$pg_port" ]] || { echo "no free port for PostgreSQL" >&2; exit 1; }
   log "starting PostgreSQL 15 on 127.0.0.1:$pg_port (dir $pg_dir)"
-  bench_cleanup_hooks+=("'$repo/tests/servers/postgres.sh' stop '$pg_dir'")
+  bench_cleanup_hooks+=("'$repo/sinks/postgres/server.sh' stop '$pg_dir'")
   # Owner pid $$: the server's watchdog stops it should this script die without its trap.
-  "$repo/tests/servers/postgres.sh" start "$pg_dir" "$pg_port" "$$" >&2
+  "$repo/sinks/postgres/server.sh" start "$pg_dir" "$pg_port" "$$" >&2
   # Bulk-load settings, the same for every entry: no autovacuum (it would work on the previous
   # run's table during the next run and its CPU would count as the server's), and a WAL budget
   # large enough that no checkpoint starts inside a run (each run starts after a CHECKPOINT).
@@ -230,7 +231,7 @@ PY
 }
 
 sink_notes() {
-  echo "PostgreSQL 15 (tests/servers/postgres.sh: fsync off, synchronous_commit off, full_page_writes off; plus autovacuum off, max_wal_size 8GB; catalogs vacuumed and CHECKPOINT before every run)"
+  echo "PostgreSQL 15 (sinks/postgres/server.sh: fsync off, synchronous_commit off, full_page_writes off; plus autovacuum off, max_wal_size 8GB; catalogs vacuumed and CHECKPOINT before every run)"
   echo "profile $PG_PROFILE: $SINK_DESCRIPTION"
   echo "table with indexes after a load: ${pg_table_mb:-?} MB; baselines load the reference load's rows (dumped by the server) with psql over TCP"
   echo "copy-binary / copy-text: one \\copy of all rows (one transaction); insert-multirow: INSERT ... VALUES of $PG_INSERT_ROWS rows per statement, one transaction each;"

@@ -47,6 +47,7 @@ Accumulator::Accumulator(AccumulatorLimits limits, std::function<void(const Comm
   limits_.max_open = std::max<size_t>(limits_.max_open, 1);
   limits_.max_batches = std::max<size_t>(limits_.max_batches, 1);
   timer_ = std::thread([this] { timer_main(); });
+  if (limits_.background_commits) committer_ = std::thread([this] { committer_main(); });
 }
 
 Accumulator::~Accumulator() { close(); }
@@ -87,7 +88,7 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
         order_.push_back(key);
       }
     }
-    for (auto& e : evicted) commit(e, "max_open");
+    for (auto& e : evicted) commit_sealed(std::move(e), "max_open");
 
     bool now_full = false;
     {
@@ -140,7 +141,15 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
       }
     }
     wake_.notify_all();
-    if (now_full) seal(key, limits_.commit_interval.count() <= 0 ? "commit_interval 0" : "limit");
+    if (now_full) {
+      std::shared_ptr<Entry> sealed;
+      {
+        std::lock_guard lock(mutex_);
+        // Only the segment this batch filled (a timer or another writer may have sealed it).
+        if (auto it = open_.find(key); it != open_.end() && it->second == entry) sealed = take(key);
+      }
+      if (sealed) commit_sealed(std::move(sealed), limits_.commit_interval.count() <= 0 ? "commit_interval 0" : "limit");
+    }
     return;
   }
 }
@@ -161,6 +170,42 @@ void Accumulator::flush(std::string_view trigger) {
     while (!order_.empty()) all.push_back(take(order_.front()));
   }
   for (auto& e : all) commit(e, trigger);
+  // Those handed to the committer before now (it takes them in order); not the ones writers go
+  // on sealing meanwhile, or a flush under load might wait for ever.
+  std::unique_lock lock(mutex_);
+  const uint64_t upto = handed_off_;
+  sealed_done_.wait(lock, [&] { return handed_done_ >= upto; });
+}
+
+void Accumulator::commit_sealed(std::shared_ptr<Entry> entry, std::string_view trigger) {
+  if (limits_.background_commits) {
+    std::unique_lock lock(mutex_);
+    if (!committer_stopped_) {
+      sealed_.emplace_back(std::move(entry), std::string(trigger));
+      ++handed_off_;
+      lock.unlock();
+      sealed_wake_.notify_one();
+      return;
+    }
+  }
+  commit(entry, trigger);
+}
+
+// background_commits: the sealed segments' commits, one at a time, oldest first.
+void Accumulator::committer_main() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    sealed_wake_.wait(lock, [&] { return !sealed_.empty() || committer_stopped_; });
+    if (sealed_.empty()) return;  // stopped, and nothing left
+    auto [entry, trigger] = std::move(sealed_.front());
+    sealed_.pop_front();
+    lock.unlock();
+    commit(entry, trigger);
+    entry.reset();
+    lock.lock();
+    ++handed_done_;
+    sealed_done_.notify_all();
+  }
 }
 
 void Accumulator::abandon_all(const std::string& reason) {
@@ -221,6 +266,12 @@ void Accumulator::close() {
   wake_.notify_all();
   if (timer_.joinable()) timer_.join();
   flush("close");
+  {
+    std::lock_guard lock(mutex_);
+    committer_stopped_ = true;
+  }
+  sealed_wake_.notify_all();
+  if (committer_.joinable()) committer_.join();
 }
 
 size_t Accumulator::open_segments() const {
@@ -256,7 +307,7 @@ void Accumulator::timer_main() {
         if (it == open_.end() || it->second != e) continue;  // sealed meanwhile
         take(e->key);
       }
-      commit(e, trigger);
+      commit_sealed(std::move(e), trigger);
     }
     lock.lock();
     if (!due.empty()) continue;  // look again: new segments may have come during the commits

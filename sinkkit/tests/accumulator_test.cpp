@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <thread>
 
 #include "picomq/kit/testing/fake_host.hpp"
@@ -25,6 +26,18 @@ struct Destination {
   std::atomic<int> abandoned{0};
   std::atomic<bool> fail_next_fill{false};
   std::vector<kit::CommitReport> reports;
+  // A gate commits wait at while held (a COMMIT the server takes its time over).
+  std::mutex gate_mutex;
+  std::condition_variable gate;
+  bool hold_commits = false;
+  std::vector<std::thread::id> commit_threads;
+  void open_gate() {
+    {
+      std::lock_guard lock(gate_mutex);
+      hold_commits = false;
+    }
+    gate.notify_all();
+  }
 };
 Destination* destination = nullptr;
 kit::AccumulatorLimits limits;
@@ -37,8 +50,13 @@ struct TestSegment : kit::Segment {
       --destination->fail_next_commits;
       throw sdk::RetryableError("commit refused");
     }
+    {
+      std::unique_lock gate(destination->gate_mutex);
+      destination->gate.wait(gate, [] { return !destination->hold_commits; });
+    }
     std::lock_guard lock(destination->mutex);
     destination->commits.emplace_back(key, batches);
+    destination->commit_threads.push_back(std::this_thread::get_id());
   }
   void abandon() noexcept override { ++destination->abandoned; }
 };
@@ -246,4 +264,89 @@ TEST_F(KitAccumulator, ManyWritersOnManyKeysLoseNoBatchAndCompleteEachOnce) {
   }
   for (const auto& c : dest_.commits) batches += c.second.size();
   EXPECT_EQ(batches, 800u);
+}
+
+// background_commits: a writer that fills a segment returns at once; the segment commits on the
+// accumulator's committer thread while the next batch for the same key opens a new segment (the
+// pipelining a sink with a connection per segment gets: the next COPY streams beside the COMMIT).
+// flush() waits for those commits; nothing is lost or completed twice.
+TEST_F(KitAccumulator, WithBackgroundCommitsAFullSegmentCommitsOffTheWriterWhileTheNextOneFills) {
+  limits.commit_interval = 10s;
+  limits.idle = 10s;
+  limits.max_batches = 2;
+  limits.background_commits = true;
+  FakeHost host(sdk::descriptor<AccumulatingSink>());
+  host.open();
+  dest_.hold_commits = true;
+  auto a = host.start_write(batch("t", 0)), b = host.start_write(batch("t", 3));  // fills the first segment
+  auto c = host.start_write(batch("t", 6));  // returns while the first segment's commit waits at the gate
+  EXPECT_FALSE(a->completed() || b->completed()) << "not before the commit is through";
+  EXPECT_FALSE(c->completed());
+  dest_.open_gate();
+  EXPECT_EQ(a->wait(5s).status, PMQ_WRITE_OK);
+  EXPECT_EQ(b->wait(5s).status, PMQ_WRITE_OK);
+  EXPECT_FALSE(c->completed()) << "c is in a segment of its own, still open";
+  host.flush();
+  EXPECT_TRUE(c->completed()) << "flush() returns once what was appended before it is committed";
+  ASSERT_EQ(dest_.commits.size(), 2u);
+  EXPECT_EQ(dest_.commits[0].second, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(dest_.commits[1].second, (std::vector<int64_t>{6}));
+  EXPECT_NE(dest_.commit_threads[0], std::this_thread::get_id()) << "the full segment committed off the writer";
+  EXPECT_EQ(dest_.reports[0].trigger, "limit");
+  EXPECT_EQ(dest_.reports[1].trigger, "flush");
+
+  // Pushed out by max_open, and timed out: the committer too; many writers, each write once.
+  limits.max_batches = 5;
+  limits.max_open = 2;
+  limits.idle = 2ms;
+  dest_.commits.clear();
+  FakeHost many(sdk::descriptor<AccumulatingSink>());
+  many.open();
+  std::vector<std::shared_ptr<kit::testing::Write>> writes;
+  std::mutex writes_mutex;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 150; ++i) {
+        auto w = many.start_write(batch("k" + std::to_string((t + i) % 4), t * 1000 + i, 1));
+        std::lock_guard lock(writes_mutex);
+        writes.push_back(w);
+      }
+    });
+  for (auto& w : writers) w.join();
+  many.flush();
+  for (auto& w : writes) {
+    EXPECT_TRUE(w->completed()) << "flush() waited for the committer";
+    EXPECT_EQ(w->wait(5s).status, PMQ_WRITE_OK);
+    EXPECT_EQ(w->completions(), 1);
+  }
+  size_t batches = 0;
+  for (const auto& c : dest_.commits) batches += c.second.size();
+  EXPECT_EQ(batches, 450u);
+}
+
+// close() with background commits: what is sealed and what is open both commit, and an append
+// after it fails.
+TEST_F(KitAccumulator, WithBackgroundCommitsCloseCommitsTheSealedAndTheOpenSegments) {
+  limits.commit_interval = 10s;
+  limits.idle = 10s;
+  limits.max_batches = 1;
+  limits.background_commits = true;
+  std::shared_ptr<kit::testing::Write> sealed, open;
+  {
+    FakeHost host(sdk::descriptor<AccumulatingSink>());
+    host.open();
+    sealed = host.start_write(batch("t", 0));  // full at once: handed to the committer
+    host.close();
+  }
+  EXPECT_EQ(sealed->wait(1s).status, PMQ_WRITE_OK);
+  limits.max_batches = 64;
+  {
+    FakeHost host(sdk::descriptor<AccumulatingSink>());
+    host.open();
+    open = host.start_write(batch("t", 3));
+    host.close();
+  }
+  EXPECT_EQ(open->wait(1s).status, PMQ_WRITE_OK);
+  EXPECT_EQ(dest_.commits.size(), 2u);
 }

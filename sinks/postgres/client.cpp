@@ -56,6 +56,7 @@ Connection::Connection(std::string conninfo, const ConnOptions& options, LogFn l
 void Connection::disconnect() {
   if (conn_) PQfinish(conn_);
   conn_ = nullptr;
+  in_copy_ = false;
 }
 
 std::optional<ConnectError> Connection::connect(Clock::time_point deadline, const kit::StopSignal& stop) {
@@ -189,6 +190,7 @@ void Connection::begin_copy(const std::string& sql, const std::string& what) {
   if (!conn_) throw sdk::RetryableError(what + " failed: not connected to PostgreSQL");
   ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
   check(res.get(), PGRES_COPY_IN, what);
+  in_copy_ = true;
 }
 
 bool Connection::put_copy_data(std::string_view data) {
@@ -202,6 +204,7 @@ bool Connection::put_copy_data(std::string_view data) {
 
 void Connection::end_copy(bool sent, const std::string& what) {
   if (!conn_) throw sdk::RetryableError(what + " failed: the connection to PostgreSQL was lost");
+  in_copy_ = false;
   // A COPY that broke while sending still needs its end, or the server's error stays unread.
   const bool ended = PQputCopyEnd(conn_, sent ? nullptr : "the sink could not send the rows") == 1;
   ResultPtr res(PQgetResult(conn_), &PQclear);
@@ -219,6 +222,12 @@ void Connection::commit(const std::string& what) {
 
 void Connection::rollback() {
   if (!ok()) return;
+  if (in_copy_) {
+    in_copy_ = false;
+    if (PQputCopyEnd(conn_, "abandoned by the sink") != 1) return disconnect();
+    while (PGresult* res = PQgetResult(conn_)) PQclear(res);  // the COPY's (expected) error
+  }
+  if (PQtransactionStatus(conn_) == PQTRANS_IDLE) return;
   ResultPtr res(PQexec(conn_, "ROLLBACK"), &PQclear);
   if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) disconnect();
 }

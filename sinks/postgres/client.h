@@ -72,7 +72,12 @@ class Connection {
   // draining what the server says (its error, if it sent one).
   void end_copy(bool sent, const std::string& what);
   void commit(const std::string& what);  // lost during COMMIT: PartialWriteError
+  // Discards the transaction, whatever state it is in: a COPY in progress is ended with an
+  // error first; nothing to do on a connection with no transaction (no "no transaction in
+  // progress" warning). Never throws; a connection that cannot do it is closed.
   void rollback();
+  // Inside a transaction (or a COPY), or in a state nobody can tell: not fit to hand on.
+  bool in_transaction() const { return conn_ && (in_copy_ || PQtransactionStatus(conn_) != PQTRANS_IDLE); }
 
   const std::string& last_sqlstate() const { return last_sqlstate_; }
   std::string error_message() const;
@@ -88,6 +93,7 @@ class Connection {
   std::optional<std::chrono::milliseconds> connect_timeout_;  // the string's connect_timeout
   PGconn* conn_ = nullptr;
   bool in_ddl_ = false;
+  bool in_copy_ = false;  // begin_copy() succeeded and end_copy() has not run
   std::string last_sqlstate_;
 };
 

@@ -2,41 +2,37 @@
 // inferred per topic, auto_add_columns), write modes insert (pico_id primary key, replays do
 // nothing) / upsert (upsert_key, last record wins) / append, optional metadata columns, tables
 // auto-created per topic from a name template. Rows go out with binary COPY
-// (postgres/row_encoder.h); in insert and append modes consecutive batches into one table share
-// one COPY and one transaction (a stream) for up to commit_interval, one stream per table on a
-// connection of its own (max_open_tables); each batch's write completes when its stream commits.
-// Insert mode after a partition assignment (start-up, rebalance: the only times a replay can
-// come) streams through a staging table and INSERT ... ON CONFLICT DO NOTHING until a merge
-// finds no row written before; a duplicate key met on the direct path is redone that way inside
-// the same write. libpq I/O: postgres/client.h. Docs: docs/sinks/postgres.md,
-// docs/sinks/postgres-encoding.md.
-#include <libpq-fe.h>
-#include <simdjson.h>
-
+// (postgres/row_encoder.h). In insert and append modes consecutive batches into one table share
+// one COPY and one transaction: a segment of the kit's accumulator (postgres/segment.h), one per
+// table, each on a connection of its own from a small pool (postgres/pool.h); a batch's write
+// completes when its segment commits, and a segment commits on its own thread while the next
+// one for its table streams. Insert mode after a partition assignment (start-up, rebalance: the
+// only times a replay can come) streams through a staging table and INSERT ... ON CONFLICT DO
+// NOTHING until a merge finds no row written before (postgres/replay.h). Options:
+// postgres/config.h. Docs: docs/sinks/postgres.md, docs/sinks/postgres-encoding.md.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "picomq/kit/backoff.hpp"
-#include "picomq/kit/health.hpp"
+#include "picomq/kit/accumulator.hpp"
 #include "picomq/kit/metadata.hpp"
 #include "picomq/kit/name_template.hpp"
+#include "picomq/kit/options.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
 #include "postgres/client.h"
-#include "postgres/conninfo.h"
+#include "postgres/config.h"
+#include "postgres/pool.h"
+#include "postgres/replay.h"
 #include "postgres/row_encoder.h"
+#include "postgres/segment.h"
 #include "postgres/sql.h"
 
 namespace {
@@ -44,7 +40,6 @@ namespace {
 namespace sdk = picomq::sdk;
 namespace pg = picomq::postgres;
 namespace kit = picomq::kit;
-namespace dest = picomq::kit;
 using pg::Clock;
 using namespace std::chrono_literals;
 
@@ -53,50 +48,29 @@ std::string trim(std::string s) {
   return s;
 }
 
+// One topic's table. Columns mode with inferred columns gives each topic its own layout (and
+// encoder); the other modes share the sink's.
 struct TopicTable {
   pg::TableName table;
   std::string display;  // schema.table for messages (unquoted)
   bool ready = false;   // created (auto_create_table) or found to exist
-  // Columns mode with inferred columns: this topic's own layout (else the sink's shared one).
-  std::unique_ptr<pg::RowEncoder> encoder;
+  std::shared_ptr<pg::RowEncoder> encoder;
+  std::shared_ptr<const pg::TableLayout> layout;
+  // Bumped when auto_add_columns changes the layout: batches encoded before and after go into
+  // different segments (their COPYs name different columns).
+  uint32_t generation = 0;
 };
 
-using Partition = std::pair<std::string, int32_t>;  // topic, partition
-
-// A COPY into one topic's table, in a transaction of its own, that the following batches for
-// that table join; their writes complete when it commits (PostgresSink::end_stream). Staged: the
-// COPY goes into the session's temp staging table and is merged with ON CONFLICT DO NOTHING.
-struct Stream {
-  TopicTable* target = nullptr;
-  bool staged = false;
-  size_t rows = 0;
-  Clock::time_point opened, last_write;
-  struct Write {
-    sdk::Pending pending;
-    const pmq_batch* batch;  // valid until `pending` completes (docs/abi.md): a redo re-encodes it
-  };
-  std::vector<Write> writes;
-  std::set<Partition> partitions;
-};
-
-// A connection and the stream open on it, if any.
-struct Slot {
-  std::unique_ptr<pg::Connection> conn;
-  std::optional<Stream> stream;
-  const TopicTable* last_target = nullptr;  // the table of its last stream: reused for that table first
-};
-
-// A stream with no new batch for this long is committed: the runtime has nothing more to send
+// A segment with no new batch for this long is committed: the runtime has nothing more to send
 // for now (it sends the next batch as soon as a write is accepted), so waiting longer would only
 // hold records back.
-constexpr auto kStreamIdle = 10ms;
-// A connection attempt gets at least this long, even when reconnect_timeout has (almost) run out.
-constexpr auto kMinConnectAttempt = 1s;
+constexpr auto kSegmentIdle = 10ms;
+// Batches one COPY may hold before it commits.
+constexpr size_t kSegmentBatches = 64;
 // The start-up health check waits at most this long for an unreachable server (then the sink
-// starts and keeps trying in the background).
+// starts and keeps trying in the background), and at least this long.
 constexpr auto kHealthCheckWait = 5s;
-
-enum class Outcome { Retry, Partial, Fatal };
+constexpr auto kMinConnectAttempt = 1s;
 
 }  // namespace
 
@@ -111,705 +85,218 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
-  // Batches one COPY stream may hold before it commits (the runtime's window per block).
-  static constexpr uint32_t max_in_flight = 64;
-  static constexpr std::array options{
-      pmq_option{.name = "connection_string", .type = PMQ_OPTION_STRING,
-                 .flags = PMQ_OPTION_REQUIRED | PMQ_OPTION_SECRET, .default_json = nullptr, .allowed = nullptr,
-                 .help = "libpq connection string (key=value or postgresql:// URI). Never logged. The sink sets "
-                         "client_encoding to UTF8."},
-      pmq_option{.name = "reconnect_timeout", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"15s\"",
-                 .allowed = nullptr,
-                 .help = "How long one write attempt keeps reconnecting to an unreachable server (back-off from 250 "
-                         "ms to 2 s, each connection attempt bounded by what is left) before it fails. The runtime "
-                         "makes 5 attempts about 3 s apart in all, so a server that stays away stops the sink in Error "
-                         "about 5 x reconnect_timeout + 3 s after the sink found it gone; a shorter outage loses "
-                         "nothing. 0: one connection attempt (of up to 1 s) per write attempt."},
-      pmq_option{.name = "commit_interval", .type = PMQ_OPTION_DURATION, .flags = 0, .default_json = "\"1s\"",
-                 .allowed = nullptr,
-                 .help = "insert and append modes: consecutive batches into one table are written as one COPY in "
-                         "one transaction, committed after this long, after 64 batches, when no batch has come for "
-                         "10 ms, or on a flush. A batch's records (and offsets) are acknowledged at that commit. 0: "
-                         "one transaction per batch. upsert mode always commits each batch on its own (its writes "
-                         "must land in order)."},
-      pmq_option{.name = "max_open_tables", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "4",
-                 .allowed = nullptr,
-                 .help = "insert and append modes: COPY streams open at once, one per table, each on a connection "
-                         "of its own (1 to 64). A batch for another table when all are open commits the oldest "
-                         "stream first. 1: tables take turns on one connection."},
-      pmq_option{.name = "target_table", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"{topic}\"",
-                 .allowed = nullptr,
-                 .help = "Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
-                         "negative from the end). Sanitised to a PostgreSQL identifier (at most 63 bytes, with a hash "
-                         "suffix when cut) and always quoted."},
-      pmq_option{.name = "schema", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"public\"",
-                 .allowed = nullptr, .help = "Schema of the target tables (quoted; it must exist)."},
-      pmq_option{.name = "auto_create_table", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
-                 .allowed = nullptr,
-                 .help = "Create a topic's table (CREATE TABLE IF NOT EXISTS) on its first batch. Off: a missing "
-                         "table stops the sink in Error naming it."},
-      pmq_option{.name = "payload_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"jsonb\"",
-                 .allowed = "jsonb|text|bytea|columns",
-                 .help = "The payload column: jsonb (schema json), text (schema text or json) or bytea (any schema); "
-                         "columns (schema json): top-level fields of JSON objects as typed columns, declared in "
-                         "`columns` or inferred from a topic's first batch."},
-      pmq_option{.name = "columns", .type = PMQ_OPTION_TABLE, .flags = 0, .default_json = nullptr, .allowed = nullptr,
-                 .help = "payload_mode columns: the declared columns, in table order as an array "
-                         "[{ name = \"id\", type = \"text\" }, ...], or as a table { id = \"text\", ... } (created in "
-                         "name order). Types: text, int4, int8, float8, boolean, jsonb, bytea, timestamptz (from epoch "
-                         "ms). Unset: inferred from each topic's first batch (or read from its existing table)."},
-      pmq_option{.name = "auto_add_columns", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "false",
-                 .allowed = nullptr,
-                 .help = "payload_mode columns with inferred columns: a field first seen in a later batch adds a "
-                         "nullable column (ALTER TABLE ... ADD COLUMN IF NOT EXISTS). Off: such fields are not written."},
-      pmq_option{.name = "include_metadata", .type = PMQ_OPTION_BOOL, .flags = 0, .default_json = "true",
-                 .allowed = nullptr,
-                 .help = "Add the columns pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (bytea) "
-                         "and pico_headers (jsonb)."},
-      pmq_option{.name = "write_mode", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"insert\"",
-                 .allowed = "insert|upsert|append",
-                 .help = "insert: pico_id (topic:partition:offset) is the primary key and a replayed record is "
-                         "skipped; upsert: upsert_key is the primary key and the last record per key wins; append: "
-                         "plain COPY into the table, a replay writes rows again."},
-      pmq_option{.name = "upsert_key", .type = PMQ_OPTION_STRING_LIST, .flags = 0, .default_json = "[]",
-                 .allowed = nullptr,
-                 .help = "write_mode upsert (required there, refused elsewhere): the key columns, e.g. [\"pico_key\"] "
-                         "or payload columns [\"id\"] in columns mode. A record with a missing or null key is rejected."},
-  };
+  // Writes per block pending at once: a full segment of 64 batches committing, and as many again
+  // streaming into the next one meanwhile.
+  static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  static inline const kit::OptionTable<pg::Settings>& options = pg::option_table();
+  // Cross-option checks, with file positions (picomq-connect --check; the runtime before open()).
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { pg::plan(config, problems); }
 
   void open(const sdk::Config& config) {
-    conninfo_ = config.string("connection_string");
-    reconnect_timeout_ = config.duration("reconnect_timeout");
-    check_connection_string();
-    auto tmpl = dest::NameTemplate::parse(config.string("target_table"));
-    if (!tmpl) throw sdk::FatalError("target_table: " + tmpl.error());
-    template_.emplace(std::move(tmpl).value());
-    schema_ = config.string("schema");
-    if (schema_.empty()) throw sdk::FatalError("schema: must not be empty");
-    if (auto q = pg::quote_identifier(schema_); !q) throw sdk::FatalError("schema: " + q.error());
-    auto_create_ = config.boolean("auto_create_table");
-    const int64_t open_tables = config.integer("max_open_tables");
-    if (open_tables < 1 || open_tables > 64) throw sdk::FatalError("max_open_tables: must be from 1 to 64");
-    max_open_tables_ = static_cast<size_t>(open_tables);
-
-    const std::string payload_mode = config.string("payload_mode"), write_mode = config.string("write_mode");
-    auto pm = pg::parse_payload_mode(payload_mode);
-    if (!pm) throw sdk::FatalError("payload_mode '" + payload_mode + "' is not supported (jsonb, text, bytea, columns)");
-    auto wm = pg::parse_write_mode(write_mode);
-    if (!wm) throw sdk::FatalError("write_mode '" + write_mode + "' is not supported (insert, upsert, append)");
-    pg::LayoutOptions& lo = options_;
-    lo.payload_mode = *pm;
-    lo.write_mode = *wm;
-    lo.include_metadata = config.boolean("include_metadata");
-    if (!lo.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);  // pico_headers is their only use
-    lo.upsert_key = config.strings("upsert_key");
-    if (*wm == pg::WriteMode::Upsert && lo.upsert_key.empty())
-      throw sdk::FatalError("write_mode 'upsert' needs upsert_key (the key columns, e.g. [\"pico_key\"])");
-    if (*wm != pg::WriteMode::Upsert && !lo.upsert_key.empty())
-      throw sdk::FatalError("upsert_key is only for write_mode 'upsert' (write_mode is '" + write_mode + "')");
-    auto_add_ = config.boolean("auto_add_columns");
-    commit_interval_ = config.duration("commit_interval");
-    streaming_ = commit_interval_.count() > 0 && *wm != pg::WriteMode::Upsert;
-    // Writes that complete at once must still be taken one at a time: a failed batch retried
-    // after a later one landed would undo last-record-wins.
-    if (!streaming_) declare_max_in_flight(1);
-    const bool declared = config.has("columns");
-    if (*pm != pg::PayloadMode::Columns && declared)
-      throw sdk::FatalError("columns is only for payload_mode 'columns'");
-    if (*pm != pg::PayloadMode::Columns && auto_add_)
-      throw sdk::FatalError("auto_add_columns is only for payload_mode 'columns'");
-    if (declared && auto_add_)
-      throw sdk::FatalError("auto_add_columns is for inferred columns; it cannot be combined with declared columns");
-    if (*pm == pg::PayloadMode::Columns) {
-      if (declared) {
-        lo.payload_columns = parse_declared_columns(config.json("columns"));
-      } else {
-        infer_ = true;
-        // Check the options now; the payload columns come with each topic's first batch.
-        pg::LayoutOptions probe = lo;
-        const auto reserved = pg::reserved_column_names(lo.write_mode, lo.include_metadata);
-        for (const auto& k : lo.upsert_key)
-          if (std::find(reserved.begin(), reserved.end(), k) == reserved.end())
-            probe.payload_columns.push_back(pg::Column{k, pg::ColumnType::Text, pg::Source::Field, k, false});
-        if (probe.payload_columns.empty())
-          probe.payload_columns.push_back(pg::Column{"payload", pg::ColumnType::Text, pg::Source::Field, "payload", false});
-        if (auto l = pg::make_layout(probe); !l) throw sdk::FatalError("table layout: " + l.error());
-      }
-    }
+    sdk::ConfigProblems problems;  // a host that skips validate() (ABI < 2.2) gets the same checks
+    auto plan = pg::plan(config, problems);
+    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    const pg::Settings& s = plan->settings;
+    reconnect_timeout_ = s.reconnect_timeout;
+    template_ = std::move(plan->target_table);
+    schema_ = s.schema;
+    auto_create_ = s.auto_create_table;
+    layout_options_ = plan->layout;
+    infer_ = plan->infer_columns;
+    auto_add_ = s.auto_add_columns;
+    if (!layout_options_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);  // pico_headers is their only use
+    // Upsert, and commit_interval 0: a transaction per batch, committed in its write, one write
+    // at a time (a failed batch retried after a later one landed would undo last-record-wins).
+    if (!plan->streaming) declare_max_in_flight(1);
     if (!infer_) {
-      auto layout = pg::make_layout(lo);
-      if (!layout) throw sdk::FatalError("table layout: " + layout.error());
-      encoder_ = std::make_unique<pg::RowEncoder>(std::move(layout).value());
+      shared_layout_ = std::make_shared<const pg::TableLayout>(pg::make_layout(layout_options_).value());
+      shared_encoder_ = std::make_shared<pg::RowEncoder>(*shared_layout_);
     }
-    staging_.emplace(pg::TableName::temp(pg::kStagingTable).value());
 
+    // A connection per open segment, and one for a segment committing beside them.
+    auto log_fn = [this](sdk::LogLevel level, const std::string& m) { log(level, m); };
+    auto count_fn = [this](const char* name, uint64_t n) { count(name, n); };
+    pool_ = std::make_unique<pg::ConnectionPool>(s.connection_string, plan->conn_options,
+                                                 static_cast<size_t>(s.max_open_tables) + 1, reconnect_timeout_,
+                                                 pg::ConnectionPool::Hooks{log_fn, count_fn});
+    segments_ = std::make_unique<pg::CopySegment::Shared>(pg::CopySegment::Shared{
+        *pool_, replays_, pg::TableName::temp(pg::kStagingTable).value(), log_fn, count_fn});
     log(sdk::LogLevel::Info, "postgres sink: tables " + schema_ + "." + std::string(template_->source()) +
-                                 ", payload_mode " + payload_mode + (infer_ ? " (inferred)" : "") +
-                                 ", write_mode " + write_mode +
-                                 (lo.include_metadata ? ", with metadata" : ", without metadata"));
+                                 ", payload_mode " + std::string(pg::to_string(layout_options_.payload_mode)) +
+                                 (infer_ ? " (inferred)" : "") + ", write_mode " +
+                                 std::string(pg::to_string(layout_options_.write_mode)) +
+                                 (layout_options_.include_metadata ? ", with metadata" : ", without metadata"));
     health_check();
-    committer_ = std::thread([this] { committer_main(); });
+    // Streaming: segments commit on the accumulator's committer thread, each on its own
+    // connection, so the next COPY into a table streams while the previous one's COMMIT runs (the
+    // server's backend finishing one COPY and another starting the next, side by side). Otherwise
+    // each batch's transaction commits in its write.
+    accumulator_ = std::make_unique<kit::Accumulator>(
+        kit::AccumulatorLimits{.commit_interval = plan->streaming ? s.commit_interval : 0ms,
+                               .idle = kSegmentIdle,
+                               .max_batches = kSegmentBatches,
+                               .max_open = static_cast<size_t>(s.max_open_tables),
+                               .background_commits = plan->streaming},
+        [this](const kit::CommitReport& r) { committed(r); });
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
-    sdk::Pending done = pending();
-    std::lock_guard lock(mutex_);
+    sdk::Pending write = pending();
+    const pmq_batch& raw = batch.raw();
+    if (raw.record_count == 0) {
+      write.done();
+      return write;
+    }
+    const auto deadline = Clock::now() + reconnect_timeout_;  // this write attempt's wait for the server
+    Encoded e;
     try {
-      if (write_raw(batch.raw(), done)) return done;  // in a stream: completes when it commits
+      std::lock_guard lock(mutex_);
+      e = prepare(raw, write, deadline);
     } catch (...) {
       count("failed_writes");
       throw;
     }
-    done.done();
-    return done;
+    if (e.rows == 0) {  // every record rejected
+      write.done();
+      return write;
+    }
+    // The segment that takes this batch completes `write` when it commits. A failure to open or
+    // fill one fails this write (and, for a broken COPY, retries the segment's earlier ones).
+    auto failing = [this](auto&& step) {
+      try {
+        return step();
+      } catch (...) {
+        count("failed_writes");
+        throw;
+      }
+    };
+    accumulator_->append(
+        e.key, write, {e.data.size(), e.rows},
+        [&] {
+          return failing([&] {
+            auto lease = pool_->acquire(deadline);
+            return std::make_unique<pg::CopySegment>(*segments_, std::move(lease), e.table, e.staged, deadline);
+          });
+        },
+        [&](kit::Segment& s) {
+          failing([&] { static_cast<pg::CopySegment&>(s).add(raw, e.data, e.rows, e.staged, deadline); });
+        });
+    std::lock_guard lock(mutex_);
+    e.encoder->recycle(std::move(e.data));  // sent: its memory serves a later batch
+    return write;
   }
 
-  // The runtime seals what the sink holds (quiet partition, revoke, shutdown): commit every stream.
-  void flush(std::chrono::milliseconds /*timeout*/) {
-    std::lock_guard lock(mutex_);
-    for (auto& slot : slots_) end_stream(slot);
-  }
+  // The runtime seals what the sink holds (quiet partition, revoke, shutdown): commit every segment.
+  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->flush(); }
 
   // A partition assigned (start-up, rebalance) may replay records written before a crash: its
   // first batch tells (probe_replay).
   void partitions_assigned(uint32_t /*block*/, const std::vector<sdk::TopicPartition>& partitions) {
-    if (options_.write_mode != pg::WriteMode::Insert) return;
-    std::lock_guard lock(mutex_);
-    for (const auto& tp : partitions) {
-      Partition p{tp.topic, tp.partition};
-      catching_up_.erase(p);
-      unprobed_.insert(std::move(p));
-    }
+    if (layout_options_.write_mode != pg::WriteMode::Insert) return;
+    for (const auto& tp : partitions) replays_.assigned({std::string(tp.topic), tp.partition});
   }
 
   void partitions_revoked(uint32_t /*block*/, const std::vector<sdk::TopicPartition>& partitions) {
-    std::lock_guard lock(mutex_);
-    for (const auto& tp : partitions) {
-      const Partition p{tp.topic, tp.partition};
-      catching_up_.erase(p);
-      unprobed_.erase(p);
-    }
+    for (const auto& tp : partitions) replays_.revoked({std::string(tp.topic), tp.partition});
   }
 
   void close() {
-    stop_.stop();  // first: a reconnect wait or a background connection attempt ends now
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-    }
-    wake_.notify_all();
-    if (committer_.joinable()) committer_.join();
-    std::lock_guard lock(mutex_);
-    for (auto& slot : slots_) end_stream(slot);
-    slots_.clear();
+    if (pool_) pool_->stop();  // first: a reconnect wait or a background connection attempt ends now
+    if (accumulator_) accumulator_->close();  // commits what is open
+    if (pool_) pool_->close();
   }
 
  private:
+  // The connection for a write's lookups and schema changes, leased on first use.
+  using Db = std::function<pg::Connection&()>;
+
+  // A batch ready for a segment.
+  struct Encoded {
+    std::string key;  // the segment's: the table, and its layout generation
+    pg::CopySegment::Table table;
+    std::string data;  // the COPY data
+    size_t rows = 0;
+    bool staged = false;
+    std::shared_ptr<pg::RowEncoder> encoder;  // hands the buffer back
+  };
+
   // ------------------------------------------------------------------ writes
 
-  // Writes one batch (mutex_ held); its rejected records go to `write`. In a mode that allows it
-  // the rows join the table's stream and the call returns true: `write` completes at that
-  // stream's commit. Otherwise the batch is committed before the call returns false. A failure
-  // throws (the batch's own outcome); a stream it breaks completes every write in it.
-  bool write_raw(const pmq_batch& batch, sdk::Pending& write) {
-    if (batch.record_count == 0) return false;
-    const auto deadline = Clock::now() + reconnect_timeout_;  // this write attempt's wait for the server
+  // The batch's table made ready (created, columns added), its partition probed for a replay,
+  // its rows encoded; rejected records go to `write`. mutex_ held. Throws the batch's outcome.
+  Encoded prepare(const pmq_batch& batch, sdk::Pending& write, Clock::time_point deadline) {
     check_format(batch);
     TopicTable& target = table_for(batch.topic);
-    const Partition tp{batch.topic, batch.partition};
-    Slot& slot = slot_for(target);
-    // A COPY whose connection broke cannot commit; schema changes and lookups run outside one.
-    if (slot.stream && !slot.conn->ok())
-      fail_stream(slot, Outcome::Retry, "the connection to PostgreSQL was lost during the COPY into " + target.display,
-                  deadline);
-    const bool probe = unprobed_.count(tp) > 0;
-    if (slot.stream && (!target.ready || (infer_ && auto_add_) || probe)) end_stream(slot);
-    connect(slot, deadline);
-    try {
-      if (infer_) prepare_inferred(*slot.conn, target, batch);
-      else if (!target.ready) prepare_table(*slot.conn, target);
-      if (probe) probe_replay(*slot.conn, target, batch);
-      pg::RowEncoder& encoder = encoder_for(target);
-
-      pg::EncodeResult encoded = encoder.encode(batch);
-      if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
-      for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
-      if (encoded.rows == 0) return false;
-
-      const pg::WriteMode mode = encoder.layout().write_mode;
-      const bool staged = mode == pg::WriteMode::Insert && catching_up_.count(tp) > 0;
-      if (streaming_) {
-        // A direct stream cannot take replayed rows; a staged one takes any.
-        if (slot.stream && staged && !slot.stream->staged) end_stream(slot);
-        stream_batch(slot, target, encoder, encoded, batch, write, staged);
-        encoder.recycle(std::move(encoded.copy_data));
-        return true;
-      }
-      write_once(*slot.conn, target, encoder, encoded, tp, staged);
-      encoder.recycle(std::move(encoded.copy_data));
-      return false;
-    } catch (const sdk::RetryableError&) {
-      // The server went away: this attempt still gets its reconnect_timeout (one rule for the
-      // time to Error, however the outage was found).
-      if (!slot.conn->ok()) {
-        note_unreachable("the connection was lost");
-        await_server(slot, deadline);
-      }
-      throw;
-    }
-  }
-
-  // One transaction for one batch (commit_interval 0, upsert): straight COPY in insert mode
-  // unless its partition is replaying; a duplicate key there (a replay nobody announced) is
-  // written again at once through the staging table, which skips the rows written before.
-  void write_once(pg::Connection& c, TopicTable& target, pg::RowEncoder& encoder, const pg::EncodeResult& encoded,
-                  const Partition& tp, bool staged) {
-    const pg::TableLayout& layout = encoder.layout();
-    if (layout.write_mode == pg::WriteMode::Insert && !staged) {
-      c.run("BEGIN", "BEGIN");
+    const pg::Partition tp{batch.topic, batch.partition};
+    const bool probe = replays_.unprobed(tp);
+    if (infer_ || !target.ready || probe) {
+      // Lookups and schema changes on a connection of their own, outside any COPY, taken when
+      // one is needed (inferred columns need none once the table is known and nothing is added).
+      pg::ConnectionPool::Lease lease;
+      const Db db = [&]() -> pg::Connection& {
+        if (!lease) lease = pool_->acquire(deadline);
+        return *lease;
+      };
       try {
-        copy(c, pg::copy_sql(target.table, layout), encoded.copy_data, target.display);
-        c.commit(target.display);
-        return;
-      } catch (const sdk::FatalError&) {
-        c.rollback();
-        if (c.last_sqlstate() != "23505") throw;
-        note_conflict(target, 1);
-        catching_up_.insert(tp);
-      } catch (...) {
-        c.rollback();
+        if (infer_) prepare_inferred(db, target, batch);
+        else if (!target.ready) prepare_table(db(), target);
+        if (probe) probe_replay(db(), target, batch);
+      } catch (const sdk::RetryableError& e) {
+        if (lease && !lease->ok()) pool_->await_server(*lease, e.what(), deadline);
         throw;
       }
     }
-    const pg::WriteStatements st = pg::write_statements(target.table, *staging_, layout);
-    c.run("BEGIN", "BEGIN");
-    size_t inserted = encoded.rows;
-    try {
-      if (!st.create_staging.empty()) c.run(st.create_staging, "creating the staging table");
-      copy(c, st.copy, encoded.copy_data, target.display);
-      if (!st.merge.empty()) inserted = c.run_counting(st.merge, "writing into " + target.display);
-    } catch (...) {
-      c.rollback();
-      throw;
-    }
-    c.commit(target.display);
-    if (layout.write_mode == pg::WriteMode::Insert) merged(target, {tp}, encoded.rows, inserted);
+    Encoded out;
+    out.encoder = target.encoder ? target.encoder : shared_encoder_;
+    const std::shared_ptr<const pg::TableLayout>& layout = target.layout ? target.layout : shared_layout_;
+    pg::EncodeResult encoded = out.encoder->encode(batch);
+    if (!encoded.ok()) throw sdk::FatalError("topic '" + std::string(batch.topic) + "': " + encoded.error);
+    for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
+    out.key = segment_key(target);
+    out.table = pg::CopySegment::Table{&target.table, target.display, layout};
+    out.data = std::move(encoded.copy_data);
+    out.rows = encoded.rows;
+    // Upsert always merges through staging; insert while the partition replays.
+    out.staged = layout->write_mode == pg::WriteMode::Upsert ||
+                 (layout->write_mode == pg::WriteMode::Insert && replays_.staged(tp));
+    return out;
   }
 
-  // Adds the batch's rows to the table's stream, opening one (BEGIN, [staging,] COPY) if there
-  // is none.
-  void stream_batch(Slot& slot, TopicTable& target, pg::RowEncoder& encoder, const pg::EncodeResult& encoded,
-                    const pmq_batch& batch, sdk::Pending& write, bool staged) {
-    pg::Connection& c = *slot.conn;
-    if (!slot.stream) {
-      c.run("BEGIN", "BEGIN");
-      try {
-        if (staged) {
-          const pg::WriteStatements st = pg::write_statements(target.table, *staging_, encoder.layout());
-          c.run(st.create_staging, "creating the staging table");
-          c.begin_copy(st.copy, "COPY into the staging table for " + target.display);
-        } else {
-          c.begin_copy(pg::copy_sql(target.table, encoder.layout()), "COPY into " + target.display);
-        }
-      } catch (...) {
-        c.rollback();
-        throw;
-      }
-      slot.stream.emplace();
-      slot.stream->target = &target;
-      slot.stream->staged = staged;
-      slot.stream->opened = Clock::now();
-      slot.last_target = &target;
-      wake_.notify_all();  // the committer sleeps while no stream is open
-    }
-    Stream& s = *slot.stream;
-    // The header goes once, at the start of the stream; each batch adds its tuples.
-    const std::string& data = encoded.copy_data;  // header, tuples, 2-byte trailer
-    const size_t from = s.rows == 0 ? 0 : pg::kCopyHeaderBytes;
-    s.writes.push_back({write, &batch});
-    s.rows += encoded.rows;
-    s.last_write = Clock::now();
-    s.partitions.emplace(batch.topic, batch.partition);
-    if (!c.put_copy_data(std::string_view(data).substr(from, data.size() - from - 2))) {
-      // Broken mid-stream: the server's error (a duplicate key is redone through staging) or a
-      // lost connection. Every write in the stream, this one too, gets its outcome there.
-      end_stream(slot, /*sent=*/false);
+  // The accumulator's report of a commit (or of a segment that broke).
+  void committed(const kit::CommitReport& r) {
+    if (!r.ok) {
+      count("failed_writes", r.batches);
+      log(sdk::LogLevel::Debug, "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger +
+                                    "): " + r.error);
       return;
     }
-    if (s.writes.size() >= max_in_flight) end_stream(slot);
-  }
-
-  // Ends the slot's stream (mutex_ held): trailer, end of COPY, [merge,] COMMIT; then completes
-  // every write in it with the outcome.
-  void end_stream(Slot& slot, bool sent = true) {
-    if (!slot.stream) return;
-    Stream& s = *slot.stream;
-    pg::Connection& c = *slot.conn;
-    const std::string what = (s.staged ? "COPY into the staging table for " : "COPY into ") + s.target->display;
-    size_t inserted = s.rows;
-    try {
-      try {
-        if (sent) sent = c.put_copy_data(std::string_view("\xff\xff", 2));  // the trailer
-        c.end_copy(sent, what);
-        if (s.staged)
-          inserted = c.run_counting(pg::merge_sql(s.target->table, *staging_, encoder_for(*s.target).layout()),
-                                    "writing into " + s.target->display);
-      } catch (...) {
-        c.rollback();
-        throw;
-      }
-      c.commit(s.target->display);
-    } catch (const sdk::FatalError& e) {
-      if (c.last_sqlstate() == "23505" && !s.staged && options_.write_mode == pg::WriteMode::Insert) {
-        redo_staged(slot);
-        return;
-      }
-      fail_stream(slot, Outcome::Fatal, e.what(), {});
-      return;
-    } catch (const sdk::PartialWriteError& e) {
-      fail_stream(slot, Outcome::Partial, e.what(), {});
-      return;
-    } catch (const sdk::RetryableError& e) {
-      fail_stream(slot, Outcome::Retry, e.what(), {});
-      return;
-    } catch (const std::exception& e) {
-      fail_stream(slot, Outcome::Partial, e.what(), {});
-      return;
-    }
-    stream_committed(slot, inserted);
-  }
-
-  // The stream met a row written before (23505) on the direct path: a replay nobody announced
-  // (no assignment before it, or a probe that missed it). Its batches are written again, now,
-  // through the staging table, in a transaction of their own: no write fails for it.
-  void redo_staged(Slot& slot) {
-    Stream& s = *slot.stream;
-    pg::Connection& c = *slot.conn;
-    note_conflict(*s.target, s.writes.size());
-    for (const auto& p : s.partitions) catching_up_.insert(p);
-    pg::RowEncoder& encoder = encoder_for(*s.target);
-    const pg::WriteStatements st = pg::write_statements(s.target->table, *staging_, encoder.layout());
-    size_t inserted = 0, rows = 0;
-    try {
-      c.run("BEGIN", "BEGIN");
-      try {
-        c.run(st.create_staging, "creating the staging table");
-        c.begin_copy(st.copy, "COPY into the staging table for " + s.target->display);
-        bool sent = true;
-        for (size_t i = 0; i < s.writes.size() && sent; ++i) {
-          // Re-encoded from the batch the runtime still holds (its rejections were reported).
-          pg::EncodeResult e = encoder.encode(*s.writes[i].batch);
-          if (!e.ok()) throw sdk::FatalError("topic '" + std::string(s.writes[i].batch->topic) + "': " + e.error);
-          rows += e.rows;
-          const size_t from = i == 0 ? 0 : pg::kCopyHeaderBytes;
-          sent = c.put_copy_data(std::string_view(e.copy_data).substr(from, e.copy_data.size() - from - 2));
-        }
-        if (sent) sent = c.put_copy_data(std::string_view("\xff\xff", 2));
-        c.end_copy(sent, "COPY into the staging table for " + s.target->display);
-        inserted = c.run_counting(st.merge, "writing into " + s.target->display);
-      } catch (...) {
-        c.rollback();
-        throw;
-      }
-      c.commit(s.target->display);
-    } catch (const sdk::FatalError& e) {
-      fail_stream(slot, Outcome::Fatal, e.what(), {});
-      return;
-    } catch (const sdk::PartialWriteError& e) {
-      fail_stream(slot, Outcome::Partial, e.what(), {});
-      return;
-    } catch (const sdk::RetryableError& e) {
-      fail_stream(slot, Outcome::Retry, e.what(), {});
-      return;
-    } catch (const std::exception& e) {
-      fail_stream(slot, Outcome::Partial, e.what(), {});
-      return;
-    }
-    s.rows = rows;
-    s.staged = true;
-    stream_committed(slot, inserted);
-  }
-
-  void stream_committed(Slot& slot, size_t inserted) {
-    Stream s = std::move(*slot.stream);
-    slot.stream.reset();
-    for (auto& w : s.writes) w.pending.done();
-    if (s.staged) merged(*s.target, s.partitions, s.rows, inserted);
-    auto ms = [](Clock::duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
-    log(sdk::LogLevel::Debug, "table " + s.target->display + ": committed " + std::to_string(s.rows) + " rows of " +
-                                  std::to_string(s.writes.size()) + " batches in one " +
-                                  (s.staged ? "staged " : "") + "COPY (batches for " + ms(s.last_write - s.opened) +
-                                  " ms, commit after " + ms(Clock::now() - s.last_write) + " ms more)");
-  }
-
-  // The slot's stream cannot commit: every write in it gets `outcome`. A lost connection first
-  // waits for the server (up to reconnect_timeout from when the outage was found, or `deadline`),
-  // so these writes' attempt lasts as long as any other's.
-  void fail_stream(Slot& slot, Outcome outcome, const std::string& message, std::optional<Clock::time_point> deadline) {
-    if (!slot.stream) return;
-    Stream s = std::move(*slot.stream);
-    slot.stream.reset();
-    if (outcome == Outcome::Retry && !slot.conn->ok()) {
-      slot.conn->disconnect();
-      note_unreachable("the connection was lost: " + message);
-      const auto since = outage_.since().value_or(Clock::now());
-      await_server(slot, deadline ? *deadline : since + reconnect_timeout_);
-    }
-    count("failed_writes", s.writes.size());
-    for (auto& w : s.writes) {
-      if (outcome == Outcome::Retry) w.pending.retry(message);
-      else if (outcome == Outcome::Partial) w.pending.partial(message);
-      else w.pending.fatal(message);
-    }
-  }
-
-  // A merge through staging inserted `inserted` of `rows`: all of them means the partitions are
-  // past the replay and their next streams go straight into the table again.
-  void merged(const TopicTable& target, const std::set<Partition>& partitions, size_t rows, size_t inserted) {
-    if (inserted < rows) count("replayed_rows_skipped", rows - inserted);
-    if (inserted < rows) return;
-    for (const auto& p : partitions)
-      if (catching_up_.erase(p))
-        log(sdk::LogLevel::Info, "table " + target.display + ": " + p.first + "[" + std::to_string(p.second) +
-                                     "] is past the replay; straight COPY again");
-  }
-
-  void note_conflict(const TopicTable& target, size_t batches) {
-    count("conflict_redos");
-    log(sdk::LogLevel::Info, "table " + target.display + ": the COPY met rows written before (SQLSTATE 23505, a " +
-                                 "replay); its " + std::to_string(batches) + " batch(es) are written again through "
-                                 "the staging table, which skips those, in the same write");
+    log(sdk::LogLevel::Debug, "table " + r.key + ": committed " + std::to_string(r.records) + " rows of " +
+                                  std::to_string(r.batches) + " batches in one COPY (" + r.trigger + "; open " +
+                                  std::to_string(r.open_for.count()) + " ms, commit " + std::to_string(r.took.count()) +
+                                  " ms)");
   }
 
   // The first batch of a partition after an assignment: is its first record in the table
   // already? Then it is a replay (a crash or a rebalance before the offsets were committed):
   // the partition's batches stream through staging until a merge finds nothing written before.
   void probe_replay(pg::Connection& c, const TopicTable& target, const pmq_batch& batch) {
-    const Partition p{batch.topic, batch.partition};
-    unprobed_.erase(p);
-    if (options_.write_mode != pg::WriteMode::Insert || batch.record_count == 0) return;
+    const pg::Partition p{batch.topic, batch.partition};
     const int64_t first = batch.records[0].offset;
-    const auto rows = c.query("SELECT 1 FROM " + target.table.sql() + " WHERE \"pico_id\" = $1",
-                              {dest::record_id(batch.topic, batch.partition, first)},
-                              "looking for replayed records in " + target.display);
-    if (rows.empty()) return;
-    catching_up_.insert(p);
-    log(sdk::LogLevel::Info, "table " + target.display + ": " + p.first + "[" + std::to_string(p.second) +
-                                 "] at offset " + std::to_string(first) + " was written before (a replay after a " +
-                                 "restart or a rebalance): streaming through the staging table until past it");
-  }
-
-  // One whole COPY: statement, data, end.
-  void copy(pg::Connection& c, const std::string& sql, const std::string& data, const std::string& table) {
-    const std::string what = "COPY into " + table;
-    c.begin_copy(sql, what);
-    c.end_copy(c.put_copy_data(data), what);
-  }
-
-  // The slot for a batch into `target`: its open stream; else a connection of its own (the one
-  // it used last, one never used, a new one up to max_open_tables); else any connection with no
-  // stream; else the slot of the oldest stream, which commits first.
-  Slot& slot_for(const TopicTable& target) {
-    Slot *unused = nullptr, *free = nullptr;
-    for (auto& s : slots_) {
-      if (s.stream && s.stream->target == &target) return s;
-      if (s.stream) continue;
-      if (s.last_target == &target) return s;
-      if (!s.last_target && !unused) unused = &s;
-      if (!free) free = &s;
-    }
-    if (unused) return *unused;
-    if (slots_.size() < max_open_tables_) return slots_.emplace_back();
-    if (free) return *free;
-    Slot* oldest = &slots_.front();
-    for (auto& s : slots_)
-      if (s.stream->opened < oldest->stream->opened) oldest = &s;
-    end_stream(*oldest);
-    return *oldest;
-  }
-
-  pg::RowEncoder& encoder_for(TopicTable& target) { return target.encoder ? *target.encoder : *encoder_; }
-
-  // ------------------------------------------------------------------ connections, outages
-
-  std::unique_ptr<pg::Connection> new_connection() {
-    return std::make_unique<pg::Connection>(conninfo_, conn_options_,
-                                            [this](sdk::LogLevel level, const std::string& m) { log(level, m); });
-  }
-
-  // Connects the slot unless connected. An unreachable server is tried again until `deadline`
-  // (back-off 250 ms to 2 s): a server restart takes longer than the runtime's own retries
-  // (about 3 s in all) would wait. A refusal (credentials, database) is fatal.
-  void connect(Slot& slot, Clock::time_point deadline) {
-    if (slot.conn && slot.conn->ok()) return;
-    if (!slot.conn) slot.conn = new_connection();
-    kit::Backoff backoff({.initial = 250ms, .max = 2000ms});
-    for (;;) {
-      auto error = slot.conn->connect(std::max(deadline, Clock::now() + kMinConnectAttempt), stop_);
-      if (!error) {
-        note_connected();
-        return;
-      }
-      switch (error->kind) {
-        case pg::ConnectFailure::BadOption:
-          throw sdk::FatalError("connection_string: " + error->message + " (a configuration error, not retried)");
-        case pg::ConnectFailure::Refused:
-          throw sdk::FatalError("cannot connect to PostgreSQL: " + error->message);
-        case pg::ConnectFailure::Stopped:
-          throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
-        case pg::ConnectFailure::Unreachable:
-          note_unreachable(error->message);
-          break;
-      }
-      // (An attempt that ran to the deadline ends a hair before it: that is the end too.)
-      const auto left = deadline - Clock::now();
-      if (left < 50ms)
-        throw sdk::RetryableError("cannot connect to PostgreSQL (tried for reconnect_timeout, " +
-                                  kit::format_duration(reconnect_timeout_) + "): " + error->message);
-      if (!stop_.wait_for(std::min<Clock::duration>(backoff.next(), left)))
-        throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
-    }
-  }
-
-  // connect(), for a wait whose failure is the caller's to report.
-  void await_server(Slot& slot, Clock::time_point deadline) {
-    try {
-      connect(slot, deadline);
-    } catch (const std::exception& e) {
-      log(sdk::LogLevel::Debug, std::string("still waiting for PostgreSQL: ") + e.what());
-    }
-  }
-
-  // One warning per outage (and a counter in the status file), not one per attempt.
-  void note_unreachable(const std::string& message) {
-    if (outage_.failed()) {
-      count("destination_unreachable");
-      log(sdk::LogLevel::Warn, "PostgreSQL is unreachable (" + message + "); each write attempt waits up to " +
-                                   "reconnect_timeout (" + kit::format_duration(reconnect_timeout_) + ") for it, and " +
-                                   "the sink stops in Error after the runtime's 5 attempts (about 5 x " +
-                                   "reconnect_timeout + 3 s)");
-    } else {
-      log(sdk::LogLevel::Debug, "PostgreSQL still unreachable: " + message);
-    }
-  }
-
-  void note_connected() {
-    const uint64_t attempts = outage_.attempts();
-    if (auto lasted = outage_.recovered()) {
-      count("destination_reconnected");
-      log(sdk::LogLevel::Info, "reconnected to PostgreSQL after " + kit::format_duration(*lasted) +
-                                   " unreachable (" + std::to_string(attempts) + " failed attempts)");
-    }
-  }
-
-  // In open(): connect and authenticate now, so a wrong password, a missing database or schema,
-  // or a missing privilege stops the sink at start instead of at the first record (which may
-  // be days away on a quiet topic). A server that cannot be reached is not a configuration
-  // error: a warning and the destination_unreachable counter, and the sink starts anyway.
-  void health_check() {
-    Slot& slot = slots_.emplace_back();
-    slot.conn = new_connection();
-    auto error = slot.conn->connect(Clock::now() + std::clamp<std::chrono::milliseconds>(
-                                                       reconnect_timeout_, kMinConnectAttempt, kHealthCheckWait),
-                                    stop_);
-    if (error) {
-      switch (error->kind) {
-        case pg::ConnectFailure::BadOption:
-          throw sdk::FatalError("connection_string: " + error->message + " (a configuration error, not retried)");
-        case pg::ConnectFailure::Refused:
-          throw sdk::FatalError("cannot connect to PostgreSQL: " + error->message);
-        case pg::ConnectFailure::Stopped:
-        case pg::ConnectFailure::Unreachable:
-          note_unreachable(error->message + "; the sink starts and connects when it can");
-          return;
-      }
-    }
-    try {
-      check_schema(*slot.conn);
-    } catch (const sdk::RetryableError& e) {  // lost right after connecting: an outage, not a mistake
-      slot.conn->disconnect();
-      note_unreachable(e.what());
-      return;
-    }
-    log(sdk::LogLevel::Info, "connected to PostgreSQL " + std::to_string(slot.conn->server_version() / 10000) +
-                                 ": schema " + schema_ + " usable");
-  }
-
-  // The schema exists and the sink's role may use it (and create tables in it with
-  // auto_create_table): checked once at start, with the server's catalog.
-  void check_schema(pg::Connection& c) {
-    const auto rows = c.query(
-        "SELECT n.oid IS NOT NULL, coalesce(has_schema_privilege(n.oid, 'USAGE'), false), "
-        "coalesce(has_schema_privilege(n.oid, 'CREATE'), false), current_user, current_database() "
-        "FROM (SELECT 1) one LEFT JOIN pg_namespace n ON n.nspname = $1",
-        {schema_}, "checking schema " + schema_);
-    if (rows.empty() || rows[0].size() < 5) throw sdk::RetryableError("checking schema " + schema_ + ": no answer");
-    const auto& r = rows[0];
-    const std::string role = r[3].value_or("?"), database = r[4].value_or("?");
-    if (r[0] != "t")
-      throw sdk::FatalError("schema \"" + schema_ + "\" does not exist in database " + database +
-                            " (create it, or set the `schema` option)");
-    if (r[1] != "t")
-      throw sdk::FatalError("role " + role + " has no USAGE privilege on schema \"" + schema_ + "\" (GRANT USAGE ON " +
-                            "SCHEMA ... TO " + role + ")");
-    if (auto_create_ && r[2] != "t")
-      throw sdk::FatalError("role " + role + " has no CREATE privilege on schema \"" + schema_ + "\", which " +
-                            "auto_create_table needs (GRANT CREATE ON SCHEMA ... TO " + role + ", or create the " +
-                            "tables and set auto_create_table = false)");
-  }
-
-  // Commits each stream when it has been idle for kStreamIdle or open for commit_interval; while
-  // the server is unreachable and nothing is connected, tries to connect now and then, so the
-  // recovery is logged (and counted) even when no record comes.
-  void committer_main() {
-    kit::Backoff probe_backoff({.initial = 1000ms, .max = 10000ms});
-    auto next_probe = Clock::now();
-    std::unique_lock lock(mutex_);
-    while (!closing_) {
-      const auto now = Clock::now();
-      std::optional<Clock::time_point> next;
-      bool ended = false;
-      for (auto& slot : slots_) {
-        if (!slot.stream) continue;
-        const auto due = std::min(slot.stream->last_write + kStreamIdle, slot.stream->opened + commit_interval_);
-        if (now >= due) {
-          end_stream(slot);
-          ended = true;
-          break;  // end_stream may take a while: look at the clock again
-        }
-        next = next ? std::min(*next, due) : due;
-      }
-      if (ended) continue;
-      if (outage_.active() && now >= next_probe && !connected()) {
-        lock.unlock();  // a connection attempt of its own: writes go on meanwhile
-        auto conn = new_connection();
-        const bool ok = !conn->connect(Clock::now() + 2s, stop_);
-        lock.lock();
-        if (ok) {
-          probe_backoff.reset();
-          Slot* home = nullptr;
-          for (auto& s : slots_)
-            if (!s.stream && !(s.conn && s.conn->ok())) home = &s;
-          if (home) home->conn = std::move(conn);
-          note_connected();
-        }
-        next_probe = Clock::now() + probe_backoff.next();
-        continue;
-      }
-      auto until = next.value_or(now + 1s);
-      if (outage_.active()) until = std::min(until, std::max(next_probe, now + 10ms));
-      wake_.wait_until(lock, until);
-    }
-  }
-
-  bool connected() const {
-    return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.conn && s.conn->ok(); });
+    const bool replaying = !c.query("SELECT 1 FROM " + target.table.sql() + " WHERE \"pico_id\" = $1",
+                                    {kit::record_id(batch.topic, batch.partition, first)},
+                                    "looking for replayed records in " + target.display)
+                                .empty();
+    replays_.probed(p, replaying);
+    if (replaying)
+      log(sdk::LogLevel::Info, "table " + target.display + ": " + p.first + "[" + std::to_string(p.second) +
+                                   "] at offset " + std::to_string(first) + " was written before (a replay after a " +
+                                   "restart or a rebalance): streaming through the staging table until past it");
   }
 
   // ------------------------------------------------------------------ tables, layouts
 
   void check_format(const pmq_batch& batch) const {
-    const auto mode = options_.payload_mode;
+    const auto mode = layout_options_.payload_mode;
     const bool fits = mode == pg::PayloadMode::Bytea ||
                       ((mode == pg::PayloadMode::Jsonb || mode == pg::PayloadMode::Columns) &&
                        batch.payload_format == PMQ_PAYLOAD_JSON) ||
@@ -826,49 +313,12 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (auto it = tables_.find(topic); it != tables_.end()) return it->second;
     auto resolved = template_->resolve(topic);
     if (!resolved) throw sdk::FatalError("target_table for topic '" + topic + "': " + resolved.error());
-    auto name = dest::sanitize_name(resolved.value(), dest::NamePolicy::SqlIdentifier);
+    auto name = kit::sanitize_name(resolved.value(), kit::NamePolicy::SqlIdentifier);
     if (!name) throw sdk::FatalError("target_table for topic '" + topic + "': " + name.error());
     auto table = pg::TableName::make(schema_, name.value());
     if (!table) throw sdk::FatalError("target_table for topic '" + topic + "': " + table.error());
-    auto [it, _] =
-        tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value(), false, nullptr});
+    auto [it, _] = tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value()});
     return it->second;
-  }
-
-
-  // The declared `columns` option: [{name, type}, ...] in order, or {name = type, ...} (the
-  // runtime hands tables over with their keys in name order).
-  static std::vector<pg::Column> parse_declared_columns(const std::string& json) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    if (parser.parse(json).get(root)) throw sdk::FatalError("columns: not readable as JSON");
-    std::vector<pg::Column> out;
-    auto add = [&](std::string_view name, simdjson::dom::element type) {
-      std::string_view t;
-      if (type.get_string().get(t))
-        throw sdk::FatalError("columns: the type of '" + std::string(name) + "' must be a string");
-      auto ct = pg::parse_column_type(t);
-      if (!ct)
-        throw sdk::FatalError("columns: '" + std::string(name) + "' has unknown type '" + std::string(t) +
-                              "' (text, int4, int8, float8, boolean, jsonb, bytea, timestamptz)");
-      out.push_back(pg::Column{std::string(name), *ct, pg::Source::Field, std::string(name), false});
-    };
-    simdjson::dom::array array;
-    simdjson::dom::object object;
-    if (!root.get_array().get(array)) {
-      for (simdjson::dom::element item : array) {
-        simdjson::dom::object obj;
-        std::string_view name;
-        simdjson::dom::element type;
-        if (item.get_object().get(obj) || obj["name"].get_string().get(name) || obj["type"].get(type))
-          throw sdk::FatalError("columns: each item must be a table { name = \"...\", type = \"...\" }");
-        add(name, type);
-      }
-    } else if (!root.get_object().get(object)) {
-      for (auto member : object) add(member.key, member.value);
-    }
-    if (out.empty()) throw sdk::FatalError("columns: no columns declared");
-    return out;
   }
 
   // The table's columns (name, type) in order; nullopt when it does not exist. Columns of a type
@@ -897,20 +347,21 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   void set_layout(TopicTable& target, std::vector<pg::Column> payload) {
-    pg::LayoutOptions lo = options_;
+    pg::LayoutOptions lo = layout_options_;
     lo.payload_columns = std::move(payload);
     auto layout = pg::make_layout(lo);
     if (!layout) throw sdk::FatalError("table " + target.display + ": table layout: " + layout.error());
-    target.encoder = std::make_unique<pg::RowEncoder>(std::move(layout).value());
+    target.layout = std::make_shared<const pg::TableLayout>(std::move(layout).value());
+    target.encoder = std::make_shared<pg::RowEncoder>(*target.layout);
   }
 
   // Columns mode without declared columns: on a topic's first batch the layout is the existing
   // table's columns (if any) plus the batch's inferred ones (created, or added with
   // auto_add_columns); on later batches, auto_add_columns adds the fields not seen before.
   // Added columns are committed on their own, before the batch's transaction.
-  void prepare_inferred(pg::Connection& conn, TopicTable& target, const pmq_batch& batch) {
+  void prepare_inferred(const Db& db, TopicTable& target, const pmq_batch& batch) {
     if (target.ready && !auto_add_) return;
-    const auto reserved = pg::reserved_column_names(options_.write_mode, options_.include_metadata);
+    const auto reserved = pg::reserved_column_names(layout_options_.write_mode, layout_options_.include_metadata);
     auto is_reserved = [&](const std::string& n) { return std::find(reserved.begin(), reserved.end(), n) != reserved.end(); };
     const pg::InferResult inferred = pg::infer_columns(batch, reserved);
     for (const auto& note : inferred.notes)
@@ -919,7 +370,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing;
     std::vector<pg::Column> payload;
     if (!target.ready) {
-      existing = existing_columns(conn, target);
+      existing = existing_columns(db(), target);
       if (!existing && !auto_create_)
         throw sdk::FatalError("table " + target.display +
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
@@ -927,7 +378,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
         for (const auto& [name, type] : *existing)
           if (!is_reserved(name)) payload.push_back(pg::Column{name, type, pg::Source::Field, name, false});
     } else {
-      for (const auto& c : target.encoder->layout().columns)
+      for (const auto& c : target.layout->columns)
         if (c.source == pg::Source::Field) payload.push_back(pg::Column{c.name, c.type, c.source, c.field, false});
     }
     const bool table_exists = target.ready || existing.has_value();
@@ -946,23 +397,33 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (payload.empty())
       throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode 'columns' found no fields to make " +
                             "columns of in the first batch (no JSON objects with fields); declare `columns`");
-    set_layout(target, std::move(payload));
     if (!table_exists) {
-      conn.run_ddl(pg::create_table_sql(target.table, target.encoder->layout()), "creating table " + target.display);
+      set_layout(target, std::move(payload));
+      db().run_ddl(pg::create_table_sql(target.table, *target.layout), "creating table " + target.display);
     } else if (!added.empty()) {
       auto sql = pg::add_columns_sql(target.table, added);
       if (!sql) throw sdk::FatalError("table " + target.display + ": " + sql.error());
-      conn.run_ddl(sql.value(), "adding columns to " + target.display);
+      // The open COPY into this table would hold the ALTER's lock back until it commits: commit it now.
+      if (target.ready) accumulator_->seal(segment_key(target), "columns added");
+      db().run_ddl(sql.value(), "adding columns to " + target.display);
+      set_layout(target, std::move(payload));
+      if (target.ready) ++target.generation;
       std::string names;
       for (const auto& c : added) names += (names.empty() ? "" : ", ") + c.name + " " + std::string(pg::sql_type(c.type));
       log(sdk::LogLevel::Info, "table " + target.display + ": added columns " + names);
+    } else {
+      set_layout(target, std::move(payload));
     }
     target.ready = true;
   }
 
+  std::string segment_key(const TopicTable& target) const {
+    return target.generation == 0 ? target.display : target.display + " #" + std::to_string(target.generation);
+  }
+
   void prepare_table(pg::Connection& c, TopicTable& target) {
     if (auto_create_) {
-      c.run_ddl(pg::create_table_sql(target.table, encoder_->layout()), "creating table " + target.display);
+      c.run_ddl(pg::create_table_sql(target.table, *shared_layout_), "creating table " + target.display);
     } else {
       const auto rows = c.query("SELECT to_regclass($1) IS NOT NULL", {target.table.sql()},
                                 "looking up table " + target.display);
@@ -973,53 +434,67 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     target.ready = true;
   }
 
-  // The connection_string, before anything connects: its syntax and option names
-  // (PQconninfoParse), then the option values libpq checks only when it connects (a port that
-  // is not a number...), so that such a mistake stops the sink at once instead of being retried
-  // like a server that is down. Messages never show the password.
-  void check_connection_string() {
-    char* err = nullptr;
-    PQconninfoOption* parsed = PQconninfoParse(conninfo_.c_str(), &err);
-    if (!parsed) {
-      std::string message = err ? trim(err) : "out of memory";
-      if (err) PQfreemem(err);
-      throw sdk::FatalError("connection_string is not a valid libpq connection string: " +
-                            pg::redact_secrets(message, conninfo_));
+  // ------------------------------------------------------------------ start-up health check
+
+  // In open(): connect and authenticate now, so a wrong password, a missing database or schema,
+  // or a missing privilege stops the sink at start instead of at the first record (which may
+  // be days away on a quiet topic). A server that cannot be reached is not a configuration
+  // error: a warning and the destination_unreachable counter, and the sink starts anyway.
+  void health_check() {
+    auto lease = pool_->connect_at_start(std::clamp<std::chrono::milliseconds>(reconnect_timeout_, kMinConnectAttempt,
+                                                                               kHealthCheckWait));
+    if (!lease) return;
+    try {
+      check_schema(*lease);
+    } catch (const sdk::RetryableError& e) {  // lost right after connecting: an outage, not a mistake
+      lease->disconnect();
+      pool_->note_unreachable(e.what());
+      return;
     }
-    conn_options_.clear();
-    for (const PQconninfoOption* o = parsed; o->keyword; ++o)
-      if (o->val) conn_options_.emplace_back(o->keyword, o->val);
-    PQconninfoFree(parsed);
-    if (auto problem = pg::check_connection_options(conn_options_))
-      throw sdk::FatalError("connection_string: " + pg::redact_secrets(*problem, conninfo_, &conn_options_));
+    log(sdk::LogLevel::Info, "connected to PostgreSQL " + std::to_string(lease->server_version() / 10000) +
+                                 ": schema " + schema_ + " usable");
   }
 
-  std::string conninfo_;          // secret: never logged
-  pg::ConnOptions conn_options_;  // conninfo_ parsed (holds the password too: never logged)
-  std::chrono::milliseconds commit_interval_{1000};
+  // The schema exists and the sink's role may use it (and create tables in it with
+  // auto_create_table): checked once at start, with the server's catalog.
+  void check_schema(pg::Connection& c) {
+    const auto rows = c.query(
+        "SELECT n.oid IS NOT NULL, coalesce(has_schema_privilege(n.oid, 'USAGE'), false), "
+        "coalesce(has_schema_privilege(n.oid, 'CREATE'), false), current_user, current_database() "
+        "FROM (SELECT 1) one LEFT JOIN pg_namespace n ON n.nspname = $1",
+        {schema_}, "checking schema " + schema_);
+    if (rows.empty() || rows[0].size() < 5) throw sdk::RetryableError("checking schema " + schema_ + ": no answer");
+    const auto& r = rows[0];
+    const std::string role = r[3].value_or("?"), database = r[4].value_or("?");
+    if (r[0] != "t")
+      throw sdk::FatalError("schema \"" + schema_ + "\" does not exist in database " + database +
+                            " (create it, or set the `schema` option)");
+    if (r[1] != "t")
+      throw sdk::FatalError("role " + role + " has no USAGE privilege on schema \"" + schema_ + "\" (GRANT USAGE ON " +
+                            "SCHEMA ... TO " + role + ")");
+    if (auto_create_ && r[2] != "t")
+      throw sdk::FatalError("role " + role + " has no CREATE privilege on schema \"" + schema_ + "\", which " +
+                            "auto_create_table needs (GRANT CREATE ON SCHEMA ... TO " + role + ", or create the " +
+                            "tables and set auto_create_table = false)");
+  }
+
   std::chrono::milliseconds reconnect_timeout_{15000};
-  bool streaming_ = true;  // batches may share a COPY (insert and append modes, commit_interval > 0)
-  size_t max_open_tables_ = 4;
-  // Everything below: write calls, the hooks and the committer thread.
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Slot> slots_;  // a deque: slots keep their address as more are added
-  std::thread committer_;
-  bool closing_ = false;
-  kit::StopSignal stop_;  // close(): every reconnect wait ends
-  kit::Outage outage_;
-  // Insert mode: partitions assigned whose first batch has not been looked at (probe_replay),
-  // and partitions whose batches go through staging until a merge finds no replayed row.
-  std::set<Partition> unprobed_, catching_up_;
-  std::optional<dest::NameTemplate> template_;
+  std::optional<kit::NameTemplate> template_;
   std::string schema_;
   bool auto_create_ = true;
-  pg::LayoutOptions options_;
+  pg::LayoutOptions layout_options_;
   bool infer_ = false;  // columns mode without declared columns: a layout per topic
   bool auto_add_ = false;
-  std::unique_ptr<pg::RowEncoder> encoder_;  // the shared layout (all modes but inferred columns)
-  std::optional<pg::TableName> staging_;
+  std::shared_ptr<const pg::TableLayout> shared_layout_;  // all modes but inferred columns
+  std::shared_ptr<pg::RowEncoder> shared_encoder_;
+  pg::Replays replays_;
+  std::unique_ptr<pg::ConnectionPool> pool_;
+  std::unique_ptr<pg::CopySegment::Shared> segments_;
+  // Writers' state: tables, layouts, encoders (not thread-safe). Never held while waiting for a
+  // segment: commits run on other threads and take none of it.
+  std::mutex mutex_;
   std::unordered_map<std::string, TopicTable> tables_;
+  std::unique_ptr<kit::Accumulator> accumulator_;  // last: its threads stop before the rest goes
 };
 
 PICOMQ_SINK_PLUGIN(PostgresSink)

@@ -159,8 +159,10 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
     if (!problems.empty()) problems += "; ";
     problems += text;
   };
-  auto null_or = [&](const Column& c, std::string why) {
-    if (c.not_null) problem(std::move(why));
+  // NULL, or a problem for a key column; the message is built only then (a record without a key
+  // or a timestamp is common, and a string per such field would be a per-record cost).
+  auto null_or = [&](const Column& c, auto&& why) {
+    if (c.not_null) problem(why());
     else writer_.null();
   };
 
@@ -187,7 +189,7 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         break;
       case Source::Timestamp:
         if (record.timestamp_ms == -1) {
-          null_or(c, "the record has no timestamp, and " + c.name + " is a key column");
+          null_or(c, [&] { return "the record has no timestamp, and " + c.name + " is a key column"; });
         } else if (!timestamptz_in_range(record.timestamp_ms)) {
           problem("record timestamp " + std::to_string(record.timestamp_ms) + " ms is outside PostgreSQL's timestamptz range");
         } else {
@@ -195,7 +197,8 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         }
         break;
       case Source::Key:
-        if (record.key.data == nullptr) null_or(c, "the record has no key, and " + c.name + " is a key column");
+        if (record.key.data == nullptr)
+          null_or(c, [&] { return "the record has no key, and " + c.name + " is a key column"; });
         else writer_.bytea(as_view(record.key));
         break;
       case Source::Headers: {
@@ -212,7 +215,7 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
       }
       case Source::Payload:
         if (tombstone) {
-          null_or(c, "tombstone: " + c.name + " is a key column");
+          null_or(c, [&] { return "tombstone: " + c.name + " is a key column"; });
         } else if (payload.size() >= kMaxFieldBytes) {
           problem(too_large("the payload"));
         } else if (c.type == ColumnType::Jsonb) {
@@ -227,11 +230,11 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         break;
       case Source::Field:
         if (tombstone) {
-          null_or(c, "tombstone: field '" + c.field + "' is a key column (NOT NULL)");
+          null_or(c, [&] { return "tombstone: field '" + c.field + "' is a key column (NOT NULL)"; });
         } else if (!present_[i]) {
-          null_or(c, field_problem(c, "missing, and the column is a key (NOT NULL)"));
+          null_or(c, [&] { return field_problem(c, "missing, and the column is a key (NOT NULL)"); });
         } else if (values_[i].type() == element_type::NULL_VALUE) {
-          null_or(c, field_problem(c, "null, and the column is a key (NOT NULL)"));
+          null_or(c, [&] { return field_problem(c, "null, and the column is a key (NOT NULL)"); });
         } else if (auto e = encode_field(c, values_[i]); !e.empty()) {
           problem(std::move(e));
         }

@@ -1,5 +1,5 @@
 #pragma once
-// A real PostgreSQL 15 server for the tests (tests/servers/postgres.sh) and a small libpq client
+// A real PostgreSQL 15 server for the tests (sinks/postgres/server.sh) and a small libpq client
 // to set up and check what a sink wrote. One server per test process, started on first use on a
 // free port, stopped when the process exits (and by a watchdog should the process crash).
 // Every call opens its own connection: simple, and right across an outage (stop()/start()).

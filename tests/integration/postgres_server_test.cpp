@@ -1,4 +1,4 @@
-// The PostgreSQL test server (tests/servers/postgres.sh) and the Postgres client helper do what
+// The PostgreSQL test server (sinks/postgres/server.sh) and the Postgres client helper do what
 // the PostgreSQL sink's tests will lean on: databases, tables, rows (NULL, unicode, jsonb),
 // an outage and recovery, databases isolated from each other.
 #include <gtest/gtest.h>

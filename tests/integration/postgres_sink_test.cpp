@@ -505,7 +505,7 @@ TEST(PostgresSink, UpsertOnPicoKeyInJsonbModeAndBadUpsertOptionsAreRefusedInOpen
 
   for (const auto& [bad, expected] : std::vector<std::pair<std::string, std::string>>{
            {"write_mode = \"upsert\"", "needs upsert_key"},
-           {"upsert_key = [\"pico_key\"]", "upsert_key is only for write_mode 'upsert'"},
+           {"upsert_key = [\"pico_key\"]", "upsert_key: is only for write_mode 'upsert'"},
            {"write_mode = \"upsert\"\nupsert_key = [\"nope\"]", "key column 'nope' is not a column"},
            {"write_mode = \"upsert\"\nupsert_key = [\"pico_headers\"]", "jsonb"},
            {"payload_mode = \"columns\"\ncolumns = [{ name = \"a\", type = \"money\" }]", "unknown type 'money'"},
@@ -569,8 +569,9 @@ TEST(PostgresSink, InferredColumnsGrowWithAutoAddAndATypeConflictStopsInErrorNam
 
 // SIGKILL at random moments while records flow, restart with the same group, three times, then
 // a clean run to the end: the table holds every record exactly once.
+// `kills`: how many kills came before every record was committed.
 void kill_and_replay(const std::string& key, const std::string& plugin_config, int64_t count,
-                     const std::function<void(const std::string& db)>& check) {
+                     const std::function<void(const std::string& db)>& check, int& kills) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();
   const auto db = pg.create_database(key);
@@ -583,7 +584,7 @@ void kill_and_replay(const std::string& key, const std::string& plugin_config, i
   const std::string group = group_of(key);
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> kill_after_ms(0, 200);
-  int kills = 0;
+  kills = 0;
   for (int run = 0; run <= 3; ++run) {
     const int64_t before = kafka.committed(group, topic);
     Runtime rt(kafka.bootstrap(), key + "-" + std::to_string(run));
@@ -617,21 +618,34 @@ void kill_and_replay(const std::string& key, const std::string& plugin_config, i
 
 TEST(PostgresSink, SigkillBetweenWriteAndCommitThenRestartHoldsEveryRecordExactlyOnce) {
   auto& pg = Postgres::shared();
+  // Insert mode streams up to 64 batches per transaction, the next beside the commit: enough
+  // records that the load outlasts its first commit and a kill up to 200 ms later.
+  const int64_t inserts = 200000;
+  int insert_kills = 0;
+  kill_and_replay(
+      "pgkillins", "", inserts,
+      [&](const std::string& db) {
+        EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT payload), min(pico_offset), "
+                           "max(pico_offset) FROM t",
+                           db),
+                  (Rows{{std::to_string(inserts), std::to_string(inserts), std::to_string(inserts), "0",
+                         std::to_string(inserts - 1)}}));
+      },
+      insert_kills);
+  EXPECT_GE(insert_kills, 1) << "no kill came while records were still being written";
   const int64_t count = 6000;
-  kill_and_replay("pgkillins", "", count, [&](const std::string& db) {
-    EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT payload), min(pico_offset), "
-                       "max(pico_offset) FROM t",
-                       db),
-              (Rows{{std::to_string(count), std::to_string(count), std::to_string(count), "0", std::to_string(count - 1)}}));
-  });
   // Upsert, inferred columns (the restarts read the existing table): one row per key, the last value.
-  kill_and_replay("pgkillups", "payload_mode = \"columns\"\nwrite_mode = \"upsert\"\nupsert_key = [\"id\"]", count,
-                  [&](const std::string& db) {
-                    EXPECT_EQ(pg.query("SELECT count(*), count(*) FILTER (WHERE v = id + " + std::to_string(count - 100) +
-                                           " AND pico_offset = v) FROM t",
-                                       db),
-                              (Rows{{"100", "100"}}));
-                  });
+  int upsert_kills = 0;
+  kill_and_replay(
+      "pgkillups", "payload_mode = \"columns\"\nwrite_mode = \"upsert\"\nupsert_key = [\"id\"]", count,
+      [&](const std::string& db) {
+        EXPECT_EQ(pg.query("SELECT count(*), count(*) FILTER (WHERE v = id + " + std::to_string(count - 100) +
+                               " AND pico_offset = v) FROM t",
+                           db),
+                  (Rows{{"100", "100"}}));
+      },
+      upsert_kills);
+  EXPECT_GE(upsert_kills, 1) << "no kill came while records were still being written";
 }
 
 }  // namespace

@@ -31,10 +31,14 @@
 // Threads: append() from any number of writer threads; a segment's fill and commit never overlap
 // (each segment has its own lock); commits run on the thread that triggers them — a writer that
 // filled a segment up, flush()'s caller, or the accumulator's own timer thread for commit_interval
-// and idle.
+// and idle. With background_commits, every commit but flush()'s and seal()'s runs on the
+// accumulator's committer thread instead, in the order the segments were sealed: a writer never
+// waits for a commit, and the next batch for a key opens a new segment while the previous one
+// commits (for segments that do not share a connection, the next COPY streams beside the COMMIT).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -55,6 +59,11 @@ struct AccumulatorLimits {
   uint64_t max_records = 0;  // 0: no limit
   uint64_t max_bytes = 0;    // 0: no limit
   size_t max_open = 1;       // segments (keys) open at once
+  // Segments that fill up, are pushed out by max_open, or whose commit_interval or idle time is
+  // up commit on a thread of the accumulator's own, not on the writer's (see Threads above).
+  // Sealed segments then wait for their commit beside the open ones: up to max_open + the
+  // committer's queue hold destination resources (connections) at once.
+  bool background_commits = false;
 };
 
 // The sink's part of one segment.
@@ -104,9 +113,11 @@ class Accumulator {
   // with the thrown outcome, the segment's earlier writes are retried (nothing of them is durable).
   void append(const std::string& key, sdk::Pending write, AppendSize size, const Opener& open, const Filler& fill);
 
-  // Commits the segment of `key` now (no-op when none is open).
+  // Commits the segment of `key` now, on the caller's thread (no-op when none is open).
   void seal(const std::string& key, std::string_view trigger = "seal");
-  // Commits every open segment now (ABI 2.2 flush, a revoke, shutdown).
+  // Commits every open segment now (ABI 2.2 flush, a revoke, shutdown), on the caller's thread;
+  // with background_commits, then waits for the committer to finish what it was given, so every
+  // write appended before flush() has completed when it returns.
   void flush(std::string_view trigger = "flush");
   // Abandons every open segment, retrying their writes with `reason` (the destination is gone).
   void abandon_all(const std::string& reason);
@@ -130,6 +141,9 @@ class Accumulator {
 
   std::shared_ptr<Entry> take(const std::string& key);  // mutex_ held; removes it from open_
   void commit(const std::shared_ptr<Entry>& entry, std::string_view trigger);
+  // A sealed segment's commit: on the committer thread with background_commits, else here.
+  void commit_sealed(std::shared_ptr<Entry> entry, std::string_view trigger);
+  void committer_main();
   void abandon(const std::shared_ptr<Entry>& entry, const std::string& reason);
   void timer_main();
   bool full(const Entry& entry) const;
@@ -142,7 +156,12 @@ class Accumulator {
   std::vector<std::string> order_;  // keys of open_ by age, oldest first
   bool closing_ = false;
   uint64_t changes_ = 0;  // bumped when a segment gets its first batch (the timer waits on it)
-  std::thread timer_;
+  // background_commits: sealed segments waiting for the committer, oldest first.
+  std::deque<std::pair<std::shared_ptr<Entry>, std::string>> sealed_;
+  std::condition_variable sealed_wake_, sealed_done_;
+  uint64_t handed_off_ = 0, handed_done_ = 0;  // segments given to the committer; their commits done
+  bool committer_stopped_ = false;             // close(): later seals commit on their own thread
+  std::thread timer_, committer_;
 };
 
 }  // namespace picomq::kit

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Starts / stops a throwaway PostgreSQL 15 server for the tests (Debian package postgresql-15).
-#   postgres.sh start  <dir> <port> [owner-pid]
+#   server.sh start  <dir> <port> [owner-pid]
 #       first time: initdb into <dir>/data (superuser "postgres", trust auth, UTF8), then starts it
 #       listening on 127.0.0.1:<port> with its unix socket in <dir>/sock; waits until pg_isready.
 #       Again after stop: starts the same data dir (an outage rather than a new server).
 #       Already running: says so and succeeds. With owner-pid, a watchdog stops the server when
 #       that process is gone (a crashed test binary leaves no server behind).
-#   postgres.sh stop   <dir>   fast shutdown; idempotent (nothing running is fine)
-#   postgres.sh status <dir>   exit 0 when running, 3 when not
+#   server.sh stop   <dir>   fast shutdown; idempotent (nothing running is fine)
+#   server.sh status <dir>   exit 0 when running, 3 when not
 # PostgreSQL refuses to run as root: as root, every server command runs as the "postgres" user
 # (runuser) and <dir> is handed to that user. As any other user it runs as that user.
 set -euo pipefail
@@ -65,7 +65,7 @@ start)
       # Test settings: durability is not what the tests are about.
       as_pg tee -a "$data/postgresql.conf" >/dev/null <<CONF
 
-# --- tests/servers/postgres.sh
+# --- sinks/postgres/server.sh
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$sock'

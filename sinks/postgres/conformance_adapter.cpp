@@ -1,5 +1,5 @@
 // The PostgreSQL sink in the conformance suite: a fresh database per test on the test run's
-// PostgreSQL 15 server (tests/servers/postgres.sh), read back with plain SQL.
+// PostgreSQL 15 server (sinks/postgres/server.sh), read back with plain SQL.
 #include <stdexcept>
 
 #include "conformance.h"
