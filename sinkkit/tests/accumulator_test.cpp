@@ -108,6 +108,23 @@ class KitAccumulator : public ::testing::Test {
     std::vector<std::string> payloads(n, "{}");
     return TestBatch::json(std::move(topic), 0, first, payloads);
   }
+  // `threads` writers at once, each `per_thread` one-record batches spread over `keys` keys.
+  std::vector<std::shared_ptr<kit::testing::Write>> write_from_threads(FakeHost& host, int threads, int per_thread,
+                                                                        int keys) {
+    std::vector<std::shared_ptr<kit::testing::Write>> writes;
+    std::mutex writes_mutex;
+    std::vector<std::thread> writers;
+    for (int t = 0; t < threads; ++t)
+      writers.emplace_back([&, t] {
+        for (int i = 0; i < per_thread; ++i) {
+          auto w = host.start_write(batch("k" + std::to_string((t + i) % keys), t * 1000 + i, 1));
+          std::lock_guard lock(writes_mutex);
+          writes.push_back(w);
+        }
+      });
+    for (auto& w : writers) w.join();
+    return writes;
+  }
   Destination dest_;
 };
 
@@ -244,18 +261,7 @@ TEST_F(KitAccumulator, ManyWritersOnManyKeysLoseNoBatchAndCompleteEachOnce) {
   limits.max_open = 3;
   FakeHost host(sdk::descriptor<AccumulatingSink>());
   host.open();
-  std::vector<std::shared_ptr<kit::testing::Write>> writes;
-  std::mutex writes_mutex;
-  std::vector<std::thread> writers;
-  for (int t = 0; t < 4; ++t)
-    writers.emplace_back([&, t] {
-      for (int i = 0; i < 200; ++i) {
-        auto w = host.start_write(batch("k" + std::to_string((t + i) % 5), t * 1000 + i, 1));
-        std::lock_guard lock(writes_mutex);
-        writes.push_back(w);
-      }
-    });
-  for (auto& w : writers) w.join();
+  const auto writes = write_from_threads(host, 4, 200, 5);
   host.flush();
   size_t batches = 0;
   for (auto& w : writes) {
@@ -302,18 +308,7 @@ TEST_F(KitAccumulator, WithBackgroundCommitsAFullSegmentCommitsOffTheWriterWhile
   dest_.commits.clear();
   FakeHost many(sdk::descriptor<AccumulatingSink>());
   many.open();
-  std::vector<std::shared_ptr<kit::testing::Write>> writes;
-  std::mutex writes_mutex;
-  std::vector<std::thread> writers;
-  for (int t = 0; t < 3; ++t)
-    writers.emplace_back([&, t] {
-      for (int i = 0; i < 150; ++i) {
-        auto w = many.start_write(batch("k" + std::to_string((t + i) % 4), t * 1000 + i, 1));
-        std::lock_guard lock(writes_mutex);
-        writes.push_back(w);
-      }
-    });
-  for (auto& w : writers) w.join();
+  const auto writes = write_from_threads(many, 3, 150, 4);
   many.flush();
   for (auto& w : writes) {
     EXPECT_TRUE(w->completed()) << "flush() waited for the committer";

@@ -15,6 +15,13 @@ constexpr auto kMinConnectAttempt = 1s;
 // A background attempt while the server is away.
 constexpr auto kProbeAttempt = 2s;
 
+// A connection the server (or libpq, for an option value) refused: no retry can mend it.
+void throw_if_refused(const ConnectError& error) {
+  if (error.kind == ConnectFailure::BadOption)
+    throw sdk::FatalError("connection_string: " + error.message + " (a configuration error, not retried)");
+  if (error.kind == ConnectFailure::Refused) throw sdk::FatalError("cannot connect to PostgreSQL: " + error.message);
+}
+
 }  // namespace
 
 ConnectionPool::Lease& ConnectionPool::Lease::operator=(Lease&& other) noexcept {
@@ -99,17 +106,10 @@ void ConnectionPool::connect(Connection& conn, Clock::time_point deadline) {
       note_connected();
       return;
     }
-    switch (error->kind) {
-      case ConnectFailure::BadOption:
-        throw sdk::FatalError("connection_string: " + error->message + " (a configuration error, not retried)");
-      case ConnectFailure::Refused:
-        throw sdk::FatalError("cannot connect to PostgreSQL: " + error->message);
-      case ConnectFailure::Stopped:
-        throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
-      case ConnectFailure::Unreachable:
-        note_unreachable(error->message);
-        break;
-    }
+    throw_if_refused(*error);
+    if (error->kind == ConnectFailure::Stopped)
+      throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
+    note_unreachable(error->message);
     // (An attempt that ran to the deadline ends a hair before it: that is the end too.)
     const auto left = deadline - Clock::now();
     if (left < 50ms)
@@ -123,16 +123,9 @@ void ConnectionPool::connect(Connection& conn, Clock::time_point deadline) {
 ConnectionPool::Lease ConnectionPool::connect_at_start(std::chrono::milliseconds wait) {
   auto conn = make_connection();
   if (auto error = conn->connect(Clock::now() + wait, stop_)) {
-    switch (error->kind) {
-      case ConnectFailure::BadOption:
-        throw sdk::FatalError("connection_string: " + error->message + " (a configuration error, not retried)");
-      case ConnectFailure::Refused:
-        throw sdk::FatalError("cannot connect to PostgreSQL: " + error->message);
-      case ConnectFailure::Stopped:
-      case ConnectFailure::Unreachable:
-        note_unreachable(error->message + "; the sink starts and connects when it can");
-        return {};
-    }
+    throw_if_refused(*error);
+    note_unreachable(error->message + "; the sink starts and connects when it can");  // or closing already
+    return {};
   }
   std::lock_guard lock(mutex_);
   ++leased_;
