@@ -56,6 +56,12 @@ std::string ConsumerClient::create() {
   read_fetch_queue_limits(conf);
   route_client_logs(conf, log_);
   rd_kafka_conf_set_rebalance_cb(conf, &ConsumerClient::rebalance_cb);
+  // close() serves the group's last events with rd_kafka_queue_poll_callback on the queue
+  // rd_kafka_consumer_close_queue forwards the consumer queue to, where records fetched after the
+  // loop stopped consuming still arrive; without a consume callback librdkafka aborts on them
+  // (rdkafka_queue.c "assert: res != RD_KAFKA_OP_RES_PASS"). Batches are read with
+  // rd_kafka_consume_batch_queue, which never calls it.
+  rd_kafka_conf_set_consume_cb(conf, &ConsumerClient::drop_record_fetched_while_closing);
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (!rk_) return std::string("cannot create consumer: ") + errstr;
   rd_kafka_poll_set_consumer(rk_);

@@ -88,6 +88,9 @@ class ConsumerClient final : public OffsetTransport {
 
  private:
   static void rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
+  // A record that reached the consumer queue after the loop stopped: never delivered nor
+  // committed, so the group reads it again (see open()).
+  static void drop_record_fetched_while_closing(rd_kafka_message_t*, void*) {}
   static void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
   void resolve_start_offsets(rd_kafka_topic_partition_list_t* partitions);
