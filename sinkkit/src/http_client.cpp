@@ -849,11 +849,12 @@ struct HttpClient::Impl {
   void retire(std::unique_ptr<Transfer> t) {
     invoke(*t);
     t.reset();
+    bool now_idle = false;
     {
       std::lock_guard lock(mutex);
-      --outstanding;
+      now_idle = --outstanding == 0;
     }
-    idle.notify_all();
+    if (now_idle) idle.notify_all();  // not per request: a waiter woken for nothing is two context switches
   }
 
   void cancel_everything() {
