@@ -221,6 +221,7 @@ void check_readable(const std::string& path, std::string_view what, bool directo
 
 void validate(const HttpClientOptions& o) {
   if (o.max_in_flight == 0) throw std::invalid_argument("max_in_flight must be at least 1");
+  if (o.io_threads == 0) throw std::invalid_argument("io_threads must be at least 1");
   if (!is_safe_field_value(o.user_agent)) throw std::invalid_argument("user_agent must be one line");
   if (o.connect_timeout.count() < 0 || o.request_timeout.count() < 0 || o.low_speed_time.count() < 0)
     throw std::invalid_argument("timeouts must not be negative");
@@ -510,6 +511,21 @@ struct HttpClient::Impl {
   ~Impl() {
     for (CURL* easy : spare_easy) curl_easy_cleanup(easy);
     curl_multi_cleanup(multi);
+  }
+
+  // close(), in two steps so that several threads drain at the same time.
+  void stop_accepting(Clock::time_point cut) {
+    std::lock_guard lock(mutex);
+    if (!accepting) return;
+    accepting = false;
+    cut_at = cut;
+    curl_multi_wakeup(multi);
+  }
+  void join() {
+    std::lock_guard lock(closing);
+    if (joined) return;
+    io.join();
+    joined = true;
   }
 
   // ---- the calling side
@@ -877,12 +893,26 @@ struct HttpClient::Impl {
   }
 };
 
-HttpClient::HttpClient(HttpClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+HttpClient::HttpClient(HttpClientOptions options) : options_(std::move(options)) {
+  validate(options_);
+  const size_t threads = std::min(options_.io_threads, options_.max_in_flight);
+  for (size_t i = 0; i < threads; ++i) {
+    HttpClientOptions share = options_;
+    share.io_threads = 1;
+    share.max_in_flight = options_.max_in_flight / threads + (i < options_.max_in_flight % threads ? 1 : 0);
+    threads_.push_back(std::make_unique<Impl>(std::move(share)));
+  }
+}
 
 HttpClient::~HttpClient() { close(); }
 
+bool HttpClient::on_io_thread() const {
+  const auto me = std::this_thread::get_id();
+  return std::any_of(threads_.begin(), threads_.end(), [&](const auto& t) { return t->io_id == me; });
+}
+
 HttpResponse HttpClient::send(HttpRequest request) {
-  if (std::this_thread::get_id() == impl_->io_id)
+  if (on_io_thread())
     throw std::logic_error("HttpClient::send() from a response callback would wait for itself: use send_async()");
   std::promise<HttpResponse> done;
   std::future<HttpResponse> response = done.get_future();
@@ -890,36 +920,40 @@ HttpResponse HttpClient::send(HttpRequest request) {
   return response.get();
 }
 
-void HttpClient::send_async(HttpRequest request, Callback callback) { impl_->submit(std::move(request), std::move(callback)); }
+// In turn: requests of one caller spread evenly, and each thread keeps its connections warm.
+void HttpClient::send_async(HttpRequest request, Callback callback) {
+  Impl& thread = *threads_[threads_.size() == 1 ? 0 : next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size()];
+  thread.submit(std::move(request), std::move(callback));
+}
 
 size_t HttpClient::pending() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->outstanding;
+  size_t n = 0;
+  for (const auto& t : threads_) {
+    std::lock_guard lock(t->mutex);
+    n += t->outstanding;
+  }
+  return n;
 }
 
 bool HttpClient::wait_idle(std::chrono::milliseconds timeout) const {
-  if (std::this_thread::get_id() == impl_->io_id)
-    throw std::logic_error("HttpClient::wait_idle() from a response callback would wait for itself");
-  std::unique_lock lock(impl_->mutex);
-  return impl_->idle.wait_for(lock, timeout, [&] { return impl_->outstanding == 0; });
+  if (on_io_thread()) throw std::logic_error("HttpClient::wait_idle() from a response callback would wait for itself");
+  const auto until = Clock::now() + timeout;
+  for (const auto& t : threads_) {
+    std::unique_lock lock(t->mutex);
+    if (!t->idle.wait_until(lock, until, [&] { return t->outstanding == 0; })) return false;
+  }
+  return true;
 }
 
 void HttpClient::close(std::chrono::milliseconds drain) {
-  if (std::this_thread::get_id() == impl_->io_id)
-    throw std::logic_error("HttpClient::close() from a response callback would wait for itself");
-  std::lock_guard closing(impl_->closing);
-  if (impl_->joined) return;
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->accepting = false;
-    impl_->cut_at = Clock::now() + drain;
-  }
-  curl_multi_wakeup(impl_->multi);
-  impl_->io.join();
-  impl_->joined = true;
+  if (on_io_thread()) throw std::logic_error("HttpClient::close() from a response callback would wait for itself");
+  // Every thread stops taking requests and drains at once: the drain is shared, not per thread.
+  const auto cut_at = Clock::now() + drain;
+  for (auto& t : threads_) t->stop_accepting(cut_at);
+  for (auto& t : threads_) t->join();
 }
 
-const HttpClientOptions& HttpClient::options() const { return impl_->options; }
-const Redactor& HttpClient::redactor() const { return *impl_->redactor; }
+const HttpClientOptions& HttpClient::options() const { return options_; }
+const Redactor& HttpClient::redactor() const { return *threads_.front()->redactor; }
 
 }  // namespace picomq::kit

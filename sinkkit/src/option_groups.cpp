@@ -27,6 +27,12 @@ const OptionGroup<HttpSettings>& http_options() {
           .choices({{"auto", HttpVersion::Http2OverTls}, {"http1.1", HttpVersion::Http1_1}})
           .fallback(HttpVersion::Http2OverTls)
           .help("auto: HTTP/2 when a TLS server offers it, else HTTP/1.1; http1.1: always HTTP/1.1."),
+      option("io_threads", &HttpSettings::io_threads)
+          .fallback(1)
+          .check(at_least(1))
+          .help("I/O threads of the HTTP client, each with its own connections; requests go to them in turn and the "
+                "requests in flight are shared among them. More than 1 helps when one thread's request handling, "
+                "not the endpoint, is the limit (many small requests)."),
   };
   return group;
 }
@@ -133,6 +139,7 @@ HttpClientOptions client_options(const HttpSettings& http, const TlsSettings& tl
   o.compression = http.compression;
   o.compression_level = static_cast<int>(http.compression_level);
   o.http_version = http.version;
+  o.io_threads = static_cast<size_t>(http.io_threads);
   o.tls.ca_file = tls.ca_file.value_or("");
   o.tls.ca_dir = tls.ca_dir.value_or("");
   o.tls.client_cert_file = tls.client_cert.value_or("");

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -145,6 +146,7 @@ TEST(HttpHeadersTest, NamesCompareCaseInsensitively) {
 
 TEST(HttpClientOptionsTest, OptionsThatCannotWorkAreRefusedUpFront) {
   EXPECT_THROW(HttpClient({.max_in_flight = 0}), std::invalid_argument);
+  EXPECT_THROW(HttpClient({.io_threads = 0}), std::invalid_argument);
   EXPECT_THROW(HttpClient({.auth = BasicAuth{"", "pw"}}), std::invalid_argument);
   EXPECT_THROW(HttpClient({.auth = BasicAuth{"a:b", "pw"}}), std::invalid_argument);
   EXPECT_THROW(HttpClient({.auth = BearerAuth{""}}), std::invalid_argument);
@@ -621,6 +623,59 @@ TEST_F(HttpClientTest, AsyncSendsCompleteExactlyOnceWithBoundedInFlight) {
   EXPECT_LE(stats.max_in_flight, kInFlight) << "never more on the wire than allowed";
   EXPECT_GE(stats.max_in_flight, 2u) << "and they did overlap";
   EXPECT_LE(stats.connections, kInFlight) << "connections are reused across requests";
+}
+
+// io_threads: requests spread over the threads in turn, each with its own connections; the
+// in-flight limit is shared, and waiting, counting and closing cover every thread.
+TEST_F(HttpClientTest, SeveralIoThreadsShareTheInFlightLimitAndCompleteEveryRequestOnce) {
+  receiver.script({{"path", "/slow"}, {"delay", 0.2}, {"count", 0}});
+  constexpr size_t kRequests = 30;
+  HttpClient client({.max_in_flight = 5, .io_threads = 2});
+  EXPECT_EQ(client.options().io_threads, 2u);
+  std::vector<std::atomic<int>> calls(kRequests);
+  std::mutex threads_mutex;
+  std::map<std::thread::id, size_t> per_thread;
+  for (size_t i = 0; i < kRequests; ++i)
+    client.send_async(post(receiver.url("/slow?i=" + std::to_string(i))), [&, i](HttpResponse r) {
+      EXPECT_EQ(r.status, 200);
+      ++calls[i];
+      std::lock_guard lock(threads_mutex);
+      ++per_thread[std::this_thread::get_id()];
+    });
+  EXPECT_EQ(client.pending(), kRequests);
+  ASSERT_TRUE(client.wait_idle(scaled(120s)));
+  EXPECT_EQ(client.pending(), 0u);
+  for (size_t i = 0; i < kRequests; ++i) EXPECT_EQ(calls[i].load(), 1) << "request " << i;
+  ASSERT_EQ(per_thread.size(), 2u) << "callbacks run on both I/O threads";
+  for (const auto& [thread, n] : per_thread) EXPECT_EQ(n, kRequests / 2) << "in turn: half each";
+  const auto stats = receiver.stats();
+  EXPECT_EQ(stats.requests, kRequests);
+  EXPECT_LE(stats.max_in_flight, 5u) << "the limit is shared, not per thread";
+  EXPECT_GE(stats.max_in_flight, 4u) << "both threads had requests on the wire at once";
+  EXPECT_GE(stats.connections, 2u) << "each thread its own connections";
+  EXPECT_LE(stats.connections, 5u);
+
+  // A callback on either thread may not wait on its client; close() cuts both threads' work.
+  receiver.script({{"path", "/hang"}, {"delay", 120}, {"count", 0}});
+  std::atomic<int> refused{0}, cut{0};
+  for (int i = 0; i < 2; ++i)
+    client.send_async(post(receiver.url("/probe")), [&](HttpResponse) {
+      try {
+        client.wait_idle(1s);
+      } catch (const std::logic_error&) {
+        ++refused;
+      }
+    });
+  ASSERT_TRUE(eventually([&] { return refused == 2; }));
+  for (int i = 0; i < 4; ++i)
+    client.send_async(post(receiver.url("/hang")), [&](HttpResponse r) {
+      if (r.failure && r.failure->error == TransportError::Cancelled) ++cut;
+    });
+  ASSERT_TRUE(eventually([&] { return receiver.stats().in_flight >= 4; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  client.close(200ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(5s)) << "one drain for all threads";
+  EXPECT_EQ(cut.load(), 4);
 }
 
 TEST_F(HttpClientTest, ACallbackMaySendAgainButNotWaitOnItsClient) {

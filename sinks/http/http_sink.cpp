@@ -52,7 +52,6 @@ struct Settings {
   std::string idempotency_header;
   hs::Tombstones tombstones = hs::Tombstones::Skip;
   int64_t max_in_flight = 0;
-  int64_t io_threads = 0;
   std::chrono::milliseconds retry_timeout{};
   kit::HttpSettings http;
   kit::TlsSettings tls;
@@ -148,12 +147,6 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
           .fallback(4)
           .check(kit::at_least(1))
           .help("Requests on the wire at once (and batches of a block pending); offsets still commit in order."),
-      kit::option("io_threads", &Settings::io_threads)
-          .fallback(1)
-          .check(kit::at_least(1))
-          .help("HTTP clients (each its own connections and I/O thread) the requests are spread over; more than 1 "
-                "helps when one thread's request handling, not the endpoint, is the limit. max_in_flight is shared "
-                "among them."),
       kit::option("retry_timeout", &Settings::retry_timeout)
           .fallback(30s)
           .help("How long a request refused with 408, 429, 5xx or a transport error is resent here (back-off 200 ms "
@@ -194,13 +187,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     if (!settings_.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     if (settings_.auth.type == kit::AuthType::OAuth2ClientCredentials)
       oauth_ = std::make_unique<kit::OAuth2ClientCredentials>(client, kit::oauth2_settings(settings_.auth));
-    const size_t threads = std::min<size_t>(static_cast<size_t>(settings_.io_threads), client.max_in_flight);
-    const size_t per_client = client.max_in_flight;
-    for (size_t i = 0; i < threads; ++i) {
-      kit::HttpClientOptions one = client;
-      one.max_in_flight = per_client / threads + (i < per_client % threads ? 1 : 0);
-      clients_.push_back(std::make_unique<kit::HttpClient>(std::move(one)));
-    }
+    client_ = std::make_unique<kit::HttpClient>(std::move(client));
     log(sdk::LogLevel::Info, "http sink: " + std::string(method_name(settings_.method)) + " " +
                                  kit::redact_url(settings_.url) + ", " + std::to_string(settings_.max_in_flight) +
                                  " requests in flight");
@@ -231,7 +218,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   void close() {
     closing_ = true;
     scheduler_.close();  // resends still waiting are completed as retries
-    for (auto& c : clients_) c->close(std::chrono::seconds(5));
+    if (client_) client_->close(std::chrono::seconds(5));
   }
 
  private:
@@ -258,9 +245,6 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       rejected.emplace_back(index, std::move(reason));
     }
   };
-
-  // Requests go round robin over the clients.
-  kit::HttpClient& next_client() { return *clients_[next_client_.fetch_add(1, std::memory_order_relaxed) % clients_.size()]; }
 
   kit::SplitLimits limits() const {
     return {settings_.max_request_bytes.bytes, static_cast<size_t>(settings_.max_request_records)};
@@ -331,7 +315,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
                                         ? *settings_.content_type
                                         : std::string(hs::default_content_type(settings_.body, b.payload_format)));
     count("requests");
-    next_client().send_async(std::move(r), [this, write, first, n, deadline, backoff,
+    client_->send_async(std::move(r), [this, write, first, n, deadline, backoff,
                                        body](kit::HttpResponse response) mutable {
       if (reauthorize(write, response, [=, this] { send(write, first, n, body, deadline, backoff); })) return;
       const kit::Classification c = rules_.classify(response);
@@ -411,7 +395,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     kit::HttpRequest req = request(*write, "DELETE", std::move(url), {},
                                    hs::idempotency_key(write->batch.topic, write->batch.partition, r.offset, r.offset));
     count("requests");
-    next_client().send_async(std::move(req), [this, write, index, deadline](kit::HttpResponse response) {
+    client_->send_async(std::move(req), [this, write, index, deadline](kit::HttpResponse response) {
       if (reauthorize(write, response, [=, this] { send_delete(write, index, deadline); })) return;
       kit::Classification c = rules_.classify(response);
       if (response.status == 404 || response.status == 410) c.outcome = kit::Outcome::Written;  // already gone
@@ -475,8 +459,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   std::unordered_map<std::string, std::string> urls_;
   std::atomic<bool> closing_{false};
   kit::Scheduler scheduler_;
-  std::vector<std::unique_ptr<kit::HttpClient>> clients_;
-  std::atomic<size_t> next_client_{0};
+  std::unique_ptr<kit::HttpClient> client_;
   std::unique_ptr<kit::OAuth2ClientCredentials> oauth_;
 };
 

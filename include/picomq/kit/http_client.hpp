@@ -9,10 +9,10 @@
 //     kit::complete(pending, rules.classify(response), records);   // picomq/kit/outcome.hpp
 //   });
 //
-// - One curl multi handle and one I/O thread per client. Callbacks run on that thread, exactly
-//   once per request, also when close() cuts a request (TransportError::Cancelled). At most
-//   `max_in_flight` requests are on the wire; later ones wait in a FIFO queue, so send_async
-//   never blocks (and a callback may resend).
+// - One curl multi handle per I/O thread (`io_threads`, default 1). Callbacks run on the I/O
+//   thread of their request, exactly once per request, also when close() cuts a request
+//   (TransportError::Cancelled). At most `max_in_flight` requests are on the wire; later ones
+//   wait in a FIFO queue per thread, so send_async never blocks (and a callback may resend).
 // - Connections are kept and reused across requests (HTTP/1.1 keep-alive; HTTP/2 multiplexing
 //   when a TLS server offers it through ALPN). Like every keep-alive client, curl resends a
 //   request once on a fresh connection when a reused one turns out closed before any byte of a
@@ -27,6 +27,7 @@
 // - Safe in a plugin that is dlopen()ed and dlclose()d: curl_global_init runs once per process
 //   and curl_global_cleanup never (another plugin may still use curl; libcurl stays loaded with
 //   the runtime); close() and the destructor join the I/O thread.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -253,6 +254,10 @@ struct HttpClientOptions {
   uint32_t low_speed_bytes_per_second = 0;
   std::chrono::seconds low_speed_time{30};
   size_t max_in_flight = 8;                // requests on the wire at once
+  // I/O threads, each with its own curl multi handle and connections; requests go to them in
+  // turn and max_in_flight is shared among them (at most max_in_flight threads). More than one
+  // helps when one thread's request handling (syscalls, loopback) is the limit, not the endpoint.
+  size_t io_threads = 1;
   size_t max_response_body = 4u << 20;     // kept of each response body; the rest is read and dropped
   HttpVersion http_version = HttpVersion::Http2OverTls;
   std::string user_agent = "picomq-connect";
@@ -297,8 +302,11 @@ class HttpClient {
   const Redactor& redactor() const;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  struct Impl;  // one I/O thread: its multi handle, queue and connections
+  bool on_io_thread() const;
+  HttpClientOptions options_;
+  std::vector<std::unique_ptr<Impl>> threads_;
+  std::atomic<size_t> next_thread_{0};
 };
 
 }  // namespace picomq::kit

@@ -1,6 +1,6 @@
 #pragma once
 // The option groups every HTTP sink shares, so the same thing has the same key everywhere:
-//   http_options()   timeout, connect_timeout, compression, compression_level, http_version
+//   http_options()   timeout, connect_timeout, compression, compression_level, http_version, io_threads
 //   tls_options()    tls_ca_file, tls_ca_dir, tls_client_cert, tls_client_key, tls_client_key_password, tls_verify
 //   auth_options()   auth = none | basic | bearer | api_key | aws_sigv4 | oauth2, and per type:
 //                      basic      auth_user, auth_password
@@ -28,6 +28,7 @@ struct HttpSettings {
   Compression compression = Compression::None;
   int64_t compression_level = 0;
   HttpVersion version = HttpVersion::Http2OverTls;
+  int64_t io_threads = 1;
 };
 
 struct TlsSettings {
