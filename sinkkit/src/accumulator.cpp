@@ -90,7 +90,7 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
     }
     for (auto& e : evicted) commit_sealed(std::move(e), "max_open");
 
-    bool now_full = false;
+    bool now_full = false, wake_timer = false;
     {
       std::lock_guard fill_lock(entry->mutex);
       if (entry->done) continue;  // committed between the lookup and here: append to a new one
@@ -135,12 +135,18 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
       entry->size.records += size.records;
       entry->last_append = Clock::now();
       now_full = full(*entry);
-      if (entry->writes.size() == 1) {  // the segment has deadlines now: tell the timer
+      // The segment has deadlines now. The timer needs to hear of them only when they come
+      // before the one it sleeps towards: a later deadline it finds when it wakes anyway.
+      if (entry->writes.size() == 1 && !now_full) {
+        const auto deadline = std::min(entry->opened + limits_.commit_interval, entry->last_append + limits_.idle);
         std::lock_guard lock(mutex_);
-        ++changes_;
+        if (deadline < timer_deadline_) {
+          ++changes_;
+          wake_timer = true;
+        }
       }
     }
-    wake_.notify_all();
+    if (wake_timer) wake_.notify_all();
     if (now_full) {
       std::shared_ptr<Entry> sealed;
       {
@@ -285,6 +291,7 @@ size_t Accumulator::open_segments() const {
 void Accumulator::timer_main() {
   std::unique_lock lock(mutex_);
   while (!closing_) {
+    timer_deadline_ = Clock::time_point::max();  // while it looks, every new segment counts
     std::vector<std::shared_ptr<Entry>> entries;
     for (const auto& key : order_) entries.push_back(open_.at(key));
     const uint64_t seen = changes_;
@@ -311,6 +318,7 @@ void Accumulator::timer_main() {
     }
     lock.lock();
     if (!due.empty()) continue;  // look again: new segments may have come during the commits
+    timer_deadline_ = next;
     wake_.wait_until(lock, next, [&] { return closing_ || changes_ != seen; });
   }
 }

@@ -168,27 +168,33 @@ FakeHost::~FakeHost() {
 }
 
 std::vector<std::string> FakeHost::check(std::string_view config_json) const {
+  return validate_config(config_json, nullptr);
+}
+
+std::vector<std::string> FakeHost::validate_config(std::string_view config_json, Options* accepted) const {
   std::vector<std::string> errors;
   auto values = runtime::PluginOptions::validate(*plugin_, config_json, errors);
-  if (!values || !plugin_->validate) return errors;
-  // The sink's validate() reads the validated values through a host of its own.
-  FakeHost probe(*plugin_);
-  probe.options_->values = std::move(*values);
-  char buffer[4096] = {0};
-  if (!plugin_->validate(&probe.api_, "{}", buffer, sizeof buffer))
-    for (const auto& p : runtime::PluginOptions::plugin_problems(*plugin_, buffer)) errors.push_back(p.to_string());
+  if (!values) return errors;
+  if (plugin_->validate) {
+    // The sink's validate() reads the validated values through a host of its own.
+    FakeHost probe(*plugin_);
+    probe.options_->values = *values;
+    char buffer[4096] = {0};
+    if (!plugin_->validate(&probe.api_, "{}", buffer, sizeof buffer))
+      for (const auto& p : runtime::PluginOptions::plugin_problems(*plugin_, buffer)) errors.push_back(p.to_string());
+  }
+  if (errors.empty() && accepted) accepted->values = std::move(*values);
   return errors;
 }
 
 void FakeHost::open(std::string_view config_json, std::string sink_key) {
   if (instance_) throw std::logic_error("FakeHost::open: already open");
-  std::vector<std::string> errors = check(config_json);
+  std::vector<std::string> errors = validate_config(config_json, options_.get());
   if (!errors.empty()) {
     std::string text;
     for (const auto& e : errors) text += (text.empty() ? "" : "\n") + e;
     throw std::runtime_error(text);
   }
-  options_->values = *runtime::PluginOptions::validate(*plugin_, config_json, errors);
   sink_key_ = std::move(sink_key);
   api_.sink_key = sink_key_.c_str();
   char buffer[1024] = {0};

@@ -21,6 +21,8 @@ client_key_password="picomq-test-client-key"
 cmd="${1:?start|stop|status}"; dir="${2:?dir}"
 dir="$(realpath -m "$dir")"
 shift 2
+# start_watchdog / stop_watchdog: beside this script, in the tree and installed.
+source "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/server-watchdog.sh"
 
 fail() {
   echo "nginx: $*" >&2
@@ -121,13 +123,6 @@ answers() {
   fi
 }
 
-stop_watchdog() {
-  if [[ -f "$dir/watchdog.pid" ]]; then
-    kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
-    rm -f "$dir/watchdog.pid"
-  fi
-}
-
 stop_server() {
   running || { rm -f "$dir/nginx.pid"; return 0; }
   local pid sig
@@ -177,20 +172,13 @@ start)
     echo "nginx: attempt $attempt on port $port failed" >&2
     [[ "$attempt" == 5 ]] && fail "did not start"
   done
-  if [[ -n "$owner" ]]; then
-    stop_watchdog
-    setsid nohup bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; bash "$2" stop "$3"' \
-      nginx-watchdog "$owner" "$(realpath "${BASH_SOURCE[0]}")" "$dir" </dev/null >>"$dir/watchdog.log" 2>&1 &
-    echo $! > "$dir/watchdog.pid"
-  fi
+  if [[ -n "$owner" ]]; then start_watchdog nginx-watchdog "$owner" "${BASH_SOURCE[0]}"; fi
   echo "$port"
   ;;
 stop)
   [[ -d "$dir" ]] || exit 0
   stop_server
-  # Run by the watchdog itself: leave its pid file alone (it exits right after).
-  wd="$(cat "$dir/watchdog.pid" 2>/dev/null || true)"
-  if [[ -n "$wd" && ( "$wd" == "$$" || "$wd" == "$PPID" ) ]]; then rm -f "$dir/watchdog.pid"; else stop_watchdog; fi
+  stop_watchdog
   ;;
 status)
   if running; then echo "nginx: running in $dir"; exit 0; fi

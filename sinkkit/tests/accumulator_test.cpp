@@ -345,3 +345,91 @@ TEST_F(KitAccumulator, WithBackgroundCommitsCloseCommitsTheSealedAndTheOpenSegme
   EXPECT_EQ(open->wait(1s).status, PMQ_WRITE_OK);
   EXPECT_EQ(dest_.commits.size(), 2u);
 }
+
+// A segment commits at its own deadline whatever the timer was sleeping towards when it opened:
+// nothing open (the timer's long sleep), the deadline of a segment that the timer, flush(), a
+// limit or max_open took away since, or an earlier one still open. Each commits after its
+// commit_interval (or idle time), never before, and within 2 s of it (a loaded machine); a
+// wake-up the timer missed would leave it until the next unrelated one (up to an hour).
+TEST_F(KitAccumulator, EverySegmentCommitsAtItsDeadlineWhateverTheTimerWasWaitingFor) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto deadline = 80ms;
+  for (const bool by_idle : {false, true}) {
+    SCOPED_TRACE(by_idle ? "idle" : "commit_interval");
+    dest_.reports.clear();
+    limits = kit::AccumulatorLimits{};
+    limits.commit_interval = by_idle ? 10s : deadline;
+    limits.idle = by_idle ? deadline : 10s;
+    limits.max_batches = 2;
+    limits.max_open = 1;
+    const std::string trigger = by_idle ? "idle" : "commit_interval";
+    FakeHost host(sdk::descriptor<AccumulatingSink>());
+    host.open();
+    int64_t offset = 0;
+    // One batch in a segment of its own, committed by the timer on time.
+    auto expect_on_time = [&](const std::string& key, const std::string& after) {
+      const auto start = Clock::now();
+      auto w = host.start_write(batch(key, offset++, 1));
+      EXPECT_EQ(w->wait(5s).status, PMQ_WRITE_OK) << after;
+      const auto took = Clock::now() - start;
+      EXPECT_GE(took, deadline) << after;
+      EXPECT_LT(took, deadline + 2s) << after;
+      std::lock_guard lock(dest_.mutex);
+      EXPECT_EQ(dest_.reports.back().trigger, trigger) << after;
+    };
+    expect_on_time("a", "the first segment: nothing was open");
+    expect_on_time("a", "after the timer committed the previous segment");
+    host.start_write(batch("b", offset++, 1));
+    host.flush();
+    expect_on_time("b", "after flush() took the segment the timer was waiting for");
+    host.start_write(batch("c", offset++, 1));
+    host.start_write(batch("c", offset++, 1));  // max_batches: committed in this write
+    expect_on_time("c", "after a full segment committed on its writer");
+    host.start_write(batch("d", offset++, 1));
+    expect_on_time("e", "after it pushed the segment the timer was waiting for out (max_open)");
+  }
+  // Two segments open at once, the second 30 ms after the first: each at its own deadline.
+  limits = kit::AccumulatorLimits{};
+  limits.commit_interval = deadline;
+  limits.idle = 10s;
+  limits.max_open = 2;
+  FakeHost host(sdk::descriptor<AccumulatingSink>());
+  host.open();
+  const auto first_start = Clock::now();
+  auto first = host.start_write(batch("x", 0, 1));
+  std::this_thread::sleep_for(30ms);
+  const auto second_start = Clock::now();
+  auto second = host.start_write(batch("y", 0, 1));
+  EXPECT_EQ(first->wait(5s).status, PMQ_WRITE_OK);
+  const auto first_took = Clock::now() - first_start;
+  EXPECT_EQ(second->wait(5s).status, PMQ_WRITE_OK);
+  const auto second_took = Clock::now() - second_start;
+  EXPECT_GE(first_took, deadline);
+  EXPECT_LT(first_took, deadline + 2s);
+  EXPECT_GE(second_took, deadline) << "not with the first: its deadline is 30 ms later";
+  EXPECT_LT(second_took, deadline + 2s);
+}
+
+// Writers on many keys at once and no flush(): every segment still commits by its deadline,
+// the last ones of each round too (no later append comes to wake the timer for them), and
+// each round's first segment wakes a timer that had nothing to wait for.
+TEST_F(KitAccumulator, WithManyWritersAndNoFlushEverySegmentCommitsByItsDeadline) {
+  limits.commit_interval = 15ms;
+  limits.idle = 10s;
+  limits.max_batches = 1000;
+  limits.max_open = 8;
+  FakeHost host(sdk::descriptor<AccumulatingSink>());
+  host.open();
+  for (int round = 0; round < 20; ++round) {
+    const auto writes = write_from_threads(host, 3, 20, 6);
+    for (auto& w : writes) ASSERT_EQ(w->wait(5s).status, PMQ_WRITE_OK) << "round " << round;
+  }
+  std::lock_guard lock(dest_.mutex);
+  size_t batches = 0;
+  for (const auto& r : dest_.reports) {
+    EXPECT_EQ(r.trigger, "commit_interval");
+    EXPECT_LT(r.open_for, 1s) << "committed long after its deadline";
+    batches += r.batches;
+  }
+  EXPECT_EQ(batches, 20u * 60u);
+}

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <thread>
 
 #include "picomq/kit/destination_cache.hpp"
@@ -60,7 +61,46 @@ class AsyncSink : public sdk::BaseSink<AsyncSink> {
   std::vector<std::thread> threads_;
 };
 
+// Counts its validate() calls; `limit` must be at least `floor`.
+int g_validations = 0;
+class CheckedSink : public sdk::BaseSink<CheckedSink> {
+ public:
+  static constexpr std::string_view sink_name = "checked";
+  static constexpr std::array options{
+      pmq_option{.name = "floor", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "1", .allowed = nullptr,
+                 .help = "Lowest limit."},
+      pmq_option{.name = "limit", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "10", .allowed = nullptr,
+                 .help = "At least floor."}};
+  static void validate(const sdk::Config& c, sdk::ConfigProblems& p) {
+    ++g_validations;
+    if (c.integer("limit") < c.integer("floor")) p.add("limit", "must be at least floor");
+  }
+  void open(const sdk::Config& c) { count("limit", static_cast<uint64_t>(c.integer("limit"))); }
+  void write(const sdk::Record&) {}
+};
+
 }  // namespace
+
+// As at the runtime's start: one check (table, then validate()), and open() on what passed.
+TEST(KitFakeHost, OpenValidatesOnceAndOpensOnTheValidatedOptions) {
+  FakeHost host(sdk::descriptor<CheckedSink>());
+  g_validations = 0;
+  EXPECT_EQ(host.check(R"({"limit": 0})"), std::vector<std::string>{"limit: must be at least floor"});
+  EXPECT_EQ(g_validations, 1);
+  g_validations = 0;
+  try {
+    host.open(R"({"limit": 0})");
+    ADD_FAILURE() << "opened a config its validate() refuses";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "limit: must be at least floor");
+  }
+  EXPECT_FALSE(host.is_open());
+  EXPECT_EQ(g_validations, 1);
+  g_validations = 0;
+  host.open(R"({"limit": 7})");
+  EXPECT_EQ(g_validations, 1) << "open() checks the config once";
+  EXPECT_EQ(host.counter("limit"), 7u) << "and opens the sink on the options that passed";
+}
 
 TEST(KitFakeHost, ValidatesLikeTheRuntimeAndDeliversRowsWithRejectionsAndErrors) {
   FakeHost host(sdk::descriptor<RowSink>());

@@ -113,3 +113,27 @@ TEST(KitBackoff, DelaysDoubleToTheCapWithEqualJitterAndResetStartsOver) {
   kit::Backoff s1({.initial = 400ms, .max = 400ms}, 42), s2({.initial = 400ms, .max = 400ms}, 42);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(s1.next(), s2.next()) << "a given seed replays";
 }
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+// The stop signal that sinks' close() and the runtime's retry waits share: stop() ends every
+// wait in progress at once, and every later one returns false without sleeping.
+TEST(KitStopSignal, StopEndsEveryWaitInProgressAndEveryLaterOne) {
+  using namespace std::chrono_literals;
+  kit::StopSignal stop;
+  EXPECT_TRUE(stop.wait_for(1ms)) << "not stopped: the wait runs out";
+  EXPECT_FALSE(stop.stopped());
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> waiters;
+  std::vector<int> results(3, -1);
+  for (size_t i = 0; i < results.size(); ++i) waiters.emplace_back([&, i] { results[i] = stop.wait_for(60s); });
+  std::this_thread::sleep_for(50ms);
+  stop.stop();
+  for (auto& w : waiters) w.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_EQ(results, (std::vector<int>{0, 0, 0}));
+  EXPECT_TRUE(stop.stopped());
+  EXPECT_FALSE(stop.wait_for(60s)) << "stays stopped";
+}

@@ -173,7 +173,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     std::string error;
     rules_.success_statuses(*hs::parse_statuses(settings_.success_statuses, &error));
     headers_ = header_table(settings_.headers, "headers", nullptr);
-    for (auto& h : header_table(settings_.secret_headers, "secret_headers", nullptr)) headers_.push_back(std::move(h));
+    const auto secret_headers = header_table(settings_.secret_headers, "secret_headers", nullptr);
+    headers_.insert(headers_.end(), secret_headers.begin(), secret_headers.end());
     writer_ = kit::RecordJsonWriter(
         {.layout = settings_.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!settings_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
@@ -181,8 +182,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
 
     kit::HttpClientOptions client = kit::client_options(settings_.http, settings_.tls, settings_.auth);
     client.max_in_flight = static_cast<size_t>(settings_.max_in_flight);
-    for (const auto& [name, value] : header_table(settings_.secret_headers, "secret_headers", nullptr))
-      client.secrets.push_back(value);
+    for (const auto& [name, value] : secret_headers) client.secrets.push_back(value);
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!settings_.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     if (settings_.auth.type == kit::AuthType::OAuth2ClientCredentials)

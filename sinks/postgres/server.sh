@@ -15,6 +15,8 @@ bin=/usr/lib/postgresql/15/bin
 cmd="${1:?start|stop|status}"; dir="${2:?dir}"
 dir="$(realpath -m "$dir")"
 data="$dir/data"; sock="$dir/sock"; log="$dir/server.log"
+# start_watchdog / stop_watchdog, shared with the kit's nginx.sh.
+source "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../../sinkkit/testing/server-watchdog.sh"
 
 as_pg() {
   if ((EUID == 0)); then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
@@ -27,13 +29,6 @@ fail() {
 }
 
 running() { [[ -f "$data/PG_VERSION" ]] && as_pg "$bin/pg_ctl" status -D "$data" >/dev/null 2>&1; }
-
-stop_watchdog() {
-  if [[ -f "$dir/watchdog.pid" ]]; then
-    kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
-    rm -f "$dir/watchdog.pid"
-  fi
-}
 
 stop_server() {
   [[ -f "$data/PG_VERSION" ]] || return 0
@@ -85,21 +80,13 @@ CONF
     sleep 0.1
   done
   "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1 || fail "server does not answer on 127.0.0.1:$port within 10s"
-  if [[ -n "$owner" ]]; then
-    stop_watchdog
-    # Detached (own session, own stdio): polls the owner and stops the server once it is gone.
-    setsid nohup bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop "$3"' \
-      pg-watchdog "$owner" "$(realpath "${BASH_SOURCE[0]}")" "$dir" </dev/null >>"$dir/watchdog.log" 2>&1 &
-    echo $! > "$dir/watchdog.pid"
-  fi
+  if [[ -n "$owner" ]]; then start_watchdog pg-watchdog "$owner" "${BASH_SOURCE[0]}"; fi
   echo "postgres: up on 127.0.0.1:$port"
   ;;
 stop)
   [[ -d "$dir" ]] || exit 0
   stop_server
-  # Run by the watchdog itself: leave its pid file alone (it exits right after).
-  wd="$(cat "$dir/watchdog.pid" 2>/dev/null || true)"
-  if [[ -n "$wd" && ( "$wd" == "$$" || "$wd" == "$PPID" ) ]]; then rm -f "$dir/watchdog.pid"; else stop_watchdog; fi
+  stop_watchdog
   ;;
 status)
   if running; then echo "postgres: running in $data"; exit 0; fi

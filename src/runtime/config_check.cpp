@@ -14,21 +14,23 @@ config::ConfigError to_error(const config::SinkDefinition& definition, const Opt
 
 }  // namespace
 
-std::vector<config::ConfigError> check_plugin_config(const config::SinkDefinition& definition,
-                                                     const pmq_sink_plugin& descriptor) {
-  std::vector<config::ConfigError> errors;
+PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor) {
+  PluginConfigCheck check;
   std::vector<OptionProblem> problems;
-  auto options = PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
-  if (options) {
+  check.options = PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
+  if (check.options) {
     // validate() sees the options the table accepted, so it runs only when there is no problem.
-    if (auto text = validate_with_plugin(descriptor, definition.key, *options); !text.empty())
+    if (auto text = validate_with_plugin(descriptor, definition.key, *check.options); !text.empty()) {
       problems = PluginOptions::plugin_problems(descriptor, text);
+      check.options.reset();
+    }
   }
-  for (const auto& p : problems) errors.push_back(to_error(definition, p));
-  std::stable_sort(errors.begin(), errors.end(), [](const config::ConfigError& a, const config::ConfigError& b) {
-    return a.line != b.line ? a.line < b.line : a.column < b.column;
-  });
-  return errors;
+  for (const auto& p : problems) check.errors.push_back(to_error(definition, p));
+  std::stable_sort(check.errors.begin(), check.errors.end(),
+                   [](const config::ConfigError& a, const config::ConfigError& b) {
+                     return a.line != b.line ? a.line < b.line : a.column < b.column;
+                   });
+  return check;
 }
 
 std::vector<config::ConfigError> check_sink_plugin(const config::SinkDefinition& definition,
@@ -36,7 +38,7 @@ std::vector<config::ConfigError> check_sink_plugin(const config::SinkDefinition&
   std::string error;
   auto library = PluginLibrary::load(definition.path, search_path, error);
   if (!library) return {definition.path_error(error)};
-  return check_plugin_config(definition, library->descriptor());
+  return check_plugin_config(definition, library->descriptor()).errors;
 }
 
 }  // namespace picomq::runtime

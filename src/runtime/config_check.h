@@ -5,18 +5,26 @@
 // (ABI 2.2). Nothing is opened and nothing connects anywhere. Every problem is a ConfigError
 // positioned in the definition file, in the format of the other configuration errors.
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "config/error.h"
 #include "config/sink_definition.h"
 #include "picomq/sink_abi.h"
+#include "runtime/plugin_options.h"
 
 namespace picomq::runtime {
 
-// [plugin_config] against a loaded plugin: the option table's problems, or (when there are
-// none) those of the plugin's validate(), in line order.
-std::vector<config::ConfigError> check_plugin_config(const config::SinkDefinition& definition,
-                                                     const pmq_sink_plugin& descriptor);
+struct PluginConfigCheck {
+  // The option table's problems, or (when there are none) those of the plugin's validate(), in
+  // line order.
+  std::vector<config::ConfigError> errors;
+  // The validated options (what start opens the plugin with): set when there is no error.
+  std::optional<PluginOptions> options;
+};
+
+// [plugin_config] against a loaded plugin.
+PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor);
 
 // Loads the definition's plugin from `search_path` (a missing or refused plugin is an error at
 // `path`, listing the files tried), then check_plugin_config(). The library is unloaded again.

@@ -218,12 +218,19 @@ std::unique_ptr<SinkInstance> SinkInstance::open(std::shared_ptr<PluginLibrary> 
     error = "[plugin_config] does not fit the " + std::string(d.name) + " sink:\n  " + problem;
     return nullptr;
   }
+  return open_validated(std::move(library), std::move(sink_key), std::move(*options), error);
+}
+
+std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<PluginLibrary> library,
+                                                           std::string sink_key, PluginOptions options,
+                                                           std::string& error) {
+  const pmq_sink_plugin& d = library->descriptor();
   std::unique_ptr<SinkInstance> sink(new SinkInstance());
   sink->library_ = std::move(library);
   sink->sink_key_ = std::move(sink_key);
   sink->context_ = std::make_unique<HostContext>();
   sink->context_->sink_key = sink->sink_key_;
-  sink->context_->options = std::move(*options);
+  sink->context_->options = std::move(options);
   sink->host_ = make_host_api(sink->context_.get());
   const pmq_host_api& host = sink->host_;
   char errbuf[1024] = {0};

@@ -106,9 +106,14 @@ std::string validate_with_plugin(const pmq_sink_plugin& descriptor, const std::s
 // the batch (the records before it are written, `WriteOutcome::written` says how many).
 class SinkInstance {
  public:
-  // Validates `config_json` against the plugin's option table first; `error` lists every problem.
+  // Validates `config_json` against the plugin's option table and its validate() first; `error`
+  // lists every problem.
   static std::unique_ptr<SinkInstance> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
                                           const std::string& config_json, std::string& error);
+  // Opens on options that passed both already (PluginOptions::validate, then
+  // validate_with_plugin): no check runs again. `error` is open()'s failure.
+  static std::unique_ptr<SinkInstance> open_validated(std::shared_ptr<PluginLibrary> library, std::string sink_key,
+                                                      PluginOptions options, std::string& error);
   ~SinkInstance();
   // Starts writing `batch` (which must stay alive until `call` is done). `arrow` shapes the
   // Arrow batch when the plugin's best plane is arrow (declared columns of the batch's

@@ -23,6 +23,17 @@ std::string describe_plugin_config_problems(const pmq_sink_plugin& descriptor,
 }
 }  // namespace
 
+std::unique_ptr<SinkInstance> open_sink_instance(const config::SinkDefinition& definition,
+                                                 std::shared_ptr<PluginLibrary> library, std::string& error) {
+  // The checks --check makes, with the positions the definition file has; open() trusts them.
+  auto check = check_plugin_config(definition, library->descriptor());
+  if (!check.options) {
+    error = describe_plugin_config_problems(library->descriptor(), check.errors);
+    return nullptr;
+  }
+  return SinkInstance::open_validated(std::move(library), definition.key, std::move(*check.options), error);
+}
+
 SinkRunner::SinkRunner(config::SinkDefinition definition, const config::RuntimeConfig& runtime_config,
                        std::string bootstrap_servers, StatusBoard& status)
     : definition_(std::move(definition)),
@@ -39,13 +50,7 @@ bool SinkRunner::start() {
   status_.set_state(definition_.key, definition_.file, SinkState::Starting);
   std::string error;
   auto library = PluginLibrary::load(definition_.path, runtime_config_.plugin_path, error);
-  if (library) {
-    // The same checks open() makes, here with the positions the definition file has.
-    if (auto problems = check_plugin_config(definition_, library->descriptor()); !problems.empty())
-      error = describe_plugin_config_problems(library->descriptor(), problems);
-    else
-      plugin_ = SinkInstance::open(library, definition_.key, definition_.plugin_config_json, error);
-  }
+  if (library) plugin_ = open_sink_instance(definition_, library, error);
   if (!plugin_) {
     spdlog::error("sink '{}' ({}): {}", definition_.key, definition_.file, error);
     status_.set_state(definition_.key, definition_.file, SinkState::Error, error);

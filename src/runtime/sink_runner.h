@@ -14,6 +14,12 @@
 
 namespace picomq::runtime {
 
+// What start() does with the loaded plugin: [plugin_config] is checked once (option table, then
+// the plugin's validate()) and the instance opens on the options that passed. On a problem
+// `error` lists them, each with its position in the definition file, and nothing is opened.
+std::unique_ptr<SinkInstance> open_sink_instance(const config::SinkDefinition& definition,
+                                                 std::shared_ptr<PluginLibrary> library, std::string& error);
+
 class SinkRunner {
  public:
   SinkRunner(config::SinkDefinition definition, const config::RuntimeConfig& runtime_config,

@@ -15,9 +15,12 @@ for f in include/picomq/sink_abi.h include/picomq/sdk.hpp include/picomq/arrow_c
          include/picomq/kit/accumulator.hpp include/picomq/kit/testing/fake_host.hpp \
          lib/libpicomq-sinkkit.a lib/libpicomq-sinkkit-testing.a lib/cmake/picomq-sdk/PicomqAddSink.cmake \
          lib/cmake/picomq-sdk/picomq-sdk-config.cmake lib/pkgconfig/picomq-sdk.pc lib/pkgconfig/picomq-sinkkit.pc \
-         bin/picomq-connect; do
+         share/picomq-sdk/testing/nginx.sh share/picomq-sdk/testing/server-watchdog.sh bin/picomq-connect; do
   [[ -e "$prefix/$f" ]] || { echo "not installed: $f" >&2; exit 1; }
 done
+# The installed nginx.sh finds the watchdog it sources beside it, outside the tree.
+bash "$repo/sinkkit/tests/server_watchdog_test.sh" nginx "$prefix/share/picomq-sdk/testing/nginx.sh" > "$work/watchdog.log" 2>&1 \
+  || { cat "$work/watchdog.log" >&2; exit 1; }
 
 # C++ with find_package(picomq-sdk), from copies of the examples outside the repository.
 mkdir -p "$work/plugins"

@@ -5,7 +5,8 @@
 // With `accumulate = true` its batch writes stay pending (an accumulating sink, like one COPY
 // for many batches) until flush() completes them all, or `max_held` of them are held. It counts
 // "batches" and "records" through the host, and validate() refuses `max_held` without
-// `accumulate`.
+// `accumulate`. With `validations_path`, validate() appends a line there per call (how often a
+// host checks one config).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ constexpr std::array kOptions{
     pmq_option{"events_path", PMQ_OPTION_STRING, PMQ_OPTION_REQUIRED, nullptr, nullptr, "one line per lifecycle call"},
     pmq_option{"accumulate", PMQ_OPTION_BOOL, 0, "false", nullptr, "hold batch writes pending until flush()"},
     pmq_option{"max_held", PMQ_OPTION_INT, 0, "0", nullptr, "with accumulate: complete once this many are held (0: only flush)"},
+    pmq_option{"validations_path", PMQ_OPTION_STRING, 0, nullptr, nullptr, "one line per validate() call"},
 };
 
 class Lifecycle : public sdk::BaseSink<Lifecycle> {
@@ -34,6 +36,7 @@ class Lifecycle : public sdk::BaseSink<Lifecycle> {
   static constexpr auto options = kOptions;
 
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) {
+    if (config.has("validations_path")) append_line(config.string("validations_path"), "validate");
     if (config.integer("max_held") > 0 && !config.boolean("accumulate")) problems.add("max_held", "needs accumulate = true");
     if (config.integer("max_held") < 0) problems.add("max_held", "must not be negative");
   }
@@ -90,6 +93,13 @@ class Lifecycle : public sdk::BaseSink<Lifecycle> {
   void complete_held() {
     for (auto& w : held_) w.done();
     held_.clear();
+  }
+  static void append_line(const std::string& path, const std::string& line) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) return;
+    const std::string text = line + "\n";
+    (void)!::write(fd, text.data(), text.size());
+    ::close(fd);
   }
   void event(const std::string& line) {
     const std::string text = line + "\n";

@@ -155,7 +155,11 @@ class Accumulator {
   std::unordered_map<std::string, std::shared_ptr<Entry>> open_;
   std::vector<std::string> order_;  // keys of open_ by age, oldest first
   bool closing_ = false;
-  uint64_t changes_ = 0;  // bumped when a segment gets its first batch (the timer waits on it)
+  // The timer's wake-ups: a segment that gets its first batch bumps changes_ (and wakes the
+  // timer) only when its deadline comes before timer_deadline_, the one the timer sleeps towards
+  // (time_point::max() while it looks through the segments, so that none it missed is lost).
+  uint64_t changes_ = 0;
+  Clock::time_point timer_deadline_ = Clock::time_point::max();
   // background_commits: sealed segments waiting for the committer, oldest first.
   std::deque<std::pair<std::shared_ptr<Entry>, std::string>> sealed_;
   std::condition_variable sealed_wake_, sealed_done_;

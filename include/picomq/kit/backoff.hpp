@@ -64,7 +64,8 @@ class Backoff {
 };
 
 // A wait that stop() ends at once, for every waiter, now and later: what lets close() (and the
-// runtime's shutdown behind it) cut a reconnect or a Retry-After wait short.
+// runtime's shutdown behind it) cut a reconnect or a Retry-After wait short. The runtime's own
+// retry waits (src/runtime/delivery/retry.h) are this too.
 class StopSignal {
  public:
   // False when stopped (before or during the wait): give up now.

@@ -181,6 +181,17 @@ TEST_F(HttpSink, CredentialsRefusedStopTheSinkWithoutShowingTheSecret) {
   EXPECT_EQ(header(receiver_.requests("/in/orders").at(0), "Authorization"), "Bearer s3cr3t-token");
 }
 
+// A secret header is sent, and its value is kept out of every message like a token's.
+TEST_F(HttpSink, ASecretHeaderIsSentButNeverShownInAnError) {
+  receiver_.script({{"path", "/in/orders"}, {"status", 403}, {"body", "refused key h3ader-s3cret"}, {"count", 0}});
+  open({{"secret_headers", {{"X-Api-Key", "h3ader-s3cret"}}}});
+  auto outcome = host_->write(orders(0, 2));
+  EXPECT_EQ(outcome.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(outcome.error.find("403"), std::string::npos) << outcome.error;
+  EXPECT_EQ(outcome.error.find("h3ader-s3cret"), std::string::npos) << outcome.error;
+  EXPECT_EQ(header(receiver_.requests("/in/orders").at(0), "X-Api-Key"), "h3ader-s3cret");
+}
+
 TEST_F(HttpSink, AResetAfterTheRequestIsResentAndTheReceiverDropsTheRepeatByItsKey) {
   receiver_.idempotency("Idempotency-Key");
   receiver_.script({{"path", "/in/orders"}, {"action", "reset"}});

@@ -11,21 +11,9 @@ namespace picomq::postgres {
 namespace {
 
 using test::Batch;
+using test::field;
 using test::hex;
-
-Column field(std::string name, ColumnType type) {
-  Column c;
-  c.field = name;
-  c.name = std::move(name);
-  c.type = type;
-  return c;
-}
-
-TableLayout layout(PayloadMode p, WriteMode w, bool meta, std::vector<Column> cols = {}, std::vector<std::string> key = {}) {
-  auto l = make_layout(LayoutOptions{p, w, meta, std::move(cols), std::move(key)});
-  EXPECT_TRUE(l.ok()) << l.error();
-  return l.value();
-}
+using test::layout;
 
 // The expected COPY stream: each lambda appends one row's fields.
 template <class... Rows>

@@ -4,11 +4,14 @@
 
 #include "picomq/kit/name_template.hpp"
 #include "picomq/kit/sanitize.hpp"
+#include "test_util.h"
 
 namespace picomq::postgres {
 namespace {
 
 namespace dest = picomq::kit;
+using test::field;
+using test::layout;
 
 const std::string kMetaDdl =
     R"("pico_topic" text NOT NULL, "pico_partition" int4 NOT NULL, "pico_offset" int8 NOT NULL, )"
@@ -19,20 +22,6 @@ const std::string kMetaCols = R"("pico_topic", "pico_partition", "pico_offset", 
 
 TableName target() { return TableName::make("public", "orders_eu").value(); }
 TableName staging() { return TableName::temp(kStagingTable).value(); }
-
-Column field(std::string name, ColumnType type) {
-  Column c;
-  c.field = name;
-  c.name = std::move(name);
-  c.type = type;
-  return c;
-}
-
-TableLayout layout(PayloadMode p, WriteMode w, bool meta, std::vector<Column> cols = {}, std::vector<std::string> key = {}) {
-  auto l = make_layout(LayoutOptions{p, w, meta, std::move(cols), std::move(key)});
-  EXPECT_TRUE(l.ok()) << l.error();
-  return l.value();
-}
 
 // ---- quoting -------------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
 #pragma once
-// Helpers of the postgres core tests: hex rendering and hand-built batches.
+// Helpers of the postgres core tests: table layouts, hex rendering and hand-built batches.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -8,8 +10,26 @@
 #include <vector>
 
 #include "picomq/sink_abi.h"
+#include "postgres/sql.h"
 
 namespace picomq::postgres::test {
+
+// A column filled from the payload field of the same name.
+inline Column field(std::string name, ColumnType type) {
+  Column c;
+  c.field = name;
+  c.name = std::move(name);
+  c.type = type;
+  return c;
+}
+
+// make_layout() of a layout the test expects to be valid (a failure is reported, not thrown).
+inline TableLayout layout(PayloadMode p, WriteMode w, bool meta, std::vector<Column> cols = {},
+                          std::vector<std::string> key = {}) {
+  auto l = make_layout(LayoutOptions{p, w, meta, std::move(cols), std::move(key)});
+  EXPECT_TRUE(l.ok()) << l.error();
+  return l.value();
+}
 
 // "50 47 43" for readable byte-for-byte comparisons.
 inline std::string hex(std::string_view bytes) {

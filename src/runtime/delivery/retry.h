@@ -5,8 +5,8 @@
 // once, so shutdown never sits out a back-off.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "picomq/kit/backoff.hpp"
 
 namespace picomq::runtime {
 
@@ -30,25 +30,15 @@ class Waiter {
   virtual bool wait(std::chrono::milliseconds delay) = 0;
 };
 
-// The run-time Waiter: sleeps on a condition variable that request_stop() wakes.
+// The run-time Waiter: the sink kit's stop signal (the one a sink's close() cuts its own waits
+// with), so request_stop() ends a wait at once and every later one too.
 class StopWaiter : public Waiter {
  public:
-  bool wait(std::chrono::milliseconds delay) override {
-    std::unique_lock lock(mutex_);
-    return !cv_.wait_for(lock, delay, [&] { return stop_; });
-  }
-  void request_stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-  }
+  bool wait(std::chrono::milliseconds delay) override { return stop_.wait_for(delay); }
+  void request_stop() { stop_.stop(); }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  kit::StopSignal stop_;
 };
 
 // What one attempt came to.

@@ -111,8 +111,8 @@ class FakeHost {
   // The problems the runtime would report for this [plugin_config] (a JSON object): the option
   // table's, then the sink's validate()'s, each "key: message". Empty: the config is fine.
   std::vector<std::string> check(std::string_view config_json) const;
-  // Validates like check() and opens the sink; throws std::runtime_error with the problems or
-  // the sink's open() error.
+  // Validates like check() (once: the sink opens on the options that passed) and opens the
+  // sink; throws std::runtime_error with the problems or the sink's open() error.
   void open(std::string_view config_json = "{}", std::string sink_key = "test");
   bool is_open() const { return instance_ != nullptr; }
 
@@ -140,6 +140,8 @@ class FakeHost {
   const pmq_sink_plugin* plugin_;
   uint32_t plane_ = PMQ_PLANE_ROWS;
   struct Options;
+  // check(), keeping the validated options in `accepted` (when given) if there is no problem.
+  std::vector<std::string> validate_config(std::string_view config_json, Options* accepted) const;
   std::unique_ptr<Options> options_;
   pmq_host_api api_{};
   std::string sink_key_;
