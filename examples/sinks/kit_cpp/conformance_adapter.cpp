@@ -2,6 +2,7 @@
 // the installed kit by picomq_add_conformance_test(): a fresh directory per test; every file's
 // NDJSON lines read back as the records they carry, the file (without .ndjson) as destination.
 #include <filesystem>
+#include <map>
 #include <picomq/kit/testing/conformance.hpp>
 #include <string>
 #include <vector>
@@ -34,24 +35,29 @@ class FilesAdapter final : public conformance::SinkAdapter {
 
   std::vector<conformance::WrittenRecord> read_back(const std::vector<test::Runtime*>&) override {
     std::vector<conformance::WrittenRecord> out;
+    file_of_.clear();
     for (const auto& file : std::filesystem::directory_iterator(directory_)) {
       std::string destination = file.path().filename().string();
       if (destination.ends_with(".ndjson")) destination.resize(destination.size() - 7);
+      file_of_[destination] = file.path().filename().string();
       for (const auto& line : test::read_lines(file.path()))
         out.push_back(conformance::from_envelope(nlohmann::json::parse(line), destination));
     }
     return out;
   }
 
-  // A file name the filesystem takes: one path segment of at most NAME_MAX (255) bytes.
+  // Its file has a name the filesystem takes: one path segment of at most NAME_MAX (255) bytes.
   bool legal_destination(const std::string& name) const override {
-    const std::string file = name + ".ndjson";
-    return !name.empty() && file.size() <= 255 && name.find('/') == std::string::npos &&
-           name.find('\0') == std::string::npos && name != "." && name != "..";
+    const auto file = file_of_.find(name);
+    if (file == file_of_.end()) return false;
+    const std::string& f = file->second;
+    return !f.empty() && f.size() <= 255 && f.find('/') == std::string::npos && f.find('\0') == std::string::npos &&
+           f != "." && f != "..";
   }
 
  private:
   std::filesystem::path directory_;
+  std::map<std::string, std::string> file_of_;  // destination -> its file's name, from read_back()
 };
 
 PICOMQ_CONFORMANCE_ADAPTER(FilesAdapter);
