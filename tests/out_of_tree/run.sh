@@ -155,6 +155,7 @@ for _ in $(seq 1 100); do
   fi
 done
 [[ -n "$port" ]] || { echo "no free port pair for Kafka" >&2; exit 1; }
+"$repo/tools/kafka/fetch-kafka.sh"   # once; scripts/setup.sh has usually done it
 PICOMQ_KAFKA_LIBS="$repo/tools/kafka/libs" "$launcher" start "$work/kafka" "$port" > "$work/kafka.log" 2>&1 \
   || { cat "$work/kafka.log" >&2; exit 1; }
 PICOMQ_CONFORMANCE_BOOTSTRAP="127.0.0.1:$port" ctest --test-dir "$work/kit_cpp/build" -R '^example_files_conformance$' -V \
