@@ -77,9 +77,9 @@ class SinkAdapter {
   virtual std::string rejected_payload() const { return {}; }
 };
 
-// Every adapter the suite runs, by name: one per sink, each in its sink's folder
-// (sinks/<name>/conformance_adapter.cpp, picomq_add_sink(... CONFORMANCE ...)), registered with
-// PICOMQ_CONFORMANCE_ADAPTER.
+// Every adapter the suite runs, by name: one per sink, registered with
+// PICOMQ_CONFORMANCE_ADAPTER (in this tree sinks/<name>/conformance_adapter.cpp, joined through
+// picomq_add_sink(... CONFORMANCE ...); out of it, the adapter of picomq_add_conformance_test()).
 std::vector<std::shared_ptr<SinkAdapter>> all_adapters();
 
 // A record as the kit's record JSON writer renders it in the envelope layout (stdout, HTTP...),
