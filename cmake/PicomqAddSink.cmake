@@ -5,7 +5,8 @@
 #     SOURCES http_sink.cpp body.cpp
 #     LIBRARIES PkgConfig::SOMETHING         # beyond the kit (linked privately)
 #     DOC ${CMAKE_CURRENT_SOURCE_DIR}/../../docs/sinks/http.md
-#     CONFORMANCE conformance_adapter.cpp)   # in this tree: joins tests/conformance
+#     CONFORMANCE conformance_adapter.cpp)   # in this tree: joins tests/conformance (out of
+#                                            # it: picomq_add_conformance_test(), component conformance)
 #
 # Makes libpicomq_connector_<name>_sink.so (a MODULE) that:
 #  - exports one dynamic symbol, picomq_sink_plugin_entry (a version script; hidden visibility;

@@ -5,10 +5,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
 #include <map>
 #include <set>
 
-#include "conformance.h"
+#include "picomq/kit/testing/conformance.hpp"
 
 namespace picomq::conformance {
 namespace {
@@ -367,6 +370,27 @@ std::vector<std::shared_ptr<SinkAdapter>> all_adapters() {
   for (AdapterFactory f : registered_adapters()) out.push_back(f());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->name() < b->name(); });
   return out;
+}
+
+int run(int argc, char** argv, const test::Locations& built_in) {
+  test::use_locations(built_in);
+  // A plugin the runtime cannot find would fail every case after its timeouts: say so at once.
+  std::string missing;
+  for (const auto& adapter : all_adapters()) {
+    bool found = false;
+    for (const auto& dir : test::locations().plugin_dirs) found = found || std::filesystem::exists(dir / (adapter->plugin() + ".so"));
+    if (!found) missing += adapter->plugin() + ".so (" + adapter->name() + ") ";
+  }
+  if (!missing.empty()) {
+    std::string dirs;
+    for (const auto& dir : test::locations().plugin_dirs) dirs += " '" + dir.string() + "'";
+    std::cerr << "conformance: " << missing << "is in none of the plugin folders" << (dirs.empty() ? " (none given)" : dirs)
+              << ": set PICOMQ_PLUGIN_PATH (':'-separated)\n";
+    return 1;
+  }
+  const char* bootstrap = std::getenv("PICOMQ_CONFORMANCE_BOOTSTRAP");
+  if (bootstrap && *bootstrap) return test::run_tests_with_broker(argc, argv, built_in, bootstrap);
+  return test::run_tests_with_kafka(argc, argv, built_in);
 }
 
 namespace {

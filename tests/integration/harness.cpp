@@ -1,4 +1,5 @@
-#include "harness.h"
+// The integration harness (picomq/kit/testing/harness.hpp), installed as libpicomq-harness.a.
+#include "picomq/kit/testing/harness.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,12 +11,36 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 namespace picomq::test {
+
+namespace {
+Locations g_locations;
+
+std::filesystem::path from_env(const char* name, const std::filesystem::path& built_in) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::filesystem::path(v) : built_in;
+}
+}  // namespace
+
+void use_locations(const Locations& built_in) {
+  g_locations.connect_binary = from_env("PICOMQ_CONNECT_BIN", built_in.connect_binary);
+  g_locations.kafka_launcher = from_env("PICOMQ_KAFKA_SH", built_in.kafka_launcher);
+  g_locations.plugin_dirs = built_in.plugin_dirs;
+  if (const char* v = std::getenv("PICOMQ_PLUGIN_PATH"); v && *v) {
+    g_locations.plugin_dirs.clear();
+    std::stringstream dirs(v);
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      if (!dir.empty()) g_locations.plugin_dirs.emplace_back(dir);
+  }
+}
+
+const Locations& locations() { return g_locations; }
 
 Millis scaled(Millis m) {
   static const double factor = [] {
@@ -117,17 +142,60 @@ rd_kafka_t* new_client(rd_kafka_type_t type, const std::string& bootstrap,
 }  // namespace
 
 namespace {
+// What a test run cannot do without, checked before the first test so that a missing piece is
+// one clear message rather than a failure in every test.
+std::string missing_pieces(bool launches_kafka) {
+  const Locations& where = locations();
+  std::string missing;
+  if (where.connect_binary.empty() || access(where.connect_binary.c_str(), X_OK) != 0)
+    missing += "no picomq-connect at '" + where.connect_binary.string() + "': set PICOMQ_CONNECT_BIN to the binary\n";
+  if (launches_kafka && (where.kafka_launcher.empty() || !std::filesystem::exists(where.kafka_launcher)))
+    missing += "no Kafka launcher at '" + where.kafka_launcher.string() +
+               "': set PICOMQ_CONFORMANCE_BOOTSTRAP=host:port to use a running Kafka-protocol broker, or "
+               "PICOMQ_KAFKA_SH to a launcher script\n";
+  return missing;
+}
+
+[[noreturn]] void give_up(const std::string& why) {
+  std::cerr << "picomq test harness: " << why << std::flush;
+  std::exit(1);
+}
+
 class KafkaEnvironment : public ::testing::Environment {
  public:
-  void SetUp() override { Kafka::start_shared(); }
+  explicit KafkaEnvironment(std::optional<std::string> bootstrap) : bootstrap_(std::move(bootstrap)) {}
+  // Without its broker or runtime no test can run: one message and exit, rather than every test
+  // reported as skipped.
+  void SetUp() override {
+    if (const auto missing = missing_pieces(!bootstrap_); !missing.empty()) give_up(missing);
+    try {
+      if (bootstrap_) Kafka::use_shared(*bootstrap_);
+      else Kafka::start_shared();
+    } catch (const std::exception& e) {
+      Kafka::stop_shared();  // a broker that started but did not answer
+      give_up(std::string(e.what()) + "\n");
+    }
+  }
   void TearDown() override { Kafka::stop_shared(); }
+
+ private:
+  std::optional<std::string> bootstrap_;
 };
+
+int run_tests(int argc, char** argv, const Locations& built_in, std::optional<std::string> bootstrap) {
+  use_locations(built_in);
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new KafkaEnvironment(std::move(bootstrap)));
+  return RUN_ALL_TESTS();
+}
 }  // namespace
 
-int run_tests_with_kafka(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new KafkaEnvironment);
-  return RUN_ALL_TESTS();
+int run_tests_with_kafka(int argc, char** argv, const Locations& built_in) {
+  return run_tests(argc, argv, built_in, std::nullopt);
+}
+
+int run_tests_with_broker(int argc, char** argv, const Locations& built_in, const std::string& bootstrap) {
+  return run_tests(argc, argv, built_in, bootstrap);
 }
 
 Kafka& Kafka::shared() {
@@ -140,21 +208,25 @@ void Kafka::start_shared() {
   g_shared->start();
 }
 
+void Kafka::use_shared(const std::string& bootstrap) { g_shared = new Kafka(bootstrap); }
+
 void Kafka::stop_shared() {
   if (g_shared) g_shared->stop();
   delete g_shared;
   g_shared = nullptr;
 }
 
-void Kafka::start() {
-  const std::string cmd = std::string(PICOMQ_KAFKA_SH) + " start " + dir_.string() + " " + std::to_string(port_);
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not start Kafka: " + cmd);
+void Kafka::launch(const std::string& command) const {
+  if (external_) throw std::logic_error("the broker at " + *external_ + " was not started by this test run: it cannot be " + command);
+  const std::string cmd = locations().kafka_launcher.string() + " " + command;
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("could not " + command.substr(0, command.find(' ')) + " Kafka: " + cmd +
+                             " (its output is above); PICOMQ_CONFORMANCE_BOOTSTRAP=host:port uses a running broker instead");
 }
 
-void Kafka::resume() {
-  const std::string cmd = std::string(PICOMQ_KAFKA_SH) + " resume " + dir_.string() + " " + std::to_string(port_);
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not resume Kafka: " + cmd);
-}
+void Kafka::start() { launch("start " + dir_.string() + " " + std::to_string(port_)); }
+
+void Kafka::resume() { launch("resume " + dir_.string() + " " + std::to_string(port_)); }
 
 void Kafka::stop() {
   if (producer_) {
@@ -162,8 +234,7 @@ void Kafka::stop() {
     rd_kafka_destroy(producer_);
     producer_ = nullptr;
   }
-  const std::string cmd = std::string(PICOMQ_KAFKA_SH) + " stop " + dir_.string();
-  (void)std::system(cmd.c_str());
+  if (!external_) (void)std::system((locations().kafka_launcher.string() + " stop " + dir_.string()).c_str());
 }
 
 rd_kafka_t* Kafka::producer() {
@@ -338,11 +409,14 @@ void Runtime::add_definition(const std::string& file, const std::string& toml) {
 }
 
 void Runtime::start() {
+  std::string plugin_path;
+  for (const auto& dir : locations().plugin_dirs) plugin_path += (plugin_path.empty() ? "\"" : ", \"") + dir.string() + "\"";
+  const std::string binary = locations().connect_binary.string();
   {
     std::ofstream cfg(dir_ / "runtime.toml");
     cfg << "[broker]\nbootstrap_servers = \"" << bootstrap_ << "\"\n"
         << broker_extra_ << "\n"
-        << "[plugins]\npath = [\"" << PICOMQ_PLUGIN_DIR << "\"]\n"
+        << "[plugins]\npath = [" << plugin_path << "]\n"
         << "[sinks]\ndir = \"sinks.d\"\n"
         << "[runtime]\nstatus_file = \"" << (dir_ / "status.json").string() << "\"\n"
         << "log_level = \"info\"\n"
@@ -357,7 +431,7 @@ void Runtime::start() {
     dup2(err, 2);
     for (const auto& [k, v] : env_) setenv(k.c_str(), v.c_str(), 1);
     const std::string cfg = (dir_ / "runtime.toml").string();
-    execl(PICOMQ_BIN, PICOMQ_BIN, "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    execl(binary.c_str(), binary.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
 }
@@ -443,45 +517,10 @@ long Runtime::peak_rss_kb() {
   return -1;
 }
 
-TestkitLog TestkitLog::read(const std::filesystem::path& p) {
-  TestkitLog log;
-  for (const auto& line : read_lines(p)) {
-    auto tab = line.find('\t');
-    log.ids.push_back(line.substr(0, tab));
-    log.payloads.push_back(tab == std::string::npos ? "" : line.substr(tab + 1));
-  }
-  return log;
-}
-
-std::vector<TestkitCall> read_calls(const std::filesystem::path& p) {
-  std::vector<TestkitCall> calls;
-  for (const auto& line : read_lines(p)) {
-    TestkitCall c;
-    std::istringstream in(line);
-    std::string range;
-    in >> c.at_ms >> c.call >> c.tp >> range >> c.count >> c.status;
-    auto dots = range.find("..");
-    c.first = std::stoll(range.substr(0, dots));
-    c.last = std::stoll(range.substr(dots + 2));
-    calls.push_back(c);
-  }
-  return calls;
-}
-
-std::string testkit_config(const Runtime& rt, const std::string& name, const std::string& extra) {
-  return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\ncalls_path = \"" +
-         (rt.dir() / (name + ".calls")).string() + "\"\n" + extra;
-}
-
 std::string plugin_definition(const std::string& key, const std::string& plugin, const std::string& topics_block,
                               const std::string& plugin_config) {
   return "type = \"sink\"\nkey = \"" + key + "\"\nenabled = true\nversion = 0\nname = \"" + key + "\"\npath = \"" +
          plugin + "\"\n\n[[topics]]\n" + topics_block + "\n\n[plugin_config]\n" + plugin_config + "\n";
-}
-
-std::string testkit_definition(const std::string& key, const std::string& topics_block,
-                               const std::string& plugin_config) {
-  return plugin_definition(key, "libpicomq_connector_testkit_sink", topics_block, plugin_config);
 }
 
 }  // namespace picomq::test

@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # Out-of-tree SDK check: install this build, build example sinks outside the repository
-# against the installed SDK (CMake find_package for C++, pkg-config for C), and run both
-# through the installed picomq-connect on its embedded broker.
+# against the installed SDK (CMake find_package for C++, pkg-config for C), run them through
+# the installed picomq-connect on its embedded broker, and run the installed conformance suite
+# for the kit sink against a real Kafka broker (started with the installed launcher).
 # Usage: run.sh <build dir>
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$1"
 work="$(mktemp -d /tmp/picomq-oot.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
+launcher="$prefix/share/picomq-sdk/testing/kafka.sh"
+cleanup() {
+  if [[ -d "$work/kafka" ]]; then "$launcher" stop "$work/kafka" > /dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 for f in include/picomq/sink_abi.h include/picomq/sdk.hpp include/picomq/arrow_c_data.h \
          include/picomq/kit/accumulator.hpp include/picomq/kit/testing/fake_host.hpp \
          lib/libpicomq-sinkkit.a lib/libpicomq-sinkkit-testing.a lib/cmake/picomq-sdk/PicomqAddSink.cmake \
          lib/cmake/picomq-sdk/picomq-sdk-config.cmake lib/pkgconfig/picomq-sdk.pc lib/pkgconfig/picomq-sinkkit.pc \
-         share/picomq-sdk/testing/nginx.sh share/picomq-sdk/testing/server-watchdog.sh bin/picomq-connect; do
+         share/picomq-sdk/testing/nginx.sh share/picomq-sdk/testing/server-watchdog.sh \
+         include/picomq/kit/testing/conformance.hpp include/picomq/kit/testing/harness.hpp \
+         lib/libpicomq-conformance.a lib/libpicomq-harness.a lib/cmake/picomq-sdk/PicomqAddConformanceTest.cmake \
+         lib/cmake/picomq-sdk/conformance_main.cpp share/picomq-sdk/testing/kafka.sh bin/picomq-connect; do
   [[ -e "$prefix/$f" ]] || { echo "not installed: $f" >&2; exit 1; }
 done
 # The installed nginx.sh finds the watchdog it sources beside it, outside the tree.
@@ -32,8 +41,9 @@ for example in batch_cpp arrow_cpp; do
   cp "$work/$example"/build/*.so "$work/plugins/"
 done
 
-# The sink kit with find_package(picomq-sdk COMPONENTS sinkkit sinkkit_testing) and
-# picomq_add_sink(): the plugin, and its unit test on the installed fake host.
+# The sink kit with find_package(picomq-sdk COMPONENTS sinkkit sinkkit_testing OPTIONAL_COMPONENTS
+# conformance) and picomq_add_sink(): the plugin, its unit test on the installed fake host and
+# its conformance executable (picomq_add_conformance_test(), run below).
 cp -r "$repo/examples/sinks/kit_cpp" "$work/kit_cpp"
 cmake -S "$work/kit_cpp" -B "$work/kit_cpp/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$work/cmake.log" \
   || { cat "$work/cmake.log" >&2; exit 1; }
@@ -129,4 +139,34 @@ for region in eu us; do
   [[ "$got_kit" == "0 1 2 3 4" ]] || { echo "kit sink wrote for $region: $got_kit"; cat "$work/run.log"; exit 1; } >&2
 done
 grep -q "c sink closing after 10 records" "$work/run.log" || { echo "close() did not run"; cat "$work/run.log"; exit 1; } >&2
-echo "out-of-tree SDK: installed, built (find_package + pkg-config) and ran the C++ batch, C++ Arrow, C and sink-kit sinks (and the kit sink's fake-host test): ok"
+# The conformance suite for the kit sink, as its build registered it (ctest example_files_conformance).
+conformance="$work/kit_cpp/build/example_files_conformance"
+[[ -x "$conformance" ]] || { echo "picomq_add_conformance_test() made no $conformance" >&2; exit 1; }
+# With neither a broker nor Kafka's jars, the installed launcher (the built-in default) says what to set.
+if PICOMQ_CONFORMANCE_BOOTSTRAP= PICOMQ_KAFKA_LIBS= "$conformance" > "$work/no_broker.log" 2>&1; then
+  echo "the conformance suite passed without a broker" >&2; cat "$work/no_broker.log" >&2; exit 1
+fi
+grep -q "kafka.sh: no Kafka jars" "$work/no_broker.log" && grep -q "PICOMQ_CONFORMANCE_BOOTSTRAP=host:port" "$work/no_broker.log" \
+  || { echo "no clear message without a broker:"; cat "$work/no_broker.log"; exit 1; } >&2
+
+# A broker on free loopback ports (p and p+1, below the ephemeral range), started with the
+# installed launcher on this tree's Kafka jars; the suite gets it as a running broker.
+port=""
+for _ in $(seq 1 100); do
+  p=$((20000 + RANDOM % 11998))
+  if ! (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null && ! (exec 3<> "/dev/tcp/127.0.0.1/$((p + 1))") 2> /dev/null; then
+    port=$p; break
+  fi
+done
+[[ -n "$port" ]] || { echo "no free port pair for Kafka" >&2; exit 1; }
+"$repo/tools/kafka/fetch-kafka.sh"   # once; scripts/setup.sh has usually done it
+PICOMQ_KAFKA_LIBS="$repo/tools/kafka/libs" "$launcher" start "$work/kafka" "$port" > "$work/kafka.log" 2>&1 \
+  || { cat "$work/kafka.log" >&2; exit 1; }
+PICOMQ_CONFORMANCE_BOOTSTRAP="127.0.0.1:$port" ctest --test-dir "$work/kit_cpp/build" -R '^example_files_conformance$' -V \
+  > "$work/conformance.log" 2>&1 || { cat "$work/conformance.log" >&2; exit 1; }
+# 5 cases pass; the 3 it cannot take part in are skipped with the reasons of its Capabilities.
+grep -q "\[  PASSED  \] 5 tests" "$work/conformance.log" && grep -q "\[  SKIPPED \] 3 tests" "$work/conformance.log" \
+  && [[ "$(grep -c "which a test cannot make fail and then work again" "$work/conformance.log")" -ge 2 ]] \
+  && grep -q "refuses none" "$work/conformance.log" \
+  || { echo "conformance suite for the kit sink:"; cat "$work/conformance.log"; exit 1; } >&2
+echo "out-of-tree SDK: installed, built (find_package + pkg-config) and ran the C++ batch, C++ Arrow, C and sink-kit sinks (and the kit sink's fake-host test and conformance suite): ok"

@@ -3,10 +3,12 @@
 #   kafka.sh start  <dir> <port>  formats a fresh log dir under <dir>, starts the broker, waits until it answers
 #   kafka.sh resume <dir> <port>  starts it again on its existing log dir (after stop): a broker outage
 #   kafka.sh stop   <dir>         kills it (a test broker's data needs no clean shutdown)
-# The broker's jars come from tools/kafka/libs (scripts/setup.sh fetches them).
+# The broker's jars come from PICOMQ_KAFKA_LIBS (e.g. an Apache Kafka 4.x distribution's libs/)
+# or, in this tree, tools/kafka/libs (scripts/setup.sh fetches them). Installed with the
+# conformance kit as share/picomq-sdk/testing/kafka.sh. Needs Java 17+.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-libs="$repo/tools/kafka/libs"
+libs="${PICOMQ_KAFKA_LIBS:-$repo/tools/kafka/libs}"
 cmd="${1:?start|resume|stop}"; dir="${2:?dir}"
 export CLASSPATH="$libs/*"
 java_opts=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto
@@ -44,12 +46,18 @@ L4J
     -c "$dir/server.properties" > "$dir/format.log" 2>&1 || { cat "$dir/format.log"; exit 1; }
 }
 
+# Up when it answers a metadata request (kcat), or, without kcat, when it accepts connections.
+answers() {
+  if command -v kcat > /dev/null; then kcat -b "127.0.0.1:$1" -L -m 2 > /dev/null 2>&1
+  else (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; fi
+}
+
 launch_and_wait() {
   local port="$1"
   nohup java "${java_opts[@]}" kafka.Kafka "$dir/server.properties" >> "$dir/broker.log" 2>&1 &
   echo $! > "$dir/broker.pid"
   for _ in $(seq 1 600); do
-    if kcat -b "127.0.0.1:$port" -L -m 2 >/dev/null 2>&1; then echo "kafka: up on 127.0.0.1:$port"; return 0; fi
+    if answers "$port"; then echo "kafka: up on 127.0.0.1:$port"; return 0; fi
     kill -0 "$(cat "$dir/broker.pid")" 2>/dev/null || { echo "kafka: broker died"; tail -50 "$dir/broker.log"; exit 1; }
     sleep 0.1
   done
@@ -58,7 +66,15 @@ launch_and_wait() {
 
 case "$cmd" in
 start)
-  [[ -f "$libs/.complete" ]] || "$repo/tools/kafka/fetch-kafka.sh"
+  if [[ -z "${PICOMQ_KAFKA_LIBS:-}" && ! -f "$libs/.complete" && -x "$repo/tools/kafka/fetch-kafka.sh" ]]; then
+    "$repo/tools/kafka/fetch-kafka.sh"
+  fi
+  if ! compgen -G "$libs/kafka_*.jar" > /dev/null; then
+    echo "kafka.sh: no Kafka jars in $libs: set PICOMQ_KAFKA_LIBS to a folder of Kafka's broker jars" \
+         "(an Apache Kafka 4.x distribution's libs/), or give the tests a running broker with" \
+         "PICOMQ_CONFORMANCE_BOOTSTRAP=host:port" >&2
+    exit 1
+  fi
   write_config "${3:?port}"
   launch_and_wait "$3"
   ;;

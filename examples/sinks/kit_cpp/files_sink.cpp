@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -42,6 +44,20 @@ struct File {
   std::string path;
   int fd = -1;
 };
+
+// A file name fits one path segment, NAME_MAX (255) bytes: a longer one (a 249-character topic
+// and ".ndjson") keeps its first bytes and ends with a hash of the whole name, so distinct topics
+// keep distinct files. FNV-1a: the same file after a restart.
+std::string file_name(std::string name) {
+  constexpr size_t kMax = 255;
+  if (name.size() <= kMax) return name;
+  uint32_t hash = 2166136261u;
+  for (const unsigned char c : name) hash = (hash ^ c) * 16777619u;
+  char suffix[10];
+  std::snprintf(suffix, sizeof suffix, "_%08x", hash);
+  name.resize(kMax - 9);
+  return name + suffix;
+}
 
 // A segment: the lines of some batches for one file, written and fsynced at commit.
 struct Lines : kit::Segment {
@@ -96,7 +112,7 @@ class FilesSink : public sdk::BaseSink<FilesSink> {
     files_ = std::make_unique<kit::DestinationCache<File>>(
         kit::NameTemplate::parse(settings_.file).value(), kit::NamePolicy::ObjectKey,
         [this](const std::string& name, std::string_view) {
-          std::string path = settings_.directory + "/" + name;
+          std::string path = settings_.directory + "/" + file_name(name);
           const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
           if (fd < 0) throw sdk::FatalError("cannot open " + path + ": " + std::strerror(errno));
           return File(std::move(path), fd);

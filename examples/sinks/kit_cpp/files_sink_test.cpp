@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <picomq/kit/testing/fake_host.hpp>
+#include <set>
 #include <sstream>
 
 namespace testing_kit = picomq::kit::testing;
@@ -35,6 +36,24 @@ TEST(FilesSink, BatchesOfAFileShareOneFsyncAndAreAcknowledgedOnlyAfterIt) {
   EXPECT_NE(orders.find(R"("pico_offset":2,"pico_timestamp":1700000000000,"payload":{"id":3})"), std::string::npos) << orders;
   EXPECT_EQ(std::count(orders.begin(), orders.end(), '\n'), 3);
   EXPECT_NE(read(dir / "refunds.ndjson").find(R"("pico_partition":1,"pico_offset":7)"), std::string::npos);
+  host->close();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FilesSink, TopicsTooLongForAFileNameGetDistinctShortenedFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / ("files-sink-long-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto host = testing_kit::FakeHost::load(FILES_SINK_PLUGIN);
+  host->open(R"({"directory": ")" + dir.string() + R"(", "idle": "1ms"})");  // file "{topic}.ndjson"
+  const std::string base(248, 'a');  // Kafka's longest topics: 249 characters, 256 with ".ndjson"
+  for (const char last : {'x', 'y'})
+    EXPECT_EQ(host->write(testing_kit::TestBatch::json(base + last, 0, 0, {R"({"id":1})"})).status, PMQ_WRITE_OK);
+  std::set<std::string> names;
+  for (const auto& file : std::filesystem::directory_iterator(dir)) {
+    names.insert(file.path().filename().string());
+    EXPECT_EQ(file.path().filename().string().size(), 255u);
+  }
+  EXPECT_EQ(names.size(), 2u) << "one file per topic";
   host->close();
   std::filesystem::remove_all(dir);
 }
