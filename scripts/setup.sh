@@ -10,6 +10,7 @@ debian_packages=(
   libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
   openjdk-17-jre-headless maven python3 python3-venv
   postgresql-15 libpq-dev
+  clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
   libzstd-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression / SigV4 hash; test servers (sinkkit/testing)
