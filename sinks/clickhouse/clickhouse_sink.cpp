@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +64,7 @@ struct TopicTable {
   std::shared_ptr<ch::RowBinaryEncoder> encoder;
   std::string insert_sql;
   uint32_t generation = 0;  // bumped when the table is looked up again: older segments stay apart
+  std::set<std::string, std::less<>> table_columns;  // every column DESCRIBE showed (written or not)
 };
 
 }  // namespace
@@ -170,6 +172,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     {
       std::lock_guard lock(mutex_);
       TopicTable& t = table_for(raw);
+      if (plan_->settings.auto_add_columns) add_new_columns(t, raw);
       encoded = t.encoder->encode(raw);
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       key = t.display + (t.generation ? " #" + std::to_string(t.generation) : "");
@@ -366,12 +369,48 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       described = describe(t);
       if (!described) throw sdk::RetryableError("table " + t.display + " was created but DESCRIBE does not find it");
     }
+    t.table_columns.clear();
+    for (const auto& c : *described) t.table_columns.insert(c.name);
     auto layout = ch::layout_from_table(*described, s.payload_mode == ch::PayloadMode::String, plan_->declared);
     for (const auto& note : layout.notes) log(sdk::LogLevel::Warn, "table " + t.display + ": " + note);
     if (!layout.error.empty()) throw sdk::FatalError("table " + t.display + ": " + layout.error);
     t.insert_sql = ch::insert_sql(qualified(t), layout.columns);
     t.encoder = std::make_shared<ch::RowBinaryEncoder>(std::move(layout.columns));
     t.ready = true;
+  }
+
+  // auto_add_columns: fields of this batch that are no column of the table yet become Nullable
+  // columns (typed by the inference rules over this batch). The segment gathering the table's
+  // earlier batches keeps its own column list (columns it omits get their defaults) and commits
+  // as it would; this batch and later ones go into the next. mutex_ held.
+  void add_new_columns(TopicTable& t, const pmq_batch& batch) {
+    ch::Inferred inferred = ch::infer_columns(batch, version_);
+    std::vector<ch::Column> added;
+    for (auto& c : inferred.columns)
+      if (!t.table_columns.count(c.name)) added.push_back(std::move(c));
+    if (added.empty()) return;
+    std::string names;
+    size_t n = 0;
+    for (const auto& c : added) {
+      ch::QueryResult r = client_->query(ch::add_column_sql(qualified(t), c));
+      const bool there = r.code == 44 || r.code == 15;  // another writer added it first
+      if (r.outcome.outcome != kit::Outcome::Written && !there) {
+        const std::string what = "adding column " + c.name + " " + c.type.name() + " to table " + t.display;
+        if (r.outcome.outcome == kit::Outcome::Retry || r.outcome.outcome == kit::Outcome::MaybeWritten)
+          throw sdk::RetryableError(what + ": " + r.outcome.reason);
+        throw sdk::FatalError(what + ": " + r.outcome.reason);
+      }
+      if (there) continue;
+      names += (names.empty() ? "" : ", ") + c.name + " " + c.type.name();
+      ++n;
+    }
+    if (n) {
+      log(sdk::LogLevel::Info, "table " + t.display + ": added columns " + names);
+      count("added_columns", n);
+    }
+    t.ready = false;
+    ++t.generation;
+    prepare_table(t, batch);
   }
 
   // The table's columns, or nullopt when it does not exist.

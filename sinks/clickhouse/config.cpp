@@ -111,6 +111,11 @@ const kit::OptionTable<Settings>& option_table() {
           .help("payload_mode columns: the columns, in table order, as [{ name = \"id\", type = \"String\" }, "
                 "...] or { id = \"String\", ... } (name order). Unset: an existing table's columns (DESCRIBE "
                 "TABLE), or, for a table the sink creates, inferred from the topic's first batch."),
+      kit::option("auto_add_columns", &Settings::auto_add_columns)
+          .fallback(false)
+          .help("payload_mode columns without declared columns: a top-level field that is not a column of the "
+                "table yet adds one (ALTER TABLE ... ADD COLUMN, Nullable, typed by the inference rules from the "
+                "batch that brought it) before that batch is encoded. Off: such fields are not written."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("Tables the sink creates get pico_timestamp (Int64, epoch ms), pico_key (Nullable(String), "
@@ -140,6 +145,10 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   Settings s = table.parse(config);
   auto target = kit::NameTemplate::parse(s.target_table);
   if (s.payload_mode != PayloadMode::Columns && s.columns) problems.add("columns", "is only for payload_mode 'columns'");
+  if (s.payload_mode != PayloadMode::Columns && s.auto_add_columns)
+    problems.add("auto_add_columns", "is only for payload_mode 'columns'");
+  if (s.columns && s.auto_add_columns)
+    problems.add("auto_add_columns", "is for columns read from the table or inferred; it cannot be combined with declared columns");
   if (!problems.empty() || !target) return std::nullopt;
   Plan p{std::move(s), {}, std::move(target).value(), {}};
   p.base_url = p.settings.url;

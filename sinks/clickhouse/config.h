@@ -27,6 +27,7 @@ struct Settings {
   bool auto_create_table = true;
   PayloadMode payload_mode = PayloadMode::Columns;
   std::optional<kit::JsonValue> columns;
+  bool auto_add_columns = false;
   bool include_metadata = true;
   std::chrono::milliseconds retry_timeout{};
   int64_t max_open_tables = 0;

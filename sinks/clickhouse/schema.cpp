@@ -113,6 +113,10 @@ std::string insert_sql(const std::string& qualified, const std::vector<Column>& 
   return sql + ") FORMAT RowBinary";
 }
 
+std::string add_column_sql(const std::string& qualified, const Column& column) {
+  return "ALTER TABLE " + qualified + " ADD COLUMN " + quote_identifier(column.name) + " " + column.type.name();
+}
+
 Inferred infer_columns(const pmq_batch& batch, ServerVersion version) {
   Inferred out;
   if (batch.payload_format != PMQ_PAYLOAD_JSON) {

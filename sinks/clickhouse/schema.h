@@ -53,4 +53,8 @@ struct Inferred {
 // pico_* names are left out (notes).
 Inferred infer_columns(const pmq_batch& batch, ServerVersion version);
 
+// ALTER TABLE <qualified> ADD COLUMN `name` <type> (one column: a column already there, error 44
+// or 15, leaves the others to be added).
+std::string add_column_sql(const std::string& qualified, const Column& column);
+
 }  // namespace picomq::clickhouse

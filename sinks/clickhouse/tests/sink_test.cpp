@@ -192,3 +192,35 @@ TEST_F(ClickHouseSink, AReadOnlyUserCannotCreateTheTableAndTheSinkSaysSo) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(ClickHouseSink, AutoAddColumnsAddsAFieldFirstSeenInALaterBatch) {
+  server_->query("CREATE TABLE " + db_ + ".grow (pico_offset Int64, a Int64, m UInt8 MATERIALIZED 7) "
+                 "ENGINE = MergeTree ORDER BY pico_offset");
+  open({{"target_table", "grow"}, {"auto_add_columns", true}, {"commit_interval", "1m"}});
+  auto first = host_->start_write(TestBatch::json("t", 0, 0, {R"({"a": 1, "m": 1})"}));
+  auto second = host_->start_write(TestBatch::json("t", 0, 1, {R"({"a": 2, "b": "x", "c": 2.5, "m": 2})"}));
+  host_->flush();
+  EXPECT_TRUE(first->wait().ok());
+  EXPECT_TRUE(second->wait().ok());
+  EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = 'grow'"),
+            (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"}, {"a", "Int64"}, {"b", "Nullable(String)"},
+                                                   {"c", "Nullable(Float64)"}, {"m", "UInt8"}}))
+      << "m is there already (MATERIALIZED, listed last by 18.16): not added again";
+  EXPECT_EQ(rows("SELECT pico_offset, a, b, c, m FROM " + db_ + ".grow ORDER BY pico_offset"),
+            (std::vector<std::vector<std::string>>{{"0", "1", "\\N", "\\N", "7"}, {"1", "2", "x", "2.5", "7"}}));
+  EXPECT_EQ(host_->counter("added_columns"), 2u);
+  EXPECT_TRUE(host_->logged("added columns b Nullable(String), c Nullable(Float64)"));
+  // A third batch with the same fields adds nothing.
+  ASSERT_TRUE(host_->write(TestBatch::json("t", 0, 2, {R"({"a": 3, "b": "y"})"})).ok());
+  EXPECT_EQ(host_->counter("added_columns"), 2u);
+}
+
+TEST_F(ClickHouseSink, AutoAddColumnsIsRefusedWithDeclaredColumns) {
+  const auto problems = host_->check(R"j({"url": "http://x", "auto_add_columns": true, "columns": {"a": "Int8"}})j");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("cannot be combined with declared columns"), std::string::npos) << problems[0];
+}
+
+}  // namespace
