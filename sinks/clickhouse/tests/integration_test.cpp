@@ -186,6 +186,42 @@ TEST(ClickHouseSinkKafka, AServerCrashDuringALoadCommitsNothingUnwrittenAndLoses
   EXPECT_EQ(one("SELECT uniqExact(pico_offset) FROM " + db + ".t"), "1500");
 }
 
+TEST(ClickHouseSinkKafka, SigtermDuringAnOutageExitsWithinSecondsAndLosesNothing) {
+  auto& kafka = Kafka::shared();
+  auto& ch = ClickHouseServer::shared();
+  const auto db = ch.create_database("chterm");
+  const auto topic = unique_name("ch.term");
+  kafka.create_topic(topic);
+  const std::string key = "chterm";
+  // The runtime waits for the write in flight when it stops: an insert resent for retry_timeout
+  // holds the exit back that long (the sink hears of the stop only in close(), afterwards).
+  const std::string config = "target_table = \"t\"\nretry_timeout = \"3s\"";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db, config));
+  rt.start();
+  kafka.produce_values(topic, json_values(0, 5));
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 5; }, 60s)) << rt.log();
+  ch.kill();
+  kafka.produce_values(topic, json_values(5, 10));
+  std::this_thread::sleep_for(scaled(2s));  // an insert of 5..9 is being resent
+  const auto signalled = std::chrono::steady_clock::now();
+  rt.signal(SIGTERM);
+  const auto code = rt.wait_exit(40s);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+  ch.start();
+  std::cout << "[          ] SIGTERM during an outage: exit " << (code ? *code : -1) << " after " << took << " s\n";
+  EXPECT_EQ(code, 0) << rt.log();
+  EXPECT_LE(took, 3.0 + 3.0 * (scaled(1000ms).count() / 1000.0)) << "at most retry_timeout\n" << rt.log();
+  EXPECT_EQ(kafka.committed(group_of(key), topic), 5);
+  Runtime again(kafka.bootstrap(), "again");
+  again.add_definition("c.toml", definition(key, topic, db, config));
+  again.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 10; }, 60s)) << again.log();
+  again.signal(SIGTERM);
+  EXPECT_EQ(again.wait_exit(30s), 0);
+  EXPECT_EQ(one("SELECT count() FROM " + db + ".t FINAL"), "10");
+}
+
 TEST(ClickHouseSinkKafka, ARecordThatDoesNotConvertGoesToTheDeadLetterTopicAndTheRestIsWritten) {
   auto& kafka = Kafka::shared();
   auto& ch = ClickHouseServer::shared();
