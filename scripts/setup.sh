@@ -10,6 +10,7 @@ debian_packages=(
   libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
   openjdk-17-jre-headless maven python3 python3-venv
   postgresql-15 libpq-dev
+  clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
   libzstd-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression / SigV4 hash; test servers (sinkkit/testing)
@@ -33,8 +34,10 @@ fi
 venv="$here/tools/venv"
 pyarrow_version=26.0.1
 # fastavro, protobuf, confluent-kafka: independent encoders of the decoder tests (tests/decoders_data).
-python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1")
-if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+# chdb (ClickHouse 26.x in-process): the independent current parser of the ClickHouse sink's
+# golden tests (sinks/clickhouse/tests/golden_test.cpp); ~900 MB installed with pandas and numpy.
+python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0)
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into tools/venv"
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"

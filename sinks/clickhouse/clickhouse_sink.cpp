@@ -1,0 +1,468 @@
+// ClickHouse sink: records into ClickHouse tables (one per topic, from a name template) through
+// the HTTP interface, as `INSERT INTO db.table (cols) FORMAT RowBinary` (clickhouse/row_binary.h).
+// Columns are declared, read from the existing table (DESCRIBE TABLE), or, for a table the sink
+// creates, inferred from the topic's first batch; JSON values convert strictly to the column
+// types, and a record that does not convert is rejected through the bad-record policy.
+// Consecutive batches into one table are one insert: a segment of the kit's accumulator, up to
+// max_batch_records / max_batch_bytes / commit_interval (ClickHouse wants large inserts; many
+// tiny ones end in TOO_MANY_PARTS), committed on the accumulator's thread while the next one
+// fills; a batch's write completes when its insert succeeded. Errors by ClickHouse exception code
+// (clickhouse/errors.h): transient ones resent for retry_timeout, data errors bisected down to
+// the rows the server refuses (rejected, the rest written), configuration errors stop the sink.
+// Replays: tables the sink creates are ReplacingMergeTree ordered by the record id
+// (pico_topic, pico_partition, pico_offset), so a replayed row replaces itself (exact with FINAL).
+// Docs: docs/sinks/clickhouse.md.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "clickhouse/client.h"
+#include "clickhouse/config.h"
+#include "clickhouse/errors.h"
+#include "clickhouse/row_binary.h"
+#include "clickhouse/schema.h"
+#include "picomq/kit/accumulator.hpp"
+#include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/sanitize.hpp"
+#include "picomq/kit/splitter.hpp"
+#include "picomq/sdk.hpp"
+
+namespace {
+
+namespace sdk = picomq::sdk;
+namespace kit = picomq::kit;
+namespace ch = picomq::clickhouse;
+using ch::Clock;
+using namespace std::chrono_literals;
+
+// Batches one insert may gather (the accumulator's max_batches); max_in_flight leaves room for
+// the next insert filling while one commits.
+constexpr size_t kSegmentBatches = 64;
+constexpr auto kSegmentIdle = 10ms;
+// The start-up check's wait for the server.
+constexpr auto kHealthCheckTimeout = 5s;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// One topic's table.
+struct TopicTable {
+  std::string name;     // sanitised
+  std::string display;  // db.table, for messages
+  bool ready = false;
+  std::shared_ptr<ch::RowBinaryEncoder> encoder;
+  std::string insert_sql;
+  uint32_t generation = 0;  // bumped when the table is looked up again: older segments stay apart
+  std::set<std::string, std::less<>> table_columns;  // every column DESCRIBE showed (written or not)
+};
+
+}  // namespace
+
+class ClickHouseSink;
+
+namespace {
+
+// One insert: the RowBinary rows of consecutive batches for one table, sent as one request when
+// the accumulator commits it. It keeps each batch's write and each row's place, so a refused
+// insert can be bisected down to the rows the server refuses.
+class InsertSegment final : public kit::Segment {
+ public:
+  struct RowRef {
+    uint64_t end;
+    uint32_t write;
+    uint32_t record;
+  };
+  using CommitFn = std::function<void(InsertSegment&)>;
+
+  InsertSegment(std::string table, std::string insert_sql, CommitFn commit)
+      : table_(std::move(table)), insert_sql_(std::move(insert_sql)), commit_(std::move(commit)) {}
+
+  void add(sdk::Pending write, const ch::Encoded& e) {
+    const uint64_t base = body_.size();
+    const auto w = static_cast<uint32_t>(writes_.size());
+    writes_.push_back(std::move(write));
+    body_ += e.data;
+    for (const ch::Row& r : e.rows) rows_.push_back({base + r.end, w, r.record_index});
+  }
+  void commit() override { commit_(*this); }
+
+  const std::string& table() const { return table_; }
+  const std::string& insert_sql() const { return insert_sql_; }
+  const std::string& body() const { return body_; }
+  size_t rows() const { return rows_.size(); }
+  // The bytes of rows [first, first + n).
+  std::string_view slice(size_t first, size_t n) const {
+    const uint64_t from = first == 0 ? 0 : rows_[first - 1].end;
+    return std::string_view(body_).substr(from, rows_[first + n - 1].end - from);
+  }
+  void reject(size_t row, const std::string& reason) { writes_[rows_[row].write].reject(rows_[row].record, reason); }
+
+ private:
+  std::string table_, insert_sql_;
+  CommitFn commit_;
+  std::string body_;
+  std::vector<RowRef> rows_;
+  std::vector<sdk::Pending> writes_;
+};
+
+}  // namespace
+
+class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
+ public:
+  static constexpr std::string_view sink_name = "clickhouse";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Writes records into ClickHouse tables (one per topic) over HTTP as RowBinary inserts; consecutive batches "
+      "share one insert for up to commit_interval; ReplacingMergeTree by record id for replays.";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  static inline const kit::OptionTable<ch::Settings>& options = ch::option_table();
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { ch::plan(config, problems); }
+
+  void open(const sdk::Config& config) {
+    sdk::ConfigProblems problems;
+    auto plan = ch::plan(config, problems);
+    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    plan_ = std::make_unique<ch::Plan>(std::move(*plan));
+    const ch::Settings& s = plan_->settings;
+    if (!s.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
+
+    kit::AuthSettings auth;
+    auth.type = kit::AuthType::Basic;
+    auth.user = s.user;
+    auth.password = s.password.value_or("");
+    kit::HttpClientOptions http = kit::client_options(s.http, s.tls, auth);
+    http.max_in_flight = static_cast<size_t>(s.max_open_tables) + 2;
+    http.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
+    if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
+    client_ = std::make_unique<ch::Client>(std::move(http), plan_->base_url, s.database);
+    log(sdk::LogLevel::Info, "clickhouse sink: " + kit::redact_url(plan_->base_url) + ", tables " + s.database + "." +
+                                 s.target_table + ", payload_mode " +
+                                 (s.payload_mode == ch::PayloadMode::Columns ? "columns" : "string") +
+                                 (plan_->declared.empty() ? "" : " (declared)"));
+    health_check();
+    kit::AccumulatorLimits limits = kit::accumulator_limits(s.batching, kSegmentBatches,
+                                                            static_cast<size_t>(s.max_open_tables));
+    limits.idle = kSegmentIdle;
+    limits.background_commits = true;
+    accumulator_ = std::make_unique<kit::Accumulator>(limits, [this](const kit::CommitReport& r) { committed(r); });
+  }
+
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    sdk::Pending write = pending();
+    const pmq_batch& raw = batch.raw();
+    if (raw.record_count == 0) {
+      write.done();
+      return write;
+    }
+    ch::Encoded encoded;
+    std::string key, table, insert_sql;
+    {
+      std::lock_guard lock(mutex_);
+      TopicTable& t = table_for(raw);
+      if (plan_->settings.auto_add_columns) add_new_columns(t, raw);
+      encoded = t.encoder->encode(raw);
+      if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
+      key = t.display + (t.generation ? " #" + std::to_string(t.generation) : "");
+      table = t.display;
+      insert_sql = t.insert_sql;
+    }
+    for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
+    if (!encoded.rejected.empty()) count("rejected_records", encoded.rejected.size());
+    if (encoded.rows.empty()) {
+      write.done();
+      return write;
+    }
+    accumulator_->append(
+        key, write, {encoded.data.size(), encoded.rows.size()},
+        [&] {
+          return std::make_unique<InsertSegment>(table, insert_sql, [this](InsertSegment& s) { commit_insert(s); });
+        },
+        [&](kit::Segment& s) { static_cast<InsertSegment&>(s).add(write, encoded); });
+    return write;
+  }
+
+  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->flush(); }
+
+  void close() {
+    if (client_) client_->stop();  // resends and their waits end now: one attempt each from here
+    if (accumulator_) accumulator_->close();
+    if (client_) client_->close();
+  }
+
+ private:
+  // ------------------------------------------------------------------ inserts
+
+  std::string insert_params() const {
+    // async_insert off: a write is acknowledged only when its rows are in the table. 18.16 has no
+    // such setting (and refuses unknown ones).
+    return async_insert_setting_.load() ? "&async_insert=0" : "";
+  }
+
+  // The accumulator's commit of one insert (on its committer thread, or flush()'s caller).
+  void commit_insert(InsertSegment& s) {
+    const auto deadline = Clock::now() + plan_->settings.retry_timeout;
+    uint64_t resends = 0;
+    ch::QueryResult r = client_->insert(s.insert_sql(), s.body(), deadline, insert_params(), &resends);
+    count("inserts");
+    if (resends) count("resends", resends);
+    if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
+      log(sdk::LogLevel::Info, "table " + s.table() + ": the server refused an insert of " + std::to_string(s.rows()) +
+                                   " rows; narrowing down the rows it refuses: " + r.outcome.reason);
+      bool written = false;
+      bisect(s, 0, s.rows(), deadline, written, r.outcome.reason);
+      return;
+    }
+    finish(s, r, false);
+  }
+
+  // Rows [first, first + n) of a refused insert, in halves until each refused row stands alone.
+  void bisect(InsertSegment& s, size_t first, size_t n, Clock::time_point deadline, bool& written,
+              const std::string& reason) {
+    if (n == 1) {
+      s.reject(first, "ClickHouse refused the row: " + reason);
+      count("rejected_records");
+      return;
+    }
+    const kit::Halves h = kit::halves(first, n);
+    for (auto [from, count_] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
+      count("bisect_inserts");
+      ch::QueryResult r = client_->insert(s.insert_sql(), s.slice(from, count_), deadline, insert_params());
+      if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
+        bisect(s, from, count_, deadline, written, r.outcome.reason);
+        continue;
+      }
+      finish(s, r, written);
+      written = true;
+    }
+  }
+
+  // Throws the outcome of an insert that was not Written.
+  void finish(InsertSegment& s, const ch::QueryResult& r, bool written_before) {
+    const kit::Classification& c = r.outcome;
+    switch (c.outcome) {
+      case kit::Outcome::Written: return;
+      case kit::Outcome::Rejected:
+      case kit::Outcome::TooLarge:  // handled by the caller
+        return;
+      case kit::Outcome::Retry:
+        if (written_before || r.earlier_maybe_written) throw sdk::PartialWriteError("table " + s.table() + ": " + c.reason);
+        throw sdk::RetryableError("table " + s.table() + ": " + c.reason);
+      case kit::Outcome::MaybeWritten: throw sdk::PartialWriteError("table " + s.table() + ": " + c.reason);
+      case kit::Outcome::Fatal:
+        if (r.code == 60 && plan_->settings.auto_create_table) {
+          forget_table(s.table());  // dropped while the sink ran: the next attempt creates it again
+          throw sdk::RetryableError("table " + s.table() + " is gone; it is created again on the next attempt: " +
+                                    c.reason);
+        }
+        if (r.code == 60)
+          throw sdk::FatalError("table " + s.table() + " does not exist and auto_create_table is off: " + c.reason);
+        throw sdk::FatalError("table " + s.table() + ": " + c.reason);
+    }
+  }
+
+  void committed(const kit::CommitReport& r) {
+    if (!r.ok) {
+      count("failed_writes", r.batches);
+      log(sdk::LogLevel::Debug, "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger +
+                                    "): " + r.error);
+      return;
+    }
+    count("rows", r.records);
+    log(sdk::LogLevel::Debug, "table " + r.key + ": inserted " + std::to_string(r.records) + " rows of " +
+                                  std::to_string(r.batches) + " batches (" + r.trigger + "; open " +
+                                  std::to_string(r.open_for.count()) + " ms, insert " + std::to_string(r.took.count()) +
+                                  " ms)");
+  }
+
+  // ------------------------------------------------------------------ tables
+
+  // Runs a query for the table setup; throws its outcome.
+  std::string run(const std::string& sql, const std::string& what) {
+    ch::QueryResult r = client_->query(sql);
+    switch (r.outcome.outcome) {
+      case kit::Outcome::Written: return std::move(r.body);
+      case kit::Outcome::Retry:
+      case kit::Outcome::MaybeWritten: throw sdk::RetryableError(what + ": " + r.outcome.reason);
+      default: throw sdk::FatalError(what + ": " + r.outcome.reason);
+    }
+  }
+
+  void forget_table(const std::string& display) {
+    std::lock_guard lock(mutex_);
+    for (auto& [topic, t] : tables_)
+      if (t.display == display) {
+        t.ready = false;
+        ++t.generation;
+      }
+  }
+
+  // The batch's table, looked up (or created) on its first batch. mutex_ held.
+  TopicTable& table_for(const pmq_batch& batch) {
+    auto it = tables_.find(batch.topic);
+    if (it == tables_.end()) {
+      auto resolved = plan_->target_table.resolve(batch.topic);
+      if (!resolved) throw sdk::FatalError("target_table for topic '" + std::string(batch.topic) + "': " + resolved.error());
+      auto name = kit::sanitize_name(resolved.value(), kit::NamePolicy::SqlIdentifier);
+      if (!name) throw sdk::FatalError("target_table for topic '" + std::string(batch.topic) + "': " + name.error());
+      TopicTable t;
+      t.name = name.value();
+      t.display = plan_->settings.database + "." + t.name;
+      it = tables_.emplace(batch.topic, std::move(t)).first;
+    }
+    TopicTable& t = it->second;
+    if (!t.ready) prepare_table(t, batch);
+    return t;
+  }
+
+  std::string qualified(const TopicTable& t) const {
+    return ch::quote_identifier(plan_->settings.database) + "." + ch::quote_identifier(t.name);
+  }
+
+  void ensure_version() {
+    if (version_.major != 0) return;
+    const std::string v = trim(run("SELECT version()", "asking the server's version"));
+    set_version(ch::parse_version(v));
+  }
+
+  void set_version(ch::ServerVersion v) {
+    version_ = v;
+    async_insert_setting_ = v.at_least(21, 11);
+  }
+
+  void prepare_table(TopicTable& t, const pmq_batch& batch) {
+    ensure_version();
+    const ch::Settings& s = plan_->settings;
+    auto described = describe(t);
+    if (!described) {
+      if (!s.auto_create_table)
+        throw sdk::FatalError("table " + t.display + " does not exist and auto_create_table is off (create it, or turn "
+                              "auto_create_table on)");
+      std::vector<ch::Column> payload;
+      if (s.payload_mode == ch::PayloadMode::String) {
+        payload.push_back({"payload", ch::nullable(ch::make(ch::Kind::String)), ch::Source::Payload, ""});
+      } else if (!plan_->declared.empty()) {
+        payload = plan_->declared;
+      } else {
+        ch::Inferred inferred = ch::infer_columns(batch, version_);
+        for (const auto& note : inferred.notes) log(sdk::LogLevel::Warn, "topic '" + std::string(batch.topic) + "': " + note);
+        if (inferred.columns.empty())
+          throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode 'columns' found no fields to " +
+                                "make columns of in the first batch (no JSON objects with fields); declare `columns`");
+        payload = std::move(inferred.columns);
+      }
+      const std::string sql = ch::create_table_sql(qualified(t), payload, s.include_metadata);
+      run(sql, "creating table " + t.display);
+      log(sdk::LogLevel::Info, "created table " + t.display + ": " + sql);
+      described = describe(t);
+      if (!described) throw sdk::RetryableError("table " + t.display + " was created but DESCRIBE does not find it");
+    }
+    t.table_columns.clear();
+    for (const auto& c : *described) t.table_columns.insert(c.name);
+    auto layout = ch::layout_from_table(*described, s.payload_mode == ch::PayloadMode::String, plan_->declared);
+    for (const auto& note : layout.notes) log(sdk::LogLevel::Warn, "table " + t.display + ": " + note);
+    if (!layout.error.empty()) throw sdk::FatalError("table " + t.display + ": " + layout.error);
+    t.insert_sql = ch::insert_sql(qualified(t), layout.columns);
+    t.encoder = std::make_shared<ch::RowBinaryEncoder>(std::move(layout.columns));
+    t.ready = true;
+  }
+
+  // auto_add_columns: fields of this batch that are no column of the table yet become Nullable
+  // columns (typed by the inference rules over this batch). The segment gathering the table's
+  // earlier batches keeps its own column list (columns it omits get their defaults) and commits
+  // as it would; this batch and later ones go into the next. mutex_ held.
+  void add_new_columns(TopicTable& t, const pmq_batch& batch) {
+    ch::Inferred inferred = ch::infer_columns(batch, version_);
+    std::vector<ch::Column> added;
+    for (auto& c : inferred.columns)
+      if (!t.table_columns.count(c.name)) added.push_back(std::move(c));
+    if (added.empty()) return;
+    std::string names;
+    size_t n = 0;
+    for (const auto& c : added) {
+      ch::QueryResult r = client_->query(ch::add_column_sql(qualified(t), c));
+      const bool there = r.code == 44 || r.code == 15;  // another writer added it first
+      if (r.outcome.outcome != kit::Outcome::Written && !there) {
+        const std::string what = "adding column " + c.name + " " + c.type.name() + " to table " + t.display;
+        if (r.outcome.outcome == kit::Outcome::Retry || r.outcome.outcome == kit::Outcome::MaybeWritten)
+          throw sdk::RetryableError(what + ": " + r.outcome.reason);
+        throw sdk::FatalError(what + ": " + r.outcome.reason);
+      }
+      if (there) continue;
+      names += (names.empty() ? "" : ", ") + c.name + " " + c.type.name();
+      ++n;
+    }
+    if (n) {
+      log(sdk::LogLevel::Info, "table " + t.display + ": added columns " + names);
+      count("added_columns", n);
+    }
+    t.ready = false;
+    ++t.generation;
+    prepare_table(t, batch);
+  }
+
+  // The table's columns, or nullopt when it does not exist.
+  std::optional<std::vector<ch::DescribedColumn>> describe(const TopicTable& t) {
+    ch::QueryResult r = client_->query("DESCRIBE TABLE " + qualified(t) + " FORMAT JSONEachRow");
+    if (r.outcome.outcome != kit::Outcome::Written) {
+      if (r.code == 60) return std::nullopt;
+      if (r.outcome.outcome == kit::Outcome::Retry || r.outcome.outcome == kit::Outcome::MaybeWritten)
+        throw sdk::RetryableError("looking up table " + t.display + ": " + r.outcome.reason);
+      throw sdk::FatalError("looking up table " + t.display + ": " + r.outcome.reason);
+    }
+    auto cols = ch::parse_describe(r.body);
+    if (!cols) throw sdk::FatalError("looking up table " + t.display + ": " + cols.error());
+    return std::move(cols).value();
+  }
+
+  // ------------------------------------------------------------------ start-up check
+
+  // Connects and authenticates now, so a wrong password or a missing database stops the sink at
+  // start, not at the first record. An unreachable server is not a configuration error: a
+  // warning, and the sink starts anyway.
+  void health_check() {
+    const std::string db = plan_->settings.database;
+    ch::QueryResult r = client_->query(
+        "SELECT version(), (SELECT count() FROM system.databases WHERE name = " + ch::quote_string(db) + ")",
+        kHealthCheckTimeout);
+    switch (r.outcome.outcome) {
+      case kit::Outcome::Written: break;
+      case kit::Outcome::Retry:
+      case kit::Outcome::MaybeWritten:
+        count("destination_unreachable");
+        log(sdk::LogLevel::Warn, "ClickHouse is not reachable now (the sink starts and retries with each write): " +
+                                     r.outcome.reason);
+        return;
+      default:
+        throw sdk::FatalError("connecting to ClickHouse as user '" + plan_->settings.user + "': " + r.outcome.reason);
+    }
+    const std::string answer = trim(r.body);
+    const size_t tab = answer.find('\t');
+    set_version(ch::parse_version(answer.substr(0, tab)));
+    if (tab == std::string::npos || answer.substr(tab + 1) != "1")
+      throw sdk::FatalError("database '" + db + "' does not exist on the server (create it, or set `database`)");
+    log(sdk::LogLevel::Info, "connected to ClickHouse " + answer.substr(0, tab) + ": database " + db + " found");
+  }
+
+  std::unique_ptr<ch::Plan> plan_;
+  std::unique_ptr<ch::Client> client_;
+  ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
+  std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
+  std::mutex mutex_;           // tables_ and their encoders
+  std::unordered_map<std::string, TopicTable> tables_;
+  std::unique_ptr<kit::Accumulator> accumulator_;  // last: its threads stop before the rest goes
+};
+
+PICOMQ_SINK_PLUGIN(ClickHouseSink)

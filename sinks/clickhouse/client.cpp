@@ -1,0 +1,86 @@
+#include "clickhouse/client.h"
+
+#include "clickhouse/errors.h"
+
+namespace picomq::clickhouse {
+
+using namespace std::chrono_literals;
+
+std::string url_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size() * 3 / 2);
+  for (unsigned char c : text) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+        c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string quote_identifier(std::string_view name) {
+  std::string out = "`";
+  for (char c : name) {
+    if (c == '`') out += "``";
+    else if (c == '\\') out += "\\\\";
+    else out += c;
+  }
+  return out + "`";
+}
+
+std::string quote_string(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+Client::Client(kit::HttpClientOptions options, std::string base_url, std::string database)
+    : http_(std::move(options)), base_url_(std::move(base_url)), database_(std::move(database)) {}
+
+QueryResult Client::classify(kit::HttpResponse response) {
+  QueryResult r;
+  r.code = exception_code(response);
+  r.outcome = clickhouse::classify(response);
+  r.body = std::move(response.body);
+  return r;
+}
+
+QueryResult Client::query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout) {
+  kit::HttpRequest request{.method = "POST", .url = base_url_ + "/?database=" + url_encode(database_), .body = sql};
+  request.headers.set("Content-Type", "text/plain; charset=utf-8");
+  request.timeout = timeout;
+  return classify(http_.send(std::move(request)));
+}
+
+QueryResult Client::insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,
+                           const std::string& extra_params, uint64_t* resends) {
+  const std::string url =
+      base_url_ + "/?database=" + url_encode(database_) + "&query=" + url_encode(insert_sql) + extra_params;
+  kit::Backoff backoff({.initial = 200ms, .max = 5s});
+  bool maybe = false;
+  for (;;) {
+    kit::HttpRequest request{.method = "POST", .url = url, .body = kit::HttpBody::borrowed(body)};
+    request.headers.set("Content-Type", "application/octet-stream");
+    QueryResult r = classify(http_.send(std::move(request)));
+    r.earlier_maybe_written = maybe;
+    const auto o = r.outcome.outcome;
+    maybe = maybe || o == kit::Outcome::MaybeWritten;
+    if (o != kit::Outcome::Retry && o != kit::Outcome::MaybeWritten) return r;
+    // MaybeWritten is resent too: the same rows again, which the table's ReplacingMergeTree
+    // folds (docs/sinks/clickhouse.md, "Replays").
+    const auto delay = backoff.next();
+    if (stop_.stopped() || Clock::now() + delay > deadline) return r;
+    if (!stop_.wait_for(delay)) return r;
+    if (resends) ++*resends;
+  }
+}
+
+}  // namespace picomq::clickhouse

@@ -1,0 +1,65 @@
+#pragma once
+// The sink's conversation with ClickHouse's HTTP interface, on the kit's HTTP client: queries
+// (DESCRIBE, CREATE, SELECT version()) and RowBinary inserts, each classified by the server's
+// exception code (clickhouse/errors.h). Inserts that meet a transient error are resent here with
+// a back-off until the attempt's deadline, unless the sink is closing.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/outcome.hpp"
+
+namespace picomq::clickhouse {
+
+using Clock = std::chrono::steady_clock;
+
+// Percent-encoding of a query-string value (RFC 3986 unreserved characters kept).
+std::string url_encode(std::string_view text);
+// `name` quoted as a ClickHouse identifier: `a``b` (backticks doubled, backslashes escaped).
+std::string quote_identifier(std::string_view name);
+// A string literal: 'it\'s'.
+std::string quote_string(std::string_view text);
+
+struct ServerVersion {
+  int major = 0, minor = 0;
+  bool at_least(int ma, int mi) const { return major > ma || (major == ma && minor >= mi); }
+};
+
+struct QueryResult {
+  kit::Classification outcome;  // Written: `body` holds the answer
+  std::optional<int> code;      // ClickHouse's exception code, if any
+  std::string body;
+  bool earlier_maybe_written = false;  // insert(): an earlier attempt may have written the rows
+};
+
+class Client {
+ public:
+  Client(kit::HttpClientOptions options, std::string base_url, std::string database);
+
+  // A query sent as the request body; the answer is the body of a 2xx.
+  QueryResult query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // INSERT with `body` as its data; resends transient failures until `deadline`. `extra_params`:
+  // "&name=value..." settings for the URL.
+  QueryResult insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,
+                     const std::string& extra_params, uint64_t* resends = nullptr);
+
+  void stop() { stop_.stop(); }
+  bool stopping() const { return stop_.stopped(); }
+  void close() { http_.close(std::chrono::seconds(5)); }
+  const kit::Redactor& redactor() const { return http_.redactor(); }
+
+ private:
+  QueryResult classify(kit::HttpResponse response);
+
+  kit::HttpClient http_;
+  std::string base_url_;
+  std::string database_;
+  kit::StopSignal stop_;
+};
+
+}  // namespace picomq::clickhouse

@@ -1,0 +1,160 @@
+#include "clickhouse/config.h"
+
+#include <simdjson.h>
+
+namespace picomq::clickhouse {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <class T>
+std::optional<std::string> problem_of(const kit::Result<T>& r) {
+  if (r) return std::nullopt;
+  return r.error();
+}
+
+std::optional<std::string> check_url(const std::string& url) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return "must start with http:// or https:// (ClickHouse's HTTP interface, port 8123 or 8443)";
+  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
+    return "must not hold a query or fragment (the sink sets the query; use the options for settings)";
+  if (url.find('@') != std::string::npos) return "must not hold credentials (use user and password)";
+  return std::nullopt;
+}
+
+}  // namespace
+
+kit::Result<std::vector<Column>> parse_declared_columns(const std::string& json) {
+  using R = kit::Result<std::vector<Column>>;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(json).get(root)) return R::failure("not readable as JSON");
+  std::vector<Column> out;
+  std::string problem;
+  auto add = [&](std::string_view name, simdjson::dom::element type) {
+    std::string_view t;
+    if (type.get_string().get(t)) {
+      problem = "the type of '" + std::string(name) + "' must be a string";
+      return;
+    }
+    auto parsed = parse_type(t);
+    if (!parsed) {
+      problem = "column '" + std::string(name) + "': " + parsed.error();
+      return;
+    }
+    Column c{std::string(name), parsed.value(), metadata_source(name), std::string(name)};
+    if (c.source != Source::Field) {
+      problem = "column '" + std::string(name) + "' is a metadata column (include_metadata adds it)";
+      return;
+    }
+    for (const Column& other : out)
+      if (other.name == c.name) problem = "column '" + c.name + "' is declared twice";
+    out.push_back(std::move(c));
+  };
+  simdjson::dom::array array;
+  simdjson::dom::object object;
+  if (!root.get_array().get(array)) {
+    for (simdjson::dom::element item : array) {
+      simdjson::dom::object obj;
+      std::string_view name;
+      simdjson::dom::element type;
+      if (item.get_object().get(obj) || obj["name"].get_string().get(name) || obj["type"].get(type))
+        return R::failure("each item must be a table { name = \"...\", type = \"...\" }");
+      add(name, type);
+      if (!problem.empty()) return R::failure(problem);
+    }
+  } else if (!root.get_object().get(object)) {
+    for (auto member : object) {
+      add(member.key, member.value);
+      if (!problem.empty()) return R::failure(problem);
+    }
+  } else {
+    return R::failure("must be an array [{ name = \"...\", type = \"...\" }, ...] or a table { name = \"type\" }");
+  }
+  if (out.empty()) return R::failure("no columns declared");
+  return R::success(std::move(out));
+}
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("url", &Settings::url)
+          .required()
+          .check(check_url)
+          .help("ClickHouse's HTTP interface: http://host:8123 or https://host:8443 (no path, query or "
+                "credentials)."),
+      kit::option("user", &Settings::user).fallback(std::string("default")).help("User the sink inserts as (HTTP basic auth)."),
+      kit::option("password", &Settings::password).secret().help("That user's password (never logged). Unset: none."),
+      kit::option("database", &Settings::database)
+          .fallback(std::string("default"))
+          .check(kit::not_empty())
+          .help("Database of the target tables (it must exist)."),
+      kit::option("target_table", &Settings::target_table)
+          .fallback(std::string("{topic}"))
+          .check([](const std::string& v) { return problem_of(kit::NameTemplate::parse(v)); })
+          .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]}. Kept as it is (valid "
+                "UTF-8; control characters become '_'), at most 63 bytes (a hash suffix when cut), always quoted "
+                "with backticks: topic shop.orders-eu is table `shop.orders-eu`."),
+      kit::option("auto_create_table", &Settings::auto_create_table)
+          .fallback(true)
+          .help("Create a topic's table on its first batch (CREATE TABLE IF NOT EXISTS ... ENGINE = "
+                "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset): a replayed record "
+                "replaces itself, exactly so with SELECT ... FINAL). Off: a missing table stops the sink in "
+                "Error naming it."),
+      kit::option("payload_mode", &Settings::payload_mode)
+          .choices({{"columns", PayloadMode::Columns}, {"string", PayloadMode::String}})
+          .fallback(PayloadMode::Columns)
+          .help("columns (schema json): each JSON object's top-level fields into the columns of the same "
+                "names, converted strictly to their types (a record that does not convert is rejected); "
+                "string: the payload as it is into one `payload` column (String)."),
+      kit::option("columns", &Settings::columns)
+          .check([](const kit::JsonValue& v) { return problem_of(parse_declared_columns(v.text)); })
+          .help("payload_mode columns: the columns, in table order, as [{ name = \"id\", type = \"String\" }, "
+                "...] or { id = \"String\", ... } (name order). Unset: an existing table's columns (DESCRIBE "
+                "TABLE), or, for a table the sink creates, inferred from the topic's first batch."),
+      kit::option("auto_add_columns", &Settings::auto_add_columns)
+          .fallback(false)
+          .help("payload_mode columns without declared columns: a top-level field that is not a column of the "
+                "table yet adds one (ALTER TABLE ... ADD COLUMN, Nullable, typed by the inference rules from the "
+                "batch that brought it) before that batch is encoded. Off: such fields are not written."),
+      kit::option("include_metadata", &Settings::include_metadata)
+          .fallback(true)
+          .help("Tables the sink creates get pico_timestamp (Int64, epoch ms), pico_key (Nullable(String), "
+                "the key's bytes) and pico_headers (String, JSON) besides pico_topic, pico_partition and "
+                "pico_offset (always there: the ORDER BY). Columns of these names in an existing table are "
+                "always filled."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long an insert refused with a transient error (connection, timeout, 5xx without a code, "
+                "the retriable ClickHouse codes) is resent here (back-off 200 ms to 5 s) before the write "
+                "fails and the runtime's retry takes over. 0: not resent here."),
+      kit::option("max_open_tables", &Settings::max_open_tables)
+          .fallback(4)
+          .check(kit::at_least(1))
+          .help("Tables with an insert being gathered at once; a batch for another table commits the oldest."),
+      kit::group(&Settings::batching, kit::batching_options(1s, kit::ByteSize{64u << 20}, 200000)),
+      kit::group(&Settings::http, kit::http_options()),
+      kit::group(&Settings::tls, kit::tls_options()),
+  };
+  return table;
+}
+
+std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Settings s = table.parse(config);
+  auto target = kit::NameTemplate::parse(s.target_table);
+  if (s.payload_mode != PayloadMode::Columns && s.columns) problems.add("columns", "is only for payload_mode 'columns'");
+  if (s.payload_mode != PayloadMode::Columns && s.auto_add_columns)
+    problems.add("auto_add_columns", "is only for payload_mode 'columns'");
+  if (s.columns && s.auto_add_columns)
+    problems.add("auto_add_columns", "is for columns read from the table or inferred; it cannot be combined with declared columns");
+  if (!problems.empty() || !target) return std::nullopt;
+  Plan p{std::move(s), {}, std::move(target).value(), {}};
+  p.base_url = p.settings.url;
+  while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
+  if (p.settings.columns) p.declared = parse_declared_columns(p.settings.columns->text).value();
+  return p;
+}
+
+}  // namespace picomq::clickhouse

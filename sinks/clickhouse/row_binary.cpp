@@ -1,0 +1,553 @@
+#include "clickhouse/row_binary.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "picomq/kit/headers.hpp"
+#include "picomq/kit/metadata.hpp"
+
+namespace picomq::clickhouse {
+namespace {
+
+using simdjson::dom::element_type;
+
+template <class T>
+void put(std::string& out, T value) {  // little-endian (x86-64, aarch64: the host's order)
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+void put_bytes(std::string& out, std::string_view bytes) {
+  append_varint(out, bytes.size());
+  out.append(bytes);
+}
+
+std::string_view as_view(pmq_bytes b) { return {reinterpret_cast<const char*>(b.data), b.data ? b.size : 0}; }
+
+std::string_view found(simdjson::dom::element v) {
+  switch (v.type()) {
+    case element_type::ARRAY: return "array";
+    case element_type::OBJECT: return "object";
+    case element_type::INT64: return "integer";
+    case element_type::UINT64: return "integer";
+    case element_type::DOUBLE: return "floating-point number";
+    case element_type::STRING: return "string";
+    case element_type::BOOL: return "bool";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "value";
+}
+
+std::string expected(const Type& t, simdjson::dom::element v, std::string_view detail = {}) {
+  std::string out = "expected " + t.name() + ", found ";
+  if (detail.empty()) out += found(v);
+  else out += detail;
+  return out;
+}
+
+size_t width(Kind k) {
+  switch (k) {
+    case Kind::Int8: case Kind::UInt8: case Kind::Bool: return 1;
+    case Kind::Int16: case Kind::UInt16: case Kind::Date: return 2;
+    case Kind::Int32: case Kind::UInt32: case Kind::Float32: case Kind::DateTime: return 4;
+    case Kind::Int64: case Kind::UInt64: case Kind::Float64: case Kind::DateTime64: return 8;
+    case Kind::UUID: return 16;
+    default: return 0;
+  }
+}
+
+bool is_integer_kind(Kind k) { return k >= Kind::Int8 && k <= Kind::UInt64; }
+
+// An integer into an integer column, range-checked. false: out of range.
+bool put_integer(std::string& out, Kind k, bool negative, uint64_t magnitude_or_value, int64_t signed_value) {
+  auto fits_signed = [&](int64_t lo, int64_t hi) {
+    if (negative) return signed_value >= lo;
+    return magnitude_or_value <= static_cast<uint64_t>(hi);
+  };
+  auto fits_unsigned = [&](uint64_t hi) { return !negative && magnitude_or_value <= hi; };
+  switch (k) {
+    case Kind::Int8:
+      if (!fits_signed(INT8_MIN, INT8_MAX)) return false;
+      put(out, static_cast<int8_t>(negative ? signed_value : static_cast<int64_t>(magnitude_or_value)));
+      return true;
+    case Kind::Int16:
+      if (!fits_signed(INT16_MIN, INT16_MAX)) return false;
+      put(out, static_cast<int16_t>(negative ? signed_value : static_cast<int64_t>(magnitude_or_value)));
+      return true;
+    case Kind::Int32:
+      if (!fits_signed(INT32_MIN, INT32_MAX)) return false;
+      put(out, static_cast<int32_t>(negative ? signed_value : static_cast<int64_t>(magnitude_or_value)));
+      return true;
+    case Kind::Int64:
+      if (!fits_signed(INT64_MIN, INT64_MAX)) return false;
+      put(out, negative ? signed_value : static_cast<int64_t>(magnitude_or_value));
+      return true;
+    case Kind::UInt8:
+      if (!fits_unsigned(UINT8_MAX)) return false;
+      put(out, static_cast<uint8_t>(magnitude_or_value));
+      return true;
+    case Kind::UInt16:
+      if (!fits_unsigned(UINT16_MAX)) return false;
+      put(out, static_cast<uint16_t>(magnitude_or_value));
+      return true;
+    case Kind::UInt32:
+      if (!fits_unsigned(UINT32_MAX)) return false;
+      put(out, static_cast<uint32_t>(magnitude_or_value));
+      return true;
+    case Kind::UInt64:
+      if (negative) return false;
+      put(out, magnitude_or_value);
+      return true;
+    default: return false;
+  }
+}
+
+bool put_int64(std::string& out, Kind k, int64_t v) {
+  return put_integer(out, k, v < 0, v < 0 ? 0 : static_cast<uint64_t>(v), v);
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// 8-4-4-4-12 hex -> ClickHouse's UUID in RowBinary: the first 8 bytes of the UUID as one
+// little-endian UInt64, then the last 8 the same way.
+bool put_uuid(std::string& out, std::string_view s) {
+  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') return false;
+  uint64_t half[2] = {0, 0};
+  int nibbles = 0;
+  for (char c : s) {
+    if (c == '-') continue;
+    const int d = hex_digit(c);
+    if (d < 0) return false;
+    uint64_t& h = half[nibbles / 16];
+    h = (h << 4) | static_cast<uint64_t>(d);
+    ++nibbles;
+  }
+  put(out, half[0]);
+  put(out, half[1]);
+  return true;
+}
+
+// Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool digits(std::string_view s, size_t pos, size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = s[pos + i];
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
+}
+
+bool valid_date(int y, int m, int d) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (m < 1 || m > 12 || d < 1) return false;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+}
+
+constexpr int64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+
+}  // namespace
+
+void append_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out += static_cast<char>(static_cast<uint8_t>(value) | 0x80);
+    value >>= 7;
+  }
+  out += static_cast<char>(value);
+}
+
+bool parse_date(std::string_view s, int64_t& days) {
+  int y, m, d;
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-' || !digits(s, 0, 4, y) || !digits(s, 5, 2, m) ||
+      !digits(s, 8, 2, d) || !valid_date(y, m, d))
+    return false;
+  days = days_from_civil(y, static_cast<unsigned>(m), static_cast<unsigned>(d));
+  return true;
+}
+
+bool parse_datetime(std::string_view s, int64_t& seconds, uint32_t& nanos, int& fraction_digits) {
+  int64_t days;
+  if (s.size() < 10 || !parse_date(s.substr(0, 10), days)) return false;
+  int hh = 0, mm = 0, ss = 0;
+  nanos = 0;
+  fraction_digits = 0;
+  size_t pos = 10;
+  if (pos < s.size()) {
+    if (s[pos] != 'T' && s[pos] != 't' && s[pos] != ' ') return false;
+    if (!digits(s, pos + 1, 2, hh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, mm) ||
+        pos + 6 >= s.size() || s[pos + 6] != ':' || !digits(s, pos + 7, 2, ss))
+      return false;
+    if (hh > 23 || mm > 59 || ss > 59) return false;  // no leap seconds: ClickHouse has none
+    pos += 9;
+    if (pos < s.size() && s[pos] == '.') {
+      ++pos;
+      while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+        if (fraction_digits == 9) return false;
+        nanos = nanos * 10 + static_cast<uint32_t>(s[pos] - '0');
+        ++fraction_digits;
+        ++pos;
+      }
+      if (fraction_digits == 0) return false;
+      nanos *= static_cast<uint32_t>(kPow10[9 - fraction_digits]);
+    }
+  }
+  int64_t offset = 0;
+  if (pos < s.size()) {
+    if (s.size() == 10) return false;
+    const char c = s[pos];
+    if ((c == 'Z' || c == 'z') && pos + 1 == s.size()) {
+      pos += 1;
+    } else if (c == '+' || c == '-') {
+      int oh, om;
+      const std::string_view rest = s.substr(pos + 1);
+      if (rest.size() == 5 && rest[2] == ':' && digits(rest, 0, 2, oh) && digits(rest, 3, 2, om)) {
+      } else if (rest.size() == 4 && digits(rest, 0, 2, oh) && digits(rest, 2, 2, om)) {
+      } else {
+        return false;
+      }
+      if (oh > 23 || om > 59) return false;
+      offset = (c == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+      pos = s.size();
+    } else {
+      return false;
+    }
+  }
+  seconds = days * 86400 + hh * 3600 + mm * 60 + ss - offset;
+  return true;
+}
+
+void append_default(const Type& type, std::string& out) {
+  const Type& t = type.wire();
+  switch (t.kind) {
+    case Kind::Nullable: out += '\x01'; return;
+    case Kind::String: case Kind::Array: out += '\x00'; return;
+    case Kind::FixedString: out.append(t.size, '\0'); return;
+    default: out.append(width(t.kind), '\0'); return;
+  }
+}
+
+std::string append_value(const Type& type, simdjson::dom::element v, std::string& out, std::string& scratch) {
+  const Type& t = type.wire();
+  const element_type et = v.type();
+  if (et == element_type::NULL_VALUE) {
+    append_default(t, out);
+    return {};
+  }
+  switch (t.kind) {
+    case Kind::Nullable:
+      out += '\x00';
+      return append_value(*t.inner, v, out, scratch);
+    case Kind::String: {
+      if (et == element_type::STRING) {
+        put_bytes(out, v.get_string().value_unsafe());
+        return {};
+      }
+      if (et == element_type::OBJECT || et == element_type::ARRAY) {  // nested JSON as its text
+        scratch = simdjson::minify(v);
+        put_bytes(out, scratch);
+        return {};
+      }
+      return expected(t, v);
+    }
+    case Kind::FixedString: {
+      if (et != element_type::STRING) return expected(t, v);
+      const std::string_view s = v.get_string().value_unsafe();
+      if (s.size() > t.size)
+        return expected(t, v, "a string of " + std::to_string(s.size()) + " bytes");
+      out.append(s);
+      out.append(t.size - s.size(), '\0');
+      return {};
+    }
+    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
+    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64: {
+      if (et == element_type::BOOL && t.kind == Kind::UInt8) {  // 18.16's booleans are UInt8
+        out += v.get_bool().value_unsafe() ? '\x01' : '\x00';
+        return {};
+      }
+      bool ok = false;
+      if (et == element_type::INT64) ok = put_int64(out, t.kind, v.get_int64().value_unsafe());
+      else if (et == element_type::UINT64) ok = put_integer(out, t.kind, false, v.get_uint64().value_unsafe(), 0);
+      else return expected(t, v);
+      if (!ok) return expected(t, v, "an integer out of its range");
+      return {};
+    }
+    case Kind::Float32: case Kind::Float64: {
+      double d;
+      if (et == element_type::DOUBLE) d = v.get_double().value_unsafe();
+      else if (et == element_type::INT64) d = static_cast<double>(v.get_int64().value_unsafe());
+      else if (et == element_type::UINT64) d = static_cast<double>(v.get_uint64().value_unsafe());
+      else return expected(t, v);
+      if (t.kind == Kind::Float64) {
+        put(out, d);
+        return {};
+      }
+      if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()))
+        return expected(t, v, "a number out of its range");
+      put(out, static_cast<float>(d));
+      return {};
+    }
+    case Kind::Bool:
+      if (et != element_type::BOOL) return expected(t, v);
+      out += v.get_bool().value_unsafe() ? '\x01' : '\x00';
+      return {};
+    case Kind::Date: {
+      int64_t days = 0;
+      if (et == element_type::STRING) {
+        if (!parse_date(v.get_string().value_unsafe(), days)) return expected(t, v, "a string that is not YYYY-MM-DD");
+      } else if (et == element_type::INT64) {
+        days = v.get_int64().value_unsafe();
+      } else {
+        return expected(t, v);
+      }
+      if (days < 0 || days > UINT16_MAX) return expected(t, v, "a date outside 1970-01-01..2149-06-06");
+      put(out, static_cast<uint16_t>(days));
+      return {};
+    }
+    case Kind::DateTime: {
+      int64_t seconds = 0;
+      if (et == element_type::STRING) {
+        uint32_t nanos;
+        int fd;
+        if (!parse_datetime(v.get_string().value_unsafe(), seconds, nanos, fd))
+          return expected(t, v, "a string that is not an ISO 8601 date-time");
+        if (nanos != 0) return expected(t, v, "a time with fractional seconds (DateTime holds whole seconds)");
+      } else if (et == element_type::INT64) {
+        seconds = v.get_int64().value_unsafe();  // epoch seconds
+      } else {
+        return expected(t, v);
+      }
+      if (seconds < 0 || seconds > UINT32_MAX) return expected(t, v, "a time outside 1970-01-01..2106-02-07");
+      put(out, static_cast<uint32_t>(seconds));
+      return {};
+    }
+    case Kind::DateTime64: {
+      int64_t ticks = 0;
+      if (et == element_type::STRING) {
+        int64_t seconds;
+        uint32_t nanos;
+        int fd;
+        if (!parse_datetime(v.get_string().value_unsafe(), seconds, nanos, fd))
+          return expected(t, v, "a string that is not an ISO 8601 date-time");
+        const int64_t unit = kPow10[9 - t.size];
+        if (nanos % unit != 0)
+          return expected(t, v, "a time more precise than its " + std::to_string(t.size) + " fraction digits");
+        if (__builtin_mul_overflow(seconds, kPow10[t.size], &ticks) ||
+            __builtin_add_overflow(ticks, static_cast<int64_t>(nanos / unit), &ticks))
+          return expected(t, v, "a time out of its range");
+      } else if (et == element_type::INT64) {
+        ticks = v.get_int64().value_unsafe();  // in the column's unit: epoch ms for DateTime64(3)
+      } else {
+        return expected(t, v);
+      }
+      put(out, ticks);
+      return {};
+    }
+    case Kind::UUID:
+      if (et != element_type::STRING || !put_uuid(out, v.get_string().value_unsafe()))
+        return expected(t, v, et == element_type::STRING ? "a string that is not a UUID" : "");
+      return {};
+    case Kind::Array: {
+      if (et != element_type::ARRAY) return expected(t, v);
+      simdjson::dom::array a = v.get_array().value_unsafe();
+      append_varint(out, a.size());
+      size_t i = 0;
+      for (simdjson::dom::element item : a) {
+        std::string why = append_value(*t.inner, item, out, scratch);
+        if (!why.empty()) return "item " + std::to_string(i) + ": " + why;
+        ++i;
+      }
+      return {};
+    }
+    case Kind::LowCardinality: break;  // wire() unwrapped it
+  }
+  return expected(t, v);
+}
+
+Source metadata_source(std::string_view name) {
+  if (name == kit::kTopicField) return Source::Topic;
+  if (name == kit::kPartitionField) return Source::Partition;
+  if (name == kit::kOffsetField) return Source::Offset;
+  if (name == kit::kTimestampField) return Source::Timestamp;
+  if (name == kit::kKeyField) return Source::Key;
+  if (name == kit::kHeadersField) return Source::Headers;
+  return Source::Field;
+}
+
+std::string check_column(const Column& c) {
+  const Type& outer = c.type.wire();
+  const Type& t = outer.nullable() ? outer.inner->wire() : outer;
+  auto bad = [&](std::string_view wants) {
+    return "column " + c.name + " is " + c.type.name() + "; " + std::string(wants);
+  };
+  switch (c.source) {
+    case Source::Field: return {};
+    case Source::Topic:
+    case Source::Headers:
+    case Source::Payload:
+    case Source::Key:
+      if (t.kind != Kind::String) return bad("it takes a String (or Nullable(String))");
+      return {};
+    case Source::Partition:
+    case Source::Offset:
+      if (!is_integer_kind(t.kind)) return bad("it takes an integer type (Int64)");
+      return {};
+    case Source::Timestamp:
+      if (t.kind != Kind::Int64 && t.kind != Kind::UInt64 && t.kind != Kind::DateTime && t.kind != Kind::DateTime64)
+        return bad("it takes Int64 / UInt64 (epoch ms), DateTime or DateTime64");
+      return {};
+  }
+  return {};
+}
+
+RowBinaryEncoder::RowBinaryEncoder(std::vector<Column> columns) : columns_(std::move(columns)) {
+  for (size_t i = 0; i < columns_.size(); ++i)
+    if (columns_[i].source == Source::Field) by_field_.emplace(columns_[i].field, i);
+  values_.resize(columns_.size());
+  present_.resize(columns_.size());
+}
+
+namespace {
+
+// A metadata value into its column (types checked by check_column).
+void append_metadata(const Column& c, const pmq_batch& batch, const pmq_record& r, std::string& out) {
+  const Type* t = &c.type.wire();
+  auto null_or_default = [&] { append_default(*t, out); };
+  auto open = [&] {  // a present value: the Nullable flag, then the inner type
+    if (t->nullable()) {
+      out += '\x00';
+      t = &t->inner->wire();
+    }
+  };
+  switch (c.source) {
+    case Source::Field: return;
+    case Source::Topic:
+      open();
+      put_bytes(out, batch.topic);
+      return;
+    case Source::Partition:
+      open();
+      if (!put_int64(out, t->kind, batch.partition)) append_default(*t, out);
+      return;
+    case Source::Offset:
+      open();
+      if (!put_int64(out, t->kind, r.offset)) append_default(*t, out);
+      return;
+    case Source::Timestamp: {
+      if (r.timestamp_ms < 0) return null_or_default();
+      open();
+      const int64_t ms = r.timestamp_ms;
+      switch (t->kind) {
+        case Kind::DateTime: put(out, static_cast<uint32_t>(std::min<int64_t>(ms / 1000, UINT32_MAX))); return;
+        case Kind::DateTime64: {
+          const int64_t p = t->size;
+          put(out, p >= 3 ? ms * kPow10[p - 3] : ms / kPow10[3 - p]);
+          return;
+        }
+        default: put_int64(out, t->kind, ms); return;
+      }
+    }
+    case Source::Key:
+      if (!r.key.data) return null_or_default();
+      open();
+      put_bytes(out, as_view(r.key));
+      return;
+    case Source::Headers: {
+      open();
+      std::string json;
+      kit::append_headers_json(json, std::span<const pmq_header>(r.headers, r.headers ? r.header_count : 0));
+      put_bytes(out, json);
+      return;
+    }
+    case Source::Payload:
+      if (!r.payload.data) return null_or_default();
+      open();
+      put_bytes(out, as_view(r.payload));
+      return;
+  }
+}
+
+}  // namespace
+
+Encoded RowBinaryEncoder::encode(const pmq_batch& batch) {
+  Encoded result;
+  if (batch.topic == nullptr || (batch.record_count > 0 && batch.records == nullptr)) {
+    result.error = "malformed pmq_batch";
+    return result;
+  }
+  bool fields = false;
+  for (const Column& c : columns_) {
+    if (auto why = check_column(c); !why.empty()) {
+      result.error = why;
+      return result;
+    }
+    fields = fields || c.source == Source::Field;
+  }
+  if (fields && batch.payload_format != PMQ_PAYLOAD_JSON) {
+    result.error = "payload_mode 'columns' needs JSON payloads (the topic's schema is '" +
+                   std::string(batch.schema ? batch.schema : "") + "')";
+    return result;
+  }
+  std::string& out = result.data;
+  result.rows.reserve(batch.record_count);
+  for (size_t i = 0; i < batch.record_count; ++i) {
+    const pmq_record& r = *pmq_batch_record(&batch, i);
+    const size_t start = out.size();
+    std::string reason;
+    simdjson::dom::object object;
+    const bool tombstone = r.payload.data == nullptr;
+    if (fields && !tombstone) {
+      simdjson::dom::element root;
+      if (parser_.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get(root) ||
+          root.get_object().get(object)) {
+        result.rejected.push_back({i, "payload is not a JSON object (payload_mode 'columns' writes its fields)"});
+        continue;
+      }
+      std::fill(present_.begin(), present_.end(), 0);
+      for (auto member : object) {
+        auto it = by_field_.find(member.key);
+        if (it == by_field_.end()) continue;  // not a column: not written
+        values_[it->second] = member.value;
+        present_[it->second] = 1;
+      }
+    }
+    for (size_t c = 0; c < columns_.size() && reason.empty(); ++c) {
+      const Column& col = columns_[c];
+      if (col.source != Source::Field) {
+        append_metadata(col, batch, r, out);
+      } else if (tombstone || !present_[c]) {
+        append_default(col.type, out);
+      } else {
+        reason = append_value(col.type, values_[c], out, scratch_);
+        if (!reason.empty()) reason = "field '" + col.field + "': " + reason;
+      }
+    }
+    if (!reason.empty()) {
+      out.resize(start);
+      result.rejected.push_back({i, std::move(reason)});
+      continue;
+    }
+    result.rows.push_back({out.size(), static_cast<uint32_t>(i)});
+  }
+  return result;
+}
+
+}  // namespace picomq::clickhouse

@@ -1,0 +1,60 @@
+#pragma once
+// Tables as the ClickHouse sink sees them: the columns DESCRIBE TABLE reports turned into the
+// columns an insert writes (and where each value comes from), the CREATE TABLE of a table the
+// sink creates, the INSERT statement, and the columns inferred from a topic's first batch. Pure.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clickhouse/client.h"
+#include "clickhouse/row_binary.h"
+#include "picomq/kit/result.hpp"
+#include "picomq/sink_abi.h"
+
+namespace picomq::clickhouse {
+
+// "18.16.1" -> {18, 16}; {0, 0} when unreadable.
+ServerVersion parse_version(std::string_view text);
+
+struct DescribedColumn {
+  std::string name, type;
+  std::string default_kind;  // "", DEFAULT, MATERIALIZED, ALIAS, EPHEMERAL
+};
+// DESCRIBE TABLE ... FORMAT JSONEachRow (18.16 names the kind default_type, current servers too).
+kit::Result<std::vector<DescribedColumn>> parse_describe(std::string_view json_lines);
+
+struct Layout {
+  std::vector<Column> columns;     // what each insert writes, in table order
+  std::vector<std::string> notes;  // columns left to the server's defaults, and why
+  std::string error;               // the table cannot be written
+};
+// The insert's columns for an existing table: pico_* names from the record's metadata; in
+// string mode `payload` from the payload (other columns left to their defaults); in columns mode
+// `declared` if given (each must be in the table), else every other column from the JSON field
+// of its name. MATERIALIZED / ALIAS / EPHEMERAL columns, and columns of types the sink does not
+// write, are left to the server (notes).
+Layout layout_from_table(const std::vector<DescribedColumn>& table, bool string_mode,
+                         const std::vector<Column>& declared);
+
+// CREATE TABLE IF NOT EXISTS <qualified> (pico_topic String, pico_partition Int32, pico_offset
+// Int64[, pico_timestamp Int64, pico_key Nullable(String), pico_headers String], <payload>)
+// ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset).
+std::string create_table_sql(const std::string& qualified, const std::vector<Column>& payload, bool include_metadata);
+// INSERT INTO <qualified> (`a`, `b`) FORMAT RowBinary
+std::string insert_sql(const std::string& qualified, const std::vector<Column>& columns);
+
+struct Inferred {
+  std::vector<Column> columns;  // Nullable, in first-appearance order
+  std::vector<std::string> notes;
+};
+// Columns for a topic's first batch of JSON objects, over the non-null values of each top-level
+// field: all integers in Int64 -> Int64; numbers -> Float64; strings -> String; bools -> Bool
+// (UInt8 before 21.12); objects, arrays, conflicting kinds, only nulls -> String (JSON text).
+// pico_* names are left out (notes).
+Inferred infer_columns(const pmq_batch& batch, ServerVersion version);
+
+// ALTER TABLE <qualified> ADD COLUMN `name` <type> (one column: a column already there, error 44
+// or 15, leaves the others to be added).
+std::string add_column_sql(const std::string& qualified, const Column& column);
+
+}  // namespace picomq::clickhouse

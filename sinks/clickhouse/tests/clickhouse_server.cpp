@@ -1,0 +1,163 @@
+#include "clickhouse_server.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <system_error>
+
+#include "picomq/kit/http_client.hpp"
+
+namespace picomq::test {
+namespace {
+
+// This file sits in sinks/clickhouse/tests/; the script one folder up.
+const std::string kScript = (std::filesystem::path(__FILE__).parent_path().parent_path() / "server.sh").string();
+
+ClickHouseServer* g_shared = nullptr;
+std::string g_start_error;
+pid_t g_owner = 0;
+
+void stop_shared_at_exit() {
+  if (g_shared && getpid() == g_owner) {
+    g_shared->stop();
+    std::error_code ec;
+    std::filesystem::remove_all(g_shared->dir(), ec);
+  }
+}
+
+std::string run_script(const std::string& args, const std::string& what) {
+  const std::string cmd = "bash " + kScript + " " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("could not run " + cmd);
+  std::string out;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  if (pclose(p) != 0) throw std::runtime_error("could not " + what + " ClickHouse: " + cmd);
+  return out;
+}
+
+std::string url_encode(const std::string& s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+    else out += {'%', hex[c >> 4], hex[c & 15]};
+  }
+  return out;
+}
+
+kit::HttpClient& client() {
+  static kit::HttpClient c(kit::HttpClientOptions{.request_timeout = std::chrono::seconds(60)});
+  return c;
+}
+
+std::string unescape_tsv(const std::string& f) {
+  if (f == "\\N") return f;
+  std::string out;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '\\' || i + 1 == f.size()) {
+      out += f[i];
+      continue;
+    }
+    const char c = f[++i];
+    switch (c) {
+      case 't': out += '\t'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case '0': out += '\0'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      default: out += c; break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ClickHouseServer& ClickHouseServer::shared() {
+  if (g_shared) return *g_shared;
+  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
+  char tmpl[] = "/tmp/picomq-ch-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  auto* s = new ClickHouseServer(tmpl);
+  try {
+    s->start();
+  } catch (const std::exception& e) {
+    g_start_error = e.what();
+    s->stop();
+    delete s;
+    throw;
+  }
+  g_shared = s;
+  if (!g_owner) {
+    g_owner = getpid();
+    std::atexit(stop_shared_at_exit);
+  }
+  return *g_shared;
+}
+
+void ClickHouseServer::start() {
+  const std::string out = run_script("start " + dir_.string() + " --owner " + std::to_string(getpid()), "start");
+  port_ = std::stoi(out);
+}
+
+void ClickHouseServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir_.string()).c_str()); }
+void ClickHouseServer::kill() { (void)std::system(("bash " + kScript + " kill " + dir_.string()).c_str()); }
+
+std::string ClickHouseServer::query(const std::string& sql, const std::string& user, const std::string& params) const {
+  std::string url = this->url() + "/?user=" + url_encode(user) + params;
+  if (user == "writer") url += "&password=picomq-test-password";
+  kit::HttpRequest r{.method = "POST", .url = url, .body = sql};
+  const kit::HttpResponse response = client().send(std::move(r));
+  if (!response.completed())
+    throw std::runtime_error("clickhouse: no answer: " + response.failure->message + " [sql: " + sql.substr(0, 300) + "]");
+  if (response.status != 200)
+    throw std::runtime_error("clickhouse: " + response.body + " [sql: " + sql.substr(0, 300) + "]");
+  return response.body;
+}
+
+std::vector<std::vector<std::string>> ClickHouseServer::rows(const std::string& select) const {
+  const std::string body = query(select + " FORMAT TSV");
+  std::vector<std::vector<std::string>> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t nl = body.find('\n', pos);
+    if (nl == std::string::npos) nl = body.size();
+    std::vector<std::string> row;
+    size_t start = pos;
+    for (size_t i = pos; i <= nl; ++i) {
+      if (i == nl || body[i] == '\t') {
+        row.push_back(unescape_tsv(body.substr(start, i - start)));
+        start = i + 1;
+      }
+    }
+    out.push_back(std::move(row));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+std::string ClickHouseServer::create_database(const std::string& prefix) const {
+  static std::atomic<int> counter{0};
+  auto clean = [](std::string s) {
+    for (auto& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
+    return s;
+  };
+  std::string test = "t";
+  if (auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) test = info->name();
+  const std::string suffix = "_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
+  std::string name = clean(prefix) + "_" + clean(test);
+  name = name.substr(0, 60 - suffix.size()) + suffix;
+  query("CREATE DATABASE " + name);
+  return name;
+}
+
+}  // namespace picomq::test

@@ -1,0 +1,226 @@
+// The ClickHouse sink in the kit's fake host (the runtime's option checks, outcomes, rejections,
+// pending writes, flush) against the real ClickHouse 18.16 server of this test process
+// (sinks/clickhouse/server.sh, started once). No broker: tests/integration runs it through Kafka.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "clickhouse_server.h"
+#include "picomq/kit/testing/fake_host.hpp"
+
+namespace kt = picomq::kit::testing;
+using kt::TestBatch;
+using kt::TestRecord;
+using nlohmann::json;
+using picomq::test::ClickHouseServer;
+using namespace std::chrono_literals;
+
+namespace {
+
+class ClickHouseSink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = &ClickHouseServer::shared();
+    db_ = server_->create_database("sink");
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+  }
+  void TearDown() override {
+    if (host_ && host_->is_open()) host_->close();
+  }
+  json base() const { return {{"url", server_->url()}, {"database", db_}, {"commit_interval", "50ms"}}; }
+  void open(json config) {
+    const json defaults = base();
+    for (const auto& [k, v] : defaults.items())
+      if (!config.contains(k)) config[k] = v;
+    host_->open(config.dump());
+  }
+  std::vector<std::vector<std::string>> rows(const std::string& select) { return server_->rows(select); }
+  std::string one(const std::string& select) {
+    auto r = rows(select);
+    return r.empty() || r[0].empty() ? "" : r[0][0];
+  }
+
+  ClickHouseServer* server_ = nullptr;
+  std::string db_;
+  std::unique_ptr<kt::FakeHost> host_;
+};
+
+TEST_F(ClickHouseSink, OptionsAreCheckedBeforeAnythingConnects) {
+  EXPECT_FALSE(host_->check(R"({})").empty()) << "url is required";
+  const auto bad_url = host_->check(R"({"url": "ftp://x"})");
+  ASSERT_FALSE(bad_url.empty());
+  EXPECT_NE(bad_url[0].find("must start with http:// or https://"), std::string::npos) << bad_url[0];
+  const auto bad_type = host_->check(R"j({"url": "http://x", "columns": [{"name": "d", "type": "Decimal(9, 2)"}]})j");
+  ASSERT_FALSE(bad_type.empty());
+  EXPECT_NE(bad_type[0].find("'Decimal(9, 2)' is not a type the sink writes"), std::string::npos) << bad_type[0];
+  EXPECT_FALSE(host_->check(R"({"url": "http://x", "payload_mode": "string", "columns": {"a": "Int8"}})").empty());
+  EXPECT_TRUE(host_->check(R"({"url": "http://127.0.0.1:8123", "password": "p"})").empty());
+}
+
+TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
+  server_->query("CREATE TABLE " + db_ + ".typed (pico_offset Int64, s String, i8 Int8, u64 UInt64, f Float64, "
+                 "b UInt8, d Date, ts DateTime, ns Nullable(String), a Array(Int32), u UUID, fs FixedString(3), "
+                 "f32 Float32, nested String) ENGINE = MergeTree ORDER BY pico_offset");
+  open({{"target_table", "typed"}, {"auto_create_table", false}});
+  const std::string full =
+      R"({"s": "é\t\"x\"", "i8": -128, "u64": 18446744073709551615, "f": 0.1, "b": true, "d": "2026-12-01",
+          "ts": "2026-12-01T15:04:05+01:00", "ns": "n", "a": [1, -2, 2147483647],
+          "u": "aabbccdd-eeff-0011-2233-445566778899", "fs": "ab", "f32": 1.5, "nested": {"k": [1, {"z": null}]}})";
+  const std::string sparse = R"({"s": "only s", "ns": null})";
+  auto outcome = host_->write(TestBatch::json("shop.orders", 0, 7, {full, sparse}));
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  const auto r = rows("SELECT pico_offset, s, i8, u64, f, b, d, ts, ns, a, u, fs, f32, nested FROM " + db_ +
+                      ".typed ORDER BY pico_offset");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], (std::vector<std::string>{"7", "é\t\"x\"", "-128", "18446744073709551615", "0.1", "1", "2026-12-01",
+                                            "2026-12-01 14:04:05", "n", "[1,-2,2147483647]",
+                                            "aabbccdd-eeff-0011-2233-445566778899", std::string("ab\0", 3), "1.5",
+                                            R"({"k":[1,{"z":null}]})"}));
+  EXPECT_EQ(r[1], (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", "0000-00-00", "0000-00-00 00:00:00",
+                                            "\\N", "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'),
+                                            "0", ""}));
+}
+
+TEST_F(ClickHouseSink, ARecordThatDoesNotConvertIsRejectedAndTheRestWritten) {
+  open({{"columns", json::array({{{"name", "n"}, {"type", "Int64"}}})}});
+  auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "two"})", R"({"n": 3})"}));
+  EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_EQ(outcome.rejected[0].reason, "field 'n': expected Int64, found string");
+  EXPECT_EQ(rows("SELECT pico_offset, n FROM " + db_ + ".t ORDER BY pico_offset"),
+            (std::vector<std::vector<std::string>>{{"0", "1"}, {"2", "3"}}));
+  EXPECT_EQ(host_->counter("rejected_records"), 1u);
+}
+
+TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
+  // The server converts s itself (a MATERIALIZED column): 'x' fails there (code 6), not in the sink.
+  server_->query("CREATE TABLE " + db_ + ".conv (pico_offset Int64, s String, v UInt8 MATERIALIZED toUInt8(s)) "
+                 "ENGINE = MergeTree ORDER BY pico_offset");
+  open({{"target_table", "conv"}, {"auto_create_table", false}, {"commit_interval", "1m"}});
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 10; ++i) payloads.push_back(json{{"s", i == 3 || i == 8 ? "x" : std::to_string(i)}}.dump());
+  auto a = host_->start_write(TestBatch::json("t", 0, 0, {payloads.begin(), payloads.begin() + 5}));
+  auto b = host_->start_write(TestBatch::json("t", 0, 5, {payloads.begin() + 5, payloads.end()}));
+  EXPECT_FALSE(a->completed()) << "one insert for both batches, not before it is sent";
+  host_->flush();
+  const auto oa = a->wait(), ob = b->wait();
+  EXPECT_EQ(oa.status, PMQ_WRITE_REJECTED);
+  EXPECT_EQ(ob.status, PMQ_WRITE_REJECTED);
+  ASSERT_EQ(oa.rejected.size(), 1u);
+  ASSERT_EQ(ob.rejected.size(), 1u);
+  EXPECT_EQ(oa.rejected[0].record_index, 3u);
+  EXPECT_EQ(ob.rejected[0].record_index, 3u);
+  EXPECT_NE(oa.rejected[0].reason.find("ClickHouse error 6"), std::string::npos) << oa.rejected[0].reason;
+  EXPECT_NE(oa.rejected[0].reason.find("Cannot parse string 'x' as UInt8"), std::string::npos) << oa.rejected[0].reason;
+  EXPECT_EQ(one("SELECT groupArray(v) FROM (SELECT v FROM " + db_ + ".conv ORDER BY pico_offset)"), "[0,1,2,4,5,6,7,9]");
+  EXPECT_GT(host_->counter("bisect_inserts"), 0u);
+}
+
+TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerRecordWithFinal) {
+  open({});
+  std::vector<TestRecord> records;
+  for (int i = 0; i < 5; ++i)
+    records.push_back({.offset = i, .payload = json{{"n", i}, {"name", "r" + std::to_string(i)}, {"ok", i % 2 == 0}}.dump(),
+                       .key = i % 2 ? std::optional<std::string>(std::string("\0\xff", 2)) : std::nullopt,
+                       .headers = {{"h", "v" + std::to_string(i)}}});
+  TestBatch batch("shop.orders-eu", 0, records);
+  ASSERT_TRUE(host_->write(batch).ok());
+  EXPECT_EQ(rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ +
+                 "' AND name = 'shop.orders-eu'"),
+            (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "pico_topic, pico_partition, pico_offset"}}));
+  EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = 'shop.orders-eu'"),
+            (std::vector<std::vector<std::string>>{{"pico_topic", "String"},
+                                                   {"pico_partition", "Int32"},
+                                                   {"pico_offset", "Int64"},
+                                                   {"pico_timestamp", "Int64"},
+                                                   {"pico_key", "Nullable(String)"},
+                                                   {"pico_headers", "String"},
+                                                   {"n", "Nullable(Int64)"},
+                                                   {"name", "Nullable(String)"},
+                                                   {"ok", "Nullable(UInt8)"}}));
+  ASSERT_TRUE(host_->write(batch).ok()) << "the same records again (a replay)";
+  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`shop.orders-eu`"), "10") << "before a merge, both inserts are there";
+  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`shop.orders-eu` FINAL"), "5");
+  EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " + db_ +
+                 ".`shop.orders-eu` FINAL WHERE pico_offset = 1"),
+            (std::vector<std::vector<std::string>>{
+                {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", "0"}}));
+  server_->query("OPTIMIZE TABLE " + db_ + ".`shop.orders-eu` FINAL");
+  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`shop.orders-eu`"), "5") << "after the merge, without FINAL too";
+}
+
+TEST_F(ClickHouseSink, StringModeKeepsThePayloadAsItIs) {
+  open({{"payload_mode", "string"}});
+  TestBatch batch("logs", 0, {{.offset = 0, .payload = "a line\twith tab"}, {.offset = 1, .payload = std::nullopt}},
+                  PMQ_PAYLOAD_TEXT, "text");
+  ASSERT_TRUE(host_->write(batch).ok());
+  EXPECT_EQ(rows("SELECT pico_offset, payload FROM " + db_ + ".logs ORDER BY pico_offset"),
+            (std::vector<std::vector<std::string>>{{"0", "a line\twith tab"}, {"1", "\\N"}}));
+}
+
+TEST_F(ClickHouseSink, AMissingTableWithoutAutoCreateStopsTheSinkNamingIt) {
+  open({{"auto_create_table", false}, {"target_table", "nowhere"}});
+  auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})"}));
+  EXPECT_EQ(outcome.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(outcome.error.find("table " + db_ + ".nowhere does not exist and auto_create_table is off"),
+            std::string::npos) << outcome.error;
+}
+
+TEST_F(ClickHouseSink, AWrongPasswordStopsTheSinkAtOpenWithoutShowingIt) {
+  try {
+    open({{"user", "writer"}, {"password", "not-the-password-123"}});
+    FAIL() << "open() succeeded with a wrong password";
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("authentication failed"), std::string::npos) << m;
+    EXPECT_EQ(m.find("not-the-password-123"), std::string::npos) << m;
+  }
+}
+
+TEST_F(ClickHouseSink, TheRightPasswordWrites) {
+  open({{"user", "writer"}, {"password", "picomq-test-password"}, {"compression", "gzip"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})"})).ok());
+  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".t"), "1");
+}
+
+TEST_F(ClickHouseSink, AReadOnlyUserCannotCreateTheTableAndTheSinkSaysSo) {
+  open({{"user", "readonly"}, {"retry_timeout", "0s"}});
+  auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})"}));
+  EXPECT_NE(outcome.status, PMQ_WRITE_OK);
+  EXPECT_NE(outcome.error.find("ClickHouse error 164"), std::string::npos) << outcome.error;
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(ClickHouseSink, AutoAddColumnsAddsAFieldFirstSeenInALaterBatch) {
+  server_->query("CREATE TABLE " + db_ + ".grow (pico_offset Int64, a Int64, m UInt8 MATERIALIZED 7) "
+                 "ENGINE = MergeTree ORDER BY pico_offset");
+  open({{"target_table", "grow"}, {"auto_add_columns", true}, {"commit_interval", "1m"}});
+  auto first = host_->start_write(TestBatch::json("t", 0, 0, {R"({"a": 1, "m": 1})"}));
+  auto second = host_->start_write(TestBatch::json("t", 0, 1, {R"({"a": 2, "b": "x", "c": 2.5, "m": 2})"}));
+  host_->flush();
+  EXPECT_TRUE(first->wait().ok());
+  EXPECT_TRUE(second->wait().ok());
+  EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = 'grow'"),
+            (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"}, {"a", "Int64"}, {"b", "Nullable(String)"},
+                                                   {"c", "Nullable(Float64)"}, {"m", "UInt8"}}))
+      << "m is there already (MATERIALIZED, listed last by 18.16): not added again";
+  EXPECT_EQ(rows("SELECT pico_offset, a, b, c, m FROM " + db_ + ".grow ORDER BY pico_offset"),
+            (std::vector<std::vector<std::string>>{{"0", "1", "\\N", "\\N", "7"}, {"1", "2", "x", "2.5", "7"}}));
+  EXPECT_EQ(host_->counter("added_columns"), 2u);
+  EXPECT_TRUE(host_->logged("added columns b Nullable(String), c Nullable(Float64)"));
+  // A third batch with the same fields adds nothing.
+  ASSERT_TRUE(host_->write(TestBatch::json("t", 0, 2, {R"({"a": 3, "b": "y"})"})).ok());
+  EXPECT_EQ(host_->counter("added_columns"), 2u);
+}
+
+TEST_F(ClickHouseSink, AutoAddColumnsIsRefusedWithDeclaredColumns) {
+  const auto problems = host_->check(R"j({"url": "http://x", "auto_add_columns": true, "columns": {"a": "Int8"}})j");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("cannot be combined with declared columns"), std::string::npos) << problems[0];
+}
+
+}  // namespace
