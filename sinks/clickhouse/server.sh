@@ -17,6 +17,7 @@ set -euo pipefail
 server_bin="${CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}"
 cmd="${1:?start|stop|kill|status}"; dir="${2:?dir}"
 dir="$(realpath -m "$dir")"
+source "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../../sinkkit/testing/server-watchdog.sh"
 shift 2
 
 fail() {
@@ -108,13 +109,6 @@ USERS
 
 answers() { curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$1/ping"; }
 
-stop_watchdog() {
-  if [[ -f "$dir/watchdog.pid" ]]; then
-    kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true
-    rm -f "$dir/watchdog.pid"
-  fi
-}
-
 stop_server() {
   local sigs=("$@")
   running || { rm -f "$dir/server.pid"; return 0; }
@@ -177,23 +171,13 @@ start)
       [[ "$attempt" == 5 ]] && fail "did not start"
     done
   fi
-  if [[ -n "$owner" ]]; then
-    stop_watchdog
-    # Detached (own session, own stdio): polls the owner and stops the server once it is gone.
-    setsid nohup bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; bash "$2" stop "$3"' \
-      clickhouse-watchdog "$owner" "$(realpath "${BASH_SOURCE[0]}")" "$dir" </dev/null >>"$dir/watchdog.log" 2>&1 &
-    echo $! > "$dir/watchdog.pid"
-  fi
+  if [[ -n "$owner" ]]; then start_watchdog clickhouse-watchdog "$owner" "${BASH_SOURCE[0]}"; fi
   cat "$dir/http_port"
   ;;
 stop|kill)
   [[ -d "$dir" ]] || exit 0
   if [[ "$cmd" == kill ]]; then stop_server KILL; else stop_server TERM KILL; fi
-  # Run by the watchdog itself: leave its pid file alone (it exits right after).
-  wd="$(cat "$dir/watchdog.pid" 2>/dev/null || true)"
-  if [[ "$cmd" == stop ]]; then
-    if [[ -n "$wd" && ( "$wd" == "$$" || "$wd" == "$PPID" ) ]]; then rm -f "$dir/watchdog.pid"; else stop_watchdog; fi
-  fi
+  if [[ "$cmd" == stop ]]; then stop_watchdog; fi
   ;;
 status)
   if running; then echo "clickhouse: running in $dir"; exit 0; fi
