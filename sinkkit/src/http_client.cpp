@@ -73,21 +73,6 @@ std::string percent_decode(std::string_view s) {
   return out;
 }
 
-std::string percent_encode(std::string_view s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
-
 // Query parameter names that carry credentials: AWS presigned URLs (X-Amz-Signature,
 // X-Amz-Credential, X-Amz-Security-Token), Azure SAS (sig), and the usual token / api_key /
 // password / access_token / auth / session spellings.

@@ -223,5 +223,13 @@ TEST(JsonEscape, WordAtATimeScanAgreesWithAReferenceAtEveryOffset) {
   EXPECT_FALSE(is_valid_utf8(ascii_only));
 }
 
+TEST(PercentEncode, KeepsTheUnreservedCharactersAndEncodesEveryOtherByteInUpperCaseHex) {
+  EXPECT_EQ(percent_encode("AZaz09-._~"), "AZaz09-._~");
+  EXPECT_EQ(percent_encode("a b/c?d=e&f#g%"), "a%20b%2Fc%3Fd%3De%26f%23g%25");
+  EXPECT_EQ(percent_encode("INSERT INTO `t` (a) FORMAT RowBinary"), "INSERT%20INTO%20%60t%60%20%28a%29%20FORMAT%20RowBinary");
+  EXPECT_EQ(percent_encode(std::string_view("\xC3\xA9\x00\xFF", 4)), "%C3%A9%00%FF");
+  EXPECT_EQ(percent_encode(""), "");
+}
+
 }  // namespace
 }  // namespace picomq::kit

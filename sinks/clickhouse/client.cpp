@@ -1,27 +1,11 @@
 #include "clickhouse/client.h"
 
 #include "clickhouse/errors.h"
+#include "picomq/kit/encoding.hpp"
 
 namespace picomq::clickhouse {
 
 using namespace std::chrono_literals;
-
-std::string url_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size() * 3 / 2);
-  for (unsigned char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 std::string quote_identifier(std::string_view name) {
   std::string out = "`";
@@ -54,7 +38,7 @@ QueryResult Client::classify(kit::HttpResponse response) {
 }
 
 QueryResult Client::query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout) {
-  kit::HttpRequest request{.method = "POST", .url = base_url_ + "/?database=" + url_encode(database_), .body = sql};
+  kit::HttpRequest request{.method = "POST", .url = base_url_ + "/?database=" + kit::percent_encode(database_), .body = sql};
   request.headers.set("Content-Type", "text/plain; charset=utf-8");
   request.timeout = timeout;
   return classify(http_.send(std::move(request)));
@@ -62,8 +46,8 @@ QueryResult Client::query(const std::string& sql, std::optional<std::chrono::mil
 
 QueryResult Client::insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,
                            const std::string& extra_params, uint64_t* resends) {
-  const std::string url =
-      base_url_ + "/?database=" + url_encode(database_) + "&query=" + url_encode(insert_sql) + extra_params;
+  const std::string url = base_url_ + "/?database=" + kit::percent_encode(database_) +
+                          "&query=" + kit::percent_encode(insert_sql) + extra_params;
   kit::Backoff backoff({.initial = 200ms, .max = 5s});
   bool maybe = false;
   for (;;) {

@@ -18,8 +18,6 @@ namespace picomq::clickhouse {
 
 using Clock = std::chrono::steady_clock;
 
-// Percent-encoding of a query-string value (RFC 3986 unreserved characters kept).
-std::string url_encode(std::string_view text);
 // `name` quoted as a ClickHouse identifier: `a``b` (backticks doubled, backslashes escaped).
 std::string quote_identifier(std::string_view name);
 // A string literal: 'it\'s'.

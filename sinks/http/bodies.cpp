@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/record_id.hpp"
 
 namespace picomq::http_sink {
@@ -117,25 +118,8 @@ std::optional<std::vector<long>> parse_statuses(const std::vector<std::string>& 
   return out;
 }
 
-std::string url_escape(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string key_path_segment(std::string_view key) {
-  std::string out = url_escape(key);
+  std::string out = kit::percent_encode(key);
   // "." and ".." are path steps, not names (RFC 3986 section 5.2.4): spell them escaped.
   if (out == ".") return "%2E";
   if (out == "..") return "%2E%2E";

@@ -56,8 +56,5 @@ std::optional<std::vector<long>> parse_statuses(const std::vector<std::string>& 
 
 // The key of a record as a URL path segment (percent-encoded, RFC 3986 unreserved kept).
 std::string key_path_segment(std::string_view key);
-// A topic as it goes into the URL template: percent-encoded outside the unreserved characters
-// ('.' stays, so {topic_segment[N]} still splits on it).
-std::string url_escape(std::string_view text);
 
 }  // namespace picomq::http_sink

@@ -19,6 +19,7 @@
 
 #include "http/bodies.h"
 #include "picomq/kit/backoff.hpp"
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/name_template.hpp"
 #include "picomq/kit/oauth2.hpp"
@@ -255,7 +256,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     std::lock_guard lock(urls_mutex_);
     auto it = urls_.find(std::string(topic));
     if (it != urls_.end()) return it->second;
-    auto resolved = url_->resolve(hs::url_escape(topic));
+    auto resolved = url_->resolve(kit::percent_encode(topic));  // '.' stays: {topic_segment[N]} still splits on it
     if (!resolved) throw sdk::FatalError("url for topic '" + std::string(topic) + "': " + resolved.error());
     return urls_.emplace(std::string(topic), resolved.value()).first->second;
   }

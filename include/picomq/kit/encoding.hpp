@@ -42,4 +42,8 @@ std::string header_value_as_string(std::span<const uint8_t> value, bool* was_bas
 // output invalid JSON: each byte that does not start a well-formed sequence becomes U+FFFD.
 void append_json_escaped(std::string& out, std::string_view utf8);
 
+// Percent-encoding (RFC 3986 section 2.1) of every byte outside the unreserved characters
+// A-Z a-z 0-9 - . _ ~ (section 2.3), hex in upper case: a safe URL path segment or query value.
+std::string percent_encode(std::string_view text);
+
 }  // namespace picomq::kit

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 
 namespace picomq::test {
@@ -40,16 +41,6 @@ std::string run_script(const std::string& args, const std::string& what) {
   char buf[256];
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   if (pclose(p) != 0) throw std::runtime_error("could not " + what + " ClickHouse: " + cmd);
-  return out;
-}
-
-std::string url_encode(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else out += {'%', hex[c >> 4], hex[c & 15]};
-  }
   return out;
 }
 
@@ -113,7 +104,7 @@ void ClickHouseServer::stop() { (void)std::system(("bash " + kScript + " stop " 
 void ClickHouseServer::kill() { (void)std::system(("bash " + kScript + " kill " + dir_.string()).c_str()); }
 
 std::string ClickHouseServer::query(const std::string& sql, const std::string& user, const std::string& params) const {
-  std::string url = this->url() + "/?user=" + url_encode(user) + params;
+  std::string url = this->url() + "/?user=" + kit::percent_encode(user) + params;
   if (user == "writer") url += "&password=picomq-test-password";
   kit::HttpRequest r{.method = "POST", .url = url, .body = sql};
   const kit::HttpResponse response = client().send(std::move(r));
