@@ -123,19 +123,7 @@ answers() {
   fi
 }
 
-stop_server() {
-  running || { rm -f "$dir/nginx.pid"; return 0; }
-  local pid sig
-  pid="$(cat "$dir/nginx.pid")"
-  for sig in QUIT TERM KILL; do
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || { rm -f "$dir/nginx.pid"; return 0; }
-      sleep 0.05
-    done
-  done
-  fail "could not stop nginx (pid $pid)"
-}
+stop_server() { stop_pid "$dir/nginx.pid" 5 QUIT TERM KILL || fail "could not stop nginx (pid $(cat "$dir/nginx.pid"))"; }
 
 case "$cmd" in
 start)

@@ -1,6 +1,7 @@
 # Sourced by the start / stop scripts of throwaway test servers (nginx.sh beside it,
 # sinks/<name>/server.sh): a watchdog that stops the server once the process that started it
-# is gone, so a crashed test leaves no server behind. Installed with nginx.sh
+# is gone, so a crashed test leaves no server behind, and stop_pid, the stop they share.
+# Installed with nginx.sh
 # (share/picomq-sdk/testing/), so a sink's own server script outside the tree can source it too.
 #
 # The calling script keeps its state in "$dir" (watchdog.pid and watchdog.log go there) and
@@ -31,4 +32,28 @@ stop_watchdog() {
     kill "$watchdog" 2>/dev/null || true
   fi
   rm -f "$dir/watchdog.pid"
+}
+
+# Stops the process in <pid file>: each signal in turn, waiting up to <seconds> after each for it
+# to exit; the pid file goes once it has (or when nothing runs). 1 if it outlived every signal.
+#   stop_pid "$dir/nginx.pid" 5 QUIT TERM KILL || fail "could not stop nginx"
+stop_pid() {
+  local file="$1" seconds="$2" pid sig _
+  shift 2
+  pid="$(cat "$file" 2>/dev/null || true)"
+  if [[ -z "$pid" ]] || ! kill -0 "$pid" 2>/dev/null; then
+    rm -f "$file"
+    return 0
+  fi
+  for sig in "$@"; do
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for _ in $(seq 1 $((seconds * 20))); do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        rm -f "$file"
+        return 0
+      fi
+      sleep 0.05
+    done
+  done
+  return 1
 }

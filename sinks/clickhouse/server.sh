@@ -109,19 +109,8 @@ USERS
 
 answers() { curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$1/ping"; }
 
-stop_server() {
-  local sigs=("$@")
-  running || { rm -f "$dir/server.pid"; return 0; }
-  local pid sig
-  pid="$(cat "$dir/server.pid")"
-  for sig in "${sigs[@]}"; do
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 300); do
-      kill -0 "$pid" 2>/dev/null || { rm -f "$dir/server.pid"; return 0; }
-      sleep 0.05
-    done
-  done
-  fail "could not stop clickhouse-server (pid $pid)"
+stop_server() {  # <signal>...
+  stop_pid "$dir/server.pid" 15 "$@" || fail "could not stop clickhouse-server (pid $(cat "$dir/server.pid"))"
 }
 
 # Starts the configured server; 0 once /ping answers, 1 if it died or did not answer in 20 s.
