@@ -45,7 +45,7 @@ using ch::Clock;
 using namespace std::chrono_literals;
 
 // Batches one insert may gather (the accumulator's max_batches); max_in_flight leaves room for
-// the next insert filling while one commits.
+// the next insert filling while two commit (max_concurrent_inserts' default).
 constexpr size_t kSegmentBatches = 64;
 constexpr auto kSegmentIdle = 10ms;
 // The start-up check's wait for the server.
@@ -127,7 +127,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       "share one insert for up to commit_interval; ReplacingMergeTree by record id for replays.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
-  static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  static constexpr uint32_t max_in_flight = 3 * kSegmentBatches;
   static inline const kit::OptionTable<ch::Settings>& options = ch::option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { ch::plan(config, problems); }
 
@@ -144,7 +144,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     auth.user = s.user;
     auth.password = s.password.value_or("");
     kit::HttpClientOptions http = kit::client_options(s.http, s.tls, auth);
-    http.max_in_flight = static_cast<size_t>(s.max_open_tables) + 2;
+    http.max_in_flight = static_cast<size_t>(s.max_open_tables + s.max_concurrent_inserts) + 1;
     http.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<ch::Client>(std::move(http), plan_->base_url, s.database);
@@ -157,6 +157,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                                             static_cast<size_t>(s.max_open_tables));
     limits.idle = kSegmentIdle;
     limits.background_commits = true;
+    limits.committers = static_cast<size_t>(s.max_concurrent_inserts);
+    limits.ordered_per_key = false;
     accumulator_ = std::make_unique<kit::Accumulator>(limits, [this](const kit::CommitReport& r) { committed(r); });
   }
 

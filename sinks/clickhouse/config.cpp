@@ -131,6 +131,11 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(4)
           .check(kit::at_least(1))
           .help("Tables with an insert being gathered at once; a batch for another table commits the oldest."),
+      kit::option("max_concurrent_inserts", &Settings::max_concurrent_inserts)
+          .fallback(2)
+          .check(kit::at_least(1))
+          .help("Inserts on the wire at once: another table's, or the same table's next while the server is still "
+                "writing the previous one (their order does not matter: rows are told apart by record id)."),
       kit::group(&Settings::batching, kit::batching_options(1s, kit::ByteSize{64u << 20}, 200000)),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),

@@ -31,6 +31,7 @@ struct Settings {
   bool include_metadata = true;
   std::chrono::milliseconds retry_timeout{};
   int64_t max_open_tables = 0;
+  int64_t max_concurrent_inserts = 0;
   kit::BatchingSettings batching;
   kit::HttpSettings http;
   kit::TlsSettings tls;
