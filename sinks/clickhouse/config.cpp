@@ -64,6 +64,12 @@ const kit::OptionTable<Settings>& option_table() {
                 "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset): a replayed record "
                 "replaces itself, exactly so with SELECT ... FINAL). Off: a missing table stops the sink in "
                 "Error naming it."),
+      kit::option("format", &Settings::format)
+          .choices({{"RowBinary", InsertFormat::RowBinary}, {"Native", InsertFormat::Native}})
+          .fallback(InsertFormat::RowBinary)
+          .help("The inserts' body: RowBinary (row after row) or Native (one columnar block per insert, made from "
+                "the same rows when the insert is sent). A table with a LowCardinality column is written as "
+                "RowBinary whatever this says (Native serialises it as a dictionary)."),
       kit::option("payload_mode", &Settings::payload_mode)
           .choices({{"columns", PayloadMode::Columns}, {"string", PayloadMode::String}})
           .fallback(PayloadMode::Columns)

@@ -17,6 +17,7 @@
 namespace picomq::clickhouse {
 
 enum class PayloadMode { Columns, String };
+enum class InsertFormat { RowBinary, Native };
 
 struct Settings {
   std::string url;
@@ -26,6 +27,7 @@ struct Settings {
   std::string target_table;
   bool auto_create_table = true;
   PayloadMode payload_mode = PayloadMode::Columns;
+  InsertFormat format = InsertFormat::RowBinary;
   std::optional<kit::JsonValue> columns;
   bool auto_add_columns = false;
   bool include_metadata = true;
