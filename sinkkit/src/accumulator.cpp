@@ -300,6 +300,20 @@ void Accumulator::close() {
     if (t.joinable()) t.join();
 }
 
+void Accumulator::begin_preparing() {
+  std::lock_guard lock(mutex_);
+  ++preparing_;
+}
+
+void Accumulator::end_preparing() {
+  {
+    std::lock_guard lock(mutex_);
+    if (--preparing_ > 0) return;
+    ++changes_;  // the idle deadlines it held back count again
+  }
+  wake_.notify_all();
+}
+
 size_t Accumulator::open_segments() const {
   std::lock_guard lock(mutex_);
   return open_.size();
@@ -315,6 +329,7 @@ void Accumulator::timer_main() {
     std::vector<std::shared_ptr<Entry>> entries;
     for (const auto& key : order_) entries.push_back(open_.at(key));
     const uint64_t seen = changes_;
+    const bool batch_on_its_way = preparing_ > 0;  // no idle commits (end_preparing() wakes us)
     lock.unlock();
     const auto now = Clock::now();
     auto next = now + std::chrono::hours(1);
@@ -322,7 +337,8 @@ void Accumulator::timer_main() {
     for (const auto& e : entries) {
       std::lock_guard fill_lock(e->mutex);
       if (e->done || e->writes.empty()) continue;  // being opened: no deadline before its first batch
-      const auto interval_due = e->opened + limits_.commit_interval, idle_due = e->last_append + limits_.idle;
+      const auto interval_due = e->opened + limits_.commit_interval;
+      const auto idle_due = batch_on_its_way ? Clock::time_point::max() : e->last_append + limits_.idle;
       const auto when = std::min(interval_due, idle_due);
       if (when <= now) due.emplace_back(e, interval_due <= idle_due ? "commit_interval" : "idle");
       else next = std::min(next, when);

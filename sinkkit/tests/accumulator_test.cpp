@@ -82,7 +82,9 @@ class AccumulatingSink : public sdk::BaseSink<AccumulatingSink> {
       std::lock_guard lock(destination->mutex);
       destination->reports.push_back(r);
     });
+    last_accumulator = accumulator_.get();
   }
+  static inline kit::Accumulator* last_accumulator = nullptr;  // the latest open sink's
   sdk::Pending write_batch(const sdk::Batch& batch) {
     sdk::Pending write = pending();
     const std::string key(batch.topic());
@@ -373,6 +375,39 @@ TEST_F(KitAccumulator, WithTwoCommittersAnotherKeyCommitsBesideASlowOneAndAKeyKe
   EXPECT_EQ(c2->wait(5s).status, PMQ_WRITE_OK);
   unordered.flush();
   EXPECT_EQ(dest_.commits.size(), 2u);
+}
+
+// A write still being prepared (a lookup before its append) holds back idle commits: the segment
+// it will join stays open for it, however long the preparation; commit_interval still applies.
+TEST_F(KitAccumulator, NoSegmentCommitsForIdleWhileABatchIsStillBeingPrepared) {
+  limits.commit_interval = 10s;
+  limits.idle = 10ms;
+  FakeHost host(sdk::descriptor<AccumulatingSink>());
+  host.open();
+  auto& accumulator = *AccumulatingSink::last_accumulator;
+  auto a = host.start_write(batch("t", 0));
+  std::shared_ptr<kit::testing::Write> b;
+  {
+    const auto preparing = accumulator.preparing();  // b's lookup, taking 200 ms
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(a->completed()) << "not committed as idle while a batch is on its way";
+    b = host.start_write(batch("t", 3));
+  }
+  EXPECT_EQ(a->wait(5s).status, PMQ_WRITE_OK);
+  EXPECT_EQ(b->wait(5s).status, PMQ_WRITE_OK);
+  ASSERT_EQ(dest_.commits.size(), 1u) << "b joined a's segment";
+  EXPECT_EQ(dest_.commits[0].second, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(dest_.reports[0].trigger, "idle") << "idle once the preparation is over";
+
+  // commit_interval is not held back.
+  limits.commit_interval = 100ms;
+  dest_.commits.clear();
+  FakeHost timed(sdk::descriptor<AccumulatingSink>());
+  timed.open();
+  auto c = timed.start_write(batch("t", 6));
+  const auto preparing = AccumulatingSink::last_accumulator->preparing();
+  EXPECT_EQ(c->wait(5s).status, PMQ_WRITE_OK);
+  EXPECT_EQ(dest_.reports.back().trigger, "commit_interval");
 }
 
 // close() with background commits: what is sealed and what is open both commit, and an append

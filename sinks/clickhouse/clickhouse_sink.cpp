@@ -187,6 +187,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       write.done();
       return write;
     }
+    // A table's setup (DESCRIBE, CREATE, ALTER) and the encoding take time: the insert this batch
+    // joins must not commit as idle meanwhile.
+    const auto preparing = accumulator_->preparing();
     ch::Encoded encoded;
     std::string key, table, insert_sql;
     std::shared_ptr<const ch::RowBinaryEncoder> native_columns;

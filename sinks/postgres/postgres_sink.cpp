@@ -148,6 +148,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       return write;
     }
     const auto deadline = Clock::now() + reconnect_timeout_;  // this write attempt's wait for the server
+    // Its table lookup and replay check take time: the segment it joins must not commit as idle meanwhile.
+    const auto preparing = accumulator_->preparing();
     Encoded e;
     try {
       std::lock_guard lock(mutex_);

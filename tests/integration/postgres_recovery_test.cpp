@@ -4,6 +4,7 @@
 // and never answers), the start-up health check (credentials, database, pg_hba.conf, schema,
 // privileges, unreachable), notices, and one COPY stream per table.
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -226,9 +227,11 @@ TEST(PostgresRecovery, NoticesGoThroughTheRuntimeLogNotRawToStderr) {
 // A batch of a partition that replays comes for a table whose direct stream is open (another
 // topic's, into the same table): the stream becomes a staged one in place, in the same write.
 // Nothing fails, the replayed rows are skipped (the rows already there stay as they were), every
-// other row lands once. To have the direct stream open when the replayed batch comes, a trigger
-// slows the server down on the other topic's rows, and the replayed records are produced only
-// once that COPY runs: the runtime hands their batch over right after the other topic's last.
+// other row lands once. To have the direct stream open when the replayed batch comes, the test
+// holds a lock on the table that the COPY waits for: the other topic's rows (~24 MB, more than
+// the socket buffers hold) stop being sent, the sink's writer waits inside its COPY, and the
+// replayed records are produced and fetched meanwhile; once the lock goes, the runtime hands
+// their batch over right after the other topic's last, into the stream still open.
 TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneInTheSameWrite) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();
@@ -256,21 +259,30 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
   pg.exec("INSERT INTO t (pico_id, pico_topic, pico_partition, pico_offset, pico_headers, payload) SELECT '" + b +
               ":0:' || n, '" + b + "', 0, n, '{}', '{\"before\": true}' FROM generate_series(0, 99) n",
           db);
-  pg.exec("CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.001); "
-          "RETURN NEW; END $$; CREATE TRIGGER slow_row BEFORE INSERT ON t FOR EACH ROW WHEN "
-          "(NEW.pico_topic = '" + a + "' AND NEW.pico_offset % 20 = 0) EXECUTE FUNCTION slow_row()",
-          db);
-  kafka.produce_values(a, json_values(1, 40001));  // 40 batches: one stream (fewer than 64), open for seconds
+  // The lock a COPY waits for (ROW EXCLUSIVE against SHARE), held by a session of the test's own.
+  PGconn* holder = PQconnectdb(pg.conninfo(db).c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+  PGresult* locked = PQexec(holder, "BEGIN; LOCK TABLE t IN SHARE MODE");
+  ASSERT_EQ(PQresultStatus(locked), PGRES_COMMAND_OK) << PQerrorMessage(holder);
+  PQclear(locked);
+  kafka.produce_values(a, json_values(1, 60001, 400));  // 60 batches: one stream (fewer than 64)
   Runtime rt(kafka.bootstrap(), "join");
+  rt.log_level("debug");  // the segments' commits in the log, should it fail
   define(rt);
   rt.start();
-  ASSERT_TRUE(wait_until([&] {
+  const bool waiting = wait_until([&] {
     return !pg.query("SELECT 1 FROM pg_stat_activity WHERE datname = '" + db + "' AND query LIKE 'COPY %' AND "
-                     "state = 'active'").empty();
-  }, 60s)) << rt.log();
-  kafka.produce_values(b, json_values(0, 100));
+                     "wait_event_type = 'Lock'").empty();
+  }, 60s);
+  if (waiting) {
+    kafka.produce_values(b, json_values(0, 100));
+    std::this_thread::sleep_for(3s);  // fetched and queued behind the waiting writer (poll_interval 300 ms)
+  }
+  PQclear(PQexec(holder, "COMMIT"));
+  PQfinish(holder);
+  ASSERT_TRUE(waiting) << "the COPY never waited for the lock\n" << rt.log();
   ASSERT_TRUE(wait_until([&] {
-    return kafka.committed(group_of(key), a) == 40001 && kafka.committed(group_of(key), b) == 100;
+    return kafka.committed(group_of(key), a) == 60001 && kafka.committed(group_of(key), b) == 100;
   }, 120s)) << rt.log();
   let_status_catch_up();
   const std::string log = rt.log();
@@ -282,7 +294,7 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), count(*) FILTER (WHERE payload ? 'before') FROM t", db),
-            (Rows{{"40101", "40101", "100"}}));
+            (Rows{{"60101", "60101", "100"}}));
 }
 
 // ------------------------------------------------------------------ outages

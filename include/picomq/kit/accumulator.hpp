@@ -9,6 +9,8 @@
 //   - commit_interval after it opened (0: every batch is a segment of its own);
 //   - idle without a new batch (the runtime sends the next batch as soon as a write is accepted,
 //     so a quiet spell means there is nothing more for now, and waiting would only hold records);
+//     a batch the sink is still preparing (preparing(): a lookup, a replay check before its
+//     append) counts as one on its way, so no segment commits for idle meanwhile;
 //   - max_batches, max_records or max_bytes reached;
 //   - max_open segments are open and a batch for another key comes (the oldest commits);
 //   - flush() (ABI 2.2 flush, partitions revoked, shutdown) or close().
@@ -124,6 +126,23 @@ class Accumulator {
   // with the thrown outcome, the segment's earlier writes are retried (nothing of them is durable).
   void append(const std::string& key, sdk::Pending write, AppendSize size, const Opener& open, const Filler& fill);
 
+  // Held by a write from its start to its append(): while any is held, no segment commits for
+  // being idle (commit_interval and the limits still apply). A batch being prepared is not a
+  // quiet spell, and the segment it is bound for would otherwise commit just before it comes.
+  class [[nodiscard]] PreparingBatch {
+   public:
+    explicit PreparingBatch(Accumulator& a) : a_(&a) { a_->begin_preparing(); }
+    ~PreparingBatch() {
+      if (a_) a_->end_preparing();
+    }
+    PreparingBatch(const PreparingBatch&) = delete;
+    PreparingBatch& operator=(const PreparingBatch&) = delete;
+
+   private:
+    Accumulator* a_;
+  };
+  PreparingBatch preparing() { return PreparingBatch(*this); }
+
   // Commits the segment of `key` now, on the caller's thread (no-op when none is open).
   void seal(const std::string& key, std::string_view trigger = "seal");
   // Commits every open segment now (ABI 2.2 flush, a revoke, shutdown), on the caller's thread;
@@ -161,6 +180,8 @@ class Accumulator {
   void abandon(const std::shared_ptr<Entry>& entry, const std::string& reason);
   void timer_main();
   bool full(const Entry& entry) const;
+  void begin_preparing();
+  void end_preparing();
 
   AccumulatorLimits limits_;
   std::function<void(const CommitReport&)> on_commit_;
@@ -169,6 +190,7 @@ class Accumulator {
   std::unordered_map<std::string, std::shared_ptr<Entry>> open_;
   std::vector<std::string> order_;  // keys of open_ by age, oldest first
   bool closing_ = false;
+  size_t preparing_ = 0;  // writes between their start and their append (PreparingBatch)
   // The timer's wake-ups: a segment that gets its first batch bumps changes_ (and wakes the
   // timer) only when its deadline comes before timer_deadline_, the one the timer sleeps towards
   // (time_point::max() while it looks through the segments, so that none it missed is lost).
