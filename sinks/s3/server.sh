@@ -61,15 +61,14 @@ JSON
 answers() { curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/"; }
 
 launch() {
-  local master volume filer s3 iceberg pid
-  read -r master volume filer s3 iceberg < "$dir/ports"
+  local master volume filer s3 pid
+  read -r master volume filer s3 _ < "$dir/ports"
   : > "$dir/server.log"
-  # -s3.iceberg.port: the Iceberg REST catalog would take 8181 otherwise (two servers would clash).
-  local extra=()
-  if "$weed" server -h 2>&1 | grep -q -- '-s3.port.iceberg'; then extra+=("-s3.port.iceberg=$iceberg"); fi
+  # The Iceberg REST catalog and the Lance namespace server would take the fixed ports 8181 and
+  # 9101 (two servers would clash): off.
   (cd "$dir" && exec "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
       -master.port="$master" -volume.port="$volume" -filer.port="$filer" -s3 -s3.port="$s3" \
-      -s3.config="$dir/identities.json" -volume.max=8 -master.volumeSizeLimitMB=64 "${extra[@]}") \
+      -s3.config="$dir/identities.json" -volume.max=8 -master.volumeSizeLimitMB=64 -s3.port.iceberg=0 -s3.port.lance=0) \
     </dev/null >>"$dir/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do

@@ -28,12 +28,12 @@
 namespace picomq::kit {
 
 struct ObjectKeyFields {
-  std::string_view topic;
+  std::string_view topic{};
   int32_t partition = 0;
   int64_t start_offset = 0;
   int64_t timestamp_ms = -1;  // of the object's first record; < 0: none
-  std::string_view sink_key;
-  std::string_view ext;
+  std::string_view sink_key{};
+  std::string_view ext{};
 };
 
 class ObjectKeyTemplate {
