@@ -8,6 +8,7 @@ verification and the baseline.
 Credentials: the test server's (sinks/s3/server.sh)."""
 import concurrent.futures
 import gzip
+import io
 import json
 import os
 import sys
@@ -40,7 +41,7 @@ elif command == "verify":
         if key.endswith(".gz"):
             body = gzip.decompress(body)
         elif key.endswith(".zst"):
-            body = zstandard.ZstdDecompressor().decompress(body)
+            body = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True).read()
         for line in body.splitlines():
             records += 1
             offsets.add(json.loads(line)["pico_offset"])

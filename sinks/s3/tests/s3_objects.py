@@ -24,7 +24,7 @@ for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=p
         if item["Key"].endswith(".gz"):
             text = gzip.decompress(body)
         elif item["Key"].endswith(".zst"):
-            text = b"".join(zstandard.ZstdDecompressor().read_to_iter(io.BytesIO(body), read_across_frames=True))
+            text = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True).read()
         out.append({"key": item["Key"], "etag": item["ETag"].strip('"'),
                     "bytes_b64": base64.b64encode(body).decode(), "text_b64": base64.b64encode(text).decode()})
 out.sort(key=lambda o: o["key"])

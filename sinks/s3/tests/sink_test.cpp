@@ -38,7 +38,8 @@ class S3Sink : public ::testing::Test {
             {"retry_timeout", "20s"}};
   }
   void open(json config = json::object(), std::unique_ptr<kt::FakeHost>* host = nullptr) {
-    for (const auto& [k, v] : base().items())
+    const json defaults = base();
+    for (const auto& [k, v] : defaults.items())
       if (!config.contains(k)) config[k] = v;
     (host ? *host : host_)->open(config.dump(), "s3test");
   }
@@ -155,20 +156,37 @@ TEST_F(S3Sink, AReplayFromTheFirstOffsetRewritesTheSameKeysWithTheSameBytes) {
 }
 
 TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndRefusesAnotherOne) {
-  open({{"conditional_create", true}, {"compression", "none"}});
-  auto write = [&](kt::FakeHost& h, const std::string& payload) {
-    auto w = h.start_write(TestBatch::json("cond", 0, 0, {payload}));
-    h.flush();
+  const json config = {{"conditional_create", true}, {"compression", "none"}, {"max_object_records", 3}};
+  auto write = [&](std::unique_ptr<kt::FakeHost>& h, int64_t first, std::vector<std::string> payloads) {
+    auto w = h->start_write(TestBatch::json("cond", 0, first, std::move(payloads)));
+    h->flush();
     return w->wait();
   };
-  EXPECT_EQ(write(*host_, R"({"a":1})").status, PMQ_WRITE_OK);
-  EXPECT_EQ(write(*host_, R"({"a":1})").status, PMQ_WRITE_OK) << "412, and the object there is ours";
-  EXPECT_EQ(host_->counter("already_written"), 1u);
-  const auto other = write(*host_, R"({"a":2})");
-  EXPECT_EQ(other.status, PMQ_WRITE_FATAL);
-  EXPECT_NE(other.error.find("already exists in bucket '" + bucket_ + "' with other content"), std::string::npos) << other.error;
-  ASSERT_EQ(objects().size(), 1u);
-  EXPECT_NE(objects()[0].text.find("{\"a\":1}"), std::string::npos) << "the first object stands";
+  open(config);
+  EXPECT_EQ(write(host_, 0, {"{\"a\":0}", "{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status, PMQ_WRITE_OK);
+  host_->close();
+  ASSERT_EQ(objects().size(), 2u);  // 0-2, 3-5
+
+  // A restart from offset 1 (inside the first object): it is skipped, the second is created again
+  // and exists: 412, and the object there is ours.
+  auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &again);
+  EXPECT_EQ(write(again, 1, {"{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status, PMQ_WRITE_OK);
+  EXPECT_EQ(again->counter("resumed_inside_object"), 1u);
+  EXPECT_EQ(again->counter("already_written"), 1u);
+  again->close();
+
+  // Other records at those offsets (another writer, a changed topic): refused, the object stands.
+  auto other = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &other);
+  const auto refused = write(other, 1, {"{\"a\":1}", "{\"a\":2}", "{\"b\":3}", "{\"a\":4}", "{\"a\":5}"});
+  EXPECT_EQ(refused.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(refused.error.find("already exists in bucket '" + bucket_ + "' with other content"), std::string::npos)
+      << refused.error;
+  other->close();
+  const auto o = objects();
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_NE(o[1].text.find("{\"a\":3}"), std::string::npos) << "the first writer's object stands";
 }
 
 TEST_F(S3Sink, AWrongSecretIsRefusedBySeaweedfsAndReportedWithoutTheSecret) {
@@ -217,16 +235,22 @@ TEST_F(S3Sink, HostileTopicNamesStayInsideThePrefix) {
 
 TEST_F(S3Sink, AnOutageIsRetriedAndNothingIsLostOrAcknowledgedEarly) {
   open({{"compression", "none"}, {"retry_timeout", "60s"}});
+  auto first = host_->start_write(TestBatch::json("outage", 0, 0, {R"({"x":0})"}));
+  host_->flush();
+  ASSERT_EQ(first->wait().status, PMQ_WRITE_OK) << first->wait().error;
   server_->kill();
-  auto w = host_->start_write(TestBatch::json("outage", 0, 0, {R"({"x":1})", R"({"x":2})"}));
+  auto w = host_->start_write(TestBatch::json("outage", 0, 1, {R"({"x":1})", R"({"x":2})"}));
   host_->flush();
   EXPECT_EQ(w->wait(1500ms).status, PMQ_WRITE_PENDING) << "not written while the server is down";
   server_->start();
   const auto outcome = w->wait(60s);
   EXPECT_EQ(outcome.status, PMQ_WRITE_OK) << outcome.error;
   EXPECT_GE(host_->counter("resends"), 1u);
-  ASSERT_EQ(objects().size(), 1u);
-  EXPECT_NE(objects()[0].text.find("\"x\":2"), std::string::npos);
+  const auto o = objects();
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[1].key, "outage/partition=0/outage+0+00000000000000000001.json");
+  EXPECT_EQ(std::count(o[1].text.begin(), o[1].text.end(), '\n'), 2) << o[1].text;
+  EXPECT_NE(o[1].text.find("\"payload\":{\"x\":2}}\n"), std::string::npos) << o[1].text;
 }
 
 }  // namespace
