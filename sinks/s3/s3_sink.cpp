@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +70,12 @@ struct PartitionState {
   // start, or dropped on a rewind): skipped.
   std::optional<int64_t> skip_through;
   bool resumed = false;  // the first batch looked up the object it starts in
+  // After a failure: the records up to this offset come again as retries. The runtime waits for
+  // each retried batch alone (no flush comes), so until then a batch's records end its object:
+  // at the offsets where dropped objects had been ended by a flush (the same objects again), or
+  // else at the batch's end.
+  std::optional<int64_t> recovering_through;
+  std::set<int64_t> recut;
 };
 
 void fail_owners(const s3::Object& o, bool fatal, const std::string& reason) {
@@ -143,6 +150,13 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         write->finish(std::pair{true, std::string(e.what())});
         return result;
       } catch (const std::exception& e) {
+        {
+          // The batch comes again alone (no flush): its records end their object then.
+          std::lock_guard lock(mutex_);
+          PartitionState& p = partition(b.topic, b.partition);
+          const int64_t last = pmq_batch_record(&b, b.record_count - 1)->offset;
+          p.recovering_through = std::max(p.recovering_through.value_or(last), last);
+        }
         write->finish(std::pair{false, std::string(e.what())});
         return result;
       }
@@ -185,6 +199,15 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
             encoded += plan_->settings.raw_separator;
           }
           p.objects->append(r.offset, r.timestamp_ms, encoded, write);
+          if (p.recut.erase(r.offset)) p.objects->seal("flush");  // where the dropped object ended
+        }
+        if (p.recovering_through) {
+          const int64_t last = pmq_batch_record(&b, b.record_count - 1)->offset;
+          p.objects->seal("retry");
+          if (last >= *p.recovering_through) {
+            p.recovering_through.reset();
+            p.recut.clear();
+          }
         }
       } catch (const sdk::FatalError& e) {
         write->finish(std::pair{true, std::string(e.what())});
@@ -297,17 +320,29 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     if (auto open = p.objects->take_open()) {
       fail_owners(*open, false, "its object was dropped (records came again)");
       p.expect = at;
+      p.recovering_through = std::max(p.recovering_through.value_or(open->last_offset), open->last_offset);
     } else {
       p.skip_through = at - 1;  // in objects sealed already
     }
     p.objects->restart_at(at);
   }
 
-  // mutex_ held: fails the partition's queued and open objects.
+  // mutex_ held: fails the partition's queued and open objects; notes where their records end
+  // and where flushes had ended them (recovering_through, recut).
   void drop(PartitionState& p, bool fatal, const std::string& reason) {
-    for (auto& o : p.queue) fail_owners(*o, fatal, reason);
+    auto note = [&](const s3::Object& o) {
+      p.recovering_through = std::max(p.recovering_through.value_or(o.last_offset), o.last_offset);
+      if (o.sealed_by == "flush" || o.sealed_by == "revoke" || o.sealed_by == "retry") p.recut.insert(o.last_offset);
+    };
+    for (auto& o : p.queue) {
+      note(*o);
+      fail_owners(*o, fatal, reason);
+    }
     p.queue.clear();
-    if (auto open = p.objects->take_open()) fail_owners(*open, fatal, reason);
+    if (auto open = p.objects->take_open()) {
+      p.recovering_through = std::max(p.recovering_through.value_or(open->last_offset), open->last_offset);
+      fail_owners(*open, fatal, reason);
+    }
   }
 
   void upload_main() {
@@ -345,6 +380,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         // This object and every later one of the partition: their batches are retried (or stop
         // the sink), and the next object starts at this one's first offset again.
         drop(*p, failure->first, "an earlier object of the partition was not written: " + failure->second);
+        p->recovering_through = std::max(p->recovering_through.value_or(o->last_offset), o->last_offset);
+        if (o->sealed_by == "flush" || o->sealed_by == "revoke" || o->sealed_by == "retry") p->recut.insert(o->last_offset);
         p->expect = o->first_offset;
         p->objects->restart_at(o->first_offset);
       }

@@ -68,7 +68,7 @@ launch() {
   # 9101 (two servers would clash): off.
   (cd "$dir" && exec "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
       -master.port="$master" -volume.port="$volume" -filer.port="$filer" -s3 -s3.port="$s3" \
-      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg=0 -s3.port.lance=0) \
+      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg=0 -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0) \
     </dev/null >>"$dir/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do

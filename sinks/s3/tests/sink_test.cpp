@@ -233,24 +233,54 @@ TEST_F(S3Sink, HostileTopicNamesStayInsideThePrefix) {
   }
 }
 
-TEST_F(S3Sink, AnOutageIsRetriedAndNothingIsLostOrAcknowledgedEarly) {
-  open({{"compression", "none"}, {"retry_timeout", "60s"}});
-  auto first = host_->start_write(TestBatch::json("outage", 0, 0, {R"({"x":0})"}));
+// One outage (a SIGKILL of the server and a restart), two sinks: one resends until the server is
+// back (retry_timeout 60s); the other gives up at once (500ms), so its batches fail and come
+// again alone, as the runtime retries them, without a flush.
+TEST_F(S3Sink, AnOutageIsResentOrRetriedAndNothingIsLostAcknowledgedEarlyOrDoubled) {
+  const std::string patient = server_->create_bucket("patient");
+  open({{"bucket", patient}, {"compression", "none"}, {"retry_timeout", "60s"}});
+  auto quick = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open({{"compression", "none"}, {"retry_timeout", "500ms"}, {"key_template", "{topic}/{partition}/{start_offset}.{ext}"}},
+       &quick);
+  auto p0 = host_->start_write(TestBatch::json("outage", 0, 0, {R"({"x":0})"}));
+  auto q0 = quick->start_write(TestBatch::json("again", 0, 0, {R"({"x":0})"}));
   host_->flush();
-  ASSERT_EQ(first->wait().status, PMQ_WRITE_OK) << first->wait().error;
+  quick->flush();
+  ASSERT_EQ(p0->wait().status, PMQ_WRITE_OK) << p0->wait().error;
+  ASSERT_EQ(q0->wait().status, PMQ_WRITE_OK) << q0->wait().error;
   server_->kill();
-  auto w = host_->start_write(TestBatch::json("outage", 0, 1, {R"({"x":1})", R"({"x":2})"}));
+
+  auto p1 = host_->start_write(TestBatch::json("outage", 0, 1, {R"({"x":1})", R"({"x":2})"}));
   host_->flush();
-  EXPECT_EQ(w->wait(1500ms).status, PMQ_WRITE_PENDING) << "not written while the server is down";
+  // quick: partition 0 fails at the upload, partition 1 (new) at the look-up of where it resumes.
+  auto q1 = quick->start_write(TestBatch::json("again", 0, 1, {R"({"x":1})", R"({"x":2})"}));
+  quick->flush();
+  const auto put_failed = q1->wait(30s);
+  EXPECT_EQ(put_failed.status, PMQ_WRITE_RETRY) << put_failed.error;
+  EXPECT_NE(put_failed.error.find("again/0/00000000000000000001.json"), std::string::npos) << put_failed.error;
+  auto q2 = quick->start_write(TestBatch::json("again", 1, 0, {R"({"y":0})"}));
+  const auto list_failed = q2->wait(30s);
+  EXPECT_EQ(list_failed.status, PMQ_WRITE_RETRY) << list_failed.error;
+  EXPECT_FALSE(p1->completed()) << "not written while the server is down";
+
   server_->start();
-  const auto outcome = w->wait(60s);
-  EXPECT_EQ(outcome.status, PMQ_WRITE_OK) << outcome.error;
+  const auto resent = p1->wait(60s);
+  EXPECT_EQ(resent.status, PMQ_WRITE_OK) << resent.error;
   EXPECT_GE(host_->counter("resends"), 1u);
-  const auto o = objects();
-  ASSERT_EQ(o.size(), 2u);
-  EXPECT_EQ(o[1].key, "outage/partition=0/outage+0+00000000000000000001.json");
-  EXPECT_EQ(std::count(o[1].text.begin(), o[1].text.end(), '\n'), 2) << o[1].text;
-  EXPECT_NE(o[1].text.find("\"payload\":{\"x\":2}}\n"), std::string::npos) << o[1].text;
+  auto q1again = quick->start_write(TestBatch::json("again", 0, 1, {R"({"x":1})", R"({"x":2})"}));
+  EXPECT_EQ(q1again->wait(60s).status, PMQ_WRITE_OK) << q1again->wait().error;
+  auto q2again = quick->start_write(TestBatch::json("again", 1, 0, {R"({"y":0})"}));
+  EXPECT_EQ(q2again->wait(60s).status, PMQ_WRITE_OK) << q2again->wait().error;
+  quick->close();
+
+  const auto p = server_->objects(patient);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].key, "outage/partition=0/outage+0+00000000000000000001.json");
+  EXPECT_EQ(std::count(p[1].text.begin(), p[1].text.end(), '\n'), 2) << p[1].text;
+  const auto q = objects();
+  ASSERT_EQ(keys(q), (std::vector<std::string>{"again/0/00000000000000000000.json", "again/0/00000000000000000001.json",
+                                               "again/1/00000000000000000000.json"}));
+  EXPECT_EQ(std::count(q[1].text.begin(), q[1].text.end(), '\n'), 2) << q[1].text;
 }
 
 }  // namespace
