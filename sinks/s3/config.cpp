@@ -58,14 +58,20 @@ const kit::OptionTable<Settings>& option_table() {
                 "{start_offset} (20 digits), {sink_key}, {year} {month} {day} {hour} (UTC, of the record timestamp), "
                 "{ext}. Must hold {start_offset} and {partition}."),
       kit::option("format", &Settings::format)
-          .choices({{"json_lines", Format::JsonLines}, {"raw", Format::Raw}})
+          .choices({{"json_lines", Format::JsonLines}, {"raw", Format::Raw}, {"csv", Format::Csv}})
           .fallback(Format::JsonLines)
-          .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator."),
+          .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
+                "csv: the csv_columns of each record, one line each (RFC 4180 quoting)."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
                 "pico_headers, payload}. Off: the payload alone."),
       kit::option("raw_separator", &Settings::raw_separator).fallback("\n").help("raw: the bytes written after each payload."),
+      kit::option("csv_columns", &Settings::csv_columns)
+          .help("csv: the columns, in order: top-level fields of the JSON object payload (strings as text, other values "
+                "as JSON, null or missing empty) or pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
+                "(base64), pico_headers (JSON). A record whose payload is not a JSON object is refused (bad-record policy)."),
+      kit::option("csv_header", &Settings::csv_header).fallback(true).help("csv: each object starts with the header line."),
       kit::option("compression", &Settings::compression)
           .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
           .fallback(kit::Compression::Gzip)
@@ -175,10 +181,16 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       problem("compression_level", e.what());
     }
   }
-  p.ext = s.format == Format::JsonLines ? "json" : "bin";
+  if (s.format == Format::Csv && s.csv_columns.empty()) problem("csv_columns", "is required with format = \"csv\"");
+  if (s.format != Format::Csv && !s.csv_columns.empty()) problem("csv_columns", "is only for format = \"csv\"");
+  for (const auto& c : s.csv_columns)
+    if (c.empty()) problem("csv_columns", "a column name is empty");
+  p.ext = s.format == Format::JsonLines ? "json" : s.format == Format::Csv ? "csv" : "bin";
   if (s.compression == kit::Compression::Gzip) p.ext += ".gz";
   if (s.compression == kit::Compression::Zstd) p.ext += ".zst";
-  p.content_type = s.format == Format::JsonLines ? "application/x-ndjson" : "application/octet-stream";
+  p.content_type = s.format == Format::JsonLines ? "application/x-ndjson"
+                   : s.format == Format::Csv     ? "text/csv"
+                                                 : "application/octet-stream";
   if (s.compression == kit::Compression::Gzip) p.content_type = "application/gzip";
   if (s.compression == kit::Compression::Zstd) p.content_type = "application/zstd";
   if (!ok) return std::nullopt;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/object_key.hpp"
@@ -15,7 +16,7 @@
 
 namespace picomq::s3 {
 
-enum class Format { JsonLines, Raw };
+enum class Format { JsonLines, Raw, Csv };
 enum class Addressing { Auto, Path, Virtual };
 
 struct Settings {
@@ -29,6 +30,8 @@ struct Settings {
   Format format = Format::JsonLines;
   bool include_metadata = true;
   std::string raw_separator;
+  std::vector<std::string> csv_columns;
+  bool csv_header = true;
   kit::Compression compression = kit::Compression::Gzip;
   int64_t compression_level = 0;
   int64_t max_object_records = 0;

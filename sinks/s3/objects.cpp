@@ -19,6 +19,7 @@ void PartitionObjects::start(int64_t offset, int64_t timestamp_ms) {
                                           .timestamp_ms = timestamp_ms, .sink_key = keys_.sink_key, .ext = keys_.ext});
   if (!key) throw sdk::FatalError("key_template: " + key.error());
   o->key = keys_.prefix + key.value();
+  o->body = keys_.object_header;
   open_ = std::move(o);
 }
 

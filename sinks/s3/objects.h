@@ -48,6 +48,7 @@ struct KeyContext {
   std::string prefix;  // "" or ending in '/'
   std::string sink_key;
   std::string ext;
+  std::string object_header;  // the first bytes of every object (a CSV header line), or empty
 };
 
 class PartitionObjects {

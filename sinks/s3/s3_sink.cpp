@@ -8,6 +8,7 @@
 // objects are uploaded in order by upload threads; a failed upload fails its batches and every
 // later one of the partition, and the retry starts the next object at the failed one's first
 // offset again (same key).
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -25,6 +26,7 @@
 #include "picomq/sdk.hpp"
 #include "s3/client.h"
 #include "s3/config.h"
+#include "s3/csv.h"
 #include "s3/objects.h"
 
 namespace {
@@ -112,6 +114,12 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     const s3::Settings& s = plan_->settings;
     writer_ = kit::RecordJsonWriter({.layout = s.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!s.include_metadata || s.format == s3::Format::Raw) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (s.format == s3::Format::Csv) {
+      csv_ = std::make_unique<s3::CsvEncoder>(s.csv_columns);
+      if (s.csv_header) object_header_ = csv_->header();
+      if (std::find(s.csv_columns.begin(), s.csv_columns.end(), "pico_headers") == s.csv_columns.end())
+        declare_unread_fields(PMQ_FIELD_HEADERS);
+    }
     rotation_ = {.max_records = static_cast<uint64_t>(s.max_object_records), .max_bytes = s.max_object_bytes.bytes,
                  .interval_ms = s.rotate_interval.count()};
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
@@ -193,6 +201,12 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
           if (plan_->settings.format == s3::Format::JsonLines) {
             json.append(encoded, r);
             encoded += '\n';
+          } else if (csv_) {
+            if (auto refused = csv_->append(encoded, b, r)) {
+              write->pending.reject(i, *refused);
+              count("rejected_records");
+              continue;
+            }
           } else {
             if (!r.payload.data) continue;  // a tombstone has no bytes to write
             encoded.append(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
@@ -262,7 +276,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       slot->objects = std::make_unique<s3::PartitionObjects>(
           std::string(topic), partition, rotation_,
           s3::KeyContext{.key_template = &plan_->key, .prefix = plan_->prefix, .sink_key = std::string(sink_key()),
-                         .ext = plan_->ext},
+                         .ext = plan_->ext, .object_header = object_header_},
           [this, raw](std::unique_ptr<s3::Object> o) {  // called with mutex_ held
             count("objects_sealed");
             raw->queue.push_back(std::move(o));
@@ -397,6 +411,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   kit::RecordJsonWriter writer_;
   s3::Rotation rotation_;
   std::unique_ptr<s3::Client> client_;
+  std::unique_ptr<s3::CsvEncoder> csv_;
+  std::string object_header_;
   std::mutex mutex_;  // partitions_, states_, ready_, every PartitionState, closing_
   std::condition_variable cv_;
   std::map<std::pair<std::string, int32_t>, std::shared_ptr<PartitionState>> partitions_;

@@ -7,6 +7,7 @@
 #include "picomq/kit/testing/fake_host.hpp"
 #include "s3/client.h"
 #include "s3/config.h"
+#include "s3/csv.h"
 #include "s3/objects.h"
 
 namespace picomq::s3 {
@@ -188,6 +189,40 @@ TEST(S3Errors, TheErrorDocumentsCodeAndMessage) {
   EXPECT_EQ(e.code, "SignatureDoesNotMatch");
   EXPECT_EQ(e.message, "The request signature we calculated does not match");
   EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+}
+
+TEST(S3Csv, DeclaredColumnsFromPayloadFieldsAndMetadataWithRfc4180Quoting) {
+  kit::testing::TestBatch batch("t", 3,
+                                {{.offset = 7, .payload = R"({"id": 1, "name": "a, \"b\"", "tags": [1, 2], "note": null, "ok": true})",
+                                  .key = "k", .timestamp_ms = 1700000000000},
+                                 {.offset = 8, .payload = R"({"name": "line\nbreak"})"},
+                                 {.offset = 9, .payload = R"([1, 2])"},
+                                 {.offset = 10, .payload = std::nullopt}});
+  CsvEncoder csv({"pico_offset", "id", "name", "tags", "note", "missing", "ok", "pico_key", "pico_partition"});
+  EXPECT_EQ(csv.header(), "pico_offset,id,name,tags,note,missing,ok,pico_key,pico_partition\n");
+  std::string out;
+  EXPECT_FALSE(csv.append(out, batch.raw(), batch.raw().records[0]));
+  EXPECT_FALSE(csv.append(out, batch.raw(), batch.raw().records[1]));
+  EXPECT_EQ(out, "7,1,\"a, \"\"b\"\"\",\"[1,2]\",,,true,aw==,3\n8,,\"line\nbreak\",,,,,,3\n");
+  const auto not_object = csv.append(out, batch.raw(), batch.raw().records[2]);
+  ASSERT_TRUE(not_object);
+  EXPECT_EQ(*not_object, "csv: the payload is not a JSON object");
+  EXPECT_TRUE(csv.append(out, batch.raw(), batch.raw().records[3]));
+  EXPECT_EQ(out.size(), std::string("7,1,\"a, \"\"b\"\"\",\"[1,2]\",,,true,aw==,3\n8,,\"line\nbreak\",,,,,,3\n").size())
+      << "a refused record leaves nothing behind";
+}
+
+TEST(S3Config, CsvNeedsItsColumns) {
+  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
+                             {"aws_secret_access_key", "s"}};
+  auto c = ok;
+  c["format"] = "csv";
+  EXPECT_NE(problems(c).find("csv_columns: is required with format = \"csv\""), std::string::npos);
+  c["csv_columns"] = {"id"};
+  EXPECT_EQ(problems(c), "");
+  auto j = ok;
+  j["csv_columns"] = {"id"};
+  EXPECT_NE(problems(j).find("csv_columns: is only for format = \"csv\""), std::string::npos);
 }
 
 }  // namespace

@@ -108,7 +108,10 @@ TEST(S3SinkKafka, SigkillMidLoadThenRestartLeavesTheSameKeysAndBytesAsAnUndistur
   kafka.produce_values(topic, json_values(0, n, 100));
   // No template field of the sink key: both runs resolve the same keys.
   const std::string config = "max_object_records = 800\nmax_uploads_in_flight = 1\n";
-  const std::string block = "batch_length = 30\npoll_interval = \"2s\"";
+  // Static membership: the restarted runtime takes the killed one's place at once (no wait for
+  // its session to time out).
+  const std::string block = "batch_length = 31\npoll_interval = \"2s\"\n"
+                            "properties = { \"group.instance.id\" = \"s3kill\", \"session.timeout.ms\" = \"6000\" }";
 
   const auto reference = s3.create_bucket("kafka-ref");
   {
@@ -133,7 +136,7 @@ TEST(S3SinkKafka, SigkillMidLoadThenRestartLeavesTheSameKeysAndBytesAsAnUndistur
   }
   EXPECT_LT(at_kill, n) << "killed mid-load";
   ::testing::Test::RecordProperty("committed_at_kill", std::to_string(at_kill));
-  std::printf("SIGKILL with offset %lld committed (objects of 800 records, batches of 30)\n", static_cast<long long>(at_kill));
+  std::printf("SIGKILL with offset %lld committed (objects of 800 records, batches of 31: never at an object boundary)\n", static_cast<long long>(at_kill));
   {
     Runtime rt(kafka.bootstrap(), "restart");
     rt.add_definition("s.toml", definition("s3kill", topic, bucket, config, block));

@@ -101,6 +101,23 @@ TEST_F(S3Sink, RawPayloadsZstdAndATemplateWithPrefixSinkKeyAndRecordTimeFields) 
   EXPECT_EQ(o[1].text, "three|");
 }
 
+TEST_F(S3Sink, CsvObjectsStartWithTheHeaderAndARecordThatIsNoObjectIsRefusedNotDropped) {
+  open({{"format", "csv"}, {"csv_columns", {"pico_offset", "id", "name"}}, {"compression", "gzip"}, {"max_object_records", 2}});
+  auto w = host_->start_write(TestBatch::json("csv", 0, 0, {R"({"id":1,"name":"a,b"})", R"("just a string")", R"({"id":3})",
+                                                            R"({"id":4,"name":"d"})"}));
+  host_->flush();
+  const auto outcome = w->wait();
+  EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_EQ(outcome.rejected[0].reason, "csv: the payload is not a JSON object");
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"csv/partition=0/csv+0+00000000000000000000.csv.gz",
+                                               "csv/partition=0/csv+0+00000000000000000003.csv.gz"}));
+  EXPECT_EQ(o[0].text, "pico_offset,id,name\n0,1,\"a,b\"\n2,3,\n");
+  EXPECT_EQ(o[1].text, "pico_offset,id,name\n3,4,d\n");
+}
+
 TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
   open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
         {"key_template", "{partition}/{start_offset}"}});
