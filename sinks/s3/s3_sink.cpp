@@ -246,8 +246,11 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     for (const auto& tp : list) {
       auto it = partitions_.find({std::string(tp.topic), tp.partition});
       if (it == partitions_.end()) continue;
-      it->second->objects->seal("revoke");  // the host flushed before; anything left goes up now
-      partitions_.erase(it);                // an upload under way keeps its state alive
+      PartitionState& p = *it->second;
+      p.objects->seal("revoke");  // the host flushed before; anything left goes up now
+      // An upload under way (or queued) keeps the state alive in states_ until it is done.
+      if (!p.uploading && p.queue.empty()) states_.erase(&p);
+      partitions_.erase(it);
     }
     cv_.notify_all();
   }
@@ -400,7 +403,10 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         p->objects->restart_at(o->first_offset);
       }
       schedule(p.get());
-      if (p->queue.empty() && !p->uploading && !partitions_.count({o->topic, o->partition})) states_.erase(p.get());
+      if (p->queue.empty() && !p->uploading) {  // a revoked partition's last upload: its state goes
+        const auto it = partitions_.find({o->topic, o->partition});
+        if (it == partitions_.end() || it->second != p) states_.erase(p.get());
+      }
       lock.unlock();
       for (const auto& owner : o->owners) static_cast<BatchWrite&>(*owner).finish(failure);
       lock.lock();

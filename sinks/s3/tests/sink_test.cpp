@@ -118,6 +118,26 @@ TEST_F(S3Sink, CsvObjectsStartWithTheHeaderAndARecordThatIsNoObjectIsRefusedNotD
   EXPECT_EQ(o[1].text, "pico_offset,id,name\n3,4,d\n");
 }
 
+TEST_F(S3Sink, ARevokedPartitionsOpenObjectIsWrittenAndAReassignmentResumesAfterIt) {
+  open({{"compression", "none"}});
+  host_->assign(0, {{"rev", 0}, {"rev", 1}});
+  auto w0 = host_->start_write(TestBatch::json("rev", 0, 5, {R"({"p":0})"}));
+  auto w1 = host_->start_write(TestBatch::json("rev", 1, 9, {R"({"p":1})"}));
+  host_->revoke(0, {{"rev", 0}});
+  EXPECT_EQ(w0->wait().status, PMQ_WRITE_OK) << w0->wait().error;
+  EXPECT_FALSE(w1->completed()) << "partition 1 stays assigned: its object stays open";
+  host_->flush();
+  EXPECT_EQ(w1->wait().status, PMQ_WRITE_OK) << w1->wait().error;
+  // Assigned again (to this instance): it resumes after the object written before.
+  host_->assign(0, {{"rev", 0}});
+  auto again = host_->start_write(TestBatch::json("rev", 0, 5, {R"({"p":0})", R"({"p":"new"})"}));
+  host_->flush();
+  EXPECT_EQ(again->wait().status, PMQ_WRITE_OK) << again->wait().error;
+  EXPECT_EQ(keys(objects()), (std::vector<std::string>{"rev/partition=0/rev+0+00000000000000000005.json",
+                                                       "rev/partition=0/rev+0+00000000000000000006.json",
+                                                       "rev/partition=1/rev+1+00000000000000000009.json"}));
+}
+
 TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
   open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
         {"key_template", "{partition}/{start_offset}"}});
