@@ -197,7 +197,9 @@ std::vector<std::string> Client::list_keys(const std::string& prefix) {
     std::string query = "?";
     if (!token.empty()) query += "continuation-token=" + kit::percent_encode(token) + "&";
     query += "list-type=2&prefix=" + kit::percent_encode(prefix);
-    const std::string url = object_url(plan_, "") + "/" + query;
+    std::string url = object_url(plan_, "");  // the bucket: ".../bucket" path-style, "<bucket>.host/" virtual-hosted
+    if (url.back() != '/') url += '/';
+    url += query;
     const kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "GET", .url = url}; }, "LIST " + prefix);
     if (r.status != 200) throw sdk::FatalError(r.completed() ? describe(r, "LIST " + prefix) : classify(r).reason);
     std::string_view body = r.body;

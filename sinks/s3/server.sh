@@ -6,6 +6,8 @@
 #       right), data under <dir>, master / volume / filer / S3 on free 127.0.0.1 ports (each also
 #       opens a gRPC port at +10000, so ports are picked with that one free too); waits until the
 #       S3 port answers, prints the S3 port alone on stdout.
+#       Virtual-hosted requests go to <bucket>.localhost:<port> (-s3.domainName; libcurl resolves
+#       *.localhost to the loopback address).
 #       Again after stop: the same data dir and ports (an outage rather than a new server).
 #       --owner: a watchdog stops the server when that process is gone.
 #   server.sh stop   <dir>   SIGKILL (SeaweedFS can take > 15 s on SIGTERM; the tests need no
@@ -68,7 +70,7 @@ launch() {
   # 9101 (two servers would clash): off.
   (cd "$dir" && exec "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
       -master.port="$master" -volume.port="$volume" -filer.port="$filer" -s3 -s3.port="$s3" \
-      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg=0 -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0) \
+      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg=0 -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0 -s3.domainName=localhost) \
     </dev/null >>"$dir/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do

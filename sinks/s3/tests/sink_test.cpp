@@ -138,6 +138,17 @@ TEST_F(S3Sink, ARevokedPartitionsOpenObjectIsWrittenAndAReassignmentResumesAfter
                                                        "rev/partition=1/rev+1+00000000000000000009.json"}));
 }
 
+TEST_F(S3Sink, VirtualHostedAddressingIsSignedForTheBucketsHostName) {
+  // <bucket>.localhost: SeaweedFS's -s3.domainName; libcurl resolves *.localhost to loopback.
+  open({{"endpoint", "http://localhost:" + std::to_string(server_->port())}, {"addressing", "virtual"},
+        {"compression", "none"}});
+  EXPECT_TRUE(host_->logged("(virtual-hosted)"));
+  auto w = host_->start_write(TestBatch::json("vhost", 0, 0, {R"({"v":1})"}));
+  host_->flush();
+  EXPECT_EQ(w->wait().status, PMQ_WRITE_OK) << w->wait().error;
+  EXPECT_EQ(keys(objects()), (std::vector<std::string>{"vhost/partition=0/vhost+0+00000000000000000000.json"}));
+}
+
 TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
   open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
         {"key_template", "{partition}/{start_offset}"}});
