@@ -36,6 +36,9 @@ S3Error parse_error(std::string_view body);
 
 // Lower-case hex MD5 of bytes: the ETag S3 gives an object written by one PUT.
 std::string md5_hex(std::string_view bytes);
+// The ETag of the same bytes uploaded in parts of `part_size`: MD5 of the parts' binary MD5s,
+// "-<parts>" (what S3 and SeaweedFS give a multipart object).
+std::string multipart_etag(std::string_view bytes, uint64_t part_size);
 
 class Client {
  public:
@@ -68,6 +71,11 @@ class Client {
   std::string describe(const kit::HttpResponse& response, const std::string& what) const;
   // Sends (again, with back-off, while retry_timeout allows) until the outcome is not a retry.
   kit::HttpResponse send(const std::function<kit::HttpRequest()>& make, const std::string& what);
+  // One object in parts (CreateMultipartUpload, UploadPart..., CompleteMultipartUpload); aborted
+  // when any step fails for good.
+  void put_multipart(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
+  // conditional_create before a multipart upload: true when the key holds these bytes already.
+  bool already_there(const std::string& key, const std::string& etag);
   const Plan& plan_;
   Hooks hooks_;
   kit::OutcomeRules rules_;

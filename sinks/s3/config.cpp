@@ -93,6 +93,10 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(false)
           .help("PUT with If-None-Match: *. A 412 (the key exists) counts as written when the object there has this "
                 "object's bytes (ETag = MD5), and is an error otherwise."),
+      kit::option("part_size", &Settings::part_size)
+          .fallback(kit::ByteSize{16u << 20})
+          .help("An object larger than this (as uploaded, after compression) goes up as a multipart upload of parts of "
+                "this size (at least 5MiB, S3's minimum), one part at a time per upload, the upload aborted if it fails."),
       kit::option("max_uploads_in_flight", &Settings::max_uploads_in_flight)
           .fallback(4)
           .check(kit::at_least(1))
@@ -181,6 +185,8 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       problem("compression_level", e.what());
     }
   }
+  if (s.part_size.bytes < (5u << 20)) problem("part_size", "must be at least 5MiB (S3's smallest part)");
+  if (s.part_size.bytes > (5ull << 30)) problem("part_size", "must be at most 5GiB (S3's largest part)");
   if (s.format == Format::Csv && s.csv_columns.empty()) problem("csv_columns", "is required with format = \"csv\"");
   if (s.format != Format::Csv && !s.csv_columns.empty()) problem("csv_columns", "is only for format = \"csv\"");
   for (const auto& c : s.csv_columns)

@@ -38,6 +38,7 @@ struct Settings {
   kit::ByteSize max_object_bytes{};
   std::chrono::milliseconds rotate_interval{};
   bool conditional_create = false;
+  kit::ByteSize part_size{};
   int64_t max_uploads_in_flight = 0;
   std::chrono::milliseconds retry_timeout{};
   std::chrono::milliseconds timeout{};

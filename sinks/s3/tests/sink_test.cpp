@@ -149,6 +149,37 @@ TEST_F(S3Sink, VirtualHostedAddressingIsSignedForTheBucketsHostName) {
   EXPECT_EQ(keys(objects()), (std::vector<std::string>{"vhost/partition=0/vhost+0+00000000000000000000.json"}));
 }
 
+TEST_F(S3Sink, AnObjectLargerThanThePartSizeGoesUpInPartsAndReadsBackWhole) {
+  open({{"compression", "none"}, {"part_size", "5MiB"}, {"include_metadata", false}, {"conditional_create", true}});
+  std::vector<std::string> payloads;
+  const std::string pad(1000, 'p');
+  for (int i = 0; i < 6000; ++i) payloads.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
+  auto w = host_->start_write(TestBatch::json("big", 0, 0, payloads));
+  host_->flush();
+  ASSERT_EQ(w->wait(120s).status, PMQ_WRITE_OK) << w->wait().error;
+  EXPECT_EQ(host_->counter("multipart_uploads"), 1u);
+  EXPECT_EQ(host_->counter("parts"), 2u);  // ~6 MB in parts of 5 MiB
+  const auto o = objects();
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_GT(o[0].bytes.size(), 5u << 20);
+  std::string expected;
+  for (const auto& p : payloads) expected += p + "\n";
+  EXPECT_TRUE(o[0].text == expected) << "the parts make the object's bytes, in order";
+  EXPECT_NE(o[0].etag.find("-2"), std::string::npos) << o[0].etag;
+
+  // The same records again (a restart): the object's last offset, sent with CreateMultipartUpload,
+  // says they are written: nothing is uploaded again.
+  auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open({{"compression", "none"}, {"part_size", "5MiB"}, {"include_metadata", false}, {"conditional_create", true},
+        {"max_object_records", 6000}}, &again);
+  auto w2 = again->start_write(TestBatch::json("big", 0, 0, payloads));
+  again->flush();
+  EXPECT_EQ(w2->wait(120s).status, PMQ_WRITE_OK) << w2->wait().error;
+  EXPECT_EQ(again->counter("resumed_inside_object"), 1u);
+  EXPECT_EQ(again->counter("multipart_uploads"), 0u);
+  again->close();
+}
+
 TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
   open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
         {"key_template", "{partition}/{start_offset}"}});
