@@ -189,6 +189,9 @@ TEST(S3Errors, TheErrorDocumentsCodeAndMessage) {
   EXPECT_EQ(e.code, "SignatureDoesNotMatch");
   EXPECT_EQ(e.message, "The request signature we calculated does not match");
   EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+  // The multipart ETag (MD5 of the parts' binary MD5s, "-<parts>"), checked against Python's hashlib.
+  EXPECT_EQ(multipart_etag("abcdef", 4), "fa40dffba3d56c6098e0477379f300bd-2");
+  EXPECT_EQ(multipart_etag("abc", 4), "af5da9f45af7a300e3aded972f8ff687-1");
 }
 
 TEST(S3Csv, DeclaredColumnsFromPayloadFieldsAndMetadataWithRfc4180Quoting) {
