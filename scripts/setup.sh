@@ -36,12 +36,18 @@ pyarrow_version=26.0.1
 # fastavro, protobuf, confluent-kafka: independent encoders of the decoder tests (tests/decoders_data).
 # chdb (ClickHouse 26.x in-process): the independent current parser of the ClickHouse sink's
 # golden tests (sinks/clickhouse/tests/golden_test.cpp); ~900 MB installed with pandas and numpy.
-python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0)
-if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+# boto3, zstandard: the S3 sink's tests read objects back with an independent client (sinks/s3/tests/s3_objects.py).
+python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0
+  boto3==1.44.8 zstandard==0.25.0)
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into tools/venv"
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
 fi
+
+# SeaweedFS 4.53, the S3 sink's test server (verifies SigV4): built once per machine from the Go
+# module proxy into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (~7 min the first time).
+bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
 
 echo "setup: ok"

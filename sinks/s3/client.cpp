@@ -1,0 +1,335 @@
+#include "s3/client.h"
+
+#include <openssl/evp.h>
+
+#include <thread>
+
+#include "picomq/kit/encoding.hpp"
+#include "picomq/sdk.hpp"
+
+namespace picomq::s3 {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::string between(std::string_view body, std::string_view open, std::string_view close) {
+  const size_t a = body.find(open);
+  if (a == std::string_view::npos) return {};
+  const size_t b = body.find(close, a + open.size());
+  if (b == std::string_view::npos) return {};
+  return std::string(body.substr(a + open.size(), b - a - open.size()));
+}
+
+// The text of an XML element: the five predefined entities and numeric character references
+// (what S3 escapes in keys and tokens).
+std::string xml_text(std::string_view raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '&') {
+      out += raw[i];
+      continue;
+    }
+    const size_t semi = raw.find(';', i);
+    if (semi == std::string_view::npos) {
+      out += raw.substr(i);
+      break;
+    }
+    const std::string_view e = raw.substr(i + 1, semi - i - 1);
+    if (e == "amp") out += '&';
+    else if (e == "lt") out += '<';
+    else if (e == "gt") out += '>';
+    else if (e == "quot") out += '"';
+    else if (e == "apos") out += '\'';
+    else if (!e.empty() && e[0] == '#') {
+      const unsigned long cp = e.size() > 1 && (e[1] == 'x' || e[1] == 'X') ? std::stoul(std::string(e.substr(2)), nullptr, 16)
+                                                                           : std::stoul(std::string(e.substr(1)));
+      if (cp < 0x80) out += static_cast<char>(cp);
+      else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      }
+    } else {
+      out += raw.substr(i, semi - i + 1);
+    }
+    i = semi;
+  }
+  return out;
+}
+
+std::string unquote(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return std::string(etag);
+}
+
+}  // namespace
+
+S3Error parse_error(std::string_view body) {
+  return {between(body, "<Code>", "</Code>"), between(body, "<Message>", "</Message>")};
+}
+
+std::string md5_hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_md5(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string multipart_etag(std::string_view bytes, uint64_t part_size) {
+  std::string digests;
+  size_t parts = 0, at = 0;
+  do {
+    const std::string hex = md5_hex(bytes.substr(at, part_size));
+    for (size_t i = 0; i < hex.size(); i += 2) digests += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    ++parts;
+    at += part_size;
+  } while (at < bytes.size());
+  return md5_hex(digests) + "-" + std::to_string(parts);
+}
+
+Client::Client(const Plan& plan, size_t max_in_flight, Hooks hooks) : plan_(plan), hooks_(std::move(hooks)) {
+  kit::HttpClientOptions o = kit::client_options(kit::HttpSettings{}, plan.settings.tls, kit::AuthSettings{});
+  o.auth = kit::AwsSigV4Auth{.region = plan.settings.region, .service = "s3", .access_key_id = plan.access_key_id,
+                             .secret_access_key = plan.secret_access_key, .session_token = plan.session_token};
+  o.compression = kit::Compression::None;  // objects are compressed as files, not as a Content-Encoding
+  o.request_timeout = plan.settings.timeout;
+  o.connect_timeout = plan.settings.connect_timeout;
+  o.max_in_flight = std::max<size_t>(1, max_in_flight);
+  o.max_response_body = 64 << 10;
+  o.log_error = hooks_.log_warn;
+  http_ = std::make_unique<kit::HttpClient>(std::move(o));
+  // S3's statuses where they differ from the kit's table (docs: AWS S3 API reference, "Error responses").
+  rules_.on(400, "<Code>RequestTimeout</Code>", kit::Outcome::Retry, "S3: RequestTimeout = the connection was idle too long; resend")
+      .on(409, kit::Outcome::Retry, "S3: 409 OperationAborted = a conflicting operation on the key is in progress; resend")
+      .on(400, kit::Outcome::Fatal, "S3: 400 = a request S3 cannot take (configuration or sink bug)")
+      .on(412, kit::Outcome::Fatal, "S3: 412 = precondition failed");
+}
+
+Client::~Client() { close(); }
+
+void Client::close() {
+  stop_.stop();
+  if (http_) http_->close(2s);
+}
+
+kit::Classification Client::classify(const kit::HttpResponse& response) const { return rules_.classify(response); }
+
+std::string Client::describe(const kit::HttpResponse& response, const std::string& what) const {
+  const S3Error e = parse_error(response.body);
+  std::string where = "bucket '" + plan_.settings.bucket + "' at " + kit::redact_url(plan_.scheme + "://" + plan_.host + plan_.base_path);
+  std::string s3 = std::to_string(response.status) + (e.code.empty() ? "" : " " + e.code) +
+                   (e.message.empty() ? "" : ": " + e.message);
+  s3 = redactor().redact(s3);
+  if (response.status == 403)
+    return "S3 refused the credentials for " + where + " (" + s3 + ") on " + what +
+           "; check aws_access_key_id, aws_secret_access_key (or AWS_* environment variables), aws_session_token and region";
+  if (response.status == 404 && (e.code == "NoSuchBucket" || e.code.empty()))
+    return "the bucket does not exist: " + where + " (" + s3 + ") on " + what + "; create it, or fix bucket / endpoint";
+  return what + " on " + where + ": " + s3;
+}
+
+kit::HttpResponse Client::send(const std::function<kit::HttpRequest()>& make, const std::string& what) {
+  const auto deadline = Clock::now() + plan_.settings.retry_timeout;
+  kit::Backoff backoff({.initial = 200ms, .max = 5s});
+  for (;;) {
+    if (hooks_.count) hooks_.count("requests", 1);
+    kit::HttpResponse response = http_->send(make());
+    const kit::Classification c = classify(response);
+    if (c.outcome != kit::Outcome::Retry && c.outcome != kit::Outcome::MaybeWritten) return response;
+    // Retry or MaybeWritten: every request of the sink is idempotent (a PUT replaces the whole object).
+    auto delay = backoff.next();
+    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
+    const std::string reason = response.completed() ? describe(response, what) : c.reason;
+    if (Clock::now() + delay > deadline || stop_.stopped())
+      throw sdk::RetryableError(reason + " (resent for up to retry_timeout)");
+    if (hooks_.count) hooks_.count("resends", 1);
+    if (!stop_.wait_for(delay)) throw sdk::RetryableError(reason + " (closing)");
+  }
+}
+
+void Client::put_object(const std::string& key, std::string_view body, const std::string& content_type,
+                        int64_t last_offset) {
+  if (body.size() > plan_.settings.part_size.bytes) return put_multipart(key, body, content_type, last_offset);
+  const std::string url = object_url(plan_, key);
+  const std::string what = "PUT " + key;
+  for (;;) {
+    const kit::HttpResponse response = send(
+        [&] {
+          kit::HttpRequest r{.method = "PUT", .url = url, .body = kit::HttpBody::borrowed(body)};
+          r.headers.set("Content-Type", content_type);
+          r.headers.set("x-amz-meta-picomq-last-offset", std::to_string(last_offset));
+          if (plan_.settings.conditional_create) r.headers.set("If-None-Match", "*");
+          return r;
+        },
+        what);
+    const kit::Classification c = classify(response);
+    if (c.outcome == kit::Outcome::Written) {
+      if (hooks_.count) {
+        hooks_.count("objects", 1);
+        hooks_.count("bytes_uploaded", body.size());
+      }
+      return;
+    }
+    if (response.status == 412 && plan_.settings.conditional_create) {
+      // The key exists: written before (a replay) when the object there is ours, byte for byte.
+      const kit::HttpResponse h = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
+      const auto etag = h.headers.get("ETag");
+      if (h.status == 200 && etag && unquote(*etag) == md5_hex(body)) {
+        if (hooks_.count) hooks_.count("already_written", 1);
+        return;
+      }
+      if (h.status == 404) continue;  // gone again in between: create it
+      throw sdk::FatalError("conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
+                            "' with other content (ETag " + std::string(etag.value_or("none")) + ", ours \"" +
+                            md5_hex(body) + "\"): another writer, or a changed key template or rotation");
+    }
+    throw sdk::FatalError(response.completed() ? describe(response, what) : c.reason);
+  }
+}
+
+bool Client::already_there(const std::string& key, const std::string& etag) {
+  const std::string url = object_url(plan_, key);
+  const kit::HttpResponse h = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
+  if (h.status == 404) return false;
+  if (h.status != 200) throw sdk::FatalError(h.completed() ? describe(h, "HEAD " + key) : classify(h).reason);
+  const auto there = h.headers.get("ETag");
+  if (there && unquote(*there) == etag) {
+    if (hooks_.count) hooks_.count("already_written", 1);
+    return true;
+  }
+  throw sdk::FatalError("conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
+                        "' with other content (ETag " + std::string(there.value_or("none")) + ", ours \"" + etag +
+                        "\"): another writer, or a changed key template or rotation");
+}
+
+void Client::put_multipart(const std::string& key, std::string_view body, const std::string& content_type,
+                           int64_t last_offset) {
+  const uint64_t part_size = plan_.settings.part_size.bytes;
+  // If-None-Match is not sent with multipart uploads (not every S3 server takes it there): the
+  // key is looked at first instead, which another writer can race.
+  if (plan_.settings.conditional_create && already_there(key, multipart_etag(body, part_size))) return;
+  const std::string url = object_url(plan_, key);
+  auto fail = [&](const kit::HttpResponse& r, const std::string& what) -> std::string {
+    return r.completed() ? describe(r, what) : classify(r).reason;
+  };
+  const kit::HttpResponse created = send(
+      [&] {
+        kit::HttpRequest r{.method = "POST", .url = url + "?uploads="};
+        r.headers.set("Content-Type", content_type);
+        r.headers.set("x-amz-meta-picomq-last-offset", std::to_string(last_offset));
+        return r;
+      },
+      "CreateMultipartUpload " + key);
+  const std::string upload_id = xml_text(between(created.body, "<UploadId>", "</UploadId>"));
+  if (created.status != 200 || upload_id.empty())
+    throw sdk::FatalError(fail(created, "CreateMultipartUpload " + key) + (created.status == 200 ? " (no UploadId)" : ""));
+  if (hooks_.count) hooks_.count("multipart_uploads", 1);
+  const std::string id = kit::percent_encode(upload_id);
+  try {
+    std::string parts_xml;
+    size_t number = 0;
+    for (size_t at = 0; at < body.size(); at += part_size) {
+      ++number;
+      const std::string_view part = body.substr(at, part_size);
+      // Parameters in canonical (sorted) order: libcurl 7.88 signs the query as sent.
+      const std::string part_url = url + "?partNumber=" + std::to_string(number) + "&uploadId=" + id;
+      const kit::HttpResponse r = send(
+          [&] { return kit::HttpRequest{.method = "PUT", .url = part_url, .body = kit::HttpBody::borrowed(part)}; },
+          "UploadPart " + std::to_string(number) + " of " + key);
+      const auto etag = r.headers.get("ETag");
+      if (r.status != 200 || !etag) throw sdk::FatalError(fail(r, "UploadPart " + std::to_string(number) + " of " + key));
+      parts_xml += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + std::string(*etag) + "</ETag></Part>";
+      if (hooks_.count) hooks_.count("parts", 1);
+    }
+    const std::string complete = "<CompleteMultipartUpload>" + parts_xml + "</CompleteMultipartUpload>";
+    const kit::HttpResponse done = send(
+        [&] {
+          kit::HttpRequest r{.method = "POST", .url = url + "?uploadId=" + id, .body = kit::HttpBody::borrowed(complete)};
+          r.headers.set("Content-Type", "application/xml");
+          return r;
+        },
+        "CompleteMultipartUpload " + key);
+    // S3 can answer 200 and put the error in the body.
+    if (done.status != 200 || done.body.find("<Error>") != std::string::npos)
+      throw sdk::RetryableError(fail(done, "CompleteMultipartUpload " + key) + " " + done.body_excerpt(200));
+  } catch (...) {
+    // Best effort: an upload left behind costs storage until the bucket's lifecycle rule drops it.
+    const kit::HttpResponse aborted = http_->send({.method = "DELETE", .url = url + "?uploadId=" + id});
+    if (hooks_.count) hooks_.count(aborted.status == 204 || aborted.status == 200 ? "multipart_aborted" : "multipart_abort_failed", 1);
+    throw;
+  }
+  if (hooks_.count) {
+    hooks_.count("objects", 1);
+    hooks_.count("bytes_uploaded", body.size());
+  }
+}
+
+std::vector<std::string> Client::list_keys(const std::string& prefix) {
+  std::vector<std::string> keys;
+  std::string token;
+  for (;;) {
+    // Parameters in canonical (sorted) order and encoding: libcurl 7.88 signs the query as sent.
+    std::string query = "?";
+    if (!token.empty()) query += "continuation-token=" + kit::percent_encode(token) + "&";
+    query += "list-type=2&prefix=" + kit::percent_encode(prefix);
+    std::string url = object_url(plan_, "");  // the bucket: ".../bucket" path-style, "<bucket>.host/" virtual-hosted
+    if (url.back() != '/') url += '/';
+    url += query;
+    const kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "GET", .url = url}; }, "LIST " + prefix);
+    if (r.status != 200) throw sdk::FatalError(r.completed() ? describe(r, "LIST " + prefix) : classify(r).reason);
+    std::string_view body = r.body;
+    size_t at = 0;
+    while ((at = body.find("<Key>", at)) != std::string_view::npos) {
+      const size_t end = body.find("</Key>", at);
+      if (end == std::string_view::npos) break;
+      keys.push_back(xml_text(body.substr(at + 5, end - at - 5)));
+      at = end;
+    }
+    if (between(body, "<IsTruncated>", "</IsTruncated>") != "true") return keys;
+    token = xml_text(between(body, "<NextContinuationToken>", "</NextContinuationToken>"));
+    if (token.empty()) return keys;
+  }
+}
+
+std::optional<int64_t> Client::last_offset(const std::string& key) {
+  const std::string url = object_url(plan_, key);
+  const kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
+  if (r.status == 404) return std::nullopt;
+  if (r.status != 200) throw sdk::FatalError(r.completed() ? describe(r, "HEAD " + key) : classify(r).reason);
+  const auto v = r.headers.get("x-amz-meta-picomq-last-offset");
+  if (!v) return std::nullopt;
+  try {
+    return std::stoll(std::string(*v));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string Client::check_bucket() {
+  kit::HttpRequest r{.method = "HEAD", .url = object_url(plan_, "")};
+  r.timeout = std::min<std::chrono::milliseconds>(plan_.settings.timeout, 10s);
+  const kit::HttpResponse response = http_->send(std::move(r));
+  if (!response.completed())
+    return "S3 endpoint " + kit::redact_url(plan_.scheme + "://" + plan_.host + plan_.base_path) +
+           " not reachable now (" + response.failure->message + "); uploads will retry";
+  if (response.status == 403 || response.status == 404) throw sdk::FatalError(describe(response, "HEAD bucket"));
+  if (response.status >= 500) return describe(response, "HEAD bucket") + "; uploads will retry";
+  return {};
+}
+
+}  // namespace picomq::s3

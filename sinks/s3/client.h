@@ -1,0 +1,86 @@
+#pragma once
+// The S3 requests of the sink, on the kit's HTTP client with AWS SigV4 (libcurl's
+// CURLOPT_AWS_SIGV4; the client adds x-amz-content-sha256, the SHA-256 of the body, which is
+// signed): PUT Object (optionally If-None-Match: *), HEAD Bucket, HEAD Object. Each call blocks
+// (the sink calls them from its upload threads) and resends what S3 allows to resend.
+//
+// Outcomes (docs/sinks/s3.md, "Errors"):
+//   2xx                                  written
+//   412 on a conditional PUT             written when the object there has our bytes (ETag =
+//                                        MD5 of the body), else fatal (another writer's object)
+//   500, 502, 503 (SlowDown), 504, 429,  resent here with back-off for up to retry_timeout, then
+//   409 (OperationAborted), 400          RetryableError (the runtime retries the batches)
+//   RequestTimeout, transport errors
+//   403 (SignatureDoesNotMatch,          FatalError naming S3's error code and what to check;
+//   InvalidAccessKeyId, AccessDenied...), credentials are never in a message
+//   404 (NoSuchBucket), other 4xx
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/outcome.hpp"
+#include "s3/config.h"
+
+namespace picomq::s3 {
+
+// S3's error document (<Error><Code>..</Code><Message>..</Message></Error>), or empty fields.
+struct S3Error {
+  std::string code, message;
+};
+S3Error parse_error(std::string_view body);
+
+// Lower-case hex MD5 of bytes: the ETag S3 gives an object written by one PUT.
+std::string md5_hex(std::string_view bytes);
+// The ETag of the same bytes uploaded in parts of `part_size`: MD5 of the parts' binary MD5s,
+// "-<parts>" (what S3 and SeaweedFS give a multipart object).
+std::string multipart_etag(std::string_view bytes, uint64_t part_size);
+
+class Client {
+ public:
+  struct Hooks {
+    std::function<void(const std::string&)> log_warn;
+    std::function<void(const char*, uint64_t)> count;
+  };
+  Client(const Plan& plan, size_t max_in_flight, Hooks hooks);
+  ~Client();
+
+  // Writes `body` at `key`; returns when S3 has it. Throws sdk::RetryableError (not written,
+  // or cut: the runtime retries) or sdk::FatalError.
+  // `last_offset` goes into the object's metadata (x-amz-meta-picomq-last-offset): what a
+  // restart reads to find where the object it resumes in ends.
+  void put_object(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
+  // Keys under `prefix` (ListObjectsV2, every page). Throws like put_object.
+  std::vector<std::string> list_keys(const std::string& prefix);
+  // The picomq-last-offset metadata of an object; nullopt when it has none or does not exist.
+  std::optional<int64_t> last_offset(const std::string& key);
+  // A start-up check: throws sdk::FatalError when the bucket does not exist or the credentials
+  // are refused; returns a warning text when the server cannot be reached (writes then retry).
+  std::string check_bucket();
+
+  // Cuts every wait and request short (close()).
+  void close();
+  const kit::Redactor& redactor() const { return http_->redactor(); }
+
+ private:
+  kit::Classification classify(const kit::HttpResponse& response) const;
+  std::string describe(const kit::HttpResponse& response, const std::string& what) const;
+  // Sends (again, with back-off, while retry_timeout allows) until the outcome is not a retry.
+  kit::HttpResponse send(const std::function<kit::HttpRequest()>& make, const std::string& what);
+  // One object in parts (CreateMultipartUpload, UploadPart..., CompleteMultipartUpload); aborted
+  // when any step fails for good.
+  void put_multipart(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
+  // conditional_create before a multipart upload: true when the key holds these bytes already.
+  bool already_there(const std::string& key, const std::string& etag);
+  const Plan& plan_;
+  Hooks hooks_;
+  kit::OutcomeRules rules_;
+  std::unique_ptr<kit::HttpClient> http_;
+  kit::StopSignal stop_;
+};
+
+}  // namespace picomq::s3

@@ -1,0 +1,222 @@
+#include "s3/config.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+
+namespace picomq::s3 {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+// An S3 bucket name as AWS allows it (3-63 of [a-z0-9.-], starting and ending with a letter or
+// digit); other S3 implementations accept a subset or more, so only what can break a URL is
+// refused outright.
+std::optional<std::string> bucket_problem(const std::string& b) {
+  if (b.empty()) return "must not be empty";
+  for (char c : b)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
+      return "'" + b + "' has a character S3 bucket names cannot have (letters, digits, '.', '-')";
+  return std::nullopt;
+}
+
+}  // namespace
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("bucket", &Settings::bucket).required().check(kit::not_empty()).help("The bucket objects are written to; it must exist."),
+      kit::option("endpoint", &Settings::endpoint)
+          .help("Endpoint URL of an S3-compatible server (http://127.0.0.1:8333, https://minio.internal:9000). "
+                "Unset: AWS, https://s3.<region>.amazonaws.com."),
+      kit::option("region", &Settings::region).fallback("us-east-1").check(kit::not_empty()).help("Region the requests are signed for (SigV4)."),
+      kit::option("addressing", &Settings::addressing)
+          .choices({{"auto", Addressing::Auto}, {"path", Addressing::Path}, {"virtual", Addressing::Virtual}})
+          .fallback(Addressing::Auto)
+          .help("path: <endpoint>/<bucket>/<key>; virtual: <bucket>.<endpoint host>/<key>; auto: virtual on AWS, path "
+                "with an endpoint."),
+      kit::option("aws_access_key_id", &Settings::access_key_id)
+          .help("Access key id; unset: the AWS_ACCESS_KEY_ID environment variable."),
+      kit::option("aws_secret_access_key", &Settings::secret_access_key)
+          .secret()
+          .help("Secret access key; unset: AWS_SECRET_ACCESS_KEY. Never logged."),
+      kit::option("aws_session_token", &Settings::session_token)
+          .secret()
+          .help("Session token of temporary credentials; unset: AWS_SESSION_TOKEN (when the key id also comes from the "
+                "environment)."),
+      kit::option("prefix", &Settings::prefix).fallback("").help("Prepended to every key ('/' added between them)."),
+      kit::option("key_template", &Settings::key_template)
+          .fallback("{topic}/partition={partition}/{topic}+{partition}+{start_offset}.{ext}")
+          .help("Object key, resolved from each object's first record: {topic}, {topic_segment[N]}, {partition}, "
+                "{start_offset} (20 digits), {sink_key}, {year} {month} {day} {hour} (UTC, of the record timestamp), "
+                "{ext}. Must hold {start_offset} and {partition}."),
+      kit::option("format", &Settings::format)
+          .choices({{"json_lines", Format::JsonLines}, {"raw", Format::Raw}, {"csv", Format::Csv}})
+          .fallback(Format::JsonLines)
+          .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
+                "csv: the csv_columns of each record, one line each (RFC 4180 quoting)."),
+      kit::option("include_metadata", &Settings::include_metadata)
+          .fallback(true)
+          .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
+                "pico_headers, payload}. Off: the payload alone."),
+      kit::option("raw_separator", &Settings::raw_separator).fallback("\n").help("raw: the bytes written after each payload."),
+      kit::option("csv_columns", &Settings::csv_columns)
+          .help("csv: the columns, in order: top-level fields of the JSON object payload (strings as text, other values "
+                "as JSON, null or missing empty) or pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
+                "(base64), pico_headers (JSON). A record whose payload is not a JSON object is refused (bad-record policy)."),
+      kit::option("csv_header", &Settings::csv_header).fallback(true).help("csv: each object starts with the header line."),
+      kit::option("compression", &Settings::compression)
+          .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
+          .fallback(kit::Compression::Gzip)
+          .help("Of each object (a .gz / .zst file; no Content-Encoding)."),
+      kit::option("compression_level", &Settings::compression_level).fallback(0).help("0: the codec's default (gzip 6, zstd 3)."),
+      kit::option("max_object_records", &Settings::max_object_records)
+          .fallback(0)
+          .check(kit::at_least(0))
+          .help("Rotation: an object holds at most this many records. 0: no limit."),
+      kit::option("max_object_bytes", &Settings::max_object_bytes)
+          .fallback(kit::ByteSize{64u << 20})
+          .help("Rotation: an object's encoded records (before compression) stay under this size (a larger record is "
+                "an object of its own). 0: no limit."),
+      kit::option("rotate_interval", &Settings::rotate_interval)
+          .fallback(0ms)
+          .help("Rotation by record time: a record whose timestamp reaches the end of its object's window (windows "
+                "aligned to the epoch, of this length, from the first record's timestamp) starts a new object. 0: off."),
+      kit::option("conditional_create", &Settings::conditional_create)
+          .fallback(false)
+          .help("PUT with If-None-Match: *. A 412 (the key exists) counts as written when the object there has this "
+                "object's bytes (ETag = MD5), and is an error otherwise."),
+      kit::option("part_size", &Settings::part_size)
+          .fallback(kit::ByteSize{16u << 20})
+          .help("An object larger than this (as uploaded, after compression) goes up as a multipart upload of parts of "
+                "this size (at least 5MiB, S3's minimum), one part at a time per upload, the upload aborted if it fails."),
+      kit::option("max_uploads_in_flight", &Settings::max_uploads_in_flight)
+          .fallback(4)
+          .check(kit::at_least(1))
+          .help("Objects uploaded at once (of different partitions: one partition's objects go in order)."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long an upload refused with 5xx / 503 SlowDown / 429 or cut by a transport error is resent here "
+                "(back-off 200 ms to 5 s) before its batches fail and the runtime's retry takes over."),
+      kit::option("timeout", &Settings::timeout).fallback(60s).help("Total time of one request."),
+      kit::option("connect_timeout", &Settings::connect_timeout).fallback(10s).help("Time to connect."),
+      kit::group(&Settings::tls, kit::tls_options()),
+  };
+  return table;
+}
+
+std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Plan p{table.parse(config), kit::ObjectKeyTemplate::parse("{start_offset}").value(), {}, {}, {}, {}, true, {}, {}, {}, {}, {}};
+  const Settings& s = p.settings;
+  bool ok = true;
+  auto problem = [&](const char* key, const std::string& message) {
+    problems.add(key, message);
+    ok = false;
+  };
+  if (auto b = bucket_problem(s.bucket)) problem("bucket", *b);
+
+  auto key = kit::ObjectKeyTemplate::parse(s.key_template);
+  if (!key) {
+    problem("key_template", key.error());
+  } else {
+    using F = kit::ObjectKeyTemplate::Field;
+    if (!key.value().uses(F::StartOffset))
+      problem("key_template", "must hold {start_offset}: without it two objects of a partition get the same key");
+    if (!key.value().uses(F::Partition))
+      problem("key_template", "must hold {partition}: without it objects of two partitions can get the same key");
+    p.key = std::move(key).value();
+  }
+  if (!s.prefix.empty()) {
+    if (s.prefix.front() == '/') problem("prefix", "may not start with '/'");
+    for (char c : s.prefix)
+      if (static_cast<unsigned char>(c) < 0x20) problem("prefix", "may not hold control characters");
+    p.prefix = s.prefix.back() == '/' ? s.prefix : s.prefix + "/";
+  }
+
+  std::string endpoint = s.endpoint.value_or("https://s3." + s.region + ".amazonaws.com");
+  const size_t scheme_end = endpoint.find("://");
+  if (scheme_end == std::string::npos || (endpoint.substr(0, scheme_end) != "http" && endpoint.substr(0, scheme_end) != "https")) {
+    problem("endpoint", "'" + kit::redact_url(endpoint) + "' must start with http:// or https://");
+  } else {
+    p.scheme = endpoint.substr(0, scheme_end);
+    std::string rest = endpoint.substr(scheme_end + 3);
+    if (rest.find_first_of("?#@") != std::string::npos) problem("endpoint", "must be scheme://host[:port][/path], without query or user");
+    const size_t slash = rest.find('/');
+    p.host = rest.substr(0, slash);
+    p.base_path = slash == std::string::npos ? "" : rest.substr(slash);
+    while (!p.base_path.empty() && p.base_path.back() == '/') p.base_path.pop_back();
+    if (p.host.empty()) problem("endpoint", "has no host");
+  }
+  p.path_style = s.addressing == Addressing::Path || (s.addressing == Addressing::Auto && s.endpoint.has_value());
+  if (!p.path_style && s.bucket.find('.') != std::string::npos && p.scheme == "https")
+    problem("addressing", "virtual-hosted addressing with a dotted bucket name breaks TLS host checks: use addressing = \"path\"");
+
+  // Credentials: the config's, else the standard environment variables (as the AWS SDKs read them).
+  if (s.access_key_id) {
+    p.access_key_id = *s.access_key_id;
+    p.secret_access_key = s.secret_access_key.value_or("");
+    p.session_token = s.session_token.value_or("");
+    if (!s.secret_access_key) problem("aws_secret_access_key", "is required with aws_access_key_id");
+  } else {
+    p.access_key_id = env("AWS_ACCESS_KEY_ID").value_or("");
+    p.secret_access_key = s.secret_access_key ? *s.secret_access_key : env("AWS_SECRET_ACCESS_KEY").value_or("");
+    p.session_token = s.session_token ? *s.session_token : env("AWS_SESSION_TOKEN").value_or("");
+    if (p.access_key_id.empty() || p.secret_access_key.empty())
+      problem("aws_access_key_id",
+              "no credentials: set aws_access_key_id and aws_secret_access_key, or the environment variables "
+              "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+  }
+  if (p.session_token.find_first_of("\r\n") != std::string::npos) problem("aws_session_token", "must be one line");
+
+  if (s.compression_level != 0) {
+    try {
+      kit::Compressor probe(s.compression, static_cast<int>(s.compression_level));
+    } catch (const std::exception& e) {
+      problem("compression_level", e.what());
+    }
+  }
+  if (s.part_size.bytes < (5u << 20)) problem("part_size", "must be at least 5MiB (S3's smallest part)");
+  if (s.part_size.bytes > (5ull << 30)) problem("part_size", "must be at most 5GiB (S3's largest part)");
+  if (s.format == Format::Csv && s.csv_columns.empty()) problem("csv_columns", "is required with format = \"csv\"");
+  if (s.format != Format::Csv && !s.csv_columns.empty()) problem("csv_columns", "is only for format = \"csv\"");
+  for (const auto& c : s.csv_columns)
+    if (c.empty()) problem("csv_columns", "a column name is empty");
+  p.ext = s.format == Format::JsonLines ? "json" : s.format == Format::Csv ? "csv" : "bin";
+  if (s.compression == kit::Compression::Gzip) p.ext += ".gz";
+  if (s.compression == kit::Compression::Zstd) p.ext += ".zst";
+  p.content_type = s.format == Format::JsonLines ? "application/x-ndjson"
+                   : s.format == Format::Csv     ? "text/csv"
+                                                 : "application/octet-stream";
+  if (s.compression == kit::Compression::Gzip) p.content_type = "application/gzip";
+  if (s.compression == kit::Compression::Zstd) p.content_type = "application/zstd";
+  if (!ok) return std::nullopt;
+  return p;
+}
+
+std::string object_url(const Plan& plan, std::string_view key) {
+  std::string path;
+  size_t start = 0;
+  while (start <= key.size() && !key.empty()) {
+    const size_t slash = key.find('/', start);
+    const size_t end = slash == std::string_view::npos ? key.size() : slash;
+    path += kit::percent_encode(key.substr(start, end - start));
+    if (slash == std::string_view::npos) break;
+    path += '/';
+    start = slash + 1;
+  }
+  if (plan.path_style)
+    return plan.scheme + "://" + plan.host + plan.base_path + "/" + kit::percent_encode(plan.settings.bucket) + (key.empty() ? "" : "/" + path);
+  return plan.scheme + "://" + plan.settings.bucket + "." + plan.host + plan.base_path + "/" + path;
+}
+
+}  // namespace picomq::s3

@@ -1,0 +1,55 @@
+#include "s3/objects.h"
+
+#include "picomq/sdk.hpp"
+
+namespace picomq::s3 {
+
+void PartitionObjects::start(int64_t offset, int64_t timestamp_ms) {
+  auto o = std::make_unique<Object>();
+  o->topic = topic_;
+  o->partition = partition_;
+  o->first_offset = offset;
+  o->first_timestamp_ms = timestamp_ms;
+  o->bucket = keys_.key_template->time_bucket(timestamp_ms);
+  if (rotation_.interval_ms > 0) {
+    const int64_t ts = timestamp_ms < 0 ? 0 : timestamp_ms;
+    o->window_end = (ts / rotation_.interval_ms + 1) * rotation_.interval_ms;
+  }
+  auto key = keys_.key_template->resolve({.topic = topic_, .partition = partition_, .start_offset = offset,
+                                          .timestamp_ms = timestamp_ms, .sink_key = keys_.sink_key, .ext = keys_.ext});
+  if (!key) throw sdk::FatalError("key_template: " + key.error());
+  o->key = keys_.prefix + key.value();
+  o->body = keys_.object_header;
+  open_ = std::move(o);
+}
+
+void PartitionObjects::append(int64_t offset, int64_t timestamp_ms, std::string_view encoded,
+                              const std::shared_ptr<Owner>& owner) {
+  if (open_ && open_->records > 0) {
+    const char* why = nullptr;
+    if (keys_.key_template->time_bucket(timestamp_ms) != open_->bucket) why = "time_field";
+    else if (rotation_.interval_ms > 0 && (timestamp_ms < 0 ? 0 : timestamp_ms) >= open_->window_end) why = "rotate_interval";
+    else if (rotation_.max_bytes > 0 && open_->body.size() + encoded.size() > rotation_.max_bytes) why = "max_bytes";
+    if (why) seal(why);
+  }
+  if (!open_) start(offset, timestamp_ms);
+  Object& o = *open_;
+  o.body.append(encoded);
+  o.last_offset = offset;
+  ++o.records;
+  if (o.owners.empty() || o.owners.back() != owner) {
+    o.owners.push_back(owner);
+    owner->joined();
+  }
+  next_offset_ = offset + 1;
+  if (rotation_.max_records > 0 && o.records >= rotation_.max_records) seal("max_records");
+  else if (rotation_.max_bytes > 0 && o.body.size() >= rotation_.max_bytes) seal("max_bytes");
+}
+
+void PartitionObjects::seal(const char* why) {
+  if (!open_) return;
+  open_->sealed_by = why;
+  sealed_(std::move(open_));
+}
+
+}  // namespace picomq::s3

@@ -1,0 +1,232 @@
+// The S3 sink's pure pieces: where objects end (rotation by records, bytes, record time, the
+// key's time fields), their keys, option checks across options, URLs, S3 error documents. No server.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "picomq/kit/testing/fake_host.hpp"
+#include "s3/client.h"
+#include "s3/config.h"
+#include "s3/csv.h"
+#include "s3/objects.h"
+
+namespace picomq::s3 {
+namespace {
+
+struct Built {
+  std::string key;
+  int64_t first, last;
+  std::string body, why;
+};
+
+class Objects {
+ public:
+  Objects(Rotation rotation, const std::string& tmpl = "{topic}/{partition}/{start_offset}.{ext}")
+      : key_(kit::ObjectKeyTemplate::parse(tmpl).value()),
+        objects_("t.x", 2, rotation, KeyContext{.key_template = &key_, .prefix = "p/", .sink_key = "k", .ext = "json"},
+                 [this](std::unique_ptr<Object> o) {
+                   built.push_back({o->key, o->first_offset, o->last_offset, o->body, o->sealed_by});
+                 }) {}
+  void add(int64_t offset, int64_t ts, const std::string& bytes) { objects_.append(offset, ts, bytes, owner_); }
+  void flush() { objects_.seal("flush"); }
+  std::vector<Built> built;
+
+ private:
+  kit::ObjectKeyTemplate key_;
+  PartitionObjects objects_;
+  std::shared_ptr<Owner> owner_ = std::make_shared<Owner>();
+};
+
+std::vector<std::string> keys(const std::vector<Built>& b) {
+  std::vector<std::string> out;
+  for (const auto& o : b) out.push_back(o.key);
+  return out;
+}
+
+TEST(S3Objects, MaxRecordsCutsEveryNRecordsWhateverTheBatches) {
+  Objects o({.max_records = 3});
+  for (int i = 0; i < 7; ++i) o.add(10 + i, 0, "r" + std::to_string(i) + "\n");
+  o.flush();
+  ASSERT_EQ(o.built.size(), 3u);
+  EXPECT_EQ(keys(o.built), (std::vector<std::string>{"p/t.x/2/00000000000000000010.json", "p/t.x/2/00000000000000000013.json",
+                                                     "p/t.x/2/00000000000000000016.json"}));
+  EXPECT_EQ(o.built[0].body, "r0\nr1\nr2\n");
+  EXPECT_EQ(o.built[0].why, "max_records");
+  EXPECT_EQ(o.built[2].body, "r6\n");
+  EXPECT_EQ(o.built[2].why, "flush");
+}
+
+TEST(S3Objects, MaxBytesKeepsObjectsUnderTheLimitAndALargeRecordAlone) {
+  Objects o({.max_bytes = 10});
+  o.add(0, 0, "aaaa\n");   // 5
+  o.add(1, 0, "bbbb\n");   // 10: full
+  o.add(2, 0, "cc\n");     // 3
+  o.add(3, 0, "dddddddddddddddd\n");  // 17 > 10: cuts before, alone, full at once
+  o.add(4, 0, "e\n");
+  o.flush();
+  ASSERT_EQ(o.built.size(), 4u);
+  EXPECT_EQ(o.built[0].body, "aaaa\nbbbb\n");
+  EXPECT_EQ(o.built[1].body, "cc\n");
+  EXPECT_EQ(o.built[2].body, "dddddddddddddddd\n");
+  EXPECT_EQ(o.built[3].body, "e\n");
+  EXPECT_EQ(o.built[3].first, 4);
+}
+
+TEST(S3Objects, RotateIntervalCutsAtEpochAlignedRecordTimeWindowsForwardOnly) {
+  Objects o({.interval_ms = 1000});
+  o.add(0, 1500, "a\n");
+  o.add(1, 1999, "b\n");
+  o.add(2, 1200, "late\n");  // earlier than the window's end: stays
+  o.add(3, 2000, "c\n");     // reaches the end of [1000, 2000)
+  o.add(4, 5000, "d\n");
+  o.flush();
+  ASSERT_EQ(o.built.size(), 3u);
+  EXPECT_EQ(o.built[0].body, "a\nb\nlate\n");
+  EXPECT_EQ(o.built[0].why, "rotate_interval");
+  EXPECT_EQ(o.built[1].body, "c\n");
+  EXPECT_EQ(o.built[2].first, 4);
+}
+
+TEST(S3Objects, TimeFieldsOfTheKeyComeFromTheFirstRecordAndARecordOfAnotherHourStartsAnObject) {
+  Objects o({}, "{year}/{month}/{day}/{hour}/{partition}-{start_offset}");
+  const int64_t h22 = 1'700'000'000'000;  // 2023-11-14T22:13:20Z
+  o.add(0, h22, "a\n");
+  o.add(1, h22 + 60'000, "b\n");
+  o.add(2, h22 + 3'600'000, "c\n");  // 23h
+  o.add(3, h22, "d\n");              // back in 22h: its own object, under 22
+  o.flush();
+  EXPECT_EQ(keys(o.built), (std::vector<std::string>{"p/2023/11/14/22/2-00000000000000000000",
+                                                     "p/2023/11/14/23/2-00000000000000000002",
+                                                     "p/2023/11/14/22/2-00000000000000000003"}));
+  EXPECT_EQ(o.built[1].why, "time_field");
+}
+
+TEST(S3Objects, TheSameRecordsInOtherBatchesMakeTheSameObjects) {
+  // Rotation depends on records only: the batch boundaries (and how often write_batch runs) do not matter.
+  auto build = [](std::vector<size_t> batch_sizes) {
+    Objects o({.max_records = 4, .max_bytes = 12});
+    int64_t offset = 0;
+    for (size_t n : batch_sizes)
+      for (size_t i = 0; i < n; ++i, ++offset) o.add(offset, offset * 10, std::string(1 + offset % 5, 'x') + "\n");
+    o.flush();
+    return o.built;
+  };
+  const auto a = build({20}), b = build({1, 3, 7, 9}), c = build({5, 5, 5, 5});
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), c.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].key, b[i].key);
+    EXPECT_EQ(a[i].body, b[i].body);
+    EXPECT_EQ(a[i].key, c[i].key);
+    EXPECT_EQ(a[i].body, c[i].body);
+  }
+}
+
+kit::testing::FakeHost& host() {
+  static auto h = kit::testing::FakeHost::load(S3_SINK_PLUGIN);
+  return *h;
+}
+
+std::string problems(const nlohmann::json& config) {
+  std::string out;
+  for (const auto& p : host().check(config.dump())) out += p + "\n";
+  return out;
+}
+
+TEST(S3Config, CrossOptionProblemsNameTheirKey) {
+  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
+                             {"aws_secret_access_key", "s"}};
+  EXPECT_EQ(problems(ok), "");
+  auto with = [&](const char* k, nlohmann::json v) {
+    auto c = ok;
+    c[k] = v;
+    return problems(c);
+  };
+  EXPECT_NE(with("key_template", "{topic}/{partition}.json").find("key_template: must hold {start_offset}"), std::string::npos);
+  EXPECT_NE(with("key_template", "{topic}/{start_offset}").find("key_template: must hold {partition}"), std::string::npos);
+  EXPECT_NE(with("key_template", "{topic}/{offset}").find("unknown placeholder '{offset}'"), std::string::npos);
+  EXPECT_NE(with("endpoint", "ftp://h").find("endpoint: 'ftp://h' must start with http:// or https://"), std::string::npos);
+  EXPECT_NE(with("bucket", "a/b").find("bucket: 'a/b' has a character"), std::string::npos);
+  EXPECT_NE(with("compression", "lz4").find("compression"), std::string::npos);
+  auto no_secret = ok;
+  no_secret.erase("aws_secret_access_key");
+  EXPECT_NE(problems(no_secret).find("aws_secret_access_key: is required with aws_access_key_id"), std::string::npos);
+  const std::string secret_shown = with("aws_session_token", "line1\nTOPSECRET");
+  EXPECT_NE(secret_shown.find("aws_session_token: must be one line"), std::string::npos);
+  EXPECT_EQ(secret_shown.find("TOPSECRET"), std::string::npos) << "a secret's value is never in a message";
+}
+
+TEST(S3Config, CredentialsComeFromTheEnvironmentWhenTheConfigHasNone) {
+  const nlohmann::json c = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}};
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  EXPECT_NE(problems(c).find("no credentials: set aws_access_key_id"), std::string::npos);
+  setenv("AWS_ACCESS_KEY_ID", "from-env", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "env-secret", 1);
+  EXPECT_EQ(problems(c), "");
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+}
+
+TEST(S3Urls, PathStyleAndVirtualHostedWithEveryKeySegmentEncoded) {
+  Plan p{.key = kit::ObjectKeyTemplate::parse("{start_offset}").value()};
+  p.settings.bucket = "data";
+  p.scheme = "http";
+  p.host = "127.0.0.1:8333";
+  p.path_style = true;
+  EXPECT_EQ(object_url(p, "t/partition=0/t+0+1.json"), "http://127.0.0.1:8333/data/t/partition%3D0/t%2B0%2B1.json");
+  EXPECT_EQ(object_url(p, ""), "http://127.0.0.1:8333/data");
+  p.path_style = false;
+  p.scheme = "https";
+  p.host = "s3.eu-west-1.amazonaws.com";
+  EXPECT_EQ(object_url(p, "a b/%2F"), "https://data.s3.eu-west-1.amazonaws.com/a%20b/%252F");
+}
+
+TEST(S3Errors, TheErrorDocumentsCodeAndMessage) {
+  const auto e = parse_error(
+      "<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated "
+      "does not match</Message><Resource>/b/k</Resource></Error>");
+  EXPECT_EQ(e.code, "SignatureDoesNotMatch");
+  EXPECT_EQ(e.message, "The request signature we calculated does not match");
+  EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+  // The multipart ETag (MD5 of the parts' binary MD5s, "-<parts>"), checked against Python's hashlib.
+  EXPECT_EQ(multipart_etag("abcdef", 4), "fa40dffba3d56c6098e0477379f300bd-2");
+  EXPECT_EQ(multipart_etag("abc", 4), "af5da9f45af7a300e3aded972f8ff687-1");
+}
+
+TEST(S3Csv, DeclaredColumnsFromPayloadFieldsAndMetadataWithRfc4180Quoting) {
+  kit::testing::TestBatch batch("t", 3,
+                                {{.offset = 7, .payload = R"({"id": 1, "name": "a, \"b\"", "tags": [1, 2], "note": null, "ok": true})",
+                                  .key = "k", .timestamp_ms = 1700000000000},
+                                 {.offset = 8, .payload = R"({"name": "line\nbreak"})"},
+                                 {.offset = 9, .payload = R"([1, 2])"},
+                                 {.offset = 10, .payload = std::nullopt}});
+  CsvEncoder csv({"pico_offset", "id", "name", "tags", "note", "missing", "ok", "pico_key", "pico_partition"});
+  EXPECT_EQ(csv.header(), "pico_offset,id,name,tags,note,missing,ok,pico_key,pico_partition\n");
+  std::string out;
+  EXPECT_FALSE(csv.append(out, batch.raw(), batch.raw().records[0]));
+  EXPECT_FALSE(csv.append(out, batch.raw(), batch.raw().records[1]));
+  EXPECT_EQ(out, "7,1,\"a, \"\"b\"\"\",\"[1,2]\",,,true,aw==,3\n8,,\"line\nbreak\",,,,,,3\n");
+  const auto not_object = csv.append(out, batch.raw(), batch.raw().records[2]);
+  ASSERT_TRUE(not_object);
+  EXPECT_EQ(*not_object, "csv: the payload is not a JSON object");
+  EXPECT_TRUE(csv.append(out, batch.raw(), batch.raw().records[3]));
+  EXPECT_EQ(out.size(), std::string("7,1,\"a, \"\"b\"\"\",\"[1,2]\",,,true,aw==,3\n8,,\"line\nbreak\",,,,,,3\n").size())
+      << "a refused record leaves nothing behind";
+}
+
+TEST(S3Config, CsvNeedsItsColumns) {
+  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
+                             {"aws_secret_access_key", "s"}};
+  auto c = ok;
+  c["format"] = "csv";
+  EXPECT_NE(problems(c).find("csv_columns: is required with format = \"csv\""), std::string::npos);
+  c["csv_columns"] = {"id"};
+  EXPECT_EQ(problems(c), "");
+  auto j = ok;
+  j["csv_columns"] = {"id"};
+  EXPECT_NE(problems(j).find("csv_columns: is only for format = \"csv\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace picomq::s3

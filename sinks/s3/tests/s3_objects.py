@@ -1,0 +1,31 @@
+"""Lists and reads back every object of a bucket (under a prefix) with boto3, an S3 client
+independent of the sink: prints a JSON array of {key, etag, bytes_b64, text_b64}, where text is
+the object decompressed by its extension (.gz: gzip, every member; .zst: zstd, every frame).
+  s3_objects.py <endpoint> <access key> <secret key> <bucket> [prefix]"""
+import base64
+import gzip
+import io
+import json
+import sys
+
+import boto3
+from botocore.config import Config
+import zstandard
+
+endpoint, access, secret, bucket = sys.argv[1:5]
+prefix = sys.argv[5] if len(sys.argv) > 5 else ""
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=access, aws_secret_access_key=secret,
+                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
+out = []
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+    for item in page.get("Contents", []):
+        body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+        text = body
+        if item["Key"].endswith(".gz"):
+            text = gzip.decompress(body)
+        elif item["Key"].endswith(".zst"):
+            text = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True).read()
+        out.append({"key": item["Key"], "etag": item["ETag"].strip('"'),
+                    "bytes_b64": base64.b64encode(body).decode(), "text_b64": base64.b64encode(text).decode()})
+out.sort(key=lambda o: o["key"])
+json.dump(out, sys.stdout)

@@ -1,0 +1,138 @@
+#include "seaweedfs_server.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <system_error>
+
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+
+namespace picomq::test {
+namespace {
+
+// This file sits in sinks/s3/tests/; the script one folder up.
+// sinks/s3/tests/, from the build (tests/CMakeLists.txt: __FILE__ is relative under ccache).
+const std::filesystem::path kTests = PICOMQ_S3_TESTS_DIR;
+const std::string kScript = (kTests.parent_path() / "server.sh").string();
+// boto3 and zstandard live in the tree's tools/venv (scripts/setup.sh); PICOMQ_S3_PYTHON overrides.
+std::string python() {
+  if (const char* p = std::getenv("PICOMQ_S3_PYTHON"); p && *p) return p;
+  return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
+}
+
+SeaweedfsServer* g_shared = nullptr;
+std::string g_start_error;
+pid_t g_owner = 0;
+
+void stop_shared_at_exit() {
+  if (g_shared && getpid() == g_owner) {
+    g_shared->stop();
+    std::error_code ec;
+    std::filesystem::remove_all(g_shared->dir(), ec);
+  }
+}
+
+std::string run(const std::string& cmd, const std::string& what) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("could not run " + cmd);
+  std::string out;
+  char buf[65536];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  if (pclose(p) != 0) throw std::runtime_error("could not " + what + ": " + cmd);
+  return out;
+}
+
+kit::HttpClient& admin() {
+  static kit::HttpClient c(kit::HttpClientOptions{
+      .auth = kit::AwsSigV4Auth{.region = "us-east-1", .service = "s3", .access_key_id = SeaweedfsServer::kAccessKey,
+                                .secret_access_key = SeaweedfsServer::kSecretKey},
+      .request_timeout = std::chrono::seconds(30)});
+  return c;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+SeaweedfsServer& SeaweedfsServer::shared() {
+  if (g_shared) return *g_shared;
+  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
+  char tmpl[] = "/tmp/picomq-weed-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  auto* s = new SeaweedfsServer(tmpl);
+  try {
+    s->start();
+  } catch (const std::exception& e) {
+    g_start_error = e.what();
+    s->stop();
+    delete s;
+    throw;
+  }
+  g_shared = s;
+  // The master defers the first volume allocation after it starts (~5 s): one write now, so
+  // that no test's first upload waits for it.
+  const std::string warm = s->create_bucket("warm-up");
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const kit::HttpResponse r = admin().send({.method = "PUT", .url = s->endpoint() + "/" + warm + "/k", .body = "x"});
+    if (r.completed() && r.status == 200) break;
+    usleep(100'000);
+  }
+  if (!g_owner) {
+    g_owner = getpid();
+    std::atexit(stop_shared_at_exit);
+  }
+  return *g_shared;
+}
+
+void SeaweedfsServer::start() {
+  const std::string out =
+      run("bash " + kScript + " start " + dir_.string() + " --owner " + std::to_string(getpid()), "start SeaweedFS");
+  port_ = std::stoi(out);
+}
+
+void SeaweedfsServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir_.string()).c_str()); }
+
+std::string SeaweedfsServer::create_bucket(const std::string& prefix) const {
+  static std::atomic<int> counter{0};
+  std::string name;
+  for (char c : prefix) name += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '-';
+  name = name.substr(0, 40) + "-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+  // A fresh server may answer before its volume layer is ready: retry for a few seconds.
+  std::string last;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const kit::HttpResponse r = admin().send({.method = "PUT", .url = endpoint() + "/" + name});
+    if (r.completed() && r.status == 200) return name;
+    last = r.completed() ? std::to_string(r.status) + " " + r.body_excerpt() : r.failure->message;
+    usleep(100'000);
+  }
+  throw std::runtime_error("seaweedfs: could not create bucket " + name + ": " + last);
+}
+
+std::vector<S3Object> SeaweedfsServer::objects(const std::string& bucket, const std::string& prefix) const {
+  const std::string out = run(python() + " " + (kTests / "s3_objects.py").string() + " " +
+                                  quote(endpoint()) + " " + kAccessKey + " " + kSecretKey + " " + quote(bucket) + " " +
+                                  quote(prefix),
+                              "list objects with boto3");
+  std::vector<S3Object> objects;
+  for (const auto& o : nlohmann::json::parse(out)) {
+    auto b64 = [](const nlohmann::json& v) {
+      auto d = kit::base64_decode(v.get<std::string>());
+      return d ? std::string(d->begin(), d->end()) : std::string();
+    };
+    objects.push_back({o["key"].get<std::string>(), b64(o["bytes_b64"]), b64(o["text_b64"]), o["etag"].get<std::string>()});
+  }
+  return objects;
+}
+
+std::string SeaweedfsServer::plugin_config(const std::string& bucket) const {
+  return "bucket = \"" + bucket + "\"\nendpoint = \"" + endpoint() + "\"\naws_access_key_id = \"" + kAccessKey +
+         "\"\naws_secret_access_key = \"" + kSecretKey + "\"\n";
+}
+
+}  // namespace picomq::test

@@ -1,0 +1,365 @@
+// The S3 sink in the kit's fake host (the runtime's option checks, pending writes, flush,
+// partition notifications) against the real SeaweedFS 4.53 server of this test process
+// (sinks/s3/server.sh, started once; it verifies SigV4), everything read back with boto3. No
+// broker: the integration tests run it through Kafka.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "picomq/kit/testing/fake_host.hpp"
+#include "seaweedfs_server.h"
+
+namespace kt = picomq::kit::testing;
+using kt::TestBatch;
+using kt::TestRecord;
+using nlohmann::json;
+using picomq::test::S3Object;
+using picomq::test::SeaweedfsServer;
+using namespace std::chrono_literals;
+
+namespace {
+
+class S3Sink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = &SeaweedfsServer::shared();
+    bucket_ = server_->create_bucket("sink");
+    host_ = kt::FakeHost::load(S3_SINK_PLUGIN);
+  }
+  void TearDown() override {
+    if (host_ && host_->is_open()) host_->close();
+  }
+  json base() const {
+    return {{"bucket", bucket_},
+            {"endpoint", server_->endpoint()},
+            {"aws_access_key_id", SeaweedfsServer::kAccessKey},
+            {"aws_secret_access_key", SeaweedfsServer::kSecretKey},
+            {"retry_timeout", "20s"}};
+  }
+  void open(json config = json::object(), std::unique_ptr<kt::FakeHost>* host = nullptr) {
+    const json defaults = base();
+    for (const auto& [k, v] : defaults.items())
+      if (!config.contains(k)) config[k] = v;
+    (host ? *host : host_)->open(config.dump(), "s3test");
+  }
+  std::vector<S3Object> objects(const std::string& prefix = "") { return server_->objects(bucket_, prefix); }
+  static std::vector<std::string> keys(const std::vector<S3Object>& objects) {
+    std::vector<std::string> out;
+    for (const auto& o : objects) out.push_back(o.key);
+    return out;
+  }
+
+  SeaweedfsServer* server_ = nullptr;
+  std::string bucket_;
+  std::unique_ptr<kt::FakeHost> host_;
+};
+
+TEST_F(S3Sink, JsonLinesObjectsUnderTheDefaultKeysReadBackExactlyWithBoto3) {
+  open({{"compression", "gzip"}, {"max_object_records", 3}});
+  TestBatch batch("shop.orders", 1,
+                  {{.offset = 40, .payload = R"({"id":1})", .key = "k1", .headers = {{"h", "v"}}, .timestamp_ms = 1700000000000},
+                   {.offset = 41, .payload = R"({"id":2})", .timestamp_ms = 1700000000001},
+                   {.offset = 42, .payload = R"({"id":3})", .timestamp_ms = 1700000000002},
+                   {.offset = 43, .payload = std::nullopt, .key = "gone", .timestamp_ms = 1700000000003}});
+  auto write = host_->start_write(batch);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(write->completed()) << "offset 43 is in an object that is still open: the batch is not written yet";
+  host_->flush();
+  EXPECT_EQ(write->wait().status, PMQ_WRITE_OK) << write->wait().error;
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"shop.orders/partition=1/shop.orders+1+00000000000000000040.json.gz",
+                                               "shop.orders/partition=1/shop.orders+1+00000000000000000043.json.gz"}));
+  EXPECT_EQ(o[0].text,
+            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":40,\"pico_timestamp\":1700000000000,"
+            "\"pico_key\":\"azE=\",\"pico_headers\":{\"h\":\"v\"},\"payload\":{\"id\":1}}\n"
+            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":41,\"pico_timestamp\":1700000000001,\"payload\":{\"id\":2}}\n"
+            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":42,\"pico_timestamp\":1700000000002,\"payload\":{\"id\":3}}\n");
+  EXPECT_EQ(o[1].text,
+            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":43,\"pico_timestamp\":1700000000003,"
+            "\"pico_key\":\"Z29uZQ==\",\"payload\":null}\n");
+  EXPECT_EQ(o[0].bytes.substr(0, 2), "\x1f\x8b") << "a gzip file";
+  EXPECT_EQ(host_->counter("objects"), 2u);
+}
+
+TEST_F(S3Sink, RawPayloadsZstdAndATemplateWithPrefixSinkKeyAndRecordTimeFields) {
+  open({{"format", "raw"}, {"raw_separator", "|"}, {"compression", "zstd"}, {"prefix", "landing"},
+        {"key_template", "{sink_key}/{topic_segment[-1]}/{year}-{month}-{day}/{hour}/{partition}-{start_offset}.{ext}"}});
+  const int64_t h22 = 1'700'000'000'000;  // 2023-11-14T22:13:20Z
+  TestBatch batch("a.b.events", 0,
+                  {{.offset = 0, .payload = "one", .timestamp_ms = h22},
+                   {.offset = 1, .payload = "two", .timestamp_ms = h22 + 1000},
+                   {.offset = 2, .payload = "three", .timestamp_ms = h22 + 3'600'000}},
+                  PMQ_PAYLOAD_RAW, "raw");
+  auto write = host_->start_write(batch);
+  host_->flush();
+  ASSERT_EQ(write->wait().status, PMQ_WRITE_OK) << write->wait().error;
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"landing/s3test/events/2023-11-14/22/0-00000000000000000000.bin.zst",
+                                               "landing/s3test/events/2023-11-14/23/0-00000000000000000002.bin.zst"}));
+  EXPECT_EQ(o[0].text, "one|two|");
+  EXPECT_EQ(o[1].text, "three|");
+}
+
+TEST_F(S3Sink, CsvObjectsStartWithTheHeaderAndARecordThatIsNoObjectIsRefusedNotDropped) {
+  open({{"format", "csv"}, {"csv_columns", {"pico_offset", "id", "name"}}, {"compression", "gzip"}, {"max_object_records", 2}});
+  auto w = host_->start_write(TestBatch::json("csv", 0, 0, {R"({"id":1,"name":"a,b"})", R"("just a string")", R"({"id":3})",
+                                                            R"({"id":4,"name":"d"})"}));
+  host_->flush();
+  const auto outcome = w->wait();
+  EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_EQ(outcome.rejected[0].reason, "csv: the payload is not a JSON object");
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"csv/partition=0/csv+0+00000000000000000000.csv.gz",
+                                               "csv/partition=0/csv+0+00000000000000000003.csv.gz"}));
+  EXPECT_EQ(o[0].text, "pico_offset,id,name\n0,1,\"a,b\"\n2,3,\n");
+  EXPECT_EQ(o[1].text, "pico_offset,id,name\n3,4,d\n");
+}
+
+TEST_F(S3Sink, ARevokedPartitionsOpenObjectIsWrittenAndAReassignmentResumesAfterIt) {
+  open({{"compression", "none"}});
+  host_->assign(0, {{"rev", 0}, {"rev", 1}});
+  auto w0 = host_->start_write(TestBatch::json("rev", 0, 5, {R"({"p":0})"}));
+  auto w1 = host_->start_write(TestBatch::json("rev", 1, 9, {R"({"p":1})"}));
+  host_->revoke(0, {{"rev", 0}});
+  EXPECT_EQ(w0->wait().status, PMQ_WRITE_OK) << w0->wait().error;
+  EXPECT_FALSE(w1->completed()) << "partition 1 stays assigned: its object stays open";
+  host_->flush();
+  EXPECT_EQ(w1->wait().status, PMQ_WRITE_OK) << w1->wait().error;
+  // Assigned again (to this instance): it resumes after the object written before.
+  host_->assign(0, {{"rev", 0}});
+  auto again = host_->start_write(TestBatch::json("rev", 0, 5, {R"({"p":0})", R"({"p":"new"})"}));
+  host_->flush();
+  EXPECT_EQ(again->wait().status, PMQ_WRITE_OK) << again->wait().error;
+  EXPECT_EQ(keys(objects()), (std::vector<std::string>{"rev/partition=0/rev+0+00000000000000000005.json",
+                                                       "rev/partition=0/rev+0+00000000000000000006.json",
+                                                       "rev/partition=1/rev+1+00000000000000000009.json"}));
+}
+
+TEST_F(S3Sink, VirtualHostedAddressingIsSignedForTheBucketsHostName) {
+  // <bucket>.localhost: SeaweedFS's -s3.domainName; libcurl resolves *.localhost to loopback.
+  open({{"endpoint", "http://localhost:" + std::to_string(server_->port())}, {"addressing", "virtual"},
+        {"compression", "none"}});
+  EXPECT_TRUE(host_->logged("(virtual-hosted)"));
+  auto w = host_->start_write(TestBatch::json("vhost", 0, 0, {R"({"v":1})"}));
+  host_->flush();
+  EXPECT_EQ(w->wait().status, PMQ_WRITE_OK) << w->wait().error;
+  EXPECT_EQ(keys(objects()), (std::vector<std::string>{"vhost/partition=0/vhost+0+00000000000000000000.json"}));
+}
+
+TEST_F(S3Sink, AnObjectLargerThanThePartSizeGoesUpInPartsAndReadsBackWhole) {
+  open({{"compression", "none"}, {"part_size", "5MiB"}, {"include_metadata", false}, {"conditional_create", true}});
+  std::vector<std::string> payloads;
+  const std::string pad(1000, 'p');
+  for (int i = 0; i < 6000; ++i) payloads.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
+  auto w = host_->start_write(TestBatch::json("big", 0, 0, payloads));
+  host_->flush();
+  ASSERT_EQ(w->wait(120s).status, PMQ_WRITE_OK) << w->wait().error;
+  EXPECT_EQ(host_->counter("multipart_uploads"), 1u);
+  EXPECT_EQ(host_->counter("parts"), 2u);  // ~6 MB in parts of 5 MiB
+  const auto o = objects();
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_GT(o[0].bytes.size(), 5u << 20);
+  std::string expected;
+  for (const auto& p : payloads) expected += p + "\n";
+  EXPECT_TRUE(o[0].text == expected) << "the parts make the object's bytes, in order";
+  EXPECT_NE(o[0].etag.find("-2"), std::string::npos) << o[0].etag;
+
+  // The same records again (a restart): the object's last offset, sent with CreateMultipartUpload,
+  // says they are written: nothing is uploaded again.
+  auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open({{"compression", "none"}, {"part_size", "5MiB"}, {"include_metadata", false}, {"conditional_create", true},
+        {"max_object_records", 6000}}, &again);
+  auto w2 = again->start_write(TestBatch::json("big", 0, 0, payloads));
+  again->flush();
+  EXPECT_EQ(w2->wait(120s).status, PMQ_WRITE_OK) << w2->wait().error;
+  EXPECT_EQ(again->counter("resumed_inside_object"), 1u);
+  EXPECT_EQ(again->counter("multipart_uploads"), 0u);
+  again->close();
+}
+
+TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
+  open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
+        {"key_template", "{partition}/{start_offset}"}});
+  std::vector<TestRecord> records;  // each line {"n":N}\n is 8 bytes
+  const std::vector<std::pair<std::string, int64_t>> in = {
+      {R"({"n":1})", 0}, {R"({"n":2})", 1000}, {R"({"n":3})", 2000},  // 8 bytes each: 2 fit in 20
+      {R"({"n":4})", 59'999}, {R"({"n":5})", 60'000}, {R"({"n":6})", 61'000}};
+  for (size_t i = 0; i < in.size(); ++i)
+    records.push_back({.offset = static_cast<int64_t>(i), .payload = in[i].first, .timestamp_ms = in[i].second});
+  auto write = host_->start_write(TestBatch("t", 0, records));
+  host_->flush();
+  ASSERT_EQ(write->wait().status, PMQ_WRITE_OK) << write->wait().error;
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"0/00000000000000000000", "0/00000000000000000002", "0/00000000000000000004"}));
+  EXPECT_EQ(o[0].text, "{\"n\":1}\n{\"n\":2}\n") << "max_object_bytes 20: a third line would pass it";
+  EXPECT_EQ(o[1].text, "{\"n\":3}\n{\"n\":4}\n") << "59.999 s is still in the first minute";
+  EXPECT_EQ(o[2].text, "{\"n\":5}\n{\"n\":6}\n") << "60 s starts the next record-time window";
+}
+
+TEST_F(S3Sink, AReplayFromTheFirstOffsetRewritesTheSameKeysWithTheSameBytes) {
+  const json config = {{"max_object_records", 4}};
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 10; ++i) payloads.push_back("{\"n\":" + std::to_string(i) + "}");
+  open(config);
+  for (int first : {0, 3, 6}) {  // batches of 3, 3, 4 records
+    const int n = first == 6 ? 4 : 3;
+    auto w = host_->start_write(TestBatch::json("replay", 0, 100 + first,
+                                                std::vector<std::string>(payloads.begin() + first, payloads.begin() + first + n)));
+    if (first == 6) {
+      host_->flush();
+      EXPECT_EQ(w->wait().status, PMQ_WRITE_OK) << w->wait().error;
+    }
+  }
+  host_->close();
+  const auto before = objects();
+  ASSERT_EQ(before.size(), 3u);  // 100-103, 104-107, 108-109
+
+  // A new instance (a restart after a crash) gets everything again in other batches.
+  auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &again);
+  auto w1 = again->start_write(TestBatch::json("replay", 0, 100, std::vector<std::string>(payloads.begin(), payloads.begin() + 7)));
+  auto w2 = again->start_write(TestBatch::json("replay", 0, 107, std::vector<std::string>(payloads.begin() + 7, payloads.end())));
+  again->flush();
+  EXPECT_EQ(w1->wait().status, PMQ_WRITE_OK);
+  EXPECT_EQ(w2->wait().status, PMQ_WRITE_OK);
+  again->close();
+  const auto after = objects();
+  ASSERT_EQ(keys(after), keys(before)) << "no new key: the replay overwrote";
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].bytes, before[i].bytes) << after[i].key;
+    EXPECT_EQ(after[i].etag, before[i].etag);
+  }
+}
+
+TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndRefusesAnotherOne) {
+  const json config = {{"conditional_create", true}, {"compression", "none"}, {"max_object_records", 3}};
+  auto write = [&](std::unique_ptr<kt::FakeHost>& h, int64_t first, std::vector<std::string> payloads) {
+    auto w = h->start_write(TestBatch::json("cond", 0, first, std::move(payloads)));
+    h->flush();
+    return w->wait();
+  };
+  open(config);
+  EXPECT_EQ(write(host_, 0, {"{\"a\":0}", "{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status, PMQ_WRITE_OK);
+  host_->close();
+  ASSERT_EQ(objects().size(), 2u);  // 0-2, 3-5
+
+  // A restart from offset 1 (inside the first object): it is skipped, the second is created again
+  // and exists: 412, and the object there is ours.
+  auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &again);
+  EXPECT_EQ(write(again, 1, {"{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status, PMQ_WRITE_OK);
+  EXPECT_EQ(again->counter("resumed_inside_object"), 1u);
+  EXPECT_EQ(again->counter("already_written"), 1u);
+  again->close();
+
+  // Other records at those offsets (another writer, a changed topic): refused, the object stands.
+  auto other = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &other);
+  const auto refused = write(other, 1, {"{\"a\":1}", "{\"a\":2}", "{\"b\":3}", "{\"a\":4}", "{\"a\":5}"});
+  EXPECT_EQ(refused.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(refused.error.find("already exists in bucket '" + bucket_ + "' with other content"), std::string::npos)
+      << refused.error;
+  other->close();
+  const auto o = objects();
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_NE(o[1].text.find("{\"a\":3}"), std::string::npos) << "the first writer's object stands";
+}
+
+TEST_F(S3Sink, AWrongSecretIsRefusedBySeaweedfsAndReportedWithoutTheSecret) {
+  json config = base();
+  config["aws_secret_access_key"] = "wrong-secret-value";
+  try {
+    host_->open(config.dump());
+    FAIL() << "open() should fail: the server refuses the signature";
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("S3 refused the credentials for bucket '" + bucket_ + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("403"), std::string::npos) << m;
+    EXPECT_NE(m.find("aws_secret_access_key"), std::string::npos) << m;
+    EXPECT_EQ(m.find("wrong-secret-value"), std::string::npos) << m;
+  }
+}
+
+TEST_F(S3Sink, AMissingBucketIsFatalAndNamed) {
+  json config = base();
+  config["bucket"] = "no-such-bucket-" + bucket_;
+  try {
+    host_->open(config.dump());
+    FAIL() << "open() should fail";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the bucket does not exist: bucket 'no-such-bucket-"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(S3Sink, HostileTopicNamesStayInsideThePrefix) {
+  open({{"prefix", "safe"}, {"compression", "none"}, {"key_template", "{topic}/{partition}-{start_offset}"}});
+  for (const std::string topic : {"../../etc", "a/b", "spaced out"}) {
+    auto w = host_->start_write(TestBatch::json(topic, 0, 0, {"{}"}));
+    host_->flush();
+    ASSERT_EQ(w->wait().status, PMQ_WRITE_OK) << topic << ": " << w->wait().error;
+  }
+  const auto k = keys(objects());
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[1], "safe/a%2Fb/0-00000000000000000000");
+  EXPECT_EQ(k[2], "safe/spaced%20out/0-00000000000000000000");
+  for (const auto& k : keys(objects())) {
+    EXPECT_EQ(k.rfind("safe/", 0), 0u) << k;
+    EXPECT_EQ(k.find("/../"), std::string::npos) << k;
+    EXPECT_EQ(std::count(k.begin(), k.end(), '/'), 2) << k;
+  }
+}
+
+// One outage (a SIGKILL of the server and a restart), two sinks: one resends until the server is
+// back (retry_timeout 60s); the other gives up at once (500ms), so its batches fail and come
+// again alone, as the runtime retries them, without a flush.
+TEST_F(S3Sink, AnOutageIsResentOrRetriedAndNothingIsLostAcknowledgedEarlyOrDoubled) {
+  const std::string patient = server_->create_bucket("patient");
+  open({{"bucket", patient}, {"compression", "none"}, {"retry_timeout", "60s"}});
+  auto quick = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open({{"compression", "none"}, {"retry_timeout", "500ms"}, {"key_template", "{topic}/{partition}/{start_offset}.{ext}"}},
+       &quick);
+  auto p0 = host_->start_write(TestBatch::json("outage", 0, 0, {R"({"x":0})"}));
+  auto q0 = quick->start_write(TestBatch::json("again", 0, 0, {R"({"x":0})"}));
+  host_->flush();
+  quick->flush();
+  ASSERT_EQ(p0->wait().status, PMQ_WRITE_OK) << p0->wait().error;
+  ASSERT_EQ(q0->wait().status, PMQ_WRITE_OK) << q0->wait().error;
+  server_->kill();
+
+  auto p1 = host_->start_write(TestBatch::json("outage", 0, 1, {R"({"x":1})", R"({"x":2})"}));
+  host_->flush();
+  // quick: partition 0 fails at the upload, partition 1 (new) at the look-up of where it resumes.
+  auto q1 = quick->start_write(TestBatch::json("again", 0, 1, {R"({"x":1})", R"({"x":2})"}));
+  quick->flush();
+  const auto put_failed = q1->wait(30s);
+  EXPECT_EQ(put_failed.status, PMQ_WRITE_RETRY) << put_failed.error;
+  EXPECT_NE(put_failed.error.find("again/0/00000000000000000001.json"), std::string::npos) << put_failed.error;
+  auto q2 = quick->start_write(TestBatch::json("again", 1, 0, {R"({"y":0})"}));
+  const auto list_failed = q2->wait(30s);
+  EXPECT_EQ(list_failed.status, PMQ_WRITE_RETRY) << list_failed.error;
+  EXPECT_FALSE(p1->completed()) << "not written while the server is down";
+
+  server_->start();
+  const auto resent = p1->wait(60s);
+  EXPECT_EQ(resent.status, PMQ_WRITE_OK) << resent.error;
+  EXPECT_GE(host_->counter("resends"), 1u);
+  auto q1again = quick->start_write(TestBatch::json("again", 0, 1, {R"({"x":1})", R"({"x":2})"}));
+  EXPECT_EQ(q1again->wait(60s).status, PMQ_WRITE_OK) << q1again->wait().error;
+  auto q2again = quick->start_write(TestBatch::json("again", 1, 0, {R"({"y":0})"}));
+  EXPECT_EQ(q2again->wait(60s).status, PMQ_WRITE_OK) << q2again->wait().error;
+  quick->close();
+
+  const auto p = server_->objects(patient);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].key, "outage/partition=0/outage+0+00000000000000000001.json");
+  EXPECT_EQ(std::count(p[1].text.begin(), p[1].text.end(), '\n'), 2) << p[1].text;
+  const auto q = objects();
+  ASSERT_EQ(keys(q), (std::vector<std::string>{"again/0/00000000000000000000.json", "again/0/00000000000000000001.json",
+                                               "again/1/00000000000000000000.json"}));
+  EXPECT_EQ(std::count(q[1].text.begin(), q[1].text.end(), '\n'), 2) << q[1].text;
+}
+
+}  // namespace
