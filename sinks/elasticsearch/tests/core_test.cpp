@@ -97,12 +97,12 @@ TEST(ElasticsearchBulk, RoutingFromAPayloadFieldStringOrNumber) {
 }
 
 // Captured from Elasticsearch 7.10.2 (OpenSearch 2.19.6 is the same without _type).
-constexpr const char* kMixedResponse = R"({"took":1477,"errors":true,"items":[
+constexpr const char* kMixedResponse = R"json({"took":1477,"errors":true,"items":[
 {"index":{"_index":"t1","_type":"_doc","_id":"a","_version":1,"result":"created","_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}},
 {"create":{"_index":"t1","_type":"_doc","_id":"a","status":409,"error":{"type":"version_conflict_engine_exception","reason":"[a]: version conflict, document already exists (current version [1])","index_uuid":"Pkn","shard":"0","index":"t1"}}},
 {"index":{"_index":"t1","_type":"_doc","_id":"b","status":400,"error":{"type":"mapper_parsing_exception","reason":"failed to parse field [x] of type [long] in document with id 'b'. Preview of field's value: 'notanumber'","caused_by":{"type":"illegal_argument_exception","reason":"For input string: \"notanumber\""}}}},
 {"index":{"_index":"q1","_id":"V","status":429,"error":{"type":"rejected_execution_exception","reason":"rejected execution of TransportShardBulkAction on OpenSearchThreadPoolExecutor[name = node/write, queue capacity = 2]"}}},
-{"delete":{"_index":"t1","_type":"_doc","_id":"z","_version":1,"result":"not_found","status":404}}]})";
+{"delete":{"_index":"t1","_type":"_doc","_id":"z","_version":1,"result":"not_found","status":404}}]})json";
 
 TEST(ElasticsearchItems, EveryItemOfAMixedResponseGetsItsOutcome) {
   auto parsed = parse_bulk_response(kMixedResponse, 5);
