@@ -64,9 +64,10 @@ TEST_P(ElasticsearchKafka, SigkillMidLoadThenRestartLeavesOneDocumentPerRecord) 
     rt.wait_exit(30s);
   }
   const int64_t committed_before = std::max<int64_t>(0, kafka.committed(group_of(k), topic));
-  std::cout << "[          ] killed with " << server().count(index) << " documents, " << committed_before
-            << " committed\n";
+  const int64_t killed_with = server().count(index);
+  std::cout << "[          ] killed with " << killed_with << " documents, " << committed_before << " committed\n";
   EXPECT_LT(committed_before, n) << "the kill came before the end";
+  EXPECT_GT(killed_with, committed_before) << "written but uncommitted documents: the restart replays them";
   Runtime rt(kafka.bootstrap(), "restart");
   rt.add_definition("e.toml", definition(k, topic, index, config, block));
   rt.start();

@@ -24,15 +24,18 @@ using Flavor = SearchServer::Flavor;
 
 std::unique_ptr<FakeHost> load() { return FakeHost::load(ELASTICSEARCH_SINK_PLUGIN); }
 
-bool has_problem(const std::vector<std::string>& problems, const std::string& fragment) {
-  for (const auto& p : problems)
-    if (p.find(fragment) != std::string::npos) return true;
-  return false;
+::testing::AssertionResult has_problem(const std::vector<std::string>& problems, const std::string& fragment) {
+  std::string all;
+  for (const auto& p : problems) {
+    if (p.find(fragment) != std::string::npos) return ::testing::AssertionSuccess();
+    all += "\n  " + p;
+  }
+  return ::testing::AssertionFailure() << "no problem with '" << fragment << "' among:" << all;
 }
 
 TEST(ElasticsearchConfig, ProblemsAcrossOptionsAreNamedByKey) {
   auto host = load();
-  EXPECT_TRUE(has_problem(host->check(R"({})"), "url: is required"));
+  EXPECT_TRUE(has_problem(host->check(R"({})"), "url: missing required option"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://u:p@127.0.0.1:9200"})"), "url: must not hold credentials"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "version_type": "external"})"),
                           "version_type: external needs id = \"key\""));
@@ -146,6 +149,7 @@ TEST_P(ElasticsearchSink, HostileTopicNamesGetLegalIndicesAndKeepTheirName) {
     const auto out = host->write(TestBatch::json(topic, 0, 0, {R"({"x": 1})"}));
     ASSERT_EQ(out.status, PMQ_WRITE_OK) << topic << ": " << out.error;
   }
+  server().ok("POST", "/es-hostile-*/_refresh");
   const auto found = server().ok("POST", "/es-hostile-*/_search", R"({"size":100,"query":{"match_all":{}}})");
   std::set<std::string> names, indices;
   for (const auto& hit : found["hits"]["hits"]) {
