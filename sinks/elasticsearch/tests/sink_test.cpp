@@ -205,6 +205,28 @@ TEST_P(ElasticsearchSink, ItemsRefusedWith429AreResentAloneAndNothingIsLost) {
   EXPECT_GT(host->counter("item_retries"), 0u) << "the queue refused some items (else this test shows nothing)";
 }
 
+// Data streams exist in OpenSearch's core; Elasticsearch 7.10's are in x-pack, which the Apache-2.0
+// build has not.
+TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndAReplayIsAlreadyThere) {
+  auto& os = SearchServer::shared(Flavor::OpenSearch);
+  const std::string stream = os.unique_index("logs-ds");
+  os.ok("PUT", "/_index_template/" + stream,
+        R"({"index_patterns":[")" + stream + R"("],"data_stream":{},"template":{"settings":{"number_of_replicas":0}}})");
+  auto host = load();
+  host->open("{\"url\": \"" + os.url() + "\", \"index\": \"" + stream + "\", \"action\": \"create\", \"data_stream\": true}");
+  const TestBatch batch("app.logs", 0, {{.offset = 3, .payload = R"({"msg": "hi"})", .timestamp_ms = 1700000000123}});
+  ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
+  const auto again = host->write(batch);
+  EXPECT_EQ(again.status, PMQ_WRITE_OK) << again.error;
+  EXPECT_EQ(host->counter("already_there"), 1u);
+  const auto docs = os.documents(stream);
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["@timestamp"], 1700000000123);
+  EXPECT_EQ(docs[0]["_id"], "app.logs:0:3");
+  EXPECT_EQ(docs[0]["msg"], "hi");
+  EXPECT_EQ(os.ok("GET", "/_data_stream/" + stream)["data_streams"][0]["name"], stream);
+}
+
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
 INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 
