@@ -1,11 +1,9 @@
 // The Elasticsearch sink in the conformance suite, on the test run's OpenSearch 2.19.6 node
 // (sinks/elasticsearch/server.sh; the sink's own tests run every case on Elasticsearch 7.10.2
-// too). Each test writes into indices of its own prefix, in the envelope layout (the suite's
+// too). Each test starts on an empty node (every index deleted) and writes in the envelope layout (the suite's
 // reader, from_envelope, takes the documents as they are), read back with _search. Record ids make
 // a replay overwrite itself: one document per record. The outage is the node stopped (SIGSTOP:
 // it accepts connections and answers nothing) and resumed.
-#include <atomic>
-
 #include "conformance.h"
 #include "tests/search_server.h"
 
@@ -27,12 +25,13 @@ class ElasticsearchAdapter final : public SinkAdapter {
   }
 
   std::string prepare(const std::string&, const std::string& target) override {
-    static std::atomic<int> counter{0};
     auto& os = server();
-    prefix_ = "conf" + std::to_string(getpid()) + "-" + std::to_string(++counter) + "-";
+    // A fresh cluster per test (what a fresh database is for the SQL sinks): the node of the
+    // suite serves this adapter alone, so every index goes.
+    os.ok("DELETE", "/*?expand_wildcards=open,closed");
     // timeout 2s, retry_timeout 1s: an outage fails write attempts soon (the suite watches the
     // runtime retry them).
-    return "url = \"" + os.url() + "\"\nindex = \"" + prefix_ + target +
+    return "url = \"" + os.url() + "\"\nindex = \"" + target +
            "\"\ndocument = \"envelope\"\ntimeout = \"2s\"\nretry_timeout = \"1s\"\n"
            "index_settings = { number_of_replicas = 0 }";
   }
@@ -40,10 +39,8 @@ class ElasticsearchAdapter final : public SinkAdapter {
   std::vector<WrittenRecord> read_back(const std::vector<Runtime*>&) override {
     auto& os = server();
     std::vector<WrittenRecord> out;
-    const auto r = os.call("POST", "/" + prefix_ + "*/_refresh");
-    if (r.status != 200) throw std::runtime_error("refresh: " + r.text);
-    const auto found = os.ok("POST", "/" + prefix_ + "*/_search",
-                             R"({"size":10000,"query":{"match_all":{}},"sort":["_doc"]})");
+    os.ok("POST", "/_refresh");
+    const auto found = os.ok("POST", "/_search", R"({"size":10000,"query":{"match_all":{}},"sort":["_doc"]})");
     for (const auto& hit : found["hits"]["hits"]) out.push_back(from_envelope(hit["_source"], hit["_index"].get<std::string>()));
     return out;
   }
@@ -71,7 +68,6 @@ class ElasticsearchAdapter final : public SinkAdapter {
 
  private:
   static SearchServer& server() { return SearchServer::shared(SearchServer::Flavor::OpenSearch); }
-  std::string prefix_;
 };
 
 PICOMQ_CONFORMANCE_ADAPTER(ElasticsearchAdapter);

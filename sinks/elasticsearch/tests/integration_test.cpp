@@ -154,6 +154,77 @@ TEST_P(ElasticsearchKafka, KeyedRecordsAndTombstonesEndAsTheLastStateOfEachKey) 
   EXPECT_EQ(server().documents(index), expected);
 }
 
+TEST_P(ElasticsearchKafka, UnderCreateASecondGroupsReplayFindsEveryDocumentAlreadyThere) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.create");
+  const auto index = server().unique_index("create");
+  kafka.create_topic(topic);
+  const int n = 2000;
+  kafka.produce_values(topic, json_values(0, n));
+  for (const std::string base : {"escreatea", "escreateb"}) {  // two groups: the second replays everything
+    const std::string k = key(base);
+    Runtime rt(kafka.bootstrap(), base);
+    rt.add_definition("e.toml", definition(k, topic, index, "action = \"create\""));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 60s)) << rt.log();
+    // The status file is rewritten once a second.
+    const std::string counter_name = base == "escreatea" ? "documents" : "already_there";
+    EXPECT_TRUE(wait_until([&] { return counter(rt, k, counter_name) == n; }, 5s))
+        << counter_name << ": " << counter(rt, k, counter_name) << "\n" << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+  }
+  EXPECT_EQ(server().count(index), n);
+}
+
+TEST_P(ElasticsearchKafka, UnderTheSkipPolicyARefusedDocumentIsSkippedAndEverythingCommits) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.skip");
+  const auto index = server().unique_index("skip");
+  kafka.create_topic(topic);
+  auto values = json_values(0, 40);
+  values[3] = R"({"n": "three"})";
+  values[33] = R"({"n": [1, 2]})";
+  kafka.produce_values(topic, values);
+  const std::string k = key("esskip");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                                         "on_bad_record = \"skip\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 40; }, 60s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, k, "rejected_records") == 2; }, 5s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), 38);
+  EXPECT_FALSE(server().document(index, topic + ":0:3"));
+  EXPECT_FALSE(server().document(index, topic + ":0:33"));
+}
+
+// The node's write queue is 4 (search_server.cpp); 32 requests in flight into 6 shards overflow it:
+// items come back 429, are resent alone, and the runtime sees every batch written.
+TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.queue");
+  const auto index = server().unique_index("queue");
+  kafka.create_topic(topic);
+  const int n = 20000;
+  kafka.produce_values(topic, json_values(0, n, 50));
+  const std::string k = key("esqueue");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index,
+                                         "max_in_flight = 32\nmax_request_records = 25\n"
+                                         "index_settings = { number_of_shards = 6, number_of_replicas = 0 }",
+                                         "batch_length = 100"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, k, "item_retries") > 0; }, 5s))
+      << "the queue refused items (else this test shows nothing)\n" << rt.log();
+  EXPECT_EQ(rt.log().find("failed (attempt"), std::string::npos) << "resent here: no write attempt failed\n" << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), n);
+}
+
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
 INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchKafka, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 
