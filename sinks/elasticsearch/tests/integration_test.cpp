@@ -184,7 +184,7 @@ TEST_P(ElasticsearchKafka, UnderTheSkipPolicyARefusedDocumentIsSkippedAndEveryth
   kafka.create_topic(topic);
   auto values = json_values(0, 40);
   values[3] = R"({"n": "three"})";
-  values[33] = R"({"n": [1, 2]})";
+  values[33] = R"({"n": "thirty-three"})";
   kafka.produce_values(topic, values);
   const std::string k = key("esskip");
   Runtime rt(kafka.bootstrap());
@@ -207,7 +207,7 @@ TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
   const auto topic = unique_name("es.queue");
   const auto index = server().unique_index("queue");
   kafka.create_topic(topic);
-  const int n = 20000;
+  const int n = 5000;
   kafka.produce_values(topic, json_values(0, n, 50));
   const std::string k = key("esqueue");
   Runtime rt(kafka.bootstrap());

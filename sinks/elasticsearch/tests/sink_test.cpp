@@ -192,7 +192,7 @@ TEST_P(ElasticsearchSink, ItemsRefusedWith429AreResentAloneAndNothingIsLost) {
   host->open(config(index, R"("max_in_flight": 32, "max_request_records": 25,
                                "index_settings": {"number_of_shards": 6, "number_of_replicas": 0})"));
   std::vector<std::shared_ptr<kit::testing::Write>> writes;
-  const int batches = 32, per_batch = 100;
+  const int batches = 32, per_batch = 50;
   std::vector<TestBatch> sent;
   for (int b = 0; b < batches; ++b) {
     std::vector<std::string> payloads;
