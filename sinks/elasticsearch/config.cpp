@@ -105,8 +105,9 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("refresh", &Settings::refresh)
           .choices({{"false", Refresh::False}, {"true", Refresh::True}, {"wait_for", Refresh::WaitFor}})
           .fallback(Refresh::False)
-          .help("The bulk requests' refresh: false (the index's refresh_interval), true, or wait_for (a write "
-                "completes once searchable)."),
+          .help("The bulk requests' refresh: false (the index's refresh_interval), true (a refresh after each "
+                "request: costly), or wait_for (a write completes once the index's next refresh made it searchable: "
+                "up to refresh_interval later; never with refresh_interval -1)."),
       kit::option("compatible_with", &Settings::compatible_with)
           .fallback(0)
           .check([](const int64_t& v) -> std::optional<std::string> {

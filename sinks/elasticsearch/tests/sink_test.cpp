@@ -183,6 +183,22 @@ TEST_P(ElasticsearchSink, BatchesSplitIntoBoundedGzippedRequestsAllLand) {
   EXPECT_EQ(server().count(index), 100);
 }
 
+TEST_P(ElasticsearchSink, RoutingComesFromAPayloadFieldAndRefreshTrueMakesWritesSearchableAtOnce) {
+  const std::string index = server().unique_index("routing");
+  auto host = load();
+  host->open(config(index, R"("routing_field": "customer.id", "refresh": "true",
+                               "index_settings": {"number_of_shards": 3, "refresh_interval": "1h"})"));
+  const auto out = host->write(
+      TestBatch::json("t", 0, 0, {R"({"customer": {"id": "eu-7"}})", R"({"customer": {"id": "us-42"}})", R"({"other": 1})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error << (out.rejected.empty() ? "" : out.rejected[0].reason);
+  // No _refresh here: with refresh_interval 1h only the requests' refresh made them searchable.
+  const auto found = server().ok("POST", "/" + index + "/_search", R"({"size":10,"sort":[{"pico_offset":"asc"}]})");
+  ASSERT_EQ(found["hits"]["hits"].size(), 3u) << found.dump();
+  EXPECT_EQ(found["hits"]["hits"][0].value("_routing", ""), "eu-7");
+  EXPECT_EQ(found["hits"]["hits"][1].value("_routing", ""), "us-42");
+  EXPECT_FALSE(found["hits"]["hits"][2].contains("_routing"));
+}
+
 // Many requests at once against a write queue of 4 (search_server.cpp): the cluster refuses items
 // with 429 (es_rejected_execution_exception / rejected_execution_exception); only those are
 // resent, and every document lands.
