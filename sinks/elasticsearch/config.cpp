@@ -98,6 +98,22 @@ const kit::OptionTable<Settings>& option_table() {
           .check(check_object)
           .help("Mappings of the indices the sink creates, e.g. { properties = { amount = { type = \"double\" } } }. "
                 "A mapping the cluster refuses stops the sink naming the index."),
+      kit::option("index_template", &Settings::index_template)
+          .check([](const kit::JsonValue& v) -> std::optional<std::string> {
+            if (v.text == "null") return std::nullopt;
+            simdjson::dom::parser parser;
+            simdjson::dom::element root;
+            simdjson::dom::array patterns;
+            if (parser.parse(v.text).get(root) || root["index_patterns"].get_array().get(patterns))
+              return std::string("must be a table with index_patterns (the body of PUT _index_template/<name>)");
+            return std::nullopt;
+          })
+          .help("A composable index template the sink puts (PUT _index_template/<index_template_name>) before "
+                "its first write, e.g. { index_patterns = [\"logs-*\"], data_stream = {}, template = { settings = "
+                "{ ... }, mappings = { ... } } }: how indices the cluster creates itself, and data streams, get their "
+                "settings and mappings. Replaces a template of that name. Unset: none."),
+      kit::option("index_template_name", &Settings::index_template_name)
+          .help("Name of index_template. Empty: picomq-<sink key>."),
       kit::option("pipeline", &Settings::pipeline).help("Ingest pipeline every document goes through (empty: none)."),
       kit::option("routing_field", &Settings::routing_field)
           .help("Dotted path of a payload field whose value (string or number) is the document's routing (e.g. "

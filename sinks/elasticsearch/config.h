@@ -34,6 +34,8 @@ struct Settings {
   bool auto_create_index = true;
   kit::JsonValue index_settings;
   kit::JsonValue index_mappings;
+  kit::JsonValue index_template;
+  std::string index_template_name;
   std::string pipeline;
   std::string routing_field;
   Refresh refresh = Refresh::False;

@@ -22,6 +22,7 @@
 #include "elasticsearch/items.h"
 #include "picomq/kit/backoff.hpp"
 #include "picomq/kit/destination_cache.hpp"
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/outcome.hpp"
@@ -350,6 +351,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   // outcome is thrown.
   Index prepare_index(const std::string& name) {
     const es::Settings& s = plan_->settings;
+    put_index_template();
     if (s.data_stream || !s.auto_create_index) return Index{name};
     const std::string url = plan_->base_url + "/" + name;
     kit::HttpResponse head = client_->send({.method = "HEAD", .url = url});
@@ -373,6 +375,27 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
       throw sdk::FatalError("creating index " + name + " with index_settings / index_mappings: " + bounded(created.body));
     throw_setup_outcome(c, "creating index " + name);
     return Index{name};
+  }
+
+  // index_template: put once, before the first index is looked up (again after a failure).
+  void put_index_template() {
+    const es::Settings& s = plan_->settings;
+    if (s.index_template.text == "null") return;
+    std::lock_guard lock(template_mutex_);
+    if (template_put_) return;
+    const std::string name =
+        s.index_template_name.empty() ? "picomq-" + std::string(sink_key().empty() ? "sink" : sink_key()) : s.index_template_name;
+    kit::HttpRequest put{.method = "PUT", .url = plan_->base_url + "/_index_template/" + kit::percent_encode(name),
+                         .body = s.index_template.text};
+    put.headers.set("Content-Type", json_type_);
+    put.headers.set("Accept", accept_);
+    kit::HttpResponse r = client_->send(std::move(put));
+    const kit::Classification c = rules_.classify(r);
+    if (c.outcome == kit::Outcome::Rejected)
+      throw sdk::FatalError("putting index template " + name + " (index_template): " + bounded(r.body));
+    if (c.outcome != kit::Outcome::Written) throw_setup_outcome(c, "putting index template " + name);
+    template_put_ = true;
+    log(sdk::LogLevel::Info, "put index template " + name);
   }
 
   [[noreturn]] void throw_setup_outcome(const kit::Classification& c, const std::string& what) const {
@@ -422,6 +445,8 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   std::string ndjson_type_ = "application/x-ndjson";
   std::string json_type_ = "application/json";
   std::string server_;
+  std::mutex template_mutex_;
+  bool template_put_ = false;
   std::atomic<bool> closing_{false};
   kit::Scheduler scheduler_;
   std::unique_ptr<kit::HttpClient> client_;

@@ -199,6 +199,22 @@ TEST_P(ElasticsearchSink, RoutingComesFromAPayloadFieldAndRefreshTrueMakesWrites
   EXPECT_FALSE(found["hits"]["hits"][2].contains("_routing"));
 }
 
+TEST_P(ElasticsearchSink, AnIndexTemplateTheSinkPutsGivesIndicesTheClusterCreatesTheirMapping) {
+  const std::string index = server().unique_index("tpl");
+  auto host = load();
+  // auto_create_index off: the cluster creates the index on the first write, from the template.
+  host->open(config(index, "\"auto_create_index\": false, \"index_template_name\": \"" + index + "\", "
+                           "\"index_template\": {\"index_patterns\": [\"" + index + "\"], \"template\": "
+                           "{\"settings\": {\"number_of_replicas\": 0}, \"mappings\": {\"properties\": {\"n\": {\"type\": \"long\"}}}}}"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "one"})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 1u);
+  EXPECT_EQ(out.rejected[0].record_index, 1u) << "the template's mapping refused it";
+  EXPECT_EQ(server().count(index), 1);
+  EXPECT_EQ(host->counter("created_indices"), 0u);
+  EXPECT_EQ(server().ok("GET", "/" + index + "/_mapping")[index]["mappings"]["properties"]["n"]["type"], "long");
+}
+
 // Many requests at once against a write queue of 4 (search_server.cpp): the cluster refuses items
 // with 429 (es_rejected_execution_exception / rejected_execution_exception); only those are
 // resent, and every document lands.
@@ -226,10 +242,11 @@ TEST_P(ElasticsearchSink, ItemsRefusedWith429AreResentAloneAndNothingIsLost) {
 TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndAReplayIsAlreadyThere) {
   auto& os = SearchServer::shared(Flavor::OpenSearch);
   const std::string stream = os.unique_index("logs-ds");
-  os.ok("PUT", "/_index_template/" + stream,
-        R"({"index_patterns":[")" + stream + R"("],"data_stream":{},"template":{"settings":{"number_of_replicas":0}}})");
   auto host = load();
-  host->open("{\"url\": \"" + os.url() + "\", \"index\": \"" + stream + "\", \"action\": \"create\", \"data_stream\": true}");
+  // The sink puts the stream's template itself (index_template).
+  host->open("{\"url\": \"" + os.url() + "\", \"index\": \"" + stream + "\", \"action\": \"create\", \"data_stream\": true, "
+             "\"index_template\": {\"index_patterns\": [\"" + stream + "\"], \"data_stream\": {}, "
+             "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}", "dslogs");
   const TestBatch batch("app.logs", 0, {{.offset = 3, .payload = R"({"msg": "hi"})", .timestamp_ms = 1700000000123}});
   ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
   const auto again = host->write(batch);
@@ -240,7 +257,7 @@ TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndARe
   EXPECT_EQ(docs[0]["@timestamp"], 1700000000123);
   EXPECT_EQ(docs[0]["_id"], "app.logs:0:3");
   EXPECT_EQ(docs[0]["msg"], "hi");
-  EXPECT_EQ(os.ok("GET", "/_data_stream/" + stream)["data_streams"][0]["name"], stream);
+  EXPECT_EQ(os.ok("GET", "/_data_stream/" + stream)["data_streams"][0]["template"], "picomq-dslogs");
 }
 
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
