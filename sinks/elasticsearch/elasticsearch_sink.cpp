@@ -21,6 +21,7 @@
 #include "elasticsearch/config.h"
 #include "elasticsearch/items.h"
 #include "picomq/kit/backoff.hpp"
+#include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
@@ -94,14 +95,13 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
-    auto write = std::make_shared<BatchWrite>(pending(), raw);
-    sdk::Pending result = write->pending;
+    sdk::Pending result = pending();
+    auto write = std::make_shared<BatchWrite>(result, raw);
     es::BatchPlan plan = encoder_->plan(raw);
-    for (auto& [index, reason] : plan.refused) write->reject(index, reason);
+    for (auto& [index, reason] : plan.refused) write->done.reject(index, reason);
     if (plan.skipped) count("skipped_tombstones", plan.skipped);
     if (plan.items.empty()) {
-      write->outstanding = 1;
-      finish_one(write);
+      write->done.finish_one();
       return result;
     }
     write->index = indexes_->get(raw.topic).name;  // throws an SDK outcome when it cannot be prepared
@@ -110,14 +110,14 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     auto chunks = kit::split_records(
         0, write->items.size(), limits(), kit::Framing::none(),
         [&](size_t i, std::string& out) { write->renderer->append(out, write->items[i]); });
-    write->outstanding = chunks.size() + 1;  // +1: this call, until all are sent
+    write->done.add(chunks.size());
     for (kit::Chunk& chunk : chunks) {
       std::vector<size_t> positions(chunk.count);
       for (size_t k = 0; k < chunk.count; ++k) positions[k] = chunk.first + k;
       send(write, std::move(positions), std::make_shared<const std::string>(std::move(chunk.body)), deadline(),
            kit::Backoff({.initial = 200ms, .max = 5s}));
     }
-    finish_one(write);
+    write->done.finish_one();
     return result;
   }
 
@@ -131,24 +131,14 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   }
 
  private:
-  // One batch in flight: its items, what their requests came to, and the write completed when
-  // the last request is done.
+  // One batch in flight: its items, and how its requests complete its write (kit::BatchCompletion).
   struct BatchWrite {
-    BatchWrite(sdk::Pending p, const pmq_batch& b) : pending(std::move(p)), batch(b) {}
-    sdk::Pending pending;
-    const pmq_batch& batch;  // valid until `pending` completes (the ABI's promise)
+    BatchWrite(sdk::Pending p, const pmq_batch& b) : done(std::move(p), 1), batch(b) {}
+    kit::BatchCompletion done;  // 1: write_batch's own share, until all requests are sent
+    const pmq_batch& batch;     // valid until the write completes (the ABI's promise)
     std::string index;
     std::vector<es::Item> items;
     std::optional<es::BulkEncoder::ForBatch> renderer;
-    std::mutex mutex;
-    size_t outstanding = 0;  // requests not yet finished, + 1 while write_batch sends them
-    std::vector<std::pair<size_t, std::string>> rejected;
-    bool written_some = false;                  // an item was written (or may have been)
-    std::optional<kit::Classification> failed;  // the first failure that fails the whole batch
-    void reject(size_t index, std::string reason) {
-      std::lock_guard lock(mutex);
-      rejected.emplace_back(index, std::move(reason));
-    }
   };
   using WritePtr = std::shared_ptr<BatchWrite>;
   using Body = std::shared_ptr<const std::string>;
@@ -194,7 +184,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
         case kit::Outcome::TooLarge:
         case kit::Outcome::Rejected:
           if (n > 1) return split(write, positions, c.reason);  // bisect: find the records refused
-          write->reject(write->items[positions[0]].record,
+          write->done.reject(write->items[positions[0]].record,
                         (c.outcome == kit::Outcome::TooLarge ? "too large for the cluster: " : "refused by the cluster: ") +
                             bounded(c.reason));
           return finish_one(write);
@@ -244,7 +234,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
         case es::ItemOutcome::AlreadyThere: ++already; break;
         case es::ItemOutcome::Rejected:
           ++rejected;
-          write->reject(item.record, "index " + write->index + ": " + bounded(reason));
+          write->done.reject(item.record, "index " + write->index + ": " + bounded(reason));
           break;
         case es::ItemOutcome::Retry:
           again.push_back(positions[k]);
@@ -282,10 +272,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   void split(const WritePtr& write, const std::vector<size_t>& positions, const std::string& why) {
     count("splits");
     log(sdk::LogLevel::Debug, "splitting a _bulk request of " + std::to_string(positions.size()) + " items: " + why);
-    {
-      std::lock_guard lock(write->mutex);
-      write->outstanding += 1;  // two halves replace this request
-    }
+    write->done.add(1);  // two halves replace this request
     const kit::Halves h = kit::halves(0, positions.size());
     for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
       std::vector<size_t> half(positions.begin() + static_cast<std::ptrdiff_t>(from),
@@ -316,34 +303,9 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     return true;
   }
 
-  static void mark_written(const WritePtr& write) {
-    std::lock_guard lock(write->mutex);
-    write->written_some = true;
-  }
-  static void fail(const WritePtr& write, const kit::Classification& c) {
-    std::lock_guard lock(write->mutex);
-    // A fatal failure outranks a retryable one: the sink must stop, not retry a lost cause.
-    if (!write->failed || (c.outcome == kit::Outcome::Fatal && write->failed->outcome != kit::Outcome::Fatal))
-      write->failed = c;
-  }
-
-  // One request of the write is done; the last one completes the write.
-  void finish_one(const WritePtr& write) {
-    {
-      std::lock_guard lock(write->mutex);
-      if (--write->outstanding > 0) return;
-    }
-    if (write->failed) {
-      const kit::Classification& c = *write->failed;
-      if (c.outcome == kit::Outcome::Fatal) return write->pending.fatal(c.reason);
-      // Some items went through: the runtime's retry sends the batch again; with stable ids that
-      // overwrites them ("maybe written", not "nothing written").
-      if (write->written_some || c.outcome == kit::Outcome::MaybeWritten) return write->pending.partial(c.reason);
-      return write->pending.retry(c.reason);
-    }
-    for (const auto& [index, reason] : write->rejected) write->pending.reject(index, reason);
-    write->pending.done();
-  }
+  static void mark_written(const WritePtr& write) { write->done.written(); }
+  static void fail(const WritePtr& write, const kit::Classification& c) { write->done.fail(c); }
+  static void finish_one(const WritePtr& write) { write->done.finish_one(); }
 
   // ------------------------------------------------------------------ indices
 
