@@ -164,6 +164,8 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   kit::validate_auth(config, problems);
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
+  if (s.auth.type == kit::AuthType::OAuth2ClientCredentials)
+    problems.add("auth", "oauth2 is not supported by this sink (use basic, api_key, bearer or aws_sigv4)");
   if (s.version_type == VersionType::External && s.id != IdMode::Key)
     problems.add("version_type", "external needs id = \"key\" (the offset versions the document of a key)");
   if (s.version_type == VersionType::External && s.action == Action::Create)
