@@ -21,8 +21,9 @@
 namespace picomq::test {
 namespace {
 
-// This file sits in sinks/elasticsearch/tests/; the script one folder up.
-const std::string kScript = (std::filesystem::path(__FILE__).parent_path().parent_path() / "server.sh").string();
+// sinks/elasticsearch/server.sh, from the build (tests/CMakeLists.txt): __FILE__ is relative under
+// the compiler cache.
+const std::string kScript = PICOMQ_SEARCH_SH;
 // A small write queue, so a test with many requests in flight meets 429s (es_rejected_execution_exception)
 // while the ordinary tests (4 in flight, 1 shard) do not.
 const char* kSettings = " --setting thread_pool.write.queue_size=4";
