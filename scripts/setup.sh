@@ -29,6 +29,8 @@ fi
 
 # Apache Kafka (KRaft) for the integration tests: the broker's jars from Maven Central.
 "$here/tools/kafka/fetch-kafka.sh"
+# OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes (Maven Central), unpacked once per machine outside the clone.
+bash "$here/sinks/elasticsearch/fetch-servers.sh"
 # pyarrow for the Arrow interop test (tests/arrow_interop): a private virtualenv, so the
 # system Python stays untouched. cffi is what pyarrow.cffi needs to allocate the C structs.
 venv="$here/tools/venv"

@@ -1,0 +1,232 @@
+// The Elasticsearch sink through a real Kafka broker and the runtime, into the real OpenSearch
+// 2.19.6 and Elasticsearch 7.10.2 nodes of this test process, every case on both: a SIGKILL
+// mid-load and a restart leave exactly one document per produced record (record ids); a document
+// the index refuses goes where the bad-record policy says (the dead-letter topic, read back, with
+// the rest written and committed; or the sink in Error before it with only earlier offsets
+// committed); keyed records with tombstones end as the last state of each key.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "harness.h"
+#include "search_server.h"
+
+namespace picomq::test {
+namespace {
+
+using Flavor = SearchServer::Flavor;
+
+std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {
+  const auto s = rt.sink_status(key);
+  if (!s.contains("counters") || !s["counters"].contains(name)) return 0;
+  return s["counters"][name].get<int64_t>();
+}
+
+class ElasticsearchKafka : public ::testing::TestWithParam<Flavor> {
+ protected:
+  SearchServer& server() { return SearchServer::shared(GetParam()); }
+  // A definition of sink `key` for `topic` (one block) writing into `index`.
+  std::string definition(const std::string& key, const std::string& topic, const std::string& index,
+                         const std::string& plugin_config = "", const std::string& block_extra = "") {
+    return plugin_definition(key, "libpicomq_connector_elasticsearch_sink",
+                             "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n" + block_extra,
+                             "url = \"" + server().url() + "\"\nindex = \"" + index + "\"\n" + plugin_config);
+  }
+  // A unique key per flavor: the consumer groups of the two runs stay apart.
+  std::string key(const std::string& base) { return base + flavor_name(GetParam()).substr(0, 2); }
+};
+
+TEST_P(ElasticsearchKafka, SigkillMidLoadThenRestartLeavesOneDocumentPerRecord) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.kill");
+  const auto index = server().unique_index("kill");
+  kafka.create_topic(topic);
+  const int n = 20000;
+  kafka.produce_values(topic, json_values(0, n, 100));
+  const std::string k = key("eskill");
+  const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + k +
+                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string config = "index_settings = { number_of_replicas = 0, refresh_interval = \"200ms\" }";
+  auto documents = [&]() -> int64_t {
+    const auto r = server().call("GET", "/" + index + "/_count");
+    return r.status == 200 ? r.json["count"].get<int64_t>() : 0;
+  };
+  {
+    Runtime rt(kafka.bootstrap(), "first");
+    rt.add_definition("e.toml", definition(k, topic, index, config, block));
+    rt.start();
+    // Killed once documents landed and before the topic is done: some written, not all committed.
+    ASSERT_TRUE(wait_until([&] { return documents() > 0; }, 60s)) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+  }
+  const int64_t committed_before = std::max<int64_t>(0, kafka.committed(group_of(k), topic));
+  const int64_t killed_with = server().count(index);
+  std::cout << "[          ] killed with " << killed_with << " documents, " << committed_before << " committed\n";
+  EXPECT_LT(committed_before, n) << "the kill came before the end";
+  EXPECT_GT(killed_with, committed_before) << "written but uncommitted documents: the restart replays them";
+  Runtime rt(kafka.bootstrap(), "restart");
+  rt.add_definition("e.toml", definition(k, topic, index, config, block));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(server().count(index), n) << "count equals produced: the replayed window overwrote itself";
+  const auto doc = server().document(index, topic + ":0:1234");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc->at("n"), 1234);
+  EXPECT_EQ(doc->at("pico_offset"), 1234);
+}
+
+TEST_P(ElasticsearchKafka, ARefusedDocumentGoesToTheDeadLetterTopicAndTheRestIsWritten) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.bad"), dead = unique_name("es.dead");
+  const auto index = server().unique_index("dlq");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 50);
+  values[17] = R"({"n": "seventeen"})";
+  kafka.produce_values(topic, values);
+  const std::string k = key("esdlq");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                                         "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 50; }, 60s)) << rt.log();
+  const auto dlq = kafka.consume(dead, 1, 20s);
+  ASSERT_EQ(dlq.size(), 1u);
+  EXPECT_EQ(dlq[0].value, values[17]) << "the original bytes";
+  EXPECT_EQ(dlq[0].header("pico_error_offset"), "17");
+  const std::string reason = dlq[0].header("pico_error_reason").value_or("");
+  EXPECT_EQ(reason.find("index " + index + ": mapper_parsing_exception: failed to parse field [n] of type [long]"), 0u)
+      << reason;
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), 49);
+  EXPECT_FALSE(server().document(index, topic + ":0:17"));
+}
+
+TEST_P(ElasticsearchKafka, UnderTheFailPolicyARefusedDocumentStopsTheSinkAndOnlyEarlierOffsetsCommit) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.fail");
+  const auto index = server().unique_index("fail");
+  kafka.create_topic(topic);
+  auto values = json_values(0, 30);
+  values[20] = R"({"n": {"not": "a number"}})";
+  kafka.produce_values(topic, values);
+  const std::string k = key("esfail");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                                         "on_bad_record = \"fail\"\nbatch_length = 10"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state(k, "error", 60s)) << rt.log();
+  const std::string message = rt.sink_status(k).value("message", "");
+  EXPECT_NE(message.find("mapper_parsing_exception"), std::string::npos) << message;
+  EXPECT_LE(kafka.committed(group_of(k), topic), 20) << "nothing past the refused record is committed";
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+  EXPECT_FALSE(server().document(index, topic + ":0:20"));
+}
+
+TEST_P(ElasticsearchKafka, KeyedRecordsAndTombstonesEndAsTheLastStateOfEachKey) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.keys");
+  const auto index = server().unique_index("keys");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  for (int i = 0; i < 30; ++i) records.push_back({"{\"v\": " + std::to_string(i) + "}", "k" + std::to_string(i % 10)});
+  for (int i = 0; i < 10; i += 3) records.push_back({"", "k" + std::to_string(i), {}, -1, true});  // tombstones k0 k3 k6 k9
+  kafka.produce(topic, records);
+  const std::string k = key("eskeys");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index,
+                                         "id = \"key\"\nversion_type = \"external\"\ntombstones = \"delete\"\n"
+                                         "document = \"payload\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 34; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  std::vector<nlohmann::json> expected;
+  for (int key : {1, 2, 4, 5, 7, 8}) expected.push_back({{"_id", "k" + std::to_string(key)}, {"v", 20 + key}});
+  EXPECT_EQ(server().documents(index), expected);
+}
+
+TEST_P(ElasticsearchKafka, UnderCreateASecondGroupsReplayFindsEveryDocumentAlreadyThere) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.create");
+  const auto index = server().unique_index("create");
+  kafka.create_topic(topic);
+  const int n = 2000;
+  kafka.produce_values(topic, json_values(0, n));
+  for (const std::string base : {"escreatea", "escreateb"}) {  // two groups: the second replays everything
+    const std::string k = key(base);
+    Runtime rt(kafka.bootstrap(), base);
+    rt.add_definition("e.toml", definition(k, topic, index, "action = \"create\""));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 60s)) << rt.log();
+    // The status file is rewritten once a second.
+    const std::string counter_name = base == "escreatea" ? "documents" : "already_there";
+    EXPECT_TRUE(wait_until([&] { return counter(rt, k, counter_name) == n; }, 5s))
+        << counter_name << ": " << counter(rt, k, counter_name) << "\n" << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+  }
+  EXPECT_EQ(server().count(index), n);
+}
+
+TEST_P(ElasticsearchKafka, UnderTheSkipPolicyARefusedDocumentIsSkippedAndEverythingCommits) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.skip");
+  const auto index = server().unique_index("skip");
+  kafka.create_topic(topic);
+  auto values = json_values(0, 40);
+  values[3] = R"({"n": "three"})";
+  values[33] = R"({"n": "thirty-three"})";
+  kafka.produce_values(topic, values);
+  const std::string k = key("esskip");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                                         "on_bad_record = \"skip\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 40; }, 60s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, k, "rejected_records") == 2; }, 5s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), 38);
+  EXPECT_FALSE(server().document(index, topic + ":0:3"));
+  EXPECT_FALSE(server().document(index, topic + ":0:33"));
+}
+
+// The node's write queue is 4 (search_server.cpp); 32 requests in flight into 6 shards overflow it:
+// items come back 429, are resent alone, and the runtime sees every batch written.
+TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("es.queue");
+  const auto index = server().unique_index("queue");
+  kafka.create_topic(topic);
+  const int n = 5000;
+  kafka.produce_values(topic, json_values(0, n, 50));
+  const std::string k = key("esqueue");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", definition(k, topic, index,
+                                         "max_in_flight = 32\nmax_request_records = 25\n"
+                                         "index_settings = { number_of_shards = 6, number_of_replicas = 0 }",
+                                         "batch_length = 100"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, k, "item_retries") > 0; }, 5s))
+      << "the queue refused items (else this test shows nothing)\n" << rt.log();
+  EXPECT_EQ(rt.log().find("failed (attempt"), std::string::npos) << "resent here: no write attempt failed\n" << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), n);
+}
+
+std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchKafka, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
+
+}  // namespace
+}  // namespace picomq::test

@@ -1,0 +1,297 @@
+// The built Elasticsearch sink in the kit's fake host (as the runtime loads it), against the real
+// OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes of this test process: every case on both,
+// checked by reading the index back (_count, GET by id, _search). The Elasticsearch 8.x request
+// shape (compatibility media types, responses without _type, document_parsing_exception) against
+// the kit's HTTP stub, since no 8.x server exists here.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include "picomq/kit/testing/fake_host.hpp"
+#include "picomq/kit/testing/http_stub.hpp"
+#include "search_server.h"
+
+namespace picomq::test {
+namespace {
+
+using kit::testing::FakeHost;
+using kit::testing::TestBatch;
+using kit::testing::TestRecord;
+using Flavor = SearchServer::Flavor;
+
+std::unique_ptr<FakeHost> load() { return FakeHost::load(ELASTICSEARCH_SINK_PLUGIN); }
+
+::testing::AssertionResult has_problem(const std::vector<std::string>& problems, const std::string& fragment) {
+  std::string all;
+  for (const auto& p : problems) {
+    if (p.find(fragment) != std::string::npos) return ::testing::AssertionSuccess();
+    all += "\n  " + p;
+  }
+  return ::testing::AssertionFailure() << "no problem with '" << fragment << "' among:" << all;
+}
+
+TEST(ElasticsearchConfig, ProblemsAcrossOptionsAreNamedByKey) {
+  auto host = load();
+  EXPECT_TRUE(has_problem(host->check(R"({})"), "url: missing required option"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://u:p@127.0.0.1:9200"})"), "url: must not hold credentials"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "version_type": "external"})"),
+                          "version_type: external needs id = \"key\""));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "tombstones": "delete"})"),
+                          "tombstones: delete needs id = \"key\""));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "data_stream": true})"),
+                          "data_stream: needs action = \"create\""));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "index_mappings": [1]})"),
+                          "index_mappings: must be a table"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "compatible_with": 9})"), "compatible_with: must be"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "auth": "oauth2", "oauth2_token_url": "http://t/token",
+                                          "oauth2_client_id": "c", "oauth2_client_secret": "s"})"),
+                          "auth: oauth2 is not supported"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "index": "{topic_segment[x]}"})"), "index:"));
+  EXPECT_TRUE(host->check(R"({"url": "http://h:9200", "id": "key", "version_type": "external", "tombstones": "delete"})").empty());
+}
+
+TEST(ElasticsearchConfig, AnUnreachableClusterIsARetryNotAnError) {
+  auto host = load();
+  host->open(R"({"url": "http://127.0.0.1:1", "retry_timeout": "0s"})");
+  EXPECT_TRUE(host->logged("not reachable now"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"a":1})"}));
+  EXPECT_EQ(out.status, PMQ_WRITE_RETRY) << out.error;
+  EXPECT_NE(out.error.find("index"), std::string::npos) << "names what it was doing: " << out.error;
+}
+
+class ElasticsearchSink : public ::testing::TestWithParam<Flavor> {
+ protected:
+  SearchServer& server() { return SearchServer::shared(GetParam()); }
+  std::string config(const std::string& index, const std::string& extra = "") {
+    return "{\"url\": \"" + server().url() + "\", \"index\": \"" + index + "\"" + (extra.empty() ? "" : ", " + extra) + "}";
+  }
+};
+
+TEST_P(ElasticsearchSink, WritesDocumentsWithRecordIdsAndAReplayOverwritesThem) {
+  const std::string index = server().unique_index("ids");
+  auto host = load();
+  host->open(config(index));
+  EXPECT_TRUE(host->logged("connected to " + server().name())) << host->logs().front();
+  TestBatch batch("shop.orders", 2,
+                  {{.offset = 40, .payload = R"({"id": 1, "name": "a"})", .key = "k1", .headers = {{"h", "v"}}},
+                   {.offset = 41, .payload = R"({"id": 2, "name": "b"})"},
+                   {.offset = 42, .payload = R"("not an object")"}});
+  ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
+  EXPECT_EQ(server().count(index), 3);
+  const auto doc = server().document(index, "shop.orders:2:40");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(*doc, nlohmann::json::parse(R"({"pico_topic":"shop.orders","pico_partition":2,"pico_offset":40,
+      "pico_timestamp":1700000000000,"pico_key":"azE=","pico_headers":{"h":"v"},"id":1,"name":"a"})"));
+  EXPECT_EQ(server().document(index, "shop.orders:2:42")->at("payload"), "not an object");
+  ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);  // a replay
+  EXPECT_EQ(server().count(index), 3) << "the same ids: overwritten, nothing doubles";
+  EXPECT_EQ(host->counter("documents"), 6u);
+  EXPECT_EQ(host->counter("created_indices"), 1u);
+}
+
+TEST_P(ElasticsearchSink, AMalformedDocumentIsRejectedWithItsReasonAndTheRestIsWritten) {
+  const std::string index = server().unique_index("bad");
+  auto host = load();
+  host->open(config(index, R"("index_mappings": {"properties": {"n": {"type": "long"}}},
+                               "index_settings": {"number_of_replicas": 0})"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})", R"({"n": "two"})", R"({"n": 3})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 1u);
+  EXPECT_EQ(out.rejected[0].record_index, 2u);
+  EXPECT_NE(out.rejected[0].reason.find("index " + index + ": mapper_parsing_exception: failed to parse field [n] of type [long]"),
+            std::string::npos)
+      << out.rejected[0].reason;
+  EXPECT_EQ(server().count(index), 3);
+  EXPECT_FALSE(server().document(index, "t:0:2"));
+  EXPECT_EQ(server().ok("GET", "/" + index + "/_settings")[index]["settings"]["index"]["number_of_replicas"], "0");
+}
+
+TEST_P(ElasticsearchSink, CreateCountsReplayedDocumentsAsAlreadyThere) {
+  const std::string index = server().unique_index("create");
+  auto host = load();
+  host->open(config(index, R"("action": "create")"));
+  const auto batch = TestBatch::json("t", 0, 100, {R"({"v": 1})", R"({"v": 2})"});
+  ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
+  const auto again = host->write(batch);
+  EXPECT_EQ(again.status, PMQ_WRITE_OK) << again.error;
+  EXPECT_TRUE(again.rejected.empty());
+  EXPECT_EQ(host->counter("already_there"), 2u);
+  EXPECT_EQ(server().count(index), 2);
+}
+
+TEST_P(ElasticsearchSink, ExternalVersionsKeepTheNewerDocumentAndTombstonesDeleteByKey) {
+  const std::string index = server().unique_index("keys");
+  auto host = load();
+  host->open(config(index, R"("id": "key", "version_type": "external", "tombstones": "delete", "document": "payload")"));
+  ASSERT_EQ(host->write(TestBatch("t", 0, {{.offset = 10, .payload = R"({"v": "new"})", .key = "a"},
+                                           {.offset = 11, .payload = R"({"v": "b"})", .key = "b"},
+                                           {.offset = 12, .payload = R"({"v": "c"})", .key = "c"}}))
+                .status,
+            PMQ_WRITE_OK);
+  // An older record of key a (a replay from before) and tombstones for b and for a key never written.
+  const auto out = host->write(TestBatch("t", 0, {{.offset = 5, .payload = R"({"v": "old"})", .key = "a"},
+                                                  {.offset = 13, .payload = std::nullopt, .key = "b"},
+                                                  {.offset = 14, .payload = std::nullopt, .key = "never"}}));
+  EXPECT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(server().document(index, "a"), nlohmann::json::parse(R"({"v": "new"})"));
+  EXPECT_FALSE(server().document(index, "b"));
+  EXPECT_EQ(server().count(index), 2);
+  EXPECT_EQ(host->counter("already_there"), 1u);
+}
+
+TEST_P(ElasticsearchSink, HostileTopicNamesGetLegalIndicesAndKeepTheirName) {
+  auto host = load();
+  host->open("{\"url\": \"" + server().url() + "\", \"index\": \"es-hostile-{topic}\"}");
+  const std::string suffix = std::to_string(getpid());
+  const std::vector<std::string> topics{"Shop..Orders-EU_" + suffix, "_+-" + suffix, "a*b?c<d>e|f\\g/h\"i " + suffix,
+                                        std::string(240, 'Z') + suffix};
+  for (const auto& topic : topics) {
+    const auto out = host->write(TestBatch::json(topic, 0, 0, {R"({"x": 1})"}));
+    ASSERT_EQ(out.status, PMQ_WRITE_OK) << topic << ": " << out.error;
+  }
+  server().ok("POST", "/es-hostile-*/_refresh");
+  const auto found = server().ok("POST", "/es-hostile-*/_search", R"({"size":100,"query":{"match_all":{}}})");
+  std::set<std::string> names, indices;
+  for (const auto& hit : found["hits"]["hits"]) {
+    if (hit["_source"]["pico_topic"].get<std::string>().find(suffix) == std::string::npos) continue;
+    names.insert(hit["_source"]["pico_topic"].get<std::string>());
+    indices.insert(hit["_index"].get<std::string>());
+  }
+  EXPECT_EQ(names, std::set<std::string>(topics.begin(), topics.end())) << "the exact topic names";
+  EXPECT_EQ(indices.size(), topics.size()) << "one index per topic";
+  EXPECT_TRUE(indices.count("es-hostile-shop..orders-eu_" + suffix)) << *indices.begin();
+}
+
+TEST_P(ElasticsearchSink, AMappingTheClusterRefusesStopsTheSinkNamingTheIndex) {
+  const std::string index = server().unique_index("mapping");
+  auto host = load();
+  host->open(config(index, R"("index_mappings": {"properties": {"n": {"type": "no_such_type"}}})"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})"}));
+  EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(out.error.find("creating index " + index + " with index_settings / index_mappings"), std::string::npos) << out.error;
+  EXPECT_NE(out.error.find("no_such_type"), std::string::npos) << out.error;
+}
+
+TEST_P(ElasticsearchSink, BatchesSplitIntoBoundedGzippedRequestsAllLand) {
+  const std::string index = server().unique_index("split");
+  auto host = load();
+  host->open(config(index, R"("max_request_records": 7, "max_request_bytes": "2KiB", "compression": "gzip")"));
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 100; ++i) payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
+  ASSERT_EQ(host->write(TestBatch::json("t", 0, 0, payloads)).status, PMQ_WRITE_OK);
+  EXPECT_GE(host->counter("requests"), 15u);  // 100 / 7, and 2 KiB holds ~14 of these
+  EXPECT_EQ(server().count(index), 100);
+}
+
+TEST_P(ElasticsearchSink, RoutingComesFromAPayloadFieldAndRefreshTrueMakesWritesSearchableAtOnce) {
+  const std::string index = server().unique_index("routing");
+  auto host = load();
+  host->open(config(index, R"("routing_field": "customer.id", "refresh": "true",
+                               "index_settings": {"number_of_shards": 3, "refresh_interval": "1h"})"));
+  const auto out = host->write(
+      TestBatch::json("t", 0, 0, {R"({"customer": {"id": "eu-7"}})", R"({"customer": {"id": "us-42"}})", R"({"other": 1})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error << (out.rejected.empty() ? "" : out.rejected[0].reason);
+  // No _refresh here: with refresh_interval 1h only the requests' refresh made them searchable.
+  const auto found = server().ok("POST", "/" + index + "/_search", R"({"size":10,"sort":[{"pico_offset":"asc"}]})");
+  ASSERT_EQ(found["hits"]["hits"].size(), 3u) << found.dump();
+  EXPECT_EQ(found["hits"]["hits"][0].value("_routing", ""), "eu-7");
+  EXPECT_EQ(found["hits"]["hits"][1].value("_routing", ""), "us-42");
+  EXPECT_FALSE(found["hits"]["hits"][2].contains("_routing"));
+}
+
+TEST_P(ElasticsearchSink, AnIndexTemplateTheSinkPutsGivesIndicesTheClusterCreatesTheirMapping) {
+  const std::string index = server().unique_index("tpl");
+  auto host = load();
+  // auto_create_index off: the cluster creates the index on the first write, from the template.
+  host->open(config(index, "\"auto_create_index\": false, \"index_template_name\": \"" + index + "\", "
+                           "\"index_template\": {\"index_patterns\": [\"" + index + "\"], \"template\": "
+                           "{\"settings\": {\"number_of_replicas\": 0}, \"mappings\": {\"properties\": {\"n\": {\"type\": \"long\"}}}}}"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "one"})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 1u);
+  EXPECT_EQ(out.rejected[0].record_index, 1u) << "the template's mapping refused it";
+  EXPECT_EQ(server().count(index), 1);
+  EXPECT_EQ(host->counter("created_indices"), 0u);
+  EXPECT_EQ(server().ok("GET", "/" + index + "/_mapping")[index]["mappings"]["properties"]["n"]["type"], "long");
+}
+
+// Data streams exist in OpenSearch's core; Elasticsearch 7.10's are in x-pack, which the Apache-2.0
+// build has not.
+TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndAReplayIsAlreadyThere) {
+  auto& os = SearchServer::shared(Flavor::OpenSearch);
+  const std::string stream = os.unique_index("logs-ds");
+  auto host = load();
+  // The sink puts the stream's template itself (index_template).
+  host->open("{\"url\": \"" + os.url() + "\", \"index\": \"" + stream + "\", \"action\": \"create\", \"data_stream\": true, "
+             "\"index_template\": {\"index_patterns\": [\"" + stream + "\"], \"data_stream\": {}, "
+             "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}", "dslogs");
+  const TestBatch batch("app.logs", 0, {{.offset = 3, .payload = R"({"msg": "hi"})", .timestamp_ms = 1700000000123}});
+  ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
+  const auto again = host->write(batch);
+  EXPECT_EQ(again.status, PMQ_WRITE_OK) << again.error;
+  EXPECT_EQ(host->counter("already_there"), 1u);
+  const auto docs = os.documents(stream);
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["@timestamp"], 1700000000123);
+  EXPECT_EQ(docs[0]["_id"], "app.logs:0:3");
+  EXPECT_EQ(docs[0]["msg"], "hi");
+  EXPECT_EQ(os.ok("GET", "/_data_stream/" + stream)["data_streams"][0]["template"], "picomq-dslogs");
+}
+
+std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
+
+// ------------------------------------------------------------------ Elasticsearch 8.x shape
+
+TEST(ElasticsearchEightShape, CompatibilityMediaTypesAndEightStyleItemsAgainstTheStub) {
+  kit::testing::HttpReceiver stub;
+  stub.script({{"path", "/"}, {"method", "GET"}, {"count", 0}, {"status", 200},
+               {"body", R"({"version":{"number":"8.15.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
+  stub.script({{"path", "/logs"}, {"method", "HEAD"}, {"count", 0}, {"status", 200}});
+  // 8.x: no _type; document_parsing_exception (8.8+) for a document that does not fit.
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"count", 0}, {"status", 200},
+               {"body", R"({"errors":true,"items":[{"create":{"status":201,"result":"created"}},)"
+                        R"({"create":{"status":400,"error":{"type":"document_parsing_exception",)"
+                        R"("reason":"[1:7] failed to parse field [n] of type [long] in document with id 'x'"}}}]})"}});
+  auto host = load();
+  host->open("{\"url\": \"" + stub.base_url() + "\", \"index\": \"logs\", \"action\": \"create\", \"compatible_with\": 8, "
+             "\"auth\": \"api_key\", \"auth_header\": \"Authorization\", \"auth_api_key\": \"ApiKey c2VjcmV0LWtleQ==\"}");
+  EXPECT_TRUE(host->logged("connected to Elasticsearch 8.15.0"));
+  const auto out = host->write(TestBatch::json("logs", 0, 0, {R"({"n": 1})", R"({"n": "x"})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 1u);
+  EXPECT_EQ(out.rejected[0].record_index, 1u);
+  EXPECT_NE(out.rejected[0].reason.find("document_parsing_exception"), std::string::npos);
+  const auto requests = stub.requests("/_bulk");
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].headers.get("Content-Type"), "application/vnd.elasticsearch+x-ndjson; compatible-with=8");
+  EXPECT_EQ(requests[0].headers.get("Accept"), "application/vnd.elasticsearch+json; compatible-with=8");
+  EXPECT_EQ(requests[0].headers.get("Authorization"), "ApiKey c2VjcmV0LWtleQ==");
+  EXPECT_EQ(requests[0].body.substr(0, requests[0].body.find('\n')), R"({"create":{"_index":"logs","_id":"logs:0:0"}})")
+      << "no _type in the action line";
+  EXPECT_NE(requests[0].query.find("filter_path="), std::string::npos);
+  for (const auto& line : host->logs()) EXPECT_EQ(line.find("c2VjcmV0LWtleQ"), std::string::npos) << line;
+}
+
+TEST(ElasticsearchEightShape, WrongCredentialsStopTheSinkAtStartWithoutShowingThem) {
+  kit::testing::HttpReceiver stub;
+  stub.script({{"path", "/"}, {"count", 0}, {"status", 401},
+               {"body", R"({"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"}})"}});
+  auto host = load();
+  try {
+    host->open("{\"url\": \"" + stub.base_url() + "\", \"auth\": \"basic\", \"auth_user\": \"writer\", "
+               "\"auth_password\": \"hunter2-secret\"}");
+    FAIL() << "open() should fail";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("authentication failed"), std::string::npos) << what;
+    EXPECT_EQ(what.find("hunter2-secret"), std::string::npos) << what;
+  }
+  for (const auto& line : host->logs()) EXPECT_EQ(line.find("hunter2-secret"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace picomq::test
