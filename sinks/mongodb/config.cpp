@@ -1,12 +1,19 @@
 #include "mongodb/config.h"
 
+#include <algorithm>
+
+#include "picomq/kit/sanitize.hpp"
+
 namespace picomq::mongodb {
 namespace {
 
 using namespace std::chrono_literals;
 
-// MongoDB's namespace limit (database.collection), in bytes.
+// MongoDB's namespace limit (database.collection), in bytes; FerretDB's collection name limit,
+// which is within it (so a name the sink makes is valid on both); the shortest cut name.
 constexpr size_t kMaxNamespaceBytes = 255;
+constexpr size_t kMaxCollectionBytes = 235;
+constexpr size_t kMinCollectionBytes = 16;
 
 std::optional<std::string> check_uri(const std::string& uri) {
   if (uri.rfind("mongodb://", 0) != 0 && uri.rfind("mongodb+srv://", 0) != 0)
@@ -49,10 +56,9 @@ kit::Result<std::string> collection_name(std::string_view resolved, std::string_
   }
   // system.* is MongoDB's own; a leading '.' is refused ("Invalid collection name").
   if (out.rfind("system.", 0) == 0 || out[0] == '.') out.insert(out.begin(), '_');
-  if (db.size() + 1 + out.size() > kMaxNamespaceBytes)
-    return R::failure("collection '" + out + "' makes the namespace " + std::string(db) + "." + out.substr(0, 20) +
-                      "... longer than MongoDB's 255 bytes");
-  return R::success(std::move(out));
+  if (db.size() + 1 + kMinCollectionBytes > kMaxNamespaceBytes)
+    return R::failure("database '" + std::string(db) + "' leaves no room for collection names in MongoDB's 255-byte namespace");
+  return R::success(kit::fit_name(std::move(out), std::min(kMaxCollectionBytes, kMaxNamespaceBytes - db.size() - 1)));
 }
 
 kit::Result<std::vector<std::string>> parse_index(std::string_view spec) {
@@ -95,8 +101,9 @@ const kit::OptionTable<Settings>& option_table() {
           })
           .help("Collection name template, resolved once per topic: {topic}, {topic_segment[N]}. Sanitised to "
                 "MongoDB's namespace rules: control characters and '$' become '_', a name starting with "
-                "\"system.\" or '.' gets a '_' in front; database.collection must fit in 255 bytes (FerretDB's "
-                "limit is lower: 235)."),
+                "\"system.\" or '.' gets a '_' in front; a name longer than 235 bytes (FerretDB's limit) or than "
+                "MongoDB's 255-byte namespace database.collection allows is cut, with a hash of the whole name "
+                "appended."),
       kit::option("id_strategy", &Settings::id_strategy)
           .choices({{"record_id", IdStrategy::RecordId},
                     {"key", IdStrategy::Key},

@@ -61,9 +61,10 @@ struct Plan {
 std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems);
 
 // A MongoDB collection name for `resolved` in database `db` (MongoDB's namespace rules: no '$',
-// no NUL, not "system.*", the namespace db.collection at most 255 bytes): control characters and
-// '$' become '_', a name starting with "system." or '.' gets a '_' in front; too long or empty
-// is an error.
+// no NUL, not "system.*" or ".*", the namespace db.collection at most 255 bytes; FerretDB's
+// collection names at most 235 bytes): control characters and '$' become '_', a name starting
+// with "system." or '.' gets a '_' in front, one too long is cut with a hash
+// (kit::fit_name). Empty is an error. Idempotent.
 kit::Result<std::string> collection_name(std::string_view resolved, std::string_view db);
 
 // "field1,field2" -> {"field1", "field2"}; an error for an empty field.

@@ -144,8 +144,11 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
     if (!payload_has(kit::kOffsetField)) bson_append_int64(d, "pico_offset", -1, r.offset);
     if (r.timestamp_ms >= 0 && !payload_has(kit::kTimestampField))
       bson_append_date_time(d, "pico_timestamp", -1, r.timestamp_ms);
-    if (r.key.data && !payload_has(kit::kKeyField))
-      bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
+    // A record without a key has pico_key null: every document has the same fields.
+    if (!payload_has(kit::kKeyField)) {
+      if (r.key.data) bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
+      else bson_append_null(d, "pico_key", -1);
+    }
     if (r.header_count && !payload_has(kit::kHeadersField)) {
       std::string headers;
       kit::append_headers_json(headers, std::span<const pmq_header>(r.headers, r.header_count));

@@ -410,7 +410,9 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       const std::string what = "creating indexes " + names + " on " + s.database + "." + collection + ": " + error;
       if (domain == MONGOC_ERROR_SERVER && mg::classify_command(static_cast<int32_t>(code), false) == mg::ItemOutcome::Fatal)
         throw sdk::FatalError(what);
-      if (domain == MONGOC_ERROR_SERVER && (code == 85 || code == 86 || code == 67))  // IndexOptionsConflict, IndexKeySpecsConflict, CannotCreateIndex
+      // IndexOptionsConflict 85, IndexKeySpecsConflict 86, CannotCreateIndex 67, BadValue 2,
+      // InvalidIndexSpecificationOption 197: the index as configured cannot be made.
+      if (domain == MONGOC_ERROR_SERVER && (code == 85 || code == 86 || code == 67 || code == 2 || code == 197))
         throw sdk::FatalError(what);
       throw sdk::RetryableError(what);
     }

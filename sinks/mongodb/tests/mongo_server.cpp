@@ -129,11 +129,15 @@ std::string MongoServer::fresh_database(const std::string& prefix) const {
 }
 
 std::vector<nlohmann::json> MongoServer::find(const std::string& db, const std::string& collection,
-                                              const std::string& filter, const std::string& sort) const {
+                                              const std::string& filter, const std::string& sort,
+                                              const std::string& projection) const {
   Pooled pc(client_pool());
   mongoc_collection_t* coll = mongoc_client_get_collection(pc.client, db.c_str(), collection.c_str());
   bson_t* f = from_json(filter);
-  bson_t* opts = from_json("{\"sort\": " + sort + "}");
+  std::string options = "{";
+  if (!sort.empty()) options += "\"sort\": " + sort;
+  if (!projection.empty()) options += std::string(sort.empty() ? "" : ", ") + "\"projection\": " + projection;
+  bson_t* opts = from_json(options + "}");
   mongoc_cursor_t* cursor = mongoc_collection_find_with_opts(coll, f, opts, nullptr);
   std::vector<nlohmann::json> out;
   const bson_t* doc;

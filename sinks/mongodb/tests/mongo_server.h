@@ -33,10 +33,12 @@ class MongoServer {
 
   // A fresh database name <prefix>_<test>_<n> (MongoDB creates it on the first write).
   std::string fresh_database(const std::string& prefix) const;
-  // Documents of db.collection matching `filter` (Extended JSON), sorted by `sort`, each as
-  // relaxed Extended JSON parsed ({"$date": ...}, {"$binary": ...}, {"$oid": ...}).
+  // Documents of db.collection matching `filter` (Extended JSON), sorted by `sort` ("": not
+  // sorted), only the `projection` fields ("": all), each as relaxed Extended JSON parsed
+  // ({"$date": ...}, {"$binary": ...}, {"$oid": ...}).
   std::vector<nlohmann::json> find(const std::string& db, const std::string& collection,
-                                   const std::string& filter = "{}", const std::string& sort = "{\"_id\": 1}") const;
+                                   const std::string& filter = "{}", const std::string& sort = "{\"_id\": 1}",
+                                   const std::string& projection = "") const;
   int64_t count(const std::string& db, const std::string& collection, const std::string& filter = "{}") const;
   std::vector<std::string> collections(const std::string& db) const;
   // Runs a command (Extended JSON) on `db`; its reply. Throws with the server's message.
