@@ -267,5 +267,28 @@ TEST(MongoSinkKafka, AServerThatIsDownAtStartIsAWarningAndTheRecordsLandWhenItIs
   EXPECT_EQ(mongo.count(db, "t"), 20);
 }
 
+TEST(MongoSinkKafka, RefusedCredentialsPutTheSinkInErrorAtStartAndThePasswordIsNeverShown) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mauth");
+  const auto topic = unique_name("mongo.auth");
+  kafka.create_topic(topic);
+  // FerretDB refuses SCRAM (libmongoc's default mechanism) with 18 AuthenticationFailed.
+  const std::string uri = "mongodb://picomq:wrong-secret-42@127.0.0.1:" + std::to_string(mongo.port()) + "/";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", plugin_definition("mauth", "libpicomq_connector_mongodb_sink",
+                                                "topics = [\"" + topic + "\"]\nschema = \"json\"",
+                                                "connection_uri = \"" + uri + "\"\ndatabase = \"" + db + "\""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("mauth", "error", 30s)) << rt.log();
+  const std::string error = rt.sink_status("mauth").value("message", "");
+  EXPECT_NE(error.find("connecting to MongoDB at 127.0.0.1:" + std::to_string(mongo.port())), std::string::npos) << error;
+  EXPECT_NE(error.find("uthentication"), std::string::npos) << error;
+  EXPECT_EQ(rt.log().find("wrong-secret-42"), std::string::npos) << "the password is never shown";
+  EXPECT_EQ(error.find("wrong-secret-42"), std::string::npos);
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
 }  // namespace
 }  // namespace picomq::test
