@@ -204,7 +204,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     kit::Backoff backoff({.initial = 100ms, .max = 5s});
     size_t start = 0;  // ordered: the first operation not yet applied
     uint64_t already = 0;
-    std::vector<size_t> verify;  // ops whose 11000 named no index
+    std::vector<size_t> verify;     // ops whose 11000 named no index
+    std::vector<uint32_t> verify_at;  // their positions in the bulk sent
     std::vector<std::string> verify_messages;
     for (int attempt = 0;; ++attempt) {
       std::vector<const mg::Op*> batch;
@@ -225,6 +226,10 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       std::string retry_reason;
       size_t first_unapplied = batch.size();  // ordered: where the server stopped
       for (const mg::WriteError& e : r.reply.write_errors) {
+        if (e.index >= batch.size()) {  // not an operation of this bulk: nothing can be concluded
+          if (retry_reason.empty()) retry_reason = "collection " + s.collection() + ": a writeErrors index out of range";
+          continue;
+        }
         const size_t op = index[e.index];
         const mg::ItemOutcome o = mg::classify_item(e, ops[op].kind == mg::OpKind::Insert);
         const std::string what = "collection " + s.collection() + ": MongoDB error " + std::to_string(e.code) + ": " + e.message;
@@ -243,6 +248,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
           case mg::ItemOutcome::Fatal: throw sdk::FatalError(what);
           case mg::ItemOutcome::Verify:
             verify.push_back(op);
+            verify_at.push_back(e.index);
             verify_messages.push_back(e.message);
             break;
         }
@@ -266,18 +272,25 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
                                    verify_messages[v];
             }
           }
-        } else if (retry_reason.empty()) {
-          retry_reason = "collection " + s.collection() + ": looking up the _ids of duplicate-key errors: " + error;
+        } else {
+          if (retry_reason.empty())
+            retry_reason = "collection " + s.collection() + ": looking up the _ids of duplicate-key errors: " + error;
+          // Ordered: not known to be applied, so the resend starts there.
+          if (ordered)
+            for (uint32_t at : verify_at) first_unapplied = std::min<size_t>(first_unapplied, at);
         }
         verify.clear();
+        verify_at.clear();
         verify_messages.clear();
       }
       // An error of the bulk as a whole (not the writeErrors it reports): whatever has no
       // writeError entry may or may not be written.
-      const bool explained = r.executed ||
+      // A write-concern error: the operations were applied but not acknowledged as the write
+      // concern asks, so every one without a writeError is resent (inserts then answer 11000).
+      const bool explained = r.reply.write_concern_errors.empty() && (r.executed ||
           (r.error_domain == MONGOC_ERROR_SERVER && !r.reply.write_errors.empty() &&
            std::any_of(r.reply.write_errors.begin(), r.reply.write_errors.end(),
-                       [&](const mg::WriteError& e) { return static_cast<uint32_t>(e.code) == r.error_code; }));
+                       [&](const mg::WriteError& e) { return static_cast<uint32_t>(e.code) == r.error_code; })));
       if (!r.reply.write_concern_errors.empty()) {
         if (retry_reason.empty())
           retry_reason = "collection " + s.collection() + ": write concern error " + r.reply.write_concern_errors[0];
@@ -308,13 +321,11 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
         if (first_unapplied < batch.size()) start = index[first_unapplied];
       } else if (explained) {
         // Unordered with only per-document retry errors: the others are written.
-        for (size_t b = 0; b < batch.size(); ++b) {
-          const size_t op = index[b];
-          if (state[op] != State::Pending) continue;
-          bool failed = false;
-          for (const auto& e : r.reply.write_errors) failed |= index[e.index] == op;
-          if (!failed) state[op] = State::Done;
-        }
+        std::vector<bool> failed(batch.size(), false);
+        for (const auto& e : r.reply.write_errors)
+          if (e.index < failed.size()) failed[e.index] = true;
+        for (size_t b = 0; b < batch.size(); ++b)
+          if (!failed[b] && state[index[b]] == State::Pending) state[index[b]] = State::Done;
       }
       const auto wait = backoff.next();
       if (Clock::now() + wait >= deadline || !stop_.wait_for(wait)) {
