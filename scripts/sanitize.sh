@@ -61,6 +61,8 @@ canary() {
   ! ("$bin" >"$bin.log" 2>&1; exit $?) 2>/dev/null && grep -qE 'ERROR: LeakSanitizer|runtime error|WARNING: ThreadSanitizer' "$bin.log"
 }
 
+source "$here/scripts/compiler-cache.sh"
+
 for san in "${sanitizers[@]}"; do
   case "$san" in
     # runtime_test depends on every plugin it loads
@@ -72,7 +74,8 @@ for san in "${sanitizers[@]}"; do
   echo "== $san: $dir"
   t0=$(now)
   mkdir -p "$dir"
-  if ! cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPICOMQ_SANITIZE="$san" >"$dir/sanitize-configure.log" 2>&1; then
+  if ! cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPICOMQ_SANITIZE="$san" "${compiler_launcher[@]}" \
+    >"$dir/sanitize-configure.log" 2>&1; then
     cat "$dir/sanitize-configure.log" >&2
     echo "!! configure failed" >&2
     exit 1

@@ -16,6 +16,7 @@
 #                                  or per 64 batches / max_batch_records)
 #   BENCH_CH_COMPRESSION=none      the sink's compression (none | gzip)
 #   BENCH_CH_MAX_RECORDS=          the sink's max_batch_records (default: the sink's)
+#   BENCH_CH_FORMATS="RowBinary Native"  the sink's format, one picomq entry each
 
 SINK_PLUGIN=libpicomq_connector_clickhouse_sink
 CH_COMMIT_INTERVAL="${BENCH_CH_COMMIT_INTERVAL:-1s}"
@@ -24,9 +25,11 @@ CH_MAX_RECORDS="${BENCH_CH_MAX_RECORDS:-}"
 CH_DB=bench
 CH_TABLE=bench_target
 CH_REF=bench_reference
-SINK_TARGET="rowbinary:0.8"
+SINK_TARGET="native:0.8"   # the issue: >= 0.8x the faster of the two clickhouse-client loads (Native)
 SINK_DESCRIPTION="clickhouse sink defaults (payload_mode columns, inferred, metadata columns, ReplacingMergeTree by record id): one RowBinary insert per up to 64 batches (commit_interval $CH_COMMIT_INTERVAL, compression $CH_COMPRESSION)"
 SINK_BASELINES=("rowbinary|ch_baseline_rowbinary" "native|ch_baseline_native")
+read -r -a SINK_VARIANTS <<<"${BENCH_CH_FORMATS:-RowBinary Native}"
+for i in "${!SINK_VARIANTS[@]}"; do SINK_VARIANTS[i]="picomq-${SINK_VARIANTS[i]}"; done
 ch_dir=""
 ch_port=""
 
@@ -55,6 +58,7 @@ sink_plugin_config() {  # VARIANT RUN DIR
   printf 'url = "http://127.0.0.1:%s"\ndatabase = "%s"\ntarget_table = "%s"\ncommit_interval = "%s"\ncompression = "%s"\n' \
     "$ch_port" "$CH_DB" "$CH_TABLE" "$CH_COMMIT_INTERVAL" "$CH_COMPRESSION"
   [[ -z "$CH_MAX_RECORDS" ]] || printf 'max_batch_records = %s\n' "$CH_MAX_RECORDS"
+  printf 'format = "%s"\n' "${1#picomq-}"
 }
 
 sink_prepare() {  # KIND LABEL RUN

@@ -47,7 +47,9 @@ Accumulator::Accumulator(AccumulatorLimits limits, std::function<void(const Comm
   limits_.max_open = std::max<size_t>(limits_.max_open, 1);
   limits_.max_batches = std::max<size_t>(limits_.max_batches, 1);
   timer_ = std::thread([this] { timer_main(); });
-  if (limits_.background_commits) committer_ = std::thread([this] { committer_main(); });
+  limits_.committers = std::max<size_t>(limits_.committers, 1);
+  if (limits_.background_commits)
+    for (size_t i = 0; i < limits_.committers; ++i) committers_.emplace_back([this] { committer_main(); });
 }
 
 Accumulator::~Accumulator() { close(); }
@@ -176,19 +178,20 @@ void Accumulator::flush(std::string_view trigger) {
     while (!order_.empty()) all.push_back(take(order_.front()));
   }
   for (auto& e : all) commit(e, trigger);
-  // Those handed to the committer before now (it takes them in order); not the ones writers go
-  // on sealing meanwhile, or a flush under load might wait for ever.
+  // Those handed to the committers before now; not the ones writers go on sealing meanwhile, or
+  // a flush under load might wait for ever.
   std::unique_lock lock(mutex_);
   const uint64_t upto = handed_off_;
-  sealed_done_.wait(lock, [&] { return handed_done_ >= upto; });
+  sealed_done_.wait(lock, [&] { return unfinished_.empty() || *unfinished_.begin() > upto; });
 }
 
 void Accumulator::commit_sealed(std::shared_ptr<Entry> entry, std::string_view trigger) {
   if (limits_.background_commits) {
     std::unique_lock lock(mutex_);
     if (!committer_stopped_) {
+      entry->handoff = ++handed_off_;
+      unfinished_.insert(entry->handoff);
       sealed_.emplace_back(std::move(entry), std::string(trigger));
-      ++handed_off_;
       lock.unlock();
       sealed_wake_.notify_one();
       return;
@@ -197,20 +200,36 @@ void Accumulator::commit_sealed(std::shared_ptr<Entry> entry, std::string_view t
   commit(entry, trigger);
 }
 
-// background_commits: the sealed segments' commits, one at a time, oldest first.
+std::deque<std::pair<std::shared_ptr<Accumulator::Entry>, std::string>>::iterator Accumulator::next_ready() {
+  if (!limits_.ordered_per_key) return sealed_.begin();
+  // The oldest of a key that no committer holds is also the oldest sealed segment of its key.
+  return std::find_if(sealed_.begin(), sealed_.end(),
+                      [&](const auto& s) { return !committing_keys_.contains(s.first->key); });
+}
+
+// background_commits: one committer thread; each takes the oldest sealed segment it may commit.
 void Accumulator::committer_main() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    sealed_wake_.wait(lock, [&] { return !sealed_.empty() || committer_stopped_; });
-    if (sealed_.empty()) return;  // stopped, and nothing left
-    auto [entry, trigger] = std::move(sealed_.front());
-    sealed_.pop_front();
+    auto ready = sealed_.end();
+    sealed_wake_.wait(lock, [&] {
+      ready = next_ready();
+      return ready != sealed_.end() || (committer_stopped_ && sealed_.empty());
+    });
+    if (ready == sealed_.end()) return;  // stopped, and nothing left
+    auto [entry, trigger] = std::move(*ready);
+    sealed_.erase(ready);
+    const uint64_t handoff = entry->handoff;
+    const std::string key = entry->key;
+    if (limits_.ordered_per_key) committing_keys_.insert(key);
     lock.unlock();
     commit(entry, trigger);
     entry.reset();
     lock.lock();
-    ++handed_done_;
+    if (limits_.ordered_per_key) committing_keys_.erase(key);
+    unfinished_.erase(handoff);
     sealed_done_.notify_all();
+    if (limits_.committers > 1) sealed_wake_.notify_all();  // a segment of `key` may be waiting
   }
 }
 
@@ -277,7 +296,8 @@ void Accumulator::close() {
     committer_stopped_ = true;
   }
   sealed_wake_.notify_all();
-  if (committer_.joinable()) committer_.join();
+  for (auto& t : committers_)
+    if (t.joinable()) t.join();
 }
 
 size_t Accumulator::open_segments() const {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <thread>
 
 #include "picomq/kit/testing/fake_host.hpp"
@@ -30,6 +31,8 @@ struct Destination {
   std::mutex gate_mutex;
   std::condition_variable gate;
   bool hold_commits = false;
+  std::string hold_only;  // when set, only that key's commits wait at the gate
+  std::atomic<int> committing{0}, most_committing{0};  // commits inside commit() at once
   std::vector<std::thread::id> commit_threads;
   void open_gate() {
     {
@@ -50,10 +53,16 @@ struct TestSegment : kit::Segment {
       --destination->fail_next_commits;
       throw sdk::RetryableError("commit refused");
     }
+    const int now = ++destination->committing;
+    for (int most = destination->most_committing; now > most && !destination->most_committing.compare_exchange_weak(most, now);) {
+    }
     {
       std::unique_lock gate(destination->gate_mutex);
-      destination->gate.wait(gate, [] { return !destination->hold_commits; });
+      destination->gate.wait(gate, [&] {
+        return !destination->hold_commits || (!destination->hold_only.empty() && destination->hold_only != key);
+      });
     }
+    --destination->committing;
     std::lock_guard lock(destination->mutex);
     destination->commits.emplace_back(key, batches);
     destination->commit_threads.push_back(std::this_thread::get_id());
@@ -318,6 +327,52 @@ TEST_F(KitAccumulator, WithBackgroundCommitsAFullSegmentCommitsOffTheWriterWhile
   size_t batches = 0;
   for (const auto& c : dest_.commits) batches += c.second.size();
   EXPECT_EQ(batches, 450u);
+}
+
+// committers = 2: a table whose commit is slow does not hold up another table's (two inserts in
+// flight when tables differ), while one table's segments still commit one after another, in
+// order; flush() waits for the slow one even when later segments completed before it.
+TEST_F(KitAccumulator, WithTwoCommittersAnotherKeyCommitsBesideASlowOneAndAKeyKeepsItsOrder) {
+  limits.commit_interval = 10s;
+  limits.idle = 10s;
+  limits.max_batches = 1;  // every batch a segment, sealed at once
+  limits.background_commits = true;
+  limits.committers = 2;
+  FakeHost host(sdk::descriptor<AccumulatingSink>());
+  host.open();
+  dest_.hold_commits = true;
+  dest_.hold_only = "a";
+  auto a1 = host.start_write(batch("a", 0)), a2 = host.start_write(batch("a", 3));
+  auto b1 = host.start_write(batch("b", 0));
+  EXPECT_EQ(b1->wait(5s).status, PMQ_WRITE_OK) << "b commits beside a's held commit";
+  EXPECT_FALSE(a1->completed());
+  EXPECT_FALSE(a2->completed()) << "a's second segment waits for its first";
+  EXPECT_EQ(dest_.most_committing.load(), 2) << "two commits at once";
+  auto flushed = std::async(std::launch::async, [&] { host.flush(); });
+  EXPECT_EQ(flushed.wait_for(200ms), std::future_status::timeout) << "flush() waits for a's commits";
+  dest_.open_gate();
+  flushed.get();
+  EXPECT_TRUE(a1->completed() && a2->completed());
+  std::vector<int64_t> a_order;
+  for (const auto& [key, firsts] : dest_.commits)
+    if (key == "a") a_order.push_back(firsts.at(0));
+  EXPECT_EQ(a_order, (std::vector<int64_t>{0, 3})) << "one key's segments in the order they were sealed";
+
+  // ordered_per_key = false: one key's consecutive segments commit side by side too.
+  limits.ordered_per_key = false;
+  dest_.commits.clear();
+  dest_.most_committing = 0;
+  dest_.hold_commits = true;
+  FakeHost unordered(sdk::descriptor<AccumulatingSink>());
+  unordered.open();
+  auto c1 = unordered.start_write(batch("a", 10)), c2 = unordered.start_write(batch("a", 13));
+  for (int i = 0; i < 500 && dest_.committing.load() < 2; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(dest_.committing.load(), 2) << "both of a's segments inside commit() at once";
+  dest_.open_gate();
+  EXPECT_EQ(c1->wait(5s).status, PMQ_WRITE_OK);
+  EXPECT_EQ(c2->wait(5s).status, PMQ_WRITE_OK);
+  unordered.flush();
+  EXPECT_EQ(dest_.commits.size(), 2u);
 }
 
 // close() with background commits: what is sealed and what is open both commit, and an append

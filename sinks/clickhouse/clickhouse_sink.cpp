@@ -28,6 +28,7 @@
 #include "clickhouse/client.h"
 #include "clickhouse/config.h"
 #include "clickhouse/errors.h"
+#include "clickhouse/native.h"
 #include "clickhouse/row_binary.h"
 #include "clickhouse/schema.h"
 #include "picomq/kit/accumulator.hpp"
@@ -45,7 +46,7 @@ using ch::Clock;
 using namespace std::chrono_literals;
 
 // Batches one insert may gather (the accumulator's max_batches); max_in_flight leaves room for
-// the next insert filling while one commits.
+// the next insert filling while two commit (max_concurrent_inserts' default).
 constexpr size_t kSegmentBatches = 64;
 constexpr auto kSegmentIdle = 10ms;
 // The start-up check's wait for the server.
@@ -63,6 +64,7 @@ struct TopicTable {
   bool ready = false;
   std::shared_ptr<ch::RowBinaryEncoder> encoder;
   std::string insert_sql;
+  bool native = false;  // format Native, and the columns allow it
   uint32_t generation = 0;  // bumped when the table is looked up again: older segments stay apart
   std::set<std::string, std::less<>> table_columns;  // every column DESCRIBE showed (written or not)
 };
@@ -85,8 +87,13 @@ class InsertSegment final : public kit::Segment {
   };
   using CommitFn = std::function<void(InsertSegment&)>;
 
-  InsertSegment(std::string table, std::string insert_sql, CommitFn commit)
-      : table_(std::move(table)), insert_sql_(std::move(insert_sql)), commit_(std::move(commit)) {}
+  // `native_columns`: send the rows as Native blocks of these columns (null: as RowBinary).
+  InsertSegment(std::string table, std::string insert_sql, std::shared_ptr<const ch::RowBinaryEncoder> native_columns,
+                CommitFn commit)
+      : table_(std::move(table)),
+        insert_sql_(std::move(insert_sql)),
+        native_(std::move(native_columns)),
+        commit_(std::move(commit)) {}
 
   void add(sdk::Pending write, const ch::Encoded& e) {
     const uint64_t base = body_.size();
@@ -107,9 +114,20 @@ class InsertSegment final : public kit::Segment {
     return std::string_view(body_).substr(from, rows_[first + n - 1].end - from);
   }
   void reject(size_t row, const std::string& reason) { writes_[rows_[row].write].reject(rows_[row].record, reason); }
+  // What an insert of rows [first, first + n) sends: their RowBinary bytes, or their Native
+  // block (made into `scratch`).
+  std::string_view request_body(size_t first, size_t n, std::string& scratch) const {
+    const std::string_view rows = first == 0 && n == rows_.size() ? std::string_view(body_) : slice(first, n);
+    if (!native_) return rows;
+    auto block = ch::native_block(native_->columns(), rows, n);
+    if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
+    scratch = std::move(block.value());
+    return scratch;
+  }
 
  private:
   std::string table_, insert_sql_;
+  std::shared_ptr<const ch::RowBinaryEncoder> native_;
   CommitFn commit_;
   std::string body_;
   std::vector<RowRef> rows_;
@@ -127,7 +145,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       "share one insert for up to commit_interval; ReplacingMergeTree by record id for replays.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
-  static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  static constexpr uint32_t max_in_flight = 3 * kSegmentBatches;
   static inline const kit::OptionTable<ch::Settings>& options = ch::option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { ch::plan(config, problems); }
 
@@ -144,7 +162,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     auth.user = s.user;
     auth.password = s.password.value_or("");
     kit::HttpClientOptions http = kit::client_options(s.http, s.tls, auth);
-    http.max_in_flight = static_cast<size_t>(s.max_open_tables) + 2;
+    http.max_in_flight = static_cast<size_t>(s.max_open_tables + s.max_concurrent_inserts) + 1;
     http.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<ch::Client>(std::move(http), plan_->base_url, s.database);
@@ -157,6 +175,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                                             static_cast<size_t>(s.max_open_tables));
     limits.idle = kSegmentIdle;
     limits.background_commits = true;
+    limits.committers = static_cast<size_t>(s.max_concurrent_inserts);
+    limits.ordered_per_key = false;
     accumulator_ = std::make_unique<kit::Accumulator>(limits, [this](const kit::CommitReport& r) { committed(r); });
   }
 
@@ -169,6 +189,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     }
     ch::Encoded encoded;
     std::string key, table, insert_sql;
+    std::shared_ptr<const ch::RowBinaryEncoder> native_columns;
     {
       std::lock_guard lock(mutex_);
       TopicTable& t = table_for(raw);
@@ -178,6 +199,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       key = t.display + (t.generation ? " #" + std::to_string(t.generation) : "");
       table = t.display;
       insert_sql = t.insert_sql;
+      if (t.native) native_columns = t.encoder;
     }
     for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
     if (!encoded.rejected.empty()) count("rejected_records", encoded.rejected.size());
@@ -188,7 +210,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     accumulator_->append(
         key, write, {encoded.data.size(), encoded.rows.size()},
         [&] {
-          return std::make_unique<InsertSegment>(table, insert_sql, [this](InsertSegment& s) { commit_insert(s); });
+          return std::make_unique<InsertSegment>(table, insert_sql, native_columns,
+                                                 [this](InsertSegment& s) { commit_insert(s); });
         },
         [&](kit::Segment& s) { static_cast<InsertSegment&>(s).add(write, encoded); });
     return write;
@@ -215,7 +238,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   void commit_insert(InsertSegment& s) {
     const auto deadline = Clock::now() + plan_->settings.retry_timeout;
     uint64_t resends = 0;
-    ch::QueryResult r = client_->insert(s.insert_sql(), s.body(), deadline, insert_params(), &resends);
+    std::string scratch;
+    ch::QueryResult r =
+        client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(), &resends);
     count("inserts");
     if (resends) count("resends", resends);
     if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
@@ -239,7 +264,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     const kit::Halves h = kit::halves(first, n);
     for (auto [from, count_] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
       count("bisect_inserts");
-      ch::QueryResult r = client_->insert(s.insert_sql(), s.slice(from, count_), deadline, insert_params());
+      std::string scratch;
+      ch::QueryResult r = client_->insert(s.insert_sql(), s.request_body(from, count_, scratch), deadline, insert_params());
       if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
         bisect(s, from, count_, deadline, written, r.outcome.reason);
         continue;
@@ -374,7 +400,13 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     auto layout = ch::layout_from_table(*described, s.payload_mode == ch::PayloadMode::String, plan_->declared);
     for (const auto& note : layout.notes) log(sdk::LogLevel::Warn, "table " + t.display + ": " + note);
     if (!layout.error.empty()) throw sdk::FatalError("table " + t.display + ": " + layout.error);
-    t.insert_sql = ch::insert_sql(qualified(t), layout.columns);
+    t.native = s.format == ch::InsertFormat::Native;
+    if (const std::string why = ch::native_unsupported(layout.columns); t.native && !why.empty()) {
+      log(sdk::LogLevel::Info, "table " + t.display + ": inserts in RowBinary, not Native: " + why);
+      t.native = false;
+    }
+    t.insert_sql = ch::insert_sql(qualified(t), layout.columns, t.native ? "Native" : "RowBinary");
+    log(sdk::LogLevel::Debug, "table " + t.display + ": " + t.insert_sql);
     t.encoder = std::make_shared<ch::RowBinaryEncoder>(std::move(layout.columns));
     t.ready = true;
   }

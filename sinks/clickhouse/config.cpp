@@ -1,6 +1,6 @@
 #include "clickhouse/config.h"
 
-#include <simdjson.h>
+#include "picomq/kit/declared_columns.hpp"
 
 namespace picomq::clickhouse {
 namespace {
@@ -26,52 +26,16 @@ std::optional<std::string> check_url(const std::string& url) {
 
 kit::Result<std::vector<Column>> parse_declared_columns(const std::string& json) {
   using R = kit::Result<std::vector<Column>>;
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(json).get(root)) return R::failure("not readable as JSON");
+  auto declared = kit::parse_declared_columns(json);
+  if (!declared) return R::failure(declared.error());
   std::vector<Column> out;
-  std::string problem;
-  auto add = [&](std::string_view name, simdjson::dom::element type) {
-    std::string_view t;
-    if (type.get_string().get(t)) {
-      problem = "the type of '" + std::string(name) + "' must be a string";
-      return;
-    }
-    auto parsed = parse_type(t);
-    if (!parsed) {
-      problem = "column '" + std::string(name) + "': " + parsed.error();
-      return;
-    }
-    Column c{std::string(name), parsed.value(), metadata_source(name), std::string(name)};
-    if (c.source != Source::Field) {
-      problem = "column '" + std::string(name) + "' is a metadata column (include_metadata adds it)";
-      return;
-    }
-    for (const Column& other : out)
-      if (other.name == c.name) problem = "column '" + c.name + "' is declared twice";
+  for (const kit::DeclaredColumn& d : declared.value()) {
+    auto parsed = parse_type(d.type);
+    if (!parsed) return R::failure("column '" + d.name + "': " + parsed.error());
+    Column c{d.name, parsed.value(), metadata_source(d.name), d.name};
+    if (c.source != Source::Field) return R::failure("column '" + d.name + "' is a metadata column (include_metadata adds it)");
     out.push_back(std::move(c));
-  };
-  simdjson::dom::array array;
-  simdjson::dom::object object;
-  if (!root.get_array().get(array)) {
-    for (simdjson::dom::element item : array) {
-      simdjson::dom::object obj;
-      std::string_view name;
-      simdjson::dom::element type;
-      if (item.get_object().get(obj) || obj["name"].get_string().get(name) || obj["type"].get(type))
-        return R::failure("each item must be a table { name = \"...\", type = \"...\" }");
-      add(name, type);
-      if (!problem.empty()) return R::failure(problem);
-    }
-  } else if (!root.get_object().get(object)) {
-    for (auto member : object) {
-      add(member.key, member.value);
-      if (!problem.empty()) return R::failure(problem);
-    }
-  } else {
-    return R::failure("must be an array [{ name = \"...\", type = \"...\" }, ...] or a table { name = \"type\" }");
   }
-  if (out.empty()) return R::failure("no columns declared");
   return R::success(std::move(out));
 }
 
@@ -100,6 +64,12 @@ const kit::OptionTable<Settings>& option_table() {
                 "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset): a replayed record "
                 "replaces itself, exactly so with SELECT ... FINAL). Off: a missing table stops the sink in "
                 "Error naming it."),
+      kit::option("format", &Settings::format)
+          .choices({{"RowBinary", InsertFormat::RowBinary}, {"Native", InsertFormat::Native}})
+          .fallback(InsertFormat::RowBinary)
+          .help("The inserts' body: RowBinary (row after row) or Native (one columnar block per insert, made from "
+                "the same rows when the insert is sent). A table with a LowCardinality column is written as "
+                "RowBinary whatever this says (Native serialises it as a dictionary)."),
       kit::option("payload_mode", &Settings::payload_mode)
           .choices({{"columns", PayloadMode::Columns}, {"string", PayloadMode::String}})
           .fallback(PayloadMode::Columns)
@@ -131,6 +101,11 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(4)
           .check(kit::at_least(1))
           .help("Tables with an insert being gathered at once; a batch for another table commits the oldest."),
+      kit::option("max_concurrent_inserts", &Settings::max_concurrent_inserts)
+          .fallback(2)
+          .check(kit::at_least(1))
+          .help("Inserts on the wire at once: another table's, or the same table's next while the server is still "
+                "writing the previous one (their order does not matter: rows are told apart by record id)."),
       kit::group(&Settings::batching, kit::batching_options(1s, kit::ByteSize{64u << 20}, 200000)),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),

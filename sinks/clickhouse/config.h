@@ -17,6 +17,7 @@
 namespace picomq::clickhouse {
 
 enum class PayloadMode { Columns, String };
+enum class InsertFormat { RowBinary, Native };
 
 struct Settings {
   std::string url;
@@ -26,11 +27,13 @@ struct Settings {
   std::string target_table;
   bool auto_create_table = true;
   PayloadMode payload_mode = PayloadMode::Columns;
+  InsertFormat format = InsertFormat::RowBinary;
   std::optional<kit::JsonValue> columns;
   bool auto_add_columns = false;
   bool include_metadata = true;
   std::chrono::milliseconds retry_timeout{};
   int64_t max_open_tables = 0;
+  int64_t max_concurrent_inserts = 0;
   kit::BatchingSettings batching;
   kit::HttpSettings http;
   kit::TlsSettings tls;

@@ -107,10 +107,10 @@ std::string create_table_sql(const std::string& qualified, const std::vector<Col
   return sql;
 }
 
-std::string insert_sql(const std::string& qualified, const std::vector<Column>& columns) {
+std::string insert_sql(const std::string& qualified, const std::vector<Column>& columns, std::string_view format) {
   std::string sql = "INSERT INTO " + qualified + " (";
   for (size_t i = 0; i < columns.size(); ++i) sql += (i ? ", " : "") + quote_identifier(columns[i].name);
-  return sql + ") FORMAT RowBinary";
+  return sql + ") FORMAT " + std::string(format);
 }
 
 std::string add_column_sql(const std::string& qualified, const Column& column) {

@@ -40,8 +40,9 @@ Layout layout_from_table(const std::vector<DescribedColumn>& table, bool string_
 // Int64[, pico_timestamp Int64, pico_key Nullable(String), pico_headers String], <payload>)
 // ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset).
 std::string create_table_sql(const std::string& qualified, const std::vector<Column>& payload, bool include_metadata);
-// INSERT INTO <qualified> (`a`, `b`) FORMAT RowBinary
-std::string insert_sql(const std::string& qualified, const std::vector<Column>& columns);
+// INSERT INTO <qualified> (`a`, `b`) FORMAT <format> (RowBinary or Native)
+std::string insert_sql(const std::string& qualified, const std::vector<Column>& columns,
+                       std::string_view format = "RowBinary");
 
 struct Inferred {
   std::vector<Column> columns;  // Nullable, in first-appearance order

@@ -179,6 +179,11 @@ const kit::OptionTable<Settings>& option_table() {
           .check(kit::at_least(1))
           .help("Collections with a bulk write being gathered at once; a batch for another collection commits "
                 "the oldest."),
+      kit::option("max_concurrent_writes", &Settings::max_concurrent_writes)
+          .fallback(2)
+          .check(kit::at_least(1))
+          .help("Bulk writes in flight at once, each for a different collection (the bulk writes of one "
+                "collection go one after another, in order)."),
       kit::group(&Settings::batching, kit::batching_options(200ms, kit::ByteSize{32u << 20}, 20000)),
   };
   return table;

@@ -46,6 +46,7 @@ struct Settings {
   std::vector<std::string> indexes;
   std::chrono::milliseconds retry_timeout{};
   int64_t max_open_collections = 0;
+  int64_t max_concurrent_writes = 0;
   kit::BatchingSettings batching;
 };
 

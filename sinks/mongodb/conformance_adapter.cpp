@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "conformance.h"
-#include "tests/mongo_server.h"
+#include "mongo_server.h"
 
 namespace picomq::conformance {
 namespace {

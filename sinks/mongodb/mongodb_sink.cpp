@@ -6,7 +6,8 @@
 // or an ObjectId the sink makes (mongodb/document.h). Consecutive batches for one collection are
 // one bulk write: a segment of the kit's accumulator, up to max_batch_records / max_batch_bytes /
 // commit_interval (libmongoc splits it into messages of at most 48 MB and maxWriteBatchSize
-// documents), committed on the accumulator's thread while the next one fills. Per-document
+// documents), committed on the accumulator's committer threads (max_concurrent_writes bulk
+// writes of different collections at once) while the next one fills. Per-document
 // outcomes from writeErrors (mongodb/errors.h): already written, rejected (the bad-record
 // policy; the rest is written), or resent — only the part not acknowledged — for retry_timeout.
 // Docs: docs/sinks/mongodb.md.
@@ -136,6 +137,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
         kit::accumulator_limits(s.batching, kSegmentBatches, static_cast<size_t>(s.max_open_collections));
     limits.idle = kSegmentIdle;
     limits.background_commits = true;
+    // Collections side by side; one collection's bulk writes in order (ordered_per_key).
+    limits.committers = static_cast<size_t>(s.max_concurrent_writes);
     accumulator_ = std::make_unique<kit::Accumulator>(limits, [this](const kit::CommitReport& r) { committed(r); });
   }
 

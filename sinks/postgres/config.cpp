@@ -1,7 +1,7 @@
 #include "postgres/config.h"
 
 #include <libpq-fe.h>
-#include <simdjson.h>
+#include "picomq/kit/declared_columns.hpp"
 
 #include <algorithm>
 
@@ -44,44 +44,16 @@ kit::Result<ConnOptions> parse_connection_string(const std::string& text) {
 
 kit::Result<std::vector<Column>> parse_declared_columns(const std::string& json) {
   using R = kit::Result<std::vector<Column>>;
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(json).get(root)) return R::failure("not readable as JSON");
+  auto declared = kit::parse_declared_columns(json);
+  if (!declared) return R::failure(declared.error());
   std::vector<Column> out;
-  std::string problem;
-  auto add = [&](std::string_view name, simdjson::dom::element type) {
-    std::string_view t;
-    if (type.get_string().get(t)) {
-      problem = "the type of '" + std::string(name) + "' must be a string";
-      return;
-    }
-    auto ct = parse_column_type(t);
-    if (!ct) {
-      problem = "'" + std::string(name) + "' has unknown type '" + std::string(t) +
-                "' (text, int4, int8, float8, boolean, jsonb, bytea, timestamptz)";
-      return;
-    }
-    out.push_back(Column{std::string(name), *ct, Source::Field, std::string(name), false});
-  };
-  simdjson::dom::array array;
-  simdjson::dom::object object;
-  if (!root.get_array().get(array)) {
-    for (simdjson::dom::element item : array) {
-      simdjson::dom::object obj;
-      std::string_view name;
-      simdjson::dom::element type;
-      if (item.get_object().get(obj) || obj["name"].get_string().get(name) || obj["type"].get(type))
-        return R::failure("each item must be a table { name = \"...\", type = \"...\" }");
-      add(name, type);
-      if (!problem.empty()) return R::failure(problem);
-    }
-  } else if (!root.get_object().get(object)) {
-    for (auto member : object) {
-      add(member.key, member.value);
-      if (!problem.empty()) return R::failure(problem);
-    }
+  for (const kit::DeclaredColumn& d : declared.value()) {
+    auto ct = parse_column_type(d.type);
+    if (!ct)
+      return R::failure("'" + d.name + "' has unknown type '" + d.type +
+                        "' (text, int4, int8, float8, boolean, jsonb, bytea, timestamptz)");
+    out.push_back(Column{d.name, *ct, Source::Field, d.name, false});
   }
-  if (out.empty()) return R::failure("no columns declared");
   return R::success(std::move(out));
 }
 

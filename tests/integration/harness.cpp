@@ -419,7 +419,7 @@ void Runtime::start() {
         << "[plugins]\npath = [" << plugin_path << "]\n"
         << "[sinks]\ndir = \"sinks.d\"\n"
         << "[runtime]\nstatus_file = \"" << (dir_ / "status.json").string() << "\"\n"
-        << "log_level = \"info\"\n"
+        << "log_level = \"" << log_level_ << "\"\n"
         << runtime_extra_ << "\n";
   }
   exit_code_.reset();

@@ -7,8 +7,9 @@
 namespace picomq::test {
 
 // This build's runtime, plugin folder and tests/servers/kafka.sh (compile definitions of
-// picomq_test_harness); the environment overrides each (use_locations).
-inline Locations tree_locations() { return {PICOMQ_CONNECT_BIN, {PICOMQ_PLUGIN_DIR}, PICOMQ_KAFKA_SH}; }
+// testkit.cpp only, so the tests' own sources compile alike in every clone); the environment
+// overrides each (use_locations).
+Locations tree_locations();
 
 // main() of a test binary of this tree whose tests share one fresh Kafka broker.
 inline int run_tests_with_kafka(int argc, char** argv) { return run_tests_with_kafka(argc, argv, tree_locations()); }

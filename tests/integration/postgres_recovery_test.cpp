@@ -52,6 +52,26 @@ void let_status_catch_up() { std::this_thread::sleep_for(1500ms); }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Waits (up to `timeout`) for a line with `text` that the runtime logs after this call, reading
+// only what its stderr gains (every millisecond): true as soon as one comes.
+bool wait_for_new_log_line(Runtime& rt, const std::string& text, std::chrono::milliseconds timeout) {
+  std::ifstream log(rt.dir() / "stderr.log");
+  log.seekg(0, std::ios::end);
+  std::string pending, chunk(1 << 16, '\0');
+  for (const auto deadline = Clock::now() + timeout; Clock::now() < deadline;) {
+    log.clear();
+    log.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    if (log.gcount() == 0) {
+      std::this_thread::sleep_for(1ms);
+      continue;
+    }
+    pending.append(chunk.data(), static_cast<size_t>(log.gcount()));
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+      if (std::string_view(pending).substr(0, nl).find(text) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 // ------------------------------------------------------------------ replays
 
 // SIGKILL in the middle of a load over two partitions, then a restart with the same group: the
@@ -81,15 +101,20 @@ TEST(PostgresRecovery, SigkillMidLoadThenRestartReplaysWithoutAFailedAttemptAndE
     return sum;
   };
   auto rows = [&] { return std::stoll(*pg.query("SELECT count(*) FROM t", db)[0][0]); };
-  // Kill until the table holds rows whose offsets were not committed: a replay is certain.
+  // Kill until the table holds rows whose offsets were not committed: a replay is certain. The
+  // sink logs a segment's COMMIT (at debug) before it completes the segment's writes, so a kill
+  // on that line lands before the runtime can commit their offsets, unless it beats the kill
+  // by a millisecond or two (then the next run tries again).
   int64_t window = 0;
-  for (int run = 0; run < 12 && window <= 0; ++run) {  // a kill lands in the window by chance: under load, rarely
+  for (int run = 0; run < 12 && window <= 0; ++run) {
     produce_chunk();
     Runtime rt(kafka.bootstrap(), "kill" + std::to_string(run));
+    rt.log_level("debug");
     rt.add_definition("pg.toml", definition(key, "\"" + topic + "\"", db, "target_table = \"t\"", block));
     rt.start();
     const int64_t before = committed();
     ASSERT_TRUE(wait_until([&] { return committed() > before + 1000; }, 60s)) << rt.log();
+    wait_for_new_log_line(rt, "batches in one COPY", 10s);  // a segment's COMMIT (or, after 10 s, any moment)
     rt.kill_hard();
     rt.wait_exit(30s);
     window = rows() - committed();

@@ -5,6 +5,8 @@
 
 namespace picomq::test {
 
+Locations tree_locations() { return {PICOMQ_CONNECT_BIN, {PICOMQ_PLUGIN_DIR}, PICOMQ_KAFKA_SH}; }
+
 TestkitLog TestkitLog::read(const std::filesystem::path& p) {
   TestkitLog log;
   for (const auto& line : read_lines(p)) {

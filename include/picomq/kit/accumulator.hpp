@@ -35,6 +35,10 @@
 // accumulator's committer thread instead, in the order the segments were sealed: a writer never
 // waits for a commit, and the next batch for a key opens a new segment while the previous one
 // commits (for segments that do not share a connection, the next COPY streams beside the COMMIT).
+// With committers > 1, that many commits run at once: segments of different keys (tables) side by
+// side, and with ordered_per_key = false also consecutive segments of one key (for destinations
+// where the order of two inserts does not matter, e.g. one insert on the wire while the previous
+// one is still being merged by the server).
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -42,10 +46,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "picomq/sdk.hpp"
@@ -64,6 +70,11 @@ struct AccumulatorLimits {
   // Sealed segments then wait for their commit beside the open ones: up to max_open + the
   // committer's queue hold destination resources (connections) at once.
   bool background_commits = false;
+  // background_commits: threads committing sealed segments at once (at least 1).
+  size_t committers = 1;
+  // With committers > 1: a key's segments commit one after another, in the order they were
+  // sealed (true), or side by side too (false).
+  bool ordered_per_key = true;
 };
 
 // The sink's part of one segment.
@@ -137,6 +148,7 @@ class Accumulator {
     AppendSize size;
     Clock::time_point opened, last_append;
     bool done = false;  // committed or abandoned: no more appends
+    uint64_t handoff = 0;  // background_commits: its number among the segments handed off
   };
 
   std::shared_ptr<Entry> take(const std::string& key);  // mutex_ held; removes it from open_
@@ -144,6 +156,8 @@ class Accumulator {
   // A sealed segment's commit: on the committer thread with background_commits, else here.
   void commit_sealed(std::shared_ptr<Entry> entry, std::string_view trigger);
   void committer_main();
+  // mutex_ held: the oldest sealed segment a committer may take now (sealed_.end(): none).
+  std::deque<std::pair<std::shared_ptr<Accumulator::Entry>, std::string>>::iterator next_ready();
   void abandon(const std::shared_ptr<Entry>& entry, const std::string& reason);
   void timer_main();
   bool full(const Entry& entry) const;
@@ -160,12 +174,15 @@ class Accumulator {
   // (time_point::max() while it looks through the segments, so that none it missed is lost).
   uint64_t changes_ = 0;
   Clock::time_point timer_deadline_ = Clock::time_point::max();
-  // background_commits: sealed segments waiting for the committer, oldest first.
+  // background_commits: sealed segments waiting for a committer, oldest first.
   std::deque<std::pair<std::shared_ptr<Entry>, std::string>> sealed_;
   std::condition_variable sealed_wake_, sealed_done_;
-  uint64_t handed_off_ = 0, handed_done_ = 0;  // segments given to the committer; their commits done
-  bool committer_stopped_ = false;             // close(): later seals commit on their own thread
-  std::thread timer_, committer_;
+  uint64_t handed_off_ = 0;               // segments given to the committers so far (their numbers)
+  std::set<uint64_t> unfinished_;         // numbers of those not committed yet (queued or committing)
+  std::unordered_set<std::string> committing_keys_;  // ordered_per_key: keys a committer holds
+  bool committer_stopped_ = false;        // close(): later seals commit on their own thread
+  std::thread timer_;
+  std::vector<std::thread> committers_;
 };
 
 }  // namespace picomq::kit

@@ -1,8 +1,8 @@
 """chDB (ClickHouse 26.x, in-process) as an independent, current parser of what the ClickHouse sink
 sends. Used by golden_test.cpp:
 
-  chdb_golden.py parse <body file> <structure>
-      prints the rows ClickHouse reads from a RowBinary body with that structure, as JSONEachRow
+  chdb_golden.py parse <body file> <structure> [RowBinary|Native]
+      prints the rows ClickHouse reads from a RowBinary (or Native) body with that structure, as JSONEachRow
       (64-bit integers as numbers), or exits 1 with ClickHouse's error on stderr.
   chdb_golden.py dedup <body file> <row boundaries, comma-separated byte offsets> <structure>
       shows the insert-deduplication semantics of current servers on a MergeTree with
@@ -24,8 +24,8 @@ def literal(text):
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def parse(body, structure):
-    sql = (f"SELECT * FROM file({literal(body)}, 'RowBinary', {literal(structure)}) "
+def parse(body, structure, fmt="RowBinary"):
+    sql = (f"SELECT * FROM file({literal(body)}, {literal(fmt)}, {literal(structure)}) "
            "SETTINGS output_format_json_quote_64bit_integers = 0, output_format_json_quote_64bit_floats = 0")
     try:
         out = chdb.query(sql, "JSONEachRow")
@@ -73,7 +73,7 @@ def dedup(body, boundaries, structure):
 
 if __name__ == "__main__":
     if sys.argv[1] == "parse":
-        sys.exit(parse(sys.argv[2], sys.argv[3]))
+        sys.exit(parse(*sys.argv[2:5]))
     if sys.argv[1] == "dedup":
         sys.exit(dedup(sys.argv[2], sys.argv[3], sys.argv[4]))
     sys.exit(2)

@@ -18,8 +18,8 @@
 namespace picomq::test {
 namespace {
 
-// This file sits in sinks/clickhouse/tests/; the script one folder up.
-const std::string kScript = (std::filesystem::path(__FILE__).parent_path().parent_path() / "server.sh").string();
+// sinks/clickhouse/server.sh, from the build (tests/CMakeLists.txt).
+const std::string kScript = PICOMQ_CLICKHOUSE_SH;
 
 ClickHouseServer* g_shared = nullptr;
 std::string g_start_error;

@@ -268,6 +268,7 @@ TEST(ClickHouseSchema, CreatesReplacingMergeTreeOrderedByTheRecordId) {
             "ENGINE = ReplacingMergeTree ORDER BY (`pico_topic`, `pico_partition`, `pico_offset`)");
   EXPECT_EQ(ch::insert_sql("`db`.`t`", {field("a`b", "String"), field("c", "Int8")}),
             "INSERT INTO `db`.`t` (`a``b`, `c`) FORMAT RowBinary");
+  EXPECT_EQ(ch::insert_sql("`db`.`t`", {field("c", "Int8")}, "Native"), "INSERT INTO `db`.`t` (`c`) FORMAT Native");
 }
 
 TEST(ClickHouseSchema, InfersColumnsFromTheFirstBatch) {

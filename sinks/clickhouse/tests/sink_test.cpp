@@ -58,27 +58,34 @@ TEST_F(ClickHouseSink, OptionsAreCheckedBeforeAnythingConnects) {
 }
 
 TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
-  server_->query("CREATE TABLE " + db_ + ".typed (pico_offset Int64, s String, i8 Int8, u64 UInt64, f Float64, "
-                 "b UInt8, d Date, ts DateTime, ns Nullable(String), a Array(Int32), u UUID, fs FixedString(3), "
-                 "f32 Float32, nested String) ENGINE = MergeTree ORDER BY pico_offset");
-  open({{"target_table", "typed"}, {"auto_create_table", false}});
-  const std::string full =
-      R"({"s": "é\t\"x\"", "i8": -128, "u64": 18446744073709551615, "f": 0.1, "b": true, "d": "2026-12-01",
-          "ts": "2026-12-01T15:04:05+01:00", "ns": "n", "a": [1, -2, 2147483647],
-          "u": "aabbccdd-eeff-0011-2233-445566778899", "fs": "ab", "f32": 1.5, "nested": {"k": [1, {"z": null}]}})";
-  const std::string sparse = R"({"s": "only s", "ns": null})";
-  auto outcome = host_->write(TestBatch::json("shop.orders", 0, 7, {full, sparse}));
-  ASSERT_TRUE(outcome.ok()) << outcome.error;
-  const auto r = rows("SELECT pico_offset, s, i8, u64, f, b, d, ts, ns, a, u, fs, f32, nested FROM " + db_ +
-                      ".typed ORDER BY pico_offset");
-  ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0], (std::vector<std::string>{"7", "é\t\"x\"", "-128", "18446744073709551615", "0.1", "1", "2026-12-01",
-                                            "2026-12-01 14:04:05", "n", "[1,-2,2147483647]",
-                                            "aabbccdd-eeff-0011-2233-445566778899", std::string("ab\0", 3), "1.5",
-                                            R"({"k":[1,{"z":null}]})"}));
-  EXPECT_EQ(r[1], (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", "0000-00-00", "0000-00-00 00:00:00",
-                                            "\\N", "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'),
-                                            "0", ""}));
+  // Both insert formats, into the real server: RowBinary, and the Native block made of the same rows.
+  for (const std::string format : {"RowBinary", "Native"}) {
+    SCOPED_TRACE(format);
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    server_->query("CREATE TABLE " + db_ + ".typed_" + format + " (pico_offset Int64, s String, i8 Int8, u64 UInt64, f Float64, "
+                   "b UInt8, d Date, ts DateTime, ns Nullable(String), a Array(Int32), u UUID, fs FixedString(3), "
+                   "f32 Float32, nested String) ENGINE = MergeTree ORDER BY pico_offset");
+    open({{"target_table", "typed_" + format}, {"format", format}, {"auto_create_table", false}});
+    const std::string full =
+        R"({"s": "é\t\"x\"", "i8": -128, "u64": 18446744073709551615, "f": 0.1, "b": true, "d": "2026-12-01",
+            "ts": "2026-12-01T15:04:05+01:00", "ns": "n", "a": [1, -2, 2147483647],
+            "u": "aabbccdd-eeff-0011-2233-445566778899", "fs": "ab", "f32": 1.5, "nested": {"k": [1, {"z": null}]}})";
+    const std::string sparse = R"({"s": "only s", "ns": null})";
+    auto outcome = host_->write(TestBatch::json("shop.orders", 0, 7, {full, sparse}));
+    ASSERT_TRUE(outcome.ok()) << outcome.error;
+    EXPECT_TRUE(host_->logged(") FORMAT " + format)) << "the inserts are " << format;
+    const auto r = rows("SELECT pico_offset, s, i8, u64, f, b, d, ts, ns, a, u, fs, f32, nested FROM " + db_ +
+                        ".typed_" + format + " ORDER BY pico_offset");
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0], (std::vector<std::string>{"7", "é\t\"x\"", "-128", "18446744073709551615", "0.1", "1", "2026-12-01",
+                                              "2026-12-01 14:04:05", "n", "[1,-2,2147483647]",
+                                              "aabbccdd-eeff-0011-2233-445566778899", std::string("ab\0", 3), "1.5",
+                                              R"({"k":[1,{"z":null}]})"}));
+    EXPECT_EQ(r[1], (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", "0000-00-00", "0000-00-00 00:00:00",
+                                              "\\N", "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'),
+                                              "0", ""}));
+  }
 }
 
 TEST_F(ClickHouseSink, ARecordThatDoesNotConvertIsRejectedAndTheRestWritten) {
@@ -94,27 +101,33 @@ TEST_F(ClickHouseSink, ARecordThatDoesNotConvertIsRejectedAndTheRestWritten) {
 }
 
 TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
-  // The server converts s itself (a MATERIALIZED column): 'x' fails there (code 6), not in the sink.
-  server_->query("CREATE TABLE " + db_ + ".conv (pico_offset Int64, s String, v UInt8 MATERIALIZED toUInt8(s)) "
-                 "ENGINE = MergeTree ORDER BY pico_offset");
-  open({{"target_table", "conv"}, {"auto_create_table", false}, {"commit_interval", "1m"}});
-  std::vector<std::string> payloads;
-  for (int i = 0; i < 10; ++i) payloads.push_back(json{{"s", i == 3 || i == 8 ? "x" : std::to_string(i)}}.dump());
-  auto a = host_->start_write(TestBatch::json("t", 0, 0, {payloads.begin(), payloads.begin() + 5}));
-  auto b = host_->start_write(TestBatch::json("t", 0, 5, {payloads.begin() + 5, payloads.end()}));
-  EXPECT_FALSE(a->completed()) << "one insert for both batches, not before it is sent";
-  host_->flush();
-  const auto oa = a->wait(), ob = b->wait();
-  EXPECT_EQ(oa.status, PMQ_WRITE_REJECTED);
-  EXPECT_EQ(ob.status, PMQ_WRITE_REJECTED);
-  ASSERT_EQ(oa.rejected.size(), 1u);
-  ASSERT_EQ(ob.rejected.size(), 1u);
-  EXPECT_EQ(oa.rejected[0].record_index, 3u);
-  EXPECT_EQ(ob.rejected[0].record_index, 3u);
-  EXPECT_NE(oa.rejected[0].reason.find("ClickHouse error 6"), std::string::npos) << oa.rejected[0].reason;
-  EXPECT_NE(oa.rejected[0].reason.find("Cannot parse string 'x' as UInt8"), std::string::npos) << oa.rejected[0].reason;
-  EXPECT_EQ(one("SELECT groupArray(v) FROM (SELECT v FROM " + db_ + ".conv ORDER BY pico_offset)"), "[0,1,2,4,5,6,7,9]");
-  EXPECT_GT(host_->counter("bisect_inserts"), 0u);
+  // Both insert formats, into the real server: RowBinary, and the Native block made of the same rows.
+  for (const std::string format : {"RowBinary", "Native"}) {
+    SCOPED_TRACE(format);
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    // The server converts s itself (a MATERIALIZED column): 'x' fails there (code 6), not in the sink.
+    server_->query("CREATE TABLE " + db_ + ".conv_" + format + " (pico_offset Int64, s String, v UInt8 MATERIALIZED toUInt8(s)) "
+                   "ENGINE = MergeTree ORDER BY pico_offset");
+    open({{"target_table", "conv_" + format}, {"format", format}, {"auto_create_table", false}, {"commit_interval", "1m"}});
+    std::vector<std::string> payloads;
+    for (int i = 0; i < 10; ++i) payloads.push_back(json{{"s", i == 3 || i == 8 ? "x" : std::to_string(i)}}.dump());
+    auto a = host_->start_write(TestBatch::json("t", 0, 0, {payloads.begin(), payloads.begin() + 5}));
+    auto b = host_->start_write(TestBatch::json("t", 0, 5, {payloads.begin() + 5, payloads.end()}));
+    EXPECT_FALSE(a->completed()) << "one insert for both batches, not before it is sent";
+    host_->flush();
+    const auto oa = a->wait(), ob = b->wait();
+    EXPECT_EQ(oa.status, PMQ_WRITE_REJECTED);
+    EXPECT_EQ(ob.status, PMQ_WRITE_REJECTED);
+    ASSERT_EQ(oa.rejected.size(), 1u);
+    ASSERT_EQ(ob.rejected.size(), 1u);
+    EXPECT_EQ(oa.rejected[0].record_index, 3u);
+    EXPECT_EQ(ob.rejected[0].record_index, 3u);
+    EXPECT_NE(oa.rejected[0].reason.find("ClickHouse error 6"), std::string::npos) << oa.rejected[0].reason;
+    EXPECT_NE(oa.rejected[0].reason.find("Cannot parse string 'x' as UInt8"), std::string::npos) << oa.rejected[0].reason;
+    EXPECT_EQ(one("SELECT groupArray(v) FROM (SELECT v FROM " + db_ + ".conv_" + format + " ORDER BY pico_offset)"), "[0,1,2,4,5,6,7,9]");
+    EXPECT_GT(host_->counter("bisect_inserts"), 0u);
+  }
 }
 
 TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerRecordWithFinal) {

@@ -15,8 +15,9 @@
 namespace picomq::test {
 namespace {
 
-// This file sits in sinks/mongodb/tests/; the script one folder up.
-const std::string kScript = (std::filesystem::path(__FILE__).parent_path().parent_path() / "server.sh").string();
+// sinks/mongodb/server.sh (a compile definition of this file alone: the compiler cache serves
+// the rest to any clone).
+const std::string kScript = PICOMQ_MONGODB_SH;
 
 MongoServer* g_shared = nullptr;
 std::string g_start_error;

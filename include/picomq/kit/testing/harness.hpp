@@ -131,6 +131,8 @@ class Runtime {
   // Extra lines for the [broker] table (before its [broker.properties]).
   void broker_settings(const std::string& lines) { broker_extra_ = lines; }
   void env(const std::string& name, const std::string& value) { env_.emplace_back(name, value); }
+  // The runtime config's log_level ("info" unless set).
+  void log_level(std::string level) { log_level_ = std::move(level); }
 
   void start();
   void signal(int sig);
@@ -157,6 +159,7 @@ class Runtime {
   std::filesystem::path dir_;
   std::string runtime_extra_;
   std::string broker_extra_;
+  std::string log_level_ = "info";
   std::vector<std::pair<std::string, std::string>> env_;
   pid_t pid_ = -1;
   std::optional<int> exit_code_;
