@@ -14,6 +14,7 @@ debian_packages=(
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
   libzstd-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression / SigV4 hash; test servers (sinkkit/testing)
+  libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
 )
 
 missing=()
@@ -31,6 +32,9 @@ fi
 "$here/tools/kafka/fetch-kafka.sh"
 # OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes (Maven Central), unpacked once per machine outside the clone.
 bash "$here/sinks/elasticsearch/fetch-servers.sh"
+# FerretDB v1.24.2 (MongoDB wire protocol on PostgreSQL): the MongoDB sink's test server, built
+# once per machine from the Go module proxy into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers}.
+"$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
 # pyarrow for the Arrow interop test (tests/arrow_interop): a private virtualenv, so the
 # system Python stays untouched. cffi is what pyarrow.cffi needs to allocate the C structs.
 venv="$here/tools/venv"
@@ -39,9 +43,10 @@ pyarrow_version=26.0.1
 # chdb (ClickHouse 26.x in-process): the independent current parser of the ClickHouse sink's
 # golden tests (sinks/clickhouse/tests/golden_test.cpp); ~900 MB installed with pandas and numpy.
 # boto3, zstandard: the S3 sink's tests read objects back with an independent client (sinks/s3/tests/s3_objects.py).
+# pymongo: the raw-client baseline of the MongoDB sink's benchmark (bench/sinks/mongodb.sh).
 python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0
-  boto3==1.44.8 zstandard==0.25.0)
-if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+  boto3==1.44.8 zstandard==0.25.0 pymongo==4.20.1)
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into tools/venv"
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"

@@ -197,6 +197,10 @@ std::string_view to_string(NamePolicy policy) {
   return "unknown policy";
 }
 
+std::string fit_name(std::string name, std::size_t max_bytes) {
+  return fit(std::move(name), max_bytes < kHashSuffixBytes + 1 ? kHashSuffixBytes + 1 : max_bytes);
+}
+
 Result<std::string> sanitize_name(std::string_view resolved, NamePolicy policy) {
   if (resolved.empty()) return empty_error(policy, "");
   switch (policy) {

@@ -35,6 +35,20 @@ bool is_lower_hex(std::string_view s) {
 
 // --- every policy -------------------------------------------------------------------------
 
+TEST(Sanitize, FitNameCutsWithAHashOnlyWhatIsTooLongAndIsIdempotent) {
+  EXPECT_EQ(fit_name("short", 10), "short");
+  const std::string long_a = std::string(40, 'a') + "1", long_b = std::string(40, 'a') + "2";
+  const std::string a = fit_name(long_a, 20), b = fit_name(long_b, 20);
+  EXPECT_EQ(a.size(), 20u);
+  EXPECT_EQ(a.substr(0, 12), std::string(11, 'a') + "_");
+  EXPECT_NE(a, b) << "names that differ past the cut stay distinct";
+  EXPECT_EQ(fit_name(a, 20), a) << "idempotent";
+  // Never inside a UTF-8 character: "é" is 2 bytes; a cut at 11 would split the 6th.
+  const std::string accents = fit_name("ééééééééééééééé", 20);
+  EXPECT_TRUE(is_valid_utf8(accents)) << accents;
+  EXPECT_LE(accents.size(), 20u);
+}
+
 TEST(Sanitize, EmptyIsAnErrorUnderEveryPolicy) {
   for (const NamePolicy policy : kAllPolicies) {
     auto result = sanitize_name("", policy);

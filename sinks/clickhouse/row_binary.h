@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "clickhouse/types.h"
+#include "picomq/kit/datetime.hpp"
 #include "picomq/sink_abi.h"
 
 namespace picomq::clickhouse {
@@ -95,11 +96,8 @@ std::string append_value(const Type& type, simdjson::dom::element value, std::st
 void append_default(const Type& type, std::string& out);
 void append_varint(std::string& out, uint64_t value);
 
-// ISO 8601 / RFC 3339 date-times and dates, as the encoder reads them (exposed for the tests):
-// "2026-12-01", "2026-12-01T15:04:05", "2026-12-01 15:04:05.123", "...Z", "...+02:00",
-// "...-0530". No offset: UTC. Returns false on anything else. `nanos`: the fraction (0-999999999);
-// `fraction_digits`: how many digits it had.
-bool parse_datetime(std::string_view text, int64_t& seconds, uint32_t& nanos, int& fraction_digits);
-bool parse_date(std::string_view text, int64_t& days);
+// ISO 8601 / RFC 3339 date-times and dates, as the encoder reads them: the kit's (picomq/kit/datetime.hpp).
+using kit::parse_date;
+using kit::parse_datetime;
 
 }  // namespace picomq::clickhouse

@@ -38,6 +38,12 @@ enum class NamePolicy { SqlIdentifier, IndexName, ObjectKey, Verbatim };
 
 Result<std::string> sanitize_name(std::string_view resolved, NamePolicy policy);
 
+// The "too long" rule above on its own, for a sink whose limit is not a policy's (MongoDB: the
+// namespace database.collection): `name` (valid UTF-8) unchanged when it fits in `max_bytes`,
+// else cut there minus 9 bytes (never inside a UTF-8 character) plus "_" and the 8 hex digits of
+// its FNV-1a hash. Idempotent. `max_bytes` must be at least 10.
+std::string fit_name(std::string name, std::size_t max_bytes);
+
 // Byte limit of a policy's names; 0 for Verbatim (no limit).
 std::size_t max_name_bytes(NamePolicy policy);
 

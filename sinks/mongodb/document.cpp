@@ -1,0 +1,295 @@
+#include "mongodb/document.h"
+
+#include <span>
+#include <string_view>
+
+#include "picomq/kit/datetime.hpp"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/headers.hpp"
+#include "picomq/kit/metadata.hpp"
+
+namespace picomq::mongodb {
+namespace {
+
+const pmq_record& record_at(const pmq_batch& b, size_t i) {
+  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
+}
+
+std::string_view bytes_of(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
+
+bool is_object_text(std::string_view json) {
+  for (char c : json) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    return c == '{';
+  }
+  return false;
+}
+
+bool append_string_or_binary(bson_t* into, const char* name, std::string_view bytes) {
+  if (kit::is_valid_utf8(bytes))
+    return bson_append_utf8(into, name, -1, bytes.data(), static_cast<int>(bytes.size()));
+  return bson_append_binary(into, name, -1, BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(bytes.data()),
+                            static_cast<uint32_t>(bytes.size()));
+}
+
+// The value of `field` converted to a BSON Date in `into` under the same name; false with a
+// problem when it is not an integer (epoch ms), an ISO-8601 string or already a date.
+bool append_date(bson_t* into, const char* field, const bson_iter_t& it, std::string& problem) {
+  switch (bson_iter_type(&it)) {
+    case BSON_TYPE_DATE_TIME: return bson_append_date_time(into, field, -1, bson_iter_date_time(&it));
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64: return bson_append_date_time(into, field, -1, bson_iter_as_int64(&it));
+    case BSON_TYPE_UTF8: {
+      uint32_t len = 0;
+      const char* s = bson_iter_utf8(&it, &len);
+      int64_t seconds = 0;
+      uint32_t nanos = 0;
+      int digits = 0;
+      if (kit::parse_datetime({s, len}, seconds, nanos, digits))
+        return bson_append_date_time(into, field, -1, seconds * 1000 + nanos / 1000000);
+      problem = "timestamp field '" + std::string(field) + "': '" + std::string(s, std::min<uint32_t>(len, 64)) +
+                "' is not an ISO-8601 date-time";
+      return false;
+    }
+    default:
+      problem = "timestamp field '" + std::string(field) +
+                "' is neither an integer (epoch milliseconds) nor an ISO-8601 string";
+      return false;
+  }
+}
+
+}  // namespace
+
+kit::Result<BsonPtr> bson_from_json(std::string_view json) {
+  BsonPtr doc = new_bson();
+  bson_error_t error;
+  if (!bson_init_from_json(doc.get(), json.data(), static_cast<ssize_t>(json.size()), &error))
+    return kit::Result<BsonPtr>::failure(std::string("not a BSON document: ") + error.message);
+  return kit::Result<BsonPtr>::success(std::move(doc));
+}
+
+std::string to_json(const bson_t& doc) {
+  size_t len = 0;
+  char* s = bson_as_relaxed_extended_json(&doc, &len);
+  std::string out = s ? std::string(s, len) : std::string();
+  bson_free(s);
+  return out;
+}
+
+bool DocumentEncoder::id_value(const pmq_batch& batch, const pmq_record& r, const bson_t* payload, bson_t* into,
+                               const char* name, std::string& problem) const {
+  switch (s_.id_strategy) {
+    case IdStrategy::RecordId: {
+      const std::string id = kit::record_id(batch.topic, batch.partition, r.offset);
+      return bson_append_utf8(into, name, -1, id.data(), static_cast<int>(id.size()));
+    }
+    case IdStrategy::Key:
+      if (!r.key.data) {
+        problem = "id_strategy key: the record has no key";
+        return false;
+      }
+      return append_string_or_binary(into, name, bytes_of(r.key));
+    case IdStrategy::Field: {
+      bson_iter_t it;
+      if (!payload || !bson_iter_init_find(&it, payload, s_.id_field->c_str())) {
+        problem = "id_strategy field: the payload has no field '" + *s_.id_field + "'";
+        return false;
+      }
+      return bson_append_iter(into, name, -1, &it);
+    }
+    case IdStrategy::Generated: {
+      bson_oid_t oid;
+      bson_oid_init(&oid, nullptr);
+      return bson_append_oid(into, name, -1, &oid);
+    }
+  }
+  return false;
+}
+
+kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq_record& r, bool with_id) const {
+  using R = kit::Result<BsonPtr>;
+  // The payload as BSON: an object's own fields, or any other value under "payload".
+  BsonPtr payload;
+  bool payload_is_object = false;
+  if (r.payload.data && batch.payload_format == PMQ_PAYLOAD_JSON) {
+    const std::string_view json = bytes_of(r.payload);
+    if (is_object_text(json) && !s_.payload_field) {
+      auto parsed = bson_from_json(json);
+      if (!parsed) return R::failure("the payload is " + parsed.error());
+      payload = std::move(parsed).value();
+      payload_is_object = true;
+    } else {
+      std::string wrapped = "{\"v\":";
+      wrapped.append(json);
+      wrapped += '}';
+      auto parsed = bson_from_json(wrapped);
+      if (!parsed) return R::failure("the payload is " + parsed.error());
+      payload = std::move(parsed).value();
+    }
+  }
+  const char* payload_field = s_.payload_field ? s_.payload_field->c_str() : "payload";
+
+  BsonPtr doc = new_bson();
+  bson_t* d = doc.get();
+  std::string problem;
+  if (with_id && !id_value(batch, r, payload_is_object ? payload.get() : nullptr, d, "_id", problem))
+    return R::failure(problem.empty() ? "the _id does not fit in a document" : problem);
+  auto payload_has = [&](std::string_view name) {
+    return payload_is_object && bson_has_field(payload.get(), std::string(name).c_str());
+  };
+  if (s_.include_metadata) {
+    // A payload field of the same name wins (one key per BSON document).
+    if (!payload_has(kit::kTopicField)) bson_append_utf8(d, "pico_topic", -1, batch.topic, -1);
+    if (!payload_has(kit::kPartitionField)) bson_append_int32(d, "pico_partition", -1, batch.partition);
+    if (!payload_has(kit::kOffsetField)) bson_append_int64(d, "pico_offset", -1, r.offset);
+    if (r.timestamp_ms >= 0 && !payload_has(kit::kTimestampField))
+      bson_append_date_time(d, "pico_timestamp", -1, r.timestamp_ms);
+    // A record without a key has pico_key null: every document has the same fields.
+    if (!payload_has(kit::kKeyField)) {
+      if (r.key.data) bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
+      else bson_append_null(d, "pico_key", -1);
+    }
+    if (r.header_count && !payload_has(kit::kHeadersField)) {
+      std::string headers;
+      kit::append_headers_json(headers, std::span<const pmq_header>(r.headers, r.header_count));
+      auto h = bson_from_json(headers);
+      if (!h) return R::failure("pico_headers: " + h.error());
+      bson_append_document(d, "pico_headers", -1, h.value().get());
+    }
+  }
+  if (payload_is_object) {
+    bson_iter_t it;
+    bson_iter_init(&it, payload.get());
+    while (bson_iter_next(&it)) {
+      const char* key = bson_iter_key(&it);
+      if (with_id && std::string_view(key) == "_id") continue;  // _id is the strategy's
+      bool is_ts = false;
+      for (const auto& f : s_.timestamp_fields)
+        if (f == key) is_ts = true;
+      if (is_ts) {
+        if (!append_date(d, key, it, problem)) return R::failure(problem);
+        continue;
+      }
+      bson_append_iter(d, key, -1, &it);
+    }
+  } else if (payload) {
+    bson_iter_t it;
+    bson_iter_init_find(&it, payload.get(), "v");
+    bson_append_iter(d, payload_field, -1, &it);
+  } else if (!r.payload.data) {
+    bson_append_null(d, payload_field, -1);
+  } else if (batch.payload_format == PMQ_PAYLOAD_TEXT) {
+    bson_append_utf8(d, payload_field, -1, reinterpret_cast<const char*>(r.payload.data), static_cast<int>(r.payload.size));
+  } else {
+    bson_append_binary(d, payload_field, -1, BSON_SUBTYPE_BINARY, r.payload.data, static_cast<uint32_t>(r.payload.size));
+  }
+  if (d->len > kMaxDocumentBytes)
+    return R::failure("the document is " + std::to_string(d->len) +
+                      " bytes, over MongoDB's 16 MiB document limit (BSONObjectTooLarge)");
+  return R::success(std::move(doc));
+}
+
+Encoded DocumentEncoder::encode(const pmq_batch& batch, int64_t now_ms) const {
+  Encoded out;
+  out.ops.reserve(batch.record_count);
+  const bool by_business_key = !s_.business_key.empty();
+  for (size_t i = 0; i < batch.record_count; ++i) {
+    const pmq_record& r = record_at(batch, i);
+    const auto index = static_cast<uint32_t>(i);
+    Op op;
+    op.record = index;
+    std::string problem;
+    if (!r.payload.data && s_.delete_on_tombstone) {
+      op.kind = OpKind::Delete;
+      op.filter = new_bson();
+      if (by_business_key) {
+        // The key's JSON object names the document: {"k1": v1, ...}.
+        auto key = r.key.data ? bson_from_json(bytes_of(r.key)) : kit::Result<BsonPtr>::failure("the record has no key");
+        if (!key) {
+          out.rejected.push_back({index, "tombstone: the business key is read from the record key's JSON: " + key.error()});
+          continue;
+        }
+        for (const auto& f : s_.business_key) {
+          bson_iter_t it;
+          if (!bson_iter_init_find(&it, key.value().get(), f.c_str())) {
+            problem = "tombstone: the record key has no business key field '" + f + "'";
+            break;
+          }
+          bson_append_iter(op.filter.get(), f.c_str(), -1, &it);
+        }
+      } else if (!id_value(batch, r, nullptr, op.filter.get(), "_id", problem) && problem.empty()) {
+        problem = "tombstone: no _id";
+      }
+      if (!problem.empty()) {
+        out.rejected.push_back({index, problem});
+        continue;
+      }
+      out.ops.push_back(std::move(op));
+      continue;
+    }
+    const bool with_id = !(by_business_key && s_.write_strategy == WriteStrategy::Replace);
+    auto doc = document(batch, r, with_id);
+    if (!doc) {
+      out.rejected.push_back({index, doc.error()});
+      continue;
+    }
+    BsonPtr d = std::move(doc).value();
+    switch (s_.write_strategy) {
+      case WriteStrategy::Insert: op.kind = OpKind::Insert; break;
+      case WriteStrategy::Replace:
+      case WriteStrategy::Update: {
+        op.kind = s_.write_strategy == WriteStrategy::Replace ? OpKind::Replace : OpKind::Update;
+        op.filter = new_bson();
+        bson_iter_t it;
+        if (by_business_key) {
+          for (const auto& f : s_.business_key) {
+            if (!bson_iter_init_find(&it, d.get(), f.c_str())) {
+              problem = "business_key: the payload has no field '" + f + "'";
+              break;
+            }
+            bson_append_iter(op.filter.get(), f.c_str(), -1, &it);
+          }
+        } else {
+          bson_iter_init_find(&it, d.get(), "_id");
+          bson_append_iter(op.filter.get(), "_id", -1, &it);
+        }
+        if (!problem.empty()) {
+          out.rejected.push_back({index, problem});
+          continue;
+        }
+        if (op.kind == OpKind::Update) {
+          // {$set: fields but _id (and the business key, which the filter sets on insert),
+          //  $setOnInsert: {_id, inserted_at}}
+          BsonPtr update = new_bson();
+          bson_t set, on_insert;
+          bson_append_document_begin(update.get(), "$set", -1, &set);
+          bson_iter_init(&it, d.get());
+          while (bson_iter_next(&it)) {
+            const std::string_view key = bson_iter_key(&it);
+            if (key == "_id") continue;
+            bson_append_iter(&set, bson_iter_key(&it), -1, &it);
+          }
+          if (s_.updated_at_field) bson_append_date_time(&set, s_.updated_at_field->c_str(), -1, now_ms);
+          bson_append_document_end(update.get(), &set);
+          // An empty $setOnInsert is an error before MongoDB 5.0 (and on FerretDB): only when needed.
+          const bool id_on_insert = by_business_key && bson_iter_init_find(&it, d.get(), "_id");
+          if (id_on_insert || s_.inserted_at_field) {
+            bson_append_document_begin(update.get(), "$setOnInsert", -1, &on_insert);
+            if (id_on_insert) bson_append_iter(&on_insert, "_id", -1, &it);
+            if (s_.inserted_at_field) bson_append_date_time(&on_insert, s_.inserted_at_field->c_str(), -1, now_ms);
+            bson_append_document_end(update.get(), &on_insert);
+          }
+          d = std::move(update);
+        }
+        break;
+      }
+    }
+    op.bytes = d->len;
+    out.bytes += d->len;
+    op.doc = std::move(d);
+    out.ops.push_back(std::move(op));
+  }
+  return out;
+}
+
+}  // namespace picomq::mongodb

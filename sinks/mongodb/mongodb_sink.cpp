@@ -1,0 +1,470 @@
+// MongoDB sink: records into MongoDB collections (one per topic, from a name template) through
+// libmongoc, as bulk writes: unordered inserts (write_strategy insert), or ordered replace-one /
+// update-one upserts and delete-ones (replace, update, tombstones). _id is the record id
+// "topic:partition:offset" by default, so a replay re-inserts the same _id and MongoDB's
+// duplicate-key error 11000 on it means "already written"; or the record key, a payload field,
+// or an ObjectId the sink makes (mongodb/document.h). Consecutive batches for one collection are
+// one bulk write: a segment of the kit's accumulator, up to max_batch_records / max_batch_bytes /
+// commit_interval (libmongoc splits it into messages of at most 48 MB and maxWriteBatchSize
+// documents), committed on the accumulator's committer threads (max_concurrent_writes bulk
+// writes of different collections at once) while the next one fills. Per-document
+// outcomes from writeErrors (mongodb/errors.h): already written, rejected (the bad-record
+// policy; the rest is written), or resent — only the part not acknowledged — for retry_timeout.
+// Docs: docs/sinks/mongodb.md.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mongodb/client.h"
+#include "mongodb/config.h"
+#include "mongodb/document.h"
+#include "mongodb/errors.h"
+#include "picomq/kit/accumulator.hpp"
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/option_groups.hpp"
+#include "picomq/sdk.hpp"
+
+namespace {
+
+namespace sdk = picomq::sdk;
+namespace kit = picomq::kit;
+namespace mg = picomq::mongodb;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// Batches one bulk write may gather (the accumulator's max_batches); max_in_flight leaves room
+// for the next bulk filling while one commits.
+constexpr size_t kSegmentBatches = 64;
+constexpr auto kSegmentIdle = 10ms;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct TopicCollection {
+  std::string name;
+  bool ready = false;  // indexes created
+};
+
+// One bulk write: the operations of consecutive batches for one collection, with each
+// operation's write and record, so writeErrors map back to records.
+class BulkSegment final : public kit::Segment {
+ public:
+  using CommitFn = std::function<void(BulkSegment&)>;
+  BulkSegment(std::string collection, CommitFn commit) : collection_(std::move(collection)), commit_(std::move(commit)) {}
+
+  void add(sdk::Pending write, mg::Encoded& e) {
+    const auto w = static_cast<uint32_t>(writes_.size());
+    writes_.push_back(std::move(write));
+    for (auto& op : e.ops) {
+      refs_.push_back({w, op.record});
+      ops_.push_back(std::move(op));
+    }
+  }
+  void commit() override { commit_(*this); }
+
+  const std::string& collection() const { return collection_; }
+  const std::vector<mg::Op>& ops() const { return ops_; }
+  // Applied only once the commit succeeds (a failed commit fails every write anyway).
+  void reject(size_t op, const std::string& reason) { writes_[refs_[op].write].reject(refs_[op].record, reason); }
+
+ private:
+  struct Ref {
+    uint32_t write, record;
+  };
+  std::string collection_;
+  CommitFn commit_;
+  std::vector<mg::Op> ops_;
+  std::vector<Ref> refs_;
+  std::vector<sdk::Pending> writes_;
+};
+
+}  // namespace
+
+class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
+ public:
+  static constexpr std::string_view sink_name = "mongodb";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Writes records into MongoDB collections (one per topic) as bulk writes through libmongoc: unordered inserts "
+      "with _id = record id (a replay's duplicate-key error counts as written), or replace / update upserts.";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  static inline const kit::OptionTable<mg::Settings>& options = mg::option_table();
+
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) {
+    auto plan = mg::plan(config, problems);
+    if (!plan) return;
+    std::string error;
+    mongoc_uri_t* uri = mg::parse_uri(plan->settings.uri, error);
+    if (!uri) problems.add("connection_uri", "libmongoc cannot read it: " + error);
+    else mongoc_uri_destroy(uri);
+  }
+
+  void open(const sdk::Config& config) {
+    sdk::ConfigProblems problems;
+    auto plan = mg::plan(config, problems);
+    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    plan_ = std::make_unique<mg::Plan>(std::move(*plan));
+    const mg::Settings& s = plan_->settings;
+    std::string error;
+    mongoc_uri_t* uri = mg::parse_uri(s.uri, error);
+    if (!uri) throw sdk::FatalError("connection_uri: libmongoc cannot read it: " + error);
+    hosts_ = mg::uri_hosts(uri);
+    client_ = std::make_unique<mg::Client>(uri, s.database);
+    encoder_ = std::make_unique<mg::DocumentEncoder>(s);
+    if (!s.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
+    // Upserts and deletes are ordered: a batch must not land after a later one it was retried
+    // behind (the runtime keeps one write per block in flight).
+    if (s.write_strategy != mg::WriteStrategy::Insert || s.delete_on_tombstone) declare_max_in_flight(1);
+    log(sdk::LogLevel::Info, "mongodb sink: " + hosts_ + ", database " + s.database + ", collections " +
+                                 s.collection + ", id_strategy " + id_strategy_name() + ", write_strategy " +
+                                 write_strategy_name());
+    health_check();
+    kit::AccumulatorLimits limits =
+        kit::accumulator_limits(s.batching, kSegmentBatches, static_cast<size_t>(s.max_open_collections));
+    limits.idle = kSegmentIdle;
+    limits.background_commits = true;
+    // Collections side by side; one collection's bulk writes in order (ordered_per_key).
+    limits.committers = static_cast<size_t>(s.max_concurrent_writes);
+    accumulator_ = std::make_unique<kit::Accumulator>(limits, [this](const kit::CommitReport& r) { committed(r); });
+  }
+
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    sdk::Pending write = pending();
+    const pmq_batch& raw = batch.raw();
+    if (raw.record_count == 0) {
+      write.done();
+      return write;
+    }
+    const std::string collection = collection_for(raw);
+    mg::Encoded encoded = encoder_->encode(raw, now_ms());
+    for (const auto& r : encoded.rejected) write.reject(r.record, r.reason);
+    if (!encoded.rejected.empty()) count("rejected_records", encoded.rejected.size());
+    if (encoded.ops.empty()) {
+      write.done();
+      return write;
+    }
+    accumulator_->append(
+        collection, write, {encoded.bytes, encoded.ops.size()},
+        [&] { return std::make_unique<BulkSegment>(collection, [this](BulkSegment& s) { commit_bulk(s); }); },
+        [&](kit::Segment& s) { static_cast<BulkSegment&>(s).add(write, encoded); });
+    return write;
+  }
+
+  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->flush(); }
+
+  void close() {
+    stop_.stop();  // resend waits end now
+    if (accumulator_) accumulator_->close();
+  }
+
+ private:
+  std::string id_strategy_name() const {
+    switch (plan_->settings.id_strategy) {
+      case mg::IdStrategy::RecordId: return "record_id";
+      case mg::IdStrategy::Key: return "key";
+      case mg::IdStrategy::Field: return "field";
+      case mg::IdStrategy::Generated: return "generated";
+    }
+    return "?";
+  }
+  std::string write_strategy_name() const {
+    switch (plan_->settings.write_strategy) {
+      case mg::WriteStrategy::Insert: return "insert";
+      case mg::WriteStrategy::Replace: return "replace";
+      case mg::WriteStrategy::Update: return "update";
+    }
+    return "?";
+  }
+
+  // ------------------------------------------------------------------ bulk writes
+
+  // What became of each operation of a segment.
+  enum class State : uint8_t { Pending, Done, Rejected };
+
+  // The accumulator's commit of one bulk write (on its committer thread, or flush()'s caller).
+  // Resends what is not acknowledged until retry_timeout; rejections are applied once every other
+  // operation is written.
+  void commit_bulk(BulkSegment& s) {
+    const bool ordered = plan_->settings.write_strategy != mg::WriteStrategy::Insert || plan_->settings.delete_on_tombstone;
+    const auto deadline = Clock::now() + plan_->settings.retry_timeout;
+    const auto& ops = s.ops();
+    std::vector<State> state(ops.size(), State::Pending);
+    std::vector<std::string> reasons(ops.size());
+    kit::Backoff backoff({.initial = 100ms, .max = 5s});
+    size_t start = 0;  // ordered: the first operation not yet applied
+    uint64_t already = 0;
+    std::vector<size_t> verify;     // ops whose 11000 named no index
+    std::vector<uint32_t> verify_at;  // their positions in the bulk sent
+    std::vector<std::string> verify_messages;
+    for (int attempt = 0;; ++attempt) {
+      std::vector<const mg::Op*> batch;
+      std::vector<size_t> index;  // batch position -> ops index
+      for (size_t i = ordered ? start : 0; i < ops.size(); ++i)
+        if (state[i] == State::Pending) {
+          batch.push_back(&ops[i]);
+          index.push_back(i);
+        }
+      if (batch.empty()) break;
+      count("bulk_writes");
+      if (attempt) count("resends");
+      mg::BulkResult r = client_->bulk(s.collection(), ordered, batch);
+      for (const auto& [i, why] : r.refused) {
+        state[index[i]] = State::Rejected;
+        reasons[index[i]] = "libmongoc refused the operation: " + why;
+      }
+      std::string retry_reason;
+      size_t first_unapplied = batch.size();  // ordered: where the server stopped
+      for (const mg::WriteError& e : r.reply.write_errors) {
+        if (e.index >= batch.size()) {  // not an operation of this bulk: nothing can be concluded
+          if (retry_reason.empty()) retry_reason = "collection " + s.collection() + ": a writeErrors index out of range";
+          continue;
+        }
+        const size_t op = index[e.index];
+        const mg::ItemOutcome o = mg::classify_item(e, ops[op].kind == mg::OpKind::Insert);
+        const std::string what = "collection " + s.collection() + ": MongoDB error " + std::to_string(e.code) + ": " + e.message;
+        switch (o) {
+          case mg::ItemOutcome::Written:
+            state[op] = State::Done;
+            ++already;
+            break;
+          case mg::ItemOutcome::Rejected:
+            state[op] = State::Rejected;
+            reasons[op] = "MongoDB refused the document (error " + std::to_string(e.code) + "): " + e.message;
+            break;
+          case mg::ItemOutcome::Retry:
+            if (retry_reason.empty()) retry_reason = what;
+            break;
+          case mg::ItemOutcome::Fatal: throw sdk::FatalError(what);
+          case mg::ItemOutcome::Verify:
+            verify.push_back(op);
+            verify_at.push_back(e.index);
+            verify_messages.push_back(e.message);
+            break;
+        }
+        if (ordered) first_unapplied = std::min<size_t>(first_unapplied, e.index + (o == mg::ItemOutcome::Retry ? 0 : 1));
+      }
+      // 11000s that name no index (FerretDB): written when a document with that _id is there,
+      // else the conflict is on another unique index.
+      if (!verify.empty()) {
+        std::vector<const bson_t*> docs;
+        for (size_t op : verify) docs.push_back(ops[op].doc.get());
+        std::string error;
+        count("duplicate_lookups");
+        if (auto present = client_->ids_present(s.collection(), docs, error)) {
+          for (size_t v = 0; v < verify.size(); ++v) {
+            if ((*present)[v]) {
+              state[verify[v]] = State::Done;
+              ++already;
+            } else {
+              state[verify[v]] = State::Rejected;
+              reasons[verify[v]] = "MongoDB refused the document (error 11000, a unique index other than _id): " +
+                                   verify_messages[v];
+            }
+          }
+        } else {
+          if (retry_reason.empty())
+            retry_reason = "collection " + s.collection() + ": looking up the _ids of duplicate-key errors: " + error;
+          // Ordered: not known to be applied, so the resend starts there.
+          if (ordered)
+            for (uint32_t at : verify_at) first_unapplied = std::min<size_t>(first_unapplied, at);
+        }
+        verify.clear();
+        verify_at.clear();
+        verify_messages.clear();
+      }
+      // An error of the bulk as a whole (not the writeErrors it reports): whatever has no
+      // writeError entry may or may not be written.
+      // A write-concern error: the operations were applied but not acknowledged as the write
+      // concern asks, so every one without a writeError is resent (inserts then answer 11000).
+      const bool explained = r.reply.write_concern_errors.empty() && (r.executed ||
+          (r.error_domain == MONGOC_ERROR_SERVER && !r.reply.write_errors.empty() &&
+           std::any_of(r.reply.write_errors.begin(), r.reply.write_errors.end(),
+                       [&](const mg::WriteError& e) { return static_cast<uint32_t>(e.code) == r.error_code; })));
+      if (!r.reply.write_concern_errors.empty()) {
+        if (retry_reason.empty())
+          retry_reason = "collection " + s.collection() + ": write concern error " + r.reply.write_concern_errors[0];
+      } else if (!explained) {
+        const bool auth = r.error_domain == MONGOC_ERROR_CLIENT && r.error_code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
+        const auto o = auth ? mg::ItemOutcome::Fatal
+                            : r.error_domain == MONGOC_ERROR_SERVER
+                                  ? mg::classify_command(static_cast<int32_t>(r.error_code), r.labelled_retryable)
+                                  : mg::ItemOutcome::Retry;
+        const std::string what = "collection " + s.collection() + ": " + r.error + " (libmongoc error " +
+                                 std::to_string(r.error_domain) + "." + std::to_string(r.error_code) + ")";
+        if (o == mg::ItemOutcome::Fatal) throw sdk::FatalError(what);
+        retry_reason = what;
+      } else if (retry_reason.empty()) {
+        // Everything without a writeError entry is written (ordered: up to where the server
+        // stopped; the rest, after the refused one, goes again at once).
+        for (size_t b = 0; b < std::min(first_unapplied, batch.size()); ++b)
+          if (state[index[b]] == State::Pending) state[index[b]] = State::Done;
+        if (ordered) start = first_unapplied < batch.size() ? index[first_unapplied] : ops.size();
+        continue;
+      }
+      // Something to resend.
+      if (ordered) {
+        // The operations before the one that failed were applied (explained), or may have been.
+        if (explained)
+          for (size_t b = 0; b < std::min(first_unapplied, batch.size()); ++b)
+            if (state[index[b]] == State::Pending) state[index[b]] = State::Done;
+        if (first_unapplied < batch.size()) start = index[first_unapplied];
+      } else if (explained) {
+        // Unordered with only per-document retry errors: the others are written.
+        std::vector<bool> failed(batch.size(), false);
+        for (const auto& e : r.reply.write_errors)
+          if (e.index < failed.size()) failed[e.index] = true;
+        for (size_t b = 0; b < batch.size(); ++b)
+          if (!failed[b] && state[index[b]] == State::Pending) state[index[b]] = State::Done;
+      }
+      const auto wait = backoff.next();
+      if (Clock::now() + wait >= deadline || !stop_.wait_for(wait)) {
+        // Some of this segment may be written: a replay is idempotent with deterministic ids.
+        throw sdk::PartialWriteError(retry_reason + " (resent for " +
+                                     std::to_string(plan_->settings.retry_timeout.count()) + " ms)");
+      }
+      log(sdk::LogLevel::Debug, "resending " + std::to_string(std::count(state.begin(), state.end(), State::Pending)) +
+                                    " operations: " + retry_reason);
+    }
+    if (already) count("already_written", already);
+    size_t rejected = 0;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (state[i] == State::Rejected) {
+        s.reject(i, reasons[i]);
+        ++rejected;
+      }
+    if (rejected) {
+      count("rejected_records", rejected);
+      log(sdk::LogLevel::Info, "collection " + s.collection() + ": " + std::to_string(rejected) +
+                                   " documents refused (the bad-record policy decides): " + reasons[std::distance(
+                                       state.begin(), std::find(state.begin(), state.end(), State::Rejected))]);
+    }
+  }
+
+  void committed(const kit::CommitReport& r) {
+    if (!r.ok) {
+      count("failed_writes", r.batches);
+      log(sdk::LogLevel::Debug, "collection " + r.key + ": " + std::to_string(r.batches) + " batches failed (" +
+                                    r.trigger + "): " + r.error);
+      return;
+    }
+    count("documents", r.records);
+    log(sdk::LogLevel::Debug, "collection " + r.key + ": wrote " + std::to_string(r.records) + " operations of " +
+                                  std::to_string(r.batches) + " batches (" + r.trigger + "; " +
+                                  std::to_string(r.took.count()) + " ms)");
+  }
+
+  // ------------------------------------------------------------------ collections
+
+  // The batch's collection, resolved on its topic's first batch (and its indexes created).
+  std::string collection_for(const pmq_batch& batch) {
+    std::lock_guard lock(mutex_);
+    auto it = collections_.find(batch.topic);
+    if (it == collections_.end()) {
+      auto resolved = plan_->collection.resolve(batch.topic);
+      if (!resolved)
+        throw sdk::FatalError("collection for topic '" + std::string(batch.topic) + "': " + resolved.error());
+      auto name = mg::collection_name(resolved.value(), plan_->settings.database);
+      if (!name) throw sdk::FatalError("collection for topic '" + std::string(batch.topic) + "': " + name.error());
+      it = collections_.emplace(batch.topic, TopicCollection{name.value(), false}).first;
+    }
+    if (!it->second.ready) {
+      create_indexes(it->second.name);
+      it->second.ready = true;
+    }
+    return it->second.name;
+  }
+
+  // indexes (and business_key's unique index) on first use: createIndexes keeps an index that
+  // exists with the same keys and options.
+  void create_indexes(const std::string& collection) {
+    const mg::Settings& s = plan_->settings;
+    std::vector<std::pair<std::vector<std::string>, bool>> wanted;
+    for (const auto& fields : plan_->indexes) wanted.emplace_back(fields, false);
+    if (!s.business_key.empty()) wanted.emplace_back(s.business_key, true);
+    if (wanted.empty()) return;
+    bson_t cmd = BSON_INITIALIZER, list, index, keys;
+    BSON_APPEND_UTF8(&cmd, "createIndexes", collection.c_str());
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &list);
+    std::string names;
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      const std::string key = std::to_string(i);
+      bson_append_document_begin(&list, key.c_str(), -1, &index);
+      BSON_APPEND_DOCUMENT_BEGIN(&index, "key", &keys);
+      std::string name;
+      for (const auto& f : wanted[i].first) {
+        BSON_APPEND_INT32(&keys, f.c_str(), 1);
+        name += (name.empty() ? "" : "_") + f + "_1";
+      }
+      bson_append_document_end(&index, &keys);
+      BSON_APPEND_UTF8(&index, "name", name.c_str());
+      if (wanted[i].second) BSON_APPEND_BOOL(&index, "unique", true);
+      bson_append_document_end(&list, &index);
+      names += (names.empty() ? "" : ", ") + name + (wanted[i].second ? " (unique)" : "");
+    }
+    bson_append_array_end(&cmd, &list);
+    std::string error;
+    uint32_t domain = 0, code = 0;
+    const bool ok = client_->command(cmd, nullptr, error, &domain, &code);
+    bson_destroy(&cmd);
+    if (!ok) {
+      const std::string what = "creating indexes " + names + " on " + s.database + "." + collection + ": " + error;
+      if (domain == MONGOC_ERROR_SERVER && mg::classify_command(static_cast<int32_t>(code), false) == mg::ItemOutcome::Fatal)
+        throw sdk::FatalError(what);
+      // IndexOptionsConflict 85, IndexKeySpecsConflict 86, CannotCreateIndex 67, BadValue 2,
+      // InvalidIndexSpecificationOption 197: the index as configured cannot be made.
+      if (domain == MONGOC_ERROR_SERVER && (code == 85 || code == 86 || code == 67 || code == 2 || code == 197))
+        throw sdk::FatalError(what);
+      throw sdk::RetryableError(what);
+    }
+    log(sdk::LogLevel::Info, "collection " + s.database + "." + collection + ": indexes " + names);
+  }
+
+  // ------------------------------------------------------------------ start-up check
+
+  // Pings now, so a wrong password stops the sink at start, not at the first record. A server
+  // that does not answer is not a configuration error: a warning, and the sink starts anyway.
+  void health_check() {
+    bson_t ping = BSON_INITIALIZER, reply;
+    BSON_APPEND_INT32(&ping, "ping", 1);
+    std::string error;
+    uint32_t domain = 0, code = 0;
+    const bool ok = client_->command(ping, &reply, error, &domain, &code);
+    bson_destroy(&ping);
+    bson_destroy(&reply);
+    if (ok) {
+      log(sdk::LogLevel::Info, "connected to MongoDB at " + hosts_);
+      return;
+    }
+    const bool auth = (domain == MONGOC_ERROR_CLIENT && code == MONGOC_ERROR_CLIENT_AUTHENTICATE) ||
+                      (domain == MONGOC_ERROR_SERVER && (code == 18 || code == 13));
+    if (auth) throw sdk::FatalError("connecting to MongoDB at " + hosts_ + ": " + error);
+    count("destination_unreachable");
+    log(sdk::LogLevel::Warn, "MongoDB at " + hosts_ + " is not reachable now (the sink starts and retries with each "
+                             "write): " + error);
+  }
+
+  std::unique_ptr<mg::Plan> plan_;
+  std::string hosts_;
+  std::unique_ptr<mg::Client> client_;
+  std::unique_ptr<mg::DocumentEncoder> encoder_;
+  kit::StopSignal stop_;
+  std::mutex mutex_;  // collections_
+  std::unordered_map<std::string, TopicCollection> collections_;
+  std::unique_ptr<kit::Accumulator> accumulator_;  // last: its threads stop before the rest goes
+};
+
+PICOMQ_SINK_PLUGIN(MongoDbSink)

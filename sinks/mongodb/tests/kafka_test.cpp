@@ -1,0 +1,294 @@
+// The MongoDB sink through a real Kafka broker and the runtime, into the real FerretDB v1.24.2
+// server of the test process (sinks/mongodb/server.sh, started once), read back with libmongoc
+// queries and the broker's committed offsets: documents of a 2-partition topic exactly once per
+// record; a second consumer group replaying everything, and a SIGKILL mid-load with a restart,
+// leave exactly the produced documents (record-id _id: the replay's 11000s count as written);
+// an outage of FerretDB's PostgreSQL during a load commits nothing unwritten and loses nothing;
+// a document the server refuses goes through each bad-record policy while the rest is written;
+// tombstones delete. One broker and one FerretDB for the binary.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <set>
+#include <thread>
+
+#include "harness.h"
+#include "mongo_server.h"
+
+namespace picomq::test {
+namespace {
+
+std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+std::string definition(const std::string& key, const std::string& topic, const std::string& db,
+                       const std::string& plugin_config, const std::string& block_extra = "") {
+  return plugin_definition(key, "libpicomq_connector_mongodb_sink",
+                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+                           "connection_uri = \"" + MongoServer::shared().uri() + "\"\ndatabase = \"" + db + "\"\n" +
+                               plugin_config);
+}
+
+int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
+  int64_t sum = 0;
+  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
+  return sum;
+}
+
+int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {
+  const auto s = rt.sink_status(key);
+  if (!s.contains("counters") || !s["counters"].contains(name)) return 0;
+  return s["counters"][name].get<int64_t>();
+}
+
+// Distinct (partition, n) pairs and the sum of n over a collection (what was produced, once
+// each), computed here from the documents' two fields (FerretDB's $group over tens of thousands
+// of documents is slow).
+std::pair<int64_t, int64_t> distinct_and_sum(const std::string& db, const std::string& coll) {
+  std::set<std::pair<int32_t, int64_t>> pairs;
+  int64_t total = 0;
+  for (const auto& d : MongoServer::shared().find(db, coll, "{}", "", R"({"_id": 0, "pico_partition": 1, "n": 1})")) {
+    const auto n = d.at("n").get<int64_t>();
+    if (pairs.emplace(d.at("pico_partition").get<int32_t>(), n).second) total += n;
+  }
+  return {static_cast<int64_t>(pairs.size()), total};
+}
+
+TEST(MongoSinkKafka, DocumentsOfEveryPartitionLandOnceAndASecondGroupsReplayIsAlreadyWritten) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mkafka");
+  const auto topic = unique_name("mongo.orders");
+  kafka.create_topic(topic, 2);
+  std::vector<ProducedRecord> records;
+  const int n = 3000;
+  for (int i = 0; i < n; ++i)
+    records.push_back({"{\"n\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) + "\"}",
+                       "k" + std::to_string(i), {{"h", "v"}}, i % 2});
+  kafka.produce(topic, records);
+  const std::string config = "collection = \"orders\"";
+  {
+    Runtime rt(kafka.bootstrap(), "first");
+    rt.add_definition("c.toml", definition("morders", topic, db, config, "batch_length = 250"));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("morders"), topic, 2) == n; }, 90s)) << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  }
+  EXPECT_EQ(mongo.count(db, "orders"), n);
+  const auto d = mongo.find(db, "orders", R"({"n": 7})");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0]["_id"], topic + ":1:3");
+  EXPECT_EQ(d[0]["name"], "order-7");
+  EXPECT_EQ(d[0]["pico_key"]["$binary"]["base64"], "azc=");  // "k7"
+  EXPECT_EQ(d[0]["pico_headers"], nlohmann::json::parse(R"({"h": "v"})"));
+  EXPECT_TRUE(d[0]["pico_timestamp"].contains("$date"));
+  EXPECT_EQ(distinct_and_sum(db, "orders"), (std::pair<int64_t, int64_t>{n, int64_t{n} * (n - 1) / 2}));
+
+  // Another consumer group reads both partitions from the start into the same collection.
+  {
+    Runtime rt(kafka.bootstrap(), "replay");
+    rt.add_definition("c.toml", definition("mreplay", topic, db, config, "batch_length = 250"));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("mreplay"), topic, 2) == n; }, 90s)) << rt.log();
+    EXPECT_TRUE(wait_until([&] { return counter(rt, "mreplay", "already_written") == n; }, 5s))
+        << "every replayed record's 11000 counted as written: " << counter(rt, "mreplay", "already_written");
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  }
+  EXPECT_EQ(mongo.count(db, "orders"), n) << "no duplicates";
+}
+
+TEST(MongoSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedDocuments) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mkill");
+  const auto topic = unique_name("mongo.kill");
+  kafka.create_topic(topic, 2);
+  const int chunk = 20000;
+  int64_t produced = 0;  // per partition
+  auto produce_chunk = [&] {
+    for (int p = 0; p < 2; ++p)
+      kafka.produce_values(topic, json_values(static_cast<int>(produced), static_cast<int>(produced) + chunk), p);
+    produced += chunk;
+  };
+  const std::string key = "mkill";
+  const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key +
+                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string config = "collection = \"t\"\ncommit_interval = \"300ms\"";
+  auto docs = [&] { return mongo.count(db, "t"); };
+  int64_t window = 0;
+  for (int run = 0; run < 6 && window <= 0; ++run) {
+    produce_chunk();
+    Runtime rt(kafka.bootstrap(), "kill" + std::to_string(run));
+    rt.add_definition("c.toml", definition(key, topic, db, config, block));
+    rt.start();
+    // Killed as soon as a bulk write landed: its offsets are committed only after it.
+    const int64_t before = docs();
+    const auto until = std::chrono::steady_clock::now() + scaled(60s);
+    while (docs() <= before && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(2ms);
+    ASSERT_GT(docs(), before) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+    window = docs() - committed_sum(kafka, group_of(key), topic, 2);
+    std::cout << "[          ] run " << run << ": killed with " << docs() << " documents, "
+              << committed_sum(kafka, group_of(key), topic, 2) << " committed\n";
+  }
+  ASSERT_GT(window, 0) << "no kill left written documents uncommitted";
+  Runtime rt(kafka.bootstrap(), "restart");
+  rt.add_definition("c.toml", definition(key, topic, db, config, block));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == 2 * produced; }, 120s))
+      << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "already_written") >= window; }, 5s))
+      << "the replayed window's documents were already there: " << counter(rt, key, "already_written") << " < "
+      << window;
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(docs(), 2 * produced) << "exactly the produced documents, no duplicates";
+  // Every produced value once per partition (the test producer is not idempotent: n is not
+  // always the offset, so count values, not offsets).
+  EXPECT_EQ(distinct_and_sum(db, "t"), (std::pair<int64_t, int64_t>{2 * produced, produced * (produced - 1)}));
+}
+
+TEST(MongoSinkKafka, AnOutageOfTheBackingDatabaseCommitsNothingUnwrittenAndLosesNothing) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("moutage");
+  const auto topic = unique_name("mongo.outage");
+  kafka.create_topic(topic);
+  const std::string key = "moutage";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db, "collection = \"t\"\nretry_timeout = \"60s\""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned(key, 30s)) << rt.log();
+  kafka.produce_values(topic, json_values(0, 500));
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 500; }, 60s)) << rt.log();
+  mongo.backend_stop();  // FerretDB keeps answering; every write fails
+  kafka.produce_values(topic, json_values(500, 1500));
+  std::this_thread::sleep_for(scaled(3s));
+  const int64_t during = kafka.committed(group_of(key), topic);
+  mongo.backend_start();
+  EXPECT_EQ(during, 500) << "nothing committed while the database is down";
+  EXPECT_EQ(rt.sink_state(key), "running") << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 1500; }, 90s)) << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "resends") > 0; }, 5s)) << "resent here\n" << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(mongo.count(db, "t"), 1500);
+  EXPECT_EQ(distinct_and_sum(db, "t"), (std::pair<int64_t, int64_t>{1500, 1500 * 1499 / 2}));
+}
+
+// A document the server refuses ("$bad" is not a field name MongoDB stores), through each policy.
+class MongoBadRecords : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MongoBadRecords, ARefusedDocumentGoesThroughThePolicyAndTheRestIsWritten) {
+  const std::string policy = GetParam();
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mbad");
+  const auto topic = unique_name("mongo.bad"), dead = unique_name("mongo.dead");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 50);
+  values[17] = R"({"$bad": 17})";
+  kafka.produce_values(topic, values);
+  const std::string key = "mbad" + policy;
+  std::string block = "on_bad_record = \"" + policy + "\"";
+  if (policy == "dead_letter") block += "\ndead_letter_topic = \"" + dead + "\"";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db, "collection = \"t\"", block));
+  rt.start();
+  if (policy == "fail") {
+    ASSERT_TRUE(rt.wait_state(key, "error", 60s)) << rt.log();
+    const std::string message = rt.sink_status(key).value("message", "");
+    EXPECT_NE(message.find("MongoDB refused the document (error 2)"), std::string::npos) << message;
+    EXPECT_LE(kafka.committed(group_of(key), topic), 17) << "nothing at or after the refused record is committed";
+    EXPECT_EQ(mongo.count(db, "t", R"({"pico_offset": 17})"), 0);
+  } else {
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 50; }, 60s)) << rt.log();
+    EXPECT_EQ(mongo.count(db, "t"), 49);
+    EXPECT_EQ(mongo.count(db, "t", R"({"pico_offset": 17})"), 0);
+    if (policy == "dead_letter") {
+      const auto dlq = kafka.consume(dead, 1, 20s);
+      ASSERT_EQ(dlq.size(), 1u);
+      EXPECT_EQ(dlq[0].value, values[17]) << "the original bytes";
+      EXPECT_EQ(dlq[0].header("pico_error_offset"), "17");
+      EXPECT_NE(dlq[0].header("pico_error_reason").value_or("").find("error 2"), std::string::npos);
+    }
+  }
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, MongoBadRecords, ::testing::Values("fail", "skip", "dead_letter"));
+
+TEST(MongoSinkKafka, TombstonesDeleteTheDocumentOfTheirKeyAndReplaceKeepsTheLastValue) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mtomb");
+  const auto topic = unique_name("mongo.users");
+  kafka.create_topic(topic);
+  kafka.produce(topic, {{R"({"name": "a1"})", "a"}, {R"({"name": "b1"})", "b"}, {R"({"name": "a2"})", "a"},
+                        {"", "b", {}, -1, true}, {R"({"name": "c1"})", "c"}});
+  const std::string key = "mtomb";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db,
+                                         "collection = \"users\"\nid_strategy = \"key\"\nwrite_strategy = \"replace\"\n"
+                                         "delete_on_tombstone = true"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 5; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  const auto users = mongo.find(db, "users");
+  ASSERT_EQ(users.size(), 2u);
+  EXPECT_EQ(users[0]["_id"], "a");
+  EXPECT_EQ(users[0]["name"], "a2");
+  EXPECT_EQ(users[1]["_id"], "c");
+}
+
+TEST(MongoSinkKafka, AServerThatIsDownAtStartIsAWarningAndTheRecordsLandWhenItIsBack) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mdown");
+  const auto topic = unique_name("mongo.down");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 20));
+  mongo.kill();
+  const std::string key = "mdown";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db, "collection = \"t\"\nretry_timeout = \"60s\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return rt.log().find("is not reachable now") != std::string::npos; }, 30s)) << rt.log();
+  EXPECT_LE(kafka.committed(group_of(key), topic), 0) << "nothing committed while the server is down";
+  mongo.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 20; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(mongo.count(db, "t"), 20);
+}
+
+TEST(MongoSinkKafka, RefusedCredentialsPutTheSinkInErrorAtStartAndThePasswordIsNeverShown) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mauth");
+  const auto topic = unique_name("mongo.auth");
+  kafka.create_topic(topic);
+  // FerretDB refuses SCRAM (libmongoc's default mechanism) with 18 AuthenticationFailed.
+  const std::string uri = "mongodb://picomq:wrong-secret-42@127.0.0.1:" + std::to_string(mongo.port()) + "/";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", plugin_definition("mauth", "libpicomq_connector_mongodb_sink",
+                                                "topics = [\"" + topic + "\"]\nschema = \"json\"",
+                                                "connection_uri = \"" + uri + "\"\ndatabase = \"" + db + "\""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("mauth", "error", 30s)) << rt.log();
+  const std::string error = rt.sink_status("mauth").value("message", "");
+  EXPECT_NE(error.find("connecting to MongoDB at 127.0.0.1:" + std::to_string(mongo.port())), std::string::npos) << error;
+  EXPECT_NE(error.find("uthentication"), std::string::npos) << error;
+  EXPECT_EQ(rt.log().find("wrong-secret-42"), std::string::npos) << "the password is never shown";
+  EXPECT_EQ(error.find("wrong-secret-42"), std::string::npos);
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+}  // namespace
+}  // namespace picomq::test

@@ -1,0 +1,195 @@
+#include "mongo_server.h"
+
+#include <gtest/gtest.h>
+#include <mongoc/mongoc.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+
+namespace picomq::test {
+namespace {
+
+// sinks/mongodb/server.sh (a compile definition of this file alone: the compiler cache serves
+// the rest to any clone).
+const std::string kScript = PICOMQ_MONGODB_SH;
+
+MongoServer* g_shared = nullptr;
+std::string g_start_error;
+pid_t g_owner = 0;
+
+void stop_shared_at_exit() {
+  if (g_shared && getpid() == g_owner) {
+    g_shared->stop();
+    std::error_code ec;
+    std::filesystem::remove_all(g_shared->dir(), ec);
+  }
+}
+
+std::string run_script(const std::string& args, const std::string& what) {
+  const std::string cmd = "bash " + kScript + " " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("could not run " + cmd);
+  std::string out;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  if (pclose(p) != 0) throw std::runtime_error("could not " + what + " FerretDB: " + cmd);
+  return out;
+}
+
+struct Pooled {
+  explicit Pooled(void* pool) : pool(static_cast<mongoc_client_pool_t*>(pool)), client(mongoc_client_pool_pop(this->pool)) {}
+  ~Pooled() { mongoc_client_pool_push(pool, client); }
+  mongoc_client_pool_t* pool;
+  mongoc_client_t* client;
+};
+
+bson_t* from_json(const std::string& json) {
+  bson_error_t e;
+  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &e);
+  if (!b) throw std::runtime_error(std::string("test: not Extended JSON: ") + e.message + ": " + json);
+  return b;
+}
+
+nlohmann::json to_json(const bson_t* doc) {
+  char* s = bson_as_relaxed_extended_json(doc, nullptr);
+  nlohmann::json j = nlohmann::json::parse(s);
+  bson_free(s);
+  return j;
+}
+
+}  // namespace
+
+MongoServer& MongoServer::shared() {
+  if (g_shared) return *g_shared;
+  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
+  char tmpl[] = "/tmp/picomq-mongo-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  auto* s = new MongoServer(tmpl);
+  try {
+    s->start();
+  } catch (const std::exception& e) {
+    g_start_error = e.what();
+    s->stop();
+    delete s;
+    throw;
+  }
+  g_shared = s;
+  if (!g_owner) {
+    g_owner = getpid();
+    std::atexit(stop_shared_at_exit);
+  }
+  return *g_shared;
+}
+
+MongoServer::~MongoServer() {
+  if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
+}
+
+void MongoServer::start() {
+  const std::string out = run_script("start " + dir_.string() + " --owner " + std::to_string(getpid()), "start");
+  port_ = std::stoi(out);
+}
+void MongoServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir_.string()).c_str()); }
+void MongoServer::kill() { run_script("kill " + dir_.string(), "kill"); }
+void MongoServer::backend_stop() { run_script("backend-stop " + dir_.string(), "stop the PostgreSQL of"); }
+void MongoServer::backend_start() { run_script("backend-start " + dir_.string(), "start the PostgreSQL of"); }
+
+void* MongoServer::client_pool() const {
+  static std::once_flag init;
+  std::call_once(init, [] { mongoc_init(); });
+  auto* self = const_cast<MongoServer*>(this);
+  if (!self->pool_) {
+    bson_error_t e;
+    mongoc_uri_t* uri = mongoc_uri_new_with_error((this->uri() + "?serverSelectionTimeoutMS=10000").c_str(), &e);
+    if (!uri) throw std::runtime_error(std::string("test: ") + e.message);
+    self->pool_ = mongoc_client_pool_new(uri);
+    mongoc_client_pool_set_error_api(static_cast<mongoc_client_pool_t*>(self->pool_), MONGOC_ERROR_API_VERSION_2);
+    mongoc_uri_destroy(uri);
+  }
+  return pool_;
+}
+
+std::string MongoServer::fresh_database(const std::string& prefix) const {
+  static std::atomic<int> counter{0};
+  auto clean = [](std::string s) {
+    for (auto& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
+    return s;
+  };
+  std::string test = "t";
+  if (auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) test = info->name();
+  const std::string suffix = "_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
+  std::string name = clean(prefix) + "_" + clean(test);
+  // FerretDB on PostgreSQL keeps a database as a schema: 63 bytes at most.
+  return name.substr(0, 60 - suffix.size()) + suffix;
+}
+
+std::vector<nlohmann::json> MongoServer::find(const std::string& db, const std::string& collection,
+                                              const std::string& filter, const std::string& sort,
+                                              const std::string& projection) const {
+  Pooled pc(client_pool());
+  mongoc_collection_t* coll = mongoc_client_get_collection(pc.client, db.c_str(), collection.c_str());
+  bson_t* f = from_json(filter);
+  std::string options = "{";
+  if (!sort.empty()) options += "\"sort\": " + sort;
+  if (!projection.empty()) options += std::string(sort.empty() ? "" : ", ") + "\"projection\": " + projection;
+  bson_t* opts = from_json(options + "}");
+  mongoc_cursor_t* cursor = mongoc_collection_find_with_opts(coll, f, opts, nullptr);
+  std::vector<nlohmann::json> out;
+  const bson_t* doc;
+  while (mongoc_cursor_next(cursor, &doc)) out.push_back(to_json(doc));
+  bson_error_t e;
+  const bool failed = mongoc_cursor_error(cursor, &e);
+  mongoc_cursor_destroy(cursor);
+  bson_destroy(f);
+  bson_destroy(opts);
+  mongoc_collection_destroy(coll);
+  if (failed) throw std::runtime_error("test: find in " + db + "." + collection + ": " + e.message);
+  return out;
+}
+
+int64_t MongoServer::count(const std::string& db, const std::string& collection, const std::string& filter) const {
+  Pooled pc(client_pool());
+  mongoc_collection_t* coll = mongoc_client_get_collection(pc.client, db.c_str(), collection.c_str());
+  bson_t* f = from_json(filter);
+  bson_error_t e;
+  const int64_t n = mongoc_collection_count_documents(coll, f, nullptr, nullptr, nullptr, &e);
+  bson_destroy(f);
+  mongoc_collection_destroy(coll);
+  if (n < 0) throw std::runtime_error("test: count in " + db + "." + collection + ": " + e.message);
+  return n;
+}
+
+std::vector<std::string> MongoServer::collections(const std::string& db) const {
+  Pooled pc(client_pool());
+  mongoc_database_t* d = mongoc_client_get_database(pc.client, db.c_str());
+  bson_error_t e;
+  char** names = mongoc_database_get_collection_names_with_opts(d, nullptr, &e);
+  mongoc_database_destroy(d);
+  if (!names) throw std::runtime_error("test: collections of " + db + ": " + e.message);
+  std::vector<std::string> out;
+  for (char** n = names; *n; ++n) out.emplace_back(*n);
+  bson_strfreev(names);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+nlohmann::json MongoServer::command(const std::string& db, const std::string& command_json) const {
+  Pooled pc(client_pool());
+  bson_t* cmd = from_json(command_json);
+  bson_t reply;
+  bson_error_t e;
+  const bool ok = mongoc_client_command_simple(pc.client, db.c_str(), cmd, nullptr, &reply, &e);
+  bson_destroy(cmd);
+  nlohmann::json out = to_json(&reply);
+  bson_destroy(&reply);
+  if (!ok) throw std::runtime_error("test: command " + command_json + " on " + db + ": " + e.message);
+  return out;
+}
+
+}  // namespace picomq::test
