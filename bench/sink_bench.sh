@@ -22,6 +22,7 @@
 #   BENCH_SKIP_BUILD=0        1: skip scripts/setup.sh + scripts/build.sh (use the existing build/)
 #   BENCH_KEEP=0              1: keep the work dir (logs, configs, raw results, baseline inputs)
 #   BENCH_DIR=                work dir (default: a new mktemp -d under /tmp)
+#   BENCH_WRAP=               a command prefix for the timed picomq runs (e.g. "perf record -g -o F --")
 # Adapters read their own knobs (BENCH_PG_PROFILE, ...; see bench/README.md).
 # Smoke mode for CI: BENCH_SKIP_BUILD=1 BENCH_RECORDS=20000 BENCH_RUNS=1 BENCH_SINK=postgres.
 set -euo pipefail
@@ -111,7 +112,9 @@ run_picomq() {  # <kind: picomq|reference> <label> <variant> <batch_length> <run
   sink_prepare "$kind" "$label" "$run"
   bench_write_sink_configs "$dir" "$SINK_PLUGIN" "$group" "$TOPIC" "$batch_length" \
     "$(sink_plugin_config "$variant" "$run" "$dir")"
-  bench_run_sink "$dir" "$group" "$TOPIC" "$N" "$label" "$run"
+  # BENCH_WRAP (e.g. "perf record -g -o F --") wraps the timed runs only, not the untimed reference.
+  if [[ "$kind" == reference ]]; then BENCH_WRAP="" bench_run_sink "$dir" "$group" "$TOPIC" "$N" "$label" "$run"
+  else bench_run_sink "$dir" "$group" "$TOPIC" "$N" "$label" "$run"; fi
   local verified
   verified="$(sink_verify "$kind" "$label" "$run")" || { echo "$label run $run: verification failed" >&2; exit 1; }
   entry_result="$sink_result batch_length=$batch_length $verified"

@@ -83,12 +83,14 @@ std::optional<std::string> from_url_safe(std::string_view text) {
 std::optional<std::string> url_safe_record_id(std::string_view topic, int32_t partition, int64_t offset,
                                               size_t max_bytes) {
   std::string id = url_safe(topic);
+  // "-<partition>-<offset>": at most 1 + 11 + 1 + 20 characters.
   char numbers[48];
+  char* const limit = numbers + sizeof numbers;
   char* end = numbers;
   *end++ = '-';
-  end = std::to_chars(end, numbers + sizeof numbers, partition).ptr;
+  end = std::to_chars(end, limit - 22, partition).ptr;  // room left for the offset, whatever happens
   *end++ = '-';
-  end = std::to_chars(end, numbers + sizeof numbers, offset).ptr;
+  end = std::to_chars(end, limit, offset).ptr;
   id.append(numbers, end);
   if (max_bytes && id.size() > max_bytes) return std::nullopt;
   return id;
