@@ -41,6 +41,7 @@ bool BatchCompletion::finish_one() {
     else pending_.retry(c.reason);
     return true;
   }
+  if (on_success_) on_success_(rejected_.size());
   for (const auto& [index, reason] : rejected_) pending_.reject(index, reason);
   pending_.done();
   return true;

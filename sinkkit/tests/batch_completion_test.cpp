@@ -116,3 +116,24 @@ TEST_F(KitBatchCompletion, RequestsFinishingOnManyThreadsCompleteItOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(KitBatchCompletion, OnSuccessHearsTheRefusedCountOnlyWhenTheWriteSucceeds) {
+  std::vector<size_t> heard;
+  auto ok = start();
+  g_last->on_success([&](size_t rejected) { heard.push_back(rejected); });
+  g_last->reject(2, "refused");
+  for (int i = 0; i < 3; ++i) g_last->finish_one();
+  EXPECT_EQ(ok->wait(5s).status, PMQ_WRITE_REJECTED);
+
+  auto failed = start();
+  g_last->on_success([&](size_t rejected) { heard.push_back(100 + rejected); });
+  g_last->reject(0, "refused, but the batch is retried whole");
+  g_last->fail(failure(kit::Outcome::Retry, "503"));
+  for (int i = 0; i < 3; ++i) g_last->finish_one();
+  EXPECT_EQ(failed->wait(5s).status, PMQ_WRITE_RETRY);
+  EXPECT_EQ(heard, std::vector<size_t>{1}) << "a failed write reports no refused records";
+}
+
+}  // namespace

@@ -19,6 +19,7 @@
 
 #include "http/bodies.h"
 #include "picomq/kit/backoff.hpp"
+#include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/name_template.hpp"
@@ -195,16 +196,19 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
-    auto write = std::make_shared<BatchWrite>(pending(), batch.raw(), writer_.begin(batch.raw()));
+    sdk::Pending result = pending();
+    auto write = std::make_shared<BatchWrite>(result, batch.raw(), writer_.begin(batch.raw()));
+    write->done.on_success([this](size_t rejected) {
+      if (rejected) count("rejected_records", rejected);
+    });
     write->url = url_for(batch.raw().topic);
     if (oauth_) write->authorization = "Bearer " + oauth_->token();  // here, never on the I/O thread
     hs::BatchPlan plan = hs::plan_batch(batch.raw(), settings_.tombstones);
-    for (auto& [index, reason] : plan.refused) write->reject(index, reason);
+    for (auto& [index, reason] : plan.refused) write->done.reject(index, reason);
     write->records = std::move(plan.in_bodies);
     const auto bodies = hs::render_bodies(batch.raw(), write->records, 0, write->records.size(), settings_.body,
                                           write->json, limits());
-    write->outstanding = bodies.size() + plan.deletes.size() + 1;  // +1: this call, until all are sent
-    sdk::Pending result = write->pending;
+    write->done.add(bodies.size() + plan.deletes.size());
     for (const hs::Body& body : bodies) send(write, body.first, body.count, body.bytes, deadline());
     for (size_t index : plan.deletes) send_delete(write, index, deadline());
     finish_one(write);
@@ -225,26 +229,17 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
  private:
   using Clock = std::chrono::steady_clock;
 
-  // One batch in flight: its requests, what they came to, and the write completed when the last
-  // one is done.
+  // One batch in flight: its requests, and how they complete its write (kit::BatchCompletion).
   struct BatchWrite {
-    BatchWrite(sdk::Pending p, const pmq_batch& b, kit::BatchJsonWriter j) : pending(std::move(p)), batch(b), json(j) {}
-    sdk::Pending pending;
-    const pmq_batch& batch;  // valid until `pending` completes (the ABI's promise)
+    BatchWrite(sdk::Pending p, const pmq_batch& b, kit::BatchJsonWriter j) : done(std::move(p), 1), batch(b), json(j) {}
+    kit::BatchCompletion done;  // 1: write_batch's own share, until all requests are sent
+    const pmq_batch& batch;     // valid until the write completes (the ABI's promise)
     kit::BatchJsonWriter json;
     std::string url;
     std::string authorization;    // oauth2: "Bearer <token>" for every request of the batch
-    bool reauthorized = false;    // oauth2: a 401 already made it fetch a new token once
     std::vector<size_t> records;  // batch indices of the records in bodies
     std::mutex mutex;
-    size_t outstanding = 0;  // requests not yet finished, + 1 while write_batch sends them
-    std::vector<std::pair<size_t, std::string>> rejected;
-    bool written_some = false;                  // a request of it succeeded (or may have)
-    std::optional<kit::Classification> failed;  // the first failure that fails the whole batch
-    void reject(size_t index, std::string reason) {
-      std::lock_guard lock(mutex);
-      rejected.emplace_back(index, std::move(reason));
-    }
+    bool reauthorized = false;  // guarded: oauth2, a 401 already made it fetch a new token once
   };
 
   kit::SplitLimits limits() const {
@@ -329,14 +324,14 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
             split(write, first, n, c.reason);
             return finish_one(write);
           }
-          write->reject(write->records[first], "too large for the endpoint: " + c.reason);
+          write->done.reject(write->records[first], "too large for the endpoint: " + c.reason);
           return finish_one(write);
         case kit::Outcome::Rejected:
           if (n > 1) {
             split(write, first, n, c.reason);  // bisect: find the records refused
             return finish_one(write);
           }
-          write->reject(write->records[first], c.reason);
+          write->done.reject(write->records[first], c.reason);
           return finish_one(write);
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
@@ -356,10 +351,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     count("splits");
     const kit::Halves h = kit::halves(first, n);
     log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(n) + " records: " + why);
-    {
-      std::lock_guard lock(write->mutex);
-      write->outstanding += 2;
-    }
+    write->done.add(2);
     for (auto [from, half] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
       // Each half as one body (its records fit: they did as a whole).
       auto bodies = hs::render_bodies(write->batch, write->records, from, half, settings_.body, write->json, {0, half});
@@ -403,7 +395,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       switch (c.outcome) {
         case kit::Outcome::Written: mark_written(write); break;
         case kit::Outcome::Rejected:
-        case kit::Outcome::TooLarge: write->reject(index, c.reason); break;
+        case kit::Outcome::TooLarge: write->done.reject(index, c.reason); break;
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
           if (Clock::now() < deadline && !closing_) {
@@ -421,35 +413,10 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     });
   }
 
-  static void mark_written(const std::shared_ptr<BatchWrite>& write) {
-    std::lock_guard lock(write->mutex);
-    write->written_some = true;
-  }
-  static void fail(const std::shared_ptr<BatchWrite>& write, const kit::Classification& c) {
-    std::lock_guard lock(write->mutex);
-    // A fatal failure outranks a retryable one: the sink must stop, not retry a lost cause.
-    if (!write->failed || (c.outcome == kit::Outcome::Fatal && write->failed->outcome != kit::Outcome::Fatal))
-      write->failed = c;
-  }
-
+  static void mark_written(const std::shared_ptr<BatchWrite>& write) { write->done.written(); }
+  static void fail(const std::shared_ptr<BatchWrite>& write, const kit::Classification& c) { write->done.fail(c); }
   // One request of the write is done; the last one completes the write.
-  void finish_one(const std::shared_ptr<BatchWrite>& write) {
-    {
-      std::lock_guard lock(write->mutex);
-      if (--write->outstanding > 0) return;
-    }
-    if (write->failed) {
-      const kit::Classification& c = *write->failed;
-      if (c.outcome == kit::Outcome::Fatal) return write->pending.fatal(c.reason);
-      // Some requests of the batch went through: the runtime's retry sends them again (with the
-      // same idempotency keys), so this is "maybe written", not "nothing written".
-      if (write->written_some || c.outcome == kit::Outcome::MaybeWritten) return write->pending.partial(c.reason);
-      return write->pending.retry(c.reason);
-    }
-    if (!write->rejected.empty()) count("rejected_records", write->rejected.size());
-    for (const auto& [index, reason] : write->rejected) write->pending.reject(index, reason);
-    write->pending.done();
-  }
+  static void finish_one(const std::shared_ptr<BatchWrite>& write) { write->done.finish_one(); }
 
   Settings settings_;
   std::unique_ptr<kit::NameTemplate> url_;

@@ -17,6 +17,7 @@
 //   no failure                        the refused records (reject), then done()
 // Thread-safe: callbacks may run on any I/O thread.
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ class BatchCompletion {
  public:
   // `requests`: how many finish_one() calls complete the write.
   BatchCompletion(sdk::Pending pending, size_t requests) : pending_(std::move(pending)), outstanding_(requests) {}
+
+  // Called with the number of refused records just before a write completes without failure
+  // (a sink's counters); set it before sending.
+  void on_success(std::function<void(size_t rejected)> f) { on_success_ = std::move(f); }
 
   // More requests to wait for (a request split in two: add(1) before sending the halves).
   void add(size_t requests);
@@ -56,6 +61,7 @@ class BatchCompletion {
   std::vector<std::pair<size_t, std::string>> rejected_;
   bool written_ = false;
   std::optional<Classification> failed_;
+  std::function<void(size_t)> on_success_;
 };
 
 }  // namespace picomq::kit
