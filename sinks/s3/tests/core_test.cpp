@@ -17,6 +17,7 @@ struct Built {
   std::string key;
   int64_t first, last;
   std::string body, why;
+  std::vector<std::string> chunks;
 };
 
 class Objects {
@@ -24,8 +25,13 @@ class Objects {
   Objects(Rotation rotation, const std::string& tmpl = "{topic}/{partition}/{start_offset}.{ext}")
       : key_(kit::ObjectKeyTemplate::parse(tmpl).value()),
         objects_("t.x", 2, rotation, KeyContext{.key_template = &key_, .prefix = "p/", .sink_key = "k", .ext = "json"},
-                 [this](std::unique_ptr<Object> o) {
-                   built.push_back({o->key, o->first_offset, o->last_offset, o->body, o->sealed_by});
+                 [this](std::shared_ptr<Object> o) {
+                   Built b{o->key, o->first_offset, o->last_offset, "", o->sealed_by, {}};
+                   for (const auto& c : o->chunks) {
+                     b.body += c.data;
+                     b.chunks.push_back(c.data);
+                   }
+                   built.push_back(std::move(b));
                  }) {}
   void add(int64_t offset, int64_t ts, const std::string& bytes) { objects_.append(offset, ts, bytes, owner_); }
   void flush() { objects_.seal("flush"); }
@@ -120,6 +126,17 @@ TEST(S3Objects, TheSameRecordsInOtherBatchesMakeTheSameObjects) {
     EXPECT_EQ(a[i].key, c[i].key);
     EXPECT_EQ(a[i].body, c[i].body);
   }
+}
+
+TEST(S3Objects, ChunksAreCutAfterTheRecordThatReachesTheirSizeWhateverTheBatches) {
+  // Streaming: an object goes up in chunks (each compressed on its own) as it grows; where a chunk
+  // ends is a function of the records, so a replay cuts (and compresses) the same chunks.
+  Objects o({.max_records = 6, .chunk_bytes = 5});
+  for (int i = 0; i < 8; ++i) o.add(i, 0, std::string(1 + i % 3, 'a' + i) + "\n");
+  o.flush();
+  ASSERT_EQ(o.built.size(), 2u);
+  EXPECT_EQ(o.built[0].chunks, (std::vector<std::string>{"a\nbb\n", "ccc\nd\n", "ee\nfff\n"}));
+  EXPECT_EQ(o.built[1].chunks, (std::vector<std::string>{"g\nhh\n"}));
 }
 
 kit::testing::FakeHost& host() {
