@@ -324,7 +324,10 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
             raw->queue.push_back(std::move(o));
             schedule(raw);
           },
-          [this, raw] { schedule(raw); });  // a chunk of the open object: it can go up
+          [this, raw] {  // a chunk of the open object: it can go up
+            note_held(*raw);
+            schedule(raw);
+          });
       states_.emplace(raw, self);
     }
     return *slot;
@@ -376,6 +379,16 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     for (const auto& o : p.queue) n += o->chunk_bytes;
     if (const auto& o = p.objects->open()) n += o->chunk_bytes;
     return n;
+  }
+
+  // mutex_ held: counter peak_unuploaded_bytes follows the most any partition held (a counter
+  // only grows: by the rise of the peak).
+  void note_held(const PartitionState& p) {
+    const uint64_t n = held(p);
+    if (n > peak_held_) {
+      count("peak_unuploaded_bytes", n - peak_held_);
+      peak_held_ = n;
+    }
   }
 
   // mutex_ held: the object the upload thread works on next (in order: the first sealed one, or
@@ -499,6 +512,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
           c = {};
           lock.lock();
           p.in_hand = p.in_hand - raw + bytes.size();
+          note_held(p);
           lock.unlock();
           // Parts as the object grows: each of part_size, cut where one PUT's parts would be.
           while (st.buffer.size() > part_size) upload_part(*o, st, std::string_view(st.buffer).substr(0, part_size), p, lock);
@@ -600,6 +614,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   std::unique_ptr<s3::CsvEncoder> csv_;
   std::unique_ptr<s3::AvroEncoder> avro_;
   uint64_t held_limit_ = 0;
+  uint64_t peak_held_ = 0;
   std::string object_header_;
   std::mutex mutex_;  // partitions_, states_, ready_, every PartitionState, closing_
   std::condition_variable cv_;

@@ -195,8 +195,10 @@ TEST_F(S3Sink, ALargeObjectStreamsItsPartsWhileOpenAndCompletesItsBatchesOnlyWhe
   again->close();
 }
 
-// Memory: a 40 MB object with parts of 5 MiB, at most 2 of them held: the sink's memory grows by
-// about parts_in_flight x part_size, not by the object (which it no longer holds whole).
+// Memory: a 40 MB object with parts of 5 MiB, at most 2 of them held: what the sink holds of it
+// stays about parts_in_flight x part_size (+ a batch and a chunk), not the object, which it no
+// longer holds whole (it held it twice before: the records, and the compressed copy). The real
+// RSS of 64 MiB objects through Kafka is measured by the benchmark (bench/README.md).
 TEST_F(S3Sink, AStreamedObjectsMemoryIsBoundedByThePartsNotTheObject) {
   // The host keeps a copy of each pending batch (the ABI keeps its records valid until it
   // completes): each original goes once copied, so the input weighs the same before and after.
@@ -226,9 +228,12 @@ TEST_F(S3Sink, AStreamedObjectsMemoryIsBoundedByThePartsNotTheObject) {
   host_->flush();
   for (const auto& w : writes) ASSERT_EQ(w->wait(120s).status, PMQ_WRITE_OK) << w->wait().error;
   const long grown_mb = (rss("VmHWM:") - before) / 1024;
-  std::printf("40 MB object, parts of 5 MiB, 2 in flight: peak RSS grew by %ld MB (counter memory_waits %llu)\n", grown_mb,
-              static_cast<unsigned long long>(host_->counter("memory_waits")));
-  EXPECT_LT(grown_mb, 30) << "the sink held about the object (40 MB; it held it twice before streaming)";
+  const uint64_t peak = host_->counter("peak_unuploaded_bytes");
+  std::printf("40 MB object, parts of 5 MiB, 2 in flight: at most %llu bytes not uploaded, %llu waits for memory; "
+              "this test process's peak RSS grew by %ld MB (the host's copies of the pending batches included)\n",
+              static_cast<unsigned long long>(peak), static_cast<unsigned long long>(host_->counter("memory_waits")), grown_mb);
+  EXPECT_GT(peak, 5u << 20);
+  EXPECT_LE(peak, (2u * 5 + 1 + 1) << 20) << "parts_in_flight x part_size, one batch and one chunk";
   EXPECT_EQ(host_->counter("parts"), 8u);
   const auto o = objects("mem/partition=0/mem");
   ASSERT_EQ(o.size(), 1u);
