@@ -566,6 +566,8 @@ AvroBlocks::AvroBlocks(kit::Compression codec, int level) : codec_(codec), level
   if (codec == kit::Compression::Gzip) deflate_ = std::make_unique<Deflate>(level);
 }
 AvroBlocks::~AvroBlocks() = default;
+AvroBlocks::AvroBlocks(AvroBlocks&&) noexcept = default;
+AvroBlocks& AvroBlocks::operator=(AvroBlocks&&) noexcept = default;
 
 std::string AvroBlocks::block(std::string_view data, uint64_t records, std::string_view sync) {
   std::string packed;

@@ -48,6 +48,8 @@ class AvroBlocks {
  public:
   AvroBlocks(kit::Compression codec, int level);
   ~AvroBlocks();
+  AvroBlocks(AvroBlocks&&) noexcept;
+  AvroBlocks& operator=(AvroBlocks&&) noexcept;
   std::string block(std::string_view data, uint64_t records, std::string_view sync);
 
  private:

@@ -133,7 +133,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   const auto& table = option_table();
   table.validate(config, problems);
   if (!problems.empty()) return std::nullopt;
-  Plan p{table.parse(config), kit::ObjectKeyTemplate::parse("{start_offset}").value(), {}, {}, {}, {}, true, {}, {}, {}, {}, {}};
+  Plan p{table.parse(config), kit::ObjectKeyTemplate::parse("{start_offset}").value(), {}, {}, {}, {}, true, {}, {}, {}, {}, {}, {}};
   const Settings& s = p.settings;
   bool ok = true;
   auto problem = [&](const char* key, const std::string& message) {

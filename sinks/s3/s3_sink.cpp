@@ -9,6 +9,7 @@
 // later one of the partition, and the retry starts the next object at the failed one's first
 // offset again (same key).
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -365,7 +366,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
 
   s3::KeyContext key_context() const {
     s3::KeyContext k{.key_template = &plan_->key, .prefix = plan_->prefix, .sink_key = std::string(sink_key()),
-                     .ext = plan_->ext, .object_header = object_header_};
+                     .ext = plan_->ext, .object_header = object_header_, .container_header = {}, .sync_marker = {}};
     if (avro_) {
       k.container_header = [this](const std::string& key) { return avro_->header(key); };
       k.sync_marker = [](const std::string& key) { return s3::AvroEncoder::sync_marker(key); };
@@ -452,8 +453,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   }
 
   void upload_main() {
-    Codecs codecs{kit::Compressor(plan_->object_compression, static_cast<int>(plan_->settings.compression_level)), std::nullopt};
-    if (avro_) codecs.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
+    Codecs codecs = make_codecs();
     std::unique_lock lock(mutex_);
     for (;;) {
       cv_.wait(lock, [&] { return closing_ || !ready_.empty(); });
@@ -487,6 +487,15 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       std::shared_ptr<s3::Object> o = head(p);
       if (!o) return;
       if (o != p.current) {
+        if (p.current && p.current->dropped && !p.stream.upload_id.empty()) {
+          // Dropped (records came again) while no thread had it: its upload goes.
+          const std::string key = p.current->key, id = p.stream.upload_id;
+          p.stream = Stream{};
+          lock.unlock();
+          client_->abort_multipart(key, id);
+          lock.lock();
+          continue;
+        }
         p.current = o;
         p.stream = Stream{};
       }
@@ -501,17 +510,20 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
 
       std::optional<std::pair<bool, std::string>> failure;
       try {
-        for (auto& c : chunks) {
-          std::string bytes = codecs.blocks ? codecs.blocks->block(c.data, c.records, o->sync) : codecs.chunks.compress(c.data);
+        // Chunks are compressed each on its own: several at once when the records come faster
+        // than one thread compresses (one partition's object, gzip: most of the sink's CPU).
+        std::vector<std::string> encoded = encode_chunks(chunks, *o, codecs);
+        for (size_t i = 0; i < chunks.size(); ++i) {
           if (!st.started) {
             st.buffer = o->head;
             st.started = true;
           }
-          st.buffer += bytes;
-          const uint64_t raw = c.data.size();
-          c = {};
+          st.buffer += encoded[i];
+          const uint64_t raw = chunks[i].data.size(), packed = encoded[i].size();
+          chunks[i] = {};
+          encoded[i] = {};
           lock.lock();
-          p.in_hand = p.in_hand - raw + bytes.size();
+          p.in_hand = p.in_hand - raw + packed;
           note_held(p);
           lock.unlock();
           // Parts as the object grows: each of part_size, cut where one PUT's parts would be.
@@ -526,13 +538,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       if (failure && !st.upload_id.empty()) client_->abort_multipart(o->key, st.upload_id);
 
       lock.lock();
-      if (o->dropped && !failure && !last) {  // dropped meanwhile (records came again, or the sink closes)
-        if (!st.upload_id.empty()) {
+      if (o->dropped) {  // dropped meanwhile (records came again): its batches failed then; its upload goes
+        if (!failure && !st.upload_id.empty()) {
           lock.unlock();
           client_->abort_multipart(o->key, st.upload_id);
           lock.lock();
         }
         p.current.reset();
+        p.stream = Stream{};
         p.in_hand = 0;
         continue;
       }
@@ -560,12 +573,52 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
                                       std::to_string(st.uploaded) + " bytes" + (st.multipart ? " in " + std::to_string(st.parts) + " parts" : "") +
                                       ", sealed by " + o->sealed_by + ")");
       }
-      const bool dropped_before = o->dropped;
       lock.unlock();
-      if (!dropped_before)
-        for (const auto& owner : o->owners) static_cast<BatchWrite&>(*owner).finish(failure);
+      for (const auto& owner : o->owners) static_cast<BatchWrite&>(*owner).finish(failure);
       lock.lock();
     }
+  }
+
+  // Unlocked: the chunks through the codec (compressed, or framed as Avro blocks), in order; by
+  // up to max_uploads_in_flight threads (this one with its codecs, helpers with their own).
+  std::vector<std::string> encode_chunks(const std::deque<s3::Chunk>& chunks, const s3::Object& o, Codecs& codecs) {
+    std::vector<std::string> out(chunks.size());
+    auto encode = [&](Codecs& c, size_t i) {
+      out[i] = c.blocks ? c.blocks->block(chunks[i].data, chunks[i].records, o.sync) : c.chunks.compress(chunks[i].data);
+    };
+    const size_t threads = std::min<size_t>({chunks.size(), static_cast<size_t>(plan_->settings.max_uploads_in_flight),
+                                             std::max(1u, std::thread::hardware_concurrency())});
+    if (threads <= 1 || plan_->settings.compression == kit::Compression::None) {
+      for (size_t i = 0; i < chunks.size(); ++i) encode(codecs, i);
+      return out;
+    }
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto run = [&](Codecs& c) {
+      try {
+        for (size_t i; (i = next++) < chunks.size();) encode(c, i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        error = std::current_exception();
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < threads; ++t)
+      helpers.emplace_back([&] {
+        Codecs own = make_codecs();
+        run(own);
+      });
+    run(codecs);
+    for (auto& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+    return out;
+  }
+
+  Codecs make_codecs() const {
+    Codecs c{kit::Compressor(plan_->object_compression, static_cast<int>(plan_->settings.compression_level)), std::nullopt};
+    if (avro_) c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
+    return c;
   }
 
   // Unlocked: one part of the object's multipart upload (started at the first), removed from the buffer.
