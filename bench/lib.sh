@@ -168,7 +168,8 @@ bench_write_sink_configs() {
 }
 
 # bench_write_runtime_config DIR: DIR/runtime.toml (the broker, the build's plugins, DIR/sinks.d,
-# DIR/status.json).
+# DIR/status.json; plus the adapter's SINK_RUNTIME_SETTINGS lines in [runtime], e.g. larger
+# buffers for a sink that keeps many batches pending).
 bench_write_runtime_config() {
   local dir="$1"
   mkdir -p "$dir/sinks.d"
@@ -183,6 +184,7 @@ dir = "sinks.d"
 [runtime]
 status_file = "$dir/status.json"
 log_level = "info"
+${SINK_RUNTIME_SETTINGS:-}
 TOML
 }
 

@@ -77,29 +77,42 @@ S3Error parse_error(std::string_view body) {
   return {between(body, "<Code>", "</Code>"), between(body, "<Message>", "</Message>")};
 }
 
-std::string md5_hex(std::string_view bytes) {
+std::string md5_binary(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_md5(), nullptr);
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
+std::string md5_hex(std::string_view bytes) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
+  for (unsigned char c : md5_binary(bytes)) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
   }
   return out;
+}
+
+std::string multipart_etag_of(std::string_view part_digests, size_t parts) {
+  return md5_hex(part_digests) + "-" + std::to_string(parts);
 }
 
 std::string multipart_etag(std::string_view bytes, uint64_t part_size) {
   std::string digests;
   size_t parts = 0, at = 0;
   do {
-    const std::string hex = md5_hex(bytes.substr(at, part_size));
-    for (size_t i = 0; i < hex.size(); i += 2) digests += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    digests += md5_binary(bytes.substr(at, part_size));
     ++parts;
     at += part_size;
   } while (at < bytes.size());
-  return md5_hex(digests) + "-" + std::to_string(parts);
+  return multipart_etag_of(digests, parts);
+}
+
+std::string marker_key(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  const std::string folder = slash == std::string::npos ? "" : key.substr(0, slash + 1);
+  return folder + "_picomq/" + key.substr(slash == std::string::npos ? 0 : slash + 1) + ".last-offset";
 }
 
 Client::Client(const Plan& plan, size_t max_in_flight, Hooks hooks) : plan_(plan), hooks_(std::move(hooks)) {
@@ -164,7 +177,6 @@ kit::HttpResponse Client::send(const std::function<kit::HttpRequest()>& make, co
 
 void Client::put_object(const std::string& key, std::string_view body, const std::string& content_type,
                         int64_t last_offset) {
-  if (body.size() > plan_.settings.part_size.bytes) return put_multipart(key, body, content_type, last_offset);
   const std::string url = object_url(plan_, key);
   const std::string what = "PUT " + key;
   for (;;) {
@@ -202,81 +214,95 @@ void Client::put_object(const std::string& key, std::string_view body, const std
   }
 }
 
-bool Client::already_there(const std::string& key, const std::string& etag) {
+std::optional<std::string> Client::etag(const std::string& key) {
   const std::string url = object_url(plan_, key);
   const kit::HttpResponse h = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
-  if (h.status == 404) return false;
+  if (h.status == 404) return std::nullopt;
   if (h.status != 200) throw sdk::FatalError(h.completed() ? describe(h, "HEAD " + key) : classify(h).reason);
-  const auto there = h.headers.get("ETag");
-  if (there && unquote(*there) == etag) {
+  return unquote(h.headers.get("ETag").value_or(""));
+}
+
+void Client::check_same(const std::string& key, const std::string& there, const std::string& ours) {
+  if (there == ours) {
     if (hooks_.count) hooks_.count("already_written", 1);
-    return true;
+    return;
   }
   throw sdk::FatalError("conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
-                        "' with other content (ETag " + std::string(there.value_or("none")) + ", ours \"" + etag +
+                        "' with other content (ETag \"" + there + "\", ours \"" + ours +
                         "\"): another writer, or a changed key template or rotation");
 }
 
-void Client::put_multipart(const std::string& key, std::string_view body, const std::string& content_type,
-                           int64_t last_offset) {
-  const uint64_t part_size = plan_.settings.part_size.bytes;
-  // If-None-Match is not sent with multipart uploads (not every S3 server takes it there): the
-  // key is looked at first instead, which another writer can race.
-  if (plan_.settings.conditional_create && already_there(key, multipart_etag(body, part_size))) return;
+std::string Client::create_multipart(const std::string& key, const std::string& content_type) {
   const std::string url = object_url(plan_, key);
-  auto fail = [&](const kit::HttpResponse& r, const std::string& what) -> std::string {
-    return r.completed() ? describe(r, what) : classify(r).reason;
-  };
   const kit::HttpResponse created = send(
       [&] {
         kit::HttpRequest r{.method = "POST", .url = url + "?uploads="};
         r.headers.set("Content-Type", content_type);
-        r.headers.set("x-amz-meta-picomq-last-offset", std::to_string(last_offset));
+        r.headers.set("x-amz-meta-picomq-last-offset-in", marker_key(key));
         return r;
       },
       "CreateMultipartUpload " + key);
   const std::string upload_id = xml_text(between(created.body, "<UploadId>", "</UploadId>"));
   if (created.status != 200 || upload_id.empty())
-    throw sdk::FatalError(fail(created, "CreateMultipartUpload " + key) + (created.status == 200 ? " (no UploadId)" : ""));
+    throw sdk::FatalError((created.completed() ? describe(created, "CreateMultipartUpload " + key) : classify(created).reason) +
+                          (created.status == 200 ? " (no UploadId)" : ""));
   if (hooks_.count) hooks_.count("multipart_uploads", 1);
-  const std::string id = kit::percent_encode(upload_id);
-  try {
-    std::string parts_xml;
-    size_t number = 0;
-    for (size_t at = 0; at < body.size(); at += part_size) {
-      ++number;
-      const std::string_view part = body.substr(at, part_size);
-      // Parameters in canonical (sorted) order: libcurl 7.88 signs the query as sent.
-      const std::string part_url = url + "?partNumber=" + std::to_string(number) + "&uploadId=" + id;
-      const kit::HttpResponse r = send(
-          [&] { return kit::HttpRequest{.method = "PUT", .url = part_url, .body = kit::HttpBody::borrowed(part)}; },
-          "UploadPart " + std::to_string(number) + " of " + key);
-      const auto etag = r.headers.get("ETag");
-      if (r.status != 200 || !etag) throw sdk::FatalError(fail(r, "UploadPart " + std::to_string(number) + " of " + key));
-      parts_xml += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + std::string(*etag) + "</ETag></Part>";
-      if (hooks_.count) hooks_.count("parts", 1);
-    }
-    const std::string complete = "<CompleteMultipartUpload>" + parts_xml + "</CompleteMultipartUpload>";
-    const kit::HttpResponse done = send(
-        [&] {
-          kit::HttpRequest r{.method = "POST", .url = url + "?uploadId=" + id, .body = kit::HttpBody::borrowed(complete)};
-          r.headers.set("Content-Type", "application/xml");
-          return r;
-        },
-        "CompleteMultipartUpload " + key);
-    // S3 can answer 200 and put the error in the body.
-    if (done.status != 200 || done.body.find("<Error>") != std::string::npos)
-      throw sdk::RetryableError(fail(done, "CompleteMultipartUpload " + key) + " " + done.body_excerpt(200));
-  } catch (...) {
-    // Best effort: an upload left behind costs storage until the bucket's lifecycle rule drops it.
-    const kit::HttpResponse aborted = http_->send({.method = "DELETE", .url = url + "?uploadId=" + id});
-    if (hooks_.count) hooks_.count(aborted.status == 204 || aborted.status == 200 ? "multipart_aborted" : "multipart_abort_failed", 1);
-    throw;
-  }
+  return upload_id;
+}
+
+std::string Client::upload_part(const std::string& key, const std::string& upload_id, size_t number, std::string_view part) {
+  // Parameters in canonical (sorted) order: libcurl 7.88 signs the query as sent.
+  const std::string url =
+      object_url(plan_, key) + "?partNumber=" + std::to_string(number) + "&uploadId=" + kit::percent_encode(upload_id);
+  const std::string what = "UploadPart " + std::to_string(number) + " of " + key;
+  const kit::HttpResponse r =
+      send([&] { return kit::HttpRequest{.method = "PUT", .url = url, .body = kit::HttpBody::borrowed(part)}; }, what);
+  const auto etag = r.headers.get("ETag");
+  if (r.status != 200 || !etag) throw sdk::FatalError(r.completed() ? describe(r, what) : classify(r).reason);
   if (hooks_.count) {
-    hooks_.count("objects", 1);
-    hooks_.count("bytes_uploaded", body.size());
+    hooks_.count("parts", 1);
+    hooks_.count("bytes_uploaded", part.size());
   }
+  return std::string(*etag);
+}
+
+void Client::put_marker(const std::string& key, int64_t last_offset) {
+  const std::string marker = marker_key(key);
+  const std::string url = object_url(plan_, marker);
+  const std::string body = std::to_string(last_offset);
+  const kit::HttpResponse r = send(
+      [&] {
+        kit::HttpRequest q{.method = "PUT", .url = url, .body = kit::HttpBody::borrowed(body)};
+        q.headers.set("Content-Type", "text/plain");
+        q.headers.set("x-amz-meta-picomq-last-offset", body);
+        return q;
+      },
+      "PUT " + marker);
+  if (classify(r).outcome != kit::Outcome::Written) throw sdk::FatalError(r.completed() ? describe(r, "PUT " + marker) : classify(r).reason);
+}
+
+void Client::complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml) {
+  const std::string url = object_url(plan_, key) + "?uploadId=" + kit::percent_encode(upload_id);
+  const std::string complete = "<CompleteMultipartUpload>" + parts_xml + "</CompleteMultipartUpload>";
+  const kit::HttpResponse done = send(
+      [&] {
+        kit::HttpRequest r{.method = "POST", .url = url, .body = kit::HttpBody::borrowed(complete)};
+        r.headers.set("Content-Type", "application/xml");
+        return r;
+      },
+      "CompleteMultipartUpload " + key);
+  // S3 can answer 200 and put the error in the body.
+  if (done.status != 200 || done.body.find("<Error>") != std::string::npos)
+    throw sdk::RetryableError((done.completed() ? describe(done, "CompleteMultipartUpload " + key) : classify(done).reason) +
+                              " " + done.body_excerpt(200));
+  if (hooks_.count) hooks_.count("objects", 1);
+}
+
+void Client::abort_multipart(const std::string& key, const std::string& upload_id) {
+  // Best effort: an upload left behind costs storage until the bucket's lifecycle rule drops it.
+  const kit::HttpResponse aborted =
+      http_->send({.method = "DELETE", .url = object_url(plan_, key) + "?uploadId=" + kit::percent_encode(upload_id)});
+  if (hooks_.count) hooks_.count(aborted.status == 204 || aborted.status == 200 ? "multipart_aborted" : "multipart_abort_failed", 1);
 }
 
 std::vector<std::string> Client::list_keys(const std::string& prefix) {
@@ -311,10 +337,21 @@ std::optional<int64_t> Client::last_offset(const std::string& key) {
   const kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
   if (r.status == 404) return std::nullopt;
   if (r.status != 200) throw sdk::FatalError(r.completed() ? describe(r, "HEAD " + key) : classify(r).reason);
-  const auto v = r.headers.get("x-amz-meta-picomq-last-offset");
-  if (!v) return std::nullopt;
+  auto v = r.headers.get("x-amz-meta-picomq-last-offset");
+  std::string value = v ? std::string(*v) : "";
+  if (!v) {
+    // A streamed object: its last offset is in the marker written before it was completed.
+    const auto in = r.headers.get("x-amz-meta-picomq-last-offset-in");
+    if (!in) return std::nullopt;
+    const std::string marker = std::string(*in);
+    const std::string url = object_url(plan_, marker);
+    const kit::HttpResponse m = send([&] { return kit::HttpRequest{.method = "GET", .url = url}; }, "GET " + marker);
+    if (m.status == 404) return std::nullopt;
+    if (m.status != 200) throw sdk::FatalError(m.completed() ? describe(m, "GET " + marker) : classify(m).reason);
+    value = m.body;
+  }
   try {
-    return std::stoll(std::string(*v));
+    return std::stoll(value);
   } catch (const std::exception&) {
     return std::nullopt;
   }

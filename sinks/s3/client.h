@@ -39,6 +39,13 @@ std::string md5_hex(std::string_view bytes);
 // The ETag of the same bytes uploaded in parts of `part_size`: MD5 of the parts' binary MD5s,
 // "-<parts>" (what S3 and SeaweedFS give a multipart object).
 std::string multipart_etag(std::string_view bytes, uint64_t part_size);
+// The same from the parts' binary MD5s, concatenated.
+std::string multipart_etag_of(std::string_view part_digests, size_t parts);
+// The 16 bytes of MD5 of `bytes`.
+std::string md5_binary(std::string_view bytes);
+// Where a streamed object's last offset is kept: "<folder>/_picomq/<name>.last-offset" (a folder
+// starting with '_', which Hive, Spark, Trino and Athena skip when they read a table's files).
+std::string marker_key(const std::string& key);
 
 class Client {
  public:
@@ -49,14 +56,29 @@ class Client {
   Client(const Plan& plan, size_t max_in_flight, Hooks hooks);
   ~Client();
 
-  // Writes `body` at `key`; returns when S3 has it. Throws sdk::RetryableError (not written,
-  // or cut: the runtime retries) or sdk::FatalError.
+  // Writes `body` at `key` in one PUT; returns when S3 has it. Throws sdk::RetryableError (not
+  // written, or cut: the runtime retries) or sdk::FatalError.
   // `last_offset` goes into the object's metadata (x-amz-meta-picomq-last-offset): what a
   // restart reads to find where the object it resumes in ends.
   void put_object(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
+
+  // A multipart upload step by step, as a streamed object grows (parts in order, each resent on
+  // its own). Its last offset is not known when the upload starts: the metadata names a marker
+  // object (marker_key) that holds it, written by put_marker before the upload is completed.
+  std::string create_multipart(const std::string& key, const std::string& content_type);  // the upload id
+  std::string upload_part(const std::string& key, const std::string& upload_id, size_t number, std::string_view part);  // its ETag
+  void put_marker(const std::string& key, int64_t last_offset);
+  void complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml);
+  // Best effort (counters multipart_aborted / multipart_abort_failed).
+  void abort_multipart(const std::string& key, const std::string& upload_id);
+  // conditional_create before a multipart upload: the ETag of the object at `key`, nullopt when there is none.
+  std::optional<std::string> etag(const std::string& key);
+  // Whether an existing object (ETag `there`) has our bytes (ETag `ours`); throws sdk::FatalError otherwise.
+  void check_same(const std::string& key, const std::string& there, const std::string& ours);
   // Keys under `prefix` (ListObjectsV2, every page). Throws like put_object.
   std::vector<std::string> list_keys(const std::string& prefix);
-  // The picomq-last-offset metadata of an object; nullopt when it has none or does not exist.
+  // The last offset of an object: its picomq-last-offset metadata, or the one in the marker its
+  // picomq-last-offset-in metadata names; nullopt when it has neither or does not exist.
   std::optional<int64_t> last_offset(const std::string& key);
   // A start-up check: throws sdk::FatalError when the bucket does not exist or the credentials
   // are refused; returns a warning text when the server cannot be reached (writes then retry).
@@ -71,11 +93,6 @@ class Client {
   std::string describe(const kit::HttpResponse& response, const std::string& what) const;
   // Sends (again, with back-off, while retry_timeout allows) until the outcome is not a retry.
   kit::HttpResponse send(const std::function<kit::HttpRequest()>& make, const std::string& what);
-  // One object in parts (CreateMultipartUpload, UploadPart..., CompleteMultipartUpload); aborted
-  // when any step fails for good.
-  void put_multipart(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
-  // conditional_create before a multipart upload: true when the key holds these bytes already.
-  bool already_there(const std::string& key, const std::string& etag);
   const Plan& plan_;
   Hooks hooks_;
   kit::OutcomeRules rules_;

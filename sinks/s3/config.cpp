@@ -5,6 +5,7 @@
 
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
+#include "s3/avro.h"
 
 namespace picomq::s3 {
 namespace {
@@ -58,10 +59,11 @@ const kit::OptionTable<Settings>& option_table() {
                 "{start_offset} (20 digits), {sink_key}, {year} {month} {day} {hour} (UTC, of the record timestamp), "
                 "{ext}. Must hold {start_offset} and {partition}."),
       kit::option("format", &Settings::format)
-          .choices({{"json_lines", Format::JsonLines}, {"raw", Format::Raw}, {"csv", Format::Csv}})
+          .choices({{"json_lines", Format::JsonLines}, {"raw", Format::Raw}, {"csv", Format::Csv}, {"avro", Format::Avro}})
           .fallback(Format::JsonLines)
           .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
-                "csv: the csv_columns of each record, one line each (RFC 4180 quoting)."),
+                "csv: the csv_columns of each record, one line each (RFC 4180 quoting); avro: an Avro object container "
+                "file of avro_schema (compression as its codec: deflate, zstandard)."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
@@ -72,10 +74,15 @@ const kit::OptionTable<Settings>& option_table() {
                 "as JSON, null or missing empty) or pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
                 "(base64), pico_headers (JSON). A record whose payload is not a JSON object is refused (bad-record policy)."),
       kit::option("csv_header", &Settings::csv_header).fallback(true).help("csv: each object starts with the header line."),
+      kit::option("avro_schema", &Settings::avro_schema)
+          .help("avro: the writer schema (Avro JSON) the JSON payloads are encoded by; top-level fields pico_topic, "
+                "pico_partition, pico_offset, pico_timestamp, pico_key the payload lacks come from the record. A "
+                "record that does not fit is refused (bad-record policy)."),
       kit::option("compression", &Settings::compression)
           .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
           .fallback(kit::Compression::Gzip)
-          .help("Of each object (a .gz / .zst file; no Content-Encoding)."),
+          .help("Of each object (a .gz / .zst file of gzip members / zstd frames, one per chunk; no Content-Encoding); "
+                "avro: the container's codec (gzip: deflate, zstd: zstandard)."),
       kit::option("compression_level", &Settings::compression_level).fallback(0).help("0: the codec's default (gzip 6, zstd 3)."),
       kit::option("max_object_records", &Settings::max_object_records)
           .fallback(0)
@@ -96,7 +103,17 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("part_size", &Settings::part_size)
           .fallback(kit::ByteSize{16u << 20})
           .help("An object larger than this (as uploaded, after compression) goes up as a multipart upload of parts of "
-                "this size (at least 5MiB, S3's minimum), one part at a time per upload, the upload aborted if it fails."),
+                "this size (at least 5MiB, S3's minimum) while it grows, one part at a time per upload, the upload "
+                "aborted if it fails."),
+      kit::option("parts_in_flight", &Settings::parts_in_flight)
+          .fallback(2)
+          .check(kit::at_least(1))
+          .help("Memory: a partition's writes wait while its objects hold more than parts_in_flight x part_size bytes "
+                "not yet uploaded (compressed parts, and chunks not compressed yet)."),
+      kit::option("chunk_size", &Settings::chunk_size)
+          .fallback(kit::ByteSize{1u << 20})
+          .help("Objects are compressed and uploaded as they grow, in chunks of about this size of encoded records "
+                "(cut after the record that reaches it): each chunk is a gzip member, a zstd frame or an Avro block."),
       kit::option("max_uploads_in_flight", &Settings::max_uploads_in_flight)
           .fallback(4)
           .check(kit::at_least(1))
@@ -116,7 +133,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   const auto& table = option_table();
   table.validate(config, problems);
   if (!problems.empty()) return std::nullopt;
-  Plan p{table.parse(config), kit::ObjectKeyTemplate::parse("{start_offset}").value(), {}, {}, {}, {}, true, {}, {}, {}, {}, {}};
+  Plan p{table.parse(config), kit::ObjectKeyTemplate::parse("{start_offset}").value(), {}, {}, {}, {}, true, {}, {}, {}, {}, {}, {}};
   const Settings& s = p.settings;
   bool ok = true;
   auto problem = [&](const char* key, const std::string& message) {
@@ -187,18 +204,41 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   }
   if (s.part_size.bytes < (5u << 20)) problem("part_size", "must be at least 5MiB (S3's smallest part)");
   if (s.part_size.bytes > (5ull << 30)) problem("part_size", "must be at most 5GiB (S3's largest part)");
+  if (s.chunk_size.bytes < 1024) problem("chunk_size", "must be at least 1KiB");
+  if (s.format == Format::Avro) {
+    if (!s.avro_schema) {
+      problem("avro_schema", "is required with format = \"avro\"");
+    } else {
+      try {
+        AvroEncoder probe(*s.avro_schema, s.compression);
+      } catch (const std::invalid_argument& e) {
+        std::string m = e.what();
+        if (m.rfind("avro_schema: ", 0) == 0) m = m.substr(13);
+        problem("avro_schema", m);
+      }
+    }
+  }
+  if (s.format != Format::Avro && s.avro_schema) problem("avro_schema", "is only for format = \"avro\"");
   if (s.format == Format::Csv && s.csv_columns.empty()) problem("csv_columns", "is required with format = \"csv\"");
   if (s.format != Format::Csv && !s.csv_columns.empty()) problem("csv_columns", "is only for format = \"csv\"");
   for (const auto& c : s.csv_columns)
     if (c.empty()) problem("csv_columns", "a column name is empty");
-  p.ext = s.format == Format::JsonLines ? "json" : s.format == Format::Csv ? "csv" : "bin";
-  if (s.compression == kit::Compression::Gzip) p.ext += ".gz";
-  if (s.compression == kit::Compression::Zstd) p.ext += ".zst";
+  p.ext = s.format == Format::JsonLines ? "json" : s.format == Format::Csv ? "csv" : s.format == Format::Avro ? "avro" : "bin";
   p.content_type = s.format == Format::JsonLines ? "application/x-ndjson"
                    : s.format == Format::Csv     ? "text/csv"
+                   : s.format == Format::Avro    ? "application/avro"
                                                  : "application/octet-stream";
-  if (s.compression == kit::Compression::Gzip) p.content_type = "application/gzip";
-  if (s.compression == kit::Compression::Zstd) p.content_type = "application/zstd";
+  if (s.format != Format::Avro) {
+    p.object_compression = s.compression;
+    if (s.compression == kit::Compression::Gzip) {
+      p.ext += ".gz";
+      p.content_type = "application/gzip";
+    }
+    if (s.compression == kit::Compression::Zstd) {
+      p.ext += ".zst";
+      p.content_type = "application/zstd";
+    }
+  }
   if (!ok) return std::nullopt;
   return p;
 }

@@ -16,7 +16,7 @@
 
 namespace picomq::s3 {
 
-enum class Format { JsonLines, Raw, Csv };
+enum class Format { JsonLines, Raw, Csv, Avro };
 enum class Addressing { Auto, Path, Virtual };
 
 struct Settings {
@@ -32,6 +32,7 @@ struct Settings {
   std::string raw_separator;
   std::vector<std::string> csv_columns;
   bool csv_header = true;
+  std::optional<std::string> avro_schema;
   kit::Compression compression = kit::Compression::Gzip;
   int64_t compression_level = 0;
   int64_t max_object_records = 0;
@@ -39,6 +40,8 @@ struct Settings {
   std::chrono::milliseconds rotate_interval{};
   bool conditional_create = false;
   kit::ByteSize part_size{};
+  int64_t parts_in_flight = 0;
+  kit::ByteSize chunk_size{};
   int64_t max_uploads_in_flight = 0;
   std::chrono::milliseconds retry_timeout{};
   std::chrono::milliseconds timeout{};
@@ -57,7 +60,8 @@ struct Plan {
   std::string base_path;      // the endpoint's path, without a trailing '/'
   bool path_style = true;
   std::string access_key_id, secret_access_key, session_token;  // config, else AWS_* environment
-  std::string ext;            // "json.gz", "bin.zst"...
+  std::string ext;            // "json.gz", "bin.zst", "avro"...
+  kit::Compression object_compression = kit::Compression::None;  // of the chunks (None for Avro: its blocks have the codec)
   std::string content_type;
 };
 

@@ -5,6 +5,7 @@
 // the same bytes; flush() (ABI 2.2 flush, a revoke, shutdown) ends the open one early. No I/O:
 // sealed objects go to the sink's callback, which uploads them.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +20,10 @@ struct Rotation {
   uint64_t max_records = 0;     // 0: no limit
   uint64_t max_bytes = 0;       // of the encoded records, before compression; 0: no limit
   int64_t interval_ms = 0;      // record-time windows aligned to the epoch; 0: off
+  // Streaming: the encoded records are cut into chunks of about this size (after the record
+  // that reaches it: the cut depends on the records alone), each compressed on its own (a gzip
+  // member, a zstd frame, an Avro block) and uploaded while the object grows. 0: one chunk at the seal.
+  uint64_t chunk_bytes = 0;
 };
 
 // Whoever waits for the objects that hold some of its records (the sink's batch write).
@@ -28,6 +33,12 @@ struct Owner {
   virtual void joined() {}
 };
 
+// Encoded records cut from an object, in order.
+struct Chunk {
+  std::string data;
+  uint64_t records = 0;
+};
+
 struct Object {
   std::string topic;
   int32_t partition = 0;
@@ -35,7 +46,15 @@ struct Object {
   int64_t first_offset = 0, last_offset = 0;
   int64_t first_timestamp_ms = -1;
   uint64_t records = 0;
-  std::string body;  // encoded records, uncompressed
+  uint64_t bytes = 0;          // encoded so far (a CSV header included), before compression: max_bytes
+  std::string head;            // bytes uploaded as they are before the first chunk (an Avro container header)
+  std::string sync;            // an Avro container's sync marker
+  std::string staging;         // encoded records not cut into a chunk yet
+  uint64_t staging_records = 0;
+  std::deque<Chunk> chunks;    // cut, not yet taken by the uploader
+  uint64_t chunk_bytes = 0;    // of `chunks`
+  bool sealed = false;         // complete: every record is in `chunks` (or taken)
+  bool dropped = false;        // failed while the uploader had it: it aborts what it started
   std::vector<std::shared_ptr<Owner>> owners;  // each once, in append order
   std::string sealed_by;                       // "max_records", "max_bytes", "rotate_interval", "time_field", "flush"
   // Rotation state of the open object.
@@ -48,15 +67,21 @@ struct KeyContext {
   std::string prefix;  // "" or ending in '/'
   std::string sink_key;
   std::string ext;
-  std::string object_header;  // the first bytes of every object (a CSV header line), or empty
+  std::string object_header;  // the first encoded bytes of every object (a CSV header line), or empty
+  // The raw first bytes of the object with this key (an Avro container header), or none.
+  std::function<std::string(const std::string& key)> container_header;
+  // The sync marker of the object with this key (Avro), or none.
+  std::function<std::string(const std::string& key)> sync_marker;
 };
 
 class PartitionObjects {
  public:
-  using Sealed = std::function<void(std::unique_ptr<Object>)>;
-  PartitionObjects(std::string topic, int32_t partition, Rotation rotation, KeyContext keys, Sealed sealed)
+  using Sealed = std::function<void(std::shared_ptr<Object>)>;
+  // `sealed`: an object is complete (its last chunk cut); `chunked`: the open object has a new chunk.
+  PartitionObjects(std::string topic, int32_t partition, Rotation rotation, KeyContext keys, Sealed sealed,
+                   std::function<void()> chunked = {})
       : topic_(std::move(topic)), partition_(partition), rotation_(rotation), keys_(std::move(keys)),
-        sealed_(std::move(sealed)) {}
+        sealed_(std::move(sealed)), chunked_(std::move(chunked)) {}
 
   // Adds one encoded record (its bytes as they go into the object, separator included) owned by
   // `owner`. Seals the open object first when the record cannot join it, and after it when the
@@ -65,20 +90,22 @@ class PartitionObjects {
   // Seals the open object (if any) with `why`.
   void seal(const char* why);
   // Drops the open object without sealing it; returns it (its owners must be failed).
-  std::unique_ptr<Object> take_open() { return std::move(open_); }
-  const Object* open() const { return open_.get(); }
+  std::shared_ptr<Object> take_open() { return std::move(open_); }
+  const std::shared_ptr<Object>& open() const { return open_; }
   // The offset just past the last record appended (0 before any).
   int64_t next_offset() const { return next_offset_; }
   void restart_at(int64_t next_offset) { next_offset_ = next_offset; }
 
  private:
   void start(int64_t offset, int64_t timestamp_ms);
+  void cut();
   std::string topic_;
   int32_t partition_;
   Rotation rotation_;
   KeyContext keys_;
   Sealed sealed_;
-  std::unique_ptr<Object> open_;
+  std::function<void()> chunked_;
+  std::shared_ptr<Object> open_;
   int64_t next_offset_ = 0;
 };
 

@@ -9,6 +9,7 @@
 // later one of the partition, and the retry starts the next object at the failed one's first
 // offset again (same key).
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -24,6 +25,7 @@
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/record_json.hpp"
 #include "picomq/sdk.hpp"
+#include "s3/avro.h"
 #include "s3/client.h"
 #include "s3/config.h"
 #include "s3/csv.h"
@@ -60,11 +62,28 @@ struct BatchWrite final : s3::Owner {
   std::optional<std::pair<bool, std::string>> failed;  // fatal?, reason
 };
 
+// The upload of the object an upload thread works on (streamed: parts go up as it grows).
+struct Stream {
+  bool started = false;   // the object's head bytes are in `buffer`
+  std::string buffer;     // encoded (compressed) bytes not uploaded yet
+  std::string upload_id;  // multipart upload under way
+  std::optional<std::string> existing;  // conditional_create: the ETag of the object there (compared, not uploaded)
+  bool multipart = false;
+  std::string parts_xml, digests;
+  size_t parts = 0;
+  uint64_t uploaded = 0;
+};
+
 struct PartitionState {
   std::unique_ptr<s3::PartitionObjects> objects;
-  std::deque<std::unique_ptr<s3::Object>> queue;  // sealed, in order, waiting for upload
+  std::deque<std::shared_ptr<s3::Object>> queue;  // sealed, in order, waiting for upload (the first may be under way)
   bool uploading = false;
   bool in_ready = false;
+  // The object an upload thread works on (the first of `queue`, or the open one), its upload,
+  // and the bytes the thread holds for it (chunks taken, compressed bytes not uploaded yet).
+  std::shared_ptr<s3::Object> current;
+  Stream stream;
+  uint64_t in_hand = 0;
   // After a failed upload (or a rewind): the offset the next object must start at; a batch
   // starting after it is refused (retry) until the one holding it comes back.
   std::optional<int64_t> expect;
@@ -91,8 +110,9 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   static constexpr std::string_view sink_name = "s3";
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
-      "Writes each topic-partition's records as objects (JSON lines or raw, gzip/zstd) to S3 under keys from the "
-      "first offset: a replay rewrites the same keys. Rotation by records, bytes and record time; SigV4.";
+      "Writes each topic-partition's records as objects (JSON lines, CSV, Avro or raw, gzip/zstd) to S3 under keys "
+      "from the first offset: a replay rewrites the same keys. Rotation by records, bytes and record time; streamed "
+      "multipart uploads; SigV4.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   // Batches pending while their objects fill: an object of max_object_records needs up to
@@ -114,6 +134,10 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     const s3::Settings& s = plan_->settings;
     writer_ = kit::RecordJsonWriter({.layout = s.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!s.include_metadata || s.format == s3::Format::Raw) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (s.format == s3::Format::Avro) {
+      avro_ = std::make_unique<s3::AvroEncoder>(*s.avro_schema, s.compression);
+      declare_unread_fields(PMQ_FIELD_HEADERS);
+    }
     if (s.format == s3::Format::Csv) {
       csv_ = std::make_unique<s3::CsvEncoder>(s.csv_columns);
       if (s.csv_header) object_header_ = csv_->header();
@@ -121,7 +145,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         declare_unread_fields(PMQ_FIELD_HEADERS);
     }
     rotation_ = {.max_records = static_cast<uint64_t>(s.max_object_records), .max_bytes = s.max_object_bytes.bytes,
-                 .interval_ms = s.rotate_interval.count()};
+                 .interval_ms = s.rotate_interval.count(), .chunk_bytes = s.chunk_size.bytes};
+    held_limit_ = static_cast<uint64_t>(s.parts_in_flight) * s.part_size.bytes;
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<s3::Client>(
         *plan_, static_cast<size_t>(s.max_uploads_in_flight),
@@ -145,8 +170,15 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     const int64_t first = pmq_batch_record(&b, 0)->offset;
     bool resumed;
     {
-      std::lock_guard lock(mutex_);
-      resumed = partition(b.topic, b.partition).resumed;
+      // Memory: wait while the partition's objects hold more than parts_in_flight x part_size
+      // bytes not uploaded yet (the upload thread drains them part by part).
+      std::unique_lock lock(mutex_);
+      PartitionState& p = partition(b.topic, b.partition);
+      if (held(p) > held_limit_) {
+        count("memory_waits");
+        while (!closing_ && held(p) > held_limit_) cv_.wait_for(lock, std::chrono::milliseconds(100));
+      }
+      resumed = p.resumed;
     }
     std::optional<int64_t> resume_through;
     if (!resumed) {
@@ -201,6 +233,12 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
           if (plan_->settings.format == s3::Format::JsonLines) {
             json.append(encoded, r);
             encoded += '\n';
+          } else if (avro_) {
+            if (auto refused = avro_->append(encoded, b, r)) {
+              write->pending.reject(i, *refused);
+              count("rejected_records");
+              continue;
+            }
           } else if (csv_) {
             if (auto refused = csv_->append(encoded, b, r)) {
               write->pending.reject(i, *refused);
@@ -265,7 +303,10 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     for (auto& t : uploaders_) t.join();
     uploaders_.clear();
     std::lock_guard lock(mutex_);
-    for (auto& [tp, p] : partitions_) drop(*p, false, "the sink closed before the object was written");
+    for (auto& [tp, p] : partitions_) {
+      p->current.reset();  // no thread has it any more
+      drop(*p, false, "the sink closed before the object was written");
+    }
     partitions_.clear();
   }
 
@@ -278,11 +319,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       PartitionState* raw = slot.get();
       slot->objects = std::make_unique<s3::PartitionObjects>(
           std::string(topic), partition, rotation_,
-          s3::KeyContext{.key_template = &plan_->key, .prefix = plan_->prefix, .sink_key = std::string(sink_key()),
-                         .ext = plan_->ext, .object_header = object_header_},
-          [this, raw](std::unique_ptr<s3::Object> o) {  // called with mutex_ held
+          key_context(),
+          [this, raw](std::shared_ptr<s3::Object> o) {  // called with mutex_ held
             count("objects_sealed");
             raw->queue.push_back(std::move(o));
+            schedule(raw);
+          },
+          [this, raw] {  // a chunk of the open object: it can go up
+            note_held(*raw);
             schedule(raw);
           });
       states_.emplace(raw, self);
@@ -320,9 +364,46 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     }
   }
 
-  // mutex_ held: the partition has an object to upload and none under way.
+  s3::KeyContext key_context() const {
+    s3::KeyContext k{.key_template = &plan_->key, .prefix = plan_->prefix, .sink_key = std::string(sink_key()),
+                     .ext = plan_->ext, .object_header = object_header_, .container_header = {}, .sync_marker = {}};
+    if (avro_) {
+      k.container_header = [this](const std::string& key) { return avro_->header(key); };
+      k.sync_marker = [](const std::string& key) { return s3::AvroEncoder::sync_marker(key); };
+    }
+    return k;
+  }
+
+  // mutex_ held: bytes of the partition's objects not uploaded yet.
+  static uint64_t held(const PartitionState& p) {
+    uint64_t n = p.in_hand;
+    for (const auto& o : p.queue) n += o->chunk_bytes;
+    if (const auto& o = p.objects->open()) n += o->chunk_bytes;
+    return n;
+  }
+
+  // mutex_ held: counter peak_unuploaded_bytes follows the most any partition held (a counter
+  // only grows: by the rise of the peak).
+  void note_held(const PartitionState& p) {
+    const uint64_t n = held(p);
+    if (n > peak_held_) {
+      count("peak_unuploaded_bytes", n - peak_held_);
+      peak_held_ = n;
+    }
+  }
+
+  // mutex_ held: the object the upload thread works on next (in order: the first sealed one, or
+  // the open one), or null.
+  static std::shared_ptr<s3::Object> head(const PartitionState& p) {
+    return p.queue.empty() ? p.objects->open() : p.queue.front();
+  }
+
+  // mutex_ held: the partition has upload work (a sealed object, or a chunk of the open one) and
+  // no thread on it.
   void schedule(PartitionState* p) {
-    if (p->uploading || p->in_ready || p->queue.empty()) return;
+    if (p->uploading || p->in_ready) return;
+    const auto h = head(*p);
+    if (!h || (!h->sealed && h->chunks.empty())) return;
     p->in_ready = true;
     ready_.push_back(states_.at(p));
   }
@@ -335,6 +416,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     log(sdk::LogLevel::Warn, "s3 sink: records from before offset " + std::to_string(p.objects->next_offset()) +
                                  " came again; the next object starts at offset " + std::to_string(at));
     if (auto open = p.objects->take_open()) {
+      open->dropped = true;  // an upload under way of it is aborted
       fail_owners(*open, false, "its object was dropped (records came again)");
       p.expect = at;
       p.recovering_through = std::max(p.recovering_through.value_or(open->last_offset), open->last_offset);
@@ -351,19 +433,27 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       p.recovering_through = std::max(p.recovering_through.value_or(o.last_offset), o.last_offset);
       if (o.sealed_by == "flush" || o.sealed_by == "revoke" || o.sealed_by == "retry") p.recut.insert(o.last_offset);
     };
+    // The object an upload thread has stays (its outcome comes from the thread), unless open.
+    std::shared_ptr<s3::Object> kept;
     for (auto& o : p.queue) {
+      if (o == p.current) {
+        kept = o;
+        continue;
+      }
       note(*o);
       fail_owners(*o, fatal, reason);
     }
     p.queue.clear();
+    if (kept) p.queue.push_back(std::move(kept));
     if (auto open = p.objects->take_open()) {
+      open->dropped = true;
       p.recovering_through = std::max(p.recovering_through.value_or(open->last_offset), open->last_offset);
       fail_owners(*open, fatal, reason);
     }
   }
 
   void upload_main() {
-    kit::Compressor compressor(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
+    Codecs codecs = make_codecs();
     std::unique_lock lock(mutex_);
     for (;;) {
       cv_.wait(lock, [&] { return closing_ || !ready_.empty(); });
@@ -371,41 +461,117 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       std::shared_ptr<PartitionState> p = std::move(ready_.front());
       ready_.pop_front();
       p->in_ready = false;
-      std::unique_ptr<s3::Object> o = std::move(p->queue.front());
-      p->queue.pop_front();
       p->uploading = true;
+      work(*p, lock, codecs);
+      p->uploading = false;
+      schedule(p.get());
+      if (p->queue.empty() && !p->uploading && !p->objects->open()) {  // a revoked partition's last upload: its state goes
+        const auto it = std::find_if(partitions_.begin(), partitions_.end(), [&](const auto& e) { return e.second == p; });
+        if (it == partitions_.end()) states_.erase(p.get());
+      }
+      cv_.notify_all();  // writes waiting for memory
+    }
+  }
+
+  struct Codecs {
+    kit::Compressor chunks;                 // gzip / zstd / none of each chunk
+    std::optional<s3::AvroBlocks> blocks;   // avro: the container's codec
+  };
+
+  // mutex_ held (released while uploading): uploads what the partition's first object has (its
+  // chunks; and when it is sealed, the rest), object after object, until nothing is left to do.
+  void work(PartitionState& p, std::unique_lock<std::mutex>& lock, Codecs& codecs) {
+    const uint64_t part_size = plan_->settings.part_size.bytes;
+    for (bool first = true; !closing_; first = false) {
+      if (!first && !ready_.empty()) return;  // other partitions wait for a thread: this one goes to the back
+      std::shared_ptr<s3::Object> o = head(p);
+      if (!o) return;
+      if (o != p.current) {
+        if (p.current && p.current->dropped && !p.stream.upload_id.empty()) {
+          // Dropped (records came again) while no thread had it: its upload goes.
+          const std::string key = p.current->key, id = p.stream.upload_id;
+          p.stream = Stream{};
+          lock.unlock();
+          client_->abort_multipart(key, id);
+          lock.lock();
+          continue;
+        }
+        p.current = o;
+        p.stream = Stream{};
+      }
+      if (o->chunks.empty() && !o->sealed) return;  // more when its records come
+      std::deque<s3::Chunk> chunks = std::move(o->chunks);
+      o->chunks.clear();
+      p.in_hand += o->chunk_bytes;
+      o->chunk_bytes = 0;
+      const bool last = o->sealed;
+      Stream& st = p.stream;
       lock.unlock();
 
       std::optional<std::pair<bool, std::string>> failure;
       try {
-        const std::string body = compressor.compress(o->body);
-        client_->put_object(o->key, body, plan_->content_type, o->last_offset);
-        count("records_written", o->records);
-        log(sdk::LogLevel::Debug, "s3 sink: wrote " + o->key + " (" + std::to_string(o->records) + " records, " +
-                                      std::to_string(body.size()) + " bytes, sealed by " + o->sealed_by + ")");
+        // Chunks are compressed each on its own: several at once when the records come faster
+        // than one thread compresses (one partition's object, gzip: most of the sink's CPU).
+        std::vector<std::string> encoded = encode_chunks(chunks, *o, codecs);
+        for (size_t i = 0; i < chunks.size(); ++i) {
+          if (!st.started) {
+            st.buffer = o->head;
+            st.started = true;
+          }
+          st.buffer += encoded[i];
+          const uint64_t raw = chunks[i].data.size(), packed = encoded[i].size();
+          chunks[i] = {};
+          encoded[i] = {};
+          lock.lock();
+          p.in_hand = p.in_hand - raw + packed;
+          note_held(p);
+          lock.unlock();
+          // Parts as the object grows: each of part_size, cut where one PUT's parts would be.
+          while (st.buffer.size() > part_size) upload_part(*o, st, std::string_view(st.buffer).substr(0, part_size), p, lock);
+        }
+        if (last) finish(*o, st, p, lock);
       } catch (const sdk::FatalError& e) {
         failure = std::pair{true, std::string(e.what())};
       } catch (const std::exception& e) {
         failure = std::pair{false, std::string(e.what())};
       }
+      if (failure && !st.upload_id.empty()) client_->abort_multipart(o->key, st.upload_id);
 
       lock.lock();
-      p->uploading = false;
+      if (o->dropped) {  // dropped meanwhile (records came again): its batches failed then; its upload goes
+        if (!failure && !st.upload_id.empty()) {
+          lock.unlock();
+          client_->abort_multipart(o->key, st.upload_id);
+          lock.lock();
+        }
+        p.current.reset();
+        p.stream = Stream{};
+        p.in_hand = 0;
+        continue;
+      }
+      if (!failure && !last) {
+        p.in_hand = st.buffer.size();
+        continue;  // chunks may have come meanwhile
+      }
+      // Done with it: written, or failed.
+      p.current.reset();
+      p.in_hand = 0;
+      if (!p.queue.empty() && p.queue.front() == o) p.queue.pop_front();
+      else if (p.objects->open() == o) (void)p.objects->take_open();
       if (failure) {
-        log(failure->first ? sdk::LogLevel::Error : sdk::LogLevel::Warn,
-            "s3 sink: " + o->key + " not written: " + failure->second);
+        log(failure->first ? sdk::LogLevel::Error : sdk::LogLevel::Warn, "s3 sink: " + o->key + " not written: " + failure->second);
         // This object and every later one of the partition: their batches are retried (or stop
         // the sink), and the next object starts at this one's first offset again.
-        drop(*p, failure->first, "an earlier object of the partition was not written: " + failure->second);
-        p->recovering_through = std::max(p->recovering_through.value_or(o->last_offset), o->last_offset);
-        if (o->sealed_by == "flush" || o->sealed_by == "revoke" || o->sealed_by == "retry") p->recut.insert(o->last_offset);
-        p->expect = o->first_offset;
-        p->objects->restart_at(o->first_offset);
-      }
-      schedule(p.get());
-      if (p->queue.empty() && !p->uploading) {  // a revoked partition's last upload: its state goes
-        const auto it = partitions_.find({o->topic, o->partition});
-        if (it == partitions_.end() || it->second != p) states_.erase(p.get());
+        drop(p, failure->first, "an earlier object of the partition was not written: " + failure->second);
+        p.recovering_through = std::max(p.recovering_through.value_or(o->last_offset), o->last_offset);
+        if (o->sealed_by == "flush" || o->sealed_by == "revoke" || o->sealed_by == "retry") p.recut.insert(o->last_offset);
+        p.expect = o->first_offset;
+        p.objects->restart_at(o->first_offset);
+      } else {
+        count("records_written", o->records);
+        log(sdk::LogLevel::Debug, "s3 sink: wrote " + o->key + " (" + std::to_string(o->records) + " records, " +
+                                      std::to_string(st.uploaded) + " bytes" + (st.multipart ? " in " + std::to_string(st.parts) + " parts" : "") +
+                                      ", sealed by " + o->sealed_by + ")");
       }
       lock.unlock();
       for (const auto& owner : o->owners) static_cast<BatchWrite&>(*owner).finish(failure);
@@ -413,11 +579,95 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     }
   }
 
+  // Unlocked: the chunks through the codec (compressed, or framed as Avro blocks), in order; by
+  // up to max_uploads_in_flight threads (this one with its codecs, helpers with their own).
+  std::vector<std::string> encode_chunks(const std::deque<s3::Chunk>& chunks, const s3::Object& o, Codecs& codecs) {
+    std::vector<std::string> out(chunks.size());
+    auto encode = [&](Codecs& c, size_t i) {
+      out[i] = c.blocks ? c.blocks->block(chunks[i].data, chunks[i].records, o.sync) : c.chunks.compress(chunks[i].data);
+    };
+    const size_t threads = std::min<size_t>({chunks.size(), static_cast<size_t>(plan_->settings.max_uploads_in_flight),
+                                             std::max(1u, std::thread::hardware_concurrency())});
+    if (threads <= 1 || plan_->settings.compression == kit::Compression::None) {
+      for (size_t i = 0; i < chunks.size(); ++i) encode(codecs, i);
+      return out;
+    }
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto run = [&](Codecs& c) {
+      try {
+        for (size_t i; (i = next++) < chunks.size();) encode(c, i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        error = std::current_exception();
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < threads; ++t)
+      helpers.emplace_back([&] {
+        Codecs own = make_codecs();
+        run(own);
+      });
+    run(codecs);
+    for (auto& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+    return out;
+  }
+
+  Codecs make_codecs() const {
+    Codecs c{kit::Compressor(plan_->object_compression, static_cast<int>(plan_->settings.compression_level)), std::nullopt};
+    if (avro_) c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
+    return c;
+  }
+
+  // Unlocked: one part of the object's multipart upload (started at the first), removed from the buffer.
+  void upload_part(const s3::Object& o, Stream& st, std::string_view part, PartitionState& p, std::unique_lock<std::mutex>& lock) {
+    if (!st.multipart) {
+      st.multipart = true;
+      // If-None-Match is not sent with multipart uploads (not every S3 server takes it there): the
+      // key is looked at first instead (another writer can race), and an object there is
+      // compared by its ETag at the end instead of uploaded.
+      if (plan_->settings.conditional_create) st.existing = client_->etag(o.key);
+      if (!st.existing) st.upload_id = client_->create_multipart(o.key, plan_->content_type);
+    }
+    ++st.parts;
+    st.digests += s3::md5_binary(part);
+    if (!st.existing)
+      st.parts_xml += "<Part><PartNumber>" + std::to_string(st.parts) + "</PartNumber><ETag>" +
+                      client_->upload_part(o.key, st.upload_id, st.parts, part) + "</ETag></Part>";
+    st.uploaded += part.size();
+    const size_t n = part.size();
+    st.buffer.erase(0, n);
+    lock.lock();
+    p.in_hand -= std::min<uint64_t>(p.in_hand, n);
+    lock.unlock();
+    cv_.notify_all();
+  }
+
+  // Unlocked: the sealed object's rest: one PUT when it fits in a part, else its last part, its
+  // last offset's marker and CompleteMultipartUpload.
+  void finish(const s3::Object& o, Stream& st, PartitionState& p, std::unique_lock<std::mutex>& lock) {
+    if (!st.started) st.buffer = o.head;  // no chunk (cannot happen: an object has a record)
+    if (!st.multipart) {
+      client_->put_object(o.key, st.buffer, plan_->content_type, o.last_offset);
+      st.uploaded += st.buffer.size();
+      return;
+    }
+    upload_part(o, st, st.buffer, p, lock);
+    if (st.existing) return client_->check_same(o.key, *st.existing, s3::multipart_etag_of(st.digests, st.parts));
+    client_->put_marker(o.key, o.last_offset);
+    client_->complete_multipart(o.key, st.upload_id, st.parts_xml);
+  }
+
   std::unique_ptr<s3::Plan> plan_;
   kit::RecordJsonWriter writer_;
   s3::Rotation rotation_;
   std::unique_ptr<s3::Client> client_;
   std::unique_ptr<s3::CsvEncoder> csv_;
+  std::unique_ptr<s3::AvroEncoder> avro_;
+  uint64_t held_limit_ = 0;
+  uint64_t peak_held_ = 0;
   std::string object_header_;
   std::mutex mutex_;  // partitions_, states_, ready_, every PartitionState, closing_
   std::condition_variable cv_;

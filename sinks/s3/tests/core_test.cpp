@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "picomq/kit/testing/fake_host.hpp"
+#include "s3/avro.h"
 #include "s3/client.h"
 #include "s3/config.h"
 #include "s3/csv.h"
@@ -17,6 +18,7 @@ struct Built {
   std::string key;
   int64_t first, last;
   std::string body, why;
+  std::vector<std::string> chunks;
 };
 
 class Objects {
@@ -24,8 +26,13 @@ class Objects {
   Objects(Rotation rotation, const std::string& tmpl = "{topic}/{partition}/{start_offset}.{ext}")
       : key_(kit::ObjectKeyTemplate::parse(tmpl).value()),
         objects_("t.x", 2, rotation, KeyContext{.key_template = &key_, .prefix = "p/", .sink_key = "k", .ext = "json"},
-                 [this](std::unique_ptr<Object> o) {
-                   built.push_back({o->key, o->first_offset, o->last_offset, o->body, o->sealed_by});
+                 [this](std::shared_ptr<Object> o) {
+                   Built b{o->key, o->first_offset, o->last_offset, "", o->sealed_by, {}};
+                   for (const auto& c : o->chunks) {
+                     b.body += c.data;
+                     b.chunks.push_back(c.data);
+                   }
+                   built.push_back(std::move(b));
                  }) {}
   void add(int64_t offset, int64_t ts, const std::string& bytes) { objects_.append(offset, ts, bytes, owner_); }
   void flush() { objects_.seal("flush"); }
@@ -122,6 +129,17 @@ TEST(S3Objects, TheSameRecordsInOtherBatchesMakeTheSameObjects) {
   }
 }
 
+TEST(S3Objects, ChunksAreCutAfterTheRecordThatReachesTheirSizeWhateverTheBatches) {
+  // Streaming: an object goes up in chunks (each compressed on its own) as it grows; where a chunk
+  // ends is a function of the records, so a replay cuts (and compresses) the same chunks.
+  Objects o({.max_records = 6, .chunk_bytes = 5});
+  for (int i = 0; i < 8; ++i) o.add(i, 0, std::string(1 + i % 3, 'a' + i) + "\n");
+  o.flush();
+  ASSERT_EQ(o.built.size(), 2u);
+  EXPECT_EQ(o.built[0].chunks, (std::vector<std::string>{"a\nbb\n", "ccc\nd\n", "ee\nfff\n"}));
+  EXPECT_EQ(o.built[1].chunks, (std::vector<std::string>{"g\nhh\n"}));
+}
+
 kit::testing::FakeHost& host() {
   static auto h = kit::testing::FakeHost::load(S3_SINK_PLUGIN);
   return *h;
@@ -192,6 +210,70 @@ TEST(S3Errors, TheErrorDocumentsCodeAndMessage) {
   // The multipart ETag (MD5 of the parts' binary MD5s, "-<parts>"), checked against Python's hashlib.
   EXPECT_EQ(multipart_etag("abcdef", 4), "fa40dffba3d56c6098e0477379f300bd-2");
   EXPECT_EQ(multipart_etag("abc", 4), "af5da9f45af7a300e3aded972f8ff687-1");
+}
+
+std::string hex(std::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += "0123456789abcdef"[c >> 4];
+    out += "0123456789abcdef"[c & 15];
+  }
+  return out;
+}
+
+// The bytes of Avro's binary encoding (Avro 1.11 spec), value by value.
+TEST(S3Avro, DatumsByTheDeclaredSchemaByteForByte) {
+  AvroEncoder avro(R"({"type":"record","name":"R","fields":[
+      {"name":"n","type":"long"},
+      {"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":6,"scale":2}},
+      {"name":"day","type":{"type":"int","logicalType":"date"}},
+      {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},
+      {"name":"u","type":["null","long","string"]},
+      {"name":"opt","type":["null","int"]},
+      {"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]},"default":"B"},
+      {"name":"pico_partition","type":"int"},
+      {"name":"pico_key","type":["null","bytes"]}]})",
+                   kit::Compression::None);
+  kit::testing::TestBatch batch("t", 3,
+                                {{.offset = 1, .payload = R"({"n":-1,"d":"-1.00","day":"1970-01-02","at":"1970-01-01T00:00:01.5Z","u":"x"})",
+                                  .key = "k"},
+                                 {.offset = 2, .payload = R"({"n":64,"d":"1.5","day":3,"at":7,"u":5,"opt":1,"e":"A","pico_partition":9})"},
+                                 {.offset = 3, .payload = R"({"n":"one","d":"1","day":0,"at":0,"u":null})"},
+                                 {.offset = 4, .payload = R"({"n":1,"d":"1.234","day":0,"at":0,"u":null})"},
+                                 {.offset = 5, .payload = R"({"n":1,"d":"1","day":0,"at":0,"u":[1]})"}});
+  const auto& b = batch.raw();
+  std::string out;
+  ASSERT_FALSE(avro.append(out, b, b.records[0]));
+  // n -1: 01; d -100 as two's complement 9c: 02 9c; day 1: 02; at 1500: b8 17; u branch 2 "x":
+  // 04 02 78; opt missing, null branch: 00; e default B: 02; pico_partition 3: 06; pico_key "k": 02 02 6b.
+  EXPECT_EQ(hex(out), "01" "029c" "02" "b817" "040278" "00" "02" "06" "02026b");
+  out.clear();
+  ASSERT_FALSE(avro.append(out, b, b.records[1]));
+  // n 64: 8001; d 150: 02 0096 (a leading 0: 150 has its top bit set); day 3: 06; at 7: 0e; u
+  // branch 1 long 5: 02 0a; opt branch 1 int 1: 02 02; e A: 00; pico_partition from the payload 9: 12; no key: 00.
+  EXPECT_EQ(hex(out), "8001" "04" "0096" "06" "0e" "020a" "0202" "00" "12" "00");
+  EXPECT_EQ(avro.append(out, b, b.records[2]).value_or(""), "avro: field 'n': expected long, got a string");
+  EXPECT_EQ(avro.append(out, b, b.records[3]).value_or(""), "avro: field 'd': '1.234' is no decimal of scale 2");
+  EXPECT_EQ(avro.append(out, b, b.records[4]).value_or(""), "avro: field 'u': no branch of the union [null, long, string] takes an array");
+  // The header: magic, the metadata map (codec, schema), the sync marker from the key.
+  const std::string h = avro.header("k/1");
+  EXPECT_EQ(h.substr(0, 4), std::string("Obj\x01", 4));
+  EXPECT_NE(h.find("avro.codec\x08null"), std::string::npos);
+  EXPECT_EQ(h.substr(h.size() - 16), AvroEncoder::sync_marker("k/1"));
+  EXPECT_NE(AvroEncoder::sync_marker("k/1"), AvroEncoder::sync_marker("k/2"));
+}
+
+TEST(S3Avro, SchemaProblemsAreNamed) {
+  EXPECT_THROW(AvroEncoder("{\"type\":\"record\"}", kit::Compression::None), std::invalid_argument);
+  try {
+    AvroEncoder(R"({"type":"record","name":"R","fields":[{"name":"x","type":"nope"}]})", kit::Compression::None);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("avro_schema: invalid Avro schema"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"}})
+                .find("avro_schema: is required with format = \"avro\""),
+            std::string::npos);
 }
 
 TEST(S3Csv, DeclaredColumnsFromPayloadFieldsAndMetadataWithRfc4180Quoting) {

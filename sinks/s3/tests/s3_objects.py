@@ -1,6 +1,8 @@
 """Lists and reads back every object of a bucket (under a prefix) with boto3, an S3 client
 independent of the sink: prints a JSON array of {key, etag, bytes_b64, text_b64}, where text is
-the object decompressed by its extension (.gz: gzip, every member; .zst: zstd, every frame).
+the object decompressed by its extension (.gz: gzip, every member; .zst: zstd, every frame), and
+for .avro the container read by fastavro (another independent reader) as JSON: {codec, schema,
+sync_hex, blocks: [records per block], records} (bytes as base64).
   s3_objects.py <endpoint> <access key> <secret key> <bucket> [prefix]"""
 import base64
 import gzip
@@ -9,6 +11,8 @@ import json
 import sys
 
 import boto3
+import fastavro
+import fastavro._read_py as fastavro_py
 from botocore.config import Config
 import zstandard
 
@@ -16,6 +20,14 @@ endpoint, access, secret, bucket = sys.argv[1:5]
 prefix = sys.argv[5] if len(sys.argv) > 5 else ""
 s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=access, aws_secret_access_key=secret,
                   region_name="us-east-1", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
+
+def zstandard_block(decoder):
+    """fastavro's zstandard block reader, on the zstandard package (fastavro 1.13 wants backports.zstd)."""
+    data = decoder.read_fixed(fastavro_py.read_long(decoder))
+    return io.BytesIO(zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True).read())
+
+
+fastavro_py.BLOCK_READERS["zstandard"] = zstandard_block
 out = []
 for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
     for item in page.get("Contents", []):
@@ -25,6 +37,13 @@ for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=p
             text = gzip.decompress(body)
         elif item["Key"].endswith(".zst"):
             text = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True).read()
+        elif item["Key"].endswith(".avro"):
+            reader = fastavro_py.reader(io.BytesIO(body))
+            records = list(reader)
+            blocks = [b.num_records for b in fastavro_py.block_reader(io.BytesIO(body))]
+            plain = lambda v: base64.b64encode(v).decode() if isinstance(v, bytes) else str(v)
+            text = json.dumps({"codec": reader.codec, "schema": reader.writer_schema, "sync_hex": body[-16:].hex(),
+                               "blocks": blocks, "records": records}, default=plain, sort_keys=True).encode()
         out.append({"key": item["Key"], "etag": item["ETag"].strip('"'),
                     "bytes_b64": base64.b64encode(body).decode(), "text_b64": base64.b64encode(text).decode()})
 out.sort(key=lambda o: o["key"])
