@@ -46,11 +46,23 @@ pyarrow_version=26.0.1
 # pymongo: the raw-client baseline of the MongoDB sink's benchmark (bench/sinks/mongodb.sh).
 python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0
   boto3==1.44.8 zstandard==0.25.0 pymongo==4.20.1)
+# The virtualenv lives once per machine outside the clone, one per package list (a clean clone
+# would otherwise install ~1 GB again); tools/venv links to it. A tools/venv that is a real
+# folder (made before this) is used as it is.
+venv_key="$( (printf '%s\n' "${python_packages[@]}"; python3 --version) | sha256sum | cut -c1-12)"
+venv_home="${PICOMQ_VENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/picomq/venvs}/$venv_key"
+if [[ -L "$venv" || ! -e "$venv" ]]; then
+  mkdir -p "$(dirname "$venv_home")"
+  [[ "$(readlink "$venv" 2>/dev/null)" == "$venv_home" ]] || ln -sfn "$venv_home" "$venv"
+  venv_target="$venv_home"
+else
+  venv_target="$venv"
+fi
 if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
-  echo "setup: installing ${python_packages[*]} into tools/venv"
-  [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
+  echo "setup: installing ${python_packages[*]} into $venv_target"
+  [[ -x "$venv_target/bin/python" ]] || python3 -m venv "$venv_target"
+  "$venv_target/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
 fi
 
 # SeaweedFS 4.53, the S3 sink's test server (verifies SigV4): built once per machine from the Go
