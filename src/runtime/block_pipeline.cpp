@@ -343,6 +343,7 @@ void BlockPipeline::delivery_main() {
   ws.log_prefix = log_prefix_;
   ws.on_bad_record = settings_.block.on_bad_record;
   ws.retry = settings_.retry;
+  ws.seal_retry_after = settings_.block.poll_interval;
   DeliveryWindow window(std::move(ws), DeliveryWindow::Dependencies{
       .writer = writer_,
       .offsets = committer_,

@@ -90,11 +90,14 @@ class BlockPipeline final : private kafka::RebalanceListener {
 
   // The delivery window's view of the sink instance.
   struct SinkWriter final : BatchWriter {
-    SinkWriter(SinkInstance& sink, const arrow::ExportOptions& arrow) : sink(sink), arrow(arrow) {}
+    SinkWriter(SinkInstance& sink, const arrow::ExportOptions& arrow, const std::chrono::milliseconds& flush_timeout)
+        : sink(sink), arrow(arrow), flush_timeout(flush_timeout) {}
     void start(const DecodedBatch& batch, WriteCall& call) override { sink.start(batch, arrow, call); }
     size_t max_in_flight() const override { return sink.max_in_flight(); }
+    void flush() override { sink.flush(flush_timeout); }
     SinkInstance& sink;
     const arrow::ExportOptions& arrow;
+    const std::chrono::milliseconds& flush_timeout;
   };
 
   // The block fails: logged, and the sink hears it once (it stops every block).
@@ -118,7 +121,7 @@ class BlockPipeline final : private kafka::RebalanceListener {
   std::unique_ptr<BatchPreparer> consumer_side_;
   std::unique_ptr<BatchPreparer> delivery_side_;
   arrow::ExportOptions arrow_options_;  // the block's declared columns, for arrow-plane sinks
-  SinkWriter writer_{sink_, arrow_options_};
+  SinkWriter writer_{sink_, arrow_options_, settings_.shutdown_timeout};
   std::unique_ptr<kafka::DeadLetterProducer> dead_letter_;  // delivery thread, created on first use
   DeliveryCounters counters_;
   StopWaiter waiter_;  // interrupts the delivery thread's retry waits at stop

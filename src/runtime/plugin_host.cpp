@@ -341,6 +341,11 @@ void WriteCall::wait() {
   cv_.wait(lock, [&] { return done_; });
 }
 
+bool WriteCall::wait_for(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return cv_.wait_for(lock, timeout, [&] { return done_; });
+}
+
 bool WriteCall::done() {
   std::lock_guard lock(mutex_);
   return done_;

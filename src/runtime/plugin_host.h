@@ -38,6 +38,8 @@ class WriteCall {
   ~WriteCall();
 
   void wait();
+  // Waits up to `timeout`; true when the outcome is known.
+  bool wait_for(std::chrono::milliseconds timeout);
   bool done();
   // Called (from any thread) when this write's outcome is known.
   std::function<void()> on_done;

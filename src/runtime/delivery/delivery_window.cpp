@@ -107,7 +107,10 @@ bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::
         } else {
           auto call = new_call();
           deps_.writer.start(batch, *call);
-          call->wait();
+          if (!call->wait_for(settings_.seal_retry_after)) {
+            deps_.writer.flush();
+            call->wait();
+          }
           out = std::move(call->outcome);
         }
         if (out.status == PMQ_WRITE_OK) return Attempt::Done;

@@ -4,7 +4,8 @@
 // strictly in order, so offsets are stored in order and only for what is done:
 //  - OK: the offset just past the batch (or past its last filtered / bad record) is stored;
 //  - RETRY / PARTIAL: the same batch again, one write at a time, on the retry policy; the
-//    offset holds; the last attempt's failure, or a FATAL one, fails the partition;
+//    offset holds; the last attempt's failure, or a FATAL one, fails the partition; a resend
+//    still pending after poll_interval is sealed with the sink's flush() (nothing else comes);
 //  - REJECTED: the named records go to the bad-record policy (skip / dead_letter) and the
 //    rest counts as written; under `fail` the records before the first rejected one are
 //    committed and the partition fails;
@@ -37,6 +38,9 @@ class BatchWriter {
   // Starts writing `batch`, which stays alive until `call` is complete.
   virtual void start(const DecodedBatch& batch, WriteCall& call) = 0;
   virtual size_t max_in_flight() const = 0;
+  // Asks the sink to seal and complete what it holds open (ABI 2.2 flush); returns when the sink
+  // has been asked, not when the writes are done.
+  virtual void flush() = 0;
 };
 
 // Where `dead_letter` puts bad records (the block's dead-letter producer at run time).
@@ -62,6 +66,9 @@ class DeliveryWindow {
     std::string log_prefix;
     config::BadRecordPolicy on_bad_record = config::BadRecordPolicy::Fail;
     RetryPolicy retry;
+    // A resent write still pending after this long is sealed with the sink's flush(): a sink that
+    // holds writes open to accumulate gets nothing else while a batch is retried alone.
+    std::chrono::milliseconds seal_retry_after{100};
     // Between attempts to decode a record that cannot be decoded for now: unlimited attempts.
     RetryPolicy decode_retry{0, std::chrono::milliseconds(200), std::chrono::milliseconds(1600)};
   };

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <thread>
 
 #include "fakes.h"
@@ -67,6 +68,25 @@ TEST(DeliveryWindow, RetryableFailuresAreRetriedOnTheScheduleAndTheOffsetHoldsUn
   rig.drain();
   EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 0, 0})) << "the same batch, three times";
   EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10}));
+  EXPECT_TRUE(rig.failures.empty());
+}
+
+// A sink that holds writes open until flush() (one file or COPY across batches): the resent
+// batch is the only write, so nothing else would ever seal it.
+TEST(DeliveryWindow, AResentWriteOfASinkThatAccumulatesIsSealedWithFlush) {
+  WindowRig rig;
+  rig.sink.hold_until_flush();
+  rig.sink.script({{PMQ_WRITE_RETRY, "object upload failed"}, {}});
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.sink.flush();  // the pipeline's flush after poll_interval: the first attempt fails
+  auto finished = std::async(std::launch::async, [&] { rig.drain(); });
+  const bool done = finished.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  if (!done) rig.sink.flush();  // unblock the window so the test can end
+  finished.wait();
+  EXPECT_TRUE(done) << "the resent write waited for a flush that never came";
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 0}));
+  EXPECT_GE(rig.sink.flushes(), 2) << "the window asked the sink to seal the resent write";
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10}));
   EXPECT_TRUE(rig.failures.empty());
 }

@@ -81,6 +81,9 @@ class FakeSink final : public BatchWriter {
     script_.assign(outcomes.begin(), outcomes.end());
   }
   void hold() { hold_ = true; }
+  // Like hold(), but flush() completes every held write with the next scripted outcomes (a sink
+  // that accumulates writes until it is asked to seal them).
+  void hold_until_flush() { hold_ = seal_on_flush_ = true; }
 
   void start(const DecodedBatch& batch, WriteCall& call) override {
     std::unique_lock lock(mutex_);
@@ -96,6 +99,24 @@ class FakeSink final : public BatchWriter {
     finish(call, o);
   }
   size_t max_in_flight() const override { return max_in_flight_; }
+  void flush() override {
+    std::vector<std::pair<WriteCall*, Outcome>> sealed;
+    {
+      std::lock_guard lock(mutex_);
+      ++flushes_;
+      if (!seal_on_flush_) return;
+      for (WriteCall* call : held_) {
+        sealed.emplace_back(call, script_.empty() ? Outcome{} : script_.front());
+        if (!script_.empty()) script_.pop_front();
+      }
+      held_.clear();
+    }
+    for (auto& [call, o] : sealed) finish(*call, o);
+  }
+  int flushes() const {
+    std::lock_guard lock(mutex_);
+    return flushes_;
+  }
 
   // Completes held write `i` (in start order).
   void complete(size_t i, Outcome o = {}) {
@@ -124,6 +145,8 @@ class FakeSink final : public BatchWriter {
   }
   size_t max_in_flight_;
   bool hold_ = false;
+  bool seal_on_flush_ = false;
+  int flushes_ = 0;
   mutable std::mutex mutex_;
   std::deque<Outcome> script_;
   std::vector<WriteCall*> held_;
