@@ -44,6 +44,16 @@ class MongoServer {
   // Runs a command (Extended JSON) on `db`; its reply. Throws with the server's message.
   nlohmann::json command(const std::string& db, const std::string& command_json) const;
 
+  // The PostgreSQL behind FerretDB, where FerretDB 1.24 keeps a database as a schema of that
+  // name and each collection as a table of one jsonb column, named in the schema's
+  // _ferretdb_database_metadata (used to stall one collection's writes with a table lock).
+  // psql's command line to it (add -c / -f, or feed stdin).
+  std::string backend_psql() const;
+  // One SQL statement's result, unaligned, trimmed. Throws when psql fails.
+  std::string backend_sql(const std::string& sql) const;
+  // The table of db.collection ("" while the collection does not exist).
+  std::string backend_table(const std::string& db, const std::string& collection) const;
+
  private:
   std::filesystem::path dir_;
   int port_ = 0;
