@@ -164,7 +164,11 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     return write;
   }
 
-  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->flush(); }
+  // The host's flush (idle, revoke, shutdown): every open bulk write goes to the committers now.
+  // Not waited for here — the host waits for the writes' completions itself, and a bulk write
+  // stalled on one collection must not keep the delivery thread from handing over another
+  // collection's batches (max_concurrent_writes). close() waits for everything.
+  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->seal_all(); }
 
   void close() {
     stop_.stop();  // resend waits end now

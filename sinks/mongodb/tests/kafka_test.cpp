@@ -192,10 +192,10 @@ TEST_P(MongoKill, SigkillMidLoadThenRestartReplaysTheWindowAsTheIdStrategySays) 
 
 INSTANTIATE_TEST_SUITE_P(IdStrategies, MongoKill, ::testing::Values("record_id", "key", "field", "generated"));
 
-// Two topics into two collections: a PostgreSQL lock on the first collection's table (FerretDB
-// keeps each collection as one) stalls its bulk write on the server. With max_concurrent_writes
-// 2 the second collection's bulk write goes on beside it, lands and commits its offsets while the
-// first one waits; with 1 it queues behind it. Either way the stalled collection's offsets are
+// Two topics (two topic blocks of one sink) into two collections: a PostgreSQL lock on the first
+// collection's table (FerretDB keeps each collection as one) stalls its bulk write on the server.
+// With max_concurrent_writes 2 the second collection's bulk write goes on beside it, lands and
+// commits its offsets while the first one waits; with 1 it queues behind it. Either way the stalled collection's offsets are
 // not committed before its own write lands, and nothing is lost once the lock goes.
 class MongoConcurrentWrites : public ::testing::TestWithParam<int> {};
 
@@ -209,60 +209,58 @@ TEST_P(MongoConcurrentWrites, ASecondCollectionsBulkWriteIsInFlightBesideAStalle
   kafka.create_topic(fast);
   const std::string key = "mconc" + std::to_string(writers);
   Runtime rt(kafka.bootstrap());
+  // Two topic blocks: each its own delivery window (the runtime takes one block's write outcomes
+  // in order, so within one block the fast collection's offsets would wait for the stalled write
+  // even though its documents landed), one sink instance for both.
+  const std::string block = "schema = \"json\"\npoll_interval = \"100ms\"";
   rt.add_definition("c.toml", plugin_definition(key, "libpicomq_connector_mongodb_sink",
-                                                "topics = [\"" + slow + "\", \"" + fast +
-                                                    "\"]\nschema = \"json\"\npoll_interval = \"100ms\"",
+                                                "topics = [\"" + slow + "\"]\n" + block + "\n\n[[topics]]\ntopics = [\"" +
+                                                    fast + "\"]\n" + block,
                                                 "connection_uri = \"" + mongo.uri() + "\"\ndatabase = \"" + db +
                                                     "\"\nmax_concurrent_writes = " + std::to_string(writers)));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned(key, 30s)) << rt.log();
+  // Each block's consumer group, from the log ("topics[i]: consumer group '...'").
+  std::string slow_group, fast_group;
+  ASSERT_TRUE(wait_until([&] {
+    auto group_of_block = [&](int i) {
+      const std::string log = rt.log(), tag = "topics[" + std::to_string(i) + "]: consumer group '";
+      const auto at = log.find(tag);
+      if (at == std::string::npos) return std::string();
+      return log.substr(at + tag.size(), log.find('\'', at + tag.size()) - at - tag.size());
+    };
+    slow_group = group_of_block(0);
+    fast_group = group_of_block(1);
+    return !slow_group.empty() && !fast_group.empty();
+  }, 30s)) << rt.log();
+  auto committed = [&](const std::string& topic) { return kafka.committed(topic == slow ? slow_group : fast_group, topic); };
   // First writes: both collections (and their tables) exist.
   kafka.produce_values(slow, json_values(0, 100));
   kafka.produce_values(fast, json_values(0, 100));
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), slow) == 100 && kafka.committed(group_of(key), fast) == 100; },
+  ASSERT_TRUE(wait_until([&] { return committed(slow) == 100 && committed(fast) == 100; },
                          60s))
       << rt.log();
-  const std::string table = mongo.backend_table(db, slow);
-  ASSERT_FALSE(table.empty()) << "FerretDB's table of " << db << "." << slow;
-  auto on_table = [&](const std::string& cond) {
-    return std::stoi(mongo.backend_sql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-                                       "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = '" + db +
-                                       "' AND c.relname = '" + table + "' AND " + cond));
-  };
-  // A session holding EXCLUSIVE on the table: reads go on, FerretDB's INSERTs wait.
-  struct Lock {
-    FILE* psql = nullptr;
-    void release() {
-      if (!psql) return;
-      std::fprintf(psql, "COMMIT;\n\\q\n");
-      pclose(psql);
-      psql = nullptr;
-    }
-    ~Lock() { release(); }
-  } lock{popen((mongo.backend_psql() + " >/dev/null 2>&1").c_str(), "w")};
-  ASSERT_NE(lock.psql, nullptr);
-  std::fprintf(lock.psql, "BEGIN;\nLOCK TABLE \"%s\".\"%s\" IN EXCLUSIVE MODE;\n", db.c_str(), table.c_str());
-  std::fflush(lock.psql);
-  ASSERT_TRUE(wait_until([&] { return on_table("l.mode = 'ExclusiveLock' AND l.granted") == 1; }, 20s));
+  MongoServer::TableLock lock(mongo, db, slow);
+  auto waiting = [&] { return mongo.backend_locks(db, lock.table(), false); };
   kafka.produce_values(slow, json_values(100, 300));
-  ASSERT_TRUE(wait_until([&] { return on_table("NOT l.granted") > 0; }, 30s))
+  ASSERT_TRUE(wait_until([&] { return waiting() > 0; }, 30s))
       << "the slow collection's bulk write waits on the lock\n" << rt.log();
   kafka.produce_values(fast, json_values(100, 300));
   if (writers > 1) {
-    EXPECT_TRUE(wait_until([&] { return kafka.committed(group_of(key), fast) == 300; }, 30s))
+    EXPECT_TRUE(wait_until([&] { return committed(fast) == 300; }, 30s))
         << "the fast collection's write lands beside the stalled one: committed "
-        << kafka.committed(group_of(key), fast) << "\n" << rt.log();
+        << committed(fast) << "\n" << rt.log();
     EXPECT_EQ(mongo.count(db, fast), 300);
   } else {
     std::this_thread::sleep_for(scaled(4s));
-    EXPECT_EQ(kafka.committed(group_of(key), fast), 100) << "one writer: the fast collection waits its turn";
+    EXPECT_EQ(committed(fast), 100) << "one writer: the fast collection waits its turn";
     EXPECT_EQ(mongo.count(db, fast), 100);
   }
-  EXPECT_GT(on_table("NOT l.granted"), 0) << "still stalled";
-  EXPECT_EQ(kafka.committed(group_of(key), slow), 100) << "nothing of the stalled write is committed";
+  EXPECT_GT(waiting(), 0) << "still stalled";
+  EXPECT_EQ(committed(slow), 100) << "nothing of the stalled write is committed";
   EXPECT_EQ(mongo.count(db, slow), 100);
   lock.release();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), slow) == 300 && kafka.committed(group_of(key), fast) == 300; },
+  ASSERT_TRUE(wait_until([&] { return committed(slow) == 300 && committed(fast) == 300; },
                          60s))
       << rt.log();
   rt.signal(SIGTERM);

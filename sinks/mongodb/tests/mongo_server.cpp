@@ -149,6 +149,30 @@ std::string MongoServer::backend_table(const std::string& db, const std::string&
                      literal(collection));
 }
 
+int MongoServer::backend_locks(const std::string& db, const std::string& table, bool granted) const {
+  return std::stoi(backend_sql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace s "
+                               "ON s.oid = c.relnamespace WHERE s.nspname = '" + db + "' AND c.relname = '" + table +
+                               "' AND " + (granted ? "l.granted" : "NOT l.granted")));
+}
+
+MongoServer::TableLock::TableLock(const MongoServer& server, const std::string& db, const std::string& collection)
+    : table_(server.backend_table(db, collection)) {
+  if (table_.empty()) throw std::runtime_error("test: no FerretDB table for " + db + "." + collection);
+  psql_ = popen((server.backend_psql() + " >/dev/null 2>&1").c_str(), "w");
+  if (!psql_) throw std::runtime_error("test: could not run psql");
+  std::fprintf(psql_, "BEGIN;\nLOCK TABLE \"%s\".\"%s\" IN EXCLUSIVE MODE;\n", db.c_str(), table_.c_str());
+  std::fflush(psql_);
+  for (int i = 0; i < 400 && server.backend_locks(db, table_, true) == 0; ++i) usleep(50'000);
+  if (server.backend_locks(db, table_, true) == 0) throw std::runtime_error("test: the table lock was not granted");
+}
+
+void MongoServer::TableLock::release() {
+  if (!psql_) return;
+  std::fprintf(psql_, "COMMIT;\n\\q\n");
+  pclose(psql_);
+  psql_ = nullptr;
+}
+
 void* MongoServer::client_pool() const {
   static std::once_flag init;
   std::call_once(init, [] { mongoc_init(); });
