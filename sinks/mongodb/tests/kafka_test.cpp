@@ -369,6 +369,33 @@ TEST(MongoSinkKafka, TombstonesDeleteTheDocumentOfTheirKeyAndReplaceKeepsTheLast
   EXPECT_EQ(users[1]["_id"], "c");
 }
 
+TEST(MongoSinkKafka, UpdateByBusinessKeySetsTheFieldsOfEachRecordAndKeepsTheOthers) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mupdate");
+  const auto topic = unique_name("mongo.stock");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {R"({"sku": "A", "qty": 1})", R"({"sku": "B", "qty": 2})", R"({"sku": "A", "price": 5})",
+                               R"({"sku": "A", "qty": 3})"});
+  const std::string key = "mupdate";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db,
+                                         "collection = \"stock\"\nwrite_strategy = \"update\"\nbusiness_key = [\"sku\"]\n"
+                                         "include_metadata = false\ninserted_at_field = \"created\"\nupdated_at_field = \"updated\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 4; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  const auto stock = mongo.find(db, "stock", "{}", R"({"sku": 1})");
+  ASSERT_EQ(stock.size(), 2u);
+  EXPECT_EQ(stock[0]["sku"], "A");
+  EXPECT_EQ(stock[0]["qty"], 3) << "the last record's value";
+  EXPECT_EQ(stock[0]["price"], 5) << "a field a later record does not carry is kept";
+  EXPECT_TRUE(stock[0]["created"].contains("$date") && stock[0]["updated"].contains("$date"));
+  EXPECT_EQ(stock[1]["sku"], "B");
+  EXPECT_EQ(stock[1]["qty"], 2);
+}
+
 TEST(MongoSinkKafka, AServerThatIsDownAtStartIsAWarningAndTheRecordsLandWhenItIsBack) {
   auto& kafka = Kafka::shared();
   auto& mongo = MongoServer::shared();
