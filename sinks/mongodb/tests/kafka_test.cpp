@@ -126,7 +126,9 @@ TEST_P(MongoKill, SigkillMidLoadThenRestartReplaysTheWindowAsTheIdStrategySays) 
     kafka.produce(topic, records);
     produced += chunk;
   };
-  const std::string key = "mkill";
+  // A group and static member of its own per strategy: a static member that stopped stays in its
+  // group for session.timeout.ms, and the next case subscribes another topic.
+  const std::string key = "mkill_" + strategy;
   const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key +
                             "\", \"session.timeout.ms\" = \"6000\" }";
   std::string config = "collection = \"t\"\ncommit_interval = \"300ms\"\nid_strategy = \"" + strategy + "\"";
