@@ -17,7 +17,7 @@
 #    "startup_s":..,"load_cpu_s":..,"max_poll_records":..[,"server_cpu_s":..]}
 # wall_s: JVM launch -> N documents counted; startup_s: launch -> the first document; cpu_s: the
 # JVM's utime+stime; rss_kb: its VmHWM. Documents are counted every KC_POLL_MS (150) ms with
-# pymongo (tools/venv) over one connection.
+# pymongo (tools/venv) over one connection, or in FerretDB's PostgreSQL (KC_PG_CONN).
 #
 # Connector configuration, chosen to do what the picomq sink does with its defaults:
 #   document.id.strategy = KafkaMetaDataStrategy (_id "topic-partition-offset": a replay writes the
@@ -27,7 +27,8 @@
 #     schemas (the record's JSON object becomes the document), errors.tolerance none.
 # Knobs: KC_MAX_POLL_RECORDS (1000: the records one put() gets, the connector's bulk size with
 #   max.batch.size 0), KC_HEAP_OPTS, KC_JVM_OPTS, KC_LOG_LEVEL, KC_TIMEOUT_S, KC_POLL_MS,
-#   KC_SERVER_PID (the server's pid: also report server_cpu_s of its process tree).
+#   KC_SERVER_PID (the server's pid: also report server_cpu_s of its process tree), KC_PG_CONN
+#   (FerretDB's PostgreSQL: count the documents there, see count_docs_pg).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 kc="$repo/tools/kafka-connect"
@@ -108,9 +109,31 @@ counter_in=${COUNTER[1]}; counter_out=${COUNTER[0]}
 IFS= read -r -t 30 answer <&"$counter_out" || die "pymongo did not start"
 [[ "$answer" == ready ]] || die "pymongo: $answer"
 count_docs() {
+  if [[ -n "$pg_conn" ]]; then count_docs_pg; return; fi
   printf 'x\n' >&"$counter_in"
   IFS= read -r -t 30 answer <&"$counter_out" || die "pymongo did not answer"
   [[ "$answer" =~ ^[0-9]+$ ]] || die "pymongo: $answer"
+  docs="$answer"
+}
+# KC_PG_CONN (libpq conninfo of the PostgreSQL behind FerretDB 1.24): count there instead. Through
+# FerretDB a count reads every document (~10 s per 200k), so polling it loads the very server
+# being measured; PostgreSQL's statistics of the collection's table (n_tup_ins, cheap, at most ~1 s
+# behind) are polled until they reach N, then the exact count(*) until it is N.
+pg_conn="${KC_PG_CONN:-}"
+pg_table=""
+pg_sql() { psql "$pg_conn" -At -v ON_ERROR_STOP=1 -c "$1"; }
+count_docs_pg() {
+  if [[ -z "$pg_table" ]]; then
+    pg_table="$(pg_sql "SELECT _jsonb->>'table' FROM \"$db\"._ferretdb_database_metadata WHERE _jsonb->>'_id' = '$coll'" 2>/dev/null || true)"
+    [[ -n "$pg_table" ]] || { docs=0; return; }
+  fi
+  answer="$(pg_sql "SELECT n_tup_ins FROM pg_stat_user_tables WHERE schemaname = '$db' AND relname = '$pg_table'")"
+  if [[ "$answer" =~ ^[0-9]+$ ]] && ((answer >= n)); then
+    answer="$(pg_sql "SELECT count(*) FROM \"$db\".\"$pg_table\"")"
+  elif [[ "$answer" =~ ^[0-9]+$ ]] && ((answer > 0)); then
+    answer=1  # documents are there; not yet all (their exact number is not needed before)
+  fi
+  [[ "$answer" =~ ^[0-9]+$ ]] || die "psql: $answer"
   docs="$answer"
 }
 

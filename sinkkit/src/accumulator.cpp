@@ -185,6 +185,15 @@ void Accumulator::flush(std::string_view trigger) {
   sealed_done_.wait(lock, [&] { return unfinished_.empty() || *unfinished_.begin() > upto; });
 }
 
+void Accumulator::seal_all(std::string_view trigger) {
+  std::vector<std::shared_ptr<Entry>> all;
+  {
+    std::lock_guard lock(mutex_);
+    while (!order_.empty()) all.push_back(take(order_.front()));
+  }
+  for (auto& e : all) commit_sealed(std::move(e), trigger);
+}
+
 void Accumulator::commit_sealed(std::shared_ptr<Entry> entry, std::string_view trigger) {
   if (limits_.background_commits) {
     std::unique_lock lock(mutex_);

@@ -377,6 +377,33 @@ TEST_F(KitAccumulator, WithTwoCommittersAnotherKeyCommitsBesideASlowOneAndAKeyKe
   EXPECT_EQ(dest_.commits.size(), 2u);
 }
 
+// seal_all(): every open segment to the committers at once, without waiting for a held commit
+// (flush() would); the held one completes when it is let go, the other one beside it.
+TEST_F(KitAccumulator, SealAllHandsOpenSegmentsToTheCommittersWithoutWaitingForAHeldCommit) {
+  limits.max_open = 4;
+  limits.commit_interval = 10s;
+  limits.idle = 10s;
+  limits.background_commits = true;
+  limits.committers = 2;
+  FakeHost host(sdk::descriptor<AccumulatingSink>());
+  host.open();
+  auto& accumulator = *AccumulatingSink::last_accumulator;
+  dest_.hold_commits = true;
+  dest_.hold_only = "a";
+  auto a = host.start_write(batch("a", 0));
+  auto b = host.start_write(batch("b", 0));
+  EXPECT_EQ(accumulator.open_segments(), 2u);
+  auto sealed = std::async(std::launch::async, [&] { accumulator.seal_all(); });
+  EXPECT_EQ(sealed.wait_for(2s), std::future_status::ready) << "seal_all() does not wait for a's held commit";
+  EXPECT_EQ(accumulator.open_segments(), 0u);
+  EXPECT_EQ(b->wait(5s).status, PMQ_WRITE_OK) << "b commits beside a's held commit";
+  EXPECT_FALSE(a->completed());
+  dest_.open_gate();
+  EXPECT_EQ(a->wait(5s).status, PMQ_WRITE_OK);
+  ASSERT_EQ(dest_.reports.size(), 2u);
+  EXPECT_EQ(dest_.reports[0].trigger, "flush");
+}
+
 // A write still being prepared (a lookup before its append) holds back idle commits: the segment
 // it will join stays open for it, however long the preparation; commit_interval still applies.
 TEST_F(KitAccumulator, NoSegmentCommitsForIdleWhileABatchIsStillBeingPrepared) {

@@ -99,7 +99,6 @@ BulkResult Client::bulk(const std::string& collection, bool ordered, std::span<c
     bson_error_t e;
     out.executed = mongoc_bulk_operation_execute(bulk, &reply, &e) != 0;
     out.reply = parse_bulk_reply(reply);
-    out.labelled_retryable = out.reply.retryable_label;
     // Indexes back to the caller's ops.
     for (auto& we : out.reply.write_errors)
       if (we.index < sent.size()) we.index = static_cast<uint32_t>(sent[we.index]);
@@ -107,6 +106,8 @@ BulkResult Client::bulk(const std::string& collection, bool ordered, std::span<c
       out.error_domain = e.domain;
       out.error_code = e.code;
       out.error = e.message;
+      out.server_error = e.domain == MONGOC_ERROR_SERVER;
+      out.auth_error = e.domain == MONGOC_ERROR_CLIENT && e.code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
     }
     bson_destroy(&reply);
   }

@@ -14,15 +14,7 @@
 
 namespace picomq::mongodb {
 
-struct BulkResult {
-  bool executed = false;  // mongoc_bulk_operation_execute succeeded (no error of any kind)
-  BulkReply reply;        // writeErrors etc., also when !executed
-  uint32_t error_domain = 0, error_code = 0;
-  std::string error;      // libmongoc's message when !executed
-  bool labelled_retryable = false;
-  // Operations libmongoc refused before sending (their index into the ops given), with why.
-  std::vector<std::pair<size_t, std::string>> refused;
-};
+using BulkResult = BulkAttempt;  // mongodb/errors.h: the decision on it is judge_attempt
 
 // A connection string with its defaults: serverSelectionTimeoutMS 5000 unless it sets one (a
 // server that is down fails a write in seconds, then the retry decides), appname picomq-connect.

@@ -1,5 +1,6 @@
 #include "mongodb/errors.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace picomq::mongodb {
@@ -178,6 +179,125 @@ BulkReply parse_bulk_reply(const bson_t& reply) {
     }
   }
   return out;
+}
+
+AttemptVerdict judge_attempt(const BulkAttempt& a, const std::vector<bool>& is_insert, bool ordered,
+                             const std::string& collection, const IdLookup& lookup) {
+  const size_t n = is_insert.size();
+  AttemptVerdict v;
+  v.state.assign(n, OpState::Pending);
+  v.reasons.resize(n);
+  for (const auto& [i, why] : a.refused)
+    if (i < n) {
+      v.state[i] = OpState::Rejected;
+      v.reasons[i] = "libmongoc refused the operation: " + why;
+    }
+  auto retry = [&](std::string why) {
+    if (v.retry.empty()) v.retry = std::move(why);
+  };
+  size_t first_unapplied = n;  // ordered: where the server stopped
+  bool untrusted = false;      // a writeErrors index out of range: no operation is known written
+  std::vector<size_t> verify;  // positions whose 11000 named no index
+  std::vector<std::string> verify_messages;
+  for (const WriteError& e : a.reply.write_errors) {
+    if (e.index >= n) {  // not an operation of this bulk: nothing can be concluded
+      retry("collection " + collection + ": a writeErrors index out of range");
+      untrusted = true;
+      continue;
+    }
+    const ItemOutcome o = classify_item(e, is_insert[e.index]);
+    switch (o) {
+      case ItemOutcome::Written:
+        v.state[e.index] = OpState::Done;
+        ++v.already_written;
+        break;
+      case ItemOutcome::Rejected:
+        v.state[e.index] = OpState::Rejected;
+        v.reasons[e.index] = "MongoDB refused the document (error " + std::to_string(e.code) + "): " + e.message;
+        break;
+      case ItemOutcome::Retry:
+        retry("collection " + collection + ": MongoDB error " + std::to_string(e.code) + ": " + e.message);
+        break;
+      case ItemOutcome::Fatal:
+        v.fatal = "collection " + collection + ": MongoDB error " + std::to_string(e.code) + ": " + e.message;
+        return v;
+      case ItemOutcome::Verify:
+        verify.push_back(e.index);
+        verify_messages.push_back(e.message);
+        break;
+    }
+    if (ordered) first_unapplied = std::min<size_t>(first_unapplied, e.index + (o == ItemOutcome::Retry ? 0 : 1));
+  }
+  // 11000s that name no index (FerretDB): written when a document with that _id is there, else
+  // the conflict is on another unique index.
+  if (!verify.empty()) {
+    v.looked_up = true;
+    std::string error;
+    if (auto present = lookup(verify, error); present && present->size() == verify.size()) {
+      for (size_t k = 0; k < verify.size(); ++k) {
+        if ((*present)[k]) {
+          v.state[verify[k]] = OpState::Done;
+          ++v.already_written;
+        } else {
+          v.state[verify[k]] = OpState::Rejected;
+          v.reasons[verify[k]] =
+              "MongoDB refused the document (error 11000, a unique index other than _id): " + verify_messages[k];
+        }
+      }
+    } else {
+      retry("collection " + collection + ": looking up the _ids of duplicate-key errors: " + error);
+      // Ordered: not known to be applied, so the resend starts there.
+      if (ordered)
+        for (size_t at : verify) first_unapplied = std::min(first_unapplied, at);
+    }
+  }
+  // An error of the bulk as a whole that its writeErrors do not explain: whatever has no
+  // writeError entry may or may not be written. A write-concern error: the operations were
+  // applied but not acknowledged as the write concern asks; every one without a writeError is
+  // resent (inserts then answer 11000, upserts and deletes repeat harmlessly).
+  const auto& errors = a.reply.write_errors;
+  const bool explained =
+      a.reply.write_concern_errors.empty() &&
+      (a.executed || (a.server_error && !errors.empty() && std::any_of(errors.begin(), errors.end(), [&](const WriteError& e) {
+                        return static_cast<uint32_t>(e.code) == a.error_code;
+                      })));
+  if (!a.reply.write_concern_errors.empty()) {
+    retry("collection " + collection + ": write concern error " + a.reply.write_concern_errors[0]);
+  } else if (!explained) {
+    const ItemOutcome o = a.auth_error     ? ItemOutcome::Fatal
+                          : a.server_error ? classify_command(static_cast<int32_t>(a.error_code), a.reply.retryable_label)
+                                           : ItemOutcome::Retry;
+    const std::string what = "collection " + collection + ": " + a.error + " (libmongoc error " +
+                             std::to_string(a.error_domain) + "." + std::to_string(a.error_code) + ")";
+    if (o == ItemOutcome::Fatal) {
+      v.fatal = what;
+      return v;
+    }
+    v.retry = what;
+  } else if (v.retry.empty()) {
+    // Everything without a writeError entry is written (ordered: up to where the server stopped;
+    // the rest, after the refused one, goes again at once).
+    for (size_t b = 0; b < first_unapplied; ++b)
+      if (v.state[b] == OpState::Pending) v.state[b] = OpState::Done;
+    v.resume = first_unapplied;
+    return v;
+  }
+  // Something to resend.
+  if (ordered) {
+    // The operations before the one that failed were applied (explained), or may have been.
+    if (explained && !untrusted)
+      for (size_t b = 0; b < first_unapplied; ++b)
+        if (v.state[b] == OpState::Pending) v.state[b] = OpState::Done;
+    v.resume = first_unapplied < n ? first_unapplied : 0;
+  } else if (explained && !untrusted) {
+    // Unordered with only per-document retry errors: the others are written.
+    std::vector<bool> failed(n, false);
+    for (const auto& e : errors)
+      if (e.index < n) failed[e.index] = true;
+    for (size_t b = 0; b < n; ++b)
+      if (!failed[b] && v.state[b] == OpState::Pending) v.state[b] = OpState::Done;
+  }
+  return v;
 }
 
 }  // namespace picomq::mongodb

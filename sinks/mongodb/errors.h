@@ -13,8 +13,13 @@
 //             InvalidNamespace 73 ...): the sink stops in Error naming it.
 #include <bson/bson.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace picomq::mongodb {
@@ -54,5 +59,43 @@ BulkReply parse_bulk_reply(const bson_t& reply);
 // message ("index: _id_ dup key"); FerretDB 1.24 gives neither (only "E11000 duplicate key
 // error collection: db.c"): Unnamed.
 DuplicateOn duplicate_on(int32_t code, const bson_t* key_pattern, const std::string& message);
+
+// One bulk write attempt as libmongoc returned it (mongodb/client.h fills it).
+struct BulkAttempt {
+  bool executed = false;  // mongoc_bulk_operation_execute succeeded (no error of any kind)
+  BulkReply reply;        // writeErrors etc., also when !executed
+  uint32_t error_domain = 0, error_code = 0;
+  std::string error;           // libmongoc's message when !executed
+  bool server_error = false;   // the error is the server's (MONGOC_ERROR_SERVER): error_code is its code
+  bool auth_error = false;     // libmongoc could not authenticate
+  // Operations libmongoc refused before sending (their index into the ops given), with why.
+  std::vector<std::pair<size_t, std::string>> refused;
+};
+
+// What an attempt says of each of its operations.
+enum class OpState : uint8_t { Pending, Done, Rejected };
+
+struct AttemptVerdict {
+  std::vector<OpState> state;        // per operation of the attempt; Pending: resend it
+  std::vector<std::string> reasons;  // Rejected: why (the bad-record policy's reason)
+  uint64_t already_written = 0;      // 11000 on _id (or found by the lookup): written
+  bool looked_up = false;            // the id lookup ran
+  std::string retry;                 // non-empty: resend the Pending operations after a back-off
+  std::string fatal;                 // non-empty: the sink cannot write here; stop in Error
+  size_t resume = 0;                 // ordered: the first operation to send next (size(): none)
+};
+
+// Which of the operations at these positions of the attempt have their _id in the collection
+// now (the FerretDB 11000s that name no index); nullopt with `error` when the lookup failed.
+using IdLookup = std::function<std::optional<std::vector<bool>>(const std::vector<size_t>& positions, std::string& error)>;
+
+// The decision on one attempt (pure but for `lookup`): per-document outcomes from writeErrors
+// (classify_item); an error of the bulk as a whole that no writeError explains — a network error,
+// a write-concern error, NotWritablePrimary or any code with the RetryableWriteError label —
+// leaves every operation without a writeError Pending (it may or may not be applied: resent);
+// ordered, the operations before the one the server stopped at are applied.
+// `is_insert[i]`: operation i is an insert.
+AttemptVerdict judge_attempt(const BulkAttempt& a, const std::vector<bool>& is_insert, bool ordered,
+                             const std::string& collection, const IdLookup& lookup);
 
 }  // namespace picomq::mongodb

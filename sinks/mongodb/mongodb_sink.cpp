@@ -164,7 +164,11 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     return write;
   }
 
-  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->flush(); }
+  // The host's flush (idle, revoke, shutdown): every open bulk write goes to the committers now.
+  // Not waited for here — the host waits for the writes' completions itself, and a bulk write
+  // stalled on one collection must not keep the delivery thread from handing over another
+  // collection's batches (max_concurrent_writes). close() waits for everything.
+  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->seal_all(); }
 
   void close() {
     stop_.stop();  // resend waits end now
@@ -192,13 +196,11 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
 
   // ------------------------------------------------------------------ bulk writes
 
-  // What became of each operation of a segment.
-  enum class State : uint8_t { Pending, Done, Rejected };
-
   // The accumulator's commit of one bulk write (on its committer thread, or flush()'s caller).
-  // Resends what is not acknowledged until retry_timeout; rejections are applied once every other
-  // operation is written.
+  // Resends what is not acknowledged until retry_timeout (what each reply means:
+  // mg::judge_attempt); rejections are applied once every other operation is written.
   void commit_bulk(BulkSegment& s) {
+    using State = mg::OpState;
     const bool ordered = plan_->settings.write_strategy != mg::WriteStrategy::Insert || plan_->settings.delete_on_tombstone;
     const auto deadline = Clock::now() + plan_->settings.retry_timeout;
     const auto& ops = s.ops();
@@ -207,137 +209,44 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     kit::Backoff backoff({.initial = 100ms, .max = 5s});
     size_t start = 0;  // ordered: the first operation not yet applied
     uint64_t already = 0;
-    std::vector<size_t> verify;     // ops whose 11000 named no index
-    std::vector<uint32_t> verify_at;  // their positions in the bulk sent
-    std::vector<std::string> verify_messages;
     for (int attempt = 0;; ++attempt) {
       std::vector<const mg::Op*> batch;
       std::vector<size_t> index;  // batch position -> ops index
+      std::vector<bool> inserts;
       for (size_t i = ordered ? start : 0; i < ops.size(); ++i)
         if (state[i] == State::Pending) {
           batch.push_back(&ops[i]);
           index.push_back(i);
+          inserts.push_back(ops[i].kind == mg::OpKind::Insert);
         }
       if (batch.empty()) break;
       count("bulk_writes");
       if (attempt) count("resends");
-      mg::BulkResult r = client_->bulk(s.collection(), ordered, batch);
-      for (const auto& [i, why] : r.refused) {
-        state[index[i]] = State::Rejected;
-        reasons[index[i]] = "libmongoc refused the operation: " + why;
+      const mg::BulkResult r = client_->bulk(s.collection(), ordered, batch);
+      const mg::AttemptVerdict v = mg::judge_attempt(
+          r, inserts, ordered, s.collection(), [&](const std::vector<size_t>& at, std::string& error) {
+            std::vector<const bson_t*> docs;
+            for (size_t b : at) docs.push_back(batch[b]->doc.get());
+            return client_->ids_present(s.collection(), docs, error);
+          });
+      if (v.looked_up) count("duplicate_lookups");
+      if (!v.fatal.empty()) throw sdk::FatalError(v.fatal);
+      for (size_t b = 0; b < batch.size(); ++b) {
+        if (v.state[b] == State::Pending) continue;
+        state[index[b]] = v.state[b];
+        if (v.state[b] == State::Rejected) reasons[index[b]] = v.reasons[b];
       }
-      std::string retry_reason;
-      size_t first_unapplied = batch.size();  // ordered: where the server stopped
-      for (const mg::WriteError& e : r.reply.write_errors) {
-        if (e.index >= batch.size()) {  // not an operation of this bulk: nothing can be concluded
-          if (retry_reason.empty()) retry_reason = "collection " + s.collection() + ": a writeErrors index out of range";
-          continue;
-        }
-        const size_t op = index[e.index];
-        const mg::ItemOutcome o = mg::classify_item(e, ops[op].kind == mg::OpKind::Insert);
-        const std::string what = "collection " + s.collection() + ": MongoDB error " + std::to_string(e.code) + ": " + e.message;
-        switch (o) {
-          case mg::ItemOutcome::Written:
-            state[op] = State::Done;
-            ++already;
-            break;
-          case mg::ItemOutcome::Rejected:
-            state[op] = State::Rejected;
-            reasons[op] = "MongoDB refused the document (error " + std::to_string(e.code) + "): " + e.message;
-            break;
-          case mg::ItemOutcome::Retry:
-            if (retry_reason.empty()) retry_reason = what;
-            break;
-          case mg::ItemOutcome::Fatal: throw sdk::FatalError(what);
-          case mg::ItemOutcome::Verify:
-            verify.push_back(op);
-            verify_at.push_back(e.index);
-            verify_messages.push_back(e.message);
-            break;
-        }
-        if (ordered) first_unapplied = std::min<size_t>(first_unapplied, e.index + (o == mg::ItemOutcome::Retry ? 0 : 1));
-      }
-      // 11000s that name no index (FerretDB): written when a document with that _id is there,
-      // else the conflict is on another unique index.
-      if (!verify.empty()) {
-        std::vector<const bson_t*> docs;
-        for (size_t op : verify) docs.push_back(ops[op].doc.get());
-        std::string error;
-        count("duplicate_lookups");
-        if (auto present = client_->ids_present(s.collection(), docs, error)) {
-          for (size_t v = 0; v < verify.size(); ++v) {
-            if ((*present)[v]) {
-              state[verify[v]] = State::Done;
-              ++already;
-            } else {
-              state[verify[v]] = State::Rejected;
-              reasons[verify[v]] = "MongoDB refused the document (error 11000, a unique index other than _id): " +
-                                   verify_messages[v];
-            }
-          }
-        } else {
-          if (retry_reason.empty())
-            retry_reason = "collection " + s.collection() + ": looking up the _ids of duplicate-key errors: " + error;
-          // Ordered: not known to be applied, so the resend starts there.
-          if (ordered)
-            for (uint32_t at : verify_at) first_unapplied = std::min<size_t>(first_unapplied, at);
-        }
-        verify.clear();
-        verify_at.clear();
-        verify_messages.clear();
-      }
-      // An error of the bulk as a whole (not the writeErrors it reports): whatever has no
-      // writeError entry may or may not be written.
-      // A write-concern error: the operations were applied but not acknowledged as the write
-      // concern asks, so every one without a writeError is resent (inserts then answer 11000).
-      const bool explained = r.reply.write_concern_errors.empty() && (r.executed ||
-          (r.error_domain == MONGOC_ERROR_SERVER && !r.reply.write_errors.empty() &&
-           std::any_of(r.reply.write_errors.begin(), r.reply.write_errors.end(),
-                       [&](const mg::WriteError& e) { return static_cast<uint32_t>(e.code) == r.error_code; })));
-      if (!r.reply.write_concern_errors.empty()) {
-        if (retry_reason.empty())
-          retry_reason = "collection " + s.collection() + ": write concern error " + r.reply.write_concern_errors[0];
-      } else if (!explained) {
-        const bool auth = r.error_domain == MONGOC_ERROR_CLIENT && r.error_code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
-        const auto o = auth ? mg::ItemOutcome::Fatal
-                            : r.error_domain == MONGOC_ERROR_SERVER
-                                  ? mg::classify_command(static_cast<int32_t>(r.error_code), r.labelled_retryable)
-                                  : mg::ItemOutcome::Retry;
-        const std::string what = "collection " + s.collection() + ": " + r.error + " (libmongoc error " +
-                                 std::to_string(r.error_domain) + "." + std::to_string(r.error_code) + ")";
-        if (o == mg::ItemOutcome::Fatal) throw sdk::FatalError(what);
-        retry_reason = what;
-      } else if (retry_reason.empty()) {
-        // Everything without a writeError entry is written (ordered: up to where the server
-        // stopped; the rest, after the refused one, goes again at once).
-        for (size_t b = 0; b < std::min(first_unapplied, batch.size()); ++b)
-          if (state[index[b]] == State::Pending) state[index[b]] = State::Done;
-        if (ordered) start = first_unapplied < batch.size() ? index[first_unapplied] : ops.size();
-        continue;
-      }
-      // Something to resend.
-      if (ordered) {
-        // The operations before the one that failed were applied (explained), or may have been.
-        if (explained)
-          for (size_t b = 0; b < std::min(first_unapplied, batch.size()); ++b)
-            if (state[index[b]] == State::Pending) state[index[b]] = State::Done;
-        if (first_unapplied < batch.size()) start = index[first_unapplied];
-      } else if (explained) {
-        // Unordered with only per-document retry errors: the others are written.
-        std::vector<bool> failed(batch.size(), false);
-        for (const auto& e : r.reply.write_errors)
-          if (e.index < failed.size()) failed[e.index] = true;
-        for (size_t b = 0; b < batch.size(); ++b)
-          if (!failed[b] && state[index[b]] == State::Pending) state[index[b]] = State::Done;
-      }
+      already += v.already_written;
+      if (ordered) start = v.resume < batch.size() ? index[v.resume] : ops.size();
+      if (v.retry.empty()) continue;
       const auto wait = backoff.next();
       if (Clock::now() + wait >= deadline || !stop_.wait_for(wait)) {
         // Some of this segment may be written: a replay is idempotent with deterministic ids.
-        throw sdk::PartialWriteError(retry_reason + " (resent for " +
-                                     std::to_string(plan_->settings.retry_timeout.count()) + " ms)");
+        throw sdk::PartialWriteError(v.retry + " (resent for " + std::to_string(plan_->settings.retry_timeout.count()) +
+                                     " ms)");
       }
       log(sdk::LogLevel::Debug, "resending " + std::to_string(std::count(state.begin(), state.end(), State::Pending)) +
-                                    " operations: " + retry_reason);
+                                    " operations: " + v.retry);
     }
     if (already) count("already_written", already);
     size_t rejected = 0;

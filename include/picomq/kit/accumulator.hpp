@@ -149,6 +149,12 @@ class Accumulator {
   // with background_commits, then waits for the committer to finish what it was given, so every
   // write appended before flush() has completed when it returns.
   void flush(std::string_view trigger = "flush");
+  // Seals every open segment now without waiting: with background_commits they go to the
+  // committers (flush() minus its wait; for an ABI flush while other commits are in flight, e.g.
+  // the runtime's idle flush: the host waits for the writes' completions itself, and a stalled
+  // commit of one key must not keep the caller from delivering another key's batches);
+  // without, they commit on the caller's thread, as flush().
+  void seal_all(std::string_view trigger = "flush");
   // Abandons every open segment, retrying their writes with `reason` (the destination is gone).
   void abandon_all(const std::string& reason);
   // flush(), then stops the timer thread. append() after close() fails the write (fatal).

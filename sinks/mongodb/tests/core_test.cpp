@@ -232,6 +232,166 @@ TEST(MongoErrors, BulkReplyParts) {
   EXPECT_TRUE(r.retryable_label);
 }
 
+// judge_attempt on replies in the shapes MongoDB documents for bulk writes and command errors
+// (the server's reply as libmongoc passes it on; FerretDB here has no replica set, so write
+// concern errors, NotWritablePrimary and RetryableWriteError labels cannot be produced for real).
+namespace {
+
+mg::BulkAttempt attempt(const std::string& reply_json, bool executed, uint32_t server_code = 0) {
+  mg::BulkAttempt a;
+  a.executed = executed;
+  a.reply = mg::parse_bulk_reply(*mg::bson_from_json(reply_json).value());
+  if (!executed && server_code) {
+    a.server_error = true;
+    a.error_domain = 17;  // MONGOC_ERROR_SERVER
+    a.error_code = server_code;
+    // libmongoc's message is the server's errmsg (of the command, or of the first writeError).
+    const json j = json::parse(reply_json);
+    a.error = j.contains("errmsg") ? j["errmsg"].get<std::string>()
+              : j.contains("writeErrors") ? j["writeErrors"][0]["errmsg"].get<std::string>()
+                                          : "server error";
+  }
+  return a;
+}
+
+const mg::IdLookup no_lookup = [](const std::vector<size_t>&, std::string& error) -> std::optional<std::vector<bool>> {
+  error = "not expected";
+  ADD_FAILURE() << "no id lookup expected";
+  return std::nullopt;
+};
+
+std::string states(const mg::AttemptVerdict& v) {  // "DDRP": Done, Rejected, Pending per operation
+  std::string out;
+  for (auto s : v.state) out += s == mg::OpState::Done ? 'D' : s == mg::OpState::Rejected ? 'R' : 'P';
+  return out;
+}
+
+}  // namespace
+
+TEST(MongoAttempts, UnorderedInsertsDuplicatesOnIdAreWrittenRefusedDocumentsRejectedTheRestWritten) {
+  // MongoDB 7.0: an unordered insert of 5 with a replayed _id and a validator refusal.
+  auto a = attempt(R"({"nInserted": 3, "writeErrors": [
+      {"index": 1, "code": 11000, "errmsg": "E11000 duplicate key error collection: db.c index: _id_ dup key: { _id: \"t:0:1\" }",
+       "keyPattern": {"_id": 1}, "keyValue": {"_id": "t:0:1"}},
+      {"index": 3, "code": 121, "errmsg": "Document failed validation", "errInfo": {"failingDocumentId": "t:0:3"}}]})",
+                   false, 11000);
+  const auto v = mg::judge_attempt(a, std::vector<bool>(5, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "DDDRD");
+  EXPECT_EQ(v.already_written, 1u);
+  EXPECT_TRUE(v.retry.empty()) << v.retry;
+  EXPECT_TRUE(v.fatal.empty());
+  EXPECT_EQ(v.reasons[3], "MongoDB refused the document (error 121): Document failed validation");
+  for (int32_t code : {2, 10334}) {
+    auto b = attempt(R"({"nInserted": 1, "writeErrors": [{"index": 0, "code": )" + std::to_string(code) +
+                         R"(, "errmsg": "refused"}]})",
+                     false, static_cast<uint32_t>(code));
+    EXPECT_EQ(states(mg::judge_attempt(b, {true, true}, false, "c", no_lookup)), "RD") << code;
+  }
+}
+
+TEST(MongoAttempts, AWriteConcernErrorResendsEveryOperationWithoutAWriteError) {
+  // writeConcernErrors: applied on the primary, not acknowledged by the write concern.
+  auto a = attempt(R"({"nInserted": 3, "writeConcernErrors": [{"code": 64, "codeName": "WriteConcernFailed",
+      "errmsg": "waiting for replication timed out", "errInfo": {"wtimeout": true}}]})",
+                   false);
+  a.error_domain = 24;  // MONGOC_ERROR_WRITE_CONCERN
+  a.error_code = 64;
+  auto v = mg::judge_attempt(a, std::vector<bool>(3, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "PPP") << "resent: they answer 11000 if they landed";
+  EXPECT_NE(v.retry.find("write concern error 64: waiting for replication timed out"), std::string::npos) << v.retry;
+  // With a refused document among them: that one is settled, the others resent.
+  auto b = attempt(R"({"nInserted": 2, "writeErrors": [{"index": 1, "code": 2, "errmsg": "bad"}],
+      "writeConcernErrors": [{"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes"}]})",
+                   false, 2);
+  v = mg::judge_attempt(b, std::vector<bool>(3, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "PRP");
+  EXPECT_FALSE(v.retry.empty());
+  // Ordered (upserts): everything from the start again, none is known acknowledged.
+  v = mg::judge_attempt(a, std::vector<bool>(3, false), true, "c", no_lookup);
+  EXPECT_EQ(states(v), "PPP");
+  EXPECT_EQ(v.resume, 0u);
+}
+
+TEST(MongoAttempts, NotWritablePrimaryAndRetryableWriteErrorLabelsResendTheUnacknowledgedPart) {
+  // A command error of the whole bulk (a step-down): no writeErrors, the label set.
+  auto a = attempt(R"({"ok": 0, "errmsg": "not primary", "code": 10107, "codeName": "NotWritablePrimary",
+      "errorLabels": ["RetryableWriteError"]})",
+                   false, 10107);
+  auto v = mg::judge_attempt(a, std::vector<bool>(4, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "PPPP");
+  EXPECT_NE(v.retry.find("not primary"), std::string::npos) << v.retry;
+  EXPECT_TRUE(v.fatal.empty());
+  // The label decides for a code that would otherwise stop the sink.
+  auto b = attempt(R"({"ok": 0, "errmsg": "interrupted", "code": 13, "errorLabels": ["RetryableWriteError"]})", false, 13);
+  EXPECT_FALSE(mg::judge_attempt(b, {true}, false, "c", no_lookup).retry.empty());
+  auto c = attempt(R"({"ok": 0, "errmsg": "not authorized on db to execute command", "code": 13, "codeName": "Unauthorized"})",
+                   false, 13);
+  v = mg::judge_attempt(c, {true}, false, "c", no_lookup);
+  EXPECT_NE(v.fatal.find("not authorized"), std::string::npos) << v.fatal;
+  // A per-document NotWritablePrimary (the primary stepped down mid-batch, unordered): only
+  // that document again, the others are written.
+  auto d = attempt(R"({"nInserted": 2, "writeErrors": [{"index": 2, "code": 10107, "errmsg": "not primary"}]})", false, 10107);
+  v = mg::judge_attempt(d, std::vector<bool>(3, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "DDP");
+  EXPECT_FALSE(v.retry.empty());
+  // A network error (no reply at all).
+  mg::BulkAttempt net;
+  net.error_domain = 2;  // MONGOC_ERROR_STREAM
+  net.error_code = 4;
+  net.error = "Failed to read 4 bytes: socket error or timeout";
+  v = mg::judge_attempt(net, std::vector<bool>(2, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "PP");
+  EXPECT_NE(v.retry.find("socket error"), std::string::npos);
+  mg::BulkAttempt auth = net;
+  auth.auth_error = true;
+  EXPECT_FALSE(mg::judge_attempt(auth, {true}, false, "c", no_lookup).fatal.empty());
+}
+
+TEST(MongoAttempts, OrderedWritesStopAtTheFirstErrorAndResumeAfterARefusalOrAtARetry) {
+  auto refused = attempt(R"({"nUpserted": 2, "writeErrors": [{"index": 2, "code": 66, "errmsg": "immutable _id"}]})", false, 66);
+  auto v = mg::judge_attempt(refused, std::vector<bool>(5, false), true, "c", no_lookup);
+  EXPECT_EQ(states(v), "DDRPP") << "3 and 4 were not run: sent again at once";
+  EXPECT_EQ(v.resume, 3u);
+  EXPECT_TRUE(v.retry.empty());
+  auto shutdown = attempt(R"({"nUpserted": 1, "writeErrors": [{"index": 1, "code": 91, "errmsg": "shutting down"}]})", false, 91);
+  v = mg::judge_attempt(shutdown, std::vector<bool>(3, false), true, "c", no_lookup);
+  EXPECT_EQ(states(v), "DPP");
+  EXPECT_EQ(v.resume, 1u);
+  EXPECT_FALSE(v.retry.empty());
+  auto ok = attempt(R"({"nUpserted": 3})", true);
+  v = mg::judge_attempt(ok, std::vector<bool>(3, false), true, "c", no_lookup);
+  EXPECT_EQ(states(v), "DDD");
+  EXPECT_EQ(v.resume, 3u);
+}
+
+TEST(MongoAttempts, FerretDbsUnnamedDuplicatesAreLookedUpAndAnIndexOutOfRangeIsNotTrusted) {
+  auto a = attempt(R"({"nInserted": 1, "writeErrors": [
+      {"index": 0, "code": 11000, "errmsg": "E11000 duplicate key error collection: db.c"},
+      {"index": 2, "code": 11000, "errmsg": "E11000 duplicate key error collection: db.c"}]})",
+                   false, 11000);
+  std::vector<size_t> asked;
+  auto v = mg::judge_attempt(a, std::vector<bool>(3, true), false, "c",
+                             [&](const std::vector<size_t>& at, std::string&) -> std::optional<std::vector<bool>> {
+                               asked = at;
+                               return std::vector<bool>{true, false};
+                             });
+  EXPECT_EQ(asked, (std::vector<size_t>{0, 2}));
+  EXPECT_TRUE(v.looked_up);
+  EXPECT_EQ(states(v), "DDR") << "0 is there (a replay), 2 conflicts on another unique index";
+  EXPECT_EQ(v.already_written, 1u);
+  v = mg::judge_attempt(a, std::vector<bool>(3, true), false, "c",
+                        [](const std::vector<size_t>&, std::string& e) -> std::optional<std::vector<bool>> {
+                          e = "connection refused";
+                          return std::nullopt;
+                        });
+  EXPECT_EQ(states(v), "PDP");
+  EXPECT_NE(v.retry.find("connection refused"), std::string::npos);
+  auto bad = attempt(R"({"writeErrors": [{"index": 7, "code": 2, "errmsg": "?"}]})", false, 2);
+  v = mg::judge_attempt(bad, std::vector<bool>(2, true), false, "c", no_lookup);
+  EXPECT_EQ(states(v), "PP");
+  EXPECT_NE(v.retry.find("out of range"), std::string::npos);
+}
+
 TEST(MongoNames, CollectionNamesFollowMongoDbsNamespaceRules) {
   EXPECT_EQ(mg::collection_name("shop.orders-eu", "db").value(), "shop.orders-eu");
   EXPECT_EQ(mg::collection_name("a$b\x01", "db").value(), "a_b_");

@@ -5,7 +5,9 @@
 // leave exactly the produced documents (record-id _id: the replay's 11000s count as written);
 // an outage of FerretDB's PostgreSQL during a load commits nothing unwritten and loses nothing;
 // a document the server refuses goes through each bad-record policy while the rest is written;
-// tombstones delete. One broker and one FerretDB for the binary.
+// tombstones delete; per id strategy, what a SIGKILL's replay leaves; two collections' bulk
+// writes in flight at once while one is stalled by a lock in PostgreSQL. One broker and one
+// FerretDB for the binary.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -98,7 +100,14 @@ TEST(MongoSinkKafka, DocumentsOfEveryPartitionLandOnceAndASecondGroupsReplayIsAl
   EXPECT_EQ(mongo.count(db, "orders"), n) << "no duplicates";
 }
 
-TEST(MongoSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedDocuments) {
+// A SIGKILL as soon as a bulk write landed (its offsets not yet committed), then a restart that
+// replays the window, per id strategy: record_id, key and field write exactly the produced
+// documents (the replay's 11000s count as written); generated inserts the replayed window a
+// second time — exactly that window, which is what docs/sinks/mongodb.md says it does.
+class MongoKill : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MongoKill, SigkillMidLoadThenRestartReplaysTheWindowAsTheIdStrategySays) {
+  const std::string strategy = GetParam();
   auto& kafka = Kafka::shared();
   auto& mongo = MongoServer::shared();
   const auto db = mongo.fresh_database("mkill");
@@ -106,17 +115,37 @@ TEST(MongoSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedDocuments)
   kafka.create_topic(topic, 2);
   const int chunk = 20000;
   int64_t produced = 0;  // per partition
+  // Every record has a key and a payload field "uid" unique to it ("p<partition>-<n>").
   auto produce_chunk = [&] {
+    std::vector<ProducedRecord> records;
     for (int p = 0; p < 2; ++p)
-      kafka.produce_values(topic, json_values(static_cast<int>(produced), static_cast<int>(produced) + chunk), p);
+      for (int64_t n = produced; n < produced + chunk; ++n) {
+        const std::string uid = "p" + std::to_string(p) + "-" + std::to_string(n);
+        records.push_back({"{\"n\": " + std::to_string(n) + ", \"uid\": \"" + uid + "\"}", uid, {}, p});
+      }
+    kafka.produce(topic, records);
     produced += chunk;
   };
-  const std::string key = "mkill";
+  // A group and static member of its own per strategy: a static member that stopped stays in its
+  // group for session.timeout.ms, and the next case subscribes another topic.
+  const std::string key = "mkill_" + strategy;
   const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key +
                             "\", \"session.timeout.ms\" = \"6000\" }";
-  const std::string config = "collection = \"t\"\ncommit_interval = \"300ms\"";
+  std::string config = "collection = \"t\"\ncommit_interval = \"300ms\"\nid_strategy = \"" + strategy + "\"";
+  if (strategy == "field") config += "\nid_field = \"uid\"";
   auto docs = [&] { return mongo.count(db, "t"); };
-  int64_t window = 0;
+  // The count once FerretDB finished what it had received before the kill.
+  auto settled = [&] {
+    int64_t last = docs();
+    for (int stable = 0; stable < 4;) {
+      std::this_thread::sleep_for(250ms);
+      const int64_t now = docs();
+      stable = now == last ? stable + 1 : 0;
+      last = now;
+    }
+    return last;
+  };
+  int64_t window = 0, at_kill = 0;
   for (int run = 0; run < 6 && window <= 0; ++run) {
     produce_chunk();
     Runtime rt(kafka.bootstrap(), "kill" + std::to_string(run));
@@ -129,8 +158,9 @@ TEST(MongoSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedDocuments)
     ASSERT_GT(docs(), before) << rt.log();
     rt.kill_hard();
     rt.wait_exit(30s);
-    window = docs() - committed_sum(kafka, group_of(key), topic, 2);
-    std::cout << "[          ] run " << run << ": killed with " << docs() << " documents, "
+    at_kill = settled();
+    window = at_kill - committed_sum(kafka, group_of(key), topic, 2);
+    std::cout << "[          ] " << strategy << " run " << run << ": killed with " << at_kill << " documents, "
               << committed_sum(kafka, group_of(key), topic, 2) << " committed\n";
   }
   ASSERT_GT(window, 0) << "no kill left written documents uncommitted";
@@ -139,16 +169,111 @@ TEST(MongoSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedDocuments)
   rt.start();
   ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == 2 * produced; }, 120s))
       << rt.log();
-  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "already_written") >= window; }, 5s))
-      << "the replayed window's documents were already there: " << counter(rt, key, "already_written") << " < "
-      << window;
+  if (strategy == "generated") {
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+    EXPECT_EQ(counter(rt, key, "already_written"), 0) << "new ObjectIds: nothing is found already there";
+    EXPECT_EQ(docs(), 2 * produced + window) << "the replayed window inserted a second time, and nothing else";
+  } else {
+    EXPECT_TRUE(wait_until([&] { return counter(rt, key, "already_written") >= window; }, 5s))
+        << "the replayed window's documents were already there: " << counter(rt, key, "already_written") << " < "
+        << window;
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+    EXPECT_EQ(docs(), 2 * produced) << "exactly the produced documents, no duplicates";
+  }
+  // Every produced value at least once per partition (the test producer is not idempotent: n is
+  // not always the offset, so count values, not offsets).
+  EXPECT_EQ(distinct_and_sum(db, "t"), (std::pair<int64_t, int64_t>{2 * produced, produced * (produced - 1)}));
+  if (strategy == "key" || strategy == "field") {
+    const auto d = mongo.find(db, "t", R"({"uid": "p1-7"})");
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0]["_id"], "p1-7") << "the " << strategy << " is the _id";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(IdStrategies, MongoKill, ::testing::Values("record_id", "key", "field", "generated"));
+
+// Two topics (two topic blocks of one sink) into two collections: a PostgreSQL lock on the first
+// collection's table (FerretDB keeps each collection as one) stalls its bulk write on the server.
+// With max_concurrent_writes 2 the second collection's bulk write goes on beside it, lands and
+// commits its offsets while the first one waits; with 1 it queues behind it. Either way the stalled collection's offsets are
+// not committed before its own write lands, and nothing is lost once the lock goes.
+class MongoConcurrentWrites : public ::testing::TestWithParam<int> {};
+
+TEST_P(MongoConcurrentWrites, ASecondCollectionsBulkWriteIsInFlightBesideAStalledOne) {
+  const int writers = GetParam();
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mconc");
+  const auto slow = unique_name("mongo.slow"), fast = unique_name("mongo.fast");
+  kafka.create_topic(slow);
+  kafka.create_topic(fast);
+  const std::string key = "mconc" + std::to_string(writers);
+  Runtime rt(kafka.bootstrap());
+  // Two topic blocks: each its own delivery window (the runtime takes one block's write outcomes
+  // in order, so within one block the fast collection's offsets would wait for the stalled write
+  // even though its documents landed), one sink instance for both.
+  const std::string block = "schema = \"json\"\npoll_interval = \"100ms\"";
+  rt.add_definition("c.toml", plugin_definition(key, "libpicomq_connector_mongodb_sink",
+                                                "topics = [\"" + slow + "\"]\n" + block + "\n\n[[topics]]\ntopics = [\"" +
+                                                    fast + "\"]\n" + block,
+                                                "connection_uri = \"" + mongo.uri() + "\"\ndatabase = \"" + db +
+                                                    "\"\nmax_concurrent_writes = " + std::to_string(writers)));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned(key, 30s)) << rt.log();
+  // Each block's consumer group, from the log ("topics[i]: consumer group '...'").
+  std::string slow_group, fast_group;
+  ASSERT_TRUE(wait_until([&] {
+    auto group_of_block = [&](int i) {
+      const std::string log = rt.log(), tag = "topics[" + std::to_string(i) + "]: consumer group '";
+      const auto at = log.find(tag);
+      if (at == std::string::npos) return std::string();
+      return log.substr(at + tag.size(), log.find('\'', at + tag.size()) - at - tag.size());
+    };
+    slow_group = group_of_block(0);
+    fast_group = group_of_block(1);
+    return !slow_group.empty() && !fast_group.empty();
+  }, 30s)) << rt.log();
+  auto committed = [&](const std::string& topic) { return kafka.committed(topic == slow ? slow_group : fast_group, topic); };
+  // First writes: both collections (and their tables) exist.
+  kafka.produce_values(slow, json_values(0, 100));
+  kafka.produce_values(fast, json_values(0, 100));
+  ASSERT_TRUE(wait_until([&] { return committed(slow) == 100 && committed(fast) == 100; },
+                         60s))
+      << rt.log();
+  MongoServer::TableLock lock(mongo, db, slow);
+  auto waiting = [&] { return mongo.backend_locks(db, lock.table(), false); };
+  kafka.produce_values(slow, json_values(100, 300));
+  ASSERT_TRUE(wait_until([&] { return waiting() > 0; }, 30s))
+      << "the slow collection's bulk write waits on the lock\n" << rt.log();
+  kafka.produce_values(fast, json_values(100, 300));
+  if (writers > 1) {
+    EXPECT_TRUE(wait_until([&] { return committed(fast) == 300; }, 30s))
+        << "the fast collection's write lands beside the stalled one: committed "
+        << committed(fast) << "\n" << rt.log();
+    EXPECT_EQ(mongo.count(db, fast), 300);
+  } else {
+    std::this_thread::sleep_for(scaled(4s));
+    EXPECT_EQ(committed(fast), 100) << "one writer: the fast collection waits its turn";
+    EXPECT_EQ(mongo.count(db, fast), 100);
+  }
+  EXPECT_GT(waiting(), 0) << "still stalled";
+  EXPECT_EQ(committed(slow), 100) << "nothing of the stalled write is committed";
+  EXPECT_EQ(mongo.count(db, slow), 100);
+  lock.release();
+  ASSERT_TRUE(wait_until([&] { return committed(slow) == 300 && committed(fast) == 300; },
+                         60s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
-  EXPECT_EQ(docs(), 2 * produced) << "exactly the produced documents, no duplicates";
-  // Every produced value once per partition (the test producer is not idempotent: n is not
-  // always the offset, so count values, not offsets).
-  EXPECT_EQ(distinct_and_sum(db, "t"), (std::pair<int64_t, int64_t>{2 * produced, produced * (produced - 1)}));
+  EXPECT_EQ(mongo.count(db, slow), 300);
+  EXPECT_EQ(mongo.count(db, fast), 300);
+  EXPECT_EQ(distinct_and_sum(db, slow), (std::pair<int64_t, int64_t>{300, 300 * 299 / 2}));
+  EXPECT_EQ(distinct_and_sum(db, fast), (std::pair<int64_t, int64_t>{300, 300 * 299 / 2}));
 }
+
+INSTANTIATE_TEST_SUITE_P(Writers, MongoConcurrentWrites, ::testing::Values(2, 1));
 
 TEST(MongoSinkKafka, AnOutageOfTheBackingDatabaseCommitsNothingUnwrittenAndLosesNothing) {
   auto& kafka = Kafka::shared();
@@ -244,6 +369,33 @@ TEST(MongoSinkKafka, TombstonesDeleteTheDocumentOfTheirKeyAndReplaceKeepsTheLast
   EXPECT_EQ(users[0]["_id"], "a");
   EXPECT_EQ(users[0]["name"], "a2");
   EXPECT_EQ(users[1]["_id"], "c");
+}
+
+TEST(MongoSinkKafka, UpdateByBusinessKeySetsTheFieldsOfEachRecordAndKeepsTheOthers) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mupdate");
+  const auto topic = unique_name("mongo.stock");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {R"({"sku": "A", "qty": 1})", R"({"sku": "B", "qty": 2})", R"({"sku": "A", "price": 5})",
+                               R"({"sku": "A", "qty": 3})"});
+  const std::string key = "mupdate";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db,
+                                         "collection = \"stock\"\nwrite_strategy = \"update\"\nbusiness_key = [\"sku\"]\n"
+                                         "include_metadata = false\ninserted_at_field = \"created\"\nupdated_at_field = \"updated\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 4; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  const auto stock = mongo.find(db, "stock", "{}", R"({"sku": 1})");
+  ASSERT_EQ(stock.size(), 2u);
+  EXPECT_EQ(stock[0]["sku"], "A");
+  EXPECT_EQ(stock[0]["qty"], 3) << "the last record's value";
+  EXPECT_EQ(stock[0]["price"], 5) << "a field a later record does not carry is kept";
+  EXPECT_TRUE(stock[0]["created"].contains("$date") && stock[0]["updated"].contains("$date"));
+  EXPECT_EQ(stock[1]["sku"], "B");
+  EXPECT_EQ(stock[1]["qty"], 2);
 }
 
 TEST(MongoSinkKafka, AServerThatIsDownAtStartIsAWarningAndTheRecordsLandWhenItIsBack) {

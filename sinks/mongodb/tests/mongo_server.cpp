@@ -63,6 +63,16 @@ nlohmann::json to_json(const bson_t* doc) {
   return j;
 }
 
+std::string read_all(const std::filesystem::path& p) {
+  FILE* f = std::fopen(p.c_str(), "r");
+  if (!f) throw std::runtime_error("test: cannot read " + p.string());
+  std::string out;
+  char buf[256];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
 }  // namespace
 
 MongoServer& MongoServer::shared() {
@@ -99,6 +109,69 @@ void MongoServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir
 void MongoServer::kill() { run_script("kill " + dir_.string(), "kill"); }
 void MongoServer::backend_stop() { run_script("backend-stop " + dir_.string(), "stop the PostgreSQL of"); }
 void MongoServer::backend_start() { run_script("backend-start " + dir_.string(), "start the PostgreSQL of"); }
+
+std::string MongoServer::backend_psql() const {
+  const std::string pg_port = read_all(dir_ / "pg_port");
+  return "psql -h 127.0.0.1 -p " + pg_port.substr(0, pg_port.find_first_of("\r\n")) +
+         " -U postgres -d postgres -At -q -v ON_ERROR_STOP=1";
+}
+
+std::string MongoServer::backend_sql(const std::string& sql) const {
+  // The statement goes through a file: no shell quoting of its identifiers and literals.
+  static std::atomic<int> n{0};
+  const auto file = dir_ / ("backend-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".sql");
+  {
+    FILE* f = std::fopen(file.c_str(), "w");
+    if (!f) throw std::runtime_error("test: cannot write " + file.string());
+    std::fputs(sql.c_str(), f);
+    std::fclose(f);
+  }
+  const std::string cmd = backend_psql() + " -f " + file.string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("test: could not run " + cmd);
+  std::string out;
+  char buf[256];
+  while (size_t k = fread(buf, 1, sizeof buf, p)) out.append(buf, k);
+  const int rc = pclose(p);
+  std::filesystem::remove(file);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (rc != 0) throw std::runtime_error("test: psql failed on " + sql + ": " + out);
+  return out;
+}
+
+std::string MongoServer::backend_table(const std::string& db, const std::string& collection) const {
+  auto literal = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  };
+  return backend_sql("SELECT _jsonb->>'table' FROM \"" + db + "\"._ferretdb_database_metadata WHERE _jsonb->>'_id' = " +
+                     literal(collection));
+}
+
+int MongoServer::backend_locks(const std::string& db, const std::string& table, bool granted) const {
+  return std::stoi(backend_sql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace s "
+                               "ON s.oid = c.relnamespace WHERE s.nspname = '" + db + "' AND c.relname = '" + table +
+                               "' AND " + (granted ? "l.granted" : "NOT l.granted")));
+}
+
+MongoServer::TableLock::TableLock(const MongoServer& server, const std::string& db, const std::string& collection)
+    : table_(server.backend_table(db, collection)) {
+  if (table_.empty()) throw std::runtime_error("test: no FerretDB table for " + db + "." + collection);
+  psql_ = popen((server.backend_psql() + " >/dev/null 2>&1").c_str(), "w");
+  if (!psql_) throw std::runtime_error("test: could not run psql");
+  std::fprintf(psql_, "BEGIN;\nLOCK TABLE \"%s\".\"%s\" IN EXCLUSIVE MODE;\n", db.c_str(), table_.c_str());
+  std::fflush(psql_);
+  for (int i = 0; i < 400 && server.backend_locks(db, table_, true) == 0; ++i) usleep(50'000);
+  if (server.backend_locks(db, table_, true) == 0) throw std::runtime_error("test: the table lock was not granted");
+}
+
+void MongoServer::TableLock::release() {
+  if (!psql_) return;
+  std::fprintf(psql_, "COMMIT;\n\\q\n");
+  pclose(psql_);
+  psql_ = nullptr;
+}
 
 void* MongoServer::client_pool() const {
   static std::once_flag init;

@@ -5,6 +5,7 @@
 // small libmongoc client of its own (queries through libmongoc's find / count / commands, not the
 // sink's code) to set up and read back what the sink wrote. Used by the sink's own tests, its
 // Kafka tests and the conformance adapter.
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -43,6 +44,33 @@ class MongoServer {
   std::vector<std::string> collections(const std::string& db) const;
   // Runs a command (Extended JSON) on `db`; its reply. Throws with the server's message.
   nlohmann::json command(const std::string& db, const std::string& command_json) const;
+
+  // The PostgreSQL behind FerretDB, where FerretDB 1.24 keeps a database as a schema of that
+  // name and each collection as a table of one jsonb column, named in the schema's
+  // _ferretdb_database_metadata (used to stall one collection's writes with a table lock).
+  // psql's command line to it (add -c / -f, or feed stdin).
+  std::string backend_psql() const;
+  // One SQL statement's result, unaligned, trimmed. Throws when psql fails.
+  std::string backend_sql(const std::string& sql) const;
+  // The table of db.collection ("" while the collection does not exist).
+  std::string backend_table(const std::string& db, const std::string& collection) const;
+  // Locks on that table: held (granted) or waited for (not granted).
+  int backend_locks(const std::string& db, const std::string& table, bool granted) const;
+
+  // A PostgreSQL session holding EXCLUSIVE on db.collection's table until release() (or the
+  // end of the object): reads go on, FerretDB's INSERTs into it wait — a stalled collection.
+  class TableLock {
+   public:
+    TableLock(const MongoServer& server, const std::string& db, const std::string& collection);
+    ~TableLock() { release(); }
+    TableLock(const TableLock&) = delete;
+    TableLock& operator=(const TableLock&) = delete;
+    void release();
+    const std::string& table() const { return table_; }
+   private:
+    FILE* psql_ = nullptr;
+    std::string table_;
+  };
 
  private:
   std::filesystem::path dir_;

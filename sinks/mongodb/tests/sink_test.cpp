@@ -272,4 +272,22 @@ TEST_F(MongoSink, AnOutageWithinRetryTimeoutIsResentHereAndTheWriteSucceeds) {
   EXPECT_EQ(server_->count(db_, "resend"), 3);
 }
 
+TEST_F(MongoSink, TwoCollectionsBulkWritesAreInFlightAtOnceWhileOneIsStalled) {
+  open({{"max_concurrent_writes", 2}, {"commit_interval", "20ms"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("slow", 0, 0, {R"({"n": 0})"})).ok());
+  ASSERT_TRUE(host_->write(TestBatch::json("fast", 0, 0, {R"({"n": 0})"})).ok());
+  MongoServer::TableLock lock(*server_, db_, "slow");
+  auto slow = host_->start_write(TestBatch::json("slow", 0, 1, {R"({"n": 1})", R"({"n": 2})"}));
+  for (int i = 0; i < 200 && server_->backend_locks(db_, lock.table(), false) == 0; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_GT(server_->backend_locks(db_, lock.table(), false), 0) << "the slow collection's insert waits on the lock";
+  auto fast = host_->write(TestBatch::json("fast", 0, 1, {R"({"n": 1})"}), 10s);
+  EXPECT_TRUE(fast.ok()) << "the fast collection's bulk write lands beside the stalled one: " << fast.error;
+  EXPECT_EQ(server_->count(db_, "fast"), 2);
+  EXPECT_EQ(server_->count(db_, "slow"), 1) << "still stalled";
+  lock.release();
+  auto s = slow->wait(30s);
+  EXPECT_TRUE(s.ok()) << s.error;
+  EXPECT_EQ(server_->count(db_, "slow"), 3);
+}
+
 }  // namespace
