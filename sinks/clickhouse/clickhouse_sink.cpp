@@ -220,7 +220,10 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     return write;
   }
 
-  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->flush(); }
+  // The host's flush (idle, revoke, shutdown): every open insert goes to the committers now, not
+  // waited for here — the host waits for the completions itself, and an insert stalled on one
+  // table must not keep the delivery thread from another table's batches (max_concurrent_inserts).
+  void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->seal_all(); }
 
   void close() {
     if (client_) client_->stop();  // resends and their waits end now: one attempt each from here
