@@ -225,6 +225,64 @@ TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
   EXPECT_EQ(server().count(index), n);
 }
 
+// OpenSearch alone: Elasticsearch 7.10.2's ingest processors (its ingest-common module) are not on
+// Maven Central, OpenSearch's are (fetch-servers.sh adds them to the test node).
+TEST(ElasticsearchKafkaOpenSearch, AnIngestPipelineRoutingFromAFieldAndWaitForRefreshShowInTheDocuments) {
+  auto& kafka = Kafka::shared();
+  auto& os = SearchServer::shared(Flavor::OpenSearch);
+  const auto topic = unique_name("es.pipe"), dead = unique_name("es.pipedead");
+  const auto index = os.unique_index("pipe");
+  const std::string pipeline = index + "-enrich";
+  // The pipeline's effects are visible in each document: a field set, a field lower-cased, a
+  // string converted to an integer (a value that does not convert is the pipeline's refusal).
+  os.ok("PUT", "/_ingest/pipeline/" + pipeline,
+        "{\"processors\": [{\"set\": {\"field\": \"via\", \"value\": \"" + pipeline + "\"}}, "
+        "{\"lowercase\": {\"field\": \"name\"}}, {\"convert\": {\"field\": \"qty\", \"type\": \"integer\"}}]}");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  const int n = 60;
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i)
+    values.push_back("{\"name\": \"Item-" + std::to_string(i) + "-ABC\", \"qty\": \"" + (i == 42 ? std::string("many") : std::to_string(i)) +
+                     "\", \"customer\": {\"id\": \"c" + std::to_string(i % 5) + "\"}}");
+  kafka.produce_values(topic, values);
+  const std::string k = "espipe";
+  Runtime rt(kafka.bootstrap());
+  // refresh_interval 5s: without wait_for, the last documents would not be searchable at the commit.
+  rt.add_definition("e.toml", plugin_definition(
+      k, "libpicomq_connector_elasticsearch_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 20\n"
+      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+      "url = \"" + os.url() + "\"\nindex = \"" + index + "\"\npipeline = \"" + pipeline + "\"\n"
+      "routing_field = \"customer.id\"\nrefresh = \"wait_for\"\n"
+      "index_settings = { number_of_shards = 3, number_of_replicas = 0, refresh_interval = \"5s\" }\n"
+      // 6 requests, all waiting for the same refresh (index.max_refresh_listeners is 1000 per shard).
+      "max_request_records = 10\nmax_in_flight = 8"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
+  // No _refresh: what the commit covers was made searchable by the index's own refresh, which
+  // each request's wait_for waited for.
+  const auto found = os.ok("POST", "/" + index + "/_search", R"({"size": 100, "sort": [{"pico_offset": "asc"}]})");
+  const auto& hits = found["hits"]["hits"];
+  ASSERT_EQ(hits.size(), static_cast<size_t>(n - 1)) << "searchable at the commit, all but the refused one\n" << found.dump();
+  for (const auto& hit : hits) {
+    const int64_t offset = hit["_source"]["pico_offset"];
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    EXPECT_NE(offset, 42);
+    EXPECT_EQ(hit["_source"]["via"], pipeline);
+    EXPECT_EQ(hit["_source"]["name"], "item-" + std::to_string(offset) + "-abc");
+    EXPECT_EQ(hit["_source"]["qty"], offset) << "a number now, not a string";
+    EXPECT_EQ(hit.value("_routing", ""), "c" + std::to_string(offset % 5));
+  }
+  const auto dlq = kafka.consume(dead, 1, 20s);
+  ASSERT_EQ(dlq.size(), 1u);
+  EXPECT_EQ(dlq[0].header("pico_error_offset"), "42");
+  const std::string reason = dlq[0].header("pico_error_reason").value_or("");
+  EXPECT_NE(reason.find("unable to convert [many] to integer"), std::string::npos) << reason;
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
 INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchKafka, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 

@@ -241,6 +241,19 @@ TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndARe
   EXPECT_EQ(os.ok("GET", "/_data_stream/" + stream)["data_streams"][0]["template"], "picomq-dslogs");
 }
 
+// A pipeline that does not exist comes back on every item (illegal_argument_exception, status 400):
+// not a bad record each, a configuration error that stops the sink naming the pipeline.
+TEST_P(ElasticsearchSink, AMissingIngestPipelineStopsTheSinkInsteadOfRefusingEveryRecord) {
+  const std::string index = server().unique_index("nopipe");
+  auto host = load();
+  host->open(config(index, R"("pipeline": "no-such-pipeline")"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"a": 1})", R"({"a": 2})"}));
+  EXPECT_EQ(out.status, PMQ_WRITE_FATAL) << out.error;
+  EXPECT_TRUE(out.rejected.empty());
+  EXPECT_NE(out.error.find("pipeline with id [no-such-pipeline] does not exist"), std::string::npos) << out.error;
+  EXPECT_EQ(host->counter("rejected_records"), 0u);
+}
+
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
 INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 
