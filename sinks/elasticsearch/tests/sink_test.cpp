@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/testing/fake_host.hpp"
 #include "picomq/kit/testing/http_stub.hpp"
 #include "search_server.h"
@@ -254,7 +255,99 @@ TEST_P(ElasticsearchSink, AMissingIngestPipelineStopsTheSinkInsteadOfRefusingEve
   EXPECT_EQ(host->counter("rejected_records"), 0u);
 }
 
+// ------------------------------------------------------------------ TLS and credentials
+// The integ-test nodes have no security plugin: nginx (sinkkit/testing/nginx.sh) in front of each,
+// HTTPS with a throwaway CA, passing on only requests whose Authorization is the test user's basic
+// credentials or the test API key, else 401 with a security_exception (what a secured cluster
+// answers). The node behind it is the real one: the documents are read back from it.
+
+std::string b64(const std::string& s) {
+  return kit::base64_encode({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+}
+
+class ElasticsearchSecured : public ElasticsearchSink {
+ protected:
+  static constexpr const char* kUser = "picomq-writer";
+  static constexpr const char* kPassword = "pw-Secret-4711";
+  static constexpr const char* kApiKey = "key-id:ApiSecret-0815";
+  kit::testing::Nginx& proxy() {
+    if (!proxy_)
+      proxy_ = std::make_unique<kit::testing::Nginx>(kit::testing::Nginx::Options{
+          .tls = kit::testing::Nginx::Tls::On,
+          .proxy_to = server().url(),
+          .authorizations = {"Basic " + b64(std::string(kUser) + ":" + kPassword), "ApiKey " + b64(kApiKey)}});
+    return *proxy_;
+  }
+  std::string secured(const std::string& index, const std::string& auth) {
+    return "{\"url\": \"" + proxy().base_url() + "\", \"index\": \"" + index + "\", \"tls_ca_file\": \"" +
+           proxy().ca_file().string() + "\", " + auth + "}";
+  }
+  // No secret, nor its base64 in a header, in any log line.
+  void expect_no_secret_in(const std::vector<std::string>& lines) {
+    for (const auto& line : lines)
+      for (const std::string& secret : {std::string(kPassword), std::string("ApiSecret-0815"), b64(kApiKey),
+                                        b64(std::string(kUser) + ":" + kPassword)})
+        EXPECT_EQ(line.find(secret), std::string::npos) << line;
+  }
+  std::unique_ptr<kit::testing::Nginx> proxy_;
+};
+
+TEST_P(ElasticsearchSecured, BasicAuthOverTlsWithACaFileWritesAndNeverLogsThePassword) {
+  const std::string index = server().unique_index("tlsbasic");
+  auto host = load();
+  host->open(secured(index, std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser + "\", \"auth_password\": \"" +
+                                kPassword + "\""));
+  EXPECT_TRUE(host->logged("connected to " + server().name().substr(0, server().name().find(' '))));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})", R"({"n": 3})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(server().count(index), 3) << "read back from the node behind the proxy";
+  host->close();
+  expect_no_secret_in(host->logs());
+}
+
+TEST_P(ElasticsearchSecured, AnApiKeyInTheAuthorizationHeaderWrites) {
+  const std::string index = server().unique_index("tlskey");
+  auto host = load();
+  host->open(secured(index, "\"auth\": \"api_key\", \"auth_header\": \"Authorization\", \"auth_api_key\": \"ApiKey " +
+                                b64(kApiKey) + "\""));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(server().count(index), 2);
+  host->close();
+  expect_no_secret_in(host->logs());
+}
+
+TEST_P(ElasticsearchSecured, AWrongPasswordStopsTheSinkAtStartWithoutShowingIt) {
+  auto host = load();
+  const std::string wrong = std::string(kPassword) + "-wrong";
+  try {
+    host->open(secured(server().unique_index("tlswrong"),
+                       std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser + "\", \"auth_password\": \"" + wrong + "\""));
+    FAIL() << "open() should fail";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("authentication failed"), std::string::npos) << what;
+    EXPECT_EQ(what.find(wrong), std::string::npos) << what;
+    EXPECT_EQ(what.find(b64(std::string(kUser) + ":" + wrong)), std::string::npos) << what;
+  }
+  for (const auto& line : host->logs()) EXPECT_EQ(line.find(wrong), std::string::npos) << line;
+}
+
+TEST_P(ElasticsearchSecured, WithoutTheCaFileTheCertificateIsRefusedAtStart) {
+  auto host = load();
+  try {
+    host->open("{\"url\": \"" + proxy().base_url() + "\", \"auth\": \"basic\", \"auth_user\": \"" + kUser +
+               "\", \"auth_password\": \"" + kPassword + "\"}");
+    FAIL() << "open() should fail: the test CA is not among the system's";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("certificate"), std::string::npos) << what;
+    EXPECT_EQ(what.find(kPassword), std::string::npos) << what;
+  }
+}
+
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSecured, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 
 // ------------------------------------------------------------------ Elasticsearch 8.x shape
