@@ -9,7 +9,12 @@
 
 #include <thread>
 
+#include <cstring>
+#include <span>
+
 #include "harness.h"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/testing/http_stub.hpp"
 #include "search_server.h"
 
 namespace picomq::test {
@@ -223,6 +228,49 @@ TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(server().count(index), n);
+}
+
+// Through the runtime, over HTTPS with basic auth (the kit's nginx front, as in sink_test.cpp):
+// the documents land, and the password, given through an environment variable, is in no log line,
+// the status file, nor the dead-letter headers of the one refused record.
+TEST_P(ElasticsearchKafka, OverTlsWithBasicAuthTheRuntimeWritesAndNeverShowsThePassword) {
+  auto& kafka = Kafka::shared();
+  const std::string password = "Kafka-pw-Secret-9931";
+  const std::string basic = kit::base64_encode(std::span<const uint8_t>(
+      reinterpret_cast<const uint8_t*>("writer:Kafka-pw-Secret-9931"), std::strlen("writer:Kafka-pw-Secret-9931")));
+  kit::testing::Nginx proxy({.tls = kit::testing::Nginx::Tls::On, .proxy_to = server().url(), .authorizations = {"Basic " + basic}});
+  const auto topic = unique_name("es.tls"), dead = unique_name("es.tlsdead");
+  const auto index = server().unique_index("tls");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 200);
+  values[7] = R"({"n": "seven"})";
+  kafka.produce_values(topic, values);
+  const std::string k = key("estls");
+  Runtime rt(kafka.bootstrap());
+  rt.env("PICOMQ_TEST_SEARCH_PASSWORD", password);
+  rt.add_definition("e.toml", plugin_definition(
+      k, "libpicomq_connector_elasticsearch_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n"
+      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+      "url = \"" + proxy.base_url() + "\"\nindex = \"" + index + "\"\ntls_ca_file = \"" + proxy.ca_file().string() + "\"\n"
+      "auth = \"basic\"\nauth_user = \"writer\"\nauth_password = \"${PICOMQ_TEST_SEARCH_PASSWORD}\"\n"
+      "index_mappings = { properties = { n = { type = \"long\" } } }"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 200; }, 60s)) << rt.log();
+  const auto dlq = kafka.consume(dead, 1, 20s);
+  ASSERT_EQ(dlq.size(), 1u);
+  const std::string status = rt.sink_status(k).dump();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), 199);
+  const std::string log = rt.log();
+  EXPECT_NE(log.find("connected to"), std::string::npos) << log;
+  for (const std::string& secret : {password, basic}) {
+    EXPECT_EQ(log.find(secret), std::string::npos) << "the runtime's log shows a secret";
+    EXPECT_EQ(status.find(secret), std::string::npos) << status;
+    for (const auto& [name, value] : dlq[0].headers) EXPECT_EQ(value.find(secret), std::string::npos) << name << ": " << value;
+  }
 }
 
 // OpenSearch alone: Elasticsearch 7.10.2's ingest processors (its ingest-common module) are not on
