@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -380,6 +381,65 @@ TEST(ElasticsearchEightShape, CompatibilityMediaTypesAndEightStyleItemsAgainstTh
       << "no _type in the action line";
   EXPECT_NE(requests[0].query.find("filter_path="), std::string::npos);
   for (const auto& line : host->logs()) EXPECT_EQ(line.find("c2VjcmV0LWtleQ"), std::string::npos) << line;
+}
+
+// Elasticsearch 8.x data streams, to the 8.x documentation (no 8.x server here): the template put
+// with data_stream {}, create actions with @timestamp, items naming the backing index
+// (.ds-<stream>-<date>-<generation>), a 429 es_rejected_execution_exception item resent alone, and a
+// replay's 409 version_conflict_engine_exception counted as already there.
+TEST(ElasticsearchEightShape, DataStreamCreatesResendsOnlyTheRefusedItemAndReplaysAreAlreadyThere) {
+  kit::testing::HttpReceiver stub;
+  stub.script({{"path", "/"}, {"method", "GET"}, {"count", 0}, {"status", 200},
+               {"body", R"({"version":{"number":"9.1.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
+  stub.script({{"path", "/_index_template/picomq-ds8"}, {"method", "PUT"}, {"status", 200}, {"body", R"({"acknowledged":true})"}});
+  const std::string backing = ".ds-logs-app-2026.12.01-000001";
+  const std::string created = R"({"create":{"_index":")" + backing + R"(","_id":"ID","_version":1,"result":"created",)"
+                              R"("_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}})";
+  auto item = [&](const std::string& id) { return std::regex_replace(created, std::regex("ID"), id); };
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+               {"body", R"({"took":3,"errors":true,"items":[)" + item("logs-app:0:0") +
+                            R"(,{"create":{"_index":")" + backing + R"(","_id":"logs-app:0:1","status":429,"error":{"type":)"
+                            R"("es_rejected_execution_exception","reason":"rejected execution of coordinating operation"}}}]})"}});
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+               {"body", R"({"took":1,"errors":false,"items":[)" + item("logs-app:0:1") + "]}"}});
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+               {"body", R"({"took":1,"errors":true,"items":[{"create":{"_index":")" + backing +
+                            R"(","_id":"logs-app:0:0","status":409,"error":{"type":"version_conflict_engine_exception",)"
+                            R"x("reason":"[logs-app:0:0]: version conflict, document already exists (current version [1])"}}}]})x"}});
+  auto host = load();
+  host->open("{\"url\": \"" + stub.base_url() + "\", \"index\": \"{topic}\", \"action\": \"create\", \"data_stream\": true, "
+             "\"compatible_with\": 8, \"index_template\": {\"index_patterns\": [\"logs-*\"], \"data_stream\": {}, "
+             "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}", "ds8");
+  EXPECT_TRUE(host->logged("connected to Elasticsearch 9.1.0"));
+  const TestBatch two("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000},
+                                      {.offset = 1, .payload = R"({"msg": "b"})", .timestamp_ms = 1764547200001}});
+  const auto out = host->write(two);
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(host->counter("item_retries"), 1u);
+  const auto replay = host->write(TestBatch("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000}}));
+  EXPECT_EQ(replay.status, PMQ_WRITE_OK) << replay.error;
+  EXPECT_EQ(host->counter("already_there"), 1u);
+
+  const auto put = stub.requests("/_index_template/picomq-ds8");
+  ASSERT_EQ(put.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(put[0].body)["data_stream"], nlohmann::json::object());
+  const auto bulks = stub.requests("/_bulk");
+  ASSERT_EQ(bulks.size(), 3u);
+  auto lines = [](const std::string& body) {
+    std::vector<nlohmann::json> out;
+    for (size_t from = 0, nl; (nl = body.find('\n', from)) != std::string::npos; from = nl + 1)
+      out.push_back(nlohmann::json::parse(body.substr(from, nl - from)));
+    return out;
+  };
+  const auto first = lines(bulks[0].body);
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(first[0], nlohmann::json::parse(R"({"create":{"_index":"logs-app","_id":"logs-app:0:0"}})")) << "create, no _type";
+  EXPECT_EQ(first[1]["@timestamp"], 1764547200000);
+  EXPECT_EQ(first[3]["@timestamp"], 1764547200001);
+  const auto resent = lines(bulks[1].body);
+  ASSERT_EQ(resent.size(), 2u) << "only the refused item again";
+  EXPECT_EQ(resent[0]["create"]["_id"], "logs-app:0:1");
+  EXPECT_EQ(bulks[0].headers.get("Content-Type"), "application/vnd.elasticsearch+x-ndjson; compatible-with=8");
 }
 
 TEST(ElasticsearchEightShape, WrongCredentialsStopTheSinkAtStartWithoutShowingThem) {
