@@ -6,6 +6,7 @@
 // committed); keyed records with tombstones end as the last state of each key.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -228,6 +229,44 @@ TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(server().count(index), n);
+}
+
+// Topic names Kafka accepts and an index may not have (upper case, a leading '_' or '-', 240+
+// characters): through the broker, each topic's documents land in a legal index of its own,
+// created by the sink, and keep the exact topic name.
+TEST_P(ElasticsearchKafka, HostileTopicNamesThroughTheBrokerGetLegalDistinctIndices) {
+  auto& kafka = Kafka::shared();
+  const std::string u = std::to_string(::getpid()) + flavor_name(GetParam()).substr(0, 2);
+  const std::vector<std::string> topics{"Shop.Orders-EU." + u, "_Private.Topic." + u, "-Dash.Leading." + u,
+                                        std::string(236, 'Q') + "." + u};
+  std::string list;
+  for (const auto& t : topics) {
+    kafka.create_topic(t);
+    kafka.produce_values(t, json_values(0, 3));
+    list += (list.empty() ? "\"" : ", \"") + t + "\"";
+  }
+  const std::string k = key("eshostile");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", plugin_definition(k, "libpicomq_connector_elasticsearch_sink",
+                                                "topics = [" + list + "]\nschema = \"json\"\npoll_interval = \"50ms\"",
+                                                "url = \"" + server().url() + "\"\nindex = \"{topic}\"\n"
+                                                "index_settings = { number_of_replicas = 0 }"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& t : topics)
+      if (kafka.committed(group_of(k), t) != 3) return false;
+    return true;
+  }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  const std::vector<std::string> expected{"shop.orders-eu." + u, "i_private.topic." + u, "i-dash.leading." + u,
+                                          std::string(236, 'q') + "." + u};
+  for (size_t i = 0; i < topics.size(); ++i) {
+    SCOPED_TRACE(topics[i]);
+    const auto docs = server().documents(expected[i]);
+    ASSERT_EQ(docs.size(), 3u);
+    for (const auto& d : docs) EXPECT_EQ(d["pico_topic"], topics[i]) << "the exact topic name";
+  }
 }
 
 // Through the runtime, over HTTPS with basic auth (the kit's nginx front, as in sink_test.cpp):
