@@ -226,12 +226,14 @@ ReceiverStats HttpReceiver::stats() const {
 
 // ---------------------------------------------------------------- Nginx
 
-Nginx::Nginx(Tls tls) : tls_(tls == Tls::On) {
+Nginx::Nginx(const Options& options) : tls_(options.tls == Tls::On) {
   std::string dir_template = (std::filesystem::temp_directory_path() / "picomq-nginx-XXXXXX").string();
   if (!::mkdtemp(dir_template.data())) throw std::runtime_error("mkdtemp failed");
   dir_ = dir_template;
-  const std::string command = "bash " + quoted(resource("PICOMQ_NGINX_SH", PICOMQ_NGINX_SH)) + " start " + quoted(dir_.string()) +
-                              (tls_ ? " --tls" : "") + " --owner " + std::to_string(::getpid());
+  std::string command = "bash " + quoted(resource("PICOMQ_NGINX_SH", PICOMQ_NGINX_SH)) + " start " + quoted(dir_.string()) +
+                        (tls_ ? " --tls" : "") + " --owner " + std::to_string(::getpid());
+  if (!options.proxy_to.empty()) command += " --proxy-to " + quoted(options.proxy_to);
+  for (const auto& value : options.authorizations) command += " --authorization " + quoted(value);
   try {
     port_ = parse_port(run_capturing(command), "nginx.sh");
     baseline_ = raw_stats();

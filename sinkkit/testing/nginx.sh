@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts / stops a throwaway nginx (Debian's nginx-light) for the tests and benchmarks of HTTP sinks.
-#   nginx.sh start  <dir> [--tls] [--owner <pid>]
+#   nginx.sh start  <dir> [--tls] [--proxy-to <url>] [--authorization <value>]... [--owner <pid>]
 #       writes a config into <dir> (pid file, logs and temp paths there too: nothing under /var or
 #       /run), starts nginx as one non-daemon process on a free 127.0.0.1 port, waits until it
 #       answers, and prints that port alone on stdout. It answers 204 to POST and PUT on any path
@@ -12,6 +12,11 @@
 #       --tls: HTTPS with HTTP/2 offered through ALPN; openssl generates into <dir> a CA (ca.pem),
 #       a server certificate for 127.0.0.1 and localhost, and a client certificate (client.pem,
 #       client.key encrypted with the password "picomq-test-client-key").
+#       --proxy-to: paths outside the ones above are not answered 204 but passed to that upstream
+#       (any method, bodies streamed, keep-alive upstream): a TLS front for a plain-HTTP test server.
+#       --authorization: those paths then need an Authorization header equal to one of these values
+#       (e.g. "Basic <base64 of user:password>", "ApiKey <key>"), else 401 with WWW-Authenticate and
+#       an Elasticsearch-style security_exception body; the header is passed on unchanged.
 #       --owner: a watchdog stops nginx when that process is gone (a crashed test leaves nothing).
 #   nginx.sh stop   <dir>   graceful stop (SIGQUIT, then SIGTERM, then SIGKILL); idempotent
 #   nginx.sh status <dir>   exit 0 when running, 3 when not
@@ -58,7 +63,36 @@ make_certificates() {
 }
 
 write_config() {
-  local port="$1" tls="$2" listen tls_lines=""
+  local port="$1" tls="$2" listen tls_lines="" auth_map="" auth_check="" main_location v
+  if ((${#authorizations[@]})); then
+    auth_map="map \$http_authorization \$picomq_authorized {
+    default 0;"
+    for v in "${authorizations[@]}"; do auth_map+="
+    \"$v\" 1;"; done
+    auth_map+="
+  }"
+    auth_check="if (\$picomq_authorized = 0) {
+        add_header WWW-Authenticate 'Basic realm=\"picomq test\"' always;
+        return 401 '{\"error\":{\"type\":\"security_exception\",\"reason\":\"missing or wrong credentials (picomq test proxy)\"},\"status\":401}';
+      }"
+  fi
+  if [[ -n "$proxy_to" ]]; then
+    main_location="location / {
+      default_type application/json;  # of the 401's body
+      $auth_check
+      proxy_pass $proxy_to;
+      proxy_http_version 1.1;
+      proxy_set_header Connection \"\";
+      proxy_request_buffering off;
+      proxy_read_timeout 300s;
+    }"
+  else
+    main_location="location / {
+      $auth_check
+      if (\$request_method !~ ^(POST|PUT)\$) { return 405; }
+      return 204;
+    }"
+  fi
   if [[ "$tls" == 1 ]]; then
     listen="listen 127.0.0.1:$port ssl http2;"
     tls_lines="ssl_certificate $dir/server.pem;
@@ -88,6 +122,7 @@ http {
   client_max_body_size 0;
   keepalive_requests 1000000;
   keepalive_timeout 120s;
+  $auth_map
   server {
     $listen
     $tls_lines
@@ -105,10 +140,7 @@ http {
       if (\$request_method !~ ^(POST|PUT)\$) { return 405; }
       return 204;
     }
-    location / {
-      if (\$request_method !~ ^(POST|PUT)\$) { return 405; }
-      return 204;
-    }
+    $main_location
   }
 }
 CONF
@@ -127,10 +159,15 @@ stop_server() { stop_pid "$dir/nginx.pid" 5 QUIT TERM KILL || fail "could not st
 
 case "$cmd" in
 start)
-  tls=0; owner=""
+  tls=0; owner=""; proxy_to=""; authorizations=()
   while (($#)); do
     case "$1" in
       --tls) tls=1; shift ;;
+      --proxy-to) proxy_to="${2:?--proxy-to needs a url}"; shift 2 ;;
+      --authorization)
+        v="${2:?--authorization needs a value}"
+        [[ "$v" =~ [\"\\\$\;\{\}] ]] && { echo "nginx: --authorization value with a quote, backslash, \$, ; or brace: not supported" >&2; exit 2; }
+        authorizations+=("$v"); shift 2 ;;
       --owner) owner="${2:?--owner needs a pid}"; shift 2 ;;
       *) echo "nginx: unknown option $1" >&2; exit 2 ;;
     esac
@@ -172,5 +209,5 @@ status)
   if running; then echo "nginx: running in $dir"; exit 0; fi
   echo "nginx: not running in $dir"; exit 3
   ;;
-*) echo "usage: $0 start <dir> [--tls] [--owner <pid>] | stop <dir> | status <dir>" >&2; exit 2 ;;
+*) echo "usage: $0 start <dir> [--tls] [--proxy-to <url>] [--authorization <value>]... [--owner <pid>] | stop <dir> | status <dir>" >&2; exit 2 ;;
 esac

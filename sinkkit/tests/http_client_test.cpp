@@ -876,6 +876,31 @@ TEST(HttpClientNginx, PlainHttpWritesAndReuses) {
   EXPECT_EQ(stats.accepted_connections, 1u);
 }
 
+// nginx.sh --proxy-to / --authorization: a TLS front with credential checks for a plain-HTTP test
+// server (the upstream here: the receiver, which records what got through).
+TEST(HttpClientNginx, AProxyFrontPassesOnlyAcceptedAuthorizationsToItsUpstream) {
+  HttpReceiver upstream;
+  Nginx proxy({.tls = Nginx::Tls::On, .proxy_to = upstream.base_url(), .authorizations = {"Basic dTpw", "ApiKey a2V5"}});
+  HttpClient client({.tls = {.ca_file = proxy.ca_file()}});
+  auto with = [&](const std::string& authorization) {
+    HttpRequest r = post(proxy.base_url() + "/index/_bulk", "{}\n");
+    if (!authorization.empty()) r.headers.set("Authorization", authorization);
+    return client.send(std::move(r));
+  };
+  const HttpResponse none = with("");
+  EXPECT_EQ(none.status, 401) << describe(none);
+  EXPECT_NE(none.body.find("security_exception"), std::string::npos) << none.body;
+  EXPECT_EQ(with("Basic d3Jvbmc=").status, 401);
+  EXPECT_TRUE(upstream.requests().empty()) << "refused at the front";
+  EXPECT_EQ(with("Basic dTpw").status, 200);
+  EXPECT_EQ(with("ApiKey a2V5").status, 200);
+  const auto seen = upstream.requests("/index/_bulk");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].method, "POST");
+  EXPECT_EQ(seen[0].body, "{}\n") << "the body passed on";
+  EXPECT_EQ(seen[1].headers.get("Authorization"), "ApiKey a2V5") << "passed on unchanged";
+}
+
 class HttpClientTls : public ::testing::Test {
  protected:
   Nginx nginx{Nginx::Tls::On};

@@ -120,6 +120,11 @@ ItemOutcome classify_item(const ItemResult& item, Op op, bool external_versions,
     return ItemOutcome::Rejected;
   }
   why(described);
+  // The ingest pipeline named by `pipeline` is missing: every item says so, as an
+  // illegal_argument_exception (Elasticsearch 7 / 8, OpenSearch 2). Configuration, not a bad record.
+  if (item.type == "illegal_argument_exception" && item.reason.starts_with("pipeline with id [") &&
+      item.reason.find("] does not exist") != std::string::npos)
+    return ItemOutcome::Fatal;
   if (listed(kRejectedTypes, item.type)) return ItemOutcome::Rejected;
   if (listed(kRetryTypes, item.type)) return ItemOutcome::Retry;
   if (listed(kFatalTypes, item.type)) {

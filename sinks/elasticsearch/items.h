@@ -24,7 +24,9 @@
 //   resource_already_exists_exception (an auto-create race), timeout_exception
 //   index_not_found_exception, invalid_index_name_exception,  Fatal    the index is gone and cannot be created, its
 //   index_closed_exception, cluster_block_exception (403),         name is refused, it is closed or read-only,
-//   security_exception                                              the credentials lack a right: configuration
+//   security_exception,                                             the credentials lack a right,
+//   illegal_argument_exception "pipeline with id [p]               the ingest pipeline is missing: configuration
+//     does not exist"
 //   unknown type: 429 and 5xx Retry; 400, 409, 413, 422 Rejected; anything else Fatal
 #include <string>
 #include <string_view>

@@ -139,6 +139,12 @@ TEST(ElasticsearchItems, TypesByNameThenUnknownTypesByStatus) {
   EXPECT_EQ(outcome(500, "something_new_exception"), ItemOutcome::Retry);
   EXPECT_EQ(outcome(400, "something_new_exception"), ItemOutcome::Rejected);
   EXPECT_EQ(outcome(401, "something_new_exception"), ItemOutcome::Fatal);
+  // A missing ingest pipeline comes back on every item as an illegal_argument_exception (OpenSearch
+  // 2.19.6's text): configuration, not a bad document. A processor's own refusal stays Rejected.
+  const ItemResult missing{.status = 400, .type = "illegal_argument_exception", .reason = "pipeline with id [enrich] does not exist"};
+  EXPECT_EQ(classify_item(missing, Op::Index, false, nullptr), ItemOutcome::Fatal);
+  const ItemResult convert{.status = 400, .type = "illegal_argument_exception", .reason = "unable to convert [many] to integer"};
+  EXPECT_EQ(classify_item(convert, Op::Index, false, nullptr), ItemOutcome::Rejected);
 }
 
 TEST(ElasticsearchItems, AResponseThatDoesNotMatchTheRequestIsAnError) {

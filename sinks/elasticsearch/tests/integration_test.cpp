@@ -6,10 +6,16 @@
 // committed); keyed records with tombstones end as the last state of each key.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <thread>
 
+#include <cstring>
+#include <span>
+
 #include "harness.h"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/testing/http_stub.hpp"
 #include "search_server.h"
 
 namespace picomq::test {
@@ -223,6 +229,145 @@ TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(server().count(index), n);
+}
+
+// Topic names Kafka accepts and an index may not have (upper case, a leading '_' or '-', 240+
+// characters): through the broker, each topic's documents land in a legal index of its own,
+// created by the sink, and keep the exact topic name.
+TEST_P(ElasticsearchKafka, HostileTopicNamesThroughTheBrokerGetLegalDistinctIndices) {
+  auto& kafka = Kafka::shared();
+  const std::string u = std::to_string(::getpid()) + flavor_name(GetParam()).substr(0, 2);
+  const std::vector<std::string> topics{"Shop.Orders-EU." + u, "_Private.Topic." + u, "-Dash.Leading." + u,
+                                        std::string(236, 'Q') + "." + u};
+  std::string list;
+  for (const auto& t : topics) {
+    kafka.create_topic(t);
+    kafka.produce_values(t, json_values(0, 3));
+    list += (list.empty() ? "\"" : ", \"") + t + "\"";
+  }
+  const std::string k = key("eshostile");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("e.toml", plugin_definition(k, "libpicomq_connector_elasticsearch_sink",
+                                                "topics = [" + list + "]\nschema = \"json\"\npoll_interval = \"50ms\"",
+                                                "url = \"" + server().url() + "\"\nindex = \"{topic}\"\n"
+                                                "index_settings = { number_of_replicas = 0 }"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& t : topics)
+      if (kafka.committed(group_of(k), t) != 3) return false;
+    return true;
+  }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  const std::vector<std::string> expected{"shop.orders-eu." + u, "i_private.topic." + u, "i-dash.leading." + u,
+                                          std::string(236, 'q') + "." + u};
+  for (size_t i = 0; i < topics.size(); ++i) {
+    SCOPED_TRACE(topics[i]);
+    const auto docs = server().documents(expected[i]);
+    ASSERT_EQ(docs.size(), 3u);
+    for (const auto& d : docs) EXPECT_EQ(d["pico_topic"], topics[i]) << "the exact topic name";
+  }
+}
+
+// Through the runtime, over HTTPS with basic auth (the kit's nginx front, as in sink_test.cpp):
+// the documents land, and the password, given through an environment variable, is in no log line,
+// the status file, nor the dead-letter headers of the one refused record.
+TEST_P(ElasticsearchKafka, OverTlsWithBasicAuthTheRuntimeWritesAndNeverShowsThePassword) {
+  auto& kafka = Kafka::shared();
+  const std::string password = "Kafka-pw-Secret-9931";
+  const std::string basic = kit::base64_encode(std::span<const uint8_t>(
+      reinterpret_cast<const uint8_t*>("writer:Kafka-pw-Secret-9931"), std::strlen("writer:Kafka-pw-Secret-9931")));
+  kit::testing::Nginx proxy({.tls = kit::testing::Nginx::Tls::On, .proxy_to = server().url(), .authorizations = {"Basic " + basic}});
+  const auto topic = unique_name("es.tls"), dead = unique_name("es.tlsdead");
+  const auto index = server().unique_index("tls");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 200);
+  values[7] = R"({"n": "seven"})";
+  kafka.produce_values(topic, values);
+  const std::string k = key("estls");
+  Runtime rt(kafka.bootstrap());
+  rt.env("PICOMQ_TEST_SEARCH_PASSWORD", password);
+  rt.add_definition("e.toml", plugin_definition(
+      k, "libpicomq_connector_elasticsearch_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n"
+      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+      "url = \"" + proxy.base_url() + "\"\nindex = \"" + index + "\"\ntls_ca_file = \"" + proxy.ca_file().string() + "\"\n"
+      "auth = \"basic\"\nauth_user = \"writer\"\nauth_password = \"${PICOMQ_TEST_SEARCH_PASSWORD}\"\n"
+      "index_mappings = { properties = { n = { type = \"long\" } } }"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 200; }, 60s)) << rt.log();
+  const auto dlq = kafka.consume(dead, 1, 20s);
+  ASSERT_EQ(dlq.size(), 1u);
+  const std::string status = rt.sink_status(k).dump();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+  EXPECT_EQ(server().count(index), 199);
+  const std::string log = rt.log();
+  EXPECT_NE(log.find("connected to"), std::string::npos) << log;
+  for (const std::string& secret : {password, basic}) {
+    EXPECT_EQ(log.find(secret), std::string::npos) << "the runtime's log shows a secret";
+    EXPECT_EQ(status.find(secret), std::string::npos) << status;
+    for (const auto& [name, value] : dlq[0].headers) EXPECT_EQ(value.find(secret), std::string::npos) << name << ": " << value;
+  }
+}
+
+// OpenSearch alone: Elasticsearch 7.10.2's ingest processors (its ingest-common module) are not on
+// Maven Central, OpenSearch's are (fetch-servers.sh adds them to the test node).
+TEST(ElasticsearchKafkaOpenSearch, AnIngestPipelineRoutingFromAFieldAndWaitForRefreshShowInTheDocuments) {
+  auto& kafka = Kafka::shared();
+  auto& os = SearchServer::shared(Flavor::OpenSearch);
+  const auto topic = unique_name("es.pipe"), dead = unique_name("es.pipedead");
+  const auto index = os.unique_index("pipe");
+  const std::string pipeline = index + "-enrich";
+  // The pipeline's effects are visible in each document: a field set, a field lower-cased, a
+  // string converted to an integer (a value that does not convert is the pipeline's refusal).
+  os.ok("PUT", "/_ingest/pipeline/" + pipeline,
+        "{\"processors\": [{\"set\": {\"field\": \"via\", \"value\": \"" + pipeline + "\"}}, "
+        "{\"lowercase\": {\"field\": \"name\"}}, {\"convert\": {\"field\": \"qty\", \"type\": \"integer\"}}]}");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  const int n = 60;
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i)
+    values.push_back("{\"name\": \"Item-" + std::to_string(i) + "-ABC\", \"qty\": \"" + (i == 42 ? std::string("many") : std::to_string(i)) +
+                     "\", \"customer\": {\"id\": \"c" + std::to_string(i % 5) + "\"}}");
+  kafka.produce_values(topic, values);
+  const std::string k = "espipe";
+  Runtime rt(kafka.bootstrap());
+  // refresh_interval 5s: without wait_for, the last documents would not be searchable at the commit.
+  rt.add_definition("e.toml", plugin_definition(
+      k, "libpicomq_connector_elasticsearch_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 20\n"
+      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+      "url = \"" + os.url() + "\"\nindex = \"" + index + "\"\npipeline = \"" + pipeline + "\"\n"
+      "routing_field = \"customer.id\"\nrefresh = \"wait_for\"\n"
+      "index_settings = { number_of_shards = 3, number_of_replicas = 0, refresh_interval = \"5s\" }\n"
+      // 6 requests, all waiting for the same refresh (index.max_refresh_listeners is 1000 per shard).
+      "max_request_records = 10\nmax_in_flight = 8"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
+  // No _refresh: what the commit covers was made searchable by the index's own refresh, which
+  // each request's wait_for waited for.
+  const auto found = os.ok("POST", "/" + index + "/_search", R"({"size": 100, "sort": [{"pico_offset": "asc"}]})");
+  const auto& hits = found["hits"]["hits"];
+  ASSERT_EQ(hits.size(), static_cast<size_t>(n - 1)) << "searchable at the commit, all but the refused one\n" << found.dump();
+  for (const auto& hit : hits) {
+    const int64_t offset = hit["_source"]["pico_offset"];
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    EXPECT_NE(offset, 42);
+    EXPECT_EQ(hit["_source"]["via"], pipeline);
+    EXPECT_EQ(hit["_source"]["name"], "item-" + std::to_string(offset) + "-abc");
+    EXPECT_EQ(hit["_source"]["qty"], offset) << "a number now, not a string";
+    EXPECT_EQ(hit.value("_routing", ""), "c" + std::to_string(offset % 5));
+  }
+  const auto dlq = kafka.consume(dead, 1, 20s);
+  ASSERT_EQ(dlq.size(), 1u);
+  EXPECT_EQ(dlq[0].header("pico_error_offset"), "42");
+  const std::string reason = dlq[0].header("pico_error_reason").value_or("");
+  EXPECT_NE(reason.find("unable to convert [many] to integer"), std::string::npos) << reason;
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }

@@ -7,9 +7,11 @@
 
 #include <unistd.h>
 
+#include <regex>
 #include <set>
 #include <thread>
 
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/testing/fake_host.hpp"
 #include "picomq/kit/testing/http_stub.hpp"
 #include "search_server.h"
@@ -241,7 +243,112 @@ TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndARe
   EXPECT_EQ(os.ok("GET", "/_data_stream/" + stream)["data_streams"][0]["template"], "picomq-dslogs");
 }
 
+// A pipeline that does not exist comes back on every item (illegal_argument_exception, status 400):
+// not a bad record each, a configuration error that stops the sink naming the pipeline.
+TEST_P(ElasticsearchSink, AMissingIngestPipelineStopsTheSinkInsteadOfRefusingEveryRecord) {
+  const std::string index = server().unique_index("nopipe");
+  auto host = load();
+  host->open(config(index, R"("pipeline": "no-such-pipeline")"));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"a": 1})", R"({"a": 2})"}));
+  EXPECT_EQ(out.status, PMQ_WRITE_FATAL) << out.error;
+  EXPECT_TRUE(out.rejected.empty());
+  EXPECT_NE(out.error.find("pipeline with id [no-such-pipeline] does not exist"), std::string::npos) << out.error;
+  EXPECT_EQ(host->counter("rejected_records"), 0u);
+}
+
+// ------------------------------------------------------------------ TLS and credentials
+// The integ-test nodes have no security plugin: nginx (sinkkit/testing/nginx.sh) in front of each,
+// HTTPS with a throwaway CA, passing on only requests whose Authorization is the test user's basic
+// credentials or the test API key, else 401 with a security_exception (what a secured cluster
+// answers). The node behind it is the real one: the documents are read back from it.
+
+std::string b64(const std::string& s) {
+  return kit::base64_encode({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+}
+
+class ElasticsearchSecured : public ElasticsearchSink {
+ protected:
+  static constexpr const char* kUser = "picomq-writer";
+  static constexpr const char* kPassword = "pw-Secret-4711";
+  static constexpr const char* kApiKey = "key-id:ApiSecret-0815";
+  kit::testing::Nginx& proxy() {
+    if (!proxy_)
+      proxy_ = std::make_unique<kit::testing::Nginx>(kit::testing::Nginx::Options{
+          .tls = kit::testing::Nginx::Tls::On,
+          .proxy_to = server().url(),
+          .authorizations = {"Basic " + b64(std::string(kUser) + ":" + kPassword), "ApiKey " + b64(kApiKey)}});
+    return *proxy_;
+  }
+  std::string secured(const std::string& index, const std::string& auth) {
+    return "{\"url\": \"" + proxy().base_url() + "\", \"index\": \"" + index + "\", \"tls_ca_file\": \"" +
+           proxy().ca_file().string() + "\", " + auth + "}";
+  }
+  // No secret, nor its base64 in a header, in any log line.
+  void expect_no_secret_in(const std::vector<std::string>& lines) {
+    for (const auto& line : lines)
+      for (const std::string& secret : {std::string(kPassword), std::string("ApiSecret-0815"), b64(kApiKey),
+                                        b64(std::string(kUser) + ":" + kPassword)})
+        EXPECT_EQ(line.find(secret), std::string::npos) << line;
+  }
+  std::unique_ptr<kit::testing::Nginx> proxy_;
+};
+
+TEST_P(ElasticsearchSecured, BasicAuthOverTlsWithACaFileWritesAndNeverLogsThePassword) {
+  const std::string index = server().unique_index("tlsbasic");
+  auto host = load();
+  host->open(secured(index, std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser + "\", \"auth_password\": \"" +
+                                kPassword + "\""));
+  EXPECT_TRUE(host->logged("connected to " + server().name().substr(0, server().name().find(' '))));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})", R"({"n": 3})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(server().count(index), 3) << "read back from the node behind the proxy";
+  host->close();
+  expect_no_secret_in(host->logs());
+}
+
+TEST_P(ElasticsearchSecured, AnApiKeyInTheAuthorizationHeaderWrites) {
+  const std::string index = server().unique_index("tlskey");
+  auto host = load();
+  host->open(secured(index, "\"auth\": \"api_key\", \"auth_header\": \"Authorization\", \"auth_api_key\": \"ApiKey " +
+                                b64(kApiKey) + "\""));
+  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(server().count(index), 2);
+  host->close();
+  expect_no_secret_in(host->logs());
+}
+
+TEST_P(ElasticsearchSecured, AWrongPasswordStopsTheSinkAtStartWithoutShowingIt) {
+  auto host = load();
+  const std::string wrong = std::string(kPassword) + "-wrong";
+  try {
+    host->open(secured(server().unique_index("tlswrong"),
+                       std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser + "\", \"auth_password\": \"" + wrong + "\""));
+    FAIL() << "open() should fail";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("authentication failed"), std::string::npos) << what;
+    EXPECT_EQ(what.find(wrong), std::string::npos) << what;
+    EXPECT_EQ(what.find(b64(std::string(kUser) + ":" + wrong)), std::string::npos) << what;
+  }
+  for (const auto& line : host->logs()) EXPECT_EQ(line.find(wrong), std::string::npos) << line;
+}
+
+TEST_P(ElasticsearchSecured, WithoutTheCaFileTheCertificateIsRefusedAtStart) {
+  auto host = load();
+  try {
+    host->open("{\"url\": \"" + proxy().base_url() + "\", \"auth\": \"basic\", \"auth_user\": \"" + kUser +
+               "\", \"auth_password\": \"" + kPassword + "\"}");
+    FAIL() << "open() should fail: the test CA is not among the system's";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("certificate"), std::string::npos) << what;
+    EXPECT_EQ(what.find(kPassword), std::string::npos) << what;
+  }
+}
+
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSecured, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
 
 // ------------------------------------------------------------------ Elasticsearch 8.x shape
@@ -274,6 +381,65 @@ TEST(ElasticsearchEightShape, CompatibilityMediaTypesAndEightStyleItemsAgainstTh
       << "no _type in the action line";
   EXPECT_NE(requests[0].query.find("filter_path="), std::string::npos);
   for (const auto& line : host->logs()) EXPECT_EQ(line.find("c2VjcmV0LWtleQ"), std::string::npos) << line;
+}
+
+// Elasticsearch 8.x data streams, to the 8.x documentation (no 8.x server here): the template put
+// with data_stream {}, create actions with @timestamp, items naming the backing index
+// (.ds-<stream>-<date>-<generation>), a 429 es_rejected_execution_exception item resent alone, and a
+// replay's 409 version_conflict_engine_exception counted as already there.
+TEST(ElasticsearchEightShape, DataStreamCreatesResendsOnlyTheRefusedItemAndReplaysAreAlreadyThere) {
+  kit::testing::HttpReceiver stub;
+  stub.script({{"path", "/"}, {"method", "GET"}, {"count", 0}, {"status", 200},
+               {"body", R"({"version":{"number":"9.1.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
+  stub.script({{"path", "/_index_template/picomq-ds8"}, {"method", "PUT"}, {"status", 200}, {"body", R"({"acknowledged":true})"}});
+  const std::string backing = ".ds-logs-app-2026.12.01-000001";
+  const std::string created = R"({"create":{"_index":")" + backing + R"(","_id":"ID","_version":1,"result":"created",)"
+                              R"("_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}})";
+  auto item = [&](const std::string& id) { return std::regex_replace(created, std::regex("ID"), id); };
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+               {"body", R"({"took":3,"errors":true,"items":[)" + item("logs-app:0:0") +
+                            R"(,{"create":{"_index":")" + backing + R"(","_id":"logs-app:0:1","status":429,"error":{"type":)"
+                            R"("es_rejected_execution_exception","reason":"rejected execution of coordinating operation"}}}]})"}});
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+               {"body", R"({"took":1,"errors":false,"items":[)" + item("logs-app:0:1") + "]}"}});
+  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+               {"body", R"({"took":1,"errors":true,"items":[{"create":{"_index":")" + backing +
+                            R"(","_id":"logs-app:0:0","status":409,"error":{"type":"version_conflict_engine_exception",)"
+                            R"x("reason":"[logs-app:0:0]: version conflict, document already exists (current version [1])"}}}]})x"}});
+  auto host = load();
+  host->open("{\"url\": \"" + stub.base_url() + "\", \"index\": \"{topic}\", \"action\": \"create\", \"data_stream\": true, "
+             "\"compatible_with\": 8, \"index_template\": {\"index_patterns\": [\"logs-*\"], \"data_stream\": {}, "
+             "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}", "ds8");
+  EXPECT_TRUE(host->logged("connected to Elasticsearch 9.1.0"));
+  const TestBatch two("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000},
+                                      {.offset = 1, .payload = R"({"msg": "b"})", .timestamp_ms = 1764547200001}});
+  const auto out = host->write(two);
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  EXPECT_EQ(host->counter("item_retries"), 1u);
+  const auto replay = host->write(TestBatch("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000}}));
+  EXPECT_EQ(replay.status, PMQ_WRITE_OK) << replay.error;
+  EXPECT_EQ(host->counter("already_there"), 1u);
+
+  const auto put = stub.requests("/_index_template/picomq-ds8");
+  ASSERT_EQ(put.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(put[0].body)["data_stream"], nlohmann::json::object());
+  const auto bulks = stub.requests("/_bulk");
+  ASSERT_EQ(bulks.size(), 3u);
+  auto lines = [](const std::string& body) {
+    std::vector<nlohmann::json> out;
+    for (size_t from = 0, nl; (nl = body.find('\n', from)) != std::string::npos; from = nl + 1)
+      out.push_back(nlohmann::json::parse(body.substr(from, nl - from)));
+    return out;
+  };
+  const auto first = lines(bulks[0].body);
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(first[0], nlohmann::json::parse(R"({"create":{"_index":"logs-app","_id":"logs-app:0:0"}})")) << "create, no _type";
+  EXPECT_EQ(first[1]["@timestamp"], 1764547200000);
+  EXPECT_EQ(first[3]["@timestamp"], 1764547200001);
+  const auto resent = lines(bulks[1].body);
+  ASSERT_EQ(resent.size(), 2u) << "only the refused item again";
+  EXPECT_EQ(resent[0]["create"]["_id"], "logs-app:0:1");
+  EXPECT_EQ(bulks[0].headers.get("Content-Type"), "application/vnd.elasticsearch+x-ndjson; compatible-with=8");
 }
 
 TEST(ElasticsearchEightShape, WrongCredentialsStopTheSinkAtStartWithoutShowingThem) {

@@ -105,11 +105,20 @@ struct NginxStats {
 // any path (405 to other methods); /mtls/... answers 204 only to a client certificate the test
 // CA signed (403 otherwise); /_status is nginx's stub_status. With TLS: a throwaway CA, a server
 // certificate for 127.0.0.1 / localhost, HTTP/2 offered through ALPN, and a client certificate
-// whose key is encrypted with client_key_password().
+// whose key is encrypted with client_key_password(). With Options::proxy_to, the other paths go to
+// that upstream instead (a TLS front for a plain-HTTP test server); with Options::authorizations,
+// they need an Authorization header equal to one of those values (else 401, WWW-Authenticate and
+// a security_exception body).
 class Nginx {
  public:
   enum class Tls { Off, On };
-  explicit Nginx(Tls tls = Tls::Off);
+  struct Options {
+    Tls tls = Tls::Off;
+    std::string proxy_to;                     // e.g. http://127.0.0.1:9200; empty: 204 to POST/PUT
+    std::vector<std::string> authorizations;  // e.g. "Basic dXNlcjpwYXNz", "ApiKey ..."; empty: none needed
+  };
+  explicit Nginx(Tls tls = Tls::Off) : Nginx(Options{.tls = tls, .proxy_to = {}, .authorizations = {}}) {}
+  explicit Nginx(const Options& options);
   ~Nginx();
   Nginx(const Nginx&) = delete;
   Nginx& operator=(const Nginx&) = delete;
