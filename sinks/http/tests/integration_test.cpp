@@ -44,6 +44,9 @@ TEST(HttpSinkKafka, RecordsOfEveryPartitionArriveOnceWithRequestsInParallelAndEv
   for (int i = 0; i < 300; ++i) records.push_back({"{\"n\":" + std::to_string(i) + "}", std::nullopt, {}, i % 3});
   kafka.produce(topic, records);
   kt::HttpReceiver receiver;
+  // Each answer takes 50 ms, so requests sent side by side are seen side by side: an instant
+  // answer let a loaded CI machine finish every request before the next was sent (max_in_flight 1).
+  receiver.script({{"path", "/in"}, {"delay", 0.05}, {"count", 0}});
   Runtime rt(kafka.bootstrap());
   rt.add_definition("h.toml", http_definition("hooks", "topics = [\"" + topic + "\"]\nbatch_length = 40",
                                               "url = \"" + receiver.url("/in") + "\"\nmax_request_records = 16\nmax_in_flight = 4"));
