@@ -1,5 +1,6 @@
 #include "mongodb/client.h"
 
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -13,6 +14,23 @@ void init_once() {
   std::call_once(once, [] { mongoc_init(); });
 }
 
+struct LogRoutes {
+  std::mutex mutex;
+  std::map<uint64_t, LibraryLogRoute::Forward> live;  // by age: the first is the oldest
+  uint64_t next = 0;
+};
+LogRoutes& log_routes() {
+  static auto* routes = new LogRoutes;  // never destroyed: libmongoc may log during exit
+  return *routes;
+}
+
+void route_line(mongoc_log_level_t level, const char* domain, const char* message, void* user_data) {
+  auto& routes = log_routes();
+  std::lock_guard lock(routes.mutex);
+  if (routes.live.empty()) return mongoc_log_default_handler(level, domain, message, user_data);
+  routes.live.begin()->second(level, std::string("libmongoc ") + (domain ? domain : "") + ": " + (message ? message : ""));
+}
+
 struct PooledClient {
   explicit PooledClient(mongoc_client_pool_t* pool) : pool(pool), client(mongoc_client_pool_pop(pool)) {}
   ~PooledClient() { mongoc_client_pool_push(pool, client); }
@@ -21,6 +39,21 @@ struct PooledClient {
 };
 
 }  // namespace
+
+LibraryLogRoute::LibraryLogRoute(Forward forward) {
+  init_once();
+  auto& routes = log_routes();
+  std::lock_guard lock(routes.mutex);
+  id_ = routes.next++;
+  routes.live.emplace(id_, std::move(forward));
+  mongoc_log_set_handler(route_line, nullptr);
+}
+
+LibraryLogRoute::~LibraryLogRoute() {
+  auto& routes = log_routes();
+  std::lock_guard lock(routes.mutex);
+  routes.live.erase(id_);
+}
 
 mongoc_uri_t* parse_uri(const std::string& text, std::string& error) {
   init_once();

@@ -4,6 +4,7 @@
 // No retry decisions here: the sink reads the outcome (mongodb/errors.h) and decides.
 #include <mongoc/mongoc.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -22,6 +23,21 @@ using BulkResult = BulkAttempt;  // mongodb/errors.h: the decision on it is judg
 mongoc_uri_t* parse_uri(const std::string& text, std::string& error);
 // "host1:27017,host2:27017" of a URI (what the logs show instead of the secret URI).
 std::string uri_hosts(const mongoc_uri_t* uri);
+
+// While alive, libmongoc's log lines (one handler per process: mongoc_log_set_handler) go to
+// `forward` instead of libmongoc's default stderr printer. Several sinks in a process: the oldest
+// live route gets the lines; with none left, libmongoc's default printer again.
+class LibraryLogRoute {
+ public:
+  using Forward = std::function<void(mongoc_log_level_t level, const std::string& line)>;
+  explicit LibraryLogRoute(Forward forward);
+  ~LibraryLogRoute();
+  LibraryLogRoute(const LibraryLogRoute&) = delete;
+  LibraryLogRoute& operator=(const LibraryLogRoute&) = delete;
+
+ private:
+  uint64_t id_;
+};
 
 class Client {
  public:

@@ -119,6 +119,13 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     if (!plan) throw sdk::FatalError(trim(problems.text()));
     plan_ = std::make_unique<mg::Plan>(std::move(*plan));
     const mg::Settings& s = plan_->settings;
+    log_route_ = std::make_unique<mg::LibraryLogRoute>([this](mongoc_log_level_t level, const std::string& line) {
+      log(level <= MONGOC_LOG_LEVEL_CRITICAL  ? sdk::LogLevel::Error
+          : level == MONGOC_LOG_LEVEL_WARNING ? sdk::LogLevel::Warn
+          : level <= MONGOC_LOG_LEVEL_INFO    ? sdk::LogLevel::Info
+                                              : sdk::LogLevel::Debug,
+          line);
+    });
     std::string error;
     mongoc_uri_t* uri = mg::parse_uri(s.uri, error);
     if (!uri) throw sdk::FatalError("connection_uri: libmongoc cannot read it: " + error);
@@ -368,6 +375,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
 
   std::unique_ptr<mg::Plan> plan_;
   std::string hosts_;
+  // Before client_: libmongoc may still log while the client pool is destroyed.
+  std::unique_ptr<mg::LibraryLogRoute> log_route_;
   std::unique_ptr<mg::Client> client_;
   std::unique_ptr<mg::DocumentEncoder> encoder_;
   kit::StopSignal stop_;

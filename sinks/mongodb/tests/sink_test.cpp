@@ -290,4 +290,15 @@ TEST_F(MongoSink, TwoCollectionsBulkWritesAreInFlightAtOnceWhileOneIsStalled) {
   EXPECT_EQ(server_->count(db_, "slow"), 3);
 }
 
+TEST_F(MongoSink, LibmongocsOwnLogLinesGoThroughTheHostLogNotStderr) {
+  // libmongoc warns of a URI option it does not know while the sink opens: the line must reach
+  // the host's log (the runtime's logger, with the sink's name), not libmongoc's stderr printer.
+  const std::string uri = server_->uri();
+  open({{"connection_uri", uri + (uri.find('?') == std::string::npos ? "/?" : "&") + "picomqNoSuchOption=1"}});
+  bool routed = false;
+  for (const auto& line : host_->logs())
+    routed = routed || (line.find("libmongoc") != std::string::npos && line.find("picomqnosuchoption") != std::string::npos);
+  EXPECT_TRUE(routed) << "no libmongoc line in the host log";
+}
+
 }  // namespace
