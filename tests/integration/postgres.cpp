@@ -12,18 +12,11 @@
 #include <system_error>
 
 #include "harness.h"
+#include "picomq/kit/testing/shared_server.hpp"
 
 namespace picomq::test {
 
 namespace {
-Postgres* g_shared = nullptr;
-std::string g_start_error;  // why the shared server could not start (not retried)
-pid_t g_owner = 0;          // the process that started it (a forked child must not stop it)
-
-void stop_shared_at_exit() {
-  if (getpid() == g_owner) Postgres::stop_shared();
-}
-
 std::string quote_value(const std::string& v) {  // a libpq conninfo value
   std::string out = "'";
   for (char c : v) {
@@ -72,33 +65,11 @@ void run_script(const std::string& args, const std::string& what) {
 }  // namespace
 
 Postgres& Postgres::shared() {
-  if (g_shared) return *g_shared;
-  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
-  auto* pg = new Postgres(make_temp_dir("picomq-pg"), free_port());
-  try {
-    pg->start();
-  } catch (const std::exception& e) {
-    g_start_error = e.what();
-    pg->stop();
-    delete pg;
-    throw;
-  }
-  g_shared = pg;
-  if (!g_owner) {
-    g_owner = getpid();
-    std::atexit(stop_shared_at_exit);
-  }
-  return *g_shared;
+  return kit::testing::SharedServer<Postgres>::get(
+      "picomq-pg", [](const std::filesystem::path& dir) { return std::make_unique<Postgres>(dir, free_port()); });
 }
 
-void Postgres::stop_shared() {
-  if (!g_shared) return;
-  g_shared->stop();
-  std::error_code ec;
-  std::filesystem::remove_all(g_shared->dir(), ec);
-  delete g_shared;
-  g_shared = nullptr;
-}
+void Postgres::stop_shared() { kit::testing::SharedServer<Postgres>::stop(); }
 
 void Postgres::start() {
   // Our pid: the script's watchdog stops the server should this process die without stop().

@@ -14,6 +14,7 @@
 
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
+#include "picomq/kit/testing/shared_server.hpp"
 
 namespace picomq::test {
 namespace {
@@ -21,27 +22,8 @@ namespace {
 // sinks/clickhouse/server.sh, from the build (tests/CMakeLists.txt).
 const std::string kScript = PICOMQ_CLICKHOUSE_SH;
 
-ClickHouseServer* g_shared = nullptr;
-std::string g_start_error;
-pid_t g_owner = 0;
-
-void stop_shared_at_exit() {
-  if (g_shared && getpid() == g_owner) {
-    g_shared->stop();
-    std::error_code ec;
-    std::filesystem::remove_all(g_shared->dir(), ec);
-  }
-}
-
 std::string run_script(const std::string& args, const std::string& what) {
-  const std::string cmd = "bash " + kScript + " " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("could not run " + cmd);
-  std::string out;
-  char buf[256];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  if (pclose(p) != 0) throw std::runtime_error("could not " + what + " ClickHouse: " + cmd);
-  return out;
+  return kit::testing::run_server_script(kScript, args, what + " ClickHouse");
 }
 
 kit::HttpClient& client() {
@@ -73,27 +55,7 @@ std::string unescape_tsv(const std::string& f) {
 
 }  // namespace
 
-ClickHouseServer& ClickHouseServer::shared() {
-  if (g_shared) return *g_shared;
-  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
-  char tmpl[] = "/tmp/picomq-ch-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  auto* s = new ClickHouseServer(tmpl);
-  try {
-    s->start();
-  } catch (const std::exception& e) {
-    g_start_error = e.what();
-    s->stop();
-    delete s;
-    throw;
-  }
-  g_shared = s;
-  if (!g_owner) {
-    g_owner = getpid();
-    std::atexit(stop_shared_at_exit);
-  }
-  return *g_shared;
-}
+ClickHouseServer& ClickHouseServer::shared() { return kit::testing::SharedServer<ClickHouseServer>::get("picomq-ch"); }
 
 void ClickHouseServer::start() {
   const std::string out = run_script("start " + dir_.string() + " --owner " + std::to_string(getpid()), "start");

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "picomq/kit/testing/shared_server.hpp"
+
 namespace picomq::test {
 namespace {
 
@@ -19,27 +21,8 @@ namespace {
 // the rest to any clone).
 const std::string kScript = PICOMQ_MONGODB_SH;
 
-MongoServer* g_shared = nullptr;
-std::string g_start_error;
-pid_t g_owner = 0;
-
-void stop_shared_at_exit() {
-  if (g_shared && getpid() == g_owner) {
-    g_shared->stop();
-    std::error_code ec;
-    std::filesystem::remove_all(g_shared->dir(), ec);
-  }
-}
-
 std::string run_script(const std::string& args, const std::string& what) {
-  const std::string cmd = "bash " + kScript + " " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("could not run " + cmd);
-  std::string out;
-  char buf[256];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  if (pclose(p) != 0) throw std::runtime_error("could not " + what + " FerretDB: " + cmd);
-  return out;
+  return kit::testing::run_server_script(kScript, args, what + " FerretDB");
 }
 
 struct Pooled {
@@ -75,27 +58,7 @@ std::string read_all(const std::filesystem::path& p) {
 
 }  // namespace
 
-MongoServer& MongoServer::shared() {
-  if (g_shared) return *g_shared;
-  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
-  char tmpl[] = "/tmp/picomq-mongo-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  auto* s = new MongoServer(tmpl);
-  try {
-    s->start();
-  } catch (const std::exception& e) {
-    g_start_error = e.what();
-    s->stop();
-    delete s;
-    throw;
-  }
-  g_shared = s;
-  if (!g_owner) {
-    g_owner = getpid();
-    std::atexit(stop_shared_at_exit);
-  }
-  return *g_shared;
-}
+MongoServer& MongoServer::shared() { return kit::testing::SharedServer<MongoServer>::get("picomq-mongo"); }
 
 MongoServer::~MongoServer() {
   if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));

@@ -12,6 +12,7 @@
 
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
+#include "picomq/kit/testing/shared_server.hpp"
 
 namespace picomq::test {
 namespace {
@@ -24,18 +25,6 @@ const std::string kScript = (kTests.parent_path() / "server.sh").string();
 std::string python() {
   if (const char* p = std::getenv("PICOMQ_S3_PYTHON"); p && *p) return p;
   return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
-}
-
-SeaweedfsServer* g_shared = nullptr;
-std::string g_start_error;
-pid_t g_owner = 0;
-
-void stop_shared_at_exit() {
-  if (g_shared && getpid() == g_owner) {
-    g_shared->stop();
-    std::error_code ec;
-    std::filesystem::remove_all(g_shared->dir(), ec);
-  }
 }
 
 std::string run(const std::string& cmd, const std::string& what) {
@@ -61,33 +50,16 @@ std::string quote(const std::string& s) { return "'" + s + "'"; }
 }  // namespace
 
 SeaweedfsServer& SeaweedfsServer::shared() {
-  if (g_shared) return *g_shared;
-  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
-  char tmpl[] = "/tmp/picomq-weed-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  auto* s = new SeaweedfsServer(tmpl);
-  try {
-    s->start();
-  } catch (const std::exception& e) {
-    g_start_error = e.what();
-    s->stop();
-    delete s;
-    throw;
-  }
-  g_shared = s;
-  // The master defers the first volume allocation after it starts (~5 s): one write now, so
-  // that no test's first upload waits for it.
-  const std::string warm = s->create_bucket("warm-up");
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const kit::HttpResponse r = admin().send({.method = "PUT", .url = s->endpoint() + "/" + warm + "/k", .body = "x"});
-    if (r.completed() && r.status == 200) break;
-    usleep(100'000);
-  }
-  if (!g_owner) {
-    g_owner = getpid();
-    std::atexit(stop_shared_at_exit);
-  }
-  return *g_shared;
+  return kit::testing::SharedServer<SeaweedfsServer>::get("picomq-weed", {}, [](SeaweedfsServer& s) {
+    // The master defers the first volume allocation after it starts (~5 s): one write now, so
+    // that no test's first upload waits for it.
+    const std::string warm = s.create_bucket("warm-up");
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const kit::HttpResponse r = admin().send({.method = "PUT", .url = s.endpoint() + "/" + warm + "/k", .body = "x"});
+      if (r.completed() && r.status == 200) break;
+      usleep(100'000);
+    }
+  });
 }
 
 void SeaweedfsServer::start() {
