@@ -53,6 +53,10 @@ LibraryLogRoute::~LibraryLogRoute() {
   auto& routes = log_routes();
   std::lock_guard lock(routes.mutex);
   routes.live.erase(id_);
+  // The last one gives libmongoc its own printer back: route_line lives in this plugin, which the
+  // host may unload while libmongoc (loaded for good) still logs. mongoc_log_set_handler takes
+  // libmongoc's log lock, so no call of route_line is running once it returns.
+  if (routes.live.empty()) mongoc_log_set_handler(mongoc_log_default_handler, nullptr);
 }
 
 mongoc_uri_t* parse_uri(const std::string& text, std::string& error) {

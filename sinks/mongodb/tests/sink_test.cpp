@@ -294,7 +294,8 @@ TEST_F(MongoSink, LibmongocsOwnLogLinesGoThroughTheHostLogNotStderr) {
   // libmongoc warns of a URI option it does not know while the sink opens: the line must reach
   // the host's log (the runtime's logger, with the sink's name), not libmongoc's stderr printer.
   const std::string uri = server_->uri();
-  open({{"connection_uri", uri + (uri.find('?') == std::string::npos ? "/?" : "&") + "picomqNoSuchOption=1"}});
+  const std::string glue = uri.find('?') != std::string::npos ? "&" : uri.back() == '/' ? "?" : "/?";
+  open({{"connection_uri", uri + glue + "picomqNoSuchOption=1"}});
   bool routed = false;
   for (const auto& line : host_->logs())
     routed = routed || (line.find("libmongoc") != std::string::npos && line.find("picomqnosuchoption") != std::string::npos);
