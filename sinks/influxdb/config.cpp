@@ -85,6 +85,18 @@ const kit::OptionTable<Settings>& option_table() {
           })
           .help("Record metadata written as tags: pico_topic, pico_partition, pico_offset (pico_offset makes every "
                 "record its own series: mind the series cardinality)."),
+      kit::option("metadata_fields", &Settings::metadata_fields)
+          .check([](const std::vector<std::string>& v) -> std::optional<std::string> {
+            for (const auto& name : v)
+              if (name != "pico_topic" && name != "pico_partition" && name != "pico_offset" &&
+                  name != "pico_timestamp" && name != "pico_key" && name != "pico_headers")
+                return "unknown metadata \"" + name +
+                       "\" (pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key or pico_headers)";
+            return std::nullopt;
+          })
+          .help("Record metadata written as fields: pico_topic (string), pico_partition, pico_offset, pico_timestamp "
+                "(epoch ms; integers), pico_key (the key as base64, no key: none), pico_headers (the headers as a JSON "
+                "object string: UTF-8 values as they are, others base64)."),
       kit::option("fields", &Settings::fields)
           .help("Dotted paths of the payload fields written as fields (an object is flattened below its path). "
                 "Empty: every scalar field not used as a tag, measurement or timestamp, nested objects flattened "

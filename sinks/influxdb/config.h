@@ -29,6 +29,7 @@ struct Settings {
   std::string tag_key;
   std::vector<std::string> tag_headers;
   std::vector<std::string> tag_metadata;
+  std::vector<std::string> metadata_fields;
   std::vector<std::string> fields;
   std::string field_separator;
   std::string timestamp_field;

@@ -76,6 +76,8 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
     // 1.x: 400 on a partial write; 2.x: 422 (the default table: Rejected); 3.x: 400.
+    rules_.on(500, "retention policy not found", kit::Outcome::Fatal,
+              "InfluxDB 1.x: the retention policy does not exist (configuration)");
     rules_.on(400, kit::Outcome::Rejected, "InfluxDB: points refused (a partial write or a line it cannot parse)");
     open_check();
   }

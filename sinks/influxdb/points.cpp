@@ -5,6 +5,7 @@
 
 #include "picomq/kit/datetime.hpp"
 #include "picomq/kit/encoding.hpp"
+#include "picomq/kit/headers.hpp"
 
 namespace picomq::influxdb {
 namespace {
@@ -172,7 +173,20 @@ std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch
       if (find(root, f.parts, e)) flatten(e, f.name, "", p);
     }
   }
-  if (p.fields.empty()) return std::string("no field to write (a point needs at least one non-null scalar field)");
+  const bool payload_fields = !p.fields.empty();
+  for (const std::string& m : settings_.metadata_fields) {
+    if (m == "pico_topic") p.fields.emplace_back(m, std::string(batch.topic));
+    else if (m == "pico_partition") p.fields.emplace_back(m, int64_t{batch.partition});
+    else if (m == "pico_offset") p.fields.emplace_back(m, int64_t{r.offset});
+    else if (m == "pico_timestamp" && r.timestamp_ms >= 0) p.fields.emplace_back(m, int64_t{r.timestamp_ms});
+    else if (m == "pico_key" && r.key.data) p.fields.emplace_back(m, kit::base64_encode(view(r.key)));
+    else if (m == "pico_headers") {
+      std::string json;
+      kit::append_headers_json(json, {r.headers, r.header_count});
+      p.fields.emplace_back(m, std::move(json));
+    }
+  }
+  if (!payload_fields) return std::string("no field to write (a point needs at least one non-null scalar field)");
   // Time.
   if (timestamp_field_) {
     simdjson::dom::element e;

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "influxdb/line_protocol.h"
@@ -92,7 +93,7 @@ std::optional<RefusedLines> refused_lines(std::string_view body, const std::vect
     for (size_t i = 0; i < lines.size() && !found; ++i) {
       const std::string_view line = trim_newline(lines[i]);
       if (text.compare(from, line.size(), line) != 0 || text.compare(from + line.size(), 3, "': ") != 0) continue;
-      size_t end = text.find('\n', from + line.size());
+      size_t end = std::min(text.find('\n', from + line.size()), text.find(" dropped=", from + line.size()));
       const std::string why = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
       // Every line equal to it is the same point, refused the same way.
       for (size_t j = 0; j < lines.size(); ++j)

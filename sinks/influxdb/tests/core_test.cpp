@@ -135,6 +135,19 @@ TEST(InfluxdbMapping, TagsFromFieldsKeyHeadersMetadataAreNotFieldsToo) {
             "loc_row=4i,v=0.5 1000\n");
 }
 
+TEST(InfluxdbMapping, MetadataAsFieldsKeyBase64HeadersAsJson) {
+  Settings s = mapping();
+  s.metadata_fields = {"pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key", "pico_headers"};
+  const TestBatch b("t.x", 1, {{.offset = 9, .payload = R"({"v":1})", .key = std::string("\x00\xff", 2),
+                                .headers = {{"h", "a\"b"}, {"bin", std::string("\xff", 1)}}, .timestamp_ms = 42}});
+  const BatchLines l = map(s, b);
+  ASSERT_EQ(l.lines.size(), 1u) << (l.refused.empty() ? "" : l.refused[0].second);
+  EXPECT_EQ(l.line(0), "m v=1i,pico_topic=\"t.x\",pico_partition=1i,pico_offset=9i,pico_timestamp=42i,pico_key=\"AP8=\","
+                       "pico_headers=\"{\\\"h\\\":\\\"a\\\\\\\"b\\\",\\\"bin\\\":\\\"/w==\\\"}\" 42\n");
+  // Metadata alone is no point: a payload without fields is still refused.
+  EXPECT_EQ(map(s, TestBatch::json("t", 0, 0, {"{}"})).refused.size(), 1u);
+}
+
 TEST(InfluxdbMapping, ListedFieldsMeasurementFieldTimestampFieldAndNumbersAsFloats) {
   Settings s = mapping();
   s.fields = {"temp", "meta"};
@@ -216,20 +229,21 @@ TEST(InfluxdbWriteErrors, V1ParseErrorsNameTheirLines) {
   const std::vector<std::string> lines{"m v=1i 1\n", "m v= 2\n", "m v=3i 3\n", "m,t=x v=\"a 4\n"};
   // InfluxDB 1.13.2's answer to this body.
   const std::string body =
-      R"({"error":"partial write: unable to parse 'm v= 2': missing field value\nunable to parse 'm,t=x v=\"a 4': unbalanced quotes dropped=0"})";
+      R"({"error":"partial write: unable to parse 'm v= 2': missing field value\nunable to parse 'm,t=x v=\"a 4': unbalanced quotes dropped=0 for database: d"})";
   auto r = refused_lines(body, views(lines));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->lines.size(), 2u);
   EXPECT_EQ(r->lines[0].first, 1u);
   EXPECT_EQ(r->lines[0].second, "unable to parse 'm v= 2': missing field value");
   EXPECT_EQ(r->lines[1].first, 3u);
+  EXPECT_EQ(r->lines[1].second, "unable to parse 'm,t=x v=\"a 4': unbalanced quotes");
   EXPECT_TRUE(r->rest_written);
 }
 
 TEST(InfluxdbWriteErrors, FieldTypeConflictsFindTheLinesOfThatTypeV1AndV2) {
   const std::vector<std::string> lines{"cpu v=1i 1\n", "cpu v=\"x\" 2\n", "mem v=\"y\" 3\n", "cpu v=\"z\",w=1 4\n"};
   const std::string v1 =
-      R"({"error":"partial write: field type conflict: input field \"v\" on measurement \"cpu\" is type string, already exists as type integer dropped=2"})";
+      R"({"error":"partial write: field type conflict: input field \"v\" on measurement \"cpu\" is type string, already exists as type integer dropped=2 for database: d for retention policy: autogen"})";
   auto r = refused_lines(v1, views(lines));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->lines.size(), 2u);
