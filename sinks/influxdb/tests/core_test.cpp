@@ -182,7 +182,7 @@ TEST(InfluxdbMapping, UnsignedOnV2FloatOnV1) {
   s.api = Api::V2;
   EXPECT_EQ(map(s, b).line(0), "m big=18446744073709551615u 1700000000000\n");
   s.api = Api::V1;
-  EXPECT_EQ(map(s, b).line(0), "m big=1.8446744073709552e+19 1700000000000\n");
+  EXPECT_EQ(map(s, b).line(0), "m big=18446744073709551616 1700000000000\n");  // no suffix: a float
 }
 
 TEST(InfluxdbMapping, RefusedRecordsSayWhyAndTheRestIsMapped) {
