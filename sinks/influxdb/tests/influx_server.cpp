@@ -207,7 +207,7 @@ std::vector<InfluxServer::Row> InfluxServer::flux(const std::string& query) cons
 
 std::vector<InfluxServer::Row> InfluxServer::flux_points(const std::string& bucket, const std::string& measurement) const {
   return flux("from(bucket: \"" + bucket + "\") |> range(start: 0) |> filter(fn: (r) => r._measurement == \"" +
-              measurement + "\") |> group() |> sort(columns: [\"_time\", \"_field\"])");
+              measurement + "\")");  // one table per series and field (a group() cannot mix field types)
 }
 
 int64_t InfluxServer::point_count(const std::string& db, const std::string& measurement) const {
