@@ -201,8 +201,12 @@ std::string_view line_measurement(std::string_view line) {
 }
 
 bool line_field_has_type(std::string_view line, std::string_view key, std::string_view type) {
+  return line_field_type(line, key) == type;
+}
+
+std::string_view line_field_type(std::string_view line, std::string_view key) {
   const size_t fields = find_unescaped(line, 0, ' ', false);
-  if (fields == std::string_view::npos) return false;
+  if (fields == std::string_view::npos) return {};
   size_t end = find_unescaped(line, fields + 1, ' ', true);
   if (end == std::string_view::npos) end = line.size();
   while (end > fields && (line[end - 1] == '\n' || line[end - 1] == '\r')) --end;
@@ -214,7 +218,7 @@ bool line_field_has_type(std::string_view line, std::string_view key, std::strin
     const size_t eq = find_unescaped(field, 0, '=', false);
     if (eq == std::string_view::npos || field.substr(0, eq) != key) continue;
     std::string_view v = field.substr(eq + 1);
-    if (v.empty()) return false;
+    if (v.empty()) return {};
     std::string_view t;
     if (v.front() == '"') t = "string";
     else if (v == "t" || v == "T" || v == "true" || v == "True" || v == "TRUE" || v == "f" || v == "F" ||
@@ -223,9 +227,9 @@ bool line_field_has_type(std::string_view line, std::string_view key, std::strin
     else if (v.back() == 'i') t = "integer";
     else if (v.back() == 'u') t = "unsigned";
     else t = "float";
-    return t == type;
+    return t;
   }
-  return false;
+  return {};
 }
 
 }  // namespace picomq::influxdb

@@ -70,5 +70,7 @@ std::optional<std::string> append_line(std::string& out, Point& point);
 // value of `type` ("integer", "float"...) in it: what a field type conflict names.
 std::string_view line_measurement(std::string_view line);
 bool line_field_has_type(std::string_view line, std::string_view escaped_key, std::string_view type);
+// The type of field `key` (escaped form) in a line, or "" when the line has no such field.
+std::string_view line_field_type(std::string_view line, std::string_view escaped_key);
 
 }  // namespace picomq::influxdb

@@ -123,12 +123,30 @@ std::optional<RefusedLines> refused_lines(std::string_view body, const std::vect
     for (size_t i = 0; i < lines.size(); ++i)
       if (line_measurement(lines[i]) == m && line_field_has_type(lines[i], f, type)) take(i, why);
   }
+  // A field name InfluxDB refuses ("time"): every line of that measurement with that field.
+  const std::string_view invalid = "invalid field name: input field ";
+  if (size_t at = text.find(invalid); at != std::string::npos) {
+    size_t pos = at + invalid.size();
+    auto field = unquote(text, pos);
+    if (!field || text.compare(pos, 16, " on measurement ") != 0) return std::nullopt;
+    pos += 16;
+    auto measurement = unquote(text, pos);
+    if (!measurement) return std::nullopt;
+    std::string m, f;
+    append_measurement(m, *measurement);
+    append_key(f, *field);
+    const size_t reason_end = text.find(" dropped=", at);
+    const std::string why = text.substr(at, reason_end == std::string::npos ? std::string::npos : reason_end - at);
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (line_measurement(lines[i]) == m && !line_field_type(lines[i], f).empty()) take(i, why);
+  }
   if (out.lines.empty()) return std::nullopt;
   if (partial) {
     // 1.x reports dropped=0 for parse errors (the count is only of points the engine dropped);
     // a count that is given must match what was found.
     const auto n = dropped(text);
-    const bool only_parse_errors = text.find("field type conflict") == std::string::npos;
+    const bool only_parse_errors = text.find("field type conflict") == std::string::npos &&
+                                   text.find("invalid field name") == std::string::npos;
     if (n && *n != out.lines.size() && !(only_parse_errors && *n == 0)) return std::nullopt;
     // Only one kind of cause named: the rest was written. Other causes in the same answer
     // (a conflict and a beyond-retention drop) are not told apart: resend the rest.

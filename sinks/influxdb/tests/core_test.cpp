@@ -264,6 +264,28 @@ TEST(InfluxdbWriteErrors, FieldTypeConflictsFindTheLinesOfThatTypeV1AndV2) {
   EXPECT_FALSE(refused_lines(R"({"error":"partial write: points beyond retention policy dropped=1"})", views(lines)));
 }
 
+TEST(InfluxdbWriteErrors, AFieldNamedTimeIsFoundBy2xsAnswer) {
+  const std::vector<std::string> lines{"p v=1i 5\n", "p time=1i 6\n", "q time=1i 7\n"};
+  // InfluxDB 2.8.0's answer to this body (1.13.2: the same after "partial write: ").
+  const std::string body =
+      R"({"code":"unprocessable entity","message":"failure writing points to database: partial write: invalid field name: input field \"time\" on measurement \"p\" is invalid dropped=1"})";
+  auto r = refused_lines(body, views(lines));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->lines.size(), 1u);
+  EXPECT_EQ(r->lines[0].first, 1u);
+  EXPECT_EQ(r->lines[0].second, "invalid field name: input field \"time\" on measurement \"p\" is invalid");
+  EXPECT_TRUE(r->rest_written);
+}
+
+TEST(InfluxdbWriteErrors, A2xParseErrorWritesNothingSoTheRestIsResent) {
+  const std::vector<std::string> lines{"p v=1i 1\n", "p v= 2\n", "p v=3i 3\n"};
+  auto r = refused_lines(R"({"code":"invalid","message":"unable to parse 'p v= 2': missing field value"})", views(lines));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->lines.size(), 1u);
+  EXPECT_EQ(r->lines[0].first, 1u);
+  EXPECT_FALSE(r->rest_written);  // 2.8.0 wrote neither line 1 nor 3
+}
+
 TEST(InfluxdbWriteErrors, V3LineNumbers) {
   const std::vector<std::string> lines{"m v=1i 1\n", "m v= 2\n", "m v=3i 3\n"};
   const std::string body =
