@@ -7,6 +7,7 @@
 // when the server did not say it wrote it); an answer that does not name them is bisected. 413 is
 // split; 429 / 5xx / transport errors are resent with the kit's back-off for retry_timeout, then
 // the runtime retries; 401 / 403 / 404 stop the sink with what to fix. Docs: docs/sinks/influxdb.md.
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -63,7 +64,10 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     plan_ = std::make_unique<influx::Plan>(std::move(*plan));
     const influx::Settings& s = plan_->settings;
     mapper_ = std::make_unique<influx::PointMapper>(*plan_);
-    if (s.tag_headers.empty()) declare_unread_fields(PMQ_FIELD_HEADERS);
+    const bool headers_read = !s.tag_headers.empty() ||
+                              std::find(s.metadata_fields.begin(), s.metadata_fields.end(), "pico_headers") !=
+                                  s.metadata_fields.end();
+    if (!headers_read) declare_unread_fields(PMQ_FIELD_HEADERS);
     declare_max_in_flight(static_cast<uint32_t>(s.max_in_flight));
 
     kit::HttpClientOptions client = kit::client_options(s.http, s.tls, s.auth);

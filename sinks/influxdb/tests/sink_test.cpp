@@ -113,7 +113,8 @@ TEST(InfluxdbV1, APartialWriteRejectsExactlyTheRefusedLinesAndWritesTheRest) {
   host->open(v1_config(db, R"("timestamp_field": "t", "timestamp_unit": "s", "precision": "s")"));
   const auto seed = host->write(TestBatch::json("m", 0, 0, {R"({"v":1,"t":1})"}));
   ASSERT_TRUE(seed.ok()) << seed.error;
-  // 1: a field type conflict (v is an integer); 3: a field named time (InfluxDB refuses it).
+  // 1: a field type conflict (v is an integer); 3: only a field named time (InfluxDB drops a field
+  // named time, and refuses a point left without fields).
   const auto out = host->write(TestBatch::json("m", 0, 1, {R"({"v":2,"t":2})", R"({"v":"text","t":3})",
                                                            R"({"v":4,"t":4})", R"({"time":5,"t":5})",
                                                            R"({"v":6,"t":6})"}));
