@@ -64,7 +64,9 @@ sink_plugin_config() {  # VARIANT RUN DIR
 
 sink_prepare() {  # KIND LABEL RUN: a fresh, empty bucket
   local id
-  id="$(influx GET "/api/v2/buckets?orgID=$influx_org_id&name=$INFLUX_BUCKET" | python3 -c 'import json,sys; b=json.load(sys.stdin)["buckets"]; print(b[0]["id"] if b else "")')"
+  # The org's buckets, this one by name (2.8.0 answers 404 to ?name= of a bucket that does not exist).
+  id="$(influx GET "/api/v2/buckets?orgID=$influx_org_id&limit=100" |
+    python3 -c 'import json,sys; print(next((b["id"] for b in json.load(sys.stdin)["buckets"] if b["name"] == sys.argv[1]), ""))' "$INFLUX_BUCKET")"
   [[ -z "$id" ]] || influx DELETE "/api/v2/buckets/$id" >/dev/null
   influx POST /api/v2/buckets "{\"orgID\":\"$influx_org_id\",\"name\":\"$INFLUX_BUCKET\",\"retentionRules\":[]}" >/dev/null
 }
