@@ -152,6 +152,19 @@ TEST(InfluxdbV1, WrongCredentialsAndUnknownDatabasesStopTheSinkAtOpen) {
   }
 }
 
+TEST(InfluxdbV1, AnUnknownRetentionPolicyStopsTheSinkAtOpenNotARetry) {
+  InfluxServer& server = InfluxServer::shared(1);
+  const std::string db = server.fresh_database("v1");
+  auto host = load();
+  try {
+    host->open(v1_config(db, R"("retention_policy": "no_such_rp")"));
+    ADD_FAILURE() << "opened on a retention policy that does not exist";
+  } catch (const std::exception& e) {
+    // 1.13.2 answers 500 "retention policy not found": configuration, not a server failure.
+    EXPECT_NE(std::string(e.what()).find("retention policy not found: no_such_rp"), std::string::npos) << e.what();
+  }
+}
+
 // ------------------------------------------------------------------ InfluxDB 2.8.0 (v2)
 
 std::string v2_config(const std::string& bucket, const std::string& extra = "") {
@@ -281,6 +294,24 @@ TEST(InfluxdbStub, SplitsOn413ResendsAfterRetryAfterGzipsAndKeepsRequestsInFligh
   for (int i = 0; i < 4; ++i) writes.push_back(host->start_write(TestBatch::json("m", 0, 100 + i, {R"({"v":1})"})));
   for (auto& w : writes) EXPECT_TRUE(w->wait().ok());
   EXPECT_GE(stub.stats().max_in_flight, 2u);
+}
+
+TEST(InfluxdbStub, CredentialsOrNamesRefusedAtWriteTimeStopTheSink) {
+  HttpReceiver stub;
+  auto host = load();
+  host->open("{\"url\": \"" + stub.base_url() + "\", \"org\": \"o\", \"bucket\": \"b\", \"token\": \"secret-token-9\"}");
+  stub.reset();
+  // The token was revoked after the sink started.
+  stub.script({{"path", "/api/v2/write"}, {"status", 401}, {"body", R"({"code":"unauthorized","message":"unauthorized access"})"}});
+  auto out = host->write(TestBatch::json("m", 0, 0, {R"({"v":1})"}));
+  EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(out.error.find("InfluxDB refused the credentials (check token"), std::string::npos) << out.error;
+  EXPECT_EQ(out.error.find("secret-token-9"), std::string::npos) << out.error;
+  // The bucket was deleted after the sink started.
+  stub.script({{"path", "/api/v2/write"}, {"status", 404}, {"body", R"({"code":"not found","message":"bucket \"b\" not found"})"}});
+  out = host->write(TestBatch::json("m", 0, 1, {R"({"v":1})"}));
+  EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(out.error.find("org o / bucket b not found"), std::string::npos) << out.error;
 }
 
 TEST(InfluxdbStub, ServerErrorsAreRetriedThenTheWriteIsARetry) {
