@@ -30,6 +30,9 @@ INFLUX_TOKEN=picomq-test-token
 SINK_TARGET="curl-lp:0.8"
 SINK_DESCRIPTION="influxdb sink, api v2, measurement orders, tags status/channel/ccy, other fields flattened, time from ts (ms): writes of up to $INFLUX_REQUEST_LINES lines, $INFLUX_IN_FLIGHT in flight, compression $INFLUX_COMPRESSION"
 SINK_BASELINES=("curl-lp|influx_baseline_curl")
+# Telegraf 1.37.2 (bench/peers/telegraf_influxdb.sh, built once by bench/peers/build-telegraf.sh)
+# with BENCH_PEER=1.
+SINK_PEERS=("telegraf|influx_peer_telegraf")
 bench_require_positive BENCH_INFLUX_IN_FLIGHT "$INFLUX_IN_FLIGHT"
 bench_require_positive BENCH_INFLUX_REQUEST_LINES "$INFLUX_REQUEST_LINES"
 influx_dir=""
@@ -124,7 +127,28 @@ influx_baseline_curl() {
   bench_timed /dev/null curl-lp -- curl -sS --parallel --parallel-max "$INFLUX_IN_FLIGHT" -K "$influx_files/curl.cfg"
 }
 
+# Telegraf: same topic, a new consumer group, the same (emptied) bucket; one JSON line out.
+influx_peer_telegraf() {
+  local run="$1" dir="$work/peer-telegraf-r$1"
+  mkdir -p "$dir"
+  TG_BATCH="$INFLUX_REQUEST_LINES" TG_SERVER_PID="$bench_server_pid" bench_timed "$dir/peer.json" telegraf -- \
+    bash "$repo/bench/peers/telegraf_influxdb.sh" "$bootstrap" "$TOPIC" "$N" "http://127.0.0.1:$influx_port" picomq \
+    "$INFLUX_BUCKET" "$INFLUX_TOKEN" "$dir"
+  cp "$work/timed.stderr" "$dir/peer.stderr"
+  peer_result="$(python3 - "$dir/peer.json" "$timed_result" <<'PY'
+import json, sys
+line = [l for l in open(sys.argv[1]) if l.strip().startswith("{")][-1]
+j = json.loads(line)
+outer = dict(kv.split("=", 1) for kv in sys.argv[2].split())
+print(f"wall_s={j['wall_s']} join_s={j.get('startup_s', 0)} user_s={j['cpu_s']} sys_s=0 hwm_kb={j['rss_kb']} "
+      f"server_cpu_s={j.get('server_cpu_s', 'nan')} outer_wall_s={outer['wall_s']} peer_records={j['records']} "
+      f"load_cpu_s=nan")
+PY
+)" || { echo "telegraf run $run: cannot read $dir/peer.json" >&2; exit 1; }
+}
+
 sink_notes() {
   echo "InfluxDB 2.8.0 (sinks/influxdb/server.sh: one server, data in the work dir); a fresh bucket per run (no retention)"
+  [[ "$PEER" == 1 ]] && echo "peer: Telegraf 1.37.2 (inputs.kafka_consumer, json parser with the same tags / time / string fields, outputs.influxdb_v2, metric_batch_size $INFLUX_REQUEST_LINES, flush_interval 100ms); its time: launch to N points counted (Flux count every 300 ms)"
   echo "baseline: one curl process posting the same line protocol ($INFLUX_REQUEST_LINES lines per body, made from the produced records by the sink's mapping) with --parallel-max $INFLUX_IN_FLIGHT"
 }
