@@ -35,6 +35,8 @@ cat >"$work/telegraf.conf" <<CONF
   brokers = ["$bootstrap"]
   topics = ["$topic"]
   consumer_group = "$group"
+  ## sarama's default protocol version (2.x era) meets "EOF" from Kafka 4.x on fetch: ask for 3.x.
+  version = "3.5.0"
   offset = "oldest"
   max_undelivered_messages = 20000
   data_format = "json"
