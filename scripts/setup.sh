@@ -69,4 +69,8 @@ fi
 # module proxy into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (~7 min the first time).
 bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
 
+# InfluxDB 1.13.2 and 2.8.0, the InfluxDB sink's test servers: built once per machine from the Go
+# module proxy (libflux with cargo) into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers}.
+bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
+
 echo "setup: ok"
