@@ -7,6 +7,7 @@
 #   server_watchdog_test.sh clickhouse <server.sh>  (sinks/clickhouse/server.sh)
 #   server_watchdog_test.sh seaweedfs <server.sh>   (sinks/s3/server.sh)
 #   server_watchdog_test.sh ferretdb <server.sh>    (sinks/mongodb/server.sh)
+#   server_watchdog_test.sh surrealdb <server.sh>   (sinks/surrealdb/server.sh)
 set -euo pipefail
 kind="${1:?nginx|postgres|clickhouse|seaweedfs|ferretdb}"; script="${2:?script}"
 work="$(mktemp -d /tmp/picomq-watchdog.XXXXXX)"
@@ -30,7 +31,7 @@ new_owner() {
 
 start() {  # <dir> <owner-pid>
   case "$kind" in
-    nginx | clickhouse | seaweedfs | ferretdb) bash "$script" start "$1" --owner "$2" >/dev/null ;;
+    nginx | clickhouse | seaweedfs | ferretdb | surrealdb) bash "$script" start "$1" --owner "$2" >/dev/null ;;
     postgres)
       local port
       port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"

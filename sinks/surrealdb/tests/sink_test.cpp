@@ -1,0 +1,252 @@
+// The SurrealDB sink in the kit's fake host (the runtime's option checks, outcomes, rejections,
+// pending writes) against the real SurrealDB 3.3.5 server of this test process
+// (sinks/surrealdb/server.sh, started once), read back through POST /sql with JSON answers (the
+// sink writes through /rpc in CBOR). No broker: kafka_test.cpp runs it through Kafka and the runtime.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "picomq/kit/testing/fake_host.hpp"
+#include "surreal_server.h"
+
+namespace kt = picomq::kit::testing;
+using kt::TestBatch;
+using kt::TestRecord;
+using nlohmann::json;
+using picomq::test::SurrealServer;
+using namespace std::chrono_literals;
+
+namespace {
+
+class SurrealSink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = SurrealServer::shared();
+    if (!server_) return;
+    ns_ = server_->fresh_namespace("sink");
+    host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  }
+  void TearDown() override {
+    if (host_ && host_->is_open()) host_->close();
+  }
+  json base() const {
+    return {{"url", server_->url()}, {"namespace", ns_}, {"database", "db"}, {"password", "root"}, {"retry_timeout", "2s"}};
+  }
+  void open(json config = json::object()) {
+    const json defaults = base();
+    for (const auto& [k, v] : defaults.items())
+      if (!config.contains(k)) config[k] = v;
+    host_->open(config.dump());
+  }
+  json select(const std::string& text) const { return server_->result(ns_, "db", text); }
+  int64_t count(const std::string& table) const {
+    const json r = select("SELECT count() AS n FROM `" + table + "` GROUP ALL");
+    return r.empty() ? 0 : r[0]["n"].get<int64_t>();
+  }
+
+  SurrealServer* server_ = nullptr;
+  std::string ns_;
+  std::unique_ptr<kt::FakeHost> host_;
+};
+
+bool has(const std::vector<std::string>& problems, const std::string& what) {
+  for (const auto& p : problems)
+    if (p.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(SurrealSink, OptionsAreCheckedBeforeAnythingConnects) {
+  SURREAL_OR_SKIP();
+  EXPECT_TRUE(has(host_->check(R"({"password": "p"})"), "url"));
+  EXPECT_TRUE(has(host_->check(R"({"url": "ftp://x", "password": "p"})"), "must start with http://"));
+  EXPECT_TRUE(has(host_->check(R"({"url": "http://x"})"), "password"));
+  EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "namespace": "a-b"})"), "namespace"));
+  EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "id": "field"})"), "id_field"));
+  EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "tombstones": "delete"})"), "tombstones"));
+  EXPECT_TRUE(host_->check(R"({"url": "http://x", "auth": "none"})").empty());
+}
+
+TEST_F(SurrealSink, RecordsLandWithIdsMetadataAndTypesReadBackExactly) {
+  SURREAL_OR_SKIP();
+  open();
+  EXPECT_TRUE(host_->logged("connected to SurrealDB"));
+  TestBatch b("shop.orders", 1,
+              {TestRecord{.offset = 10, .payload = R"({"n": 1, "price": 2.5, "tags": ["a"], "id": 7})",
+                          .key = std::string("k"), .headers = {{"h", "v"}}, .timestamp_ms = 1'700'000'000'000},
+               TestRecord{.offset = 11, .payload = R"([1, 2])"}});
+  auto outcome = host_->write(b);
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  const json rows = select("SELECT * FROM shop_orders ORDER BY pico_offset");
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  EXPECT_EQ(rows[0]["id"], "shop_orders:['shop.orders', 1, 10]");
+  EXPECT_EQ(rows[0]["pico_topic"], "shop.orders");
+  EXPECT_EQ(rows[0]["pico_partition"], 1);
+  EXPECT_EQ(rows[0]["pico_offset"], 10);
+  EXPECT_EQ(rows[0]["pico_timestamp"], 1'700'000'000'000);
+  EXPECT_EQ(rows[0]["pico_key"], "aw==");
+  EXPECT_EQ(rows[0]["pico_headers"], json::parse(R"({"h": "v"})"));
+  EXPECT_EQ(rows[0]["n"], 1);
+  EXPECT_EQ(rows[0]["price"], 2.5);
+  EXPECT_EQ(rows[0]["tags"], json::parse(R"(["a"])"));
+  EXPECT_EQ(rows[0]["pico_payload_id"], 7) << "the payload's own id is kept beside the record id";
+  EXPECT_EQ(rows[1]["payload"], json::parse("[1, 2]"));
+  // The id is the array [topic, partition, offset]: a record is found by its position.
+  EXPECT_EQ(select("SELECT VALUE n FROM type::record('shop_orders', ['shop.orders', 1, 10])"), json::parse("[1]"));
+  EXPECT_EQ(host_->counter("records"), 2u);
+}
+
+TEST_F(SurrealSink, SurrealQlLookingContentAndHostileTopicsStayData) {
+  SURREAL_OR_SKIP();
+  open();
+  const std::string evil = R"({"ref": "t:0:1", "when": "2024-01-01T00:00:00Z", "u": "018cc251-3e2a-7000-8000-000000000000",)"
+                           R"( "q": "'; DELETE `weird_topic_x`; --", "b": "⟩`}])", "obj": {"id": "user:42"}})";
+  auto outcome = host_->write(TestBatch::json("weird topic;x", 0, 0, {evil, R"({"v": 2})"}));
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  const json rows = select("SELECT *, type::is_string(ref) AS ref_is_string, type::is_string(when) AS when_is_string, "
+                           "type::is_string(u) AS u_is_string, type::is_string(obj.id) AS obj_id_is_string "
+                           "FROM weird_topic_x ORDER BY pico_offset");
+  ASSERT_EQ(rows.size(), 2u) << rows.dump();
+  EXPECT_EQ(rows[0]["ref"], "t:0:1") << "a string that looks like a record id stays that string";
+  EXPECT_EQ(rows[0]["when"], "2024-01-01T00:00:00Z");
+  EXPECT_EQ(rows[0]["q"], "'; DELETE `weird_topic_x`; --");
+  EXPECT_EQ(rows[0]["b"], "⟩`}]");
+  EXPECT_EQ(rows[0]["obj"]["id"], "user:42");
+  EXPECT_EQ(rows[0]["ref_is_string"], true);
+  EXPECT_EQ(rows[0]["when_is_string"], true);
+  EXPECT_EQ(rows[0]["u_is_string"], true);
+  EXPECT_EQ(rows[0]["obj_id_is_string"], true);
+  EXPECT_EQ(rows[0]["pico_topic"], "weird topic;x");
+}
+
+TEST_F(SurrealSink, AReplayOfTheSameRecordsWritesNothingTwice) {
+  SURREAL_OR_SKIP();
+  open({{"max_request_records", 64}});
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 200; ++i) payloads.push_back(R"({"i": )" + std::to_string(i) + "}");
+  ASSERT_TRUE(host_->write(TestBatch::json("replay", 0, 0, payloads)).ok());
+  EXPECT_GE(host_->counter("requests"), 4u) << "200 records, at most 64 a request";
+  std::vector<std::string> more;
+  for (int i = 0; i < 300; ++i) more.push_back(R"({"i": )" + std::to_string(i + 1000) + "}");
+  auto again = host_->write(TestBatch::json("replay", 0, 0, more));
+  ASSERT_TRUE(again.ok()) << again.error;
+  EXPECT_EQ(count("replay"), 300);
+  EXPECT_EQ(select("SELECT VALUE i FROM replay WHERE pico_offset = 5"), json::parse("[5]"))
+      << "INSERT IGNORE: the first write of an id stays";
+  EXPECT_EQ(select("SELECT VALUE i FROM replay WHERE pico_offset = 250"), json::parse("[1250]"));
+}
+
+TEST_F(SurrealSink, ARecordTheServerRefusesIsRejectedAloneAndTheRestIsWritten) {
+  SURREAL_OR_SKIP();
+  server_->create(ns_, "db");
+  select("DEFINE TABLE strict SCHEMAFULL; DEFINE FIELD v ON strict TYPE int; DEFINE FIELD pico_topic ON strict TYPE string;"
+         "DEFINE FIELD pico_partition ON strict TYPE int; DEFINE FIELD pico_offset ON strict TYPE int;"
+         "DEFINE FIELD pico_timestamp ON strict TYPE int;");
+  open();
+  auto outcome = host_->write(TestBatch::json("strict", 0, 0, {R"({"v": 1})", R"({"v": "not a number"})", R"({"v": 3})"}));
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_NE(outcome.rejected[0].reason.find("Expected `int`"), std::string::npos) << outcome.rejected[0].reason;
+  EXPECT_EQ(select("SELECT VALUE v FROM strict ORDER BY pico_offset"), json::parse("[1, 3]"));
+  EXPECT_EQ(host_->counter("record_hunts"), 1u);
+}
+
+TEST_F(SurrealSink, UpsertByKeyKeepsTheLastValueAndTombstonesDelete) {
+  SURREAL_OR_SKIP();
+  open({{"mode", "upsert"}, {"id", "key"}, {"tombstones", "delete"}, {"table", "users"}});
+  TestBatch b("u", 0,
+              {TestRecord{.offset = 0, .payload = R"({"v": 1})", .key = "a:1"},
+               TestRecord{.offset = 1, .payload = R"({"v": 1})", .key = "b"},
+               TestRecord{.offset = 2, .payload = R"({"v": 2})", .key = "a:1"},
+               TestRecord{.offset = 3, .payload = std::nullopt, .key = "b"},
+               TestRecord{.offset = 4, .payload = R"({"v": 9})"}});
+  auto outcome = host_->write(b);
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 4u) << "no key";
+  const json rows = select("SELECT record::id(id) AS k, v FROM users");
+  EXPECT_EQ(rows, json::parse(R"([{"k": "a:1", "v": 2}])")) << "a key with ':' is one string id; b deleted";
+  // Replayed: the same end state.
+  ASSERT_EQ(host_->write(b).status, PMQ_WRITE_REJECTED);
+  EXPECT_EQ(select("SELECT record::id(id) AS k, v FROM users"), rows);
+}
+
+TEST_F(SurrealSink, IdFromAPayloadField) {
+  SURREAL_OR_SKIP();
+  open({{"id", "field"}, {"id_field", "sku"}, {"table", "items"}});
+  auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"sku": "A-1", "n": 1})", R"({"n": 2})", R"({"sku": 5})"}));
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED);
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_EQ(select("SELECT VALUE record::id(id) FROM items ORDER BY pico_offset"), json::parse(R"(["A-1", 5])"));
+}
+
+TEST_F(SurrealSink, NamespaceAndDatabaseAreCreatedAndWrongCredentialsStopAtOpen) {
+  SURREAL_OR_SKIP();
+  open();
+  EXPECT_EQ(server_->result(ns_, "db", "INFO FOR DB;").is_object(), true);
+  host_->close();
+  auto bad = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  json c = base();
+  c["password"] = "wrong";
+  try {
+    bad->open(c.dump());
+    FAIL() << "opened with a wrong password";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("authentication failed"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("wrong"), std::string::npos) << "the password is never shown";
+  }
+  auto off = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  c = base();
+  c["namespace"] = server_->fresh_namespace("absent");
+  c["create_namespace"] = false;
+  EXPECT_THROW(off->open(c.dump()), std::exception) << "a missing namespace stops the sink at open";
+}
+
+TEST_F(SurrealSink, SigninTokensForRootAndDatabaseUsers) {
+  SURREAL_OR_SKIP();
+  server_->create(ns_, "db");
+  select("DEFINE USER writer ON DATABASE PASSWORD 'w-secret' ROLES EDITOR;");
+  open({{"auth", "signin"}, {"auth_level", "database"}, {"user", "writer"}, {"password", "w-secret"},
+        {"create_namespace", false}});
+  ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 0, {R"({"a": 1})"})).ok());
+  EXPECT_EQ(host_->counter("signins"), 1u);
+  EXPECT_EQ(count("signed"), 1);
+  host_->close();
+  host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  open({{"auth", "signin"}, {"token_refresh", "1ms"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 1, {R"({"a": 2})"})).ok());
+  ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 2, {R"({"a": 3})"})).ok());
+  EXPECT_GE(host_->counter("signins"), 3u) << "signed in again once the token is due";
+  EXPECT_EQ(count("signed"), 3);
+}
+
+TEST_F(SurrealSink, AServerDownIsARetryAndAfterItsRestartNothingIsLost) {
+  SURREAL_OR_SKIP();
+  open({{"retry_timeout", "0s"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("outage", 0, 0, {R"({"a": 1})"})).ok());
+  server_->kill();
+  auto down = host_->write(TestBatch::json("outage", 0, 1, {R"({"a": 2})", R"({"a": 3})"}));
+  EXPECT_EQ(down.status, PMQ_WRITE_RETRY) << down.error;
+  server_->start();
+  auto again = host_->write(TestBatch::json("outage", 0, 1, {R"({"a": 2})", R"({"a": 3})"}));
+  ASSERT_TRUE(again.ok()) << again.error;
+  EXPECT_EQ(select("SELECT VALUE a FROM outage ORDER BY pico_offset"), json::parse("[1, 2, 3]"))
+      << "surrealkv storage: what was written before the crash is there, the retried batch once";
+}
+
+TEST_F(SurrealSink, ResendsWithinRetryTimeoutRideOutAShortOutage) {
+  SURREAL_OR_SKIP();
+  open({{"retry_timeout", "20s"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("blip", 0, 0, {R"({"a": 1})"})).ok());
+  server_->kill();
+  auto w = host_->start_write(TestBatch::json("blip", 0, 1, {R"({"a": 2})"}));
+  std::this_thread::sleep_for(700ms);
+  server_->start();
+  auto outcome = w->wait(30s);
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  EXPECT_GE(host_->counter("resends"), 1u);
+  EXPECT_EQ(count("blip"), 2);
+}
+
+}  // namespace
