@@ -168,20 +168,20 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     return r;
   }
 
-  // Sends items [first, first + count) of `write` as one statement (or one per item).
-  void send(const WritePtr& write, size_t first, size_t count, bool per_item, Clock::time_point deadline,
+  // Sends items [first, first + n) of `write` as one statement (or one per item).
+  void send(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
             kit::Backoff backoff) {
     count_requests_ += 1;
     count("requests");
-    const std::string text = sr::statement_text(write->shape, plan_->settings.mode, count, per_item);
-    std::string body = sr::rpc_body(next_id_++, text, write->table, write->cbor, first, count);
-    client_->send_async(rpc_request(std::move(body)), [this, write, first, count, per_item, deadline,
+    const std::string text = sr::statement_text(write->shape, plan_->settings.mode, n, per_item);
+    std::string body = sr::rpc_body(next_id_++, text, write->table, write->cbor, first, n);
+    client_->send_async(rpc_request(std::move(body)), [this, write, first, n, per_item, deadline,
                                                       backoff](kit::HttpResponse response) mutable {
-      handle(write, first, count, per_item, deadline, backoff, response);
+      handle(write, first, n, per_item, deadline, backoff, response);
     });
   }
 
-  void handle(const WritePtr& write, size_t first, size_t count, bool per_item, Clock::time_point deadline,
+  void handle(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
               kit::Backoff backoff, const kit::HttpResponse& response) {
     kit::Classification c = rules_.classify(response);
     if (c.status == 401 && plan_->settings.auth == sr::AuthMode::Signin) {
@@ -190,16 +190,16 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       c.reason = "the session token was refused (expired?): signing in again; " + c.reason;
     }
     switch (c.outcome) {
-      case kit::Outcome::Written: return statements_done(write, first, count, per_item, deadline, backoff, response);
+      case kit::Outcome::Written: return statements_done(write, first, n, per_item, deadline, backoff, response);
       case kit::Outcome::TooLarge:
       case kit::Outcome::Rejected:
-        if (count > 1) return split(write, first, count, c.reason);
+        if (n > 1) return split(write, first, n, c.reason);
         write->done.reject(write->items[first].record, "refused by the server: " + bounded(c.reason));
         return write->done.finish_one(), void();
       case kit::Outcome::Retry:
       case kit::Outcome::MaybeWritten:
         if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
-        if (resend_later(write, first, count, per_item, deadline, backoff, c)) return;
+        if (resend_later(write, first, n, per_item, deadline, backoff, c)) return;
         write->done.fail(c);
         return write->done.finish_one(), void();
       case kit::Outcome::Fatal:
@@ -211,10 +211,10 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   }
 
   // A 2xx /rpc answer: every statement's status.
-  void statements_done(const WritePtr& write, size_t first, size_t count, bool per_item, Clock::time_point deadline,
+  void statements_done(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
                        kit::Backoff backoff, const kit::HttpResponse& response) {
     auto parsed = sr::parse_rpc_response(response.body);
-    const size_t expected = per_item ? count : 1;
+    const size_t expected = per_item ? n : 1;
     if (!parsed || parsed.value().error || parsed.value().statements.size() != expected) {
       std::string why = !parsed ? parsed.error()
                         : parsed.value().error ? "RPC error: " + *parsed.value().error
@@ -228,22 +228,22 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     std::optional<kit::Classification> retry, fatal;
     for (size_t k = 0; k < statements.size(); ++k) {
       const sr::StatementResult& st = statements[k];
-      const size_t n = per_item ? 1 : count;
+      const size_t each = per_item ? 1 : n;
       if (st.ok) {
-        written += n;
+        written += each;
         continue;
       }
       const std::string reason = "table " + write->table + ": " + st.kind + ": " + bounded(st.message);
       switch (sr::classify_error(st)) {
-        case sr::ErrorClass::AlreadyThere: already += n; break;
+        case sr::ErrorClass::AlreadyThere: already += each; break;
         case sr::ErrorClass::Record:
-          if (!per_item && count > 1) {
+          if (!per_item && n > 1) {
             // Which of them? The same records again, one statement each.
             count_hunts_ += 1;
             count("record_hunts");
-            log(sdk::LogLevel::Debug, "a statement of " + std::to_string(count) +
+            log(sdk::LogLevel::Debug, "a statement of " + std::to_string(n) +
                                           " records was refused; sending them one statement each: " + reason);
-            return send(write, first, count, true, deadline, backoff);
+            return send(write, first, n, true, deadline, backoff);
           }
           ++rejected;
           write->done.reject(write->items[first + (per_item ? k : 0)].record, reason);
@@ -269,30 +269,30 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     if (fatal) write->done.fail(*fatal);
     else if (retry) {
       // Statements are independent: resending the whole range repeats only idempotent writes.
-      if (resend_later(write, first, count, per_item, deadline, backoff, *retry)) return;
+      if (resend_later(write, first, n, per_item, deadline, backoff, *retry)) return;
       write->done.fail(*retry);
     }
     write->done.finish_one();
   }
 
-  void split(const WritePtr& write, size_t first, size_t count, const std::string& why) {
+  void split(const WritePtr& write, size_t first, size_t n, const std::string& why) {
     count("splits");
-    log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(count) + " records: " + bounded(why));
+    log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(n) + " records: " + bounded(why));
     write->done.add(1);
-    const kit::Halves h = kit::halves(first, count);
+    const kit::Halves h = kit::halves(first, n);
     send(write, h.first_a, h.count_a, false, deadline(), new_backoff());
     send(write, h.first_b, h.count_b, false, deadline(), new_backoff());
   }
 
-  bool resend_later(const WritePtr& write, size_t first, size_t count, bool per_item, Clock::time_point deadline,
+  bool resend_later(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
                     kit::Backoff backoff, const kit::Classification& c) {
     auto delay = backoff.next();
     if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
     if (closing_ || Clock::now() + delay > deadline) return false;
     count("resends");
-    log(sdk::LogLevel::Debug, "resending " + std::to_string(count) + " records in " + std::to_string(delay.count()) +
+    log(sdk::LogLevel::Debug, "resending " + std::to_string(n) + " records in " + std::to_string(delay.count()) +
                                   " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, first, count, per_item, deadline, backoff, c](bool run) mutable {
+    scheduler_.after(delay, [this, write, first, n, per_item, deadline, backoff, c](bool run) mutable {
       if (!run) {
         write->done.fail(c);
         write->done.finish_one();
@@ -304,7 +304,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
         write->done.finish_one();
         return;
       }
-      send(write, first, count, per_item, deadline, backoff);
+      send(write, first, n, per_item, deadline, backoff);
     });
     return true;
   }

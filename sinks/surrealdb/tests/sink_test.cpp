@@ -98,8 +98,8 @@ TEST_F(SurrealSink, RecordsLandWithIdsMetadataAndTypesReadBackExactly) {
 TEST_F(SurrealSink, SurrealQlLookingContentAndHostileTopicsStayData) {
   SURREAL_OR_SKIP();
   open();
-  const std::string evil = R"({"ref": "t:0:1", "when": "2024-01-01T00:00:00Z", "u": "018cc251-3e2a-7000-8000-000000000000",)"
-                           R"( "q": "'; DELETE `weird_topic_x`; --", "b": "⟩`}])", "obj": {"id": "user:42"}})";
+  const std::string evil = R"x({"ref": "t:0:1", "when": "2024-01-01T00:00:00Z", "u": "018cc251-3e2a-7000-8000-000000000000",)x"
+                           R"x( "q": "'; DELETE `weird_topic_x`; --", "b": "⟩`}])", "obj": {"id": "user:42"}})x";
   auto outcome = host_->write(TestBatch::json("weird topic;x", 0, 0, {evil, R"({"v": 2})"}));
   ASSERT_TRUE(outcome.ok()) << outcome.error;
   const json rows = select("SELECT *, type::is_string(ref) AS ref_is_string, type::is_string(when) AS when_is_string, "
@@ -109,7 +109,7 @@ TEST_F(SurrealSink, SurrealQlLookingContentAndHostileTopicsStayData) {
   EXPECT_EQ(rows[0]["ref"], "t:0:1") << "a string that looks like a record id stays that string";
   EXPECT_EQ(rows[0]["when"], "2024-01-01T00:00:00Z");
   EXPECT_EQ(rows[0]["q"], "'; DELETE `weird_topic_x`; --");
-  EXPECT_EQ(rows[0]["b"], "⟩`}]");
+  EXPECT_EQ(rows[0]["b"], "⟩`}])");
   EXPECT_EQ(rows[0]["obj"]["id"], "user:42");
   EXPECT_EQ(rows[0]["ref_is_string"], true);
   EXPECT_EQ(rows[0]["when_is_string"], true);
