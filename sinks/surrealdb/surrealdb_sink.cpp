@@ -99,6 +99,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       return result;
     }
     refresh_token_if_due();
+    if (!ready_) prepare_database();  // the server was unreachable at open: now, or the write retries
     write->topic = raw.topic;
     write->table = tables_->get(raw.topic).name;  // throws an SDK outcome when it cannot be defined
     write->shape = encoder_->shape(plan);
@@ -372,7 +373,6 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     {
       std::lock_guard lock(token_mutex_);
       token_ = j["token"].get<std::string>();
-      client_secrets_note_ = true;
     }
     signed_in_at_ = Clock::now();
     token_stale_ = false;
@@ -386,8 +386,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   }
 
   // At open: signs in / checks the credentials, creates the namespace and database (when asked),
-  // and checks that they exist. An unreachable server is a warning (each write retries); wrong
-  // credentials or a missing namespace / database stop the sink now.
+  // and checks that they exist. An unreachable server is a warning (each write retries, and does
+  // this first); wrong credentials or a missing namespace / database stop the sink now.
   void setup() {
     const sr::Settings& s = plan_->settings;
     try {
@@ -395,6 +395,21 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
         std::lock_guard lock(signin_mutex_);
         sign_in();
       }
+      prepare_database();
+    } catch (const sdk::RetryableError& e) {
+      count("destination_unreachable");
+      log(sdk::LogLevel::Warn,
+          std::string("the server is not reachable now (the sink starts and retries with each write): ") + e.what());
+      if (s.auth == sr::AuthMode::Signin) token_stale_ = true;
+    }
+  }
+
+  // Throws RetryableError when the server cannot be reached, FatalError when it refuses.
+  void prepare_database() {
+    const sr::Settings& s = plan_->settings;
+    std::lock_guard lock(setup_mutex_);
+    if (ready_) return;
+    {
       if (s.create_namespace) {
         const auto st = query("DEFINE NAMESPACE IF NOT EXISTS `" + s.ns + "`; USE NS `" + s.ns +
                                   "`; DEFINE DATABASE IF NOT EXISTS `" + s.database + "`;",
@@ -412,11 +427,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       log(sdk::LogLevel::Info, "connected to SurrealDB at " + kit::redact_url(plan_->base_url) + ": namespace " + s.ns +
                                    ", database " + s.database + ", table " + s.table + ", " +
                                    std::to_string(s.max_in_flight) + " requests in flight");
-    } catch (const sdk::RetryableError& e) {
-      count("destination_unreachable");
-      log(sdk::LogLevel::Warn,
-          std::string("the server is not reachable now (the sink starts and retries with each write): ") + e.what());
-      if (s.auth == sr::AuthMode::Signin) token_stale_ = true;
+      ready_ = true;
     }
   }
 
@@ -427,7 +438,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   mutable std::mutex token_mutex_;
   std::mutex signin_mutex_;
   std::string token_;
-  bool client_secrets_note_ = false;
+  std::mutex setup_mutex_;
+  std::atomic<bool> ready_{false};
   Clock::time_point signed_in_at_{};
   std::atomic<bool> token_stale_{false};
   std::atomic<bool> closing_{false};

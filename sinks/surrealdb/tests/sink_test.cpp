@@ -249,4 +249,16 @@ TEST_F(SurrealSink, ResendsWithinRetryTimeoutRideOutAShortOutage) {
   EXPECT_EQ(count("blip"), 2);
 }
 
+TEST_F(SurrealSink, AServerDownAtOpenIsAWarningAndTheNamespaceIsMadeByTheFirstWriteAfterIt) {
+  SURREAL_OR_SKIP();
+  server_->kill();
+  open({{"retry_timeout", "0s"}});
+  EXPECT_TRUE(host_->logged("the server is not reachable now"));
+  EXPECT_EQ(host_->write(TestBatch::json("late", 0, 0, {R"({"a": 1})"})).status, PMQ_WRITE_RETRY);
+  server_->start();
+  auto outcome = host_->write(TestBatch::json("late", 0, 0, {R"({"a": 1})"}));
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  EXPECT_EQ(count("late"), 1) << "namespace " << ns_ << " created once the server answered";
+}
+
 }  // namespace
