@@ -61,7 +61,11 @@ SurrealServer* SurrealServer::shared() {
   FILE* p = popen(("bash " + fetch + " 2>&1").c_str(), "r");
   std::string out;
   char buf[256];
-  while (p && fread(buf, 1, sizeof buf, p) > 0) out += buf;
+  while (p) {
+    const size_t n = fread(buf, 1, sizeof buf, p);
+    if (n == 0) break;
+    out.append(buf, n);
+  }
   const int rc = p ? pclose(p) : -1;
   if (rc != 0 && WIFEXITED(rc) && WEXITSTATUS(rc) == 3) {
     g_unavailable = "no SurrealDB server on this machine: " + out;
