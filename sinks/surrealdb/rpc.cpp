@@ -188,6 +188,8 @@ ItemPlan Encoder::plan(const pmq_batch& batch) const {
       content["pico_payload_id"] = *own;
     }
     content.erase("id");
+    // Every record the same fields: no key is pico_key NULL (a field, unlike NONE).
+    if (!content.contains("pico_key")) content["pico_key"] = nullptr;
     Item it{i, false, {}};
     if (ops) {
       json::to_cbor(json::array({std::move(id), std::move(content)}), it.cbor);

@@ -90,6 +90,7 @@ TEST_F(SurrealSink, RecordsLandWithIdsMetadataAndTypesReadBackExactly) {
   EXPECT_EQ(rows[0]["tags"], json::parse(R"(["a"])"));
   EXPECT_EQ(rows[0]["pico_payload_id"], 7) << "the payload's own id is kept beside the record id";
   EXPECT_EQ(rows[1]["payload"], json::parse("[1, 2]"));
+  EXPECT_TRUE(rows[1].contains("pico_key") && rows[1]["pico_key"].is_null()) << "no key: pico_key NULL, every record the same fields";
   // The id is the array [topic, partition, offset]: a record is found by its position.
   EXPECT_EQ(select("SELECT VALUE n FROM type::record('shop_orders', ['shop.orders', 1, 10])"), json::parse("[1]"));
   EXPECT_EQ(host_->counter("records"), 2u);
