@@ -262,4 +262,16 @@ TEST_F(SurrealSink, AServerDownAtOpenIsAWarningAndTheNamespaceIsMadeByTheFirstWr
   EXPECT_EQ(count("late"), 1) << "namespace " << ns_ << " created once the server answered";
 }
 
+TEST_F(SurrealSink, TablesAreDefinedOnFirstUseWithTheOptionalOffsetIndex) {
+  SURREAL_OR_SKIP();
+  open({{"index_offsets", true}, {"table", "idx_{topic}"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("a.b", 0, 0, {R"({"v": 1})"})).ok());
+  ASSERT_TRUE(host_->write(TestBatch::json("a.b", 0, 1, {R"({"v": 2})"})).ok());
+  EXPECT_EQ(host_->counter("defined_tables"), 1u) << "once per topic";
+  const json info = select("INFO FOR TABLE idx_a_b;");
+  ASSERT_TRUE(info["indexes"].contains("pico_offsets")) << info.dump();
+  EXPECT_NE(info["indexes"]["pico_offsets"].get<std::string>().find("pico_topic, pico_partition, pico_offset"), std::string::npos);
+  EXPECT_EQ(count("idx_a_b"), 2);
+}
+
 }  // namespace
