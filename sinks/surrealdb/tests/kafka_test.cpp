@@ -163,7 +163,7 @@ TEST_P(SurrealBadRecords, ARefusedRecordGoesThroughThePolicyAndTheRestIsWritten)
   server.create(ns, "db");
   server.result(ns, "db", "DEFINE TABLE t SCHEMAFULL; DEFINE FIELD n ON t TYPE int; DEFINE FIELD pico_topic ON t TYPE string;"
                           "DEFINE FIELD pico_partition ON t TYPE int; DEFINE FIELD pico_offset ON t TYPE int;"
-                          "DEFINE FIELD pico_timestamp ON t TYPE int;");
+                          "DEFINE FIELD pico_timestamp ON t TYPE int; DEFINE FIELD pico_key ON t TYPE any;");
   const auto topic = unique_name("surreal.bad"), dead = unique_name("surreal.dead");
   kafka.create_topic(topic);
   kafka.create_topic(dead);

@@ -141,7 +141,7 @@ TEST_F(SurrealSink, ARecordTheServerRefusesIsRejectedAloneAndTheRestIsWritten) {
   server_->create(ns_, "db");
   select("DEFINE TABLE strict SCHEMAFULL; DEFINE FIELD v ON strict TYPE int; DEFINE FIELD pico_topic ON strict TYPE string;"
          "DEFINE FIELD pico_partition ON strict TYPE int; DEFINE FIELD pico_offset ON strict TYPE int;"
-         "DEFINE FIELD pico_timestamp ON strict TYPE int;");
+         "DEFINE FIELD pico_timestamp ON strict TYPE int; DEFINE FIELD pico_key ON strict TYPE any;");
   open();
   auto outcome = host_->write(TestBatch::json("strict", 0, 0, {R"({"v": 1})", R"({"v": "not a number"})", R"({"v": 3})"}));
   ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
