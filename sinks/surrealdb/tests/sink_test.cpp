@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "picomq/kit/testing/fake_host.hpp"
 #include "surreal_server.h"
@@ -272,6 +273,25 @@ TEST_F(SurrealSink, TablesAreDefinedOnFirstUseWithTheOptionalOffsetIndex) {
   ASSERT_TRUE(info["indexes"].contains("pico_offsets")) << info.dump();
   EXPECT_NE(info["indexes"]["pico_offsets"].get<std::string>().find("pico_topic, pico_partition, pico_offset"), std::string::npos);
   EXPECT_EQ(count("idx_a_b"), 2);
+}
+
+TEST_F(SurrealSink, AnExpiredTokenIsARetryAndTheNextAttemptSignsInAgain) {
+  SURREAL_OR_SKIP();
+  server_->create(ns_, "db");
+  select("DEFINE USER brief ON DATABASE PASSWORD 'b-secret' ROLES EDITOR DURATION FOR TOKEN 1s, FOR SESSION 1s;");
+  open({{"auth", "signin"}, {"auth_level", "database"}, {"user", "brief"}, {"password", "b-secret"},
+        {"create_namespace", false}, {"retry_timeout", "0s"}});
+  ASSERT_TRUE(host_->write(TestBatch::json("expiring", 0, 0, {R"({"a": 1})"})).ok());
+  std::this_thread::sleep_for(2200ms);  // the token expires (the server answers 401 "The token has expired")
+  const TestBatch second = TestBatch::json("expiring", 0, 1, {R"({"a": 2})"});
+  auto refused = host_->write(second);
+  EXPECT_EQ(refused.status, PMQ_WRITE_RETRY) << refused.error;
+  EXPECT_NE(refused.error.find("signing in again"), std::string::npos) << refused.error;
+  auto again = host_->write(second);  // the runtime's retry
+  ASSERT_TRUE(again.ok()) << again.error;
+  EXPECT_EQ(host_->counter("signins"), 2u);
+  EXPECT_EQ(select("SELECT VALUE a FROM expiring ORDER BY pico_offset"), json::parse("[1, 2]"));
+  EXPECT_EQ(refused.error.find("b-secret"), std::string::npos);
 }
 
 }  // namespace
