@@ -73,7 +73,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     encoder_ = std::make_unique<sr::Encoder>(s);
     declare_max_in_flight(static_cast<uint32_t>(std::min<int64_t>(s.max_in_flight, max_in_flight)));
     kit::HttpClientOptions client = kit::client_options(s.http, s.tls, kit::AuthSettings{});
-    client.max_in_flight = static_cast<size_t>(s.max_in_flight) + 1;  // +1: a DEFINE beside a full window
+    client.max_in_flight = static_cast<size_t>(s.max_in_flight);  // a DEFINE waits for a free slot
     client.max_response_body = 16u << 20;
     if (!s.password.empty()) client.secrets.push_back(s.password);
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };

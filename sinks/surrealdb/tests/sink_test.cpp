@@ -294,4 +294,29 @@ TEST_F(SurrealSink, AnExpiredTokenIsARetryAndTheNextAttemptSignsInAgain) {
   EXPECT_EQ(refused.error.find("b-secret"), std::string::npos);
 }
 
+TEST_F(SurrealSink, RequestsGoOutSeveralAtOnceUpToMaxInFlight) {
+  SURREAL_OR_SKIP();
+  server_->create(ns_, "db");
+  // Each record takes the server 300 ms (an event that sleeps): 8 requests of one record take
+  // 2.4 s one at a time, about a quarter of that four at a time.
+  select("DEFINE TABLE slow SCHEMALESS; DEFINE EVENT nap ON TABLE slow WHEN $event = 'CREATE' THEN { sleep(300ms) };");
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 8; ++i) payloads.push_back(R"({"i": )" + std::to_string(i) + "}");
+  auto timed = [&](int in_flight, int64_t first) {
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+    open({{"max_request_records", 1}, {"max_in_flight", in_flight}});
+    const auto start = std::chrono::steady_clock::now();
+    auto outcome = host_->write(TestBatch::json("slow", 0, first, payloads));
+    EXPECT_TRUE(outcome.ok()) << outcome.error;
+    EXPECT_EQ(host_->counter("requests"), 8u);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double one = timed(1, 0), four = timed(4, 100);
+  std::cout << "[          ] 8 requests of 300 ms: one at a time " << one << " s, four at a time " << four << " s\n";
+  EXPECT_GT(one, 2.3) << "max_in_flight 1: one request at a time";
+  EXPECT_LT(four, one * 0.6) << "one at a time " << one << " s, four at a time " << four << " s";
+  EXPECT_EQ(count("slow"), 16);
+}
+
 }  // namespace
