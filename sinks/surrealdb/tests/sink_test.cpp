@@ -319,4 +319,20 @@ TEST_F(SurrealSink, RequestsGoOutSeveralAtOnceUpToMaxInFlight) {
   EXPECT_EQ(count("slow"), 16);
 }
 
+TEST_F(SurrealSink, ABodyOverTheServersLimitIsSplitAndARecordOverItAloneIsRejected) {
+  SURREAL_OR_SKIP();
+  // The server's /rpc body limit is between 3 and 5 MB here (a 5 MB body: 413 "length limit
+  // exceeded"). max_request_bytes set far above it: the 413 splits the request.
+  open({{"max_request_bytes", "64MiB"}});
+  const std::string mb = R"({"blob": ")" + std::string(1u << 20, 'x') + "\"}";
+  const std::string huge = R"({"blob": ")" + std::string(6u << 20, 'y') + "\"}";
+  auto outcome = host_->write(TestBatch::json("large", 0, 0, {mb, mb, mb, mb, mb, mb, huge}));
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 6u);
+  EXPECT_NE(outcome.rejected[0].reason.find("413"), std::string::npos) << outcome.rejected[0].reason;
+  EXPECT_GE(host_->counter("splits"), 2u);
+  EXPECT_EQ(count("large"), 6);
+}
+
 }  // namespace
