@@ -225,7 +225,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       return write->done.finish_one(), void();
     }
     const auto& statements = parsed.value().statements;
-    uint64_t written = 0, already = 0, rejected = 0;
+    uint64_t written = 0, already = 0;
+    std::vector<std::pair<size_t, std::string>> refused;  // applied unless the range is sent again
     std::optional<kit::Classification> retry, fatal;
     for (size_t k = 0; k < statements.size(); ++k) {
       const sr::StatementResult& st = statements[k];
@@ -246,8 +247,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
                                           " records was refused; sending them one statement each: " + reason);
             return send(write, first, n, true, deadline, backoff);
           }
-          ++rejected;
-          write->done.reject(write->items[first + (per_item ? k : 0)].record, reason);
+          refused.emplace_back(write->items[first + (per_item ? k : 0)].record, reason);
           break;
         case sr::ErrorClass::Retry:
           if (!retry) retry = kit::Classification{.outcome = kit::Outcome::Retry, .reason = reason};
@@ -265,14 +265,16 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     }
     if (written) count("records", written);
     if (already) count("already_there", already);
-    if (rejected) count("rejected_records", rejected);
     if (written || already) write->done.written();
     if (fatal) write->done.fail(*fatal);
     else if (retry) {
-      // Statements are independent: resending the whole range repeats only idempotent writes.
+      // Statements are independent: resending the whole range repeats only idempotent writes
+      // (and finds the refused records again).
       if (resend_later(write, first, n, per_item, deadline, backoff, *retry)) return;
       write->done.fail(*retry);
     }
+    if (!refused.empty()) count("rejected_records", refused.size());
+    for (auto& [record, reason] : refused) write->done.reject(record, std::move(reason));
     write->done.finish_one();
   }
 

@@ -335,4 +335,25 @@ TEST_F(SurrealSink, ABodyOverTheServersLimitIsSplitAndARecordOverItAloneIsReject
   EXPECT_EQ(count("large"), 6);
 }
 
+TEST_F(SurrealSink, InUpsertModeTooARefusedRecordIsRejectedAloneAndTheOthersApplyInOrder) {
+  SURREAL_OR_SKIP();
+  server_->create(ns_, "db");
+  select("DEFINE TABLE kv SCHEMAFULL; DEFINE FIELD v ON kv TYPE int; DEFINE FIELD pico_topic ON kv TYPE string;"
+         "DEFINE FIELD pico_partition ON kv TYPE int; DEFINE FIELD pico_offset ON kv TYPE int;"
+         "DEFINE FIELD pico_timestamp ON kv TYPE int; DEFINE FIELD pico_key ON kv TYPE any;");
+  open({{"mode", "upsert"}, {"id", "key"}, {"tombstones", "delete"}, {"table", "kv"}});
+  TestBatch b("kv", 0,
+              {TestRecord{.offset = 0, .payload = R"({"v": 1})", .key = "a"},
+               TestRecord{.offset = 1, .payload = R"({"v": "bad"})", .key = "a"},
+               TestRecord{.offset = 2, .payload = R"({"v": 3})", .key = "b"},
+               TestRecord{.offset = 3, .payload = std::nullopt, .key = "b"},
+               TestRecord{.offset = 4, .payload = R"({"v": 5})", .key = "c"}});
+  auto outcome = host_->write(b);
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_EQ(host_->counter("record_hunts"), 1u);
+  EXPECT_EQ(select("SELECT record::id(id) AS k, v FROM kv ORDER BY k"), json::parse(R"([{"k": "a", "v": 1}, {"k": "c", "v": 5}])"));
+}
+
 }  // namespace
