@@ -172,7 +172,6 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   // Sends items [first, first + n) of `write` as one statement (or one per item).
   void send(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
             kit::Backoff backoff) {
-    count_requests_ += 1;
     count("requests");
     const std::string text = sr::statement_text(write->shape, plan_->settings.mode, n, per_item);
     std::string body = sr::rpc_body(next_id_++, text, write->table, write->cbor, first, n);
@@ -241,7 +240,6 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
         case sr::ErrorClass::Record:
           if (!per_item && n > 1) {
             // Which of them? The same records again, one statement each.
-            count_hunts_ += 1;
             count("record_hunts");
             log(sdk::LogLevel::Debug, "a statement of " + std::to_string(n) +
                                           " records was refused; sending them one statement each: " + reason);
@@ -446,7 +444,6 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   std::atomic<bool> token_stale_{false};
   std::atomic<bool> closing_{false};
   std::atomic<uint64_t> next_id_{1};
-  std::atomic<uint64_t> count_requests_{0}, count_hunts_{0};
   kit::Scheduler scheduler_;
   std::unique_ptr<kit::HttpClient> client_;
   std::unique_ptr<kit::DestinationCache<Table>> tables_;
