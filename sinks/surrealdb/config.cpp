@@ -115,7 +115,8 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("auth", &Settings::auth)
           .choices({{"basic", AuthMode::Basic}, {"signin", AuthMode::Signin}, {"none", AuthMode::None}})
           .fallback(AuthMode::Basic)
-          .help("basic: HTTP basic auth with user / password on every request; signin: POST /signin once for a token "
+          .help("basic: HTTP basic auth with user / password on every request (root users only); signin: POST /signin "
+                "once for a token "
                 "(Authorization: Bearer), signed in again after token_refresh or when the server answers 401; none: "
                 "anonymous (a server started with --unauthenticated)."),
       kit::option("auth_level", &Settings::auth_level)
@@ -163,6 +164,9 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.auth != AuthMode::None && s.password.empty())
     problems.add("password", "is required with auth = \"" + std::string(s.auth == AuthMode::Basic ? "basic" : "signin") + "\"");
   if (s.index_offsets && !s.define_table) problems.add("index_offsets", "needs define_table = true");
+  if (s.auth == AuthMode::Basic && s.auth_level != AuthLevel::Root)
+    problems.add("auth_level", "namespace and database users need auth = \"signin\" (SurrealDB 3.3.5 answers 401 to "
+                               "basic auth of a user that is not a root user)");
   if (!problems.empty()) return std::nullopt;
   kit::NameTemplate t = kit::NameTemplate::parse(s.table).value();
   Plan p{std::move(s), {}, std::move(t)};
