@@ -206,7 +206,7 @@ TEST_F(SurrealSink, NamespaceAndDatabaseAreCreatedAndWrongCredentialsStopAtOpen)
   EXPECT_THROW(off->open(c.dump()), std::exception) << "a missing namespace stops the sink at open";
 }
 
-TEST_F(SurrealSink, SigninTokensForRootAndDatabaseUsers) {
+TEST_F(SurrealSink, SigninTokensForRootNamespaceAndDatabaseUsers) {
   SURREAL_OR_SKIP();
   server_->create(ns_, "db");
   select("DEFINE USER writer ON DATABASE PASSWORD 'w-secret' ROLES EDITOR;");
@@ -216,12 +216,18 @@ TEST_F(SurrealSink, SigninTokensForRootAndDatabaseUsers) {
   EXPECT_EQ(host_->counter("signins"), 1u);
   EXPECT_EQ(count("signed"), 1);
   host_->close();
+  server_->result(ns_, "", "DEFINE USER nsw ON NAMESPACE PASSWORD 'n-secret' ROLES EDITOR;");
+  host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  open({{"auth", "signin"}, {"auth_level", "namespace"}, {"user", "nsw"}, {"password", "n-secret"},
+        {"create_namespace", false}});
+  ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 10, {R"({"a": 10})"})).ok()) << "a namespace user";
+  host_->close();
   host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
   open({{"auth", "signin"}, {"token_refresh", "1ms"}});
   ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 1, {R"({"a": 2})"})).ok());
   ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 2, {R"({"a": 3})"})).ok());
   EXPECT_GE(host_->counter("signins"), 3u) << "signed in again once the token is due";
-  EXPECT_EQ(count("signed"), 3);
+  EXPECT_EQ(count("signed"), 4);
 }
 
 TEST_F(SurrealSink, AServerDownIsARetryAndAfterItsRestartNothingIsLost) {
