@@ -164,6 +164,9 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.auth != AuthMode::None && s.password.empty())
     problems.add("password", "is required with auth = \"" + std::string(s.auth == AuthMode::Basic ? "basic" : "signin") + "\"");
   if (s.index_offsets && !s.define_table) problems.add("index_offsets", "needs define_table = true");
+  if (s.http.compression != kit::Compression::None)
+    problems.add("compression", "SurrealDB 3.3.5 does not decode compressed request bodies (a gzip body is "
+                                "answered 400 \"Parse error\"): leave it \"none\"");
   if (s.auth == AuthMode::Basic && s.auth_level != AuthLevel::Root)
     problems.add("auth_level", "namespace and database users need auth = \"signin\" (SurrealDB 3.3.5 answers 401 to "
                                "basic auth of a user that is not a root user)");

@@ -65,6 +65,7 @@ TEST_F(SurrealSink, OptionsAreCheckedBeforeAnythingConnects) {
   EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "id": "field"})"), "id_field"));
   EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "tombstones": "delete"})"), "tombstones"));
   EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "auth_level": "database"})"), "signin"));
+  EXPECT_TRUE(has(host_->check(R"({"url": "http://x", "password": "p", "compression": "gzip"})"), "does not decode"));
   EXPECT_TRUE(host_->check(R"({"url": "http://x", "auth": "none"})").empty());
 }
 
