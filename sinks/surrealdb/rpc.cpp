@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "picomq/kit/encoding.hpp"
@@ -39,6 +40,15 @@ void append_array_header(std::string& out, uint64_t n) {
   int bytes = n <= 0xFF ? 1 : n <= 0xFFFF ? 2 : n <= 0xFFFFFFFFu ? 4 : 8;
   out += static_cast<char>(kArray | (bytes == 1 ? 24 : bytes == 2 ? 25 : bytes == 4 ? 26 : 27));
   for (int i = bytes - 1; i >= 0; --i) out += static_cast<char>((n >> (8 * i)) & 0xFF);
+}
+
+// A JSON integer above the int64 range, anywhere in `v`: SurrealDB's int is 64-bit signed, and
+// 3.3.5 stores a larger CBOR integer wrapped to a negative one (2^64 - 1 became -1).
+bool has_unsigned_beyond_int64(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+  if (v.is_structured())
+    for (const auto& e : v) if (has_unsigned_beyond_int64(e)) return true;
+  return false;
 }
 
 }  // namespace
@@ -174,6 +184,11 @@ ItemPlan Encoder::plan(const pmq_batch& batch) const {
     json content = json::parse(text, nullptr, false);
     if (content.is_discarded() || !content.is_object()) {
       p.refused.emplace_back(i, "the payload is not valid JSON");
+      continue;
+    }
+    if (has_unsigned_beyond_int64(content)) {
+      p.refused.emplace_back(i, "an integer above 9223372036854775807: SurrealDB's int is 64-bit signed (a larger one "
+                                "would be stored wrapped to a negative number)");
       continue;
     }
     if (settings_.id == IdMode::Field) {

@@ -433,7 +433,11 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
 
   std::unique_ptr<sr::Plan> plan_;
   std::unique_ptr<sr::Encoder> encoder_;
-  kit::OutcomeRules rules_;
+  // A 400 is the server not reading the request (a parse error): the statement text is constant
+  // and the records are bound values, so no record causes one; bisecting it down to "refused"
+  // records would hand every record to the bad-record policy. 413 still splits.
+  kit::OutcomeRules rules_ = kit::OutcomeRules().on(
+      400, kit::Outcome::Fatal, "the server could not read the request (this server version may not take the sink's statements)");
   std::string basic_;
   mutable std::mutex token_mutex_;
   std::mutex signin_mutex_;

@@ -129,4 +129,18 @@ TEST(SurrealCore, EachRecordBecomesAnItemWithItsIdOrIsRefused) {
   }
 }
 
+TEST(SurrealCore, AnIntegerBeyondInt64IsRefusedNotWrapped) {
+  kt::TestBatch b("t", 0,
+                  {kt::TestRecord{.offset = 0, .payload = R"({"a": 9223372036854775807})"},
+                   kt::TestRecord{.offset = 1, .payload = R"({"a": {"b": [18446744073709551615]}})"},
+                   kt::TestRecord{.offset = 2, .payload = R"({"a": -9223372036854775808})"}});
+  const sr::Encoder e(settings(sr::Mode::Insert, sr::IdMode::Record));
+  const auto p = e.plan(b.raw());
+  ASSERT_EQ(p.refused.size(), 1u);
+  EXPECT_EQ(p.refused[0].first, 1u);
+  EXPECT_NE(p.refused[0].second.find("64-bit signed"), std::string::npos);
+  ASSERT_EQ(p.items.size(), 2u);
+  EXPECT_EQ(cbor(p.items[0].cbor)["a"], INT64_MAX);
+}
+
 }  // namespace

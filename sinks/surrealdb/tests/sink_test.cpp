@@ -364,4 +364,17 @@ TEST_F(SurrealSink, InUpsertModeTooARefusedRecordIsRejectedAloneAndTheOthersAppl
   EXPECT_EQ(select("SELECT record::id(id) AS k, v FROM kv ORDER BY k"), json::parse(R"([{"k": "a", "v": 1}, {"k": "c", "v": 5}])"));
 }
 
+TEST_F(SurrealSink, IntegersKeepTheirValuesAndOnesBeyondInt64AreRefusedNotWrapped) {
+  SURREAL_OR_SKIP();
+  open();
+  auto outcome = host_->write(TestBatch::json(
+      "ints", 0, 0, {R"({"a": 9223372036854775807, "b": -9223372036854775808, "c": 9007199254740993})",
+                     R"({"a": 18446744073709551615})"}));
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+  EXPECT_EQ(select("SELECT a, b, c FROM ints"),
+            json::parse(R"([{"a": 9223372036854775807, "b": -9223372036854775808, "c": 9007199254740993}])"));
+}
+
 }  // namespace
