@@ -35,6 +35,9 @@ bash "$here/sinks/elasticsearch/fetch-servers.sh"
 # FerretDB v1.24.2 (MongoDB wire protocol on PostgreSQL): the MongoDB sink's test server, built
 # once per machine from the Go module proxy into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers}.
 "$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
+# SurrealDB 3.3.5, the SurrealDB sink's test server: unpacked once per machine from the shared servers folder
+# into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (absent elsewhere: its tests say why they skip).
+bash "$here/sinks/surrealdb/fetch-server.sh" >/dev/null || true
 # pyarrow for the Arrow interop test (tests/arrow_interop): a private virtualenv, so the
 # system Python stays untouched. cffi is what pyarrow.cffi needs to allocate the C structs.
 venv="$here/tools/venv"

@@ -8,8 +8,9 @@
 #   server_watchdog_test.sh seaweedfs <server.sh>   (sinks/s3/server.sh)
 #   server_watchdog_test.sh ferretdb <server.sh>    (sinks/mongodb/server.sh)
 #   server_watchdog_test.sh influxdb <server.sh>    (sinks/influxdb/server.sh, InfluxDB 1.13.2)
+#   server_watchdog_test.sh surrealdb <server.sh>   (sinks/surrealdb/server.sh)
 set -euo pipefail
-kind="${1:?nginx|postgres|clickhouse|seaweedfs|ferretdb|influxdb}"; script="${2:?script}"
+kind="${1:?nginx|postgres|clickhouse|seaweedfs|ferretdb|influxdb|surrealdb}"; script="${2:?script}"
 work="$(mktemp -d /tmp/picomq-watchdog.XXXXXX)"
 chmod o+x "$work"  # postgres runs as its own user when we are root: it must reach its folder
 owners=()
@@ -31,7 +32,7 @@ new_owner() {
 
 start() {  # <dir> <owner-pid>
   case "$kind" in
-    nginx | clickhouse | seaweedfs | ferretdb) bash "$script" start "$1" --owner "$2" >/dev/null ;;
+    nginx | clickhouse | seaweedfs | ferretdb | surrealdb) bash "$script" start "$1" --owner "$2" >/dev/null ;;
     influxdb) bash "$script" start "$1" 1 --owner "$2" >/dev/null ;;
     postgres)
       local port

@@ -1,0 +1,181 @@
+#include "surrealdb/config.h"
+
+#include "picomq/kit/sanitize.hpp"
+
+namespace picomq::surrealdb {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::optional<std::string> check_url(const std::string& url) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return "must start with http:// or https:// (the server's HTTP endpoint, e.g. http://127.0.0.1:8000)";
+  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
+    return "must not hold a query or fragment";
+  const size_t scheme = url.find("://") + 3;
+  const size_t at = url.find('@', scheme);
+  if (at != std::string::npos && at < url.find('/', scheme))
+    return "must not hold credentials (use user / password)";
+  return std::nullopt;
+}
+
+// Namespace and database names are written into DEFINE statements: plain identifiers only.
+std::optional<std::string> check_identifier(const std::string& v) {
+  if (v.empty()) return "must not be empty";
+  if (v.size() > 63) return "must be at most 63 bytes";
+  for (unsigned char c : v)
+    if (!(std::isalnum(c) || c == '_')) return "may hold only the characters A-Z, a-z, 0-9 and _";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string table_identifier(std::string_view name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    size_t len = 1;
+    if (c >= 0xC0 && c < 0xE0) len = 2;
+    else if (c >= 0xE0 && c < 0xF0) len = 3;
+    else if (c >= 0xF0 && c < 0xF8) len = 4;
+    if (i + len > name.size()) len = 1;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(name[i + k]) & 0xC0) != 0x80) len = 1;
+    out += (len == 1 && (std::isalnum(c) || c == '_')) ? static_cast<char>(c) : '_';
+    i += len;
+  }
+  if (out.empty()) out = "_";
+  if (std::isdigit(static_cast<unsigned char>(out[0]))) out.insert(out.begin(), 't');
+  return kit::fit_name(std::move(out), 63);
+}
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("url", &Settings::url)
+          .required()
+          .check(check_url)
+          .help("The server's HTTP endpoint: http(s)://host:8000, optionally with a path prefix (a proxy). The sink "
+                "posts to <url>/rpc (CBOR) and <url>/signin."),
+      kit::option("namespace", &Settings::ns)
+          .fallback(std::string("main"))
+          .check(check_identifier)
+          .help("Namespace ([A-Za-z0-9_]). Sent as the surreal-ns header."),
+      kit::option("database", &Settings::database)
+          .fallback(std::string("main"))
+          .check(check_identifier)
+          .help("Database ([A-Za-z0-9_]). Sent as the surreal-db header."),
+      kit::option("table", &Settings::table)
+          .fallback(std::string("{topic}"))
+          .check([](const std::string& v) -> std::optional<std::string> {
+            auto t = kit::NameTemplate::parse(v);
+            if (!t) return t.error();
+            return std::nullopt;
+          })
+          .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]}; sanitised to a SurrealDB "
+                "identifier: every character outside [A-Za-z0-9_] becomes '_', a leading digit gets the prefix 't', "
+                "at most 63 bytes (cut with a hash suffix). Topic shop.orders-eu is table shop_orders_eu."),
+      kit::option("mode", &Settings::mode)
+          .choices({{"insert", Mode::Insert}, {"upsert", Mode::Upsert}})
+          .fallback(Mode::Insert)
+          .help("insert: INSERT IGNORE (a record whose id exists is left as it is: a replay writes nothing twice); "
+                "upsert: UPSERT type::record(table, id) CONTENT record (the last record of an id wins; with id = key "
+                "or field a table of current values)."),
+      kit::option("id", &Settings::id)
+          .choices({{"record", IdMode::Record}, {"key", IdMode::Key}, {"field", IdMode::Field}})
+          .fallback(IdMode::Record)
+          .help("Record id: record = the array [topic, partition, offset] (table:['shop.orders', 0, 42]); key = the "
+                "record key as a string (a record without one, or with one that is not UTF-8, is refused); field = "
+                "the payload field id_field (a string or an integer; a record without it is refused)."),
+      kit::option("id_field", &Settings::id_field)
+          .help("id = field: the top-level payload field whose value is the record id (kept in the record as its id)."),
+      kit::option("tombstones", &Settings::tombstones)
+          .choices({{"skip", Tombstones::Skip}, {"delete", Tombstones::Delete}})
+          .fallback(Tombstones::Skip)
+          .help("Records with a null payload: skip them (counted), or (id = key) DELETE the record of their key (one "
+                "already gone counts as deleted)."),
+      kit::option("document", &Settings::document)
+          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}})
+          .fallback(Layout::Flat)
+          .help("Record layout: flat = the payload object's fields with pico_topic, pico_partition, pico_offset, "
+                "pico_timestamp, pico_key (base64) and pico_headers beside them (a payload that is not an object goes "
+                "under `payload`; a payload field `id` is kept as pico_payload_id, since id is the record id); "
+                "envelope = the pico_* fields and the payload under `payload`."),
+      kit::option("create_namespace", &Settings::create_namespace)
+          .fallback(true)
+          .help("At start, DEFINE NAMESPACE IF NOT EXISTS / DEFINE DATABASE IF NOT EXISTS (SurrealDB creates neither "
+                "implicitly; needs a root or namespace user). A missing namespace or database stops the sink."),
+      kit::option("define_table", &Settings::define_table)
+          .fallback(true)
+          .help("DEFINE TABLE IF NOT EXISTS <table> SCHEMALESS on a topic's first batch (a table defined before, "
+                "e.g. SCHEMAFULL, is kept as it is)."),
+      kit::option("index_offsets", &Settings::index_offsets)
+          .fallback(false)
+          .help("With define_table: also DEFINE INDEX IF NOT EXISTS pico_offsets ON <table> FIELDS pico_topic, "
+                "pico_partition, pico_offset (queries by position; costs write throughput)."),
+      kit::option("auth", &Settings::auth)
+          .choices({{"basic", AuthMode::Basic}, {"signin", AuthMode::Signin}, {"none", AuthMode::None}})
+          .fallback(AuthMode::Basic)
+          .help("basic: HTTP basic auth with user / password on every request (root users only); signin: POST /signin "
+                "once for a token "
+                "(Authorization: Bearer), signed in again after token_refresh or when the server answers 401; none: "
+                "anonymous (a server started with --unauthenticated)."),
+      kit::option("auth_level", &Settings::auth_level)
+          .choices({{"root", AuthLevel::Root}, {"namespace", AuthLevel::Namespace}, {"database", AuthLevel::Database}})
+          .fallback(AuthLevel::Root)
+          .help("auth = signin: where the user is defined (DEFINE USER ... ON ROOT / NAMESPACE / DATABASE); the "
+                "signin names the namespace / database accordingly."),
+      kit::option("user", &Settings::user).fallback(std::string("root")).help("User name."),
+      kit::option("password", &Settings::password).secret().help("The user's password."),
+      kit::option("token_refresh", &Settings::token_refresh)
+          .fallback(30min)
+          .help("auth = signin: sign in again after this long (keep it below the user's token / session duration)."),
+      kit::option("max_request_bytes", &Settings::max_request_bytes)
+          .fallback(kit::ByteSize{1u << 20})
+          .help("Largest request body (CBOR); a batch is cut into as many requests as it takes (a record larger than "
+                "this goes alone)."),
+      kit::option("max_request_records", &Settings::max_request_records)
+          .fallback(1000)
+          .check(kit::at_least(1))
+          .help("Most records in one request."),
+      kit::option("max_in_flight", &Settings::max_in_flight)
+          .fallback(4)
+          .check(kit::at_least(1))
+          .help("Requests on the wire at once (and batches of a block pending); offsets still commit in order."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long a request that failed as transient (transaction conflict, timeout, 408, 429, 5xx, transport "
+                "errors) is resent here, back-off 200 ms to 5 s with jitter, before the write fails and the runtime's "
+                "retry takes over. 0: not resent here."),
+      kit::group(&Settings::http, kit::http_options()),
+      kit::group(&Settings::tls, kit::tls_options()),
+  };
+  return table;
+}
+
+std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Settings s = table.parse(config);
+  if (s.id == IdMode::Field && s.id_field.empty()) problems.add("id_field", "id = \"field\" needs id_field");
+  if (s.id != IdMode::Field && !s.id_field.empty()) problems.add("id_field", "is for id = \"field\"");
+  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
+    problems.add("tombstones", "delete needs id = \"key\" (a tombstone names its record by its key)");
+  if (s.auth != AuthMode::None && s.password.empty())
+    problems.add("password", "is required with auth = \"" + std::string(s.auth == AuthMode::Basic ? "basic" : "signin") + "\"");
+  if (s.index_offsets && !s.define_table) problems.add("index_offsets", "needs define_table = true");
+  if (s.http.compression != kit::Compression::None)
+    problems.add("compression", "SurrealDB 3.3.5 does not decode compressed request bodies (a gzip body is "
+                                "answered 400 \"Parse error\"): leave it \"none\"");
+  if (s.auth == AuthMode::Basic && s.auth_level != AuthLevel::Root)
+    problems.add("auth_level", "namespace and database users need auth = \"signin\" (SurrealDB 3.3.5 answers 401 to "
+                               "basic auth of a user that is not a root user)");
+  if (!problems.empty()) return std::nullopt;
+  kit::NameTemplate t = kit::NameTemplate::parse(s.table).value();
+  Plan p{std::move(s), {}, std::move(t)};
+  p.base_url = p.settings.url;
+  while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
+  return p;
+}
+
+}  // namespace picomq::surrealdb
