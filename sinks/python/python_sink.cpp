@@ -88,7 +88,7 @@ PyObject* py_complete(PyObject*, PyObject* args) {
   int status;
   const char* message;
   PyObject* rejections;
-  if (!PyArg_ParseTuple(args, "Kiz#O", &token, &status, &message, nullptr, &rejections)) {
+  if (!PyArg_ParseTuple(args, "KizO", &token, &status, &message, &rejections)) {
     // Never happens with the glue's arguments; the write would otherwise never complete.
     PyErr_Print();
     return nullptr;

@@ -142,16 +142,23 @@ TEST(PythonOutcomes, RetryFatalFlakyAndRejectedRecords) {
   EXPECT_EQ(std::count_if(retries.begin(), retries.end(), [](auto& l) { return l["first"] == 5; }), 5)
       << "the same batch, 5 attempts";
   EXPECT_EQ(kafka.committed("picomq-connect-sink-py-fatal", topic), 5) << "offsets 0..4 written, 5..9 held";
-  EXPECT_EQ(std::count_if(read_json_lines(rt.dir() / "fatal.jsonl").begin(), read_json_lines(rt.dir() / "fatal.jsonl").end(),
-                          [](auto&) { return true; }),
-            1)
-      << "a fatal outcome is not retried";
+  const auto fatal = read_json_lines(rt.dir() / "fatal.jsonl");
+  ASSERT_EQ(fatal.size(), 2u) << "batch 0..4 written, batch 5..9 failed once: a fatal outcome is not retried";
+  EXPECT_EQ(fatal[1]["status"], "fatal");
 
-  const auto flaky = read_json_lines(rt.dir() / "flaky.jsonl");
-  ASSERT_EQ(flaky.size(), 4u) << "two failed attempts, then both batches";
-  EXPECT_EQ(flaky[0]["status"], "retry");
-  EXPECT_EQ(flaky[1]["status"], "retry");
-  EXPECT_EQ(flaky[2]["offsets"], nlohmann::json::parse("[0,1,2,3,4]"));
+  // With two writes in flight the second batch may land between the retries of the first.
+  std::set<int64_t> flaky_written;
+  int flaky_retries = 0;
+  for (auto& l : read_json_lines(rt.dir() / "flaky.jsonl")) {
+    if (l["status"] == "retry") {
+      ++flaky_retries;
+      EXPECT_EQ(l["first"], 0);
+    } else {
+      for (auto& o : l["offsets"]) EXPECT_TRUE(flaky_written.insert(o.get<int64_t>()).second) << "written once: " << o;
+    }
+  }
+  EXPECT_EQ(flaky_retries, 2);
+  EXPECT_EQ(flaky_written.size(), 10u);
 
   const auto dead_letters = kafka.consume(dead, 1, 20s);
   ASSERT_EQ(dead_letters.size(), 1u);
@@ -245,7 +252,14 @@ TEST(PythonGil, ACpuBoundPythonSinkStallsNeitherACppSinkNorItsConsumerGroup) {
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto log = rt.log();
-  EXPECT_EQ(log.find("py-busy: lost"), std::string::npos) << log;
+  size_t assigned = 0, lost = 0;
+  for (const auto& line : read_lines(rt.dir() / "stderr.log"))
+    if (line.find(busy_topic) != std::string::npos) {
+      assigned += line.find(": assigned ") != std::string::npos;
+      lost += line.find(": lost ") != std::string::npos;
+    }
+  EXPECT_EQ(lost, 0u) << log;
+  EXPECT_EQ(assigned, 1u) << "one assignment, never taken away: " << log;
   std::vector<int64_t> offsets;
   for (auto& l : read_json_lines(out))
     if (l["event"] == "row") offsets.push_back(l["offset"]);

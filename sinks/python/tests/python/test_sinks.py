@@ -35,6 +35,7 @@ class Outcomes(Batches):
                 _log(self.options["out"], first=first, status="retry")
                 raise ConnectionError("connection reset")
             if mode == "fatal":
+                _log(self.options["out"], first=first, status="fatal")
                 raise FatalError(f"table dropped at offset {at}")
             if mode == "reject":
                 _log(self.options["out"], first=first, status="rejected", offsets=[o for o in offsets if o != at])
