@@ -13,8 +13,7 @@ def _plain(row: dict) -> dict:
     for k, v in row.items():
         if isinstance(v, bytes):
             v = v.decode("utf-8", "backslashreplace")
-        elif isinstance(v, tuple):
-            v = [list(h) if isinstance(h, tuple) else h for h in v]
+        elif k == "pico_headers":  # a tuple of (name, value) in a row, a list of them from Arrow
             v = [[n, b.decode("utf-8", "backslashreplace") if isinstance(b, bytes) else b] for n, b in v]
         elif hasattr(v, "isoformat"):
             v = v.isoformat()

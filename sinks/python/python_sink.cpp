@@ -344,7 +344,7 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
     delete inst;
     return nullptr;
   }
-  const char* venv = host->host_ctx && host->config_has(host->host_ctx, "virtualenv") ? host->config_string(host->host_ctx, "virtualenv") : nullptr;
+  const char* venv = host->config_has(host->host_ctx, "virtualenv") ? host->config_string(host->host_ctx, "virtualenv") : nullptr;
   const char* options = host->config_json(host->host_ctx, "options");
   std::string error;
   {
