@@ -103,6 +103,45 @@ TEST(PythonSpecExamples, MinimumShapeNativeBatchAndArrowBoundaryWriteEveryRecord
   EXPECT_TRUE(by_call["send_arrow"][0]["pico_timestamp"].is_string());
 }
 
+// Rows of every payload shape: an object gives its fields, any other JSON value and a tombstone
+// are under "payload", and a field that collides with a pico_* key rejects its record (here to the
+// skip policy) while the others are written.
+TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("shapes");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records(6);
+  records[0].value = R"({"a":1})";
+  records[1].value = "[1,2]";
+  records[2].value = R"("text")";
+  records[3].null_value = true;
+  records[4].value = R"({"pico_offset":99,"a":5})";
+  records[5].value = R"({"big":123456789012345678901234567890})";
+  for (auto& r : records) r.partition = 0;
+  kafka.produce(topic, records);
+  Runtime rt(kafka.bootstrap());
+  rt.env("DEMO_SINK_OUT", (rt.dir() / "demo.jsonl").string());
+  rt.add_definition("shapes.toml", python_definition("py-shapes", topic, "native_batch:MyBatchSinkDemo", "{}", "",
+                                                     "batch_length = 10\non_bad_record = \"skip\"\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-shapes", topic) == 6; }, 30s)) << rt.log();
+  rt.signal(SIGTERM);
+  ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  std::vector<nlohmann::json> rows;
+  for (auto& line : read_json_lines(rt.dir() / "demo.jsonl")) rows.push_back(line["row"]);
+  ASSERT_EQ(rows.size(), 5u) << "the colliding record is skipped";
+  EXPECT_EQ(rows[0]["a"], 1);
+  EXPECT_FALSE(rows[0].contains("payload"));
+  EXPECT_EQ(rows[1]["payload"], nlohmann::json::parse("[1,2]"));
+  EXPECT_EQ(rows[2]["payload"], "text");
+  EXPECT_TRUE(rows[3].contains("payload") && rows[3]["payload"].is_null()) << "a tombstone";
+  EXPECT_EQ(rows[3]["pico_offset"], 3);
+  EXPECT_EQ(rows[4]["pico_offset"], 5);
+  EXPECT_NE(read_file(rt.dir() / "demo.jsonl").find("\"big\": 123456789012345678901234567890"), std::string::npos)
+      << "Python ints keep big numbers exact";
+  EXPECT_NE(rt.log().find("field 'pico_offset' collides with a metadata column"), std::string::npos) << rt.log();
+}
+
 // Outcomes: an exception is retried with the offset held, FatalError stops the sink in Error, a
 // transient failure is retried until it passes, rejected records follow the bad-record policy.
 TEST(PythonOutcomes, RetryFatalFlakyAndRejectedRecords) {
