@@ -34,6 +34,8 @@ const pmq_option kOptions[] = {
      "The sink's own options: passed to the class as keyword arguments (self.options)."},
     {"max_in_flight", PMQ_OPTION_INT, 0, "4", nullptr,
      "Writes of one [[topics]] block whose coroutines run at once (1..64); offsets are still committed in order."},
+    {"include_metadata", PMQ_OPTION_BOOL, 0, "true", nullptr,
+     "Whether rows and Arrow batches carry the pico_* metadata (topic, partition, offset, timestamp, key, headers); false saves their cost."},
     {"close_timeout", PMQ_OPTION_DURATION, 0, "\"10s\"", nullptr,
      "How long close() may take at shutdown before it is cancelled; keep it under the runtime's shutdown_timeout."},
 };
@@ -211,6 +213,7 @@ struct Instance {
   PyObject* submit = nullptr;  // its bound submit
   uint32_t plane = PMQ_PLANE_ROWS;
   int64_t close_timeout_ms = 10000;
+  bool include_metadata = true;
   std::string class_spec;
 
   void log(pmq_log_level level, const std::string& message) const { host->log(host->host_ctx, level, message.c_str()); }
@@ -220,7 +223,8 @@ void fail(char* errbuf, size_t size, const std::string& message) { std::snprintf
 
 // The rows of a batch: one dict per record (docs/python-sinks.md, "Rows"). Records whose payload
 // fields collide with the pico_* keys are refused (as the Arrow export does) and left out.
-PyObject* build_rows(const pmq_batch* batch, WriteCtx& ctx, std::vector<std::pair<size_t, std::string>>& refused) {
+PyObject* build_rows(const pmq_batch* batch, bool metadata, WriteCtx& ctx,
+                     std::vector<std::pair<size_t, std::string>>& refused) {
   const size_t n = batch->record_count;
   PyObject* values = nullptr;  // the decoded JSON payloads, one list item per record
   if (batch->payload_format == PMQ_PAYLOAD_JSON) {
@@ -257,7 +261,8 @@ PyObject* build_rows(const pmq_batch* batch, WriteCtx& ctx, std::vector<std::pai
         row = v;
         Py_INCREF(row);
         const char* collision = nullptr;
-        for (PyObject* k : meta_keys)
+        if (metadata)
+          for (PyObject* k : meta_keys)
           if (PyDict_Contains(row, k) == 1) collision = PyUnicode_AsUTF8(k);
         if (collision) {
           refused.emplace_back(i, std::string("field '") + collision + "' collides with a metadata column");
@@ -285,6 +290,12 @@ PyObject* build_rows(const pmq_batch* batch, WriteCtx& ctx, std::vector<std::pai
         break;
       }
       Py_DECREF(value);
+    }
+    if (!metadata) {
+      ok = PyList_Append(rows, row) == 0;
+      Py_DECREF(row);
+      ctx.kept_index.push_back(i);
+      continue;
     }
     PyObject* offset = PyLong_FromLongLong(r->offset);
     PyObject* ts = r->timestamp_ms == -1 ? Py_NewRef(Py_None) : PyLong_FromLongLong(r->timestamp_ms);
@@ -338,6 +349,7 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   inst->host = host;
   inst->class_spec = host->config_string(host->host_ctx, "class");
   inst->close_timeout_ms = host->config_int(host->host_ctx, "close_timeout");
+  inst->include_metadata = host->config_bool(host->host_ctx, "include_metadata") != 0;
   const int64_t window = host->config_int(host->host_ctx, "max_in_flight");
   if (window < 1 || window > int64_t(kMaxInFlight)) {
     fail(errbuf, errbuf_size, "max_in_flight: must be 1.." + std::to_string(kMaxInFlight) + ", not " + std::to_string(window));
@@ -385,6 +397,9 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   }
   if (host->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof(host->set_max_in_flight) && host->set_max_in_flight)
     host->set_max_in_flight(host->host_ctx, uint32_t(window));
+  if (!inst->include_metadata && host->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof(host->set_unread_fields) &&
+      host->set_unread_fields)
+    host->set_unread_fields(host->host_ctx, PMQ_FIELD_HEADERS);
   inst->log(PMQ_LOG_INFO, "python sink " + inst->class_spec + " open; plane " + pmq_plane_name(inst->plane) + ", max_in_flight " +
                               std::to_string(window));
   return inst;
@@ -414,6 +429,7 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
     if (inst->plane == PMQ_PLANE_ARROW) {
       // Exported outside the GIL; records the export refuses go to the bad-record policy.
       picomq::arrow::ExportOptions options;
+      options.include_metadata = inst->include_metadata;
       ArrowSchema schema{};
       ArrowArray array{};
       auto exported = picomq::arrow::export_batch(*batch, options, &schema, &array);
@@ -460,7 +476,7 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
       return submit(inst, rb, ctx, result);
     }
     Gil gil;
-    PyObject* rows = build_rows(batch, *ctx, refused);
+    PyObject* rows = build_rows(batch, inst->include_metadata, *ctx, refused);
     if (!rows) {
       const std::string error = "cannot build the rows of the batch: " + fetch_python_error();
       inst->host->set_error(result, error.c_str());

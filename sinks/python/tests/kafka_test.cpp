@@ -123,8 +123,11 @@ TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
   rt.env("DEMO_SINK_OUT", (rt.dir() / "demo.jsonl").string());
   rt.add_definition("shapes.toml", python_definition("py-shapes", topic, "native_batch:MyBatchSinkDemo", "{}", "",
                                                      "batch_length = 10\non_bad_record = \"skip\"\n"));
+  rt.add_definition("bare.toml", python_definition("py-bare", topic, "test_sinks:Record", out_option(rt, "bare.jsonl"),
+                                                   "include_metadata = false\n", "batch_length = 10\n"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-shapes", topic) == 6; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-bare", topic) == 6; }, 30s)) << rt.log();
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   std::vector<nlohmann::json> rows;
@@ -140,6 +143,13 @@ TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
   EXPECT_NE(read_file(rt.dir() / "demo.jsonl").find("\"big\": 123456789012345678901234567890"), std::string::npos)
       << "Python ints keep big numbers exact";
   EXPECT_NE(rt.log().find("field 'pico_offset' collides with a metadata column"), std::string::npos) << rt.log();
+
+  // include_metadata = false: the payload alone, and no collision is possible.
+  const auto bare = read_json_lines(rt.dir() / "bare.jsonl");
+  ASSERT_EQ(bare.size(), 6u);
+  EXPECT_EQ(bare[0]["row"], nlohmann::json::parse(R"({"a":1})"));
+  EXPECT_EQ(bare[3]["row"], nlohmann::json::parse(R"({"payload":null})"));
+  EXPECT_EQ(bare[4]["row"], nlohmann::json::parse(R"({"pico_offset":99,"a":5})"));
 }
 
 // Outcomes: an exception is retried with the offset held, FatalError stops the sink in Error, a

@@ -103,3 +103,12 @@ class NotAccepted(BaseSink[dict]):
 
     async def write_batch(self, records):
         pass
+
+
+class Record(Batches):
+    """Logs every row it gets (bytes and tuples as text)."""
+
+    async def write_batch(self, records):
+        for r in records:
+            _log(self.options["out"], row={k: (v if isinstance(v, (int, float, str, list, dict, type(None))) else repr(v))
+                                           for k, v in r.items()})
