@@ -125,7 +125,10 @@ TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
                                                      "batch_length = 10\non_bad_record = \"skip\"\n"));
   rt.add_definition("bare.toml", python_definition("py-bare", topic, "test_sinks:Record", out_option(rt, "bare.jsonl"),
                                                    "include_metadata = false\n", "batch_length = 10\n"));
+  rt.add_definition("zc.toml", python_definition("py-zc", topic, "test_sinks:ArrowCheck", out_option(rt, "zc.jsonl"), "",
+                                                 "batch_length = 10\non_bad_record = \"skip\"\n"));
   rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-zc", topic) == 6; }, 30s)) << rt.log();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-shapes", topic) == 6; }, 30s)) << rt.log();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-bare", topic) == 6; }, 30s)) << rt.log();
   rt.signal(SIGTERM);
@@ -150,6 +153,19 @@ TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
   EXPECT_EQ(bare[0]["row"], nlohmann::json::parse(R"({"a":1})"));
   EXPECT_EQ(bare[3]["row"], nlohmann::json::parse(R"({"payload":null})"));
   EXPECT_EQ(bare[4]["row"], nlohmann::json::parse(R"({"pico_offset":99,"a":5})"));
+
+  // Arrow crosses without a copy: while the sink holds the batch, pyarrow's pool holds nothing.
+  const auto zc = read_json_lines(rt.dir() / "zc.jsonl");
+  ASSERT_FALSE(zc.empty());
+  int64_t rows_seen = 0;
+  for (auto& l : zc) {
+    rows_seen += l["rows"].get<int64_t>();
+    EXPECT_GT(l["nbytes"].get<int64_t>(), 0);
+    EXPECT_EQ(l["pool_bytes"], 0) << "imported through the C Data Interface, not copied: " << l;
+    EXPECT_EQ(l["columns"][0], "pico_topic");
+  }
+  EXPECT_EQ(rows_seen, 6) << "some payloads are not objects: the batch exports whole payloads, so nothing collides";
+  EXPECT_EQ(zc.back()["columns"].back(), "payload");
 }
 
 // Outcomes: an exception is retried with the offset held, FatalError stops the sink in Error, a

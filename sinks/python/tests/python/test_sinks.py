@@ -112,3 +112,17 @@ class Record(Batches):
         for r in records:
             _log(self.options["out"], row={k: (v if isinstance(v, (int, float, str, list, dict, type(None))) else repr(v))
                                            for k, v in r.items()})
+
+
+class ArrowCheck(BaseSink[dict]):
+    """Logs, per Arrow batch, its size and what pyarrow's memory pool holds meanwhile: 0 when the
+    batch was imported without a copy (its buffers are the runtime exporter's)."""
+
+    accepted_data_planes = (DataPlane.PYTHON_ROWS, DataPlane.ARROW_BATCHES)
+    native_data_planes = (DataPlane.ARROW_BATCHES,)
+
+    async def write_arrow_batch(self, batch):
+        import pyarrow as pa
+
+        _log(self.options["out"], rows=batch.num_rows, nbytes=batch.nbytes, pool_bytes=pa.total_allocated_bytes(),
+             columns=batch.schema.names)
