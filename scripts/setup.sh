@@ -9,6 +9,7 @@ debian_packages=(
   librdkafka-dev kcat libtomlplusplus-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
   openjdk-17-jre-headless maven python3 python3-venv
+  python3.11-dev  # the Python sink host (sinks/python) embeds Debian's CPython 3.11
   postgresql-15 libpq-dev
   clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
