@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "contract_servers.h"
 #include "harness.h"
 #include "picomq/kit/record_id.hpp"
 #include "picomq/kit/testing/http_stub.hpp"
@@ -38,26 +39,10 @@ int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string&
   return sum;
 }
 
-HttpReceiver& meili() {
-  static HttpReceiver server(MEILISEARCH_CONTRACT);
-  return server;
-}
-HttpReceiver& quickwit() {
-  static HttpReceiver server(QUICKWIT_CONTRACT);
-  return server;
-}
-void control(HttpReceiver& server, const json& c) { server.call("POST", "/_control/config", c.dump()); }
-
-std::vector<json> meili_documents(const std::string& index) {
-  auto [status, body] = meili().call("GET", "/indexes/" + index + "/documents?limit=1000000");
-  if (status == 404) return {};
-  return json::parse(body)["results"].get<std::vector<json>>();
-}
-std::vector<json> quickwit_documents(const std::string& index) {
-  auto [status, body] = quickwit().call("GET", "/api/v1/" + index + "/search?query=*&max_hits=1000000");
-  if (status == 404) return {};
-  return json::parse(body)["hits"].get<std::vector<json>>();
-}
+HttpReceiver& meili() { return meilisearch_contract(); }
+HttpReceiver& quickwit() { return quickwit_contract(); }
+void control(HttpReceiver& server, const json& c) { contract_control(server, c); }
+std::vector<json> meili_documents(const std::string& index) { return meilisearch_documents(index); }
 
 std::string meili_definition(const std::string& key, const std::string& topic, const std::string& index,
                              const std::string& config = "", const std::string& block_extra = "") {

@@ -20,9 +20,9 @@ in docs/sinks/meilisearch.md ("Contract server"). In short:
     413 payload_too_large above --payload-limit (100 MiB by default, the server's default);
     Content-Encoding gzip / deflate; the index is created by the first addition; primary key:
     the index's, else ?primaryKey=, else inferred (the one field whose name ends with "id");
-    a task is atomic: one document without its primary key (missing_document_id) or with an
+    a task is atomic: one document without its primary key (missing_document_id), with an
     invalid id (invalid_document_id: not an integer or a string of [A-Za-z0-9_-], at most 511
-    bytes) fails the whole task and writes nothing;
+    bytes) or an invalid `_geo` (invalid_document_geo_field) fails the whole task, nothing written;
   - POST /indexes/{uid}/documents/delete-batch (an array of ids); GET documents (paginated) and
     one document; GET/POST /indexes (uid rules: invalid_index_uid; index_already_exists fails the
     task); GET /indexes/{uid}; PATCH /indexes/{uid}/settings (unknown setting: 400 bad_request);
@@ -36,7 +36,8 @@ Test control (not Meilisearch API; never needs a key), JSON bodies:
                              (the next matching requests answer that status, 503 type internal;
                               status 0: the connection is closed without an answer),
                            "fail_tasks": n (the next n document tasks fail with code internal),
-                           "cancel_tasks": n (the next n document tasks end canceled)}
+                           "cancel_tasks": n (the next n document tasks end canceled),
+                           "clear_failures": true (forget the failures still to come)}
   POST /_control/reset    everything forgotten (indexes, tasks, config)
   GET  /_control/stats    {"requests": {"METHOD /route": n}, "tasks": n, "max_enqueued": n}
 """
@@ -202,6 +203,38 @@ def document_id(doc, key):
     return str(value)
 
 
+def check_geo(doc_id, doc):
+    """`_geo`: null, or an object with `lat` and `lng` (numbers or numeric strings)."""
+    if "_geo" not in doc or doc["_geo"] is None:
+        return
+    geo = doc["_geo"]
+
+    def number(v):
+        if isinstance(v, bool):
+            return False
+        if isinstance(v, (int, float)):
+            return True
+        try:
+            float(v)
+            return isinstance(v, str)
+        except (TypeError, ValueError):
+            return False
+    if not isinstance(geo, dict):
+        raise TaskFailure("invalid_document_geo_field",
+                          "The `_geo` field in the document with the id: `%s` is not an object. Was expecting an object "
+                          "with the `_geo.lat` and `_geo.lng` fields but instead got `%s`." % (json.dumps(doc_id), json.dumps(geo)))
+    for f in ("lat", "lng"):
+        if f not in geo:
+            raise TaskFailure("invalid_document_geo_field",
+                              "Could not find %s in the document with the id: `%s`. Was expecting a `_geo.%s` field."
+                              % ("latitude" if f == "lat" else "longitude", json.dumps(doc_id), f))
+        if not number(geo[f]):
+            raise TaskFailure("invalid_document_geo_field",
+                              "Could not parse %s in the document with the id: `%s`. Was expecting a finite number but "
+                              "instead got `%s`." % ("latitude" if f == "lat" else "longitude", json.dumps(doc_id),
+                                                    json.dumps(geo[f])))
+
+
 def infer_primary_key(doc):
     candidates = [k for k in doc if k.lower().endswith("id")]
     if not candidates:
@@ -221,7 +254,9 @@ def add_documents_work(uid, docs, primary_key_param, merge):
     def work(task):
         index = STATE.indexes.get(uid)
         key = (index or {}).get("primaryKey") or primary_key_param or (infer_primary_key(docs[0]) if docs else None)
-        ids = [document_id(d, key) for d in docs]  # atomic: every id checked before anything is written
+        ids = [document_id(d, key) for d in docs]  # atomic: every document checked before anything is written
+        for i, d in zip(ids, docs):
+            check_geo(i, d)
         if index is None:
             index = STATE.indexes[uid] = new_index(None)
         if index["primaryKey"] is None:
@@ -511,6 +546,8 @@ class Handler(BaseHTTPRequestHandler):
                     STATE.processing_delay = float(body["processing_delay"])
                 if "paused" in body:
                     STATE.paused = bool(body["paused"])
+                if body.get("clear_failures"):
+                    STATE.fail_requests, STATE.fail_tasks, STATE.cancel_tasks = [], 0, 0
                 STATE.fail_requests.extend(body.get("fail_requests", []))
                 STATE.fail_tasks += int(body.get("fail_tasks", 0))
                 STATE.cancel_tasks += int(body.get("cancel_tasks", 0))

@@ -31,6 +31,9 @@ Test control (not Quickwit API), JSON bodies:
   POST /_control/config  {"fail_requests": [{"method", "path_prefix", "status", "count", "retry_after"}]
                            (the next matching requests answer that status: 429 / 503 as Quickwit
                            does when rate limited or unavailable; status 0 closes the connection),
+                          "clear_failures": true (forget the failures still to come),
+                          "refused_authorization": "Bearer x" (requests with that Authorization get 403, as
+                           from an authenticating front: Quickwit has none of its own),
                           "wal_capacity_docs": n (uncommitted documents beyond it: 429, as a full
                            write-ahead log), "commit_timeout_secs": s (overrides every index's)}
   POST /_control/reset   GET /_control/stats {"requests": {route: n}, "ingested_docs": n}
@@ -98,6 +101,7 @@ class State:
         self.commit_timeout = None
         self.requests = {}
         self.ingested = 0
+        self.refused_authorization = None
 
     def committer(self):
         while True:
@@ -265,6 +269,10 @@ class Handler(BaseHTTPRequestHandler):
             route = re.sub(r"^/api/v1/(?!indexes)[^/]+/", "/api/v1/{index}/", path)
             route = re.sub(r"^/api/v1/indexes/[^/]+", "/api/v1/indexes/{index}", route)
             injected = None
+            if STATE.refused_authorization is not None and \
+                    self.headers.get("Authorization") == STATE.refused_authorization:
+                self.read_body()
+                raise ApiError(403, "forbidden (contract server: the authenticating front refuses this token)")
             with STATE.lock:
                 STATE.requests[method + " " + route] = STATE.requests.get(method + " " + route, 0) + 1
                 for rule in STATE.fail_requests:
@@ -429,7 +437,11 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.reset()
                 return self.send_json(200, {})
             if path == "/_control/config":
+                if body.get("clear_failures"):
+                    STATE.fail_requests = []
                 STATE.fail_requests.extend(body.get("fail_requests", []))
+                if "refused_authorization" in body:
+                    STATE.refused_authorization = body["refused_authorization"]
                 if "wal_capacity_docs" in body:
                     STATE.wal_capacity = body["wal_capacity_docs"]
                 if "commit_timeout_secs" in body:
