@@ -151,8 +151,8 @@ TEST(MeilisearchKafka, EnqueuedTasksHoldTheOffsetsAndFailedTasksAndAnOutageAreRe
   Runtime rt(kafka.bootstrap());
   rt.add_definition("c.toml", meili_definition("moutage", topic, index, "retry_timeout = \"2s\"", "batch_length = 100"));
   rt.start();
-  std::this_thread::sleep_for(scaled(6s));
-  EXPECT_EQ(kafka.committed(group_of("moutage"), topic), -1) << "tasks enqueued (202) are no writes: nothing committed";
+  std::this_thread::sleep_for(scaled(5s));
+  EXPECT_LT(kafka.committed(group_of("moutage"), topic), 0) << "tasks enqueued (202) are no writes: nothing committed";
   EXPECT_TRUE(meili_documents(index).empty());
   // Then: the next tasks fail as internal, the next enqueues answer 503, and processing resumes.
   control(meili(), {{"fail_tasks", 3},
