@@ -238,6 +238,10 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
       }
       if (!has_version) config_members_ += ",\"version\":\"0.8\"";
     }
+    if (s_.commit != Commit::Auto && s_.http.timeout < 65s)
+      log(sdk::LogLevel::Warn, "commit = wait_for / force answers after a commit, which can take the index's "
+                               "commit_timeout_secs (60 s by default): a timeout below it fails writes that Quickwit "
+                               "then completes (and a retry duplicates them); raise timeout above commit_timeout_secs");
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         kit::NameTemplate::parse(s_.index).value(), kit::NamePolicy::Verbatim,
         [this](const std::string& name, std::string_view) { return prepare_index(index_id(name)); }, "index");
