@@ -15,6 +15,10 @@ if [[ -x "$bin" ]] && "$bin" --version >/dev/null 2>&1; then echo "$bin"; exit 0
 command -v go >/dev/null || PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "build-ferretdb: no Go toolchain (go, Go >= 1.22) on PATH or in /usr/local/go/bin" >&2; exit 1; }
 mkdir -p "$cache"
+# One build at a time per machine (clones and worktrees set up side by side): wait, then re-check.
+exec 9>"$cache/.build.lock"
+flock 9
+if [[ -x "$bin" ]] && "$bin" --version >/dev/null 2>&1; then echo "$bin"; exit 0; fi
 work="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 export GOPATH="$work/gopath" GOFLAGS=-mod=mod GOTOOLCHAIN=local

@@ -19,6 +19,13 @@ fi
 command -v go >/dev/null || { echo "seaweedfs: go is not installed (needed once to build the S3 test server)" >&2; exit 1; }
 
 mkdir -p "$cache"
+# One build at a time per machine (clones and worktrees set up side by side): wait, then re-check.
+exec 9>"$cache/.build.lock"
+flock 9
+if [[ -x "$bin" ]] && "$bin" version >/dev/null 2>&1; then
+  echo "$bin"
+  exit 0
+fi
 work="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 echo "seaweedfs: building $module@$module_version into $bin (once per machine, ~7 min)" >&2
