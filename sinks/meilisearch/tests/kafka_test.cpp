@@ -76,6 +76,12 @@ std::vector<ProducedRecord> two_partitions(int per_partition) {
   return records;
 }
 
+// A static group member: the restart after a SIGKILL takes the partitions over at once instead
+// of waiting for the killed member's session to time out.
+std::string static_member(const std::string& key) {
+  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
+}
+
 // A count that stopped moving (what the server finished after a kill).
 int64_t settled(const std::function<int64_t()>& count) {
   int64_t last = count();
@@ -125,7 +131,7 @@ TEST(MeilisearchKafka, RecordsLandOnceAndASigkillReplayReplacesTheSameIds) {
   kafka.produce(topic, two_partitions(per));
   auto docs = [&] { return static_cast<int64_t>(meili_documents(index).size()); };
   const auto [at_kill, committed] = kill_and_restart(
-      kafka, "mkill", topic, meili_definition("mkill", topic, index, "", "batch_length = 250"), docs, 2 * per);
+      kafka, "mkill", topic, meili_definition("mkill", topic, index, "", "batch_length = 250\n" + static_member("mkill")), docs, 2 * per);
   EXPECT_LE(committed, at_kill) << "no offset is committed before its task succeeded";
   const auto all = meili_documents(index);
   EXPECT_EQ(all.size(), 2u * per) << "exactly the produced documents: the replay replaced the same ids";
@@ -219,7 +225,7 @@ TEST(QuickwitKafka, RecordsLandOnceAndASigkillReplayDuplicatesExactlyTheReplayed
   kafka.produce(topic, two_partitions(per));
   auto docs = [&] { return static_cast<int64_t>(quickwit_documents(index).size()); };
   const auto [at_kill, committed] = kill_and_restart(
-      kafka, "qkill", topic, quickwit_definition("qkill", topic, index, "", "batch_length = 250"), docs, 2 * per);
+      kafka, "qkill", topic, quickwit_definition("qkill", topic, index, "", "batch_length = 250\n" + static_member("qkill")), docs, 2 * per);
   const auto all = quickwit_documents(index);
   EXPECT_EQ(static_cast<int64_t>(all.size()), 2 * per + (at_kill - committed))
       << "Quickwit keeps no ids: the replayed window (written, not committed at the kill) is there twice, nothing else";
