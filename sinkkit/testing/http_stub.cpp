@@ -117,7 +117,9 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds timeout) {
 
 // ---------------------------------------------------------------- HttpReceiver
 
-HttpReceiver::HttpReceiver() {
+HttpReceiver::HttpReceiver() : HttpReceiver(resource("PICOMQ_HTTP_RECEIVER", PICOMQ_HTTP_RECEIVER)) {}
+
+HttpReceiver::HttpReceiver(std::string script, std::vector<std::string> args) {
   int to_child[2], from_child[2];
   // CLOEXEC: no other child (nginx, another receiver) may inherit these ends, or the receiver
   // would not see its stdin close when this process dies.
@@ -126,9 +128,11 @@ HttpReceiver::HttpReceiver() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
   posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-  std::string python = PICOMQ_PYTHON3, script = resource("PICOMQ_HTTP_RECEIVER", PICOMQ_HTTP_RECEIVER), flag = "--exit-on-stdin-eof";
-  char* argv[] = {python.data(), script.data(), flag.data(), nullptr};
-  const int spawned = posix_spawn(&pid_, python.c_str(), &actions, nullptr, argv, environ);
+  std::string python = PICOMQ_PYTHON3, flag = "--exit-on-stdin-eof";
+  std::vector<char*> argv{python.data(), script.data(), flag.data()};
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int spawned = posix_spawn(&pid_, python.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(to_child[0]);
   ::close(from_child[1]);
@@ -141,7 +145,7 @@ HttpReceiver::HttpReceiver() {
   const std::string line = read_line(from_child[0], scaled(20s));
   ::close(from_child[0]);  // it prints nothing else
   try {
-    port_ = parse_port(line, "http_receiver.py");
+    port_ = parse_port(line, std::filesystem::path(script).filename().string());
   } catch (...) {
     stop();
     throw;
@@ -175,6 +179,10 @@ nlohmann::json HttpReceiver::control(const char* method, std::string_view endpoi
   const auto [status, answer] = exchange(method, url("/_control/" + std::string(endpoint)), body);
   if (status != 200) throw std::runtime_error("receiver: " + std::string(endpoint) + " answered " + std::to_string(status) + ": " + answer);
   return nlohmann::json::parse(answer);
+}
+
+std::pair<long, std::string> HttpReceiver::call(const char* method, std::string_view path, const std::string& body) const {
+  return exchange(method, url(path), body);
 }
 
 void HttpReceiver::script(const nlohmann::json& rules) { control("POST", "script", rules.dump()); }

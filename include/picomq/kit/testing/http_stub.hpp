@@ -68,6 +68,10 @@ class HttpReceiver {
   // Starts sinkkit/testing/http_receiver.py and waits for its port. Throws std::runtime_error
   // when it does not come up.
   HttpReceiver();
+  // Another server script with the same start-up protocol (--exit-on-stdin-eof, its port alone
+  // on the first line of stdout), e.g. a sink's contract server for a destination that cannot
+  // run here; `args` follow the script. The control methods below need http_receiver.py's API.
+  explicit HttpReceiver(std::string script, std::vector<std::string> args = {});
   ~HttpReceiver();
   HttpReceiver(const HttpReceiver&) = delete;
   HttpReceiver& operator=(const HttpReceiver&) = delete;
@@ -82,6 +86,8 @@ class HttpReceiver {
   // Idempotency mode on for this header name (nullopt: off).
   void idempotency(std::optional<std::string> header);
   void reset();
+  // A request to the server outside the control API (JSON Content-Type): status and body.
+  std::pair<long, std::string> call(const char* method, std::string_view path, const std::string& body = {}) const;
   std::vector<RecordedRequest> requests(std::string_view path = {}) const;
   ReceiverStats stats() const;
   // Stops the server now: its port refuses connections afterwards.

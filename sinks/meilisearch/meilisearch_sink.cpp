@@ -1,0 +1,806 @@
+// Meilisearch sink: each batch's records as documents of an index per topic (a uid template,
+// sanitised to [A-Za-z0-9_-], created on its first batch with the primary key), sent as NDJSON
+// (POST = add or replace, PUT = add or update) in requests bounded by max_request_bytes /
+// max_request_records (the kit's splitter; gzip by the kit's client). Every request is an
+// asynchronous task: a batch's write completes only when GET /tasks/{uid} says `succeeded` for
+// every task that carries its records (a 202 is no write). Tasks are enqueued in order, one
+// request at a time (Meilisearch processes them in enqueue order), and polled with back-off
+// bounded by task_timeout. A task is atomic: a task that failed on a document (invalid or missing
+// id, bad _geo...) is bisected — its halves enqueued again — down to the records Meilisearch
+// refuses, which go to the bad-record policy. Document ids: the record id topic:partition:offset
+// in the kit's reversible [A-Za-z0-9_-] encoding (a replay replaces the same documents), the key
+// in that encoding, or a payload field. Tombstones: skipped or (id = key) deleted by id.
+// Docs: docs/sinks/meilisearch.md.
+#include <simdjson.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/batch_completion.hpp"
+#include "picomq/kit/destination_cache.hpp"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/options.hpp"
+#include "picomq/kit/outcome.hpp"
+#include "picomq/kit/record_id.hpp"
+#include "picomq/kit/record_json.hpp"
+#include "picomq/kit/sanitize.hpp"
+#include "picomq/kit/scheduler.hpp"
+#include "picomq/kit/splitter.hpp"
+#include "picomq/sdk.hpp"
+
+namespace {
+
+namespace kit = picomq::kit;
+namespace sdk = picomq::sdk;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxIdBytes = 511;        // Meilisearch's document id limit
+constexpr size_t kMaxIndexUidBytes = 400;  // and its index uid limit
+constexpr size_t kMaxReasonBytes = 1000;
+
+enum class IdMode { Record, Key, Field };
+enum class Method { Replace, Update };
+enum class Tombstones { Skip, Delete };
+enum class Layout { Flat, Envelope, Payload };
+
+struct Settings {
+  std::string url;
+  std::string index;
+  std::string primary_key;
+  IdMode id = IdMode::Record;
+  Method method = Method::Replace;
+  Tombstones tombstones = Tombstones::Skip;
+  Layout document = Layout::Flat;
+  bool create_index = true;
+  kit::JsonValue index_settings;
+  std::optional<std::string> api_key;
+  kit::ByteSize max_request_bytes{};
+  int64_t max_request_records = 0;
+  int64_t max_in_flight = 0;
+  std::chrono::milliseconds task_timeout{};
+  std::chrono::milliseconds retry_timeout{};
+  kit::HttpSettings http;
+  kit::TlsSettings tls;
+};
+
+std::optional<std::string> check_url(const std::string& url) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return "must start with http:// or https:// (Meilisearch's address, e.g. http://127.0.0.1:7700)";
+  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
+    return "must not hold a query or fragment";
+  const size_t scheme = url.find("://") + 3, at = url.find('@', scheme);
+  if (at != std::string::npos && at < url.find('/', scheme)) return "must not hold credentials (use api_key)";
+  return std::nullopt;
+}
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("url", &Settings::url).required().check(check_url).help("Meilisearch's address: http(s)://host:7700 (a path prefix for a proxy is kept)."),
+      kit::option("index", &Settings::index)
+          .fallback(std::string("{topic}"))
+          .check([](const std::string& v) -> std::optional<std::string> {
+            auto t = kit::NameTemplate::parse(v);
+            if (!t) return t.error();
+            return std::nullopt;
+          })
+          .help("Index uid template, resolved once per topic: {topic}, {topic_segment[N]}; every byte outside "
+                "[A-Za-z0-9_-] becomes '_', at most 400 bytes (a hash suffix when cut): topic shop.orders is index "
+                "shop_orders."),
+      kit::option("primary_key", &Settings::primary_key)
+          .fallback(std::string("pico_id"))
+          .check(kit::not_empty())
+          .help("The index's primary key: the document field holding the id. The sink creates indexes with it and "
+                "stops when an existing index has another."),
+      kit::option("id", &Settings::id)
+          .choices({{"record", IdMode::Record}, {"key", IdMode::Key}, {"field", IdMode::Field}})
+          .fallback(IdMode::Record)
+          .help("Document id: record = the record id topic:partition:offset in the kit's reversible encoding "
+                "(orders.eu, 0, 42 -> orders_2Eeu-0-42: a replay replaces the same documents); key = the record key "
+                "in the same encoding (a record without a key is refused); field = the payload's own primary_key "
+                "field, sent as it is (an id Meilisearch refuses rejects its record). record and key ids longer than "
+                "511 bytes are refused."),
+      kit::option("method", &Settings::method)
+          .choices({{"replace", Method::Replace}, {"update", Method::Update}})
+          .fallback(Method::Replace)
+          .help("replace: POST documents (add or replace: a document of the same id is replaced whole); update: "
+                "PUT documents (add or update: fields merged into the document of the same id)."),
+      kit::option("tombstones", &Settings::tombstones)
+          .choices({{"skip", Tombstones::Skip}, {"delete", Tombstones::Delete}})
+          .fallback(Tombstones::Skip)
+          .help("Records with a null payload: skip them, or (id = key) delete the document of their key "
+                "(documents/delete-batch; a document not there is no error)."),
+      kit::option("document", &Settings::document)
+          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
+          .fallback(Layout::Flat)
+          .help("Document layout: flat = the primary key, pico_topic, pico_partition, pico_offset, pico_timestamp, "
+                "pico_key (base64), pico_headers, then the payload object's fields (a payload that is not an object "
+                "goes under `payload`); envelope = the same pico_* fields and the payload under `payload`; "
+                "payload = the payload object alone (plus the primary key unless id = field)."),
+      kit::option("create_index", &Settings::create_index)
+          .fallback(true)
+          .help("Create a topic's index on its first batch when it does not exist (POST /indexes with the primary "
+                "key, waiting for its task). Off: the first document addition creates it (Meilisearch does), with "
+                "?primaryKey."),
+      kit::option("index_settings", &Settings::index_settings)
+          .check([](const kit::JsonValue& v) -> std::optional<std::string> {
+            if (v.text == "null") return std::nullopt;
+            simdjson::dom::parser parser;
+            simdjson::dom::element root;
+            if (parser.parse(v.text).get(root) || root.type() != simdjson::dom::element_type::OBJECT)
+              return std::string("must be a table (the body of PATCH /indexes/{uid}/settings)");
+            return std::nullopt;
+          })
+          .help("Settings applied once to each index the sink writes (PATCH /indexes/{uid}/settings, waiting for its "
+                "task), e.g. { filterableAttributes = [\"pico_topic\"] }. Settings Meilisearch refuses stop the sink "
+                "naming the index."),
+      kit::option("api_key", &Settings::api_key)
+          .secret()
+          .help("API key (Authorization: Bearer). Needs the actions documents.add (and documents.delete with "
+                "tombstones = delete), tasks.get, indexes.get, indexes.create (create_index) and settings.update "
+                "(index_settings)."),
+      kit::option("max_request_bytes", &Settings::max_request_bytes)
+          .fallback(kit::ByteSize{10u << 20})
+          .help("Largest request body before compression (one task); a batch is cut into as many as it takes. "
+                "Keep it below the server's --http-payload-size-limit (100 MB by default)."),
+      kit::option("max_request_records", &Settings::max_request_records)
+          .fallback(10000)
+          .check(kit::at_least(1))
+          .help("Most documents in one request (one task)."),
+      kit::option("max_in_flight", &Settings::max_in_flight)
+          .fallback(8)
+          .check(kit::at_least(1))
+          .help("Batches pending at once (their tasks enqueued and awaited together); offsets still commit in order."),
+      kit::option("task_timeout", &Settings::task_timeout)
+          .fallback(120s)
+          .help("How long a task is awaited (polled with back-off, 10 ms to 1 s) before its write fails as maybe "
+                "written (the runtime retries it; the same ids are replaced)."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long a request refused as transient (429, 5xx, transport errors, a task failed as internal) is "
+                "resent here, back-off 200 ms to 5 s, before the write fails and the runtime's retry takes over."),
+      kit::group(&Settings::http, kit::http_options()),
+      kit::group(&Settings::tls, kit::tls_options()),
+  };
+  return table;
+}
+
+std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Settings s = table.parse(config);
+  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
+    problems.add("tombstones", "delete needs id = \"key\" (a tombstone names the document by its key)");
+  if (s.id == IdMode::Field && s.document == Layout::Envelope)
+    problems.add("id", "field needs document = \"flat\" or \"payload\" (the envelope puts the payload's fields under `payload`)");
+  if (s.http.compression != kit::Compression::None && s.http.compression != kit::Compression::Gzip)
+    problems.add("compression", "Meilisearch takes gzip, deflate or br request bodies: use \"gzip\" or \"none\"");
+  if (!problems.empty()) return std::nullopt;
+  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  return s;
+}
+
+// Meilisearch's index uid rules: [A-Za-z0-9_-], at most 400 bytes.
+std::string index_uid(const std::string& resolved) {
+  std::string out;
+  for (unsigned char c : resolved) out += (std::isalnum(c) || c == '-' || c == '_') && c < 0x80 ? static_cast<char>(c) : '_';
+  if (out.empty()) out = "_";
+  return kit::fit_name(std::move(out), kMaxIndexUidBytes);
+}
+
+std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
+const pmq_record& record_at(const pmq_batch& b, size_t i) {
+  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
+}
+
+void append_json_string(std::string& out, std::string_view text) { kit::append_json_escaped(out, text); }
+
+struct Index {
+  std::string uid;
+};
+
+// A task's error object.
+struct TaskError {
+  std::string code, type, message;
+};
+
+bool document_error(const std::string& code) {
+  return code == "invalid_document_id" || code == "missing_document_id" || code == "invalid_document_geo_field" ||
+         code == "document_fields_limit_reached" || code == "invalid_document_fields" ||
+         code == "invalid_document_vectors_field" || code == "malformed_payload" || code == "bad_request";
+}
+
+}  // namespace
+
+class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
+ public:
+  static constexpr std::string_view sink_name = "meilisearch";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Writes records as documents into Meilisearch indexes (one per topic); a write completes when its tasks "
+      "succeeded; documents a task fails on are found by bisection and rejected.";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static constexpr uint32_t max_in_flight = 64;
+  static inline const kit::OptionTable<Settings>& options = option_table();
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
+
+  void open(const sdk::Config& config) {
+    sdk::ConfigProblems problems;
+    auto s = plan(config, problems);
+    if (!s) {
+      std::string text = problems.text();
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      throw sdk::FatalError(text);
+    }
+    s_ = std::move(*s);
+    kit::RecordJsonOptions o;
+    o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
+               : s_.document == Layout::Envelope ? kit::JsonLayout::Envelope
+                                                 : kit::JsonLayout::PayloadOnly;
+    writer_ = kit::RecordJsonWriter(o);
+    if (s_.document == Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    declare_max_in_flight(static_cast<uint32_t>(s_.max_in_flight));
+    kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
+    if (s_.api_key) client.auth = kit::BearerAuth{*s_.api_key};
+    client.max_in_flight = static_cast<size_t>(s_.max_in_flight) + 2;
+    client.max_response_body = 1u << 20;
+    client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
+    client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    key_query_ = "?primaryKey=" + kit::percent_encode(s_.primary_key);
+    indexes_ = std::make_unique<kit::DestinationCache<Index>>(
+        kit::NameTemplate::parse(s_.index).value(), kit::NamePolicy::Verbatim,
+        [this](const std::string& name, std::string_view) { return prepare_index(index_uid(name)); }, "index");
+    health_check();
+  }
+
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    const pmq_batch& raw = batch.raw();
+    sdk::Pending result = pending();
+    auto write = std::make_shared<BatchWrite>(result, raw);
+    // Plan: which record is which operation, with its id; refused records now.
+    for (size_t i = 0; i < raw.record_count; ++i) {
+      const pmq_record& r = record_at(raw, i);
+      const bool tombstone = r.payload.data == nullptr;
+      if (tombstone && s_.tombstones == Tombstones::Skip) {
+        count("skipped_tombstones");
+        continue;
+      }
+      Item item{i, tombstone, {}};
+      if (s_.id == IdMode::Record) {
+        auto id = kit::url_safe_record_id(raw.topic, raw.partition, r.offset, kMaxIdBytes);
+        if (!id) {
+          write->done.reject(i, "the record id of topic " + std::string(raw.topic) + " encodes to more than 511 bytes, "
+                                "Meilisearch's id limit (use id = \"key\" or \"field\")");
+          continue;
+        }
+        item.id = std::move(*id);
+      } else if (s_.id == IdMode::Key) {
+        if (!r.key.data || r.key.size == 0) {
+          write->done.reject(i, "id = \"key\": the record has no key");
+          continue;
+        }
+        item.id = kit::url_safe(view(r.key));
+        if (item.id.size() > kMaxIdBytes) {
+          write->done.reject(i, "id = \"key\": the key encodes to " + std::to_string(item.id.size()) +
+                                    " bytes, more than Meilisearch's 511");
+          continue;
+        }
+      }
+      if (!tombstone && s_.document == Layout::Payload &&
+          (raw.payload_format != PMQ_PAYLOAD_JSON || !kit::json_object_body(view(r.payload)))) {
+        write->done.reject(i, "document = \"payload\": the payload is not a JSON object");
+        continue;
+      }
+      write->items.push_back(std::move(item));
+    }
+    if (write->items.empty()) {
+      write->done.finish_one();
+      return result;
+    }
+    write->index = indexes_->get(raw.topic).uid;  // throws an SDK outcome when it cannot be prepared
+    write->json.emplace(writer_.begin(raw));
+    // Runs of the same operation, in record order, each cut by the limits.
+    std::vector<Part> parts;
+    for (size_t from = 0; from < write->items.size();) {
+      size_t to = from;
+      while (to < write->items.size() && write->items[to].del == write->items[from].del) ++to;
+      const bool del = write->items[from].del;
+      auto chunks = kit::split_records(from, to - from, limits(), kit::Framing::none(),
+                                       [&](size_t k, std::string& out) { render(*write, k, del, out); });
+      for (kit::Chunk& c : chunks) {
+        Part p{del, {}, nullptr};
+        for (size_t k = 0; k < c.count; ++k) p.positions.push_back(c.first + k);
+        p.body = std::make_shared<const std::string>(framed(std::move(c.body), del));
+        parts.push_back(std::move(p));
+      }
+      from = to;
+    }
+    write->done.add(parts.size());
+    for (Part& p : parts) enqueue(write, std::move(p), false);
+    write->done.finish_one();
+    return result;
+  }
+
+  void close() {
+    closing_ = true;
+    scheduler_.close();
+    if (client_) client_->close(std::chrono::seconds(5));
+  }
+
+ private:
+  struct Item {
+    size_t record;
+    bool del;
+    std::string id;  // empty with id = field
+  };
+  struct BatchWrite {
+    BatchWrite(sdk::Pending p, const pmq_batch& b) : done(std::move(p), 1), batch(b) {}
+    kit::BatchCompletion done;
+    const pmq_batch& batch;
+    std::string index;
+    std::vector<Item> items;
+    std::optional<kit::BatchJsonWriter> json;
+  };
+  using WritePtr = std::shared_ptr<BatchWrite>;
+  using Body = std::shared_ptr<const std::string>;
+  // One request, one task: items of one operation.
+  struct Part {
+    bool del;
+    std::vector<size_t> positions;  // into BatchWrite::items
+    Body body;
+  };
+  struct Queued {
+    WritePtr write;
+    Part part;
+    Clock::time_point deadline;
+    kit::Backoff backoff;
+  };
+
+  kit::SplitLimits limits() const {
+    return {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)};
+  }
+
+  // One item: an NDJSON document line, or a JSON string id followed by ',' (a delete-batch element).
+  void render(const BatchWrite& w, size_t position, bool del, std::string& out) const {
+    const Item& item = w.items[position];
+    if (del) {
+      append_json_string(out, item.id);
+      out += ',';
+      return;
+    }
+    const size_t start = out.size();
+    w.json->append(out, record_at(w.batch, item.record));
+    if (!item.id.empty()) {  // the primary key first: {"pico_id":"t-0-42", ...
+      std::string field;
+      kit::append_json_escaped(field, s_.primary_key);
+      field += ":\"" + item.id + "\"";  // [A-Za-z0-9_-]: nothing to escape
+      size_t after = start + 1;
+      while (after < out.size() && (out[after] == ' ' || out[after] == '\t' || out[after] == '\r' || out[after] == '\n')) ++after;
+      if (out[after] != '}') field += ',';
+      out.insert(start + 1, field);
+    }
+    out += '\n';
+  }
+  static std::string framed(std::string body, bool del) {
+    if (!del) return body;
+    if (!body.empty()) body.pop_back();  // the last ','
+    return "[" + body + "]";
+  }
+  std::string body_of(const BatchWrite& w, const std::vector<size_t>& positions, bool del) const {
+    std::string out;
+    for (size_t p : positions) render(w, p, del, out);
+    return framed(std::move(out), del);
+  }
+
+  std::string bounded(std::string_view text) const {
+    std::string out = client_->redactor().redact(text);
+    if (out.size() > kMaxReasonBytes) out.resize(kMaxReasonBytes), out += "...";
+    return out;
+  }
+
+  // ------------------------------------------------------------------ the enqueue lane
+  // One request at a time, in order: Meilisearch runs tasks in the order it enqueued them, so a
+  // batch's deletes and documents (and the batches of a partition) apply in record order.
+
+  void enqueue(const WritePtr& write, Part part, bool front) {
+    Queued q{write, std::move(part), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s})};
+    std::unique_lock lock(lane_mutex_);
+    if (front) lane_.push_front(std::move(q));
+    else lane_.push_back(std::move(q));
+    if (lane_busy_) return;
+    lane_busy_ = true;
+    Queued next = std::move(lane_.front());
+    lane_.pop_front();
+    lock.unlock();
+    send(std::move(next));
+  }
+  void lane_next() {
+    std::unique_lock lock(lane_mutex_);
+    if (lane_.empty()) {
+      lane_busy_ = false;
+      return;
+    }
+    Queued next = std::move(lane_.front());
+    lane_.pop_front();
+    lock.unlock();
+    send(std::move(next));
+  }
+
+  kit::HttpRequest documents_request(const Queued& q) const {
+    const std::string base = s_.url + "/indexes/" + q.write->index + "/documents";
+    kit::HttpRequest r;
+    if (q.part.del) {
+      r.method = "POST";
+      r.url = base + "/delete-batch";
+      r.headers.set("Content-Type", "application/json");
+    } else {
+      r.method = s_.method == Method::Update ? "PUT" : "POST";
+      r.url = base + key_query_;
+      r.headers.set("Content-Type", "application/x-ndjson");
+    }
+    r.body = kit::HttpBody::borrowed(*q.part.body);
+    return r;
+  }
+
+  void send(Queued q) {
+    count("requests");
+    auto request = documents_request(q);
+    client_->send_async(std::move(request), [this, q = std::move(q)](kit::HttpResponse response) mutable {
+      const kit::Classification c = rules_.classify(response);
+      const size_t n = q.part.positions.size();
+      switch (c.outcome) {
+        case kit::Outcome::Written: {
+          lane_next();
+          auto uid = task_uid(response.body);
+          if (!uid) {
+            q.write->done.written();
+            fail(q.write, {.outcome = kit::Outcome::MaybeWritten,
+                           .reason = "index " + q.write->index + ": no taskUid in the answer: " + response.body_excerpt(200)});
+            return finish_one(q.write);
+          }
+          count("tasks");
+          return poll(std::move(q), *uid, Clock::now(), 10ms);
+        }
+        case kit::Outcome::TooLarge:
+        case kit::Outcome::Rejected: {
+          const TaskError e = error_of(response.body);
+          if (c.outcome == kit::Outcome::Rejected && !document_error(e.code)) {
+            lane_next();
+            fail(q.write, {.outcome = kit::Outcome::Fatal, .reason = "index " + q.write->index + ": " + bounded(c.reason)});
+            return finish_one(q.write);
+          }
+          if (n > 1) return split(std::move(q), c.reason, true);
+          lane_next();
+          q.write->done.reject(q.write->items[q.part.positions[0]].record,
+                               (c.outcome == kit::Outcome::TooLarge ? "larger than Meilisearch's payload limit: "
+                                                                    : "refused by Meilisearch: ") +
+                                   bounded(c.reason));
+          count("rejected_records");
+          return finish_one(q.write);
+        }
+        case kit::Outcome::Retry:
+        case kit::Outcome::MaybeWritten:
+          if (c.outcome == kit::Outcome::MaybeWritten) q.write->done.written();
+          if (resend_later(std::move(q), c)) return;  // the lane waits: order is kept
+          lane_next();
+          return;
+        case kit::Outcome::Fatal:
+          lane_next();
+          fail(q.write, with_hint(c));
+          return finish_one(q.write);
+      }
+    });
+  }
+
+  // Resends `q` after the back-off while its deadline allows (the lane stays held); false when it
+  // does not (the write then fails as a retry, and the lane moves on).
+  bool resend_later(Queued q, const kit::Classification& c) {
+    auto delay = q.backoff.next();
+    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
+    if (closing_ || Clock::now() + delay > q.deadline) {
+      fail(q.write, {.outcome = c.outcome == kit::Outcome::MaybeWritten ? kit::Outcome::MaybeWritten : kit::Outcome::Retry,
+                     .reason = "index " + q.write->index + ": " + bounded(c.reason)});
+      finish_one(q.write);
+      return false;
+    }
+    count("resends");
+    log(sdk::LogLevel::Debug, "resending to index " + q.write->index + " in " + std::to_string(delay.count()) + " ms: " + c.reason);
+    scheduler_.after(delay, [this, q = std::move(q), c](bool run) mutable {
+      if (!run) {
+        fail(q.write, {.outcome = kit::Outcome::Retry, .reason = "closing: " + c.reason});
+        finish_one(q.write);
+        return lane_next();
+      }
+      send(std::move(q));
+    });
+    return true;
+  }
+
+  // Splits `q` in two requests enqueued next (a 413, a 400 on a payload, a task failed on a document).
+  void split(Queued q, const std::string& why, bool lane_held) {
+    count("splits");
+    log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(q.part.positions.size()) + " documents: " + why);
+    q.write->done.add(1);
+    const kit::Halves h = kit::halves(0, q.part.positions.size());
+    std::vector<Part> halves;
+    for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
+      Part p{q.part.del, {q.part.positions.begin() + static_cast<std::ptrdiff_t>(from),
+                          q.part.positions.begin() + static_cast<std::ptrdiff_t>(from + n)}, nullptr};
+      p.body = std::make_shared<const std::string>(body_of(*q.write, p.positions, p.del));
+      halves.push_back(std::move(p));
+    }
+    if (lane_held) {
+      // Put both halves at the front, in order, then release the lane for them.
+      {
+        std::lock_guard lock(lane_mutex_);
+        lane_.push_front(Queued{q.write, std::move(halves[1]), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s})});
+        lane_.push_front(Queued{q.write, std::move(halves[0]), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s})});
+      }
+      return lane_next();
+    }
+    enqueue(q.write, std::move(halves[1]), true);
+    enqueue(q.write, std::move(halves[0]), true);
+  }
+
+  // ------------------------------------------------------------------ tasks
+
+  void poll(Queued q, uint64_t uid, Clock::time_point since, std::chrono::milliseconds delay) {
+    scheduler_.after(delay, [this, q = std::move(q), uid, since, delay](bool run) mutable {
+      if (!run) {
+        q.write->done.written();
+        fail(q.write, {.outcome = kit::Outcome::MaybeWritten,
+                       .reason = "closing while task " + std::to_string(uid) + " of index " + q.write->index + " was not finished"});
+        return finish_one(q.write);
+      }
+      count("task_polls");
+      client_->send_async({.method = "GET", .url = s_.url + "/tasks/" + std::to_string(uid)},
+                          [this, q = std::move(q), uid, since, delay](kit::HttpResponse response) mutable {
+                            task_answer(std::move(q), uid, since, delay, response);
+                          });
+    });
+  }
+
+  void task_answer(Queued q, uint64_t uid, Clock::time_point since, std::chrono::milliseconds delay,
+                   const kit::HttpResponse& response) {
+    const std::string what = "task " + std::to_string(uid) + " of index " + q.write->index;
+    const auto next = std::min<std::chrono::milliseconds>(delay * 2, 1s);
+    const kit::Classification c = rules_.classify(response);
+    std::string status;
+    TaskError error;
+    if (c.outcome == kit::Outcome::Written) {
+      simdjson::dom::parser parser;
+      simdjson::dom::element root;
+      std::string_view v;
+      if (!parser.parse(response.body).get(root) && !root["status"].get_string().get(v)) status = v;
+      simdjson::dom::object e;
+      if (!root.is_null() && !root["error"].get_object().get(e)) error = read_error(e);
+    } else if (c.outcome == kit::Outcome::Fatal) {  // 401 / 403 / 404 task_not_found
+      q.write->done.written();
+      fail(q.write, with_hint({.outcome = c.status == 404 ? kit::Outcome::MaybeWritten : kit::Outcome::Fatal,
+                               .reason = what + ": " + bounded(c.reason), .status = c.status}));
+      return finish_one(q.write);
+    }
+    if (status.empty() || status == "enqueued" || status == "processing") {  // or no answer: ask again
+      if (!closing_ && Clock::now() - since < s_.task_timeout) return poll(std::move(q), uid, since, next);
+      q.write->done.written();
+      fail(q.write, {.outcome = kit::Outcome::MaybeWritten,
+                     .reason = what + " not finished after " + std::to_string(s_.task_timeout.count()) +
+                               " ms (task_timeout; status " + (status.empty() ? "unknown: " + bounded(c.reason) : status) +
+                               "): its documents may still be written, a retry writes the same ids"});
+      return finish_one(q.write);
+    }
+    if (status == "succeeded") {
+      count(q.part.del ? "deleted" : "documents", q.part.positions.size());
+      q.write->done.written();
+      return finish_one(q.write);
+    }
+    if (status == "canceled") {  // nothing of it was written
+      count("canceled_tasks");
+      fail(q.write, {.outcome = kit::Outcome::Retry, .reason = what + " was canceled"});
+      return finish_one(q.write);
+    }
+    // failed: atomic, nothing of it was written.
+    count("failed_tasks");
+    const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
+    if (document_error(error.code)) {
+      if (q.part.positions.size() > 1) return split(std::move(q), reason, false);
+      q.write->done.reject(q.write->items[q.part.positions[0]].record,
+                           "index " + q.write->index + ": " + error.code + ": " + bounded(error.message));
+      count("rejected_records");
+      return finish_one(q.write);
+    }
+    if (error.type == "internal" || error.type == "system") {
+      kit::Classification retry{.outcome = kit::Outcome::Retry, .reason = reason};
+      auto d = q.backoff.next();
+      if (!closing_ && Clock::now() + d <= q.deadline) {
+        count("resends");
+        scheduler_.after(d, [this, q = std::move(q), retry](bool run) mutable {
+          if (!run) {
+            fail(q.write, retry);
+            return finish_one(q.write);
+          }
+          enqueue_again(std::move(q));
+        });
+        return;
+      }
+      fail(q.write, retry);
+      return finish_one(q.write);
+    }
+    if (error.code == "index_not_found") indexes_->forget(q.write->batch.topic);
+    fail(q.write, {.outcome = error.code == "index_not_found" ? kit::Outcome::Retry : kit::Outcome::Fatal, .reason = reason});
+    finish_one(q.write);
+  }
+
+  void enqueue_again(Queued q) {
+    std::unique_lock lock(lane_mutex_);
+    lane_.push_back(std::move(q));
+    if (lane_busy_) return;
+    lane_busy_ = true;
+    Queued next = std::move(lane_.front());
+    lane_.pop_front();
+    lock.unlock();
+    send(std::move(next));
+  }
+
+  static TaskError read_error(simdjson::dom::object e) {
+    TaskError out;
+    std::string_view v;
+    if (!e["code"].get_string().get(v)) out.code = v;
+    if (!e["type"].get_string().get(v)) out.type = v;
+    if (!e["message"].get_string().get(v)) out.message = v;
+    return out;
+  }
+  static TaskError error_of(const std::string& body) {
+    simdjson::dom::parser parser;
+    simdjson::dom::object e;
+    if (parser.parse(body).get_object().get(e)) return {};
+    return read_error(e);
+  }
+  static std::optional<uint64_t> task_uid(const std::string& body) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    uint64_t uid = 0;
+    if (parser.parse(body).get(root) || root["taskUid"].get_uint64().get(uid)) return std::nullopt;
+    return uid;
+  }
+
+  kit::Classification with_hint(kit::Classification c) const {
+    if (c.status == 401 || c.status == 403)
+      c.reason = "the API key is missing or not allowed (check api_key and its actions): " + c.reason;
+    return c;
+  }
+  static void fail(const WritePtr& w, const kit::Classification& c) { w->done.fail(c); }
+  static void finish_one(const WritePtr& w) { w->done.finish_one(); }
+
+  // ------------------------------------------------------------------ indexes (synchronous, once per topic)
+
+  // Waits for task `uid` to end; its final status and error.
+  std::pair<std::string, TaskError> wait_task(uint64_t uid, const std::string& what) {
+    const auto since = Clock::now();
+    auto delay = 10ms;
+    while (!closing_) {
+      kit::HttpResponse r = client_->send({.method = "GET", .url = s_.url + "/tasks/" + std::to_string(uid)});
+      const kit::Classification c = rules_.classify(r);
+      if (c.outcome == kit::Outcome::Fatal) throw_setup(c, what);
+      if (c.outcome == kit::Outcome::Written) {
+        simdjson::dom::parser parser;
+        simdjson::dom::element root;
+        std::string_view status;
+        if (!parser.parse(r.body).get(root) && !root["status"].get_string().get(status) && status != "enqueued" &&
+            status != "processing") {
+          TaskError e;
+          simdjson::dom::object eo;
+          if (!root["error"].get_object().get(eo)) e = read_error(eo);
+          return {std::string(status), e};
+        }
+      }
+      if (Clock::now() - since > s_.task_timeout) throw sdk::RetryableError(what + ": task " + std::to_string(uid) + " not finished within task_timeout");
+      std::this_thread::sleep_for(delay);
+      delay = std::min<std::chrono::milliseconds>(delay * 2, 1s);
+    }
+    throw sdk::RetryableError(what + ": closing");
+  }
+
+  uint64_t enqueue_sync(kit::HttpRequest request, const std::string& what, const char* refused_hint) {
+    request.headers.set("Content-Type", "application/json");
+    kit::HttpResponse r = client_->send(std::move(request));
+    const kit::Classification c = rules_.classify(r);
+    if (c.outcome == kit::Outcome::Rejected) throw sdk::FatalError(what + std::string(refused_hint) + bounded(r.body));
+    if (c.outcome != kit::Outcome::Written) throw_setup(c, what);
+    auto uid = task_uid(r.body);
+    if (!uid) throw sdk::RetryableError(what + ": no taskUid in the answer: " + r.body_excerpt(200));
+    return *uid;
+  }
+
+  Index prepare_index(const std::string& uid) {
+    const std::string what = "index " + uid;
+    kit::HttpResponse got = client_->send({.method = "GET", .url = s_.url + "/indexes/" + uid});
+    kit::Classification c = rules_.classify(got);
+    if (c.outcome == kit::Outcome::Written) {
+      simdjson::dom::parser parser;
+      simdjson::dom::element root;
+      std::string_view pk;
+      if (!parser.parse(got.body).get(root) && !root["primaryKey"].get_string().get(pk) && pk != s_.primary_key)
+        throw sdk::FatalError(what + " has the primary key " + std::string(pk) + ", not primary_key = \"" + s_.primary_key +
+                              "\": set primary_key to it, or write into another index");
+    } else if (got.status == 404) {
+      if (s_.create_index) {
+        std::string body = "{\"uid\":";
+        append_json_string(body, uid);
+        body += ",\"primaryKey\":";
+        append_json_string(body, s_.primary_key);
+        body += "}";
+        const uint64_t task = enqueue_sync({.method = "POST", .url = s_.url + "/indexes", .body = body}, "creating " + what, ": ");
+        auto [status, error] = wait_task(task, "creating " + what);
+        if (status == "succeeded") {
+          count("created_indexes");
+          log(sdk::LogLevel::Info, "created " + what + " with primary key " + s_.primary_key);
+        } else if (!(status == "failed" && error.code == "index_already_exists")) {
+          if (status == "failed" && error.type != "internal" && error.type != "system")
+            throw sdk::FatalError("creating " + what + ": " + error.code + ": " + error.message);
+          throw sdk::RetryableError("creating " + what + ": task " + status + " " + error.code + ": " + error.message);
+        }
+      }
+    } else {
+      throw_setup(c, "looking up " + what);
+    }
+    if (s_.index_settings.text != "null") {
+      const uint64_t task = enqueue_sync({.method = "PATCH", .url = s_.url + "/indexes/" + uid + "/settings",
+                                          .body = s_.index_settings.text},
+                                         "applying index_settings to " + what, " (index_settings refused): ");
+      auto [status, error] = wait_task(task, "applying index_settings to " + what);
+      if (status != "succeeded") {
+        if (error.type == "internal" || error.type == "system" || status == "canceled")
+          throw sdk::RetryableError("applying index_settings to " + what + ": task " + status + ": " + error.message);
+        throw sdk::FatalError("applying index_settings to " + what + ": " + error.code + ": " + error.message);
+      }
+    }
+    return Index{uid};
+  }
+
+  [[noreturn]] void throw_setup(const kit::Classification& c, const std::string& what) const {
+    if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten)
+      throw sdk::RetryableError(what + ": " + c.reason);
+    throw sdk::FatalError(what + ": " + with_hint(c).reason);
+  }
+
+  // Connects and checks the key now (GET /tasks?limit=1: tasks.get, which the sink needs anyway).
+  // An unreachable server is a warning: the sink starts and each write retries.
+  void health_check() {
+    kit::HttpResponse r = client_->send({.method = "GET", .url = s_.url + "/tasks?limit=1", .timeout = 5s});
+    const kit::Classification c = rules_.classify(r);
+    if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten) {
+      count("destination_unreachable");
+      log(sdk::LogLevel::Warn, "Meilisearch is not reachable now (the sink starts and retries with each write): " + c.reason);
+      return;
+    }
+    if (c.outcome != kit::Outcome::Written) throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + with_hint(c).reason);
+    log(sdk::LogLevel::Info, "connected to Meilisearch at " + kit::redact_url(s_.url) + ": index " + s_.index +
+                                 ", primary key " + s_.primary_key + ", " + std::to_string(s_.max_in_flight) + " batches in flight");
+  }
+
+  Settings s_;
+  kit::RecordJsonWriter writer_;
+  kit::OutcomeRules rules_;
+  std::string key_query_;
+  std::atomic<bool> closing_{false};
+  std::mutex lane_mutex_;
+  std::deque<Queued> lane_;
+  bool lane_busy_ = false;
+  kit::Scheduler scheduler_;
+  std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::DestinationCache<Index>> indexes_;
+};
+
+PICOMQ_SINK_PLUGIN(MeilisearchSink)

@@ -1,0 +1,299 @@
+// The Meilisearch and Quickwit sinks through a real Kafka broker and the runtime, into their
+// contract servers (meilisearch_contract.py, quickwit_contract.py: each server's documented API,
+// written from its reference), read back through the servers' own APIs and the broker's
+// committed offsets. One broker and one server of each for the binary (both sinks share it to
+// save CI time):
+//   Meilisearch: records of two partitions land once; a SIGKILL mid-load and a restart leave
+//   exactly the produced documents (the replay replaces the same ids); tasks that stay enqueued
+//   hold the offsets, tasks that fail later and a 503 outage are retried, nothing lost; a
+//   document a task fails on goes through each bad-record policy while the rest is written.
+//   Quickwit: records land once; a SIGKILL's replay duplicates exactly the replayed window (no
+//   document ids: docs/sinks/quickwit.md) and pico_id tells the copies apart; 429 / 503 are
+//   retried with nothing lost or doubled; a document the doc mapping refuses goes through each
+//   bad-record policy.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "contract_servers.h"
+#include "harness.h"
+#include "picomq/kit/record_id.hpp"
+#include "picomq/kit/testing/http_stub.hpp"
+
+namespace picomq::test {
+namespace {
+
+using kit::testing::HttpReceiver;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
+  int64_t sum = 0;
+  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
+  return sum;
+}
+
+HttpReceiver& meili() { return meilisearch_contract(); }
+HttpReceiver& quickwit() { return quickwit_contract(); }
+void control(HttpReceiver& server, const json& c) { contract_control(server, c); }
+std::vector<json> meili_documents(const std::string& index) { return meilisearch_documents(index); }
+
+std::string meili_definition(const std::string& key, const std::string& topic, const std::string& index,
+                             const std::string& config = "", const std::string& block_extra = "") {
+  return plugin_definition(key, "libpicomq_connector_meilisearch_sink",
+                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+                           "url = \"" + meili().base_url() + "\"\nindex = \"" + index + "\"\ntimeout = \"3s\"\n" + config);
+}
+std::string quickwit_definition(const std::string& key, const std::string& topic, const std::string& index,
+                                const std::string& config = "", const std::string& block_extra = "") {
+  return plugin_definition(key, "libpicomq_connector_quickwit_sink",
+                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+                           "url = \"" + quickwit().base_url() + "\"\nindex = \"" + index + "\"\ntimeout = \"3s\"\ncommit = \"force\"\n"
+                           "index_config = { version = \"0.8\", doc_mapping = { mode = \"lenient\", field_mappings = "
+                           "[{ name = \"n\", type = \"i64\" }] } }\n" + config);
+}
+
+// (partition, n) pairs once each and the sum of n over them.
+std::pair<int64_t, int64_t> distinct_and_sum(const std::vector<json>& docs, const char* n_field = "n") {
+  std::set<std::pair<int, int64_t>> pairs;
+  int64_t total = 0;
+  for (const auto& d : docs)
+    if (pairs.emplace(d.at("pico_partition").get<int>(), d.at(n_field).get<int64_t>()).second) total += d.at(n_field).get<int64_t>();
+  return {static_cast<int64_t>(pairs.size()), total};
+}
+
+std::vector<ProducedRecord> two_partitions(int per_partition) {
+  std::vector<ProducedRecord> records;
+  for (int p = 0; p < 2; ++p)
+    for (int n = 0; n < per_partition; ++n)
+      records.push_back({"{\"n\": " + std::to_string(n) + ", \"name\": \"order-" + std::to_string(n) + "\"}", std::nullopt, {}, p});
+  return records;
+}
+
+// A static group member: the restart after a SIGKILL takes the partitions over at once instead
+// of waiting for the killed member's session to time out.
+std::string static_member(const std::string& key) {
+  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
+}
+
+// A count that stopped moving (what the server finished after a kill).
+int64_t settled(const std::function<int64_t()>& count) {
+  int64_t last = count();
+  for (int stable = 0; stable < 4;) {
+    std::this_thread::sleep_for(250ms);
+    const int64_t now = count();
+    stable = now == last ? stable + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+// Runs until documents appear, SIGKILLs the runtime, then restarts it to the end. Returns the
+// documents at the kill and what was committed then.
+std::pair<int64_t, int64_t> kill_and_restart(Kafka& kafka, const std::string& key, const std::string& topic,
+                                             const std::string& definition, const std::function<int64_t()>& docs,
+                                             int64_t total) {
+  int64_t at_kill = 0, committed = 0;
+  {
+    Runtime rt(kafka.bootstrap(), "kill");
+    rt.add_definition("c.toml", definition);
+    rt.start();
+    const auto until = std::chrono::steady_clock::now() + scaled(60s);
+    while (docs() < total / 4 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    EXPECT_GT(docs(), 0) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+    at_kill = settled(docs);
+    committed = committed_sum(kafka, group_of(key), topic, 2);
+    std::cout << "[          ] killed with " << at_kill << " documents, " << committed << " offsets committed\n";
+  }
+  Runtime rt(kafka.bootstrap(), "restart");
+  rt.add_definition("c.toml", definition);
+  rt.start();
+  EXPECT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == total; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  return {at_kill, committed};
+}
+
+TEST(MeilisearchKafka, RecordsLandOnceAndASigkillReplayReplacesTheSameIds) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("meili.orders");
+  const std::string index = "orders-kill";
+  kafka.create_topic(topic, 2);
+  const int per = 2000;
+  kafka.produce(topic, two_partitions(per));
+  auto docs = [&] { return static_cast<int64_t>(meili_documents(index).size()); };
+  const auto [at_kill, committed] = kill_and_restart(
+      kafka, "mkill", topic, meili_definition("mkill", topic, index, "", "batch_length = 250\n" + static_member("mkill")), docs, 2 * per);
+  EXPECT_LE(committed, at_kill) << "no offset is committed before its task succeeded";
+  const auto all = meili_documents(index);
+  EXPECT_EQ(all.size(), 2u * per) << "exactly the produced documents: the replay replaced the same ids";
+  EXPECT_EQ(distinct_and_sum(all), (std::pair<int64_t, int64_t>{2 * per, 2 * int64_t{per} * (per - 1) / 2}));
+  for (const auto& d : all) {
+    if (d["pico_partition"] == 1 && d["pico_offset"] == 7) {
+      EXPECT_EQ(d["name"], "order-7");
+      EXPECT_EQ(d["pico_id"], kit::url_safe(topic) + "-1-7");
+    }
+  }
+}
+
+TEST(MeilisearchKafka, EnqueuedTasksHoldTheOffsetsAndFailedTasksAndAnOutageAreRetried) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("meili.outage");
+  const std::string index = "outage";
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 600));
+  // The index first (its creation is a task too), then tasks that stay enqueued.
+  ASSERT_EQ(meili().call("POST", "/indexes", R"({"uid": "outage", "primaryKey": "pico_id"})").first, 202);
+  std::this_thread::sleep_for(300ms);
+  control(meili(), {{"paused", true}});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", meili_definition("moutage", topic, index, "retry_timeout = \"2s\"", "batch_length = 100"));
+  rt.start();
+  std::this_thread::sleep_for(scaled(5s));
+  EXPECT_LT(kafka.committed(group_of("moutage"), topic), 0) << "tasks enqueued (202) are no writes: nothing committed";
+  EXPECT_TRUE(meili_documents(index).empty());
+  // Then: the next tasks fail as internal, the next enqueues answer 503, and processing resumes.
+  control(meili(), {{"fail_tasks", 3},
+                    {"fail_requests", {{{"method", "POST"}, {"path_prefix", "/indexes/outage/documents"}, {"status", 503}, {"count", 8}}}},
+                    {"paused", false}});
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("moutage"), topic) == 600; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto all = meili_documents(index);
+  EXPECT_EQ(all.size(), 600u);
+  std::set<int64_t> offsets;
+  for (const auto& d : all) offsets.insert(d["pico_offset"].get<int64_t>());
+  EXPECT_EQ(offsets.size(), 600u) << "every record, none lost";
+}
+
+class MeilisearchBadRecords : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MeilisearchBadRecords, ADocumentATaskFailsOnGoesThroughThePolicyAndTheRestIsWritten) {
+  const std::string policy = GetParam();
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("meili.bad"), dead = unique_name("meili.dead");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  std::vector<std::string> values;
+  for (int i = 0; i < 50; ++i) values.push_back("{\"sku\": \"s" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
+  values[17] = R"({"sku": "not a valid id", "n": 17})";
+  kafka.produce_values(topic, values);
+  const std::string key = "mbad" + policy, index = "bad-" + policy;
+  std::string block = "on_bad_record = \"" + policy + "\"";
+  if (policy == "dead_letter") block += "\ndead_letter_topic = \"" + dead + "\"";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", meili_definition(key, topic, index, "id = \"field\"\nprimary_key = \"sku\"\ndocument = \"payload\"", block));
+  rt.start();
+  if (policy == "fail") {
+    ASSERT_TRUE(rt.wait_state(key, "error", 60s)) << rt.log();
+    const std::string message = rt.sink_status(key).value("message", "");
+    EXPECT_NE(message.find("invalid_document_id"), std::string::npos) << message;
+    EXPECT_LE(kafka.committed(group_of(key), topic), 17) << "nothing at or after the refused record is committed";
+  } else {
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 50; }, 60s)) << rt.log();
+    const auto all = meili_documents(index);
+    EXPECT_EQ(all.size(), 49u);
+    for (const auto& d : all) EXPECT_NE(d["n"], 17);
+    if (policy == "dead_letter") {
+      const auto dlq = kafka.consume(dead, 1, 20s);
+      ASSERT_EQ(dlq.size(), 1u);
+      EXPECT_EQ(dlq[0].value, values[17]) << "the original bytes";
+      EXPECT_EQ(dlq[0].header("pico_error_offset"), "17");
+      EXPECT_NE(dlq[0].header("pico_error_reason").value_or("").find("invalid_document_id"), std::string::npos);
+    }
+  }
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, MeilisearchBadRecords, ::testing::Values("fail", "skip", "dead_letter"));
+
+TEST(QuickwitKafka, RecordsLandOnceAndASigkillReplayDuplicatesExactlyTheReplayedWindow) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("qw.orders");
+  const std::string index = "orders-kill";
+  kafka.create_topic(topic, 2);
+  const int per = 2000;
+  kafka.produce(topic, two_partitions(per));
+  auto docs = [&] { return static_cast<int64_t>(quickwit_documents(index).size()); };
+  const auto [at_kill, committed] = kill_and_restart(
+      kafka, "qkill", topic, quickwit_definition("qkill", topic, index, "", "batch_length = 250\n" + static_member("qkill")), docs, 2 * per);
+  const auto all = quickwit_documents(index);
+  EXPECT_EQ(static_cast<int64_t>(all.size()), 2 * per + (at_kill - committed))
+      << "Quickwit keeps no ids: the replayed window (written, not committed at the kill) is there twice, nothing else";
+  std::set<std::string> ids;
+  for (const auto& d : all) ids.insert(d["pico_id"].get<std::string>());
+  EXPECT_EQ(ids.size(), 2u * per) << "pico_id tells the copies apart: every record once by id";
+  EXPECT_EQ(distinct_and_sum(all), (std::pair<int64_t, int64_t>{2 * per, 2 * int64_t{per} * (per - 1) / 2}));
+}
+
+TEST(QuickwitKafka, RateLimitingAndUnavailabilityAreRetriedWithNothingLostOrDoubled) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("qw.outage");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 400));
+  control(quickwit(), {{"fail_requests", {{{"path_prefix", "/api/v1/outage/ingest"}, {"status", 429}, {"count", 4}, {"retry_after", 1}},
+                                          {{"path_prefix", "/api/v1/outage/ingest"}, {"status", 503}, {"count", 4}}}}});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", quickwit_definition("qoutage", topic, "outage", "retry_timeout = \"1s\"", "batch_length = 100"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("qoutage"), topic) == 400; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto all = quickwit_documents("outage");
+  EXPECT_EQ(all.size(), 400u) << "a 429 / 503 writes nothing: resending doubles nothing";
+  const auto stats = json::parse(quickwit().call("GET", "/_control/stats").second);
+  EXPECT_GE(stats["requests"]["POST /api/v1/{index}/ingest"].get<int>(), 4 + 8);
+}
+
+class QuickwitBadRecords : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuickwitBadRecords, ADocumentTheMappingRefusesGoesThroughThePolicyAndTheRestIsWritten) {
+  const std::string policy = GetParam();
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("qw.bad"), dead = unique_name("qw.dead");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 50);
+  values[17] = R"({"n": "seventeen"})";
+  kafka.produce_values(topic, values);
+  const std::string key = "qbad" + policy, index = "bad-" + policy;
+  std::string block = "on_bad_record = \"" + policy + "\"";
+  if (policy == "dead_letter") block += "\ndead_letter_topic = \"" + dead + "\"";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", quickwit_definition(key, topic, index, "", block));
+  rt.start();
+  if (policy == "fail") {
+    ASSERT_TRUE(rt.wait_state(key, "error", 60s)) << rt.log();
+    const std::string message = rt.sink_status(key).value("message", "");
+    EXPECT_NE(message.find("invalid_schema"), std::string::npos) << message;
+    EXPECT_LE(kafka.committed(group_of(key), topic), 17) << "nothing at or after the refused record is committed";
+  } else {
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 50; }, 60s)) << rt.log();
+    const auto all = quickwit_documents(index);
+    EXPECT_EQ(all.size(), 49u);
+    for (const auto& d : all) EXPECT_NE(d["pico_offset"], 17);
+    if (policy == "dead_letter") {
+      const auto dlq = kafka.consume(dead, 1, 20s);
+      ASSERT_EQ(dlq.size(), 1u);
+      EXPECT_EQ(dlq[0].value, values[17]) << "the original bytes";
+      EXPECT_EQ(dlq[0].header("pico_error_offset"), "17");
+      EXPECT_NE(dlq[0].header("pico_error_reason").value_or("").find("invalid_schema"), std::string::npos);
+    }
+  }
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, QuickwitBadRecords, ::testing::Values("fail", "skip", "dead_letter"));
+
+}  // namespace
+}  // namespace picomq::test

@@ -1,0 +1,523 @@
+// Quickwit sink: each batch's records as NDJSON documents into an index per topic (an id template
+// sanitised to Quickwit's index id rules; optionally created on its first batch from a configured
+// index config), through POST /api/v1/<index>/ingest?commit=<mode>&detailed_response=true in
+// requests bounded by max_request_bytes (Quickwit takes at most 10 MB) and max_request_records
+// (the kit's splitter), max_in_flight on the wire. A write completes when the answers to all of its
+// requests said the documents were accepted (in the write-ahead log with commit = auto; committed,
+// searchable, with wait_for / force). Documents Quickwit could not parse come back in
+// parse_failures, matched to their records by their text, and go to the bad-record policy while
+// the rest is written. 429 (rate limited, write-ahead log full), 503, 5xx and transport errors are
+// resent with the kit's back-off for retry_timeout; a 413 splits the request. Quickwit has no
+// document ids: a replay writes its records again; each document carries its record id
+// (id_field, pico_id by default) so that readers can drop repeats. Docs: docs/sinks/quickwit.md.
+#include <simdjson.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/batch_completion.hpp"
+#include "picomq/kit/destination_cache.hpp"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/metadata.hpp"
+#include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/options.hpp"
+#include "picomq/kit/outcome.hpp"
+#include "picomq/kit/record_json.hpp"
+#include "picomq/kit/sanitize.hpp"
+#include "picomq/kit/scheduler.hpp"
+#include "picomq/kit/splitter.hpp"
+#include "picomq/sdk.hpp"
+
+namespace {
+
+namespace kit = picomq::kit;
+namespace sdk = picomq::sdk;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxReasonBytes = 1000;
+constexpr uint64_t kMaxBody = 10u << 20;  // Quickwit's ingest payload limit (10 MiB by default)
+
+enum class Commit { Auto, WaitFor, Force };
+enum class Layout { Flat, Envelope, Payload };
+
+struct Settings {
+  std::string url;
+  std::string index;
+  Commit commit = Commit::Auto;
+  Layout document = Layout::Flat;
+  std::string id_field;
+  kit::JsonValue index_config;
+  kit::ByteSize max_request_bytes{};
+  int64_t max_request_records = 0;
+  int64_t max_in_flight = 0;
+  std::chrono::milliseconds retry_timeout{};
+  kit::HttpSettings http;
+  kit::TlsSettings tls;
+  kit::AuthSettings auth;
+};
+
+std::optional<std::string> check_url(const std::string& url) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return "must start with http:// or https:// (Quickwit's REST address, e.g. http://127.0.0.1:7280)";
+  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos) return "must not hold a query or fragment";
+  const size_t scheme = url.find("://") + 3, at = url.find('@', scheme);
+  if (at != std::string::npos && at < url.find('/', scheme)) return "must not hold credentials (use the auth options)";
+  return std::nullopt;
+}
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("url", &Settings::url)
+          .required()
+          .check(check_url)
+          .help("Quickwit's REST address: http(s)://host:7280 (a path prefix for a proxy is kept; the sink adds /api/v1)."),
+      kit::option("index", &Settings::index)
+          .fallback(std::string("{topic}"))
+          .check([](const std::string& v) -> std::optional<std::string> {
+            auto t = kit::NameTemplate::parse(v);
+            if (!t) return t.error();
+            return std::nullopt;
+          })
+          .help("Index id template, resolved once per topic: {topic}, {topic_segment[N]}; sanitised to Quickwit's "
+                "index id rules (^[a-zA-Z][a-zA-Z0-9-_.]{2,254}$: other bytes become '_', a leading non-letter gets "
+                "the prefix 'i', a shorter id is padded with '_', a longer one cut with a hash suffix)."),
+      kit::option("commit", &Settings::commit)
+          .choices({{"auto", Commit::Auto}, {"wait_for", Commit::WaitFor}, {"force", Commit::Force}})
+          .fallback(Commit::Auto)
+          .help("The ingest's commit mode, and so what a completed write means: auto = the documents are in "
+                "Quickwit's write-ahead log (searchable after the index's commit_timeout_secs); wait_for = they are "
+                "committed and searchable (the answer waits for the next commit: up to commit_timeout_secs); force = "
+                "a commit is forced at once and awaited (costly with small batches)."),
+      kit::option("document", &Settings::document)
+          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
+          .fallback(Layout::Flat)
+          .help("Document layout: flat = id_field, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
+                "(base64), pico_headers, then the payload object's fields (a payload that is not an object goes under "
+                "`payload`); envelope = the same pico_* fields and the payload under `payload`; payload = the payload "
+                "object alone (plus id_field unless empty)."),
+      kit::option("id_field", &Settings::id_field)
+          .fallback(std::string("pico_id"))
+          .help("A field holding the record id topic:partition:offset, first in every document: Quickwit keeps no "
+                "document ids, so a replay writes records again and readers drop the repeats by this field. Empty: "
+                "none (the pico_* fields of flat and envelope still identify a record)."),
+      kit::option("index_config", &Settings::index_config)
+          .check([](const kit::JsonValue& v) -> std::optional<std::string> {
+            if (v.text == "null") return std::nullopt;
+            simdjson::dom::parser parser;
+            simdjson::dom::element root;
+            simdjson::dom::object mapping;
+            if (parser.parse(v.text).get(root) || root.type() != simdjson::dom::element_type::OBJECT)
+              return std::string("must be a table (Quickwit's index config)");
+            if (root["doc_mapping"].get_object().get(mapping))
+              return std::string("must hold doc_mapping (Quickwit's index config, without index_id: the sink sets it)");
+            return std::nullopt;
+          })
+          .help("Quickwit's index config as a table (version, doc_mapping, indexing_settings, search_settings, "
+                "retention), e.g. { version = \"0.8\", doc_mapping = { mode = \"dynamic\", field_mappings = [...] } }: a "
+                "topic's index that does not exist is created with it on its first batch (POST /api/v1/indexes, "
+                "index_id set by the sink; version 0.8 when not given). Unset: indexes must exist; a missing one stops "
+                "the sink naming it."),
+      kit::option("max_request_bytes", &Settings::max_request_bytes)
+          .fallback(kit::ByteSize{8u << 20})
+          .check([](const kit::ByteSize& b) -> std::optional<std::string> {
+            if (b.bytes == 0 || b.bytes > kMaxBody) return std::string("must be between 1 B and 10 MiB (Quickwit's ingest limit)");
+            return std::nullopt;
+          })
+          .help("Largest ingest body; a batch is cut into as many requests as it takes. Quickwit takes at most 10 MiB."),
+      kit::option("max_request_records", &Settings::max_request_records)
+          .fallback(10000)
+          .check(kit::at_least(1))
+          .help("Most documents in one ingest request."),
+      kit::option("max_in_flight", &Settings::max_in_flight)
+          .fallback(4)
+          .check(kit::at_least(1))
+          .help("Ingest requests on the wire at once (and batches of a block pending); offsets still commit in order."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long requests refused as transient (429 rate limited or write-ahead log full, 503, 5xx, "
+                "transport errors) are resent here, back-off 200 ms to 5 s with jitter (at least Retry-After), before "
+                "the write fails and the runtime's retry takes over. 0: not resent here."),
+      kit::group(&Settings::http, kit::http_options()),
+      kit::group(&Settings::tls, kit::tls_options()),
+      kit::group(&Settings::auth, kit::auth_options()),
+  };
+  return table;
+}
+
+std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  kit::validate_auth(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Settings s = table.parse(config);
+  if (s.auth.type == kit::AuthType::OAuth2ClientCredentials)
+    problems.add("auth", "oauth2 is not supported by this sink (Quickwit has no auth of its own: a proxy's basic, bearer or api_key)");
+  if (s.http.compression != kit::Compression::None)
+    problems.add("compression", "must be \"none\": compressed ingest bodies are not part of Quickwit's documented REST API");
+  if (!problems.empty()) return std::nullopt;
+  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  return s;
+}
+
+// Quickwit's index id rules: ^[a-zA-Z][a-zA-Z0-9-_.]{2,254}$.
+std::string index_id(const std::string& resolved) {
+  std::string out;
+  for (unsigned char c : resolved)
+    out += c < 0x80 && (std::isalnum(c) || c == '-' || c == '_' || c == '.') ? static_cast<char>(c) : '_';
+  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "i" + out;
+  while (out.size() < 3) out += '_';
+  return kit::fit_name(std::move(out), 255);
+}
+
+std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
+const pmq_record& record_at(const pmq_batch& b, size_t i) {
+  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
+}
+
+struct Index {
+  std::string id;
+};
+
+}  // namespace
+
+class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
+ public:
+  static constexpr std::string_view sink_name = "quickwit";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Writes records as NDJSON documents into Quickwit indexes (one per topic) through the ingest API; documents "
+      "Quickwit cannot parse are rejected alone; each document carries its record id (no document ids in Quickwit).";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static constexpr uint32_t max_in_flight = 64;
+  static inline const kit::OptionTable<Settings>& options = option_table();
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
+
+  void open(const sdk::Config& config) {
+    sdk::ConfigProblems problems;
+    auto s = plan(config, problems);
+    if (!s) {
+      std::string text = problems.text();
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      throw sdk::FatalError(text);
+    }
+    s_ = std::move(*s);
+    kit::RecordJsonOptions o;
+    o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
+               : s_.document == Layout::Envelope ? kit::JsonLayout::Envelope
+                                                 : kit::JsonLayout::PayloadOnly;
+    writer_ = kit::RecordJsonWriter(o);
+    if (s_.document == Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    declare_max_in_flight(static_cast<uint32_t>(s_.max_in_flight));
+    kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, s_.auth);
+    client.max_in_flight = static_cast<size_t>(s_.max_in_flight) + 1;
+    client.max_response_body = 64u << 20;  // parse_failures quote the refused documents
+    client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
+    client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    ingest_query_ = std::string("/ingest?detailed_response=true&commit=") +
+                    (s_.commit == Commit::Auto ? "auto" : s_.commit == Commit::WaitFor ? "wait_for" : "force");
+    if (s_.index_config.text != "null") {
+      simdjson::dom::parser parser;
+      simdjson::dom::object root;
+      if (parser.parse(s_.index_config.text).get_object().get(root)) throw sdk::FatalError("index_config: not a table");
+      config_members_.clear();
+      bool has_version = false;
+      for (auto [k, v] : root) {
+        if (k == "index_id") continue;  // the sink's
+        if (k == "version") has_version = true;
+        config_members_ += ',';
+        kit::append_json_escaped(config_members_, k);
+        config_members_ += ":" + simdjson::minify(v);
+      }
+      if (!has_version) config_members_ += ",\"version\":\"0.8\"";
+    }
+    if (s_.commit != Commit::Auto && s_.http.timeout < 65s)
+      log(sdk::LogLevel::Warn, "commit = wait_for / force answers after a commit, which can take the index's "
+                               "commit_timeout_secs (60 s by default): a timeout below it fails writes that Quickwit "
+                               "then completes (and a retry duplicates them); raise timeout above commit_timeout_secs");
+    indexes_ = std::make_unique<kit::DestinationCache<Index>>(
+        kit::NameTemplate::parse(s_.index).value(), kit::NamePolicy::Verbatim,
+        [this](const std::string& name, std::string_view) { return prepare_index(index_id(name)); }, "index");
+    health_check();
+  }
+
+  sdk::Pending write_batch(const sdk::Batch& batch) {
+    const pmq_batch& raw = batch.raw();
+    sdk::Pending result = pending();
+    auto write = std::make_shared<BatchWrite>(result, raw);
+    for (size_t i = 0; i < raw.record_count; ++i) {
+      const pmq_record& r = record_at(raw, i);
+      if (r.payload.data == nullptr) {  // Quickwit deletes by query only: a tombstone has nothing to do
+        count("skipped_tombstones");
+        continue;
+      }
+      if (s_.document == Layout::Payload && (raw.payload_format != PMQ_PAYLOAD_JSON || !kit::json_object_body(view(r.payload)))) {
+        write->done.reject(i, "document = \"payload\": the payload is not a JSON object");
+        continue;
+      }
+      write->records.push_back(i);
+    }
+    if (write->records.empty()) {
+      write->done.finish_one();
+      return result;
+    }
+    write->index = indexes_->get(raw.topic).id;  // throws an SDK outcome when it cannot be prepared
+    write->json.emplace(writer_.begin(raw));
+    auto chunks = kit::split_records(0, write->records.size(), limits(), kit::Framing::none(),
+                                     [&](size_t k, std::string& out) { render(*write, k, out); });
+    write->done.add(chunks.size());
+    for (kit::Chunk& c : chunks) {
+      std::vector<size_t> positions(c.count);
+      for (size_t k = 0; k < c.count; ++k) positions[k] = c.first + k;
+      send(write, std::move(positions), std::make_shared<const std::string>(std::move(c.body)),
+           Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s}));
+    }
+    write->done.finish_one();
+    return result;
+  }
+
+  void close() {
+    closing_ = true;
+    scheduler_.close();
+    if (client_) client_->close(std::chrono::seconds(5));
+  }
+
+ private:
+  struct BatchWrite {
+    BatchWrite(sdk::Pending p, const pmq_batch& b) : done(std::move(p), 1), batch(b) {}
+    kit::BatchCompletion done;
+    const pmq_batch& batch;
+    std::string index;
+    std::vector<size_t> records;  // the batch's records that become documents
+    std::optional<kit::BatchJsonWriter> json;
+  };
+  using WritePtr = std::shared_ptr<BatchWrite>;
+  using Body = std::shared_ptr<const std::string>;
+
+  kit::SplitLimits limits() const { return {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)}; }
+
+  // One document line: {"pico_id":"topic:0:42", ...}\n
+  void render(const BatchWrite& w, size_t position, std::string& out) const {
+    const pmq_record& r = record_at(w.batch, w.records[position]);
+    const size_t start = out.size();
+    w.json->append(out, r);
+    if (!s_.id_field.empty()) {
+      std::string field;
+      kit::append_json_escaped(field, s_.id_field);
+      field += ':';
+      kit::append_json_escaped(field, kit::record_id(w.batch.topic, w.batch.partition, r.offset));
+      size_t after = start + 1;
+      while (after < out.size() && (out[after] == ' ' || out[after] == '\t')) ++after;
+      if (out[after] != '}') field += ',';
+      out.insert(start + 1, field);
+    }
+    out += '\n';
+  }
+  std::string body_of(const BatchWrite& w, const std::vector<size_t>& positions) const {
+    std::string out;
+    for (size_t p : positions) render(w, p, out);
+    return out;
+  }
+
+  std::string bounded(std::string_view text) const {
+    std::string out = client_->redactor().redact(text);
+    if (out.size() > kMaxReasonBytes) out.resize(kMaxReasonBytes), out += "...";
+    return out;
+  }
+
+  void send(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline, kit::Backoff backoff) {
+    count("requests");
+    kit::HttpRequest r{.method = "POST", .url = s_.url + "/api/v1/" + write->index + ingest_query_};
+    r.body = kit::HttpBody::borrowed(*body);
+    r.headers.set("Content-Type", "application/x-ndjson");
+    client_->send_async(std::move(r), [this, write, positions = std::move(positions), body, deadline,
+                                       backoff](kit::HttpResponse response) mutable {
+      const kit::Classification c = rules_.classify(response);
+      const size_t n = positions.size();
+      switch (c.outcome) {
+        case kit::Outcome::Written: return accepted(write, positions, *body, response);
+        case kit::Outcome::TooLarge:
+          if (n > 1) return split(write, positions, c.reason);
+          write->done.reject(write->records[positions[0]], "larger than Quickwit's ingest limit: " + bounded(c.reason));
+          count("rejected_records");
+          return finish_one(write);
+        case kit::Outcome::Retry:
+        case kit::Outcome::MaybeWritten:
+          if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
+          if (resend_later(write, std::move(positions), std::move(body), deadline, backoff, c)) return;
+          fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason)});
+          return finish_one(write);
+        case kit::Outcome::Rejected:  // 400: the request itself (index id, query, ingest v1 without detailed_response)
+        case kit::Outcome::Fatal:
+          if (response.status == 404) {
+            indexes_->forget(write->batch.topic);
+            fail(write, {.outcome = s_.index_config.text != "null" ? kit::Outcome::Retry : kit::Outcome::Fatal,
+                         .reason = "index " + write->index + " not found" +
+                                   (s_.index_config.text != "null" ? " (deleted? it is created again on the next attempt)"
+                                                                   : " (create it, or set index_config)") +
+                                   ": " + bounded(c.reason)});
+            return finish_one(write);
+          }
+          fail(write, {.outcome = kit::Outcome::Fatal, .reason = "index " + write->index + ": " + hint(c)});
+          return finish_one(write);
+      }
+    });
+  }
+
+  std::string hint(const kit::Classification& c) const {
+    if (c.status == 401 || c.status == 403)
+      return "authentication failed or not allowed at the proxy in front of Quickwit (check the auth options): " + bounded(c.reason);
+    if (c.reason.find("detailed_response") != std::string::npos)
+      return "this Quickwit does not report parse failures (ingest v1): the sink needs ingest v2 (Quickwit 0.9): " + bounded(c.reason);
+    return bounded(c.reason);
+  }
+
+  // A 200: the documents were accepted, except those in parse_failures, matched to their records
+  // by their text (the document as sent).
+  void accepted(const WritePtr& write, const std::vector<size_t>& positions, const std::string& body,
+                const kit::HttpResponse& response) {
+    write->done.written();
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    uint64_t rejected = 0, ingested = positions.size();
+    if (parser.parse(response.body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) {
+      fail(write, {.outcome = kit::Outcome::MaybeWritten,
+                   .reason = "index " + write->index + ": an answer that is not Quickwit's ingest response: " + response.body_excerpt(200)});
+      return finish_one(write);
+    }
+    if (root["num_rejected_docs"].get_uint64().get(rejected)) rejected = 0;
+    if (root["num_ingested_docs"].get_uint64().get(ingested)) ingested = positions.size();
+    size_t matched = 0;
+    simdjson::dom::array failures;
+    if (rejected > 0 && !root["parse_failures"].get_array().get(failures)) {
+      // The lines of the body, in order: line k is positions[k].
+      std::unordered_multimap<std::string_view, size_t> lines;
+      size_t from = 0;
+      for (size_t k = 0; k < positions.size(); ++k) {
+        const size_t nl = body.find('\n', from);
+        lines.emplace(std::string_view(body).substr(from, nl - from), k);
+        from = nl + 1;
+      }
+      for (simdjson::dom::element f : failures) {
+        std::string_view document, message, reason;
+        if (f["document"].get_string().get(document)) continue;
+        if (f["message"].get_string().get(message)) message = "";
+        if (f["reason"].get_string().get(reason)) reason = "refused";
+        auto it = lines.find(document);
+        if (it == lines.end()) continue;
+        write->done.reject(write->records[positions[it->second]],
+                           "index " + write->index + ": " + std::string(reason) + ": " + bounded(message));
+        lines.erase(it);
+        ++matched;
+      }
+    }
+    if (ingested) count("documents", ingested);
+    if (matched) count("rejected_records", matched);
+    if (rejected > matched)
+      fail(write, {.outcome = kit::Outcome::Fatal,
+                   .reason = "index " + write->index + ": Quickwit refused " + std::to_string(rejected) + " documents and named " +
+                             std::to_string(matched) + " of them in parse_failures; the others cannot be told apart "
+                             "(a Quickwit without detailed_response?): " + response.body_excerpt(300)});
+    finish_one(write);
+  }
+
+  void split(const WritePtr& write, const std::vector<size_t>& positions, const std::string& why) {
+    count("splits");
+    log(sdk::LogLevel::Debug, "splitting an ingest request of " + std::to_string(positions.size()) + " documents: " + why);
+    write->done.add(1);
+    const kit::Halves h = kit::halves(0, positions.size());
+    for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
+      std::vector<size_t> half(positions.begin() + static_cast<std::ptrdiff_t>(from),
+                               positions.begin() + static_cast<std::ptrdiff_t>(from + n));
+      auto body = std::make_shared<const std::string>(body_of(*write, half));
+      send(write, std::move(half), std::move(body), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s}));
+    }
+  }
+
+  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
+                    kit::Backoff backoff, const kit::Classification& c) {
+    auto delay = backoff.next();
+    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
+    if (closing_ || Clock::now() + delay > deadline) return false;
+    count("resends");
+    log(sdk::LogLevel::Debug, "resending " + std::to_string(positions.size()) + " documents to index " + write->index + " in " +
+                                  std::to_string(delay.count()) + " ms: " + c.reason);
+    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), deadline, backoff,
+                             c](bool run) mutable {
+      if (!run) {
+        fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason)});
+        return finish_one(write);
+      }
+      send(write, std::move(positions), std::move(body), deadline, backoff);
+    });
+    return true;
+  }
+
+  static void fail(const WritePtr& w, const kit::Classification& c) { w->done.fail(c); }
+  static void finish_one(const WritePtr& w) { w->done.finish_one(); }
+
+  // ------------------------------------------------------------------ indexes (synchronous, once per topic)
+
+  Index prepare_index(const std::string& id) {
+    const std::string url = s_.url + "/api/v1/indexes/" + id;
+    kit::HttpResponse got = client_->send({.method = "GET", .url = url});
+    kit::Classification c = rules_.classify(got);
+    if (c.outcome == kit::Outcome::Written) return Index{id};
+    if (got.status != 404) throw_setup(c, "looking up index " + id);
+    if (s_.index_config.text == "null")
+      throw sdk::FatalError("index " + id + " does not exist in Quickwit (create it, or set index_config for the sink to): " +
+                            bounded(got.body));
+    std::string body = "{\"index_id\":\"" + id + "\"" + config_members_ + "}";  // the id needs no escaping
+    kit::HttpRequest post{.method = "POST", .url = s_.url + "/api/v1/indexes", .body = std::move(body)};
+    post.headers.set("Content-Type", "application/json");
+    kit::HttpResponse created = client_->send(std::move(post));
+    c = rules_.classify(created);
+    if (c.outcome == kit::Outcome::Written) {
+      count("created_indexes");
+      log(sdk::LogLevel::Info, "created index " + id + " from index_config");
+      return Index{id};
+    }
+    if ((created.status == 400 || created.status == 409) && created.body.find("already exists") != std::string::npos)
+      return Index{id};  // another writer created it first
+    if (c.outcome == kit::Outcome::Rejected)
+      throw sdk::FatalError("creating index " + id + " from index_config: " + bounded(created.body));
+    throw_setup(c, "creating index " + id);
+  }
+
+  [[noreturn]] void throw_setup(const kit::Classification& c, const std::string& what) const {
+    if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten) throw sdk::RetryableError(what + ": " + c.reason);
+    throw sdk::FatalError(what + ": " + hint(c));
+  }
+
+  void health_check() {
+    kit::HttpResponse r = client_->send({.method = "GET", .url = s_.url + "/api/v1/indexes", .timeout = 5s});
+    const kit::Classification c = rules_.classify(r);
+    if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten) {
+      count("destination_unreachable");
+      log(sdk::LogLevel::Warn, "Quickwit is not reachable now (the sink starts and retries with each write): " + c.reason);
+      return;
+    }
+    if (c.outcome != kit::Outcome::Written) throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + hint(c));
+    log(sdk::LogLevel::Info, "connected to Quickwit at " + kit::redact_url(s_.url) + ": index " + s_.index + ", commit " +
+                                 (s_.commit == Commit::Auto ? "auto" : s_.commit == Commit::WaitFor ? "wait_for" : "force"));
+  }
+
+  Settings s_;
+  kit::RecordJsonWriter writer_;
+  kit::OutcomeRules rules_;
+  std::string ingest_query_;
+  std::string config_members_;
+  std::atomic<bool> closing_{false};
+  kit::Scheduler scheduler_;
+  std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::DestinationCache<Index>> indexes_;
+};
+
+PICOMQ_SINK_PLUGIN(QuickwitSink)
