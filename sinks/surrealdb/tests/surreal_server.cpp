@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "picomq/kit/testing/shared_server.hpp"
+
 namespace picomq::test {
 namespace {
 
@@ -16,17 +18,7 @@ namespace {
 // the rest to any clone).
 const std::string kScript = PICOMQ_SURREALDB_SH;
 
-SurrealServer* g_shared = nullptr;
-std::string g_start_error, g_unavailable;
-pid_t g_owner = 0;
-
-void stop_shared_at_exit() {
-  if (g_shared && getpid() == g_owner) {
-    g_shared->stop();
-    std::error_code ec;
-    std::filesystem::remove_all(g_shared->dir(), ec);
-  }
-}
+std::string g_unavailable;
 
 struct ScriptResult {
   int status;
@@ -53,9 +45,9 @@ size_t collect(char* data, size_t size, size_t n, void* out) {
 const std::string& SurrealServer::unavailable() { return g_unavailable; }
 
 SurrealServer* SurrealServer::shared() {
-  if (g_shared) return g_shared;
   if (!g_unavailable.empty()) return nullptr;
-  if (!g_start_error.empty()) throw std::runtime_error(g_start_error);
+  static bool fetched = false;
+  if (fetched) return &kit::testing::SharedServer<SurrealServer>::get("picomq-surreal");
   // No server binary on this machine: a skip, with fetch-server.sh's reason.
   const std::string fetch = kScript.substr(0, kScript.rfind('/')) + "/fetch-server.sh";
   FILE* p = popen(("bash " + fetch + " 2>&1").c_str(), "r");
@@ -72,23 +64,8 @@ SurrealServer* SurrealServer::shared() {
     while (!g_unavailable.empty() && g_unavailable.back() == '\n') g_unavailable.pop_back();
     return nullptr;
   }
-  char tmpl[] = "/tmp/picomq-surreal-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  auto* s = new SurrealServer(tmpl);
-  try {
-    s->start();
-  } catch (const std::exception& e) {
-    g_start_error = e.what();
-    s->stop();
-    delete s;
-    throw;
-  }
-  g_shared = s;
-  if (!g_owner) {
-    g_owner = getpid();
-    std::atexit(stop_shared_at_exit);
-  }
-  return g_shared;
+  fetched = true;
+  return &kit::testing::SharedServer<SurrealServer>::get("picomq-surreal");
 }
 
 void SurrealServer::start() {
