@@ -9,11 +9,17 @@
 // the rest is written. 429 (rate limited, write-ahead log full), 503, 5xx and transport errors are
 // resent with the kit's back-off for retry_timeout; a 413 splits the request. Quickwit has no
 // document ids: a replay writes its records again; each document carries its record id
-// (id_field, pico_id by default) so that readers can drop repeats. Docs: docs/sinks/quickwit.md.
+// (id_field, pico_id by default) so that readers can drop repeats. endpoint = "elastic_bulk"
+// sends the same documents through the Elasticsearch-compatible POST /api/v1/_elastic/<index>/_bulk
+// instead (for fronts that allow only that API); Quickwit reports no per-document errors there.
+// An index config may be a TOML table or YAML text (inline or a file), as Quickwit takes it.
+// Docs: docs/sinks/quickwit.md.
 #include <simdjson.h>
 
 #include <atomic>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -33,6 +39,7 @@
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
+#include "index_config_yaml.h"
 
 namespace {
 
@@ -45,15 +52,19 @@ constexpr size_t kMaxReasonBytes = 1000;
 constexpr uint64_t kMaxBody = 10u << 20;  // Quickwit's ingest payload limit (10 MiB by default)
 
 enum class Commit { Auto, WaitFor, Force };
+enum class Endpoint { Ingest, ElasticBulk };
 enum class Layout { Flat, Envelope, Payload };
 
 struct Settings {
   std::string url;
   std::string index;
   Commit commit = Commit::Auto;
+  Endpoint endpoint = Endpoint::Ingest;
   Layout document = Layout::Flat;
   std::string id_field;
   kit::JsonValue index_config;
+  std::string index_config_yaml;
+  std::string index_config_file;
   kit::ByteSize max_request_bytes{};
   int64_t max_request_records = 0;
   int64_t max_in_flight = 0;
@@ -70,6 +81,25 @@ std::optional<std::string> check_url(const std::string& url) {
   const size_t scheme = url.find("://") + 3, at = url.find('@', scheme);
   if (at != std::string::npos && at < url.find('/', scheme)) return "must not hold credentials (use the auth options)";
   return std::nullopt;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  out = text.str();
+  return !in.bad();
+}
+
+// A YAML index config's problem, or nullopt (checked as it will be sent, with a stand-in id).
+std::optional<std::string> check_yaml(const std::string& yaml) {
+  try {
+    (void)picomq::quickwit::yaml_index_config_for(yaml, "index-id");
+    return std::nullopt;
+  } catch (const picomq::quickwit::YamlConfigError& e) {
+    return std::string("index config ") + e.what();
+  }
 }
 
 const kit::OptionTable<Settings>& option_table() {
@@ -95,6 +125,15 @@ const kit::OptionTable<Settings>& option_table() {
                 "Quickwit's write-ahead log (searchable after the index's commit_timeout_secs); wait_for = they are "
                 "committed and searchable (the answer waits for the next commit: up to commit_timeout_secs); force = "
                 "a commit is forced at once and awaited (costly with small batches)."),
+      kit::option("endpoint", &Settings::endpoint)
+          .choices({{"ingest", Endpoint::Ingest}, {"elastic_bulk", Endpoint::ElasticBulk}})
+          .fallback(Endpoint::Ingest)
+          .help("Where documents go: ingest = POST /api/v1/<index>/ingest with detailed_response, so documents Quickwit "
+                "cannot parse are rejected one by one through the bad-record policy; elastic_bulk = the "
+                "Elasticsearch-compatible POST /api/v1/_elastic/<index>/_bulk (create actions, refresh = false / "
+                "wait_for / true for commit auto / wait_for / force), for fronts that allow only that API: Quickwit "
+                "reports no per-document errors there, so a document its mapping refuses is dropped by Quickwit (its "
+                "log says so) and counted as written here."),
       kit::option("document", &Settings::document)
           .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
           .fallback(Layout::Flat)
@@ -121,9 +160,27 @@ const kit::OptionTable<Settings>& option_table() {
           })
           .help("Quickwit's index config as a table (version, doc_mapping, indexing_settings, search_settings, "
                 "retention), e.g. { version = \"0.8\", doc_mapping = { mode = \"dynamic\", field_mappings = [...] } }: a "
-                "topic's index that does not exist is created with it on its first batch (POST /api/v1/indexes, "
-                "index_id set by the sink; version 0.8 when not given). Unset: indexes must exist; a missing one stops "
-                "the sink naming it."),
+                "topic's index that does not exist is created with it on its first batch (POST /api/v1/indexes; the sink "
+                "sets index_id, version 0.8 when not given). Unset, like index_config_yaml and index_config_file: indexes "
+                "must exist; a missing one stops the sink naming it."),
+      kit::option("index_config_yaml", &Settings::index_config_yaml)
+          .check([](const std::string& yaml) -> std::optional<std::string> {
+            if (yaml.empty()) return std::nullopt;
+            return check_yaml(yaml);
+          })
+          .help("The same index config as YAML text (Quickwit's own format, e.g. a TOML multi-line string), sent as "
+                "application/yaml with index_id replaced by the sink's (and version 0.8 added when absent); every scalar "
+                "is passed as written, so Quickwit reads its types itself."),
+      kit::option("index_config_file", &Settings::index_config_file)
+          .check([](const std::string& path) -> std::optional<std::string> {
+            if (path.empty()) return std::nullopt;
+            std::string text;
+            if (!read_file(path, text)) return "cannot read " + path;
+            if (auto problem = check_yaml(text)) return path + ": " + *problem;
+            return std::nullopt;
+          })
+          .help("A file holding Quickwit's index config as YAML (or JSON), e.g. the one given to `quickwit index "
+                "create --index-config`; read when the sink opens, used as index_config is (index_id replaced)."),
       kit::option("max_request_bytes", &Settings::max_request_bytes)
           .fallback(kit::ByteSize{8u << 20})
           .check([](const kit::ByteSize& b) -> std::optional<std::string> {
@@ -157,6 +214,8 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   kit::validate_auth(config, problems);
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
+  if (int(s.index_config.text != "null") + int(!s.index_config_yaml.empty()) + int(!s.index_config_file.empty()) > 1)
+    problems.add("index_config_file", "set one of index_config, index_config_yaml and index_config_file, not several");
   if (s.auth.type == kit::AuthType::OAuth2ClientCredentials)
     problems.add("auth", "oauth2 is not supported by this sink (Quickwit has no auth of its own: a proxy's basic, bearer or api_key)");
   if (s.http.compression != kit::Compression::None)
@@ -221,9 +280,20 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     client.max_response_body = 64u << 20;  // parse_failures quote the refused documents
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
-    ingest_query_ = std::string("/ingest?detailed_response=true&commit=") +
-                    (s_.commit == Commit::Auto ? "auto" : s_.commit == Commit::WaitFor ? "wait_for" : "force");
-    if (s_.index_config.text != "null") {
+    write_query_ = s_.endpoint == Endpoint::Ingest
+                       ? std::string("/ingest?detailed_response=true&commit=") +
+                             (s_.commit == Commit::Auto ? "auto" : s_.commit == Commit::WaitFor ? "wait_for" : "force")
+                       : std::string("/_bulk?refresh=") +
+                             (s_.commit == Commit::Auto ? "false" : s_.commit == Commit::WaitFor ? "wait_for" : "true");
+    write_path_ = s_.endpoint == Endpoint::Ingest ? "/api/v1/" : "/api/v1/_elastic/";
+    if (!s_.index_config_yaml.empty()) {
+      yaml_config_ = s_.index_config_yaml;
+    } else if (!s_.index_config_file.empty()) {
+      std::string text;
+      if (!read_file(s_.index_config_file, text)) throw sdk::FatalError("index_config_file: cannot read " + s_.index_config_file);
+      if (auto problem = check_yaml(text)) throw sdk::FatalError("index_config_file: " + s_.index_config_file + ": " + *problem);
+      yaml_config_ = std::move(text);
+    } else if (s_.index_config.text != "null") {
       simdjson::dom::parser parser;
       simdjson::dom::object root;
       if (parser.parse(s_.index_config.text).get_object().get(root)) throw sdk::FatalError("index_config: not a table");
@@ -306,6 +376,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
   // One document line: {"pico_id":"topic:0:42", ...}\n
   void render(const BatchWrite& w, size_t position, std::string& out) const {
     const pmq_record& r = record_at(w.batch, w.records[position]);
+    if (s_.endpoint == Endpoint::ElasticBulk) out += "{\"create\":{}}\n";  // the index is the path's
     const size_t start = out.size();
     w.json->append(out, r);
     if (!s_.id_field.empty()) {
@@ -334,7 +405,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
 
   void send(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline, kit::Backoff backoff) {
     count("requests");
-    kit::HttpRequest r{.method = "POST", .url = s_.url + "/api/v1/" + write->index + ingest_query_};
+    kit::HttpRequest r{.method = "POST", .url = s_.url + write_path_ + write->index + write_query_};
     r.body = kit::HttpBody::borrowed(*body);
     r.headers.set("Content-Type", "application/x-ndjson");
     client_->send_async(std::move(r), [this, write, positions = std::move(positions), body, deadline,
@@ -342,7 +413,9 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
       const kit::Classification c = rules_.classify(response);
       const size_t n = positions.size();
       switch (c.outcome) {
-        case kit::Outcome::Written: return accepted(write, positions, *body, response);
+        case kit::Outcome::Written:
+          if (s_.endpoint == Endpoint::ElasticBulk) return bulk_accepted(write, std::move(positions), std::move(body), deadline, backoff, response);
+          return accepted(write, positions, *body, response);
         case kit::Outcome::TooLarge:
           if (n > 1) return split(write, positions, c.reason);
           write->done.reject(write->records[positions[0]], "larger than Quickwit's ingest limit: " + bounded(c.reason));
@@ -357,13 +430,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
         case kit::Outcome::Rejected:  // 400: the request itself (index id, query, ingest v1 without detailed_response)
         case kit::Outcome::Fatal:
           if (response.status == 404) {
-            indexes_->forget(write->batch.topic);
-            fail(write, {.outcome = s_.index_config.text != "null" ? kit::Outcome::Retry : kit::Outcome::Fatal,
-                         .reason = "index " + write->index + " not found" +
-                                   (s_.index_config.text != "null" ? " (deleted? it is created again on the next attempt)"
-                                                                   : " (create it, or set index_config)") +
-                                   ": " + bounded(c.reason)});
-            return finish_one(write);
+            return index_not_found(write, c.reason);
           }
           fail(write, {.outcome = kit::Outcome::Fatal, .reason = "index " + write->index + ": " + hint(c)});
           return finish_one(write);
@@ -428,6 +495,58 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     finish_one(write);
   }
 
+  // A 200 from _elastic/_bulk. As documented it only says how many documents were taken for
+  // processing; a Quickwit that answers in Elasticsearch's shape lists failed items instead (one
+  // request holds one index: an item's failure is the whole request's).
+  void bulk_accepted(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
+                     kit::Backoff backoff, const kit::HttpResponse& response) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(response.body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) {
+      write->done.written();
+      fail(write, {.outcome = kit::Outcome::MaybeWritten,
+                   .reason = "index " + write->index + ": an answer that is not Quickwit's _bulk response: " + response.body_excerpt(200)});
+      return finish_one(write);
+    }
+    bool errors = false;
+    simdjson::dom::array items;
+    if (!root["errors"].get_bool().get(errors) && errors && !root["items"].get_array().get(items)) {
+      for (simdjson::dom::element item : items) {
+        simdjson::dom::object action;
+        if (item.get_object().get(action) || action.begin() == action.end()) continue;
+        const simdjson::dom::element result = (*action.begin()).value;
+        uint64_t status = 0;
+        if (result["status"].get_uint64().get(status) || status < 300) continue;
+        std::string_view reason = "(no reason given)";
+        if (result["error"]["reason"].get_string().get(reason)) (void)0;
+        const std::string why = "_bulk item status " + std::to_string(status) + ": " + std::string(reason);
+        if (status == 404) return index_not_found(write, why);
+        const kit::Classification c{.outcome = status == 429 || status >= 500 ? kit::Outcome::Retry : kit::Outcome::Fatal,
+                                    .reason = why + " " + response.body_excerpt(300), .status = static_cast<long>(status)};
+        if (c.outcome == kit::Outcome::Retry && resend_later(write, std::move(positions), std::move(body), deadline, backoff, c)) return;
+        fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason), .status = c.status});
+        return finish_one(write);
+      }
+    }
+    write->done.written();
+    uint64_t taken = positions.size();
+    if (root["num_docs_for_processing"].get_uint64().get(taken)) taken = positions.size();
+    count("documents", taken);
+    finish_one(write);
+  }
+
+  void index_not_found(const WritePtr& write, const std::string& reason) {
+    indexes_->forget(write->batch.topic);
+    fail(write, {.outcome = creates_indexes() ? kit::Outcome::Retry : kit::Outcome::Fatal,
+                 .reason = "index " + write->index + " not found" +
+                           (creates_indexes() ? " (deleted? it is created again on the next attempt)"
+                                              : " (create it, or set index_config)") +
+                           ": " + bounded(reason)});
+    finish_one(write);
+  }
+
+  bool creates_indexes() const { return yaml_config_.has_value() || !config_members_.empty(); }
+
   void split(const WritePtr& write, const std::vector<size_t>& positions, const std::string& why) {
     count("splits");
     log(sdk::LogLevel::Debug, "splitting an ingest request of " + std::to_string(positions.size()) + " documents: " + why);
@@ -471,12 +590,17 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     kit::Classification c = rules_.classify(got);
     if (c.outcome == kit::Outcome::Written) return Index{id};
     if (got.status != 404) throw_setup(c, "looking up index " + id);
-    if (s_.index_config.text == "null")
+    if (!creates_indexes())
       throw sdk::FatalError("index " + id + " does not exist in Quickwit (create it, or set index_config for the sink to): " +
                             bounded(got.body));
-    std::string body = "{\"index_id\":\"" + id + "\"" + config_members_ + "}";  // the id needs no escaping
-    kit::HttpRequest post{.method = "POST", .url = s_.url + "/api/v1/indexes", .body = std::move(body)};
-    post.headers.set("Content-Type", "application/json");
+    kit::HttpRequest post{.method = "POST", .url = s_.url + "/api/v1/indexes"};
+    if (yaml_config_) {
+      post.body = picomq::quickwit::yaml_index_config_for(*yaml_config_, id);  // checked at open
+      post.headers.set("Content-Type", "application/yaml");
+    } else {
+      post.body = "{\"index_id\":\"" + id + "\"" + config_members_ + "}";  // the id needs no escaping
+      post.headers.set("Content-Type", "application/json");
+    }
     kit::HttpResponse created = client_->send(std::move(post));
     c = rules_.classify(created);
     if (c.outcome == kit::Outcome::Written) {
@@ -512,8 +636,10 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
   Settings s_;
   kit::RecordJsonWriter writer_;
   kit::OutcomeRules rules_;
-  std::string ingest_query_;
-  std::string config_members_;
+  std::string write_path_;   // /api/v1/ or /api/v1/_elastic/, then the index id
+  std::string write_query_;  // /ingest?... or /_bulk?...
+  std::string config_members_;              // an index_config table, as JSON members after index_id
+  std::optional<std::string> yaml_config_;  // or YAML text
   std::atomic<bool> closing_{false};
   kit::Scheduler scheduler_;
   std::unique_ptr<kit::HttpClient> client_;

@@ -24,6 +24,14 @@ implements, each with its page, is listed in docs/sinks/quickwit.md ("Contract s
     ^[a-zA-Z][a-zA-Z0-9-_.]{2,254}$, doc_mapping with field_mappings / mode / timestamp_field,
     indexing_settings.commit_timeout_secs): 200 with the index metadata; an existing index: 400;
     GET / DELETE /api/v1/indexes/<index id>; GET /api/v1/indexes.
+  - POST /api/v1/_elastic/_bulk and /api/v1/_elastic/<index id>/_bulk (the Elasticsearch-compatible
+    API reference, https://quickwit.io/docs/reference/es_compatible_api): NDJSON action / source
+    pairs, the same 10 MiB limit; only `create` indexes (`index` too, as Quickwit's parser takes it),
+    `delete` / `update` are ignored; the path's index is the default `_index`; ?refresh= "" | true
+    (force) | wait_for | false (auto, the default), anything else 400; a malformed action, a missing
+    source line or a missing `_index`: 400; an unknown index: 404. As
+    documented, the answer is {"num_docs_for_processing": n} and reports no per-document errors:
+    documents the mapping refuses are dropped (logged on stderr only).
   - GET /api/v1/<index id>/search?query=*&max_hits=&start_offset= (committed documents only;
     query "*" or field:value); errors: 4xx with {"message"}.
 
@@ -266,7 +274,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if path.startswith("/_control/"):
                 return self.control(path, self.read_body())
-            route = re.sub(r"^/api/v1/(?!indexes)[^/]+/", "/api/v1/{index}/", path)
+            route = re.sub(r"^/api/v1/(?!indexes|_elastic)[^/]+/", "/api/v1/{index}/", path)
+            route = re.sub(r"^/api/v1/_elastic/[^/]+/_bulk", "/api/v1/_elastic/{index}/_bulk", route)
             route = re.sub(r"^/api/v1/indexes/[^/]+", "/api/v1/indexes/{index}", route)
             injected = None
             if STATE.refused_authorization is not None and \
@@ -305,6 +314,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "route not found")
         if parts[2] == "indexes":
             return self.indexes(method, parts[3:])
+        if parts[2] == "_elastic" and method == "POST" and parts[-1] == "_bulk" and len(parts) in (4, 5):
+            return self.elastic_bulk(parts[3] if len(parts) == 5 else None, query)
         index_id = parts[2]
         if len(parts) == 4 and parts[3] == "ingest" and method == "POST":
             return self.ingest(index_id, query)
@@ -373,43 +384,99 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(404, "index `%s` not found" % index_id)
             if STATE.wal_capacity is not None and len(index.pending) + len(lines) > STATE.wal_capacity:
                 raise ApiError(429, "too many requests: the write-ahead log is full")
-            mapping = index.config.get("doc_mapping", {})
-            failures, accepted = [], []
-            for line in lines:
-                text = line.decode("utf-8", errors="replace")
-                try:
-                    doc = json.loads(line)
-                except ValueError as e:
-                    failures.append({"document": text, "message": "failed to parse JSON document: %s" % e,
-                                     "reason": "invalid_json"})
-                    continue
-                if not isinstance(doc, dict):
-                    failures.append({"document": text, "message": "the document is not a JSON object",
-                                     "reason": "invalid_json"})
-                    continue
-                why = check_document(doc, mapping.get("field_mappings", []), mapping.get("mode", "dynamic"))
-                if why:
-                    failures.append({"document": text, "message": "failed to parse document: %s" % why,
-                                     "reason": "invalid_schema"})
-                    continue
-                accepted.append(doc)
-            if accepted:
-                if index.first_pending is None:
-                    index.first_pending = time.monotonic()
-                index.pending.extend(accepted)
-                STATE.ingested += len(accepted)
-            target = index.commits + (1 if index.pending else 0)
-            if commit == "force":
-                index.commit()
-            elif commit == "wait_for" and accepted:
-                deadline = time.monotonic() + index.commit_timeout() + 30
-                while index.commits < target and STATE.indexes.get(index_id) is index and time.monotonic() < deadline:
-                    STATE.lock.wait(0.05)
+            accepted, failures = self.take_documents(index_id, index, lines, commit)
         body = {"num_docs_for_processing": len(lines), "num_ingested_docs": len(accepted),
                 "num_rejected_docs": len(failures)}
         if detailed == "true":
             body["parse_failures"] = failures
         return 200, body
+
+    def elastic_bulk(self, default_index, query):
+        raw = self.read_body(ARGS.content_length_limit)
+        refresh = query.get("refresh", "false")
+        commit = {"": "force", "true": "force", "wait_for": "wait_for", "false": "auto"}.get(refresh)
+        if commit is None:
+            raise ApiError(400, "Invalid query string: unknown variant `%s`, expected one of ``, `true`, `wait_for`, "
+                                "`false`" % refresh)
+        lines = [line for line in raw.split(b"\n") if line.strip()]
+        by_index, order, n, i = {}, [], 0, 0
+        while i < len(lines):
+            line_no = i
+            try:
+                action = json.loads(lines[i])
+                if not isinstance(action, dict) or len(action) != 1:
+                    raise ValueError("expected an object with one action")
+                (verb, meta), = action.items()
+                if verb not in ("create", "index", "delete", "update") or not isinstance(meta, dict):
+                    raise ValueError("unknown action `%s`" % verb)
+            except ValueError as e:
+                raise ApiError(400, "unsupported or malformed action on line #%d: `%s`" % (line_no, e))
+            i += 1
+            if verb == "delete":
+                continue  # ignored, as documented (it has no source line)
+            if i >= len(lines):
+                raise ApiError(400, "associated source data with action on line #%d is missing" % line_no)
+            source = lines[i]
+            i += 1
+            if verb == "update":
+                continue  # ignored, as documented
+            index_id = meta.get("_index", default_index)
+            if not isinstance(index_id, str):
+                raise ApiError(400, "`_index` field of action on line #%d is missing" % line_no)
+            if index_id not in by_index:
+                by_index[index_id] = []
+                order.append(index_id)
+            by_index[index_id].append(source)
+            n += 1
+        with STATE.lock:
+            for index_id in order:
+                if index_id not in STATE.indexes:
+                    raise ApiError(404, "no such index [%s]" % index_id)
+                index = STATE.indexes[index_id]
+                if STATE.wal_capacity is not None and len(index.pending) + len(by_index[index_id]) > STATE.wal_capacity:
+                    raise ApiError(429, "too many requests: the write-ahead log is full")
+            for index_id in order:
+                _, failures = self.take_documents(index_id, STATE.indexes[index_id], by_index[index_id], commit)
+                for f in failures:  # documented: the API does not report them, the server log does
+                    print("contract quickwit: _bulk into %s dropped a document: %s" % (index_id, f["message"]),
+                          file=sys.stderr, flush=True)
+        return 200, {"num_docs_for_processing": n}
+
+    def take_documents(self, index_id, index, lines, commit):
+        """Under STATE.lock: accepts what the index's mapping takes, then waits as `commit` says."""
+        mapping = index.config.get("doc_mapping", {})
+        failures, accepted = [], []
+        for line in lines:
+            text = line.decode("utf-8", errors="replace")
+            try:
+                doc = json.loads(line)
+            except ValueError as e:
+                failures.append({"document": text, "message": "failed to parse JSON document: %s" % e,
+                                 "reason": "invalid_json"})
+                continue
+            if not isinstance(doc, dict):
+                failures.append({"document": text, "message": "the document is not a JSON object",
+                                 "reason": "invalid_json"})
+                continue
+            why = check_document(doc, mapping.get("field_mappings", []), mapping.get("mode", "dynamic"))
+            if why:
+                failures.append({"document": text, "message": "failed to parse document: %s" % why,
+                                 "reason": "invalid_schema"})
+                continue
+            accepted.append(doc)
+        if accepted:
+            if index.first_pending is None:
+                index.first_pending = time.monotonic()
+            index.pending.extend(accepted)
+            STATE.ingested += len(accepted)
+        target = index.commits + (1 if index.pending else 0)
+        if commit == "force":
+            index.commit()
+        elif commit == "wait_for" and accepted:
+            deadline = time.monotonic() + index.commit_timeout() + 30
+            while index.commits < target and STATE.indexes.get(index_id) is index and time.monotonic() < deadline:
+                STATE.lock.wait(0.05)
+        return accepted, failures
 
     def search(self, index_id, query):
         self.read_body()

@@ -5,6 +5,8 @@
 // 429 / 503 retried, index creation from index_config, and what a replay does (duplicates).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include "picomq/kit/testing/fake_host.hpp"
@@ -197,6 +199,102 @@ TEST(QuickwitSink, IndexesAreCreatedFromIndexConfigOrAMissingOneStopsTheSink) {
   out = none->write(TestBatch::json("x", 0, 0, {R"({"a":1})"}));  // "x" is index id "x__"
   EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
   EXPECT_NE(out.error.find("index x__ does not exist"), std::string::npos) << out.error;
+}
+
+TEST(QuickwitConfig, YamlIndexConfigsAreCheckedWithWhereTheProblemIs) {
+  auto host = load();
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping:\n  mode: [dynamic\n"})"),
+                          "index_config_yaml: index config not valid YAML:"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping:\n  mode: [dynamic\n"})"), "line 3"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "version: 0.8\n"})"), "must hold doc_mapping"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "- doc_mapping\n"})"), "must be a mapping"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping: {}\n---\ndoc_mapping: {}\n"})"),
+                          "more than one YAML document"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_file": "/nonexistent/index.yaml"})"),
+                          "index_config_file: cannot read /nonexistent/index.yaml"));
+  const std::string file = ::testing::TempDir() + "quickwit-check.yaml";
+  std::ofstream(file) << "doc_mapping: {}\n";
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping: {}", "index_config_file": ")" + file + "\"}"),
+                          "index_config_file: set one of"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "endpoint": "bulk"})"), "endpoint:"));
+  EXPECT_TRUE(host->check(R"({"url": "http://h:7280", "endpoint": "elastic_bulk", "index_config_yaml": "doc_mapping:\n  mode: dynamic\n"})").empty());
+}
+
+TEST(QuickwitSink, IndexesAreCreatedFromYamlInlineOrInAFileWithTheSinksIndexId) {
+  auto& q = Quickwit::shared();
+  // Quickwit's own format, comments and all; the user's index_id is replaced by the topic's.
+  const std::string yaml =
+      "# the orders index\n"
+      "index_id: not-this-one\n"
+      "doc_mapping:\n"
+      "  mode: lenient\n"
+      "  field_mappings:\n"
+      "    - name: n\n"
+      "      type: i64\n"
+      "      fast: true\n"
+      "indexing_settings:\n"
+      "  commit_timeout_secs: 7\n";
+  auto host = load();
+  host->open(config(q.url(), "yaml-{topic}", R"("commit": "force", "index_config_yaml": )" + json(yaml).dump()));
+  const auto out = host->write(TestBatch::json("inline", 0, 0, {R"({"n": 1})", R"({"n": "x"})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;  // the YAML mapping is what the index got
+  auto [status, meta] = q.call("GET", "/api/v1/indexes/yaml-inline");
+  ASSERT_EQ(status, 200) << meta.dump();
+  EXPECT_EQ(meta["index_config"]["index_id"], "yaml-inline");
+  EXPECT_EQ(meta["index_config"]["version"], "0.8");
+  EXPECT_EQ(meta["index_config"]["indexing_settings"]["commit_timeout_secs"], 7) << "a YAML integer stays one";
+  EXPECT_EQ(meta["index_config"]["doc_mapping"]["field_mappings"][0]["fast"], true);
+  EXPECT_EQ(q.call("GET", "/api/v1/indexes/not-this-one").first, 404);
+  EXPECT_EQ(q.search("yaml-inline").size(), 1u);
+
+  const std::string path = ::testing::TempDir() + "quickwit-index-config.yaml";
+  {
+    std::ofstream file(path);
+    file << "version: 0.7\ndoc_mapping:\n  mode: dynamic\n";
+  }
+  auto from_file = load();
+  from_file->open(config(q.url(), "file-{topic}", R"("commit": "force", "index_config_file": ")" + path + "\""));
+  ASSERT_EQ(from_file->write(TestBatch::json("cfg", 0, 0, {R"({"a": 1})"})).status, PMQ_WRITE_OK);
+  std::tie(status, meta) = q.call("GET", "/api/v1/indexes/file-cfg");
+  ASSERT_EQ(status, 200) << meta.dump();
+  EXPECT_EQ(meta["index_config"]["version"].dump(), "0.7") << "the file's version is kept, as written (a YAML number)";
+  EXPECT_EQ(q.search("file-cfg").size(), 1u);
+}
+
+TEST(QuickwitSink, TheElasticBulkEndpointWritesTheSameDocumentsAndResendsRefusedRequests) {
+  auto& q = Quickwit::shared();
+  const auto index = q.index("bulk");
+  q.create(index, R"({"mode": "lenient", "field_mappings": [{"name": "n", "type": "i64"}]})");
+  auto host = load();
+  host->open(config(q.url(), index, R"("endpoint": "elastic_bulk", "commit": "force", "max_request_records": 2, "max_in_flight": 1)"));
+  const auto before = q.stats()["requests"];
+  q.config({{"fail_requests", {{{"path_prefix", "/api/v1/_elastic/" + index + "/_bulk"}, {"status", 429}, {"count", 1}}}}});
+  const auto out = host->write(TestBatch::json("shop", 1, 10, {R"({"n": 1})", R"({"n": 2})", R"({"n": "three"})", R"({"n": 4})"}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
+  auto docs = q.search(index);
+  std::sort(docs.begin(), docs.end(), [](const json& a, const json& b) { return a["pico_offset"] < b["pico_offset"]; });
+  // As documented, _bulk reports no per-document errors: Quickwit drops the document its mapping
+  // refuses (and logs it); the sink cannot tell, and counts it written.
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0]["pico_id"], "shop:1:10");
+  EXPECT_EQ(docs[0]["n"], 1);
+  EXPECT_EQ(docs[2]["pico_id"], "shop:1:13");
+  EXPECT_EQ(host->counter("documents"), 4u);
+  EXPECT_EQ(host->counter("resends"), 1u);
+  const auto stats = q.stats()["requests"];
+  EXPECT_EQ(stats["POST /api/v1/_elastic/{index}/_bulk"].get<int>() - before.value("POST /api/v1/_elastic/{index}/_bulk", 0), 3)
+      << stats.dump() << ": two requests of two documents, one resent";
+  EXPECT_EQ(stats.value("POST /api/v1/{index}/ingest", 0), before.value("POST /api/v1/{index}/ingest", 0)) << stats.dump();
+
+  auto missing = load();
+  missing->open(config(q.url(), "absent-index", R"("endpoint": "elastic_bulk")"));
+  q.call("POST", "/api/v1/indexes", R"({"version": "0.8", "index_id": "absent-index", "doc_mapping": {"mode": "dynamic"}})");
+  const auto created = missing->write(TestBatch::json("t", 0, 0, {R"({"a": 1})"}));
+  ASSERT_EQ(created.status, PMQ_WRITE_OK) << created.error;
+  q.call("DELETE", "/api/v1/indexes/absent-index");
+  const auto gone = missing->write(TestBatch::json("t", 0, 1, {R"({"a": 2})"}));
+  EXPECT_EQ(gone.status, PMQ_WRITE_FATAL) << gone.error;
+  EXPECT_NE(gone.error.find("index absent-index not found"), std::string::npos) << gone.error;
 }
 
 TEST(QuickwitSink, AnUnreachableServerIsARetry) {
