@@ -38,6 +38,21 @@ struct ExportResult {
   std::string error;                      // set when ok == false for another reason
 };
 
+// An export held until a write hands it over: what was not moved out is released here.
+struct HeldExport {
+  ExportResult result;
+  ArrowSchema schema{};
+  ArrowArray array{};
+
+  HeldExport() = default;
+  HeldExport(const HeldExport&) = delete;
+  HeldExport& operator=(const HeldExport&) = delete;
+  ~HeldExport() {
+    if (schema.release) schema.release(&schema);
+    if (array.release) array.release(&array);
+  }
+};
+
 // On success fills *schema and *array (a struct array, one row per record, in record order);
 // the caller owns them and calls their release callbacks (C Data Interface move semantics).
 // On failure both are left released (release == NULL) and own nothing.

@@ -55,16 +55,19 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   buckets_ = std::make_unique<Bucketer<kafka::MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
   if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
   const auto decoders = decoders::make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
-  const BatchPreparer::Settings prep{settings_.block.schema, settings_.block.on_bad_record,
-                                     static_cast<uint32_t>(settings_.block_index)};
-  consumer_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
-  delivery_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
   if (!settings_.block.arrow_schema.empty()) {
     std::vector<arrow::DeclaredColumn> declared;
     for (const auto& c : settings_.block.arrow_schema)
       declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
     arrow_options_.declared = std::move(declared);
   }
+  // An arrow-plane sink's batches are exported as they are prepared: the export, the costliest
+  // step of that plane, is then shared between the two threads like decoding.
+  const BatchPreparer::Settings prep{settings_.block.schema, settings_.block.on_bad_record,
+                                     static_cast<uint32_t>(settings_.block_index),
+                                     sink_.plane() == PMQ_PLANE_ARROW ? &arrow_options_ : nullptr};
+  consumer_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
+  delivery_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
 }
 
 BlockPipeline::~BlockPipeline() {

@@ -1,9 +1,11 @@
 #pragma once
 // A batch after decoding: the ABI view the plugin receives, plus the storage behind it.
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "arrow/arrow_export.h"
 #include "picomq/sink_abi.h"
 #include "runtime/bucketer.h"
 
@@ -17,6 +19,9 @@ struct DecodedBatch {
   std::vector<pmq_record> records;  // payload/key/headers point into broker messages or `owned`
   std::vector<pmq_header> headers;  // all records' headers, records[i].headers points in here
   std::deque<std::string> owned;    // storage for payloads a decoder had to rewrite (stable addresses)
+  // Arrow-plane sinks: the batch exported as it was prepared, by whichever thread had time, so
+  // the delivery thread only hands it over. Taken by the first write (a retry exports again).
+  mutable std::unique_ptr<arrow::HeldExport> arrow_export;
 
   pmq_batch abi_view() const {
     pmq_batch b{};

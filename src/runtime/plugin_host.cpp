@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 // The host side of the opaque result type plugins fill through pmq_host_api.
 struct pmq_write_result {
@@ -406,7 +407,14 @@ void SinkInstance::call_plugin(WriteCall& call, Write&& write) {
 // declared columns cannot hold are rejections (the bad-record policy applies); the structs are
 // released when the write is done unless the plugin moved them out.
 void SinkInstance::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
-  auto exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
+  arrow::ExportResult exported;
+  if (std::unique_ptr<arrow::HeldExport> held = std::move(batch.arrow_export)) {
+    exported = std::move(held->result);  // exported when the batch was prepared
+    call.schema_ = std::exchange(held->schema, ArrowSchema{});
+    call.array_ = std::exchange(held->array, ArrowArray{});
+  } else {
+    exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
+  }
   if (!exported.ok && !exported.rejected.empty()) {
     // The refused records go to the bad-record policy. Under `fail`, as with an undecodable
     // record, the records before the first refused one are written (and then committed);

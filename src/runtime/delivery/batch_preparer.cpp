@@ -103,6 +103,13 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
     batch.records[i].header_count = header_ranges[i].second;
   }
+  if (settings_.arrow_export && !batch.records.empty()) {
+    // The export copies what it reads: it stays valid however the batch moves.
+    auto held = std::make_unique<arrow::HeldExport>();
+    const pmq_batch view = batch.abi_view();
+    held->result = arrow::export_batch(view, *settings_.arrow_export, &held->schema, &held->array);
+    batch.arrow_export = std::move(held);
+  }
   return out;
 }
 

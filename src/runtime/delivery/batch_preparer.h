@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "arrow/arrow_export.h"
 #include "config/sink_definition.h"
 #include "decoders/payload_decoder.h"
 #include "runtime/delivery/job.h"
@@ -19,6 +20,8 @@ class BatchPreparer {
     config::Schema schema = config::Schema::Json;
     config::BadRecordPolicy on_bad_record = config::BadRecordPolicy::Fail;
     uint32_t block_index = 0;
+    // Set for arrow-plane sinks: prepared batches are exported with these options too.
+    const arrow::ExportOptions* arrow_export = nullptr;
   };
   // `transforms` may be null (no [[transforms]]) and must outlive the preparer; it is shared,
   // the decoder is this preparer's own (decoders keep parser state).

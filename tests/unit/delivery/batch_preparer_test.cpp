@@ -53,6 +53,22 @@ TEST(BatchPreparer, HeadersAreReadOnlyWhenSomebodyWantsThem) {
   EXPECT_EQ(p.prepare(A, records, false).batch.records[0].header_count, 0u);
 }
 
+TEST(BatchPreparer, ForAnArrowPlaneSinkTheKeptRecordsAreExportedAsTheBatchIsPrepared) {
+  const arrow::ExportOptions options;
+  BatchPreparer p({config::Schema::Json, Policy::Skip, 3, &options}, decoders::make_decoder(config::Schema::Json), nullptr);
+  const auto records = mixed();
+  PreparedBatch out = p.prepare(A, records, true);
+  ASSERT_TRUE(out.batch.arrow_export);
+  const arrow::HeldExport& held = *out.batch.arrow_export;
+  ASSERT_TRUE(held.result.ok) << held.result.error;
+  EXPECT_EQ(held.array.length, 2) << "the undecodable record is not in the export";
+  ASSERT_NE(held.schema.release, nullptr);
+  const std::string last_column = held.schema.children[held.schema.n_children - 1]->name;
+  EXPECT_EQ(last_column, "a");
+  EXPECT_EQ(out.batch.records.size(), 2u);
+  EXPECT_FALSE(preparer(Policy::Skip).prepare(A, records, true).batch.arrow_export) << "other planes export nothing";
+}
+
 TEST(BatchPreparer, FilteredRecordsAreCountedAndCommittedPast) {
   auto def = config::parse_sink_definition(R"(type = "sink"
 key = "s1"
