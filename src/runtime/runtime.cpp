@@ -104,7 +104,7 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
   for (auto& s : sinks)
     if (auto st = status.get(s->key()); st && st->state == SinkState::Error) exit_code = 1;
   if (abandoned) {
-    spdlog::error("exiting without cleanup: a sink was still writing when shutdown_timeout ran out");
+    spdlog::error("exiting without cleanup: a sink was still writing or closing when shutdown_timeout ran out");
     spdlog::shutdown();
     std::_Exit(3);
   }

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
+#include <thread>
+
 #include "runtime/config_check.h"
 
 namespace picomq::runtime {
@@ -94,8 +97,8 @@ bool SinkRunner::join() {
   status_.set_state(definition_.key, {}, SinkState::Stopping);
   bool clean = true;
   for (auto& b : blocks_) clean = b->join() && clean;
+  if (clean && plugin_) clean = close_plugin();
   if (clean) {
-    if (plugin_) plugin_->close();
     blocks_.clear();
   } else {
     // A block's delivery thread is stuck inside the plugin: leave plugin and blocks alone.
@@ -105,6 +108,21 @@ bool SinkRunner::join() {
   plugin_.reset();
   status_.set_state(definition_.key, {}, SinkState::Stopped);
   return clean;
+}
+
+// close() gets shutdown_timeout, like the writes before it: a plugin that hangs in it is left
+// where it is (the process then exits without cleanup) rather than keep the process up.
+bool SinkRunner::close_plugin() {
+  auto closed = std::make_shared<std::promise<void>>();
+  std::future<void> done = closed->get_future();
+  std::thread([plugin = plugin_.get(), closed] {
+    plugin->close();
+    closed->set_value();
+  }).detach();
+  if (done.wait_for(runtime_config_.shutdown_timeout) == std::future_status::ready) return true;
+  spdlog::error("sink '{}': the plugin's close() did not return within shutdown_timeout ({} ms); leaving it",
+                definition_.key, runtime_config_.shutdown_timeout.count());
+  return false;
 }
 
 }  // namespace picomq::runtime

@@ -28,12 +28,14 @@ class SinkRunner {
   // Loads and opens the plugin, starts the consumers. False (and status Error) when it cannot.
   bool start();
   void request_stop();
-  // Waits for every block; false when one had to be abandoned (plugin stuck past shutdown_timeout).
+  // Waits for every block, then closes the plugin; false when a block or close() had to be
+  // abandoned (the plugin stuck past shutdown_timeout).
   bool join();
   const std::string& key() const { return definition_.key; }
 
  private:
   void on_block_error(size_t index, const std::string& message);
+  bool close_plugin();
 
   config::SinkDefinition definition_;
   const config::RuntimeConfig& runtime_config_;

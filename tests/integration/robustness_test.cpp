@@ -62,6 +62,32 @@ TEST(Robustness, HungSinkPausesTheConsumerWithinTheBufferLimitAndShutdownGivesUp
   EXPECT_EQ(kafka.committed("picomq-connect-sink-hung", topic), -1001) << "the hung batch stays uncommitted";
 }
 
+TEST(Robustness, APluginThatHangsInCloseIsLeftAfterShutdownTimeoutAndTheOthersStopCleanly) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("closing");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 10));
+  Runtime rt(kafka.bootstrap());
+  rt.runtime_settings("shutdown_timeout = \"2s\"");
+  rt.add_definition("stuck.toml", testkit_definition("stuck", "topics = [\"" + topic + "\"]",
+                                                     testkit_config(rt, "stuck", "hang_in_close = true")));
+  rt.add_definition("fine.toml", testkit_definition("fine", "topics = [\"" + topic + "\"]", testkit_config(rt, "fine")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-stuck", topic) == 10; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-fine", topic) == 10; }, 30s)) << rt.log();
+  const auto stop = std::chrono::steady_clock::now();
+  rt.signal(SIGTERM);
+  const auto code = rt.wait_exit(30s);
+  ASSERT_TRUE(code.has_value()) << "a close() that never returns must not keep the process up\n" << rt.log();
+  EXPECT_EQ(*code, 3) << rt.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, scaled(10s)) << "bounded by shutdown_timeout (2 s)";
+  EXPECT_NE(rt.log().find("sink 'stuck': the plugin's close() did not return within shutdown_timeout (2000 ms)"),
+            std::string::npos) << rt.log();
+  EXPECT_EQ(rt.log().find("sink 'fine': the plugin's close() did not return"), std::string::npos) << rt.log();
+  EXPECT_NE(rt.log().find("exiting without cleanup: a sink was still writing or closing"), std::string::npos) << rt.log();
+  EXPECT_EQ(kafka.committed("picomq-connect-sink-stuck", topic), 10) << "what was written stays committed";
+}
+
 TEST(Robustness, UnreachableOrVanishingBrokerIsRetriedWithClearLogLines) {
   Kafka late(make_temp_dir("picomq-kafka-late"), free_port());
   const auto topic = unique_name("late");

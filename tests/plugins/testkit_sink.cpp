@@ -18,6 +18,7 @@
 //   delay_ms       every call sleeps this long first (a slow destination)
 //   hang_on_call   that call (1-based) never returns (a hung destination)
 //   crash_on_call  that call aborts the process
+//   hang_in_close  close() never returns (a plugin stuck at shutdown)
 //   open_error     open() fails with this message
 //   log_headers    each log line ends with "<TAB>headers=<count>" (the headers the record came with)
 //   unread_headers open() declares that this instance never reads headers (PMQ_FIELD_HEADERS)
@@ -64,6 +65,7 @@ constexpr std::array kOptions{
     pmq_option{"delay_ms", PMQ_OPTION_INT, 0, "0", nullptr, "every call sleeps this long first"},
     pmq_option{"hang_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call never returns"},
     pmq_option{"crash_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call aborts the process"},
+    pmq_option{"hang_in_close", PMQ_OPTION_BOOL, 0, "false", nullptr, "close() never returns"},
     pmq_option{"open_error", PMQ_OPTION_STRING, 0, nullptr, nullptr, "open() fails with this message"},
     pmq_option{"log_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "log lines end with the record's header count"},
     pmq_option{"unread_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "declare at open() that headers are never read"},
@@ -106,6 +108,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
     delay_ms_ = config.integer("delay_ms");
     hang_on_call_ = config.integer("hang_on_call");
     crash_on_call_ = config.integer("crash_on_call");
+    hang_in_close_ = config.boolean("hang_in_close");
     log_headers_ = config.boolean("log_headers");
     if (config.boolean("unread_headers")) declare_unread_fields(PMQ_FIELD_HEADERS);
     if (config.integer("max_in_flight") > 0) declare_max_in_flight(static_cast<uint32_t>(config.integer("max_in_flight")));
@@ -158,6 +161,8 @@ class Testkit : public sdk::BaseSink<Testkit> {
 #endif
 
   void close() {
+    if (hang_in_close_)
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 #if defined(TESTKIT_ASYNC)
     for (auto& w : workers_) w.join();  // every write completed before close(); the threads end
 #endif
@@ -257,6 +262,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
   int64_t reject_offset_ = -1;
   int64_t delay_ms_ = 0;
   int64_t hang_on_call_ = -1;
+  bool hang_in_close_ = false;
   int64_t crash_on_call_ = -1;
   int64_t calls_ = 0;
   int64_t failures_ = 0;

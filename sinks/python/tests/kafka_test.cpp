@@ -285,6 +285,28 @@ TEST(PythonAsync, WritesOverlapCommitsStayInOrderAndCloseComesLast) {
   EXPECT_EQ(lines.back()["event"], "close") << "close() after every write completed";
 }
 
+// close_timeout is the plugin's own, graceful bound (the coroutine is cancelled); above the
+// runtime's shutdown_timeout the runtime's bound comes first: the process does not wait longer.
+TEST(PythonAsync, AHangingCloseIsBoundedByTheRuntimesShutdownTimeout) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("hangclose");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 5), 0);
+  Runtime rt(kafka.bootstrap());
+  rt.runtime_settings("shutdown_timeout = \"2s\"");
+  rt.add_definition("hang.toml", python_definition("py-hang-long", topic, "test_sinks:HangingClose", out_option(rt, "hang.jsonl"),
+                                                   "close_timeout = \"60s\"\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-hang-long", topic) == 5; }, 30s)) << rt.log();
+  const auto stop = std::chrono::steady_clock::now();
+  rt.signal(SIGTERM);
+  const auto code = rt.wait_exit(30s);
+  ASSERT_TRUE(code.has_value()) << rt.log();
+  EXPECT_EQ(*code, 3) << rt.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, 10s) << "shutdown_timeout (2 s), not close_timeout (60 s)";
+  EXPECT_NE(rt.log().find("the plugin's close() did not return within shutdown_timeout (2000 ms)"), std::string::npos) << rt.log();
+}
+
 // A Python sink that holds the GIL for 10 s in a pure-Python loop does not stall a C++ sink of the
 // same process, and the consumer keeps serving its group: with session.timeout.ms = 6000 the
 // member is never dropped (no partition lost or revoked, each record written once).
