@@ -328,6 +328,14 @@ class ConfigProblems {
   }
   bool empty() const { return text_.empty(); }
   const std::string& text() const { return text_; }
+  // For open(), which re-checks what validate() checked (a host may skip validate()): every
+  // problem as one FatalError, one per line.
+  void throw_if_any() const {
+    if (empty()) return;
+    std::string message = text_;
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    throw FatalError(message);
+  }
 
  private:
   std::string text_;

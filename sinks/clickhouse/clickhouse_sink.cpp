@@ -152,7 +152,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto plan = ch::plan(config, problems);
-    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    problems.throw_if_any();
     plan_ = std::make_unique<ch::Plan>(std::move(*plan));
     const ch::Settings& s = plan_->settings;
     if (!s.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);

@@ -20,13 +20,13 @@
 #include "elasticsearch/bulk.h"
 #include "elasticsearch/config.h"
 #include "elasticsearch/items.h"
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/outcome.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
@@ -64,11 +64,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto plan = es::plan(config, problems);
-    if (!plan) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     plan_ = std::make_unique<es::Plan>(std::move(*plan));
     const es::Settings& s = plan_->settings;
     encoder_ = std::make_unique<es::BulkEncoder>(s, plan_->routing_path);
@@ -114,8 +110,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     for (kit::Chunk& chunk : chunks) {
       std::vector<size_t> positions(chunk.count);
       for (size_t k = 0; k < chunk.count; ++k) positions[k] = chunk.first + k;
-      send(write, std::move(positions), std::make_shared<const std::string>(std::move(chunk.body)), deadline(),
-           kit::Backoff({.initial = 200ms, .max = 5s}));
+      send(write, std::move(positions), std::make_shared<const std::string>(std::move(chunk.body)), fresh_budget());
     }
     write->done.finish_one();
     return result;
@@ -146,7 +141,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   kit::SplitLimits limits() const {
     return {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
   }
-  Clock::time_point deadline() const { return Clock::now() + plan_->settings.retry_timeout; }
+  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
 
   std::string bounded(std::string_view text) const {
     std::string out = client_->redactor().redact(text);
@@ -172,15 +167,14 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   }
 
   // Sends the items at `positions` of `write` (rendered in `body`) and handles what comes back.
-  void send(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
-            kit::Backoff backoff) {
+  void send(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget) {
     count("requests");
-    client_->send_async(bulk_request(body), [this, write, positions = std::move(positions), body, deadline,
-                                             backoff](kit::HttpResponse response) mutable {
+    client_->send_async(bulk_request(body), [this, write, positions = std::move(positions), body,
+                                             budget](kit::HttpResponse response) mutable {
       const kit::Classification c = rules_.classify(response);
       const size_t n = positions.size();
       switch (c.outcome) {
-        case kit::Outcome::Written: return items_done(write, positions, response, deadline, backoff);
+        case kit::Outcome::Written: return items_done(write, positions, response, budget);
         case kit::Outcome::TooLarge:
         case kit::Outcome::Rejected:
           if (n > 1) return split(write, positions, c.reason);  // bisect: find the records refused
@@ -191,7 +185,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
           if (c.outcome == kit::Outcome::MaybeWritten) mark_written(write);
-          if (resend_later(write, std::move(positions), std::move(body), deadline, backoff, c)) return;
+          if (resend_later(write, std::move(positions), std::move(body), budget, c)) return;
           fail(write, c);
           return finish_one(write);
         case kit::Outcome::Fatal:
@@ -209,7 +203,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
 
   // A 2xx _bulk response: walks every item.
   void items_done(const WritePtr& write, const std::vector<size_t>& positions, const kit::HttpResponse& response,
-                  Clock::time_point deadline, kit::Backoff backoff) {
+                  kit::ResendBudget budget) {
     auto parsed = es::parse_bulk_response(response.body, positions.size());
     if (!parsed) {
       mark_written(write);  // the request went through; what of it is unknown
@@ -263,7 +257,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
                                 .reason = "index " + write->index + ": " + std::to_string(again.size()) + " of " +
                                           std::to_string(positions.size()) + " items refused as transient: " +
                                           bounded(retry_reason)};
-    if (resend_later(write, std::move(again), std::move(body), deadline, backoff, c)) return;
+    if (resend_later(write, std::move(again), std::move(body), budget, c)) return;
     fail(write, c);
     finish_one(write);
   }
@@ -273,32 +267,29 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     count("splits");
     log(sdk::LogLevel::Debug, "splitting a _bulk request of " + std::to_string(positions.size()) + " items: " + why);
     write->done.add(1);  // two halves replace this request
-    const kit::Halves h = kit::halves(0, positions.size());
-    for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
-      std::vector<size_t> half(positions.begin() + static_cast<std::ptrdiff_t>(from),
-                               positions.begin() + static_cast<std::ptrdiff_t>(from + n));
+    for (auto& half : kit::halve(positions)) {
       auto body = std::make_shared<const std::string>(body_of(*write, half));
-      send(write, std::move(half), std::move(body), deadline(), kit::Backoff({.initial = 200ms, .max = 5s}));
+      send(write, std::move(half), std::move(body), fresh_budget());
     }
   }
 
-  // Schedules a resend after the back-off (at least the server's Retry-After) while the deadline
-  // allows; false when it does not (the write then fails as a retry).
-  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
-                    kit::Backoff backoff, const kit::Classification& c) {
-    auto delay = backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
-    if (closing_ || Clock::now() + delay > deadline) return false;
+  // Schedules a resend after the budget's next wait (at least the server's Retry-After) while its
+  // deadline allows; false when it does not (the write then fails as a retry).
+  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget& budget,
+                    const kit::Classification& c) {
+    const auto wait = budget.next_delay(c);
+    if (!wait || closing_) return false;
+    const std::chrono::milliseconds delay = *wait;
     count("resends");
     log(sdk::LogLevel::Debug, "resending " + std::to_string(positions.size()) + " items in " +
                                   std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), deadline, backoff,
+    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), budget,
                              c](bool run) mutable {
       if (!run) {
         fail(write, c);
         return finish_one(write);
       }
-      send(write, std::move(positions), std::move(body), deadline, backoff);
+      send(write, std::move(positions), std::move(body), budget);
     });
     return true;
   }

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "http/bodies.h"
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
@@ -27,6 +26,7 @@
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/outcome.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/record_json.hpp"
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/sdk.hpp"
@@ -209,8 +209,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     const auto bodies = hs::render_bodies(batch.raw(), write->records, 0, write->records.size(), settings_.body,
                                           write->json, limits());
     write->done.add(bodies.size() + plan.deletes.size());
-    for (const hs::Body& body : bodies) send(write, body.first, body.count, body.bytes, deadline());
-    for (size_t index : plan.deletes) send_delete(write, index, deadline());
+    for (const hs::Body& body : bodies) send(write, body.first, body.count, body.bytes, fresh_budget());
+    for (size_t index : plan.deletes) send_delete(write, index, fresh_budget());
     finish_one(write);
     return result;
   }
@@ -245,7 +245,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   kit::SplitLimits limits() const {
     return {settings_.max_request_bytes.bytes, static_cast<size_t>(settings_.max_request_records)};
   }
-  Clock::time_point deadline() const { return Clock::now() + settings_.retry_timeout; }
+  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(settings_.retry_timeout); }
 
   std::string url_for(std::string_view topic) {
     std::lock_guard lock(urls_mutex_);
@@ -293,13 +293,12 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
 
   // Sends records[first, first + count) of `write` (rendered in `body`) and handles what comes back.
   void send(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::string body,
-            Clock::time_point deadline) {
-    send(write, first, n, std::make_shared<const std::string>(std::move(body)), deadline,
-         kit::Backoff({.initial = 200ms, .max = 5s}));
+            kit::ResendBudget budget) {
+    send(write, first, n, std::make_shared<const std::string>(std::move(body)), budget);
   }
   // The body is shared between the request and the callback that may resend it: never copied.
   void send(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::shared_ptr<const std::string> body,
-            Clock::time_point deadline, kit::Backoff backoff) {
+            kit::ResendBudget budget) {
     const pmq_batch& b = write->batch;
     const int64_t first_offset = pmq_batch_record(&b, write->records[first])->offset;
     const int64_t last_offset = pmq_batch_record(&b, write->records[first + n - 1])->offset;
@@ -311,9 +310,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
                                         ? *settings_.content_type
                                         : std::string(hs::default_content_type(settings_.body, b.payload_format)));
     count("requests");
-    client_->send_async(std::move(r), [this, write, first, n, deadline, backoff,
-                                       body](kit::HttpResponse response) mutable {
-      if (reauthorize(write, response, [=, this] { send(write, first, n, body, deadline, backoff); })) return;
+    client_->send_async(std::move(r), [this, write, first, n, budget, body](kit::HttpResponse response) mutable {
+      if (reauthorize(write, response, [=, this] { send(write, first, n, body, budget); })) return;
       const kit::Classification c = rules_.classify(response);
       switch (c.outcome) {
         case kit::Outcome::Written:
@@ -336,7 +334,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
           if (c.outcome == kit::Outcome::MaybeWritten) mark_written(write);
-          if (resend_later(write, first, n, body, deadline, backoff, c)) return;
+          if (resend_later(write, first, n, body, budget, c)) return;
           fail(write, c);
           return finish_one(write);
         case kit::Outcome::Fatal:
@@ -355,31 +353,30 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     for (auto [from, half] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
       // Each half as one body (its records fit: they did as a whole).
       auto bodies = hs::render_bodies(write->batch, write->records, from, half, settings_.body, write->json, {0, half});
-      send(write, from, half, std::move(bodies.front().bytes), deadline());
+      send(write, from, half, std::move(bodies.front().bytes), fresh_budget());
     }
   }
 
-  // Schedules a resend after the back-off (at least the server's Retry-After) while the deadline
-  // allows; false when it does not (the write then fails as a retry).
+  // Schedules a resend after the budget's next wait (at least the server's Retry-After) while its
+  // deadline allows; false when it does not (the write then fails as a retry).
   bool resend_later(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n,
-                    std::shared_ptr<const std::string> body,
-                    Clock::time_point deadline, kit::Backoff backoff, const kit::Classification& c) {
-    auto delay = backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
-    if (closing_ || Clock::now() + delay > deadline) return false;
+                    std::shared_ptr<const std::string> body, kit::ResendBudget& budget, const kit::Classification& c) {
+    const auto wait = budget.next_delay(c);
+    if (!wait || closing_) return false;
+    const std::chrono::milliseconds delay = *wait;
     count("resends");
     log(sdk::LogLevel::Debug, "resending in " + std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, first, n, body = std::move(body), deadline, backoff, c](bool run) mutable {
+    scheduler_.after(delay, [this, write, first, n, body = std::move(body), budget, c](bool run) mutable {
       if (!run) {
         fail(write, c);
         return finish_one(write);
       }
-      send(write, first, n, std::move(body), deadline, backoff);
+      send(write, first, n, std::move(body), budget);
     });
     return true;
   }
 
-  void send_delete(const std::shared_ptr<BatchWrite>& write, size_t index, Clock::time_point deadline) {
+  void send_delete(const std::shared_ptr<BatchWrite>& write, size_t index, kit::ResendBudget budget) {
     const pmq_record& r = *pmq_batch_record(&write->batch, index);
     const std::string key(reinterpret_cast<const char*>(r.key.data), r.key.size);
     std::string url = write->url;
@@ -388,8 +385,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     kit::HttpRequest req = request(*write, "DELETE", std::move(url), {},
                                    hs::idempotency_key(write->batch.topic, write->batch.partition, r.offset, r.offset));
     count("requests");
-    client_->send_async(std::move(req), [this, write, index, deadline](kit::HttpResponse response) {
-      if (reauthorize(write, response, [=, this] { send_delete(write, index, deadline); })) return;
+    client_->send_async(std::move(req), [this, write, index, budget](kit::HttpResponse response) mutable {
+      if (reauthorize(write, response, [=, this] { send_delete(write, index, budget); })) return;
       kit::Classification c = rules_.classify(response);
       if (response.status == 404 || response.status == 410) c.outcome = kit::Outcome::Written;  // already gone
       switch (c.outcome) {
@@ -398,9 +395,10 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
         case kit::Outcome::TooLarge: write->done.reject(index, c.reason); break;
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
-          if (Clock::now() < deadline && !closing_) {
-            scheduler_.after(200ms, [this, write, index, deadline, c](bool run) {
-              if (run) return send_delete(write, index, deadline);
+          if (const auto wait = budget.next_delay(c); wait && !closing_) {
+            count("resends");
+            scheduler_.after(*wait, [this, write, index, budget, c](bool run) {
+              if (run) return send_delete(write, index, budget);
               fail(write, c);
               finish_one(write);
             });

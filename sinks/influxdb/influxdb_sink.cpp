@@ -17,11 +17,11 @@
 #include "influxdb/config.h"
 #include "influxdb/points.h"
 #include "influxdb/write_errors.h"
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/outcome.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
@@ -56,11 +56,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto plan = influx::plan(config, problems);
-    if (!plan) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     plan_ = std::make_unique<influx::Plan>(std::move(*plan));
     const influx::Settings& s = plan_->settings;
     mapper_ = std::make_unique<influx::PointMapper>(*plan_);
@@ -112,8 +108,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     for (kit::Chunk& chunk : chunks) {
       std::vector<size_t> positions(chunk.count);
       for (size_t k = 0; k < chunk.count; ++k) positions[k] = chunk.first + k;
-      send(write, std::move(positions), std::make_shared<const std::string>(std::move(chunk.body)), deadline(),
-           kit::Backoff({.initial = 200ms, .max = 5s}));
+      send(write, std::move(positions), std::make_shared<const std::string>(std::move(chunk.body)), fresh_budget());
     }
     write->done.finish_one();
     return result;
@@ -140,7 +135,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
   kit::SplitLimits limits() const {
     return {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_lines)};
   }
-  Clock::time_point deadline() const { return Clock::now() + plan_->settings.retry_timeout; }
+  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
 
   std::string bounded(std::string_view text) const {
     std::string out = client_->redactor().redact(text);
@@ -166,11 +161,10 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
   }
 
   // Sends the lines at `positions` of `write` (rendered in `body`) and handles what comes back.
-  void send(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
-            kit::Backoff backoff) {
+  void send(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget) {
     count("requests");
-    client_->send_async(write_request(body), [this, write, positions = std::move(positions), body, deadline,
-                                              backoff](kit::HttpResponse response) mutable {
+    client_->send_async(write_request(body), [this, write, positions = std::move(positions), body,
+                                              budget](kit::HttpResponse response) mutable {
       const kit::Classification c = rules_.classify(response);
       const size_t n = positions.size();
       switch (c.outcome) {
@@ -186,7 +180,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
           if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
-          if (resend_later(write, std::move(positions), std::move(body), deadline, backoff, c)) return;
+          if (resend_later(write, std::move(positions), std::move(body), budget, c)) return;
           write->done.fail(c);
           { write->done.finish_one(); return; }
         case kit::Outcome::Fatal:
@@ -230,7 +224,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     }
     count("resent_after_refusal");
     auto body = std::make_shared<const std::string>(body_of(*write, rest));
-    send(write, std::move(rest), std::move(body), deadline(), kit::Backoff({.initial = 200ms, .max = 5s}));
+    send(write, std::move(rest), std::move(body), fresh_budget());
   }
 
   kit::Classification with_hint(kit::Classification c, const kit::HttpResponse& response) const {
@@ -257,32 +251,29 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     count("splits");
     log(sdk::LogLevel::Debug, "splitting a write of " + std::to_string(positions.size()) + " lines: " + why);
     write->done.add(1);  // two halves replace this request
-    const kit::Halves h = kit::halves(0, positions.size());
-    for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
-      std::vector<size_t> half(positions.begin() + static_cast<std::ptrdiff_t>(from),
-                               positions.begin() + static_cast<std::ptrdiff_t>(from + n));
+    for (auto& half : kit::halve(positions)) {
       auto body = std::make_shared<const std::string>(body_of(*write, half));
-      send(write, std::move(half), std::move(body), deadline(), kit::Backoff({.initial = 200ms, .max = 5s}));
+      send(write, std::move(half), std::move(body), fresh_budget());
     }
   }
 
-  // Schedules a resend after the back-off (at least the server's Retry-After) while the deadline
-  // allows; false when it does not (the write then fails as a retry).
-  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
-                    kit::Backoff backoff, const kit::Classification& c) {
-    auto delay = backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
-    if (closing_ || Clock::now() + delay > deadline) return false;
+  // Schedules a resend after the budget's next wait (at least the server's Retry-After) while its
+  // deadline allows; false when it does not (the write then fails as a retry).
+  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget& budget,
+                    const kit::Classification& c) {
+    const auto wait = budget.next_delay(c);
+    if (!wait || closing_) return false;
+    const std::chrono::milliseconds delay = *wait;
     count("resends");
     log(sdk::LogLevel::Debug, "resending " + std::to_string(positions.size()) + " lines in " +
                                   std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), deadline, backoff,
+    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), budget,
                              c](bool run) mutable {
       if (!run) {
         write->done.fail(c);
         { write->done.finish_one(); return; }
       }
-      send(write, std::move(positions), std::move(body), deadline, backoff);
+      send(write, std::move(positions), std::move(body), budget);
     });
     return true;
   }

@@ -22,7 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
@@ -32,6 +31,7 @@
 #include "picomq/kit/outcome.hpp"
 #include "picomq/kit/record_id.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/kit/splitter.hpp"
@@ -238,11 +238,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto s = plan(config, problems);
-    if (!s) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     s_ = std::move(*s);
     kit::RecordJsonOptions o;
     o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
@@ -363,8 +359,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   struct Queued {
     WritePtr write;
     Part part;
-    Clock::time_point deadline;
-    kit::Backoff backoff;
+    kit::ResendBudget budget;
   };
 
   kit::SplitLimits limits() const {
@@ -414,7 +409,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   // batch's deletes and documents (and the batches of a partition) apply in record order.
 
   void enqueue(const WritePtr& write, Part part, bool front) {
-    Queued q{write, std::move(part), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s})};
+    Queued q{write, std::move(part), kit::ResendBudget(s_.retry_timeout)};
     std::unique_lock lock(lane_mutex_);
     if (front) lane_.push_front(std::move(q));
     else lane_.push_back(std::move(q));
@@ -506,17 +501,16 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   // Resends `q` after the back-off while its deadline allows (the lane stays held); false when it
   // does not (the write then fails as a retry, and the lane moves on).
   bool resend_later(Queued q, const kit::Classification& c) {
-    auto delay = q.backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
-    if (closing_ || Clock::now() + delay > q.deadline) {
+    const auto wait = q.budget.next_delay(c);
+    if (!wait || closing_) {
       fail(q.write, {.outcome = c.outcome == kit::Outcome::MaybeWritten ? kit::Outcome::MaybeWritten : kit::Outcome::Retry,
                      .reason = "index " + q.write->index + ": " + bounded(c.reason)});
       finish_one(q.write);
       return false;
     }
     count("resends");
-    log(sdk::LogLevel::Debug, "resending to index " + q.write->index + " in " + std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, q = std::move(q), c](bool run) mutable {
+    log(sdk::LogLevel::Debug, "resending to index " + q.write->index + " in " + std::to_string(wait->count()) + " ms: " + c.reason);
+    scheduler_.after(*wait, [this, q = std::move(q), c](bool run) mutable {
       if (!run) {
         fail(q.write, {.outcome = kit::Outcome::Retry, .reason = "closing: " + c.reason});
         finish_one(q.write);
@@ -532,11 +526,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     count("splits");
     log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(q.part.positions.size()) + " documents: " + why);
     q.write->done.add(1);
-    const kit::Halves h = kit::halves(0, q.part.positions.size());
     std::vector<Part> halves;
-    for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
-      Part p{q.part.del, {q.part.positions.begin() + static_cast<std::ptrdiff_t>(from),
-                          q.part.positions.begin() + static_cast<std::ptrdiff_t>(from + n)}, nullptr};
+    for (auto& positions : kit::halve(q.part.positions)) {
+      Part p{q.part.del, std::move(positions), nullptr};
       p.body = std::make_shared<const std::string>(body_of(*q.write, p.positions, p.del));
       halves.push_back(std::move(p));
     }
@@ -544,8 +536,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       // Put both halves at the front, in order, then release the lane for them.
       {
         std::lock_guard lock(lane_mutex_);
-        lane_.push_front(Queued{q.write, std::move(halves[1]), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s})});
-        lane_.push_front(Queued{q.write, std::move(halves[0]), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s})});
+        lane_.push_front(Queued{q.write, std::move(halves[1]), kit::ResendBudget(s_.retry_timeout)});
+        lane_.push_front(Queued{q.write, std::move(halves[0]), kit::ResendBudget(s_.retry_timeout)});
       }
       return lane_next();
     }
@@ -622,10 +614,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     }
     if (error.type == "internal" || error.type == "system") {
       kit::Classification retry{.outcome = kit::Outcome::Retry, .reason = reason};
-      auto d = q.backoff.next();
-      if (!closing_ && Clock::now() + d <= q.deadline) {
+      if (const auto wait = q.budget.next_delay(retry); wait && !closing_) {
         count("resends");
-        scheduler_.after(d, [this, q = std::move(q), retry](bool run) mutable {
+        scheduler_.after(*wait, [this, q = std::move(q), retry](bool run) mutable {
           if (!run) {
             fail(q.write, retry);
             return finish_one(q.write);

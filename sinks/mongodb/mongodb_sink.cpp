@@ -42,11 +42,6 @@ using namespace std::chrono_literals;
 constexpr size_t kSegmentBatches = 64;
 constexpr auto kSegmentIdle = 10ms;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -116,7 +111,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto plan = mg::plan(config, problems);
-    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    problems.throw_if_any();
     plan_ = std::make_unique<mg::Plan>(std::move(*plan));
     const mg::Settings& s = plan_->settings;
     log_route_ = std::make_unique<mg::LibraryLogRoute>([this](mongoc_log_level_t level, const std::string& line) {

@@ -43,11 +43,6 @@ namespace kit = picomq::kit;
 using pg::Clock;
 using namespace std::chrono_literals;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 // One topic's table. Columns mode with inferred columns gives each topic its own layout (and
 // encoder); the other modes share the sink's.
 struct TopicTable {
@@ -95,7 +90,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;  // a host that skips validate() (ABI < 2.2) gets the same checks
     auto plan = pg::plan(config, problems);
-    if (!plan) throw sdk::FatalError(trim(problems.text()));
+    problems.throw_if_any();
     const pg::Settings& s = plan->settings;
     reconnect_timeout_ = s.reconnect_timeout;
     template_ = std::move(plan->target_table);

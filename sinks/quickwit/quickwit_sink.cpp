@@ -25,7 +25,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
@@ -35,6 +34,7 @@
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/outcome.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/kit/splitter.hpp"
@@ -262,11 +262,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto s = plan(config, problems);
-    if (!s) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     s_ = std::move(*s);
     kit::RecordJsonOptions o;
     o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
@@ -347,7 +343,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
       std::vector<size_t> positions(c.count);
       for (size_t k = 0; k < c.count; ++k) positions[k] = c.first + k;
       send(write, std::move(positions), std::make_shared<const std::string>(std::move(c.body)),
-           Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s}));
+           kit::ResendBudget(s_.retry_timeout));
     }
     write->done.finish_one();
     return result;
@@ -403,18 +399,18 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     return out;
   }
 
-  void send(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline, kit::Backoff backoff) {
+  void send(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget) {
     count("requests");
     kit::HttpRequest r{.method = "POST", .url = s_.url + write_path_ + write->index + write_query_};
     r.body = kit::HttpBody::borrowed(*body);
     r.headers.set("Content-Type", "application/x-ndjson");
-    client_->send_async(std::move(r), [this, write, positions = std::move(positions), body, deadline,
-                                       backoff](kit::HttpResponse response) mutable {
+    client_->send_async(std::move(r), [this, write, positions = std::move(positions), body,
+                                       budget](kit::HttpResponse response) mutable {
       const kit::Classification c = rules_.classify(response);
       const size_t n = positions.size();
       switch (c.outcome) {
         case kit::Outcome::Written:
-          if (s_.endpoint == Endpoint::ElasticBulk) return bulk_accepted(write, std::move(positions), std::move(body), deadline, backoff, response);
+          if (s_.endpoint == Endpoint::ElasticBulk) return bulk_accepted(write, std::move(positions), std::move(body), budget, response);
           return accepted(write, positions, *body, response);
         case kit::Outcome::TooLarge:
           if (n > 1) return split(write, positions, c.reason);
@@ -424,7 +420,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
         case kit::Outcome::Retry:
         case kit::Outcome::MaybeWritten:
           if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
-          if (resend_later(write, std::move(positions), std::move(body), deadline, backoff, c)) return;
+          if (resend_later(write, std::move(positions), std::move(body), budget, c)) return;
           fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason)});
           return finish_one(write);
         case kit::Outcome::Rejected:  // 400: the request itself (index id, query, ingest v1 without detailed_response)
@@ -498,8 +494,8 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
   // A 200 from _elastic/_bulk. As documented it only says how many documents were taken for
   // processing; a Quickwit that answers in Elasticsearch's shape lists failed items instead (one
   // request holds one index: an item's failure is the whole request's).
-  void bulk_accepted(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
-                     kit::Backoff backoff, const kit::HttpResponse& response) {
+  void bulk_accepted(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget,
+                     const kit::HttpResponse& response) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (parser.parse(response.body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) {
@@ -523,7 +519,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
         if (status == 404) return index_not_found(write, why);
         const kit::Classification c{.outcome = status == 429 || status >= 500 ? kit::Outcome::Retry : kit::Outcome::Fatal,
                                     .reason = why + " " + response.body_excerpt(300), .status = static_cast<long>(status)};
-        if (c.outcome == kit::Outcome::Retry && resend_later(write, std::move(positions), std::move(body), deadline, backoff, c)) return;
+        if (c.outcome == kit::Outcome::Retry && resend_later(write, std::move(positions), std::move(body), budget, c)) return;
         fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason), .status = c.status});
         return finish_one(write);
       }
@@ -551,30 +547,27 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     count("splits");
     log(sdk::LogLevel::Debug, "splitting an ingest request of " + std::to_string(positions.size()) + " documents: " + why);
     write->done.add(1);
-    const kit::Halves h = kit::halves(0, positions.size());
-    for (auto [from, n] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
-      std::vector<size_t> half(positions.begin() + static_cast<std::ptrdiff_t>(from),
-                               positions.begin() + static_cast<std::ptrdiff_t>(from + n));
+    for (auto& half : kit::halve(positions)) {
       auto body = std::make_shared<const std::string>(body_of(*write, half));
-      send(write, std::move(half), std::move(body), Clock::now() + s_.retry_timeout, kit::Backoff({.initial = 200ms, .max = 5s}));
+      send(write, std::move(half), std::move(body), kit::ResendBudget(s_.retry_timeout));
     }
   }
 
-  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, Clock::time_point deadline,
-                    kit::Backoff backoff, const kit::Classification& c) {
-    auto delay = backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
-    if (closing_ || Clock::now() + delay > deadline) return false;
+  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget& budget,
+                    const kit::Classification& c) {
+    const auto wait = budget.next_delay(c);
+    if (!wait || closing_) return false;
+    const std::chrono::milliseconds delay = *wait;
     count("resends");
     log(sdk::LogLevel::Debug, "resending " + std::to_string(positions.size()) + " documents to index " + write->index + " in " +
                                   std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), deadline, backoff,
+    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), budget,
                              c](bool run) mutable {
       if (!run) {
         fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason)});
         return finish_one(write);
       }
-      send(write, std::move(positions), std::move(body), deadline, backoff);
+      send(write, std::move(positions), std::move(body), budget);
     });
     return true;
   }

@@ -42,9 +42,11 @@ class S3Adapter final : public SinkAdapter {
     setenv("AWS_ACCESS_KEY_ID", SeaweedfsServer::kAccessKey, 1);
     setenv("AWS_SECRET_ACCESS_KEY", SeaweedfsServer::kSecretKey, 1);
     bucket_ = s3.create_bucket("conf");
-    // retry_timeout 1s: an outage fails write attempts soon (the suite watches the runtime retry them).
+    // retry_timeout 4s: an outage fails write attempts soon enough (the suite watches the runtime
+    // retry them), and the runtime's five attempts then span ~20 s, time for SeaweedFS to start
+    // again on a loaded machine (with 1s they spanned ~6 s, and a slow restart ended the sink).
     return "bucket = \"" + bucket_ + "\"\nendpoint = \"" + s3.endpoint() + "\"\nkey_template = \"" + target +
-           "/{partition}-{start_offset}.{ext}\"\nretry_timeout = \"1s\"";
+           "/{partition}-{start_offset}.{ext}\"\nretry_timeout = \"4s\"";
   }
 
   std::vector<WrittenRecord> read_back(const std::vector<Runtime*>&) override {

@@ -125,11 +125,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto p = s3::plan(config, problems);
-    if (!p) {
-      std::string text = problems.text();
-      if (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     plan_ = std::make_unique<s3::Plan>(std::move(*p));
     const s3::Settings& s = plan_->settings;
     writer_ = kit::RecordJsonWriter({.layout = s.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});

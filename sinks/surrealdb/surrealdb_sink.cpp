@@ -17,13 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/outcome.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/scheduler.hpp"
 #include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
@@ -63,11 +63,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto plan = sr::plan(config, problems);
-    if (!plan) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     plan_ = std::make_unique<sr::Plan>(std::move(*plan));
     const sr::Settings& s = plan_->settings;
     encoder_ = std::make_unique<sr::Encoder>(s);
@@ -109,7 +105,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     auto chunks = kit::split_records(0, write->items.size(), limits(), kit::Framing::none(),
                                      [&](size_t i, std::string& out) { out += write->cbor[i]; });
     write->done.add(chunks.size());
-    for (kit::Chunk& chunk : chunks) send(write, chunk.first, chunk.count, false, deadline(), new_backoff());
+    for (kit::Chunk& chunk : chunks) send(write, chunk.first, chunk.count, false, fresh_budget());
     write->done.finish_one();
     return result;
   }
@@ -134,8 +130,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   kit::SplitLimits limits() const {
     return {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
   }
-  Clock::time_point deadline() const { return Clock::now() + plan_->settings.retry_timeout; }
-  static kit::Backoff new_backoff() { return kit::Backoff({.initial = 200ms, .max = 5s}); }
+  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
 
   std::string bounded(std::string_view text) const {
     std::string out = client_->redactor().redact(text);
@@ -170,19 +165,18 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   }
 
   // Sends items [first, first + n) of `write` as one statement (or one per item).
-  void send(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
-            kit::Backoff backoff) {
+  void send(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget budget) {
     count("requests");
     const std::string text = sr::statement_text(write->shape, plan_->settings.mode, n, per_item);
     std::string body = sr::rpc_body(next_id_++, text, write->table, write->cbor, first, n);
-    client_->send_async(rpc_request(std::move(body)), [this, write, first, n, per_item, deadline,
-                                                      backoff](kit::HttpResponse response) mutable {
-      handle(write, first, n, per_item, deadline, backoff, response);
+    client_->send_async(rpc_request(std::move(body)),
+                        [this, write, first, n, per_item, budget](kit::HttpResponse response) mutable {
+      handle(write, first, n, per_item, budget, response);
     });
   }
 
-  void handle(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
-              kit::Backoff backoff, const kit::HttpResponse& response) {
+  void handle(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget budget,
+              const kit::HttpResponse& response) {
     kit::Classification c = rules_.classify(response);
     if (c.status == 401 && plan_->settings.auth == sr::AuthMode::Signin) {
       token_stale_ = true;  // signed in again by the next write_batch
@@ -190,7 +184,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       c.reason = "the session token was refused (expired?): signing in again; " + c.reason;
     }
     switch (c.outcome) {
-      case kit::Outcome::Written: return statements_done(write, first, n, per_item, deadline, backoff, response);
+      case kit::Outcome::Written: return statements_done(write, first, n, per_item, budget, response);
       case kit::Outcome::TooLarge:
       case kit::Outcome::Rejected:
         if (n > 1) return split(write, first, n, c.reason);
@@ -199,7 +193,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       case kit::Outcome::Retry:
       case kit::Outcome::MaybeWritten:
         if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
-        if (resend_later(write, first, n, per_item, deadline, backoff, c)) return;
+        if (resend_later(write, first, n, per_item, budget, c)) return;
         write->done.fail(c);
         return write->done.finish_one(), void();
       case kit::Outcome::Fatal:
@@ -211,8 +205,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   }
 
   // A 2xx /rpc answer: every statement's status.
-  void statements_done(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
-                       kit::Backoff backoff, const kit::HttpResponse& response) {
+  void statements_done(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget budget,
+                       const kit::HttpResponse& response) {
     auto parsed = sr::parse_rpc_response(response.body);
     const size_t expected = per_item ? n : 1;
     if (!parsed || parsed.value().error || parsed.value().statements.size() != expected) {
@@ -243,7 +237,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
             count("record_hunts");
             log(sdk::LogLevel::Debug, "a statement of " + std::to_string(n) +
                                           " records was refused; sending them one statement each: " + reason);
-            return send(write, first, n, true, deadline, backoff);
+            return send(write, first, n, true, budget);
           }
           refused.emplace_back(write->items[first + (per_item ? k : 0)].record, reason);
           break;
@@ -268,7 +262,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     else if (retry) {
       // Statements are independent: resending the whole range repeats only idempotent writes
       // (and finds the refused records again).
-      if (resend_later(write, first, n, per_item, deadline, backoff, *retry)) return;
+      if (resend_later(write, first, n, per_item, budget, *retry)) return;
       write->done.fail(*retry);
     }
     if (!refused.empty()) count("rejected_records", refused.size());
@@ -281,19 +275,19 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(n) + " records: " + bounded(why));
     write->done.add(1);
     const kit::Halves h = kit::halves(first, n);
-    send(write, h.first_a, h.count_a, false, deadline(), new_backoff());
-    send(write, h.first_b, h.count_b, false, deadline(), new_backoff());
+    send(write, h.first_a, h.count_a, false, fresh_budget());
+    send(write, h.first_b, h.count_b, false, fresh_budget());
   }
 
-  bool resend_later(const WritePtr& write, size_t first, size_t n, bool per_item, Clock::time_point deadline,
-                    kit::Backoff backoff, const kit::Classification& c) {
-    auto delay = backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
-    if (closing_ || Clock::now() + delay > deadline) return false;
+  bool resend_later(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget& budget,
+                    const kit::Classification& c) {
+    const auto wait = budget.next_delay(c);
+    if (!wait || closing_) return false;
+    const std::chrono::milliseconds delay = *wait;
     count("resends");
     log(sdk::LogLevel::Debug, "resending " + std::to_string(n) + " records in " + std::to_string(delay.count()) +
                                   " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, first, n, per_item, deadline, backoff, c](bool run) mutable {
+    scheduler_.after(delay, [this, write, first, n, per_item, budget, c](bool run) mutable {
       if (!run) {
         write->done.fail(c);
         write->done.finish_one();
@@ -305,7 +299,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
         write->done.finish_one();
         return;
       }
-      send(write, first, n, per_item, deadline, backoff);
+      send(write, first, n, per_item, budget);
     });
     return true;
   }

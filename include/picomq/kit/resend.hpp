@@ -1,0 +1,63 @@
+#pragma once
+// What the HTTP sinks do with one request the destination refused as a whole:
+//  - refused as transient (429, 503, 5xx, a lost connection): sent again after a growing back-off,
+//    at least the server's Retry-After, while the request's budget (retry_timeout from when it was
+//    first sent) allows; past it the write fails as a retry and the runtime's own retry schedule
+//    takes over. The budget travels with the request: each resend waits longer.
+//  - refused as too large, or holding a record the destination refuses: its items in two halves,
+//    each a request with a fresh budget.
+//
+//   void send(WritePtr w, std::vector<size_t> items, kit::ResendBudget budget) { ...
+//     case kit::Outcome::Retry:
+//       if (auto delay = budget.next_delay(c); delay && !closing_)
+//         return scheduler_.after(*delay, [=, this](bool run) mutable { run ? send(w, items, budget) : give_up(w, c); });
+//       return give_up(w, c);
+//     case kit::Outcome::TooLarge:
+//       for (auto& half : kit::halve(items)) send(w, std::move(half), kit::ResendBudget(s_.retry_timeout));
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/outcome.hpp"
+
+namespace picomq::kit {
+
+class ResendBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // 200 ms doubling to 5 s, with jitter: the kit's HTTP sinks' resend schedule.
+  static constexpr BackoffPolicy kDefaultPolicy{.initial = std::chrono::milliseconds(200),
+                                                .max = std::chrono::milliseconds(5000)};
+
+  // retry_timeout 0: never resent here (the runtime's retry does it).
+  explicit ResendBudget(std::chrono::milliseconds retry_timeout, BackoffPolicy policy = kDefaultPolicy)
+      : deadline_(Clock::now() + retry_timeout), backoff_(policy) {}
+
+  // How long to wait before resending a request refused this way; nullopt when that resend would
+  // come after the deadline.
+  std::optional<std::chrono::milliseconds> next_delay(const Classification& refusal) {
+    std::chrono::milliseconds delay = backoff_.next();
+    if (refusal.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *refusal.retry_after);
+    if (Clock::now() + delay > deadline_) return std::nullopt;
+    return delay;
+  }
+
+  Clock::time_point deadline() const { return deadline_; }
+
+ private:
+  Clock::time_point deadline_;
+  Backoff backoff_;
+};
+
+// A refused request's items in two requests, in order: [0, n/2) and the rest.
+template <class T>
+std::array<std::vector<T>, 2> halve(const std::vector<T>& items) {
+  const auto middle = items.begin() + static_cast<std::ptrdiff_t>(items.size() / 2);
+  return {std::vector<T>(items.begin(), middle), std::vector<T>(middle, items.end())};
+}
+
+}  // namespace picomq::kit
