@@ -125,9 +125,10 @@ void kill_replay_case(const std::string& key, const std::string& table, const st
   EXPECT_EQ(sum, 2 * int64_t{per} * (per - 1) / 2);
   for (const auto& r : all)
     if (r["pico_partition"] == 1 && r["pico_offset"] == 7) EXPECT_EQ(r["name"], "order-7");
-  for (const auto& [label, info] : doris_labels("kdb").items())
-    if (label.find(kit::url_safe(topic)) != std::string::npos)
-      EXPECT_TRUE(info["state"] == "VISIBLE" || info["state"] == "ABORTED") << label << " " << info.dump();
+  const json labels = doris_labels("kdb");
+  for (auto it = labels.begin(); it != labels.end(); ++it)
+    if (it.key().find(kit::url_safe(topic)) != std::string::npos)
+      EXPECT_TRUE(it.value()["state"] == "VISIBLE" || it.value()["state"] == "ABORTED") << it.key() << " " << it.value().dump();
 }
 
 TEST(DorisKafka, RecordsLandOnceAndASigkillReplayLoadsEachRecordOnce) { kill_replay_case("dkill", "orders_kill", ""); }
@@ -157,8 +158,9 @@ TEST(DorisKafka, TwoPhaseCommitFailuresAreRetriedAndABatchIsVisibleOnlyOnceCommi
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_EQ(rows_and_distinct(doris_rows("kdb", "twopc_fail")), (std::pair<size_t, size_t>{300, 300}));
   int precommitted = 0;
-  for (const auto& [label, info] : doris_labels("kdb").items())
-    if (label.find(kit::url_safe(topic)) != std::string::npos && info["state"] == "PRECOMMITTED") ++precommitted;
+  const json labels = doris_labels("kdb");
+  for (auto it = labels.begin(); it != labels.end(); ++it)
+    if (it.key().find(kit::url_safe(topic)) != std::string::npos && it.value()["state"] == "PRECOMMITTED") ++precommitted;
   EXPECT_EQ(precommitted, 0) << "every pre-committed load was committed or aborted";
 }
 
