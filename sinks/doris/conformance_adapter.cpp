@@ -1,7 +1,8 @@
 // The Doris sink in the conformance suite, on the test process's Doris contract server
 // (sinks/doris/tests/doris_contract.py, written from Doris's Stream Load manual: no Doris cluster
 // runs here). Each test starts on a reset server with one table in the envelope layout's shape;
-// rows are read back as envelopes. Labels make a replay load nothing twice. The outage: every FE
+// rows are read back as envelopes. Labels (one label_prefix for the test's two sink keys: the
+// replay case re-creates the sink under another key) make a replay load nothing twice. The outage: every FE
 // request answered 503; the permanent error: a `columns` header naming a column the table lacks
 // (Fail, ANALYSIS_ERROR); the refused record: strict_mode with payload.n mapped (jsonpaths) to an
 // INT column, and a payload whose n is not a number.
@@ -35,7 +36,7 @@ class DorisAdapter final : public SinkAdapter {
                                                     {{"name", "n"}, {"type", "INT"}, {"nullable", true}}}));
     return "url = \"" + test::doris_contract().base_url() +
            "\"\ndatabase = \"conf\"\ntable = \"records\"\npassword = \"pw\"\ndocument = \"envelope\"\ntimeout = \"2s\"\n"
-           "retry_timeout = \"1s\"\nlabel_span = 200";
+           "retry_timeout = \"1s\"\nlabel_span = 200\nlabel_prefix = \"conf\"";
   }
 
   std::vector<WrittenRecord> read_back(const std::vector<Runtime*>&) override {
