@@ -29,13 +29,13 @@ sink_plugin_config() {  # VARIANT RUN DIR
   printf 'connection_string = "host=127.0.0.1 port=%s user=postgres dbname=%s"\ntarget_table = "orders"\ndialect = "postgres_shim"\n' \
     "$rs_pg_port" "$rs_db"
   printf 's3_bucket = "%s"\ns3_endpoint = "%s"\naws_access_key_id = "picomq-test"\naws_secret_access_key = "picomq-test-secret"\n' \
-    "$rs_db" "$rs_s3_endpoint"
+    "${rs_db//_/-}" "$rs_s3_endpoint"
 }
 
 sink_prepare() {  # KIND LABEL RUN
   rs_db="$(echo "bench_$1_$2_$3" | tr '[:upper:]-' '[:lower:]_')"
   rs_sql postgres "DROP DATABASE IF EXISTS $rs_db" && rs_sql postgres "CREATE DATABASE $rs_db"
-  curl -sf -XPUT --aws-sigv4 "aws:amz:us-east-1:s3" --user picomq-test:picomq-test-secret "$rs_s3_endpoint/$rs_db" > /dev/null || true
+  curl -sf -XPUT --aws-sigv4 "aws:amz:us-east-1:s3" --user picomq-test:picomq-test-secret "$rs_s3_endpoint/${rs_db//_/-}" > /dev/null || true
 }
 
 sink_verify() {  # KIND LABEL RUN
