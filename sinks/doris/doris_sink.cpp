@@ -410,11 +410,10 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       cv.wait(lock, [&] { return left == 0; });
       if (!errors.empty()) throw sdk::RetryableError("checking which loads an earlier run made (get_load_state): " + errors.front());
       for (size_t k = 0; k < n; ++k) {
-        const std::string& st = states[k];
-        if (st == "VISIBLE" || st == "COMMITTED" || st == "PRECOMMITTED" || st == "PREPARE") {
-          if (st == "PREPARE") throw sdk::RetryableError("a load with label " + label(raw, load.first, ends[from + k]) + " is still running");
+        std::string st = states[k];
+        if (st == "PREPARE") st = await_end(label(raw, load.first, ends[from + k]));  // still running: wait for it
+        if (st == "VISIBLE" || st == "COMMITTED" || st == "PRECOMMITTED")
           if (!found || ends[from + k] > found->first) found = std::pair{ends[from + k], st};
-        }
       }
     }
     return found;
@@ -440,6 +439,25 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     }
     state = std::string(v);
     return true;
+  }
+
+  // The state of a running load (PREPARE) once it ended, waiting with back-off up to retry_timeout.
+  std::string await_end(const std::string& l) {
+    const auto deadline = Clock::now() + s_.retry_timeout;
+    kit::Backoff backoff({.initial = 200ms, .max = 2s});
+    while (true) {
+      std::string st;
+      try {
+        st = load_state(l);
+      } catch (const Retry& e) {
+        st = "PREPARE";
+      }
+      if (st != "PREPARE") return st;
+      const auto d = backoff.next();
+      if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError("a load with label " + l + " is still running after retry_timeout");
+      count("running_waits");
+      std::this_thread::sleep_for(d);
+    }
   }
 
   std::string load_state(const std::string& l) {

@@ -11,7 +11,8 @@
 //     label, nothing lost or doubled;
 //   - a row Doris filters goes through each bad-record policy (mapped back from the ErrorURL);
 //   - two-phase commit: loads visible only once committed, commit failures retried, a SIGKILL
-//     replay exact.
+//     replay exact;
+//   - a load still RUNNING when its answer timed out is awaited (get_load_state), not sent twice.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -214,6 +215,26 @@ TEST(DorisKafka, LostAnswersAndOutagesAreResentWithTheSameLabelNothingLostOrDoub
   EXPECT_EQ(rows_and_distinct(all), (std::pair<size_t, size_t>{600, 600})) << "every record once";
   const auto stats = json::parse(doris_contract().call("GET", "/_control/stats").second);
   EXPECT_GE(stats["requests"]["fe PUT /api/{db}/{table}/_stream_load"].get<int>(), 6 + 3 + 2 + 3);
+}
+
+TEST(DorisKafka, ALoadStillRunningWhenItsAnswerTimedOutIsAwaitedNotSentTwice) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("doris.running");
+  kafka.create_topic(topic);
+  doris_create_table("kdb", "running", kColumns);
+  kafka.produce_values(topic, json_values(0, 100));
+  // Loads take 7 s in the BE; the sink's request gives up after 6 s (load_timeout 1 s + 5 s) and
+  // re-sends: the label is RUNNING, so it waits for that load instead of loading again.
+  doris_control("config", {{"running_ms", 7000}});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition("drunning", topic, "running", "load_timeout = \"1s\"", "batch_length = 100"));
+  rt.start();
+  const bool done = wait_until([&] { return kafka.committed(group_of("drunning"), topic) == 100; }, 60s);
+  doris_control("config", {{"running_ms", 0}});
+  ASSERT_TRUE(done) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(rows_and_distinct(doris_rows("kdb", "running")), (std::pair<size_t, size_t>{100, 100}));
 }
 
 class DorisBadRecords : public ::testing::TestWithParam<std::string> {};
