@@ -7,7 +7,8 @@
 //     produced rows; the offsets table covers every offset once; no staged file is left;
 //   - a second sink loading the same topic into the same table merges to the same rows;
 //   - a row the database refuses (COPY stops at its line) goes through each bad-record policy;
-//   - the database down for a while: retried, nothing lost or doubled.
+//   - the database down for a while: retried, nothing lost or doubled;
+//   - a database role or S3 credentials refused: fatal, with a clear message and no secret.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -179,6 +180,41 @@ TEST_P(RedshiftBadRecords, ARowTheDatabaseRefusesGoesThroughThePolicyAndTheRestI
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, RedshiftBadRecords, ::testing::Values("fail", "skip", "dead_letter"));
+
+TEST(RedshiftKafka, RefusedCredentialsAreFatalWithAClearMessageAndCommitNothing) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_auth");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-auth");
+  const auto topic = unique_name("rs.auth");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 10));
+  // A database role that does not exist: fatal at open, the server's reason in the Error.
+  std::string def = definition("rauthdb", topic, db, bucket);
+  const std::string user = "user=postgres";
+  def.replace(def.find(user), user.size(), "user=no_such_role");
+  {
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("c.toml", def);
+    rt.start();
+    ASSERT_TRUE(rt.wait_state("rauthdb", "error", 60s)) << rt.log();
+    const std::string message = rt.sink_status("rauthdb").value("message", "");
+    EXPECT_NE(message.find("no_such_role"), std::string::npos) << message;
+  }
+  // S3 refusing the staging credentials: fatal, naming what to check; the secret never shown.
+  def = definition("raut3", topic, db, bucket);
+  const std::string secret = std::string("aws_secret_access_key = \"") + SeaweedfsServer::kSecretKey + "\"";
+  def.replace(def.find(secret), secret.size(), "aws_secret_access_key = \"wrong-secret-value\"");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", def);
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("raut3", "error", 60s)) << rt.log();
+  const std::string message = rt.sink_status("raut3").value("message", "");
+  EXPECT_NE(message.find("check aws_access_key_id / aws_secret_access_key"), std::string::npos) << message;
+  EXPECT_EQ(rt.log().find("wrong-secret-value"), std::string::npos) << "secrets are never logged";
+  EXPECT_LT(kafka.committed(group_of("raut3"), topic), 0);
+  EXPECT_EQ(count_rows(db), 0);
+}
 
 TEST(RedshiftKafka, TheDatabaseDownForAWhileIsRetriedWithNothingLostOrDoubled) {
   auto& kafka = Kafka::shared();
