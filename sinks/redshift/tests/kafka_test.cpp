@@ -6,6 +6,7 @@
 //   - records of two partitions land once; a SIGKILL mid-load and a restart leave exactly the
 //     produced rows; the offsets table covers every offset once; no staged file is left;
 //   - a second sink loading the same topic into the same table merges to the same rows;
+//   - merge_key = "key": one row per key, the latest record's;
 //   - a row the database refuses (COPY stops at its line) goes through each bad-record policy;
 //   - the database down for a while: retried, nothing lost or doubled;
 //   - a database role or S3 credentials refused: fatal, with a clear message and no secret.
@@ -132,6 +133,31 @@ TEST(RedshiftKafka, AnotherSinkLoadingTheSameRecordsMergesToTheSameRows) {
   ASSERT_EQ(sinks.size(), 2u);
   EXPECT_EQ(*sinks[0][1], "300");
   EXPECT_EQ(*sinks[1][1], "300");
+}
+
+TEST(RedshiftKafka, MergeOnTheKeyKeepsTheLatestRecordOfEachKey) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_key");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-key");
+  const auto topic = unique_name("rs.key");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  for (int round = 0; round < 3; ++round)
+    for (int k = 0; k < 10; ++k)
+      records.push_back({"{\"k\": " + std::to_string(k) + ", \"round\": " + std::to_string(round) + "}", "key-" + std::to_string(k), {}, 0});
+  kafka.produce(topic, records);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition("rkey", topic, db, bucket, "merge_key = \"key\"", "batch_length = 7"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rkey"), topic) == 30; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), min((payload::json->>'round')::int), max(pico_offset) - min(pico_offset) FROM orders", db);
+  EXPECT_EQ(*rows[0][0], "10") << "one row per key";
+  EXPECT_EQ(*rows[0][1], "10");
+  EXPECT_EQ(*rows[0][2], "2") << "each key holds its latest record (batches of 7 cut the rounds anywhere)";
+  EXPECT_EQ(*rows[0][3], "9") << "offsets 20..29";
 }
 
 class RedshiftBadRecords : public ::testing::TestWithParam<std::string> {};
