@@ -1,0 +1,768 @@
+// Doris sink: each batch's records as JSON lines into one existing Doris table by Stream Load
+// (PUT /api/{db}/{table}/_stream_load on the FE, which answers 307 to a BE: the sink re-sends
+// body and Basic auth to the Location itself; Expect: 100-continue; format json,
+// read_json_by_line; optional columns / jsonpaths; max_filter_ratio).
+//
+// Labels are deterministic and replay-safe: a load holds records of one topic-partition whose
+// offsets lie in one block of `label_span` offsets (loads are cut at those fixed boundaries and
+// at the batch's end), and its label is {label_prefix}-{topic}-{partition}-{first}-{last}. Every
+// retry of the same records re-sends the same label: Label Already Exists with FINISHED means
+// already loaded (success), RUNNING means wait and re-check (get_load_state). After a restart
+// (or a failed write) a partition's first load is checked before it is sent: a load of the
+// previous run that started at the same offset (the committed offset always starts one) is
+// looked up by its label for every end it can have had in that block; if one is there, the
+// records up to its end are already loaded and are skipped. So a replay cut differently never
+// loads a record twice.
+//
+// Outcomes: Success / Publish Timeout = written; Fail with filtered rows: the ErrorURL's rows
+// are mapped back to their records (the JSON line as sent), rejected through the bad-record
+// policy, and the rest re-sent under the same label (a failed load's label is free again);
+// network errors / 5xx / timeouts: re-sent with the same label; auth, unknown table: fatal.
+// two_phase_commit: every load of a batch is pre-committed, and committed together
+// (PUT /api/{db}/_stream_load_2pc) only when the whole batch loaded; aborted otherwise.
+// Docs: docs/sinks/doris.md.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/options.hpp"
+#include "picomq/kit/record_id.hpp"
+#include "picomq/kit/record_json.hpp"
+#include "picomq/kit/sanitize.hpp"
+#include "picomq/sdk.hpp"
+
+namespace {
+
+namespace kit = picomq::kit;
+namespace sdk = picomq::sdk;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxLabelBytes = 128;  // Doris: ^[-_A-Za-z0-9:]{1,128}$
+constexpr size_t kMaxReasonBytes = 1000;
+
+enum class Layout { Flat, Envelope, Payload };
+
+struct Settings {
+  std::string url;
+  std::string database;
+  std::string table;
+  std::string user;
+  std::optional<std::string> password;
+  std::optional<std::string> label_prefix;
+  int64_t label_span = 0;
+  Layout document = Layout::Flat;
+  std::optional<std::string> columns;
+  std::optional<std::string> jsonpaths;
+  double max_filter_ratio = 0;
+  bool strict_mode = false;
+  bool two_phase_commit = false;
+  kit::ByteSize max_load_bytes{};
+  std::chrono::milliseconds load_timeout{};
+  std::chrono::milliseconds retry_timeout{};
+  int64_t probe_parallelism = 0;
+  kit::HttpSettings http;
+  kit::TlsSettings tls;
+};
+
+std::optional<std::string> check_url(const std::string& url) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return "must start with http:// or https:// (the FE's HTTP address, e.g. http://fe:8030)";
+  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos) return "must not hold a query or fragment";
+  const size_t scheme = url.find("://") + 3, at = url.find('@', scheme);
+  if (at != std::string::npos && at < url.find('/', scheme)) return "must not hold credentials (use user and password)";
+  return std::nullopt;
+}
+
+std::optional<std::string> check_name(const std::string& v) {
+  if (v.empty()) return "must not be empty";
+  for (unsigned char c : v)
+    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '$') || c >= 0x80)
+      return "must be a Doris name: letters, digits, '_', '-', '$' (the sink writes into one existing table)";
+  return std::nullopt;
+}
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("url", &Settings::url).required().check(check_url).help("The FE's HTTP address: http(s)://fe-host:8030. Stream Loads go there and follow its 307 to a BE."),
+      kit::option("database", &Settings::database).required().check(check_name).help("The database of the table."),
+      kit::option("table", &Settings::table).required().check(check_name).help("The table the records are loaded into. Doris cannot create it: it must exist (the sink stops naming it when it does not)."),
+      kit::option("user", &Settings::user).fallback(std::string("root")).check(kit::not_empty()).help("User of the Basic auth (needs LOAD on the table)."),
+      kit::option("password", &Settings::password).secret().help("Password of the Basic auth (empty when unset)."),
+      kit::option("label_prefix", &Settings::label_prefix)
+          .check([](const std::string& v) -> std::optional<std::string> {
+            if (v.empty() || v.size() > 40) return std::string("must be 1 to 40 bytes");
+            for (unsigned char c : v)
+              if (!(std::isalnum(c) || c == '_' || c == '-' || c == ':') || c >= 0x80) return std::string("must hold only [-_A-Za-z0-9:]");
+            return std::nullopt;
+          })
+          .help("Start of every label: {label_prefix}-{topic}-{partition}-{first offset}-{last offset} (topic in the kit's reversible "
+                "[A-Za-z0-9_-] encoding; a label over 128 bytes is cut with a hash). Default: picomq-{sink key}. Two sinks loading "
+                "the same topic into one database need different prefixes; keep it across restarts (replays are recognised by it)."),
+      kit::option("label_span", &Settings::label_span)
+          .fallback(10000)
+          .check(kit::at_least(1))
+          .help("Loads never cross a multiple of this many offsets, so a replay's loads start where the earlier run's did. "
+                "After a restart a partition's first load looks up at most label_span labels (get_load_state, "
+                "probe_parallelism at once) to find what the earlier run loaded. Keep it across restarts."),
+      kit::option("document", &Settings::document)
+          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
+          .fallback(Layout::Flat)
+          .help("JSON line per record: flat = pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (base64), "
+                "pico_headers, then the payload object's fields (a payload that is not an object goes under `payload`); "
+                "envelope = the same pico_* fields and the payload under `payload`; payload = the payload alone. Doris takes "
+                "the fields named like the table's columns (or as columns / jsonpaths say) and ignores the others."),
+      kit::option("columns", &Settings::columns).help("Stream Load `columns` header: the table columns the JSON fields go to, e.g. \"id,name,pico_offset\"."),
+      kit::option("jsonpaths", &Settings::jsonpaths).help("Stream Load `jsonpaths` header: [\"$.a\", \"$.b.c\"], one per column (in the order of `columns`)."),
+      kit::option("max_filter_ratio", &Settings::max_filter_ratio)
+          .fallback(0.0)
+          .check([](double v) -> std::optional<std::string> {
+            if (v < 0 || v > 1) return std::string("must be between 0 and 1");
+            return std::nullopt;
+          })
+          .help("Stream Load `max_filter_ratio`. Rows Doris filters are rejected either way (read from the ErrorURL, through "
+                "the bad-record policy): at 0 a load with a bad row fails and is re-sent without it; above 0 it succeeds "
+                "without them."),
+      kit::option("strict_mode", &Settings::strict_mode).fallback(false).help("Stream Load `strict_mode`: a value that does not convert to its column's type refuses the row (otherwise it becomes NULL)."),
+      kit::option("two_phase_commit", &Settings::two_phase_commit)
+          .fallback(false)
+          .help("Pre-commit every load of a batch (two_phase_commit: true) and commit them all (_stream_load_2pc) only when the "
+                "whole batch loaded, so a batch becomes visible at once and together with its completion; aborted otherwise."),
+      kit::option("max_load_bytes", &Settings::max_load_bytes)
+          .fallback(kit::ByteSize{100u << 20})
+          .help("Largest Stream Load body; a batch is cut into as many loads as it takes (the cut is a function of the records, so "
+                "it is the same on a replay). Keep it below the BE's streaming_load_max_mb."),
+      kit::option("load_timeout", &Settings::load_timeout).fallback(600s).help("Stream Load `timeout` header and the request's own timeout."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long a load refused as transient (transport errors, 5xx, Fail for an internal reason, RUNNING) is re-sent "
+                "with the same label here, back-off 200 ms to 5 s, before the write fails and the runtime's retry takes over."),
+      kit::option("probe_parallelism", &Settings::probe_parallelism).fallback(16).check(kit::at_least(1)).help("get_load_state lookups at once when a restart checks what the earlier run loaded."),
+      kit::group(&Settings::http, kit::http_options()),
+      kit::group(&Settings::tls, kit::tls_options()),
+  };
+  return table;
+}
+
+std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Settings s = table.parse(config);
+  if (s.http.compression != kit::Compression::None)
+    problems.add("compression", "Stream Load takes the body as it is (compress_type applies to CSV files only): use \"none\"");
+  if (s.jsonpaths) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(*s.jsonpaths).get(root) || root.type() != simdjson::dom::element_type::ARRAY)
+      problems.add("jsonpaths", "must be a JSON array of paths, e.g. [\"$.id\", \"$.name\"]");
+  }
+  if (!problems.empty()) return std::nullopt;
+  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  return s;
+}
+
+const pmq_record& record_at(const pmq_batch& b, size_t i) {
+  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
+}
+std::string bounded(std::string s) {
+  if (s.size() > kMaxReasonBytes) s = s.substr(0, kMaxReasonBytes) + "...";
+  return s;
+}
+
+// One Stream Load: records of a batch (positions), their JSON lines, the offsets they span.
+struct Load {
+  std::vector<size_t> positions;
+  std::vector<std::string> lines;
+  int64_t first = 0, last = 0;
+  bool ends_at_batch_end = false;
+};
+
+// What a Stream Load answered.
+struct Answer {
+  std::string status, message, existing, error_url;
+  int64_t txn_id = -1, filtered = 0;
+};
+
+class Retry : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+class DorisSink : public sdk::BaseSink<DorisSink> {
+ public:
+  static constexpr std::string_view sink_name = "doris";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Loads records into an existing Apache Doris table by Stream Load (JSON lines), with deterministic labels "
+      "that make retries and replays load each record once; rows Doris filters are rejected; optional two-phase commit.";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static inline const kit::OptionTable<Settings>& options = option_table();
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
+
+  void open(const sdk::Config& config) {
+    sdk::ConfigProblems problems;
+    auto s = plan(config, problems);
+    if (!s) {
+      std::string text = problems.text();
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      throw sdk::FatalError(text);
+    }
+    s_ = std::move(*s);
+    kit::RecordJsonOptions o;
+    o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
+               : s_.document == Layout::Envelope ? kit::JsonLayout::Envelope
+                                                 : kit::JsonLayout::PayloadOnly;
+    writer_ = kit::RecordJsonWriter(o);
+    if (s_.document == Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    prefix_ = s_.label_prefix ? *s_.label_prefix : "picomq-" + (sink_key().empty() ? std::string("sink") : kit::url_safe(sink_key()));
+    kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
+    client.auth = kit::BasicAuth{s_.user, s_.password.value_or("")};
+    client.max_in_flight = static_cast<size_t>(s_.probe_parallelism) + 2;
+    client.max_response_body = 8u << 20;
+    client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
+    client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    base_ = s_.url + "/api/" + s_.database;
+    health_check();
+  }
+
+  void close() { closing_ = true; }
+
+  void write_batch(const sdk::Batch& batch) {
+    const pmq_batch& raw = batch.raw();
+    const std::string tp = std::string(raw.topic) + "\x1f" + std::to_string(raw.partition);
+    std::vector<Load> loads = cut(raw);
+    if (raw.record_count == 0) return;
+    const int64_t first = record_at(raw, 0).offset, last = record_at(raw, raw.record_count - 1).offset;
+    bool check = true;
+    int64_t skip_until = -1;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = next_offset_.find(tp);
+      check = it == next_offset_.end() || it->second != first;
+      next_offset_.erase(tp);  // until this write succeeds
+      auto sk = skip_until_.find(tp);
+      if (sk != skip_until_.end()) {
+        if (!check) skip_until = sk->second;
+        skip_until_.erase(sk);
+      }
+    }
+    // An earlier run's load found by the previous batch reached into this one: those records are loaded.
+    if (skip_until >= first)
+      for (auto& load : loads) trim_below(raw, load, skip_until + 1);
+    int64_t loaded_beyond = -1;
+    std::vector<std::string> precommitted;  // labels (two_phase_commit)
+    try {
+      for (size_t i = 0; i < loads.size(); ++i) {
+        Load& load = loads[i];
+        while (check && !load.positions.empty()) {
+          // Did an earlier run load records from load.first on? Its load started there too.
+          auto found = probe(raw, load);
+          if (!found) break;
+          auto [end, state] = *found;
+          if (state == "PRECOMMITTED") {
+            if (s_.two_phase_commit && end == load.last) break;  // ours, pre-committed: the load answers Label Already Exists
+            abort_label(label(raw, load.first, end));
+            break;
+          }
+          count("replayed_loads_skipped");
+          log(sdk::LogLevel::Info, "replay: " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] offsets " +
+                                       std::to_string(load.first) + ".." + std::to_string(end) + " were loaded already (label " +
+                                       label(raw, load.first, end) + ", " + state + "): skipped");
+          // Drop the records up to `end`; the rest is a load starting at the next record.
+          Load rest;
+          for (size_t k = 0; k < load.positions.size(); ++k) {
+            if (record_at(raw, load.positions[k]).offset <= end) continue;
+            rest.positions.push_back(load.positions[k]);
+            rest.lines.push_back(std::move(load.lines[k]));
+          }
+          if (rest.positions.empty() && end > load.last) {
+            // The earlier load reached beyond this one (a longer batch, a byte cut that moved):
+            // its records in the next loads and batches are loaded too.
+            for (size_t j = i + 1; j < loads.size(); ++j) trim_below(raw, loads[j], end + 1);
+            loaded_beyond = std::max(loaded_beyond, end);
+          }
+          rest.first = rest.positions.empty() ? 0 : record_at(raw, rest.positions.front()).offset;
+          rest.last = load.last;
+          rest.ends_at_batch_end = load.ends_at_batch_end;
+          load = std::move(rest);
+        }
+        if (load.positions.empty()) continue;
+        check = false;
+        run_load(raw, load, precommitted);
+      }
+      if (s_.two_phase_commit) commit_all(precommitted);
+    } catch (...) {
+      if (s_.two_phase_commit) abort_quietly(precommitted);
+      throw;
+    }
+    std::lock_guard lock(mutex_);
+    next_offset_[tp] = last + 1;
+    if (loaded_beyond > last) skip_until_[tp] = loaded_beyond;
+  }
+
+ private:
+  // ------------------------------------------------------------------ cutting and labels
+
+  std::vector<Load> cut(const pmq_batch& raw) {
+    std::vector<Load> loads;
+    auto json = writer_.begin(raw);
+    size_t bytes = 0;
+    for (size_t i = 0; i < raw.record_count; ++i) {
+      const pmq_record& r = record_at(raw, i);
+      if (r.payload.data == nullptr) {
+        count("skipped_tombstones");
+        continue;
+      }
+      std::string line;
+      json.append(line, r);
+      const bool new_block = loads.empty() || r.offset / s_.label_span != loads.back().first / s_.label_span ||
+                             bytes + line.size() + 1 > s_.max_load_bytes.bytes;
+      if (new_block) {
+        loads.emplace_back();
+        loads.back().first = r.offset;
+        bytes = 0;
+      }
+      bytes += line.size() + 1;
+      loads.back().positions.push_back(i);
+      loads.back().lines.push_back(std::move(line));
+      loads.back().last = r.offset;
+    }
+    if (!loads.empty()) loads.back().ends_at_batch_end = true;
+    // A batch's last load ends at its end unless that is the last offset of a block.
+    if (!loads.empty() && (loads.back().last + 1) % s_.label_span == 0) loads.back().ends_at_batch_end = false;
+    return loads;
+  }
+
+  void trim_below(const pmq_batch& raw, Load& load, int64_t from) {
+    Load rest;
+    for (size_t k = 0; k < load.positions.size(); ++k) {
+      if (record_at(raw, load.positions[k]).offset < from) continue;
+      rest.positions.push_back(load.positions[k]);
+      rest.lines.push_back(std::move(load.lines[k]));
+    }
+    rest.first = rest.positions.empty() ? 0 : record_at(raw, rest.positions.front()).offset;
+    rest.last = load.last;
+    rest.ends_at_batch_end = load.ends_at_batch_end;
+    load = std::move(rest);
+  }
+
+  std::string label(const pmq_batch& raw, int64_t first, int64_t last) const {
+    std::string l = prefix_ + "-" + kit::url_safe(raw.topic) + "-" + std::to_string(raw.partition) + "-" + std::to_string(first) + "-" +
+                    std::to_string(last);
+    return kit::fit_name(std::move(l), kMaxLabelBytes);
+  }
+
+  // ------------------------------------------------------------------ replay check
+
+  // The end offset and state of a load of an earlier run that started at load.first and is not
+  // aborted, if there is one. Its end lies in load.first's block: first the end this load has,
+  // then the offsets of its other records, then (when this load ends where its batch does) every
+  // offset up to the end of the block, since the earlier batch may have been longer.
+  std::optional<std::pair<int64_t, std::string>> probe(const pmq_batch& raw, const Load& load) {
+    std::vector<int64_t> ends{load.last};
+    for (auto it = load.positions.rbegin(); it != load.positions.rend(); ++it) {
+      const int64_t o = record_at(raw, *it).offset;
+      if (o != load.last) ends.push_back(o);
+    }
+    if (load.ends_at_batch_end) {
+      const int64_t block_end = (load.first / s_.label_span + 1) * s_.label_span - 1;
+      for (int64_t o = load.last + 1; o <= block_end; ++o) ends.push_back(o);
+    }
+    count("label_probes", ends.size());
+    std::optional<std::pair<int64_t, std::string>> found;
+    const size_t step = static_cast<size_t>(s_.probe_parallelism);
+    for (size_t from = 0; from < ends.size() && !found; from += step) {
+      const size_t n = std::min(step, ends.size() - from);
+      std::vector<std::string> states(n);
+      std::vector<std::string> errors;
+      std::mutex m;
+      std::condition_variable cv;
+      size_t left = n;
+      for (size_t k = 0; k < n; ++k) {
+        client_->send_async({.method = "GET", .url = base_ + "/get_load_state?label=" + kit::percent_encode(label(raw, load.first, ends[from + k])), .timeout = 30s},
+                            [&, k](kit::HttpResponse r) {
+                              std::string state, error;
+                              if (!parse_load_state(r, state, error)) state.clear();
+                              std::lock_guard lock(m);
+                              states[k] = state;
+                              if (!error.empty()) errors.push_back(error);
+                              if (--left == 0) cv.notify_all();
+                            });
+      }
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return left == 0; });
+      if (!errors.empty()) throw sdk::RetryableError("checking which loads an earlier run made (get_load_state): " + errors.front());
+      for (size_t k = 0; k < n; ++k) {
+        std::string st = states[k];
+        if (st == "PREPARE") st = await_end(label(raw, load.first, ends[from + k]));  // still running: wait for it
+        if (st == "VISIBLE" || st == "COMMITTED" || st == "PRECOMMITTED")
+          if (!found || ends[from + k] > found->first) found = std::pair{ends[from + k], st};
+      }
+    }
+    return found;
+  }
+
+  bool parse_load_state(const kit::HttpResponse& r, std::string& state, std::string& error) {
+    if (!r.completed() || r.status >= 500) {
+      error = r.completed() ? "HTTP " + std::to_string(r.status) : "no answer";
+      return false;
+    }
+    if (r.status == 401 || r.status == 403) {
+      error = "HTTP " + std::to_string(r.status) + " (check user and password)";
+      return false;
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    std::string_view v;
+    int64_t code = -1;
+    if (r.status != 200 || parser.parse(r.body).get(root) || root["code"].get_int64().get(code) || code != 0 ||
+        root["data"].get_string().get(v)) {
+      error = "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200);
+      return false;
+    }
+    state = std::string(v);
+    return true;
+  }
+
+  // The state of a running load (PREPARE) once it ended, waiting with back-off up to retry_timeout.
+  std::string await_end(const std::string& l) {
+    const auto deadline = Clock::now() + s_.retry_timeout;
+    kit::Backoff backoff({.initial = 200ms, .max = 2s});
+    while (true) {
+      std::string st;
+      try {
+        st = load_state(l);
+      } catch (const Retry& e) {
+        st = "PREPARE";
+      }
+      if (st != "PREPARE") return st;
+      const auto d = backoff.next();
+      if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError("a load with label " + l + " is still running after retry_timeout");
+      count("running_waits");
+      std::this_thread::sleep_for(d);
+    }
+  }
+
+  std::string load_state(const std::string& l) {
+    kit::HttpResponse r = client_->send({.method = "GET", .url = base_ + "/get_load_state?label=" + kit::percent_encode(l), .timeout = 30s});
+    std::string state, error;
+    if (!parse_load_state(r, state, error)) throw Retry("get_load_state of label " + l + ": " + error);
+    return state;
+  }
+
+  // ------------------------------------------------------------------ one load
+
+  // PUT to the FE, then to where its 307 points, with the same body, headers and auth.
+  kit::HttpResponse put(const std::string& url, const kit::HttpHeaders& headers, const std::string& body) {
+    std::string target = url;
+    for (int hop = 0; hop < 3; ++hop) {
+      kit::HttpResponse r = client_->send({.method = "PUT", .url = target, .headers = headers, .body = kit::HttpBody::borrowed(body),
+                                           .timeout = s_.load_timeout + 5s});
+      if (r.completed() && (r.status == 307 || r.status == 302 || r.status == 301 || r.status == 308)) {
+        auto location = r.headers.get("Location");
+        if (!location || location->empty()) return r;
+        count("redirects");
+        target = std::string(*location);
+        continue;
+      }
+      return r;
+    }
+    throw Retry("more than 3 redirects from " + kit::redact_url(url));
+  }
+
+  kit::HttpHeaders load_headers(const std::string& l) const {
+    kit::HttpHeaders h;
+    h.set("Expect", "100-continue");
+    h.set("Content-Type", "application/json");
+    h.set("label", l);
+    h.set("format", "json");
+    h.set("read_json_by_line", "true");
+    h.set("max_filter_ratio", std::to_string(s_.max_filter_ratio));
+    h.set("strict_mode", s_.strict_mode ? "true" : "false");
+    h.set("timeout", std::to_string(std::max<int64_t>(1, s_.load_timeout.count() / 1000)));
+    if (s_.columns) h.set("columns", *s_.columns);
+    if (s_.jsonpaths) h.set("jsonpaths", *s_.jsonpaths);
+    if (s_.two_phase_commit) h.set("two_phase_commit", "true");
+    return h;
+  }
+
+  static Answer parse_answer(const std::string& body) {
+    Answer a;
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) return a;
+    std::string_view v;
+    if (!root["Status"].get_string().get(v)) a.status = v;
+    else if (!root["status"].get_string().get(v)) a.status = v;  // the FE's own refusals
+    if (!root["Message"].get_string().get(v)) a.message = v;
+    else if (!root["msg"].get_string().get(v)) a.message = v;
+    if (!root["ExistingJobStatus"].get_string().get(v)) a.existing = v;
+    if (!root["ErrorURL"].get_string().get(v)) a.error_url = v;
+    int64_t n = 0;
+    if (!root["TxnId"].get_int64().get(n)) a.txn_id = n;
+    if (!root["NumberFilteredRows"].get_int64().get(n)) a.filtered = n;
+    return a;
+  }
+
+  static bool fatal_message(const std::string& m) {
+    for (const char* s : {"Unknown table", "Unknown database", "ANALYSIS_ERROR", "INVALID_ARGUMENT", "Access denied", "denied",
+                          "NOT_AUTHORIZED", "There is no 100-continue header", "Invalid json path", "Label format error"})
+      if (m.find(s) != std::string::npos) return true;
+    return false;
+  }
+
+  void run_load(const pmq_batch& raw, Load load, std::vector<std::string>& precommitted) {
+    const std::string l = label(raw, load.first, load.last);
+    const std::string where = "Stream Load of " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] offsets " +
+                              std::to_string(load.first) + ".." + std::to_string(load.last) + " (label " + l + ") into " +
+                              s_.database + "." + s_.table;
+    const auto deadline = Clock::now() + s_.retry_timeout;
+    kit::Backoff backoff({.initial = 200ms, .max = 5s});
+    std::string body;
+    bool rebuild = true;
+    auto wait_or_fail = [&](const std::string& why) {
+      const auto d = backoff.next();
+      if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError(where + ": " + bounded(why) + " (the same label is re-sent on the retry)");
+      count("resends");
+      log(sdk::LogLevel::Debug, where + ": resending in " + std::to_string(d.count()) + " ms: " + why);
+      std::this_thread::sleep_for(d);
+    };
+    while (true) {
+      if (load.positions.empty()) return;
+      if (rebuild) {
+        body.clear();
+        for (const auto& line : load.lines) {
+          body += line;
+          body += '\n';
+        }
+        rebuild = false;
+      }
+      kit::HttpResponse r;
+      try {
+        r = put(base_ + "/" + s_.table + "/_stream_load", load_headers(l), body);
+      } catch (const Retry& e) {
+        wait_or_fail(e.what());
+        continue;
+      }
+      if (!r.completed() || r.status >= 500 || r.status == 429) {
+        wait_or_fail(r.completed() ? "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200) : "no answer: " + r.failure->message);
+        continue;
+      }
+      if (r.status == 401 || r.status == 403)
+        throw sdk::FatalError(where + ": HTTP " + std::to_string(r.status) + " (check user and password, and LOAD on the table): " + r.body_excerpt(200));
+      if (r.status != 200) throw sdk::FatalError(where + ": HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(300));
+      const Answer a = parse_answer(r.body);
+      if (a.status == "Success" || a.status == "Publish Timeout") {
+        count("loads");
+        count("rows", load.positions.size() - static_cast<size_t>(std::max<int64_t>(0, a.filtered)));
+        if (a.filtered > 0) reject_filtered(raw, load, a, where, false);
+        if (s_.two_phase_commit) precommitted.push_back(l);
+        return;
+      }
+      if (a.status == "Label Already Exists") {
+        if (a.existing == "FINISHED" || a.existing == "VISIBLE" || a.existing == "COMMITTED") {
+          count("loads_already_there");
+          return;
+        }
+        if (a.existing == "PRECOMMITTED") {
+          if (s_.two_phase_commit) {  // ours (an answer lost): commit it with the others
+            precommitted.push_back(l);
+            return;
+          }
+          abort_label(l);
+          continue;
+        }
+        // RUNNING (or unknown): wait for it to end, then decide.
+        std::string state;
+        try {
+          state = load_state(l);
+        } catch (const Retry& e) {
+          wait_or_fail(e.what());
+          continue;
+        }
+        if (state == "VISIBLE" || state == "COMMITTED") {
+          count("loads_already_there");
+          return;
+        }
+        if (state == "ABORTED" || state == "UNKNOWN") continue;  // free again: send it
+        if (state == "PRECOMMITTED") continue;                   // handled as above on the next answer
+        wait_or_fail("a load with this label is " + (a.existing.empty() ? state : a.existing));
+        continue;
+      }
+      if (a.status == "Fail") {
+        if (a.filtered > 0 && !a.error_url.empty()) {
+          // Nothing was loaded and the label is free: reject the filtered rows, re-send the rest.
+          load = reject_filtered(raw, load, a, where, true);
+          rebuild = true;
+          continue;
+        }
+        if (fatal_message(a.message)) throw sdk::FatalError(where + " failed: " + bounded(a.message));
+        wait_or_fail("Fail: " + a.message);
+        continue;
+      }
+      if (a.status.empty()) throw sdk::FatalError(where + ": not a Stream Load answer (is url the FE's HTTP port?): " + r.body_excerpt(300));
+      if (fatal_message(a.message)) throw sdk::FatalError(where + ": " + a.status + ": " + bounded(a.message));
+      wait_or_fail(a.status + ": " + a.message);
+    }
+  }
+
+  // Reads the ErrorURL and rejects the records of its rows ("Reason: ... src line [<line>]; ").
+  // With `keep_rest`, returns the load without them (to re-send); a row that maps to no record
+  // is an error (nothing to re-send safely).
+  Load reject_filtered(const pmq_batch&, const Load& load, const Answer& a, const std::string& where, bool keep_rest) {
+    kit::HttpResponse r;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      r = client_->send({.method = "GET", .url = a.error_url, .timeout = 30s});
+      if (r.completed() && r.status == 200) break;
+      std::this_thread::sleep_for(200ms * (attempt + 1));
+    }
+    if (!r.completed() || r.status != 200)
+      throw sdk::RetryableError(where + ": " + std::to_string(a.filtered) + " rows filtered, and their ErrorURL " + kit::redact_url(a.error_url) +
+                                " could not be read: " + (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message));
+    std::unordered_multimap<std::string_view, size_t> by_line;
+    for (size_t k = 0; k < load.lines.size(); ++k) by_line.emplace(load.lines[k], k);
+    std::set<size_t> refused;
+    std::string_view text = r.body;
+    size_t pos = 0, mapped = 0;
+    while (pos < text.size()) {
+      size_t eol = text.find('\n', pos);
+      if (eol == std::string_view::npos) eol = text.size();
+      std::string_view entry = text.substr(pos, eol - pos);
+      pos = eol + 1;
+      const size_t src = entry.find("src line [");
+      if (src == std::string_view::npos) continue;
+      std::string_view reason = entry.substr(0, src);
+      if (reason.rfind("Reason: ", 0) == 0) reason.remove_prefix(8);
+      while (!reason.empty() && (reason.back() == ' ' || reason.back() == '.')) reason.remove_suffix(1);
+      std::string_view line = entry.substr(src + 10);
+      const size_t close = line.rfind(']');
+      if (close == std::string_view::npos) continue;
+      line = line.substr(0, close);
+      auto [from, to] = by_line.equal_range(line);
+      for (auto it = from; it != to; ++it) {
+        if (refused.insert(it->second).second) {
+          ++mapped;
+          reject(load.positions[it->second], "Doris refused the row: " + bounded(std::string(reason)) + " (" + where + ")");
+          count("rejected_records");
+          break;
+        }
+      }
+    }
+    if (mapped == 0 || (keep_rest && static_cast<int64_t>(mapped) < a.filtered))
+      throw sdk::FatalError(where + ": Doris filtered " + std::to_string(a.filtered) + " rows but its error log names " +
+                            std::to_string(mapped) + " of the sent rows (ErrorURL " + kit::redact_url(a.error_url) +
+                            "); nothing is rejected blindly");
+    Load rest;
+    rest.first = load.first;
+    rest.last = load.last;
+    for (size_t k = 0; k < load.positions.size(); ++k) {
+      if (refused.count(k)) continue;
+      rest.positions.push_back(load.positions[k]);
+      rest.lines.push_back(load.lines[k]);
+    }
+    return rest;
+  }
+
+  // ------------------------------------------------------------------ two-phase commit
+
+  // PUT /api/{db}/_stream_load_2pc {txn_operation, label}: true when done (or done already).
+  bool two_pc(const std::string& l, const char* op, std::string& why) {
+    kit::HttpHeaders h;
+    h.set("txn_operation", op);
+    h.set("label", l);
+    kit::HttpResponse r;
+    try {
+      r = put(base_ + "/_stream_load_2pc", h, std::string());
+    } catch (const Retry& e) {
+      why = e.what();
+      return false;
+    }
+    if (!r.completed() || r.status != 200) {
+      why = r.completed() ? "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200) : "no answer: " + r.failure->message;
+      return false;
+    }
+    const Answer a = parse_answer(r.body);
+    if (a.status == "Success") return true;
+    why = a.status + ": " + a.message;
+    if (std::string(op) == "commit" && a.message.find("already visible") != std::string::npos) return true;
+    if (std::string(op) == "abort" && a.message.find("already aborted") != std::string::npos) return true;
+    return false;
+  }
+
+  void commit_all(const std::vector<std::string>& labels) {
+    for (const auto& l : labels) {
+      const auto deadline = Clock::now() + s_.retry_timeout;
+      kit::Backoff backoff({.initial = 200ms, .max = 5s});
+      std::string why;
+      while (!two_pc(l, "commit", why)) {
+        const auto d = backoff.next();
+        if (closing_ || Clock::now() + d > deadline)
+          throw sdk::RetryableError("committing the pre-committed load " + l + " (_stream_load_2pc) failed: " + bounded(why) +
+                                    " (the retry commits it)");
+        std::this_thread::sleep_for(d);
+      }
+      count("commits");
+    }
+  }
+
+  void abort_label(const std::string& l) {
+    std::string why;
+    if (!two_pc(l, "abort", why)) throw sdk::RetryableError("aborting the pre-committed load " + l + " of an earlier run failed: " + bounded(why));
+    count("aborts");
+  }
+
+  void abort_quietly(const std::vector<std::string>& labels) {
+    for (const auto& l : labels) {
+      std::string why;
+      if (two_pc(l, "abort", why)) count("aborts");
+      else log(sdk::LogLevel::Warn, "aborting the pre-committed load " + l + " failed (Doris aborts it at its timeout; a retry aborts or commits it): " + why);
+    }
+  }
+
+  // ------------------------------------------------------------------ health
+
+  // The FE's get_load_state with a label nobody uses: connects and checks the credentials.
+  // An unreachable FE is a warning (the sink starts; each write retries).
+  void health_check() {
+    kit::HttpResponse r = client_->send({.method = "GET", .url = base_ + "/get_load_state?label=picomq-health-check", .timeout = 5s});
+    std::string state, error;
+    if (!r.completed() || r.status >= 500) {
+      count("destination_unreachable");
+      log(sdk::LogLevel::Warn, "the Doris FE is not reachable now (the sink starts and retries with each write): " +
+                                   (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message));
+      return;
+    }
+    if (!parse_load_state(r, state, error)) throw sdk::FatalError("connecting to the Doris FE at " + kit::redact_url(s_.url) + ": " + error);
+    log(sdk::LogLevel::Info, "connected to the Doris FE at " + kit::redact_url(s_.url) + ": table " + s_.database + "." + s_.table +
+                                 ", labels " + prefix_ + "-..., label_span " + std::to_string(s_.label_span) +
+                                 (s_.two_phase_commit ? ", two-phase commit" : ""));
+  }
+
+  Settings s_;
+  kit::RecordJsonWriter writer_;
+  std::string prefix_, base_;
+  std::atomic<bool> closing_{false};
+  std::mutex mutex_;
+  std::map<std::string, int64_t> next_offset_;  // topic \x1f partition -> the offset a continuing batch starts at
+  std::map<std::string, int64_t> skip_until_;   // records up to there were loaded by an earlier run's load
+  std::unique_ptr<kit::HttpClient> client_;
+};
+
+PICOMQ_SINK_PLUGIN(DorisSink)

@@ -1,0 +1,625 @@
+// Redshift sink: each batch is staged in S3 as a gzip CSV file with a deterministic key plus a
+// manifest, then loaded in ONE transaction over the PostgreSQL wire protocol (libpq):
+//   BEGIN;
+//   CREATE TEMP TABLE <stage> (LIKE <target>);
+//   COPY <stage> FROM 's3://bucket/<manifest>' <credentials> MANIFEST CSV GZIP [MAXERROR n];
+//   MERGE INTO <target> USING <stage> ON <target>.pico_id = <stage>.pico_id
+//     WHEN MATCHED THEN UPDATE SET ... WHEN NOT MATCHED THEN INSERT ...;
+//   INSERT INTO <offsets_table> (sink, topic, partition, first_offset, last_offset) VALUES (...);
+//   COMMIT;
+// then the staged objects are deleted. The row id pico_id is the record id topic:partition:offset
+// (or the record key, merge_key = "key"), so a replay merges to the same rows; the offsets table
+// says what was loaded, so records at or below a partition's loaded offset are never staged
+// again (a replay after a crash loads nothing twice, and with merge_key = "key" an older record
+// never overwrites a newer one).
+//
+// dialect = "postgres_shim" (PostgreSQL 15 as the SQL stand-in, for tests): PostgreSQL has no
+// COPY FROM 's3://...'. The shim replaces that one statement: it reads the manifest from S3,
+// fetches every file it lists (SigV4), gunzips it and sends it with COPY <stage> FROM STDIN
+// (FORMAT csv) in the same transaction. Every other statement is the same text in both dialects.
+// Docs: docs/sinks/redshift.md.
+#include <libpq-fe.h>
+#include <simdjson.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/compression.hpp"
+#include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/options.hpp"
+#include "picomq/kit/record_id.hpp"
+#include "picomq/sdk.hpp"
+
+namespace {
+
+namespace kit = picomq::kit;
+namespace sdk = picomq::sdk;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+enum class Dialect { Redshift, PostgresShim };
+enum class MergeKey { Record, Key };
+
+struct Settings {
+  std::string connection_string;
+  std::optional<std::string> password;
+  std::string target_table;
+  std::string offsets_table;
+  bool create_tables = true;
+  MergeKey merge_key = MergeKey::Record;
+  Dialect dialect = Dialect::Redshift;
+  std::string s3_bucket;
+  std::string s3_prefix;
+  std::string s3_region;
+  std::optional<std::string> s3_endpoint;
+  std::optional<std::string> aws_access_key_id;
+  std::optional<std::string> aws_secret_access_key;
+  std::optional<std::string> iam_role;
+  int64_t max_errors = 0;
+  kit::ByteSize max_field_bytes{};
+  std::chrono::milliseconds retry_timeout{};
+  bool keep_staged_files = false;
+};
+
+std::optional<std::string> check_table(const std::string& v) {
+  if (v.empty()) return "must not be empty";
+  int dots = 0;
+  for (unsigned char c : v) {
+    if (c == '.') {
+      ++dots;
+      continue;
+    }
+    if (!(std::isalnum(c) || c == '_') || c >= 0x80) return "must be [schema.]table of letters, digits and '_' (no quoting)";
+  }
+  if (dots > 1 || v.front() == '.' || v.back() == '.') return "must be table or schema.table";
+  return std::nullopt;
+}
+
+const kit::OptionTable<Settings>& option_table() {
+  static const kit::OptionTable<Settings> table{
+      kit::option("connection_string", &Settings::connection_string)
+          .required()
+          .secret()
+          .help("libpq connection string of the cluster: \"host=... port=5439 dbname=dev user=... sslmode=verify-full\" (TLS by "
+                "sslmode / sslrootcert; IAM: a temporary password from GetClusterCredentials in password)."),
+      kit::option("password", &Settings::password).secret().help("The user's password (or an IAM temporary password); appended to the connection string."),
+      kit::option("target_table", &Settings::target_table).required().check(check_table).help("[schema.]table the records are merged into (pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload)."),
+      kit::option("offsets_table", &Settings::offsets_table).fallback(std::string("picomq_offsets")).check(check_table).help("[schema.]table recording each loaded offset range (sink, topic, partition, first_offset, last_offset), written in the load's transaction."),
+      kit::option("create_tables", &Settings::create_tables).fallback(true).help("Create the target and offsets tables when missing (CREATE TABLE IF NOT EXISTS, the layout above; payload VARCHAR(65535))."),
+      kit::option("merge_key", &Settings::merge_key)
+          .choices({{"record", MergeKey::Record}, {"key", MergeKey::Key}})
+          .fallback(MergeKey::Record)
+          .help("pico_id, the MERGE key: record = topic:partition:offset in the kit's reversible encoding (a replay merges to the "
+                "same rows); key = the record key (base64; one row per key, the latest record wins; a record without a key is refused)."),
+      kit::option("dialect", &Settings::dialect)
+          .choices({{"redshift", Dialect::Redshift}, {"postgres_shim", Dialect::PostgresShim}})
+          .fallback(Dialect::Redshift)
+          .help("redshift: COPY ... FROM 's3://...' MANIFEST. postgres_shim (tests, PostgreSQL 15 as the stand-in): that COPY is "
+                "done by the sink (manifest and files read from S3, COPY FROM STDIN), every other statement unchanged."),
+      kit::option("s3_bucket", &Settings::s3_bucket).required().check(kit::not_empty()).help("Bucket the batches are staged in."),
+      kit::option("s3_prefix", &Settings::s3_prefix).fallback(std::string("picomq-staging")).help("Key prefix of the staged files: {s3_prefix}/{sink}/{topic}/{partition}/{first}-{last}.csv.gz and .manifest."),
+      kit::option("s3_region", &Settings::s3_region).fallback(std::string("us-east-1")).check(kit::not_empty()).help("Region of the bucket (SigV4)."),
+      kit::option("s3_endpoint", &Settings::s3_endpoint).help("S3 endpoint, path-style (default https://s3.{s3_region}.amazonaws.com)."),
+      kit::option("aws_access_key_id", &Settings::aws_access_key_id).help("Key the sink stages with (and, without iam_role, that COPY reads with)."),
+      kit::option("aws_secret_access_key", &Settings::aws_secret_access_key).secret().help("Its secret."),
+      kit::option("iam_role", &Settings::iam_role).help("IAM_ROLE 'arn:...' for COPY (otherwise ACCESS_KEY_ID / SECRET_ACCESS_KEY)."),
+      kit::option("max_errors", &Settings::max_errors).fallback(0).check(kit::at_least(0)).help("COPY MAXERROR: rows Redshift refuses are read from STL_LOAD_ERRORS and rejected through the bad-record policy (0: COPY fails on the first; the refused line is rejected and the batch reloaded without it)."),
+      kit::option("max_field_bytes", &Settings::max_field_bytes).fallback(kit::ByteSize{65535}).help("Largest payload / key text; a longer record is refused before staging (VARCHAR(65535))."),
+      kit::option("retry_timeout", &Settings::retry_timeout).fallback(30s).help("How long a transient failure (connection loss, serialization conflict, S3 5xx) is retried here before the write fails and the runtime's retry takes over."),
+      kit::option("keep_staged_files", &Settings::keep_staged_files).fallback(false).help("Keep the staged files after the commit (default: deleted)."),
+  };
+  return table;
+}
+
+std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
+  const auto& table = option_table();
+  table.validate(config, problems);
+  if (!problems.empty()) return std::nullopt;
+  Settings s = table.parse(config);
+  if (!s.aws_access_key_id != !s.aws_secret_access_key)
+    problems.add("aws_access_key_id", "aws_access_key_id and aws_secret_access_key go together");
+  if (!s.aws_access_key_id) problems.add("aws_access_key_id", "the sink stages files in S3 with these credentials: set both");
+  if (!problems.empty()) return std::nullopt;
+  while (!s.s3_prefix.empty() && s.s3_prefix.back() == '/') s.s3_prefix.pop_back();
+  if (!s.s3_endpoint) s.s3_endpoint = "https://s3." + s.s3_region + ".amazonaws.com";
+  while (!s.s3_endpoint->empty() && s.s3_endpoint->back() == '/') s.s3_endpoint->pop_back();
+  return s;
+}
+
+const pmq_record& record_at(const pmq_batch& b, size_t i) {
+  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
+}
+
+// One CSV field, RFC 4180 quoted (COPY CSV in PostgreSQL and Redshift read it back as is).
+void csv_field(std::string& out, std::string_view v) {
+  out += '"';
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+std::string sql_literal(std::string_view v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string last_part(const std::string& table) {
+  const size_t dot = table.rfind('.');
+  return dot == std::string::npos ? table : table.substr(dot + 1);
+}
+
+// Gunzips a whole buffer (zlib); throws on corrupt input.
+std::string gunzip(std::string_view in) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("zlib init");
+  std::string out;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  char buf[65536];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&z);
+      throw std::runtime_error("not a gzip stream");
+    }
+    out.append(buf, sizeof buf - z.avail_out);
+    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break;
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+constexpr const char* kColumns = "pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload";
+
+// The record's headers as a JSON object text (values: UTF-8 as is, other bytes base64; the spec's
+// rule), empty when it has none.
+std::string headers_json(const pmq_record& r) {
+  if (r.header_count == 0) return {};
+  std::string out = "{";
+  for (size_t h = 0; h < r.header_count; ++h) {
+    if (h) out += ',';
+    kit::append_json_escaped(out, {reinterpret_cast<const char*>(r.headers[h].name.data), r.headers[h].name.size});
+    out += ':';
+    if (!r.headers[h].value.data) out += "null";
+    else kit::append_json_escaped(out, kit::header_value_as_string({r.headers[h].value.data, r.headers[h].value.size}));
+  }
+  return out + "}";
+}
+
+struct PgResult {
+  PGresult* r = nullptr;
+  explicit PgResult(PGresult* x) : r(x) {}
+  ~PgResult() {
+    if (r) PQclear(r);
+  }
+  PgResult(const PgResult&) = delete;
+  PgResult& operator=(const PgResult&) = delete;
+};
+
+// A database error: its SQLSTATE, message and the COPY line it names (0: none).
+struct DbError : std::runtime_error {
+  std::string sqlstate;
+  int64_t copy_line = 0;
+  DbError(std::string what, std::string state, int64_t line) : std::runtime_error(std::move(what)), sqlstate(std::move(state)), copy_line(line) {}
+};
+
+}  // namespace
+
+class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
+ public:
+  static constexpr std::string_view sink_name = "redshift";
+  static constexpr std::string_view sink_version = "0.1.0";
+  static constexpr std::string_view description =
+      "Stages batches in S3 (gzip CSV + manifest) and loads them into Amazon Redshift in one transaction: COPY into a "
+      "temporary table, MERGE into the target on the record id, the offset range recorded; replays merge to the same rows.";
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static inline const kit::OptionTable<Settings>& options = option_table();
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
+
+  void open(const sdk::Config& config) {
+    sdk::ConfigProblems problems;
+    auto s = plan(config, problems);
+    if (!s) {
+      std::string text = problems.text();
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      throw sdk::FatalError(text);
+    }
+    s_ = std::move(*s);
+    sink_ = sink_key().empty() ? std::string("sink") : std::string(sink_key());
+    kit::HttpClientOptions o;
+    o.auth = kit::AwsSigV4Auth{.region = s_.s3_region, .service = "s3", .access_key_id = *s_.aws_access_key_id,
+                               .secret_access_key = *s_.aws_secret_access_key};
+    o.http_version = kit::HttpVersion::Http1_1;
+    o.max_response_body = 256u << 20;
+    o.request_timeout = 120s;
+    o.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
+    s3_ = std::make_unique<kit::HttpClient>(std::move(o));
+    try {
+      connect();
+      if (s_.create_tables) create_tables();
+    } catch (const DbError& e) {
+      if (transient(e)) {
+        log(sdk::LogLevel::Warn, "the database is not reachable now (the sink starts and retries with each write): " + std::string(e.what()));
+        disconnect();
+        return;
+      }
+      throw sdk::FatalError(std::string("opening the database: ") + e.what());
+    }
+    log(sdk::LogLevel::Info, "connected: target " + s_.target_table + ", offsets " + s_.offsets_table + ", staging s3://" +
+                                 s_.s3_bucket + "/" + s_.s3_prefix + (s_.dialect == Dialect::PostgresShim ? " (postgres_shim)" : ""));
+  }
+
+  void close() {
+    closing_ = true;
+    disconnect();
+  }
+
+  void write_batch(const sdk::Batch& batch) {
+    const pmq_batch& raw = batch.raw();
+    if (raw.record_count == 0) return;
+    const auto deadline = Clock::now() + s_.retry_timeout;
+    kit::Backoff backoff({.initial = 200ms, .max = 5s});
+    std::vector<bool> refused(raw.record_count, false);
+    while (true) {
+      try {
+        return load(raw, refused);
+      } catch (const DbError& e) {
+        if (e.copy_line > 0 && !transient(e)) {
+          // COPY refused one line (PostgreSQL's COPY stops at it): reject its record, load the rest.
+          const auto pos = line_record(raw, refused, e.copy_line);
+          if (pos) {
+            refused[*pos] = true;
+            reject(*pos, std::string("the database refused the row: ") + e.what());
+            count("rejected_records");
+            continue;
+          }
+        }
+        disconnect();
+        if (!transient(e)) throw sdk::FatalError(where(raw) + ": " + e.what());
+        const auto d = backoff.next();
+        if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError(where(raw) + ": " + e.what());
+        count("retries");
+        log(sdk::LogLevel::Debug, where(raw) + ": retrying in " + std::to_string(d.count()) + " ms: " + e.what());
+        std::this_thread::sleep_for(d);
+      }
+    }
+  }
+
+ private:
+  std::string where(const pmq_batch& raw) const {
+    return "loading " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] into " + s_.target_table;
+  }
+
+  static bool transient(const DbError& e) {
+    // Connection loss (08xxx, no state), serialization conflicts (40001, Redshift's 1023 as
+    // XX000 "Serializable isolation violation"), deadlocks, S3 hiccups (the sink's own "S3").
+    const std::string& s = e.sqlstate;
+    return s.empty() || s.rfind("08", 0) == 0 || s == "40001" || s == "40P01" || s == "57P01" || s == "57P03" || s == "53300" ||
+           s == "S3" || std::string(e.what()).find("Serializable isolation violation") != std::string::npos;
+  }
+
+  // The record of the n-th staged line (1-based) given the records refused so far.
+  std::optional<size_t> line_record(const pmq_batch& raw, const std::vector<bool>& refused, int64_t line) {
+    (void)raw;
+    int64_t n = 0;
+    for (size_t i : staged_)
+      if (!refused[i] && ++n == line) return i;
+    return std::nullopt;
+  }
+
+  // ------------------------------------------------------------------ database
+
+  void connect() {
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
+    disconnect();
+    std::string info = s_.connection_string;
+    if (s_.password) info += " password=" + sql_literal(*s_.password);
+    info += " connect_timeout=10 application_name=picomq-redshift";
+    conn_ = PQconnectdb(info.c_str());
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      std::string m = PQerrorMessage(conn_);
+      while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+      disconnect();
+      const bool auth = m.find("password") != std::string::npos || m.find("authentication") != std::string::npos ||
+                        m.find("does not exist") != std::string::npos;
+      throw DbError("connecting: " + m, auth ? "28000" : "", 0);
+    }
+    loaded_.clear();  // read again from the offsets table
+  }
+
+  void disconnect() {
+    if (conn_) PQfinish(conn_);
+    conn_ = nullptr;
+  }
+
+  static DbError error_of(PGconn* conn, PGresult* r, const std::string& what) {
+    std::string state, message, context;
+    if (r) {
+      if (const char* v = PQresultErrorField(r, PG_DIAG_SQLSTATE)) state = v;
+      if (const char* v = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)) message = v;
+      if (const char* v = PQresultErrorField(r, PG_DIAG_CONTEXT)) context = v;
+    }
+    if (message.empty()) message = PQerrorMessage(conn);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    if (PQstatus(conn) != CONNECTION_OK) state.clear();  // the connection is gone: retry
+    int64_t line = 0;
+    const size_t at = context.find(", line ");
+    if (at != std::string::npos) line = std::atoll(context.c_str() + at + 7);
+    return DbError(what + ": " + message + (state.empty() ? "" : " (SQLSTATE " + state + ")"), state, line);
+  }
+
+  void exec(const std::string& sql, const std::string& what) {
+    PgResult r(PQexec(conn_, sql.c_str()));
+    const auto st = PQresultStatus(r.r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw error_of(conn_, r.r, what);
+  }
+
+  void create_tables() {
+    exec("CREATE TABLE IF NOT EXISTS " + s_.target_table +
+             " (pico_id VARCHAR(1024) NOT NULL, pico_topic VARCHAR(512) NOT NULL, pico_partition INTEGER NOT NULL, "
+             "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers VARCHAR(65535), payload VARCHAR(65535), PRIMARY KEY (pico_id))",
+         "creating " + s_.target_table);
+    exec("CREATE TABLE IF NOT EXISTS " + s_.offsets_table +
+             " (sink VARCHAR(256) NOT NULL, topic VARCHAR(512) NOT NULL, partition INTEGER NOT NULL, first_offset BIGINT NOT NULL, "
+             "last_offset BIGINT NOT NULL)",
+         "creating " + s_.offsets_table);
+  }
+
+  // The highest offset loaded for this partition (offsets table), -1 when none.
+  int64_t loaded_offset(const pmq_batch& raw) {
+    const std::string k = std::string(raw.topic) + "\x1f" + std::to_string(raw.partition);
+    auto it = loaded_.find(k);
+    if (it != loaded_.end()) return it->second;
+    const std::string sql = "SELECT COALESCE(MAX(last_offset), -1) FROM " + s_.offsets_table + " WHERE sink = $1 AND topic = $2 AND partition = $3";
+    const std::string partition = std::to_string(raw.partition);
+    const char* params[3] = {sink_.c_str(), raw.topic, partition.c_str()};
+    PgResult r(PQexecParams(conn_, sql.c_str(), 3, nullptr, params, nullptr, nullptr, 0));
+    if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading " + s_.offsets_table);
+    const int64_t v = std::atoll(PQgetvalue(r.r, 0, 0));
+    loaded_[k] = v;
+    return v;
+  }
+
+  // ------------------------------------------------------------------ one load
+
+  void load(const pmq_batch& raw, std::vector<bool>& refused) {
+    connect();
+    const int64_t done = loaded_offset(raw);
+    // The CSV file: records above the loaded offset, not refused; for merge_key = key the last
+    // record of each key only (MERGE takes one source row per target row).
+    std::string csv;
+    staged_.clear();
+    std::map<std::string, size_t> last_of_key;
+    std::vector<std::pair<size_t, std::string>> rows;  // position, pico_id
+    int64_t first = -1, last = -1;
+    for (size_t i = 0; i < raw.record_count; ++i) {
+      const pmq_record& r = record_at(raw, i);
+      if (r.offset <= done) {
+        count("replayed_records_skipped");
+        continue;
+      }
+      if (first < 0) first = r.offset;
+      last = r.offset;
+      if (refused[i] || r.payload.data == nullptr) continue;
+      const std::string_view payload(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
+      std::string key64 = r.key.data ? kit::base64_encode({r.key.data, r.key.size}) : std::string();
+      if (payload.size() > s_.max_field_bytes.bytes || key64.size() > s_.max_field_bytes.bytes) {
+        refused[i] = true;
+        reject(i, "payload or key longer than max_field_bytes (" + std::to_string(s_.max_field_bytes.bytes) + ")");
+        count("rejected_records");
+        continue;
+      }
+      std::string id;
+      if (s_.merge_key == MergeKey::Key) {
+        if (!r.key.data) {
+          refused[i] = true;
+          reject(i, "merge_key = \"key\" and the record has no key");
+          count("rejected_records");
+          continue;
+        }
+        id = key64;
+        last_of_key[id] = i;
+      } else {
+        auto rid = kit::url_safe_record_id(raw.topic, raw.partition, r.offset, 1024);
+        if (!rid) {
+          refused[i] = true;
+          reject(i, "the record id of topic " + std::string(raw.topic) + " is longer than 1024 bytes");
+          continue;
+        }
+        id = *rid;
+      }
+      rows.emplace_back(i, std::move(id));
+    }
+    if (first < 0) return;  // all loaded already
+    for (const auto& [i, id] : rows) {
+      if (s_.merge_key == MergeKey::Key && last_of_key[id] != i) continue;
+      const pmq_record& r = record_at(raw, i);
+      staged_.insert(i);
+      csv_field(csv, id);
+      csv += ',';
+      csv_field(csv, raw.topic);
+      csv += ',' + std::to_string(raw.partition) + ',' + std::to_string(r.offset) + ',';
+      if (r.timestamp_ms >= 0) csv += std::to_string(r.timestamp_ms);
+      csv += ',';
+      if (r.key.data) csv_field(csv, kit::base64_encode({r.key.data, r.key.size}));
+      csv += ',';
+      if (r.header_count) csv_field(csv, headers_json(r));
+      csv += ',';
+      csv_field(csv, {reinterpret_cast<const char*>(r.payload.data), r.payload.size});
+      csv += '\n';
+    }
+    // Stage: deterministic keys (a retry or a replay of the same range writes the same objects).
+    const std::string base = s_.s3_prefix + "/" + kit::url_safe(sink_) + "/" + kit::url_safe(raw.topic) + "/" +
+                             std::to_string(raw.partition) + "/" + std::to_string(first) + "-" + std::to_string(last);
+    const std::string file_key = base + ".csv.gz", manifest_key = base + ".manifest";
+    const bool any = !staged_.empty();
+    if (any) {
+      put_object(file_key, kit::compress(kit::Compression::Gzip, csv), "application/gzip");
+      std::string manifest = "{\"entries\":[{\"url\":\"s3://" + s_.s3_bucket + "/" + file_key + "\",\"mandatory\":true}]}";
+      put_object(manifest_key, manifest, "application/json");
+    }
+    // One transaction: stage table, COPY, MERGE, the offsets row.
+    const std::string stage = "picomq_stage_" + std::to_string(raw.partition);
+    const std::string target = last_part(s_.target_table);
+    exec("BEGIN", "BEGIN");
+    try {
+      if (any) {
+        exec("CREATE TEMP TABLE " + stage + " (LIKE " + s_.target_table + ")", "creating the stage table");
+        copy(stage, manifest_key);
+        exec("MERGE INTO " + s_.target_table + " USING " + stage + " ON " + target + ".pico_id = " + stage +
+                 ".pico_id WHEN MATCHED THEN UPDATE SET pico_topic = " + stage + ".pico_topic, pico_partition = " + stage +
+                 ".pico_partition, pico_offset = " + stage + ".pico_offset, pico_timestamp = " + stage +
+                 ".pico_timestamp, pico_key = " + stage + ".pico_key, pico_headers = " + stage + ".pico_headers, payload = " + stage +
+                 ".payload WHEN NOT MATCHED THEN INSERT (" + kColumns + ") VALUES (" + stage + ".pico_id, " + stage +
+                 ".pico_topic, " + stage + ".pico_partition, " + stage + ".pico_offset, " + stage + ".pico_timestamp, " + stage +
+                 ".pico_key, " + stage + ".pico_headers, " + stage + ".payload)",
+             "MERGE into " + s_.target_table);
+        exec("DROP TABLE " + stage, "dropping the stage table");
+      }
+      exec("INSERT INTO " + s_.offsets_table + " (sink, topic, partition, first_offset, last_offset) VALUES (" + sql_literal(sink_) +
+               ", " + sql_literal(raw.topic) + ", " + std::to_string(raw.partition) + ", " + std::to_string(first) + ", " +
+               std::to_string(last) + ")",
+           "recording the offsets in " + s_.offsets_table);
+      exec("COMMIT", "COMMIT");
+    } catch (...) {
+      if (conn_ && PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
+      throw;
+    }
+    loaded_[std::string(raw.topic) + "\x1f" + std::to_string(raw.partition)] = last;
+    count("loads");
+    count("rows", staged_.size());
+    if (any && !s_.keep_staged_files) {
+      delete_object(file_key);
+      delete_object(manifest_key);
+    }
+  }
+
+  std::string credentials() const {
+    if (s_.iam_role) return "IAM_ROLE " + sql_literal(*s_.iam_role);
+    return "ACCESS_KEY_ID " + sql_literal(*s_.aws_access_key_id) + " SECRET_ACCESS_KEY " + sql_literal(*s_.aws_secret_access_key);
+  }
+
+  void copy(const std::string& stage, const std::string& manifest_key) {
+    if (s_.dialect == Dialect::Redshift) {
+      exec("COPY " + stage + " (" + kColumns + ") FROM " + sql_literal("s3://" + s_.s3_bucket + "/" + manifest_key) + " " + credentials() +
+               " REGION " + sql_literal(s_.s3_region) + " MANIFEST CSV GZIP" +
+               (s_.max_errors > 0 ? " MAXERROR " + std::to_string(s_.max_errors) : std::string()),
+           "COPY from s3://" + s_.s3_bucket + "/" + manifest_key);
+      if (s_.max_errors > 0) reject_load_errors();
+      return;
+    }
+    // postgres_shim: the manifest and its files from S3, COPY FROM STDIN.
+    const std::string manifest = get_object(manifest_key);
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    simdjson::dom::array entries;
+    if (parser.parse(manifest).get(root) || root["entries"].get_array().get(entries))
+      throw DbError("shim: the manifest s3://" + s_.s3_bucket + "/" + manifest_key + " is not a manifest", "XX000", 0);
+    std::string data;
+    for (auto e : entries) {
+      std::string_view url;
+      if (e["url"].get_string().get(url) || url.rfind("s3://" + s_.s3_bucket + "/", 0) != 0)
+        throw DbError("shim: manifest entry without an s3:// url of the bucket", "XX000", 0);
+      data += gunzip(get_object(std::string(url.substr(6 + s_.s3_bucket.size()))));
+    }
+    PgResult r(PQexec(conn_, ("COPY " + stage + " (" + kColumns + ") FROM STDIN WITH (FORMAT csv)").c_str()));
+    if (PQresultStatus(r.r) != PGRES_COPY_IN) throw error_of(conn_, r.r, "COPY (shim)");
+    if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(conn_, nullptr) != 1)
+      throw error_of(conn_, nullptr, "COPY (shim)");
+    PgResult end(PQgetResult(conn_));
+    if (PQresultStatus(end.r) != PGRES_COMMAND_OK) {
+      DbError e = error_of(conn_, end.r, "COPY (shim of COPY ... FROM 's3://...' MANIFEST)");
+      while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+      throw e;
+    }
+    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+  }
+
+  // Redshift with MAXERROR: the lines COPY skipped, from STL_LOAD_ERRORS, rejected.
+  void reject_load_errors() {
+    PgResult r(PQexec(conn_, "SELECT line_number, TRIM(err_reason) FROM stl_load_errors WHERE query = pg_last_copy_id() ORDER BY line_number"));
+    if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading STL_LOAD_ERRORS");
+    for (int row = 0; row < PQntuples(r.r); ++row) {
+      const int64_t line = std::atoll(PQgetvalue(r.r, row, 0));
+      int64_t n = 0;
+      for (size_t i : staged_)
+        if (++n == line) {
+          reject(i, std::string("COPY refused the row: ") + PQgetvalue(r.r, row, 1));
+          count("rejected_records");
+        }
+    }
+  }
+
+  // ------------------------------------------------------------------ S3
+
+  std::string object_url(const std::string& key) const { return *s_.s3_endpoint + "/" + s_.s3_bucket + "/" + key; }
+
+  kit::HttpResponse s3_send(kit::HttpRequest req, const std::string& what) {
+    const auto deadline = Clock::now() + s_.retry_timeout;
+    kit::Backoff backoff({.initial = 200ms, .max = 5s});
+    while (true) {
+      kit::HttpResponse r = s3_->send(req);
+      if (r.completed() && r.status < 500 && r.status != 429) {
+        if (r.status >= 300 && !(req.method == "DELETE" && r.status == 404)) {
+          const bool denied = r.status == 403 || r.status == 401;
+          throw DbError(what + ": HTTP " + std::to_string(r.status) + (denied ? " (check aws_access_key_id / aws_secret_access_key)" : "") +
+                            ": " + r.body_excerpt(300),
+                        "S3FATAL", 0);
+        }
+        return r;
+      }
+      const auto d = backoff.next();
+      if (closing_ || Clock::now() + d > deadline)
+        throw DbError(what + ": " + (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message), "S3", 0);
+      std::this_thread::sleep_for(d);
+    }
+  }
+
+  void put_object(const std::string& key, std::string body, const std::string& type) {
+    kit::HttpHeaders h;
+    h.set("Content-Type", type);
+    s3_send({.method = "PUT", .url = object_url(key), .headers = h, .body = std::move(body)}, "staging s3://" + s_.s3_bucket + "/" + key);
+    count("staged_files");
+  }
+  std::string get_object(const std::string& key) {
+    return s3_send({.method = "GET", .url = object_url(key)}, "reading s3://" + s_.s3_bucket + "/" + key).body;
+  }
+  void delete_object(const std::string& key) {
+    try {
+      s3_send({.method = "DELETE", .url = object_url(key)}, "deleting s3://" + s_.s3_bucket + "/" + key);
+    } catch (const DbError& e) {
+      log(sdk::LogLevel::Warn, std::string("the staged file stays (a lifecycle rule can remove it): ") + e.what());
+    }
+  }
+
+  Settings s_;
+  std::string sink_;
+  std::atomic<bool> closing_{false};
+  PGconn* conn_ = nullptr;
+  std::map<std::string, int64_t> loaded_;
+  std::set<size_t> staged_;
+  std::unique_ptr<kit::HttpClient> s3_;
+};
+
+PICOMQ_SINK_PLUGIN(RedshiftSink)

@@ -1,0 +1,269 @@
+// The Redshift sink through a real Kafka broker and the runtime, against PostgreSQL 15 as the
+// SQL stand-in (dialect = "postgres_shim": the sink's shim does COPY ... FROM 's3://...' MANIFEST
+// as manifest + files from S3 + COPY FROM STDIN; BEGIN, CREATE TEMP TABLE (LIKE), MERGE, the
+// offsets row and COMMIT run on PostgreSQL as written) and SeaweedFS as the stage, read back
+// with SQL, S3 listings and the broker's committed offsets. One of each server for the binary:
+//   - records of two partitions land once; a SIGKILL mid-load and a restart leave exactly the
+//     produced rows; the offsets table covers every offset once; no staged file is left;
+//   - a second sink loading the same topic into the same table merges to the same rows;
+//   - merge_key = "key": one row per key, the latest record's;
+//   - a row the database refuses (COPY stops at its line) goes through each bad-record policy;
+//   - the database down for a while: retried, nothing lost or doubled;
+//   - a database role or S3 credentials refused: fatal, with a clear message and no secret.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "harness.h"
+#include "postgres.h"
+#include "seaweedfs_server.h"
+
+namespace picomq::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
+  int64_t sum = 0;
+  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
+  return sum;
+}
+
+struct Stage {
+  std::string bucket;
+  std::string config() const { return SeaweedfsServer::shared().plugin_config(bucket); }
+};
+
+std::string definition(const std::string& key, const std::string& topic, const std::string& db, const std::string& bucket,
+                       const std::string& extra = "", const std::string& block_extra = "") {
+  auto& s3 = SeaweedfsServer::shared();
+  return plugin_definition(key, "libpicomq_connector_redshift_sink",
+                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+                           "connection_string = \"" + Postgres::shared().conninfo(db) + "\"\ntarget_table = \"public.orders\"\n"
+                           "dialect = \"postgres_shim\"\ns3_bucket = \"" + bucket + "\"\ns3_endpoint = \"" + s3.endpoint() +
+                               "\"\naws_access_key_id = \"" + SeaweedfsServer::kAccessKey + "\"\naws_secret_access_key = \"" +
+                               SeaweedfsServer::kSecretKey + "\"\nretry_timeout = \"3s\"\n" + extra);
+}
+
+int64_t count_rows(const std::string& db) {
+  auto rows = Postgres::shared().query("SELECT count(*) FROM orders", db);
+  return std::stoll(*rows[0][0]);
+}
+std::pair<int64_t, int64_t> rows_and_distinct(const std::string& db) {
+  auto rows = Postgres::shared().query("SELECT count(*), count(DISTINCT (pico_partition, pico_offset)) FROM orders", db);
+  return {std::stoll(*rows[0][0]), std::stoll(*rows[0][1])};
+}
+
+std::vector<ProducedRecord> two_partitions(int per_partition) {
+  std::vector<ProducedRecord> records;
+  for (int p = 0; p < 2; ++p)
+    for (int n = 0; n < per_partition; ++n)
+      records.push_back({"{\"n\": " + std::to_string(n) + "}", std::nullopt, {}, p});
+  return records;
+}
+
+std::string static_member(const std::string& key) {
+  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
+}
+
+TEST(RedshiftKafka, RecordsLandOnceAndASigkillReplayMergesToTheSameRows) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_kill");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-kill");
+  const auto topic = unique_name("rs.orders");
+  kafka.create_topic(topic, 2);
+  const int per = 1500;
+  kafka.produce(topic, two_partitions(per));
+  const std::string def = definition("rkill", topic, db, bucket, "", "batch_length = 250\n" + static_member("rkill"));
+  {
+    Runtime rt(kafka.bootstrap(), "kill");
+    rt.add_definition("c.toml", def);
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { try { return count_rows(db) > 0; } catch (...) { return false; } }, 60s)) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+    std::cout << "[          ] killed with " << count_rows(db) << " rows, " << committed_sum(kafka, group_of("rkill"), topic, 2)
+              << " offsets committed\n";
+  }
+  Runtime rt(kafka.bootstrap(), "restart");
+  rt.add_definition("c.toml", def);
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("rkill"), topic, 2) == 2 * per; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{2 * per, 2 * per})) << "exactly the produced rows";
+  auto sum = pg.query("SELECT sum((payload::json->>'n')::bigint) FROM orders", db);
+  EXPECT_EQ(std::stoll(*sum[0][0]), 2 * int64_t{per} * (per - 1) / 2);
+  // The offsets table: every offset of each partition in exactly one loaded range.
+  auto ranges = pg.query("SELECT partition, sum(last_offset - first_offset + 1), min(first_offset), max(last_offset) "
+                         "FROM picomq_offsets GROUP BY partition ORDER BY partition", db);
+  ASSERT_EQ(ranges.size(), 2u);
+  for (const auto& r : ranges) {
+    EXPECT_EQ(*r[1], std::to_string(per)) << "no range loaded twice";
+    EXPECT_EQ(*r[2], "0");
+    EXPECT_EQ(*r[3], std::to_string(per - 1));
+  }
+  EXPECT_TRUE(SeaweedfsServer::shared().objects(bucket).empty()) << "staged files are deleted after their commit";
+}
+
+TEST(RedshiftKafka, AnotherSinkLoadingTheSameRecordsMergesToTheSameRows) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_merge");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-merge");
+  const auto topic = unique_name("rs.merge");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 300));
+  for (const std::string key : {"rmerge1", "rmerge2"}) {
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("c.toml", definition(key, topic, db, bucket, "", "batch_length = 70"));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 300; }, 60s)) << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{300, 300})) << key << ": the same 300 rows, merged";
+  }
+  auto sinks = pg.query("SELECT sink, sum(last_offset - first_offset + 1) FROM picomq_offsets GROUP BY sink ORDER BY sink", db);
+  ASSERT_EQ(sinks.size(), 2u);
+  EXPECT_EQ(*sinks[0][1], "300");
+  EXPECT_EQ(*sinks[1][1], "300");
+}
+
+TEST(RedshiftKafka, MergeOnTheKeyKeepsTheLatestRecordOfEachKey) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_key");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-key");
+  const auto topic = unique_name("rs.key");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  for (int round = 0; round < 3; ++round)
+    for (int k = 0; k < 10; ++k)
+      records.push_back({"{\"k\": " + std::to_string(k) + ", \"round\": " + std::to_string(round) + "}", "key-" + std::to_string(k), {}, 0});
+  kafka.produce(topic, records);
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition("rkey", topic, db, bucket, "merge_key = \"key\"", "batch_length = 7"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rkey"), topic) == 30; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), min((payload::json->>'round')::int), max(pico_offset) - min(pico_offset) FROM orders", db);
+  EXPECT_EQ(*rows[0][0], "10") << "one row per key";
+  EXPECT_EQ(*rows[0][1], "10");
+  EXPECT_EQ(*rows[0][2], "2") << "each key holds its latest record (batches of 7 cut the rounds anywhere)";
+  EXPECT_EQ(*rows[0][3], "9") << "offsets 20..29";
+}
+
+class RedshiftBadRecords : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RedshiftBadRecords, ARowTheDatabaseRefusesGoesThroughThePolicyAndTheRestIsLoaded) {
+  const std::string policy = GetParam();
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_bad");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-bad");
+  // The table made by the user, its payload column narrower than the sink's default.
+  pg.exec("CREATE TABLE orders (pico_id VARCHAR(1024) PRIMARY KEY, pico_topic VARCHAR(512) NOT NULL, pico_partition INTEGER NOT NULL, "
+          "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers VARCHAR(65535), payload VARCHAR(40))",
+          db);
+  const auto topic = unique_name("rs.bad"), dead = unique_name("rs.dead");
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 50);
+  values[17] = R"({"n": 17, "note": "far too long for a forty-byte payload column"})";
+  kafka.produce_values(topic, values);
+  const std::string key = "rbad" + policy;
+  std::string block = "on_bad_record = \"" + policy + "\"";
+  if (policy == "dead_letter") block += "\ndead_letter_topic = \"" + dead + "\"";
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition(key, topic, db, bucket, "", block));
+  rt.start();
+  if (policy == "fail") {
+    ASSERT_TRUE(rt.wait_state(key, "error", 60s)) << rt.log();
+    const std::string message = rt.sink_status(key).value("message", "");
+    EXPECT_NE(message.find("too long"), std::string::npos) << message;
+    EXPECT_LE(kafka.committed(group_of(key), topic), 17);
+  } else {
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 50; }, 60s)) << rt.log();
+    EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{49, 49}));
+    EXPECT_TRUE(pg.query("SELECT 1 FROM orders WHERE pico_offset = 17", db).empty());
+    if (policy == "dead_letter") {
+      const auto dlq = kafka.consume(dead, 1, 20s);
+      ASSERT_EQ(dlq.size(), 1u);
+      EXPECT_EQ(dlq[0].value, values[17]);
+      EXPECT_EQ(dlq[0].header("pico_error_offset"), "17");
+      EXPECT_NE(dlq[0].header("pico_error_reason").value_or("").find("too long"), std::string::npos);
+    }
+  }
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RedshiftBadRecords, ::testing::Values("fail", "skip", "dead_letter"));
+
+TEST(RedshiftKafka, RefusedCredentialsAreFatalWithAClearMessageAndCommitNothing) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_auth");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-auth");
+  const auto topic = unique_name("rs.auth");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 10));
+  // A database role that does not exist: fatal at open, the server's reason in the Error.
+  std::string def = definition("rauthdb", topic, db, bucket);
+  const std::string user = "user=postgres";
+  def.replace(def.find(user), user.size(), "user=no_such_role");
+  {
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("c.toml", def);
+    rt.start();
+    ASSERT_TRUE(rt.wait_state("rauthdb", "error", 60s)) << rt.log();
+    const std::string message = rt.sink_status("rauthdb").value("message", "");
+    EXPECT_NE(message.find("no_such_role"), std::string::npos) << message;
+  }
+  // S3 refusing the staging credentials: fatal, naming what to check; the secret never shown.
+  def = definition("raut3", topic, db, bucket);
+  const std::string secret = std::string("aws_secret_access_key = \"") + SeaweedfsServer::kSecretKey + "\"";
+  def.replace(def.find(secret), secret.size(), "aws_secret_access_key = \"wrong-secret-value\"");
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", def);
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("raut3", "error", 60s)) << rt.log();
+  const std::string message = rt.sink_status("raut3").value("message", "");
+  EXPECT_NE(message.find("check aws_access_key_id / aws_secret_access_key"), std::string::npos) << message;
+  EXPECT_EQ(rt.log().find("wrong-secret-value"), std::string::npos) << "secrets are never logged";
+  EXPECT_LT(kafka.committed(group_of("raut3"), topic), 0);
+  EXPECT_EQ(count_rows(db), 0);
+}
+
+TEST(RedshiftKafka, TheDatabaseDownForAWhileIsRetriedWithNothingLostOrDoubled) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_outage");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-outage");
+  const auto topic = unique_name("rs.outage");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 200));
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition("routage", topic, db, bucket, "", "batch_length = 50"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("routage"), topic) == 200; }, 60s)) << rt.log();
+  pg.stop();
+  kafka.produce_values(topic, json_values(200, 400));
+  std::this_thread::sleep_for(scaled(3s));
+  EXPECT_EQ(kafka.committed(group_of("routage"), topic), 200) << "nothing committed while the database is down";
+  pg.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("routage"), topic) == 400; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{400, 400}));
+}
+
+}  // namespace
+}  // namespace picomq::test
