@@ -35,7 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
@@ -219,11 +219,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto s = plan(config, problems);
-    if (!s) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     s_ = std::move(*s);
     kit::RecordJsonOptions o;
     o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
@@ -443,8 +439,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
 
   // The state of a running load (PREPARE) once it ended, waiting with back-off up to retry_timeout.
   std::string await_end(const std::string& l) {
-    const auto deadline = Clock::now() + s_.retry_timeout;
-    kit::Backoff backoff({.initial = 200ms, .max = 2s});
+    kit::ResendBudget budget(s_.retry_timeout, {.initial = 200ms, .max = 2s});
     while (true) {
       std::string st;
       try {
@@ -453,10 +448,10 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
         st = "PREPARE";
       }
       if (st != "PREPARE") return st;
-      const auto d = backoff.next();
-      if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError("a load with label " + l + " is still running after retry_timeout");
+      const auto d = budget.next_delay({});
+      if (!d || closing_) throw sdk::RetryableError("a load with label " + l + " is still running after retry_timeout");
       count("running_waits");
-      std::this_thread::sleep_for(d);
+      std::this_thread::sleep_for(*d);
     }
   }
 
@@ -533,16 +528,15 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     const std::string where = "Stream Load of " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] offsets " +
                               std::to_string(load.first) + ".." + std::to_string(load.last) + " (label " + l + ") into " +
                               s_.database + "." + s_.table;
-    const auto deadline = Clock::now() + s_.retry_timeout;
-    kit::Backoff backoff({.initial = 200ms, .max = 5s});
+    kit::ResendBudget budget(s_.retry_timeout);
     std::string body;
     bool rebuild = true;
     auto wait_or_fail = [&](const std::string& why) {
-      const auto d = backoff.next();
-      if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError(where + ": " + bounded(why) + " (the same label is re-sent on the retry)");
+      const auto d = budget.next_delay({});
+      if (!d || closing_) throw sdk::RetryableError(where + ": " + bounded(why) + " (the same label is re-sent on the retry)");
       count("resends");
-      log(sdk::LogLevel::Debug, where + ": resending in " + std::to_string(d.count()) + " ms: " + why);
-      std::this_thread::sleep_for(d);
+      log(sdk::LogLevel::Debug, where + ": resending in " + std::to_string(d->count()) + " ms: " + why);
+      std::this_thread::sleep_for(*d);
     };
     while (true) {
       if (load.positions.empty()) return;
@@ -708,15 +702,14 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
 
   void commit_all(const std::vector<std::string>& labels) {
     for (const auto& l : labels) {
-      const auto deadline = Clock::now() + s_.retry_timeout;
-      kit::Backoff backoff({.initial = 200ms, .max = 5s});
+      kit::ResendBudget budget(s_.retry_timeout);
       std::string why;
       while (!two_pc(l, "commit", why)) {
-        const auto d = backoff.next();
-        if (closing_ || Clock::now() + d > deadline)
+        const auto d = budget.next_delay({});
+        if (!d || closing_)
           throw sdk::RetryableError("committing the pre-committed load " + l + " (_stream_load_2pc) failed: " + bounded(why) +
                                     " (the retry commits it)");
-        std::this_thread::sleep_for(d);
+        std::this_thread::sleep_for(*d);
       }
       count("commits");
     }

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "picomq/kit/backoff.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
@@ -240,11 +240,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   void open(const sdk::Config& config) {
     sdk::ConfigProblems problems;
     auto s = plan(config, problems);
-    if (!s) {
-      std::string text = problems.text();
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      throw sdk::FatalError(text);
-    }
+    problems.throw_if_any();
     s_ = std::move(*s);
     sink_ = sink_key().empty() ? std::string("sink") : std::string(sink_key());
     kit::HttpClientOptions o;
@@ -278,8 +274,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   void write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
     if (raw.record_count == 0) return;
-    const auto deadline = Clock::now() + s_.retry_timeout;
-    kit::Backoff backoff({.initial = 200ms, .max = 5s});
+    kit::ResendBudget budget(s_.retry_timeout);
     std::vector<bool> refused(raw.record_count, false);
     while (true) {
       try {
@@ -297,11 +292,11 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         }
         disconnect();
         if (!transient(e)) throw sdk::FatalError(where(raw) + ": " + e.what());
-        const auto d = backoff.next();
-        if (closing_ || Clock::now() + d > deadline) throw sdk::RetryableError(where(raw) + ": " + e.what());
+        const auto d = budget.next_delay({});
+        if (!d || closing_) throw sdk::RetryableError(where(raw) + ": " + e.what());
         count("retries");
-        log(sdk::LogLevel::Debug, where(raw) + ": retrying in " + std::to_string(d.count()) + " ms: " + e.what());
-        std::this_thread::sleep_for(d);
+        log(sdk::LogLevel::Debug, where(raw) + ": retrying in " + std::to_string(d->count()) + " ms: " + e.what());
+        std::this_thread::sleep_for(*d);
       }
     }
   }
@@ -576,8 +571,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   std::string object_url(const std::string& key) const { return *s_.s3_endpoint + "/" + s_.s3_bucket + "/" + key; }
 
   kit::HttpResponse s3_send(kit::HttpRequest req, const std::string& what) {
-    const auto deadline = Clock::now() + s_.retry_timeout;
-    kit::Backoff backoff({.initial = 200ms, .max = 5s});
+    kit::ResendBudget budget(s_.retry_timeout);
     while (true) {
       kit::HttpResponse r = s3_->send(req);
       if (r.completed() && r.status < 500 && r.status != 429) {
@@ -589,10 +583,10 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         }
         return r;
       }
-      const auto d = backoff.next();
-      if (closing_ || Clock::now() + d > deadline)
+      const auto d = budget.next_delay({});
+      if (!d || closing_)
         throw DbError(what + ": " + (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message), "S3", 0);
-      std::this_thread::sleep_for(d);
+      std::this_thread::sleep_for(*d);
     }
   }
 
