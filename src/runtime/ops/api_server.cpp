@@ -413,7 +413,7 @@ class ApiServer::Impl {
 
   void reload_reply(httplib::Response& res, int status) {
     auto r = sinks_.reload();
-    reply(res, r.errors.empty() ? status : 422,
+    reply(res, status,
           {{"started", r.started}, {"restarted", r.restarted}, {"stopped", r.stopped}, {"unchanged", r.unchanged}, {"errors", r.errors}});
   }
 
