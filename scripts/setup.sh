@@ -16,7 +16,7 @@ debian_packages=(
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
   libzstd-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression / SigV4 hash; test servers (sinkkit/testing)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
-  libcpp-httplib-dev prometheus-cpp-dev python3-prometheus-client  # operations API, /metrics and its parser in tests (docs/operations.md)
+  libcpp-httplib-dev prometheus-cpp-dev python3-prometheus-client chromium chromium-driver python3-selenium  # operations API; /metrics parser and status page browser in its tests (docs/operations.md)
 )
 
 missing=()

@@ -424,6 +424,87 @@ TEST(Ops, ReloadOfOneDefinitionRestartsOnlyThatSinkAndTheOthersDoNotRebalance) {
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }
 
+// [api] tls_cert / tls_key: HTTPS with a certificate made here by openssl; the token still applies.
+TEST(Ops, HttpsWithTheConfiguredCertificate) {
+  Kafka& kafka = Kafka::shared();
+  Runtime rt(kafka.bootstrap(), "ops-tls");
+  const auto crt = rt.dir() / "api.crt", key = rt.dir() / "api.key";
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                          key.string() + " -out " + crt.string() + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  rt.env("OPS_TOKEN", kToken);
+  rt.runtime_settings("keep_running_on_error = true\n[api]\nenabled = true\nlisten = \"127.0.0.1:0\"\ntoken = \"${OPS_TOKEN}\"\ntls_cert = \"" +
+                      crt.string() + "\"\ntls_key = \"" + key.string() + "\"\n");
+  rt.start();
+  std::string url;
+  ASSERT_TRUE(wait_until([&] {
+    auto s = rt.status();
+    if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
+    url = s["runtime"]["api"].get<std::string>();
+    return true;
+  }, 30s)) << rt.log();
+  ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
+  httplib::Client client(url);
+  client.set_ca_cert_path(crt.c_str());
+  client.enable_server_certificate_verification(true);
+  auto anonymous = client.Get("/health/live");
+  ASSERT_TRUE(anonymous) << httplib::to_string(anonymous.error());
+  EXPECT_EQ(anonymous->status, 401);
+  client.set_bearer_token_auth(kToken.c_str());
+  auto live = client.Get("/health/live");
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->status, 200);
+  httplib::Client plain("http://" + url.substr(8));
+  auto refused = plain.Get("/health/live");
+  EXPECT_TRUE(!refused || refused->status != 200) << "no plain HTTP on the HTTPS port";
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
+// The status page in headless Chromium: the sink in Error is shown with its error, its restart
+// button brings it back (the failed batch written first, everything committed), screenshots kept.
+TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack) {
+  if (!std::filesystem::exists("/usr/bin/chromedriver") || !std::filesystem::exists("/usr/bin/chromium"))
+    GTEST_SKIP() << "Debian's chromium and chromium-driver are not installed (scripts/setup.sh installs them)";
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("ops");
+  kafka.create_topic(topic, 1);
+  const std::string group = "picomq-connect-sink-page";
+  Runtime rt(kafka.bootstrap(), "ops-page");
+  with_api(rt);
+  const auto down = rt.dir() / "destination-down";
+  { std::ofstream(down) << "down"; }
+  rt.add_definition("page.toml", testkit_def(rt, "page", topic, "fail_status = \"fatal\"\nfail_while_exists = \"" + down.string() + "\"\n"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("page", 30s)) << rt.log();
+  Api api(rt);
+  kafka.produce_values(topic, json_values(0, 12), 0);
+  ASSERT_TRUE(rt.wait_state("page", "error", 30s)) << rt.log();
+  std::filesystem::remove(down);  // the destination is back; the page's button restarts the sink
+
+  const std::string cmd = std::string(PICOMQ_STATUS_PAGE_PY) + " " + api.url + " " + kToken + " page " + rt.dir().string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(pclose(p), 0) << out << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 12; }, 30s)) << rt.log();
+  const auto calls = read_calls(rt.dir() / "page.calls");
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0].status, "fatal");
+  EXPECT_EQ(calls[1].first, calls[0].first) << "after the restart the failed batch is written first";
+  EXPECT_EQ(calls[1].status, "ok");
+  for (const char* shot : {"status-error.png", "status-running.png"}) {
+    const auto png = read_file(rt.dir() / shot);
+    ASSERT_GT(png.size(), 5000u) << shot;
+    EXPECT_EQ(png.substr(1, 3), "PNG") << shot;
+    std::filesystem::copy_file(rt.dir() / shot, std::filesystem::path(PICOMQ_SCREENSHOT_DIR) / shot,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 }  // namespace
 }  // namespace picomq::test
 
