@@ -318,6 +318,8 @@ void BlockPipeline::publish_status() {
   for (size_t i = 0; i < b.write_attempts.size(); ++i) b.write_attempts[i] = counters_.attempts[i].load(std::memory_order_relaxed);
   for (const auto& bucket : counters_.write_latency.buckets) b.write_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
   b.write_latency_sum_seconds = static_cast<double>(counters_.write_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
+  for (const auto& bucket : counters_.end_to_end_latency.buckets) b.end_to_end_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
+  b.end_to_end_latency_sum_seconds = static_cast<double>(counters_.end_to_end_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
   status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
   status_.set_counters(settings_.sink_key, sink_.counters());
 }

@@ -47,6 +47,8 @@ struct BlockStatus {
   std::array<uint64_t, 6> write_attempts{};  // by pmq_write_status (ok, retry, partial, fatal, rejected)
   std::vector<uint64_t> write_latency_buckets;  // per LatencyHistogram bound, then +Inf (not cumulative)
   double write_latency_sum_seconds = 0;
+  std::vector<uint64_t> end_to_end_latency_buckets;  // the same for record timestamp -> offset stored
+  double end_to_end_latency_sum_seconds = 0;
 };
 
 struct SinkStatus {

@@ -209,6 +209,9 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   EXPECT_GE(m["picomq_write_attempts_total{block=0,outcome=ok,sink=basic}"], 2);
   EXPECT_EQ(m["picomq_write_duration_seconds_count{block=0,sink=basic}"], m["picomq_write_attempts_total{block=0,outcome=ok,sink=basic}"]);
   EXPECT_GE(m["picomq_commits_total{block=0,sink=basic}"], 1);
+  EXPECT_EQ(m["picomq_end_to_end_latency_seconds_count{block=0,sink=basic}"], m["picomq_batches_stored_total{block=0,sink=basic}"]);
+  EXPECT_GT(m["picomq_end_to_end_latency_seconds_sum{block=0,sink=basic}"], 0);
+  EXPECT_LT(m["picomq_end_to_end_latency_seconds_sum{block=0,sink=basic}"], 60 * m["picomq_end_to_end_latency_seconds_count{block=0,sink=basic}"]);
   EXPECT_GT(m["process_resident_memory_bytes{}"], 1e6);
 
   rt.signal(SIGTERM);

@@ -89,7 +89,14 @@ Job DeliveryWindow::finish_oldest() {
   }
   if (p.filtered) deps_.counters.filtered += p.filtered;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
-  if (!job.records->empty() && p.commit_to > job.records->first_offset()) deps_.offsets.store(job.tp, p.commit_to);
+  if (!job.records->empty() && p.commit_to > job.records->first_offset()) {
+    deps_.offsets.store(job.tp, p.commit_to);
+    if (const int64_t ts = job.records->at(0).timestamp_ms; ts > 0) {
+      const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+      deps_.counters.end_to_end_latency.observe(std::chrono::microseconds(std::max<int64_t>(0, now_ms - ts) * 1000));
+    }
+  }
   if (!p.failure.empty()) fail(job.tp, p.failure);
   return std::move(job);
 }

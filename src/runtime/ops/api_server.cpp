@@ -468,6 +468,22 @@ class ApiServer::Impl {
       family(name, type, help).metric.push_back(std::move(m));
     };
     const auto C = MetricType::Counter, G = MetricType::Gauge;
+    auto histogram = [&](const std::string& name, const std::string& help, const std::vector<ClientMetric::Label>& labels,
+                         const std::vector<uint64_t>& buckets, double sum) {
+      if (buckets.size() != LatencyHistogram::kBounds.size() + 1) return;
+      ClientMetric m;
+      m.label = labels;
+      uint64_t cumulative = 0;
+      for (size_t k = 0; k < LatencyHistogram::kBounds.size(); ++k) {
+        cumulative += buckets[k];
+        m.histogram.bucket.push_back({cumulative, LatencyHistogram::kBounds[k]});
+      }
+      cumulative += buckets.back();
+      m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+      m.histogram.sample_count = cumulative;
+      m.histogram.sample_sum = sum;
+      family(name, MetricType::Histogram, help).metric.push_back(std::move(m));
+    };
     static constexpr std::array<const char*, 6> kOutcomes{"ok", "retry", "partial", "fatal", "rejected", "pending"};
     for (const auto& st : status_.all()) {
       for (const auto* state : {"starting", "running", "stopping", "stopped", "error", "invalid", "disabled"})
@@ -510,22 +526,11 @@ class ApiServer::Impl {
           add("picomq_consumer_lag_records", G, "high watermark minus the consumer's position", lp,
               static_cast<double>(std::max<int64_t>(0, p.high - p.position)));
         }
-        if (b.write_latency_buckets.size() == LatencyHistogram::kBounds.size() + 1) {
-          ClientMetric m;
-          m.label = l;
-          uint64_t cumulative = 0;
-          for (size_t k = 0; k < LatencyHistogram::kBounds.size(); ++k) {
-            cumulative += b.write_latency_buckets[k];
-            m.histogram.bucket.push_back({cumulative, LatencyHistogram::kBounds[k]});
-          }
-          cumulative += b.write_latency_buckets.back();
-          m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
-          m.histogram.sample_count = cumulative;
-          m.histogram.sample_sum = b.write_latency_sum_seconds;
-          family("picomq_write_duration_seconds", MetricType::Histogram,
-                 "from the start of a batch's write to its outcome, retries included")
-              .metric.push_back(std::move(m));
-        }
+        histogram("picomq_write_duration_seconds", "from the start of a batch's write to its outcome, retries included", l,
+                  b.write_latency_buckets, b.write_latency_sum_seconds);
+        histogram("picomq_end_to_end_latency_seconds",
+                  "from the Kafka timestamp of a batch's first record to its offset being stored for the commit", l,
+                  b.end_to_end_latency_buckets, b.end_to_end_latency_sum_seconds);
       }
     }
     double cpu = 0, rss = 0;
