@@ -314,6 +314,7 @@ void BlockPipeline::publish_status() {
   b.buffered_bytes = buffered_bytes_.load();
   b.broker_unreachable_since_ms = client_.broker_unreachable_since();
   b.consumed_records = consumed_records_;
+  b.rejected_records = counters_.rejected.load(std::memory_order_relaxed);
   b.consumed_bytes = consumed_bytes_;
   for (size_t i = 0; i < b.write_attempts.size(); ++i) b.write_attempts[i] = counters_.attempts[i].load(std::memory_order_relaxed);
   for (const auto& bucket : counters_.write_latency.buckets) b.write_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));

@@ -42,6 +42,7 @@ struct BlockStatus {
   uint64_t filtered_records = 0;       // records a transform dropped
   uint64_t buffered_records = 0;  // polled, not yet written (buckets, queue, in flight)
   uint64_t buffered_bytes = 0;
+  uint64_t rejected_records = 0;  // refused by the sink (then handled by on_bad_record)
   uint64_t consumed_records = 0;  // polled from the broker
   uint64_t consumed_bytes = 0;    // their key + value bytes
   std::array<uint64_t, 6> write_attempts{};  // by pmq_write_status (ok, retry, partial, fatal, rejected)

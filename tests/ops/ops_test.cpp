@@ -140,9 +140,15 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   Runtime rt(kafka.bootstrap(), "ops-basic");
   with_api(rt);
   rt.add_definition("basic.toml", testkit_def(rt, "basic", topic));
+  // A second sink that refuses one record (skipped by its policy): the rejected and skipped counters.
+  const auto rej_topic = unique_name("ops-rej");
+  kafka.create_topic(rej_topic, 1);
+  rt.add_definition("rej.toml", testkit_definition("rej", "topics = [\"" + rej_topic + "\"]\npoll_interval = \"50ms\"\non_bad_record = \"skip\"",
+                                                   testkit_config(rt, "rej", "fail_times = 1\nfail_offset = 3\nfail_status = \"reject\"\nreject_offset = 3\n")));
   rt.start();
-  ASSERT_TRUE(rt.wait_assigned("basic", 30s)) << rt.log();
+  ASSERT_TRUE(rt.wait_assigned("basic", 30s) && rt.wait_assigned("rej", 30s)) << rt.log();
   Api api(rt);
+  kafka.produce_values(rej_topic, json_values(0, 6), 0);
 
   // Without the token, or with a wrong one: 401 with a JSON message, on every endpoint.
   httplib::Client anonymous(api.url);
@@ -180,7 +186,8 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   EXPECT_EQ(sink["definition"]["plugin_config"]["log_path"], (rt.dir() / "basic.log").string());
   const auto all = api.get("/sinks");
   EXPECT_EQ(all.status, 200);
-  EXPECT_EQ(all.doc()["sinks"].size(), 1u);
+  EXPECT_EQ(all.body.find(kSecret), std::string::npos) << "masked in the list too";
+  EXPECT_EQ(all.doc()["sinks"].size(), 2u);
   EXPECT_EQ(api.get("/sinks/nope").status, 404);
   EXPECT_TRUE(api.get("/sinks/nope").doc().contains("error"));
 
@@ -201,6 +208,14 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
            m.count("picomq_consumer_lag_records{block=0,partition=1,sink=basic,topic=" + topic + "}");
   }, 10s)) << api.get("/metrics").body;
   ASSERT_TRUE(parse_error.empty()) << parse_error;
+  EXPECT_EQ(m["picomq_records_rejected_total{block=0,sink=basic}"], 0);
+  ASSERT_TRUE(wait_until([&] {
+    m = parse_metrics(api.get("/metrics").body, parse_error);
+    return m["picomq_records_written_total{block=0,sink=rej}"] == 5;
+  }, 10s)) << api.get("/metrics").body;
+  EXPECT_EQ(m["picomq_records_rejected_total{block=0,sink=rej}"], 1);
+  EXPECT_EQ(m["picomq_records_skipped_total{block=0,sink=rej}"], 1);
+  EXPECT_EQ(m["picomq_write_attempts_total{block=0,outcome=rejected,sink=rej}"], 1);
   EXPECT_EQ(m["picomq_records_written_total{block=0,sink=basic}"], 50);
   EXPECT_EQ(m["picomq_records_consumed_total{block=0,sink=basic}"], 50);
   EXPECT_EQ(m["picomq_sink_state{sink=basic,state=running}"], 1);

@@ -86,6 +86,7 @@ Job DeliveryWindow::finish_oldest() {
         p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
     std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
     deps_.counters.delivered += p.batch.records.size() - rejected.size();
+    if (!rejected.empty()) deps_.counters.rejected += rejected.size();
   }
   if (p.filtered) deps_.counters.filtered += p.filtered;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);

@@ -78,6 +78,7 @@ struct DeliveryCounters {
   // The Kafka timestamp of a batch's first record to the moment its offset is stored for the
   // commit (which goes out within one consumer poll, at most ~50 ms later).
   LatencyHistogram end_to_end_latency;
+  std::atomic<uint64_t> rejected{0};       // records the sink refused (PMQ_WRITE_REJECTED)
   std::atomic<uint64_t> delivered{0};      // records the sink wrote
   std::atomic<uint64_t> skipped{0};        // bad records the `skip` policy stepped over
   std::atomic<uint64_t> dead_lettered{0};  // bad records confirmed in the dead-letter topic

@@ -96,6 +96,7 @@ json block_json(const BlockStatus& b) {
             {"filtered_records", b.filtered_records},
             {"skipped_records", b.skipped_records},
             {"dead_lettered_records", b.dead_lettered_records},
+            {"rejected_records", b.rejected_records},
             {"stored_batches", b.stored_batches},
             {"committed_batches", b.committed_batches},
             {"commits", b.commits},
@@ -502,8 +503,7 @@ class ApiServer::Impl {
         add("picomq_records_filtered_total", C, "records a transform dropped", l, n(b.filtered_records));
         add("picomq_records_skipped_total", C, "bad records the skip policy stepped over", l, n(b.skipped_records));
         add("picomq_records_dead_lettered_total", C, "bad records confirmed in the dead-letter topic", l, n(b.dead_lettered_records));
-        uint64_t rejected = b.write_attempts[PMQ_WRITE_REJECTED];
-        add("picomq_records_rejected_batches_total", C, "writes the sink answered with rejected records", l, n(rejected));
+        add("picomq_records_rejected_total", C, "records the sink refused (then handled by on_bad_record)", l, n(b.rejected_records));
         add("picomq_batches_stored_total", C, "batches whose offsets were stored after their write", l, n(b.stored_batches));
         add("picomq_batches_committed_total", C, "stored batches a successful commit covered", l, n(b.committed_batches));
         add("picomq_commits_total", C, "successful offset commits", l, n(b.commits));
