@@ -344,6 +344,18 @@ TEST(Ops, OffsetResetToATimestampAndToExplicitOffsetsIsWhatKafkasToolReports) {
   EXPECT_EQ(r.status, 409) << "only while stopped: " << r.body;
   ASSERT_EQ(api.post("/sinks/replay/stop").status, 200);
 
+  // earliest / latest: the log's start and end.
+  r = api.post("/sinks/replay/offsets", R"({"to":"earliest"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.doc()["blocks"][0]["partitions"][0]["committed"], 0);
+  EXPECT_EQ(r.doc()["blocks"][0]["partitions"][1]["committed"], 0);
+  EXPECT_EQ(kafka.committed(group, topic, 1), 0);
+  r = api.post("/sinks/replay/offsets", R"({"to":"latest", "block": 0})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(kafka.committed(group, topic, 0), 10);
+  EXPECT_EQ(kafka.committed(group, topic, 1), 15);
+  EXPECT_EQ(api.post("/sinks/replay/offsets", R"({"to":"latest", "block": 3})").status, 400);
+
   // To a timestamp: the first offset at or after it, per partition.
   r = api.post("/sinks/replay/offsets", json{{"timestamp", mark}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
