@@ -209,12 +209,20 @@ Supervisor::ReloadReport Supervisor::reload() {
   for (const auto& key : invalid_)
     if (!still_invalid.count(key)) status_.remove(key);
   invalid_ = std::move(still_invalid);
+  publish_definitions_locked();
   return report;
 }
 
+void Supervisor::publish_definitions_locked() {
+  std::map<std::string, config::SinkDefinition> defs;
+  for (const auto& [key, e] : sinks_) defs.emplace(key, e.definition);
+  std::lock_guard lock(definitions_mutex_);
+  definitions_ = std::move(defs);
+}
+
 bool Supervisor::known(const std::string& key) const {
-  std::lock_guard lock(mutex_);
-  return sinks_.count(key) > 0;
+  std::lock_guard lock(definitions_mutex_);
+  return definitions_.count(key) > 0;
 }
 
 bool Supervisor::running(const std::string& key) const {
@@ -223,16 +231,16 @@ bool Supervisor::running(const std::string& key) const {
 }
 
 std::optional<config::SinkDefinition> Supervisor::definition(const std::string& key) const {
-  std::lock_guard lock(mutex_);
-  auto it = sinks_.find(key);
-  if (it == sinks_.end()) return std::nullopt;
-  return it->second.definition;
+  std::lock_guard lock(definitions_mutex_);
+  auto it = definitions_.find(key);
+  if (it == definitions_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::string> Supervisor::keys() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(definitions_mutex_);
   std::vector<std::string> out;
-  for (const auto& [key, e] : sinks_) out.push_back(key);
+  for (const auto& [key, d] : definitions_) out.push_back(key);
   return out;
 }
 

@@ -71,6 +71,11 @@ class Supervisor {
   mutable std::mutex mutex_;
   std::map<std::string, Entry> sinks_;
   std::set<std::string> invalid_;  // status keys (file names) of files that did not load
+  // The definitions as the API reads them, apart from mutex_: a GET must not wait for a sink's
+  // stop (up to shutdown_timeout) in another request or a reload.
+  void publish_definitions_locked();
+  mutable std::mutex definitions_mutex_;
+  std::map<std::string, config::SinkDefinition> definitions_;
   bool abandoned_ = false;
 };
 
