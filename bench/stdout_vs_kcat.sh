@@ -14,6 +14,9 @@
 #   BENCH_BASELINE=         another build dir (its bin/picomq-connect and plugins/, e.g. of an
 #                           earlier commit): each round also runs it as "baseline lines", and the
 #                           report gives this build / the baseline, side by side in the same run
+#   BENCH_API=0             1: each round also runs "picomq lines +api": the lines variant with the
+#                           operations API on and /metrics scraped every second meanwhile; the
+#                           report ends with its overhead against "picomq lines" (docs/operations.md)
 #   BENCH_KEEP=0            1: keep the work dir (broker log, runtime logs, raw results)
 #   BENCH_DIR=              work dir (default: a new mktemp -d under /tmp)
 # Smoke mode for CI: BENCH_RECORDS=20000 BENCH_RUNS=1 (add BENCH_SKIP_BUILD=1 after a build).
@@ -82,6 +85,23 @@ run_baseline() {  # <run>
   log "baseline lines run $run: $sink_result"
 }
 
+# The lines variant with [api] on and a scraper reading /metrics every second (BENCH_API=1).
+run_picomq_api() {  # <run>
+  [[ "${BENCH_API:-0}" == 1 ]] || return 0
+  local run="$1" dir="$work/picomq-api-r$1" group="picomq-connect-sink-bench-api-r$1" port scraper
+  port="$(bench_free_port)"
+  SINK_RUNTIME_SETTINGS=$'[api]\nenabled = true\nlisten = "127.0.0.1:'"$port"'"' \
+    bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" "include_metadata = false"
+  ( while sleep 1; do curl -s -o /dev/null "http://127.0.0.1:$port/metrics" || true; done ) &
+  scraper=$!
+  bench_run_sink "$dir" "$group" "$TOPIC" "$N" "picomq lines +api" "$run"
+  kill "$scraper" 2>/dev/null || true
+  wait "$scraper" 2>/dev/null || true
+  grep -q "operations API on" "$dir/stderr.log" || { echo "picomq lines +api: the API did not start" >&2; exit 1; }
+  echo "tool=picomq lines +api run=$run $sink_result" >> "$results"
+  log "picomq lines +api run $run: $sink_result"
+}
+
 kcat_plain() { run_kcat "kcat -f" "$1" -f '%s\n'; }
 kcat_json() { [[ "$KCAT_JSON" == 1 ]] && run_kcat "kcat -J" "$1" -J || true; }
 
@@ -91,8 +111,8 @@ if [[ "$WARMUP" == 1 ]]; then
 fi
 
 for ((r = 1; r <= RUNS; r++)); do
-  if ((r % 2)); then kcat_plain "$r"; run_picomq "$r" lines; run_baseline "$r"; kcat_json "$r"; run_picomq "$r" envelope
-  else run_picomq "$r" envelope; kcat_json "$r"; run_baseline "$r"; run_picomq "$r" lines; kcat_plain "$r"; fi
+  if ((r % 2)); then kcat_plain "$r"; run_picomq "$r" lines; run_picomq_api "$r"; run_baseline "$r"; kcat_json "$r"; run_picomq "$r" envelope
+  else run_picomq "$r" envelope; kcat_json "$r"; run_baseline "$r"; run_picomq_api "$r"; run_picomq "$r" lines; kcat_plain "$r"; fi
 done
 
 # ------------------------------------------------------------------ report
@@ -100,3 +120,21 @@ cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' 
 kcat_version="$(kcat -V 2>&1 | grep -o 'Version [^ ]*\|librdkafka [^ ]*' | tr '\n' ' ' || true)"
 python3 "$bench/report.py" "$results" "$N" "$payload_bytes" "$RUNS" \
   "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; batch_length=$BATCH_LENGTH; schema=${BENCH_SCHEMA:-json}; load average before the consumers $load_start"
+if [[ "${BENCH_API:-0}" == 1 ]]; then
+  python3 - "$results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    tool, rest = line.strip().split(" run=", 1)
+    f = dict(kv.split("=", 1) for kv in rest.split()[1:])
+    rows.setdefault(tool.removeprefix("tool="), []).append(f)
+def med(tool, key):
+    return statistics.median(float(r[key]) for r in rows[tool])
+def cpu(tool):
+    return statistics.median(float(r["user_s"]) + float(r["sys_s"]) for r in rows[tool])
+off, on = "picomq lines", "picomq lines +api"
+print(f"API + /metrics overhead (median of {len(rows[on])} runs): wall {med(off, 'wall_s'):.3f} s off, "
+      f"{med(on, 'wall_s'):.3f} s on ({(med(on, 'wall_s') / med(off, 'wall_s') - 1) * 100:+.1f} %); "
+      f"CPU {cpu(off):.3f} s off, {cpu(on):.3f} s on ({(cpu(on) / cpu(off) - 1) * 100:+.1f} %)")
+PY
+fi

@@ -17,6 +17,7 @@ debian_packages=(
   libzstd-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression / SigV4 hash; test servers (sinkkit/testing)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server
+  libcpp-httplib-dev prometheus-cpp-dev python3-prometheus-client chromium chromium-driver python3-selenium  # operations API; /metrics parser and status page browser in its tests (docs/operations.md)
 )
 
 missing=()

@@ -191,7 +191,44 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
       else
         config.log_level = std::move(*level);
     }
+    if (auto format = t.string("log_format")) {
+      if (*format != "text" && *format != "json")
+        t.error(*runtime->get("log_format"), "log_format", "'log_format' must be \"text\" or \"json\", got \"" + *format + "\"");
+      else
+        config.log_format = std::move(*format);
+    }
     t.finish();
+  }
+
+  // [api]
+  if (const toml::table* api = r.table("api")) {
+    TableReader a(*api, "api", diag, env);
+    if (auto enabled = a.boolean("enabled")) config.api.enabled = *enabled;
+    if (auto listen = a.string("listen")) {
+      const auto colon = listen->rfind(':');
+      int port = -1;
+      if (colon != std::string::npos && colon + 1 < listen->size() && listen->size() - colon <= 6 &&
+          std::all_of(listen->begin() + colon + 1, listen->end(), [](char c) { return c >= '0' && c <= '9'; }))
+        port = std::stoi(listen->substr(colon + 1));
+      if (colon == 0 || colon == std::string::npos || port < 0 || port > 65535)
+        a.error(*api->get("listen"), "listen", "'listen' must be host:port (port 0-65535), got \"" + *listen + "\"");
+      else {
+        config.api.host = listen->substr(0, colon);
+        config.api.port = port;
+      }
+    }
+    if (auto token = a.string("token")) {
+      if (token->empty())
+        a.error(*api->get("token"), "token", "'token' must not be empty (it is the bearer token every request must carry)");
+      else
+        config.api.token = std::move(*token);
+    }
+    if (auto cert = a.string("tls_cert")) config.api.tls_cert = resolve(base_dir, *cert);
+    if (auto key = a.string("tls_key")) config.api.tls_key = resolve(base_dir, *key);
+    if (config.api.tls_cert.has_value() != config.api.tls_key.has_value())
+      a.error_here("'tls_cert' and 'tls_key' go together: give both for HTTPS, or neither");
+    if (auto watch = a.boolean("watch_sinks_dir")) config.api.watch_sinks_dir = *watch;
+    a.finish();
   }
   r.finish();
 

@@ -53,6 +53,17 @@ struct RuntimeConfig {
   // Once no sink can make progress (each one in error or invalid), the process exits 1 so a
   // supervisor notices; true keeps it up (for an operator to restart sinks through the API).
   bool keep_running_on_error = false;
+  std::string log_format = "text";  // text | json (one JSON object per line: docs/operations.md)
+  // [api]: the operations HTTP API, /metrics and the status page (docs/operations.md). Off unless
+  // `enabled = true`; bound to 127.0.0.1 unless `listen` says otherwise.
+  struct Api {
+    bool enabled = false;
+    std::string host = "127.0.0.1";
+    int port = 8083;                         // 0: any free port (written to the log and status file)
+    std::optional<std::string> token;        // bearer token, after ${ENV}; never logged
+    std::optional<std::filesystem::path> tls_cert, tls_key;  // both or neither: HTTPS
+    bool watch_sinks_dir = true;             // inotify on [sinks] dir: hot reload of changed files
+  } api;
 };
 
 struct RuntimeConfigResult {

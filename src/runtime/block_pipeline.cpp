@@ -127,6 +127,12 @@ void BlockPipeline::consumer_main() {
 }
 
 void BlockPipeline::poll_once() {
+  if (operator_paused_.load() != operator_pause_applied_) {
+    operator_pause_applied_ = !operator_pause_applied_;
+    spdlog::info("{}: {} by the operator", log_prefix_, operator_pause_applied_ ? "paused" : "resumed");
+    client_.set_paused(paused_ || operator_pause_applied_);
+    publish_status();
+  }
   client_.refresh_subscription(false);
   committer_.commit_stored();
   const bool paused = apply_backpressure();
@@ -171,6 +177,8 @@ void BlockPipeline::poll_once() {
   bucket_run();
   buffered_records_ += polled.size();
   buffered_bytes_ += polled_bytes;
+  consumed_records_ += polled.size();
+  consumed_bytes_ += polled_bytes;
   client_.watch_fetch_queue(polled.empty() ? 0 : polled_bytes / polled.size());
   flush_due(Clock::now());
 }
@@ -240,7 +248,7 @@ void BlockPipeline::set_paused(bool paused, size_t records, size_t bytes) {
                  log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes);
   else
     spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
-  client_.set_paused(paused);
+  client_.set_paused(paused || operator_pause_applied_);
   publish_status();
 }
 
@@ -293,7 +301,9 @@ void BlockPipeline::publish_status() {
   BlockStatus b;
   b.group_id = group_id_;
   for (const auto& tp : client_.assignment()) b.assigned.push_back(tp.to_string());
-  b.paused = paused_;
+  b.paused = paused_ || operator_pause_applied_;
+  b.paused_by_operator = operator_pause_applied_;
+  for (auto& l : client_.lags()) b.lag.push_back({std::move(l.tp.topic), l.tp.partition, l.position, l.high});
   const auto commits = committer_.counts();
   b.delivered_records = counters_.delivered.load();
   b.stored_batches = commits.stored;
@@ -306,6 +316,14 @@ void BlockPipeline::publish_status() {
   b.buffered_records = buffered_records_.load();
   b.buffered_bytes = buffered_bytes_.load();
   b.broker_unreachable_since_ms = client_.broker_unreachable_since();
+  b.consumed_records = consumed_records_;
+  b.rejected_records = counters_.rejected.load(std::memory_order_relaxed);
+  b.consumed_bytes = consumed_bytes_;
+  for (size_t i = 0; i < b.write_attempts.size(); ++i) b.write_attempts[i] = counters_.attempts[i].load(std::memory_order_relaxed);
+  for (const auto& bucket : counters_.write_latency.buckets) b.write_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
+  b.write_latency_sum_seconds = static_cast<double>(counters_.write_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
+  for (const auto& bucket : counters_.end_to_end_latency.buckets) b.end_to_end_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
+  b.end_to_end_latency_sum_seconds = static_cast<double>(counters_.end_to_end_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
   status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
   status_.set_counters(settings_.sink_key, sink_.counters());
 }

@@ -66,6 +66,9 @@ class BlockPipeline final : private kafka::RebalanceListener {
   // when shutdown_timeout ran out (the caller must then exit the process without cleanup).
   bool join();
   bool failed() const { return failed_.load(); }
+  // The operator's pause (POST /sinks/{key}/pause): the consumer thread pauses every assigned
+  // partition at its next poll and keeps serving its group; buffered batches are still written.
+  void set_operator_paused(bool paused) { operator_paused_ = paused; }
   bool abandoned() const { return abandoned_.load(); }
 
  private:
@@ -138,6 +141,10 @@ class BlockPipeline final : private kafka::RebalanceListener {
   std::atomic<size_t> buffered_records_{0};
   std::atomic<size_t> buffered_bytes_{0};
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> operator_paused_{false};
+  bool operator_pause_applied_ = false;  // consumer thread
+  uint64_t consumed_records_ = 0;        // consumer thread
+  uint64_t consumed_bytes_ = 0;
   std::atomic<bool> failed_{false};
   std::atomic<bool> abandoned_{false};
 

@@ -88,6 +88,10 @@ void SinkRunner::on_block_error(size_t index, const std::string& message) {
   for (auto& b : blocks_) b->request_stop();
 }
 
+void SinkRunner::set_paused(bool paused) {
+  for (auto& b : blocks_) b->set_operator_paused(paused);
+}
+
 void SinkRunner::request_stop() {
   for (auto& b : blocks_) b->request_stop();
 }

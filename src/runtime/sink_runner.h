@@ -32,6 +32,9 @@ class SinkRunner {
   // abandoned (the plugin stuck past shutdown_timeout).
   bool join();
   const std::string& key() const { return definition_.key; }
+  const config::SinkDefinition& definition() const { return definition_; }
+  // The operator's pause / resume of every block (see BlockPipeline::set_operator_paused).
+  void set_paused(bool paused);
 
  private:
   void on_block_error(size_t index, const std::string& message);

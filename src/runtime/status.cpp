@@ -80,6 +80,45 @@ void StatusBoard::set_runtime(std::string state, std::string message) {
   write_file();
 }
 
+void StatusBoard::set_reload_error(const std::string& key, std::string error) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sinks_.find(key);
+    if (it == sinks_.end()) return;
+    it->second.reload_error = std::move(error);
+  }
+  write_file();
+}
+
+void StatusBoard::remove(const std::string& key) {
+  {
+    std::lock_guard lock(mutex_);
+    sinks_.erase(key);
+  }
+  write_file();
+}
+
+void StatusBoard::clear_error(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = sinks_.find(key);
+  if (it != sinks_.end() && it->second.state == SinkState::Error) it->second.state = SinkState::Stopping;
+}
+
+std::vector<SinkStatus> StatusBoard::all() const {
+  std::lock_guard lock(mutex_);
+  std::vector<SinkStatus> out;
+  for (const auto& [key, s] : sinks_) out.push_back(s);
+  return out;
+}
+
+void StatusBoard::set_api_url(std::string url) {
+  {
+    std::lock_guard lock(mutex_);
+    api_url_ = std::move(url);
+  }
+  write_file();
+}
+
 bool StatusBoard::any_sink_can_progress() const {
   std::lock_guard lock(mutex_);
   return std::any_of(sinks_.begin(), sinks_.end(), [](const auto& kv) {
@@ -99,14 +138,22 @@ std::string StatusBoard::to_json() const {
   nlohmann::json doc;
   std::lock_guard lock(mutex_);
   doc["runtime"] = {{"state", runtime_state_}, {"message", runtime_message_}};
+  if (!api_url_.empty()) doc["runtime"]["api"] = api_url_;
   doc["sinks"] = nlohmann::json::array();
   for (const auto& [key, s] : sinks_) {
     nlohmann::json j{{"key", key}, {"file", s.file}, {"state", to_string(s.state)}, {"message", s.message}};
+    if (!s.reload_error.empty()) j["reload_error"] = s.reload_error;
     j["blocks"] = nlohmann::json::array();
-    for (const auto& b : s.blocks)
+    for (const auto& b : s.blocks) {
+      nlohmann::json lag = nlohmann::json::array();
+      for (const auto& l : b.lag)
+        lag.push_back({{"topic", l.topic}, {"partition", l.partition}, {"position", l.position}, {"high", l.high},
+                       {"lag", l.position >= 0 && l.high >= 0 ? std::max<int64_t>(0, l.high - l.position) : -1}});
       j["blocks"].push_back({{"group_id", b.group_id},
                              {"assigned", b.assigned},
                              {"paused", b.paused},
+                             {"paused_by_operator", b.paused_by_operator},
+                             {"lag", std::move(lag)},
                              {"delivered_records", b.delivered_records},
                              {"stored_batches", b.stored_batches},
                              {"committed_batches", b.committed_batches},
@@ -117,7 +164,10 @@ std::string StatusBoard::to_json() const {
                              {"filtered_records", b.filtered_records},
                              {"buffered_records", b.buffered_records},
                              {"buffered_bytes", b.buffered_bytes},
+                             {"consumed_records", b.consumed_records},
+                             {"consumed_bytes", b.consumed_bytes},
                              {"broker", broker_json(b.broker_unreachable_since_ms)}});
+    }
     j["counters"] = s.counters;
     doc["sinks"].push_back(std::move(j));
   }

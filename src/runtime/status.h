@@ -1,7 +1,9 @@
 #pragma once
 // What each sink is doing, readable by tests and (later) the HTTP API: kept in memory and
 // mirrored to a JSON file (written atomically) whenever it changes.
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -14,10 +16,21 @@ namespace picomq::runtime {
 enum class SinkState { Starting, Running, Stopping, Stopped, Error, Invalid, Disabled };
 std::string_view to_string(SinkState);
 
+// One assigned partition's consumer position against the broker's high watermark (the last
+// one the consumer saw; -1 while unknown). Lag = high - position.
+struct PartitionLag {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t position = -1;
+  int64_t high = -1;
+};
+
 struct BlockStatus {
   std::string group_id;
   std::vector<std::string> assigned;  // "topic[partition]"
-  bool paused = false;
+  bool paused = false;               // paused for back-pressure or by the operator
+  bool paused_by_operator = false;   // POST /sinks/{key}/pause
+  std::vector<PartitionLag> lag;
   uint64_t delivered_records = 0;
   uint64_t stored_batches = 0;     // batch offsets stored after their write (or bad-record handling)
   uint64_t committed_batches = 0;  // of those, the ones a successful commit covered
@@ -29,6 +42,14 @@ struct BlockStatus {
   uint64_t filtered_records = 0;       // records a transform dropped
   uint64_t buffered_records = 0;  // polled, not yet written (buckets, queue, in flight)
   uint64_t buffered_bytes = 0;
+  uint64_t rejected_records = 0;  // refused by the sink (then handled by on_bad_record)
+  uint64_t consumed_records = 0;  // polled from the broker
+  uint64_t consumed_bytes = 0;    // their key + value bytes
+  std::array<uint64_t, 6> write_attempts{};  // by pmq_write_status (ok, retry, partial, fatal, rejected)
+  std::vector<uint64_t> write_latency_buckets;  // per LatencyHistogram bound, then +Inf (not cumulative)
+  double write_latency_sum_seconds = 0;
+  std::vector<uint64_t> end_to_end_latency_buckets;  // the same for record timestamp -> offset stored
+  double end_to_end_latency_sum_seconds = 0;
 };
 
 struct SinkStatus {
@@ -38,6 +59,8 @@ struct SinkStatus {
   std::string message;
   std::vector<BlockStatus> blocks;
   std::map<std::string, uint64_t> counters;  // what the sink counted (pmq_host_api.count)
+  // A changed definition file that failed validation: the running version stays, this says why.
+  std::string reload_error;
 };
 
 class StatusBoard {
@@ -48,6 +71,14 @@ class StatusBoard {
   void set_counters(const std::string& key, std::map<std::string, uint64_t> counters);
   // The process as a whole: "running", or "exiting" with why.
   void set_runtime(std::string state, std::string message = {});
+  void set_reload_error(const std::string& key, std::string error);
+  // Forgets a sink (its definition was removed); clear_error lets an operator's stop or restart
+  // replace a sticky Error.
+  void remove(const std::string& key);
+  void clear_error(const std::string& key);
+  std::vector<SinkStatus> all() const;
+  // The API's address once it listens ("http://127.0.0.1:8083"), in the status file too.
+  void set_api_url(std::string url);
   // True while a sink is starting, running or stopping; false when each one is in error,
   // invalid or disabled (and none is known: no sink at all is not "no progress").
   bool any_sink_can_progress() const;
@@ -63,6 +94,7 @@ class StatusBoard {
   std::map<std::string, SinkStatus> sinks_;
   std::string runtime_state_ = "running";
   std::string runtime_message_;
+  std::string api_url_;
 };
 
 }  // namespace picomq::runtime

@@ -11,6 +11,8 @@
 //   log_path       file that receives one line per written record: "topic:partition:offset<TAB>payload"
 //                  (appended with one write() per call, before the call returns OK)
 //   calls_path     optional file that receives one line per call: "<epoch ms> <call#> <topic>[<p>] <first>..<last> <n> <status>"
+//   fail_while_exists  calls fail (fail_status) while this file exists: a destination down, then back
+//   secret_token   a secret option that is never used (the operations API masks it)
 //   fail_times     the first N calls fail (default 0); fail_topic limits that to one topic,
 //                  fail_offset to calls that carry that offset
 //   fail_status    "retry" (default), "partial", "fatal", "reject"
@@ -62,6 +64,8 @@ constexpr std::array kOptions{
     pmq_option{"fail_offset", PMQ_OPTION_INT, 0, "-1", nullptr, "only calls carrying this offset fail"},
     pmq_option{"fail_status", PMQ_OPTION_STRING, 0, "\"retry\"", "retry|partial|fatal|reject", "how they fail"},
     pmq_option{"reject_offset", PMQ_OPTION_INT, 0, "-1", nullptr, "the offset rejected by fail_status = reject"},
+    pmq_option{"fail_while_exists", PMQ_OPTION_STRING, 0, nullptr, nullptr, "calls fail (fail_status) while this file exists"},
+    pmq_option{"secret_token", PMQ_OPTION_STRING, PMQ_OPTION_SECRET, nullptr, nullptr, "a secret that is never used (masking tests)"},
     pmq_option{"delay_ms", PMQ_OPTION_INT, 0, "0", nullptr, "every call sleeps this long first"},
     pmq_option{"hang_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call never returns"},
     pmq_option{"crash_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call aborts the process"},
@@ -104,6 +108,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
     fail_topic_ = config.string("fail_topic");
     fail_status_ = config.string("fail_status");
     fail_offset_ = config.integer("fail_offset");
+    if (config.has("fail_while_exists")) fail_while_exists_ = config.string("fail_while_exists");
     reject_offset_ = config.integer("reject_offset");
     delay_ms_ = config.integer("delay_ms");
     hang_on_call_ = config.integer("hang_on_call");
@@ -218,6 +223,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
       ++failures_;
       status = fail_status_;
     }
+    if (!fail_while_exists_.empty() && ::access(fail_while_exists_.c_str(), F_OK) == 0) status = fail_status_;
     size_t reject_at = SIZE_MAX;  // position within the call
     if (status == "reject") {
       for (size_t i = 0; i < c.offsets.size(); ++i)
@@ -256,6 +262,7 @@ class Testkit : public sdk::BaseSink<Testkit> {
   std::mutex workers_mutex_, handle_mutex_;
   std::vector<std::thread> workers_;
   int64_t fail_times_ = 0;
+  std::string fail_while_exists_;  // a destination that is down while this file exists
   std::string fail_topic_;
   std::string fail_status_;
   int64_t fail_offset_ = -1;

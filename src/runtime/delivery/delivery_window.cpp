@@ -25,6 +25,7 @@ std::unique_ptr<WriteCall> DeliveryWindow::new_call() const {
 void DeliveryWindow::start(Job job) {
   auto entry = std::make_unique<Entry>();
   entry->job = std::move(job);
+  entry->started = std::chrono::steady_clock::now();
   Job& j = entry->job;
   if (!failed_.count(j.tp)) {
     if (!j.prepared) {
@@ -75,17 +76,28 @@ Job DeliveryWindow::finish_oldest() {
   PreparedBatch& p = job.out;
   if (entry->call) {
     std::vector<std::pair<int64_t, std::string>> rejected;
-    if (!retry_write(job, std::move(entry->call->outcome), rejected)) return std::move(job);
+    const bool written = retry_write(job, std::move(entry->call->outcome), rejected);
+    deps_.counters.write_latency.observe(std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - entry->started));
+    if (!written) return std::move(job);
     // The sink wrote the rest; the refused records join the batch's bad records.
     for (auto& [offset, reason] : rejected)
       if (size_t index = job.records->index_of(offset); index < job.records->size())
         p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
     std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
     deps_.counters.delivered += p.batch.records.size() - rejected.size();
+    if (!rejected.empty()) deps_.counters.rejected += rejected.size();
   }
   if (p.filtered) deps_.counters.filtered += p.filtered;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
-  if (!job.records->empty() && p.commit_to > job.records->first_offset()) deps_.offsets.store(job.tp, p.commit_to);
+  if (!job.records->empty() && p.commit_to > job.records->first_offset()) {
+    deps_.offsets.store(job.tp, p.commit_to);
+    if (const int64_t ts = job.records->at(0).timestamp_ms; ts > 0) {
+      const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+      deps_.counters.end_to_end_latency.observe(std::chrono::microseconds(std::max<int64_t>(0, now_ms - ts) * 1000));
+    }
+  }
   if (!p.failure.empty()) fail(job.tp, p.failure);
   return std::move(job);
 }
@@ -113,6 +125,8 @@ bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::
           }
           out = std::move(call->outcome);
         }
+        if (out.status >= 0 && out.status < static_cast<int>(deps_.counters.attempts.size()))
+          deps_.counters.attempts[out.status].fetch_add(1, std::memory_order_relaxed);
         if (out.status == PMQ_WRITE_OK) return Attempt::Done;
         if (out.status == PMQ_WRITE_REJECTED) {
           const auto first_rejected = *std::min_element(out.rejections.begin(), out.rejections.end());

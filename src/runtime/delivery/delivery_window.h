@@ -15,6 +15,8 @@
 // Pure over its dependencies (the sink instance, the offset store, the dead-letter producer,
 // the waiter), so the rules are unit-tested without a broker. One thread drives it (the block's
 // delivery thread); WriteCall completions may come from any.
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -53,7 +55,30 @@ class DeadLetters {
   virtual std::string topic() const = 0;
 };
 
+// A latency histogram with fixed bucket bounds (seconds), recorded with relaxed atomics: one
+// clock read and two increments per batch, read by /metrics.
+struct LatencyHistogram {
+  static constexpr std::array<double, 12> kBounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
+  std::array<std::atomic<uint64_t>, kBounds.size() + 1> buckets{};  // the last one: +Inf
+  std::atomic<uint64_t> sum_us{0};
+  void observe(std::chrono::microseconds d) {
+    const double s = static_cast<double>(d.count()) / 1e6;
+    size_t i = 0;
+    while (i < kBounds.size() && s > kBounds[i]) ++i;
+    buckets[i].fetch_add(1, std::memory_order_relaxed);
+    sum_us.fetch_add(static_cast<uint64_t>(d.count()), std::memory_order_relaxed);
+  }
+};
+
 struct DeliveryCounters {
+  // Write attempts by outcome (pmq_write_status: ok, retry, partial, fatal, rejected; pending is
+  // counted by its completion).
+  std::array<std::atomic<uint64_t>, 6> attempts{};
+  LatencyHistogram write_latency;  // start of a batch's write to its outcome, retries included
+  // The Kafka timestamp of a batch's first record to the moment its offset is stored for the
+  // commit (which goes out within one consumer poll, at most ~50 ms later).
+  LatencyHistogram end_to_end_latency;
+  std::atomic<uint64_t> rejected{0};       // records the sink refused (PMQ_WRITE_REJECTED)
   std::atomic<uint64_t> delivered{0};      // records the sink wrote
   std::atomic<uint64_t> skipped{0};        // bad records the `skip` policy stepped over
   std::atomic<uint64_t> dead_lettered{0};  // bad records confirmed in the dead-letter topic
@@ -105,6 +130,7 @@ class DeliveryWindow {
   struct Entry {
     Job job;
     std::unique_ptr<WriteCall> call;  // null when nothing was written (failed partition, no records)
+    std::chrono::steady_clock::time_point started;
   };
   std::unique_ptr<WriteCall> new_call() const;
   // The rest of the retry policy after a failed first attempt. True when the batch is written

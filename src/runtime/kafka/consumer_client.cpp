@@ -180,6 +180,23 @@ void ConsumerClient::wake_fetcher(const rd_kafka_topic_partition_list_t* assigne
     if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk_, seek.get(), 0)) rd_kafka_error_destroy(e);
 }
 
+std::vector<ConsumerClient::Lag> ConsumerClient::lags() const {
+  std::vector<Lag> out;
+  if (!rk_ || assignment_.empty()) return out;
+  PartitionList list = PartitionList::adopt(rd_kafka_topic_partition_list_new(static_cast<int>(assignment_.size())));
+  for (const auto& tp : assignment_) rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
+  rd_kafka_position(rk_, list.get());
+  for (int i = 0; i < list.get()->cnt; ++i) {
+    const auto& p = list.get()->elems[i];
+    Lag lag{TopicPartition{p.topic, p.partition}, p.offset >= 0 ? p.offset : -1, -1};
+    int64_t low = -1, high = -1;
+    if (rd_kafka_get_watermark_offsets(rk_, p.topic, p.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
+      lag.high = high;
+    out.push_back(std::move(lag));
+  }
+  return out;
+}
+
 void ConsumerClient::set_paused(bool paused) {
   paused_ = paused;
   rd_kafka_topic_partition_list_t* raw = nullptr;

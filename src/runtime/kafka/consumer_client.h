@@ -69,6 +69,14 @@ class ConsumerClient final : public OffsetTransport {
   // librdkafka 2.0: wakes a fetcher that parked on a full queue once the queue is drained.
   void watch_fetch_queue(size_t recent_message_bytes);
   const std::vector<TopicPartition>& assignment() const { return assignment_; }
+  // Per assigned partition: the fetch position and the broker's high watermark as last seen
+  // (no broker round trip); -1 where unknown.
+  struct Lag {
+    TopicPartition tp;
+    int64_t position = -1;
+    int64_t high = -1;
+  };
+  std::vector<Lag> lags() const;
   // Whether the broker answers: probes it while it did not (at most once per `every`), logs the
   // recovery. Returns the epoch-ms since when it is unreachable, or 0.
   int64_t check_broker(std::chrono::milliseconds every);

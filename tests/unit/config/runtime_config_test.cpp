@@ -249,6 +249,56 @@ dir = "${STATE}/sinks.d"
             "runtime.toml:2:21: key 'broker.bootstrap_servers': environment variable 'KAFKA' is not set");
 }
 
+TEST(RuntimeConfig, ApiTableAndLogFormat) {
+  auto env = fake_env({{"TOKEN", "t0k"}});
+  auto result = parse(R"([broker]
+bootstrap_servers = "k:9092"
+[sinks]
+dir = "s"
+[runtime]
+log_format = "json"
+[api]
+enabled = true
+listen = "0.0.0.0:9100"
+token = "${TOKEN}"
+tls_cert = "api.crt"
+tls_key = "api.key"
+watch_sinks_dir = false
+)",
+                      env);
+  ASSERT_TRUE(result.config) << dump(result.errors);
+  const auto& c = *result.config;
+  EXPECT_EQ(c.log_format, "json");
+  EXPECT_TRUE(c.api.enabled);
+  EXPECT_EQ(c.api.host, "0.0.0.0");
+  EXPECT_EQ(c.api.port, 9100);
+  EXPECT_EQ(c.api.token, "t0k");
+  EXPECT_EQ(c.api.tls_cert, std::filesystem::path("/etc/picomq/api.crt"));
+  EXPECT_FALSE(c.api.watch_sinks_dir);
+
+  auto defaults = parse("[broker]\nbootstrap_servers = \"k:9092\"\n[sinks]\ndir = \"s\"\n");
+  ASSERT_TRUE(defaults.config);
+  EXPECT_FALSE(defaults.config->api.enabled) << "off unless asked for";
+  EXPECT_EQ(defaults.config->api.host, "127.0.0.1");
+  EXPECT_EQ(defaults.config->log_format, "text");
+
+  auto bad = parse(R"([broker]
+bootstrap_servers = "k:9092"
+[sinks]
+dir = "s"
+[runtime]
+log_format = "xml"
+[api]
+listen = "9100"
+token = ""
+tls_cert = "a.crt"
+)");
+  EXPECT_EQ(error_for(bad.errors, "runtime.log_format").message, "'log_format' must be \"text\" or \"json\", got \"xml\"");
+  EXPECT_EQ(error_for(bad.errors, "api.listen").line, 8);
+  EXPECT_NE(error_for(bad.errors, "api.token").message.find("must not be empty"), std::string::npos);
+  EXPECT_NE(error_for(bad.errors, "api").message.find("'tls_cert' and 'tls_key' go together"), std::string::npos) << dump(bad.errors);
+}
+
 TEST(RuntimeConfig, SyntaxErrorIsOneError) {
   auto result = parse("[broker\nbootstrap_servers = 1\n");
   ASSERT_EQ(result.errors.size(), 1u) << dump(result.errors);

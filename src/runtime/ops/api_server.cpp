@@ -1,0 +1,563 @@
+#include "runtime/ops/api_server.h"
+
+#include <httplib.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "config/env.h"
+#include "runtime/config_check.h"
+#include "runtime/delivery/delivery_window.h"
+#include "runtime/kafka/group_offsets.h"
+#include "runtime/plugin_host.h"
+#include "transform/time.h"
+
+namespace picomq::runtime {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMask = "***";
+
+bool secret_property(const std::string& name) {
+  static const std::regex re("password|secret|token|credential|private|sasl\\.oauthbearer\\.config|ssl\\.key\\.pem|"
+                             "ssl\\.keystore|ssl_key|api[._-]?key",
+                             std::regex::icase);
+  return std::regex_search(name, re);
+}
+
+// "https://user:pass@host/x" -> "https://***@host/x"
+std::string mask_url_credentials(const std::string& url) {
+  static const std::regex re("^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@");
+  return std::regex_replace(url, re, "$1***@");
+}
+
+// Masks `dotted` ("auth.password") in a JSON object.
+void mask_path(json& j, const std::string& dotted) {
+  const auto dot = dotted.find('.');
+  const std::string head = dotted.substr(0, dot);
+  auto it = j.find(head);
+  if (it == j.end()) return;
+  if (dot == std::string::npos) *it = kMask;
+  else if (it->is_object()) mask_path(*it, dotted.substr(dot + 1));
+}
+
+// Values under names that look like credentials, at any depth (options the plugin does not
+// declare secret, such as a table passed through as JSON).
+void mask_by_name(json& j) {
+  if (!j.is_object()) return;
+  for (auto& [k, v] : j.items()) {
+    if (secret_property(k) && !v.is_object()) v = kMask;
+    else if (v.is_string()) v = mask_url_credentials(v.get<std::string>());
+    else mask_by_name(v);
+  }
+}
+
+json error_json(const std::string& message) { return {{"error", message}}; }
+
+void reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(2, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
+}
+
+json config_errors_json(const std::vector<config::ConfigError>& errors) {
+  json out = json::array();
+  for (const auto& e : errors)
+    out.push_back({{"file", e.file}, {"line", e.line}, {"column", e.column}, {"key", e.key}, {"message", e.message},
+                   {"text", e.to_string()}});
+  return out;
+}
+
+json block_json(const BlockStatus& b) {
+  json lag = json::array();
+  for (const auto& l : b.lag)
+    lag.push_back({{"topic", l.topic}, {"partition", l.partition}, {"position", l.position}, {"high", l.high},
+                   {"lag", l.position >= 0 && l.high >= 0 ? std::max<int64_t>(0, l.high - l.position) : -1}});
+  return {{"group_id", b.group_id},
+          {"assigned", b.assigned},
+          {"paused", b.paused},
+          {"paused_by_operator", b.paused_by_operator},
+          {"buffered_records", b.buffered_records},
+          {"buffered_bytes", b.buffered_bytes},
+          {"lag", lag},
+          {"broker_reachable", b.broker_unreachable_since_ms == 0},
+          {"counters",
+           {{"consumed_records", b.consumed_records},
+            {"consumed_bytes", b.consumed_bytes},
+            {"written_records", b.delivered_records},
+            {"filtered_records", b.filtered_records},
+            {"skipped_records", b.skipped_records},
+            {"dead_lettered_records", b.dead_lettered_records},
+            {"rejected_records", b.rejected_records},
+            {"stored_batches", b.stored_batches},
+            {"committed_batches", b.committed_batches},
+            {"commits", b.commits},
+            {"failed_commits", b.failed_commits}}}};
+}
+
+int64_t parse_timestamp(const json& v, std::string& error) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_string()) {
+    std::string why;
+    if (auto t = transform::time::parse_rfc3339(v.get<std::string>(), why)) return t->seconds * 1000 + t->nanos / 1000000;
+    error = "'timestamp' must be epoch milliseconds or an RFC 3339 time, got \"" + v.get<std::string>() + "\": " + why;
+    return 0;
+  }
+  error = "'timestamp' must be epoch milliseconds or an RFC 3339 time";
+  return 0;
+}
+
+std::string process_cpu_and_rss(double& cpu_seconds, double& rss_bytes) {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  rss_bytes = static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return {};
+}
+
+}  // namespace
+
+std::string masked_definition_json(const config::SinkDefinition& d, const std::vector<std::filesystem::path>& plugin_path) {
+  json plugin_config = json::parse(d.plugin_config_json, nullptr, false);
+  if (plugin_config.is_discarded()) plugin_config = json::object();
+  std::string error;
+  if (auto lib = PluginLibrary::load(d.path, plugin_path, error)) {
+    const auto& desc = lib->descriptor();
+    for (size_t i = 0; i < desc.option_count; ++i) {
+      const pmq_option* o = pmq_plugin_option(&desc, i);
+      if (o->flags & PMQ_OPTION_SECRET) mask_path(plugin_config, o->name);
+    }
+  }
+  mask_by_name(plugin_config);
+  json topics = json::array();
+  for (const auto& b : d.topics) {
+    json props = json::object();
+    for (const auto& [k, v] : b.properties) props[k] = secret_property(k) ? kMask : v;
+    json t{{"topics", b.topics},
+           {"group_id", b.group_id(d.key)},
+           {"schema", config::to_string(b.schema)},
+           {"batch_length", b.batch_length},
+           {"poll_interval_ms", b.poll_interval.count()},
+           {"auto_offset_reset", config::to_string(b.auto_offset_reset)},
+           {"on_bad_record", config::to_string(b.on_bad_record)},
+           {"properties", props}};
+    if (b.pattern) t["pattern"] = *b.pattern;
+    if (b.dead_letter_topic) t["dead_letter_topic"] = *b.dead_letter_topic;
+    if (b.avro_registry_url) t["avro_registry_url"] = mask_url_credentials(*b.avro_registry_url);
+    topics.push_back(std::move(t));
+  }
+  json out{{"key", d.key},     {"name", d.name},       {"file", d.file},       {"path", d.path},
+           {"enabled", d.enabled}, {"version", d.version}, {"topics", topics}, {"plugin_config", plugin_config}};
+  return out.dump();
+}
+
+class ApiServer::Impl {
+ public:
+  Impl(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status)
+      : config_(config), sinks_(sinks), status_(status) {}
+
+  std::string listen() {
+    const auto& api = config_.api;
+    if (api.tls_cert) {
+      auto ssl = std::make_unique<httplib::SSLServer>(api.tls_cert->c_str(), api.tls_key->c_str());
+      if (!ssl->is_valid())
+        return "[api] cannot use tls_cert " + api.tls_cert->string() + " / tls_key " + api.tls_key->string() +
+               " (unreadable, or not a PEM certificate and its key)";
+      server_ = std::move(ssl);
+    } else {
+      server_ = std::make_unique<httplib::Server>();
+    }
+    routes();
+    int port = api.port;
+    if (port == 0) port = server_->bind_to_any_port(api.host);
+    else if (!server_->bind_to_port(api.host, port)) port = -1;
+    if (port <= 0)
+      return "[api] cannot listen on " + api.host + ":" + std::to_string(api.port) + ": " + std::strerror(errno);
+    url_ = std::string(api.tls_cert ? "https" : "http") + "://" + api.host + ":" + std::to_string(port);
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    return {};
+  }
+
+  ~Impl() {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::string url_;
+
+ private:
+  bool authorized(const httplib::Request& req) const {
+    if (!config_.api.token) return true;
+    const std::string expected = "Bearer " + *config_.api.token;
+    const std::string got = req.get_header_value("Authorization");
+    unsigned char diff = got.size() != expected.size();
+    for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(expected[i] ^ (i < got.size() ? got[i] : 0));
+    return diff == 0;
+  }
+
+  json sink_json(const SinkStatus& s, bool with_definition) const {
+    json j{{"key", s.key}, {"file", s.file}, {"state", to_string(s.state)}, {"error", s.message}};
+    if (s.state != SinkState::Error && s.state != SinkState::Invalid) j["error"] = nullptr;
+    if (!s.reload_error.empty()) j["reload_error"] = s.reload_error;
+    j["blocks"] = json::array();
+    for (const auto& b : s.blocks) j["blocks"].push_back(block_json(b));
+    j["sink_counters"] = s.counters;
+    if (with_definition)
+      if (auto d = sinks_.definition(s.key)) j["definition"] = json::parse(masked_definition_json(*d, config_.plugin_path));
+    return j;
+  }
+
+  // The groups of a sink's blocks, as the offsets endpoints read and set them.
+  std::vector<kafka::GroupSpec> groups(const config::SinkDefinition& d) const {
+    std::vector<kafka::GroupSpec> out;
+    for (const auto& b : d.topics)
+      out.push_back({sinks_.bootstrap_servers(), config_.client_properties, b.group_id(d.key), b.topics, b.anchored_pattern});
+    return out;
+  }
+
+  json offsets_json(const config::SinkDefinition& d, std::string& error) const {
+    json blocks = json::array();
+    for (const auto& g : groups(d)) {
+      auto parts = kafka::read_group_offsets(g, error);
+      if (!error.empty()) return {};
+      json ps = json::array();
+      for (const auto& p : parts)
+        ps.push_back({{"topic", p.topic},
+                      {"partition", p.partition},
+                      {"committed", p.committed < 0 ? json(nullptr) : json(p.committed)},
+                      {"start", p.low},
+                      {"end", p.high},
+                      {"lag", p.lag()}});
+      blocks.push_back({{"group_id", g.group_id}, {"partitions", ps}});
+    }
+    return {{"key", d.key}, {"blocks", blocks}};
+  }
+
+  void routes() {
+    auto& s = *server_;
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/" || req.path == "/index.html") return httplib::Server::HandlerResponse::Unhandled;
+      if (authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("WWW-Authenticate", "Bearer");
+      reply(res, 401, error_json("missing or wrong bearer token (Authorization: Bearer <[api] token>)"));
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "internal error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      reply(res, 500, error_json(what));
+    });
+    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 404) reply(res, 404, error_json("no such endpoint: " + req.method + " " + req.path));
+      else reply(res, res.status, error_json("HTTP " + std::to_string(res.status)));
+    });
+
+    s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kStatusPageHtml, "text/html; charset=utf-8"); });
+    s.Get("/health/live", [](const httplib::Request&, httplib::Response& res) { reply(res, 200, {{"status", "live"}}); });
+    s.Get("/health/ready", [this](const httplib::Request&, httplib::Response& res) {
+      json why = json::array();
+      bool broker_checked = false;
+      for (const auto& st : status_.all()) {
+        if (st.state == SinkState::Disabled) continue;
+        if (st.state != SinkState::Running) why.push_back("sink '" + st.key + "' is " + std::string(to_string(st.state)));
+        for (size_t i = 0; i < st.blocks.size(); ++i) {
+          broker_checked = broker_checked || !st.blocks[i].group_id.empty();
+          if (st.blocks[i].broker_unreachable_since_ms)
+            why.push_back("sink '" + st.key + "' topics[" + std::to_string(i) + "]: broker unreachable");
+        }
+        if (st.state == SinkState::Running && st.blocks.empty()) why.push_back("sink '" + st.key + "' has not joined its group yet");
+      }
+      if (!broker_checked && why.empty()) {
+        // No sink tells: ask the broker ourselves.
+        std::string error;
+        kafka::read_group_offsets({sinks_.bootstrap_servers(), config_.client_properties, "picomq-connect-health", {}, {}}, error);
+        if (!error.empty()) why.push_back("broker: " + error);
+      }
+      reply(res, why.empty() ? 200 : 503, {{"status", why.empty() ? "ready" : "not ready"}, {"reasons", why}});
+    });
+
+    s.Get("/sinks", [this](const httplib::Request&, httplib::Response& res) {
+      json out = json::array();
+      for (const auto& st : status_.all()) out.push_back(sink_json(st, true));
+      reply(res, 200, {{"sinks", out}});
+    });
+    s.Get(R"(/sinks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      auto st = status_.get(req.matches[1]);
+      if (!st) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
+      reply(res, 200, sink_json(*st, true));
+    });
+    s.Post(R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string key = req.matches[1], action = req.matches[2];
+      Supervisor::Outcome o;
+      if (action == "stop") o = sinks_.stop(key);
+      else if (action == "start") o = sinks_.start(key);
+      else if (action == "restart") o = sinks_.restart(key);
+      else o = sinks_.pause(key, action == "pause");
+      json body = o.status == 200 ? json{{"message", o.message}} : error_json(o.message);
+      if (auto st = status_.get(key)) body["sink"] = sink_json(*st, false);
+      reply(res, o.status, body);
+    });
+    s.Get(R"(/sinks/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto d = sinks_.definition(req.matches[1]);
+      if (!d) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
+      std::string error;
+      json out = offsets_json(*d, error);
+      if (!error.empty()) return reply(res, 502, error_json(error));
+      reply(res, 200, out);
+    });
+    s.Post(R"(/sinks/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string key = req.matches[1];
+      auto d = sinks_.definition(key);
+      if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
+      if (auto st = status_.get(key); st && st->state != SinkState::Stopped && st->state != SinkState::Disabled)
+        return reply(res, 409, error_json("sink '" + key + "' is " + std::string(to_string(st->state)) +
+                                          ": stop it first (POST /sinks/" + key + "/stop); offsets change only while "
+                                          "no consumer of its groups runs"));
+      json body = json::parse(req.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object())
+        return reply(res, 400, error_json("the body must be a JSON object: {\"to\": \"earliest\"|\"latest\"}, "
+                                          "{\"timestamp\": ms|\"RFC 3339\"} or {\"offsets\": [{\"topic\", \"partition\", \"offset\"}]}"));
+      kafka::OffsetTarget target;
+      std::string error;
+      if (body.contains("to")) {
+        const auto to = body["to"].is_string() ? body["to"].get<std::string>() : "";
+        if (to == "earliest") target.kind = kafka::OffsetTarget::Kind::Earliest;
+        else if (to == "latest") target.kind = kafka::OffsetTarget::Kind::Latest;
+        else return reply(res, 400, error_json("'to' must be \"earliest\" or \"latest\""));
+      } else if (body.contains("timestamp")) {
+        target.kind = kafka::OffsetTarget::Kind::Timestamp;
+        target.timestamp_ms = parse_timestamp(body["timestamp"], error);
+        if (!error.empty()) return reply(res, 400, error_json(error));
+      } else if (body.contains("offsets") && body["offsets"].is_array()) {
+        target.kind = kafka::OffsetTarget::Kind::Explicit;
+        for (const auto& o : body["offsets"]) {
+          if (!o.is_object() || !o.value("topic", json()).is_string() || !o.value("partition", json()).is_number_integer() ||
+              !o.value("offset", json()).is_number_integer())
+            return reply(res, 400, error_json("each of 'offsets' must be {\"topic\": string, \"partition\": int, \"offset\": int}"));
+          target.offsets[{o["topic"].get<std::string>(), o["partition"].get<int32_t>()}] = o["offset"].get<int64_t>();
+        }
+      } else {
+        return reply(res, 400, error_json("give one of 'to', 'timestamp' or 'offsets'"));
+      }
+      int block = -1;
+      if (body.contains("block")) {
+        if (!body["block"].is_number_integer() || body["block"].get<int>() < 0 ||
+            body["block"].get<size_t>() >= d->topics.size())
+          return reply(res, 400, error_json("'block' must be the index of one of the sink's [[topics]] blocks"));
+        block = body["block"].get<int>();
+      }
+      auto gs = groups(*d);
+      for (size_t i = 0; i < gs.size(); ++i) {
+        if (block >= 0 && static_cast<size_t>(block) != i) continue;
+        kafka::OffsetTarget t = target;
+        if (t.kind == kafka::OffsetTarget::Kind::Explicit && gs.size() > 1) {
+          // Each block gets the partitions of its own topics.
+          std::string probe;
+          auto parts = kafka::read_group_offsets(gs[i], probe);
+          std::erase_if(t.offsets, [&](const auto& kv) {
+            return std::none_of(parts.begin(), parts.end(), [&](const auto& p) { return p.topic == kv.first.first && p.partition == kv.first.second; });
+          });
+          if (t.offsets.empty()) continue;
+        }
+        if (auto e = kafka::reset_group_offsets(gs[i], t); !e.empty()) return reply(res, 409, error_json(e));
+        spdlog::info("sink '{}': offsets of group '{}' set by the operator", key, gs[i].group_id);
+      }
+      json out = offsets_json(*d, error);
+      if (!error.empty()) return reply(res, 502, error_json(error));
+      reply(res, 200, out);
+    });
+
+    s.Post("/validate", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string name = req.has_param("file") ? req.get_param_value("file") : "request.toml";
+      auto parsed = config::parse_sink_definition(req.body, name, config::process_env());
+      std::vector<config::ConfigError> errors = parsed.errors;
+      const config::SinkDefinition* d = parsed.definition ? &*parsed.definition : parsed.partial ? &*parsed.partial : nullptr;
+      if (d && d->enabled) {
+        auto problems = check_sink_plugin(*d, config_.plugin_path);
+        errors.insert(errors.end(), problems.begin(), problems.end());
+      }
+      reply(res, 200, {{"valid", errors.empty()}, {"errors", config_errors_json(errors)}});
+    });
+    s.Put(R"(/sinks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) { put(req, res); });
+    s.Delete(R"(/sinks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string key = req.matches[1];
+      auto d = sinks_.definition(key);
+      if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
+      std::error_code ec;
+      std::filesystem::remove(d->file, ec);
+      if (ec) return reply(res, 500, error_json("cannot remove " + d->file + ": " + ec.message()));
+      reload_reply(res, 200);
+    });
+    s.Post("/reload", [this](const httplib::Request&, httplib::Response& res) { reload_reply(res, 200); });
+    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  }
+
+  void reload_reply(httplib::Response& res, int status) {
+    auto r = sinks_.reload();
+    reply(res, status,
+          {{"started", r.started}, {"restarted", r.restarted}, {"stopped", r.stopped}, {"unchanged", r.unchanged}, {"errors", r.errors}});
+  }
+
+  // PUT /sinks/{key}: the body is the definition's TOML; it is checked as --check does (its key
+  // must be the URL's), written atomically (a dot-file renamed over the target) and reloaded.
+  void put(const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1];
+    std::filesystem::path target;
+    if (auto existing = sinks_.definition(key)) target = existing->file;
+    else target = config_.sinks_dir / (key + ".toml");
+    auto parsed = config::parse_sink_definition(req.body, target.string(), config::process_env());
+    std::vector<config::ConfigError> errors = parsed.errors;
+    if (parsed.definition && parsed.definition->key != key)
+      errors.push_back({target.string(), 0, 0, "key",
+                        "the definition's key is '" + parsed.definition->key + "' but the URL names '" + key + "'"});
+    const config::SinkDefinition* d = parsed.definition ? &*parsed.definition : parsed.partial ? &*parsed.partial : nullptr;
+    if (d && d->enabled) {
+      auto problems = check_sink_plugin(*d, config_.plugin_path);
+      errors.insert(errors.end(), problems.begin(), problems.end());
+    }
+    if (!errors.empty()) return reply(res, 400, {{"error", "invalid definition: nothing was written"}, {"errors", config_errors_json(errors)}});
+    const auto tmp = target.parent_path() / ("." + target.filename().string() + ".tmp");
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << req.body;
+      out.flush();
+      if (!out) return reply(res, 500, error_json("cannot write " + tmp.string()));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, target, ec);
+    if (ec) return reply(res, 500, error_json("cannot replace " + target.string() + ": " + ec.message()));
+    reload_reply(res, 200);
+  }
+
+  std::string metrics() const {
+    using prometheus::ClientMetric;
+    using prometheus::MetricFamily;
+    using prometheus::MetricType;
+    std::map<std::string, MetricFamily> fam;
+    auto family = [&](const std::string& name, MetricType type, const std::string& help) -> MetricFamily& {
+      auto& f = fam[name];
+      f.name = name;
+      f.type = type;
+      f.help = help;
+      return f;
+    };
+    auto add = [&](const std::string& name, MetricType type, const std::string& help, std::vector<ClientMetric::Label> labels, double value) {
+      ClientMetric m;
+      m.label = std::move(labels);
+      if (type == MetricType::Counter) m.counter.value = value;
+      else m.gauge.value = value;
+      family(name, type, help).metric.push_back(std::move(m));
+    };
+    const auto C = MetricType::Counter, G = MetricType::Gauge;
+    auto histogram = [&](const std::string& name, const std::string& help, const std::vector<ClientMetric::Label>& labels,
+                         const std::vector<uint64_t>& buckets, double sum) {
+      if (buckets.size() != LatencyHistogram::kBounds.size() + 1) return;
+      ClientMetric m;
+      m.label = labels;
+      uint64_t cumulative = 0;
+      for (size_t k = 0; k < LatencyHistogram::kBounds.size(); ++k) {
+        cumulative += buckets[k];
+        m.histogram.bucket.push_back({cumulative, LatencyHistogram::kBounds[k]});
+      }
+      cumulative += buckets.back();
+      m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+      m.histogram.sample_count = cumulative;
+      m.histogram.sample_sum = sum;
+      family(name, MetricType::Histogram, help).metric.push_back(std::move(m));
+    };
+    static constexpr std::array<const char*, 6> kOutcomes{"ok", "retry", "partial", "fatal", "rejected", "pending"};
+    for (const auto& st : status_.all()) {
+      for (const auto* state : {"starting", "running", "stopping", "stopped", "error", "invalid", "disabled"})
+        add("picomq_sink_state", G, "1 for the state the sink is in", {{"sink", st.key}, {"state", state}},
+            to_string(st.state) == state ? 1 : 0);
+      for (const auto& [name, value] : st.counters)
+        add("picomq_sink_counter_total", C, "what the sink counted (host API count(), ABI 2.2)", {{"sink", st.key}, {"name", name}},
+            static_cast<double>(value));
+      for (size_t i = 0; i < st.blocks.size(); ++i) {
+        const auto& b = st.blocks[i];
+        const std::vector<ClientMetric::Label> l{{"sink", st.key}, {"block", std::to_string(i)}};
+        auto n = [](uint64_t v) { return static_cast<double>(v); };
+        add("picomq_records_consumed_total", C, "records polled from the broker", l, n(b.consumed_records));
+        add("picomq_consumed_bytes_total", C, "key + value bytes of the records polled", l, n(b.consumed_bytes));
+        add("picomq_records_written_total", C, "records the sink wrote", l, n(b.delivered_records));
+        add("picomq_records_filtered_total", C, "records a transform dropped", l, n(b.filtered_records));
+        add("picomq_records_skipped_total", C, "bad records the skip policy stepped over", l, n(b.skipped_records));
+        add("picomq_records_dead_lettered_total", C, "bad records confirmed in the dead-letter topic", l, n(b.dead_lettered_records));
+        add("picomq_records_rejected_total", C, "records the sink refused (then handled by on_bad_record)", l, n(b.rejected_records));
+        add("picomq_batches_stored_total", C, "batches whose offsets were stored after their write", l, n(b.stored_batches));
+        add("picomq_batches_committed_total", C, "stored batches a successful commit covered", l, n(b.committed_batches));
+        add("picomq_commits_total", C, "successful offset commits", l, n(b.commits));
+        add("picomq_commit_failures_total", C, "failed offset commits (made again with the next one)", l, n(b.failed_commits));
+        add("picomq_buffered_records", G, "records polled and not yet written", l, n(b.buffered_records));
+        add("picomq_buffered_bytes", G, "bytes of the records polled and not yet written", l, n(b.buffered_bytes));
+        add("picomq_paused", G, "1 while the consumer is paused (back-pressure or operator)", l, b.paused ? 1 : 0);
+        add("picomq_broker_up", G, "1 while the broker answers this block's consumer", l, b.broker_unreachable_since_ms ? 0 : 1);
+        for (size_t o = 0; o + 1 < kOutcomes.size(); ++o) {
+          auto lo = l;
+          lo.push_back({"outcome", kOutcomes[o]});
+          add("picomq_write_attempts_total", C, "write attempts by outcome (a retry is an attempt of its own)", lo,
+              n(b.write_attempts[o]));
+        }
+        for (const auto& p : b.lag) {
+          if (p.position < 0 || p.high < 0) continue;
+          auto lp = l;
+          lp.push_back({"topic", p.topic});
+          lp.push_back({"partition", std::to_string(p.partition)});
+          add("picomq_consumer_lag_records", G, "high watermark minus the consumer's position", lp,
+              static_cast<double>(std::max<int64_t>(0, p.high - p.position)));
+        }
+        histogram("picomq_write_duration_seconds", "from the start of a batch's write to its outcome, retries included", l,
+                  b.write_latency_buckets, b.write_latency_sum_seconds);
+        histogram("picomq_end_to_end_latency_seconds",
+                  "from the Kafka timestamp of a batch's first record to its offset being stored for the commit", l,
+                  b.end_to_end_latency_buckets, b.end_to_end_latency_sum_seconds);
+      }
+    }
+    double cpu = 0, rss = 0;
+    process_cpu_and_rss(cpu, rss);
+    add("process_cpu_seconds_total", C, "user and system CPU time of the process", {}, cpu);
+    add("process_resident_memory_bytes", G, "resident set size of the process", {}, rss);
+    std::vector<MetricFamily> out;
+    for (auto& [name, f] : fam) out.push_back(std::move(f));
+    return prometheus::TextSerializer().Serialize(out);
+  }
+
+  const config::RuntimeConfig& config_;
+  Supervisor& sinks_;
+  StatusBoard& status_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+ApiServer::ApiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ApiServer::~ApiServer() = default;
+std::string ApiServer::url() const { return impl_->url_; }
+
+std::unique_ptr<ApiServer> ApiServer::start(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status,
+                                            std::string& error) {
+  auto impl = std::make_unique<Impl>(config, sinks, status);
+  if (error = impl->listen(); !error.empty()) return nullptr;
+  return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
+}
+
+}  // namespace picomq::runtime

@@ -1,0 +1,39 @@
+#pragma once
+// The operations HTTP API (docs/operations.md): health, sinks and their control, offsets
+// (KIP-875 style), validate, PUT / DELETE of definitions, Prometheus /metrics and the status
+// page at /. Served by cpp-httplib (Debian's libcpp-httplib) on its own threads; off unless
+// [api] enabled = true. Every request but the page itself carries the bearer token when one is
+// configured.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "config/runtime_config.h"
+#include "runtime/status.h"
+#include "runtime/supervisor.h"
+
+namespace picomq::runtime {
+
+class ApiServer {
+ public:
+  // Binds and starts serving; nullptr with `error` when it cannot (address taken, bad TLS files).
+  static std::unique_ptr<ApiServer> start(const config::RuntimeConfig& config, Supervisor& sinks,
+                                          StatusBoard& status, std::string& error);
+  ~ApiServer();
+  std::string url() const;  // "http://127.0.0.1:8083"
+  class Impl;
+
+ private:
+  explicit ApiServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The definition as GET /sinks/{key} shows it: every option the plugin declares secret, and
+// every property or URL part that holds a credential, replaced by "***".
+std::string masked_definition_json(const config::SinkDefinition& definition,
+                                   const std::vector<std::filesystem::path>& plugin_path);
+
+// The status page (static HTML + JavaScript on the JSON API).
+extern const char* const kStatusPageHtml;
+
+}  // namespace picomq::runtime

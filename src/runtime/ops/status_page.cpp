@@ -1,0 +1,89 @@
+// The status page at GET /: static HTML and JavaScript on the JSON API (no build toolchain).
+// The bearer token, when the API has one, comes from the page's URL fragment (#token=...) or a
+// prompt, and stays in the tab's sessionStorage.
+#include "runtime/ops/api_server.h"
+
+namespace picomq::runtime {
+
+const char* const kStatusPageHtml = R"HTML(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>picomq-connect</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.3em}
+table{border-collapse:collapse;width:100%}
+th,td{border-bottom:1px solid #ddd;padding:.4em .6em;text-align:left;vertical-align:middle}
+.state{font-weight:600}.running{color:#18794e}.error,.invalid{color:#c62828}.stopped,.disabled{color:#777}
+.err{color:#c62828;font-size:.85em;white-space:pre-wrap;max-width:40em}
+canvas{border:1px solid #eee;background:#fafafa}
+button{margin-right:.3em}
+#msg{color:#555;margin:.5em 0}
+</style></head><body>
+<h1>picomq-connect</h1>
+<div id="msg">loading…</div>
+<table><thead><tr><th>sink</th><th>state</th><th>lag</th><th>lag (last minutes)</th><th>written / s (last minutes)</th><th></th></tr></thead>
+<tbody id="sinks"></tbody></table>
+<script>
+const m = location.hash.match(/token=([^&]+)/);
+if (m) sessionStorage.setItem('picomq-token', decodeURIComponent(m[1]));
+const token = () => sessionStorage.getItem('picomq-token');
+const history = {};  // key -> [{t, lag, written}]
+const KEEP = 150;    // samples (2 s apart: 5 minutes)
+async function api(method, path) {
+  const headers = token() ? {Authorization: 'Bearer ' + token()} : {};
+  const r = await fetch(path, {method, headers});
+  if (r.status === 401) {
+    const t = prompt('API token');
+    if (t) { sessionStorage.setItem('picomq-token', t); return api(method, path); }
+  }
+  return r.json();
+}
+function spark(canvas, values) {
+  const c = canvas.getContext('2d'), w = canvas.width, h = canvas.height;
+  c.clearRect(0, 0, w, h);
+  if (values.length < 2) return;
+  const max = Math.max(1, ...values);
+  c.strokeStyle = '#1565c0'; c.beginPath();
+  values.forEach((v, i) => { const x = i * w / (KEEP - 1), y = h - 2 - v / max * (h - 4); i ? c.lineTo(x, y) : c.moveTo(x, y); });
+  c.stroke(); c.fillStyle = '#555'; c.font = '10px sans-serif'; c.fillText(String(Math.round(values[values.length - 1])), 2, 10);
+}
+async function act(key, action) {
+  document.getElementById('msg').textContent = action + ' ' + key + '…';
+  const r = await api('POST', '/sinks/' + encodeURIComponent(key) + '/' + action);
+  document.getElementById('msg').textContent = r.message || r.error;
+  refresh();
+}
+async function refresh() {
+  let data;
+  try { data = await api('GET', '/sinks'); } catch (e) { document.getElementById('msg').textContent = 'API unreachable: ' + e; return; }
+  if (!data.sinks) { document.getElementById('msg').textContent = data.error || 'no data'; return; }
+  const body = document.getElementById('sinks'), now = Date.now();
+  for (const s of data.sinks) {
+    const lag = s.blocks.reduce((a, b) => a + b.lag.reduce((x, p) => x + Math.max(0, p.lag), 0), 0);
+    const written = s.blocks.reduce((a, b) => a + b.counters.written_records, 0);
+    const h = history[s.key] = history[s.key] || [];
+    h.push({t: now, lag, written}); if (h.length > KEEP) h.shift();
+    let row = document.getElementById('sink-' + s.key);
+    if (!row) {
+      row = document.createElement('tr'); row.id = 'sink-' + s.key; row.className = 'sink';
+      row.innerHTML = '<td class="key"></td><td><span class="state"></span><div class="err"></div></td><td class="lag"></td>' +
+        '<td><canvas class="lagc" width="200" height="36"></canvas></td><td><canvas class="ratec" width="200" height="36"></canvas></td>' +
+        '<td><button data-a="stop">stop</button><button data-a="start">start</button><button data-a="restart">restart</button></td>';
+      row.querySelector('.key').textContent = s.key;
+      row.querySelectorAll('button').forEach(b => b.onclick = () => act(s.key, b.dataset.a));
+      body.appendChild(row);
+    }
+    const st = row.querySelector('.state'); st.textContent = s.state; st.className = 'state ' + s.state;
+    row.dataset.state = s.state;
+    row.querySelector('.err').textContent = s.error || s.reload_error || '';
+    row.querySelector('.lag').textContent = lag;
+    spark(row.querySelector('.lagc'), h.map(x => x.lag));
+    spark(row.querySelector('.ratec'), h.slice(1).map((x, i) => Math.max(0, (x.written - h[i].written) * 1000 / Math.max(1, x.t - h[i].t))));
+  }
+  for (const row of [...body.children]) if (!data.sinks.some(s => 'sink-' + s.key === row.id)) row.remove();
+  document.getElementById('msg').textContent = data.sinks.length + ' sinks, updated ' + new Date().toLocaleTimeString();
+}
+refresh(); setInterval(refresh, 2000);
+</script></body></html>
+)HTML";
+
+}  // namespace picomq::runtime
