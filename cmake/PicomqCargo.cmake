@@ -15,8 +15,13 @@
 #     DOC ${CMAKE_CURRENT_SOURCE_DIR}/../../docs/sinks/delta.md
 #     CONFORMANCE conformance_adapter.cpp)
 #
-# Makes the custom target picomq_connector_<name>_sink (in ALL) that runs cargo for the crate
-# and copies the library into PICOMQ_PLUGIN_DIR; DOC and CONFORMANCE as picomq_add_sink().
+# Makes the custom target picomq_connector_<name>_sink (in ALL) that copies the crate's library
+# into PICOMQ_PLUGIN_DIR after picomq_rust_workspace built it; DOC and CONFORMANCE as
+# picomq_add_sink().
+#
+# One cargo invocation builds the whole workspace (picomq_rust_workspace): cargo unifies the
+# features of shared dependencies per invocation, so building crates one by one (-p) would
+# compile arrow-rs twice, once with the SDK's features and once with delta-rs'.
 include_guard(GLOBAL)
 
 find_program(PICOMQ_CARGO cargo HINTS $ENV{HOME}/.cargo/bin $ENV{CARGO_HOME}/bin)
@@ -33,6 +38,21 @@ set(PICOMQ_CARGO_OUT ${PICOMQ_CARGO_TARGET}/${PICOMQ_CARGO_PROFILE})
 set(PICOMQ_CARGO_ENV ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${PICOMQ_CARGO_TARGET}
     PICOMQ_SDK_INCLUDE_DIR=${PICOMQ_CARGO_WORKSPACE}/include)
 
+if(PICOMQ_CARGO AND NOT TARGET picomq_rust_workspace)
+  set(picomq_cargo_args --locked --profile ${PICOMQ_CARGO_PROFILE} --workspace --manifest-path ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml)
+  set(picomq_cargo_tests_cmd)
+  if(BUILD_TESTING)
+    # The test binaries too, in the same invocation's feature set (ctest rust_tests runs them).
+    set(picomq_cargo_tests_cmd COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} test ${picomq_cargo_args} --no-run)
+  endif()
+  add_custom_target(picomq_rust_workspace ALL
+    COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} build ${picomq_cargo_args}
+    ${picomq_cargo_tests_cmd}
+    WORKING_DIRECTORY ${PICOMQ_CARGO_WORKSPACE}
+    USES_TERMINAL
+    COMMENT "cargo: the Rust workspace (sdk/rust, examples/sinks/rust_sink, sinks/delta)")
+endif()
+
 function(picomq_add_cargo_sink name)
   cmake_parse_arguments(PARSE_ARGV 1 CS "NO_INSTALL" "CRATE;COMPONENT;DOC;CONFORMANCE" "")
   if(NOT PICOMQ_CARGO)
@@ -42,14 +62,11 @@ function(picomq_add_cargo_sink name)
   set(target picomq_connector_${name}_sink)
   set(lib libpicomq_connector_${name}_sink.so)
   add_custom_target(${target} ALL
-    COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} build --locked --profile ${PICOMQ_CARGO_PROFILE} -p ${CS_CRATE}
-            --manifest-path ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PICOMQ_PLUGIN_DIR}
     COMMAND ${CMAKE_COMMAND} -E copy_if_different ${PICOMQ_CARGO_OUT}/${lib} ${PICOMQ_PLUGIN_DIR}/${lib}
     BYPRODUCTS ${PICOMQ_PLUGIN_DIR}/${lib}
-    WORKING_DIRECTORY ${PICOMQ_CARGO_WORKSPACE}
-    USES_TERMINAL
-    COMMENT "cargo: ${CS_CRATE} -> ${lib}")
+    COMMENT "${CS_CRATE} -> ${PICOMQ_PLUGIN_DIR}/${lib}")
+  add_dependencies(${target} picomq_rust_workspace)
   set_target_properties(${target} PROPERTIES PICOMQ_PLUGIN_FILE ${PICOMQ_PLUGIN_DIR}/${lib})
   if(NOT CS_NO_INSTALL)
     if(NOT CS_COMPONENT)
@@ -71,22 +88,16 @@ function(picomq_add_cargo_sink name)
   endif()
 endfunction()
 
-# A ctest that runs a crate's own tests (built in the same profile, so the dependency stack is
-# shared with the plugins): picomq_add_cargo_test(rust_sdk_test CRATE picomq-sink [COST n])
-function(picomq_add_cargo_test test)
-  cmake_parse_arguments(PARSE_ARGV 1 CT "" "CRATE;COST" "")
+# The workspace's own tests (every crate's `cargo test`, the binaries built by
+# picomq_rust_workspace) as one ctest: picomq_add_cargo_tests(rust_tests [COST n])
+function(picomq_add_cargo_tests test)
+  cmake_parse_arguments(PARSE_ARGV 1 CT "" "COST" "")
   if(NOT PICOMQ_CARGO OR NOT BUILD_TESTING)
     return()
   endif()
-  add_custom_target(${test}_build ALL
-    COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} test --locked --profile ${PICOMQ_CARGO_PROFILE} -p ${CT_CRATE} --no-run
-            --manifest-path ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml
-    WORKING_DIRECTORY ${PICOMQ_CARGO_WORKSPACE}
-    USES_TERMINAL
-    COMMENT "cargo: tests of ${CT_CRATE}")
   add_test(NAME ${test}
-           COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} test --locked --offline --profile ${PICOMQ_CARGO_PROFILE}
-                   -p ${CT_CRATE} --manifest-path ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml)
+           COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} test --offline ${picomq_cargo_args})
+  set_tests_properties(${test} PROPERTIES LABELS "rust" TIMEOUT 600)
   if(CT_COST)
     set_tests_properties(${test} PROPERTIES COST ${CT_COST})
   endif()

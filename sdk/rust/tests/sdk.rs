@@ -305,8 +305,14 @@ fn plane_spec_is_the_abis_function() {
     assert_eq!(plane_spec(&raw).unwrap_err(), "declares native data plane 'arrow' but does not implement write_arrow");
     raw.native_planes = 1 << 7;
     assert_eq!(plane_spec(&raw).unwrap_err(), "declares unknown data plane bits 0x80");
+    // 0 means rows only, and rows native needs write_record.
     raw.native_planes = 0;
     raw.accepted_planes = 0;
+    assert_eq!(plane_spec(&raw).unwrap_err(), "declares native data plane 'rows' but does not implement write_record");
+    unsafe extern "C" fn rows(_: *mut c_void, _: *const pmq_batch, _: usize, _: *mut pmq_write_result) -> pmq_write_status {
+        PMQ_WRITE_OK
+    }
+    raw.write_record = Some(rows);
     let rows = plane_spec(&raw).unwrap();
     assert_eq!((rows.accepted_planes, rows.native_planes, rows.best_plane), (PLANE_ROWS, PLANE_ROWS, PLANE_ROWS));
 }

@@ -21,11 +21,13 @@ use std::time::{Duration, Instant};
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow::compute::{cast_with_options, filter_record_batch, CastOptions};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use deltalake_core::kernel::transaction::{CommitBuilder, TransactionError};
+use std::future::IntoFuture;
+
+use deltalake_core::kernel::transaction::{CommitBuilder, TableReference, TransactionError};
 use deltalake_core::kernel::{Action, Transaction};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
-use deltalake_core::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use deltalake_core::{DeltaTable, DeltaTableError};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
@@ -98,9 +100,9 @@ impl DeltaSink {
         Ok(self.writer.as_mut().unwrap())
     }
 
-    fn table_schema(&self) -> Result<SchemaRef, Error> {
-        let state = self.table.snapshot().map_err(|e| classify("reading the table's schema", e))?;
-        Ok(state.snapshot().arrow_schema())
+    /// The table's schema as the Parquet writer has it (widened by schema evolution).
+    fn table_schema(&mut self) -> Result<SchemaRef, Error> {
+        Ok(self.writer()?.arrow_schema())
     }
 
     /// Seals the window: one Delta commit with the files and a txn action per partition; then
@@ -155,7 +157,12 @@ impl DeltaSink {
         for (tp, v) in &self.next {
             actions.push(Action::Txn(Transaction::new_with_last_update(self.app_id_of(tp), *v, now)));
         }
-        let evolved = self.writer.as_ref().map(|w| w.arrow_schema()).filter(|s| self.schema_evolution && Some(s.clone()) != self.table_schema().ok());
+        let committed_schema = self.table.snapshot().ok().map(|s| s.snapshot().arrow_schema());
+        let evolved = self
+            .writer
+            .as_ref()
+            .map(|w| w.arrow_schema())
+            .filter(|s| self.schema_evolution && committed_schema.as_ref().map(|c| c.fields().len() != s.fields().len()).unwrap_or(false));
         if let Some(schema) = evolved {
             let kernel: deltalake_core::kernel::StructType =
                 deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel::try_into_kernel(schema.as_ref())
@@ -179,7 +186,7 @@ impl DeltaSink {
                 CommitBuilder::default()
                     .with_actions(actions)
                     .with_max_retries(self.max_commit_retries)
-                    .build(Some(state), log_store, operation)
+                    .build(Some(state as &dyn TableReference), log_store, operation)
                     .into_future(),
             )
             .map_err(|e| classify("committing", e))?;
@@ -333,7 +340,9 @@ impl Sink for DeltaSink {
             OptionSpec::string("app_id").help(
                 "The prefix of the txn appIds (`<app_id>-<topic>-<partition>`); default: the definition's sink key. Two definitions writing one table need different ones.",
             ),
-            OptionSpec::int("roll_records").default("1000000").help("Commit once this many records are held."),
+            OptionSpec::int("roll_records").default("100000").help(
+                "Commit once this many records are held (the runtime's max_buffered_records also bounds a window: when its buffer is full it flushes).",
+            ),
             OptionSpec::byte_size("roll_bytes").default("134217728").help(
                 "Target Parquet file size; a file reaching it is closed and a new one started, and the window is committed.",
             ),
@@ -385,7 +394,7 @@ impl Sink for DeltaSink {
         };
         let props = WriterProperties::builder()
             .set_compression(compression)
-            .set_max_row_group_size(host.config_int("row_group_records").max(1) as usize)
+            .set_max_row_group_row_count(Some(host.config_int("row_group_records").max(1) as usize))
             .set_dictionary_enabled(host.config_bool("dictionary"))
             .build();
         let app_id = host
@@ -413,7 +422,7 @@ impl Sink for DeltaSink {
             held_records: 0,
             window_started: None,
         };
-        let version = sink.table.version().unwrap_or(-1);
+        let version = sink.table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
         sink.log(LogLevel::Info, &format!("appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>", sink.app_id));
         Ok(sink)
     }
@@ -536,3 +545,78 @@ impl DeltaSink {
 }
 
 export_sink!(DeltaSink);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array, StringArray, TimestampMicrosecondArray, TimestampMillisecondArray};
+    use arrow::datatypes::TimeUnit;
+
+    fn table() -> Schema {
+        Schema::new(vec![
+            Field::new("pico_offset", DataType::Int64, false),
+            Field::new("pico_timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new("n", DataType::Int32, true),
+            Field::new("s", DataType::Utf8, true),
+        ])
+    }
+
+    fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(cols.into_iter().map(|(n, a)| (n.to_string(), a))).unwrap()
+    }
+
+    #[test]
+    fn columns_are_taken_by_name_cast_to_the_tables_types_and_missing_ones_are_null() {
+        let b = batch(vec![
+            ("s", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef),
+            ("pico_timestamp", Arc::new(TimestampMillisecondArray::from(vec![1_700_000_000_123, 5]).with_timezone("UTC"))),
+            ("pico_offset", Arc::new(Int64Array::from(vec![7, 8]))),
+            ("pico_headers", Arc::new(StringArray::from(vec!["dropped", "dropped"]))),
+            ("n", Arc::new(Int64Array::from(vec![1, 2]))),
+        ]);
+        let (out, problems) = conform(&b, &table(), false);
+        assert_eq!(problems, vec![None, None]);
+        assert_eq!(out.num_columns(), 4, "pico_* columns the table lacks are dropped");
+        let ts = out.column(1).as_any().downcast_ref::<TimestampMicrosecondArray>().unwrap();
+        assert_eq!(ts.value(0), 1_700_000_000_123_000);
+        assert_eq!(out.column(2).as_any().downcast_ref::<Int32Array>().unwrap().values(), &[1, 2]);
+        assert_eq!(out.column(3).as_any().downcast_ref::<StringArray>().unwrap().value(1), "b");
+
+        let only_offsets = batch(vec![("pico_offset", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]);
+        let (out, problems) = conform(&only_offsets, &table(), false);
+        assert_eq!(problems, vec![None]);
+        assert!(out.column(2).is_null(0) && out.column(3).is_null(0));
+    }
+
+    #[test]
+    fn values_the_table_cannot_hold_and_unknown_fields_reject_their_records_only() {
+        let b = batch(vec![
+            ("pico_offset", Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef),
+            ("n", Arc::new(Int64Array::from(vec![Some(1), Some(i64::MAX), None, Some(4)]))),
+            ("s", Arc::new(Int64Array::from(vec![Some(10), None, None, None]))),
+            ("extra", Arc::new(StringArray::from(vec![None, None, Some("x"), None]))),
+        ]);
+        let (_, problems) = conform(&b, &table(), false);
+        assert_eq!(problems[0], None, "an int64 becomes a string");
+        assert_eq!(problems[1].as_deref(), Some("field 'n': Int64 value does not fit the table's Int32"));
+        assert_eq!(problems[2].as_deref(), Some("field 'extra' is not a column of the table"));
+        assert_eq!(problems[3], None);
+
+        // With schema evolution the unknown field is a new nullable column instead.
+        let (out, problems) = conform(&b, &table(), true);
+        assert_eq!(problems[2], None);
+        assert_eq!(out.schema().field(4).name(), "extra");
+        assert!(out.schema().field(4).is_nullable());
+    }
+
+    #[test]
+    fn a_missing_or_null_non_nullable_column_rejects() {
+        let b = batch(vec![("n", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]);
+        let (_, problems) = conform(&b, &table(), false);
+        assert_eq!(problems[0].as_deref(), Some("field 'pico_offset': missing, and the column is not nullable"));
+        let b = batch(vec![("pico_offset", Arc::new(Int64Array::from(vec![None, Some(2)])) as ArrayRef)]);
+        let (_, problems) = conform(&b, &table(), false);
+        assert_eq!(problems[0].as_deref(), Some("field 'pico_offset': null, and the column is not nullable"));
+        assert_eq!(problems[1], None);
+    }
+}
