@@ -60,6 +60,8 @@ def main():
                 "timestamp_ms": None if ts is None else int(ts.timestamp() * 1000),
                 "key": None if r["pico_key"] is None else base64.b64encode(r["pico_key"]).decode(),
                 "n": r["n"], "s": r["s"],
+                # Columns beyond the tests' schema (schema evolution), as text.
+                "extra": {k: str(v) for k, v in r.items() if k not in SCHEMA.names},
             })
         # The txn versions (Delta SetTransaction actions) of the appIds asked for in APP_IDS.
         txn = {app_id: dt.transaction_version(app_id) for app_id in app_ids()}

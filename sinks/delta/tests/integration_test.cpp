@@ -263,6 +263,24 @@ TEST(DeltaSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
       << letters[1].header("pico_error_reason").value_or("");
 }
 
+TEST(DeltaSinkKafka, SchemaEvolutionAddsANewFieldAsANullableColumn) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("evolve");
+  const auto topic = unique_name("delta.evolve");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {"{\"n\": 1}", "{\"n\": 2, \"color\": \"red\"}", "{\"n\": 3}"});
+  Runtime rt(kafka.bootstrap(), "evolve");
+  rt.add_definition("s.toml", definition("deltaevolve", topic, table, "schema_evolution = true\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("deltaevolve"), topic) == 3; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto t = read_table(table, {});
+  std::map<int64_t, std::string> color;
+  for (const auto& r : t["rows"]) color[r["n"].get<int64_t>()] = r["extra"].value("color", "absent");
+  EXPECT_EQ(color, (std::map<int64_t, std::string>{{1, "None"}, {2, "red"}, {3, "None"}}));
+}
+
 TEST(DeltaSinkKafka, AMissingTableIsAClearFatalError) {
   auto& kafka = Kafka::shared();
   const auto nowhere = (make_temp_dir("delta_missing") / "no_table").string();
