@@ -164,13 +164,16 @@ TEST(DeltaSinkKafka, SigkillBetweenTheDeltaCommitAndTheOffsetCommitLeavesNoDupli
   for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 10000, p * 10000 + 1500), p);
   const std::vector<std::string> app_ids = {"kill-" + topic + "-0", "kill-" + topic + "-1"};
   int in_the_window = 0;
+  // Static membership: the restarted runtime takes the killed one's partitions at once instead
+  // of waiting out its session.
+  const std::string kill_block =
+      "batch_length = 100\nproperties = { \"group.instance.id\" = \"deltakill\", \"session.timeout.ms\" = \"6000\" }";
   for (int round = 0; round < 3; ++round) {
     Runtime rt(kafka.bootstrap(), "kill" + std::to_string(round));
     // The sink's test hook: hold the write open this long after its Delta commit, so the kill
     // lands after the table has the rows and before the runtime committed their offsets.
-    rt.env("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS", "5000");
-    rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n",
-                                           "batch_length = 100"));
+    rt.env("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS", "2500");
+    rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
     const auto before = read_table(table, app_ids)["version"].get<int>();
     rt.start();
     ASSERT_TRUE(wait_until([&] { return fs::exists(log_file(table, before + 1)); }, 60s)) << rt.log();
@@ -187,8 +190,7 @@ TEST(DeltaSinkKafka, SigkillBetweenTheDeltaCommitAndTheOffsetCommitLeavesNoDupli
   EXPECT_GE(in_the_window, 3) << "each kill left the table ahead of the committed offsets";
 
   Runtime rt(kafka.bootstrap(), "finish");
-  rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n",
-                                         "batch_length = 100"));
+  rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltakill"), topic, 2, 1500); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
