@@ -1,0 +1,622 @@
+//! picomq-connect's Delta Lake sink (`libpicomq_connector_delta_sink`), on the Rust SDK
+//! (sdk/rust) and delta-rs (`deltalake-core`, no DataFusion).
+//!
+//! - Arrow plane: each batch is imported zero-copy, conformed to the table's schema (columns by
+//!   name, cast to the table's types; a value the table cannot hold rejects its record), and
+//!   streamed into Parquet files by delta-rs' RecordBatchWriter.
+//! - Exactly once: a commit holds, besides the files' `add` actions, one `txn` action per
+//!   topic-partition: appId `<app_id>-<topic>-<partition>`, version = the offset after the last
+//!   record the commit holds. On assignment (and on the first batch of a partition, and after any
+//!   failed commit) the sink reads those versions from the table and drops records below them, so
+//!   a batch the runtime replays after a crash between the Delta commit and the offset commit is
+//!   never written twice.
+//! - Writes are pending until the commit that holds them succeeded: the commit happens when the
+//!   held records, bytes or age reach roll_records / roll_bytes / commit_interval, on flush, on
+//!   revoke and at shutdown. A failed commit fails every held write as retryable (the runtime
+//!   sends them again; the versions re-read from the table drop what did land).
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow::compute::{cast_with_options, filter_record_batch, CastOptions};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use std::future::IntoFuture;
+
+use deltalake_core::kernel::transaction::{CommitBuilder, TableReference, TransactionError};
+use deltalake_core::kernel::{Action, Transaction};
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake_core::{DeltaTable, DeltaTableError};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
+
+mod storage;
+
+type Tp = (String, i32);
+
+pub struct DeltaSink {
+    host: Host,
+    rt: tokio::runtime::Runtime,
+    table: DeltaTable,
+    table_uri: String,
+    app_id: String,
+    writer: Option<RecordBatchWriter>,
+    props: WriterProperties,
+    roll_records: usize,
+    roll_bytes: usize,
+    commit_interval: Duration,
+    max_commit_retries: usize,
+    schema_evolution: bool,
+    /// The txn version of each partition as the table has it: records below are committed.
+    versions: HashMap<Tp, i64>,
+    /// Partitions whose version must be read again from the table before the next batch.
+    stale: HashSet<Tp>,
+    /// The window: the next offset of each partition it holds, its writes, its size.
+    next: BTreeMap<Tp, i64>,
+    held: Vec<Pending>,
+    held_records: usize,
+    window_started: Option<Instant>,
+}
+
+impl DeltaSink {
+    fn log(&self, level: LogLevel, m: &str) {
+        self.host.log(level, m)
+    }
+
+    fn app_id_of(&self, tp: &Tp) -> String {
+        format!("{}-{}-{}", self.app_id, tp.0, tp.1)
+    }
+
+    /// Reads the table's latest state, then the txn versions of `tps`.
+    fn load_versions(&mut self, tps: &[Tp]) -> Result<(), Error> {
+        let table = &mut self.table;
+        self.rt.block_on(table.update_state()).map_err(|e| classify("reading the table's log", e))?;
+        let log_store = self.table.log_store();
+        let state = self.table.snapshot().map_err(|e| classify("reading the table's log", e))?;
+        for tp in tps {
+            let app_id = format!("{}-{}-{}", self.app_id, tp.0, tp.1);
+            let v = self
+                .rt
+                .block_on(state.transaction_version(log_store.as_ref(), &app_id))
+                .map_err(|e| classify("reading the txn version", e))?;
+            let v = v.unwrap_or(-1);
+            self.versions.insert(tp.clone(), v);
+            self.stale.remove(tp);
+            self.log(LogLevel::Debug, &format!("{}[{}]: committed up to offset {} (txn {app_id})", tp.0, tp.1, v));
+        }
+        Ok(())
+    }
+
+    fn writer(&mut self) -> Result<&mut RecordBatchWriter, Error> {
+        if self.writer.is_none() {
+            let w = RecordBatchWriter::for_table(&self.table)
+                .map_err(|e| classify("starting a file", e))?
+                .with_writer_properties(self.props.clone())
+                .with_target_file_size(self.roll_bytes as u64);
+            self.writer = Some(w);
+        }
+        Ok(self.writer.as_mut().unwrap())
+    }
+
+    /// The table's schema as the Parquet writer has it (widened by schema evolution).
+    fn table_schema(&mut self) -> Result<SchemaRef, Error> {
+        Ok(self.writer()?.arrow_schema())
+    }
+
+    /// Seals the window: one Delta commit with the files and a txn action per partition; then
+    /// completes the held writes with its outcome.
+    fn commit(&mut self) -> Result<(), Error> {
+        if self.held.is_empty() && self.next.is_empty() {
+            return Ok(());
+        }
+        let result = self.try_commit();
+        let held = std::mem::take(&mut self.held);
+        match &result {
+            Ok(()) => {
+                if let Some(ms) = std::env::var("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+                    // Test hook (sinks/delta/tests): hold the writes open after their Delta
+                    // commit, so a test can kill the process before the offsets are committed.
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+                for (tp, v) in std::mem::take(&mut self.next) {
+                    self.versions.insert(tp, v);
+                }
+                self.host.count("commits", 1);
+                self.host.count("records_written", self.held_records as u64);
+                held.iter().for_each(|p| {
+                    p.done();
+                });
+            }
+            Err(e) => {
+                // Whatever landed, the versions in the table say it: read them again first.
+                self.stale.extend(self.next.keys().cloned());
+                self.next.clear();
+                if let Some(mut w) = self.writer.take() {
+                    w.reset();
+                }
+                self.log(LogLevel::Warn, &format!("commit to {} failed: {e}", self.table_uri));
+                held.iter().for_each(|p| {
+                    p.fail(e);
+                });
+            }
+        }
+        self.held_records = 0;
+        self.window_started = None;
+        result
+    }
+
+    fn try_commit(&mut self) -> Result<(), Error> {
+        let adds = match self.writer.as_mut() {
+            Some(w) => self.rt.block_on(w.flush()).map_err(|e| classify("writing the Parquet files", e))?,
+            None => Vec::new(),
+        };
+        let mut actions: Vec<Action> = adds.into_iter().map(Action::Add).collect();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).ok();
+        for (tp, v) in &self.next {
+            actions.push(Action::Txn(Transaction::new_with_last_update(self.app_id_of(tp), *v, now)));
+        }
+        let committed_schema = self.table.snapshot().ok().map(|s| s.snapshot().arrow_schema());
+        let evolved = self
+            .writer
+            .as_ref()
+            .map(|w| w.arrow_schema())
+            .filter(|s| self.schema_evolution && committed_schema.as_ref().map(|c| c.fields().len() != s.fields().len()).unwrap_or(false));
+        if let Some(schema) = evolved {
+            let kernel: deltalake_core::kernel::StructType =
+                deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel::try_into_kernel(schema.as_ref())
+                    .map_err(|e| Error::fatal(format!("the evolved schema: {e}")))?;
+            let state = self.table.snapshot().map_err(|e| classify("reading the table", e))?;
+            let metadata = deltalake_core::kernel::MetadataExt::with_schema(state.metadata().clone(), &kernel)
+                .map_err(|e| Error::fatal(format!("the evolved schema: {e}")))?;
+            actions.push(Action::Metadata(metadata));
+        }
+        let state = self.table.snapshot().map_err(|e| classify("reading the table", e))?;
+        let partition_cols: Vec<String> = state.metadata().partition_columns().to_vec();
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Append,
+            partition_by: (!partition_cols.is_empty()).then_some(partition_cols),
+            predicate: None,
+        };
+        let log_store = self.table.log_store();
+        let finalized = self
+            .rt
+            .block_on(
+                CommitBuilder::default()
+                    .with_actions(actions)
+                    .with_max_retries(self.max_commit_retries)
+                    .build(Some(state as &dyn TableReference), log_store, operation)
+                    .into_future(),
+            )
+            .map_err(|e| classify("committing", e))?;
+        self.log(LogLevel::Debug, &format!("committed version {} of {}", finalized.version(), self.table_uri));
+        self.table.state = Some(finalized.snapshot());
+        if self.schema_evolution {
+            // The writer's window is drained by flush; a widened schema needs a new writer.
+            self.writer = None;
+        }
+        Ok(())
+    }
+
+    fn due(&self) -> bool {
+        let bytes = self.writer.as_ref().map(|w| w.buffer_len()).unwrap_or(0);
+        self.held_records >= self.roll_records
+            || bytes >= self.roll_bytes
+            || self.held.len() >= Self::MAX_IN_FLIGHT as usize
+            || self.window_started.map(|t| t.elapsed() >= self.commit_interval).unwrap_or(false)
+    }
+}
+
+/// Maps a delta-rs error to an outcome: storage trouble and commit conflicts are retried (the txn
+/// versions make a retry safe); a missing table, permissions or a protocol the writer cannot
+/// write are fatal.
+fn classify(what: &str, e: DeltaTableError) -> Error {
+    let message = format!("{what}: {e}");
+    match &e {
+        DeltaTableError::ObjectStore { source } | DeltaTableError::Transaction { source: TransactionError::ObjectStore { source } } => {
+            match source {
+                object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => Error::fatal(message),
+                _ => Error::retry(message),
+            }
+        }
+        DeltaTableError::Transaction { source } => match source {
+            TransactionError::UnsupportedTableFeatures(_)
+            | TransactionError::TableFeaturesRequired(_)
+            | TransactionError::DeltaTableAppendOnly => Error::fatal(message),
+            _ => Error::retry(message),
+        },
+        DeltaTableError::NotATable(_) | DeltaTableError::InvalidTableLocation(_) => Error::fatal(message),
+        DeltaTableError::Io { .. } => Error::retry(message),
+        _ => Error::retry(message),
+    }
+}
+
+/// Conforms an imported batch to the table's schema, by column name. Returns the conformed batch
+/// and, per row, why it cannot be written (None: it can).
+fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatch, Vec<Option<String>>) {
+    let rows = batch.num_rows();
+    let mut problems: Vec<Option<String>> = vec![None; rows];
+    let mut note = |row: usize, m: String| {
+        let p = &mut problems[row];
+        match p {
+            Some(existing) => {
+                existing.push_str("; ");
+                existing.push_str(&m);
+            }
+            None => *p = Some(m),
+        }
+    };
+    let mut fields: Vec<Arc<Field>> = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    let opts = CastOptions { safe: true, ..Default::default() };
+    for field in table.fields() {
+        let Some(src) = batch.column_by_name(field.name()) else {
+            if !field.is_nullable() {
+                (0..rows).for_each(|r| note(r, format!("field '{}': missing, and the column is not nullable", field.name())));
+            }
+            fields.push(field.clone());
+            columns.push(arrow::array::new_null_array(field.data_type(), rows));
+            continue;
+        };
+        let col = if src.data_type() == field.data_type() {
+            src.clone()
+        } else if src.data_type() == &DataType::Null {
+            arrow::array::new_null_array(field.data_type(), rows)
+        } else {
+            match cast_with_options(src, field.data_type(), &opts) {
+                Ok(c) => {
+                    for r in 0..rows {
+                        if src.is_valid(r) && c.is_null(r) {
+                            note(r, format!("field '{}': {} value does not fit the table's {}", field.name(), src.data_type(), field.data_type()));
+                        }
+                    }
+                    c
+                }
+                Err(e) => {
+                    for r in 0..rows {
+                        if src.is_valid(r) {
+                            note(r, format!("field '{}': {} cannot become the table's {} ({e})", field.name(), src.data_type(), field.data_type()));
+                        }
+                    }
+                    arrow::array::new_null_array(field.data_type(), rows)
+                }
+            }
+        };
+        if !field.is_nullable() && col.null_count() > 0 {
+            for r in 0..rows {
+                if col.is_null(r) {
+                    note(r, format!("field '{}': null, and the column is not nullable", field.name()));
+                }
+            }
+        }
+        fields.push(field.clone());
+        columns.push(col);
+    }
+    // Columns the table does not have: pico_* metadata the table chose not to keep is dropped;
+    // a payload field is a schema mismatch for the records that carry it, or (schema_evolution)
+    // a new nullable column.
+    for (i, f) in batch.schema().fields().iter().enumerate() {
+        if table.field_with_name(f.name()).is_ok() || f.name().starts_with("pico_") {
+            continue;
+        }
+        let src = batch.column(i);
+        if evolve && src.data_type() != &DataType::Null {
+            fields.push(Arc::new(Field::new(f.name(), src.data_type().clone(), true)));
+            columns.push(src.clone());
+            continue;
+        }
+        for r in 0..rows {
+            if src.is_valid(r) {
+                note(r, format!("field '{}' is not a column of the table", f.name()));
+            }
+        }
+    }
+    // Rows with problems become all-null here; they are filtered out before writing.
+    let schema = Arc::new(Schema::new(fields.iter().map(|f| {
+        if problems.iter().any(|p| p.is_some()) {
+            Arc::new(Field::clone(f).with_nullable(true))
+        } else {
+            f.clone()
+        }
+    }).collect::<Vec<_>>()));
+    let out = RecordBatch::try_new(schema, columns).unwrap_or_else(|_| RecordBatch::new_empty(Arc::new(table.clone())));
+    (out, problems)
+}
+
+impl Sink for DeltaSink {
+    const NAME: &'static str = "delta";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const DESCRIPTION: &'static str =
+        "Appends Parquet files to an existing Delta Lake table (local filesystem or S3), exactly once per topic-partition through Delta txn actions.";
+    const NATIVE_PLANES: u32 = PLANE_ARROW;
+    const MAX_IN_FLIGHT: u32 = 256;
+
+    fn options() -> Vec<OptionSpec> {
+        let mut o = vec![
+            OptionSpec::string("table_uri").required().help(
+                "The Delta table: a local path (or file:// URL) or s3://bucket/prefix. It must exist (Delta tables are created with their schema by their owner).",
+            ),
+            OptionSpec::string("app_id").help(
+                "The prefix of the txn appIds (`<app_id>-<topic>-<partition>`); default: the definition's sink key. Two definitions writing one table need different ones.",
+            ),
+            OptionSpec::int("roll_records").default("100000").help(
+                "Commit once this many records are held (the runtime's max_buffered_records also bounds a window: when its buffer is full it flushes).",
+            ),
+            OptionSpec::byte_size("roll_bytes").default("134217728").help(
+                "Target Parquet file size; a file reaching it is closed and a new one started, and the window is committed.",
+            ),
+            OptionSpec::duration("commit_interval").default("10000").help("Commit at the latest this long after the window's first record."),
+            OptionSpec::string("compression").default_str("zstd").allowed(&["zstd", "snappy", "none"]).help("Parquet compression codec."),
+            OptionSpec::int("row_group_records").default("1048576").help("Records per Parquet row group at most."),
+            OptionSpec::boolean("dictionary").default("true").help("Parquet dictionary encoding."),
+            OptionSpec::boolean("schema_evolution").default("false").help(
+                "Add payload fields the table does not have as new nullable columns (unpartitioned tables); otherwise a record carrying one is rejected.",
+            ),
+            OptionSpec::int("max_commit_retries").default("15").help(
+                "Attempts of one commit against concurrent writers (each re-reads the log) before the window is retried by the runtime.",
+            ),
+        ];
+        o.extend(storage::options());
+        o
+    }
+
+    fn validate(config: &Host) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        if config.config_string("table_uri").unwrap_or_default().trim().is_empty() {
+            problems.push("table_uri: must not be empty".to_string());
+        }
+        for k in ["roll_records", "row_group_records", "roll_bytes"] {
+            if config.config_int(k) < 1 {
+                problems.push(format!("{k}: must be at least 1"));
+            }
+        }
+        if config.config_int("max_commit_retries") < 0 {
+            problems.push("max_commit_retries: must not be negative".to_string());
+        }
+        problems.extend(storage::validate(config));
+        if problems.is_empty() { Ok(()) } else { Err(problems) }
+    }
+
+    fn open(host: Host) -> Result<Self, Error> {
+        let table_uri = host.config_string("table_uri").unwrap_or_default();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("picomq-delta")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::fatal(format!("starting the I/O runtime: {e}")))?;
+        let table = rt.block_on(storage::load_table(&host, &table_uri))?;
+        let compression = match host.config_string("compression").as_deref() {
+            Some("snappy") => Compression::SNAPPY,
+            Some("none") => Compression::UNCOMPRESSED,
+            _ => Compression::ZSTD(ZstdLevel::default()),
+        };
+        let props = WriterProperties::builder()
+            .set_compression(compression)
+            .set_max_row_group_row_count(Some(host.config_int("row_group_records").max(1) as usize))
+            .set_dictionary_enabled(host.config_bool("dictionary"))
+            .build();
+        let app_id = host
+            .config_string("app_id")
+            .filter(|s| !s.is_empty())
+            .or_else(|| host.sink_key())
+            .ok_or_else(|| Error::fatal("app_id: not set and the host gives no sink key"))?;
+        let sink = DeltaSink {
+            host,
+            rt,
+            table,
+            table_uri: table_uri.clone(),
+            app_id,
+            writer: None,
+            props,
+            roll_records: host.config_int("roll_records").max(1) as usize,
+            roll_bytes: host.config_int("roll_bytes").max(1) as usize,
+            commit_interval: host.config_duration("commit_interval"),
+            max_commit_retries: host.config_int("max_commit_retries").max(0) as usize,
+            schema_evolution: host.config_bool("schema_evolution"),
+            versions: HashMap::new(),
+            stale: HashSet::new(),
+            next: BTreeMap::new(),
+            held: Vec::new(),
+            held_records: 0,
+            window_started: None,
+        };
+        let version = sink.table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
+        sink.log(LogLevel::Info, &format!("appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>", sink.app_id));
+        Ok(sink)
+    }
+
+    fn write_arrow(&mut self, batch: &mut ArrowBatch, call: &mut Call) -> Result<(), Error> {
+        let tp: Tp = (batch.topic().to_string(), batch.partition());
+        let offsets = batch.offsets().to_vec();
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        if !self.versions.contains_key(&tp) || self.stale.contains(&tp) {
+            let mut tps: Vec<Tp> = self.stale.iter().cloned().collect();
+            if !tps.contains(&tp) {
+                tps.push(tp.clone());
+            }
+            self.load_versions(&tps)?;
+        }
+        let committed = self.versions.get(&tp).copied().unwrap_or(-1);
+        let window_next = self.next.get(&tp).copied().unwrap_or(-1);
+        let floor = committed.max(window_next);
+        let last = *offsets.last().unwrap();
+        if last < floor {
+            // Everything here is in the table (or in this window) already: a replay.
+            self.host.count("records_skipped", offsets.len() as u64);
+            return Ok(());
+        }
+        let imported = batch.take()?;
+        let table_schema = self.table_schema()?;
+        let (conformed, problems) = conform(&imported, &table_schema, self.schema_evolution);
+        let mut keep = Vec::with_capacity(offsets.len());
+        let mut skipped = 0u64;
+        for (i, off) in offsets.iter().enumerate() {
+            if *off < floor {
+                skipped += 1;
+                keep.push(false);
+            } else if let Some(why) = &problems[i] {
+                call.reject(i, why);
+                keep.push(false);
+            } else {
+                keep.push(true);
+            }
+        }
+        if skipped > 0 {
+            self.host.count("records_skipped", skipped);
+        }
+        let kept = keep.iter().filter(|k| **k).count();
+        if kept > 0 {
+            let rows = if kept == offsets.len() {
+                conformed
+            } else {
+                filter_record_batch(&conformed, &BooleanArray::from(keep)).map_err(|e| Error::fatal(format!("filtering the batch: {e}")))?
+            };
+            // Back to the table's nullability now that the bad rows are gone.
+            let target = if self.schema_evolution { rows.schema() } else { table_schema.clone() };
+            let rows = RecordBatch::try_new(target, rows.columns().to_vec()).unwrap_or(rows);
+            let mode = if self.schema_evolution {
+                deltalake_core::writer::WriteMode::MergeSchema
+            } else {
+                deltalake_core::writer::WriteMode::Default
+            };
+            self.writer()?;
+            let writer = self.writer.as_mut().expect("made above");
+            let r = self.rt.block_on(writer.write_with_mode(rows, mode));
+            if let Err(e) = r {
+                // The writer's window is all-or-nothing: the held writes must come again.
+                let err = classify("writing Parquet", e);
+                self.fail_window(&err);
+                return Err(err);
+            }
+            self.held_records += kept;
+        }
+        self.next.insert(tp, last + 1);
+        self.window_started.get_or_insert_with(Instant::now);
+        self.held.push(call.pending());
+        if self.due() {
+            // The commit completes this call's handle too: its outcome is the call's status.
+            let _ = self.commit();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, _timeout: Duration) {
+        let _ = self.commit();
+    }
+
+    fn partitions_assigned(&mut self, _block: u32, partitions: &[TopicPartition]) {
+        let tps: Vec<Tp> = partitions.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        if let Err(e) = self.load_versions(&tps) {
+            // The first batch of each partition reads them again.
+            self.stale.extend(tps);
+            self.log(LogLevel::Warn, &format!("reading the committed versions on assignment: {e}"));
+        }
+    }
+
+    fn partitions_revoked(&mut self, _block: u32, partitions: &[TopicPartition]) {
+        let _ = self.commit();
+        for p in partitions {
+            self.versions.remove(&(p.topic.clone(), p.partition));
+        }
+    }
+
+    fn close(mut self) {
+        let _ = self.commit();
+    }
+}
+
+impl DeltaSink {
+    fn fail_window(&mut self, e: &Error) {
+        self.stale.extend(self.next.keys().cloned());
+        self.next.clear();
+        if let Some(mut w) = self.writer.take() {
+            w.reset();
+        }
+        for p in std::mem::take(&mut self.held) {
+            p.fail(e);
+        }
+        self.held_records = 0;
+        self.window_started = None;
+    }
+}
+
+export_sink!(DeltaSink);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array, StringArray, TimestampMicrosecondArray, TimestampMillisecondArray};
+    use arrow::datatypes::TimeUnit;
+
+    fn table() -> Schema {
+        Schema::new(vec![
+            Field::new("pico_offset", DataType::Int64, false),
+            Field::new("pico_timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new("n", DataType::Int32, true),
+            Field::new("s", DataType::Utf8, true),
+        ])
+    }
+
+    fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(cols.into_iter().map(|(n, a)| (n.to_string(), a))).unwrap()
+    }
+
+    #[test]
+    fn columns_are_taken_by_name_cast_to_the_tables_types_and_missing_ones_are_null() {
+        let b = batch(vec![
+            ("s", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef),
+            ("pico_timestamp", Arc::new(TimestampMillisecondArray::from(vec![1_700_000_000_123, 5]).with_timezone("UTC"))),
+            ("pico_offset", Arc::new(Int64Array::from(vec![7, 8]))),
+            ("pico_headers", Arc::new(StringArray::from(vec!["dropped", "dropped"]))),
+            ("n", Arc::new(Int64Array::from(vec![1, 2]))),
+        ]);
+        let (out, problems) = conform(&b, &table(), false);
+        assert_eq!(problems, vec![None, None]);
+        assert_eq!(out.num_columns(), 4, "pico_* columns the table lacks are dropped");
+        let ts = out.column(1).as_any().downcast_ref::<TimestampMicrosecondArray>().unwrap();
+        assert_eq!(ts.value(0), 1_700_000_000_123_000);
+        assert_eq!(out.column(2).as_any().downcast_ref::<Int32Array>().unwrap().values(), &[1, 2]);
+        assert_eq!(out.column(3).as_any().downcast_ref::<StringArray>().unwrap().value(1), "b");
+
+        let only_offsets = batch(vec![("pico_offset", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]);
+        let (out, problems) = conform(&only_offsets, &table(), false);
+        assert_eq!(problems, vec![None]);
+        assert!(out.column(2).is_null(0) && out.column(3).is_null(0));
+    }
+
+    #[test]
+    fn values_the_table_cannot_hold_and_unknown_fields_reject_their_records_only() {
+        let b = batch(vec![
+            ("pico_offset", Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef),
+            ("n", Arc::new(Int64Array::from(vec![Some(1), Some(i64::MAX), None, Some(4)]))),
+            ("s", Arc::new(Int64Array::from(vec![Some(10), None, None, None]))),
+            ("extra", Arc::new(StringArray::from(vec![None, None, Some("x"), None]))),
+        ]);
+        let (_, problems) = conform(&b, &table(), false);
+        assert_eq!(problems[0], None, "an int64 becomes a string");
+        assert_eq!(problems[1].as_deref(), Some("field 'n': Int64 value does not fit the table's Int32"));
+        assert_eq!(problems[2].as_deref(), Some("field 'extra' is not a column of the table"));
+        assert_eq!(problems[3], None);
+
+        // With schema evolution the unknown field is a new nullable column instead.
+        let (out, problems) = conform(&b, &table(), true);
+        assert_eq!(problems[2], None);
+        assert_eq!(out.schema().field(4).name(), "extra");
+        assert!(out.schema().field(4).is_nullable());
+    }
+
+    #[test]
+    fn a_missing_or_null_non_nullable_column_rejects() {
+        let b = batch(vec![("n", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]);
+        let (_, problems) = conform(&b, &table(), false);
+        assert_eq!(problems[0].as_deref(), Some("field 'pico_offset': missing, and the column is not nullable"));
+        let b = batch(vec![("pico_offset", Arc::new(Int64Array::from(vec![None, Some(2)])) as ArrayRef)]);
+        let (_, problems) = conform(&b, &table(), false);
+        assert_eq!(problems[0].as_deref(), Some("field 'pico_offset': null, and the column is not nullable"));
+        assert_eq!(problems[1], None);
+    }
+}

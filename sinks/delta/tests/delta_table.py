@@ -1,0 +1,84 @@
+"""The Delta sink's independent reader and second writer: the `deltalake` package from PyPI
+(delta-rs' Python binding, with pyarrow), never the sink's own code.
+
+  delta_table.py create <uri> [key=value ...]     an empty table with the tests' schema
+  delta_table.py read <uri> [key=value ...]       {"version", "rows": [...], "txn": {appId: version}}
+  delta_table.py append <uri> <n> [key=value ...] a second writer's commit (write_deltalake append)
+
+key=value pairs are storage options (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...).
+"""
+import base64
+import json
+import os
+import sys
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+SCHEMA = pa.schema([
+    pa.field("pico_topic", pa.string(), nullable=False),
+    pa.field("pico_partition", pa.int32(), nullable=False),
+    pa.field("pico_offset", pa.int64(), nullable=False),
+    pa.field("pico_timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("pico_key", pa.binary()),
+    pa.field("n", pa.int64()),
+    pa.field("s", pa.string()),
+])
+
+
+def storage(args):
+    return dict(a.split("=", 1) for a in args) or None
+
+
+def main():
+    cmd, uri, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if cmd == "create":
+        DeltaTable.create(uri, schema=SCHEMA, storage_options=storage(rest))
+        print(json.dumps({"created": uri}))
+    elif cmd == "append":
+        n, opts = int(rest[0]), storage(rest[1:])
+        table = pa.table({
+            "pico_topic": pa.array(["second-writer"] * n, pa.string()),
+            "pico_partition": pa.array([0] * n, pa.int32()),
+            "pico_offset": pa.array(range(n), pa.int64()),
+            "pico_timestamp": pa.array([None] * n, pa.timestamp("us", tz="UTC")),
+            "pico_key": pa.array([None] * n, pa.binary()),
+            "n": pa.array([-1] * n, pa.int64()),
+            "s": pa.array(["other"] * n, pa.string()),
+        }, schema=SCHEMA)
+        write_deltalake(uri, table, mode="append", storage_options=opts)
+        print(json.dumps({"appended": n}))
+    elif cmd == "read":
+        opts = storage(rest)
+        dt = DeltaTable(uri, storage_options=opts)
+        t = dt.to_pyarrow_table()
+        rows = []
+        for r in t.to_pylist():
+            ts = r["pico_timestamp"]
+            rows.append({
+                "topic": r["pico_topic"], "partition": r["pico_partition"], "offset": r["pico_offset"],
+                "timestamp_ms": None if ts is None else int(ts.timestamp() * 1000),
+                "key": None if r["pico_key"] is None else base64.b64encode(r["pico_key"]).decode(),
+                "n": r["n"], "s": r["s"],
+                # Columns beyond the tests' schema (schema evolution), as text.
+                "extra": {k: str(v) for k, v in r.items() if k not in SCHEMA.names},
+            })
+        # The txn versions (Delta SetTransaction actions) of the appIds asked for in APP_IDS.
+        txn = {app_id: dt.transaction_version(app_id) for app_id in app_ids()}
+        print(json.dumps({"version": dt.version(), "rows": rows, "txn": txn, "files": len(dt.file_uris())}))
+    else:
+        sys.exit(f"unknown command {cmd}")
+
+
+def app_ids():
+    """appIds asked for through the APP_IDS environment variable (comma-separated)."""
+    ids = os.environ.get("APP_IDS", "")
+    return [i for i in ids.split(",") if i]
+
+
+if __name__ == "__main__":
+    main()
+    # deltalake 1.6.6 can abort the interpreter at exit after a read ("terminate called without
+    # an active exception", its runtime's threads); everything is written and flushed by now.
+    sys.stdout.flush()
+    os._exit(0)

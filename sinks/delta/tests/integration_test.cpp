@@ -1,0 +1,339 @@
+// The Delta sink through a real Kafka broker and the runtime, into Delta tables on the local
+// filesystem, read back with an independent reader: the `deltalake` package from PyPI with
+// pyarrow (delta_table.py, in tools/venv from scripts/setup.sh). Exactly the produced rows with
+// one txn version per topic-partition; replays dropped below the committed version; SIGKILLs
+// between the Delta commit and the offset commit leave no duplicate and no gap; a second
+// writer's commits are survived; a missing table is a clear fatal error; a value the table
+// cannot hold is a rejected record. Its own binary and broker (ctest delta_integration).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+#include "seaweedfs_server.h"
+
+namespace picomq::test {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kTests = PICOMQ_DELTA_TESTS_DIR;
+
+std::string python() {
+  if (const char* p = std::getenv("PICOMQ_DELTA_PYTHON")) return p;
+  return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
+}
+
+std::string run(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + cmd);
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  if (rc != 0) throw std::runtime_error(cmd + " failed (" + std::to_string(rc) + "): " + out);
+  return out;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// The table as the deltalake package reads it; txn versions of `app_ids`. `storage`: its
+// storage options as " KEY=value" arguments (S3).
+nlohmann::json read_table(const std::string& table, const std::vector<std::string>& app_ids, const std::string& storage = "") {
+  std::string ids;
+  for (const auto& id : app_ids) ids += (ids.empty() ? "" : ",") + id;
+  const auto out = run("APP_IDS=" + quote(ids) + " " + python() + " " + (kTests / "delta_table.py").string() + " read " +
+                       quote(table) + storage);
+  return nlohmann::json::parse(out.substr(out.find('{')));
+}
+
+std::string create_table(const std::string& name) {
+  const auto dir = make_temp_dir("delta_" + name) / "table";
+  run(python() + " " + (kTests / "delta_table.py").string() + " create " + quote(dir.string()));
+  return dir.string();
+}
+
+fs::path log_file(const fs::path& table, int version) {
+  char name[32];
+  std::snprintf(name, sizeof name, "%020d.json", version);
+  return table / "_delta_log" / name;
+}
+
+std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+std::string definition(const std::string& key, const std::string& topic, const std::string& table,
+                       const std::string& plugin_config, const std::string& block_extra = "") {
+  return plugin_definition(key, "libpicomq_connector_delta_sink",
+                           "topics = [\"" + topic + "\"]\nschema = \"json\"\n" + block_extra,
+                           "table_uri = \"" + table + "\"\n" + plugin_config);
+}
+
+// (partition, offset) -> n of the rows of `topic`, failing on a row found twice.
+std::map<std::pair<int, int64_t>, int64_t> rows_of(const nlohmann::json& t, const std::string& topic) {
+  std::map<std::pair<int, int64_t>, int64_t> out;
+  for (const auto& r : t["rows"]) {
+    if (r["topic"] != topic) continue;
+    const auto id = std::pair{r["partition"].get<int>(), r["offset"].get<int64_t>()};
+    EXPECT_FALSE(out.count(id)) << "offset " << id.second << " of partition " << id.first << " twice";
+    out[id] = r["n"].is_null() ? INT64_MIN : r["n"].get<int64_t>();
+  }
+  return out;
+}
+
+TEST(DeltaSinkKafka, AppendsExactlyTheProducedRowsWithOneTxnVersionPerPartition) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("rows");
+  const auto topic = unique_name("delta.orders");
+  kafka.create_topic(topic, 2);
+  std::vector<ProducedRecord> records;
+  for (int i = 0; i < 600; ++i) {
+    ProducedRecord r;
+    r.partition = i % 2;
+    r.value = "{\"n\": " + std::to_string(i) + ", \"s\": \"é-" + std::to_string(i) + "\"}";
+    if (i % 3 == 0) r.key = "k" + std::to_string(i);
+    records.push_back(r);
+  }
+  kafka.produce(topic, records);
+  const auto produced = kafka.consume(topic, records.size(), 20s);
+  ASSERT_EQ(produced.size(), 600u);
+
+  Runtime rt(kafka.bootstrap(), "rows");
+  // Batches of 70 and windows of 100 records: commits that do not line up with batches.
+  rt.add_definition("s.toml", definition("deltarows", topic, table, "roll_records = 100\napp_id = \"orders\"\n",
+                                         "batch_length = 70\npoll_interval = \"100ms\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltarows"), topic, 2, 300); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+
+  const auto t = read_table(table, {"orders-" + topic + "-0", "orders-" + topic + "-1"});
+  const auto rows = rows_of(t, topic);
+  ASSERT_EQ(rows.size(), 600u);
+  std::map<std::pair<int, int64_t>, const ConsumedRecord*> by_id;
+  for (const auto& c : produced) by_id[{c.partition, c.offset}] = &c;
+  for (const auto& r : t["rows"]) {
+    const auto& c = *by_id.at({r["partition"].get<int>(), r["offset"].get<int64_t>()});
+    const auto v = nlohmann::json::parse(*c.value);
+    EXPECT_EQ(r["n"], v["n"]);
+    EXPECT_EQ(r["s"], v["s"]);
+    EXPECT_EQ(r["timestamp_ms"], c.timestamp_ms) << "pico_timestamp: the record's";
+    if (c.key)
+      EXPECT_FALSE(r["key"].is_null());
+    else
+      EXPECT_TRUE(r["key"].is_null());
+  }
+  EXPECT_EQ(t["txn"]["orders-" + topic + "-0"], 300) << t["txn"].dump();
+  EXPECT_EQ(t["txn"]["orders-" + topic + "-1"], 300) << t["txn"].dump();
+  // Windows close at the batch that brings them to 100 records or more (140 here: two batches of
+  // 70), the last at shutdown: 4 or 5 commits after the create, not one per batch (9) nor one.
+  EXPECT_GE(t["version"].get<int>(), 4);
+  EXPECT_LE(t["version"].get<int>(), 6);
+}
+
+TEST(DeltaSinkKafka, AReplayedGroupWritesNothingTwice) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("replay");
+  const auto topic = unique_name("delta.replay");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 200));
+  for (const char* group : {"first", "second"}) {
+    // The same app_id under another consumer group: the group starts at 0, the table says 200.
+    Runtime rt(kafka.bootstrap(), group);
+    rt.add_definition("s.toml", definition(std::string("deltareplay") + group, topic, table, "app_id = \"replay\"\n"));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(std::string("deltareplay") + group), topic) == 200; }, 60s))
+        << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  }
+  const auto t = read_table(table, {"replay-" + topic + "-0"});
+  EXPECT_EQ(rows_of(t, topic).size(), 200u);
+  EXPECT_EQ(t["txn"]["replay-" + topic + "-0"], 200);
+}
+
+TEST(DeltaSinkKafka, SigkillBetweenTheDeltaCommitAndTheOffsetCommitLeavesNoDuplicateAndNoGap) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("kill");
+  const auto topic = unique_name("delta.kill");
+  kafka.create_topic(topic, 2);
+  for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 10000, p * 10000 + 1500), p);
+  const std::vector<std::string> app_ids = {"kill-" + topic + "-0", "kill-" + topic + "-1"};
+  int in_the_window = 0;
+  // Static membership: the restarted runtime takes the killed one's partitions at once instead
+  // of waiting out its session.
+  const std::string kill_block =
+      "batch_length = 100\nproperties = { \"group.instance.id\" = \"deltakill\", \"session.timeout.ms\" = \"6000\" }";
+  for (int round = 0; round < 3; ++round) {
+    Runtime rt(kafka.bootstrap(), "kill" + std::to_string(round));
+    // The sink's test hook: hold the write open this long after its Delta commit, so the kill
+    // lands after the table has the rows and before the runtime committed their offsets.
+    rt.env("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS", "2500");
+    rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
+    const auto before = read_table(table, app_ids)["version"].get<int>();
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return fs::exists(log_file(table, before + 1)); }, 60s)) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(10s);
+    const auto t = read_table(table, app_ids);
+    for (int p = 0; p < 2; ++p) {
+      const auto& v = t["txn"][app_ids[p]];
+      const int64_t committed = kafka.committed(group_of("deltakill"), topic, p);
+      if (!v.is_null() && v.get<int64_t>() > std::max<int64_t>(committed, 0)) ++in_the_window;
+    }
+    rows_of(t, topic);  // fails on a duplicate
+  }
+  EXPECT_GE(in_the_window, 3) << "each kill left the table ahead of the committed offsets";
+
+  Runtime rt(kafka.bootstrap(), "finish");
+  rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltakill"), topic, 2, 1500); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto t = read_table(table, app_ids);
+  const auto rows = rows_of(t, topic);
+  ASSERT_EQ(rows.size(), 3000u) << "no gap, no duplicate";
+  for (int p = 0; p < 2; ++p)
+    for (int64_t o = 0; o < 1500; ++o) EXPECT_EQ(rows.at({p, o}), p * 10000 + o);
+  EXPECT_EQ(t["txn"][app_ids[0]], 1500);
+  EXPECT_EQ(t["txn"][app_ids[1]], 1500);
+}
+
+TEST(DeltaSinkKafka, ASecondWritersCommitsAreSurvived) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("conflict");
+  const auto topic = unique_name("delta.conflict");
+  kafka.create_topic(topic);
+  Runtime rt(kafka.bootstrap(), "conflict");
+  rt.add_definition("s.toml", definition("deltaconflict", topic, table, "roll_records = 50\napp_id = \"c\"\n",
+                                         "batch_length = 25\npoll_interval = \"50ms\""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("deltaconflict", 60s)) << rt.log();
+  // The second writer (write_deltalake) commits between and during the sink's commits: the
+  // sink's commit attempts that lose the race re-read the log and commit the next version.
+  for (int i = 0; i < 6; ++i) {
+    kafka.produce_values(topic, json_values(i * 100, i * 100 + 100));
+    run(python() + " " + (kTests / "delta_table.py").string() + " append " + quote(table) + " 10");
+  }
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("deltaconflict"), topic) == 600; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto t = read_table(table, {"c-" + topic + "-0"});
+  const auto rows = rows_of(t, topic);
+  ASSERT_EQ(rows.size(), 600u);
+  for (int64_t o = 0; o < 600; ++o) EXPECT_EQ(rows.at({0, o}), o);
+  size_t other = 0;
+  for (const auto& r : t["rows"]) other += r["topic"] == "second-writer";
+  EXPECT_EQ(other, 60u) << "the other writer's 6 commits of 10 rows are there too";
+  EXPECT_EQ(t["txn"]["c-" + topic + "-0"], 600);
+}
+
+TEST(DeltaSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("reject");
+  const auto topic = unique_name("delta.reject");
+  const auto dead = topic + ".dead";
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 10);
+  values[4] = "{\"n\": \"four\"}";   // n is a long column
+  values[7] = "{\"extra\": 1}";     // not a column of the table
+  kafka.produce_values(topic, values);
+  Runtime rt(kafka.bootstrap(), "reject");
+  rt.add_definition("s.toml", definition("deltareject", topic, table, "",
+                                         "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("deltareject"), topic) == 10; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto rows = rows_of(read_table(table, {}), topic);
+  std::set<int64_t> offsets;
+  for (const auto& [id, n] : rows) offsets.insert(id.second);
+  EXPECT_EQ(offsets, (std::set<int64_t>{0, 1, 2, 3, 5, 6, 8, 9}));
+  const auto letters = kafka.consume(dead, 2, 20s);
+  ASSERT_EQ(letters.size(), 2u);
+  EXPECT_EQ(letters[0].header("pico_error_offset"), "4");
+  EXPECT_NE(letters[0].header("pico_error_reason").value_or("").find("field 'n'"), std::string::npos)
+      << letters[0].header("pico_error_reason").value_or("");
+  EXPECT_EQ(letters[1].header("pico_error_offset"), "7");
+  EXPECT_NE(letters[1].header("pico_error_reason").value_or("").find("'extra' is not a column of the table"), std::string::npos)
+      << letters[1].header("pico_error_reason").value_or("");
+}
+
+TEST(DeltaSinkKafka, SchemaEvolutionAddsANewFieldAsANullableColumn) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("evolve");
+  const auto topic = unique_name("delta.evolve");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {"{\"n\": 1}", "{\"n\": 2, \"color\": \"red\"}", "{\"n\": 3}"});
+  Runtime rt(kafka.bootstrap(), "evolve");
+  rt.add_definition("s.toml", definition("deltaevolve", topic, table, "schema_evolution = true\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("deltaevolve"), topic) == 3; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto t = read_table(table, {});
+  std::map<int64_t, std::string> color;
+  for (const auto& r : t["rows"]) color[r["n"].get<int64_t>()] = r["extra"].value("color", "absent");
+  EXPECT_EQ(color, (std::map<int64_t, std::string>{{1, "None"}, {2, "red"}, {3, "None"}}));
+}
+
+TEST(DeltaSinkKafka, AMissingTableIsAClearFatalError) {
+  auto& kafka = Kafka::shared();
+  const auto nowhere = (make_temp_dir("delta_missing") / "no_table").string();
+  const auto topic = unique_name("delta.missing");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 3));
+  Runtime rt(kafka.bootstrap(), "missing");
+  rt.add_definition("s.toml", definition("deltamissing", topic, nowhere, ""));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("deltamissing", "error", 60s)) << rt.log();
+  const auto message = rt.sink_status("deltamissing").value("message", "");
+  EXPECT_NE(message.find("there is no Delta table at " + nowhere), std::string::npos) << message;
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+  EXPECT_EQ(kafka.committed(group_of("deltamissing"), topic), -1001) << "nothing committed";
+}
+
+TEST(DeltaSinkKafka, AnS3TableOnSeaweedfsGetsExactlyTheProducedRows) {
+  auto& kafka = Kafka::shared();
+  auto& s3 = SeaweedfsServer::shared();
+  const auto bucket = s3.create_bucket("delta");
+  const auto table = "s3://" + bucket + "/lake/orders";
+  // The deltalake package's storage options for the same server (conditional PUT for its commits).
+  const auto storage = " AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_ACCESS_KEY_ID=" + SeaweedfsServer::kAccessKey +
+                       " AWS_SECRET_ACCESS_KEY=" + SeaweedfsServer::kSecretKey +
+                       " AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true aws_conditional_put=etag";
+  run(python() + " " + (kTests / "delta_table.py").string() + " create " + quote(table) + storage);
+  const auto topic = unique_name("delta.s3");
+  kafka.create_topic(topic, 2);
+  for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 1000, p * 1000 + 300), p);
+  Runtime rt(kafka.bootstrap(), "s3");
+  rt.add_definition("s.toml", definition("deltas3", topic, table,
+                                         "roll_records = 200\napp_id = \"s3\"\ns3_endpoint = \"" + s3.endpoint() +
+                                             "\"\ns3_allow_http = true\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
+                                             "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n",
+                                         "batch_length = 90"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltas3"), topic, 2, 300); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(rt.log().find(SeaweedfsServer::kSecretKey), std::string::npos) << "the secret is never logged";
+  const std::vector<std::string> app_ids = {"s3-" + topic + "-0", "s3-" + topic + "-1"};
+  const auto t = read_table(table, app_ids, storage);
+  const auto rows = rows_of(t, topic);
+  ASSERT_EQ(rows.size(), 600u);
+  for (int p = 0; p < 2; ++p)
+    for (int64_t o = 0; o < 300; ++o) EXPECT_EQ(rows.at({p, o}), p * 1000 + o);
+  EXPECT_EQ(t["txn"][app_ids[0]], 300);
+  EXPECT_EQ(t["txn"][app_ids[1]], 300);
+  EXPECT_FALSE(s3.objects(bucket, "lake/orders/_delta_log/").empty()) << "the log is in the bucket";
+}
+
+}  // namespace
+}  // namespace picomq::test
