@@ -33,8 +33,9 @@ TEST(ResendBudget, NoResendThatWouldEndPastTheDeadline) {
   ResendBudget none(0ms);
   EXPECT_FALSE(none.next_delay(refused()).has_value()) << "retry_timeout 0: the runtime's retry does it";
   ResendBudget budget(1s, {.initial = 400ms, .max = 5s, .jitter = false});
-  EXPECT_TRUE(budget.next_delay(refused()).has_value());   // 400 ms
-  EXPECT_FALSE(budget.next_delay(refused()).has_value());  // 800 ms would end past 1 s
+  EXPECT_TRUE(budget.next_delay(refused()).has_value());   // 400 ms from now: within 1 s
+  EXPECT_TRUE(budget.next_delay(refused()).has_value());   // 800 ms from now (no time passed here)
+  EXPECT_FALSE(budget.next_delay(refused()).has_value());  // 1600 ms from now would end past 1 s
   ResendBudget short_one(2s);
   EXPECT_FALSE(short_one.next_delay(refused(5s)).has_value()) << "a Retry-After past the deadline";
 }

@@ -393,7 +393,54 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading " + s_.offsets_table);
     const int64_t v = std::atoll(PQgetvalue(r.r, 0, 0));
     loaded_[k] = v;
+    if (!s_.keep_staged_files) delete_leftovers(raw, v);
     return v;
+  }
+
+  // A crash between a load's COMMIT and the deletion of its staged files leaves them behind, and
+  // the replay skips those records (already loaded) instead of staging them again: so when a
+  // partition is first loaded, its staged files that end at or below the loaded offset go.
+  void delete_leftovers(const pmq_batch& raw, int64_t loaded) {
+    const std::string prefix = stage_prefix(raw);
+    try {
+      for (const std::string& key : list_keys(prefix)) {
+        const std::string_view name = std::string_view(key).substr(prefix.size());
+        const size_t dash = name.find('-'), dot = name.find('.');
+        if (dash == std::string_view::npos || dot == std::string_view::npos || dot < dash) continue;
+        const int64_t last = std::atoll(std::string(name.substr(dash + 1, dot - dash - 1)).c_str());
+        if (last > loaded) continue;  // not loaded yet: the replay stages it again (the same key if cut alike)
+        delete_object(key);
+        count("leftover_staged_files_deleted");
+      }
+    } catch (const DbError& e) {
+      log(sdk::LogLevel::Warn, std::string("staged files left by an earlier run stay (a lifecycle rule can remove them): ") + e.what());
+    }
+  }
+
+  std::string stage_prefix(const pmq_batch& raw) const {
+    return s_.s3_prefix + "/" + kit::url_safe(sink_) + "/" + kit::url_safe(raw.topic) + "/" + std::to_string(raw.partition) + "/";
+  }
+
+  // Keys under `prefix` (ListObjectsV2, every page; parameters in canonical order, as signed).
+  std::vector<std::string> list_keys(const std::string& prefix) {
+    std::vector<std::string> keys;
+    std::string token;
+    for (;;) {
+      std::string url = *s_.s3_endpoint + "/" + s_.s3_bucket + "/?";
+      if (!token.empty()) url += "continuation-token=" + kit::percent_encode(token) + "&";
+      url += "list-type=2&prefix=" + kit::percent_encode(prefix);
+      const std::string body = s3_send({.method = "GET", .url = url}, "listing s3://" + s_.s3_bucket + "/" + prefix).body;
+      for (size_t at = 0; (at = body.find("<Key>", at)) != std::string::npos;) {
+        const size_t end = body.find("</Key>", at);
+        if (end == std::string::npos) break;
+        keys.push_back(body.substr(at + 5, end - at - 5));  // staged keys hold no XML-escaped characters
+        at = end;
+      }
+      const size_t t = body.find("<NextContinuationToken>");
+      if (body.find("<IsTruncated>true</IsTruncated>") == std::string::npos || t == std::string::npos) return keys;
+      const size_t t_end = body.find("</NextContinuationToken>", t);
+      token = body.substr(t + 23, t_end - t - 23);
+    }
   }
 
   // ------------------------------------------------------------------ one load
@@ -465,8 +512,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       csv += '\n';
     }
     // Stage: deterministic keys (a retry or a replay of the same range writes the same objects).
-    const std::string base = s_.s3_prefix + "/" + kit::url_safe(sink_) + "/" + kit::url_safe(raw.topic) + "/" +
-                             std::to_string(raw.partition) + "/" + std::to_string(first) + "-" + std::to_string(last);
+    const std::string base = stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last);
     const std::string file_key = base + ".csv.gz", manifest_key = base + ".manifest";
     const bool any = !staged_.empty();
     if (any) {

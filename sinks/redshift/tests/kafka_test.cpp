@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "harness.h"
+#include "picomq/kit/compression.hpp"
+#include "picomq/kit/record_id.hpp"
 #include "postgres.h"
 #include "seaweedfs_server.h"
 
@@ -110,6 +112,49 @@ TEST(RedshiftKafka, RecordsLandOnceAndASigkillReplayMergesToTheSameRows) {
     EXPECT_EQ(*r[3], std::to_string(per - 1));
   }
   EXPECT_TRUE(SeaweedfsServer::shared().objects(bucket).empty()) << "staged files are deleted after their commit";
+}
+
+// A crash between a load's COMMIT and the deletion of its staged files leaves them behind (the
+// replay skips those records as loaded): the next run deletes, per partition, the staged files that
+// end at or below the loaded offset, and leaves the others.
+TEST(RedshiftKafka, StagedFilesLeftByACrashAfterTheCommitAreDeletedByTheNextRun) {
+  auto& kafka = Kafka::shared();
+  auto& s3 = SeaweedfsServer::shared();
+  const std::string db = Postgres::shared().create_database("rs_leftover");
+  const std::string bucket = s3.create_bucket("rs-leftover");
+  const auto topic = unique_name("rs.left");
+  kafka.create_topic(topic, 1);
+  std::vector<ProducedRecord> first;
+  for (int n = 0; n < 50; ++n) first.push_back({"{\"n\": " + std::to_string(n) + "}", std::nullopt, {}, 0});
+  kafka.produce(topic, first);
+  const std::string def = definition("rleft", topic, db, bucket);
+  {
+    Runtime rt(kafka.bootstrap(), "first");
+    rt.add_definition("c.toml", def);
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rleft"), topic) == 50; }, 60s)) << rt.log();
+    rt.signal(SIGTERM);
+    ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  }
+  ASSERT_TRUE(s3.objects(bucket).empty());
+  // What a crash after the COMMIT of 0..49 leaves, and a file of records not loaded yet.
+  const std::string prefix = "picomq-staging/rleft/" + kit::url_safe(topic) + "/0/";
+  s3.put_object(bucket, prefix + "0-49.csv.gz", kit::compress(kit::Compression::Gzip, "loaded already\n"));
+  s3.put_object(bucket, prefix + "0-49.manifest", "{}");
+  s3.put_object(bucket, prefix + "50-99.csv.gz", kit::compress(kit::Compression::Gzip, "not loaded yet\n"));
+  std::vector<ProducedRecord> more;
+  for (int n = 50; n < 60; ++n) more.push_back({"{\"n\": " + std::to_string(n) + "}", std::nullopt, {}, 0});
+  kafka.produce(topic, more);
+  Runtime rt(kafka.bootstrap(), "second");
+  rt.add_definition("c.toml", def);
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rleft"), topic) == 60; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  std::set<std::string> keys;
+  for (const auto& o : s3.objects(bucket)) keys.insert(o.key);
+  EXPECT_EQ(keys, (std::set<std::string>{prefix + "50-99.csv.gz"})) << "the loaded range's files went, the other stays";
+  EXPECT_EQ(count_rows(db), 60);
 }
 
 TEST(RedshiftKafka, AnotherSinkLoadingTheSameRecordsMergesToTheSameRows) {

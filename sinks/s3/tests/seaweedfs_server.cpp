@@ -86,6 +86,13 @@ std::string SeaweedfsServer::create_bucket(const std::string& prefix) const {
   throw std::runtime_error("seaweedfs: could not create bucket " + name + ": " + last);
 }
 
+void SeaweedfsServer::put_object(const std::string& bucket, const std::string& key, const std::string& body) const {
+  const kit::HttpResponse r = admin().send({.method = "PUT", .url = endpoint() + "/" + bucket + "/" + key, .body = body});
+  if (!r.completed() || r.status != 200)
+    throw std::runtime_error("seaweedfs: could not put " + bucket + "/" + key + ": " +
+                             (r.completed() ? std::to_string(r.status) + " " + r.body_excerpt() : r.failure->message));
+}
+
 std::vector<S3Object> SeaweedfsServer::objects(const std::string& bucket, const std::string& prefix) const {
   const std::string out = run(python() + " " + (kTests / "s3_objects.py").string() + " " +
                                   quote(endpoint()) + " " + kAccessKey + " " + kSecretKey + " " + quote(bucket) + " " +

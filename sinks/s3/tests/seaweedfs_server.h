@@ -39,6 +39,8 @@ class SeaweedfsServer {
   // A fresh bucket named <prefix>-<pid>-<n> (lower case); returns its name. Created with a
   // signed PUT (the kit's client): throws with S3's answer when refused.
   std::string create_bucket(const std::string& prefix) const;
+  // Writes one object with a signed PUT (the kit's client); throws with S3's answer when refused.
+  void put_object(const std::string& bucket, const std::string& key, const std::string& body) const;
   // Every object of `bucket` under `prefix`, by key, read with boto3.
   std::vector<S3Object> objects(const std::string& bucket, const std::string& prefix = "") const;
   // [plugin_config] lines that reach this server with the test credentials.
