@@ -1,4 +1,4 @@
-# Rust plugins (sdk/rust, examples/sinks/rust_sink, sinks/delta): built by cargo from the
+# Rust plugins (sdk/rust, examples/sinks/rust_sink, sinks/delta, sinks/iceberg): built by cargo from the
 # workspace at the top of the tree (Cargo.toml, Cargo.lock), driven from here so scripts/build.sh
 # builds them like any other target.
 #
@@ -50,7 +50,7 @@ if(PICOMQ_CARGO AND NOT TARGET picomq_rust_workspace)
     ${picomq_cargo_tests_cmd}
     WORKING_DIRECTORY ${PICOMQ_CARGO_WORKSPACE}
     USES_TERMINAL
-    COMMENT "cargo: the Rust workspace (sdk/rust, examples/sinks/rust_sink, sinks/delta)")
+    COMMENT "cargo: the Rust workspace (sdk/rust, examples/sinks/rust_sink, sinks/delta, sinks/iceberg)")
 endif()
 
 function(picomq_add_cargo_sink name)

@@ -51,8 +51,12 @@ pyarrow_version=26.0.1
 # boto3, zstandard: the S3 sink's tests read objects back with an independent client (sinks/s3/tests/s3_objects.py).
 # pymongo: the raw-client baseline of the MongoDB sink's benchmark (bench/sinks/mongodb.sh).
 # deltalake: the Delta sink's independent reader (sinks/delta/tests/delta_table.py) and its bench baseline.
+# pyiceberg (+ pyiceberg-core for partition transforms), duckdb and its extensions (loaded from the
+# wheels, no download): the Iceberg sink's two independent readers (sinks/iceberg/tests/iceberg_table.py).
 python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0
-  boto3==1.44.8 zstandard==0.25.0 pymongo==4.20.1 deltalake==1.6.6)
+  boto3==1.44.8 zstandard==0.25.0 pymongo==4.20.1 deltalake==1.6.6
+  pyiceberg==0.12.0 pyiceberg-core==0.11.0 duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-httpfs==1.5.5
+  duckdb-extension-avro==1.5.5 duckdb-extension-parquet==1.5.5)
 # The virtualenv lives once per machine outside the clone, one per package list (a clean clone
 # would otherwise install ~1 GB again); tools/venv links to it. A tools/venv that is a real
 # folder (made before this) is used as it is.
@@ -65,7 +69,7 @@ if [[ -L "$venv" || ! -e "$venv" ]]; then
 else
   venv_target="$venv"
 fi
-if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo, deltalake; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo, deltalake, pyiceberg, pyiceberg_core, duckdb, duckdb_extension_iceberg; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into $venv_target"
   [[ -x "$venv_target/bin/python" ]] || python3 -m venv "$venv_target"

@@ -5,7 +5,8 @@
 #       first time: identities.json (access key "picomq-test", secret "picomq-test-secret", every
 #       right), data under <dir>, master / volume / filer / S3 on free 127.0.0.1 ports (each also
 #       opens a gRPC port at +10000, so ports are picked with that one free too); waits until the
-#       S3 port answers, prints the S3 port alone on stdout.
+#       S3 port answers, prints the S3 port alone on stdout. The Iceberg REST catalog answers on
+#       the fifth port of <dir>/ports (`server.sh iceberg-port <dir>` prints it).
 #       Virtual-hosted requests go to <bucket>.localhost:<port> (-s3.domainName; libcurl resolves
 #       *.localhost to the loopback address).
 #       Again after stop: the same data dir and ports (an outage rather than a new server).
@@ -14,6 +15,7 @@
 #                            clean shutdown: every object they check was acknowledged); idempotent
 #   server.sh kill   <dir>   the same (a crash of the server)
 #   server.sh status <dir>   exit 0 when running, 3 when not
+#   server.sh iceberg-port <dir>   the Iceberg REST catalog's port
 set -euo pipefail
 here="$(dirname "$(realpath "${BASH_SOURCE[0]}")")"
 weed="${PICOMQ_SEAWEEDFS:-${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/seaweedfs-4.53/weed}"
@@ -63,14 +65,14 @@ JSON
 answers() { curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/"; }
 
 launch() {
-  local master volume filer s3 pid
-  read -r master volume filer s3 _ < "$dir/ports"
+  local master volume filer s3 iceberg pid
+  read -r master volume filer s3 iceberg < "$dir/ports"
   : > "$dir/server.log"
-  # The Iceberg REST catalog and the Lance namespace server would take the fixed ports 8181 and
-  # 9101 (two servers would clash): off.
+  # The Iceberg REST catalog (the Iceberg sink's tests) on the fifth port; the Lance namespace
+  # server would take the fixed port 9101 (two servers would clash): off.
   (cd "$dir" && exec "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
       -master.port="$master" -volume.port="$volume" -filer.port="$filer" -s3 -s3.port="$s3" \
-      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg=0 -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0 -s3.domainName=localhost) \
+      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg="$iceberg" -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0 -s3.domainName=localhost) \
     </dev/null >>"$dir/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
@@ -118,9 +120,13 @@ stop|kill)
   stop_pid "$dir/server.pid" 15 KILL || fail "could not stop weed (pid $(cat "$dir/server.pid"))"
   if [[ "$cmd" == stop ]]; then stop_watchdog; fi
   ;;
+iceberg-port)
+  read -r _ _ _ _ iceberg < "$dir/ports"
+  echo "$iceberg"
+  ;;
 status)
   if running; then echo "seaweedfs: running in $dir"; exit 0; fi
   echo "seaweedfs: not running in $dir"; exit 3
   ;;
-*) echo "usage: $0 start <dir> [--owner <pid>] | stop <dir> | kill <dir> | status <dir>" >&2; exit 2 ;;
+*) echo "usage: $0 start <dir> [--owner <pid>] | stop <dir> | kill <dir> | status <dir> | iceberg-port <dir>" >&2; exit 2 ;;
 esac

@@ -11,7 +11,6 @@
 namespace picomq::test {
 namespace {
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 // {"n":0} .. {"n":9}, with undecodable payloads at `bad` offsets.
 std::vector<std::string> values_with_bad(std::initializer_list<int> bad) {

@@ -23,7 +23,6 @@ namespace {
 using Rows = std::vector<Postgres::Row>;
 using Clock = std::chrono::steady_clock;
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 // A definition of the postgres sink; `conninfo` empty: the test server's for `db`.
 std::string definition(const std::string& key, const std::string& topics, const std::string& db,

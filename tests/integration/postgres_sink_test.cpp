@@ -27,7 +27,6 @@ std::string pg_definition(const std::string& key, const std::string& topics, con
          "\n[plugin_config]\nconnection_string = \"" + Postgres::shared().conninfo(db) + "\"\n" + plugin_config + "\n";
 }
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 // Runs a runtime with one postgres definition until `group` has committed `count` on `topic`.
 void run_until_committed(const std::string& key, const std::string& topic, const std::string& db,

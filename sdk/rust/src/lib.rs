@@ -23,6 +23,7 @@
 
 pub mod abi;
 mod batch;
+pub mod conform;
 mod export;
 mod host;
 mod options;

@@ -64,7 +64,6 @@ fs::path log_file(const fs::path& table, int version) {
   return table / "_delta_log" / name;
 }
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& table,
                        const std::string& plugin_config, const std::string& block_extra = "") {

@@ -31,13 +31,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
-
-int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
-  int64_t sum = 0;
-  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
-  return sum;
-}
 
 const json kColumns = json::array({{{"name", "pico_partition"}, {"type", "INT"}, {"nullable", false}},
                                    {{"name", "pico_offset"}, {"type", "BIGINT"}, {"nullable", false}},
@@ -65,10 +58,6 @@ std::pair<size_t, size_t> rows_and_distinct(const std::vector<json>& rows) {
   std::set<std::pair<int, int64_t>> seen;
   for (const auto& r : rows) seen.emplace(r.at("pico_partition").get<int>(), r.at("pico_offset").get<int64_t>());
   return {rows.size(), seen.size()};
-}
-
-std::string static_member(const std::string& key) {
-  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
 }
 
 int64_t settled(const std::function<int64_t()>& count) {

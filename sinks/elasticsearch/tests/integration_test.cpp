@@ -23,7 +23,6 @@ namespace {
 
 using Flavor = SearchServer::Flavor;
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {
   const auto s = rt.sink_status(key);

@@ -18,7 +18,6 @@ namespace kt = kit::testing;
 std::string http_definition(const std::string& key, const std::string& topics_block, const std::string& config) {
   return plugin_definition(key, "libpicomq_connector_http_sink", topics_block, config);
 }
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 // (partition, offset) of every record the receiver accepted on `path`, in arrival order.
 std::vector<std::pair<int, int64_t>> accepted(const kt::HttpReceiver& receiver, const std::string& path) {

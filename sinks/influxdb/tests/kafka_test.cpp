@@ -16,7 +16,6 @@
 namespace picomq::test {
 namespace {
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 std::string target(int version, const std::string& db) {
   if (version == 1)
@@ -31,12 +30,6 @@ std::string definition(const std::string& key, const std::string& topic, int ver
   return plugin_definition(key, "libpicomq_connector_influxdb_sink",
                            "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
                            target(version, db) + plugin_config);
-}
-
-int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
-  int64_t sum = 0;
-  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
-  return sum;
 }
 
 class InfluxKafka : public ::testing::TestWithParam<int> {

@@ -31,13 +31,6 @@ using kit::testing::HttpReceiver;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
-
-int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
-  int64_t sum = 0;
-  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
-  return sum;
-}
 
 HttpReceiver& meili() { return meilisearch_contract(); }
 HttpReceiver& quickwit() { return quickwit_contract(); }
@@ -74,12 +67,6 @@ std::vector<ProducedRecord> two_partitions(int per_partition) {
     for (int n = 0; n < per_partition; ++n)
       records.push_back({"{\"n\": " + std::to_string(n) + ", \"name\": \"order-" + std::to_string(n) + "\"}", std::nullopt, {}, p});
   return records;
-}
-
-// A static group member: the restart after a SIGKILL takes the partitions over at once instead
-// of waiting for the killed member's session to time out.
-std::string static_member(const std::string& key) {
-  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
 }
 
 // A count that stopped moving (what the server finished after a kill).

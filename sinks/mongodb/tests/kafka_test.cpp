@@ -20,7 +20,6 @@
 namespace picomq::test {
 namespace {
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& db,
                        const std::string& plugin_config, const std::string& block_extra = "") {
@@ -28,12 +27,6 @@ std::string definition(const std::string& key, const std::string& topic, const s
                            "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
                            "connection_uri = \"" + MongoServer::shared().uri() + "\"\ndatabase = \"" + db + "\"\n" +
                                plugin_config);
-}
-
-int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
-  int64_t sum = 0;
-  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
-  return sum;
 }
 
 int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {

@@ -28,13 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
-
-int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
-  int64_t sum = 0;
-  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
-  return sum;
-}
 
 struct Stage {
   std::string bucket;
@@ -67,10 +60,6 @@ std::vector<ProducedRecord> two_partitions(int per_partition) {
     for (int n = 0; n < per_partition; ++n)
       records.push_back({"{\"n\": " + std::to_string(n) + "}", std::nullopt, {}, p});
   return records;
-}
-
-std::string static_member(const std::string& key) {
-  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
 }
 
 TEST(RedshiftKafka, RecordsLandOnceAndASigkillReplayMergesToTheSameRows) {

@@ -19,7 +19,6 @@
 namespace picomq::test {
 namespace {
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& bucket,
                        const std::string& plugin_config, const std::string& block_extra = "") {

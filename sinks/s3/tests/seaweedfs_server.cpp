@@ -68,6 +68,10 @@ void SeaweedfsServer::start() {
   port_ = std::stoi(out);
 }
 
+int SeaweedfsServer::iceberg_port() const {
+  return std::stoi(run("bash " + kScript + " iceberg-port " + dir_.string(), "read the Iceberg catalog's port"));
+}
+
 void SeaweedfsServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir_.string()).c_str()); }
 
 std::string SeaweedfsServer::create_bucket(const std::string& prefix) const {

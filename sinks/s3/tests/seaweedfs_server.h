@@ -34,6 +34,9 @@ class SeaweedfsServer {
 
   int port() const { return port_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // The server's Iceberg REST catalog (SeaweedFS serves one next to S3; server.sh gives it a port).
+  int iceberg_port() const;
+  std::string iceberg_endpoint() const { return "http://127.0.0.1:" + std::to_string(iceberg_port()); }
   const std::filesystem::path& dir() const { return dir_; }
 
   // A fresh bucket named <prefix>-<pid>-<n> (lower case); returns its name. Created with a

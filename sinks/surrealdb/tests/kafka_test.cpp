@@ -17,7 +17,6 @@
 namespace picomq::test {
 namespace {
 
-std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& ns,
                        const std::string& plugin_config, const std::string& block_extra = "") {
@@ -25,12 +24,6 @@ std::string definition(const std::string& key, const std::string& topic, const s
                            "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
                            "url = \"" + SurrealServer::shared()->url() + "\"\nnamespace = \"" + ns +
                                "\"\ndatabase = \"db\"\npassword = \"root\"\n" + plugin_config);
-}
-
-int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
-  int64_t sum = 0;
-  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
-  return sum;
 }
 
 // 0 while the namespace or the table does not exist yet (NotFound).

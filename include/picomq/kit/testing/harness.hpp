@@ -7,6 +7,7 @@
 //
 // Where the binary, the plugins and the launcher are is given at run time (Locations): by the
 // test executable's main(), each overridable from the environment.
+#include <algorithm>
 #include <librdkafka/rdkafka.h>
 #include <sys/types.h>
 
@@ -169,5 +170,21 @@ class Runtime {
 // (e.g. "libpicomq_connector_testkit_arrow_sink").
 std::string plugin_definition(const std::string& key, const std::string& plugin, const std::string& topics_block,
                               const std::string& plugin_config);
+
+// The consumer group of the sink whose definition key is `key` (the runtime's naming).
+inline std::string group_of(const std::string& key) { return "picomq-connect-sink-" + key; }
+
+// What `group` committed on `topic`, summed over partitions 0..partitions-1 (none yet: 0).
+inline int64_t committed_sum(Kafka& kafka, const std::string& group, const std::string& topic, int partitions) {
+  int64_t sum = 0;
+  for (int p = 0; p < partitions; ++p) sum += std::max<int64_t>(0, kafka.committed(group, topic, p));
+  return sum;
+}
+
+// A [[topics]] block line making the runtime a static group member named `key`: a restarted
+// runtime takes the killed one's partitions at once instead of waiting out its session.
+inline std::string static_member(const std::string& key) {
+  return "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
+}
 
 }  // namespace picomq::test

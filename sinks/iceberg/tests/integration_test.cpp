@@ -1,0 +1,381 @@
+// The Iceberg sink through a real Kafka broker and the runtime, into Iceberg tables of a real REST
+// catalog (SeaweedFS 4.53's, data files on its S3), read back with two independent readers:
+// pyiceberg through the same catalog and DuckDB's iceberg extension from the table's metadata
+// file (iceberg_table.py, in tools/venv from scripts/setup.sh). Exactly the produced rows with
+// the next offset of every partition in the snapshot summaries; partitioned tables get one file
+// per partition value; SIGKILLs between the table commit and the offset commit leave no duplicate
+// and no gap; a second writer's commits are survived; a missing table is a clear fatal error; a
+// value the table cannot hold is a rejected record; schema evolution adds an optional column.
+// Its own binary and broker (ctest iceberg_integration).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+#include "seaweedfs_server.h"
+
+namespace picomq::test {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kTests = PICOMQ_ICEBERG_TESTS_DIR;
+
+std::string python() {
+  if (const char* p = std::getenv("PICOMQ_ICEBERG_PYTHON")) return p;
+  return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
+}
+
+std::string run(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + cmd);
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  if (rc != 0) throw std::runtime_error(cmd + " failed (" + std::to_string(rc) + "): " + out);
+  return out;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '{') v.push_back(nlohmann::json::parse(line));
+  return v;
+}
+
+// The tests' catalog: SeaweedFS's REST catalog over one table bucket (the warehouse), reached
+// with the server's test credentials (OAuth2 client credentials for the catalog, SigV4 for S3).
+class Lake {
+ public:
+  Lake() : s3_(SeaweedfsServer::shared()) {
+    bucket_ = "lake-" + std::to_string(getpid());
+    run(tool("table-bucket", bucket_));
+  }
+  static Lake& shared() {
+    static Lake lake;
+    return lake;
+  }
+  std::string catalog_json() const {
+    return nlohmann::json{{"uri", s3_.iceberg_endpoint()},
+                          {"warehouse", "s3://" + bucket_},
+                          {"credential", std::string(SeaweedfsServer::kAccessKey) + ":" + SeaweedfsServer::kSecretKey},
+                          {"s3.endpoint", s3_.endpoint()},
+                          {"s3.access-key-id", SeaweedfsServer::kAccessKey},
+                          {"s3.secret-access-key", SeaweedfsServer::kSecretKey},
+                          {"s3.region", "us-east-1"}}
+        .dump();
+  }
+  std::string tool(const std::string& command, const std::string& name, const std::string& args = "") const {
+    return run(python() + " " + (kTests / "iceberg_table.py").string() + " " + quote(catalog_json()) + " " + command + " " +
+               quote(name) + args);
+  }
+  // The tests' table: the Arrow plane's metadata columns and two payload fields.
+  void create(const std::string& table, const std::string& partition_json = "") const {
+    const std::string schema =
+        R"([["pico_topic","string",1],["pico_partition","int",1],["pico_offset","long",1],)"
+        R"(["pico_timestamp","timestamptz",0],["pico_key","binary",0],["n","long",0],["s","string",0]])";
+    tool("create", table, " " + quote(schema) + (partition_json.empty() ? "" : " " + quote(partition_json)));
+  }
+  std::vector<nlohmann::json> rows(const std::string& table) const { return json_lines(tool("rows", table)); }
+  std::vector<nlohmann::json> duckdb_rows(const std::string& table) const { return json_lines(tool("duckdb-rows", table)); }
+  std::vector<nlohmann::json> snapshots(const std::string& table) const { return json_lines(tool("snapshots", table)); }
+  std::vector<nlohmann::json> files(const std::string& table) const { return json_lines(tool("files", table)); }
+  // The next offset of `topic`[p] in the newest snapshot summary of `app_id` that names it.
+  int64_t committed(const std::string& table, const std::string& app_id, const std::string& topic, int p) const {
+    for (const auto& s : snapshots(table)) {
+      const auto& summary = s["summary"];
+      const auto key = "picomq." + app_id + ".offsets";
+      if (!summary.contains(key)) continue;
+      const auto offsets = nlohmann::json::parse(summary[key].get<std::string>());
+      if (offsets.contains(topic) && offsets[topic].contains(std::to_string(p))) return offsets[topic][std::to_string(p)];
+    }
+    return -1;
+  }
+  // [plugin_config] lines reaching the catalog and S3.
+  std::string plugin_config(const std::string& table, const std::string& extra = "") const {
+    return "catalog_uri = \"" + s3_.iceberg_endpoint() + "\"\nwarehouse = \"s3://" + bucket_ + "\"\ncatalog_credential = \"" +
+           SeaweedfsServer::kAccessKey + ":" + SeaweedfsServer::kSecretKey + "\"\ntable = \"" + table +
+           "\"\ns3_endpoint = \"" + s3_.endpoint() + "\"\ns3_region = \"us-east-1\"\ns3_access_key_id = \"" +
+           SeaweedfsServer::kAccessKey + "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n" + extra;
+  }
+
+ private:
+  SeaweedfsServer& s3_;
+  std::string bucket_;
+};
+
+
+std::string definition(const std::string& key, const std::string& topic, const std::string& plugin_config,
+                       const std::string& block_extra = "") {
+  return plugin_definition(key, "libpicomq_connector_iceberg_sink", "topics = [\"" + topic + "\"]\nschema = \"json\"\n" + block_extra,
+                           plugin_config);
+}
+
+// (partition, offset) -> n of the rows of `topic`, failing on a row found twice.
+std::map<std::pair<int, int64_t>, int64_t> rows_of(const std::vector<nlohmann::json>& rows, const std::string& topic) {
+  std::map<std::pair<int, int64_t>, int64_t> out;
+  for (const auto& r : rows) {
+    if (r["pico_topic"] != topic) continue;
+    const auto id = std::pair{r["pico_partition"].get<int>(), r["pico_offset"].get<int64_t>()};
+    EXPECT_FALSE(out.count(id)) << "offset " << id.second << " of partition " << id.first << " twice";
+    out[id] = r["n"].is_null() ? INT64_MIN : r["n"].get<int64_t>();
+  }
+  return out;
+}
+
+TEST(IcebergSinkKafka, AppendsExactlyTheProducedRowsWithTheOffsetsInTheSnapshotSummaries) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.orders");
+  const std::string table = "picomq.rows";
+  lake.create(table);
+  kafka.create_topic(topic, 2);
+  std::vector<ProducedRecord> records;
+  for (int i = 0; i < 600; ++i) {
+    ProducedRecord r;
+    r.partition = i % 2;
+    r.value = "{\"n\": " + std::to_string(i) + ", \"s\": \"é-" + std::to_string(i) + "\"}";
+    if (i % 3 == 0) r.key = "k" + std::to_string(i);
+    records.push_back(r);
+  }
+  kafka.produce(topic, records);
+  const auto produced = kafka.consume(topic, records.size(), 20s);
+  ASSERT_EQ(produced.size(), 600u);
+
+  Runtime rt(kafka.bootstrap(), "rows");
+  // Batches of 70 and windows of 100 records: commits that do not line up with batches.
+  rt.add_definition("s.toml", definition("icerows", topic, lake.plugin_config(table, "commit_records = 100\napp_id = \"orders\"\n"),
+                                         "batch_length = 70\npoll_interval = \"100ms\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("icerows"), topic, 2, 300); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(rt.log().find(SeaweedfsServer::kSecretKey), std::string::npos) << "the secret is never logged";
+
+  const auto rows = lake.rows(table);
+  const auto by_offset = rows_of(rows, topic);
+  ASSERT_EQ(by_offset.size(), 600u);
+  std::map<std::pair<int, int64_t>, const ConsumedRecord*> by_id;
+  for (const auto& c : produced) by_id[{c.partition, c.offset}] = &c;
+  for (const auto& r : rows) {
+    const auto& c = *by_id.at({r["pico_partition"].get<int>(), r["pico_offset"].get<int64_t>()});
+    const auto v = nlohmann::json::parse(*c.value);
+    EXPECT_EQ(r["n"], v["n"]);
+    EXPECT_EQ(r["s"], v["s"]);
+    EXPECT_EQ(r["pico_timestamp"].get<int64_t>(), c.timestamp_ms * 1000) << "pico_timestamp: the record's";
+    EXPECT_EQ(r["pico_key"].is_null(), !c.key.has_value());
+  }
+  EXPECT_EQ(lake.duckdb_rows(table), rows) << "DuckDB reads the same rows";
+  EXPECT_EQ(lake.committed(table, "orders", topic, 0), 300);
+  EXPECT_EQ(lake.committed(table, "orders", topic, 1), 300);
+  // Windows close at the batch that brings them to 100 records or more, the last at shutdown:
+  // a few commits, not one per batch (9) nor one.
+  const auto snapshots = lake.snapshots(table);
+  EXPECT_GE(snapshots.size(), 3u);
+  EXPECT_LE(snapshots.size(), 6u);
+  for (const auto& s : snapshots) {
+    EXPECT_EQ(s["operation"], "append");
+    EXPECT_TRUE(s["summary"].contains("picomq.orders.commit-id")) << s.dump();
+  }
+}
+
+TEST(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachCommit) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.parts");
+  const std::string table = "picomq.parts";
+  lake.create(table, R"([["pico_partition","identity"],["n","bucket[4]"],["s","truncate[2]"]])");
+  kafka.create_topic(topic, 2);
+  for (int p = 0; p < 2; ++p) {
+    std::vector<std::string> values;
+    for (int i = 0; i < 200; ++i)
+      values.push_back("{\"n\": " + std::to_string(p * 1000 + i) + ", \"s\": \"" + (i % 2 ? "ab" : "cd") + "-x\"}");
+    kafka.produce_values(topic, values, p);
+  }
+  Runtime rt(kafka.bootstrap(), "parts");
+  rt.add_definition("s.toml", definition("iceparts", topic, lake.plugin_config(table, "commit_records = 100000\napp_id = \"parts\"\n")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("iceparts"), topic, 2, 200); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto rows = lake.rows(table);
+  EXPECT_EQ(rows_of(rows, topic).size(), 400u);
+  EXPECT_EQ(lake.duckdb_rows(table), rows);
+  // Every file holds one partition value; values of one commit are not split over files.
+  std::map<std::string, int> files_per_value;
+  int64_t records = 0;
+  for (const auto& f : lake.files(table)) {
+    ++files_per_value[f["partition"].dump()];
+    records += f["records"].get<int64_t>();
+    EXPECT_EQ(f["format"], "PARQUET");
+  }
+  EXPECT_EQ(records, 400);
+  // 2 Kafka partitions x 4 buckets x 2 truncated prefixes at most.
+  EXPECT_GE(files_per_value.size(), 4u);
+  EXPECT_LE(files_per_value.size(), 16u);
+  const size_t commits = lake.snapshots(table).size();
+  for (const auto& [value, n] : files_per_value) EXPECT_LE(size_t(n), commits) << value;
+}
+
+TEST(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoDuplicateAndNoGap) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.kill");
+  const std::string table = "picomq.kill";
+  lake.create(table);
+  kafka.create_topic(topic, 2);
+  for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 10000, p * 10000 + 1500), p);
+  int in_the_window = 0;
+  const std::string kill_block = "batch_length = 100\n" + static_member("icekill");
+  const auto config = lake.plugin_config(table, "commit_records = 250\napp_id = \"kill\"\n");
+  for (int round = 0; round < 3; ++round) {
+    Runtime rt(kafka.bootstrap(), "kill" + std::to_string(round));
+    // The sink's test hook: hold the write open this long after its table commit, so the kill
+    // lands after the table has the rows and before the runtime committed their offsets.
+    rt.env("PICOMQ_ICEBERG_TEST_PAUSE_AFTER_COMMIT_MS", "4000");
+    rt.add_definition("s.toml", definition("icekill", topic, config, kill_block));
+    const auto before = lake.snapshots(table).size();
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return lake.snapshots(table).size() > before; }, 60s)) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(10s);
+    for (int p = 0; p < 2; ++p) {
+      const int64_t in_table = lake.committed(table, "kill", topic, p);
+      const int64_t committed = kafka.committed(group_of("icekill"), topic, p);
+      if (in_table > std::max<int64_t>(committed, 0)) ++in_the_window;
+    }
+    rows_of(lake.rows(table), topic);  // fails on a duplicate
+  }
+  EXPECT_GE(in_the_window, 3) << "each kill left the table ahead of the committed offsets";
+
+  Runtime rt(kafka.bootstrap(), "finish");
+  rt.add_definition("s.toml", definition("icekill", topic, config, kill_block));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("icekill"), topic, 2, 1500); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto rows = rows_of(lake.rows(table), topic);
+  ASSERT_EQ(rows.size(), 3000u) << "no gap, no duplicate";
+  for (int p = 0; p < 2; ++p)
+    for (int64_t o = 0; o < 1500; ++o) EXPECT_EQ(rows.at({p, o}), p * 10000 + o);
+  EXPECT_EQ(lake.committed(table, "kill", topic, 0), 1500);
+  EXPECT_EQ(lake.committed(table, "kill", topic, 1), 1500);
+}
+
+TEST(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsAreSurvived) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.replay");
+  const std::string table = "picomq.replay";
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 200));
+  const auto config = lake.plugin_config(table, "commit_records = 50\napp_id = \"replay\"\n");
+  for (const char* group : {"first", "second"}) {
+    // The same app_id under another consumer group: the group starts at 0, the table says 200.
+    Runtime rt(kafka.bootstrap(), group);
+    rt.add_definition("s.toml", definition(std::string("icereplay") + group, topic, config, "batch_length = 25\npoll_interval = \"50ms\""));
+    rt.start();
+    if (std::string(group) == "first") {
+      // A second writer (pyiceberg) appends between and during the sink's commits.
+      for (int i = 0; i < 4; ++i)
+        lake.tool("append", table,
+                  " " + quote(R"([{"pico_topic":"second-writer","pico_partition":0,"pico_offset":)" + std::to_string(i) +
+                              R"(,"pico_timestamp":null,"pico_key":null,"n":-1,"s":"other"}])"));
+    }
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(std::string("icereplay") + group), topic) == 200; }, 60s))
+        << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  }
+  const auto rows = lake.rows(table);
+  const auto mine = rows_of(rows, topic);
+  ASSERT_EQ(mine.size(), 200u);
+  for (int64_t o = 0; o < 200; ++o) EXPECT_EQ(mine.at({0, o}), o);
+  EXPECT_EQ(rows_of(rows, "second-writer").size(), 4u) << "the other writer's 4 commits are there too";
+  EXPECT_EQ(lake.committed(table, "replay", topic, 0), 200);
+}
+
+TEST(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.reject");
+  const auto dead = topic + ".dead";
+  const std::string table = "picomq.reject";
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  auto values = json_values(0, 10);
+  values[4] = "{\"n\": \"four\"}";  // n is a long column
+  values[7] = "{\"extra\": 1}";    // not a column of the table
+  kafka.produce_values(topic, values);
+  Runtime rt(kafka.bootstrap(), "reject");
+  rt.add_definition("s.toml", definition("icereject", topic, lake.plugin_config(table),
+                                         "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("icereject"), topic) == 10; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  std::set<int64_t> offsets;
+  for (const auto& [id, n] : rows_of(lake.rows(table), topic)) offsets.insert(id.second);
+  EXPECT_EQ(offsets, (std::set<int64_t>{0, 1, 2, 3, 5, 6, 8, 9}));
+  const auto letters = kafka.consume(dead, 2, 20s);
+  ASSERT_EQ(letters.size(), 2u);
+  EXPECT_EQ(letters[0].header("pico_error_offset"), "4");
+  EXPECT_NE(letters[0].header("pico_error_reason").value_or("").find("field 'n'"), std::string::npos)
+      << letters[0].header("pico_error_reason").value_or("");
+  EXPECT_EQ(letters[1].header("pico_error_offset"), "7");
+  EXPECT_NE(letters[1].header("pico_error_reason").value_or("").find("'extra' is not a column of the table"), std::string::npos)
+      << letters[1].header("pico_error_reason").value_or("");
+}
+
+TEST(IcebergSinkKafka, SchemaEvolutionAddsANewFieldAsAnOptionalColumn) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.evolve");
+  const std::string table = "picomq.evolve";
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {"{\"n\": 1}", "{\"n\": 2, \"color\": \"red\"}", "{\"n\": 3}"});
+  Runtime rt(kafka.bootstrap(), "evolve");
+  rt.add_definition("s.toml", definition("iceevolve", topic, lake.plugin_config(table, "schema_evolution = true\n")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("iceevolve"), topic) == 3; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  std::map<int64_t, std::string> color;
+  const auto rows = lake.rows(table);
+  for (const auto& r : rows) color[r["n"].get<int64_t>()] = r.value("color", nlohmann::json("absent")).is_null() ? "null" : r.value("color", nlohmann::json("absent")).get<std::string>();
+  EXPECT_EQ(color, (std::map<int64_t, std::string>{{1, "null"}, {2, "red"}, {3, "null"}}));
+  EXPECT_EQ(lake.duckdb_rows(table), rows);
+}
+
+TEST(IcebergSinkKafka, AMissingTableIsAClearFatalError) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared();
+  const auto topic = unique_name("ice.missing");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 3));
+  Runtime rt(kafka.bootstrap(), "missing");
+  rt.add_definition("s.toml", definition("icemissing", topic, lake.plugin_config("picomq.no_such_table")));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("icemissing", "error", 60s)) << rt.log();
+  const auto message = rt.sink_status("icemissing").value("message", "");
+  EXPECT_NE(message.find("table picomq.no_such_table does not exist"), std::string::npos) << message;
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+  EXPECT_EQ(kafka.committed(group_of("icemissing"), topic), -1001) << "nothing committed";
+}
+
+}  // namespace
+}  // namespace picomq::test
