@@ -30,7 +30,7 @@ pub fn data_type_to_58(data_type: &arrow::datatypes::DataType) -> Result<s58::Da
 /// A conformed batch (arrow 59) as arrow 58, for iceberg's writers.
 pub fn batch_to_58(batch: RecordBatch) -> Result<a58::RecordBatch, String> {
     let strukt: StructArray = batch.into();
-    let (array, schema) = arrow::ffi::to_ffi(&strukt.into_data()).map_err(|e| format!("exporting the batch: {e}"))?;
+    let (array, schema) = arrow::ffi::to_ffi(&arrow::array::Array::into_data(strukt)).map_err(|e| format!("exporting the batch: {e}"))?;
     // SAFETY: as above, for FFI_ArrowArray and FFI_ArrowSchema.
     let (array58, schema58): (arrow_data_58::ffi::FFI_ArrowArray, s58::ffi::FFI_ArrowSchema) =
         unsafe { (std::mem::transmute(array), std::mem::transmute(schema)) };

@@ -263,7 +263,7 @@ impl IcebergSink {
         let w = self.tables.get_mut(name).expect("a window");
         match committed {
             Ok(table) => {
-                self.log(
+                self.host.log(
                     LogLevel::Debug,
                     &format!("committed snapshot {} of {name}: {files} files", table.metadata().current_snapshot_id().unwrap_or(-1)),
                 );
@@ -275,7 +275,7 @@ impl IcebergSink {
                 let err = classify(&format!("committing to {name}"), e);
                 match self.rt.block_on(self.catalog.load_table(&w.ident)) {
                     Ok(table) if offsets::holds_commit(table.metadata(), &app_id, &commit_id.to_string(), 64) => {
-                        self.log(LogLevel::Info, &format!("{name}: the commit whose answer was lost ({err}) is in the table (commit id {commit_id})"));
+                        self.host.log(LogLevel::Info, &format!("{name}: the commit whose answer was lost ({err}) is in the table (commit id {commit_id})"));
                         w.table = table;
                         Ok(())
                     }
