@@ -15,7 +15,6 @@
 //!   revoke and at shutdown. A failed commit fails every held write as retryable (the runtime
 //!   sends them again; the versions re-read from the table drop what did land).
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::{BooleanArray, RecordBatch};

@@ -59,7 +59,7 @@ class Lake {
  public:
   Lake() : s3_(SeaweedfsServer::shared()) {
     bucket_ = "lake-" + std::to_string(getpid());
-    run(tool("table-bucket", bucket_));
+    tool("table-bucket", bucket_);
   }
   static Lake& shared() {
     static Lake lake;
