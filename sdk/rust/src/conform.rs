@@ -9,9 +9,11 @@
 //! field ids) are the output's.
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, RecordBatch};
-use arrow::compute::{cast_with_options, CastOptions};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow::compute::{cast_with_options, filter_record_batch, CastOptions};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use crate::{Call, Error};
 
 /// Conforms an imported batch to the table's schema, by column name. Returns the conformed batch
 /// and, per row, why it cannot be written (None: it can).
@@ -103,6 +105,49 @@ pub fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatc
     }).collect::<Vec<_>>()));
     let out = RecordBatch::try_new(schema, columns).unwrap_or_else(|_| RecordBatch::new_empty(Arc::new(table.clone())));
     (out, problems)
+}
+
+/// The rows of a conformed batch to write: rows at offsets below `floor` (in the table already:
+/// a replay) are dropped and counted as `records_skipped`, rows `conform` found a problem with are
+/// rejected through `call`, the rest kept, with the `target` schema's nullability back when given
+/// (the refused rows are gone). None when no row is kept.
+pub fn rows_to_write(
+    conformed: RecordBatch,
+    problems: &[Option<String>],
+    offsets: &[i64],
+    floor: i64,
+    call: &mut Call,
+    target: Option<SchemaRef>,
+) -> Result<Option<RecordBatch>, Error> {
+    let mut keep = Vec::with_capacity(offsets.len());
+    let mut skipped = 0u64;
+    for (i, off) in offsets.iter().enumerate() {
+        if *off < floor {
+            skipped += 1;
+            keep.push(false);
+        } else if let Some(why) = &problems[i] {
+            call.reject(i, why);
+            keep.push(false);
+        } else {
+            keep.push(true);
+        }
+    }
+    if skipped > 0 {
+        call.host().count("records_skipped", skipped);
+    }
+    let kept = keep.iter().filter(|k| **k).count();
+    if kept == 0 {
+        return Ok(None);
+    }
+    let rows = if kept == offsets.len() {
+        conformed
+    } else {
+        filter_record_batch(&conformed, &BooleanArray::from(keep)).map_err(|e| Error::fatal(format!("filtering the batch: {e}")))?
+    };
+    Ok(Some(match target {
+        Some(schema) => RecordBatch::try_new(schema, rows.columns().to_vec()).unwrap_or(rows),
+        None => rows,
+    }))
 }
 
 #[cfg(test)]

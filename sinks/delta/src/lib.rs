@@ -17,8 +17,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use arrow::array::{BooleanArray, RecordBatch};
-use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
 use std::future::IntoFuture;
 
@@ -359,32 +357,10 @@ impl Sink for DeltaSink {
         let imported = batch.take()?;
         let table_schema = self.table_schema()?;
         let (conformed, problems) = picomq_sink::conform::conform(&imported, &table_schema, self.schema_evolution);
-        let mut keep = Vec::with_capacity(offsets.len());
-        let mut skipped = 0u64;
-        for (i, off) in offsets.iter().enumerate() {
-            if *off < floor {
-                skipped += 1;
-                keep.push(false);
-            } else if let Some(why) = &problems[i] {
-                call.reject(i, why);
-                keep.push(false);
-            } else {
-                keep.push(true);
-            }
-        }
-        if skipped > 0 {
-            self.host.count("records_skipped", skipped);
-        }
-        let kept = keep.iter().filter(|k| **k).count();
-        if kept > 0 {
-            let rows = if kept == offsets.len() {
-                conformed
-            } else {
-                filter_record_batch(&conformed, &BooleanArray::from(keep)).map_err(|e| Error::fatal(format!("filtering the batch: {e}")))?
-            };
-            // Back to the table's nullability now that the bad rows are gone.
-            let target = if self.schema_evolution { rows.schema() } else { table_schema.clone() };
-            let rows = RecordBatch::try_new(target, rows.columns().to_vec()).unwrap_or(rows);
+        // Back to the table's nullability once the refused rows are gone (evolution: the widened one).
+        let target = (!self.schema_evolution).then(|| table_schema.clone());
+        if let Some(rows) = picomq_sink::conform::rows_to_write(conformed, &problems, &offsets, floor, call, target)? {
+            let kept = rows.num_rows();
             let mode = if self.schema_evolution {
                 deltalake_core::writer::WriteMode::MergeSchema
             } else {

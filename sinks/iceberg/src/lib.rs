@@ -21,8 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, BooleanArray, RecordBatch};
-use arrow::compute::filter_record_batch;
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use iceberg::arrow::{schema_to_arrow_schema, RecordBatchPartitionSplitter};
 use iceberg::spec::DataFileFormat;
@@ -574,32 +573,9 @@ impl Sink for IcebergSink {
                 (conformed, problems) = picomq_sink::conform::conform(&imported, &schema, false);
             }
         }
-        let mut keep = Vec::with_capacity(offsets.len());
-        let mut skipped = 0u64;
-        for (i, off) in offsets.iter().enumerate() {
-            if *off < floor {
-                skipped += 1;
-                keep.push(false);
-            } else if let Some(why) = &problems[i] {
-                call.reject(i, why);
-                keep.push(false);
-            } else {
-                keep.push(true);
-            }
-        }
-        if skipped > 0 {
-            self.host.count("records_skipped", skipped);
-        }
-        let kept = keep.iter().filter(|k| **k).count();
-        if kept > 0 {
-            let rows = if kept == offsets.len() {
-                conformed
-            } else {
-                filter_record_batch(&conformed, &BooleanArray::from(keep)).map_err(|e| Error::fatal(format!("filtering the batch: {e}")))?
-            };
-            // Back to the table's nullability now that the refused rows are gone.
-            let rows = RecordBatch::try_new(schema, rows.columns().to_vec()).unwrap_or(rows);
-            debug_assert!(rows.columns().iter().all(|c| c.len() == kept));
+        // Back to the table's nullability once the refused rows are gone.
+        if let Some(rows) = picomq_sink::conform::rows_to_write(conformed, &problems, &offsets, floor, call, Some(schema))? {
+            let kept = rows.num_rows();
             if let Err(e) = self.write_rows(&name, rows) {
                 self.fail_window(&name, &e);
                 return Err(e);
