@@ -14,7 +14,7 @@ debian_packages=(
   clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
-  libzstd-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression / SigV4 hash; test servers (sinkkit/testing)
+  libzstd-dev libdeflate-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression (gzip: libdeflate; zlib: tests' reader, Avro deflate) / SigV4 hash; test servers (sinkkit/testing)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server
   libcpp-httplib-dev prometheus-cpp-dev python3-prometheus-client chromium chromium-driver python3-selenium  # operations API; /metrics parser and status page browser in its tests (docs/operations.md)

@@ -22,7 +22,7 @@ const OptionGroup<HttpSettings>& http_options() {
           .help("Request bodies compressed, with Content-Encoding set (the endpoint must accept it)."),
       option("compression_level", &HttpSettings::compression_level)
           .fallback(0)
-          .help("The codec's level (gzip 1-9, zstd 1-19); 0: the codec's default."),
+          .help("The codec's level (gzip 1-12, zstd 1-19); 0: the codec's default (gzip 6, zstd 3)."),
       option("http_version", &HttpSettings::version)
           .choices({{"auto", HttpVersion::Http2OverTls}, {"http1.1", HttpVersion::Http1_1}})
           .fallback(HttpVersion::Http2OverTls)

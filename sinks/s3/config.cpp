@@ -83,7 +83,7 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(kit::Compression::Gzip)
           .help("Of each object (a .gz / .zst file of gzip members / zstd frames, one per chunk; no Content-Encoding); "
                 "avro: the container's codec (gzip: deflate, zstd: zstandard)."),
-      kit::option("compression_level", &Settings::compression_level).fallback(0).help("0: the codec's default (gzip 6, zstd 3)."),
+      kit::option("compression_level", &Settings::compression_level).fallback(0).help("The codec's level (gzip 1-12, zstd 1-19); 0: the codec's default (gzip 6, zstd 3)."),
       kit::option("max_object_records", &Settings::max_object_records)
           .fallback(0)
           .check(kit::at_least(0))

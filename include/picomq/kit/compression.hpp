@@ -1,5 +1,5 @@
 #pragma once
-// Whole-buffer compression of request bodies and objects: gzip (zlib) and zstd (libzstd). The
+// Whole-buffer compression of request bodies and objects: gzip (libdeflate) and zstd (libzstd). The
 // HTTP client compresses bodies with it (and sets Content-Encoding); the S3 and ClickHouse sinks
 // use it for objects and inserts.
 //
@@ -26,7 +26,7 @@ std::string_view content_encoding(Compression compression);
 class Compressor {
  public:
   // level 0: the codec's default (gzip 6, zstd 3). Throws std::invalid_argument for a level the
-  // codec does not have (gzip 1-9; zstd ZSTD_minCLevel()..ZSTD_maxCLevel()).
+  // codec does not have (gzip 1-12, libdeflate's levels; zstd ZSTD_minCLevel()..ZSTD_maxCLevel()).
   explicit Compressor(Compression compression, int level = 0);
   ~Compressor();
   Compressor(Compressor&&) noexcept;

@@ -6,6 +6,7 @@
 // requests in flight, gzip) against the kit's HTTP stub: no InfluxDB 3 server exists here.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 
 #include "influx_server.h"
@@ -265,10 +266,18 @@ TEST(InfluxdbStub, SplitsOn413ResendsAfterRetryAfterGzipsAndKeepsRequestsInFligh
   host->open("{\"url\": \"" + stub.base_url() + "\", \"org\": \"o\", \"bucket\": \"b\", \"token\": \"t\", "
              "\"max_request_lines\": 2, \"max_in_flight\": 4, \"compression\": \"gzip\"}");
   stub.reset();
-  // Every body over 40 bytes is too large; the first request after that gets 503 + Retry-After: 1.
-  stub.script({{{"path", "/api/v2/write"}, {"when_body_over", 40}, {"status", 413}, {"count", 0}}});
+  // Every gzip body over 120 bytes is too large: one line (a field of 64 random hex digits) is
+  // ~100 bytes gzipped, two are ~145, so each line ends up alone.
+  stub.script({{{"path", "/api/v2/write"}, {"when_body_over", 120}, {"status", 413}, {"count", 0}}});
   std::vector<std::string> payloads;
-  for (int i = 0; i < 8; ++i) payloads.push_back("{\"value\":" + std::to_string(i) + "}");
+  std::mt19937_64 random(42);
+  for (int i = 0; i < 8; ++i) {
+    char note[65];
+    std::snprintf(note, sizeof note, "%016llx%016llx%016llx%016llx", static_cast<unsigned long long>(random()),
+                  static_cast<unsigned long long>(random()), static_cast<unsigned long long>(random()),
+                  static_cast<unsigned long long>(random()));
+    payloads.push_back("{\"value\":" + std::to_string(i) + ",\"note\":\"" + note + "\"}");
+  }
   auto out = host->write(TestBatch::json("m", 0, 0, payloads));
   ASSERT_TRUE(out.ok()) << out.error;
   EXPECT_GT(host->counter("splits"), 0u);
