@@ -15,6 +15,7 @@ debian_packages=(
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
   libzstd-dev libdeflate-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression (gzip: libdeflate; zlib: tests' reader, Avro deflate) / SigV4 hash; test servers (sinkkit/testing)
+  libsqlite3-dev  # the Iceberg sink's SQL catalog on SQLite (sqlx, unbundled)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server
   libcpp-httplib-dev prometheus-cpp-dev python3-prometheus-client chromium chromium-driver python3-selenium  # operations API; /metrics parser and status page browser in its tests (docs/operations.md)
@@ -52,11 +53,12 @@ pyarrow_version=26.0.1
 # pymongo: the raw-client baseline of the MongoDB sink's benchmark (bench/sinks/mongodb.sh).
 # deltalake: the Delta sink's independent reader (sinks/delta/tests/delta_table.py) and its bench baseline.
 # pyiceberg (+ pyiceberg-core for partition transforms), duckdb and its extensions (loaded from the
-# wheels, no download): the Iceberg sink's two independent readers (sinks/iceberg/tests/iceberg_table.py).
+# wheels, no download): the Iceberg sink's two independent readers (sinks/iceberg/tests/iceberg_table.py);
+# SQLAlchemy for pyiceberg's SqlCatalog (the SQL catalog tests).
 python_packages=(pyarrow=="$pyarrow_version" cffi==2.1.1 fastavro==1.13.1 protobuf==7.36.2 "confluent-kafka[schemaregistry,avro]==2.16.1" chdb==4.4.0
   boto3==1.44.8 zstandard==0.25.0 pymongo==4.20.1 deltalake==1.6.6
   pyiceberg==0.12.0 pyiceberg-core==0.11.0 duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-httpfs==1.5.5
-  duckdb-extension-avro==1.5.5 duckdb-extension-parquet==1.5.5)
+  duckdb-extension-avro==1.5.5 duckdb-extension-parquet==1.5.5 sqlalchemy==2.1.9)
 # The virtualenv lives once per machine outside the clone, one per package list (a clean clone
 # would otherwise install ~1 GB again); tools/venv links to it. A tools/venv that is a real
 # folder (made before this) is used as it is.
@@ -69,7 +71,7 @@ if [[ -L "$venv" || ! -e "$venv" ]]; then
 else
   venv_target="$venv"
 fi
-if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo, deltalake, pyiceberg, pyiceberg_core, duckdb, duckdb_extension_iceberg; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
+if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo, deltalake, pyiceberg, pyiceberg_core, duckdb, duckdb_extension_iceberg, sqlalchemy; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into $venv_target"
   [[ -x "$venv_target/bin/python" ]] || python3 -m venv "$venv_target"

@@ -35,7 +35,8 @@ use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
 use iceberg::writer::partitioning::PartitioningWriter;
 use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use iceberg::{Catalog, CatalogBuilder, TableIdent};
-use iceberg_catalog_rest::{RestCatalog, RestCatalogBuilder};
+use iceberg_catalog_rest::RestCatalogBuilder;
+use iceberg_catalog_sql::SqlCatalogBuilder;
 use parquet_58::basic::{Compression, ZstdLevel};
 use parquet_58::file::properties::WriterProperties;
 use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
@@ -72,7 +73,7 @@ struct TableWindow {
 pub struct IcebergSink {
     host: Host,
     rt: tokio::runtime::Runtime,
-    catalog: RestCatalog,
+    catalog: Box<dyn Catalog>,
     app_id: String,
     table_template: String,
     tables: HashMap<String, TableWindow>,
@@ -105,6 +106,32 @@ fn classify(what: &str, e: iceberg::Error) -> Error {
 /// (a dot separates namespace levels).
 fn table_name(template: &str, topic: &str) -> String {
     template.replace("{topic}", &topic.replace('.', "_"))
+}
+
+/// The SQL catalog's placeholder style for a database URL (iceberg-rust's names), or None when
+/// the URL is not one of a database it can use.
+fn sql_bind_style(uri: &str) -> Option<&'static str> {
+    if uri.starts_with("sqlite:") {
+        Some("QMark")
+    } else if uri.starts_with("postgres://") || uri.starts_with("postgresql://") {
+        Some("DollarNumeric")
+    } else {
+        None
+    }
+}
+
+/// A URL with its password (`user:password@`) masked, for messages.
+fn redact_url(uri: &str) -> String {
+    match (uri.find("://"), uri.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &uri[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &uri[..scheme + 3], &uri[at..]),
+                None => uri.to_string(),
+            }
+        }
+        _ => uri.to_string(),
+    }
 }
 
 fn parse_ident(name: &str) -> Result<TableIdent, Error> {
@@ -258,7 +285,7 @@ impl IcebergSink {
         let tx = Transaction::new(&w.table);
         let append = tx.fast_append().set_commit_uuid(commit_id).set_snapshot_properties(summary).add_data_files(data_files);
         let tx = append.apply(tx).map_err(|e| classify("preparing the append", e))?;
-        let committed = self.rt.block_on(tx.commit(&self.catalog));
+        let committed = self.rt.block_on(tx.commit(self.catalog.as_ref()));
         let w = self.tables.get_mut(name).expect("a window");
         match committed {
             Ok(table) => {
@@ -332,7 +359,7 @@ impl IcebergSink {
         }
         let tx = update.apply(Transaction::new(&w.table)).map_err(|e| classify("preparing the schema update", e))?;
         let added: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
-        let result = self.rt.block_on(tx.commit(&self.catalog));
+        let result = self.rt.block_on(tx.commit(self.catalog.as_ref()));
         let table = match result {
             Ok(t) => t,
             Err(e) => {
@@ -386,14 +413,24 @@ impl Sink for IcebergSink {
     const NAME: &'static str = "iceberg";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const DESCRIPTION: &'static str =
-        "Appends Parquet data files to existing Apache Iceberg tables through a REST catalog (local filesystem or S3 storage), exactly once per topic-partition through offsets kept in snapshot summaries.";
+        "Appends Parquet data files to existing Apache Iceberg tables through a REST or SQL (SQLite, PostgreSQL) catalog (local filesystem or S3 storage), exactly once per topic-partition through offsets kept in snapshot summaries.";
     const NATIVE_PLANES: u32 = PLANE_ARROW;
     const MAX_IN_FLIGHT: u32 = 256;
 
     fn options() -> Vec<OptionSpec> {
         vec![
-            OptionSpec::string("catalog_uri").required().help("The Iceberg REST catalog's base URL, e.g. http://127.0.0.1:8181."),
-            OptionSpec::string("warehouse").help("The catalog's warehouse (sent as the REST `warehouse` property), if it needs one."),
+            OptionSpec::string("catalog_type").default_str("rest").allowed(&["rest", "sql"]).help(
+                "`rest`: an Iceberg REST catalog; `sql`: iceberg-rust's SQL catalog in a SQLite or PostgreSQL database (the `iceberg_tables` layout pyiceberg's SqlCatalog and Java's JdbcCatalog use).",
+            ),
+            OptionSpec::string("catalog_uri").required().help(
+                "rest: the catalog's base URL, e.g. http://127.0.0.1:8181; sql: the database URL, `sqlite:///path/catalog.db` or `postgres://user:password@host/db`.",
+            ),
+            OptionSpec::string("catalog_name").default_str("picomq").help(
+                "The catalog's name: for `sql` the `catalog_name` column of the catalog's tables (the name pyiceberg's SqlCatalog or JdbcCatalog was given).",
+            ),
+            OptionSpec::string("warehouse").help(
+                "rest: the catalog's warehouse (the REST `warehouse` property), if it needs one; sql: where new tables' files would go (`file:///path` or `s3://bucket/path`; the sink creates no table, so only what the catalog needs).",
+            ),
             OptionSpec::string("catalog_token").secret().help("A bearer token for the catalog (the REST `token` property)."),
             OptionSpec::string("catalog_credential").secret().help("OAuth2 client credentials `client_id:client_secret` for the catalog (the REST `credential` property)."),
             OptionSpec::table("catalog_properties").help(
@@ -428,8 +465,15 @@ impl Sink for IcebergSink {
     fn validate(config: &Host) -> Result<(), Vec<String>> {
         let mut problems = Vec::new();
         let uri = config.config_string("catalog_uri").unwrap_or_default();
-        if !(uri.starts_with("http://") || uri.starts_with("https://")) {
+        if config.config_string("catalog_type").as_deref() == Some("sql") {
+            if sql_bind_style(&uri).is_none() {
+                problems.push(format!("catalog_uri: '{uri}' is not a sqlite:, postgres: or postgresql: database URL (catalog_type = \"sql\")"));
+            }
+        } else if !(uri.starts_with("http://") || uri.starts_with("https://")) {
             problems.push(format!("catalog_uri: '{uri}' is not an http:// or https:// URL"));
+        }
+        if config.config_string("catalog_name").map(|n| n.trim().is_empty()).unwrap_or(false) {
+            problems.push("catalog_name: must not be empty".to_string());
         }
         let template = config.config_string("table").unwrap_or_default();
         if let Err(e) = parse_ident(&table_name(&template, "topic")) {
@@ -495,14 +539,24 @@ impl Sink for IcebergSink {
                 overrides.insert(prop.to_string(), v);
             }
         }
-        let catalog = rt
-            .block_on(
-                RestCatalogBuilder::default()
-                    .with_storage_factory(Arc::new(storage::FilesFactory { overrides }))
-                    .with_runtime(iceberg::Runtime::new(&rt))
-                    .load("picomq", props),
-            )
-            .map_err(|e| Error::fatal(format!("catalog_uri: {e}")))?;
+        let files = Arc::new(storage::FilesFactory { overrides });
+        let catalog_name = get("catalog_name").unwrap_or_else(|| "picomq".to_string());
+        let sql = host.config_string("catalog_type").as_deref() == Some("sql");
+        let catalog: Box<dyn Catalog> = if sql {
+            // The SQL catalog reads every property itself: the REST-only ones are not passed.
+            props.remove("token");
+            props.remove("credential");
+            props.insert("sql_bind_style".to_string(), sql_bind_style(&uri).unwrap_or("DollarNumeric").to_string());
+            let c = rt
+                .block_on(SqlCatalogBuilder::default().with_storage_factory(files).with_runtime(iceberg::Runtime::new(&rt)).load(&catalog_name, props))
+                .map_err(|e| Error::fatal(format!("catalog_uri: the SQL catalog at {}: {e}", redact_url(&uri))))?;
+            Box::new(c)
+        } else {
+            let c = rt
+                .block_on(RestCatalogBuilder::default().with_storage_factory(files).with_runtime(iceberg::Runtime::new(&rt)).load(&catalog_name, props))
+                .map_err(|e| Error::fatal(format!("catalog_uri: {e}")))?;
+            Box::new(c)
+        };
         let compression = match host.config_string("compression").as_deref() {
             Some("snappy") => Compression::SNAPPY,
             Some("none") => Compression::UNCOMPRESSED,
@@ -531,7 +585,8 @@ impl Sink for IcebergSink {
             commit_interval: host.config_duration("commit_interval"),
             schema_evolution: host.config_bool("schema_evolution"),
         };
-        sink.log(LogLevel::Info, &format!("Iceberg REST catalog {uri}, tables {}, offsets under picomq.{}.*", sink.table_template, sink.app_id));
+        let kind = if sql { "SQL" } else { "REST" };
+        sink.log(LogLevel::Info, &format!("Iceberg {kind} catalog {}, tables {}, offsets under picomq.{}.*", redact_url(&uri), sink.table_template, sink.app_id));
         Ok(sink)
     }
 

@@ -1,7 +1,7 @@
-// The Iceberg sink through a real Kafka broker and the runtime, into Iceberg tables of a real REST
-// catalog (SeaweedFS 4.53's, data files on its S3), read back with two independent readers:
-// pyiceberg through the same catalog and DuckDB's iceberg extension from the table's metadata
-// file (iceberg_table.py, in tools/venv from scripts/setup.sh). Exactly the produced rows with
+// The Iceberg sink through a real Kafka broker and the runtime, into Iceberg tables of two real
+// catalogs — SeaweedFS 4.53's REST catalog with data files on its S3, and a SQL catalog in SQLite
+// with data files on the local filesystem — read back with two independent readers: pyiceberg
+// through the same catalog and DuckDB's iceberg extension from the table's metadata file (iceberg_table.py, in tools/venv from scripts/setup.sh). Exactly the produced rows with
 // the next offset of every partition in the snapshot summaries; partitioned tables get one file
 // per partition value; SIGKILLs between the table commit and the offset commit leave no duplicate
 // and no gap; a second writer's commits are survived; a missing table is a clear fatal error; a
@@ -53,23 +53,45 @@ std::vector<nlohmann::json> json_lines(const std::string& out) {
   return v;
 }
 
-// The tests' catalog: SeaweedFS's REST catalog over one table bucket (the warehouse), reached
-// with the server's test credentials (OAuth2 client credentials for the catalog, SigV4 for S3).
+// A test catalog, with the independent readers (iceberg_table.py) and the sink's [plugin_config]
+// pointed at it. Two kinds, every test runs on both:
+//  - "rest": SeaweedFS's REST catalog over one table bucket (the warehouse), data files on its S3,
+//    reached with the server's test credentials (OAuth2 client credentials, SigV4);
+//  - "sql": a SQL catalog in a SQLite file (pyiceberg's SqlCatalog creates the tables, the sink
+//    uses iceberg-rust's), data files on the local filesystem.
 class Lake {
  public:
-  Lake() : s3_(SeaweedfsServer::shared()) {
-    bucket_ = "lake-" + std::to_string(getpid());
-    tool("table-bucket", bucket_);
+  explicit Lake(std::string kind) : kind_(std::move(kind)) {
+    if (sql()) {
+      dir_ = fs::temp_directory_path() / ("picomq-iceberg-sql-" + std::to_string(getpid()));
+      fs::remove_all(dir_);
+      fs::create_directories(dir_ / "warehouse");
+    } else {
+      s3_ = &SeaweedfsServer::shared();
+      bucket_ = "lake-" + std::to_string(getpid());
+      tool("table-bucket", bucket_);
+    }
   }
-  static Lake& shared() {
-    static Lake lake;
-    return lake;
+  ~Lake() {
+    if (sql()) fs::remove_all(dir_);
   }
+  static Lake& shared(const std::string& kind) {
+    static std::map<std::string, std::unique_ptr<Lake>> lakes;
+    auto& lake = lakes[kind];
+    if (!lake) lake = std::make_unique<Lake>(kind);
+    return *lake;
+  }
+  bool sql() const { return kind_ == "sql"; }
   std::string catalog_json() const {
-    return nlohmann::json{{"uri", s3_.iceberg_endpoint()},
+    if (sql())
+      return nlohmann::json{{"type", "sql"},
+                            {"uri", "sqlite:///" + (dir_ / "catalog.db").string()},  // SQLAlchemy: 4 slashes for an absolute path
+                            {"warehouse", "file://" + (dir_ / "warehouse").string()}}
+          .dump();
+    return nlohmann::json{{"uri", s3_->iceberg_endpoint()},
                           {"warehouse", "s3://" + bucket_},
                           {"credential", std::string(SeaweedfsServer::kAccessKey) + ":" + SeaweedfsServer::kSecretKey},
-                          {"s3.endpoint", s3_.endpoint()},
+                          {"s3.endpoint", s3_->endpoint()},
                           {"s3.access-key-id", SeaweedfsServer::kAccessKey},
                           {"s3.secret-access-key", SeaweedfsServer::kSecretKey},
                           {"s3.region", "us-east-1"}}
@@ -101,19 +123,33 @@ class Lake {
     }
     return -1;
   }
-  // [plugin_config] lines reaching the catalog and S3.
+  // [plugin_config] lines reaching the catalog (and S3).
   std::string plugin_config(const std::string& table, const std::string& extra = "") const {
-    return "catalog_uri = \"" + s3_.iceberg_endpoint() + "\"\nwarehouse = \"s3://" + bucket_ + "\"\ncatalog_credential = \"" +
+    if (sql())
+      return "catalog_type = \"sql\"\ncatalog_uri = \"sqlite://" + (dir_ / "catalog.db").string() +
+             "\"\ncatalog_name = \"picomq-test\"\nwarehouse = \"file://" + (dir_ / "warehouse").string() + "\"\ntable = \"" +
+             table + "\"\n" + extra;
+    return "catalog_uri = \"" + s3_->iceberg_endpoint() + "\"\nwarehouse = \"s3://" + bucket_ + "\"\ncatalog_credential = \"" +
            SeaweedfsServer::kAccessKey + ":" + SeaweedfsServer::kSecretKey + "\"\ntable = \"" + table +
-           "\"\ns3_endpoint = \"" + s3_.endpoint() + "\"\ns3_region = \"us-east-1\"\ns3_access_key_id = \"" +
+           "\"\ns3_endpoint = \"" + s3_->endpoint() + "\"\ns3_region = \"us-east-1\"\ns3_access_key_id = \"" +
            SeaweedfsServer::kAccessKey + "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n" + extra;
   }
+  // Where the table's data files are: s3:// or file://.
+  std::string data_scheme() const { return sql() ? "file://" : "s3://"; }
 
  private:
-  SeaweedfsServer& s3_;
+  std::string kind_;
+  SeaweedfsServer* s3_ = nullptr;
   std::string bucket_;
+  fs::path dir_;
 };
 
+// Every test on both catalogs; sink keys (consumer groups) carry the catalog's kind.
+class IcebergSinkKafka : public ::testing::TestWithParam<std::string> {
+ protected:
+  Lake& lake() { return Lake::shared(GetParam()); }
+  std::string key(const std::string& base) { return base + GetParam(); }
+};
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& plugin_config,
                        const std::string& block_extra = "") {
@@ -133,9 +169,9 @@ std::map<std::pair<int, int64_t>, int64_t> rows_of(const std::vector<nlohmann::j
   return out;
 }
 
-TEST(IcebergSinkKafka, AppendsExactlyTheProducedRowsWithTheOffsetsInTheSnapshotSummaries) {
+TEST_P(IcebergSinkKafka, AppendsExactlyTheProducedRowsWithTheOffsetsInTheSnapshotSummaries) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.orders");
   const std::string table = "picomq.rows";
   lake.create(table);
@@ -154,10 +190,10 @@ TEST(IcebergSinkKafka, AppendsExactlyTheProducedRowsWithTheOffsetsInTheSnapshotS
 
   Runtime rt(kafka.bootstrap(), "rows");
   // Batches of 70 and windows of 100 records: commits that do not line up with batches.
-  rt.add_definition("s.toml", definition("icerows", topic, lake.plugin_config(table, "commit_records = 100\napp_id = \"orders\"\n"),
+  rt.add_definition("s.toml", definition(key("icerows"), topic, lake.plugin_config(table, "commit_records = 100\napp_id = \"orders\"\n"),
                                          "batch_length = 70\npoll_interval = \"100ms\""));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("icerows"), topic, 2, 300); }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icerows")), topic, 2, 300); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_EQ(rt.log().find(SeaweedfsServer::kSecretKey), std::string::npos) << "the secret is never logged";
@@ -189,9 +225,9 @@ TEST(IcebergSinkKafka, AppendsExactlyTheProducedRowsWithTheOffsetsInTheSnapshotS
   }
 }
 
-TEST(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachCommit) {
+TEST_P(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachCommit) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.parts");
   const std::string table = "picomq.parts";
   lake.create(table, R"([["pico_partition","identity"],["n","bucket[4]"],["s","truncate[2]"],["pico_timestamp","hour"]])");
@@ -203,9 +239,9 @@ TEST(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachCommit
     kafka.produce_values(topic, values, p);
   }
   Runtime rt(kafka.bootstrap(), "parts");
-  rt.add_definition("s.toml", definition("iceparts", topic, lake.plugin_config(table, "commit_records = 100000\napp_id = \"parts\"\n")));
+  rt.add_definition("s.toml", definition(key("iceparts"), topic, lake.plugin_config(table, "commit_records = 100000\napp_id = \"parts\"\n")));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("iceparts"), topic, 2, 200); }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("iceparts")), topic, 2, 200); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto rows = lake.rows(table);
@@ -218,6 +254,7 @@ TEST(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachCommit
     ++files_per_value[f["partition"].dump()];
     records += f["records"].get<int64_t>();
     EXPECT_EQ(f["format"], "PARQUET");
+    EXPECT_EQ(f["path"].get<std::string>().rfind(lake.data_scheme(), 0), 0u) << f["path"] << ": the catalog's storage";
   }
   EXPECT_EQ(records, 400);
   // 2 Kafka partitions x 4 buckets x 2 truncated prefixes (x 2 hours, should the produce straddle one).
@@ -227,23 +264,23 @@ TEST(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachCommit
   for (const auto& [value, n] : files_per_value) EXPECT_LE(size_t(n), commits) << value;
 }
 
-TEST(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoDuplicateAndNoGap) {
+TEST_P(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoDuplicateAndNoGap) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.kill");
   const std::string table = "picomq.kill";
   lake.create(table);
   kafka.create_topic(topic, 2);
   for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 10000, p * 10000 + 1500), p);
   int in_the_window = 0;
-  const std::string kill_block = "batch_length = 100\n" + static_member("icekill");
+  const std::string kill_block = "batch_length = 100\n" + static_member(key("icekill"));
   const auto config = lake.plugin_config(table, "commit_records = 250\napp_id = \"kill\"\n");
   for (int round = 0; round < 3; ++round) {
     Runtime rt(kafka.bootstrap(), "kill" + std::to_string(round));
     // The sink's test hook: hold the write open this long after its table commit, so the kill
     // lands after the table has the rows and before the runtime committed their offsets.
     rt.env("PICOMQ_ICEBERG_TEST_PAUSE_AFTER_COMMIT_MS", "4000");
-    rt.add_definition("s.toml", definition("icekill", topic, config, kill_block));
+    rt.add_definition("s.toml", definition(key("icekill"), topic, config, kill_block));
     const auto before = lake.snapshots(table).size();
     rt.start();
     ASSERT_TRUE(wait_until([&] { return lake.snapshots(table).size() > before; }, 60s)) << rt.log();
@@ -251,7 +288,7 @@ TEST(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoDup
     rt.wait_exit(10s);
     for (int p = 0; p < 2; ++p) {
       const int64_t in_table = lake.committed(table, "kill", topic, p);
-      const int64_t committed = kafka.committed(group_of("icekill"), topic, p);
+      const int64_t committed = kafka.committed(group_of(key("icekill")), topic, p);
       if (in_table > std::max<int64_t>(committed, 0)) ++in_the_window;
     }
     rows_of(lake.rows(table), topic);  // fails on a duplicate
@@ -259,9 +296,9 @@ TEST(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoDup
   EXPECT_GE(in_the_window, 3) << "each kill left the table ahead of the committed offsets";
 
   Runtime rt(kafka.bootstrap(), "finish");
-  rt.add_definition("s.toml", definition("icekill", topic, config, kill_block));
+  rt.add_definition("s.toml", definition(key("icekill"), topic, config, kill_block));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("icekill"), topic, 2, 1500); }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icekill")), topic, 2, 1500); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto rows = rows_of(lake.rows(table), topic);
@@ -272,9 +309,9 @@ TEST(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoDup
   EXPECT_EQ(lake.committed(table, "kill", topic, 1), 1500);
 }
 
-TEST(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsAreSurvived) {
+TEST_P(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsAreSurvived) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.replay");
   const std::string table = "picomq.replay";
   lake.create(table);
@@ -284,7 +321,7 @@ TEST(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsA
   for (const char* group : {"first", "second"}) {
     // The same app_id under another consumer group: the group starts at 0, the table says 200.
     Runtime rt(kafka.bootstrap(), group);
-    rt.add_definition("s.toml", definition(std::string("icereplay") + group, topic, config, "batch_length = 25\npoll_interval = \"50ms\""));
+    rt.add_definition("s.toml", definition(key(std::string("icereplay") + group), topic, config, "batch_length = 25\npoll_interval = \"50ms\""));
     rt.start();
     if (std::string(group) == "first") {
       // A second writer (pyiceberg) appends between and during the sink's commits.
@@ -293,7 +330,7 @@ TEST(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsA
                   " " + quote(R"([{"pico_topic":"second-writer","pico_partition":0,"pico_offset":)" + std::to_string(i) +
                               R"(,"pico_timestamp":null,"pico_key":null,"n":-1,"s":"other"}])"));
     }
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(std::string("icereplay") + group), topic) == 200; }, 60s))
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key(std::string("icereplay") + group)), topic) == 200; }, 60s))
         << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
@@ -306,9 +343,9 @@ TEST(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsA
   EXPECT_EQ(lake.committed(table, "replay", topic, 0), 200);
 }
 
-TEST(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
+TEST_P(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.reject");
   const auto dead = topic + ".dead";
   const std::string table = "picomq.reject";
@@ -320,10 +357,10 @@ TEST(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   values[7] = "{\"extra\": 1}";    // not a column of the table
   kafka.produce_values(topic, values);
   Runtime rt(kafka.bootstrap(), "reject");
-  rt.add_definition("s.toml", definition("icereject", topic, lake.plugin_config(table),
+  rt.add_definition("s.toml", definition(key("icereject"), topic, lake.plugin_config(table),
                                          "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"\n"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("icereject"), topic) == 10; }, 60s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key("icereject")), topic) == 10; }, 60s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   std::set<int64_t> offsets;
@@ -339,18 +376,18 @@ TEST(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
       << letters[1].header("pico_error_reason").value_or("");
 }
 
-TEST(IcebergSinkKafka, SchemaEvolutionAddsANewFieldAsAnOptionalColumn) {
+TEST_P(IcebergSinkKafka, SchemaEvolutionAddsANewFieldAsAnOptionalColumn) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.evolve");
   const std::string table = "picomq.evolve";
   lake.create(table);
   kafka.create_topic(topic);
   kafka.produce_values(topic, {"{\"n\": 1}", "{\"n\": 2, \"color\": \"red\"}", "{\"n\": 3}"});
   Runtime rt(kafka.bootstrap(), "evolve");
-  rt.add_definition("s.toml", definition("iceevolve", topic, lake.plugin_config(table, "schema_evolution = true\n")));
+  rt.add_definition("s.toml", definition(key("iceevolve"), topic, lake.plugin_config(table, "schema_evolution = true\n")));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("iceevolve"), topic) == 3; }, 60s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key("iceevolve")), topic) == 3; }, 60s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   std::map<int64_t, std::string> color;
@@ -360,22 +397,25 @@ TEST(IcebergSinkKafka, SchemaEvolutionAddsANewFieldAsAnOptionalColumn) {
   EXPECT_EQ(lake.duckdb_rows(table), rows);
 }
 
-TEST(IcebergSinkKafka, AMissingTableIsAClearFatalError) {
+TEST_P(IcebergSinkKafka, AMissingTableIsAClearFatalError) {
   auto& kafka = Kafka::shared();
-  auto& lake = Lake::shared();
+  auto& lake = this->lake();
   const auto topic = unique_name("ice.missing");
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 3));
   Runtime rt(kafka.bootstrap(), "missing");
-  rt.add_definition("s.toml", definition("icemissing", topic, lake.plugin_config("picomq.no_such_table")));
+  rt.add_definition("s.toml", definition(key("icemissing"), topic, lake.plugin_config("picomq.no_such_table")));
   rt.start();
-  ASSERT_TRUE(rt.wait_state("icemissing", "error", 60s)) << rt.log();
-  const auto message = rt.sink_status("icemissing").value("message", "");
+  ASSERT_TRUE(rt.wait_state(key("icemissing"), "error", 60s)) << rt.log();
+  const auto message = rt.sink_status(key("icemissing")).value("message", "");
   EXPECT_NE(message.find("table picomq.no_such_table does not exist"), std::string::npos) << message;
   rt.signal(SIGTERM);
   rt.wait_exit(30s);
-  EXPECT_EQ(kafka.committed(group_of("icemissing"), topic), -1001) << "nothing committed";
+  EXPECT_EQ(kafka.committed(group_of(key("icemissing")), topic), -1001) << "nothing committed";
 }
+
+INSTANTIATE_TEST_SUITE_P(Catalogs, IcebergSinkKafka, ::testing::Values("rest", "sql"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace picomq::test
