@@ -21,7 +21,12 @@ Control API (JSON bodies and answers; control requests are never recorded):
                               a duplicate; {"header": null} turns it off. Stored are answers the
                               server "processed": status < 500 and not 408 / 429, also when the
                               rule then cut the connection (the response was lost, the write was not)
-  POST /_control/reset        forget rules, records, counters, stored answers; default answer back
+  POST /_control/forward      {"to": "http://127.0.0.1:8181"}: from now on a request no rule answers
+                              goes to that server (method, path, query, headers with Host, body
+                              as received)
+                              and its answer comes back (a recording proxy); {"to": null}: off
+  POST /_control/reset        forget rules, records, counters, stored answers, the forward target;
+                              default answer back
   GET  /_control/requests     the recorded requests, oldest first (?path=/p keeps one path):
                               [{"method", "path", "query", "headers": [[name, value]...],
                                 "body": text or null when not UTF-8, "body_base64",
@@ -45,6 +50,9 @@ A rule (every field optional):
   headers         {"Retry-After": "2", ...}
   body            text; default "" (with a status) or the default answer's body (without one)
   delay           seconds to wait, after reading the request, before answering
+  forward         true: the request first goes to the forward target (its answer is dropped),
+                  then the rule answers: a write that happened and whose answer was lost
+                  ({"when_body_contains": "add-snapshot", "forward": true, "status": 502})
   action          "respond" (default)
                   "reset"               read the request, then reset the connection (RST), no answer
                   "close"               read the request, then close the connection cleanly, no answer
@@ -61,6 +69,7 @@ import base64
 import ctypes
 import ctypes.util
 import gzip
+import http.client
 import json
 import os
 import signal
@@ -174,6 +183,7 @@ class State:
         self.duplicates = 0
         self.idempotency_header = None
         self.stored_answers = {}
+        self.forward_to = None
 
     def take_rule(self, method, path, wire_size, body=b""):
         """The first rule matching this request, with its use counted."""
@@ -202,7 +212,7 @@ def checked_rule(rule):
     if not isinstance(rule, dict):
         raise BadRequest("a rule is a JSON object")
     known = {"path", "method", "count", "when_body_over", "when_body_contains", "status", "headers", "body", "delay",
-             "action"}
+             "action", "forward"}
     unknown = set(rule) - known
     if unknown:
         raise BadRequest("unknown rule fields: %s" % ", ".join(sorted(unknown)))
@@ -356,6 +366,7 @@ class Handler(BaseHTTPRequestHandler):
                 record["duplicate"] = True
             rule = None if (stored is not None or problem) else state.take_rule(self.command, url.path, len(wire), body)
             default = dict(state.default)
+            forward_to = state.forward_to
         if problem:
             record["answer"] = 400
             self.close_connection = True  # the framing of what follows is not to be trusted
@@ -364,6 +375,14 @@ class Handler(BaseHTTPRequestHandler):
             record["answer"] = stored["status"]
             return self.send_answer(stored["status"], stored["headers"], stored["body"], self.command == "HEAD")
 
+        if forward_to and (rule is None or rule.get("forward")):
+            try:
+                upstream = self.forward(forward_to, url, wire)
+            except OSError as e:
+                upstream = (502, {"Content-Type": "text/plain"}, ("forward to %s failed: %s\n" % (forward_to, e)).encode())
+            if rule is None:
+                record["answer"] = upstream[0]
+                return self.send_answer(*upstream, head=self.command == "HEAD")
         rule = rule or {}
         status = int(rule.get("status", default["status"]))
         headers = rule.get("headers", {} if "status" in rule else default["headers"])
@@ -407,6 +426,24 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.send_answer(status, headers, body_out, self.command == "HEAD")
 
+    def forward(self, target, url, wire):
+        """(status, headers, body) of the forward target's answer to this request."""
+        parts = urlsplit(target)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=60)
+        try:
+            # Host as received: a signed request (SigV4 signs it) stays valid through the proxy.
+            skip = {"content-length", "transfer-encoding", "connection", "keep-alive"}
+            headers = {name: value for name, value in self.headers.items() if name.lower() not in skip}
+            target_path = url.path + ("?" + url.query if url.query else "")
+            conn.request(self.command, target_path, body=wire if (wire or self.command in ("POST", "PUT", "PATCH")) else None,
+                         headers=headers)
+            response = conn.getresponse()
+            body = response.read()
+            hop = {"transfer-encoding", "connection", "keep-alive", "content-length"}
+            return response.status, {n: v for n, v in response.getheaders() if n.lower() not in hop}, body
+        finally:
+            conn.close()
+
     def control(self, url):
         state = self.state
         try:
@@ -435,6 +472,11 @@ class Handler(BaseHTTPRequestHandler):
                         raise BadRequest('expected {"header": name or null}')
                     state.idempotency_header = value["header"]
                     return self.reply_json(200, {"header": state.idempotency_header})
+                if self.command == "POST" and name == "forward":
+                    if not isinstance(value, dict) or "to" not in value:
+                        raise BadRequest('expected {"to": URL or null}')
+                    state.forward_to = value["to"]
+                    return self.reply_json(200, {"to": state.forward_to})
                 if self.command == "POST" and name == "reset":
                     state.reset()
                     return self.reply_json(200, {})

@@ -195,6 +195,10 @@ void HttpReceiver::idempotency(std::optional<std::string> header) {
   control("POST", "idempotency", nlohmann::json{{"header", header ? nlohmann::json(*header) : nlohmann::json()}}.dump());
 }
 
+void HttpReceiver::forward_to(std::optional<std::string> target) {
+  control("POST", "forward", nlohmann::json{{"to", target ? nlohmann::json(*target) : nlohmann::json()}}.dump());
+}
+
 void HttpReceiver::reset() { control("POST", "reset", "{}"); }
 
 std::vector<RecordedRequest> HttpReceiver::requests(std::string_view path) const {

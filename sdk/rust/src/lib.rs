@@ -24,6 +24,7 @@
 pub mod abi;
 mod batch;
 pub mod conform;
+pub mod resend;
 mod export;
 mod host;
 mod options;

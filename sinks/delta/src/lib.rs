@@ -27,6 +27,7 @@ use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use picomq_sink::resend::Resends;
 use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
 
 mod storage;
@@ -50,6 +51,8 @@ pub struct DeltaSink {
     versions: HashMap<Tp, i64>,
     /// Partitions whose version must be read again from the table before the next batch.
     stale: HashSet<Tp>,
+    /// Records of failed commits that must come again before later ones are taken.
+    resends: Resends,
     /// The window: the next offset of each partition it holds, its writes, its size.
     next: BTreeMap<Tp, i64>,
     held: Vec<Pending>,
@@ -127,7 +130,11 @@ impl DeltaSink {
                 });
             }
             Err(e) => {
-                // Whatever landed, the versions in the table say it: read them again first.
+                // Whatever landed, the versions in the table say it: read them again first; the
+                // window's records come again before any later ones are taken.
+                for (tp, n) in &self.next {
+                    self.resends.failed(tp, n - 1);
+                }
                 self.stale.extend(self.next.keys().cloned());
                 self.next.clear();
                 if let Some(mut w) = self.writer.take() {
@@ -322,6 +329,7 @@ impl Sink for DeltaSink {
             schema_evolution: host.config_bool("schema_evolution"),
             versions: HashMap::new(),
             stale: HashSet::new(),
+            resends: Resends::default(),
             next: BTreeMap::new(),
             held: Vec::new(),
             held_records: 0,
@@ -348,6 +356,7 @@ impl Sink for DeltaSink {
         let committed = self.versions.get(&tp).copied().unwrap_or(-1);
         let window_next = self.next.get(&tp).copied().unwrap_or(-1);
         let floor = committed.max(window_next);
+        self.resends.check(&tp, offsets[0], floor)?;
         let last = *offsets.last().unwrap();
         if last < floor {
             // Everything here is in the table (or in this window) already: a replay.
@@ -403,7 +412,9 @@ impl Sink for DeltaSink {
     fn partitions_revoked(&mut self, _block: u32, partitions: &[TopicPartition]) {
         let _ = self.commit();
         for p in partitions {
-            self.versions.remove(&(p.topic.clone(), p.partition));
+            let tp = (p.topic.clone(), p.partition);
+            self.resends.forget(&tp);
+            self.versions.remove(&tp);
         }
     }
 
@@ -414,6 +425,9 @@ impl Sink for DeltaSink {
 
 impl DeltaSink {
     fn fail_window(&mut self, e: &Error) {
+        for (tp, n) in &self.next {
+            self.resends.failed(tp, n - 1);
+        }
         self.stale.extend(self.next.keys().cloned());
         self.next.clear();
         if let Some(mut w) = self.writer.take() {

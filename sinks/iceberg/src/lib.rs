@@ -39,6 +39,7 @@ use iceberg_catalog_rest::RestCatalogBuilder;
 use iceberg_catalog_sql::SqlCatalogBuilder;
 use parquet_58::basic::{Compression, ZstdLevel};
 use parquet_58::file::properties::WriterProperties;
+use picomq_sink::resend::Resends;
 use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
 
 mod arrow58;
@@ -81,6 +82,8 @@ pub struct IcebergSink {
     versions: HashMap<Tp, i64>,
     /// Partitions whose offsets must be read from their table again before the next batch.
     stale: HashSet<Tp>,
+    /// Records of failed commits that must come again before later ones are taken.
+    resends: Resends,
     props: WriterProperties,
     target_file_size: usize,
     commit_records: usize,
@@ -256,7 +259,11 @@ impl IcebergSink {
                 });
             }
             Err(e) => {
-                // Whatever landed, the table's summaries say it: read them again first.
+                // Whatever landed, the table's summaries say it: read them again first; the
+                // window's records come again before any later ones are taken.
+                for (tp, n) in &next {
+                    self.resends.failed(tp, n - 1);
+                }
                 self.stale.extend(next.into_keys());
                 self.log(LogLevel::Warn, &format!("commit to {name} failed: {e}"));
                 held.iter().for_each(|p| {
@@ -336,7 +343,11 @@ impl IcebergSink {
     /// A write failed mid-window: the window's files are abandoned and its writes retried.
     fn fail_window(&mut self, name: &str, e: &Error) {
         if let Some(w) = self.tables.get_mut(name) {
-            self.stale.extend(std::mem::take(&mut w.next).into_keys());
+            let next = std::mem::take(&mut w.next);
+            for (tp, n) in &next {
+                self.resends.failed(tp, n - 1);
+            }
+            self.stale.extend(next.into_keys());
             w.files = None;
             for p in std::mem::take(&mut w.held) {
                 p.fail(e);
@@ -577,6 +588,7 @@ impl Sink for IcebergSink {
             tables: HashMap::new(),
             versions: HashMap::new(),
             stale: HashSet::new(),
+            resends: Resends::default(),
             props,
             target_file_size: host.config_int("target_file_size").max(1) as usize,
             commit_records: host.config_int("commit_records").max(1) as usize,
@@ -608,6 +620,7 @@ impl Sink for IcebergSink {
         let committed = self.versions.get(&tp).copied().unwrap_or(-1);
         let window_next = self.tables[&name].next.get(&tp).copied().unwrap_or(-1);
         let floor = committed.max(window_next);
+        self.resends.check(&tp, offsets[0], floor)?;
         let last = *offsets.last().expect("not empty");
         if last < floor {
             // Everything here is in the table (or in this window) already: a replay.
@@ -673,7 +686,9 @@ impl Sink for IcebergSink {
     fn partitions_revoked(&mut self, _block: u32, partitions: &[TopicPartition]) {
         self.commit_all();
         for p in partitions {
-            self.versions.remove(&(p.topic.clone(), p.partition));
+            let tp = (p.topic.clone(), p.partition);
+            self.resends.forget(&tp);
+            self.versions.remove(&tp);
         }
     }
 

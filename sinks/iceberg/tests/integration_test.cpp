@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+#include "picomq/kit/testing/http_stub.hpp"
 #include "seaweedfs_server.h"
 
 namespace picomq::test {
@@ -412,6 +413,51 @@ TEST_P(IcebergSinkKafka, AMissingTableIsAClearFatalError) {
   rt.signal(SIGTERM);
   rt.wait_exit(30s);
   EXPECT_EQ(kafka.committed(group_of(key("icemissing")), topic), -1001) << "nothing committed";
+}
+
+// The REST catalog behind the kit's recording proxy (http_receiver.py): the first commit reaches
+// the catalog and its answer is replaced by a 502 (iceberg-rust: "the commit state is unknown"),
+// the second is answered 502 without reaching it. The sink finds the first in the table by its
+// commit id (not appended twice) and re-sends the second (not lost).
+TEST(IcebergSinkRestCatalog, ACommitWhoseAnswerIsLostIsFoundByItsCommitIdAndOneThatFailedIsMadeAgain) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared("rest");
+  auto& s3 = SeaweedfsServer::shared();
+  kit::testing::HttpReceiver proxy;
+  proxy.forward_to(s3.iceberg_endpoint());
+  const std::string commit = "\"add-snapshot\"";  // in a commit's updates only
+  proxy.script(nlohmann::json::array({{{"method", "POST"}, {"when_body_contains", commit}, {"forward", true}, {"status", 502}},
+                                      {{"method", "POST"}, {"when_body_contains", commit}, {"status", 502}}}));
+  const auto topic = unique_name("ice.lost");
+  const std::string table = "picomq.lost";
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 300));
+  auto config = lake.plugin_config(table, "commit_records = 100\napp_id = \"lost\"\n");
+  const std::string direct = "catalog_uri = \"" + s3.iceberg_endpoint() + "\"";
+  ASSERT_NE(config.find(direct), std::string::npos);
+  config.replace(config.find(direct), direct.size(), "catalog_uri = \"" + proxy.base_url() + "\"");
+  Runtime rt(kafka.bootstrap(), "lost");
+  rt.add_definition("s.toml", definition("icelost", topic, config, "batch_length = 50\npoll_interval = \"100ms\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("icelost"), topic) == 300; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+
+  std::vector<std::string> answers;
+  for (const auto& r : proxy.requests())
+    if (r.method == "POST" && r.body.find(commit) != std::string::npos) answers.push_back(r.answer.dump());
+  ASSERT_GE(answers.size(), 3u) << "the two 502s and at least one commit after them";
+  EXPECT_EQ(answers[0], "502");
+  EXPECT_EQ(answers[1], "502");
+  EXPECT_EQ(answers[2], "200");
+  EXPECT_NE(rt.log().find("the commit whose answer was lost"), std::string::npos) << rt.log();
+  const auto rows = rows_of(lake.rows(table), topic);  // fails on a duplicate
+  ASSERT_EQ(rows.size(), 300u) << "no gap\n" << rt.log();
+  for (int64_t o = 0; o < 300; ++o) EXPECT_EQ(rows.at({0, o}), o);
+  EXPECT_EQ(lake.committed(table, "lost", topic, 0), 300);
+  // The 502-without-commit made no snapshot: as many snapshots as commits that got through.
+  EXPECT_EQ(lake.snapshots(table).size(), answers.size() - 1) << "the lost answer's commit is one snapshot, the refused one none";
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogs, IcebergSinkKafka, ::testing::Values("rest", "sql"),

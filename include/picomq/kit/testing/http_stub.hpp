@@ -83,6 +83,10 @@ class HttpReceiver {
   // One rule object or an array of them (POST /_control/script).
   void script(const nlohmann::json& rules);
   void set_default_answer(long status, const nlohmann::json& headers = nlohmann::json::object(), std::string body = "");
+  // A recording proxy: requests no rule answers go to `target` (e.g. http://127.0.0.1:8181) and
+  // its answers come back; a rule with "forward": true sends the request there first and then
+  // answers itself (a write whose answer was lost). nullopt: off.
+  void forward_to(std::optional<std::string> target);
   // Idempotency mode on for this header name (nullopt: off).
   void idempotency(std::optional<std::string> header);
   void reset();
