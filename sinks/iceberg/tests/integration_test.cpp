@@ -302,7 +302,9 @@ TEST_P(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoD
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icekill")), topic, 2, 1500); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
-  const auto rows = rows_of(lake.rows(table), topic);
+  const auto all_rows = lake.rows(table);
+  EXPECT_EQ(lake.duckdb_rows(table), all_rows) << "DuckDB reads the same rows";
+  const auto rows = rows_of(all_rows, topic);
   ASSERT_EQ(rows.size(), 3000u) << "no gap, no duplicate";
   for (int p = 0; p < 2; ++p)
     for (int64_t o = 0; o < 1500; ++o) EXPECT_EQ(rows.at({p, o}), p * 10000 + o);
@@ -337,6 +339,7 @@ TEST_P(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommit
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   }
   const auto rows = lake.rows(table);
+  EXPECT_EQ(lake.duckdb_rows(table), rows) << "DuckDB reads the same rows";
   const auto mine = rows_of(rows, topic);
   ASSERT_EQ(mine.size(), 200u);
   for (int64_t o = 0; o < 200; ++o) EXPECT_EQ(mine.at({0, o}), o);
@@ -365,7 +368,9 @@ TEST_P(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   std::set<int64_t> offsets;
-  for (const auto& [id, n] : rows_of(lake.rows(table), topic)) offsets.insert(id.second);
+  const auto rows = lake.rows(table);
+  EXPECT_EQ(lake.duckdb_rows(table), rows) << "DuckDB reads the same rows";
+  for (const auto& [id, n] : rows_of(rows, topic)) offsets.insert(id.second);
   EXPECT_EQ(offsets, (std::set<int64_t>{0, 1, 2, 3, 5, 6, 8, 9}));
   const auto letters = kafka.consume(dead, 2, 20s);
   ASSERT_EQ(letters.size(), 2u);
@@ -452,7 +457,9 @@ TEST(IcebergSinkRestCatalog, ACommitWhoseAnswerIsLostIsFoundByItsCommitIdAndOneT
   EXPECT_EQ(answers[1], "502");
   EXPECT_EQ(answers[2], "200");
   EXPECT_NE(rt.log().find("the commit whose answer was lost"), std::string::npos) << rt.log();
-  const auto rows = rows_of(lake.rows(table), topic);  // fails on a duplicate
+  const auto all_rows = lake.rows(table);
+  EXPECT_EQ(lake.duckdb_rows(table), all_rows) << "DuckDB reads the same rows";
+  const auto rows = rows_of(all_rows, topic);  // fails on a duplicate
   ASSERT_EQ(rows.size(), 300u) << "no gap\n" << rt.log();
   for (int64_t o = 0; o < 300; ++o) EXPECT_EQ(rows.at({0, o}), o);
   EXPECT_EQ(lake.committed(table, "lost", topic, 0), 300);

@@ -141,7 +141,9 @@ TEST_P(InfluxKafka, SigkillMidLoadThenRestartLeavesOnePointPerRecord) {
   const auto db = server().fresh_database("kkill");
   const auto topic = unique_name("influx.kill");
   kafka.create_topic(topic, 2);
-  const int chunk = 10000;
+  // Large enough that a run is still loading when its first points are seen and it is killed
+  // (with 10000 a fast load could finish and commit everything first, in all of the runs).
+  const int chunk = 30000;
   int64_t produced = 0;  // per partition
   auto produce_chunk = [&] {
     std::vector<ProducedRecord> records;
@@ -159,7 +161,7 @@ TEST_P(InfluxKafka, SigkillMidLoadThenRestartLeavesOnePointPerRecord) {
   const std::string config = "measurement = \"k\"\ntags = [\"p\"]\ntimestamp_field = \"t\"\nmax_request_lines = 500";
   auto points = [&] { return server().point_count(db, "k"); };
   int64_t window = 0;
-  for (int run = 0; run < 4 && window <= 0; ++run) {
+  for (int run = 0; run < 6 && window <= 0; ++run) {
     produce_chunk();
     Runtime rt(kafka.bootstrap(), "kill" + std::to_string(run));
     rt.add_definition("c.toml", definition(key, topic, version, db, config, block));
