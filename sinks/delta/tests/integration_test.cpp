@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+#include "picomq/kit/testing/shell.hpp"
 #include "seaweedfs_server.h"
 
 namespace picomq::test {
@@ -28,19 +29,8 @@ std::string python() {
   return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
 }
 
-std::string run(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw std::runtime_error("cannot run " + cmd);
-  std::string out;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = pclose(p);
-  if (rc != 0) throw std::runtime_error(cmd + " failed (" + std::to_string(rc) + "): " + out);
-  return out;
-}
-
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+std::string run(const std::string& cmd) { return kit::testing::run_shell(cmd); }
+std::string quote(const std::string& s) { return kit::testing::shell_quote(s); }
 
 // The table as the deltalake package reads it; txn versions of `app_ids`. `storage`: its
 // storage options as " KEY=value" arguments (S3).

@@ -1,5 +1,7 @@
 #include "seaweedfs_server.h"
 
+#include "picomq/kit/testing/shell.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -45,7 +47,7 @@ kit::HttpClient& admin() {
   return c;
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+std::string quote(const std::string& s) { return kit::testing::shell_quote(s); }
 
 }  // namespace
 
