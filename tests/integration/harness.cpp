@@ -238,7 +238,9 @@ void Kafka::stop() {
 }
 
 rd_kafka_t* Kafka::producer() {
-  if (!producer_) producer_ = new_client(RD_KAFKA_PRODUCER, bootstrap(), {{"linger.ms", "5"}, {"acks", "all"}});
+  // Idempotent: a retried batch cannot land after the next one, so records keep the order they
+  // were produced in (tests read offsets as positions in what they produced).
+  if (!producer_) producer_ = new_client(RD_KAFKA_PRODUCER, bootstrap(), {{"linger.ms", "5"}, {"acks", "all"}, {"enable.idempotence", "true"}});
   return producer_;
 }
 
