@@ -19,11 +19,19 @@ void append_int(std::string& out, Int v) {
 // memchr over the set for every byte of the text, the line encoder's largest cost (a profile).
 struct AsciiSet {
   uint64_t bits[2] = {0, 0};
-  explicit AsciiSet(std::string_view chars) {
-    for (unsigned char c : chars) bits[c >> 6] |= uint64_t{1} << (c & 63);
+  constexpr explicit AsciiSet(std::string_view chars) {
+    for (char ch : chars) {
+      const auto c = static_cast<unsigned char>(ch);
+      bits[c >> 6] |= uint64_t{1} << (c & 63);
+    }
   }
-  bool has(unsigned char c) const { return c < 128 && (bits[c >> 6] >> (c & 63) & 1); }
+  constexpr bool has(unsigned char c) const { return c < 128 && (bits[c >> 6] >> (c & 63) & 1); }
 };
+
+constexpr AsciiSet kMeasurementSpecial(", ");
+constexpr AsciiSet kKeySpecial(",= ");
+constexpr AsciiSet kStringSpecial("\"\\");
+constexpr AsciiSet kLineBreaks("\n\r");
 
 size_t first_of(std::string_view text, size_t from, const AsciiSet& set) {
   for (size_t i = from; i < text.size(); ++i)
@@ -32,16 +40,20 @@ size_t first_of(std::string_view text, size_t from, const AsciiSet& set) {
 }
 
 // Escapes every byte of `text` found in `special` with a backslash.
-void append_escaped(std::string& out, std::string_view text, std::string_view special) {
-  const AsciiSet set(special);
+void append_escaped(std::string& out, std::string_view text, const AsciiSet& special) {
   size_t from = 0;
-  for (size_t i = first_of(text, 0, set); i != std::string_view::npos; i = first_of(text, i + 1, set)) {
-    out.append(text.substr(from, i - from));
+  for (size_t i = first_of(text, 0, special); i != std::string_view::npos; i = first_of(text, i + 1, special)) {
+    out.append(text.data() + from, i - from);
     out += '\\';
     out += text[i];
     from = i + 1;
   }
-  out.append(text.substr(from));
+  out.append(text.data() + from, text.size() - from);
+}
+
+// What check_name refuses, without building its message (the per-point path).
+bool carriable(std::string_view text) {
+  return first_of(text, 0, kLineBreaks) == std::string_view::npos && (text.empty() || text.back() != '\\');
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -110,12 +122,12 @@ std::optional<int64_t> time_from_parts(int64_t seconds, uint32_t nanos, Precisio
   return out;
 }
 
-void append_measurement(std::string& out, std::string_view name) { append_escaped(out, name, ", "); }
-void append_key(std::string& out, std::string_view key) { append_escaped(out, key, ",= "); }
+void append_measurement(std::string& out, std::string_view name) { append_escaped(out, name, kMeasurementSpecial); }
+void append_key(std::string& out, std::string_view key) { append_escaped(out, key, kKeySpecial); }
 
 void append_string_value(std::string& out, std::string_view value) {
   out += '"';
-  append_escaped(out, value, "\"\\");
+  append_escaped(out, value, kStringSpecial);
   out += '"';
 }
 
@@ -125,8 +137,7 @@ void append_float(std::string& out, double v) {
 }
 
 std::optional<std::string> check_name(std::string_view text, std::string_view what) {
-  static const AsciiSet line_breaks("\n\r");
-  if (first_of(text, 0, line_breaks) != std::string_view::npos)
+  if (first_of(text, 0, kLineBreaks) != std::string_view::npos)
     return std::string(what) + " contains a line break, which line protocol cannot carry there";
   if (!text.empty() && text.back() == '\\')
     return std::string(what) + " ends with a backslash, which line protocol cannot carry there";
@@ -139,8 +150,8 @@ std::optional<std::string> check_measurement(std::string_view text) {
   return check_name(text, "the measurement");
 }
 
-std::string_view type_name(const FieldValue& v) {
-  switch (v.index()) {
+std::string_view type_name(size_t variant_index) {
+  switch (variant_index) {
     case 0: return "integer";
     case 1: return "unsigned";
     case 2: return "float";
@@ -149,20 +160,25 @@ std::string_view type_name(const FieldValue& v) {
   }
 }
 
-std::optional<std::string> append_line(std::string& out, Point& p) {
+namespace {
+
+template <class Text>
+std::optional<std::string> append_point(std::string& out, BasicPoint<Text>& p) {
   if (auto bad = check_measurement(p.measurement)) return bad;
-  std::stable_sort(p.tags.begin(), p.tags.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Stable insertion sort: points have a few tags, and std::stable_sort allocates a buffer.
+  for (size_t i = 1; i < p.tags.size(); ++i)
+    for (size_t j = i; j > 0 && p.tags[j].first < p.tags[j - 1].first; --j) std::swap(p.tags[j], p.tags[j - 1]);
   for (size_t i = 0; i < p.tags.size(); ++i) {
-    const auto& [k, v] = p.tags[i];
+    const std::string_view k = p.tags[i].first, v = p.tags[i].second;
     if (k.empty()) return std::string("a tag key is empty");
-    if (auto bad = check_name(k, "tag key \"" + k + "\"")) return bad;
-    if (auto bad = check_name(v, "the value of tag \"" + k + "\"")) return bad;
+    if (!carriable(k)) return check_name(k, "tag key \"" + std::string(k) + "\"");
+    if (!carriable(v)) return check_name(v, "the value of tag \"" + std::string(k) + "\"");
   }
   const size_t start = out.size();
   append_measurement(out, p.measurement);
   for (size_t i = 0; i < p.tags.size(); ++i) {
-    const auto& [k, v] = p.tags[i];
-    if (v.empty() || (i > 0 && p.tags[i - 1].first == k)) continue;  // no empty tags; first of a key
+    const std::string_view k = p.tags[i].first, v = p.tags[i].second;
+    if (v.empty() || (i > 0 && std::string_view(p.tags[i - 1].first) == k)) continue;  // no empty tags; first of a key
     out += ',';
     append_key(out, k);
     out += '=';
@@ -170,15 +186,15 @@ std::optional<std::string> append_line(std::string& out, Point& p) {
   }
   size_t written = 0;
   for (size_t i = 0; i < p.fields.size(); ++i) {
-    const auto& [k, v] = p.fields[i];
+    const std::string_view k = p.fields[i].first;
+    const auto& v = p.fields[i].second;
     bool seen = false;
-    for (size_t j = 0; j < i && !seen; ++j) seen = p.fields[j].first == k;
+    for (size_t j = 0; j < i && !seen; ++j) seen = std::string_view(p.fields[j].first) == k;
     if (seen) continue;
-    std::optional<std::string> bad = k.empty() ? std::optional<std::string>("a field key is empty")
-                                               : check_name(k, "field key \"" + k + "\"");
-    if (bad) {
+    if (k.empty() || !carriable(k)) {
       out.resize(start);
-      return bad;
+      if (k.empty()) return std::string("a field key is empty");
+      return check_name(k, "field key \"" + std::string(k) + "\"");
     }
     out += written++ ? ',' : ' ';
     append_key(out, k);
@@ -188,7 +204,7 @@ std::optional<std::string> append_line(std::string& out, Point& p) {
       case 1: append_int(out, std::get<Unsigned>(v).v); out += 'u'; break;
       case 2: append_float(out, std::get<double>(v)); break;
       case 3: out += std::get<bool>(v) ? "true" : "false"; break;
-      default: append_string_value(out, std::get<std::string>(v)); break;
+      default: append_string_value(out, std::get<4>(v)); break;
     }
   }
   if (!written) {
@@ -202,6 +218,11 @@ std::optional<std::string> append_line(std::string& out, Point& p) {
   out += '\n';
   return std::nullopt;
 }
+
+}  // namespace
+
+std::optional<std::string> append_line(std::string& out, Point& p) { return append_point(out, p); }
+std::optional<std::string> append_line(std::string& out, PointView& p) { return append_point(out, p); }
 
 std::string_view line_measurement(std::string_view line) {
   size_t end = line.size();

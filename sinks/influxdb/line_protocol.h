@@ -52,19 +52,28 @@ std::optional<std::string> check_name(std::string_view text, std::string_view wh
 struct Unsigned {
   uint64_t v;
 };
-using FieldValue = std::variant<int64_t, Unsigned, double, bool, std::string>;
-std::string_view type_name(const FieldValue& v);  // "integer", "unsigned", "float", "boolean", "string"
+// A point's text either owned (Point) or borrowed (PointView: what the record mapper builds, its
+// names and values pointing into the parsed record, so a point costs no allocation).
+template <class Text>
+using BasicFieldValue = std::variant<int64_t, Unsigned, double, bool, Text>;
+using FieldValue = BasicFieldValue<std::string>;
+std::string_view type_name(size_t variant_index);  // "integer", "unsigned", "float", "boolean", "string"
+inline std::string_view type_name(const FieldValue& v) { return type_name(v.index()); }
 
-struct Point {
-  std::string measurement;
-  std::vector<std::pair<std::string, std::string>> tags;    // any order; the first of a key wins
-  std::vector<std::pair<std::string, FieldValue>> fields;   // in order; the first of a key wins
+template <class Text>
+struct BasicPoint {
+  Text measurement;
+  std::vector<std::pair<Text, Text>> tags;                  // any order; the first of a key wins
+  std::vector<std::pair<Text, BasicFieldValue<Text>>> fields;  // in order; the first of a key wins
   std::optional<int64_t> time;                              // in the write's precision; none: the server's clock
 };
+using Point = BasicPoint<std::string>;
+using PointView = BasicPoint<std::string_view>;
 
 // Appends the point as one line (with its '\n'), tags sorted by key; or leaves `out` as it was
-// and returns why the point cannot be written.
+// and returns why the point cannot be written. (Tags are sorted in place.)
 std::optional<std::string> append_line(std::string& out, Point& point);
+std::optional<std::string> append_line(std::string& out, PointView& point);
 
 // The measurement of a line as written (escaped), and whether field `key` (escaped form) holds a
 // value of `type` ("integer", "float"...) in it: what a field type conflict names.

@@ -75,59 +75,89 @@ bool PointMapper::used(std::string_view dotted) const {
   return false;
 }
 
-void PointMapper::flatten(simdjson::dom::element e, const std::string& name, const std::string& dotted,
-                          Point& p) const {
-  if (used(dotted)) return;
+std::string_view PointMapper::Scratch::keep(std::string_view text) {
+  if (used_ == texts_.size()) texts_.push_back(std::make_unique<std::string>());
+  std::string& s = *texts_[used_++];
+  s.assign(text);
+  return s;
+}
+
+void PointMapper::Scratch::next_record() {
+  point.tags.clear();
+  point.fields.clear();
+  point.time.reset();
+  name.clear();
+  dotted.clear();
+  used_ = 0;
+}
+
+void PointMapper::flatten(simdjson::dom::element e, Scratch& s, std::string_view stable_name) const {
+  if (!used_.empty() && used(s.dotted)) return;
+  auto& fields = s.point.fields;
+  const auto field_name = [&] { return stable_name.data() ? stable_name : s.keep(s.name); };
   switch (e.type()) {
     case simdjson::dom::element_type::OBJECT:
       for (auto [k, v] : simdjson::dom::object(e)) {
-        const std::string key(k);
-        flatten(v, name.empty() ? key : name + settings_.field_separator + key, dotted.empty() ? key : dotted + "." + key,
-                p);
+        const size_t name_at = s.name.size(), dotted_at = s.dotted.size();
+        if (name_at) s.name += settings_.field_separator;
+        s.name += k;
+        if (dotted_at) s.dotted += '.';
+        s.dotted += k;
+        flatten(v, s, name_at ? std::string_view{} : k);  // a top-level key is its own name
+        s.name.resize(name_at);
+        s.dotted.resize(dotted_at);
       }
       return;
     case simdjson::dom::element_type::ARRAY: {
       size_t i = 0;
+      char index[24];
       for (simdjson::dom::element v : simdjson::dom::array(e)) {
-        const std::string index = std::to_string(i++);
-        flatten(v, name + settings_.field_separator + index, dotted + "." + index, p);
+        const std::string_view digits(index, static_cast<size_t>(std::to_chars(index, index + sizeof index, i++).ptr - index));
+        const size_t name_at = s.name.size(), dotted_at = s.dotted.size();
+        s.name += settings_.field_separator;
+        s.name += digits;
+        s.dotted += '.';
+        s.dotted += digits;
+        flatten(v, s, {});
+        s.name.resize(name_at);
+        s.dotted.resize(dotted_at);
       }
       return;
     }
     case simdjson::dom::element_type::NULL_VALUE: return;
-    case simdjson::dom::element_type::BOOL: p.fields.emplace_back(name, bool(e.get_bool().value())); return;
-    case simdjson::dom::element_type::STRING:
-      p.fields.emplace_back(name, std::string(e.get_string().value()));
-      return;
+    case simdjson::dom::element_type::BOOL: fields.emplace_back(field_name(), bool(e.get_bool().value())); return;
+    case simdjson::dom::element_type::STRING: fields.emplace_back(field_name(), e.get_string().value()); return;
     case simdjson::dom::element_type::INT64:
-      if (settings_.numbers == Numbers::Float) p.fields.emplace_back(name, double(e.get_int64().value()));
-      else p.fields.emplace_back(name, e.get_int64().value());
+      if (settings_.numbers == Numbers::Float) fields.emplace_back(field_name(), double(e.get_int64().value()));
+      else fields.emplace_back(field_name(), e.get_int64().value());
       return;
     case simdjson::dom::element_type::UINT64:
-      if (settings_.numbers == Numbers::Float || !unsigned_ok_) p.fields.emplace_back(name, double(e.get_uint64().value()));
-      else p.fields.emplace_back(name, Unsigned{e.get_uint64().value()});
+      if (settings_.numbers == Numbers::Float || !unsigned_ok_) fields.emplace_back(field_name(), double(e.get_uint64().value()));
+      else fields.emplace_back(field_name(), Unsigned{e.get_uint64().value()});
       return;
-    case simdjson::dom::element_type::DOUBLE: p.fields.emplace_back(name, e.get_double().value()); return;
+    case simdjson::dom::element_type::DOUBLE: fields.emplace_back(field_name(), e.get_double().value()); return;
   }
 }
 
 std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch& batch, const pmq_record& r,
-                                               std::string_view measurement, simdjson::dom::parser& parser) const {
+                                               std::string_view measurement, simdjson::dom::parser& parser,
+                                               Scratch& s) const {
   if (batch.payload_format != PMQ_PAYLOAD_JSON) return std::string("the payload is not JSON (a point needs a JSON object)");
   simdjson::dom::element root;
   if (parser.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get(root) ||
       root.type() != simdjson::dom::element_type::OBJECT)
     return std::string("the payload is not a JSON object");
-  Point p;
+  s.next_record();
+  PointView& p = s.point;
   // Measurement.
   if (measurement_field_) {
     simdjson::dom::element e;
     std::string_view m;
     if (!find(root, measurement_field_->parts, e) || e.get_string().get(m))
       return "measurement_field: no string field " + measurement_field_->dotted;
-    p.measurement = std::string(m);
+    p.measurement = m;
   } else {
-    p.measurement = std::string(measurement);
+    p.measurement = measurement;
   }
   // Tags.
   for (const Path& t : tags_) {
@@ -135,17 +165,17 @@ std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch
     if (!find(root, t.parts, e)) continue;
     switch (e.type()) {
       case simdjson::dom::element_type::NULL_VALUE: break;
-      case simdjson::dom::element_type::STRING: p.tags.emplace_back(t.name, std::string(e.get_string().value())); break;
+      case simdjson::dom::element_type::STRING: p.tags.emplace_back(t.name, e.get_string().value()); break;
       case simdjson::dom::element_type::BOOL: p.tags.emplace_back(t.name, e.get_bool().value() ? "true" : "false"); break;
       case simdjson::dom::element_type::OBJECT:
       case simdjson::dom::element_type::ARRAY:
         return "tag " + t.dotted + " is " + (e.is_object() ? "an object" : "an array") + ", not a value";
-      default: p.tags.emplace_back(t.name, number_text(e)); break;
+      default: p.tags.emplace_back(t.name, s.keep(number_text(e))); break;
     }
   }
   if (!settings_.tag_key.empty() && r.key.data) {
     if (!kit::is_valid_utf8(view(r.key))) return std::string("tag_key: the record key is not valid UTF-8");
-    p.tags.emplace_back(settings_.tag_key, std::string(view(r.key)));
+    p.tags.emplace_back(settings_.tag_key, view(r.key));
   }
   for (const std::string& h : settings_.tag_headers) {
     for (size_t i = 0; i < r.header_count; ++i) {
@@ -154,36 +184,39 @@ std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch
       if (header.value.data) {
         if (!kit::is_valid_utf8(view(header.value)))
           return "tag_headers: the value of header " + h + " is not valid UTF-8";
-        p.tags.emplace_back(h, std::string(view(header.value)));
+        p.tags.emplace_back(h, view(header.value));
       }
       break;
     }
   }
   for (const std::string& m : settings_.tag_metadata) {
     if (m == "pico_topic") p.tags.emplace_back(m, batch.topic);
-    else if (m == "pico_partition") p.tags.emplace_back(m, std::to_string(batch.partition));
-    else if (m == "pico_offset") p.tags.emplace_back(m, std::to_string(r.offset));
+    else if (m == "pico_partition") p.tags.emplace_back(m, s.keep(std::to_string(batch.partition)));
+    else if (m == "pico_offset") p.tags.emplace_back(m, s.keep(std::to_string(r.offset)));
   }
   // Fields.
   if (fields_.empty()) {
-    flatten(root, "", "", p);
+    flatten(root, s, {});
   } else {
     for (const Path& f : fields_) {
       simdjson::dom::element e;
-      if (find(root, f.parts, e)) flatten(e, f.name, "", p);
+      if (!find(root, f.parts, e)) continue;
+      s.name = f.name;
+      s.dotted.clear();
+      flatten(e, s, f.name);
     }
   }
   const bool payload_fields = !p.fields.empty();
   for (const std::string& m : settings_.metadata_fields) {
-    if (m == "pico_topic") p.fields.emplace_back(m, std::string(batch.topic));
+    if (m == "pico_topic") p.fields.emplace_back(m, std::string_view(batch.topic));
     else if (m == "pico_partition") p.fields.emplace_back(m, int64_t{batch.partition});
     else if (m == "pico_offset") p.fields.emplace_back(m, int64_t{r.offset});
     else if (m == "pico_timestamp" && r.timestamp_ms >= 0) p.fields.emplace_back(m, int64_t{r.timestamp_ms});
-    else if (m == "pico_key" && r.key.data) p.fields.emplace_back(m, kit::base64_encode(view(r.key)));
+    else if (m == "pico_key" && r.key.data) p.fields.emplace_back(m, s.keep(kit::base64_encode(view(r.key))));
     else if (m == "pico_headers") {
       std::string json;
       kit::append_headers_json(json, {r.headers, r.header_count});
-      p.fields.emplace_back(m, std::move(json));
+      p.fields.emplace_back(m, s.keep(json));
     }
   }
   if (!payload_fields) return std::string("no field to write (a point needs at least one non-null scalar field)");
@@ -225,8 +258,12 @@ std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch
 
 BatchLines PointMapper::map(const pmq_batch& batch, std::string_view measurement) const {
   simdjson::dom::parser parser;
+  Scratch scratch;
   BatchLines b;
   b.lines.reserve(batch.record_count);
+  size_t payload_bytes = 0;  // lines are about as long as the JSON they come from
+  for (size_t i = 0; i < batch.record_count; ++i) payload_bytes += record_at(batch, i).payload.size;
+  b.text.reserve(payload_bytes + payload_bytes / 4);
   for (size_t i = 0; i < batch.record_count; ++i) {
     const pmq_record& r = record_at(batch, i);
     if (!r.payload.data) {
@@ -234,7 +271,7 @@ BatchLines PointMapper::map(const pmq_batch& batch, std::string_view measurement
       continue;
     }
     const size_t at = b.text.size();
-    if (auto why = append(b.text, batch, r, measurement, parser)) {
+    if (auto why = append(b.text, batch, r, measurement, parser, scratch)) {
       b.text.resize(at);
       b.refused.emplace_back(i, std::move(*why));
       continue;

@@ -13,6 +13,8 @@
 #include <simdjson.h>
 
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,9 +46,25 @@ class PointMapper {
   // Thread-safe (const): batches may be mapped side by side.
   BatchLines map(const pmq_batch& batch, std::string_view measurement) const;
 
+  // What mapping reuses from record to record (a point, names, number texts), so that a record
+  // costs no allocation once it is warm. One per thread.
+  class Scratch {
+   public:
+    PointView point;
+    std::string name, dotted;  // of the field being flattened
+    // A string that lives until the next record (a flattened name, a number as tag text).
+    std::string_view keep(std::string_view text);
+    void next_record();
+
+   private:
+    std::vector<std::unique_ptr<std::string>> texts_;
+    size_t used_ = 0;
+  };
+
   // One record into `out` (a line), or the reason it cannot be a point.
   std::optional<std::string> append(std::string& out, const pmq_batch& batch, const pmq_record& r,
-                                    std::string_view measurement, simdjson::dom::parser& parser) const;
+                                    std::string_view measurement, simdjson::dom::parser& parser,
+                                    Scratch& scratch) const;
 
  private:
   struct Path {
@@ -55,8 +73,9 @@ class PointMapper {
     std::string dotted;
   };
   Path path(const std::string& dotted) const;
-  // Adds `e` as field(s) named `name` (flattened below it); skips the dotted paths in used_.
-  void flatten(simdjson::dom::element e, const std::string& name, const std::string& dotted, Point& p) const;
+  // Adds `e` as field(s) named scratch.name (flattened below it; `stable_name` is that name when it
+  // outlives the record's point already, else empty); skips the dotted paths in used_.
+  void flatten(simdjson::dom::element e, Scratch& scratch, std::string_view stable_name) const;
   bool used(std::string_view dotted) const;
 
   Settings settings_;
