@@ -352,7 +352,7 @@ void Kafka::produce(const std::string& topic, const std::vector<ProducedRecord>&
     for (;;) {
       auto err = rd_kafka_producev(
           rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(r.partition), RD_KAFKA_V_VALUE(value, value_size),
-          RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_HEADERS(hdrs),
+          RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_TIMESTAMP(r.timestamp_ms),
           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk, 10);

@@ -17,7 +17,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use std::future::IntoFuture;
 
 use deltalake_core::kernel::transaction::{CommitBuilder, TableReference, TransactionError};
@@ -39,6 +43,11 @@ pub struct DeltaSink {
     rt: tokio::runtime::Runtime,
     table: DeltaTable,
     table_uri: String,
+    /// false until the first batch creates the table (create_table, the table missing at open).
+    table_exists: bool,
+    partition_by: Vec<String>,
+    /// (column, strftime format): a text column filled from each record's timestamp.
+    time_column: Option<(String, &'static str)>,
     app_id: String,
     writer: Option<RecordBatchWriter>,
     props: WriterProperties,
@@ -212,6 +221,23 @@ impl DeltaSink {
     }
 }
 
+/// The type a created table gets for an exported column: Delta has microsecond timestamps (UTC),
+/// signed integers, no Utf8View / null type.
+fn delta_type(t: &ArrowType) -> ArrowType {
+    match t {
+        ArrowType::Timestamp(_, _) | ArrowType::Date64 => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        ArrowType::UInt8 | ArrowType::UInt16 => ArrowType::Int32,
+        ArrowType::UInt32 | ArrowType::UInt64 => ArrowType::Int64,
+        ArrowType::Utf8View | ArrowType::Null => ArrowType::Utf8,
+        ArrowType::BinaryView => ArrowType::Binary,
+        ArrowType::List(f) => ArrowType::List(Arc::new(f.as_ref().clone().with_data_type(delta_type(f.data_type())))),
+        ArrowType::Struct(fs) => {
+            ArrowType::Struct(fs.iter().map(|f| Arc::new(f.as_ref().clone().with_data_type(delta_type(f.data_type())))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 /// Maps a delta-rs error to an outcome: storage trouble and commit conflicts are retried (the txn
 /// versions make a retry safe); a missing table, permissions or a protocol the writer cannot
 /// write are fatal.
@@ -247,7 +273,7 @@ impl Sink for DeltaSink {
     fn options() -> Vec<OptionSpec> {
         let mut o = vec![
             OptionSpec::string("table_uri").required().help(
-                "The Delta table: a local path (or file:// URL) or s3://bucket/prefix. It must exist (Delta tables are created with their schema by their owner).",
+                "The Delta table: a local path (or file:// URL) or s3://bucket/prefix. It must exist (Delta tables are created with their schema by their owner), unless create_table is set.",
             ),
             OptionSpec::string("app_id").help(
                 "The prefix of the txn appIds (`<app_id>-<topic>-<partition>`); default: the definition's sink key. Two definitions writing one table need different ones.",
@@ -268,6 +294,18 @@ impl Sink for DeltaSink {
             OptionSpec::int("max_commit_retries").default("15").help(
                 "Attempts of one commit against concurrent writers (each re-reads the log) before the window is retried by the runtime.",
             ),
+            OptionSpec::boolean("create_table").default("false").help(
+                "Create the table when there is none at table_uri, with the first batch's columns (the definition's arrow_schema, or the columns inferred from the records) and partition_by. Off by default: the spec's Delta expects an existing table.",
+            ),
+            OptionSpec::string_list("partition_by").help(
+                "The partition columns of a table the sink creates (create_table); an existing table's partition columns are its own.",
+            ),
+            OptionSpec::string("time_column").help(
+                "Adds a text column of this name to every row, from the record's timestamp (UTC) in time_column_format, e.g. to partition by record time (partition_by = [\"<it>\"]); never the wall clock, so a replay lands in the same partitions. The table must have it as a string column (create_table adds it).",
+            ),
+            OptionSpec::string("time_column_format").default_str("date").allowed(&["date", "hour", "month", "year"]).help(
+                "time_column's text: date 2026-12-02, hour 2026-12-02-13, month 2026-12, year 2026.",
+            ),
         ];
         o.extend(storage::options());
         o
@@ -286,6 +324,12 @@ impl Sink for DeltaSink {
         if config.config_int("max_commit_retries") < 0 {
             problems.push("max_commit_retries: must not be negative".to_string());
         }
+        if !config.config_list("partition_by").is_empty() && !config.config_bool("create_table") {
+            problems.push("partition_by: only used with create_table = true (an existing table's partition columns are its own)".to_string());
+        }
+        if config.config_string("time_column").map(|c| c.trim().is_empty() && !c.is_empty()).unwrap_or(false) {
+            problems.push("time_column: must not be blank".to_string());
+        }
         problems.extend(storage::validate(config));
         if problems.is_empty() { Ok(()) } else { Err(problems) }
     }
@@ -298,7 +342,16 @@ impl Sink for DeltaSink {
             .enable_all()
             .build()
             .map_err(|e| Error::fatal(format!("starting the I/O runtime: {e}")))?;
-        let table = rt.block_on(storage::load_table(&host, &table_uri))?;
+        let (table, table_exists) = rt.block_on(storage::load_table(&host, &table_uri, host.config_bool("create_table")))?;
+        let time_column = host.config_string("time_column").filter(|c| !c.is_empty()).map(|c| {
+            let format = match host.config_string("time_column_format").as_deref() {
+                Some("hour") => "%Y-%m-%d-%H",
+                Some("month") => "%Y-%m",
+                Some("year") => "%Y",
+                _ => "%Y-%m-%d",
+            };
+            (c, format)
+        });
         let compression = match host.config_string("compression").as_deref() {
             Some("snappy") => Compression::SNAPPY,
             Some("none") => Compression::UNCOMPRESSED,
@@ -319,6 +372,9 @@ impl Sink for DeltaSink {
             rt,
             table,
             table_uri: table_uri.clone(),
+            table_exists,
+            partition_by: host.config_list("partition_by"),
+            time_column,
             app_id,
             writer: None,
             props,
@@ -335,8 +391,12 @@ impl Sink for DeltaSink {
             held_records: 0,
             window_started: None,
         };
-        let version = sink.table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
-        sink.log(LogLevel::Info, &format!("appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>", sink.app_id));
+        if table_exists {
+            let version = sink.table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
+            sink.log(LogLevel::Info, &format!("appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>", sink.app_id));
+        } else {
+            sink.log(LogLevel::Info, &format!("no Delta table at {table_uri} yet: the first batch creates it (create_table), txn appIds {}-<topic>-<partition>", sink.app_id));
+        }
         Ok(sink)
     }
 
@@ -345,6 +405,12 @@ impl Sink for DeltaSink {
         let offsets = batch.offsets().to_vec();
         if offsets.is_empty() {
             return Ok(());
+        }
+        let mut taken = None;
+        if !self.table_exists {
+            let rows = self.with_time_column(batch.take()?)?;
+            self.create_table(&rows.schema())?;
+            taken = Some(rows);
         }
         if !self.versions.contains_key(&tp) || self.stale.contains(&tp) {
             let mut tps: Vec<Tp> = self.stale.iter().cloned().collect();
@@ -363,7 +429,10 @@ impl Sink for DeltaSink {
             self.host.count("records_skipped", offsets.len() as u64);
             return Ok(());
         }
-        let imported = batch.take()?;
+        let imported = match taken {
+            Some(rows) => rows,
+            None => self.with_time_column(batch.take()?)?,
+        };
         let table_schema = self.table_schema()?;
         let (conformed, problems) = picomq_sink::conform::conform(&imported, &table_schema, self.schema_evolution);
         // Back to the table's nullability once the refused rows are gone (evolution: the widened one).
@@ -424,6 +493,61 @@ impl Sink for DeltaSink {
 }
 
 impl DeltaSink {
+    /// The batch with time_column added (from pico_timestamp, the record's timestamp).
+    fn with_time_column(&self, rows: RecordBatch) -> Result<RecordBatch, Error> {
+        let Some((name, format)) = &self.time_column else { return Ok(rows) };
+        let ts = rows.column_by_name("pico_timestamp").ok_or_else(|| {
+            Error::fatal(format!("time_column {name}: the records have no pico_timestamp column to take the time from (keep the metadata columns in the Arrow export)"))
+        })?;
+        let ts = arrow::compute::cast(ts, &ArrowType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())))
+            .map_err(|e| Error::fatal(format!("time_column {name}: pico_timestamp: {e}")))?;
+        let options = FormatOptions::default().with_timestamp_tz_format(Some(format)).with_null("");
+        let formatter = ArrayFormatter::try_new(ts.as_ref(), &options).map_err(|e| Error::fatal(format!("time_column {name}: {e}")))?;
+        let text: StringArray = (0..ts.len()).map(|i| (!ts.is_null(i)).then(|| formatter.value(i).to_string())).collect();
+        let mut fields: Vec<Arc<Field>> = rows.schema().fields().iter().filter(|f| f.name() != name).cloned().collect();
+        let mut columns: Vec<ArrayRef> =
+            rows.schema().fields().iter().zip(rows.columns()).filter(|(f, _)| f.name() != name).map(|(_, c)| c.clone()).collect();
+        fields.push(Arc::new(Field::new(name, ArrowType::Utf8, true)));
+        columns.push(Arc::new(text));
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| Error::fatal(format!("time_column {name}: {e}")))
+    }
+
+    /// Creates the table from the first batch's columns (create_table), or takes the one another
+    /// writer created meanwhile.
+    fn create_table(&mut self, schema: &Schema) -> Result<(), Error> {
+        let fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone().with_data_type(delta_type(f.data_type()))).collect();
+        let names: Vec<String> = fields.iter().map(|f| f.name().clone()).collect();
+        for p in &self.partition_by {
+            if !names.contains(p) {
+                return Err(Error::fatal(format!("partition_by: the records have no column {p} (columns: {})", names.join(", "))));
+            }
+        }
+        let kernel: deltalake_core::kernel::StructType =
+            deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel::try_into_kernel(&Schema::new(fields))
+                .map_err(|e| Error::fatal(format!("create_table: the records' columns as a Delta schema: {e}")))?;
+        let builder = self
+            .table
+            .create()
+            .with_columns(kernel.fields().cloned())
+            .with_partition_columns(self.partition_by.clone())
+            .with_save_mode(SaveMode::Ignore);
+        let table = self.rt.block_on(builder.into_future()).map_err(|e| classify("creating the table", e))?;
+        let version = table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
+        self.table = table;
+        self.table_exists = true;
+        self.host.count("tables_created", 1);
+        self.log(
+            LogLevel::Info,
+            &format!(
+                "created the Delta table {} (version {version}): {} columns{}",
+                self.table_uri,
+                names.len(),
+                if self.partition_by.is_empty() { String::new() } else { format!(", partitioned by {}", self.partition_by.join(", ")) }
+            ),
+        );
+        Ok(())
+    }
+
     fn fail_window(&mut self, e: &Error) {
         for (tp, n) in &self.next {
             self.resends.failed(tp, n - 1);

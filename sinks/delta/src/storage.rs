@@ -86,8 +86,9 @@ fn register_s3() {
     });
 }
 
-/// Loads the existing table at `uri`; a missing table is fatal and says so.
-pub async fn load_table(host: &Host, uri: &str) -> Result<DeltaTable, Error> {
+/// Loads the existing table at `uri`. A missing table is fatal and says so, unless `create`: then
+/// the table is returned unloaded (no version yet) with `false`, for the sink to create.
+pub async fn load_table(host: &Host, uri: &str, create: bool) -> Result<(DeltaTable, bool), Error> {
     let s3 = uri.starts_with("s3://") || uri.starts_with("s3a://");
     let url = if s3 {
         register_s3();
@@ -95,9 +96,12 @@ pub async fn load_table(host: &Host, uri: &str) -> Result<DeltaTable, Error> {
     } else {
         let path = uri.strip_prefix("file://").unwrap_or(uri);
         let abs = std::path::absolute(path).map_err(|e| Error::fatal(format!("table_uri: '{uri}': {e}")))?;
-        if !abs.join("_delta_log").is_dir() {
+        if !abs.join("_delta_log").is_dir() && create {
+            // The local store needs its root folder; the table itself is created by the first batch.
+            std::fs::create_dir_all(&abs).map_err(|e| Error::fatal(format!("table_uri: creating {}: {e}", abs.display())))?;
+        } else if !abs.join("_delta_log").is_dir() {
             return Err(Error::fatal(format!(
-                "table_uri: there is no Delta table at {} (no _delta_log folder): the sink appends to an existing table; create it with its schema first",
+                "table_uri: there is no Delta table at {} (no _delta_log folder): the sink appends to an existing table; create it with its schema first (or set create_table = true)",
                 abs.display()
             )));
         }
@@ -126,11 +130,20 @@ pub async fn load_table(host: &Host, uri: &str) -> Result<DeltaTable, Error> {
     }
     let builder = DeltaTableBuilder::from_url(url.clone())
         .map_err(|e| Error::fatal(format!("table_uri: {e}")))?
-        .with_storage_options(storage);
+        .with_storage_options(storage.clone());
+    let unloaded = if create {
+        let b = DeltaTableBuilder::from_url(url.clone())
+            .map_err(|e| Error::fatal(format!("table_uri: {e}")))?
+            .with_storage_options(storage.clone());
+        Some(b.build().map_err(|e| Error::fatal(format!("table_uri: {e}")))?)
+    } else {
+        None
+    };
     match builder.load().await {
-        Ok(t) => Ok(t),
+        Ok(t) => Ok((t, true)),
+        Err(DeltaTableError::NotATable(_)) if unloaded.is_some() => Ok((unloaded.unwrap(), false)),
         Err(DeltaTableError::NotATable(m)) => Err(Error::fatal(format!(
-            "table_uri: there is no Delta table at {url} ({m}): the sink appends to an existing table; create it with its schema first"
+            "table_uri: there is no Delta table at {url} ({m}): the sink appends to an existing table; create it with its schema first (or set create_table = true)"
         ))),
         Err(e) => {
             let fatal = matches!(&e, DeltaTableError::ObjectStore { source: object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } | object_store::Error::NotFound { .. } });

@@ -65,7 +65,9 @@ def main():
             })
         # The txn versions (Delta SetTransaction actions) of the appIds asked for in APP_IDS.
         txn = {app_id: dt.transaction_version(app_id) for app_id in app_ids()}
-        print(json.dumps({"version": dt.version(), "rows": rows, "txn": txn, "files": len(dt.file_uris())}))
+        print(json.dumps({"version": dt.version(), "rows": rows, "txn": txn, "files": len(dt.file_uris()),
+                          "file_uris": dt.file_uris(), "partition_columns": dt.metadata().partition_columns,
+                          "schema": {f.name: str(f.type) for f in t.schema}}))
     else:
         sys.exit(f"unknown command {cmd}")
 

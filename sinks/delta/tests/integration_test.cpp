@@ -289,6 +289,95 @@ TEST(DeltaSinkKafka, AMissingTableIsAClearFatalError) {
   EXPECT_EQ(kafka.committed(group_of("deltamissing"), topic), -1001) << "nothing committed";
 }
 
+// create_table: the first batch creates the table with its columns, partitioned by a column the
+// sink fills from each record's timestamp (never the wall clock); a later run appends to it.
+TEST(DeltaSinkKafka, CreateTableMakesATablePartitionedByRecordTimeAndTheNextRunAppendsToIt) {
+  auto& kafka = Kafka::shared();
+  const auto table = (make_temp_dir("delta_create") / "lake" / "orders").string();  // no folder yet
+  const auto topic = unique_name("delta.create");
+  kafka.create_topic(topic, 2);
+  constexpr int64_t kDec1 = 1764547200000;  // 2025-12-01T00:00:00Z
+  constexpr int64_t kDay = 86400000;
+  // Record i is stamped on day i % 3 (Dec 1, 2, 3), at 23:59:59.999 for the first two: a day
+  // boundary in UTC, whatever the machine's zone.
+  auto produce = [&](int from, int to) {
+    std::vector<ProducedRecord> records;
+    for (int i = from; i < to; ++i) {
+      ProducedRecord r;
+      r.partition = i % 2;
+      r.value = "{\"n\": " + std::to_string(i) + ", \"s\": \"o-" + std::to_string(i) + "\"}";
+      r.timestamp_ms = kDec1 + (i % 3) * kDay + (i % 3 < 2 ? kDay - 1 : 0);
+      records.push_back(r);
+    }
+    kafka.produce(topic, records);
+  };
+  const std::string config =
+      "create_table = true\npartition_by = [\"day\"]\ntime_column = \"day\"\napp_id = \"created\"\n";
+  produce(0, 300);
+  {
+    Runtime rt(kafka.bootstrap(), "create");
+    rt.add_definition("s.toml", definition("deltacreate", topic, table, config, "batch_length = 100\npoll_interval = \"100ms\""));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltacreate"), topic, 2, 150); }, 90s)) << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    EXPECT_NE(rt.log().find("created the Delta table"), std::string::npos) << rt.log();
+  }
+  auto check = [&](size_t expected) -> nlohmann::json {
+    const auto t = read_table(table, {"created-" + topic + "-0", "created-" + topic + "-1"});
+    EXPECT_EQ(t["partition_columns"], nlohmann::json::array({"day"})) << t.dump().substr(0, 2000);
+    EXPECT_EQ(t["schema"].value("n", ""), "int64");
+    EXPECT_EQ(t["schema"].value("day", ""), "string");
+    const auto rows = rows_of(t, topic);
+    EXPECT_EQ(rows.size(), expected);
+    const char* days[] = {"2025-12-01", "2025-12-02", "2025-12-03"};
+    for (const auto& r : t["rows"]) {
+      const int64_t n = r["n"].get<int64_t>();
+      EXPECT_EQ(r["extra"].value("day", ""), days[n % 3]) << "row " << n << ": the record's day (UTC)";
+      EXPECT_EQ(r["timestamp_ms"], kDec1 + (n % 3) * kDay + (n % 3 < 2 ? kDay - 1 : 0));
+      EXPECT_EQ(r["s"], "o-" + std::to_string(n));
+    }
+    std::set<std::string> folders;
+    for (const auto& uri : t["file_uris"]) {
+      const std::string u = uri.get<std::string>();
+      const auto at = u.find("/day=");
+      EXPECT_NE(at, std::string::npos) << u;
+      if (at == std::string::npos) continue;
+      folders.insert(u.substr(at + 1, u.find('/', at + 1) - at - 1));
+    }
+    EXPECT_EQ(folders, (std::set<std::string>{"day=2025-12-01", "day=2025-12-02", "day=2025-12-03"}));
+    return t;
+  };
+  check(300);
+  // A second run: the table exists now, and the sink appends to it.
+  produce(300, 400);
+  Runtime rt(kafka.bootstrap(), "create2");
+  rt.add_definition("s.toml", definition("deltacreate", topic, table, config, "batch_length = 100\npoll_interval = \"100ms\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltacreate"), topic, 2, 200); }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(rt.log().find("created the Delta table"), std::string::npos) << "created once";
+  const auto t = check(400);
+  EXPECT_EQ(t["txn"]["created-" + topic + "-0"], 200) << t["txn"].dump();
+  EXPECT_EQ(t["txn"]["created-" + topic + "-1"], 200) << t["txn"].dump();
+}
+
+TEST(DeltaSinkKafka, PartitionByWithoutCreateTableIsAConfigurationError) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("partition_by");
+  const auto topic = unique_name("delta.partby");
+  kafka.create_topic(topic);
+  Runtime rt(kafka.bootstrap(), "partby");
+  rt.add_definition("s.toml", definition("deltapartby", topic, table, "partition_by = [\"day\"]\n"));
+  rt.start();
+  ASSERT_TRUE(rt.wait_state("deltapartby", "error", 60s)) << rt.log();
+  const auto message = rt.sink_status("deltapartby").value("message", "");
+  EXPECT_NE(message.find("partition_by: only used with create_table = true"), std::string::npos) << message;
+  rt.signal(SIGTERM);
+  rt.wait_exit(30s);
+}
+
 TEST(DeltaSinkKafka, AnS3TableOnSeaweedfsGetsExactlyTheProducedRows) {
   auto& kafka = Kafka::shared();
   auto& s3 = SeaweedfsServer::shared();

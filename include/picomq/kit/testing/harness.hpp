@@ -56,6 +56,7 @@ struct ProducedRecord {
   std::vector<std::pair<std::string, std::string>> headers;
   int32_t partition = -1;  // -1: partitioner decides (by key)
   bool null_value = false;
+  int64_t timestamp_ms = 0;  // 0: the producer's clock
 };
 
 struct ConsumedRecord {
