@@ -11,7 +11,9 @@
 //                    JSON decode already pays
 //   export           picomq::arrow::export_batch + release of both structs, with the options the
 //                    runtime passes when the definition declares no arrow_schema (metadata
-//                    columns, payload columns inferred): the arrow plane's extra cost
+//                    columns, payload columns inferred, payloads validated by the decoder: one
+//                    On-Demand pass): the arrow plane's extra cost
+//   export_unvalidated  the same for payloads nobody validated (a DOM parse, texts split again)
 //   export_declared  the same with the payload columns declared (one column per field of the
 //                    generated records), for comparison
 // Prints one line per mode: "export_cost mode=<m> records=<n> payload_bytes=<n> batch_length=<n>
@@ -163,7 +165,11 @@ int main(int argc, char** argv) {
   measure("parse", d, batch_length, reps, [&] { parse_all(d, parser); });
 
   pa::ExportOptions inferred;  // what the runtime passes without a declared arrow_schema
+  inferred.payloads_validated = true;
   measure("export", d, batch_length, reps, [&] { export_all(d, inferred); });
+
+  pa::ExportOptions unvalidated;
+  measure("export_unvalidated", d, batch_length, reps, [&] { export_all(d, unvalidated); });
 
   pa::ExportOptions declared;
   declared.declared = declared_columns();

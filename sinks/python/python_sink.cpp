@@ -430,6 +430,7 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
       // Exported outside the GIL; records the export refuses go to the bad-record policy.
       picomq::arrow::ExportOptions options;
       options.include_metadata = inst->include_metadata;
+      options.payloads_validated = true;  // PMQ_PAYLOAD_JSON: the host validated every payload
       ArrowSchema schema{};
       ArrowArray array{};
       auto exported = picomq::arrow::export_batch(*batch, options, &schema, &array);

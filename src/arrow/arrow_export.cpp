@@ -349,10 +349,13 @@ struct InferredCell {
   } scalar{};
   size_t text_begin = 0;  // String: the unescaped bytes in the string arena
   size_t text_size = 0;
+  bool has_raw = false;   // read in one pass: the original text is at raw_begin / raw_size of the payload
+  size_t raw_begin = 0;
+  size_t raw_size = 0;
 };
 
 void append_inferred(PayloadColumn& column, const InferredCell& cell, const std::string& strings,
-                     const std::vector<detail::RawMember>& raw) {
+                     const std::vector<detail::RawMember>& raw, std::string_view payload) {
   ArrayBuilder& out = column.builder;
   if (cell.kind == JsonKind::Null || !column.type) {
     out.append_null();
@@ -365,7 +368,9 @@ void append_inferred(PayloadColumn& column, const InferredCell& cell, const std:
       out.append_double(cell.kind == JsonKind::Int64 ? static_cast<double>(cell.scalar.integer) : cell.scalar.floating);
       return;
     case ColumnType::Utf8: out.append_bytes(strings.data() + cell.text_begin, cell.text_size); return;
-    case ColumnType::Json: out.append_bytes(raw[cell.member].value); return;
+    case ColumnType::Json:
+      out.append_bytes(cell.has_raw ? payload.substr(cell.raw_begin, cell.raw_size) : raw[cell.member].value);
+      return;
     case ColumnType::Binary:
     case ColumnType::TimestampMs: break;  // never inferred
   }
@@ -391,7 +396,7 @@ std::vector<BuiltColumn> json_text_payload_column(const Records& records) {
   return finish_all(columns);
 }
 
-std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool include_metadata,
+std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool include_metadata, bool validated_input,
                                                JsonPayloadReader& reader, Rejections& rejections) {
   std::vector<std::string> names;  // in order of first appearance across the batch
   std::vector<FieldKinds> kinds;
@@ -407,24 +412,48 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
   std::vector<size_t> cells_of(records.size() + 1, 0);  // record i: cells [cells_of[i], cells_of[i + 1])
   std::vector<bool> validated(records.size(), true);
   std::string strings;
+  detail::FlatObjectReader flat_reader;
+  std::vector<detail::FlatMember> flat;
+  std::vector<detail::FlatMember> from_dom;
 
   // Pass 1: the fields, their order, their kinds and their values.
   for (size_t i = 0; i < records.size(); ++i) {
     cells_of[i] = cells.size();
     const pmq_record& record = records[i];
     if (is_tombstone(record)) continue;
-    if (std::string error = reader.read(as_text(record.payload), false, parsed); !error.empty()) {
-      rejections.add(i, error);
-      continue;
+    // Validated payloads in one On-Demand pass (values and original texts); others, and what
+    // that pass does not read plainly, through the DOM reader (texts split again in pass 2).
+    const bool one_pass = validated_input && flat_reader.read(as_text(record.payload), flat);
+    if (!one_pass) {
+      if (std::string error = reader.read(as_text(record.payload), false, parsed); !error.empty()) {
+        rejections.add(i, error);
+        continue;
+      }
+      if (parsed.kind != JsonKind::Object) {
+        all_objects = false;
+        continue;
+      }
+      validated[i] = parsed.validated;
+      from_dom.resize(parsed.members.size());
+      for (size_t m = 0; m < parsed.members.size(); ++m) {
+        const JsonValue& value = parsed.members[m].value;
+        detail::FlatMember& f = from_dom[m];
+        f = detail::FlatMember{};
+        f.key = parsed.members[m].key;
+        f.kind = value.kind;
+        switch (value.kind) {
+          case JsonKind::Bool: f.boolean = value.element.get_bool().value_unsafe(); break;
+          case JsonKind::Int64: f.integer = value.element.get_int64().value_unsafe(); break;
+          case JsonKind::Double: f.floating = value.element.get_double().value_unsafe(); break;
+          case JsonKind::String: f.text = value.element.get_string().value_unsafe(); break;
+          default: break;  // exported as original text only
+        }
+      }
     }
-    if (parsed.kind != JsonKind::Object) {
-      all_objects = false;
-      continue;
-    }
-    validated[i] = parsed.validated;
+    const std::vector<detail::FlatMember>& members = one_pass ? flat : from_dom;
     slots.start_record();
-    for (size_t m = 0; m < parsed.members.size(); ++m) {
-      const std::string_view key = parsed.members[m].key;
+    for (size_t m = 0; m < members.size(); ++m) {
+      const std::string_view key = members[m].key;
       if (include_metadata && is_metadata_column(key)) {
         std::string reason = "field '" + std::string(key) + "' collides with a metadata column";
         const bool reported = std::any_of(collisions.begin(), collisions.end(),
@@ -444,21 +473,24 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
     if (!all_objects) continue;  // whole payloads are exported: the values are not needed
     for (size_t column : slots.touched()) {
       const size_t member = slots.get(column);
-      const JsonValue& value = parsed.members[member].value;
+      const detail::FlatMember& value = members[member];
       kinds[column].add(value.kind);
       InferredCell cell{column, member, value.kind};
       switch (value.kind) {
-        case JsonKind::Bool: cell.scalar.boolean = value.element.get_bool().value_unsafe(); break;
-        case JsonKind::Int64: cell.scalar.integer = value.element.get_int64().value_unsafe(); break;
-        case JsonKind::Double: cell.scalar.floating = value.element.get_double().value_unsafe(); break;
-        case JsonKind::String: {
-          const std::string_view text = value.element.get_string().value_unsafe();
+        case JsonKind::Bool: cell.scalar.boolean = value.boolean; break;
+        case JsonKind::Int64: cell.scalar.integer = value.integer; break;
+        case JsonKind::Double: cell.scalar.floating = value.floating; break;
+        case JsonKind::String:
           cell.text_begin = strings.size();
-          cell.text_size = text.size();
-          strings.append(text);
+          cell.text_size = value.text.size();
+          strings.append(value.text);
           break;
-        }
         default: break;  // exported as original text only
+      }
+      if (one_pass) {
+        cell.has_raw = true;
+        cell.raw_begin = value.raw_begin;
+        cell.raw_size = value.raw_size;
       }
       cells.push_back(cell);
     }
@@ -493,13 +525,13 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
         continue;
       }
       const InferredCell& cell = cells[k];
-      if (columns[c].type == ColumnType::Json && cell.kind != JsonKind::Null) {
+      if (columns[c].type == ColumnType::Json && cell.kind != JsonKind::Null && !cell.has_raw) {
         if (!raw_ready) raw_ready = JsonPayloadReader::split(as_text(record.payload), validated[i], raw);
         if (!raw_ready || cell.member >= raw.size()) {
           throw ExportError("record " + std::to_string(i) + " read differently on the second pass: payload is not valid JSON");
         }
       }
-      append_inferred(columns[c], cell, strings, raw);
+      append_inferred(columns[c], cell, strings, raw, as_text(record.payload));
     }
   }
   return finish_all(columns);
@@ -688,7 +720,8 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
       JsonPayloadReader reader;  // one parser for the whole batch
       payload = options.declared
                     ? declared_json_columns(records, *options.declared, options.include_metadata, reader, rejections)
-                    : inferred_json_columns(records, options.include_metadata, reader, rejections);
+                    : inferred_json_columns(records, options.include_metadata, options.payloads_validated, reader,
+                                            rejections);
     }
   }
   ExportResult result;

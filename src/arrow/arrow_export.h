@@ -25,6 +25,10 @@ struct DeclaredColumn {
 struct ExportOptions {
   bool include_metadata = true;                         // the pico_* columns first
   std::optional<std::vector<DeclaredColumn>> declared;  // payload columns; absent = infer
+  // The JSON payloads were validated already (the runtime's JSON decoder did): inferred columns
+  // are then read in one On-Demand pass that does not validate nested values again. Off: every
+  // payload is validated here, and an invalid one is a rejected record.
+  bool payloads_validated = false;
 };
 
 struct RecordRejection {

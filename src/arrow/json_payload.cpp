@@ -1,5 +1,7 @@
 #include "arrow/json_payload.h"
 
+#include <cstring>
+
 namespace picomq::arrow::detail {
 namespace {
 
@@ -46,6 +48,93 @@ std::string_view describe(JsonKind kind) {
     case JsonKind::BigNumber: return "number out of range";
   }
   return "value";
+}
+
+namespace {
+
+size_t trimmed_size(std::string_view text) {
+  size_t n = text.size();
+  while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\n' || text[n - 1] == '\r')) --n;
+  return n;
+}
+
+}  // namespace
+
+bool FlatObjectReader::read(std::string_view payload, std::vector<FlatMember>& out) {
+  namespace od = simdjson::ondemand;
+  out.clear();
+  // On-Demand reads up to SIMDJSON_PADDING bytes past the end: a padded copy (payloads are small).
+  padded_.resize(payload.size() + simdjson::SIMDJSON_PADDING);
+  std::memcpy(padded_.data(), payload.data(), payload.size());
+  std::memset(padded_.data() + payload.size(), ' ', simdjson::SIMDJSON_PADDING);
+  const char* base = padded_.data();
+  od::document doc;
+  if (parser_.iterate(padded_.data(), payload.size(), padded_.size()).get(doc)) return false;
+  od::object object;
+  if (doc.get_object().get(object)) return false;
+  for (auto result : object) {
+    od::field field;
+    if (std::move(result).get(field)) return false;
+    FlatMember m;
+    if (field.unescaped_key().get(m.key)) return false;
+    od::value value = field.value();
+    const std::string_view token = value.raw_json_token();
+    m.raw_begin = static_cast<size_t>(token.data() - base);
+    m.raw_size = trimmed_size(token);
+    od::json_type type;
+    if (value.type().get(type)) return false;
+    switch (type) {
+      case od::json_type::object: {
+        od::object inner;
+        std::string_view raw;
+        if (value.get_object().get(inner) || inner.raw_json().get(raw)) return false;
+        m.kind = JsonKind::Object;
+        m.raw_size = trimmed_size(raw);
+        break;
+      }
+      case od::json_type::array: {
+        od::array inner;
+        std::string_view raw;
+        if (value.get_array().get(inner) || inner.raw_json().get(raw)) return false;
+        m.kind = JsonKind::Array;
+        m.raw_size = trimmed_size(raw);
+        break;
+      }
+      case od::json_type::number: {
+        od::number number;
+        if (value.get_number().get(number)) return false;  // beyond double, or malformed
+        switch (number.get_number_type()) {
+          case od::number_type::signed_integer:
+            m.kind = JsonKind::Int64;
+            m.integer = number.get_int64();
+            break;
+          case od::number_type::floating_point_number:
+            m.kind = JsonKind::Double;
+            m.floating = number.get_double();
+            break;
+          default: return false;  // unsigned beyond int64, big integers: the DOM reader's rules
+        }
+        break;
+      }
+      case od::json_type::string:
+        m.kind = JsonKind::String;
+        if (value.get_string().get(m.text)) return false;
+        break;
+      case od::json_type::boolean:
+        m.kind = JsonKind::Bool;
+        if (value.get_bool().get(m.boolean)) return false;
+        break;
+      case od::json_type::null: {
+        bool is_null = false;
+        if (value.is_null().get(is_null) || !is_null) return false;
+        m.kind = JsonKind::Null;
+        break;
+      }
+      default: return false;
+    }
+    out.push_back(m);
+  }
+  return true;  // what follows the object was validated with it (the decoder parsed the whole payload)
 }
 
 std::string JsonPayloadReader::read(std::string_view payload, bool want_raw, ParsedPayload& out) {

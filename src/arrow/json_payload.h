@@ -35,6 +35,34 @@ struct ParsedPayload {
   bool validated = true;           // simdjson accepted the whole text (not the big-number path)
 };
 
+// One top-level member of an object payload as simdjson On-Demand reads it in a single pass:
+// the scalar, the unescaped string, and the member's original text where it lies in the payload.
+struct FlatMember {
+  std::string_view key;  // unescaped; valid until the next read
+  JsonKind kind = JsonKind::Null;
+  bool boolean = false;
+  int64_t integer = 0;
+  double floating = 0;
+  std::string_view text;    // kind String: the unescaped value; valid until the next read
+  size_t raw_begin = 0;     // the value's original text: payload.substr(raw_begin, raw_size)
+  size_t raw_size = 0;
+};
+
+// Reads object payloads with simdjson On-Demand: one pass, no DOM, and the original text of
+// nested objects and arrays taken where they lie (no second scan). It does not validate what it
+// skips (the inside of nested values): only for payloads the runtime's JSON decoder validated
+// already. false when the payload is not an object or holds anything it does not read plainly
+// (a number beyond int64 / double, an error): the caller then uses JsonPayloadReader, which
+// validates and explains.
+class FlatObjectReader {
+ public:
+  bool read(std::string_view payload, std::vector<FlatMember>& out);
+
+ private:
+  simdjson::ondemand::parser parser_;
+  std::string padded_;
+};
+
 // One per export; not thread-safe. What a read returns stays valid until the next read.
 class JsonPayloadReader {
  public:

@@ -61,6 +61,9 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
       declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
     arrow_options_.declared = std::move(declared);
   }
+  // JSON payloads reach the export validated (the json decoder parsed each; other decoders and
+  // transforms write JSON themselves): the export reads them in one pass.
+  arrow_options_.payloads_validated = true;
   // An arrow-plane sink's batches are exported as they are prepared: the export, the costliest
   // step of that plane, is then shared between the two threads like decoding.
   const BatchPreparer::Settings prep{settings_.block.schema, settings_.block.on_bad_record,

@@ -498,5 +498,75 @@ TEST(ArrowExportTypes, NamesRoundTrip) {
   EXPECT_FALSE(parse_column_type(""));
 }
 
+
+// ---- one-pass reading of validated payloads ----------------------------------------------------
+
+namespace one_pass {
+
+// A cell as text, by the column's Arrow format: what both readers must agree on.
+std::string cell(const Exported& out, const std::string& name, size_t row) {
+  const auto column = out.view().column(name);
+  if (column.is_null(row)) return "<null>";
+  const std::string_view format = out.field(name).format;
+  if (format == "u") return std::string(column.as_string(row));
+  if (format == "l") return std::to_string(column.as_int64(row));
+  if (format == "g") return std::to_string(column.as_double(row));
+  if (format == "b") return column.as_bool(row) ? "true" : "false";
+  return "<format " + std::string(format) + ">";
+}
+
+void expect_same_export(const std::vector<std::string>& payloads) {
+  TestBatch batch(PMQ_PAYLOAD_JSON);
+  for (const auto& p : payloads) batch.payload(p);
+  ExportOptions checked;  // every payload validated by the export (DOM reader)
+  ExportOptions validated;
+  validated.payloads_validated = true;  // one On-Demand pass
+  auto a = run_export(batch, checked);
+  auto b = run_export(batch, validated);
+  ASSERT_TRUE(a->result.ok) << a->result.error;
+  ASSERT_TRUE(b->result.ok) << b->result.error;
+  ASSERT_EQ(a->names(), b->names());
+  for (const auto& name : a->names()) {
+    EXPECT_STREQ(a->field(name).format, b->field(name).format) << name;
+    EXPECT_EQ(a->field(name).flags, b->field(name).flags) << name;
+    const std::string meta_a = a->field(name).metadata ? "m" : "", meta_b = b->field(name).metadata ? "m" : "";
+    EXPECT_EQ(meta_a, meta_b) << name << ": both JSON-typed or neither";
+    for (size_t row = 0; row < payloads.size(); ++row) EXPECT_EQ(cell(*a, name, row), cell(*b, name, row)) << name << " row " << row;
+  }
+}
+
+}  // namespace one_pass
+
+TEST(ArrowExportInferOnePass, ReadsValidatedPayloadsExactlyAsTheValidatingReaderDoes) {
+  one_pass::expect_same_export({
+      R"({"id": 1, "name": "a\"b\\c\u00e9\ud83d\ude00", "price": 12.50, "ok": true, "none": null,
+          "items": [ {"sku": "x", "qty": 2} , [1, 2.0e3, "s"] ],   "ship_to": {"city" : "Z\u00fcrich", "zip": "8000"}})",
+      R"(  { "id" : -9223372036854775808 , "name" : "" , "price" : -0.0 , "ok" : false , "items" : [ ] , "ship_to" : { } }  )",
+      R"({"id": 3, "price": 1e-300, "extra": {"deep": [[[]]]}})",
+      "{}",
+  });
+}
+
+TEST(ArrowExportInferOnePass, MixedKindsGiveJsonColumnsOfTheOriginalTextOfEveryValue) {
+  // Scalars in a JSON column are their original text too (quotes, exponent and spacing kept).
+  one_pass::expect_same_export({R"({"v": 1.50e2 , "w": "x"})", R"({"v": "one", "w": [1 ,2]})", R"({"v": true, "w": null})",
+                                R"({"v": {"a" : 1}, "w": 7})"});
+}
+
+TEST(ArrowExportInferOnePass, WhatOneOnDemandPassDoesNotReadFallsBackToTheValidatingReader) {
+  // Numbers beyond int64 / double, escaped and duplicate keys, and payloads that are not objects.
+  one_pass::expect_same_export({R"({"big": 123456789012345678901234567890, "u": 18446744073709551615, "k\n": 1})",
+                                R"({"big": 1e400, "u": 1, "k\n": 2, "k\n": 3})", R"({"big": 3, "u": 2})"});
+  one_pass::expect_same_export({R"([1, 2])", R"({"a": 1})", R"("text")", "42"});
+  TestBatch batch(PMQ_PAYLOAD_JSON);
+  batch.payload(R"({"k":"first","other":1,"k":7})").payload(R"({"k":8})");
+  ExportOptions validated = without_metadata();
+  validated.payloads_validated = true;
+  auto out = run_export(batch, validated);
+  ASSERT_TRUE(out->result.ok) << out->result.error;
+  EXPECT_STREQ(out->field("k").format, "l") << "the last of a duplicate key wins, as in the validating reader";
+  EXPECT_EQ(out->view().column("k").as_int64(0), 7);
+}
+
 }  // namespace
 }  // namespace picomq::arrow::testing
