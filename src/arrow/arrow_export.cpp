@@ -413,6 +413,7 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
   std::vector<bool> validated(records.size(), true);
   std::string strings;
   detail::FlatObjectReader flat_reader;
+  bool reserved = false;
   std::vector<detail::FlatMember> flat;
   std::vector<detail::FlatMember> from_dom;
 
@@ -451,6 +452,15 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
       }
     }
     const std::vector<detail::FlatMember>& members = one_pass ? flat : from_dom;
+    if (!reserved) {
+      reserved = true;
+      // Records of a batch mostly share their fields: room for all cells at once, instead of
+      // growing (and copying) the vector through the batch.
+      cells.reserve(records.size() * (members.size() + 1));
+      size_t payload_bytes = 0;
+      for (size_t r = i; r < records.size(); ++r) payload_bytes += records[r].payload.size;
+      strings.reserve(payload_bytes);  // unescaped strings are never longer than their payload
+    }
     slots.start_record();
     for (size_t m = 0; m < members.size(); ++m) {
       const std::string_view key = members[m].key;
