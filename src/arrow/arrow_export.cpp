@@ -396,6 +396,31 @@ std::vector<BuiltColumn> json_text_payload_column(const Records& records) {
   return finish_all(columns);
 }
 
+// The members of a payload the validating reader read, as the one-pass reader gives them (raw
+// text offsets when the read kept the texts).
+void flatten_members(const ParsedPayload& parsed, std::string_view payload, std::vector<detail::FlatMember>& out) {
+  out.resize(parsed.members.size());
+  for (size_t m = 0; m < parsed.members.size(); ++m) {
+    const JsonValue& value = parsed.members[m].value;
+    detail::FlatMember& f = out[m];
+    f = detail::FlatMember{};
+    f.key = parsed.members[m].key;
+    f.kind = value.kind;
+    switch (value.kind) {
+      case JsonKind::Bool: f.boolean = value.element.get_bool().value_unsafe(); break;
+      case JsonKind::Int64: f.integer = value.element.get_int64().value_unsafe(); break;
+      case JsonKind::Uint64: f.unsigned_integer = value.element.get_uint64().value_unsafe(); break;
+      case JsonKind::Double: f.floating = value.element.get_double().value_unsafe(); break;
+      case JsonKind::String: f.text = value.element.get_string().value_unsafe(); break;
+      default: break;  // exported as original text only
+    }
+    if (value.raw.data() != nullptr) {
+      f.raw_begin = static_cast<size_t>(value.raw.data() - payload.data());
+      f.raw_size = value.raw.size();
+    }
+  }
+}
+
 std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool include_metadata, bool validated_input,
                                                JsonPayloadReader& reader, Rejections& rejections) {
   std::vector<std::string> names;  // in order of first appearance across the batch
@@ -435,21 +460,7 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
         continue;
       }
       validated[i] = parsed.validated;
-      from_dom.resize(parsed.members.size());
-      for (size_t m = 0; m < parsed.members.size(); ++m) {
-        const JsonValue& value = parsed.members[m].value;
-        detail::FlatMember& f = from_dom[m];
-        f = detail::FlatMember{};
-        f.key = parsed.members[m].key;
-        f.kind = value.kind;
-        switch (value.kind) {
-          case JsonKind::Bool: f.boolean = value.element.get_bool().value_unsafe(); break;
-          case JsonKind::Int64: f.integer = value.element.get_int64().value_unsafe(); break;
-          case JsonKind::Double: f.floating = value.element.get_double().value_unsafe(); break;
-          case JsonKind::String: f.text = value.element.get_string().value_unsafe(); break;
-          default: break;  // exported as original text only
-        }
-      }
+      flatten_members(parsed, as_text(record.payload), from_dom);
     }
     const std::vector<detail::FlatMember>& members = one_pass ? flat : from_dom;
     if (!reserved) {
@@ -566,7 +577,7 @@ std::optional<int64_t> integral_double(double value) {
 
 // Appends `value` (nullptr: the field is absent) converted to the declared type; returns the
 // rejection reason when it cannot (a null is appended then, to keep the column aligned).
-std::string append_declared(PayloadColumn& column, const JsonValue* value) {
+std::string append_declared(PayloadColumn& column, const detail::FlatMember* value, std::string_view payload) {
   ArrayBuilder& out = column.builder;
   if (value == nullptr || value->kind == JsonKind::Null) {
     out.append_null();
@@ -575,19 +586,18 @@ std::string append_declared(PayloadColumn& column, const JsonValue* value) {
                             : expected(column, "null (the column is not nullable)");
   }
   const JsonKind kind = value->kind;
-  const simdjson::dom::element& element = value->element;
   switch (*column.type) {
     case ColumnType::Bool:
       if (kind != JsonKind::Bool) break;
-      out.append_bool(element.get_bool().value_unsafe());
+      out.append_bool(value->boolean);
       return {};
     case ColumnType::Int64:
       if (kind == JsonKind::Int64) {
-        out.append_int64(element.get_int64().value_unsafe());
+        out.append_int64(value->integer);
         return {};
       }
       if (kind == JsonKind::Double) {
-        const double d = element.get_double().value_unsafe();
+        const double d = value->floating;
         if (auto integral = integral_double(d)) {
           out.append_int64(*integral);
           return {};
@@ -599,29 +609,29 @@ std::string append_declared(PayloadColumn& column, const JsonValue* value) {
       break;
     case ColumnType::Float64:
       if (kind == JsonKind::Int64) {
-        out.append_double(static_cast<double>(element.get_int64().value_unsafe()));
+        out.append_double(static_cast<double>(value->integer));
         return {};
       }
       if (kind == JsonKind::Uint64) {
-        out.append_double(static_cast<double>(element.get_uint64().value_unsafe()));
+        out.append_double(static_cast<double>(value->unsigned_integer));
         return {};
       }
       if (kind == JsonKind::Double) {
-        out.append_double(element.get_double().value_unsafe());
+        out.append_double(value->floating);
         return {};
       }
       break;
     case ColumnType::Utf8:
     case ColumnType::Binary:  // a string's UTF-8 bytes
       if (kind != JsonKind::String) break;
-      out.append_bytes(element.get_string().value_unsafe());
+      out.append_bytes(value->text);
       return {};
     case ColumnType::TimestampMs:  // integer epoch milliseconds only
       if (kind != JsonKind::Int64) break;
-      out.append_int64(element.get_int64().value_unsafe());
+      out.append_int64(value->integer);
       return {};
     case ColumnType::Json:
-      out.append_bytes(value->raw);
+      out.append_bytes(payload.substr(value->raw_begin, value->raw_size));
       return {};
   }
   out.append_null();
@@ -643,7 +653,7 @@ void check_declared(const std::vector<DeclaredColumn>& declared, bool include_me
 }
 
 std::vector<BuiltColumn> declared_json_columns(const Records& records, const std::vector<DeclaredColumn>& declared,
-                                               bool include_metadata, JsonPayloadReader& reader,
+                                               bool include_metadata, bool validated_input, JsonPayloadReader& reader,
                                                Rejections& rejections) {
   check_declared(declared, include_metadata);
   std::vector<PayloadColumn> columns;
@@ -658,6 +668,9 @@ std::vector<BuiltColumn> declared_json_columns(const Records& records, const std
 
   RecordSlots slots;
   ParsedPayload parsed;
+  detail::FlatObjectReader flat_reader;
+  std::vector<detail::FlatMember> flat;
+  std::vector<detail::FlatMember> from_dom;
   for (size_t i = 0; i < records.size(); ++i) {
     const pmq_record& record = records[i];
     std::string problem;
@@ -668,26 +681,34 @@ std::vector<BuiltColumn> declared_json_columns(const Records& records, const std
       }
       continue;
     }
-    problem = reader.read(as_text(record.payload), want_raw, parsed);
-    if (problem.empty() && parsed.kind != JsonKind::Object) {
-      problem = "payload is not a JSON object (found " + std::string(detail::describe(parsed.kind)) + ")";
+    // Validated payloads in one On-Demand pass; others (and what it does not read plainly)
+    // through the validating reader.
+    const bool one_pass = validated_input && flat_reader.read(as_text(record.payload), flat);
+    if (!one_pass) {
+      problem = reader.read(as_text(record.payload), want_raw, parsed);
+      if (problem.empty() && parsed.kind != JsonKind::Object) {
+        problem = "payload is not a JSON object (found " + std::string(detail::describe(parsed.kind)) + ")";
+      }
+      if (!problem.empty()) {
+        rejections.add(i, problem);
+        for (PayloadColumn& column : columns) column.builder.append_null();
+        continue;
+      }
+      flatten_members(parsed, as_text(record.payload), from_dom);
     }
-    if (!problem.empty()) {
-      rejections.add(i, problem);
-      for (PayloadColumn& column : columns) column.builder.append_null();
-      continue;
-    }
+    const std::vector<detail::FlatMember>& members = one_pass ? flat : from_dom;
     slots.start_record();
-    for (size_t m = 0; m < parsed.members.size(); ++m) {
+    for (size_t m = 0; m < members.size(); ++m) {
       // Undeclared fields are dropped.
-      if (const size_t column = column_of.find(m, parsed.members[m].key); column != FieldLookup::npos) {
+      if (const size_t column = column_of.find(m, members[m].key); column != FieldLookup::npos) {
         slots.set(column, m);
       }
     }
     for (size_t c = 0; c < columns.size(); ++c) {
       const size_t member = slots.get(c);
-      const JsonValue* value = member == RecordSlots::npos ? nullptr : &parsed.members[member].value;
-      if (std::string reason = append_declared(columns[c], value); !reason.empty()) rejections.add(i, reason);
+      const detail::FlatMember* value = member == RecordSlots::npos ? nullptr : &members[member];
+      if (std::string reason = append_declared(columns[c], value, as_text(record.payload)); !reason.empty())
+        rejections.add(i, reason);
     }
   }
   if (!rejections.empty()) return {};
@@ -729,7 +750,8 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
     default: {
       JsonPayloadReader reader;  // one parser for the whole batch
       payload = options.declared
-                    ? declared_json_columns(records, *options.declared, options.include_metadata, reader, rejections)
+                    ? declared_json_columns(records, *options.declared, options.include_metadata,
+                                            options.payloads_validated, reader, rejections)
                     : inferred_json_columns(records, options.include_metadata, options.payloads_validated, reader,
                                             rejections);
     }

@@ -42,6 +42,7 @@ struct FlatMember {
   JsonKind kind = JsonKind::Null;
   bool boolean = false;
   int64_t integer = 0;
+  uint64_t unsigned_integer = 0;  // kind Uint64 (only from the validating reader)
   double floating = 0;
   std::string_view text;    // kind String: the unescaped value; valid until the next read
   size_t raw_begin = 0;     // the value's original text: payload.substr(raw_begin, raw_size)

@@ -204,5 +204,54 @@ TEST(ArrowExportDeclared, SchemaErrorsFailTheWholeBatch) {
   EXPECT_EQ(not_json->result.error, "a declared schema applies to JSON batches only");
 }
 
+// Validated payloads are read in one On-Demand pass: the same columns, values and rejections as
+// the validating reader, for every declared type and every conversion rule.
+TEST(ArrowExportDeclared, ValidatedPayloadsInOnePassGiveExactlyWhatTheValidatingReaderGives) {
+  const std::vector<std::string> payloads = {
+      R"({"b": true, "i": 42, "f": 1.5, "s": "x\u00e9\"", "z": "bytes", "t": 1700000000123, "j": {"a" : [1, 2.50]}})",
+      R"({ "i" : 3.0 , "f" : 7 , "j" : "text" , "extra" : [1] })",
+      R"({"i": 2.5, "f": "no", "b": 1, "s": 5, "t": 1.5})",               // rejections of each kind
+      R"({"i": 1e30, "f": 18446744073709551615, "j": 123456789012345678901234567890})",  // beyond int64 / double
+      R"({"i": null, "b": false, "s": ""})",
+      R"([1])",
+  };
+  const std::vector<DeclaredColumn> columns = {{"b", ColumnType::Bool},        {"i", ColumnType::Int64},
+                                               {"f", ColumnType::Float64},     {"s", ColumnType::Utf8},
+                                               {"z", ColumnType::Binary},      {"t", ColumnType::TimestampMs},
+                                               {"j", ColumnType::Json}};
+  TestBatch batch(PMQ_PAYLOAD_JSON);
+  for (const auto& p : payloads) batch.payload(p);
+  ExportOptions validated = declared(columns);
+  validated.payloads_validated = true;
+  auto a = run_export(batch, declared(columns));
+  auto b = run_export(batch, validated);
+  ASSERT_FALSE(a->result.ok);
+  ASSERT_EQ(a->result.rejected.size(), b->result.rejected.size());
+  for (size_t k = 0; k < a->result.rejected.size(); ++k) {
+    EXPECT_EQ(a->result.rejected[k].record_index, b->result.rejected[k].record_index);
+    EXPECT_EQ(a->result.rejected[k].reason, b->result.rejected[k].reason);
+  }
+  // Without the records refused, both exports succeed with the same cells.
+  TestBatch good(PMQ_PAYLOAD_JSON);
+  good.payload(payloads[0]).payload(payloads[1]).payload(payloads[4]);
+  auto c = run_export(good, declared(columns));
+  auto d = run_export(good, validated);
+  ASSERT_TRUE(c->result.ok) << c->result.error;
+  ASSERT_TRUE(d->result.ok) << d->result.error;
+  const auto vc = c->view(), vd = d->view();
+  for (size_t row = 0; row < 3; ++row) {
+    for (const char* name : {"b", "i", "f", "s", "z", "t", "j"}) {
+      EXPECT_EQ(vc.column(name).is_null(row), vd.column(name).is_null(row)) << name << " row " << row;
+    }
+    if (!vc.column("j").is_null(row)) EXPECT_EQ(vc.column("j").as_string(row), vd.column("j").as_string(row)) << row;
+    if (!vc.column("i").is_null(row)) EXPECT_EQ(vc.column("i").as_int64(row), vd.column("i").as_int64(row)) << row;
+    if (!vc.column("f").is_null(row)) EXPECT_EQ(vc.column("f").as_double(row), vd.column("f").as_double(row)) << row;
+    if (!vc.column("s").is_null(row)) EXPECT_EQ(vc.column("s").as_string(row), vd.column("s").as_string(row)) << row;
+  }
+  EXPECT_EQ(vd.column("j").as_string(0), R"({"a" : [1, 2.50]})") << "the original text";
+  EXPECT_EQ(vd.column("j").as_string(1), R"("text")");
+  EXPECT_EQ(vd.column("i").as_int64(1), 3) << "an integral double";
+}
+
 }  // namespace
 }  // namespace picomq::arrow::testing
