@@ -542,7 +542,7 @@ TEST(ArrowExportInferOnePass, ReadsValidatedPayloadsExactlyAsTheValidatingReader
       R"({"id": 1, "name": "a\"b\\c\u00e9\ud83d\ude00", "price": 12.50, "ok": true, "none": null,
           "items": [ {"sku": "x", "qty": 2} , [1, 2.0e3, "s"] ],   "ship_to": {"city" : "Z\u00fcrich", "zip": "8000"}})",
       R"(  { "id" : -9223372036854775808 , "name" : "" , "price" : -0.0 , "ok" : false , "items" : [ ] , "ship_to" : { } }  )",
-      R"({"id": 3, "price": 1e-300, "extra": {"deep": [[[]]]}})",
+      R"({"id": 3, "price": 1e-300, "extra": {"deep": [[[]]]}, "zero": -0, "negzero": -0.0, "e": 1E2})",
       "{}",
   });
 }
