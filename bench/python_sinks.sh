@@ -6,7 +6,7 @@
 # per CPU-second of the runtime process. See bench/README.md. Not a test: ctest does not run it.
 #
 # Environment: BENCH_RECORDS=1000000, BENCH_RUNS=1, BENCH_SKIP_BUILD=0, BENCH_BATCH_LENGTH=1000,
-# BENCH_KEEP=0, BENCH_DIR= (as bench/planes.sh). Smoke mode for CI: BENCH_RECORDS=20000.
+# BENCH_PLANES="rows batches arrow" (a subset to run), BENCH_KEEP=0, BENCH_DIR= (as bench/planes.sh). Smoke mode for CI: BENCH_RECORDS=20000.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -16,7 +16,7 @@ SKIP_BUILD="${BENCH_SKIP_BUILD:-0}"
 BATCH_LENGTH="${BENCH_BATCH_LENGTH:-1000}"
 KEEP="${BENCH_KEEP:-0}"
 TOPIC="bench.python"
-PLANES=(rows batches arrow)
+read -r -a PLANES <<< "${BENCH_PLANES:-rows batches arrow}"
 bench_require_positive BENCH_RECORDS "$N"
 bench_require_positive BENCH_RUNS "$RUNS"
 bench_require_positive BENCH_BATCH_LENGTH "$BATCH_LENGTH"

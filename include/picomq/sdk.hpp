@@ -92,6 +92,19 @@ class Pending {
     state_->rejected = true;
   }
   bool completed() const { return !state_ || state_->completed.load(); }
+  // ABI 2.3: the sink holds what it needs of the batch (encoded or copied it), so the host may
+  // free the batch now instead of at the completion; the batch must not be read after this. A
+  // RETRY after it makes the host read the records again from the broker (see sink_abi.h).
+  // Call after any reject(). Returns false (and does nothing) on a host older than ABI 2.3.
+  bool release() {
+    if (!state_ || state_->completed.load() || state_->released) return false;
+    if (state_->host->struct_size < offsetof(pmq_host_api, release) + sizeof(state_->host->release) ||
+        !state_->host->release)
+      return false;
+    state_->released = true;
+    state_->host->release(state_->result);
+    return true;
+  }
 
  private:
   template <class S>
@@ -103,6 +116,7 @@ class Pending {
     pmq_write_result* result = nullptr;
     std::atomic<bool> completed{false};
     bool rejected = false;
+    bool released = false;
     ~State() {
       if (!completed.exchange(true)) {
         host->set_error(result, "the sink dropped a pending write without completing it");

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 2
+#define PMQ_SINK_ABI_VERSION_MINOR 3
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -234,6 +234,22 @@ typedef struct pmq_host_api {
    * are [a-z0-9_]+, e.g. "requests", "bytes_sent", "server_rejections"). The host shows them in
    * the status and exposes them as metrics. Any thread. */
   void (*count)(void *host_ctx, const char *name, uint64_t n);
+
+  /* Since ABI 2.3 (check struct_size). For a write that returned PMQ_WRITE_PENDING: the plugin
+   * holds what it needs of the batch (it encoded or copied the records), so the host may free
+   * the batch now rather than at the completion. A sink that gathers many batches into one
+   * large object or file then holds its own bytes only, not every pending batch's records, and
+   * the runtime's buffer limit counts the batch as gone. Call it at most once, after any
+   * reject_record() of the write and before complete(), from any thread; from then on the batch
+   * (records, Arrow structs) must not be read.
+   * The host cannot send a released batch again: when its write then completes with RETRY or
+   * PARTIAL (or rejects records after the release), the host reads the records again from the
+   * broker, from the batch's first offset, after the retry policy's back-off (a rewind). Every
+   * later write of that partition is discarded whatever its outcome, and the records come
+   * again in new batches, possibly cut at other offsets. The host may also keep the batch
+   * (e.g. it holds records bound for the bad-record policy): then a failed write is resent as
+   * usual. A sink must take either in stride, as it takes any replay. */
+  void (*release)(pmq_write_result *result);
 } pmq_host_api;
 
 typedef struct pmq_sink_plugin {

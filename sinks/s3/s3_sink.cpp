@@ -263,6 +263,12 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       }
     }
     cv_.notify_all();
+    // The records are encoded into their objects: the runtime may free the batch now, so what an
+    // object holds until it is complete is its own bytes, bounded by parts_in_flight x
+    // part_size, and not every batch it spans (64 MiB objects held ~360 MB of records). Should
+    // the object fail, the runtime reads the records again from the broker. Before finish():
+    // until then the write cannot complete.
+    write->pending.release();
     write->finish(std::nullopt);
     return result;
   }

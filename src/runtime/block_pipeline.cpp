@@ -138,6 +138,7 @@ void BlockPipeline::poll_once() {
   }
   client_.refresh_subscription(false);
   committer_.commit_stored();
+  take_rewinds();
   const bool paused = apply_backpressure();
 
   auto wait = paused ? milliseconds(0) : kMaxPollWait;
@@ -199,6 +200,7 @@ void BlockPipeline::enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> me
   job.tp = std::move(tp);
   for (const auto& m : messages) job.bytes += kafka::message_bytes(m.get());
   job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
+  if (const auto g = generation_.find(job.tp); g != generation_.end()) job.generation = g->second;
   size_t queued;
   {
     std::lock_guard lock(mutex_);
@@ -238,10 +240,60 @@ bool BlockPipeline::apply_backpressure() {
   flush_due(Clock::now());
   std::unique_lock lock(mutex_);
   done_cv_.wait_for(lock, kMaxPollWait, [&] {
-    return buffered_records_.load() < settings_.max_buffered_records / 2 &&
-           buffered_bytes_.load() < settings_.max_buffered_bytes / 2;
+    return !rewinds_.empty() || (buffered_records_.load() < settings_.max_buffered_records / 2 &&
+                                 buffered_bytes_.load() < settings_.max_buffered_bytes / 2);
   });
   return true;
+}
+
+void BlockPipeline::request_rewind(const TopicPartition& tp, int64_t offset, uint64_t generation) {
+  {
+    std::lock_guard lock(mutex_);
+    rewinds_.push_back({tp, offset, generation});
+  }
+  done_cv_.notify_all();
+  client_.wake();
+}
+
+// The records of a partition are read again from an offset: what is buffered of it (bucketed
+// or queued, all of an older generation) goes, and the partition's reading moves back.
+void BlockPipeline::take_rewinds() {
+  std::vector<Rewind> rewinds;
+  {
+    std::lock_guard lock(mutex_);
+    if (rewinds_.empty()) return;
+    rewinds.swap(rewinds_);
+  }
+  for (const auto& r : rewinds) {
+    uint64_t& generation = generation_[r.tp];
+    generation = std::max(generation, r.generation);
+    size_t dropped_records = 0, dropped_bytes = 0;
+    for (auto& m : buckets_->take_partition(r.tp)) {
+      ++dropped_records;
+      dropped_bytes += kafka::message_bytes(m.get());
+    }
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = jobs_.begin(); it != jobs_.end();) {
+        if (it->tp == r.tp && it->generation < generation) {
+          dropped_records += it->records->size();
+          dropped_bytes += it->bytes;
+          it = jobs_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    release(dropped_records, dropped_bytes);
+    const auto& assigned = client_.assignment();
+    if (std::find(assigned.begin(), assigned.end(), r.tp) == assigned.end()) continue;  // handed away meanwhile
+    if (auto error = client_.seek(r.tp, r.offset); !error.empty()) {
+      fail("cannot read " + r.tp.to_string() + " again from offset " + std::to_string(r.offset) + ": " + error);
+      return;
+    }
+    spdlog::info("{}: reading {} again from offset {} ({} buffered records of it dropped)", log_prefix_,
+                 r.tp.to_string(), r.offset, dropped_records);
+  }
 }
 
 void BlockPipeline::set_paused(bool paused, size_t records, size_t bytes) {
@@ -379,6 +431,9 @@ void BlockPipeline::delivery_main() {
       .on_write_done = [this] {
         std::lock_guard lock(mutex_);
         work_cv_.notify_all();
+      },
+      .rewind = [this](const TopicPartition& tp, int64_t offset, uint64_t generation) {
+        request_rewind(tp, offset, generation);
       }});
   bool flushed = false;  // since the last write started
   for (;;) {
@@ -396,12 +451,16 @@ void BlockPipeline::delivery_main() {
       flushed = false;
     }
     if (window.empty()) break;  // stopping, and everything is written
+    if (const auto freed = window.collect_released(); freed.records) {
+      release(freed.records, freed.bytes);
+      done_cv_.notify_all();
+    }
     if (!window.oldest_done()) {
       await_oldest(window, flushed);
       if (!window.oldest_done()) continue;  // a job came: start it
     }
     Job done = window.finish_oldest();
-    release(done.records->size(), done.bytes);
+    if (!done.released) release(done.records->size(), done.bytes);
     const TopicPartition tp = done.tp;
     done = Job{};  // drops the batch and the messages it pointed into
     in_flight_.end(tp);
@@ -420,7 +479,7 @@ void BlockPipeline::delivery_main() {
 // poll_interval (or the block is stopping), the sink is asked once to seal what it holds.
 void BlockPipeline::await_oldest(DeliveryWindow& window, bool& flushed) {
   std::unique_lock lock(mutex_);
-  auto ready = [&] { return window.oldest_done() || (!window.full() && !jobs_.empty()); };
+  auto ready = [&] { return window.oldest_done() || (!window.full() && !jobs_.empty()) || window.release_waiting(); };
   if (flushed) {
     work_cv_.wait(lock, ready);  // sealed already: wait for the outcome
     return;

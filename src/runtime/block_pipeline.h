@@ -106,6 +106,10 @@ class BlockPipeline final : private kafka::RebalanceListener {
   // The block fails: logged, and the sink hears it once (it stops every block).
   void fail(const std::string& message);
   void release(size_t records, size_t bytes);
+  // A released write failed (delivery thread): read `tp` again from `offset`, its jobs from
+  // then on carrying `generation`. Carried out by the consumer thread (take_rewinds).
+  void request_rewind(const TopicPartition& tp, int64_t offset, uint64_t generation);
+  void take_rewinds();
 
   BlockSettings settings_;
   SinkInstance& sink_;
@@ -117,6 +121,7 @@ class BlockPipeline final : private kafka::RebalanceListener {
   OffsetCommitter committer_;
   std::unique_ptr<Bucketer<kafka::MessagePtr>> buckets_;
   bool paused_ = false;
+  std::map<TopicPartition, uint64_t> generation_;  // consumer thread: each partition's read generation
 
   // Decoders keep state (parser buffers), and both threads prepare batches: one preparer each.
   // The transform chain is immutable and shared.
@@ -134,6 +139,12 @@ class BlockPipeline final : private kafka::RebalanceListener {
   std::condition_variable work_cv_;  // delivery thread waits for jobs / outcomes / stop
   std::condition_variable done_cv_;  // consumer thread waits for buffer room / the delivery thread to finish
   std::deque<Job> jobs_;
+  struct Rewind {
+    TopicPartition tp;
+    int64_t offset;
+    uint64_t generation;
+  };
+  std::vector<Rewind> rewinds_;  // asked for by the delivery thread, not carried out yet
   InFlightPartitions in_flight_;  // jobs the delivery thread took (begun under mutex_), not yet finished
   bool delivery_stop_ = false;
   bool delivery_finished_ = false;

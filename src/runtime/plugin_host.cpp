@@ -44,6 +44,14 @@ void host_complete(pmq_write_result* result, pmq_write_status status) {
   result->call->complete(status);
 }
 
+void host_release(pmq_write_result* result) {
+  if (!result || !result->call) {
+    spdlog::error("a plugin released a write that cannot be pending (rows plane); ignored");
+    return;
+  }
+  result->call->request_release();
+}
+
 int host_config_has(void* ctx, const char* name) { return name && options_of(ctx).has(name); }
 const char* host_config_string(void* ctx, const char* name) { return name ? options_of(ctx).string(name) : nullptr; }
 int64_t host_config_int(void* ctx, const char* name) { return name ? options_of(ctx).integer(name) : 0; }
@@ -115,6 +123,7 @@ pmq_host_api make_host_api(HostContext* ctx) {
   host.set_max_in_flight = host_set_max_in_flight;
   host.sink_key = ctx->sink_key.c_str();
   host.count = host_count;
+  host.release = host_release;
   return host;
 }
 
@@ -335,6 +344,43 @@ void WriteCall::complete(pmq_write_status status) {
     cv_.notify_all();
   }
   if (notify) notify();  // a copy: the call may be gone by now
+}
+
+void WriteCall::request_release() {
+  std::function<void()> notify;
+  {
+    std::lock_guard lock(mutex_);
+    if (done_) return;  // completed first: nothing to free early
+    if (release_requested_) {
+      spdlog::error("a plugin released the same write twice; the second release is ignored");
+      return;
+    }
+    release_requested_ = true;
+    rejections_at_release_ = outcome.rejections.size();
+    notify = on_released;
+  }
+  if (notify) notify();
+}
+
+bool WriteCall::release_requested() {
+  std::lock_guard lock(mutex_);
+  return release_requested_;
+}
+
+size_t WriteCall::rejections_at_release() {
+  std::lock_guard lock(mutex_);
+  return rejections_at_release_;
+}
+
+void WriteCall::drop_batch() {
+  std::lock_guard lock(mutex_);
+  view_ = pmq_batch{};
+  arrow_batch_.arrow_schema = nullptr;
+  arrow_batch_.arrow_array = nullptr;
+  if (schema_.release) schema_.release(&schema_);
+  if (array_.release) array_.release(&array_);
+  std::vector<pmq_record>().swap(kept_);
+  std::vector<int64_t>().swap(offsets_);
 }
 
 void WriteCall::wait() {

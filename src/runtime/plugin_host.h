@@ -52,11 +52,23 @@ class WriteCall {
   // Host side: the final status of the write (checked for plugin bugs).
   void complete(pmq_write_status status);
 
+  // ABI 2.3 release(), from any thread: the plugin reads the batch no more. Runs on_released.
+  void request_release();
+  std::function<void()> on_released;
+  // Whether the plugin released the batch (before or after its outcome), and how many records
+  // it had rejected by then (a rejection after the release cannot be mapped to kept records).
+  bool release_requested();
+  size_t rejections_at_release();
+  // The owner freed the batch the write was handed: the Arrow structs go too.
+  void drop_batch();
+
  private:
   friend class SinkInstance;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+  bool release_requested_ = false;
+  size_t rejections_at_release_ = 0;
   pmq_batch view_{};
   ArrowSchema schema_{};
   ArrowArray array_{};

@@ -99,6 +99,7 @@ fn make_host(config: &[(&str, &str)]) -> (Box<FakeHost>, Box<pmq_host_api>) {
         set_max_in_flight: None,
         sink_key: host.sink_key.as_ptr(),
         count: Some(count),
+        release: None,
     });
     (host, api)
 }

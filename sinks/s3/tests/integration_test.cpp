@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -290,5 +291,100 @@ TEST(S3SinkKafka, ALargeObjectStreamsItsPartsAndIsCommittedOnlyWhenComplete) {
   std::printf("\n");
 }
 
+
+// Data objects (not the _picomq markers) as [first offset, count of lines).
+std::vector<std::pair<int64_t, int64_t>> data_objects(const std::vector<S3Object>& objects) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& o : objects)
+    if (o.key.find("/_picomq/") == std::string::npos)
+      out.emplace_back(std::stoll(o.key.substr(o.key.size() - 25, 20)), std::count(o.text.begin(), o.text.end(), '\n'));
+  return out;
+}
+
+std::vector<std::string> padded_values(int n) {
+  const std::string pad(1000, 'x');
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i) values.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
+  return values;
+}
+
+// The sink releases each batch once its records are encoded (ABI 2.3): the runtime frees them,
+// so an object many times the runtime's buffer limit is written whole, and what the process
+// holds is the object's parts in flight, not its records. Without the release the buffer fills,
+// the consumer pauses and the idle flush cuts the object at the buffer's size.
+TEST(S3SinkKafka, AnObjectManyTimesTheRuntimesBufferIsWrittenWholeWithoutHoldingItsRecords) {
+  auto& kafka = Kafka::shared();
+  auto& s3 = SeaweedfsServer::shared();
+  const auto bucket = s3.create_bucket("kafka-released");
+  const auto topic = unique_name("s3.released");
+  kafka.create_topic(topic);
+  constexpr int kRecords = 100000;  // ~100 MB of JSON
+  const auto values = padded_values(kRecords);
+  kafka.produce_values(topic, values);
+  Runtime rt(kafka.bootstrap(), "released");
+  rt.runtime_settings("max_buffered_bytes = \"8MiB\"\n");
+  rt.add_definition("s.toml", definition("s3released", topic, bucket,
+                                         "compression = \"none\"\ninclude_metadata = false\npart_size = \"5MiB\"\n"
+                                         "parts_in_flight = 2\nchunk_size = \"1MiB\"\nmax_object_records = 100000\n"
+                                         "max_object_bytes = \"1GiB\"\n",
+                                         "batch_length = 500\npoll_interval = \"3s\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3released"), topic) == kRecords; }, 120s)) << rt.log();
+  const long peak_kb = rt.peak_rss_kb();
+  const auto counters = rt.sink_status("s3released").value("counters", nlohmann::json::object());
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto objects = s3.objects(bucket);
+  EXPECT_EQ(data_objects(objects), (std::vector<std::pair<int64_t, int64_t>>{{0, kRecords}}))
+      << "one object of every record: nothing sealed it early\n" << rt.log();
+  std::string expected;
+  for (const auto& v : values) expected += v + "\n";
+  for (const auto& o : objects)
+    if (o.key.find("/_picomq/") == std::string::npos) EXPECT_TRUE(o.text == expected) << "every record once, in order";
+  std::printf("peak RSS %ld kB for a %zu-byte object; sink counters %s\n", peak_kb, expected.size(), counters.dump().c_str());
+  EXPECT_LT(peak_kb * 1024, static_cast<long>(expected.size()))
+      << "the process held less than the object (it holds parts, not records)";
+  EXPECT_LE(counters.value("peak_unuploaded_bytes", uint64_t{0}), uint64_t{2 * 5 + 1} << 20)
+      << "the sink's own bytes stay within parts_in_flight x part_size (+ one chunk)";
+}
+
+// A released batch cannot be resent: when its object fails, the runtime reads the records again
+// from the broker (after the retry policy's back-off), and the object is made again from its
+// first offset under the same key. Nothing is lost or doubled.
+TEST(S3SinkKafka, AnOutageMidObjectReadsTheReleasedRecordsAgainFromTheBrokerAndLosesNothing) {
+  auto& kafka = Kafka::shared();
+  auto& s3 = SeaweedfsServer::shared();
+  const auto bucket = s3.create_bucket("kafka-rewind");
+  const auto topic = unique_name("s3.rewind");
+  kafka.create_topic(topic);
+  constexpr int kRecords = 30000;
+  const auto values = padded_values(kRecords);
+  // A third first: the object (30000 records) stays open, two of its parts up, until the rest.
+  kafka.produce_values(topic, std::vector<std::string>(values.begin(), values.begin() + 10000));
+  Runtime rt(kafka.bootstrap(), "rewind");
+  rt.add_definition("s.toml", definition("s3rewind", topic, bucket,
+                                         "compression = \"none\"\ninclude_metadata = true\npart_size = \"5MiB\"\n"
+                                         "parts_in_flight = 1\nchunk_size = \"1MiB\"\nmax_object_records = 30000\n"
+                                         "max_object_bytes = \"1GiB\"\nretry_timeout = \"1s\"\n",
+                                         "batch_length = 500\npoll_interval = \"60s\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return rt.sink_status("s3rewind").value("counters", nlohmann::json::object()).value("parts", 0) >= 2; },
+                         60s))
+      << "two parts of the object are up\n" << rt.log();
+  s3.kill();
+  kafka.produce_values(topic, std::vector<std::string>(values.begin() + 10000, values.end()));
+  ASSERT_TRUE(wait_until([&] { return rt.log().find("are read again from offset") != std::string::npos; }, 30s)) << rt.log();
+  EXPECT_EQ(kafka.committed(group_of("s3rewind"), topic), -1001) << "nothing committed before the object is written";
+  s3.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3rewind"), topic) == kRecords; }, 90s)) << rt.log();
+  EXPECT_EQ(rt.sink_state("s3rewind"), "running");
+  EXPECT_NE(rt.log().find("reading " + topic + "[0] again from offset 0"), std::string::npos) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto records = records_of(s3.objects(bucket));  // fails on a record found twice
+  ASSERT_EQ(records.size(), static_cast<size_t>(kRecords));
+  EXPECT_EQ(records.begin()->first, (std::pair<int, int64_t>{0, 0}));
+  EXPECT_EQ(records.rbegin()->first, (std::pair<int, int64_t>{0, kRecords - 1}));
+}
 }  // namespace
 }  // namespace picomq::test

@@ -27,7 +27,7 @@ void DeliveryWindow::start(Job job) {
   entry->job = std::move(job);
   entry->started = std::chrono::steady_clock::now();
   Job& j = entry->job;
-  if (!failed_.count(j.tp)) {
+  if (!failed_.count(j.tp) && !stale(j)) {
     if (!j.prepared) {
       j.out = deps_.prepare(j);
       j.prepared = true;
@@ -51,6 +51,10 @@ void DeliveryWindow::start(Job job) {
     if (!j.out.batch.records.empty()) {
       entry->call = new_call();
       entry->call->on_done = deps_.on_write_done;
+      entry->call->on_released = [this, notify = deps_.on_write_done] {
+        release_signals_.fetch_add(1);
+        if (notify) notify();
+      };
       deps_.writer.start(j.out.batch, *entry->call);
     }
   }
@@ -73,8 +77,15 @@ Job DeliveryWindow::finish_oldest() {
                    "again on restart", settings_.log_prefix, job.tp.to_string());
     return std::move(job);
   }
+  // A rewind reads these records again: whatever this write came to counts for nothing.
+  if (stale(job)) return std::move(job);
   PreparedBatch& p = job.out;
-  if (entry->call) {
+  if (entry->call && entry->released) {
+    const bool written = finish_released(*entry);
+    deps_.counters.write_latency.observe(std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - entry->started));
+    if (!written) return std::move(job);
+  } else if (entry->call) {
     std::vector<std::pair<int64_t, std::string>> rejected;
     const bool written = retry_write(job, std::move(entry->call->outcome), rejected);
     deps_.counters.write_latency.observe(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -87,6 +98,7 @@ Job DeliveryWindow::finish_oldest() {
     std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
     deps_.counters.delivered += p.batch.records.size() - rejected.size();
     if (!rejected.empty()) deps_.counters.rejected += rejected.size();
+    rewind_attempts_.erase(job.tp);
   }
   if (p.filtered) deps_.counters.filtered += p.filtered;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
@@ -100,6 +112,80 @@ Job DeliveryWindow::finish_oldest() {
   }
   if (!p.failure.empty()) fail(job.tp, p.failure);
   return std::move(job);
+}
+
+DeliveryWindow::Freed DeliveryWindow::collect_released() {
+  Freed freed;
+  if (!release_waiting()) return freed;
+  releases_seen_ = release_signals_.load();
+  for (auto& e : pending_) {
+    if (!e->call || e->release_checked || !e->call->release_requested()) continue;
+    e->release_checked = true;
+    Job& j = e->job;
+    // Kept when some of its records go to the bad-record policy (their bytes are needed) or the
+    // plugin rejected records before releasing: a failure then resends the batch as usual.
+    if (!deps_.rewind || !j.out.bad.empty() || e->call->rejections_at_release() > 0 || j.records->empty()) continue;
+    e->released = true;
+    e->where = offsets_of(j.out.batch);
+    e->batch_records = j.out.batch.records.size();
+    freed.records += j.records->size();
+    freed.bytes += j.bytes;
+    e->call->drop_batch();
+    DecodedBatch& b = j.out.batch;
+    std::vector<pmq_record>().swap(b.records);
+    std::vector<pmq_header>().swap(b.headers);
+    std::deque<std::string>().swap(b.owned);
+    b.arrow_export.reset();
+    j.records = std::make_unique<ReleasedRecords>(*j.records);  // the broker's messages go
+    j.bytes = 0;
+    j.released = true;
+  }
+  return freed;
+}
+
+bool DeliveryWindow::stale(const Job& job) const {
+  const auto it = valid_generation_.find(job.tp);
+  return it != valid_generation_.end() && job.generation < it->second;
+}
+
+bool DeliveryWindow::finish_released(Entry& entry) {
+  Job& job = entry.job;
+  const WriteOutcome& out = entry.call->outcome;
+  if (out.status >= 0 && out.status < static_cast<int>(deps_.counters.attempts.size()))
+    deps_.counters.attempts[out.status].fetch_add(1, std::memory_order_relaxed);
+  if (out.status == PMQ_WRITE_OK) {
+    rewind_attempts_.erase(job.tp);
+    deps_.counters.delivered += entry.batch_records;
+    return true;
+  }
+  std::string reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
+  if (out.status == PMQ_WRITE_REJECTED)
+    reason = "the sink rejected records after releasing the batch (" + reason + ")";
+  if (out.status == PMQ_WRITE_FATAL) {
+    fail(job.tp, "write of " + entry.where + " failed permanently: " + reason);
+    return false;
+  }
+  const int attempt = ++rewind_attempts_[job.tp];
+  if (settings_.retry.max_attempts > 0 && attempt >= settings_.retry.max_attempts) {
+    fail(job.tp, "write of " + entry.where + " failed " + std::to_string(attempt) + " times; last error: " + reason);
+    return false;
+  }
+  // Every write of the partition under way from here on is stale, whatever its outcome.
+  const uint64_t next = job.generation + 1;
+  valid_generation_[job.tp] = std::max(valid_generation_[job.tp], next);
+  const auto delay = settings_.retry.delay_before(attempt + 1);
+  const int64_t from = job.records->first_offset();
+  spdlog::warn("{}: write of {} failed (attempt {}/{}): {}; the sink had released the batch, so its records are "
+               "read again from offset {} in {} ms", settings_.log_prefix, entry.where, attempt,
+               settings_.retry.max_attempts, reason, from, delay.count());
+  if (!deps_.waiter.wait(delay)) {
+    failed_.insert(job.tp);
+    spdlog::warn("{}: stopping while the write of {} waits to be read again: it stays uncommitted and is delivered "
+                 "again on restart", settings_.log_prefix, entry.where);
+    return false;
+  }
+  deps_.rewind(job.tp, from, next);
+  return false;
 }
 
 // The spec's rule: the same batch up to max_attempts times with a doubling back-off; a

@@ -10,7 +10,11 @@
 //    rest counts as written; under `fail` the records before the first rejected one are
 //    committed and the partition fails;
 //  - a failed partition writes nothing more (its failed batch stays first on restart), and a
-//    stop during a back-off leaves the batch uncommitted without failing the sink.
+//    stop during a back-off leaves the batch uncommitted without failing the sink;
+//  - a batch the sink released (ABI 2.3) is freed at once and cannot be sent again: when its
+//    write fails in a way a retry could cure, the partition is rewound (its records read again
+//    from the batch's first offset, after the same back-off, within the same attempts) and
+//    every later write of it already under way counts for nothing.
 //
 // Pure over its dependencies (the sink instance, the offset store, the dead-letter producer,
 // the waiter), so the rules are unit-tested without a broker. One thread drives it (the block's
@@ -20,6 +24,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -106,6 +111,12 @@ class DeliveryWindow {
     std::function<DeadLetters*(std::string& error)> dead_letters;     // created on first use
     std::function<void(const TopicPartition&, const std::string&)> on_failure;  // the block fails
     std::function<void()> on_write_done;                              // any thread: an outcome is known
+    // Read the partition again from `offset`; jobs consumed from then on carry `generation`.
+    // Without it the window keeps released batches (a failure resends them as usual).
+    std::function<void(const TopicPartition&, int64_t offset, uint64_t generation)> rewind;
+  };
+  struct Freed {
+    size_t records = 0, bytes = 0;
   };
 
   DeliveryWindow(Settings settings, Dependencies deps);
@@ -126,16 +137,30 @@ class DeliveryWindow {
 
   bool partition_failed(const TopicPartition& tp) const { return failed_.count(tp) != 0; }
 
+  // Frees the batches the sink released since the last call and returns what they held, for
+  // the buffer limit. Owner thread.
+  Freed collect_released();
+  // Whether a release is waiting to be collected (the owner's wake-up condition).
+  bool release_waiting() const { return release_signals_.load() != releases_seen_; }
+
  private:
   struct Entry {
     Job job;
     std::unique_ptr<WriteCall> call;  // null when nothing was written (failed partition, no records)
     std::chrono::steady_clock::time_point started;
+    bool release_checked = false;  // a release the plugin asked for was looked at
+    bool released = false;         // ... and the batch freed
+    std::string where;             // a released batch's topic-partition and offsets, for the log
+    size_t batch_records = 0;      // ... and how many records the sink was handed
   };
   std::unique_ptr<WriteCall> new_call() const;
   // The rest of the retry policy after a failed first attempt. True when the batch is written
   // (maybe with rejections); false when the partition failed or the block is stopping.
   bool retry_write(Job& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected);
+  // The outcome of a released batch: true when written; else the partition failed, or is
+  // being read again from the batch (a rewind), or the block is stopping.
+  bool finish_released(Entry& entry);
+  bool stale(const Job& job) const;
   bool route_bad_records(Job& job);
   void fail(const TopicPartition& tp, const std::string& message);
   std::string describe(const Job& job, const BadRecord& b) const;
@@ -145,6 +170,12 @@ class DeliveryWindow {
   size_t capacity_;
   std::deque<std::unique_ptr<Entry>> pending_;
   std::set<TopicPartition> failed_;
+  // Rewound partitions: the generation their jobs must have to count, and the attempts their
+  // released writes have had since one last went through.
+  std::map<TopicPartition, uint64_t> valid_generation_;
+  std::map<TopicPartition, int> rewind_attempts_;
+  std::atomic<uint64_t> release_signals_{0};  // releases the plugin asked for (any thread)
+  uint64_t releases_seen_ = 0;
 };
 
 }  // namespace picomq::runtime

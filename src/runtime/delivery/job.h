@@ -41,6 +41,39 @@ struct Job {
   size_t bytes = 0;  // keys + values, for the buffer limit
   bool prepared = false;
   PreparedBatch out;
+  // The partition's read generation when the records were consumed: a rewind (a released
+  // write failed, its records are read again) makes every job of an older one stale.
+  uint64_t generation = 0;
+  // The sink released the batch (ABI 2.3): its records are freed and no longer counted in
+  // the buffer; `records` only knows their number and first / last offsets.
+  bool released = false;
+};
+
+// What is left of a released batch's records: how many, and where they started and ended.
+class ReleasedRecords final : public ConsumedRecords {
+ public:
+  explicit ReleasedRecords(const ConsumedRecords& records)
+      : size_(records.size()),
+        first_(records.empty() ? ConsumedRecord{} : records.at(0)),
+        last_offset_(records.empty() ? 0 : records.last_offset()) {
+    first_.key = first_.value = pmq_bytes{nullptr, 0};
+  }
+  size_t size() const override { return size_; }
+  // Only the first and the last record are known (offset and timestamp of the first).
+  ConsumedRecord at(size_t index) const override {
+    ConsumedRecord r = first_;
+    if (index > 0) {
+      r.offset = last_offset_;
+      r.timestamp_ms = -1;
+    }
+    return r;
+  }
+  void headers(size_t, std::vector<pmq_header>&) const override {}
+
+ private:
+  size_t size_;
+  ConsumedRecord first_;
+  int64_t last_offset_;
 };
 
 }  // namespace picomq::runtime

@@ -197,6 +197,20 @@ std::vector<ConsumerClient::Lag> ConsumerClient::lags() const {
   return out;
 }
 
+std::string ConsumerClient::seek(const TopicPartition& tp, int64_t offset) {
+  PartitionList list(1);
+  list.add(tp.topic, tp.partition, offset);
+  rd_kafka_error_t* e = rd_kafka_seek_partitions(rk_, list.get(), 10000);
+  std::string error;
+  if (e) {
+    error = rd_kafka_error_string(e);
+    rd_kafka_error_destroy(e);
+  } else if (const auto err = list.get()->elems[0].err) {
+    error = rd_kafka_err2str(err);
+  }
+  return error;
+}
+
 void ConsumerClient::set_paused(bool paused) {
   paused_ = paused;
   rd_kafka_topic_partition_list_t* raw = nullptr;

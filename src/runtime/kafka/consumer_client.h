@@ -65,6 +65,8 @@ class ConsumerClient final : public OffsetTransport {
   // Up to `max` messages, waiting at most `wait` for the first; errors are logged, not returned.
   size_t poll(std::chrono::milliseconds wait, size_t max, std::vector<MessagePtr>& out);
   void set_paused(bool paused);
+  // Reads `tp` again from `offset`: librdkafka drops what it fetched past it. Empty, or why not.
+  std::string seek(const TopicPartition& tp, int64_t offset);
   bool paused() const { return paused_; }
   // librdkafka 2.0: wakes a fetcher that parked on a full queue once the queue is drained.
   void watch_fetch_queue(size_t recent_message_bytes);

@@ -272,5 +272,170 @@ TEST(DeliveryWindow, CompletionsFromAnotherThreadAreTakenInOrder) {
   EXPECT_EQ(rig.offsets.offsets(), expected);
 }
 
+// ---------------------------------------------------------------- released batches (ABI 2.3)
+
+Job job_of(const TopicPartition& tp, int64_t first, int n, uint64_t generation = 0) {
+  Job job = prepared_job(tp, first, n);
+  job.bytes = static_cast<size_t>(n) * 100;
+  job.generation = generation;
+  return job;
+}
+
+TEST(DeliveryWindow, ReleasedBatchesAreFreedAtOnceAndCommittedInOrderWhenWritten) {
+  WindowRig rig(Policy::Fail, 4);
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  for (int i = 0; i < 3; ++i) rig.window->start(job_of(A, i * 10, 10));
+  EXPECT_TRUE(rig.window->release_waiting());
+  const auto freed = rig.window->collect_released();
+  EXPECT_EQ(freed.records, 30u);
+  EXPECT_EQ(freed.bytes, 3000u);
+  EXPECT_FALSE(rig.window->release_waiting());
+  EXPECT_EQ(rig.window->collect_released().records, 0u) << "each batch is freed once";
+  for (size_t i = 0; i < 3; ++i) rig.sink.complete(i);
+  std::vector<Job> done;
+  while (!rig.window->empty()) done.push_back(rig.window->finish_oldest());
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_TRUE(done[1].released);
+  EXPECT_EQ(done[1].bytes, 0u) << "no longer counted in the buffer";
+  EXPECT_EQ(done[1].records->size(), 10u);
+  EXPECT_EQ(done[1].records->first_offset(), 10);
+  EXPECT_EQ(done[1].records->last_offset(), 19);
+  EXPECT_TRUE(done[1].out.batch.records.empty()) << "the decoded batch is gone";
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(rig.counters.delivered, 30u);
+}
+
+TEST(DeliveryWindow, AReleasedBatchThatFailsIsReadAgainFromItsFirstOffsetAndLaterWritesOfItsPartitionCountForNothing) {
+  WindowRig rig(Policy::Fail, 4);
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  rig.window->start(job_of(A, 0, 10));
+  rig.window->start(job_of(A, 10, 10));
+  rig.window->start(job_of(B, 0, 5));
+  rig.window->collect_released();
+  rig.sink.complete(0, {PMQ_WRITE_RETRY, "upload failed"});
+  rig.sink.complete(1);  // written, but it follows a failed batch of its partition
+  rig.sink.complete(2);
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 10, 0})) << "nothing is resent: the batch was released";
+  ASSERT_EQ(rig.rewinds.size(), 1u);
+  EXPECT_EQ(rig.rewinds[0], (WindowRig::Rewind{A, 0, 1}));
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200})) << "the retry policy's back-off before the rewind";
+  EXPECT_EQ(rig.offsets.stored(), (std::vector<std::pair<TopicPartition, int64_t>>{{B, 5}}));
+  EXPECT_TRUE(rig.failures.empty());
+
+  // A job consumed before the rewind took effect is stale: not written. The records read
+  // again (the new generation) are, and commit.
+  rig.window->start(job_of(A, 20, 10, 0));
+  rig.window->start(job_of(A, 0, 15, 1));
+  rig.window->collect_released();
+  rig.sink.complete(3);
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 10, 0, 0}));
+  EXPECT_EQ(rig.sink.sizes().back(), 15u) << "read again, cut anew";
+  EXPECT_EQ(rig.offsets.stored().back(), (std::pair<TopicPartition, int64_t>{A, 15}));
+  EXPECT_EQ(rig.counters.delivered, 20u) << "B's 5 and A's 15; the stale write is not counted";
+}
+
+TEST(DeliveryWindow, RewindsOfAReleasedBatchUseTheRetryPolicysAttemptsThenThePartitionFails) {
+  WindowRig rig(Policy::Fail, 2);
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  for (uint64_t generation = 0; generation < 5; ++generation) {
+    rig.window->start(job_of(A, 0, 10, generation));
+    rig.window->collect_released();
+    rig.sink.complete(generation, {PMQ_WRITE_PARTIAL, "timeout"});
+    rig.drain();
+  }
+  EXPECT_EQ(rig.rewinds.size(), 4u);
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
+  ASSERT_EQ(rig.failures.size(), 1u);
+  EXPECT_NE(rig.failures[0].second.find("orders[0] offsets 0..9 failed 5 times; last error: failure, possibly partly written: timeout"),
+            std::string::npos)
+      << rig.failures[0].second;
+  EXPECT_TRUE(rig.offsets.stored().empty());
+}
+
+TEST(DeliveryWindow, ASuccessfulWriteAfterARewindStartsTheAttemptsAgain) {
+  WindowRig rig(Policy::Fail, 2);
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  size_t call = 0;
+  auto write = [&](int64_t first, uint64_t generation, Outcome outcome) {
+    rig.window->start(job_of(A, first, 10, generation));
+    rig.window->collect_released();
+    rig.sink.complete(call++, std::move(outcome));
+    rig.drain();
+  };
+  write(0, 0, {PMQ_WRITE_RETRY, "down"});
+  write(0, 1, {});
+  write(10, 1, {PMQ_WRITE_RETRY, "down"});
+  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 200})) << "attempt 1 again, not 2";
+  EXPECT_EQ(rig.rewinds.back(), (WindowRig::Rewind{A, 10, 2}));
+}
+
+TEST(DeliveryWindow, APermanentFailureOfAReleasedBatchFailsThePartitionWithoutRewinding) {
+  WindowRig rig;
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  rig.window->start(job_of(A, 0, 10));
+  rig.window->collect_released();
+  rig.sink.complete(0, {PMQ_WRITE_FATAL, "bucket is gone"});
+  rig.drain();
+  EXPECT_TRUE(rig.rewinds.empty());
+  ASSERT_EQ(rig.failures.size(), 1u);
+  EXPECT_NE(rig.failures[0].second.find("orders[0] offsets 0..9 failed permanently: permanent failure: bucket is gone"),
+            std::string::npos)
+      << rig.failures[0].second;
+}
+
+TEST(DeliveryWindow, AStopDuringTheBackOffBeforeARewindLeavesTheBatchUncommittedWithoutFailing) {
+  WindowRig rig(Policy::Fail, 2);
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  rig.waiter.stop_at_wait = 1;
+  rig.window->start(job_of(A, 0, 10));
+  rig.window->start(job_of(A, 10, 10));
+  rig.window->collect_released();
+  rig.sink.complete(0, {PMQ_WRITE_RETRY, "down"});
+  rig.sink.complete(1);
+  rig.drain();
+  EXPECT_TRUE(rig.rewinds.empty());
+  EXPECT_TRUE(rig.failures.empty());
+  EXPECT_TRUE(rig.offsets.stored().empty()) << "read again from the committed offset on restart";
+}
+
+TEST(DeliveryWindow, ARejectionAfterTheReleaseIsReadAgainBecauseTheRecordsAreGone) {
+  WindowRig rig(Policy::Skip);
+  rig.sink.hold();
+  rig.sink.release_on_start();
+  rig.window->start(job_of(A, 0, 10));
+  rig.window->collect_released();
+  rig.sink.complete(0, {PMQ_WRITE_REJECTED, "", {{3, "bad"}}});
+  rig.drain();
+  ASSERT_EQ(rig.rewinds.size(), 1u);
+  EXPECT_EQ(rig.rewinds[0].offset, 0);
+  EXPECT_TRUE(rig.offsets.stored().empty());
+}
+
+TEST(DeliveryWindow, ABatchWithRecordsForTheBadRecordPolicyIsKeptThroughARelease) {
+  WindowRig rig(Policy::Skip);
+  rig.sink.hold_until_flush();
+  rig.sink.release_on_start();
+  rig.sink.script({{PMQ_WRITE_RETRY, "down"}, {}});
+  Job job = job_of(A, 0, 10);
+  job.out.batch.records.erase(job.out.batch.records.begin() + 4);
+  job.out.bad.push_back({4, BadRecordStage::Decode, "not JSON"});
+  rig.window->start(std::move(job));
+  EXPECT_EQ(rig.window->collect_released().records, 0u) << "the bad record's bytes are still needed";
+  rig.sink.flush();
+  rig.drain();
+  EXPECT_TRUE(rig.rewinds.empty());
+  EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 0})) << "resent as usual";
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10}));
+  EXPECT_EQ(rig.counters.skipped, 1u);
+}
+
 }  // namespace
 }  // namespace picomq::runtime::testing

@@ -81,6 +81,8 @@ class FakeSink final : public BatchWriter {
     script_.assign(outcomes.begin(), outcomes.end());
   }
   void hold() { hold_ = true; }
+  // Every write releases its batch (ABI 2.3) as it starts, as a sink that copies it does.
+  void release_on_start() { release_ = true; }
   // Like hold(), but flush() completes every held write with the next scripted outcomes (a sink
   // that accumulates writes until it is asked to seal them).
   void hold_until_flush() { hold_ = seal_on_flush_ = true; }
@@ -89,6 +91,7 @@ class FakeSink final : public BatchWriter {
     std::unique_lock lock(mutex_);
     starts_.push_back(batch.records.empty() ? -1 : batch.records.front().offset);
     sizes_.push_back(batch.records.size());
+    if (release_) call.request_release();
     if (hold_) {
       held_.push_back(&call);
       return;
@@ -145,6 +148,7 @@ class FakeSink final : public BatchWriter {
   }
   size_t max_in_flight_;
   bool hold_ = false;
+  bool release_ = false;
   bool seal_on_flush_ = false;
   int flushes_ = 0;
   mutable std::mutex mutex_;
@@ -223,8 +227,18 @@ struct WindowRig {
                .prepare = [this](const Job& job) { return prepare(job); },
                .dead_letters = [this](std::string&) -> DeadLetters* { return &dead_letters; },
                .on_failure = [this](const TopicPartition& tp, const std::string& m) { failures.emplace_back(tp, m); },
-               .on_write_done = [] {}});
+               .on_write_done = [] {},
+               .rewind = [this](const TopicPartition& tp, int64_t offset, uint64_t generation) {
+                 rewinds.push_back({tp, offset, generation});
+               }});
   }
+  struct Rewind {
+    TopicPartition tp;
+    int64_t offset;
+    uint64_t generation;
+    bool operator==(const Rewind&) const = default;
+  };
+  std::vector<Rewind> rewinds;
   // Finishes every pending write, oldest first.
   void drain() {
     while (!window->empty()) window->finish_oldest();
