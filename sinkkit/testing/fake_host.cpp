@@ -65,6 +65,14 @@ int Write::completions() const {
   std::lock_guard lock(mutex_);
   return completions_;
 }
+bool Write::released() const {
+  std::lock_guard lock(mutex_);
+  return releases_ > 0;
+}
+bool Write::misreleased() const {
+  std::lock_guard lock(mutex_);
+  return releases_ > 1 || released_late_;
+}
 
 // ---------------------------------------------------------------- host callbacks
 
@@ -106,6 +114,12 @@ struct HostCallbacks {
     }
     w->done_.notify_all();
   }
+  static void release(pmq_write_result* result) {
+    Write* w = write_of(result);
+    std::lock_guard lock(w->mutex_);
+    ++w->releases_;
+    if (w->finished_) w->released_late_ = true;
+  }
   static int has(void* ctx, const char* name) { return name && values(ctx).has(name); }
   static const char* string(void* ctx, const char* name) { return name ? values(ctx).string(name) : nullptr; }
   static int64_t integer(void* ctx, const char* name) { return name ? values(ctx).integer(name) : 0; }
@@ -145,7 +159,7 @@ FakeHost::FakeHost(const pmq_sink_plugin& plugin) : plugin_(&plugin), options_(s
       .config_list_size = &HostCallbacks::list_size, .config_list_item = &HostCallbacks::list_item,
       .config_json = &HostCallbacks::json, .complete = &HostCallbacks::complete,
       .set_unread_fields = &HostCallbacks::set_unread_fields, .set_max_in_flight = &HostCallbacks::set_max_in_flight,
-      .sink_key = nullptr, .count = &HostCallbacks::count};
+      .sink_key = nullptr, .count = &HostCallbacks::count, .release = &HostCallbacks::release};
 }
 
 std::unique_ptr<FakeHost> FakeHost::load(const std::string& path) {

@@ -376,15 +376,27 @@ TEST(S3SinkKafka, AnOutageMidObjectReadsTheReleasedRecordsAgainFromTheBrokerAndL
   ASSERT_TRUE(wait_until([&] { return rt.log().find("are read again from offset") != std::string::npos; }, 30s)) << rt.log();
   EXPECT_EQ(kafka.committed(group_of("s3rewind"), topic), -1001) << "nothing committed before the object is written";
   s3.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3rewind"), topic) == kRecords; }, 90s)) << rt.log();
+  // Commits go on once the re-read records are in objects again. The last object (its start
+  // moved by the recovery, so it does not reach max_object_records) is sealed by the shutdown's
+  // flush, once every record has been read.
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3rewind"), topic) > 0; }, 60s)) << rt.log();
   EXPECT_EQ(rt.sink_state("s3rewind"), "running");
   EXPECT_NE(rt.log().find("reading " + topic + "[0] again from offset 0"), std::string::npos) << rt.log();
+  ASSERT_TRUE(wait_until([&] {
+    const auto lag = rt.block_status("s3rewind").value("lag", nlohmann::json::array());
+    return !lag.empty() && lag[0].value("position", int64_t{-1}) == kRecords;
+  }, 60s)) << rt.block_status("s3rewind").dump() << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
-  const auto records = records_of(s3.objects(bucket));  // fails on a record found twice
+  EXPECT_EQ(kafka.committed(group_of("s3rewind"), topic), kRecords);
+  std::vector<S3Object> objects;
+  for (auto& o : s3.objects(bucket))
+    if (o.key.find("/_picomq/") == std::string::npos) objects.push_back(std::move(o));  // not the markers
+  const auto records = records_of(objects);  // fails on a record found twice
   ASSERT_EQ(records.size(), static_cast<size_t>(kRecords));
   EXPECT_EQ(records.begin()->first, (std::pair<int, int64_t>{0, 0}));
   EXPECT_EQ(records.rbegin()->first, (std::pair<int, int64_t>{0, kRecords - 1}));
+  std::printf("%zu objects after the outage\n", objects.size());
 }
 }  // namespace
 }  // namespace picomq::test

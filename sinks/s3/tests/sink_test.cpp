@@ -227,6 +227,10 @@ TEST_F(S3Sink, AStreamedObjectsMemoryIsBoundedByThePartsNotTheObject) {
   }
   host_->flush();
   for (const auto& w : writes) ASSERT_EQ(w->wait(120s).status, PMQ_WRITE_OK) << w->wait().error;
+  for (const auto& w : writes) {
+    EXPECT_TRUE(w->released()) << "each batch is released once encoded (ABI 2.3): the runtime frees its records";
+    EXPECT_FALSE(w->misreleased()) << "once, before its completion";
+  }
   const long grown_mb = (rss("VmHWM:") - before) / 1024;
   const uint64_t peak = host_->counter("peak_unuploaded_bytes");
   std::printf("40 MB object, parts of 5 MiB, 2 in flight: at most %llu bytes not uploaded, %llu waits for memory; "

@@ -85,6 +85,10 @@ class Write {
   bool completed() const;
   // How many times the sink completed it (the contract: exactly once).
   int completions() const;
+  // Whether the sink released the batch (ABI 2.3 release(); this host keeps it anyway), and
+  // whether it did so against the contract (twice, or after the completion).
+  bool released() const;
+  bool misreleased() const;
 
  private:
   friend class FakeHost;
@@ -94,6 +98,8 @@ class Write {
   WriteOutcome outcome_;
   int completions_ = 0;
   bool finished_ = false;
+  int releases_ = 0;
+  bool released_late_ = false;
   std::shared_ptr<const TestBatch> batch_;  // alive until completed, as the ABI promises
   std::vector<uint8_t> arrow_storage_;      // the exported schema and array when the plane is arrow
 };
