@@ -5,7 +5,7 @@
 # Not interactive (CI): stops after QUICKSTART_SECONDS (default 10).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$here/scripts/setup.sh"
+"$here/scripts/setup.sh" --build-only  # no test servers: the quickstart needs none
 "$here/scripts/build.sh"
 args=(--config "$here/examples/quickstart/runtime.toml")
 if [[ -n "${QUICKSTART_SECONDS:-}" ]]; then

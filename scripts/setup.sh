@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Installs everything picomq-connect needs to build and test on a fresh Debian 12 machine.
 # Idempotent: re-running it only checks what is already there.
+#   scripts/setup.sh               everything: build dependencies, test tools, test servers
+#   scripts/setup.sh --build-only  the Debian packages the build needs (the quickstart's setup)
+#   scripts/setup.sh --no-servers  all but the test servers built from source
+#                                  (scripts/build-test-servers.sh; scripts/test.sh runs it beside the build)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-}"
+case "$mode" in
+  "" | --build-only | --no-servers) ;;
+  *) echo "usage: scripts/setup.sh [--build-only | --no-servers]" >&2; exit 2 ;;
+esac
 
 debian_packages=(
   build-essential cmake ninja-build pkg-config ccache
@@ -32,13 +41,15 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if [[ "$mode" == --build-only ]]; then
+  echo "setup: ok (build dependencies)"
+  exit 0
+fi
+
 # Apache Kafka (KRaft) for the integration tests: the broker's jars from Maven Central.
 "$here/tools/kafka/fetch-kafka.sh"
 # OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes (Maven Central), unpacked once per machine outside the clone.
 bash "$here/sinks/elasticsearch/fetch-servers.sh"
-# FerretDB v1.24.2 (MongoDB wire protocol on PostgreSQL): the MongoDB sink's test server, built
-# once per machine from the Go module proxy into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers}.
-"$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
 # SurrealDB 3.3.5, the SurrealDB sink's test server: unpacked once per machine from the shared servers folder
 # into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (absent elsewhere: its tests say why they skip).
 bash "$here/sinks/surrealdb/fetch-server.sh" >/dev/null || true
@@ -78,12 +89,6 @@ if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.
   "$venv_target/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
 fi
 
-# SeaweedFS 4.53, the S3 sink's test server (verifies SigV4): built once per machine from the Go
-# module proxy into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (~7 min the first time).
-bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
-
-# InfluxDB 1.13.2 and 2.8.0, the InfluxDB sink's test servers: built once per machine from the Go
-# module proxy (libflux with cargo) into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers}.
-bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
+[[ "$mode" == --no-servers ]] || bash "$here/scripts/build-test-servers.sh"
 
 echo "setup: ok"

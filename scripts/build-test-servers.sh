@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test servers built from source, once per machine, into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers}
+# (each script returns at once when its binary is there). On a fresh machine this is ~17 min of Go
+# (and libflux's Rust) builds, module downloads included: scripts/test.sh runs it beside the
+# project's own build. Needs what scripts/setup.sh --no-servers installs.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# FerretDB v1.24.2 (MongoDB wire protocol on PostgreSQL): the MongoDB sink's test server.
+"$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
+# SeaweedFS 4.53, the S3 sink's test server (verifies SigV4), ~7 min the first time.
+bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
+# InfluxDB 1.13.2 and 2.8.0, the InfluxDB sink's test servers (libflux with cargo).
+bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
+echo "test servers: ok"
