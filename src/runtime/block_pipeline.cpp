@@ -246,6 +246,26 @@ bool BlockPipeline::apply_backpressure() {
   return true;
 }
 
+// Consumer thread: drops the records of `tp` not handed to the delivery thread yet (bucketed,
+// or queued as jobs) and adds what they were to the counts; the caller releases them.
+void BlockPipeline::drop_buffered(const TopicPartition& tp, size_t& records, size_t& bytes) {
+  for (auto& m : buckets_->take_partition(tp)) {
+    ++records;
+    bytes += kafka::message_bytes(m.get());
+  }
+  // Under mutex_, so no job is between the queue and in_flight_ meanwhile.
+  std::lock_guard lock(mutex_);
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->tp == tp) {
+      records += it->records->size();
+      bytes += it->bytes;
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void BlockPipeline::request_rewind(const TopicPartition& tp, int64_t offset, uint64_t generation) {
   {
     std::lock_guard lock(mutex_);
@@ -267,23 +287,9 @@ void BlockPipeline::take_rewinds() {
   for (const auto& r : rewinds) {
     uint64_t& generation = generation_[r.tp];
     generation = std::max(generation, r.generation);
+    // Everything buffered of the partition was read before this point: an older generation.
     size_t dropped_records = 0, dropped_bytes = 0;
-    for (auto& m : buckets_->take_partition(r.tp)) {
-      ++dropped_records;
-      dropped_bytes += kafka::message_bytes(m.get());
-    }
-    {
-      std::lock_guard lock(mutex_);
-      for (auto it = jobs_.begin(); it != jobs_.end();) {
-        if (it->tp == r.tp && it->generation < generation) {
-          dropped_records += it->records->size();
-          dropped_bytes += it->bytes;
-          it = jobs_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
+    drop_buffered(r.tp, dropped_records, dropped_bytes);
     release(dropped_records, dropped_bytes);
     const auto& assigned = client_.assignment();
     if (std::find(assigned.begin(), assigned.end(), r.tp) == assigned.end()) continue;  // handed away meanwhile
@@ -319,25 +325,7 @@ void BlockPipeline::on_assigned(const std::vector<TopicPartition>& partitions) {
 // nothing is skipped. Then the sink hears that it no longer owns them.
 void BlockPipeline::on_revoking(const std::vector<TopicPartition>& revoked, bool lost) {
   size_t dropped_records = 0, dropped_bytes = 0;
-  for (const auto& tp : revoked)
-    for (auto& m : buckets_->take_partition(tp)) {
-      ++dropped_records;
-      dropped_bytes += kafka::message_bytes(m.get());
-    }
-  auto is_revoked = [&](const TopicPartition& tp) { return std::find(revoked.begin(), revoked.end(), tp) != revoked.end(); };
-  {
-    // Under mutex_, so no job is between the queue and in_flight_ meanwhile.
-    std::lock_guard lock(mutex_);
-    for (auto it = jobs_.begin(); it != jobs_.end();) {
-      if (is_revoked(it->tp)) {
-        dropped_records += it->records->size();
-        dropped_bytes += it->bytes;
-        it = jobs_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  for (const auto& tp : revoked) drop_buffered(tp, dropped_records, dropped_bytes);
   if (in_flight_.any(revoked)) {
     sink_.flush(settings_.shutdown_timeout);
     if (!in_flight_.wait_idle(revoked, settings_.shutdown_timeout))

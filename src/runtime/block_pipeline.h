@@ -110,6 +110,7 @@ class BlockPipeline final : private kafka::RebalanceListener {
   // then on carrying `generation`. Carried out by the consumer thread (take_rewinds).
   void request_rewind(const TopicPartition& tp, int64_t offset, uint64_t generation);
   void take_rewinds();
+  void drop_buffered(const TopicPartition& tp, size_t& records, size_t& bytes);
 
   BlockSettings settings_;
   SinkInstance& sink_;

@@ -215,6 +215,26 @@ TEST(S3SinkKafka, AnAvroTopicDecodedByTheRuntimeBecomesAvroContainerFilesReadBac
   }
 }
 
+// A streamed object's marker (`_picomq/<name>.last-offset`), not data.
+bool is_marker(const S3Object& o) { return o.key.find("/_picomq/") != std::string::npos; }
+
+// Data objects (not the markers) as (first offset, count of lines).
+std::vector<std::pair<int64_t, int64_t>> data_objects(const std::vector<S3Object>& objects) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& o : objects)
+    if (!is_marker(o))
+      out.emplace_back(std::stoll(o.key.substr(o.key.size() - 25, 20)), std::count(o.text.begin(), o.text.end(), '\n'));
+  return out;
+}
+
+// n JSON values of ~1 KB: {"n": i, "pad": "xxx..."}.
+std::vector<std::string> padded_values(int n) {
+  const std::string pad(1000, 'x');
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i) values.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
+  return values;
+}
+
 // A large object through Kafka: it goes up in parts of 5 MiB (streamed multipart; that they go up
 // while the object is open is shown in sink_test.cpp), no offset is committed before
 // CompleteMultipartUpload, and the object reads back whole.
@@ -224,9 +244,7 @@ TEST(S3SinkKafka, ALargeObjectStreamsItsPartsAndIsCommittedOnlyWhenComplete) {
   const auto bucket = s3.create_bucket("kafka-large");
   const auto topic = unique_name("s3.large");
   kafka.create_topic(topic);
-  const std::string pad(1000, 'x');
-  std::vector<std::string> values;
-  for (int i = 0; i < 12000; ++i) values.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
+  const auto values = padded_values(12000);
   kafka.produce_values(topic, values);
   Runtime rt(kafka.bootstrap(), "large");
   rt.add_definition("s.toml", definition("s3large", topic, bucket,
@@ -242,12 +260,8 @@ TEST(S3SinkKafka, ALargeObjectStreamsItsPartsAndIsCommittedOnlyWhenComplete) {
   // committed offset is first seen: a replay after a rebalance may later overwrite an object
   // with a longer one of the same key (the S3 sink's replay rule).
   auto object_ranges = [&] {
-    std::vector<std::pair<int64_t, int64_t>> ranges;
-    for (const auto& o : s3.objects(bucket))
-      if (o.key.find("/_picomq/") == std::string::npos) {
-        const int64_t first = std::stoll(o.key.substr(o.key.size() - 25, 20));
-        ranges.emplace_back(first, first + std::count(o.text.begin(), o.text.end(), '\n'));
-      }
+    auto ranges = data_objects(s3.objects(bucket));
+    for (auto& [first, count] : ranges) count += first;  // [first, end)
     return ranges;
   };
   std::set<int64_t> seen;
@@ -266,7 +280,7 @@ TEST(S3SinkKafka, ALargeObjectStreamsItsPartsAndIsCommittedOnlyWhenComplete) {
   uint64_t multipart = 0;
   for (const auto& o : objects) {
     const size_t slash = o.key.rfind('/');
-    if (o.key.find("/_picomq/") != std::string::npos) {
+    if (is_marker(o)) {
       markers[o.key.substr(slash + 1, o.key.size() - slash - 1 - std::string(".last-offset").size())] = o.text;
       continue;
     }
@@ -291,22 +305,6 @@ TEST(S3SinkKafka, ALargeObjectStreamsItsPartsAndIsCommittedOnlyWhenComplete) {
   std::printf("\n");
 }
 
-
-// Data objects (not the _picomq markers) as [first offset, count of lines).
-std::vector<std::pair<int64_t, int64_t>> data_objects(const std::vector<S3Object>& objects) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const auto& o : objects)
-    if (o.key.find("/_picomq/") == std::string::npos)
-      out.emplace_back(std::stoll(o.key.substr(o.key.size() - 25, 20)), std::count(o.text.begin(), o.text.end(), '\n'));
-  return out;
-}
-
-std::vector<std::string> padded_values(int n) {
-  const std::string pad(1000, 'x');
-  std::vector<std::string> values;
-  for (int i = 0; i < n; ++i) values.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
-  return values;
-}
 
 // The sink releases each batch once its records are encoded (ABI 2.3): the runtime frees them,
 // so an object many times the runtime's buffer limit is written whole, and what the process
@@ -340,7 +338,7 @@ TEST(S3SinkKafka, AnObjectManyTimesTheRuntimesBufferIsWrittenWholeWithoutHolding
   std::string expected;
   for (const auto& v : values) expected += v + "\n";
   for (const auto& o : objects)
-    if (o.key.find("/_picomq/") == std::string::npos) EXPECT_TRUE(o.text == expected) << "every record once, in order";
+    if (!is_marker(o)) EXPECT_TRUE(o.text == expected) << "every record once, in order";
   std::printf("peak RSS %ld kB for a %zu-byte object; sink counters %s\n", peak_kb, expected.size(), counters.dump().c_str());
   EXPECT_LT(peak_kb * 1024, static_cast<long>(expected.size()))
       << "the process held less than the object (it holds parts, not records)";
@@ -391,7 +389,7 @@ TEST(S3SinkKafka, AnOutageMidObjectReadsTheReleasedRecordsAgainFromTheBrokerAndL
   EXPECT_EQ(kafka.committed(group_of("s3rewind"), topic), kRecords);
   std::vector<S3Object> objects;
   for (auto& o : s3.objects(bucket))
-    if (o.key.find("/_picomq/") == std::string::npos) objects.push_back(std::move(o));  // not the markers
+    if (!is_marker(o)) objects.push_back(std::move(o));
   const auto records = records_of(objects);  // fails on a record found twice
   ASSERT_EQ(records.size(), static_cast<size_t>(kRecords));
   EXPECT_EQ(records.begin()->first, (std::pair<int, int64_t>{0, 0}));

@@ -80,25 +80,23 @@ Job DeliveryWindow::finish_oldest() {
   // A rewind reads these records again: whatever this write came to counts for nothing.
   if (stale(job)) return std::move(job);
   PreparedBatch& p = job.out;
-  if (entry->call && entry->released) {
-    const bool written = finish_released(*entry);
-    deps_.counters.write_latency.observe(std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - entry->started));
-    if (!written) return std::move(job);
-  } else if (entry->call) {
+  if (entry->call) {
     std::vector<std::pair<int64_t, std::string>> rejected;
-    const bool written = retry_write(job, std::move(entry->call->outcome), rejected);
+    const bool written =
+        job.released ? finish_released(*entry) : retry_write(job, std::move(entry->call->outcome), rejected);
     deps_.counters.write_latency.observe(std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - entry->started));
     if (!written) return std::move(job);
-    // The sink wrote the rest; the refused records join the batch's bad records.
-    for (auto& [offset, reason] : rejected)
-      if (size_t index = job.records->index_of(offset); index < job.records->size())
-        p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
-    std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
-    deps_.counters.delivered += p.batch.records.size() - rejected.size();
-    if (!rejected.empty()) deps_.counters.rejected += rejected.size();
     rewind_attempts_.erase(job.tp);
+    if (!job.released) {
+      // The sink wrote the rest; the refused records join the batch's bad records.
+      for (auto& [offset, reason] : rejected)
+        if (size_t index = job.records->index_of(offset); index < job.records->size())
+          p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
+      std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
+      deps_.counters.delivered += p.batch.records.size() - rejected.size();
+      if (!rejected.empty()) deps_.counters.rejected += rejected.size();
+    }
   }
   if (p.filtered) deps_.counters.filtered += p.filtered;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
@@ -125,7 +123,6 @@ DeliveryWindow::Freed DeliveryWindow::collect_released() {
     // Kept when some of its records go to the bad-record policy (their bytes are needed) or the
     // plugin rejected records before releasing: a failure then resends the batch as usual.
     if (!deps_.rewind || !j.out.bad.empty() || e->call->rejections_at_release() > 0 || j.records->empty()) continue;
-    e->released = true;
     e->where = offsets_of(j.out.batch);
     e->batch_records = j.out.batch.records.size();
     freed.records += j.records->size();
@@ -143,6 +140,11 @@ DeliveryWindow::Freed DeliveryWindow::collect_released() {
   return freed;
 }
 
+void DeliveryWindow::count_attempt(pmq_write_status status) {
+  if (status >= 0 && status < static_cast<int>(deps_.counters.attempts.size()))
+    deps_.counters.attempts[status].fetch_add(1, std::memory_order_relaxed);
+}
+
 bool DeliveryWindow::stale(const Job& job) const {
   const auto it = valid_generation_.find(job.tp);
   return it != valid_generation_.end() && job.generation < it->second;
@@ -151,10 +153,8 @@ bool DeliveryWindow::stale(const Job& job) const {
 bool DeliveryWindow::finish_released(Entry& entry) {
   Job& job = entry.job;
   const WriteOutcome& out = entry.call->outcome;
-  if (out.status >= 0 && out.status < static_cast<int>(deps_.counters.attempts.size()))
-    deps_.counters.attempts[out.status].fetch_add(1, std::memory_order_relaxed);
+  count_attempt(out.status);
   if (out.status == PMQ_WRITE_OK) {
-    rewind_attempts_.erase(job.tp);
     deps_.counters.delivered += entry.batch_records;
     return true;
   }
@@ -211,8 +211,7 @@ bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::
           }
           out = std::move(call->outcome);
         }
-        if (out.status >= 0 && out.status < static_cast<int>(deps_.counters.attempts.size()))
-          deps_.counters.attempts[out.status].fetch_add(1, std::memory_order_relaxed);
+        count_attempt(out.status);
         if (out.status == PMQ_WRITE_OK) return Attempt::Done;
         if (out.status == PMQ_WRITE_REJECTED) {
           const auto first_rejected = *std::min_element(out.rejections.begin(), out.rejections.end());

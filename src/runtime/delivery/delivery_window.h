@@ -148,8 +148,7 @@ class DeliveryWindow {
     Job job;
     std::unique_ptr<WriteCall> call;  // null when nothing was written (failed partition, no records)
     std::chrono::steady_clock::time_point started;
-    bool release_checked = false;  // a release the plugin asked for was looked at
-    bool released = false;         // ... and the batch freed
+    bool release_checked = false;  // a release the plugin asked for was looked at (job.released: and honoured)
     std::string where;             // a released batch's topic-partition and offsets, for the log
     size_t batch_records = 0;      // ... and how many records the sink was handed
   };
@@ -160,6 +159,7 @@ class DeliveryWindow {
   // The outcome of a released batch: true when written; else the partition failed, or is
   // being read again from the batch (a rewind), or the block is stopping.
   bool finish_released(Entry& entry);
+  void count_attempt(pmq_write_status status);
   bool stale(const Job& job) const;
   bool route_bad_records(Job& job);
   void fail(const TopicPartition& tp, const std::string& message);
