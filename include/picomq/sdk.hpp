@@ -171,6 +171,12 @@ class Record {
   }
   PayloadFormat format() const { return static_cast<PayloadFormat>(batch_->payload_format); }
   std::string_view schema() const { return batch_->schema; }
+  // ABI 2.4: the writer schema (JSON text) the payload was decoded by, for an avro block; empty
+  // when there is none (another schema, a tombstone, a host older than 2.4).
+  std::string_view writer_schema() const {
+    const char* s = pmq_batch_writer_schema(batch_, index_);
+    return s ? std::string_view(s) : std::string_view();
+  }
   bool is_tombstone() const { return record_->payload.data == nullptr; }
   Bytes payload() const { return {record_->payload.data, record_->payload.size}; }
   // JSON and text payloads are UTF-8: this is the payload as text.

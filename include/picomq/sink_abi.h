@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 3
+#define PMQ_SINK_ABI_VERSION_MINOR 4
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -100,6 +100,14 @@ typedef struct pmq_batch {
   /* Since ABI 2.2 (check struct_size): the [[topics]] block (0-based, in definition order) the
    * batch was consumed by. One instance serves every block of a sink. */
   uint32_t block_index;
+  /* Since ABI 2.4 (check struct_size; pmq_batch_writer_schema() does): NULL, or one entry per
+   * record: the writer schema record i's payload was decoded by, as the schema's JSON text, or
+   * NULL for a record that has none (a tombstone). Set when the block's schema is "avro" (the
+   * definition's avro_schema_json / _path, or each record's schema from the registry, so it can
+   * change within a batch: compare the texts, not only the pointers). The payload is the JSON
+   * the decoder made of the datum (docs/decoders.md), before any transform rewrote it. Valid for
+   * the call, as the records. */
+  const char *const *writer_schemas;
 } pmq_batch;
 
 /* One batch as an Arrow record batch: a struct array with one row per record, in offset order
@@ -318,6 +326,12 @@ typedef const pmq_sink_plugin *(*pmq_sink_entry_fn)(uint32_t host_abi_version);
 /* Convenience accessor for a record of a batch, honouring the stride. */
 static inline const pmq_record *pmq_batch_record(const pmq_batch *batch, size_t index) {
   return (const pmq_record *)((const char *)batch->records + index * batch->record_size);
+}
+
+/* The writer schema of record `index` (ABI 2.4, see pmq_batch.writer_schemas), or NULL. */
+static inline const char *pmq_batch_writer_schema(const pmq_batch *batch, size_t index) {
+  if (batch->struct_size < offsetof(pmq_batch, writer_schemas) + sizeof(const char *const *)) return NULL;
+  return batch->writer_schemas ? batch->writer_schemas[index] : NULL;
 }
 
 static inline const pmq_option *pmq_plugin_option(const pmq_sink_plugin *plugin, size_t index) {

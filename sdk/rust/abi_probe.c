@@ -24,6 +24,7 @@ static const struct {
     SIZE(pmq_batch) FIELD(pmq_batch, struct_size) FIELD(pmq_batch, topic) FIELD(pmq_batch, partition)
         FIELD(pmq_batch, payload_format) FIELD(pmq_batch, schema) FIELD(pmq_batch, records)
         FIELD(pmq_batch, record_count) FIELD(pmq_batch, record_size) FIELD(pmq_batch, block_index)
+        FIELD(pmq_batch, writer_schemas)
     SIZE(pmq_arrow_batch) FIELD(pmq_arrow_batch, struct_size) FIELD(pmq_arrow_batch, topic)
         FIELD(pmq_arrow_batch, partition) FIELD(pmq_arrow_batch, payload_format) FIELD(pmq_arrow_batch, schema)
         FIELD(pmq_arrow_batch, arrow_schema) FIELD(pmq_arrow_batch, arrow_array) FIELD(pmq_arrow_batch, offsets)

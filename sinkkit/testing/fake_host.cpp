@@ -48,6 +48,13 @@ void TestBatch::build() {
   raw_.records = pmq_records_.data();
   raw_.record_count = pmq_records_.size();
   raw_.record_size = sizeof(pmq_record);
+  writer_schemas_.clear();
+  for (const TestRecord& r : records_)
+    if (r.writer_schema) {
+      for (const TestRecord& each : records_) writer_schemas_.push_back(each.writer_schema ? each.writer_schema->c_str() : nullptr);
+      break;
+    }
+  raw_.writer_schemas = writer_schemas_.empty() ? nullptr : writer_schemas_.data();
 }
 
 // ---------------------------------------------------------------- Write

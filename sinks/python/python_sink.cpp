@@ -455,6 +455,7 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
         view.records = kept.data();
         view.record_count = kept.size();
         view.record_size = sizeof(pmq_record);
+        view.writer_schemas = nullptr;  // not parallel to `kept` (the Arrow export does not read them)
         exported = picomq::arrow::export_batch(view, options, &schema, &array);
       }
       if (!exported.ok) {

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <limits>
 #include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -220,9 +221,20 @@ struct AvroEncoder::Impl {
       case Type::long_: return encode_integer(n, v, out);
       case Type::float_:
       case Type::double_: {
-        if (!v.is_number()) return expected(n, v);
-        const double d = v.is_double() ? v.get_double().value() : v.is_int64() ? static_cast<double>(v.get_int64().value())
-                                                                                : static_cast<double>(v.get_uint64().value());
+        double d;
+        if (v.is_string()) {
+          // JSON has no NaN or infinities: the decoder writes them as these strings (docs/decoders.md).
+          const std::string_view s = v.get_string().value();
+          if (s == "NaN") d = std::numeric_limits<double>::quiet_NaN();
+          else if (s == "Infinity") d = std::numeric_limits<double>::infinity();
+          else if (s == "-Infinity") d = -std::numeric_limits<double>::infinity();
+          else return expected(n, v);
+        } else if (!v.is_number()) {
+          return expected(n, v);
+        } else {
+          d = v.is_double() ? v.get_double().value() : v.is_int64() ? static_cast<double>(v.get_int64().value())
+                                                                     : static_cast<double>(v.get_uint64().value());
+        }
         if (n.type == Type::float_) {
           const float f = static_cast<float>(d);
           char b[4];

@@ -63,7 +63,8 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Format::JsonLines)
           .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
                 "csv: the csv_columns of each record, one line each (RFC 4180 quoting); avro: an Avro object container "
-                "file of avro_schema (compression as its codec: deflate, zstandard)."),
+                "file of avro_schema, or of the writer schema of an avro topic's records (compression as its codec: "
+                "deflate, zstandard)."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
@@ -77,7 +78,9 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("avro_schema", &Settings::avro_schema)
           .help("avro: the writer schema (Avro JSON) the JSON payloads are encoded by; top-level fields pico_topic, "
                 "pico_partition, pico_offset, pico_timestamp, pico_key the payload lacks come from the record. A "
-                "record that does not fit is refused (bad-record policy)."),
+                "record that does not fit is refused (bad-record policy). Unset: each record's writer schema from "
+                "an avro topic (schema = \"avro\", plain or registry framing); an object holds records of one "
+                "schema and ends where the schema changes."),
       kit::option("compression", &Settings::compression)
           .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
           .fallback(kit::Compression::Gzip)
@@ -206,9 +209,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.part_size.bytes > (5ull << 30)) problem("part_size", "must be at most 5GiB (S3's largest part)");
   if (s.chunk_size.bytes < 1024) problem("chunk_size", "must be at least 1KiB");
   if (s.format == Format::Avro) {
-    if (!s.avro_schema) {
-      problem("avro_schema", "is required with format = \"avro\"");
-    } else {
+    if (s.avro_schema) {
       try {
         AvroEncoder probe(*s.avro_schema, s.compression);
       } catch (const std::invalid_argument& e) {

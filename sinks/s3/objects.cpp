@@ -4,7 +4,7 @@
 
 namespace picomq::s3 {
 
-void PartitionObjects::start(int64_t offset, int64_t timestamp_ms) {
+void PartitionObjects::start(int64_t offset, int64_t timestamp_ms, std::string_view schema) {
   auto o = std::make_shared<Object>();
   o->topic = topic_;
   o->partition = partition_;
@@ -21,21 +21,23 @@ void PartitionObjects::start(int64_t offset, int64_t timestamp_ms) {
   o->key = keys_.prefix + key.value();
   o->staging = keys_.object_header;
   o->bytes = o->staging.size();
-  if (keys_.container_header) o->head = keys_.container_header(o->key);
+  o->schema = schema;
+  if (keys_.container_header) o->head = keys_.container_header(o->key, o->schema);
   if (keys_.sync_marker) o->sync = keys_.sync_marker(o->key);
   open_ = std::move(o);
 }
 
 void PartitionObjects::append(int64_t offset, int64_t timestamp_ms, std::string_view encoded,
-                              const std::shared_ptr<Owner>& owner) {
+                              const std::shared_ptr<Owner>& owner, std::string_view schema) {
   if (open_ && open_->records > 0) {
     const char* why = nullptr;
-    if (keys_.key_template->time_bucket(timestamp_ms) != open_->bucket) why = "time_field";
+    if (schema != open_->schema) why = "schema";
+    else if (keys_.key_template->time_bucket(timestamp_ms) != open_->bucket) why = "time_field";
     else if (rotation_.interval_ms > 0 && (timestamp_ms < 0 ? 0 : timestamp_ms) >= open_->window_end) why = "rotate_interval";
     else if (rotation_.max_bytes > 0 && open_->bytes + encoded.size() > rotation_.max_bytes) why = "max_bytes";
     if (why) seal(why);
   }
-  if (!open_) start(offset, timestamp_ms);
+  if (!open_) start(offset, timestamp_ms, schema);
   Object& o = *open_;
   o.staging.append(encoded);
   o.bytes += encoded.size();

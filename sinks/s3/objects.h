@@ -49,6 +49,7 @@ struct Object {
   uint64_t bytes = 0;          // encoded so far (a CSV header included), before compression: max_bytes
   std::string head;            // bytes uploaded as they are before the first chunk (an Avro container header)
   std::string sync;            // an Avro container's sync marker
+  std::string schema;          // the writer schema its records are encoded by (Avro from the topic), or empty
   std::string staging;         // encoded records not cut into a chunk yet
   uint64_t staging_records = 0;
   std::deque<Chunk> chunks;    // cut, not yet taken by the uploader
@@ -56,7 +57,7 @@ struct Object {
   bool sealed = false;         // complete: every record is in `chunks` (or taken)
   bool dropped = false;        // failed while the uploader had it: it aborts what it started
   std::vector<std::shared_ptr<Owner>> owners;  // each once, in append order
-  std::string sealed_by;                       // "max_records", "max_bytes", "rotate_interval", "time_field", "flush"
+  std::string sealed_by;                       // "max_records", "max_bytes", "rotate_interval", "time_field", "schema", "flush"
   // Rotation state of the open object.
   int64_t bucket = 0;
   int64_t window_end = 0;
@@ -68,8 +69,9 @@ struct KeyContext {
   std::string sink_key;
   std::string ext;
   std::string object_header;  // the first encoded bytes of every object (a CSV header line), or empty
-  // The raw first bytes of the object with this key (an Avro container header), or none.
-  std::function<std::string(const std::string& key)> container_header;
+  // The raw first bytes of the object with this key and records of this writer schema (an Avro
+  // container header), or none.
+  std::function<std::string(const std::string& key, const std::string& schema)> container_header;
   // The sync marker of the object with this key (Avro), or none.
   std::function<std::string(const std::string& key)> sync_marker;
 };
@@ -84,9 +86,12 @@ class PartitionObjects {
         sealed_(std::move(sealed)), chunked_(std::move(chunked)) {}
 
   // Adds one encoded record (its bytes as they go into the object, separator included) owned by
-  // `owner`. Seals the open object first when the record cannot join it, and after it when the
-  // object is full. Throws sdk::FatalError when the key cannot be resolved.
-  void append(int64_t offset, int64_t timestamp_ms, std::string_view encoded, const std::shared_ptr<Owner>& owner);
+  // `owner`, encoded by writer schema `schema` (Avro from the topic; else empty). Seals the open
+  // object first when the record cannot join it (another time bucket or window, too many bytes,
+  // another schema: a container file has one), and after it when the object is full. Throws
+  // sdk::FatalError when the key cannot be resolved.
+  void append(int64_t offset, int64_t timestamp_ms, std::string_view encoded, const std::shared_ptr<Owner>& owner,
+              std::string_view schema = {});
   // Seals the open object (if any) with `why`.
   void seal(const char* why);
   // Drops the open object without sealing it; returns it (its owners must be failed).
@@ -97,7 +102,7 @@ class PartitionObjects {
   void restart_at(int64_t next_offset) { next_offset_ = next_offset; }
 
  private:
-  void start(int64_t offset, int64_t timestamp_ms);
+  void start(int64_t offset, int64_t timestamp_ms, std::string_view schema);
   void cut();
   std::string topic_;
   int32_t partition_;

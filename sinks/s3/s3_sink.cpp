@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "picomq/kit/compression.hpp"
@@ -131,7 +132,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     writer_ = kit::RecordJsonWriter({.layout = s.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!s.include_metadata || s.format == s3::Format::Raw) declare_unread_fields(PMQ_FIELD_HEADERS);
     if (s.format == s3::Format::Avro) {
-      avro_ = std::make_unique<s3::AvroEncoder>(*s.avro_schema, s.compression);
+      if (s.avro_schema) avro_ = std::make_unique<s3::AvroEncoder>(*s.avro_schema, s.compression);
       declare_unread_fields(PMQ_FIELD_HEADERS);
     }
     if (s.format == s3::Format::Csv) {
@@ -221,16 +222,40 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         return result;
       }
       try {
+        const char* last_schema = nullptr;  // of the previous record: its encoder is `topic_encoder`
+        TopicEncoder* topic_encoder = nullptr;
         for (size_t i = 0; i < b.record_count; ++i) {
           const pmq_record& r = *pmq_batch_record(&b, i);
           if ((p.expect && r.offset < *p.expect) || (p.skip_through && r.offset <= *p.skip_through)) continue;
           p.expect.reset();
           encoded.clear();
+          std::string_view schema;  // the record's writer schema, when objects follow the topic's
           if (plan_->settings.format == s3::Format::JsonLines) {
             json.append(encoded, r);
             encoded += '\n';
-          } else if (avro_) {
-            if (auto refused = avro_->append(encoded, b, r)) {
+          } else if (plan_->settings.format == s3::Format::Avro) {
+            s3::AvroEncoder* encoder = avro_.get();
+            if (!encoder) {
+              const char* text = pmq_batch_writer_schema(&b, i);
+              if (!text && r.payload.data) throw sdk::FatalError(no_writer_schema(b));
+              if (!text) {
+                write->pending.reject(i, "avro: a tombstone (null payload) has no writer schema to write it by");
+                count("rejected_records");
+                continue;
+              }
+              if (text != last_schema) {
+                topic_encoder = &encoder_for(text);
+                last_schema = text;
+              }
+              if (!topic_encoder->encoder) {
+                write->pending.reject(i, "avro: the record's writer schema cannot be written: " + topic_encoder->error);
+                count("rejected_records");
+                continue;
+              }
+              encoder = topic_encoder->encoder.get();
+              schema = text;
+            }
+            if (auto refused = encoder->append(encoded, b, r)) {
               write->pending.reject(i, *refused);
               count("rejected_records");
               continue;
@@ -246,7 +271,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
             encoded.append(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
             encoded += plan_->settings.raw_separator;
           }
-          p.objects->append(r.offset, r.timestamp_ms, encoded, write);
+          p.objects->append(r.offset, r.timestamp_ms, encoded, write, schema);
           if (p.recut.erase(r.offset)) p.objects->seal("flush");  // where the dropped object ended
         }
         if (p.recovering_through) {
@@ -366,14 +391,50 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     }
   }
 
-  s3::KeyContext key_context() const {
+  s3::KeyContext key_context() {
     s3::KeyContext k{.key_template = &plan_->key, .prefix = plan_->prefix, .sink_key = std::string(sink_key()),
                      .ext = plan_->ext, .object_header = object_header_, .container_header = {}, .sync_marker = {}};
-    if (avro_) {
-      k.container_header = [this](const std::string& key) { return avro_->header(key); };
+    if (plan_->settings.format == s3::Format::Avro) {
+      k.container_header = [this](const std::string& key, const std::string& schema) {  // mutex_ held
+        if (avro_) return avro_->header(key);
+        const TopicEncoder& e = encoder_for(schema);
+        return e.encoder ? e.encoder->header(key) : std::string();  // no record of a failed schema gets here
+      };
       k.sync_marker = [](const std::string& key) { return s3::AvroEncoder::sync_marker(key); };
     }
     return k;
+  }
+
+  // avro without avro_schema: an encoder per writer schema the records name (ABI 2.4), or why
+  // the schema cannot be written. mutex_ held. At most 64 kept: a topic's schemas change
+  // rarely, and an encoder is cheap to build again (what objects hold is the schema's text).
+  struct TopicEncoder {
+    std::unique_ptr<s3::AvroEncoder> encoder;
+    std::string error;
+  };
+  TopicEncoder& encoder_for(std::string_view text) {
+    auto it = topic_encoders_.find(std::string(text));
+    if (it != topic_encoders_.end()) return it->second;
+    if (topic_encoders_.size() >= 64) topic_encoders_.clear();
+    TopicEncoder e;
+    try {
+      e.encoder = std::make_unique<s3::AvroEncoder>(text, plan_->settings.compression);
+    } catch (const std::invalid_argument& x) {
+      e.error = x.what();
+      if (e.error.rfind("avro_schema: ", 0) == 0) e.error = e.error.substr(13);
+    }
+    return topic_encoders_.emplace(std::string(text), std::move(e)).first->second;
+  }
+
+  // Why an avro object cannot be written without avro_schema from this batch's records.
+  static std::string no_writer_schema(const pmq_batch& b) {
+    std::string why = "format = \"avro\" without avro_schema writes each record by the writer schema it was decoded "
+                      "from, and " + std::string(b.topic) + " gives none: ";
+    if (b.struct_size < offsetof(pmq_batch, writer_schemas) + sizeof(b.writer_schemas))
+      why += "the runtime is older than sink ABI 2.4, which passes writer schemas";
+    else
+      why += "its [[topics]] block has schema = \"" + std::string(b.schema ? b.schema : "") + "\", not \"avro\"";
+    return why + ". Declare avro_schema.";
   }
 
   // mutex_ held: bytes of the partition's objects not uploaded yet.
@@ -619,7 +680,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
 
   Codecs make_codecs() const {
     Codecs c{kit::Compressor(plan_->object_compression, static_cast<int>(plan_->settings.compression_level)), std::nullopt};
-    if (avro_) c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
+    if (plan_->settings.format == s3::Format::Avro) c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
     return c;
   }
 
@@ -667,7 +728,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   s3::Rotation rotation_;
   std::unique_ptr<s3::Client> client_;
   std::unique_ptr<s3::CsvEncoder> csv_;
-  std::unique_ptr<s3::AvroEncoder> avro_;
+  std::unique_ptr<s3::AvroEncoder> avro_;  // avro_schema, when declared
+  std::unordered_map<std::string, TopicEncoder> topic_encoders_;
   uint64_t held_limit_ = 0;
   uint64_t peak_held_ = 0;
   std::string object_header_;

@@ -48,6 +48,7 @@ class AvroSchema {
  public:
   std::deque<Node> nodes;
   const Node* root = nullptr;
+  std::string text;  // the schema's JSON as given (what a sink writing Avro files puts in its header)
 };
 
 namespace {
@@ -242,6 +243,7 @@ std::shared_ptr<const AvroSchema> compile_avro(std::string_view schema_json, std
     return nullptr;
   }
   c.finish();
+  schema->text = schema_json;
   return schema;
 }
 
@@ -549,7 +551,9 @@ class Reader {
 
 class AvroDecoder final : public SchemaDecoder {
  public:
-  explicit AvroDecoder(std::shared_ptr<const AvroSchema> schema) : schema_(std::move(schema)) {}
+  explicit AvroDecoder(std::shared_ptr<const AvroSchema> schema)
+      : schema_(std::move(schema)), text_(schema_, &schema_->text) {}
+  const std::shared_ptr<const std::string>& writer_schema() const override { return text_; }
 
   Status decode(std::span<const uint8_t> in, std::string& out, std::string& error) override {
     out_.clear();
@@ -561,6 +565,7 @@ class AvroDecoder final : public SchemaDecoder {
 
  private:
   std::shared_ptr<const AvroSchema> schema_;
+  std::shared_ptr<const std::string> text_;  // shares schema_'s ownership
   JsonOut out_;
 };
 
@@ -585,6 +590,7 @@ class AvroRegistryDecoder final : public SchemaDecoder {
       if (s != Status::ok) return s;
       last_id_ = id;
       last_schema_ = std::move(schema);
+      last_text_ = std::shared_ptr<const std::string>(last_schema_, &last_schema_->text);
     }
     out_.clear();
     Reader r(out_, error);
@@ -595,11 +601,13 @@ class AvroRegistryDecoder final : public SchemaDecoder {
     out.swap(out_.str());
     return Status::ok;
   }
+  const std::shared_ptr<const std::string>& writer_schema() const override { return last_text_; }
 
  private:
   std::shared_ptr<SchemaRegistry> registry_;
   uint32_t last_id_ = 0;
   std::shared_ptr<const AvroSchema> last_schema_;
+  std::shared_ptr<const std::string> last_text_;
   JsonOut out_;
 };
 

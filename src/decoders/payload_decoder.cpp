@@ -130,8 +130,11 @@ class JsonDecoder final : public PayloadDecoder {
 // proto / flatbuffer / avro: the payload becomes JSON, stored in the batch's `owned` storage.
 class SchemaPayloadDecoder final : public PayloadDecoder {
  public:
-  explicit SchemaPayloadDecoder(std::unique_ptr<SchemaDecoder> inner) : inner_(std::move(inner)) {}
+  SchemaPayloadDecoder(std::unique_ptr<SchemaDecoder> inner, bool has_writer_schemas)
+      : inner_(std::move(inner)), has_writer_schemas_(has_writer_schemas) {}
   pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
+  bool has_writer_schemas() const override { return has_writer_schemas_; }
+  const std::shared_ptr<const std::string>& writer_schema() const override { return inner_->writer_schema(); }
   DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned,
                              std::string& error) override {
     const DecodeStatus status = inner_->decode(in, json_, error);
@@ -143,6 +146,7 @@ class SchemaPayloadDecoder final : public PayloadDecoder {
 
  private:
   std::unique_ptr<SchemaDecoder> inner_;
+  bool has_writer_schemas_;
   std::string json_;
 };
 
@@ -212,12 +216,13 @@ class Factory final : public DecoderFactory {
       case config::Schema::Raw:
       case config::Schema::Text: return make_decoder(schema_);
       case config::Schema::Proto:
-        return std::make_unique<SchemaPayloadDecoder>(decoders::make_proto_decoder(proto_));
+        return std::make_unique<SchemaPayloadDecoder>(decoders::make_proto_decoder(proto_), false);
       case config::Schema::Flatbuffer:
-        return std::make_unique<SchemaPayloadDecoder>(decoders::make_flatbuffer_decoder(flatbuffer_));
+        return std::make_unique<SchemaPayloadDecoder>(decoders::make_flatbuffer_decoder(flatbuffer_), false);
       case config::Schema::Avro:
         return std::make_unique<SchemaPayloadDecoder>(registry_ ? decoders::make_avro_registry_decoder(registry_)
-                                                                : decoders::make_avro_decoder(avro_));
+                                                                : decoders::make_avro_decoder(avro_),
+                                                      true);
     }
     throw std::logic_error("unknown schema");
   }

@@ -31,6 +31,14 @@ class PayloadDecoder {
   // `owned`; otherwise the reason is in `error`.
   virtual DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned,
                                      std::string& error) = 0;
+  // Whether decode_record() names a writer schema for each payload (avro): writer_schema() is
+  // then the one of the last payload it accepted (its JSON text; the pointer changes only when
+  // the schema does, and keeps the text alive).
+  virtual bool has_writer_schemas() const { return false; }
+  virtual const std::shared_ptr<const std::string>& writer_schema() const {
+    static const std::shared_ptr<const std::string> none;
+    return none;
+  }
   // For callers that treat every failure alike: true only when decode_record() says ok.
   bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned, std::string& error) {
     return decode_record(in, out, owned, error) == DecodeStatus::ok;

@@ -2,6 +2,7 @@
 // What the schema decoders (proto, avro, flatbuffer) have in common: each turns one payload into
 // one compact JSON value, and tells a bad record apart from a failure worth retrying.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +25,13 @@ class SchemaDecoder {
   // Replaces `out` with the JSON of `in`. On failure `out` is unspecified and `error` is set,
   // prefixed with the decoder ("proto: ...", "avro: ...", "flatbuffer: ...").
   virtual Status decode(std::span<const uint8_t> in, std::string& out, std::string& error) = 0;
+  // The writer schema (its JSON text) the last payload decode() accepted was read by, or null
+  // when the format has no such thing (proto, flatbuffer). The pointer changes only when the
+  // schema does; it keeps the text alive for whoever holds it.
+  virtual const std::shared_ptr<const std::string>& writer_schema() const {
+    static const std::shared_ptr<const std::string> none;
+    return none;
+  }
 };
 
 }  // namespace picomq::decoders

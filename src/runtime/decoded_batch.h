@@ -19,6 +19,10 @@ struct DecodedBatch {
   std::vector<pmq_record> records;  // payload/key/headers point into broker messages or `owned`
   std::vector<pmq_header> headers;  // all records' headers, records[i].headers points in here
   std::deque<std::string> owned;    // storage for payloads a decoder had to rewrite (stable addresses)
+  // avro blocks (ABI 2.4): records[i]'s writer schema text, or null; empty for other schemas.
+  // `writer_schema_texts` keeps the distinct texts alive (the registry's cache may drop them).
+  std::vector<const char*> writer_schemas;
+  std::vector<std::shared_ptr<const std::string>> writer_schema_texts;
   // Arrow-plane sinks: the batch exported as it was prepared, by whichever thread had time, so
   // the delivery thread only hands it over. Taken by the first write (a retry exports again).
   mutable std::unique_ptr<arrow::HeldExport> arrow_export;
@@ -34,6 +38,7 @@ struct DecodedBatch {
     b.record_count = records.size();
     b.record_size = sizeof(pmq_record);
     b.block_index = block_index;
+    b.writer_schemas = writer_schemas.empty() ? nullptr : writer_schemas.data();
     return b;
   }
 };

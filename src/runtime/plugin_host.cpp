@@ -480,6 +480,7 @@ void SinkInstance::start_arrow(const DecodedBatch& batch, const arrow::ExportOpt
       }
       call.view_.records = call.kept_.data();
       call.view_.record_count = call.kept_.size();
+      call.view_.writer_schemas = nullptr;  // not parallel to kept_ (the Arrow export does not read them)
     } else {
       call.view_.record_count = first;
     }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "schema_registry.h"
 
 namespace picomq::test {
 namespace {
@@ -168,38 +169,7 @@ TEST(Decoders, ABadSchemaFileIsAConfigErrorNamingIt) {
 
 // ------------------------------------------------------------------ schema registry
 
-// The test registry (tests/decoders_data/schema_registry.sh): the Confluent REST API subset
-// that Karapace implements. State survives a stop/start (an outage).
-class Registry {
- public:
-  Registry() : dir_(make_temp_dir("picomq-registry")), port_(free_port()) {}
-  ~Registry() { stop(); }
-  void start() {
-    const std::string cmd = std::string(PICOMQ_REGISTRY_SH) + " start " + dir_.string() + " " + std::to_string(port_) +
-                            " " + std::to_string(getpid());
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot start the schema registry: " + cmd);
-  }
-  void stop() { (void)std::system((std::string(PICOMQ_REGISTRY_SH) + " stop " + dir_.string()).c_str()); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // Payloads framed by confluent-kafka's AvroSerializer, which registers their schemas here.
-  std::filesystem::path encode() {
-    auto out = dir_ / "payloads";
-    const std::string cmd = std::string(PICOMQ_VENV_PYTHON) + " " + kData + "/make_payloads.py --registry " + url() +
-                            " " + out.string() + " > " + (dir_ / "make.log").string() + " 2>&1";
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("registry encoding failed: " + read_file(dir_ / "make.log"));
-    return out / "registry";
-  }
-  // GET /schemas/ids/<id> requests the registry served.
-  size_t id_lookups() {
-    size_t n = 0;
-    for (const auto& line : read_lines(dir_ / "registry.log")) n += line.find("GET /schemas/ids/") != std::string::npos;
-    return n;
-  }
-
- private:
-  std::filesystem::path dir_;
-  int port_;
-};
+using Registry = SchemaRegistry;
 
 std::string registry_block(const std::string& topic, const std::string& url) {
   return "topics = [\"" + topic + "\"]\nschema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"" + url + "\"";

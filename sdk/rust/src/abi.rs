@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 
 pub const PMQ_SINK_ABI_VERSION_MAJOR: u32 = 2;
-pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 3;
+pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 4;
 pub const PMQ_SINK_ABI_VERSION: u32 = (PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR;
 
 pub const PMQ_PLANE_ROWS: u32 = 1 << 0;
@@ -75,6 +75,8 @@ pub struct pmq_batch {
     pub record_count: usize,
     pub record_size: usize,
     pub block_index: u32,
+    /// Since ABI 2.4: NULL, or one writer schema (JSON text, or NULL) per record.
+    pub writer_schemas: *const *const c_char,
 }
 
 #[repr(C)]

@@ -83,6 +83,19 @@ impl<'a> Batch<'a> {
             0
         }
     }
+    /// ABI 2.4: the writer schema (JSON text) record `index`'s payload was decoded by, for an
+    /// avro block; None for another schema, a tombstone, or a host older than 2.4.
+    pub fn writer_schema(&self, index: usize) -> Option<&'a str> {
+        assert!(index < self.raw.record_count, "record {index} beyond a batch of {}", self.raw.record_count);
+        if self.raw.struct_size < std::mem::offset_of!(abi::pmq_batch, writer_schemas) + std::mem::size_of::<usize>()
+            || self.raw.writer_schemas.is_null()
+        {
+            return None;
+        }
+        // SAFETY: the host gives one entry per record when the array is set.
+        let s = unsafe { *self.raw.writer_schemas.add(index) };
+        (!s.is_null()).then(|| c_str(s))
+    }
     pub fn len(&self) -> usize {
         self.raw.record_count
     }

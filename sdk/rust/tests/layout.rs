@@ -36,7 +36,7 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
     check_field!(pmq_record, "pmq_record", offset, timestamp_ms, key, headers, header_count, payload);
     check_size!(pmq_batch, "pmq_batch");
     check_field!(pmq_batch, "pmq_batch", struct_size, topic, partition, payload_format, schema, records, record_count,
-        record_size, block_index);
+        record_size, block_index, writer_schemas);
     check_size!(pmq_arrow_batch, "pmq_arrow_batch");
     check_field!(pmq_arrow_batch, "pmq_arrow_batch", struct_size, topic, partition, payload_format, schema, arrow_schema,
         arrow_array, offsets, record_count, block_index);

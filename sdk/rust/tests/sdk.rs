@@ -250,6 +250,7 @@ fn write(o: &Opened, payloads: &[&str]) -> (pmq_write_status, Arc<Mutex<Outcome>
         record_count: records.len(),
         record_size: std::mem::size_of::<pmq_record>(),
         block_index: 0,
+        writer_schemas: std::ptr::null(),
     };
     let outcome = Arc::new(Mutex::new(Outcome::default()));
     let status =

@@ -151,6 +151,35 @@ std::string problems(const nlohmann::json& config) {
   return out;
 }
 
+// Avro from the topic: a container file has one writer schema, so a record of another schema
+// ends the open object, and each object's head is the container header of its own schema.
+TEST(S3Objects, ARecordOfAnotherWriterSchemaEndsTheObjectAndEachHeadIsOfItsSchema) {
+  auto key = kit::ObjectKeyTemplate::parse("{topic}/{start_offset}.{ext}").value();
+  std::vector<std::shared_ptr<Object>> built;
+  KeyContext keys{.key_template = &key, .prefix = "", .sink_key = "k", .ext = "avro"};
+  keys.container_header = [](const std::string& k, const std::string& schema) { return "H(" + k + "|" + schema + ")"; };
+  PartitionObjects objects("t", 0, Rotation{.max_records = 3}, keys, [&](std::shared_ptr<Object> o) { built.push_back(o); });
+  auto owner = std::make_shared<Owner>();
+  const std::string v1 = "{v1}", v2 = "{v2}";
+  objects.append(0, 0, "a", owner, v1);
+  objects.append(1, 0, "b", owner, std::string(v1));  // the same text elsewhere: the same schema
+  objects.append(2, 0, "c", owner, v2);
+  objects.append(3, 0, "d", owner, v2);
+  objects.append(4, 0, "e", owner, v1);
+  objects.seal("flush");
+  ASSERT_EQ(built.size(), 3u);
+  EXPECT_EQ(built[0]->first_offset, 0);
+  EXPECT_EQ(built[0]->last_offset, 1);
+  EXPECT_EQ(built[0]->sealed_by, "schema");
+  EXPECT_EQ(built[0]->head, "H(t/00000000000000000000.avro|{v1})");
+  EXPECT_EQ(built[1]->first_offset, 2);
+  EXPECT_EQ(built[1]->head, "H(t/00000000000000000002.avro|{v2})");
+  EXPECT_EQ(built[1]->sealed_by, "schema");
+  EXPECT_EQ(built[2]->first_offset, 4);
+  EXPECT_EQ(built[2]->schema, v1);
+  EXPECT_EQ(built[2]->sealed_by, "flush");
+}
+
 TEST(S3Config, CrossOptionProblemsNameTheirKey) {
   const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
                              {"aws_secret_access_key", "s"}};
@@ -271,8 +300,11 @@ TEST(S3Avro, SchemaProblemsAreNamed) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("avro_schema: invalid Avro schema"), std::string::npos) << e.what();
   }
-  EXPECT_NE(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"}})
-                .find("avro_schema: is required with format = \"avro\""),
+  // Without avro_schema, each record's writer schema from an avro topic is used.
+  EXPECT_EQ(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"}}), "");
+  EXPECT_NE(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"},
+                      {"avro_schema", "{\"type\":\"nope\"}"}})
+                .find("avro_schema: invalid Avro schema"),
             std::string::npos);
 }
 

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "s3/avro.h"
+#include "schema_registry.h"
 #include "seaweedfs_server.h"
 
 namespace picomq::test {
@@ -212,6 +213,78 @@ TEST(S3SinkKafka, AnAvroTopicDecodedByTheRuntimeBecomesAvroContainerFilesReadBac
     EXPECT_EQ(records[i]["site"], "site-" + std::to_string(i % 7));
     EXPECT_EQ(records[i]["note"], i % 3 == 0 ? nlohmann::json("warm") : nlohmann::json(nullptr));
     EXPECT_EQ(records[i]["pico_offset"], i);
+  }
+}
+
+// A registry-framed Avro topic (confluent-kafka's AvroSerializer; two schema ids) written as
+// Avro files without a declared schema: each object is of the writer schema its records were
+// decoded by (ABI 2.4), a schema change ends the object, fastavro reads the registry's schema
+// back from every file; another run with other batches cuts the same objects with the same bytes.
+TEST(S3SinkKafka, AvroFilesTakeTheWriterSchemaOfARegistryFramedTopicAndEndWhereItChanges) {
+  auto& kafka = Kafka::shared();
+  auto& s3 = SeaweedfsServer::shared();
+  SchemaRegistry registry;
+  registry.start();
+  const auto framed = registry.encode();
+  const auto ids = nlohmann::json::parse(read_file(framed / "ids.json"));
+  const std::string order_schema = registry.schema(ids["order"].get<int>()), ping_schema = registry.schema(ids["ping1"].get<int>());
+  ASSERT_NE(order_schema, ping_schema);
+  const auto topic = unique_name("s3.registry");
+  kafka.create_topic(topic);
+  std::vector<std::string> values;
+  for (int i = 0; i < 100; ++i) values.push_back(read_file(framed / "ping1.bin"));
+  for (int i = 0; i < 3; ++i) values.push_back(read_file(framed / "order.bin"));
+  for (int i = 0; i < 50; ++i) values.push_back(read_file(framed / "ping2.bin"));
+  kafka.produce_values(topic, values);
+
+  auto run = [&](const std::string& key, const std::string& bucket, int batch_length) {
+    Runtime rt(kafka.bootstrap(), key);
+    rt.env("REGISTRY_URL", registry.url());
+    rt.add_definition("s.toml", plugin_definition(key, "libpicomq_connector_s3_sink",
+                                                  "topics = [\"" + topic + "\"]\nschema = \"avro\"\navro_framing = \"registry\"\n"
+                                                  "avro_registry_url = \"${REGISTRY_URL}\"\nbatch_length = " +
+                                                      std::to_string(batch_length) + "\npoll_interval = \"100ms\"",
+                                                  s3.plugin_config(bucket) + "format = \"avro\"\nmax_object_records = 64\n"));
+    rt.start();
+    EXPECT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 153; }, 60s)) << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  };
+  const auto bucket = s3.create_bucket("kafka-registry");
+  run("s3reg", bucket, 40);
+  const auto objects = s3.objects(bucket);
+  // ping 0-63 (max_object_records), ping 64-99 (the schema changes), order 100-102, ping 103-152.
+  std::vector<std::string> keys;
+  for (const auto& o : objects) keys.push_back(o.key.substr(o.key.rfind('+') + 1));
+  ASSERT_EQ(keys, (std::vector<std::string>{"00000000000000000000.avro", "00000000000000000064.avro",
+                                            "00000000000000000100.avro", "00000000000000000103.avro"}));
+  const std::vector<std::string> schemas{ping_schema, ping_schema, order_schema, ping_schema};
+  const std::vector<size_t> counts{64, 36, 3, 50};
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const auto file = nlohmann::json::parse(objects[i].text);  // fastavro's reading
+    EXPECT_EQ(file["schema"]["name"], nlohmann::json::parse(schemas[i])["namespace"].get<std::string>() + "." +
+                                          nlohmann::json::parse(schemas[i])["name"].get<std::string>())
+        << objects[i].key;
+    EXPECT_EQ(file["schema"]["fields"].size(), nlohmann::json::parse(schemas[i])["fields"].size()) << objects[i].key;
+    ASSERT_EQ(file["records"].size(), counts[i]) << objects[i].key;
+  }
+  const auto pings = nlohmann::json::parse(objects[3].text)["records"];
+  EXPECT_EQ(pings[0], nlohmann::json::parse(R"({"n":2,"at":"2024-05-02 00:00:00+00:00","tag":null})"));
+  EXPECT_EQ(nlohmann::json::parse(objects[0].text)["records"][0],
+            nlohmann::json::parse(R"({"n":1,"at":"2024-05-01 00:00:00+00:00","tag":"x"})"));
+  const auto order = nlohmann::json::parse(objects[2].text)["records"][0];
+  EXPECT_EQ(order["price"], "-12345678901234567890.1234");
+  EXPECT_EQ(order["day"], "2024-01-31");
+  EXPECT_EQ(order["uid"], "123e4567-e89b-12d3-a456-426614174000");
+
+  // Other batches, the same objects byte for byte.
+  const auto again = s3.create_bucket("kafka-registry-again");
+  run("s3reg2", again, 7);
+  const auto replay = s3.objects(again);
+  ASSERT_EQ(replay.size(), objects.size());
+  for (size_t i = 0; i < replay.size(); ++i) {
+    EXPECT_EQ(replay[i].key, objects[i].key);
+    EXPECT_TRUE(replay[i].bytes == objects[i].bytes) << replay[i].key << " differs between the runs";
   }
 }
 

@@ -8,6 +8,7 @@ import base64
 import gzip
 import io
 import json
+import math
 import sys
 
 import boto3
@@ -28,6 +29,17 @@ def zstandard_block(decoder):
 
 
 fastavro_py.BLOCK_READERS["zstandard"] = zstandard_block
+
+
+def finite(v):
+    """NaN and infinities as the strings the runtime's decoder writes (JSON has no such numbers)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [finite(x) for x in v]
+    return v
 out = []
 for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
     for item in page.get("Contents", []):
@@ -39,7 +51,7 @@ for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=p
             text = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body), read_across_frames=True).read()
         elif item["Key"].endswith(".avro"):
             reader = fastavro_py.reader(io.BytesIO(body))
-            records = list(reader)
+            records = [finite(r) for r in reader]
             blocks = [b.num_records for b in fastavro_py.block_reader(io.BytesIO(body))]
             plain = lambda v: base64.b64encode(v).decode() if isinstance(v, bytes) else str(v)
             text = json.dumps({"codec": reader.codec, "schema": reader.writer_schema, "sync_hex": body[-16:].hex(),

@@ -330,6 +330,54 @@ TEST_F(S3Sink, AvroContainerFilesOfTheDeclaredSchemaReadBackWithFastavroAndRepla
   EXPECT_EQ(json::parse(zo[0].text)["records"][1]["id"], 1);
 }
 
+// Without avro_schema each record is written by the writer schema the runtime decoded it by
+// (ABI 2.4): an object holds one schema and ends where it changes; a tombstone has none and is
+// refused; a batch that names no schema at all (a json topic) is a configuration error.
+TEST_F(S3Sink, AvroWithoutADeclaredSchemaWritesEachRecordByItsWriterSchemaAndAnObjectPerSchemaRun) {
+  const std::string v1 = R"({"type":"record","name":"Reading","fields":[{"name":"id","type":"long"}]})";
+  const std::string v2 =
+      R"({"type":"record","name":"Reading","fields":[{"name":"id","type":"long"},{"name":"unit","type":"string","default":"C"}]})";
+  open({{"format", "avro"}, {"compression", "none"}});
+  std::vector<kt::TestRecord> records;
+  auto add = [&](int64_t offset, std::optional<std::string> payload, std::optional<std::string> schema) {
+    records.push_back({.offset = offset, .payload = std::move(payload), .writer_schema = std::move(schema)});
+  };
+  add(0, R"({"id":0})", v1);
+  add(1, R"({"id":1})", v1);
+  add(2, R"({"id":2,"unit":"K"})", v2);
+  add(3, std::nullopt, std::nullopt);  // a tombstone
+  add(4, R"({"id":4,"unit":"F"})", v2);
+  add(5, R"({"id":5})", v1);
+  auto w = host_->start_write(TestBatch("readings", 0, records, PMQ_PAYLOAD_JSON, "avro"));
+  host_->flush();
+  const auto outcome = w->wait();
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u);
+  EXPECT_EQ(outcome.rejected[0].record_index, 3u);
+  EXPECT_EQ(outcome.rejected[0].reason, "avro: a tombstone (null payload) has no writer schema to write it by");
+
+  auto json_topic = host_->start_write(TestBatch::json("plain", 0, 0, {R"({"id":9})"}));
+  const auto fatal = json_topic->wait();
+  EXPECT_EQ(fatal.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(fatal.error.find("plain gives none: its [[topics]] block has schema = \"json\", not \"avro\". Declare avro_schema."),
+            std::string::npos)
+      << fatal.error;
+  host_->close();
+
+  const auto got = objects("readings/");
+  ASSERT_EQ(keys(got), (std::vector<std::string>{"readings/partition=0/readings+0+00000000000000000000.avro",
+                                                 "readings/partition=0/readings+0+00000000000000000002.avro",
+                                                 "readings/partition=0/readings+0+00000000000000000005.avro"}));
+  const std::vector<std::string> schemas{v1, v2, v1};
+  const std::vector<json> expected{json::parse(R"([{"id":0},{"id":1}])"), json::parse(R"([{"id":2,"unit":"K"},{"id":4,"unit":"F"}])"),
+                                   json::parse(R"([{"id":5}])")};
+  for (size_t i = 0; i < got.size(); ++i) {
+    const json file = json::parse(got[i].text);  // read by fastavro
+    EXPECT_EQ(file["schema"]["fields"].size(), json::parse(schemas[i])["fields"].size()) << got[i].key;
+    EXPECT_EQ(file["records"], expected[i]) << got[i].key;
+  }
+}
+
 TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
   open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
         {"key_template", "{partition}/{start_offset}"}});

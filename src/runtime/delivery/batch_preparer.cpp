@@ -41,10 +41,13 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   std::string error;
   std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
   header_ranges.reserve(records.size());
+  const bool with_writer_schemas = decoder_->has_writer_schemas();
+  if (with_writer_schemas) batch.writer_schemas.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     const ConsumedRecord in = records.at(i);
     pmq_record r{};
     r.offset = in.offset;
+    const char* writer_schema = nullptr;
     if (in.value.data) {
       const decoders::DecodeStatus status = decoder_->decode_record({in.value.data, in.value.size}, r.payload, batch.owned, error);
       if (status == decoders::DecodeStatus::retry) {
@@ -59,6 +62,12 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
         }
         out.bad.push_back({i, BadRecordStage::Decode, "schema " + batch.schema + ": " + error});
         continue;
+      }
+      if (with_writer_schemas) {
+        const std::shared_ptr<const std::string>& text = decoder_->writer_schema();
+        if (text && (batch.writer_schema_texts.empty() || batch.writer_schema_texts.back() != text))
+          batch.writer_schema_texts.push_back(text);
+        writer_schema = text ? text->c_str() : nullptr;
       }
     }
     r.timestamp_ms = in.timestamp_ms;
@@ -98,6 +107,7 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     }
     header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
     batch.records.push_back(r);
+    if (with_writer_schemas) batch.writer_schemas.push_back(writer_schema);
   }
   for (size_t i = 0; i < batch.records.size(); ++i) {
     batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;

@@ -3,7 +3,7 @@
  * built: it needs a new major ABI version, not an edit of these numbers. Only a struct growing
  * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight; 2.2 added
  * block_index to the batches, pmq_host_api.sink_key and count, and the descriptor's validate,
- * flush and partition notifications; 2.3 added pmq_host_api.release). */
+ * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +30,8 @@ PIN(offsetof(pmq_batch, records), 32);
 PIN(offsetof(pmq_batch, record_count), 40);
 PIN(offsetof(pmq_batch, record_size), 48);
 PIN(offsetof(pmq_batch, block_index), 56);
-PIN(sizeof(pmq_batch), 64);
+PIN(offsetof(pmq_batch, writer_schemas), 64);
+PIN(sizeof(pmq_batch), 72);
 PIN(offsetof(pmq_arrow_batch, arrow_schema), 32);
 PIN(offsetof(pmq_arrow_batch, arrow_array), 40);
 PIN(offsetof(pmq_arrow_batch, offsets), 48);
@@ -70,7 +71,7 @@ PIN(offsetof(pmq_sink_plugin, partitions_revoked), 144);
 PIN(sizeof(pmq_sink_plugin), 152);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20003u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20004u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;
@@ -92,6 +93,24 @@ int main(void) {
   if (pmq_sink_plane_spec(&d, &spec, reason, sizeof reason) || !strstr(reason, "does not accept it")) {
     fprintf(stderr, "a native plane that is not accepted was not refused\n");
     return 1;
+  }
+  {
+    /* A 2.4 batch names each record's writer schema; a batch from an older host (a smaller
+     * struct_size) has none, whatever lies beyond its end. */
+    const char *schemas[2] = {"{\"type\":\"long\"}", NULL};
+    pmq_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    b.writer_schemas = schemas;
+    if (pmq_batch_writer_schema(&b, 0) != schemas[0] || pmq_batch_writer_schema(&b, 1) != NULL) {
+      fprintf(stderr, "pmq_batch_writer_schema does not read writer_schemas\n");
+      return 1;
+    }
+    b.struct_size = offsetof(pmq_batch, writer_schemas);
+    if (pmq_batch_writer_schema(&b, 0) != NULL) {
+      fprintf(stderr, "pmq_batch_writer_schema read beyond an older host's batch\n");
+      return 1;
+    }
   }
   puts("sink ABI layout and plane contract: ok");
   return 0;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "decoders/payload_decoder.h"
 #include "fakes.h"
 
 namespace picomq::runtime::testing {
@@ -88,6 +89,39 @@ drop_when = { field = "a", equals = 2 }
   EXPECT_EQ(out.batch.records[0].offset, 0);
   EXPECT_EQ(out.filtered, 2u);
   EXPECT_EQ(out.commit_to, 3);
+}
+
+// ABI 2.4: an avro block's batch names each record's writer schema (here the definition's),
+// parallel to the records the sink gets (a bad record leaves no hole); other schemas name none.
+TEST(BatchPreparer, AnAvroBatchCarriesEachRecordsWriterSchemaTextParallelToItsRecords) {
+  config::TopicsBlock block;
+  block.schema = config::Schema::Avro;
+  block.avro_schema_json = R"({"type":"record","name":"R","fields":[{"name":"n","type":"long"}]})";
+  auto factory = decoders::make_decoder_factory(block);
+  ASSERT_EQ(factory->error(), "");
+  auto p = std::make_unique<BatchPreparer>(BatchPreparer::Settings{config::Schema::Avro, Policy::Skip, 0}, factory->make(), nullptr);
+  // n = 1, then a long cut short (0x80 promises another byte), then n = -2.
+  const VectorRecords records({{0, std::string("\x02", 1), {}}, {1, std::string("\x80", 1), {}}, {2, std::string("\x03", 1), {}}});
+  PreparedBatch out = p->prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 2u);
+  ASSERT_EQ(out.bad.size(), 1u);
+  ASSERT_EQ(out.batch.writer_schemas.size(), 2u);
+  const pmq_batch view = out.batch.abi_view();
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_NE(pmq_batch_writer_schema(&view, i), nullptr);
+    EXPECT_EQ(std::string(pmq_batch_writer_schema(&view, i)), *block.avro_schema_json);
+  }
+  EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(view.records[1].payload.data), view.records[1].payload.size),
+            R"({"n":-2})");
+  EXPECT_EQ(out.batch.writer_schema_texts.size(), 1u) << "one text kept alive for the batch";
+  p.reset();  // the decoder and the factory held the schema too
+  factory.reset();
+  EXPECT_EQ(std::string(pmq_batch_writer_schema(&view, 0)), *block.avro_schema_json) << "the batch keeps the text alive";
+
+  const auto json = preparer(Policy::Skip).prepare(A, mixed(), false);
+  EXPECT_TRUE(json.batch.writer_schemas.empty());
+  const pmq_batch json_view = json.batch.abi_view();
+  EXPECT_EQ(pmq_batch_writer_schema(&json_view, 0), nullptr);
 }
 
 }  // namespace

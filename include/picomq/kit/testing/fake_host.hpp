@@ -36,6 +36,7 @@ struct TestRecord {
   std::optional<std::string> key;
   std::vector<TestHeader> headers;
   int64_t timestamp_ms = 1'700'000'000'000;
+  std::optional<std::string> writer_schema;  // ABI 2.4 writer_schemas[i]; the batch has the array if any record has one
 };
 
 // One batch of records from one topic-partition, owning everything its pmq_batch points at.
@@ -59,6 +60,7 @@ class TestBatch {
   std::vector<TestRecord> records_;
   std::vector<std::vector<pmq_header>> headers_;
   std::vector<pmq_record> pmq_records_;
+  std::vector<const char*> writer_schemas_;
   pmq_batch raw_{};
 };
 
