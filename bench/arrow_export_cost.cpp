@@ -155,9 +155,13 @@ void measure(const char* mode, const Data& d, size_t batch_length, int reps, con
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) die("usage: bench_arrow_export <records.jsonl> [batch_length=1000] [repetitions=5]");
+  if (argc < 2) die("usage: bench_arrow_export <records.jsonl> [batch_length=1000] [repetitions=5] [mode: only this one, e.g. for perf]");
   const long batch_length = argc > 2 ? std::atol(argv[2]) : 1000;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
+  const std::string only = argc > 4 ? argv[4] : "";
+  auto measure = [&](const char* mode, const Data& d, size_t batch_length, int reps, const std::function<void()>& pass) {
+    if (only.empty() || only == mode) ::measure(mode, d, batch_length, reps, pass);
+  };
   if (batch_length < 1 || reps < 1) die("batch_length and repetitions must be positive");
   const Data d = load(argv[1], static_cast<size_t>(batch_length));
 
