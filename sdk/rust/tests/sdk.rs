@@ -465,3 +465,39 @@ fn partition_notifications_and_close_reach_the_sink() {
     let host = close(o);
     assert_eq!(host.logs.lock().unwrap().last().unwrap(), &(PMQ_LOG_INFO, "closing".to_string()));
 }
+
+#[test]
+fn writer_schemas_are_read_per_record_and_absent_from_an_older_host() {
+    let topic = CString::new("t").unwrap();
+    let schema = CString::new("avro").unwrap();
+    let v1 = CString::new(r#"{"type":"long"}"#).unwrap();
+    let records: Vec<pmq_record> = (0..2)
+        .map(|i| pmq_record {
+            offset: i,
+            timestamp_ms: -1,
+            key: pmq_bytes { data: std::ptr::null(), size: 0 },
+            headers: std::ptr::null(),
+            header_count: 0,
+            payload: pmq_bytes { data: b"1".as_ptr(), size: 1 },
+        })
+        .collect();
+    let schemas = [v1.as_ptr(), std::ptr::null()];
+    let mut raw = pmq_batch {
+        struct_size: std::mem::size_of::<pmq_batch>(),
+        topic: topic.as_ptr(),
+        partition: 0,
+        payload_format: PMQ_PAYLOAD_JSON,
+        schema: schema.as_ptr(),
+        records: records.as_ptr(),
+        record_count: records.len(),
+        record_size: std::mem::size_of::<pmq_record>(),
+        block_index: 0,
+        writer_schemas: schemas.as_ptr(),
+    };
+    let batch = unsafe { Batch::from_raw(&raw) };
+    assert_eq!(batch.writer_schema(0), Some(r#"{"type":"long"}"#));
+    assert_eq!(batch.writer_schema(1), None, "a tombstone has none");
+    raw.struct_size = std::mem::offset_of!(pmq_batch, writer_schemas);  // a 2.3 host's batch
+    let older = unsafe { Batch::from_raw(&raw) };
+    assert_eq!(older.writer_schema(0), None);
+}
