@@ -429,6 +429,12 @@ class BaseSink {
   void declare_max_in_flight(uint32_t n) const {
     if (host_offers(&pmq_host_api::set_max_in_flight)) host_->set_max_in_flight(host_->host_ctx, n);
   }
+  // During open(): this instance takes its batches on `plane`, one of the class's native planes,
+  // not the best one (for a sink whose plane depends on its configuration). Needs a 2.5 host
+  // (this header's plugins run on no older one).
+  void declare_plane(DataPlane plane) const {
+    if (host_offers(&pmq_host_api::set_plane)) host_->set_plane(host_->host_ctx, static_cast<uint32_t>(plane));
+  }
   // Whether the host's pmq_host_api has this function: set, and within the struct_size of a
   // host of an older minor ABI (whose struct ends earlier).
   template <class Fn>

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 4
+#define PMQ_SINK_ABI_VERSION_MINOR 5
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -258,6 +258,14 @@ typedef struct pmq_host_api {
    * (e.g. it holds records bound for the bad-record policy): then a failed write is resent as
    * usual. A sink must take either in stride, as it takes any replay. */
   void (*release)(pmq_write_result *result);
+
+  /* Since ABI 2.5 (check struct_size). Called during open() only: this instance takes its
+   * batches on `plane` (one PMQ_PLANE_* bit, a native plane of the descriptor) instead of the
+   * best native one. For a plugin whose plane depends on its configuration: it declares every
+   * plane it may use native and names the one this instance uses (the Python sink: its class's
+   * plane, so that Arrow batches are exported by the host, beside decoding, not by the plugin).
+   * A plane that is not native fails the open. */
+  void (*set_plane)(void *host_ctx, uint32_t plane);
 } pmq_host_api;
 
 typedef struct pmq_sink_plugin {

@@ -16,6 +16,8 @@ from .sink import BaseSink
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
+# The host's Arrow export starts with these columns (docs/arrow.md, "Metadata columns").
+METADATA_COLUMNS = ("pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key", "pico_headers")
 _PLANE_BITS = {
     DataPlane.PYTHON_ROWS: _abi.PLANE_ROWS,
     DataPlane.PYTHON_BATCHES: _abi.PLANE_BATCHES,
@@ -110,9 +112,14 @@ class Instance:
     def open(self) -> None:
         self._wait(self.sink.open(), None)
 
-    def import_arrow(self, array_address: int, schema_address: int):
-        # Moves the C structs into pyarrow (zero-copy: the buffers stay the exporter's).
-        return self._import_arrow(array_address, schema_address)
+    def import_arrow(self, array_address: int, schema_address: int, with_metadata: bool = True):
+        # Moves the C structs into pyarrow (zero-copy: the buffers stay the exporter's). The
+        # host's export puts the six pico_* columns first (docs/arrow.md); include_metadata =
+        # false drops them here, zero-copy too.
+        batch = self._import_arrow(array_address, schema_address)
+        if not with_metadata:
+            batch = batch.select(list(range(len(METADATA_COLUMNS), batch.num_columns)))
+        return batch
 
     def submit(self, data, token: int) -> None:
         """Starts one write; its outcome goes to complete(token, status, message, rejections)."""

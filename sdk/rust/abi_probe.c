@@ -39,7 +39,7 @@ static const struct {
         FIELD(pmq_host_api, config_list_size) FIELD(pmq_host_api, config_list_item)
         FIELD(pmq_host_api, config_json) FIELD(pmq_host_api, complete) FIELD(pmq_host_api, set_unread_fields)
         FIELD(pmq_host_api, set_max_in_flight) FIELD(pmq_host_api, sink_key) FIELD(pmq_host_api, count)
-        FIELD(pmq_host_api, release)
+        FIELD(pmq_host_api, release) FIELD(pmq_host_api, set_plane)
     SIZE(pmq_sink_plugin) FIELD(pmq_sink_plugin, struct_size) FIELD(pmq_sink_plugin, abi_version)
         FIELD(pmq_sink_plugin, name) FIELD(pmq_sink_plugin, version) FIELD(pmq_sink_plugin, description)
         FIELD(pmq_sink_plugin, accepted_planes) FIELD(pmq_sink_plugin, native_planes)

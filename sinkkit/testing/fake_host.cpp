@@ -144,6 +144,14 @@ struct HostCallbacks {
     std::lock_guard lock(host(ctx).mutex_);
     host(ctx).counters_[name ? name : "?"] += n;
   }
+  static void set_plane(void* ctx, uint32_t plane) {
+    FakeHost& h = host(ctx);
+    pmq_plane_spec spec{};
+    char error[256] = {0};
+    (void)pmq_sink_plane_spec(h.plugin_, &spec, error, sizeof error);  // checked at load
+    if ((plane & (plane - 1)) == 0 && (spec.native_planes & plane)) h.plane_ = plane;
+    else h.plane_error_ = "set_plane(" + std::to_string(plane) + "): not one of the plugin's native planes";
+  }
 };
 
 // ---------------------------------------------------------------- FakeHost
@@ -166,7 +174,8 @@ FakeHost::FakeHost(const pmq_sink_plugin& plugin) : plugin_(&plugin), options_(s
       .config_list_size = &HostCallbacks::list_size, .config_list_item = &HostCallbacks::list_item,
       .config_json = &HostCallbacks::json, .complete = &HostCallbacks::complete,
       .set_unread_fields = &HostCallbacks::set_unread_fields, .set_max_in_flight = &HostCallbacks::set_max_in_flight,
-      .sink_key = nullptr, .count = &HostCallbacks::count, .release = &HostCallbacks::release};
+      .sink_key = nullptr, .count = &HostCallbacks::count, .release = &HostCallbacks::release,
+      .set_plane = &HostCallbacks::set_plane};
 }
 
 std::unique_ptr<FakeHost> FakeHost::load(const std::string& path) {
@@ -221,6 +230,11 @@ void FakeHost::open(std::string_view config_json, std::string sink_key) {
   char buffer[1024] = {0};
   instance_ = plugin_->open(&api_, options_->values.json().c_str(), buffer, sizeof buffer);
   if (!instance_) throw std::runtime_error(std::string("open() failed: ") + buffer);
+  if (!plane_error_.empty()) {
+    plugin_->close(instance_);
+    instance_ = nullptr;
+    throw std::runtime_error("open(): " + plane_error_);
+  }
 }
 
 std::shared_ptr<Write> FakeHost::start_write(const TestBatch& batch) {

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "arrow/arrow_export.h"
 #include "picomq/sink_abi.h"
 
 extern "C" PyObject* PyInit__picomq_abi(void);  // python/src/_picomq_abi.c, compiled in
@@ -397,6 +396,8 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   }
   if (host->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof(host->set_max_in_flight) && host->set_max_in_flight)
     host->set_max_in_flight(host->host_ctx, uint32_t(window));
+  // A host that loads this plugin speaks ABI 2.5 (a newer minor is refused), so it has set_plane.
+  host->set_plane(host->host_ctx, inst->plane == PMQ_PLANE_ARROW ? PMQ_PLANE_ARROW : PMQ_PLANE_BATCHES);
   if (!inst->include_metadata && host->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof(host->set_unread_fields) &&
       host->set_unread_fields)
     host->set_unread_fields(host->host_ctx, PMQ_FIELD_HEADERS);
@@ -426,57 +427,6 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
   try {
     auto* ctx = new WriteCtx{inst->host, result, {}, false};
     std::vector<std::pair<size_t, std::string>> refused;
-    if (inst->plane == PMQ_PLANE_ARROW) {
-      // Exported outside the GIL; records the export refuses go to the bad-record policy.
-      picomq::arrow::ExportOptions options;
-      options.include_metadata = inst->include_metadata;
-      options.payloads_validated = true;  // PMQ_PAYLOAD_JSON: the host validated every payload
-      ArrowSchema schema{};
-      ArrowArray array{};
-      auto exported = picomq::arrow::export_batch(*batch, options, &schema, &array);
-      std::vector<pmq_record> kept;
-      pmq_batch view = *batch;
-      if (!exported.ok && !exported.rejected.empty()) {
-        std::vector<bool> out(batch->record_count);
-        for (const auto& r : exported.rejected) {
-          out.at(r.record_index) = true;
-          inst->host->reject_record(result, r.record_index, ("arrow export: " + r.reason).c_str());
-        }
-        for (size_t i = 0; i < batch->record_count; ++i)
-          if (!out[i]) {
-            kept.push_back(*pmq_batch_record(batch, i));
-            ctx->kept_index.push_back(i);
-          }
-        ctx->pre_rejected = true;
-        if (kept.empty()) {
-          delete ctx;
-          return PMQ_WRITE_REJECTED;
-        }
-        view.records = kept.data();
-        view.record_count = kept.size();
-        view.record_size = sizeof(pmq_record);
-        view.writer_schemas = nullptr;  // not parallel to `kept` (the Arrow export does not read them)
-        exported = picomq::arrow::export_batch(view, options, &schema, &array);
-      }
-      if (!exported.ok) {
-        inst->host->set_error(result, ("cannot export the batch as Arrow: " +
-                                       (exported.error.empty() ? exported.rejected.at(0).reason : exported.error)).c_str());
-        delete ctx;
-        return PMQ_WRITE_FATAL;
-      }
-      Gil gil;
-      PyObject* rb = PyObject_CallMethod(inst->py, "import_arrow", "KK", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&array)),
-                                         static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&schema)));
-      if (!rb) {
-        const std::string error = "cannot import the Arrow batch into pyarrow: " + fetch_python_error();
-        if (array.release) array.release(&array);
-        if (schema.release) schema.release(&schema);
-        inst->host->set_error(result, error.c_str());
-        delete ctx;
-        return PMQ_WRITE_FATAL;
-      }
-      return submit(inst, rb, ctx, result);
-    }
     Gil gil;
     PyObject* rows = build_rows(batch, inst->include_metadata, *ctx, refused);
     if (!rows) {
@@ -495,6 +445,31 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
       }
     }
     return submit(inst, rows, ctx, result);
+  } catch (const std::exception& e) {
+    inst->host->set_error(result, e.what());
+    return PMQ_WRITE_FATAL;
+  }
+}
+
+// The Arrow plane (the host exported the batch beside decoding, on whichever of its threads had
+// time; records the export refused are the host's rejections): the structs move into pyarrow.
+pmq_write_status python_write_arrow(void* instance, const pmq_arrow_batch* batch, pmq_write_result* result) {
+  auto* inst = static_cast<Instance*>(instance);
+  try {
+    auto* ctx = new WriteCtx{inst->host, result, {}, false};
+    Gil gil;
+    PyObject* rb = PyObject_CallMethod(inst->py, "import_arrow", "KKO",
+                                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_array)),
+                                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_schema)),
+                                       inst->include_metadata ? Py_True : Py_False);
+    if (!rb) {
+      // Whatever pyarrow did not take, the host releases after the call.
+      const std::string error = "cannot import the Arrow batch into pyarrow: " + fetch_python_error();
+      inst->host->set_error(result, error.c_str());
+      delete ctx;
+      return PMQ_WRITE_FATAL;
+    }
+    return submit(inst, rb, ctx, result);
   } catch (const std::exception& e) {
     inst->host->set_error(result, e.what());
     return PMQ_WRITE_FATAL;
@@ -526,16 +501,18 @@ pmq_sink_plugin make_descriptor() {
   d.name = "python";
   d.version = "0.1.0";
   d.description = "Runs a sink written in Python (picomq_connect.BaseSink) on rows, batches or Arrow batches.";
-  // The runtime hands every batch over; the Python class's own best plane (rows, batches or
-  // Arrow) is chosen per instance with the same pmq_sink_plane_spec(), and the batch is
-  // downgraded or exported at this boundary.
-  d.accepted_planes = PMQ_PLANE_ROWS | PMQ_PLANE_BATCHES;
-  d.native_planes = PMQ_PLANE_BATCHES;
+  // The Python class's own best plane (rows, batches or Arrow) is chosen per instance with the
+  // same pmq_sink_plane_spec(), and open() names the one the host delivers on (ABI 2.5
+  // set_plane): Arrow batches for an Arrow class (exported by the host, beside decoding),
+  // batches for the others (a rows class gets them one row at a time from the Python side).
+  d.accepted_planes = PMQ_PLANES_ALL;
+  d.native_planes = PMQ_PLANE_BATCHES | PMQ_PLANE_ARROW;
   d.options = kOptions;
   d.option_count = sizeof kOptions / sizeof kOptions[0];
   d.option_size = sizeof(pmq_option);
   d.open = python_open;
   d.write_batch = python_write_batch;
+  d.write_arrow = python_write_arrow;
   d.close = python_close;
   d.max_in_flight = kMaxInFlight;
   return d;

@@ -33,7 +33,8 @@ int describe_plugin(const std::filesystem::path& file) {
     if (lib->planes().native_planes & p) planes += std::string(planes.empty() ? "" : ", ") + pmq_plane_name(p);
   std::cout << "Sink `" << d.name << "` " << d.version << (d.description ? std::string(": ") + d.description : "")
             << "\n\nNative data planes: " << planes << "; the runtime delivers on: "
-            << pmq_plane_name(lib->planes().best_plane) << ".\n\n"
+            << pmq_plane_name(lib->planes().best_plane)
+            << (planes.find(',') != std::string::npos ? " (unless an instance names another of them at open)" : "") << ".\n\n"
             << picomq::runtime::PluginOptions::markdown_table(d);
   return 0;
 }

@@ -80,6 +80,11 @@ void host_set_max_in_flight(void* host_ctx, uint32_t n) {
   if (auto* ctx = declaring(host_ctx, "set_max_in_flight")) ctx->max_in_flight = std::max<uint32_t>(n, 1);
 }
 
+// Checked against the native planes once open() returns (a plane that is not native fails it).
+void host_set_plane(void* host_ctx, uint32_t plane) {
+  if (auto* ctx = declaring(host_ctx, "set_plane")) ctx->plane = plane;
+}
+
 bool valid_counter_name(const char* name) {
   if (!name || !*name) return false;
   for (const char* c = name; *c; ++c)
@@ -124,6 +129,7 @@ pmq_host_api make_host_api(HostContext* ctx) {
   host.sink_key = ctx->sink_key.c_str();
   host.count = host_count;
   host.release = host_release;
+  host.set_plane = host_set_plane;
   return host;
 }
 
@@ -249,6 +255,13 @@ std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<Plugi
   sink->context_->opening = false;
   if (!sink->instance_) {
     error = std::string("plugin ") + d.name + " failed to open: " + (errbuf[0] ? errbuf : "no reason given");
+    return nullptr;
+  }
+  const uint32_t chosen = sink->context_->plane;
+  if (chosen && ((chosen & (chosen - 1)) != 0 || !(sink->library_->planes().native_planes & chosen))) {
+    error = std::string("plugin ") + d.name + " chose the data plane " + std::to_string(chosen) +
+            " with set_plane(), which is not one of its native planes";
+    sink->close();
     return nullptr;
   }
   return sink;
@@ -416,7 +429,7 @@ WriteOutcome SinkInstance::write(const DecodedBatch& batch, const arrow::ExportO
 
 void SinkInstance::start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call) {
   call.view_ = batch.abi_view();
-  const uint32_t plane = library_->planes().best_plane;
+  const uint32_t plane = this->plane();
   if (plane == PMQ_PLANE_ARROW) return start_arrow(batch, arrow, call);
   if (plane == PMQ_PLANE_ROWS) {
     {

@@ -140,7 +140,8 @@ class SinkInstance {
   uint32_t max_in_flight() const;
   void close();
   const std::string& sink_key() const { return sink_key_; }
-  uint32_t plane() const { return library_->planes().best_plane; }
+  // The plane batches go out on: the one open() chose (ABI 2.5 set_plane), else the best native.
+  uint32_t plane() const { return context_->plane ? context_->plane : library_->planes().best_plane; }
   // False when the instance declared at open() that it never reads record headers.
   bool reads_headers() const { return (context_->unread_fields & PMQ_FIELD_HEADERS) == 0; }
   // ABI 2.2: asks the instance to complete every pending write (no-op for a plugin without flush).
@@ -158,6 +159,7 @@ class SinkInstance {
     bool opening = false;
     uint32_t unread_fields = 0;  // PMQ_FIELD_* bits
     uint32_t max_in_flight = 0;  // set_max_in_flight(); 0: the descriptor's
+    uint32_t plane = 0;          // set_plane(); 0: the best native plane
     mutable std::mutex counters_mutex;
     std::map<std::string, uint64_t, std::less<>> counters;  // count(), any thread
   };

@@ -25,6 +25,7 @@
 //   log_headers    each log line ends with "<TAB>headers=<count>" (the headers the record came with)
 //   unread_headers open() declares that this instance never reads headers (PMQ_FIELD_HEADERS)
 //   max_in_flight  > 0: open() lowers this instance's writes in flight per block to it
+//   plane          rows|batches|arrow: open() takes batches on this plane (ABI 2.5 set_plane)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -74,6 +75,7 @@ constexpr std::array kOptions{
     pmq_option{"log_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "log lines end with the record's header count"},
     pmq_option{"unread_headers", PMQ_OPTION_BOOL, 0, "false", nullptr, "declare at open() that headers are never read"},
     pmq_option{"max_in_flight", PMQ_OPTION_INT, 0, "0", nullptr, "> 0: lower the writes in flight per block to this"},
+    pmq_option{"plane", PMQ_OPTION_STRING, 0, nullptr, "rows|batches|arrow", "open() takes batches on this plane"},
 };
 
 class Testkit : public sdk::BaseSink<Testkit> {
@@ -117,6 +119,10 @@ class Testkit : public sdk::BaseSink<Testkit> {
     log_headers_ = config.boolean("log_headers");
     if (config.boolean("unread_headers")) declare_unread_fields(PMQ_FIELD_HEADERS);
     if (config.integer("max_in_flight") > 0) declare_max_in_flight(static_cast<uint32_t>(config.integer("max_in_flight")));
+    if (config.has("plane")) {
+      const std::string plane = config.string("plane");
+      declare_plane(plane == "rows" ? sdk::DataPlane::Rows : plane == "batches" ? sdk::DataPlane::Batches : sdk::DataPlane::Arrow);
+    }
   }
 
   void write(const sdk::Record& record) { handle(Call::of(sdk::Batch(record.batch()), record.index(), 1)); }

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 
 pub const PMQ_SINK_ABI_VERSION_MAJOR: u32 = 2;
-pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 4;
+pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 5;
 pub const PMQ_SINK_ABI_VERSION: u32 = (PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR;
 
 pub const PMQ_PLANE_ROWS: u32 = 1 << 0;
@@ -150,6 +150,8 @@ pub struct pmq_host_api {
     pub count: Option<unsafe extern "C" fn(*mut c_void, *const c_char, u64)>,
     /// Since ABI 2.3: the plugin no longer reads a pending write's batch (see sink_abi.h).
     pub release: Option<unsafe extern "C" fn(*mut pmq_write_result)>,
+    /// Since ABI 2.5: during open(), the one native plane this instance takes batches on.
+    pub set_plane: Option<unsafe extern "C" fn(*mut c_void, u32)>,
 }
 
 pub type OpenFn =

@@ -48,7 +48,7 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
     check_size!(pmq_host_api, "pmq_host_api");
     check_field!(pmq_host_api, "pmq_host_api", struct_size, abi_version, host_ctx, log, set_error, reject_record,
         config_has, config_string, config_int, config_float, config_bool, config_list_size, config_list_item,
-        config_json, complete, set_unread_fields, set_max_in_flight, sink_key, count, release);
+        config_json, complete, set_unread_fields, set_max_in_flight, sink_key, count, release, set_plane);
     check_size!(pmq_sink_plugin, "pmq_sink_plugin");
     check_field!(pmq_sink_plugin, "pmq_sink_plugin", struct_size, abi_version, name, version, description,
         accepted_planes, native_planes, options, option_count, option_size, open, write_record, write_batch,

@@ -100,6 +100,7 @@ fn make_host(config: &[(&str, &str)]) -> (Box<FakeHost>, Box<pmq_host_api>) {
         sink_key: host.sink_key.as_ptr(),
         count: Some(count),
         release: None,
+        set_plane: None,
     });
     (host, api)
 }

@@ -168,6 +168,35 @@ TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
   EXPECT_EQ(zc.back()["columns"].back(), "payload");
 }
 
+// An Arrow class's batches are exported by the runtime (the plugin chose the Arrow plane at open,
+// ABI 2.5), so the block's declared arrow_schema shapes them, a record it cannot hold is the
+// runtime's rejection (here to skip), and include_metadata = false leaves no pico_* column.
+TEST(PythonArrow, TheRuntimesExportWithTheDeclaredSchemaAndWithoutMetadataColumns) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("arrow-declared");
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, {R"({"n":1,"s":"a"})", R"({"n":"two","s":"b"})", R"({"n":3,"s":"c","extra":true})"});
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("a.toml", python_definition("py-arrow-declared", topic, "test_sinks:ArrowCheck", out_option(rt, "a.jsonl"),
+                                                 "include_metadata = false\n",
+                                                 "batch_length = 10\non_bad_record = \"skip\"\n"
+                                                 "arrow_schema = [ { name = \"n\", type = \"int64\" }, { name = \"s\", type = \"utf8\" } ]\n"));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-arrow-declared", topic) == 3; }, 30s)) << rt.log();
+  rt.signal(SIGTERM);
+  ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  const auto batches = read_json_lines(rt.dir() / "a.jsonl");
+  int64_t rows = 0;
+  for (const auto& b : batches) {
+    rows += b["rows"].get<int64_t>();
+    EXPECT_EQ(b["columns"], nlohmann::json::parse(R"(["n","s"])")) << b;
+    EXPECT_EQ(b["pool_bytes"], 0) << b;
+  }
+  EXPECT_EQ(rows, 2) << "the record whose n is a string is skipped";
+  EXPECT_NE(rt.log().find("expected int64, found string"), std::string::npos) << rt.log();
+  EXPECT_NE(rt.log().find("plane arrow"), std::string::npos) << rt.log();
+}
+
 // Outcomes: an exception is retried with the offset held, FatalError stops the sink in Error, a
 // transient failure is retried until it passes, rejected records follow the bad-record policy.
 TEST(PythonOutcomes, RetryFatalFlakyAndRejectedRecords) {

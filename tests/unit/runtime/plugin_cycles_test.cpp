@@ -470,6 +470,34 @@ TEST(PluginCycles, TestkitOnTheBatchesPlane) { run_testkit("libpicomq_connector_
 TEST(PluginCycles, TestkitOnTheRowsPlane) { run_testkit("libpicomq_connector_testkit_rows_sink", PMQ_PLANE_ROWS); }
 TEST(PluginCycles, TestkitOnTheArrowPlane) { run_testkit("libpicomq_connector_testkit_arrow_sink", PMQ_PLANE_ARROW); }
 
+// ABI 2.5 set_plane: an instance whose plane depends on its configuration takes its batches on
+// the native plane it names at open(), not the best one; a plane it does not declare native
+// fails the open.
+TEST(PluginCycles, AnInstanceTakesItsBatchesOnTheNativePlaneItChoseAtOpen) {
+  TempDir dir;
+  const auto json = json_batch();
+  const fs::path log = dir.file("testkit.log");
+  const std::string log_path = "\"log_path\":" + json_string(log);
+  with_library("libpicomq_connector_testkit_arrow_sink", [&](const std::shared_ptr<PluginLibrary>& library) {
+    ASSERT_EQ(library->planes().best_plane, PMQ_PLANE_ARROW);
+    for (const auto& [name, plane] : {std::pair{"batches", PMQ_PLANE_BATCHES}, std::pair{"rows", PMQ_PLANE_ROWS}}) {
+      SCOPED_TRACE(name);
+      auto sink = open_sink(library, "{" + log_path + ",\"plane\":\"" + name + "\"}");
+      ASSERT_TRUE(sink);
+      EXPECT_EQ(sink->plane(), uint32_t(plane));
+      expect_status(sink->write(json->get()), PMQ_WRITE_OK, name);
+      sink->close();
+      EXPECT_EQ(take_lines(log), testkit_lines(*json, /*arrow=*/false)) << "payloads as they are, not Arrow columns";
+    }
+  });
+  with_library("libpicomq_connector_testkit_sink", [&](const std::shared_ptr<PluginLibrary>& library) {
+    std::string error;
+    EXPECT_FALSE(SinkInstance::open(library, "cycles", "{" + log_path + ",\"plane\":\"arrow\"}", error));
+    EXPECT_NE(error.find("chose the data plane 4 with set_plane(), which is not one of its native planes"), std::string::npos)
+        << error;
+  });
+}
+
 // ---------------------------------------------------------------- the shipped and example sinks
 
 // A JSON batch only the stdout sink gets: line breaks in a payload's whitespace.

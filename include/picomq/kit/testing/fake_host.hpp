@@ -146,7 +146,8 @@ class FakeHost {
   friend struct HostCallbacks;
   void* dl_handle_ = nullptr;
   const pmq_sink_plugin* plugin_;
-  uint32_t plane_ = PMQ_PLANE_ROWS;
+  uint32_t plane_ = PMQ_PLANE_ROWS;  // the best native plane, or the one set_plane() named
+  std::string plane_error_;
   struct Options;
   // check(), keeping the validated options in `accepted` (when given) if there is no problem.
   std::vector<std::string> validate_config(std::string_view config_json, Options* accepted) const;
