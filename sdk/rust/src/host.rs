@@ -159,6 +159,16 @@ impl Host {
             }
         }
     }
+    /// During open only (ABI 2.5): this instance takes its batches on `plane` (one PMQ_PLANE_*
+    /// bit, a native plane of the descriptor) instead of the best native one.
+    pub fn set_plane(&self, plane: u32) {
+        let api = self.api();
+        if self.has(std::mem::offset_of!(abi::pmq_host_api, set_plane) + std::mem::size_of::<usize>()) {
+            if let Some(f) = api.set_plane {
+                unsafe { f(api.host_ctx, plane) }
+            }
+        }
+    }
 }
 
 /// One write call: its result handle, rejections, and the way to complete it later.
@@ -200,6 +210,7 @@ impl Call {
                     result: SendPtr(self.result),
                     completion: Mutex::new(Completion { in_call: true, ..Completion::default() }),
                     rejected: AtomicUsize::new(0),
+                    released: std::sync::atomic::AtomicBool::new(false),
                 })
             })
             .clone();
@@ -273,6 +284,7 @@ struct PendingState {
     result: SendPtr,
     completion: Mutex<Completion>,
     rejected: AtomicUsize,
+    released: std::sync::atomic::AtomicBool,
 }
 
 impl PendingState {
@@ -342,6 +354,26 @@ impl Pending {
     }
     pub fn is_completed(&self) -> bool {
         self.state.is_completed()
+    }
+    /// ABI 2.3: the sink holds what it needs of the batch (encoded or copied it), so the host
+    /// may free it now; a failure after this makes the host read the records again from the
+    /// broker (sink_abi.h). At most once, after any `reject`, before the completion. False (and
+    /// nothing done) when already released or completed, or on a host older than 2.3.
+    pub fn release(&self) -> bool {
+        if self.state.is_completed() || self.state.released.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        let host = &self.state.host;
+        if !host.has(std::mem::offset_of!(abi::pmq_host_api, release) + std::mem::size_of::<usize>()) {
+            return false;
+        }
+        match host.api().release {
+            Some(f) => {
+                unsafe { f(self.state.result.0) }
+                true
+            }
+            None => false,
+        }
     }
 }
 

@@ -20,6 +20,7 @@ struct Outcome {
     errors: Vec<String>,
     rejected: Vec<(usize, String)>,
     completed: Vec<pmq_write_status>,
+    released: usize,
 }
 
 struct FakeHost {
@@ -43,6 +44,9 @@ unsafe extern "C" fn set_error(r: *mut pmq_write_result, m: *const c_char) {
 }
 unsafe extern "C" fn reject(r: *mut pmq_write_result, i: usize, m: *const c_char) {
     (*(r as *mut Mutex<Outcome>)).lock().unwrap().rejected.push((i, s(m)));
+}
+unsafe extern "C" fn release(r: *mut pmq_write_result) {
+    (*(r as *mut Mutex<Outcome>)).lock().unwrap().released += 1;
 }
 unsafe extern "C" fn complete(r: *mut pmq_write_result, st: pmq_write_status) {
     (*(r as *mut Mutex<Outcome>)).lock().unwrap().completed.push(st);
@@ -99,7 +103,7 @@ fn make_host(config: &[(&str, &str)]) -> (Box<FakeHost>, Box<pmq_host_api>) {
         set_max_in_flight: None,
         sink_key: host.sink_key.as_ptr(),
         count: Some(count),
-        release: None,
+        release: Some(release),
         set_plane: None,
     });
     (host, api)
@@ -165,6 +169,12 @@ impl Sink for TestSink {
                     });
                 }
                 "pending-hold" => self.held.push(call.pending()),
+                "pending-release" => {
+                    let p = call.pending();
+                    assert!(p.release(), "the first release reaches the host");
+                    assert!(!p.release(), "a second one does not");
+                    self.held.push(p);
+                }
                 "pending-now" => {
                     call.pending().done();
                 }
@@ -392,6 +402,12 @@ fn pending_writes_complete_once_from_any_thread() {
     assert!(out.lock().unwrap().completed.is_empty());
     unsafe { (plugin().raw().flush.unwrap())(o.instance, 1000) };
     assert_eq!(out.lock().unwrap().completed, vec![PMQ_WRITE_REJECTED]);
+    // Released (ABI 2.3) once, then completed at flush.
+    let (st, out) = write(&o, &["pending-release"]);
+    assert_eq!(st, PMQ_WRITE_PENDING);
+    assert_eq!(out.lock().unwrap().released, 1);
+    unsafe { (plugin().raw().flush.unwrap())(o.instance, 1000) };
+    assert_eq!(out.lock().unwrap().completed, vec![PMQ_WRITE_OK]);
     // Completed before the call returned: that is the call's own status, never a second completion.
     let (st, out) = write(&o, &["pending-now"]);
     assert_eq!(st, PMQ_WRITE_OK);
