@@ -32,7 +32,10 @@ fail() {
 
 running() { [[ -f "$dir/server.pid" ]] && kill -0 "$(cat "$dir/server.pid")" 2>/dev/null; }
 
-# Five ports p with p and p + 10000 free (SeaweedFS's gRPC ports), below 55536.
+# Five ports p with p and p + 10000 free (SeaweedFS's gRPC ports): p in 2000-9999, so that both
+# stay below the kernel's ephemeral range (32768-60999: an outgoing connection of any process
+# could take a port there while the server is down for an outage test, and the restart on the
+# same ports would fail) and below the 20000-31999 the test harness picks its ports from.
 free_ports() {
   python3 - <<'PY'
 import random, socket
@@ -46,7 +49,7 @@ def free(p):
         s.close()
 ports = []
 while len(ports) < 5:
-    p = random.randint(20000, 45000)
+    p = random.randint(2000, 9999)
     if p not in ports and free(p) and free(p + 10000):
         ports.append(p)
 print(" ".join(map(str, ports)))
