@@ -100,12 +100,13 @@ for _ in range(200):
 PY
 }
 
-# bench_free_port: prints a free loopback port below the ephemeral range.
+# bench_free_port: prints a free loopback port below the ephemeral range (32768-60999), apart
+# from the port pairs above (20000-31999) and SeaweedFS's (2000-9999, gRPC 12000-19999).
 bench_free_port() {
   python3 - <<'PY'
 import random, socket
 for _ in range(200):
-    p = random.randrange(32000, 40000)
+    p = random.randrange(10000, 12000)
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", p)); s.close(); print(p); break
