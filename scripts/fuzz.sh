@@ -7,9 +7,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${FUZZ_SECONDS:-15}"
 build="$here/build-fuzz"
+source "$here/scripts/compiler-cache.sh"  # compiler_launcher: through ccache (the build was cold in every clone)
 
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${compiler_launcher[@]}" \
   -DPICOMQ_FUZZ=ON -DPICOMQ_SANITIZE=address -DBUILD_TESTING=OFF >/dev/null
 targets=(fuzz_transform_config fuzz_transform_apply fuzz_destination_template
          fuzz_decoder_json fuzz_decoder_text fuzz_decoder_proto fuzz_decoder_flatbuffer fuzz_decoder_avro)
