@@ -1,5 +1,6 @@
 #include "arrow/array_builder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -11,10 +12,8 @@ namespace {
 constexpr size_t kMaxOffset = static_cast<size_t>(std::numeric_limits<int32_t>::max());
 
 template <class T>
-void append_pod(Buffer& buffer, T value) {
-  const size_t at = buffer.size();
-  buffer.resize(at + sizeof(T));
-  std::memcpy(buffer.data() + at, &value, sizeof(T));
+void append_pod(GrowingBuffer& buffer, T value) {
+  std::memcpy(buffer.extend(sizeof value), &value, sizeof value);
 }
 
 void append_int32_length(std::string& out, size_t size) {
@@ -41,29 +40,32 @@ const std::string& json_extension_metadata() {
   return encoded;
 }
 
-void ValidityBuilder::append(bool valid) {
+void ValidityBuilder::append_slow(bool valid) {
   if (!valid && !materialised_) {
     // Every earlier value was valid; bits past the length may be anything, so set whole bytes.
     bits_.assign(static_cast<size_t>((length_ + 7) / 8), 0xFF);
     materialised_ = true;
   }
-  if (materialised_) {
-    const auto byte = static_cast<size_t>(length_ / 8);
-    if (byte == bits_.size()) bits_.push_back(0);
-    const auto mask = static_cast<uint8_t>(1u << (length_ % 8));
-    if (valid) {
-      bits_[byte] |= mask;
-    } else {
-      bits_[byte] &= static_cast<uint8_t>(~mask);
-    }
+  const auto byte = static_cast<size_t>(length_ / 8);
+  if (byte == bits_.size()) bits_.push_back(0);
+  const auto mask = static_cast<uint8_t>(1u << (length_ % 8));
+  if (valid) {
+    bits_[byte] |= mask;
+  } else {
+    bits_[byte] &= static_cast<uint8_t>(~mask);
+    ++null_count_;
   }
-  if (!valid) ++null_count_;
   ++length_;
 }
 
 std::optional<Buffer> ValidityBuilder::finish() {
   if (null_count_ == 0) return std::nullopt;
   return std::move(bits_);
+}
+
+void GrowingBuffer::grow(size_t n) {
+  // Doubling keeps appends amortised O(1); the zero-fill of resize happens once per doubling.
+  bytes_.resize(std::max(bytes_.size() * 2, used_ + n));
 }
 
 ArrayBuilder::ArrayBuilder(Layout layout, std::string name) : layout_(layout), name_(std::move(name)) {
@@ -76,7 +78,7 @@ void ArrayBuilder::append_null() {
   switch (layout_) {
     case Layout::Null: break;
     case Layout::Bool:
-      if (row % 8 == 0) values_.push_back(0);
+      if (row % 8 == 0) *values_.extend(1) = 0;
       break;
     case Layout::Int32: append_pod<int32_t>(values_, 0); break;
     case Layout::Int64: append_pod<int64_t>(values_, 0); break;
@@ -85,44 +87,53 @@ void ArrayBuilder::append_null() {
   }
 }
 
-void ArrayBuilder::append_bool(bool value) {
-  const int64_t row = length();
-  validity_.append(true);
-  if (row % 8 == 0) values_.push_back(0);
-  if (value) values_.back() |= static_cast<uint8_t>(1u << (row % 8));
+void ArrayBuilder::append_nulls(size_t count) {
+  for (size_t i = 0; i < count; ++i) append_null();
 }
 
-void ArrayBuilder::append_int32(int32_t value) {
-  validity_.append(true);
-  append_pod(values_, value);
-}
-
-void ArrayBuilder::append_int64(int64_t value) {
-  validity_.append(true);
-  append_pod(values_, value);
-}
-
-void ArrayBuilder::append_double(double value) {
-  validity_.append(true);
-  append_pod(values_, value);
-}
-
-void ArrayBuilder::check_bytes_fit(size_t more) const {
-  if (more > kMaxOffset - values_.size()) {
-    throw ExportError("column '" + name_ + "' would hold more than 2 GiB of string data, beyond what int32 offsets address");
+void ArrayBuilder::reserve_rows(size_t rows) {
+  switch (layout_) {
+    case Layout::Null: break;
+    case Layout::Bool: values_.reserve(rows / 8 + 1); break;
+    case Layout::Int32: values_.reserve(rows * sizeof(int32_t)); break;
+    case Layout::Int64:
+    case Layout::Float64: values_.reserve(rows * sizeof(int64_t)); break;
+    case Layout::Bytes: offsets_.reserve(rows * sizeof(int32_t)); break;
   }
 }
 
-void ArrayBuilder::append_bytes(const void* data, size_t size) {
-  check_bytes_fit(size);
-  validity_.append(true);
-  if (size > 0) values_.insert(values_.end(), static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + size);
-  append_pod(offsets_, static_cast<int32_t>(values_.size()));
+void ArrayBuilder::retype(Layout layout) {
+  if (layout_ != Layout::Null) throw ExportError("column '" + name_ + "' changed its layout after holding values");
+  layout_ = layout;
+  const auto rows = static_cast<size_t>(length());
+  switch (layout_) {
+    case Layout::Null: break;
+    case Layout::Bool: values_.assign_zeros((rows + 7) / 8); break;
+    case Layout::Int32: values_.assign_zeros(rows * sizeof(int32_t)); break;
+    case Layout::Int64:
+    case Layout::Float64: values_.assign_zeros(rows * sizeof(int64_t)); break;
+    case Layout::Bytes: offsets_.assign_zeros((rows + 1) * sizeof(int32_t)); break;
+  }
+}
+
+void ArrayBuilder::widen_to_double() {
+  if (layout_ != Layout::Int64) throw ExportError("column '" + name_ + "' cannot widen to float64");
+  for (size_t at = 0; at + sizeof(int64_t) <= values_.size(); at += sizeof(int64_t)) {
+    int64_t integer;
+    std::memcpy(&integer, values_.data() + at, sizeof integer);
+    const auto floating = static_cast<double>(integer);
+    std::memcpy(values_.data() + at, &floating, sizeof floating);
+  }
+  layout_ = Layout::Float64;
+}
+
+void ArrayBuilder::too_many_bytes() const {
+  throw ExportError("column '" + name_ + "' would hold more than 2 GiB of string data, beyond what int32 offsets address");
 }
 
 void ArrayBuilder::reserve_bytes(size_t total) {
   check_bytes_fit(total);
-  values_.reserve(values_.size() + total);
+  values_.reserve(total);
 }
 
 BuiltColumn ArrayBuilder::finish(std::string format, int64_t flags, std::string metadata) {
@@ -137,12 +148,12 @@ BuiltColumn ArrayBuilder::finish(std::string format, int64_t flags, std::string 
     case Layout::Null: break;  // the null type has no buffers at all
     case Layout::Bytes:
       column.buffers.push_back(validity_.finish());
-      column.buffers.push_back(std::move(offsets_));
-      column.buffers.push_back(std::move(values_));
+      column.buffers.push_back(offsets_.take());
+      column.buffers.push_back(values_.take());
       break;
     default:
       column.buffers.push_back(validity_.finish());
-      column.buffers.push_back(std::move(values_));
+      column.buffers.push_back(values_.take());
       break;
   }
   return column;
@@ -192,7 +203,7 @@ BuiltColumn HeadersBuilder::finish(std::string name) {
   map.name = std::move(name);
   map.length = rows_;
   map.buffers.push_back(std::nullopt);  // never null: a record without headers has an empty map
-  map.buffers.push_back(std::move(offsets_));
+  map.buffers.push_back(offsets_.take());
   map.children.push_back(std::move(entries));
   return map;
 }

@@ -3,6 +3,7 @@
 // over as C Data Interface structs.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,16 +47,57 @@ const std::string& json_extension_metadata();
 // bitmap and never allocates one.
 class ValidityBuilder {
  public:
-  void append(bool valid);
+  void append(bool valid) {
+    if (valid && !materialised_) {
+      ++length_;  // the common case: no bitmap yet
+      return;
+    }
+    append_slow(valid);
+  }
   int64_t length() const { return length_; }
   int64_t null_count() const { return null_count_; }
   std::optional<Buffer> finish();
 
  private:
+  void append_slow(bool valid);
+
   Buffer bits_;
   bool materialised_ = false;
   int64_t length_ = 0;
   int64_t null_count_ = 0;
+};
+
+// A byte buffer appended to in place: grown ahead (geometrically, once per doubling) and cut to
+// what was written at the end, so an append is a bounds check and a copy.
+class GrowingBuffer {
+ public:
+  uint8_t* extend(size_t n) {
+    if (n > bytes_.size() - used_) grow(n);
+    uint8_t* at = bytes_.data() + used_;
+    used_ += n;
+    return at;
+  }
+  void reserve(size_t more) {
+    if (more > bytes_.size() - used_) grow(more);
+  }
+  // Replaces the contents with n zero bytes.
+  void assign_zeros(size_t n) {
+    bytes_.assign(n, 0);
+    used_ = n;
+  }
+  size_t size() const { return used_; }
+  uint8_t* data() { return bytes_.data(); }
+  Buffer take() {
+    bytes_.resize(used_);
+    used_ = 0;
+    return std::move(bytes_);
+  }
+
+ private:
+  void grow(size_t n);
+
+  Buffer bytes_;
+  size_t used_ = 0;
 };
 
 // How an array's values are laid out; the format string is the caller's (utf8 and binary, or
@@ -71,27 +113,57 @@ class ArrayBuilder {
   int64_t length() const { return validity_.length(); }
 
   void append_null();
-  void append_bool(bool value);
-  void append_int32(int32_t value);
-  void append_int64(int64_t value);
-  void append_double(double value);
-  void append_bytes(const void* data, size_t size);
+  void append_nulls(size_t count);
+  void append_bool(bool value) {
+    const int64_t row = length();
+    validity_.append(true);
+    if (row % 8 == 0) *values_.extend(1) = 0;
+    if (value) values_.data()[row / 8] |= static_cast<uint8_t>(1u << (row % 8));
+  }
+  void append_int32(int32_t value) { append_fixed(value); }
+  void append_int64(int64_t value) { append_fixed(value); }
+  void append_double(double value) { append_fixed(value); }
+  void append_bytes(const void* data, size_t size) {
+    check_bytes_fit(size);
+    validity_.append(true);
+    if (size > 0) std::memcpy(values_.extend(size), data, size);
+    const auto end = static_cast<int32_t>(values_.size());
+    std::memcpy(offsets_.extend(sizeof end), &end, sizeof end);
+  }
   void append_bytes(std::string_view bytes) { append_bytes(bytes.data(), bytes.size()); }
 
   // Bytes layout: reserves room for `total` more bytes of values, or throws ExportError when
   // int32 offsets could not address them (checked before anything is copied).
   void reserve_bytes(size_t total);
 
+  // Room for `rows` more fixed-width values (or offsets) without growing.
+  void reserve_rows(size_t rows);
+
+  // A Null-layout builder (every value so far null) takes another layout; the nulls so far get
+  // zeroed slots in it.
+  void retype(Layout layout);
+  // An Int64 builder becomes Float64, its values converted (nulls stay null).
+  void widen_to_double();
+
   BuiltColumn finish(std::string format, int64_t flags, std::string metadata = {});
 
  private:
-  void check_bytes_fit(size_t more) const;
+  template <class T>
+  void append_fixed(T value) {
+    validity_.append(true);
+    std::memcpy(values_.extend(sizeof value), &value, sizeof value);
+  }
+  void check_bytes_fit(size_t more) const {
+    if (more > kMaxBytes - values_.size()) too_many_bytes();
+  }
+  [[noreturn]] void too_many_bytes() const;
 
+  static constexpr size_t kMaxBytes = 0x7FFFFFFF;  // what int32 offsets address
   Layout layout_;
   std::string name_;
   ValidityBuilder validity_;
-  Buffer values_;   // fixed-width values, bool bits, or the bytes of variable-size values
-  Buffer offsets_;  // Bytes layout: int32 offsets, length + 1 of them
+  GrowingBuffer values_;   // fixed-width values, bool bits, or the bytes of variable-size values
+  GrowingBuffer offsets_;  // Bytes layout: int32 offsets, length + 1 of them
 };
 
 // pico_headers: map<utf8, binary>, every header in order, duplicates and null values kept.
@@ -103,7 +175,7 @@ class HeadersBuilder {
   BuiltColumn finish(std::string name);
 
  private:
-  Buffer offsets_;
+  GrowingBuffer offsets_;
   int64_t rows_ = 0;
   int32_t entries_ = 0;
   ArrayBuilder keys_;

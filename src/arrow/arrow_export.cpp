@@ -14,6 +14,7 @@
 #include "arrow/array_builder.h"
 #include "arrow/c_export.h"
 #include "arrow/json_payload.h"
+#include "arrow/one_pass_columns.h"
 #include "picomq/kit/metadata.hpp"
 
 namespace picomq::arrow {
@@ -24,19 +25,12 @@ using detail::BuiltColumn;
 using detail::ExportError;
 using detail::JsonKind;
 using detail::JsonPayloadReader;
+using detail::is_metadata_column;
 using detail::JsonValue;
 using detail::Layout;
 using detail::ParsedPayload;
 
 constexpr std::string_view kPayloadColumn = "payload";
-constexpr std::string_view kMetadataColumns[] = {
-    kit::kTopicField,     kit::kPartitionField, kit::kOffsetField,
-    kit::kTimestampField, kit::kKeyField,       kit::kHeadersField,
-};
-
-bool is_metadata_column(std::string_view name) {
-  return std::find(std::begin(kMetadataColumns), std::end(kMetadataColumns), name) != std::end(kMetadataColumns);
-}
 
 std::string_view as_text(const pmq_bytes& bytes) {
   return {reinterpret_cast<const char*>(bytes.data), bytes.size};
@@ -421,6 +415,24 @@ void flatten_members(const ParsedPayload& parsed, std::string_view payload, std:
   }
 }
 
+// Validated payloads whose fields keep their kinds: columns built as the records are read, in one
+// pass. nullopt when the batch needs the general reading below.
+std::optional<std::vector<BuiltColumn>> one_pass_json_columns(const Records& records, bool include_metadata) {
+  detail::OnePassColumns columns(include_metadata, records.size());
+  detail::FlatObjectReader reader;
+  std::vector<detail::FlatMember> members;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const pmq_record& record = records[i];
+    if (is_tombstone(record)) {
+      columns.add_null_row();
+      continue;
+    }
+    const std::string_view payload = as_text(record.payload);
+    if (!reader.read(payload, members) || !columns.add_object(members, payload)) return std::nullopt;
+  }
+  return columns.finish();
+}
+
 std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool include_metadata, bool validated_input,
                                                JsonPayloadReader& reader, Rejections& rejections) {
   std::vector<std::string> names;  // in order of first appearance across the batch
@@ -749,11 +761,19 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
     case PMQ_PAYLOAD_RAW: payload = bytes_payload_column(records, ColumnType::Binary, rejections); break;
     default: {
       JsonPayloadReader reader;  // one parser for the whole batch
-      payload = options.declared
-                    ? declared_json_columns(records, *options.declared, options.include_metadata,
-                                            options.payloads_validated, reader, rejections)
-                    : inferred_json_columns(records, options.include_metadata, options.payloads_validated, reader,
-                                            rejections);
+      std::optional<std::vector<BuiltColumn>> one_pass;
+      if (!options.declared && options.payloads_validated && options.one_pass_columns) {
+        one_pass = one_pass_json_columns(records, options.include_metadata);
+      }
+      if (one_pass) {
+        payload = std::move(*one_pass);
+      } else {
+        payload = options.declared
+                      ? declared_json_columns(records, *options.declared, options.include_metadata,
+                                              options.payloads_validated, reader, rejections)
+                      : inferred_json_columns(records, options.include_metadata, options.payloads_validated, reader,
+                                              rejections);
+      }
     }
   }
   ExportResult result;

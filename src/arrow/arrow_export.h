@@ -29,6 +29,10 @@ struct ExportOptions {
   // are then read in one On-Demand pass that does not validate nested values again. Off: every
   // payload is validated here, and an invalid one is a rejected record.
   bool payloads_validated = false;
+  // With validated payloads and inferred columns: a batch whose fields keep their kinds is built
+  // as it is read (one pass, no cells kept); others take the general two-pass reading. Off: the
+  // general reading always (tests compare the two).
+  bool one_pass_columns = true;
 };
 
 struct RecordRejection {

@@ -510,32 +510,85 @@ std::string cell(const Exported& out, const std::string& name, size_t row) {
   const std::string_view format = out.field(name).format;
   if (format == "u") return std::string(column.as_string(row));
   if (format == "l") return std::to_string(column.as_int64(row));
-  if (format == "g") return std::to_string(column.as_double(row));
+  if (format == "g") {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", column.as_double(row));
+    return text;
+  }
   if (format == "b") return column.as_bool(row) ? "true" : "false";
   return "<format " + std::string(format) + ">";
 }
 
-void expect_same_export(const std::vector<std::string>& payloads) {
+void expect_same_columns(const Exported& a, const Exported& b, size_t rows, const std::string& what) {
+  ASSERT_EQ(a.names(), b.names()) << what;
+  for (const auto& name : a.names()) {
+    EXPECT_STREQ(a.field(name).format, b.field(name).format) << what << ": " << name;
+    EXPECT_EQ(a.field(name).flags, b.field(name).flags) << what << ": " << name;
+    const std::string meta_a = a.field(name).metadata ? "m" : "", meta_b = b.field(name).metadata ? "m" : "";
+    EXPECT_EQ(meta_a, meta_b) << what << ": " << name << ": both JSON-typed or neither";
+    for (size_t row = 0; row < rows; ++row) EXPECT_EQ(cell(a, name, row), cell(b, name, row)) << what << ": " << name << " row " << row;
+  }
+}
+
+// The same cells from the validating reader, the general reading of validated payloads and the
+// one-pass columns (which may give way to the general reading: the result must not change).
+void expect_same_export(const std::vector<std::optional<std::string>>& payloads) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
-  for (const auto& p : payloads) batch.payload(p);
-  ExportOptions checked;  // every payload validated by the export (DOM reader)
-  ExportOptions validated;
-  validated.payloads_validated = true;  // one On-Demand pass
-  auto a = run_export(batch, checked);
-  auto b = run_export(batch, validated);
-  ASSERT_TRUE(a->result.ok) << a->result.error;
-  ASSERT_TRUE(b->result.ok) << b->result.error;
-  ASSERT_EQ(a->names(), b->names());
-  for (const auto& name : a->names()) {
-    EXPECT_STREQ(a->field(name).format, b->field(name).format) << name;
-    EXPECT_EQ(a->field(name).flags, b->field(name).flags) << name;
-    const std::string meta_a = a->field(name).metadata ? "m" : "", meta_b = b->field(name).metadata ? "m" : "";
-    EXPECT_EQ(meta_a, meta_b) << name << ": both JSON-typed or neither";
-    for (size_t row = 0; row < payloads.size(); ++row) EXPECT_EQ(cell(*a, name, row), cell(*b, name, row)) << name << " row " << row;
+  for (const auto& p : payloads) p ? batch.payload(*p) : batch.tombstone();
+  for (const bool metadata : {true, false}) {
+    ExportOptions checked;  // every payload validated by the export (DOM reader)
+    checked.include_metadata = metadata;
+    ExportOptions general = checked;
+    general.payloads_validated = true;  // one On-Demand pass, cells kept for a second
+    general.one_pass_columns = false;
+    ExportOptions one_pass = general;  // columns built as they are read
+    one_pass.one_pass_columns = true;
+    auto a = run_export(batch, checked);
+    auto b = run_export(batch, general);
+    auto c = run_export(batch, one_pass);
+    ASSERT_EQ(a->result.ok, b->result.ok);
+    ASSERT_EQ(a->result.ok, c->result.ok);
+    if (!a->result.ok) {
+      ASSERT_EQ(a->result.rejected.size(), c->result.rejected.size());
+      for (size_t k = 0; k < a->result.rejected.size(); ++k) {
+        EXPECT_EQ(a->result.rejected[k].reason, c->result.rejected[k].reason);
+        EXPECT_EQ(b->result.rejected[k].reason, c->result.rejected[k].reason);
+      }
+      continue;
+    }
+    expect_same_columns(*a, *b, payloads.size(), "general");
+    expect_same_columns(*a, *c, payloads.size(), "one pass");
   }
 }
 
 }  // namespace one_pass
+
+TEST(ArrowExportInferOnePass, BuildsColumnsAsItReadsAndGivesWayWhereTheGeneralReadingIsNeeded) {
+  using one_pass::expect_same_export;
+  // Shape-stable records, fields missing and appearing late, reordered, tombstones, all-null.
+  expect_same_export({R"({"a": 1, "b": "x", "c": true, "d": [1], "e": null})", std::nullopt,
+                      R"({"b": "y", "a": 2, "e": null, "late": {"k": 1}})", R"({"a": -3, "c": false})", "{}",
+                      std::nullopt, R"({"a": 4, "b": "", "d": {"x": [1, {"y": 2}]}, "e": null})"});
+  // Integers then floats, floats then integers, in the same batch: float64.
+  expect_same_export({R"({"n": 1, "m": 1.5})", R"({"n": 2.25, "m": 3})", R"({"n": null, "m": -0.0})", R"({"n": 9007199254740993})"});
+  // Where the one-pass columns give way: a mixed family, a duplicate key, a collision, a
+  // number beyond int64, a payload that is not an object, an integer column turning into text.
+  expect_same_export({R"({"v": 1})", R"({"v": "one"})"});
+  expect_same_export({R"({"v": [1]})", R"({"v": 2})"});
+  expect_same_export({R"({"v": 2})", R"({"v": {"a": 1}})"});
+  expect_same_export({R"({"k": 1, "k": 2})", R"({"k": 3})"});
+  expect_same_export({R"({"k": 1})", R"({"k": 2, "pico_offset": 7})"});
+  expect_same_export({R"({"big": 1})", R"({"big": 18446744073709551615})", R"({"big": 123456789012345678901234567890})"});
+  expect_same_export({R"({"a": 1})", R"([1, 2])", R"("text")"});
+  expect_same_export({std::nullopt, std::nullopt});
+  // Many rows: the buffers grow past what the first record's sizes reserved.
+  std::vector<std::optional<std::string>> many;
+  for (int i = 0; i < 3000; ++i) {
+    many.push_back("{\"id\": " + std::to_string(i) + ", \"s\": \"" + std::string(static_cast<size_t>(i % 97), 'x') +
+                   "\", \"f\": " + std::to_string(i) + ".5" + (i % 7 == 0 ? ", \"opt\": [" + std::to_string(i) + "]" : "") + "}");
+  }
+  expect_same_export(many);
+}
 
 TEST(ArrowExportInferOnePass, ReadsValidatedPayloadsExactlyAsTheValidatingReaderDoes) {
   one_pass::expect_same_export({

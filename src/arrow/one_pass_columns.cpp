@@ -1,0 +1,147 @@
+#include "arrow/one_pass_columns.h"
+
+#include <algorithm>
+
+#include "picomq/arrow_c_data.h"
+#include "picomq/kit/metadata.hpp"
+
+namespace picomq::arrow::detail {
+
+bool is_metadata_column(std::string_view name) {
+  return name == kit::kTopicField || name == kit::kPartitionField || name == kit::kOffsetField ||
+         name == kit::kTimestampField || name == kit::kKeyField || name == kit::kHeadersField;
+}
+
+OnePassColumns::Column::Column(std::string column_name, size_t rows_before)
+    : name(column_name), builder(Layout::Null, std::move(column_name)) {
+  builder.append_nulls(rows_before);  // a field first seen in a later record: null before it
+}
+
+OnePassColumns::OnePassColumns(bool include_metadata, size_t expected_rows)
+    : include_metadata_(include_metadata), expected_rows_(expected_rows) {}
+
+size_t OnePassColumns::column_of(size_t position, std::string_view key) {
+  // Records of a batch mostly list the same fields in the same order: the key last seen at this
+  // position is checked first.
+  if (position < at_position_.size()) {
+    const size_t cached = at_position_[position];
+    if (cached != npos && columns_[cached].name == key) return cached;
+  }
+  size_t column;
+  if (const auto it = by_name_.find(key); it != by_name_.end()) {
+    column = it->second;
+  } else {
+    // The general path reports the collision as a rejection of this record.
+    if (include_metadata_ && is_metadata_column(key)) return npos;
+    column = columns_.size();
+    columns_.emplace_back(std::string(key), rows_);
+    by_name_.emplace(std::string(key), column);
+  }
+  if (position >= at_position_.size()) at_position_.resize(position + 1, npos);
+  at_position_[position] = column;
+  return column;
+}
+
+// The inference rules of docs/arrow.md, decided as values come: a column takes the type of its
+// first non-null value; an integer column meeting a float widens to float64 (exactly what the
+// general path infers for the two together); any other mix needs JSON text of every value,
+// which only the general path keeps.
+bool OnePassColumns::append(Column& column, const FlatMember& value, std::string_view payload) {
+  ArrayBuilder& out = column.builder;
+  const auto take = [&](ColumnType type, Layout layout) {
+    column.type = type;
+    out.retype(layout);
+    if (layout == Layout::Bytes) {
+      // Room for as many values of this one's size (bounded: a hint, untouched until written).
+      const size_t size = value.kind == JsonKind::String ? value.text.size() : value.raw_size;
+      out.reserve_bytes(std::min<size_t>((size + 1) * expected_rows_, size_t{8} << 20));
+    }
+    out.reserve_rows(expected_rows_);
+  };
+  switch (value.kind) {
+    case JsonKind::Null: out.append_null(); return true;
+    case JsonKind::Bool:
+      if (!column.type) take(ColumnType::Bool, Layout::Bool);
+      if (*column.type != ColumnType::Bool) return false;
+      out.append_bool(value.boolean);
+      return true;
+    case JsonKind::Int64:
+      if (!column.type) take(ColumnType::Int64, Layout::Int64);
+      if (*column.type == ColumnType::Int64) {
+        out.append_int64(value.integer);
+      } else if (*column.type == ColumnType::Float64) {
+        out.append_double(static_cast<double>(value.integer));
+      } else {
+        return false;
+      }
+      return true;
+    case JsonKind::Double:
+      if (!column.type) take(ColumnType::Float64, Layout::Float64);
+      if (*column.type == ColumnType::Int64) {
+        out.widen_to_double();
+        column.type = ColumnType::Float64;
+      }
+      if (*column.type != ColumnType::Float64) return false;
+      out.append_double(value.floating);
+      return true;
+    case JsonKind::String:
+      if (!column.type) take(ColumnType::Utf8, Layout::Bytes);
+      if (*column.type != ColumnType::Utf8) return false;
+      out.append_bytes(value.text);
+      return true;
+    case JsonKind::Object:
+    case JsonKind::Array:
+      if (!column.type) take(ColumnType::Json, Layout::Bytes);
+      if (*column.type != ColumnType::Json) return false;
+      out.append_bytes(payload.substr(value.raw_begin, value.raw_size));
+      return true;
+    case JsonKind::Uint64:
+    case JsonKind::BigNumber: return false;  // JSON text in the general path
+  }
+  return false;
+}
+
+bool OnePassColumns::add_object(const std::vector<FlatMember>& members, std::string_view payload) {
+  const auto row = static_cast<int64_t>(rows_);
+  for (size_t m = 0; m < members.size(); ++m) {
+    const size_t c = column_of(m, members[m].key);
+    if (c == npos) return false;
+    Column& column = columns_[c];
+    if (column.builder.length() != row) return false;  // a duplicate key: the last one wins there
+    if (!append(column, members[m], payload)) return false;
+  }
+  ++rows_;
+  for (Column& column : columns_) {
+    if (column.builder.length() != row + 1) column.builder.append_null();  // absent from this record
+  }
+  return true;
+}
+
+void OnePassColumns::add_null_row() {
+  ++rows_;
+  for (Column& column : columns_) column.builder.append_null();
+}
+
+std::vector<BuiltColumn> OnePassColumns::finish() {
+  std::vector<BuiltColumn> built;
+  built.reserve(columns_.size());
+  for (Column& column : columns_) {
+    const int64_t flags = ARROW_FLAG_NULLABLE;
+    if (!column.type) {
+      built.push_back(column.builder.finish("n", flags));
+      continue;
+    }
+    switch (*column.type) {
+      case ColumnType::Bool: built.push_back(column.builder.finish("b", flags)); break;
+      case ColumnType::Int64: built.push_back(column.builder.finish("l", flags)); break;
+      case ColumnType::Float64: built.push_back(column.builder.finish("g", flags)); break;
+      case ColumnType::Utf8: built.push_back(column.builder.finish("u", flags)); break;
+      case ColumnType::Json: built.push_back(column.builder.finish("u", flags, json_extension_metadata())); break;
+      case ColumnType::Binary:
+      case ColumnType::TimestampMs: throw ExportError("inferred an unsupported column type");  // never inferred
+    }
+  }
+  return built;
+}
+
+}  // namespace picomq::arrow::detail
