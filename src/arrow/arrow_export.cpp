@@ -748,6 +748,18 @@ void check_batch(const pmq_batch& batch, const ExportOptions& options) {
   }
 }
 
+// The record batch: the metadata columns (when asked for) and then the payload's.
+void assemble(const pmq_batch& batch, const ExportOptions& options, const Records& records,
+              std::vector<BuiltColumn> payload, ArrowSchema* schema, ArrowArray* array) {
+  BuiltColumn root;
+  root.format = "+s";
+  root.length = static_cast<int64_t>(records.size());
+  root.buffers.push_back(std::nullopt);  // a record batch has no null rows
+  if (options.include_metadata) root.children = metadata_columns(batch, records);
+  for (BuiltColumn& column : payload) root.children.push_back(std::move(column));
+  detail::export_column(std::move(root), schema, array);
+}
+
 ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
                             ArrowArray* array) {
   check_batch(batch, options);
@@ -762,9 +774,7 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
     default: {
       JsonPayloadReader reader;  // one parser for the whole batch
       std::optional<std::vector<BuiltColumn>> one_pass;
-      if (!options.declared && options.payloads_validated && options.one_pass_columns) {
-        one_pass = one_pass_json_columns(records, options.include_metadata);
-      }
+      if (ParsedBatchExport::applies(options)) one_pass = one_pass_json_columns(records, options.include_metadata);
       if (one_pass) {
         payload = std::move(*one_pass);
       } else {
@@ -781,31 +791,17 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
     result.rejected = rejections.take();
     return result;
   }
-
-  BuiltColumn root;
-  root.format = "+s";
-  root.length = static_cast<int64_t>(records.size());
-  root.buffers.push_back(std::nullopt);  // a record batch has no null rows
-  if (options.include_metadata) root.children = metadata_columns(batch, records);
-  for (BuiltColumn& column : payload) root.children.push_back(std::move(column));
-  detail::export_column(std::move(root), schema, array);
+  assemble(batch, options, records, std::move(payload), schema, array);
   result.ok = true;
   return result;
 }
 
-}  // namespace
-
-ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
-                          ArrowArray* array) noexcept {
+// export_batch's failures as results.
+template <class Export>
+ExportResult guarded(Export&& run) noexcept {
   ExportResult result;
-  if (schema == nullptr || array == nullptr) {
-    result.error = "export_batch needs an ArrowSchema and an ArrowArray to fill";
-    return result;
-  }
-  *schema = ArrowSchema{};  // released: nothing to release until the export succeeds
-  *array = ArrowArray{};
   try {
-    return export_checked(batch, options, schema, array);
+    return run();
   } catch (const ExportError& e) {
     result.error = e.what();
   } catch (const std::bad_alloc&) {
@@ -815,6 +811,81 @@ ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, 
   } catch (...) {
     result.error = "unexpected error while exporting the batch";
   }
+  return result;
+}
+
+}  // namespace
+
+ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
+                          ArrowArray* array) noexcept {
+  if (schema == nullptr || array == nullptr) {
+    ExportResult result;
+    result.error = "export_batch needs an ArrowSchema and an ArrowArray to fill";
+    return result;
+  }
+  *schema = ArrowSchema{};  // released: nothing to release until the export succeeds
+  *array = ArrowArray{};
+  return guarded([&] { return export_checked(batch, options, schema, array); });
+}
+
+// ---- a batch parsed by the caller ------------------------------------------------------------------
+
+struct ParsedBatchExport::State {
+  State(bool include_metadata, size_t expected_rows) : columns(include_metadata, expected_rows) {}
+  detail::OnePassColumns columns;
+  std::vector<detail::FlatMember> members;
+};
+
+bool ParsedBatchExport::applies(const ExportOptions& options) {
+  return !options.declared && options.payloads_validated && options.one_pass_columns;
+}
+
+ParsedBatchExport::ParsedBatchExport(const ExportOptions& options, size_t expected_rows) : options_(options) {
+  if (!applies(options)) return;
+  try {
+    state_ = std::make_unique<State>(options.include_metadata, expected_rows);
+  } catch (...) {
+    // finish() exports the batch the general way
+  }
+}
+
+ParsedBatchExport::~ParsedBatchExport() = default;
+
+void ParsedBatchExport::add_parsed(std::string_view payload, const simdjson::dom::parser* parser) noexcept {
+  if (!state_) return;
+  try {
+    if (parser && detail::read_parsed_object(*parser, payload, state_->members) &&
+        state_->columns.add_object(state_->members, payload)) {
+      return;
+    }
+  } catch (...) {
+  }
+  state_.reset();  // not a path this batch can take: finish() exports it the general way
+}
+
+void ParsedBatchExport::add_tombstone() noexcept {
+  if (state_) state_->columns.add_null_row();
+}
+
+ExportResult ParsedBatchExport::finish(const pmq_batch& batch, ArrowSchema* schema, ArrowArray* array) noexcept {
+  const bool built = state_ && batch.payload_format == PMQ_PAYLOAD_JSON && state_->columns.rows() == batch.record_count &&
+                     schema != nullptr && array != nullptr;
+  if (!built) return export_batch(batch, options_, schema, array);
+  *schema = ArrowSchema{};
+  *array = ArrowArray{};
+  ExportResult result = guarded([&] {
+    check_batch(batch, options_);
+    const Records records(batch);
+    Rejections rejections;
+    if (options_.include_metadata) check_header_names(records, rejections);
+    ExportResult done;
+    if (!rejections.empty()) return done;  // the general export reports them
+    assemble(batch, options_, records, state_->columns.finish(), schema, array);
+    done.ok = true;
+    return done;
+  });
+  state_.reset();
+  if (!result.ok) return export_batch(batch, options_, schema, array);
   return result;
 }
 

@@ -3,6 +3,7 @@
 // C Data Interface (picomq/arrow_c_data.h), so sinks that speak Arrow need no libarrow. Column
 // rules, inference and ownership: docs/arrow.md.
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,10 @@
 
 #include "picomq/arrow_c_data.h"
 #include "picomq/sink_abi.h"
+
+namespace simdjson::dom {
+class parser;
+}
 
 namespace picomq::arrow {
 
@@ -66,6 +71,35 @@ struct HeldExport {
 // On failure both are left released (release == NULL) and own nothing.
 ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
                           ArrowArray* array) noexcept;
+
+// The export of a JSON batch with inferred columns, built while the caller parses its payloads:
+// the runtime's JSON decoder validates each payload with a simdjson DOM parse, and the export
+// reads that parse (values from the DOM, texts from stage 1's positions) instead of parsing the
+// payload again. Records are added in the batch's order. A batch the one-pass columns cannot
+// take, or a record without a parse, makes finish() export the batch with export_batch(), so
+// the result is the same either way.
+class ParsedBatchExport {
+ public:
+  // Whether the options allow it (inferred columns of validated payloads, one pass).
+  static bool applies(const ExportOptions& options);
+
+  ParsedBatchExport(const ExportOptions& options, size_t expected_rows);
+  ~ParsedBatchExport();
+  ParsedBatchExport(const ParsedBatchExport&) = delete;
+  ParsedBatchExport& operator=(const ParsedBatchExport&) = delete;
+
+  // The next record: `parser` holds `payload` parsed (its last parse); null when the caller has
+  // no parse of it.
+  void add_parsed(std::string_view payload, const simdjson::dom::parser* parser) noexcept;
+  void add_tombstone() noexcept;
+  // As export_batch(); `batch` holds exactly the records added, in order.
+  ExportResult finish(const pmq_batch& batch, ArrowSchema* schema, ArrowArray* array) noexcept;
+
+ private:
+  struct State;
+  const ExportOptions& options_;
+  std::unique_ptr<State> state_;  // null once the batch left the path
+};
 
 // "bool", "int64", "float64", "utf8", "binary", "timestamp_ms", "json"; nullopt for anything else.
 std::optional<ColumnType> parse_column_type(std::string_view name);

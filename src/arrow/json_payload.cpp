@@ -137,6 +137,76 @@ bool FlatObjectReader::read(std::string_view payload, std::vector<FlatMember>& o
   return true;  // what follows the object was validated with it (the decoder parsed the whole payload)
 }
 
+bool read_parsed_object(const simdjson::dom::parser& parser, std::string_view payload, std::vector<FlatMember>& out) {
+  namespace dom = simdjson::dom;
+  out.clear();
+  if (!parser.implementation || parser.implementation->n_structural_indexes == 0) return false;
+  const dom::element root = parser.doc.root();
+  if (root.type() != dom::element_type::OBJECT) return false;
+  // Stage 1 marks every structural character outside strings and the first character of every
+  // scalar: a member is key, ':', value, then ',' or '}' (the next member or the end).
+  const uint32_t* at = parser.implementation->structural_indexes.get();
+  const size_t count = parser.implementation->n_structural_indexes;
+  const auto char_at = [&](size_t s) { return s < count && at[s] < payload.size() ? payload[at[s]] : '\0'; };
+  if (char_at(0) != '{') return false;
+  size_t s = 1;
+  const dom::object object = root.get_object().value_unsafe();
+  for (const dom::key_value_pair field : object) {
+    if (char_at(s) != '"' || char_at(s + 1) != ':') return false;
+    const size_t value = s + 2;
+    size_t next = value + 1;  // the structural after the value
+    const char first = char_at(value);
+    if (first == '{' || first == '[') {
+      size_t depth = 1;
+      for (; depth > 0 && next < count; ++next) {
+        const char c = char_at(next);
+        if (c == '{' || c == '[') ++depth;
+        if (c == '}' || c == ']') --depth;
+      }
+      if (depth != 0) return false;
+    }
+    if (next >= count) return false;
+    FlatMember m;
+    m.key = field.key;
+    m.raw_begin = at[value];
+    // A container ends with its closing bracket; a scalar where the next structural begins,
+    // less the whitespace before it.
+    m.raw_size = first == '{' || first == '[' ? at[next - 1] + 1 - at[value] : trimmed_size(payload.substr(at[value], at[next] - at[value]));
+    switch (field.value.type()) {
+      case dom::element_type::OBJECT: m.kind = JsonKind::Object; break;
+      case dom::element_type::ARRAY: m.kind = JsonKind::Array; break;
+      case dom::element_type::INT64:
+        m.kind = JsonKind::Int64;
+        m.integer = field.value.get_int64().value_unsafe();
+        break;
+      case dom::element_type::DOUBLE:
+        m.kind = JsonKind::Double;
+        m.floating = field.value.get_double().value_unsafe();
+        break;
+      case dom::element_type::STRING:
+        m.kind = JsonKind::String;
+        m.text = field.value.get_string().value_unsafe();
+        break;
+      case dom::element_type::BOOL:
+        m.kind = JsonKind::Bool;
+        m.boolean = field.value.get_bool().value_unsafe();
+        break;
+      case dom::element_type::NULL_VALUE: m.kind = JsonKind::Null; break;
+      case dom::element_type::UINT64: return false;  // the general reading's rules
+    }
+    out.push_back(m);
+    const char after = char_at(next);
+    if (after == ',') {
+      s = next + 1;
+    } else if (after == '}') {
+      s = next;
+    } else {
+      return false;
+    }
+  }
+  return char_at(s) == '}';
+}
+
 std::string JsonPayloadReader::read(std::string_view payload, bool want_raw, ParsedPayload& out) {
   out.members.clear();
   out.validated = true;

@@ -64,6 +64,14 @@ class FlatObjectReader {
   std::string padded_;
 };
 
+// The members of an object payload that `parser` holds parsed (its last parse, of `payload`):
+// values from the DOM, each member's original text from stage 1's structural positions, so a
+// payload the caller parsed already (the runtime's JSON decoder) is not read again. Gives the
+// same members as FlatObjectReader. false when the payload is not an object or holds a number
+// beyond int64 (the caller then reads it in the general way). Keys and strings stay valid until
+// the parser's next parse.
+bool read_parsed_object(const simdjson::dom::parser& parser, std::string_view payload, std::vector<FlatMember>& out);
+
 // One per export; not thread-safe. What a read returns stays valid until the next read.
 class JsonPayloadReader {
  public:

@@ -87,6 +87,7 @@ class JsonDecoder final : public PayloadDecoder {
   pmq_payload_format format() const override { return PMQ_PAYLOAD_JSON; }
   DecodeStatus decode_record(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>&,
                              std::string& error) override {
+    parsed_ = false;
     auto doc = parser_.parse(in.data(), in.size(), /*realloc_if_needed=*/!padding_is_readable(in));
     if (doc.error() == simdjson::NUMBER_ERROR) {
       // Valid JSON may hold integers beyond 64 bits, which simdjson refuses to represent; a
@@ -120,11 +121,14 @@ class JsonDecoder final : public PayloadDecoder {
       return DecodeStatus::bad_record;
     }
     out = {in.data(), in.size()};
+    parsed_ = true;
     return DecodeStatus::ok;
   }
+  const simdjson::dom::parser* last_json_parse() const override { return parsed_ ? &parser_ : nullptr; }
 
  private:
   simdjson::dom::parser parser_;
+  bool parsed_ = false;  // parser_ holds the last accepted payload
 };
 
 // proto / flatbuffer / avro: the payload becomes JSON, stored in the batch's `owned` storage.

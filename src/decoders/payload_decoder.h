@@ -12,6 +12,10 @@
 #include "decoders/schema_decoder.h"
 #include "picomq/sink_abi.h"
 
+namespace simdjson::dom {
+class parser;
+}
+
 namespace picomq::decoders {
 
 // What became of one payload.
@@ -39,6 +43,11 @@ class PayloadDecoder {
     static const std::shared_ptr<const std::string> none;
     return none;
   }
+  // The json decoder's parser, holding the payload decode_record() last accepted (its DOM and
+  // stage 1's positions, read by the Arrow export instead of a second parse); null for other
+  // decoders and for a payload simdjson did not represent (accepted by the grammar check).
+  // Valid until the next decode_record().
+  virtual const simdjson::dom::parser* last_json_parse() const { return nullptr; }
   // For callers that treat every failure alike: true only when decode_record() says ok.
   bool decode(std::span<const uint8_t> in, pmq_bytes& out, std::deque<std::string>& owned, std::string& error) {
     return decode_record(in, out, owned, error) == DecodeStatus::ok;

@@ -1,6 +1,7 @@
 #include "runtime/delivery/batch_preparer.h"
 
 #include <cstring>
+#include <optional>
 #include <span>
 
 namespace picomq::runtime {
@@ -37,6 +38,13 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     out.failure = std::move(message);
     out.commit_to = offset;
   };
+
+  // An arrow-plane sink's inferred columns are built from the JSON decoder's own parse of each
+  // payload as it is accepted (transforms would rewrite payloads after that parse).
+  std::optional<arrow::ParsedBatchExport> parsed_export;
+  if (settings_.arrow_export && !transforms_ && arrow::ParsedBatchExport::applies(*settings_.arrow_export)) {
+    parsed_export.emplace(*settings_.arrow_export, records.size());
+  }
 
   std::string error;
   std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
@@ -106,6 +114,13 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
       }
     }
     header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
+    if (parsed_export) {
+      if (r.payload.data) {
+        parsed_export->add_parsed({reinterpret_cast<const char*>(r.payload.data), r.payload.size}, decoder_->last_json_parse());
+      } else {
+        parsed_export->add_tombstone();
+      }
+    }
     batch.records.push_back(r);
     if (with_writer_schemas) batch.writer_schemas.push_back(writer_schema);
   }
@@ -117,7 +132,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     // The export copies what it reads: it stays valid however the batch moves.
     auto held = std::make_unique<arrow::HeldExport>();
     const pmq_batch view = batch.abi_view();
-    held->result = arrow::export_batch(view, *settings_.arrow_export, &held->schema, &held->array);
+    held->result = parsed_export ? parsed_export->finish(view, &held->schema, &held->array)
+                                 : arrow::export_batch(view, *settings_.arrow_export, &held->schema, &held->array);
     batch.arrow_export = std::move(held);
   }
   return out;

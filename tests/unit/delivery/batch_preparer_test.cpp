@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "decoders/payload_decoder.h"
 #include "fakes.h"
+#include "picomq/arrow_view.hpp"
 
 namespace picomq::runtime::testing {
 namespace {
@@ -68,6 +71,73 @@ TEST(BatchPreparer, ForAnArrowPlaneSinkTheKeptRecordsAreExportedAsTheBatchIsPrep
   EXPECT_EQ(last_column, "a");
   EXPECT_EQ(out.batch.records.size(), 2u);
   EXPECT_FALSE(preparer(Policy::Skip).prepare(A, records, true).batch.arrow_export) << "other planes export nothing";
+}
+
+// Every column's format, name, metadata and cells as text: what two exports must agree on.
+std::vector<std::string> cells_of(const ArrowSchema& schema, const ArrowArray& array) {
+  const sdk::ArrowBatchView view(&schema, &array);
+  std::vector<std::string> out;
+  for (size_t c = 0; c < view.num_columns(); ++c) {
+    const sdk::ColumnView column = view.column(c);
+    out.push_back(std::string(column.name()) + ":" + std::string(column.format()) + (column.is_json() ? ":json" : ""));
+    for (size_t row = 0; row < view.num_rows(); ++row) {
+      std::string cell = "null";
+      if (!column.is_null(row)) {
+        switch (column.type()) {
+          case sdk::ColumnType::Bool: cell = column.as_bool(row) ? "true" : "false"; break;
+          case sdk::ColumnType::Int32: cell = std::to_string(column.as_int32(row)); break;
+          case sdk::ColumnType::Int64: cell = std::to_string(column.as_int64(row)); break;
+          case sdk::ColumnType::TimestampMs: cell = std::to_string(column.as_timestamp_ms(row)); break;
+          case sdk::ColumnType::Float64: {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.17g", column.as_double(row));
+            cell = text;
+            break;
+          }
+          case sdk::ColumnType::Utf8:
+          case sdk::ColumnType::Binary: cell = std::string(column.as_bytes(row).as_string_view()); break;
+          case sdk::ColumnType::Map: cell = std::to_string(column.entries(row).size()) + " entries"; break;
+          default: cell = "?";
+        }
+      }
+      out.push_back(cell);
+    }
+  }
+  return out;
+}
+
+// The runtime's options: the export reads the JSON decoder's own parse of each payload as it is
+// accepted. Whatever the batch holds, the result is export_batch()'s, cell by cell.
+TEST(BatchPreparer, TheArrowExportReadsTheDecodersParseAndGivesWhatExportBatchGives) {
+  arrow::ExportOptions options;
+  options.payloads_validated = true;  // as the runtime sets it: its decoder validated them
+  ASSERT_TRUE(arrow::ParsedBatchExport::applies(options));
+  const std::vector<VectorRecords> batches = {
+      // shape-stable, with a bad record skipped, a tombstone, and fields missing or late
+      VectorRecords({{0, R"({"id": 1, "s": "a", "f": 1.5, "items": [ {"k": "]"} ], "b": true})", {{"h", "1"}}},
+                     {1, "not json", {}},
+                     {2, "", {}, /*tombstone=*/true},
+                     {3, R"( {"id": 2, "s": "b\u00e9", "f": 2, "late": {"x" : [1, 2.50]}} )", {}},
+                     {4, R"({"s": null, "id": -3, "b": false})", {}}}),
+      // a number simdjson does not represent: the decoder's grammar check, no parse to read
+      VectorRecords({{0, R"({"id": 1, "n": 1})", {}}, {1, R"({"id": 2, "n": 123456789012345678901234567890})", {}}}),
+      // kinds that need the general reading: a field both number and string
+      VectorRecords({{0, R"({"v": 1})", {}}, {1, R"({"v": "one"})", {}}}),
+      // a payload that is not an object
+      VectorRecords({{0, R"({"v": 1})", {}}, {1, R"([1, 2])", {}}}),
+  };
+  for (size_t b = 0; b < batches.size(); ++b) {
+    SCOPED_TRACE("batch " + std::to_string(b));
+    BatchPreparer p({config::Schema::Json, Policy::Skip, 3, &options}, decoders::make_decoder(config::Schema::Json), nullptr);
+    PreparedBatch out = p.prepare(A, batches[b], true);
+    ASSERT_TRUE(out.batch.arrow_export);
+    const arrow::HeldExport& held = *out.batch.arrow_export;
+    ASSERT_TRUE(held.result.ok) << held.result.error;
+    arrow::HeldExport direct;
+    direct.result = arrow::export_batch(out.batch.abi_view(), options, &direct.schema, &direct.array);
+    ASSERT_TRUE(direct.result.ok) << direct.result.error;
+    EXPECT_EQ(cells_of(held.schema, held.array), cells_of(direct.schema, direct.array));
+  }
 }
 
 TEST(BatchPreparer, FilteredRecordsAreCountedAndCommittedPast) {

@@ -15,6 +15,7 @@ struct FakeRecord {
   int64_t offset;
   std::string value;
   std::vector<std::pair<std::string, std::string>> headers;
+  bool tombstone = false;  // no value at all (value is ignored)
 };
 
 class VectorRecords final : public ConsumedRecords {
@@ -26,7 +27,7 @@ class VectorRecords final : public ConsumedRecords {
     ConsumedRecord out;
     out.offset = r.offset;
     out.timestamp_ms = 1700000000000 + r.offset;
-    out.value = {reinterpret_cast<const uint8_t*>(r.value.data()), r.value.size()};
+    if (!r.tombstone) out.value = {reinterpret_cast<const uint8_t*>(r.value.data()), r.value.size()};
     return out;
   }
   void headers(size_t i, std::vector<pmq_header>& out) const override {
