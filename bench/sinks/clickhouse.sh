@@ -17,11 +17,20 @@
 #   BENCH_CH_COMPRESSION=none      the sink's compression (none | gzip)
 #   BENCH_CH_MAX_RECORDS=          the sink's max_batch_records (default: the sink's)
 #   BENCH_CH_FORMATS="RowBinary Native"  the sink's format, one picomq entry each
+#   BENCH_CH_BUFFER_RECORDS=       runtime.max_buffered_records (and max_buffered_bytes 256MiB);
+#                                  default: the runtime's (an insert gathers up to max_batch_records,
+#                                  which the runtime holds pending until the insert succeeds)
 
 SINK_PLUGIN=libpicomq_connector_clickhouse_sink
 CH_COMMIT_INTERVAL="${BENCH_CH_COMMIT_INTERVAL:-1s}"
 CH_COMPRESSION="${BENCH_CH_COMPRESSION:-none}"
 CH_MAX_RECORDS="${BENCH_CH_MAX_RECORDS:-}"
+CH_BUFFER_RECORDS="${BENCH_CH_BUFFER_RECORDS:-}"
+if [[ -n "$CH_BUFFER_RECORDS" ]]; then
+  bench_require_positive BENCH_CH_BUFFER_RECORDS "$CH_BUFFER_RECORDS"
+  SINK_RUNTIME_SETTINGS="max_buffered_records = $CH_BUFFER_RECORDS
+max_buffered_bytes = \"256MiB\""
+fi
 CH_DB=bench
 CH_TABLE=bench_target
 CH_REF=bench_reference

@@ -774,7 +774,9 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
     default: {
       JsonPayloadReader reader;  // one parser for the whole batch
       std::optional<std::vector<BuiltColumn>> one_pass;
-      if (ParsedBatchExport::applies(options)) one_pass = one_pass_json_columns(records, options.include_metadata);
+      if (!options.declared && ParsedBatchExport::applies(options)) {
+        one_pass = one_pass_json_columns(records, options.include_metadata);
+      }
       if (one_pass) {
         payload = std::move(*one_pass);
       } else {
@@ -830,22 +832,88 @@ ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, 
 
 // ---- a batch parsed by the caller ------------------------------------------------------------------
 
+namespace {
+
+// Declared columns filled as records come, from members read elsewhere (the decoder's parse).
+// false: a record needs the general export (which rejects it, naming why).
+class DeclaredRows {
+ public:
+  DeclaredRows(const std::vector<DeclaredColumn>& declared, bool include_metadata, size_t expected_rows) {
+    check_declared(declared, include_metadata);
+    columns_.reserve(declared.size());
+    for (const DeclaredColumn& d : declared) {
+      column_of_.add(d.name, columns_.size());
+      columns_.emplace_back(d.name, d.type, d.nullable);
+      columns_.back().builder.reserve_rows(expected_rows);
+    }
+  }
+  bool add_object(const std::vector<detail::FlatMember>& members, std::string_view payload) {
+    slots_.start_record();
+    for (size_t m = 0; m < members.size(); ++m) {
+      if (const size_t column = column_of_.find(m, members[m].key); column != FieldLookup::npos) slots_.set(column, m);
+    }
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const size_t member = slots_.get(c);
+      if (!append_declared(columns_[c], member == RecordSlots::npos ? nullptr : &members[member], payload).empty()) return false;
+    }
+    ++rows_;
+    return true;
+  }
+  bool add_null_row() {
+    for (PayloadColumn& column : columns_) {
+      if (!column.nullable) return false;
+      column.builder.append_null();
+    }
+    ++rows_;
+    return true;
+  }
+  size_t rows() const { return rows_; }
+  std::vector<BuiltColumn> finish() { return finish_all(columns_); }
+
+ private:
+  std::vector<PayloadColumn> columns_;
+  FieldLookup column_of_;
+  RecordSlots slots_;
+  size_t rows_ = 0;
+};
+
+}  // namespace
+
 struct ParsedBatchExport::State {
-  State(bool include_metadata, size_t expected_rows) : columns(include_metadata, expected_rows) {}
-  detail::OnePassColumns columns;
+  std::optional<detail::OnePassColumns> inferred;
+  std::optional<DeclaredRows> declared;
   std::vector<detail::FlatMember> members;
+
+  bool add_object(std::string_view payload) {
+    return inferred ? inferred->add_object(members, payload) : declared->add_object(members, payload);
+  }
+  bool add_null_row() {
+    if (inferred) {
+      inferred->add_null_row();
+      return true;
+    }
+    return declared->add_null_row();
+  }
+  size_t rows() const { return inferred ? inferred->rows() : declared->rows(); }
+  std::vector<BuiltColumn> finish() { return inferred ? inferred->finish() : declared->finish(); }
 };
 
 bool ParsedBatchExport::applies(const ExportOptions& options) {
-  return !options.declared && options.payloads_validated && options.one_pass_columns;
+  return options.payloads_validated && options.one_pass_columns;
 }
 
 ParsedBatchExport::ParsedBatchExport(const ExportOptions& options, size_t expected_rows) : options_(options) {
   if (!applies(options)) return;
   try {
-    state_ = std::make_unique<State>(options.include_metadata, expected_rows);
+    auto state = std::make_unique<State>();
+    if (options.declared) {
+      state->declared.emplace(*options.declared, options.include_metadata, expected_rows);
+    } else {
+      state->inferred.emplace(options.include_metadata, expected_rows);
+    }
+    state_ = std::move(state);
   } catch (...) {
-    // finish() exports the batch the general way
+    // finish() exports the batch the general way (which names a schema error)
   }
 }
 
@@ -854,21 +922,22 @@ ParsedBatchExport::~ParsedBatchExport() = default;
 void ParsedBatchExport::add_parsed(std::string_view payload, const simdjson::dom::parser* parser) noexcept {
   if (!state_) return;
   try {
-    if (parser && detail::read_parsed_object(*parser, payload, state_->members) &&
-        state_->columns.add_object(state_->members, payload)) {
-      return;
-    }
+    if (parser && detail::read_parsed_object(*parser, payload, state_->members) && state_->add_object(payload)) return;
   } catch (...) {
   }
   state_.reset();  // not a path this batch can take: finish() exports it the general way
 }
 
 void ParsedBatchExport::add_tombstone() noexcept {
-  if (state_) state_->columns.add_null_row();
+  try {
+    if (state_ && state_->add_null_row()) return;
+  } catch (...) {
+  }
+  state_.reset();
 }
 
 ExportResult ParsedBatchExport::finish(const pmq_batch& batch, ArrowSchema* schema, ArrowArray* array) noexcept {
-  const bool built = state_ && batch.payload_format == PMQ_PAYLOAD_JSON && state_->columns.rows() == batch.record_count &&
+  const bool built = state_ && batch.payload_format == PMQ_PAYLOAD_JSON && state_->rows() == batch.record_count &&
                      schema != nullptr && array != nullptr;
   if (!built) return export_batch(batch, options_, schema, array);
   *schema = ArrowSchema{};
@@ -880,7 +949,7 @@ ExportResult ParsedBatchExport::finish(const pmq_batch& batch, ArrowSchema* sche
     if (options_.include_metadata) check_header_names(records, rejections);
     ExportResult done;
     if (!rejections.empty()) return done;  // the general export reports them
-    assemble(batch, options_, records, state_->columns.finish(), schema, array);
+    assemble(batch, options_, records, state_->finish(), schema, array);
     done.ok = true;
     return done;
   });

@@ -36,7 +36,7 @@ struct ExportOptions {
   bool payloads_validated = false;
   // With validated payloads and inferred columns: a batch whose fields keep their kinds is built
   // as it is read (one pass, no cells kept); others take the general two-pass reading. Off: the
-  // general reading always (tests compare the two).
+  // general reading always, and ParsedBatchExport does not apply (tests compare the two).
   bool one_pass_columns = true;
 };
 
@@ -72,7 +72,7 @@ struct HeldExport {
 ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, ArrowSchema* schema,
                           ArrowArray* array) noexcept;
 
-// The export of a JSON batch with inferred columns, built while the caller parses its payloads:
+// The export of a JSON batch (inferred or declared columns), built while the caller parses its payloads:
 // the runtime's JSON decoder validates each payload with a simdjson DOM parse, and the export
 // reads that parse (values from the DOM, texts from stage 1's positions) instead of parsing the
 // payload again. Records are added in the batch's order. A batch the one-pass columns cannot
@@ -80,7 +80,7 @@ ExportResult export_batch(const pmq_batch& batch, const ExportOptions& options, 
 // the result is the same either way.
 class ParsedBatchExport {
  public:
-  // Whether the options allow it (inferred columns of validated payloads, one pass).
+  // Whether the options allow it (validated payloads, one pass).
   static bool applies(const ExportOptions& options);
 
   ParsedBatchExport(const ExportOptions& options, size_t expected_rows);

@@ -39,8 +39,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     out.commit_to = offset;
   };
 
-  // An arrow-plane sink's inferred columns are built from the JSON decoder's own parse of each
-  // payload as it is accepted (transforms would rewrite payloads after that parse).
+  // An arrow-plane sink's columns are built from the JSON decoder's own parse of each payload as
+  // it is accepted (transforms would rewrite payloads after that parse).
   std::optional<arrow::ParsedBatchExport> parsed_export;
   if (settings_.arrow_export && !transforms_ && arrow::ParsedBatchExport::applies(*settings_.arrow_export)) {
     parsed_export.emplace(*settings_.arrow_export, records.size());

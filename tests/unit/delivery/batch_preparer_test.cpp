@@ -109,34 +109,54 @@ std::vector<std::string> cells_of(const ArrowSchema& schema, const ArrowArray& a
 // The runtime's options: the export reads the JSON decoder's own parse of each payload as it is
 // accepted. Whatever the batch holds, the result is export_batch()'s, cell by cell.
 TEST(BatchPreparer, TheArrowExportReadsTheDecodersParseAndGivesWhatExportBatchGives) {
-  arrow::ExportOptions options;
-  options.payloads_validated = true;  // as the runtime sets it: its decoder validated them
-  ASSERT_TRUE(arrow::ParsedBatchExport::applies(options));
+  arrow::ExportOptions inferred;
+  inferred.payloads_validated = true;  // as the runtime sets it: its decoder validated them
+  arrow::ExportOptions declared = inferred;
+  declared.declared = std::vector<arrow::DeclaredColumn>{{"id", arrow::ColumnType::Int64, false},
+                                                         {"s", arrow::ColumnType::Utf8},
+                                                         {"f", arrow::ColumnType::Float64},
+                                                         {"items", arrow::ColumnType::Json},
+                                                         {"v", arrow::ColumnType::Int64},
+                                                         {"late", arrow::ColumnType::Json}};
   const std::vector<VectorRecords> batches = {
       // shape-stable, with a bad record skipped, a tombstone, and fields missing or late
       VectorRecords({{0, R"({"id": 1, "s": "a", "f": 1.5, "items": [ {"k": "]"} ], "b": true})", {{"h", "1"}}},
                      {1, "not json", {}},
                      {2, "", {}, /*tombstone=*/true},
                      {3, R"( {"id": 2, "s": "b\u00e9", "f": 2, "late": {"x" : [1, 2.50]}} )", {}},
-                     {4, R"({"s": null, "id": -3, "b": false})", {}}}),
+                     {4, R"({"s": null, "id": -3, "b": false, "v": 4.0})", {}}}),
       // a number simdjson does not represent: the decoder's grammar check, no parse to read
       VectorRecords({{0, R"({"id": 1, "n": 1})", {}}, {1, R"({"id": 2, "n": 123456789012345678901234567890})", {}}}),
-      // kinds that need the general reading: a field both number and string
-      VectorRecords({{0, R"({"v": 1})", {}}, {1, R"({"v": "one"})", {}}}),
+      // kinds that need the general reading (inferred), a value that does not convert (declared)
+      VectorRecords({{0, R"({"id": 1, "v": 1})", {}}, {1, R"({"id": 2, "v": "one"})", {}}}),
       // a payload that is not an object
-      VectorRecords({{0, R"({"v": 1})", {}}, {1, R"([1, 2])", {}}}),
+      VectorRecords({{0, R"({"id": 1, "v": 1})", {}}, {1, R"([1, 2])", {}}}),
+      // a declared column missing where it is not nullable
+      VectorRecords({{0, R"({"id": 1})", {}}, {1, R"({"s": "no id"})", {}}}),
   };
-  for (size_t b = 0; b < batches.size(); ++b) {
-    SCOPED_TRACE("batch " + std::to_string(b));
-    BatchPreparer p({config::Schema::Json, Policy::Skip, 3, &options}, decoders::make_decoder(config::Schema::Json), nullptr);
-    PreparedBatch out = p.prepare(A, batches[b], true);
-    ASSERT_TRUE(out.batch.arrow_export);
-    const arrow::HeldExport& held = *out.batch.arrow_export;
-    ASSERT_TRUE(held.result.ok) << held.result.error;
-    arrow::HeldExport direct;
-    direct.result = arrow::export_batch(out.batch.abi_view(), options, &direct.schema, &direct.array);
-    ASSERT_TRUE(direct.result.ok) << direct.result.error;
-    EXPECT_EQ(cells_of(held.schema, held.array), cells_of(direct.schema, direct.array));
+  for (const arrow::ExportOptions* options : {&inferred, &declared}) {
+    ASSERT_TRUE(arrow::ParsedBatchExport::applies(*options));
+    for (size_t b = 0; b < batches.size(); ++b) {
+      SCOPED_TRACE((options->declared ? "declared, batch " : "inferred, batch ") + std::to_string(b));
+      BatchPreparer p({config::Schema::Json, Policy::Skip, 3, options}, decoders::make_decoder(config::Schema::Json), nullptr);
+      PreparedBatch out = p.prepare(A, batches[b], true);
+      ASSERT_TRUE(out.batch.arrow_export);
+      const arrow::HeldExport& held = *out.batch.arrow_export;
+      arrow::HeldExport direct;
+      direct.result = arrow::export_batch(out.batch.abi_view(), *options, &direct.schema, &direct.array);
+      ASSERT_EQ(held.result.ok, direct.result.ok) << held.result.error << " / " << direct.result.error;
+      ASSERT_EQ(held.result.error, direct.result.error);
+      if (!held.result.ok) {
+        ASSERT_EQ(held.result.rejected.size(), direct.result.rejected.size());
+        ASSERT_FALSE(held.result.rejected.empty());
+        for (size_t k = 0; k < held.result.rejected.size(); ++k) {
+          EXPECT_EQ(held.result.rejected[k].record_index, direct.result.rejected[k].record_index);
+          EXPECT_EQ(held.result.rejected[k].reason, direct.result.rejected[k].reason);
+        }
+        continue;
+      }
+      EXPECT_EQ(cells_of(held.schema, held.array), cells_of(direct.schema, direct.array));
+    }
   }
 }
 
