@@ -151,50 +151,52 @@ bool read_parsed_object(const simdjson::dom::parser& parser, std::string_view pa
   if (char_at(0) != '{') return false;
   size_t s = 1;
   const dom::object object = root.get_object().value_unsafe();
+  out.reserve(object.size());
   for (const dom::key_value_pair field : object) {
     if (char_at(s) != '"' || char_at(s + 1) != ':') return false;
     const size_t value = s + 2;
     size_t next = value + 1;  // the structural after the value
     const char first = char_at(value);
-    if (first == '{' || first == '[') {
+    const bool container = first == '{' || first == '[';
+    if (container) {
       size_t depth = 1;
       for (; depth > 0 && next < count; ++next) {
-        const char c = char_at(next);
-        if (c == '{' || c == '[') ++depth;
-        if (c == '}' || c == ']') --depth;
+        const char c = payload[at[next]];
+        depth += (c == '{' || c == '[');
+        depth -= (c == '}' || c == ']');
       }
       if (depth != 0) return false;
     }
     if (next >= count) return false;
-    FlatMember m;
+    FlatMember& m = out.emplace_back();
     m.key = field.key;
     m.raw_begin = at[value];
     // A container ends with its closing bracket; a scalar where the next structural begins,
     // less the whitespace before it.
-    m.raw_size = first == '{' || first == '[' ? at[next - 1] + 1 - at[value] : trimmed_size(payload.substr(at[value], at[next] - at[value]));
-    switch (field.value.type()) {
+    m.raw_size = container ? at[next - 1] + 1 - at[value] : trimmed_size(payload.substr(at[value], at[next] - at[value]));
+    const dom::element v = field.value;
+    switch (v.type()) {
       case dom::element_type::OBJECT: m.kind = JsonKind::Object; break;
       case dom::element_type::ARRAY: m.kind = JsonKind::Array; break;
       case dom::element_type::INT64:
         m.kind = JsonKind::Int64;
-        m.integer = field.value.get_int64().value_unsafe();
+        m.integer = int64_t(v);
         break;
       case dom::element_type::DOUBLE:
         m.kind = JsonKind::Double;
-        m.floating = field.value.get_double().value_unsafe();
+        m.floating = double(v);
         break;
       case dom::element_type::STRING:
         m.kind = JsonKind::String;
-        m.text = field.value.get_string().value_unsafe();
+        m.text = std::string_view(v);
         break;
       case dom::element_type::BOOL:
         m.kind = JsonKind::Bool;
-        m.boolean = field.value.get_bool().value_unsafe();
+        m.boolean = bool(v);
         break;
       case dom::element_type::NULL_VALUE: m.kind = JsonKind::Null; break;
       case dom::element_type::UINT64: return false;  // the general reading's rules
     }
-    out.push_back(m);
     const char after = char_at(next);
     if (after == ',') {
       s = next + 1;

@@ -40,13 +40,17 @@ struct ParsedPayload {
 struct FlatMember {
   std::string_view key;  // unescaped; valid until the next read
   JsonKind kind = JsonKind::Null;
-  bool boolean = false;
-  int64_t integer = 0;
-  uint64_t unsigned_integer = 0;  // kind Uint64 (only from the validating reader)
-  double floating = 0;
-  std::string_view text;    // kind String: the unescaped value; valid until the next read
-  size_t raw_begin = 0;     // the value's original text: payload.substr(raw_begin, raw_size)
+  union {                 // by kind (a union: members are written per field of every record)
+    bool boolean;
+    int64_t integer;
+    uint64_t unsigned_integer;  // kind Uint64 (only from the validating reader)
+    double floating;
+  };
+  std::string_view text;  // kind String: the unescaped value; valid until the next read
+  size_t raw_begin = 0;   // the value's original text: payload.substr(raw_begin, raw_size)
   size_t raw_size = 0;
+
+  FlatMember() : integer(0) {}
 };
 
 // Reads object payloads with simdjson On-Demand: one pass, no DOM, and the original text of
