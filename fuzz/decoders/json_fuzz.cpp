@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (a.key != b.key || a.kind != b.kind || payload.substr(a.raw_begin, a.raw_size) != payload.substr(b.raw_begin, b.raw_size) ||
             (a.kind == ad::JsonKind::String && a.text != b.text) || (a.kind == ad::JsonKind::Int64 && a.integer != b.integer) ||
             (a.kind == ad::JsonKind::Bool && a.boolean != b.boolean))
-          picomq::fuzz::die("member " + std::to_string(m) + " reads differently from the parse and On-Demand", std::string(payload));
+          picomq::fuzz::die("a member reads differently from the parse and On-Demand",
+                            "member " + std::to_string(m) + " of " + std::string(payload));
       }
     }
   }
