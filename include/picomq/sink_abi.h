@@ -395,6 +395,15 @@ static inline int pmq_sink_plane_spec(const pmq_sink_plugin *plugin, pmq_plane_s
   return 1;
 }
 
+/* What a host accepts from set_plane() (ABI 2.5): exactly one plane, one of the native ones.
+ * Returns 1, or 0 with the reason in errbuf. */
+static inline int pmq_plane_choice_valid(const pmq_plane_spec *spec, uint32_t plane, char *errbuf, size_t errbuf_size) {
+  if (plane != 0 && (plane & (plane - 1)) == 0 && (spec->native_planes & plane)) return 1;
+  snprintf(errbuf, errbuf_size, "chose the data plane %u (%s) with set_plane(), which is not one of its native planes",
+           (unsigned)plane, pmq_plane_name(plane));
+  return 0;
+}
+
 #ifdef __cplusplus
 }
 #endif

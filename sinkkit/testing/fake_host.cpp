@@ -149,8 +149,11 @@ struct HostCallbacks {
     pmq_plane_spec spec{};
     char error[256] = {0};
     (void)pmq_sink_plane_spec(h.plugin_, &spec, error, sizeof error);  // checked at load
-    if ((plane & (plane - 1)) == 0 && (spec.native_planes & plane)) h.plane_ = plane;
-    else h.plane_error_ = "set_plane(" + std::to_string(plane) + "): not one of the plugin's native planes";
+    if (pmq_plane_choice_valid(&spec, plane, error, sizeof error)) {
+      h.plane_ = plane;
+    } else {
+      h.plane_error_ = std::string("the plugin ") + error;  // the runtime's rule and words
+    }
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -406,45 +407,42 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   return inst;
 }
 
-// Hands the data to the loop; PENDING, or what went wrong (the ctx is then freed here).
-pmq_write_status submit(Instance* inst, PyObject* data, WriteCtx* ctx, pmq_write_result* result) {
-  PyObject* token = PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(ctx)));
+// A write that cannot start: the Python error, with what was being done, is the write's error.
+pmq_write_status python_failure(Instance* inst, pmq_write_result* result, const std::string& doing) {
+  const std::string error = doing + ": " + fetch_python_error();
+  inst->host->set_error(result, error.c_str());
+  return PMQ_WRITE_FATAL;
+}
+
+// Hands the data to the loop, which owns the ctx from then on; PENDING, or what went wrong.
+pmq_write_status submit(Instance* inst, PyObject* data, std::unique_ptr<WriteCtx> ctx, pmq_write_result* result) {
+  PyObject* token = PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(ctx.get())));
   PyObject* r = token ? PyObject_CallFunctionObjArgs(inst->submit, data, token, nullptr) : nullptr;
   Py_XDECREF(token);
   Py_DECREF(data);
-  if (r) {
-    Py_DECREF(r);
-    return PMQ_WRITE_PENDING;
-  }
-  const std::string error = "cannot start the write: " + fetch_python_error();
-  inst->host->set_error(result, error.c_str());
-  delete ctx;
-  return PMQ_WRITE_FATAL;
+  if (!r) return python_failure(inst, result, "cannot start the write");
+  Py_DECREF(r);
+  (void)ctx.release();  // python_complete() deletes it
+  return PMQ_WRITE_PENDING;
 }
 
 pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_write_result* result) {
   auto* inst = static_cast<Instance*>(instance);
   try {
-    auto* ctx = new WriteCtx{inst->host, result, {}, false};
+    auto ctx = std::make_unique<WriteCtx>(WriteCtx{inst->host, result, {}, false});
     std::vector<std::pair<size_t, std::string>> refused;
     Gil gil;
     PyObject* rows = build_rows(batch, inst->include_metadata, *ctx, refused);
-    if (!rows) {
-      const std::string error = "cannot build the rows of the batch: " + fetch_python_error();
-      inst->host->set_error(result, error.c_str());
-      delete ctx;
-      return PMQ_WRITE_FATAL;
-    }
+    if (!rows) return python_failure(inst, result, "cannot build the rows of the batch");
     if (!refused.empty()) {
       for (const auto& [index, reason] : refused) inst->host->reject_record(result, index, reason.c_str());
       ctx->pre_rejected = true;
       if (PyList_GET_SIZE(rows) == 0) {
         Py_DECREF(rows);
-        delete ctx;
         return PMQ_WRITE_REJECTED;
       }
     }
-    return submit(inst, rows, ctx, result);
+    return submit(inst, rows, std::move(ctx), result);
   } catch (const std::exception& e) {
     inst->host->set_error(result, e.what());
     return PMQ_WRITE_FATAL;
@@ -456,20 +454,15 @@ pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_
 pmq_write_status python_write_arrow(void* instance, const pmq_arrow_batch* batch, pmq_write_result* result) {
   auto* inst = static_cast<Instance*>(instance);
   try {
-    auto* ctx = new WriteCtx{inst->host, result, {}, false};
+    auto ctx = std::make_unique<WriteCtx>(WriteCtx{inst->host, result, {}, false});
     Gil gil;
     PyObject* rb = PyObject_CallMethod(inst->py, "import_arrow", "KKO",
                                        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_array)),
                                        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_schema)),
                                        inst->include_metadata ? Py_True : Py_False);
-    if (!rb) {
-      // Whatever pyarrow did not take, the host releases after the call.
-      const std::string error = "cannot import the Arrow batch into pyarrow: " + fetch_python_error();
-      inst->host->set_error(result, error.c_str());
-      delete ctx;
-      return PMQ_WRITE_FATAL;
-    }
-    return submit(inst, rb, ctx, result);
+    // Whatever pyarrow did not take, the host releases after the call.
+    if (!rb) return python_failure(inst, result, "cannot import the Arrow batch into pyarrow");
+    return submit(inst, rb, std::move(ctx), result);
   } catch (const std::exception& e) {
     inst->host->set_error(result, e.what());
     return PMQ_WRITE_FATAL;

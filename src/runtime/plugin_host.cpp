@@ -258,9 +258,8 @@ std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<Plugi
     return nullptr;
   }
   const uint32_t chosen = sink->context_->plane;
-  if (chosen && ((chosen & (chosen - 1)) != 0 || !(sink->library_->planes().native_planes & chosen))) {
-    error = std::string("plugin ") + d.name + " chose the data plane " + std::to_string(chosen) +
-            " with set_plane(), which is not one of its native planes";
+  if (chosen && !pmq_plane_choice_valid(&sink->library_->planes(), chosen, errbuf, sizeof errbuf)) {
+    error = std::string("plugin ") + d.name + " " + errbuf;
     sink->close();
     return nullptr;
   }

@@ -493,7 +493,7 @@ TEST(PluginCycles, AnInstanceTakesItsBatchesOnTheNativePlaneItChoseAtOpen) {
   with_library("libpicomq_connector_testkit_sink", [&](const std::shared_ptr<PluginLibrary>& library) {
     std::string error;
     EXPECT_FALSE(SinkInstance::open(library, "cycles", "{" + log_path + ",\"plane\":\"arrow\"}", error));
-    EXPECT_NE(error.find("chose the data plane 4 with set_plane(), which is not one of its native planes"), std::string::npos)
+    EXPECT_NE(error.find("chose the data plane 4 (arrow) with set_plane(), which is not one of its native planes"), std::string::npos)
         << error;
   });
 }
