@@ -4,22 +4,22 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <string>
 #include <vector>
 
 namespace picomq::arrow::detail {
 namespace {
 
-std::vector<FlatMember> read_flat(const std::string& payload, bool& ok) {
-  static FlatObjectReader reader;
+// The reader's views last until its next read: the members point into copies kept in `keep` (a
+// deque: its strings stay where they are as it grows).
+std::vector<FlatMember> read_flat(const std::string& payload, bool& ok, std::deque<std::string>& keep) {
+  FlatObjectReader reader;
   std::vector<FlatMember> out;
   ok = reader.read(payload, out);
-  for (FlatMember& m : out) {  // the reader's views last until its next read: keep copies
-    static std::vector<std::string> keep;
-    keep.emplace_back(m.key);
-    m.key = keep.back();
-    keep.emplace_back(m.text);
-    m.text = keep.back();
+  for (FlatMember& m : out) {
+    m.key = keep.emplace_back(m.key);
+    if (m.kind == JsonKind::String) m.text = keep.emplace_back(m.text);
   }
   return out;
 }
@@ -27,7 +27,8 @@ std::vector<FlatMember> read_flat(const std::string& payload, bool& ok) {
 void expect_same_members(const std::string& payload) {
   SCOPED_TRACE(payload);
   bool flat_ok = false;
-  const std::vector<FlatMember> flat = read_flat(payload, flat_ok);
+  std::deque<std::string> keep;
+  const std::vector<FlatMember> flat = read_flat(payload, flat_ok, keep);
   simdjson::dom::parser parser;
   ASSERT_FALSE(parser.parse(payload).error());
   std::vector<FlatMember> dom;
