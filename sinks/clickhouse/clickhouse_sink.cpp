@@ -17,14 +17,17 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "clickhouse/arrow_encoder.h"
 #include "clickhouse/client.h"
 #include "clickhouse/config.h"
 #include "clickhouse/errors.h"
@@ -61,8 +64,11 @@ std::string trim(std::string s) {
 struct TopicTable {
   std::string name;     // sanitised
   std::string display;  // db.table, for messages
+  std::string topic;
   bool ready = false;
-  std::shared_ptr<ch::RowBinaryEncoder> encoder;
+  std::shared_ptr<ch::RowBinaryEncoder> encoder;   // the batches plane
+  std::shared_ptr<ch::ArrowEncoder> arrow;         // the Arrow plane
+  std::shared_ptr<const std::vector<ch::Column>> columns;  // what an insert writes
   std::string insert_sql;
   bool native = false;  // format Native, and the columns allow it
   uint32_t generation = 0;  // bumped when the table is looked up again: older segments stay apart
@@ -75,62 +81,142 @@ class ClickHouseSink;
 
 namespace {
 
-// One insert: the RowBinary rows of consecutive batches for one table, sent as one request when
-// the accumulator commits it. It keeps each batch's write and each row's place, so a refused
-// insert can be bisected down to the rows the server refuses.
+// An Arrow batch moved out of the write call (the structs are the host's only for the call):
+// kept by the insert that holds its rows, for a bisection's re-encoding.
+struct HeldArrow {
+  ArrowSchema schema{};
+  ArrowArray array{};
+  std::string topic;
+  std::vector<int64_t> offsets;
+  ch::ArrowInput input;
+
+  explicit HeldArrow(const sdk::ArrowBatch& batch)
+      : schema(batch.take_schema()),
+        array(batch.take_array()),
+        topic(batch.raw().topic ? batch.raw().topic : ""),
+        offsets(batch.raw().offsets, batch.raw().offsets + batch.raw().record_count),
+        input(ch::arrow_input(batch.raw())) {
+    input.schema = &schema;
+    input.array = &array;
+    input.topic = topic;
+    input.offsets = offsets.data();
+  }
+  HeldArrow(const HeldArrow&) = delete;
+  HeldArrow& operator=(const HeldArrow&) = delete;
+  ~HeldArrow() {
+    if (schema.release) schema.release(&schema);
+    if (array.release) array.release(&array);
+  }
+};
+
+// One insert: consecutive batches for one table, sent as one request when the accumulator
+// commits it. Its body is built as batches join, in the insert's format: RowBinary rows, or
+// Native blocks (one per batch: made from the batch's Arrow columns, or from its RowBinary rows).
+// It keeps each batch's write and each row's place, so a refused insert can be bisected down to
+// the rows the server refuses: a part of a batch is cut from its RowBinary rows, or encoded
+// again from its Arrow columns (valid until the batch's write completes).
 class InsertSegment final : public kit::Segment {
  public:
-  struct RowRef {
-    uint64_t end;
-    uint32_t write;
-    uint32_t record;
-  };
   using CommitFn = std::function<void(InsertSegment&)>;
 
-  // `native_columns`: send the rows as Native blocks of these columns (null: as RowBinary).
-  InsertSegment(std::string table, std::string insert_sql, std::shared_ptr<const ch::RowBinaryEncoder> native_columns,
+  // `native`: FORMAT Native, `columns` the insert's columns (RowBinary rows made into blocks),
+  // `arrow` the table's Arrow encoder (null on the batches plane).
+  InsertSegment(std::string table, std::string insert_sql, bool native,
+                std::shared_ptr<const std::vector<ch::Column>> columns, std::shared_ptr<const ch::ArrowEncoder> arrow,
                 CommitFn commit)
       : table_(std::move(table)),
         insert_sql_(std::move(insert_sql)),
-        native_(std::move(native_columns)),
+        native_(native),
+        columns_(std::move(columns)),
+        arrow_(std::move(arrow)),
         commit_(std::move(commit)) {}
 
-  void add(sdk::Pending write, const ch::Encoded& e) {
-    const uint64_t base = body_.size();
-    const auto w = static_cast<uint32_t>(writes_.size());
-    writes_.push_back(std::move(write));
+  // RowBinary rows of one batch (ch::Row::end: each row's end in `data`).
+  void add_rows(sdk::Pending write, std::string data, const std::vector<ch::Row>& rows) {
+    Part& p = start_part(std::move(write), rows);
+    for (const ch::Row& r : rows) p.ends.push_back(r.end);
+    if (native_) {
+      auto block = ch::native_block(*columns_, data, rows.size());
+      if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
+      body_ += block.value();
+      p.rows_data = std::move(data);
+    } else {
+      p.offset = body_.size();
+      body_ += data;
+    }
+  }
+  // One batch's Native block, made from its Arrow columns.
+  void add_block(sdk::Pending write, ch::ArrowEncoded& e, std::shared_ptr<const HeldArrow> batch) {
+    Part& p = start_part(std::move(write), e.rows);
+    p.block = true;
+    p.batch = std::move(batch);
+    for (const ch::Row& r : e.rows) p.batch_rows.push_back(r.record_index);
     body_ += e.data;
-    for (const ch::Row& r : e.rows) rows_.push_back({base + r.end, w, r.record_index});
   }
   void commit() override { commit_(*this); }
 
   const std::string& table() const { return table_; }
   const std::string& insert_sql() const { return insert_sql_; }
-  const std::string& body() const { return body_; }
   size_t rows() const { return rows_.size(); }
-  // The bytes of rows [first, first + n).
-  std::string_view slice(size_t first, size_t n) const {
-    const uint64_t from = first == 0 ? 0 : rows_[first - 1].end;
-    return std::string_view(body_).substr(from, rows_[first + n - 1].end - from);
-  }
   void reject(size_t row, const std::string& reason) { writes_[rows_[row].write].reject(rows_[row].record, reason); }
-  // What an insert of rows [first, first + n) sends: their RowBinary bytes, or their Native
-  // block (made into `scratch`).
+  // What an insert of rows [first, first + n) sends (made into `scratch` unless it is the body).
   std::string_view request_body(size_t first, size_t n, std::string& scratch) const {
-    const std::string_view rows = first == 0 && n == rows_.size() ? std::string_view(body_) : slice(first, n);
-    if (!native_) return rows;
-    auto block = ch::native_block(native_->columns(), rows, n);
-    if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
-    scratch = std::move(block.value());
+    if (first == 0 && n == rows_.size()) return body_;
+    scratch.clear();
+    for (const Part& p : parts_) {
+      const size_t from = std::max(first, p.first), to = std::min(first + n, p.first + p.count);
+      if (from >= to) continue;
+      const size_t a = from - p.first, b = to - p.first;
+      if (p.block) {
+        scratch += arrow_->native_block(p.batch->input, std::span<const uint32_t>(p.batch_rows).subspan(a, b - a));
+        continue;
+      }
+      const uint64_t begin = a == 0 ? 0 : p.ends[a - 1], end = p.ends[b - 1];
+      const std::string_view rows = native_ ? std::string_view(p.rows_data).substr(begin, end - begin)
+                                            : std::string_view(body_).substr(p.offset + begin, end - begin);
+      if (!native_) {
+        scratch += rows;
+        continue;
+      }
+      auto block = ch::native_block(*columns_, rows, b - a);
+      if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
+      scratch += block.value();
+    }
     return scratch;
   }
 
  private:
+  struct RowRef {
+    uint32_t write;
+    uint32_t record;
+  };
+  struct Part {  // one batch's rows
+    size_t first = 0, count = 0;  // its rows in the segment
+    bool block = false;           // a Native block of Arrow columns (else RowBinary rows)
+    std::vector<uint64_t> ends;   // RowBinary: each row's end in its bytes
+    size_t offset = 0;            // RowBinary insert: where its bytes start in body_
+    std::string rows_data;        // Native insert: its RowBinary rows
+    std::shared_ptr<const HeldArrow> batch;  // block: the batch and which of its rows
+    std::vector<uint32_t> batch_rows;
+  };
+  Part& start_part(sdk::Pending write, const std::vector<ch::Row>& rows) {
+    const auto w = static_cast<uint32_t>(writes_.size());
+    writes_.push_back(std::move(write));
+    Part& p = parts_.emplace_back();
+    p.first = rows_.size();
+    p.count = rows.size();
+    for (const ch::Row& r : rows) rows_.push_back({w, r.record_index});
+    return p;
+  }
+
   std::string table_, insert_sql_;
-  std::shared_ptr<const ch::RowBinaryEncoder> native_;
+  bool native_;
+  std::shared_ptr<const std::vector<ch::Column>> columns_;
+  std::shared_ptr<const ch::ArrowEncoder> arrow_;
   CommitFn commit_;
   std::string body_;
   std::vector<RowRef> rows_;
+  std::vector<Part> parts_;
   std::vector<sdk::Pending> writes_;
 };
 
@@ -143,8 +229,11 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   static constexpr std::string_view description =
       "Writes records into ClickHouse tables (one per topic) over HTTP as RowBinary inserts; consecutive batches "
       "share one insert for up to commit_interval; ReplacingMergeTree by record id for replays.";
-  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
-  static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
+                                                    sdk::DataPlane::Arrow};
+  // Arrow when the inserts are Native columns of fields (format = "Native", payload_mode =
+  // "columns"): the runtime's parse laid out in columns already; else batches (open()).
+  static constexpr std::array native_data_planes{sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
   static constexpr uint32_t max_in_flight = 3 * kSegmentBatches;
   static inline const kit::OptionTable<ch::Settings>& options = ch::option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { ch::plan(config, problems); }
@@ -156,6 +245,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     plan_ = std::make_unique<ch::Plan>(std::move(*plan));
     const ch::Settings& s = plan_->settings;
     if (!s.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
+    arrow_plane_ = s.format == ch::InsertFormat::Native && s.payload_mode == ch::PayloadMode::Columns;
+    declare_plane(arrow_plane_ ? sdk::DataPlane::Arrow : sdk::DataPlane::Batches);
 
     kit::AuthSettings auth;
     auth.type = kit::AuthType::Basic;
@@ -191,32 +282,53 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     // joins must not commit as idle meanwhile.
     const auto preparing = accumulator_->preparing();
     ch::Encoded encoded;
-    std::string key, table, insert_sql;
-    std::shared_ptr<const ch::RowBinaryEncoder> native_columns;
+    InsertTarget target;
     {
       std::lock_guard lock(mutex_);
-      TopicTable& t = table_for(raw);
-      if (plan_->settings.auto_add_columns) add_new_columns(t, raw);
+      auto infer = [&] { return ch::infer_columns(raw, version_); };
+      TopicTable& t = table_for(raw.topic, infer);
+      if (plan_->settings.auto_add_columns) add_new_columns(t, infer);
       encoded = t.encoder->encode(raw);
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
-      key = t.display + (t.generation ? " #" + std::to_string(t.generation) : "");
-      table = t.display;
-      insert_sql = t.insert_sql;
-      if (t.native) native_columns = t.encoder;
+      target = insert_target(t);
     }
-    for (const auto& r : encoded.rejected) write.reject(r.record_index, r.reason);
-    if (!encoded.rejected.empty()) count("rejected_records", encoded.rejected.size());
-    if (encoded.rows.empty()) {
+    if (!take_rejections(write, encoded.rejected, encoded.rows.empty())) return write;
+    accumulator_->append(
+        target.key, write, {encoded.data.size(), encoded.rows.size()}, [&] { return make_segment(target); },
+        [&](kit::Segment& s) { static_cast<InsertSegment&>(s).add_rows(write, std::move(encoded.data), encoded.rows); });
+    return write;
+  }
+
+  // The Arrow plane (format Native, payload_mode columns): the batch's columns into a Native
+  // block, without parsing the payloads again (clickhouse/arrow_encoder.h).
+  sdk::Pending write_arrow_batch(const sdk::ArrowBatch& batch) {
+    sdk::Pending write = pending();
+    if (batch.raw().record_count == 0) {
       write.done();
       return write;
     }
+    auto held = std::make_shared<const HeldArrow>(batch);
+    const ch::ArrowInput& in = held->input;
+    const auto preparing = accumulator_->preparing();
+    ch::ArrowEncoded encoded;
+    InsertTarget target;
+    {
+      std::lock_guard lock(mutex_);
+      auto infer = [&] { return ch::infer_arrow_columns(in, version_); };
+      TopicTable& t = table_for(batch.raw().topic, infer);
+      if (plan_->settings.auto_add_columns) add_new_columns(t, infer);
+      encoded = t.arrow->encode(in);
+      if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
+      target = insert_target(t);
+    }
+    if (!take_rejections(write, encoded.rejected, encoded.rows.empty())) return write;
     accumulator_->append(
-        key, write, {encoded.data.size(), encoded.rows.size()},
-        [&] {
-          return std::make_unique<InsertSegment>(table, insert_sql, native_columns,
-                                                 [this](InsertSegment& s) { commit_insert(s); });
-        },
-        [&](kit::Segment& s) { static_cast<InsertSegment&>(s).add(write, encoded); });
+        target.key, write, {encoded.data.size(), encoded.rows.size()}, [&] { return make_segment(target); },
+        [&](kit::Segment& s) {
+          auto& segment = static_cast<InsertSegment&>(s);
+          if (encoded.native) segment.add_block(write, encoded, held);
+          else segment.add_rows(write, std::move(encoded.data), encoded.rows);
+        });
     return write;
   }
 
@@ -233,6 +345,29 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
 
  private:
   // ------------------------------------------------------------------ inserts
+
+  // What a batch's insert goes into: its table as it was when the batch was encoded.
+  struct InsertTarget {
+    std::string key, table, insert_sql;
+    bool native = false;
+    std::shared_ptr<const std::vector<ch::Column>> columns;
+    std::shared_ptr<const ch::ArrowEncoder> arrow;
+  };
+  static InsertTarget insert_target(const TopicTable& t) {
+    return {t.display + (t.generation ? " #" + std::to_string(t.generation) : ""), t.display, t.insert_sql, t.native,
+            t.columns, t.arrow};
+  }
+  std::unique_ptr<InsertSegment> make_segment(const InsertTarget& target) {
+    return std::make_unique<InsertSegment>(target.table, target.insert_sql, target.native, target.columns, target.arrow,
+                                           [this](InsertSegment& s) { commit_insert(s); });
+  }
+  // The batch's rejected records; false when nothing is left to insert (the write is done).
+  bool take_rejections(sdk::Pending& write, const std::vector<ch::Rejection>& rejected, bool nothing_left) {
+    for (const auto& r : rejected) write.reject(r.record_index, r.reason);
+    if (!rejected.empty()) count("rejected_records", rejected.size());
+    if (nothing_left) write.done();
+    return !nothing_left;
+  }
 
   std::string insert_params() const {
     // async_insert off: a write is acknowledged only when its rows are in the table. 18.16 has no
@@ -341,21 +476,26 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       }
   }
 
-  // The batch's table, looked up (or created) on its first batch. mutex_ held.
-  TopicTable& table_for(const pmq_batch& batch) {
-    auto it = tables_.find(batch.topic);
+  // The columns of a table the sink creates, from the batch at hand (called with mutex_ held,
+  // after the server's version is known).
+  using Infer = std::function<ch::Inferred()>;
+
+  // The topic's table, looked up (or created) on its first batch. mutex_ held.
+  TopicTable& table_for(const char* topic, const Infer& infer) {
+    auto it = tables_.find(topic);
     if (it == tables_.end()) {
-      auto resolved = plan_->target_table.resolve(batch.topic);
-      if (!resolved) throw sdk::FatalError("target_table for topic '" + std::string(batch.topic) + "': " + resolved.error());
+      auto resolved = plan_->target_table.resolve(topic);
+      if (!resolved) throw sdk::FatalError("target_table for topic '" + std::string(topic) + "': " + resolved.error());
       auto name = kit::sanitize_name(resolved.value(), kit::NamePolicy::SqlIdentifier);
-      if (!name) throw sdk::FatalError("target_table for topic '" + std::string(batch.topic) + "': " + name.error());
+      if (!name) throw sdk::FatalError("target_table for topic '" + std::string(topic) + "': " + name.error());
       TopicTable t;
       t.name = name.value();
       t.display = plan_->settings.database + "." + t.name;
-      it = tables_.emplace(batch.topic, std::move(t)).first;
+      t.topic = topic;
+      it = tables_.emplace(topic, std::move(t)).first;
     }
     TopicTable& t = it->second;
-    if (!t.ready) prepare_table(t, batch);
+    if (!t.ready) prepare_table(t, infer);
     return t;
   }
 
@@ -374,7 +514,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     async_insert_setting_ = v.at_least(21, 11);
   }
 
-  void prepare_table(TopicTable& t, const pmq_batch& batch) {
+  void prepare_table(TopicTable& t, const Infer& infer) {
     ensure_version();
     const ch::Settings& s = plan_->settings;
     auto described = describe(t);
@@ -388,10 +528,10 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       } else if (!plan_->declared.empty()) {
         payload = plan_->declared;
       } else {
-        ch::Inferred inferred = ch::infer_columns(batch, version_);
-        for (const auto& note : inferred.notes) log(sdk::LogLevel::Warn, "topic '" + std::string(batch.topic) + "': " + note);
+        ch::Inferred inferred = infer();
+        for (const auto& note : inferred.notes) log(sdk::LogLevel::Warn, "topic '" + t.topic + "': " + note);
         if (inferred.columns.empty())
-          throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode 'columns' found no fields to " +
+          throw sdk::FatalError("topic '" + t.topic + "': payload_mode 'columns' found no fields to " +
                                 "make columns of in the first batch (no JSON objects with fields); declare `columns`");
         payload = std::move(inferred.columns);
       }
@@ -413,7 +553,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     }
     t.insert_sql = ch::insert_sql(qualified(t), layout.columns, t.native ? "Native" : "RowBinary");
     log(sdk::LogLevel::Debug, "table " + t.display + ": " + t.insert_sql);
-    t.encoder = std::make_shared<ch::RowBinaryEncoder>(std::move(layout.columns));
+    t.columns = std::make_shared<const std::vector<ch::Column>>(layout.columns);
+    if (arrow_plane_) t.arrow = std::make_shared<ch::ArrowEncoder>(std::move(layout.columns), t.native);
+    else t.encoder = std::make_shared<ch::RowBinaryEncoder>(std::move(layout.columns));
     t.ready = true;
   }
 
@@ -421,8 +563,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // columns (typed by the inference rules over this batch). The segment gathering the table's
   // earlier batches keeps its own column list (columns it omits get their defaults) and commits
   // as it would; this batch and later ones go into the next. mutex_ held.
-  void add_new_columns(TopicTable& t, const pmq_batch& batch) {
-    ch::Inferred inferred = ch::infer_columns(batch, version_);
+  void add_new_columns(TopicTable& t, const Infer& infer) {
+    ch::Inferred inferred = infer();
     std::vector<ch::Column> added;
     for (auto& c : inferred.columns)
       if (!t.table_columns.count(c.name)) added.push_back(std::move(c));
@@ -448,7 +590,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     }
     t.ready = false;
     ++t.generation;
-    prepare_table(t, batch);
+    prepare_table(t, infer);
   }
 
   // The table's columns, or nullopt when it does not exist.
@@ -496,6 +638,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
 
   std::unique_ptr<ch::Plan> plan_;
   std::unique_ptr<ch::Client> client_;
+  bool arrow_plane_ = false;  // batches come as Arrow (set in open())
   ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
   std::mutex mutex_;           // tables_ and their encoders

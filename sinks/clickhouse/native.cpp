@@ -190,4 +190,18 @@ kit::Result<std::string> native_block(const std::vector<Column>& columns, std::s
   return R::success(std::move(out));
 }
 
+std::string append_native_column(const Type& type, std::string_view row_binary, size_t rows, std::string& out) {
+  if (has_low_cardinality(type)) return type.name() + " is a dictionary in Native";
+  auto builder = builder_for(type);
+  Reader in{row_binary.data(), row_binary.data() + row_binary.size()};
+  try {
+    for (size_t r = 0; r < rows; ++r) builder->read(in);
+  } catch (const Truncated& e) {
+    return e.what();
+  }
+  if (in.at != in.end) return "bytes left after the last RowBinary value";
+  builder->write(out);
+  return {};
+}
+
 }  // namespace picomq::clickhouse

@@ -24,4 +24,8 @@ std::string native_unsupported(const std::vector<Column>& columns);
 // that are not `rows` such rows (a bug, not bad input: the sink encoded them).
 kit::Result<std::string> native_block(const std::vector<Column>& columns, std::string_view row_binary, size_t rows);
 
+// One column's values, `rows` RowBinary values of `type` back to back, appended to `out` as
+// that column's Native data (no name or type). The reason it fails, or "".
+std::string append_native_column(const Type& type, std::string_view row_binary, size_t rows, std::string& out);
+
 }  // namespace picomq::clickhouse

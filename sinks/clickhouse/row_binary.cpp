@@ -1,5 +1,6 @@
 #include "clickhouse/row_binary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -157,141 +158,186 @@ void append_default(const Type& type, std::string& out) {
   }
 }
 
-std::string append_value(const Type& type, simdjson::dom::element v, std::string& out, std::string& scratch) {
+namespace {
+
+std::string expected_found(const Type& t, std::string_view what) { return "expected " + t.name() + ", found " + std::string(what); }
+
+// A present value of `type`: the Nullable flag first, then the inner type (LowCardinality is
+// its inner type on the wire).
+const Type& open_value(const Type& type, std::string& out) {
   const Type& t = type.wire();
-  const element_type et = v.type();
-  if (et == element_type::NULL_VALUE) {
-    append_default(t, out);
+  if (t.kind != Kind::Nullable) return t;
+  out += '\x00';
+  return t.inner->wire();
+}
+
+std::string put_date_days(const Type& t, int64_t days, std::string& out) {
+  if (days < 0 || days > UINT16_MAX) return expected_found(t, "a date outside 1970-01-01..2149-06-06");
+  put(out, static_cast<uint16_t>(days));
+  return {};
+}
+
+std::string put_epoch_seconds(const Type& t, int64_t seconds, std::string& out) {
+  if (seconds < 0 || seconds > UINT32_MAX) return expected_found(t, "a time outside 1970-01-01..2106-02-07");
+  put(out, static_cast<uint32_t>(seconds));
+  return {};
+}
+
+std::string put_double(const Type& t, double d, std::string& out) {
+  if (t.kind == Kind::Float64) {
+    put(out, d);
     return {};
   }
+  if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()))
+    return expected_found(t, "a number out of its range");
+  put(out, static_cast<float>(d));
+  return {};
+}
+
+}  // namespace
+
+std::string append_integer(const Type& type, int64_t v, std::string& out) {
+  const Type& t = open_value(type, out);
   switch (t.kind) {
-    case Kind::Nullable:
-      out += '\x00';
-      return append_value(*t.inner, v, out, scratch);
-    case Kind::String: {
-      if (et == element_type::STRING) {
-        put_bytes(out, v.get_string().value_unsafe());
+    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
+    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64:
+      if (!put_int64(out, t.kind, v)) return expected_found(t, "an integer out of its range");
+      return {};
+    case Kind::Float32: case Kind::Float64: return put_double(t, static_cast<double>(v), out);
+    case Kind::Date: return put_date_days(t, v, out);
+    case Kind::DateTime: return put_epoch_seconds(t, v, out);  // epoch seconds
+    case Kind::DateTime64: put(out, v); return {};              // in the column's unit: epoch ms for DateTime64(3)
+    default: return expected_found(t, "integer");
+  }
+}
+
+std::string append_unsigned(const Type& type, uint64_t v, std::string& out) {
+  const Type& t = open_value(type, out);
+  switch (t.kind) {
+    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
+    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64:
+      if (!put_integer(out, t.kind, false, v, 0)) return expected_found(t, "an integer out of its range");
+      return {};
+    case Kind::Float32: case Kind::Float64: return put_double(t, static_cast<double>(v), out);
+    default: return expected_found(t, "integer");
+  }
+}
+
+std::string append_float(const Type& type, double v, std::string& out, bool integral_as_integer) {
+  const Type& t = open_value(type, out);
+  switch (t.kind) {
+    case Kind::Float32: case Kind::Float64: return put_double(t, v, out);
+    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
+    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64:
+      if (!integral_as_integer) return expected_found(t, "floating-point number");
+      if (std::trunc(v) != v) return expected_found(t, "floating-point number with a fractional part");
+      // [-2^63, 2^63) as int64, [2^63, 2^64) as uint64; the range check is put_integer's.
+      if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) {
+        if (!put_int64(out, t.kind, static_cast<int64_t>(v))) return expected_found(t, "an integer out of its range");
         return {};
       }
-      if (et == element_type::OBJECT || et == element_type::ARRAY) {  // nested JSON as its text
-        scratch = simdjson::minify(v);
-        put_bytes(out, scratch);
+      if (v >= 0 && v < 18446744073709551616.0) {
+        if (!put_integer(out, t.kind, false, static_cast<uint64_t>(v), 0)) return expected_found(t, "an integer out of its range");
         return {};
       }
-      return expected(t, v);
-    }
-    case Kind::FixedString: {
-      if (et != element_type::STRING) return expected(t, v);
-      const std::string_view s = v.get_string().value_unsafe();
-      if (s.size() > t.size)
-        return expected(t, v, "a string of " + std::to_string(s.size()) + " bytes");
+      return expected_found(t, "an integer out of its range");
+    default: return expected_found(t, "floating-point number");
+  }
+}
+
+std::string append_bool(const Type& type, bool v, std::string& out) {
+  const Type& t = open_value(type, out);
+  if (t.kind != Kind::Bool && t.kind != Kind::UInt8) return expected_found(t, "bool");  // 18.16's booleans are UInt8
+  out += v ? '\x01' : '\x00';
+  return {};
+}
+
+std::string append_string(const Type& type, std::string_view s, std::string& out) {
+  const Type& t = open_value(type, out);
+  switch (t.kind) {
+    case Kind::String: put_bytes(out, s); return {};
+    case Kind::FixedString:
+      if (s.size() > t.size) return expected_found(t, "a string of " + std::to_string(s.size()) + " bytes");
       out.append(s);
       out.append(t.size - s.size(), '\0');
       return {};
-    }
-    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
-    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64: {
-      if (et == element_type::BOOL && t.kind == Kind::UInt8) {  // 18.16's booleans are UInt8
-        out += v.get_bool().value_unsafe() ? '\x01' : '\x00';
-        return {};
-      }
-      bool ok = false;
-      if (et == element_type::INT64) ok = put_int64(out, t.kind, v.get_int64().value_unsafe());
-      else if (et == element_type::UINT64) ok = put_integer(out, t.kind, false, v.get_uint64().value_unsafe(), 0);
-      else return expected(t, v);
-      if (!ok) return expected(t, v, "an integer out of its range");
-      return {};
-    }
-    case Kind::Float32: case Kind::Float64: {
-      double d;
-      if (et == element_type::DOUBLE) d = v.get_double().value_unsafe();
-      else if (et == element_type::INT64) d = static_cast<double>(v.get_int64().value_unsafe());
-      else if (et == element_type::UINT64) d = static_cast<double>(v.get_uint64().value_unsafe());
-      else return expected(t, v);
-      if (t.kind == Kind::Float64) {
-        put(out, d);
-        return {};
-      }
-      if (std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max()))
-        return expected(t, v, "a number out of its range");
-      put(out, static_cast<float>(d));
-      return {};
-    }
-    case Kind::Bool:
-      if (et != element_type::BOOL) return expected(t, v);
-      out += v.get_bool().value_unsafe() ? '\x01' : '\x00';
-      return {};
     case Kind::Date: {
       int64_t days = 0;
-      if (et == element_type::STRING) {
-        if (!parse_date(v.get_string().value_unsafe(), days)) return expected(t, v, "a string that is not YYYY-MM-DD");
-      } else if (et == element_type::INT64) {
-        days = v.get_int64().value_unsafe();
-      } else {
-        return expected(t, v);
-      }
-      if (days < 0 || days > UINT16_MAX) return expected(t, v, "a date outside 1970-01-01..2149-06-06");
-      put(out, static_cast<uint16_t>(days));
-      return {};
+      if (!parse_date(s, days)) return expected_found(t, "a string that is not YYYY-MM-DD");
+      return put_date_days(t, days, out);
     }
     case Kind::DateTime: {
       int64_t seconds = 0;
-      if (et == element_type::STRING) {
-        uint32_t nanos;
-        int fd;
-        if (!parse_datetime(v.get_string().value_unsafe(), seconds, nanos, fd))
-          return expected(t, v, "a string that is not an ISO 8601 date-time");
-        if (nanos != 0) return expected(t, v, "a time with fractional seconds (DateTime holds whole seconds)");
-      } else if (et == element_type::INT64) {
-        seconds = v.get_int64().value_unsafe();  // epoch seconds
-      } else {
-        return expected(t, v);
-      }
-      if (seconds < 0 || seconds > UINT32_MAX) return expected(t, v, "a time outside 1970-01-01..2106-02-07");
-      put(out, static_cast<uint32_t>(seconds));
-      return {};
+      uint32_t nanos;
+      int fd;
+      if (!parse_datetime(s, seconds, nanos, fd)) return expected_found(t, "a string that is not an ISO 8601 date-time");
+      if (nanos != 0) return expected_found(t, "a time with fractional seconds (DateTime holds whole seconds)");
+      return put_epoch_seconds(t, seconds, out);
     }
     case Kind::DateTime64: {
-      int64_t ticks = 0;
-      if (et == element_type::STRING) {
-        int64_t seconds;
-        uint32_t nanos;
-        int fd;
-        if (!parse_datetime(v.get_string().value_unsafe(), seconds, nanos, fd))
-          return expected(t, v, "a string that is not an ISO 8601 date-time");
-        const int64_t unit = kPow10[9 - t.size];
-        if (nanos % unit != 0)
-          return expected(t, v, "a time more precise than its " + std::to_string(t.size) + " fraction digits");
-        if (__builtin_mul_overflow(seconds, kPow10[t.size], &ticks) ||
-            __builtin_add_overflow(ticks, static_cast<int64_t>(nanos / unit), &ticks))
-          return expected(t, v, "a time out of its range");
-      } else if (et == element_type::INT64) {
-        ticks = v.get_int64().value_unsafe();  // in the column's unit: epoch ms for DateTime64(3)
-      } else {
-        return expected(t, v);
-      }
+      int64_t seconds, ticks;
+      uint32_t nanos;
+      int fd;
+      if (!parse_datetime(s, seconds, nanos, fd)) return expected_found(t, "a string that is not an ISO 8601 date-time");
+      const int64_t unit = kPow10[9 - t.size];
+      if (nanos % unit != 0)
+        return expected_found(t, "a time more precise than its " + std::to_string(t.size) + " fraction digits");
+      if (__builtin_mul_overflow(seconds, kPow10[t.size], &ticks) ||
+          __builtin_add_overflow(ticks, static_cast<int64_t>(nanos / unit), &ticks))
+        return expected_found(t, "a time out of its range");
       put(out, ticks);
       return {};
     }
     case Kind::UUID:
-      if (et != element_type::STRING || !put_uuid(out, v.get_string().value_unsafe()))
-        return expected(t, v, et == element_type::STRING ? "a string that is not a UUID" : "");
+      if (!put_uuid(out, s)) return expected_found(t, "a string that is not a UUID");
       return {};
-    case Kind::Array: {
-      if (et != element_type::ARRAY) return expected(t, v);
-      simdjson::dom::array a = v.get_array().value_unsafe();
-      append_varint(out, a.size());
-      size_t i = 0;
-      for (simdjson::dom::element item : a) {
-        std::string why = append_value(*t.inner, item, out, scratch);
-        if (!why.empty()) return "item " + std::to_string(i) + ": " + why;
-        ++i;
-      }
+    default: return expected_found(t, "string");
+  }
+}
+
+std::string append_timestamp_ms(const Type& type, int64_t ms, std::string& out) {
+  const Type& t = open_value(type, out);
+  switch (t.kind) {
+    case Kind::DateTime: put(out, static_cast<uint32_t>(std::clamp<int64_t>(ms / 1000, 0, UINT32_MAX))); return {};
+    case Kind::DateTime64: {
+      const int64_t p = t.size;
+      put(out, p >= 3 ? ms * kPow10[p - 3] : ms / kPow10[3 - p]);
       return {};
     }
-    case Kind::LowCardinality: break;  // wire() unwrapped it
+    case Kind::Int64: case Kind::UInt64:
+      if (!put_int64(out, t.kind, ms)) return expected_found(t, "a time before 1970 (epoch ms)");
+      return {};
+    default: return expected_found(t, "timestamp");
   }
-  return expected(t, v);
+}
+
+std::string append_value(const Type& type, simdjson::dom::element v, std::string& out, std::string& scratch) {
+  switch (v.type()) {
+    case element_type::NULL_VALUE: append_default(type, out); return {};
+    case element_type::BOOL: return append_bool(type, v.get_bool().value_unsafe(), out);
+    case element_type::INT64: return append_integer(type, v.get_int64().value_unsafe(), out);
+    case element_type::UINT64: return append_unsigned(type, v.get_uint64().value_unsafe(), out);
+    case element_type::DOUBLE: return append_float(type, v.get_double().value_unsafe(), out, false);
+    case element_type::STRING: return append_string(type, v.get_string().value_unsafe(), out);
+    case element_type::ARRAY:
+    case element_type::OBJECT: break;
+  }
+  const Type& t = open_value(type, out);
+  if (t.kind == Kind::String) {  // nested JSON as its text
+    scratch = simdjson::minify(v);
+    put_bytes(out, scratch);
+    return {};
+  }
+  if (t.kind != Kind::Array || v.type() != element_type::ARRAY) return expected(t, v);
+  simdjson::dom::array a = v.get_array().value_unsafe();
+  append_varint(out, a.size());
+  size_t i = 0;
+  for (simdjson::dom::element item : a) {
+    std::string why = append_value(*t.inner, item, out, scratch);
+    if (!why.empty()) return "item " + std::to_string(i) + ": " + why;
+    ++i;
+  }
+  return {};
 }
 
 Source metadata_source(std::string_view name) {

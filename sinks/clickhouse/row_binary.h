@@ -92,6 +92,17 @@ class RowBinaryEncoder {
 // One JSON value into `type`, appended to `out`; the reason it does not convert, or "" (out is
 // then unchanged only up to the caller: truncate on failure). Exposed for the unit tests.
 std::string append_value(const Type& type, simdjson::dom::element value, std::string& out, std::string& scratch);
+// The same conversions for a value whose kind is already known (append_value dispatches to
+// them; the Arrow plane's cells go through them directly). The reason, or "".
+// `integral_as_integer`: a float with an integral value goes into an integer column (the Arrow
+// plane: a float64 column widened from integers cannot tell 5 from 5.0); off for JSON values.
+std::string append_integer(const Type& type, int64_t value, std::string& out);
+std::string append_unsigned(const Type& type, uint64_t value, std::string& out);
+std::string append_float(const Type& type, double value, std::string& out, bool integral_as_integer);
+std::string append_bool(const Type& type, bool value, std::string& out);
+std::string append_string(const Type& type, std::string_view value, std::string& out);
+// Epoch milliseconds into Int64 / UInt64 (ms), DateTime (seconds), DateTime64 (its ticks).
+std::string append_timestamp_ms(const Type& type, int64_t ms, std::string& out);
 // The type's default (what a missing field writes): NULL for Nullable.
 void append_default(const Type& type, std::string& out);
 void append_varint(std::string& out, uint64_t value);

@@ -67,6 +67,8 @@ TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
                    "b UInt8, d Date, ts DateTime, ns Nullable(String), a Array(Int32), u UUID, fs FixedString(3), "
                    "f32 Float32, nested String) ENGINE = MergeTree ORDER BY pico_offset");
     open({{"target_table", "typed_" + format}, {"format", format}, {"auto_create_table", false}});
+    EXPECT_EQ(host_->delivery_plane(), format == "Native" ? PMQ_PLANE_ARROW : PMQ_PLANE_BATCHES)
+        << "Native inserts of fields are made from the Arrow plane's columns";
     const std::string full =
         R"({"s": "é\t\"x\"", "i8": -128, "u64": 18446744073709551615, "f": 0.1, "b": true, "d": "2026-12-01",
             "ts": "2026-12-01T15:04:05+01:00", "ns": "n", "a": [1, -2, 2147483647],
@@ -89,15 +91,20 @@ TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
 }
 
 TEST_F(ClickHouseSink, ARecordThatDoesNotConvertIsRejectedAndTheRestWritten) {
-  open({{"columns", json::array({{{"name", "n"}, {"type", "Int64"}}})}});
-  auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "two"})", R"({"n": 3})"}));
-  EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
-  ASSERT_EQ(outcome.rejected.size(), 1u);
-  EXPECT_EQ(outcome.rejected[0].record_index, 1u);
-  EXPECT_EQ(outcome.rejected[0].reason, "field 'n': expected Int64, found string");
-  EXPECT_EQ(rows("SELECT pico_offset, n FROM " + db_ + ".t ORDER BY pico_offset"),
-            (std::vector<std::vector<std::string>>{{"0", "1"}, {"2", "3"}}));
-  EXPECT_EQ(host_->counter("rejected_records"), 1u);
+  for (const std::string format : {"RowBinary", "Native"}) {
+    SCOPED_TRACE(format);
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    open({{"columns", json::array({{{"name", "n"}, {"type", "Int64"}}})}, {"format", format}, {"target_table", "t_" + format}});
+    auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "two"})", R"({"n": 3})"}));
+    EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+    ASSERT_EQ(outcome.rejected.size(), 1u);
+    EXPECT_EQ(outcome.rejected[0].record_index, 1u);
+    EXPECT_EQ(outcome.rejected[0].reason, "field 'n': expected Int64, found string");
+    EXPECT_EQ(rows("SELECT pico_offset, n FROM " + db_ + ".t_" + format + " ORDER BY pico_offset"),
+              (std::vector<std::vector<std::string>>{{"0", "1"}, {"2", "3"}}));
+    EXPECT_EQ(host_->counter("rejected_records"), 1u);
+  }
 }
 
 TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
@@ -131,36 +138,44 @@ TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
 }
 
 TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerRecordWithFinal) {
-  open({});
-  std::vector<TestRecord> records;
-  for (int i = 0; i < 5; ++i)
-    records.push_back({.offset = i, .payload = json{{"n", i}, {"name", "r" + std::to_string(i)}, {"ok", i % 2 == 0}}.dump(),
-                       .key = i % 2 ? std::optional<std::string>(std::string("\0\xff", 2)) : std::nullopt,
-                       .headers = {{"h", "v" + std::to_string(i)}}});
-  TestBatch batch("shop.orders-eu", 0, records);
-  ASSERT_TRUE(host_->write(batch).ok());
-  EXPECT_EQ(rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ +
-                 "' AND name = 'shop.orders-eu'"),
-            (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "pico_topic, pico_partition, pico_offset"}}));
-  EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = 'shop.orders-eu'"),
-            (std::vector<std::vector<std::string>>{{"pico_topic", "String"},
-                                                   {"pico_partition", "Int32"},
-                                                   {"pico_offset", "Int64"},
-                                                   {"pico_timestamp", "Int64"},
-                                                   {"pico_key", "Nullable(String)"},
-                                                   {"pico_headers", "String"},
-                                                   {"n", "Nullable(Int64)"},
-                                                   {"name", "Nullable(String)"},
-                                                   {"ok", "Nullable(UInt8)"}}));
-  ASSERT_TRUE(host_->write(batch).ok()) << "the same records again (a replay)";
-  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`shop.orders-eu`"), "10") << "before a merge, both inserts are there";
-  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`shop.orders-eu` FINAL"), "5");
-  EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " + db_ +
-                 ".`shop.orders-eu` FINAL WHERE pico_offset = 1"),
-            (std::vector<std::vector<std::string>>{
-                {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", "0"}}));
-  server_->query("OPTIMIZE TABLE " + db_ + ".`shop.orders-eu` FINAL");
-  EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`shop.orders-eu`"), "5") << "after the merge, without FINAL too";
+  // Both planes: the batches plane infers the columns from the payloads, the Arrow plane
+  // (format Native) from the exporter's columns; the same table either way.
+  for (const std::string format : {"RowBinary", "Native"}) {
+    SCOPED_TRACE(format);
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    const std::string table = "shop.orders-" + format;
+    open({{"format", format}, {"target_table", table}});
+    std::vector<TestRecord> records;
+    for (int i = 0; i < 5; ++i)
+      records.push_back({.offset = i, .payload = json{{"n", i}, {"name", "r" + std::to_string(i)}, {"ok", i % 2 == 0}}.dump(),
+                         .key = i % 2 ? std::optional<std::string>(std::string("\0\xff", 2)) : std::nullopt,
+                         .headers = {{"h", "v" + std::to_string(i)}}});
+    TestBatch batch("shop.orders-eu", 0, records);
+    ASSERT_TRUE(host_->write(batch).ok());
+    EXPECT_EQ(rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ +
+                   "' AND name = '" + table + "'"),
+              (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "pico_topic, pico_partition, pico_offset"}}));
+    EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + table + "'"),
+              (std::vector<std::vector<std::string>>{{"pico_topic", "String"},
+                                                     {"pico_partition", "Int32"},
+                                                     {"pico_offset", "Int64"},
+                                                     {"pico_timestamp", "Int64"},
+                                                     {"pico_key", "Nullable(String)"},
+                                                     {"pico_headers", "String"},
+                                                     {"n", "Nullable(Int64)"},
+                                                     {"name", "Nullable(String)"},
+                                                     {"ok", "Nullable(UInt8)"}}));
+    ASSERT_TRUE(host_->write(batch).ok()) << "the same records again (a replay)";
+    EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "`"), "10") << "before a merge, both inserts are there";
+    EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "` FINAL"), "5");
+    EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " + db_ +
+                   ".`" + table + "` FINAL WHERE pico_offset = 1"),
+              (std::vector<std::vector<std::string>>{
+                  {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", "0"}}));
+    server_->query("OPTIMIZE TABLE " + db_ + ".`" + table + "` FINAL");
+    EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "`"), "5") << "after the merge, without FINAL too";
+  }
 }
 
 TEST_F(ClickHouseSink, StringModeKeepsThePayloadAsItIs) {
@@ -209,25 +224,31 @@ TEST_F(ClickHouseSink, AReadOnlyUserCannotCreateTheTableAndTheSinkSaysSo) {
 namespace {
 
 TEST_F(ClickHouseSink, AutoAddColumnsAddsAFieldFirstSeenInALaterBatch) {
-  server_->query("CREATE TABLE " + db_ + ".grow (pico_offset Int64, a Int64, m UInt8 MATERIALIZED 7) "
-                 "ENGINE = MergeTree ORDER BY pico_offset");
-  open({{"target_table", "grow"}, {"auto_add_columns", true}, {"commit_interval", "1m"}});
-  auto first = host_->start_write(TestBatch::json("t", 0, 0, {R"({"a": 1, "m": 1})"}));
-  auto second = host_->start_write(TestBatch::json("t", 0, 1, {R"({"a": 2, "b": "x", "c": 2.5, "m": 2})"}));
-  host_->flush();
-  EXPECT_TRUE(first->wait().ok());
-  EXPECT_TRUE(second->wait().ok());
-  EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = 'grow'"),
-            (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"}, {"a", "Int64"}, {"b", "Nullable(String)"},
-                                                   {"c", "Nullable(Float64)"}, {"m", "UInt8"}}))
-      << "m is there already (MATERIALIZED, listed last by 18.16): not added again";
-  EXPECT_EQ(rows("SELECT pico_offset, a, b, c, m FROM " + db_ + ".grow ORDER BY pico_offset"),
-            (std::vector<std::vector<std::string>>{{"0", "1", "\\N", "\\N", "7"}, {"1", "2", "x", "2.5", "7"}}));
-  EXPECT_EQ(host_->counter("added_columns"), 2u);
-  EXPECT_TRUE(host_->logged("added columns b Nullable(String), c Nullable(Float64)"));
-  // A third batch with the same fields adds nothing.
-  ASSERT_TRUE(host_->write(TestBatch::json("t", 0, 2, {R"({"a": 3, "b": "y"})"})).ok());
-  EXPECT_EQ(host_->counter("added_columns"), 2u);
+  for (const std::string format : {"RowBinary", "Native"}) {
+    SCOPED_TRACE(format);
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    const std::string grow = "grow_" + format;
+    server_->query("CREATE TABLE " + db_ + "." + grow + " (pico_offset Int64, a Int64, m UInt8 MATERIALIZED 7) "
+                   "ENGINE = MergeTree ORDER BY pico_offset");
+    open({{"target_table", grow}, {"format", format}, {"auto_add_columns", true}, {"commit_interval", "1m"}});
+    auto first = host_->start_write(TestBatch::json("t", 0, 0, {R"({"a": 1, "m": 1})"}));
+    auto second = host_->start_write(TestBatch::json("t", 0, 1, {R"({"a": 2, "b": "x", "c": 2.5, "m": 2})"}));
+    host_->flush();
+    EXPECT_TRUE(first->wait().ok());
+    EXPECT_TRUE(second->wait().ok());
+    EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + grow + "'"),
+              (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"}, {"a", "Int64"}, {"b", "Nullable(String)"},
+                                                     {"c", "Nullable(Float64)"}, {"m", "UInt8"}}))
+        << "m is there already (MATERIALIZED, listed last by 18.16): not added again";
+    EXPECT_EQ(rows("SELECT pico_offset, a, b, c, m FROM " + db_ + "." + grow + " ORDER BY pico_offset"),
+              (std::vector<std::vector<std::string>>{{"0", "1", "\\N", "\\N", "7"}, {"1", "2", "x", "2.5", "7"}}));
+    EXPECT_EQ(host_->counter("added_columns"), 2u);
+    EXPECT_TRUE(host_->logged("added columns b Nullable(String), c Nullable(Float64)"));
+    // A third batch with the same fields adds nothing.
+    ASSERT_TRUE(host_->write(TestBatch::json("t", 0, 2, {R"({"a": 3, "b": "y"})"})).ok());
+    EXPECT_EQ(host_->counter("added_columns"), 2u);
+  }
 }
 
 TEST_F(ClickHouseSink, AutoAddColumnsIsRefusedWithDeclaredColumns) {
