@@ -1,5 +1,6 @@
 // ClickHouse sink: records into ClickHouse tables (one per topic, from a name template) through
-// the HTTP interface, as `INSERT INTO db.table (cols) FORMAT RowBinary` (clickhouse/row_binary.h).
+// the HTTP interface, as `INSERT INTO db.table (cols) FORMAT RowBinary` (clickhouse/row_binary.h),
+// or FORMAT Native made from the Arrow plane's columns (clickhouse/arrow_encoder.h).
 // Columns are declared, read from the existing table (DESCRIBE TABLE), or, for a table the sink
 // creates, inferred from the topic's first batch; JSON values convert strictly to the column
 // types, and a record that does not convert is rejected through the bad-record policy.
@@ -227,8 +228,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   static constexpr std::string_view sink_name = "clickhouse";
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
-      "Writes records into ClickHouse tables (one per topic) over HTTP as RowBinary inserts; consecutive batches "
-      "share one insert for up to commit_interval; ReplacingMergeTree by record id for replays.";
+      "Writes records into ClickHouse tables (one per topic) over HTTP as RowBinary or Native inserts (Native from "
+      "the Arrow plane's columns); consecutive batches share one insert for up to commit_interval; "
+      "ReplacingMergeTree by record id for replays.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
                                                     sdk::DataPlane::Arrow};
   // Arrow when the inserts are Native columns of fields (format = "Native", payload_mode =

@@ -67,9 +67,10 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("format", &Settings::format)
           .choices({{"RowBinary", InsertFormat::RowBinary}, {"Native", InsertFormat::Native}})
           .fallback(InsertFormat::RowBinary)
-          .help("The inserts' body: RowBinary (row after row) or Native (one columnar block per insert, made from "
-                "the same rows when the insert is sent). A table with a LowCardinality column is written as "
-                "RowBinary whatever this says (Native serialises it as a dictionary)."),
+          .help("The inserts' body: RowBinary (row after row, encoded from the batches plane's payloads) or Native "
+                "(columnar blocks; with payload_mode columns the sink takes the Arrow plane and makes them from the "
+                "runtime's Arrow columns, with no second parse of the payloads). A table with a LowCardinality "
+                "column is written as RowBinary whatever this says (Native serialises it as a dictionary)."),
       kit::option("payload_mode", &Settings::payload_mode)
           .choices({{"columns", PayloadMode::Columns}, {"string", PayloadMode::String}})
           .fallback(PayloadMode::Columns)

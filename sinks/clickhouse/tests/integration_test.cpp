@@ -75,10 +75,11 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
                   {"1", "3", "k7", R"({"h":"v"})", "7", "order-7", "7.25", "['t1']", "2023-11-14 22:13:27", "n"}}));
   EXPECT_EQ(one("SELECT sum(id) FROM " + db + ".orders"), std::to_string(int64_t{n} * (n - 1) / 2));
 
-  // Another consumer group reads both partitions from the start into the same table.
+  // Another consumer group reads both partitions from the start into the same table, with Native
+  // inserts made from the Arrow plane's columns: the rows replace the first group's exactly.
   {
     Runtime rt(kafka.bootstrap(), "replay");
-    rt.add_definition("c.toml", definition("chreplay", topic, db, config, "batch_length = 250"));
+    rt.add_definition("c.toml", definition("chreplay", topic, db, config + "\nformat = \"Native\"", "batch_length = 250"));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("chreplay"), topic, 2) == n; }, 90s)) << rt.log();
     rt.signal(SIGTERM);
@@ -87,6 +88,15 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
   EXPECT_EQ(one("SELECT count() FROM " + db + ".orders FINAL"), std::to_string(n)) << "one row per record with FINAL";
   EXPECT_EQ(one("SELECT uniqExact(pico_partition, pico_offset) FROM " + db + ".orders"), std::to_string(n));
   EXPECT_EQ(one("SELECT sum(id) FROM " + db + ".orders FINAL"), std::to_string(int64_t{n} * (n - 1) / 2));
+  EXPECT_EQ(ch.rows("SELECT pico_partition, pico_offset, pico_key, pico_headers, id, name, price, tags, at, note FROM " +
+                    db + ".orders FINAL WHERE id IN (0, 7) ORDER BY id"),
+            (Rows{{"0", "0", "k0", R"({"h":"v"})", "0", "order-0", "0.25", "['t0']", "2023-11-14 22:13:20", "\\N"},
+                  {"1", "3", "k7", R"({"h":"v"})", "7", "order-7", "7.25", "['t1']", "2023-11-14 22:13:27", "n"}}));
+  EXPECT_EQ(one("SELECT count() FROM (SELECT pico_partition, pico_offset, groupUniqArray(cityHash64(id, name, price, tags, "
+                "at, note, pico_key, pico_headers, pico_timestamp)) AS h FROM " + db +
+                ".orders GROUP BY pico_partition, pico_offset HAVING length(h) != 1)"),
+            "0")
+      << "every record's RowBinary row and Native row hold the same values";
 }
 
 TEST(ClickHouseSinkKafka, SigkillMidLoadThenRestartLeavesEveryRecordOnceWithFinal) {
