@@ -19,6 +19,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <tuple>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,6 +56,8 @@ using namespace std::chrono_literals;
 // the next insert filling while two commit (max_concurrent_inserts' default).
 constexpr size_t kSegmentBatches = 64;
 constexpr auto kSegmentIdle = 10ms;
+// Server refusals remembered for the records' second coming (remember_refused).
+constexpr size_t kMaxRememberedRefusals = 100000;
 // The start-up check's wait for the server.
 constexpr auto kHealthCheckTimeout = 5s;
 
@@ -110,6 +115,20 @@ struct HeldArrow {
   }
 };
 
+// Where a batch's records came from (copied: the batch itself may be released).
+struct Origin {
+  std::string topic;
+  int32_t partition = 0;
+  std::shared_ptr<const std::vector<int64_t>> offsets;  // by record index
+};
+using RecordId = std::tuple<std::string, int32_t, int64_t>;  // topic, partition, offset
+
+Origin origin_of(const char* topic, int32_t partition, size_t count, const std::function<int64_t(size_t)>& offset) {
+  auto offsets = std::make_shared<std::vector<int64_t>>(count);
+  for (size_t i = 0; i < count; ++i) (*offsets)[i] = offset(i);
+  return {topic ? topic : "", partition, std::move(offsets)};
+}
+
 // One insert: consecutive batches for one table, sent as one request when the accumulator
 // commits it. Its body is built as batches join, in the insert's format: RowBinary rows, or
 // Native blocks (one per batch: made from the batch's Arrow columns, or from its RowBinary rows).
@@ -132,9 +151,10 @@ class InsertSegment final : public kit::Segment {
         arrow_(std::move(arrow)),
         commit_(std::move(commit)) {}
 
-  // RowBinary rows of one batch (ch::Row::end: each row's end in `data`).
-  void add_rows(sdk::Pending write, std::string data, const std::vector<ch::Row>& rows) {
-    Part& p = start_part(std::move(write), rows);
+  // RowBinary rows of one batch (ch::Row::end: each row's end in `data`; `offsets`: each row's
+  // Kafka offset).
+  void add_rows(sdk::Pending write, const Origin& origin, std::string data, const std::vector<ch::Row>& rows) {
+    Part& p = start_part(std::move(write), origin, rows);
     for (const ch::Row& r : rows) p.ends.push_back(r.end);
     if (native_) {
       auto block = ch::native_block(*columns_, data, rows.size());
@@ -147,8 +167,8 @@ class InsertSegment final : public kit::Segment {
     }
   }
   // One batch's Native block, made from its Arrow columns.
-  void add_block(sdk::Pending write, ch::ArrowEncoded& e, std::shared_ptr<const HeldArrow> batch) {
-    Part& p = start_part(std::move(write), e.rows);
+  void add_block(sdk::Pending write, const Origin& origin, ch::ArrowEncoded& e, std::shared_ptr<const HeldArrow> batch) {
+    Part& p = start_part(std::move(write), origin, e.rows);
     p.block = true;
     p.batch = std::move(batch);
     for (const ch::Row& r : e.rows) p.batch_rows.push_back(r.record_index);
@@ -160,6 +180,11 @@ class InsertSegment final : public kit::Segment {
   const std::string& insert_sql() const { return insert_sql_; }
   size_t rows() const { return rows_.size(); }
   void reject(size_t row, const std::string& reason) { writes_[rows_[row].write].reject(rows_[row].record, reason); }
+  // The record of a row: its topic, partition and offset.
+  RecordId record(size_t row) const {
+    const Part& p = parts_[rows_[row].part];
+    return {p.origin.topic, p.origin.partition, (*p.origin.offsets)[rows_[row].record]};
+  }
   // What an insert of rows [first, first + n) sends (made into `scratch` unless it is the body).
   std::string_view request_body(size_t first, size_t n, std::string& scratch) const {
     if (first == 0 && n == rows_.size()) return body_;
@@ -189,9 +214,11 @@ class InsertSegment final : public kit::Segment {
  private:
   struct RowRef {
     uint32_t write;
+    uint32_t part;
     uint32_t record;
   };
   struct Part {  // one batch's rows
+    Origin origin;
     size_t first = 0, count = 0;  // its rows in the segment
     bool block = false;           // a Native block of Arrow columns (else RowBinary rows)
     std::vector<uint64_t> ends;   // RowBinary: each row's end in its bytes
@@ -200,13 +227,15 @@ class InsertSegment final : public kit::Segment {
     std::shared_ptr<const HeldArrow> batch;  // block: the batch and which of its rows
     std::vector<uint32_t> batch_rows;
   };
-  Part& start_part(sdk::Pending write, const std::vector<ch::Row>& rows) {
+  Part& start_part(sdk::Pending write, const Origin& origin, const std::vector<ch::Row>& rows) {
     const auto w = static_cast<uint32_t>(writes_.size());
+    const auto part = static_cast<uint32_t>(parts_.size());
     writes_.push_back(std::move(write));
     Part& p = parts_.emplace_back();
+    p.origin = origin;
     p.first = rows_.size();
     p.count = rows.size();
-    for (const ch::Row& r : rows) rows_.push_back({w, r.record_index});
+    for (const ch::Row& r : rows) rows_.push_back({w, part, r.record_index});
     return p;
   }
 
@@ -267,6 +296,10 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     kit::AccumulatorLimits limits = kit::accumulator_limits(s.batching, kSegmentBatches,
                                                             static_cast<size_t>(s.max_open_tables));
     limits.idle = kSegmentIdle;
+    // Each write is released (sink ABI 2.3) once its rows are encoded: the runtime then stops
+    // counting the batch against its buffer (max_buffered_records), so the consumer reads on
+    // while inserts are on the wire, and what an insert holds is its own body. An insert that
+    // fails for good makes the runtime read its batches again from the broker (a rewind).
     limits.background_commits = true;
     limits.committers = static_cast<size_t>(s.max_concurrent_inserts);
     limits.ordered_per_key = false;
@@ -294,10 +327,17 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       target = insert_target(t);
     }
+    const Origin origin = origin_of(raw.topic, raw.partition, raw.record_count,
+                                    [&](size_t i) { return pmq_batch_record(&raw, i)->offset; });
+    if (const auto dropped = reject_known_refusals(origin, encoded.rows, encoded.rejected); !dropped.empty())
+      drop_rows(&encoded.data, encoded.rows, dropped);
     if (!take_rejections(write, encoded.rejected, encoded.rows.empty())) return write;
+    write.release();  // the rows are encoded (the accumulator's note in open())
     accumulator_->append(
         target.key, write, {encoded.data.size(), encoded.rows.size()}, [&] { return make_segment(target); },
-        [&](kit::Segment& s) { static_cast<InsertSegment&>(s).add_rows(write, std::move(encoded.data), encoded.rows); });
+        [&](kit::Segment& s) {
+          static_cast<InsertSegment&>(s).add_rows(write, origin, std::move(encoded.data), encoded.rows);
+        });
     return write;
   }
 
@@ -323,13 +363,23 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       target = insert_target(t);
     }
+    const Origin origin = origin_of(held->topic.c_str(), in.partition, in.rows, [&](size_t i) { return in.offsets[i]; });
+    if (const auto dropped = reject_known_refusals(origin, encoded.rows, encoded.rejected); !dropped.empty()) {
+      drop_rows(encoded.native ? nullptr : &encoded.data, encoded.rows, dropped);
+      if (encoded.native && !encoded.rows.empty()) {
+        std::vector<uint32_t> kept;
+        for (const ch::Row& r : encoded.rows) kept.push_back(r.record_index);
+        encoded.data = target.arrow->native_block(in, kept);
+      }
+    }
     if (!take_rejections(write, encoded.rejected, encoded.rows.empty())) return write;
+    write.release();  // the block and the Arrow columns are the sink's own now
     accumulator_->append(
         target.key, write, {encoded.data.size(), encoded.rows.size()}, [&] { return make_segment(target); },
         [&](kit::Segment& s) {
           auto& segment = static_cast<InsertSegment&>(s);
-          if (encoded.native) segment.add_block(write, encoded, held);
-          else segment.add_rows(write, std::move(encoded.data), encoded.rows);
+          if (encoded.native) segment.add_block(write, origin, encoded, held);
+          else segment.add_rows(write, origin, std::move(encoded.data), encoded.rows);
         });
     return write;
   }
@@ -364,6 +414,56 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                            [this](InsertSegment& s) { commit_insert(s); });
   }
   // The batch's rejected records; false when nothing is left to insert (the write is done).
+  // Rows the server refused in an insert of released batches: their writes complete with the
+  // rejections, and since a released batch cannot be resent, the runtime reads the partition
+  // again from the batch (sink_abi.h, release). When those records come again they are rejected
+  // here, before the batch is released, with the server's reason, and left out of the insert:
+  // no second refusal, no loop. (The insert's other rows are written again: a replay.)
+  void remember_refused(RecordId id, std::string reason) {
+    std::lock_guard lock(refused_mutex_);
+    if (refused_.size() >= kMaxRememberedRefusals) refused_.erase(refused_.begin());
+    refused_[std::move(id)] = std::move(reason);
+    any_refused_ = true;
+  }
+  // The known refusals among `rows`: added to `rejected` (kept in record order) and forgotten;
+  // returns their record indexes (ascending), for the caller to drop (drop_rows).
+  std::vector<uint32_t> reject_known_refusals(const Origin& origin, const std::vector<ch::Row>& rows,
+                                              std::vector<ch::Rejection>& rejected) {
+    std::vector<uint32_t> dropped;
+    if (!any_refused_.load()) return dropped;
+    std::lock_guard lock(refused_mutex_);
+    for (const ch::Row& r : rows) {
+      auto it = refused_.find(RecordId{origin.topic, origin.partition, (*origin.offsets)[r.record_index]});
+      if (it == refused_.end()) continue;
+      rejected.push_back({r.record_index, it->second});
+      dropped.push_back(r.record_index);
+      refused_.erase(it);
+    }
+    if (dropped.empty()) return dropped;
+    any_refused_ = !refused_.empty();
+    std::sort(rejected.begin(), rejected.end(), [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
+    return dropped;
+  }
+  // `rows` without the records `dropped` (ascending), and their RowBinary bytes out of `data`
+  // (null: a Native block, encoded again by the caller).
+  static void drop_rows(std::string* data, std::vector<ch::Row>& rows, const std::vector<uint32_t>& dropped) {
+    std::string out;
+    std::vector<ch::Row> kept;
+    uint64_t begin = 0;
+    for (const ch::Row& r : rows) {
+      const uint64_t from = std::exchange(begin, r.end);
+      if (std::binary_search(dropped.begin(), dropped.end(), r.record_index)) continue;
+      if (!data) {
+        kept.push_back(r);
+        continue;
+      }
+      out.append(*data, from, r.end - from);
+      kept.push_back({out.size(), r.record_index});
+    }
+    rows = std::move(kept);
+    if (data) *data = std::move(out);
+  }
+
   bool take_rejections(sdk::Pending& write, const std::vector<ch::Rejection>& rejected, bool nothing_left) {
     for (const auto& r : rejected) write.reject(r.record_index, r.reason);
     if (!rejected.empty()) count("rejected_records", rejected.size());
@@ -401,6 +501,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
               const std::string& reason) {
     if (n == 1) {
       s.reject(first, "ClickHouse refused the row: " + reason);
+      remember_refused(s.record(first), "ClickHouse refused the row: " + reason);
       count("rejected_records");
       return;
     }
@@ -640,6 +741,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
 
   std::unique_ptr<ch::Plan> plan_;
   std::unique_ptr<ch::Client> client_;
+  std::mutex refused_mutex_;
+  std::map<RecordId, std::string> refused_;  // see remember_refused()
+  std::atomic<bool> any_refused_{false};
   bool arrow_plane_ = false;  // batches come as Arrow (set in open())
   ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
