@@ -19,7 +19,7 @@ std::string unhex(const std::string& hex) {
   return out;
 }
 
-class ClickHouseAdapter final : public SinkAdapter {
+class ClickHouseAdapter : public SinkAdapter {
  public:
   std::string name() const override { return "clickhouse"; }
   std::string plugin() const override { return "libpicomq_connector_clickhouse_sink"; }
@@ -36,7 +36,7 @@ class ClickHouseAdapter final : public SinkAdapter {
     database_ = ch.create_database("conf");
     // retry_timeout 1s: an outage fails write attempts soon (the suite watches the runtime retry them).
     return "url = \"" + ch.url() + "\"\ndatabase = \"" + database_ + "\"\ntarget_table = \"" + target +
-           "\"\nretry_timeout = \"1s\"";
+           "\"\nretry_timeout = \"1s\"" + format_option();
   }
 
   std::vector<WrittenRecord> read_back(const std::vector<Runtime*>&) override {
@@ -105,6 +105,9 @@ class ClickHouseAdapter final : public SinkAdapter {
   std::string rejecting_config() const override { return "columns = [{ name = \"n\", type = \"Int64\" }]"; }
   std::string rejected_payload() const override { return R"({"n": "not a number"})"; }
 
+ protected:
+  virtual std::string format_option() const { return ""; }
+
  private:
   static std::string escape(const std::string& s) {
     std::string out;
@@ -126,7 +129,17 @@ class ClickHouseAdapter final : public SinkAdapter {
   std::string database_;
 };
 
+// The same suite with Native inserts, which the sink makes from the Arrow plane's columns.
+class ClickHouseNativeAdapter final : public ClickHouseAdapter {
+ public:
+  std::string name() const override { return "clickhouse_native"; }
+
+ protected:
+  std::string format_option() const override { return "\nformat = \"Native\""; }
+};
+
 PICOMQ_CONFORMANCE_ADAPTER(ClickHouseAdapter);
+PICOMQ_CONFORMANCE_ADAPTER(ClickHouseNativeAdapter);
 
 }  // namespace
 }  // namespace picomq::conformance
