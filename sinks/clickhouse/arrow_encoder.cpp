@@ -85,9 +85,10 @@ struct Binding {
   enum class From { Missing, Topic, Partition, Offset, Cells } from = From::Missing;
   Cells cells;
   bool copy = false;  // Native: the column's values copied without a per-cell conversion
+  bool nested_json = false;  // a JSON column whose every value is an object or an array
 };
 
-enum class Copy { None, Int64, Int32, Float64, Text, Bool };
+enum class Copy { None, Int64, Int32, Float64, Text, Bool, NestedJson, Headers };
 
 // The type a column's values are written as, past Nullable (LowCardinality never reaches here).
 const Type& value_type(const Type& t) { return t.nullable() ? t.inner->wire() : t.wire(); }
@@ -102,7 +103,7 @@ Copy copy_kind(const Binding& b) {
     case Binding::From::Offset: return t.kind == Kind::Int64 ? Copy::Int64 : Copy::None;
     case Binding::From::Cells: break;
   }
-  if (b.cells.json) return Copy::None;
+  if (b.cells.json) return b.nested_json && t.kind == Kind::String ? Copy::NestedJson : Copy::None;
   const Source source = b.column->source;
   switch (b.cells.type) {
     case ColumnType::Int64: return t.kind == Kind::Int64 && source != Source::Timestamp ? Copy::Int64 : Copy::None;
@@ -114,6 +115,7 @@ Copy copy_kind(const Binding& b) {
     case ColumnType::LargeUtf8:
     case ColumnType::Binary:
     case ColumnType::LargeBinary: return t.kind == Kind::String ? Copy::Text : Copy::None;
+    case ColumnType::Map: return t.kind == Kind::String && source == Source::Headers ? Copy::Headers : Copy::None;
     default: return Copy::None;
   }
 }
@@ -149,6 +151,15 @@ std::string bind_columns(const std::vector<Column>& columns, const ArrowInput& i
             return "Arrow column '" + std::string(name) + "' has the type '" + std::string(b.cells.schema->format) +
                    "', which the sink does not write";
         }
+      }
+    }
+    if (b.from == Binding::From::Cells && b.cells.json) {
+      // Objects and arrays go into a String as their text: nothing to refuse, nothing to parse.
+      b.nested_json = true;
+      for (size_t r = 0; r < in.rows && b.nested_json; ++r) {
+        if (b.cells.null(r)) continue;
+        const std::string_view text = b.cells.text(r);
+        b.nested_json = !text.empty() && (text[0] == '{' || text[0] == '[');
       }
     }
     b.copy = native && copy_kind(b) != Copy::None;
@@ -189,6 +200,21 @@ std::string_view without_whitespace(std::string_view text, std::string& scratch)
     }
     scratch += c;
   }
+  return scratch;
+}
+
+// A headers map's row as the JSON object the batches plane writes (kit::append_headers_json).
+std::string_view headers_json(const Cells& c, size_t row, std::string& scratch) {
+  const int64_t i = c.base + static_cast<int64_t>(row);
+  const auto* offsets = static_cast<const int32_t*>(c.array->buffers[1]);
+  if (offsets[i] == offsets[i + 1]) return "{}";  // no headers, the usual case
+  std::vector<pmq_header> headers;
+  for (const auto& [name, value] :
+       sdk::ColumnView(c.schema, c.array, c.base - c.array->offset, static_cast<int64_t>(row) + 1).entries(row))
+    headers.push_back({{reinterpret_cast<const uint8_t*>(name.data()), name.size()},
+                       {value ? value->data : nullptr, value ? value->size : 0}});
+  scratch.clear();
+  kit::append_headers_json(scratch, headers);
   return scratch;
 }
 
@@ -239,15 +265,7 @@ std::string append_cell(const Binding& b, const ArrowInput& in, size_t row, std:
     case ColumnType::LargeUtf8:
     case ColumnType::Binary:
     case ColumnType::LargeBinary: return append_string(type, c.text(row), out);
-    case ColumnType::Map: {
-      std::vector<pmq_header> headers;
-      for (const auto& [name, value] : sdk::ColumnView(c.schema, c.array, c.base - c.array->offset, static_cast<int64_t>(row) + 1).entries(row))
-        headers.push_back({{reinterpret_cast<const uint8_t*>(name.data()), name.size()},
-                           {value ? value->data : nullptr, value ? value->size : 0}});
-      scratch.clear();
-      kit::append_headers_json(scratch, headers);
-      return append_string(type, scratch, out);
-    }
+    case ColumnType::Map: return append_string(type, headers_json(c, row, scratch), out);
     default: append_default(type, out); return {};
   }
 }
@@ -296,6 +314,18 @@ void append_copied(const Binding& b, const ArrowInput& in, std::span<const uint3
         out.append(s);
       }
       return;
+    case Copy::NestedJson:
+    case Copy::Headers: {
+      std::string scratch;
+      const bool headers = copy_kind(b) == Copy::Headers;
+      for (uint32_t r : rows) {
+        std::string_view s;
+        if (!c.null(r)) s = headers ? headers_json(c, r, scratch) : without_whitespace(c.text(r), scratch);
+        append_varint(out, s.size());
+        out.append(s);
+      }
+      return;
+    }
     case Copy::None: return;
   }
 }
