@@ -64,7 +64,7 @@ std::optional<Buffer> ValidityBuilder::finish() {
 }
 
 void GrowingBuffer::grow(size_t n) {
-  // Doubling keeps appends amortised O(1); the zero-fill of resize happens once per doubling.
+  // Doubling keeps appends amortised O(1); the new bytes are not zero-filled (Buffer).
   bytes_.resize(std::max(bytes_.size() * 2, used_ + n));
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -15,7 +16,29 @@
 
 namespace picomq::arrow::detail {
 
-using Buffer = std::vector<uint8_t>;
+// An allocator whose value-initialisation leaves bytes as they are: a buffer grows without
+// zero-filling what is written next anyway (every byte an array exports is written first; the
+// buffers that need zeros ask for them: assign, assign_zeros).
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-, not value-initialised
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+using Buffer = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 // A batch that cannot be exported at all (as opposed to a rejected record).
 class ExportError : public std::runtime_error {
