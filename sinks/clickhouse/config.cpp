@@ -66,11 +66,11 @@ const kit::OptionTable<Settings>& option_table() {
                 "Error naming it."),
       kit::option("format", &Settings::format)
           .choices({{"RowBinary", InsertFormat::RowBinary}, {"Native", InsertFormat::Native}})
-          .fallback(InsertFormat::RowBinary)
-          .help("The inserts' body: RowBinary (row after row, encoded from the batches plane's payloads) or Native "
-                "(columnar blocks; with payload_mode columns the sink takes the Arrow plane and makes them from the "
-                "runtime's Arrow columns, with no second parse of the payloads). A table with a LowCardinality "
-                "column is written as RowBinary whatever this says (Native serialises it as a dictionary)."),
+          .fallback(InsertFormat::Native)
+          .help("The inserts' body: Native (columnar blocks; with payload_mode columns the sink takes the Arrow plane "
+                "and makes them from the runtime's Arrow columns, with no second parse of the payloads) or RowBinary "
+                "(row after row, encoded from the batches plane's payloads). A table with a LowCardinality column "
+                "is written as RowBinary whatever this says (Native serialises it as a dictionary)."),
       kit::option("payload_mode", &Settings::payload_mode)
           .choices({{"columns", PayloadMode::Columns}, {"string", PayloadMode::String}})
           .fallback(PayloadMode::Columns)

@@ -27,7 +27,7 @@ struct Settings {
   std::string target_table;
   bool auto_create_table = true;
   PayloadMode payload_mode = PayloadMode::Columns;
-  InsertFormat format = InsertFormat::RowBinary;
+  InsertFormat format = InsertFormat::Native;
   std::optional<kit::JsonValue> columns;
   bool auto_add_columns = false;
   bool include_metadata = true;

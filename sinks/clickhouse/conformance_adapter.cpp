@@ -129,17 +129,18 @@ class ClickHouseAdapter : public SinkAdapter {
   std::string database_;
 };
 
-// The same suite with Native inserts, which the sink makes from the Arrow plane's columns.
-class ClickHouseNativeAdapter final : public ClickHouseAdapter {
+// The same suite with RowBinary inserts from the batches plane (the default is Native, made
+// from the Arrow plane's columns).
+class ClickHouseRowBinaryAdapter final : public ClickHouseAdapter {
  public:
-  std::string name() const override { return "clickhouse_native"; }
+  std::string name() const override { return "clickhouse_rowbinary"; }
 
  protected:
-  std::string format_option() const override { return "\nformat = \"Native\""; }
+  std::string format_option() const override { return "\nformat = \"RowBinary\""; }
 };
 
 PICOMQ_CONFORMANCE_ADAPTER(ClickHouseAdapter);
-PICOMQ_CONFORMANCE_ADAPTER(ClickHouseNativeAdapter);
+PICOMQ_CONFORMANCE_ADAPTER(ClickHouseRowBinaryAdapter);
 
 }  // namespace
 }  // namespace picomq::conformance

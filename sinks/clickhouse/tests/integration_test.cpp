@@ -62,7 +62,7 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
   const std::string config = std::string("target_table = \"orders\"\n") + kColumns;
   {
     Runtime rt(kafka.bootstrap(), "first");
-    rt.add_definition("c.toml", definition("chorders", topic, db, config, "batch_length = 250"));
+    rt.add_definition("c.toml", definition("chorders", topic, db, config + "\nformat = \"RowBinary\"", "batch_length = 250"));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("chorders"), topic, 2) == n; }, 90s)) << rt.log();
     rt.signal(SIGTERM);
