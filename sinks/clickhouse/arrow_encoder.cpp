@@ -172,6 +172,9 @@ std::string bind_columns(const std::vector<Column>& columns, const ArrowInput& i
 // text; the batches plane writes nested values minified). Numbers and escapes stay as sent.
 std::string_view without_whitespace(std::string_view text, std::string& scratch) {
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  bool blank = false;  // any whitespace at all (a branch-free scan; most values have none)
+  for (char c : text) blank |= space(c);
+  if (!blank) return text;
   bool in_string = false, escaped = false, any = false;
   for (char c : text) {
     if (in_string) {

@@ -241,6 +241,7 @@ std::vector<BuiltColumn> metadata_columns(const pmq_batch& batch, const Records&
   }
   topics.reserve_bytes(saturating_mul(topic.size(), n));
   keys.reserve_bytes(key_bytes);
+  for (ArrayBuilder* column : {&topics, &partitions, &offsets, &timestamps, &keys}) column->reserve_rows(n);
   headers.reserve(header_count, name_bytes, value_bytes);
 
   for (size_t i = 0; i < n; ++i) {
