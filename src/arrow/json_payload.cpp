@@ -180,19 +180,19 @@ bool read_parsed_object(const simdjson::dom::parser& parser, std::string_view pa
       case dom::element_type::ARRAY: m.kind = JsonKind::Array; break;
       case dom::element_type::INT64:
         m.kind = JsonKind::Int64;
-        m.integer = int64_t(v);
+        m.integer = v.get_int64().value_unsafe();
         break;
       case dom::element_type::DOUBLE:
         m.kind = JsonKind::Double;
-        m.floating = double(v);
+        m.floating = v.get_double().value_unsafe();
         break;
       case dom::element_type::STRING:
         m.kind = JsonKind::String;
-        m.text = std::string_view(v);
+        m.text = v.get_string().value_unsafe();
         break;
       case dom::element_type::BOOL:
         m.kind = JsonKind::Bool;
-        m.boolean = bool(v);
+        m.boolean = v.get_bool().value_unsafe();
         break;
       case dom::element_type::NULL_VALUE: m.kind = JsonKind::Null; break;
       case dom::element_type::UINT64: return false;  // the general reading's rules

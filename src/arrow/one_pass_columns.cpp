@@ -111,6 +111,9 @@ bool OnePassColumns::add_object(const std::vector<FlatMember>& members, std::str
     if (!append(column, members[m], payload)) return false;
   }
   ++rows_;
+  // Every member went to its own column (a duplicate key left above): when there are as many
+  // members as columns, none is absent.
+  if (members.size() == columns_.size()) return true;
   for (Column& column : columns_) {
     if (column.builder.length() != row + 1) column.builder.append_null();  // absent from this record
   }
