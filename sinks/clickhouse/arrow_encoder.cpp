@@ -175,22 +175,8 @@ std::string_view without_whitespace(std::string_view text, std::string& scratch)
   bool blank = false;  // any whitespace at all (a branch-free scan; most values have none)
   for (char c : text) blank |= space(c);
   if (!blank) return text;
-  bool in_string = false, escaped = false, any = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (space(c)) {
-      any = true;
-      break;
-    }
-  }
-  if (!any) return text;
-  scratch.clear();
-  in_string = escaped = false;
+  scratch.clear();  // whitespace inside strings stays, between tokens it goes
+  bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
       if (escaped) escaped = false;
