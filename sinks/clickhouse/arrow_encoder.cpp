@@ -62,10 +62,6 @@ struct Cells {
     if (end <= begin) return {};
     return {static_cast<const char*>(array->buffers[2]) + begin, static_cast<size_t>(end - begin)};
   }
-  bool is_text() const {
-    return type == ColumnType::Utf8 || type == ColumnType::LargeUtf8 || type == ColumnType::Binary ||
-           type == ColumnType::LargeBinary;
-  }
 };
 
 std::optional<size_t> child_named(const ArrowSchema* schema, std::string_view name) {
@@ -90,12 +86,14 @@ struct Binding {
 
 enum class Copy { None, Int64, Int32, Float64, Text, Bool, NestedJson, Headers };
 
-// The type a column's values are written as, past Nullable (LowCardinality never reaches here).
+// The type a column's values are written as, past Nullable and LowCardinality (its inner type
+// on the wire).
 const Type& value_type(const Type& t) { return t.nullable() ? t.inner->wire() : t.wire(); }
 
+// How a column is copied into a Native block. Only Native encoders copy, and a table with a
+// LowCardinality column has none (ArrowEncoder).
 Copy copy_kind(const Binding& b) {
   const Type& t = value_type(b.column->type);
-  if (b.column->type.wire().kind == Kind::LowCardinality || t.kind == Kind::LowCardinality) return Copy::None;
   switch (b.from) {
     case Binding::From::Missing: return Copy::None;
     case Binding::From::Topic: return t.kind == Kind::String ? Copy::Text : Copy::None;
@@ -259,13 +257,6 @@ std::string append_cell(const Binding& b, const ArrowInput& in, size_t row, std:
   }
 }
 
-template <class T>
-void put(std::string& out, T v) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
 // A copied column's Native data for `rows`: the null map of a Nullable column, then the values
 // (a default where NULL).
 void append_copied(const Binding& b, const ArrowInput& in, std::span<const uint32_t> rows, std::string& out) {
@@ -298,9 +289,7 @@ void append_copied(const Binding& b, const ArrowInput& in, std::span<const uint3
     case Copy::Bool: return fixed(uint8_t{0}, [&](size_t r) { return static_cast<uint8_t>(c.boolean(r)); });
     case Copy::Text:
       for (uint32_t r : rows) {
-        const std::string_view s = b.from == Binding::From::Topic ? in.topic : c.null(r) ? std::string_view() : c.text(r);
-        append_varint(out, s.size());
-        out.append(s);
+        append_sized(out, b.from == Binding::From::Topic ? in.topic : c.null(r) ? std::string_view() : c.text(r));
       }
       return;
     case Copy::NestedJson:
@@ -310,18 +299,12 @@ void append_copied(const Binding& b, const ArrowInput& in, std::span<const uint3
       for (uint32_t r : rows) {
         std::string_view s;
         if (!c.null(r)) s = headers ? headers_json(c, r, scratch) : without_whitespace(c.text(r), scratch);
-        append_varint(out, s.size());
-        out.append(s);
+        append_sized(out, s);
       }
       return;
     }
     case Copy::None: return;
   }
-}
-
-void append_string_field(std::string& out, std::string_view s) {
-  append_varint(out, s.size());
-  out.append(s);
 }
 
 // One column's values for every row, converted cell by cell (RowBinary, each row's end kept).
@@ -347,8 +330,8 @@ std::string native_of(const std::vector<Binding>& bound, const std::vector<Conve
   std::string values;
   for (size_t i = 0; i < bound.size(); ++i) {
     const Binding& b = bound[i];
-    append_string_field(out, b.column->name);
-    append_string_field(out, b.column->type.name());
+    append_sized(out, b.column->name);
+    append_sized(out, b.column->type.name());
     if (b.copy) {
       append_copied(b, in, rows, out);
       continue;
@@ -364,8 +347,6 @@ std::string native_of(const std::vector<Binding>& bound, const std::vector<Conve
   }
   return out;
 }
-
-bool has_low_cardinality(const Type& t) { return t.kind == Kind::LowCardinality || (t.inner && has_low_cardinality(*t.inner)); }
 
 }  // namespace
 
@@ -436,11 +417,9 @@ ArrowRecords::ArrowRecords(const ArrowInput& in) : topic_(in.topic) {
 }
 
 ArrowEncoder::ArrowEncoder(std::vector<Column> columns, bool native)
-    : columns_(columns), native_(native), records_(std::move(columns)) {
-  for (const Column& c : columns_) {
-    if (has_low_cardinality(c.type)) native_ = false;
+    : columns_(columns), native_(native && native_unsupported(columns).empty()), records_(std::move(columns)) {
+  for (const Column& c : columns_)
     if (c.source == Source::Field && c.field == kPayloadColumn) has_payload_field_ = true;
-  }
 }
 
 ArrowEncoded ArrowEncoder::encode(const ArrowInput& in) {

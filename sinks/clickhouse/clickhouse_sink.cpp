@@ -87,34 +87,6 @@ class ClickHouseSink;
 
 namespace {
 
-// An Arrow batch moved out of the write call (the structs are the host's only for the call):
-// kept by the insert that holds its rows, for a bisection's re-encoding.
-struct HeldArrow {
-  ArrowSchema schema{};
-  ArrowArray array{};
-  std::string topic;
-  std::vector<int64_t> offsets;
-  ch::ArrowInput input;
-
-  explicit HeldArrow(const sdk::ArrowBatch& batch)
-      : schema(batch.take_schema()),
-        array(batch.take_array()),
-        topic(batch.raw().topic ? batch.raw().topic : ""),
-        offsets(batch.raw().offsets, batch.raw().offsets + batch.raw().record_count),
-        input(ch::arrow_input(batch.raw())) {
-    input.schema = &schema;
-    input.array = &array;
-    input.topic = topic;
-    input.offsets = offsets.data();
-  }
-  HeldArrow(const HeldArrow&) = delete;
-  HeldArrow& operator=(const HeldArrow&) = delete;
-  ~HeldArrow() {
-    if (schema.release) schema.release(&schema);
-    if (array.release) array.release(&array);
-  }
-};
-
 // Where a batch's records came from (copied: the batch itself may be released).
 struct Origin {
   std::string topic;
@@ -123,11 +95,39 @@ struct Origin {
 };
 using RecordId = std::tuple<std::string, int32_t, int64_t>;  // topic, partition, offset
 
-Origin origin_of(const char* topic, int32_t partition, size_t count, const std::function<int64_t(size_t)>& offset) {
-  auto offsets = std::make_shared<std::vector<int64_t>>(count);
-  for (size_t i = 0; i < count; ++i) (*offsets)[i] = offset(i);
-  return {topic ? topic : "", partition, std::move(offsets)};
+Origin origin_of(const pmq_batch& batch) {
+  auto offsets = std::make_shared<std::vector<int64_t>>(batch.record_count);
+  for (size_t i = 0; i < batch.record_count; ++i) (*offsets)[i] = pmq_batch_record(&batch, i)->offset;
+  return {batch.topic ? batch.topic : "", batch.partition, std::move(offsets)};
 }
+
+// An Arrow batch moved out of the write call (the structs are the host's only for the call):
+// kept by the insert that holds its rows, for a bisection's re-encoding.
+struct HeldArrow {
+  ArrowSchema schema{};
+  ArrowArray array{};
+  Origin origin;
+  ch::ArrowInput input;
+
+  explicit HeldArrow(const sdk::ArrowBatch& batch)
+      : schema(batch.take_schema()),
+        array(batch.take_array()),
+        origin{batch.raw().topic ? batch.raw().topic : "", batch.raw().partition,
+               std::make_shared<const std::vector<int64_t>>(batch.raw().offsets,
+                                                            batch.raw().offsets + batch.raw().record_count)},
+        input(ch::arrow_input(batch.raw())) {
+    input.schema = &schema;
+    input.array = &array;
+    input.topic = origin.topic;
+    input.offsets = origin.offsets->data();
+  }
+  HeldArrow(const HeldArrow&) = delete;
+  HeldArrow& operator=(const HeldArrow&) = delete;
+  ~HeldArrow() {
+    if (schema.release) schema.release(&schema);
+    if (array.release) array.release(&array);
+  }
+};
 
 // One insert: consecutive batches for one table, sent as one request when the accumulator
 // commits it. Its body is built as batches join, in the insert's format: RowBinary rows, or
@@ -327,8 +327,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       target = insert_target(t);
     }
-    const Origin origin = origin_of(raw.topic, raw.partition, raw.record_count,
-                                    [&](size_t i) { return pmq_batch_record(&raw, i)->offset; });
+    const Origin origin = origin_of(raw);
     if (const auto dropped = reject_known_refusals(origin, encoded.rows, encoded.rejected); !dropped.empty())
       drop_rows(&encoded.data, encoded.rows, dropped);
     if (!take_rejections(write, encoded.rejected, encoded.rows.empty())) return write;
@@ -363,7 +362,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       target = insert_target(t);
     }
-    const Origin origin = origin_of(held->topic.c_str(), in.partition, in.rows, [&](size_t i) { return in.offsets[i]; });
+    const Origin& origin = held->origin;
     if (const auto dropped = reject_known_refusals(origin, encoded.rows, encoded.rejected); !dropped.empty()) {
       drop_rows(encoded.native ? nullptr : &encoded.data, encoded.rows, dropped);
       if (encoded.native && !encoded.rows.empty()) {
@@ -413,7 +412,6 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     return std::make_unique<InsertSegment>(target.table, target.insert_sql, target.native, target.columns, target.arrow,
                                            [this](InsertSegment& s) { commit_insert(s); });
   }
-  // The batch's rejected records; false when nothing is left to insert (the write is done).
   // Rows the server refused in an insert of released batches: their writes complete with the
   // rejections, and since a released batch cannot be resent, the runtime reads the partition
   // again from the batch (sink_abi.h, release). When those records come again they are rejected
@@ -464,6 +462,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     if (data) *data = std::move(out);
   }
 
+  // The batch's rejected records; false when nothing is left to insert (the write is done).
   bool take_rejections(sdk::Pending& write, const std::vector<ch::Rejection>& rejected, bool nothing_left) {
     for (const auto& r : rejected) write.reject(r.record_index, r.reason);
     if (!rejected.empty()) count("rejected_records", rejected.size());

@@ -150,10 +150,6 @@ bool has_low_cardinality(const Type& type) {
   return type.inner && has_low_cardinality(*type.inner);
 }
 
-void append_string(std::string& out, std::string_view s) {
-  append_varint(out, s.size());
-  out += s;
-}
 
 }  // namespace
 
@@ -183,8 +179,8 @@ kit::Result<std::string> native_block(const std::vector<Column>& columns, std::s
   append_varint(out, columns.size());
   append_varint(out, rows);
   for (size_t i = 0; i < columns.size(); ++i) {
-    append_string(out, columns[i].name);
-    append_string(out, columns[i].type.name());
+    append_sized(out, columns[i].name);
+    append_sized(out, columns[i].type.name());
     builders[i]->write(out);
   }
   return R::success(std::move(out));

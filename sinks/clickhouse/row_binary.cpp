@@ -21,11 +21,6 @@ void put(std::string& out, T value) {  // little-endian (x86-64, aarch64: the ho
   out.append(bytes, sizeof(T));
 }
 
-void put_bytes(std::string& out, std::string_view bytes) {
-  append_varint(out, bytes.size());
-  out.append(bytes);
-}
-
 std::string_view as_view(pmq_bytes b) { return {reinterpret_cast<const char*>(b.data), b.data ? b.size : 0}; }
 
 std::string_view found(simdjson::dom::element v) {
@@ -148,6 +143,11 @@ void append_varint(std::string& out, uint64_t value) {
   out += static_cast<char>(value);
 }
 
+void append_sized(std::string& out, std::string_view bytes) {
+  append_varint(out, bytes.size());
+  out.append(bytes);
+}
+
 void append_default(const Type& type, std::string& out) {
   const Type& t = type.wire();
   switch (t.kind) {
@@ -255,7 +255,7 @@ std::string append_bool(const Type& type, bool v, std::string& out) {
 std::string append_string(const Type& type, std::string_view s, std::string& out) {
   const Type& t = open_value(type, out);
   switch (t.kind) {
-    case Kind::String: put_bytes(out, s); return {};
+    case Kind::String: append_sized(out, s); return {};
     case Kind::FixedString:
       if (s.size() > t.size) return expected_found(t, "a string of " + std::to_string(s.size()) + " bytes");
       out.append(s);
@@ -325,7 +325,7 @@ std::string append_value(const Type& type, simdjson::dom::element v, std::string
   const Type& t = open_value(type, out);
   if (t.kind == Kind::String) {  // nested JSON as its text
     scratch = simdjson::minify(v);
-    put_bytes(out, scratch);
+    append_sized(out, scratch);
     return {};
   }
   if (t.kind != Kind::Array || v.type() != element_type::ARRAY) return expected(t, v);
@@ -399,7 +399,7 @@ void append_metadata(const Column& c, const pmq_batch& batch, const pmq_record& 
     case Source::Field: return;
     case Source::Topic:
       open();
-      put_bytes(out, batch.topic);
+      append_sized(out, batch.topic);
       return;
     case Source::Partition:
       open();
@@ -426,19 +426,19 @@ void append_metadata(const Column& c, const pmq_batch& batch, const pmq_record& 
     case Source::Key:
       if (!r.key.data) return null_or_default();
       open();
-      put_bytes(out, as_view(r.key));
+      append_sized(out, as_view(r.key));
       return;
     case Source::Headers: {
       open();
       std::string json;
       kit::append_headers_json(json, std::span<const pmq_header>(r.headers, r.headers ? r.header_count : 0));
-      put_bytes(out, json);
+      append_sized(out, json);
       return;
     }
     case Source::Payload:
       if (!r.payload.data) return null_or_default();
       open();
-      put_bytes(out, as_view(r.payload));
+      append_sized(out, as_view(r.payload));
       return;
   }
 }

@@ -106,6 +106,8 @@ std::string append_timestamp_ms(const Type& type, int64_t ms, std::string& out);
 // The type's default (what a missing field writes): NULL for Nullable.
 void append_default(const Type& type, std::string& out);
 void append_varint(std::string& out, uint64_t value);
+// A String's bytes as RowBinary and Native both write them: LEB128 length, then the bytes.
+void append_sized(std::string& out, std::string_view bytes);
 
 // ISO 8601 / RFC 3339 date-times and dates, as the encoder reads them: the kit's (picomq/kit/datetime.hpp).
 using kit::parse_date;
