@@ -102,3 +102,24 @@ function(picomq_add_cargo_tests test)
     set_tests_properties(${test} PROPERTIES COST ${CT_COST})
   endif()
 endfunction()
+
+# A Rust library that is not a sink (the kit's Parquet writer): its cdylib lib<name>.so copied
+# into PICOMQ_PLUGIN_DIR, where the plugins that load it look, and installed as its own component.
+#   picomq_add_cargo_library(picomq_parquet CRATE picomq-parquet COMPONENT parquet)
+# Makes the custom target <name>_library (in ALL).
+function(picomq_add_cargo_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 CL "" "CRATE;COMPONENT" "")
+  if(NOT PICOMQ_CARGO)
+    message(STATUS "picomq_add_cargo_library(${name}): no cargo found; lib${name}.so is not built")
+    return()
+  endif()
+  set(lib lib${name}.so)
+  add_custom_target(${name}_library ALL
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PICOMQ_PLUGIN_DIR}
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different ${PICOMQ_CARGO_OUT}/${lib} ${PICOMQ_PLUGIN_DIR}/${lib}
+    BYPRODUCTS ${PICOMQ_PLUGIN_DIR}/${lib}
+    COMMENT "${CL_CRATE} -> ${PICOMQ_PLUGIN_DIR}/${lib}")
+  add_dependencies(${name}_library picomq_rust_workspace)
+  install(FILES ${PICOMQ_PLUGIN_DIR}/${lib} DESTINATION lib/picomq-connect/plugins COMPONENT ${CL_COMPONENT}
+          EXCLUDE_FROM_ALL)
+endfunction()

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "picomq/kit/declared_columns.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "s3/avro.h"
@@ -27,6 +28,29 @@ std::optional<std::string> bucket_problem(const std::string& b) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
       return "'" + b + "' has a character S3 bucket names cannot have (letters, digits, '.', '-')";
   return std::nullopt;
+}
+
+// parquet_columns: the kit's declared-columns shape with the Arrow exporter's type names.
+kit::Result<std::vector<arrow::DeclaredColumn>> parse_parquet_columns(const std::string& json) {
+  using R = kit::Result<std::vector<arrow::DeclaredColumn>>;
+  auto declared = kit::parse_declared_columns(json);
+  if (!declared) return R::failure(declared.error());
+  std::vector<arrow::DeclaredColumn> out;
+  for (const kit::DeclaredColumn& d : declared.value()) {
+    auto type = arrow::parse_column_type(d.type);
+    if (!type)
+      return R::failure("column '" + d.name + "': type '" + d.type +
+                        "' is not one of bool, int64, float64, utf8, binary, timestamp_ms, json");
+    if (d.name.rfind("pico_", 0) == 0) return R::failure("column '" + d.name + "' is a metadata column (include_metadata adds it)");
+    out.push_back({d.name, *type, true});
+  }
+  return R::success(std::move(out));
+}
+
+template <typename T>
+std::optional<std::string> problem_of(const kit::Result<T>& r) {
+  if (r) return std::nullopt;
+  return r.error();
 }
 
 }  // namespace
@@ -59,12 +83,17 @@ const kit::OptionTable<Settings>& option_table() {
                 "{start_offset} (20 digits), {sink_key}, {year} {month} {day} {hour} (UTC, of the record timestamp), "
                 "{ext}. Must hold {start_offset} and {partition}."),
       kit::option("format", &Settings::format)
-          .choices({{"json_lines", Format::JsonLines}, {"raw", Format::Raw}, {"csv", Format::Csv}, {"avro", Format::Avro}})
+          .choices({{"json_lines", Format::JsonLines},
+                    {"raw", Format::Raw},
+                    {"csv", Format::Csv},
+                    {"avro", Format::Avro},
+                    {"parquet", Format::Parquet}})
           .fallback(Format::JsonLines)
           .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
                 "csv: the csv_columns of each record, one line each (RFC 4180 quoting); avro: an Avro object container "
                 "file of avro_schema, or of the writer schema of an avro topic's records (compression as its codec: "
-                "deflate, zstandard)."),
+                "deflate, zstandard); parquet: a Parquet file per object (parquet_* options), by the Parquet writer "
+                "libpicomq_parquet.so (the heavy component `parquet`)."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
@@ -81,6 +110,26 @@ const kit::OptionTable<Settings>& option_table() {
                 "record that does not fit is refused (bad-record policy). Unset: each record's writer schema from "
                 "an avro topic (schema = \"avro\", plain or registry framing); an object holds records of one "
                 "schema and ends where the schema changes."),
+      kit::option("parquet_columns", &Settings::parquet_columns)
+          .check([](const kit::JsonValue& v) { return problem_of(parse_parquet_columns(v.text)); })
+          .help("parquet: the payload columns, as [{ name = \"id\", type = \"int64\" }, ...] or { id = \"int64\", ... }, "
+                "types bool, int64, float64, utf8, binary, timestamp_ms, json (docs/arrow.md, declared schema); a "
+                "record that does not convert is refused (bad-record policy). Unset: inferred from each object's "
+                "records (docs/arrow.md, inference)."),
+      kit::option("parquet_compression", &Settings::parquet_compression)
+          .fallback(std::string("zstd"))
+          .check([](const std::string& v) -> std::optional<std::string> {
+            if (kit::parse_parquet_codec(v)) return std::nullopt;
+            return "'" + v + "' is not one of zstd, snappy, none";
+          })
+          .help("parquet: the codec of the pages (zstd, snappy, none); compression_level sets zstd's level."),
+      kit::option("parquet_row_group_records", &Settings::parquet_row_group_records)
+          .fallback(int64_t{1} << 20)
+          .check(kit::at_least(1))
+          .help("parquet: rows per row group at most."),
+      kit::option("parquet_dictionary", &Settings::parquet_dictionary)
+          .fallback(true)
+          .help("parquet: dictionary encoding of the columns (statistics are always written)."),
       kit::option("compression", &Settings::compression)
           .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
           .fallback(kit::Compression::Gzip)
@@ -198,7 +247,9 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   }
   if (p.session_token.find_first_of("\r\n") != std::string::npos) problem("aws_session_token", "must be one line");
 
-  if (s.compression_level != 0) {
+  if (s.compression_level != 0 && s.format == Format::Parquet) {
+    if (s.compression_level < 1 || s.compression_level > 22) problem("compression_level", "parquet: zstd's levels are 1-22");
+  } else if (s.compression_level != 0) {
     try {
       kit::Compressor probe(s.compression, static_cast<int>(s.compression_level));
     } catch (const std::exception& e) {
@@ -219,17 +270,46 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       }
     }
   }
+  if (s.format == Format::Parquet) {
+    // (Options with a default are always "set": compared with the default.)
+    if (s.compression != kit::Compression::Gzip)
+      problem("compression", "parquet files compress their pages: set parquet_compression (zstd, snappy, none) instead");
+    if (s.max_object_bytes.bytes == 0)
+      problem("max_object_bytes", "parquet: an object is made in memory from its records, so it needs a size limit (not 0)");
+    if (s.chunk_size.bytes != (1u << 20))
+      problem("chunk_size", "parquet: a Parquet file is written whole when its object ends, not in chunks");
+    p.parquet = {.codec = *kit::parse_parquet_codec(s.parquet_compression),
+                 .level = static_cast<int>(s.compression_level),
+                 .row_group_records = static_cast<uint64_t>(s.parquet_row_group_records),
+                 .dictionary = s.parquet_dictionary,
+                 .statistics = true};
+    if (s.parquet_columns) p.parquet_columns = parse_parquet_columns(s.parquet_columns->text).value();
+    if (auto missing = kit::parquet_available()) problem("format", *missing);
+  } else {
+    auto only_parquet = [&](const char* key, bool set) {
+      if (set) problem(key, "is only for format = \"parquet\"");
+    };
+    only_parquet("parquet_columns", s.parquet_columns.has_value());
+    only_parquet("parquet_compression", s.parquet_compression != "zstd");
+    only_parquet("parquet_row_group_records", s.parquet_row_group_records != (int64_t{1} << 20));
+    only_parquet("parquet_dictionary", !s.parquet_dictionary);
+  }
   if (s.format != Format::Avro && s.avro_schema) problem("avro_schema", "is only for format = \"avro\"");
   if (s.format == Format::Csv && s.csv_columns.empty()) problem("csv_columns", "is required with format = \"csv\"");
   if (s.format != Format::Csv && !s.csv_columns.empty()) problem("csv_columns", "is only for format = \"csv\"");
   for (const auto& c : s.csv_columns)
     if (c.empty()) problem("csv_columns", "a column name is empty");
-  p.ext = s.format == Format::JsonLines ? "json" : s.format == Format::Csv ? "csv" : s.format == Format::Avro ? "avro" : "bin";
+  p.ext = s.format == Format::JsonLines ? "json"
+          : s.format == Format::Csv     ? "csv"
+          : s.format == Format::Avro    ? "avro"
+          : s.format == Format::Parquet ? "parquet"
+                                        : "bin";
   p.content_type = s.format == Format::JsonLines ? "application/x-ndjson"
                    : s.format == Format::Csv     ? "text/csv"
                    : s.format == Format::Avro    ? "application/avro"
+                   : s.format == Format::Parquet ? "application/vnd.apache.parquet"
                                                  : "application/octet-stream";
-  if (s.format != Format::Avro) {
+  if (s.format != Format::Avro && s.format != Format::Parquet) {
     p.object_compression = s.compression;
     if (s.compression == kit::Compression::Gzip) {
       p.ext += ".gz";

@@ -8,15 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "arrow/arrow_export.h"
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/object_key.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
+#include "picomq/kit/parquet.hpp"
 #include "picomq/sdk.hpp"
 
 namespace picomq::s3 {
 
-enum class Format { JsonLines, Raw, Csv, Avro };
+enum class Format { JsonLines, Raw, Csv, Avro, Parquet };
 enum class Addressing { Auto, Path, Virtual };
 
 struct Settings {
@@ -33,6 +35,10 @@ struct Settings {
   std::vector<std::string> csv_columns;
   bool csv_header = true;
   std::optional<std::string> avro_schema;
+  std::optional<kit::JsonValue> parquet_columns;
+  std::string parquet_compression;
+  int64_t parquet_row_group_records = 0;
+  bool parquet_dictionary = true;
   kit::Compression compression = kit::Compression::Gzip;
   int64_t compression_level = 0;
   int64_t max_object_records = 0;
@@ -63,6 +69,9 @@ struct Plan {
   std::string ext;            // "json.gz", "bin.zst", "avro"...
   kit::Compression object_compression = kit::Compression::None;  // of the chunks (None for Avro: its blocks have the codec)
   std::string content_type;
+  // parquet: the writer's settings and the declared columns (none: inferred from each object's records).
+  kit::ParquetOptions parquet;
+  std::optional<std::vector<arrow::DeclaredColumn>> parquet_columns;
 };
 
 // The plan, or nullopt with every problem added to `problems` under its option's key.

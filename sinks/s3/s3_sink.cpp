@@ -31,6 +31,7 @@
 #include "s3/config.h"
 #include "s3/csv.h"
 #include "s3/objects.h"
+#include "s3/parquet.h"
 
 namespace {
 
@@ -141,8 +142,12 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       if (std::find(s.csv_columns.begin(), s.csv_columns.end(), "pico_headers") == s.csv_columns.end())
         declare_unread_fields(PMQ_FIELD_HEADERS);
     }
+    if (s.format == s3::Format::Parquet)
+      parquet_ = std::make_unique<s3::ParquetEncoder>(plan_->parquet, plan_->parquet_columns, s.include_metadata);
+    if (!s.include_metadata && parquet_) declare_unread_fields(PMQ_FIELD_HEADERS);
     rotation_ = {.max_records = static_cast<uint64_t>(s.max_object_records), .max_bytes = s.max_object_bytes.bytes,
-                 .interval_ms = s.rotate_interval.count(), .chunk_bytes = s.chunk_size.bytes};
+                 .interval_ms = s.rotate_interval.count(),
+                 .chunk_bytes = parquet_ ? 0 : s.chunk_size.bytes};  // a Parquet file is made whole at the seal
     held_limit_ = static_cast<uint64_t>(s.parts_in_flight) * s.part_size.bytes;
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<s3::Client>(
@@ -200,6 +205,18 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     }
     const auto json = writer_.begin(b);
     std::string encoded;
+    // parquet: the records its columns refuse, found in the batch (the file is made later).
+    std::unordered_map<size_t, std::string> parquet_refused;
+    std::string parquet_schema;
+    if (parquet_) {
+      try {
+        parquet_refused = parquet_->refusals(b);
+      } catch (const sdk::FatalError& e) {
+        write->finish(std::pair{true, std::string(e.what())});
+        return result;
+      }
+      parquet_schema = s3::ParquetEncoder::schema_key(b);
+    }
     {
       std::lock_guard lock(mutex_);
       PartitionState& p = partition(b.topic, b.partition);
@@ -260,6 +277,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
               count("rejected_records");
               continue;
             }
+          } else if (parquet_) {
+            if (auto it = parquet_refused.find(i); it != parquet_refused.end()) {
+              write->pending.reject(i, "parquet: " + it->second);
+              count("rejected_records");
+              continue;
+            }
+            parquet_->append(encoded, r);
+            schema = parquet_schema;
           } else if (csv_) {
             if (auto refused = csv_->append(encoded, b, r)) {
               write->pending.reject(i, *refused);
@@ -541,6 +566,25 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     std::optional<s3::AvroBlocks> blocks;   // avro: the container's codec
   };
 
+  // Unlocked: a sealed parquet object's kept records (its chunks) as its Parquet file, one chunk.
+  std::deque<s3::Chunk> parquet_file(std::deque<s3::Chunk> chunks, const s3::Object& o) {
+    std::string kept;
+    uint64_t records = 0;
+    for (auto& c : chunks) {
+      kept += c.data;
+      records += c.records;
+    }
+    chunks.clear();
+    try {
+      chunks.push_back({parquet_->file(kept, records, o.topic, o.partition, o.schema), records});
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const sdk::FatalError*>(&e)) throw;
+      // The same records would fail the same way again: not a retry.
+      throw sdk::FatalError("parquet: writing " + o.key + ": " + e.what());
+    }
+    return chunks;
+  }
+
   // mutex_ held (released while uploading): uploads what the partition's first object has (its
   // chunks; and when it is sealed, the rest), object after object, until nothing is left to do.
   void work(PartitionState& p, std::unique_lock<std::mutex>& lock, Codecs& codecs) {
@@ -575,6 +619,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       try {
         // Chunks are compressed each on its own: several at once when the records come faster
         // than one thread compresses (one partition's object, gzip: most of the sink's CPU).
+        if (parquet_) {  // sealed (no chunk before): its records are all there
+          uint64_t kept = 0;
+          for (const auto& c : chunks) kept += c.data.size();
+          chunks = parquet_file(std::move(chunks), *o);
+          lock.lock();
+          p.in_hand = p.in_hand - std::min(p.in_hand, kept) + chunks.front().data.size();
+          lock.unlock();
+        }
         std::vector<std::string> encoded = encode_chunks(chunks, *o, codecs);
         for (size_t i = 0; i < chunks.size(); ++i) {
           if (!st.started) {
@@ -729,6 +781,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   std::unique_ptr<s3::Client> client_;
   std::unique_ptr<s3::CsvEncoder> csv_;
   std::unique_ptr<s3::AvroEncoder> avro_;  // avro_schema, when declared
+  std::unique_ptr<s3::ParquetEncoder> parquet_;
   std::unordered_map<std::string, TopicEncoder> topic_encoders_;
   uint64_t held_limit_ = 0;
   uint64_t peak_held_ = 0;

@@ -29,8 +29,8 @@ use deltalake_core::kernel::{Action, Transaction};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
-use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use picomq_parquet::{Codec, ParquetOptions};
 use picomq_sink::resend::Resends;
 use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
 
@@ -352,16 +352,14 @@ impl Sink for DeltaSink {
             };
             (c, format)
         });
-        let compression = match host.config_string("compression").as_deref() {
-            Some("snappy") => Compression::SNAPPY,
-            Some("none") => Compression::UNCOMPRESSED,
-            _ => Compression::ZSTD(ZstdLevel::default()),
-        };
-        let props = WriterProperties::builder()
-            .set_compression(compression)
-            .set_max_row_group_row_count(Some(host.config_int("row_group_records").max(1) as usize))
-            .set_dictionary_enabled(host.config_bool("dictionary"))
-            .build();
+        // The kit's Parquet writer settings (sinkkit/parquet): the same files as the S3 sink's.
+        let props = picomq_parquet::writer_properties(&ParquetOptions {
+            codec: host.config_string("compression").as_deref().and_then(Codec::parse).unwrap_or(Codec::Zstd),
+            row_group_records: host.config_int("row_group_records").max(1) as usize,
+            dictionary: host.config_bool("dictionary"),
+            ..Default::default()
+        })
+        .map_err(Error::fatal)?;
         let app_id = host
             .config_string("app_id")
             .filter(|s| !s.is_empty())

@@ -2,6 +2,9 @@
 // key's time fields), their keys, option checks across options, URLs, S3 error documents. No server.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "picomq/kit/testing/fake_host.hpp"
@@ -340,6 +343,49 @@ TEST(S3Config, CsvNeedsItsColumns) {
   auto j = ok;
   j["csv_columns"] = {"id"};
   EXPECT_NE(problems(j).find("csv_columns: is only for format = \"csv\""), std::string::npos);
+}
+
+// The plugin finds libpicomq_parquet.so beside it; a copy of the plugin alone in a directory
+// (a light install without the `parquet` component) says what is missing and how to install it.
+// The other parquet problems name their key.
+TEST(S3Config, ParquetProblemsAndAMissingWriterAreNamed) {
+  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
+                             {"aws_secret_access_key", "s"}, {"format", "parquet"}};
+  EXPECT_EQ(problems(ok), "");
+  const auto alone = std::filesystem::temp_directory_path() / ("s3-light-" + std::to_string(getpid()));
+  std::filesystem::create_directories(alone);
+  const auto copy = alone / std::filesystem::path(S3_SINK_PLUGIN).filename();
+  std::filesystem::copy_file(S3_SINK_PLUGIN, copy, std::filesystem::copy_options::overwrite_existing);
+  auto light = kit::testing::FakeHost::load(copy.string());
+  std::string missing;
+  for (const auto& p : light->check(ok.dump())) missing += p + "\n";
+  std::filesystem::remove_all(alone);
+  EXPECT_NE(missing.find("format: the Parquet writer (libpicomq_parquet.so, picomq-connect's heavy component `parquet`: "
+                         "cmake --install <build> --component parquet) is not installed; tried:"),
+            std::string::npos) << missing;
+  auto with = [&](const char* k, nlohmann::json v) {
+    auto c = ok;
+    c[k] = v;
+    return problems(c);
+  };
+  EXPECT_NE(with("compression", "zstd").find("compression: parquet files compress their pages: set parquet_compression"),
+            std::string::npos);
+  EXPECT_NE(with("max_object_bytes", "0B").find("max_object_bytes: parquet: an object is made in memory"), std::string::npos)
+      << with("max_object_bytes", "0B");
+  EXPECT_NE(with("chunk_size", "2MiB").find("chunk_size: parquet: a Parquet file is written whole"), std::string::npos);
+  EXPECT_NE(with("parquet_compression", "gzip").find("parquet_compression: 'gzip' is not one of zstd, snappy, none"),
+            std::string::npos);
+  EXPECT_NE(with("compression_level", 30).find("compression_level: parquet: zstd's levels are 1-22"), std::string::npos);
+  EXPECT_NE(with("parquet_columns", nlohmann::json{{"id", "integer"}})
+                .find("parquet_columns: column 'id': type 'integer' is not one of bool, int64, float64, utf8, binary, "
+                      "timestamp_ms, json"),
+            std::string::npos);
+  EXPECT_NE(with("parquet_columns", nlohmann::json{{"pico_offset", "int64"}}).find("'pico_offset' is a metadata column"),
+            std::string::npos);
+  auto lines = ok;
+  lines.erase("format");
+  lines["parquet_row_group_records"] = 10;
+  EXPECT_NE(problems(lines).find("parquet_row_group_records: is only for format = \"parquet\""), std::string::npos);
 }
 
 }  // namespace

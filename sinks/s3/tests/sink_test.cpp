@@ -560,4 +560,107 @@ TEST_F(S3Sink, AnOutageIsResentOrRetriedAndNothingIsLostAcknowledgedEarlyOrDoubl
   EXPECT_EQ(std::count(q[1].text.begin(), q[1].text.end(), '\n'), 2) << q[1].text;
 }
 
+// format = "parquet": a Parquet file per object, read back with pyarrow. Inferred columns from
+// the object's records (metadata columns first), a tombstone a row of nulls, headers a map, a
+// nested value a JSON column; rotation by records; the same records cut into other batches
+// (a replay) write the same keys with the same bytes.
+TEST_F(S3Sink, ParquetObjectsOfInferredColumnsReadBackWithPyarrowAndReplayToTheSameBytes) {
+  std::vector<TestRecord> records;
+  for (int i = 0; i < 50; ++i)
+    records.push_back({.offset = 100 + i,
+                       .payload = i == 5 ? std::optional<std::string>()
+                                         : "{\"id\":" + std::to_string(i) + ",\"name\":\"n" + std::to_string(i % 4) +
+                                               "\",\"amount\":" + std::to_string(i) + ".25,\"tags\":[\"a\"," +
+                                               std::to_string(i) + "]}",
+                       .key = i % 2 ? std::optional<std::string>("k" + std::to_string(i)) : std::nullopt,
+                       .headers = i == 1 ? std::vector<kt::TestHeader>{{"trace", "t1"}} : std::vector<kt::TestHeader>{},
+                       .timestamp_ms = 1'700'000'000'000 + i});
+  const json config = {{"format", "parquet"}, {"max_object_records", 30}, {"parquet_row_group_records", 20}};
+  auto write_all = [&](std::unique_ptr<kt::FakeHost>& host, std::vector<size_t> cuts) {
+    open(config, &host);
+    std::vector<std::shared_ptr<kt::Write>> writes;
+    size_t from = 0;
+    for (size_t to : cuts) {
+      writes.push_back(host->start_write(
+          TestBatch("parq", 2, std::vector<TestRecord>(records.begin() + from, records.begin() + to), PMQ_PAYLOAD_JSON, "json")));
+      from = to;
+    }
+    host->flush();
+    for (auto& w : writes) ASSERT_EQ(w->wait().status, PMQ_WRITE_OK) << w->wait().error;
+    host->close();
+  };
+  write_all(host_, {50});
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"parq/partition=2/parq+2+00000000000000000100.parquet",
+                                               "parq/partition=2/parq+2+00000000000000000130.parquet"}));
+  EXPECT_EQ(o[0].bytes.substr(0, 4), "PAR1");
+  const json first = json::parse(o[0].text);
+  EXPECT_EQ(first["schema"], json::parse(R"([["pico_topic","string",false,""],["pico_partition","int32",false,""],
+    ["pico_offset","int64",false,""],["pico_timestamp","timestamp[ms, tz=UTC]",true,""],["pico_key","binary",true,""],
+    ["pico_headers","map<string, binary ('pico_headers')>",false,""],["id","int64",true,""],["name","string",true,""],
+    ["amount","double",true,""],["tags","extension<arrow.json>",true,"arrow.json"]])"))
+      << first["schema"].dump();
+  EXPECT_EQ(first["row_groups"], json::parse("[20,10]"));
+  EXPECT_EQ(first["codecs"], json::parse(R"(["ZSTD"])"));
+  EXPECT_TRUE(first["dictionary"]);
+  EXPECT_TRUE(first["statistics"]);
+  EXPECT_EQ(first["created_by"], "picomq-connect");
+  const json& rows = first["rows"];
+  ASSERT_EQ(rows.size(), 30u);
+  EXPECT_EQ(rows[1], json::parse(R"({"pico_topic":"parq","pico_partition":2,"pico_offset":101,"pico_timestamp":1700000000001,
+    "pico_key":"azE=","pico_headers":[["trace","dDE="]],"id":1,"name":"n1","amount":1.25,"tags":"[\"a\",1]"})"))
+      << rows[1].dump();
+  EXPECT_EQ(rows[5], json::parse(R"({"pico_topic":"parq","pico_partition":2,"pico_offset":105,"pico_timestamp":1700000000005,
+    "pico_key":"azU=","pico_headers":[],"id":null,"name":null,"amount":null,"tags":null})"))
+      << "a tombstone: a row of nulls";
+  EXPECT_EQ(json::parse(o[1].text)["rows"].size(), 20u);
+  EXPECT_EQ(json::parse(o[1].text)["rows"][0]["pico_offset"], 130);
+
+  // The same records in other batches (a replay), into another bucket: the same keys, the same bytes.
+  bucket_ = server_->create_bucket("sink");
+  std::unique_ptr<kt::FakeHost> again = kt::FakeHost::load(S3_SINK_PLUGIN);
+  write_all(again, {7, 8, 29, 31, 50});
+  const auto replayed = objects();
+  ASSERT_EQ(keys(replayed), keys(o));
+  for (size_t i = 0; i < o.size(); ++i) EXPECT_EQ(replayed[i].bytes, o[i].bytes) << o[i].key;
+}
+
+// Declared parquet_columns: exactly those columns, strict conversions (a record that does not
+// convert is refused through the bad-record policy and is not in the file), no metadata columns,
+// snappy without dictionaries, row groups of the declared size.
+TEST_F(S3Sink, ParquetDeclaredColumnsRefuseWhatDoesNotConvertAndTakeTheWriterSettings) {
+  open({{"format", "parquet"},
+        {"include_metadata", false},
+        {"parquet_columns", json::parse(R"([{"name":"id","type":"int64"},{"name":"at","type":"timestamp_ms"},
+                                            {"name":"note","type":"utf8"},{"name":"extra","type":"json"}])")},
+        {"parquet_compression", "snappy"},
+        {"parquet_dictionary", false},
+        {"parquet_row_group_records", 4}});
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 10; ++i)
+    payloads.push_back("{\"id\":" + std::to_string(i) + ",\"at\":" + std::to_string(1796158800500 + i) + ",\"note\":\"x" + std::to_string(i) + "\",\"extra\":{\"i\":" + std::to_string(i) +
+                       "},\"dropped\":true}");
+  payloads[3] = R"({"id":"three","at":0})";  // at: epoch milliseconds
+  auto w = host_->start_write(TestBatch::json("decl", 0, 0, payloads));
+  host_->flush();
+  const auto outcome = w->wait();
+  ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
+  ASSERT_EQ(outcome.rejected.size(), 1u) << outcome.rejected[0].reason;
+  EXPECT_EQ(outcome.rejected[0].record_index, 3u);
+  EXPECT_NE(outcome.rejected[0].reason.find("parquet: "), std::string::npos) << outcome.rejected[0].reason;
+  EXPECT_NE(outcome.rejected[0].reason.find("'id'"), std::string::npos) << outcome.rejected[0].reason;
+  host_->close();
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"decl/partition=0/decl+0+00000000000000000000.parquet"}));
+  const json file = json::parse(o[0].text);
+  EXPECT_EQ(file["schema"], json::parse(R"([["id","int64",true,""],["at","timestamp[ms, tz=UTC]",true,""],
+    ["note","string",true,""],["extra","extension<arrow.json>",true,"arrow.json"]])")) << file["schema"].dump();
+  EXPECT_EQ(file["row_groups"], json::parse("[4,4,1]"));
+  EXPECT_EQ(file["codecs"], json::parse(R"(["SNAPPY"])"));
+  EXPECT_FALSE(file["dictionary"]);
+  ASSERT_EQ(file["rows"].size(), 9u);
+  EXPECT_EQ(file["rows"][0], json::parse(R"({"id":0,"at":1796158800500,"note":"x0","extra":"{\"i\":0}"})")) << file["rows"][0].dump();
+  EXPECT_EQ(file["rows"][3]["id"], 4) << "offset 3 was refused";
+}
+
 }  // namespace
