@@ -27,6 +27,14 @@
 
 #include "picomq/arrow_c_data.h"
 
+// The throwing paths of the accessors stay out of line, so the checks that guard them inline
+// into a sink's loop over rows (they were most of a counting sink's time).
+#if defined(__GNUC__) || defined(__clang__)
+#define PICOMQ_ARROW_VIEW_COLD __attribute__((noinline, cold))
+#else
+#define PICOMQ_ARROW_VIEW_COLD
+#endif
+
 namespace picomq::sdk {
 
 enum class ColumnType {
@@ -123,6 +131,9 @@ class ColumnView {
     if (array_->offset < 0 || array_->length < 0 || needed > array_->offset + array_->length) {
       throw std::invalid_argument("column '" + std::string(name()) + "': its array is shorter than its parent");
     }
+    base_ = array_->offset + parent_offset_;
+    // A null count of 0 promises no nulls; -1 (unknown) or more: the bitmap, when there is one.
+    if (array_->null_count != 0 && array_->n_buffers >= 1) validity_ = static_cast<const uint8_t*>(array_->buffers[0]);
   }
 
   std::string_view name() const { return schema_->name ? schema_->name : ""; }
@@ -151,8 +162,7 @@ class ColumnView {
   bool is_null(size_t row) const {
     const int64_t i = index(row);
     if (type_ == ColumnType::Null) return true;
-    if (array_->null_count == 0 || array_->n_buffers < 1 || array_->buffers[0] == nullptr) return false;
-    return !bit(array_->buffers[0], i);
+    return validity_ != nullptr && !bit(validity_, i);
   }
 
   bool as_bool(size_t row) const {
@@ -227,29 +237,41 @@ class ColumnView {
   }
 
  private:
-  [[noreturn]] void type_error(std::string_view wanted) const {
+  [[noreturn]] PICOMQ_ARROW_VIEW_COLD void type_error(std::string_view wanted) const {
     throw std::logic_error("column '" + std::string(name()) + "' is " + std::string(to_string(type_)) + " (format '" +
                            std::string(format()) + "'), not " + std::string(wanted) + " column");
   }
+  [[noreturn]] PICOMQ_ARROW_VIEW_COLD void wrong_type(ColumnType wanted) const {
+    type_error(std::string("a ") + std::string(to_string(wanted)));
+  }
+  [[noreturn]] PICOMQ_ARROW_VIEW_COLD void row_out_of_range(size_t row) const {
+    throw std::out_of_range("column '" + std::string(name()) + "': row " + std::to_string(row) + " is out of range (" +
+                            std::to_string(length_) + " rows)");
+  }
+  [[noreturn]] PICOMQ_ARROW_VIEW_COLD void null_row(size_t row) const {
+    throw std::logic_error("column '" + std::string(name()) + "': row " + std::to_string(row) + " is null");
+  }
+  [[noreturn]] PICOMQ_ARROW_VIEW_COLD void missing_buffer(int64_t i) const {
+    throw std::logic_error("column '" + std::string(name()) + "' lacks buffer " + std::to_string(i));
+  }
+  [[noreturn]] PICOMQ_ARROW_VIEW_COLD void malformed_offsets() const {
+    throw std::logic_error("column '" + std::string(name()) + "' has malformed offsets");
+  }
   void require(ColumnType wanted) const {
-    if (type_ != wanted) type_error(std::string("a ") + std::string(to_string(wanted)));
+    if (type_ != wanted) wrong_type(wanted);
   }
   // Physical index of `row` in this array's buffers.
   int64_t index(size_t row) const {
-    if (row >= static_cast<size_t>(length_)) {
-      throw std::out_of_range("column '" + std::string(name()) + "': row " + std::to_string(row) +
-                              " is out of range (" + std::to_string(length_) + " rows)");
-    }
-    return array_->offset + parent_offset_ + static_cast<int64_t>(row);
+    if (row >= static_cast<size_t>(length_)) row_out_of_range(row);
+    return base_ + static_cast<int64_t>(row);
   }
   int64_t valid_index(size_t row) const {
-    if (is_null(row)) throw std::logic_error("column '" + std::string(name()) + "': row " + std::to_string(row) + " is null");
-    return index(row);
+    const int64_t i = index(row);
+    if (type_ == ColumnType::Null || (validity_ != nullptr && !bit(validity_, i))) null_row(row);
+    return i;
   }
   const void* buffer(int64_t i) const {
-    if (i >= array_->n_buffers || array_->buffers[i] == nullptr) {
-      throw std::logic_error("column '" + std::string(name()) + "' lacks buffer " + std::to_string(i));
-    }
+    if (i >= array_->n_buffers || array_->buffers[i] == nullptr) missing_buffer(i);
     return array_->buffers[i];
   }
   static bool bit(const void* bits, int64_t i) {
@@ -270,7 +292,7 @@ class ColumnView {
       begin = load<int32_t>(buffer(1), i);
       end = load<int32_t>(buffer(1), i + 1);
     }
-    if (begin < 0 || end < begin) throw std::logic_error("column '" + std::string(name()) + "' has malformed offsets");
+    if (begin < 0 || end < begin) malformed_offsets();
     if (end == begin) return {nullptr, 0};  // the data buffer may be NULL when every value is empty
     return {static_cast<const uint8_t*>(buffer(2)) + begin, static_cast<size_t>(end - begin)};
   }
@@ -282,6 +304,8 @@ class ColumnView {
   const ArrowArray* array_;
   int64_t parent_offset_;
   int64_t length_;
+  int64_t base_ = 0;                    // array offset + the parent's: row 0's physical index
+  const uint8_t* validity_ = nullptr;   // the bitmap, when the array may hold nulls
   ColumnType type_ = ColumnType::Other;
 };
 

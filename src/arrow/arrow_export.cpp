@@ -923,7 +923,13 @@ ParsedBatchExport::~ParsedBatchExport() = default;
 void ParsedBatchExport::add_parsed(std::string_view payload, const simdjson::dom::parser* parser) noexcept {
   if (!state_) return;
   try {
-    if (parser && detail::read_parsed_object(*parser, payload, state_->members) && state_->add_object(payload)) return;
+    if (parser) {
+      if (state_->inferred) {  // each member straight into its column
+        if (state_->inferred->add_parsed(*parser, payload)) return;
+      } else if (detail::read_parsed_object(*parser, payload, state_->members) && state_->add_object(payload)) {
+        return;
+      }
+    }
   } catch (...) {
   }
   state_.reset();  // not a path this batch can take: finish() exports it the general way

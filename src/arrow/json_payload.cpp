@@ -52,12 +52,6 @@ std::string_view describe(JsonKind kind) {
 
 namespace {
 
-size_t trimmed_size(std::string_view text) {
-  size_t n = text.size();
-  while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\n' || text[n - 1] == '\r')) --n;
-  return n;
-}
-
 }  // namespace
 
 bool FlatObjectReader::read(std::string_view payload, std::vector<FlatMember>& out) {
@@ -138,75 +132,11 @@ bool FlatObjectReader::read(std::string_view payload, std::vector<FlatMember>& o
 }
 
 bool read_parsed_object(const simdjson::dom::parser& parser, std::string_view payload, std::vector<FlatMember>& out) {
-  namespace dom = simdjson::dom;
   out.clear();
-  if (!parser.implementation || parser.implementation->n_structural_indexes == 0) return false;
-  const dom::element root = parser.doc.root();
-  if (root.type() != dom::element_type::OBJECT) return false;
-  // Stage 1 marks every structural character outside strings and the first character of every
-  // scalar: a member is key, ':', value, then ',' or '}' (the next member or the end).
-  const uint32_t* at = parser.implementation->structural_indexes.get();
-  const size_t count = parser.implementation->n_structural_indexes;
-  const auto char_at = [&](size_t s) { return s < count && at[s] < payload.size() ? payload[at[s]] : '\0'; };
-  if (char_at(0) != '{') return false;
-  size_t s = 1;
-  const dom::object object = root.get_object().value_unsafe();
-  out.reserve(object.size());
-  for (const dom::key_value_pair field : object) {
-    if (char_at(s) != '"' || char_at(s + 1) != ':') return false;
-    const size_t value = s + 2;
-    size_t next = value + 1;  // the structural after the value
-    const char first = char_at(value);
-    const bool container = first == '{' || first == '[';
-    if (container) {
-      size_t depth = 1;
-      for (; depth > 0 && next < count; ++next) {
-        const char c = payload[at[next]];
-        depth += (c == '{' || c == '[');
-        depth -= (c == '}' || c == ']');
-      }
-      if (depth != 0) return false;
-    }
-    if (next >= count) return false;
-    FlatMember& m = out.emplace_back();
-    m.key = field.key;
-    m.raw_begin = at[value];
-    // A container ends with its closing bracket; a scalar where the next structural begins,
-    // less the whitespace before it.
-    m.raw_size = container ? at[next - 1] + 1 - at[value] : trimmed_size(payload.substr(at[value], at[next] - at[value]));
-    const dom::element v = field.value;
-    switch (v.type()) {
-      case dom::element_type::OBJECT: m.kind = JsonKind::Object; break;
-      case dom::element_type::ARRAY: m.kind = JsonKind::Array; break;
-      case dom::element_type::INT64:
-        m.kind = JsonKind::Int64;
-        m.integer = v.get_int64().value_unsafe();
-        break;
-      case dom::element_type::DOUBLE:
-        m.kind = JsonKind::Double;
-        m.floating = v.get_double().value_unsafe();
-        break;
-      case dom::element_type::STRING:
-        m.kind = JsonKind::String;
-        m.text = v.get_string().value_unsafe();
-        break;
-      case dom::element_type::BOOL:
-        m.kind = JsonKind::Bool;
-        m.boolean = v.get_bool().value_unsafe();
-        break;
-      case dom::element_type::NULL_VALUE: m.kind = JsonKind::Null; break;
-      case dom::element_type::UINT64: return false;  // the general reading's rules
-    }
-    const char after = char_at(next);
-    if (after == ',') {
-      s = next + 1;
-    } else if (after == '}') {
-      s = next;
-    } else {
-      return false;
-    }
-  }
-  return char_at(s) == '}';
+  return for_each_parsed_member(parser, payload, [&](const FlatMember& m) {
+    out.push_back(m);
+    return true;
+  });
 }
 
 std::string JsonPayloadReader::read(std::string_view payload, bool want_raw, ParsedPayload& out) {

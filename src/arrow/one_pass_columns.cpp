@@ -1,6 +1,7 @@
 #include "arrow/one_pass_columns.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "picomq/arrow_c_data.h"
 #include "picomq/kit/metadata.hpp"
@@ -20,12 +21,46 @@ OnePassColumns::Column::Column(std::string column_name, size_t rows_before)
 OnePassColumns::OnePassColumns(bool include_metadata, size_t expected_rows)
     : include_metadata_(include_metadata), expected_rows_(expected_rows) {}
 
+namespace {
+
+// a == b for short keys without a call to memcmp (a dozen per record): whole words, the last
+// one overlapping.
+inline bool same_key(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* p = a.data();
+  const char* q = b.data();
+  const auto word = [](const char* at) {
+    uint64_t w;
+    std::memcpy(&w, at, sizeof w);
+    return w;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (word(p + i) != word(q + i)) return false;
+    return word(p + n - 8) == word(q + n - 8);
+  }
+  if (n >= 4) {
+    uint32_t x, y, u, v;
+    std::memcpy(&x, p, 4);
+    std::memcpy(&y, q, 4);
+    std::memcpy(&u, p + n - 4, 4);
+    std::memcpy(&v, q + n - 4, 4);
+    return x == y && u == v;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != q[i]) return false;
+  return true;
+}
+
+}  // namespace
+
 size_t OnePassColumns::column_of(size_t position, std::string_view key) {
   // Records of a batch mostly list the same fields in the same order: the key last seen at this
   // position is checked first.
   if (position < at_position_.size()) {
     const size_t cached = at_position_[position];
-    if (cached != npos && columns_[cached].name == key) return cached;
+    if (cached != npos && same_key(columns_[cached].name, key)) return cached;
   }
   size_t column;
   if (const auto it = by_name_.find(key); it != by_name_.end()) {
@@ -101,22 +136,40 @@ bool OnePassColumns::append(Column& column, const FlatMember& value, std::string
   return false;
 }
 
-bool OnePassColumns::add_object(const std::vector<FlatMember>& members, std::string_view payload) {
+bool OnePassColumns::add_member(size_t position, const FlatMember& member, std::string_view payload, int64_t row) {
+  const size_t c = column_of(position, member.key);
+  if (c == npos) return false;
+  Column& column = columns_[c];
+  if (column.builder.length() != row) return false;  // a duplicate key: the last one wins there
+  return append(column, member, payload);
+}
+
+void OnePassColumns::end_row(size_t members) {
   const auto row = static_cast<int64_t>(rows_);
-  for (size_t m = 0; m < members.size(); ++m) {
-    const size_t c = column_of(m, members[m].key);
-    if (c == npos) return false;
-    Column& column = columns_[c];
-    if (column.builder.length() != row) return false;  // a duplicate key: the last one wins there
-    if (!append(column, members[m], payload)) return false;
-  }
   ++rows_;
-  // Every member went to its own column (a duplicate key left above): when there are as many
-  // members as columns, none is absent.
-  if (members.size() == columns_.size()) return true;
+  // Every member went to its own column (a duplicate key left): when there are as many members
+  // as columns, none is absent.
+  if (members == columns_.size()) return;
   for (Column& column : columns_) {
     if (column.builder.length() != row + 1) column.builder.append_null();  // absent from this record
   }
+}
+
+bool OnePassColumns::add_object(const std::vector<FlatMember>& members, std::string_view payload) {
+  const auto row = static_cast<int64_t>(rows_);
+  for (size_t m = 0; m < members.size(); ++m)
+    if (!add_member(m, members[m], payload, row)) return false;
+  end_row(members.size());
+  return true;
+}
+
+bool OnePassColumns::add_parsed(const simdjson::dom::parser& parser, std::string_view payload) {
+  const auto row = static_cast<int64_t>(rows_);
+  size_t position = 0;
+  // A row left half-appended on false is of no consequence: the caller drops the whole state.
+  if (!for_each_parsed_member(parser, payload, [&](const FlatMember& m) { return add_member(position++, m, payload, row); }))
+    return false;
+  end_row(position);
   return true;
 }
 

@@ -31,6 +31,9 @@ class OnePassColumns {
   // the text the members' raw offsets point into. false: leave the one-pass path (the state is
   // then of no use).
   bool add_object(const std::vector<FlatMember>& members, std::string_view payload);
+  // The same row from the object payload `parser` holds parsed (read_parsed_object's reading),
+  // each member appended as it is read, with no list of members in between.
+  bool add_parsed(const simdjson::dom::parser& parser, std::string_view payload);
   // A tombstone: null in every column.
   void add_null_row();
 
@@ -51,6 +54,10 @@ class OnePassColumns {
 
   size_t column_of(size_t position, std::string_view key);  // npos: a field the path cannot take
   bool append(Column& column, const FlatMember& value, std::string_view payload);
+  // Member `position` of row `row`; false: leave the path.
+  bool add_member(size_t position, const FlatMember& member, std::string_view payload, int64_t row);
+  // After a row's `members` members went in: null in the columns the row did not have.
+  void end_row(size_t members);
 
   static constexpr size_t npos = static_cast<size_t>(-1);
   bool include_metadata_;

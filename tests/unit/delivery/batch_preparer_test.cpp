@@ -133,6 +133,11 @@ TEST(BatchPreparer, TheArrowExportReadsTheDecodersParseAndGivesWhatExportBatchGi
       VectorRecords({{0, R"({"id": 1, "v": 1})", {}}, {1, R"([1, 2])", {}}}),
       // a declared column missing where it is not nullable
       VectorRecords({{0, R"({"id": 1})", {}}, {1, R"({"s": "no id"})", {}}}),
+      // a duplicate key (the last one wins), after a record that set the columns up
+      VectorRecords({{0, R"({"id": 1, "s": "x"})", {}}, {1, R"({"id": 2, "s": "y", "s": "z"})", {}}}),
+      // fields in another order, one of a new name, one absent
+      VectorRecords({{0, R"({"id": 1, "s": "x", "f": 1})", {}}, {1, R"({"s": "y", "id": 2, "g": true})", {}},
+                     {2, R"({"f": 2.5})", {}}}),
   };
   for (const arrow::ExportOptions* options : {&inferred, &declared}) {
     ASSERT_TRUE(arrow::ParsedBatchExport::applies(*options));
