@@ -207,6 +207,7 @@ class ColumnView {
     const int64_t i = index(row);
     const auto begin = load<int32_t>(buffer(1), i);
     const auto end = load<int32_t>(buffer(1), i + 1);
+    if (begin == end && begin >= 0) return out;  // no entries (most records have no headers): no child views to build
     const ColumnView entries_column = child(0);
     if (entries_column.num_children() != 2) throw std::logic_error("map column '" + std::string(name()) + "' has malformed entries");
     if (begin < 0 || end < begin || static_cast<size_t>(end) > entries_column.size()) {

@@ -127,7 +127,8 @@ bool for_each_parsed_member(const simdjson::dom::parser& parser, std::string_vie
   // The iterator's key() and value() rather than a key_value_pair: a pair built on the stack and
   // read back as one 16-byte string_view stalls store forwarding on every member.
   FlatMember m;
-  for (auto field = object.begin(); field != object.end(); ++field) {
+  const auto end = object.end();
+  for (auto field = object.begin(); field != end; ++field) {
     if (char_at(s) != '"' || char_at(s + 1) != ':') return false;
     const size_t value = s + 2;
     size_t next = value + 1;  // the structural after the value

@@ -21,47 +21,7 @@ OnePassColumns::Column::Column(std::string column_name, size_t rows_before)
 OnePassColumns::OnePassColumns(bool include_metadata, size_t expected_rows)
     : include_metadata_(include_metadata), expected_rows_(expected_rows) {}
 
-namespace {
-
-// a == b for short keys without a call to memcmp (a dozen per record): whole words, the last
-// one overlapping.
-inline bool same_key(std::string_view a, std::string_view b) {
-  const size_t n = a.size();
-  if (n != b.size()) return false;
-  const char* p = a.data();
-  const char* q = b.data();
-  const auto word = [](const char* at) {
-    uint64_t w;
-    std::memcpy(&w, at, sizeof w);
-    return w;
-  };
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 < n; i += 8)
-      if (word(p + i) != word(q + i)) return false;
-    return word(p + n - 8) == word(q + n - 8);
-  }
-  if (n >= 4) {
-    uint32_t x, y, u, v;
-    std::memcpy(&x, p, 4);
-    std::memcpy(&y, q, 4);
-    std::memcpy(&u, p + n - 4, 4);
-    std::memcpy(&v, q + n - 4, 4);
-    return x == y && u == v;
-  }
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] != q[i]) return false;
-  return true;
-}
-
-}  // namespace
-
-size_t OnePassColumns::column_of(size_t position, std::string_view key) {
-  // Records of a batch mostly list the same fields in the same order: the key last seen at this
-  // position is checked first.
-  if (position < at_position_.size()) {
-    const size_t cached = at_position_[position];
-    if (cached != npos && same_key(columns_[cached].name, key)) return cached;
-  }
+size_t OnePassColumns::find_column(size_t position, std::string_view key) {
   size_t column;
   if (const auto it = by_name_.find(key); it != by_name_.end()) {
     column = it->second;
@@ -72,8 +32,8 @@ size_t OnePassColumns::column_of(size_t position, std::string_view key) {
     columns_.emplace_back(std::string(key), rows_);
     by_name_.emplace(std::string(key), column);
   }
-  if (position >= at_position_.size()) at_position_.resize(position + 1, npos);
-  at_position_[position] = column;
+  if (position >= at_position_.size()) at_position_.resize(position + 1);
+  at_position_[position] = {column, std::string(key)};
   return column;
 }
 

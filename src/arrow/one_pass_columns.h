@@ -6,6 +6,7 @@
 // through the general two-pass reading, which gives the same columns for every batch this one
 // takes (tests compare the two, cell by cell).
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,36 @@
 #include "arrow/json_payload.h"
 
 namespace picomq::arrow::detail {
+
+// a == b for short keys without a call to memcmp (a dozen per record): whole words, the last
+// one overlapping.
+inline bool same_key(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* p = a.data();
+  const char* q = b.data();
+  const auto word = [](const char* at) {
+    uint64_t w;
+    std::memcpy(&w, at, sizeof w);
+    return w;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (word(p + i) != word(q + i)) return false;
+    return word(p + n - 8) == word(q + n - 8);
+  }
+  if (n >= 4) {
+    uint32_t x, y, u, v;
+    std::memcpy(&x, p, 4);
+    std::memcpy(&y, q, 4);
+    std::memcpy(&u, p + n - 4, 4);
+    std::memcpy(&v, q + n - 4, 4);
+    return x == y && u == v;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != q[i]) return false;
+  return true;
+}
 
 // A field named like a pico_* metadata column.
 bool is_metadata_column(std::string_view name);
@@ -52,7 +83,16 @@ class OnePassColumns {
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
 
-  size_t column_of(size_t position, std::string_view key);  // npos: a field the path cannot take
+  // npos: a field the path cannot take. Records of a batch mostly list the same fields in the
+  // same order: the key last seen at this position is checked first, inline; the rest out of line.
+  size_t column_of(size_t position, std::string_view key) {
+    if (position < at_position_.size()) {
+      const Slot& slot = at_position_[position];
+      if (slot.column != npos && same_key(slot.name, key)) return slot.column;
+    }
+    return find_column(position, key);
+  }
+  size_t find_column(size_t position, std::string_view key);
   bool append(Column& column, const FlatMember& value, std::string_view payload);
   // Member `position` of row `row`; false: leave the path.
   bool add_member(size_t position, const FlatMember& member, std::string_view payload, int64_t row);
@@ -65,7 +105,13 @@ class OnePassColumns {
   size_t rows_ = 0;
   std::vector<Column> columns_;  // in order of first appearance
   std::unordered_map<std::string, size_t, Hash, std::equal_to<>> by_name_;
-  std::vector<size_t> at_position_;  // the column of the key last seen at each member position
+  // The column (and its name, kept beside it so the check reads one place) of the key last seen
+  // at each member position.
+  struct Slot {
+    size_t column = npos;
+    std::string name;
+  };
+  std::vector<Slot> at_position_;
 };
 
 }  // namespace picomq::arrow::detail
