@@ -134,6 +134,8 @@ class ColumnView {
     base_ = array_->offset + parent_offset_;
     // A null count of 0 promises no nulls; -1 (unknown) or more: the bitmap, when there is one.
     if (array_->null_count != 0 && array_->n_buffers >= 1) validity_ = static_cast<const uint8_t*>(array_->buffers[0]);
+    if (array_->n_buffers >= 2) values_ = array_->buffers[1];
+    if (array_->n_buffers >= 3) data_ = array_->buffers[2];
   }
 
   std::string_view name() const { return schema_->name ? schema_->name : ""; }
@@ -167,23 +169,23 @@ class ColumnView {
 
   bool as_bool(size_t row) const {
     require(ColumnType::Bool);
-    return bit(buffer(1), valid_index(row));
+    return bit(values(), valid_index(row));
   }
   int32_t as_int32(size_t row) const {
     require(ColumnType::Int32);
-    return load<int32_t>(buffer(1), valid_index(row));
+    return load<int32_t>(values(), valid_index(row));
   }
   int64_t as_int64(size_t row) const {
     require(ColumnType::Int64);
-    return load<int64_t>(buffer(1), valid_index(row));
+    return load<int64_t>(values(), valid_index(row));
   }
   double as_double(size_t row) const {
     require(ColumnType::Float64);
-    return load<double>(buffer(1), valid_index(row));
+    return load<double>(values(), valid_index(row));
   }
   int64_t as_timestamp_ms(size_t row) const {
     require(ColumnType::TimestampMs);
-    return load<int64_t>(buffer(1), valid_index(row));
+    return load<int64_t>(values(), valid_index(row));
   }
   std::string_view as_string(size_t row) const {
     if (type_ != ColumnType::Utf8 && type_ != ColumnType::LargeUtf8) type_error("a utf8");
@@ -205,8 +207,8 @@ class ColumnView {
     std::vector<std::pair<std::string_view, std::optional<ByteView>>> out;
     if (is_null(row)) return out;
     const int64_t i = index(row);
-    const auto begin = load<int32_t>(buffer(1), i);
-    const auto end = load<int32_t>(buffer(1), i + 1);
+    const auto begin = load<int32_t>(values(), i);
+    const auto end = load<int32_t>(values(), i + 1);
     if (begin == end && begin >= 0) return out;  // no entries (most records have no headers): no child views to build
     const ColumnView entries_column = child(0);
     if (entries_column.num_children() != 2) throw std::logic_error("map column '" + std::string(name()) + "' has malformed entries");
@@ -271,9 +273,10 @@ class ColumnView {
     if (type_ == ColumnType::Null || (validity_ != nullptr && !bit(validity_, i))) null_row(row);
     return i;
   }
-  const void* buffer(int64_t i) const {
-    if (i >= array_->n_buffers || array_->buffers[i] == nullptr) missing_buffer(i);
-    return array_->buffers[i];
+  // Buffer 1: fixed-width values, bits, or offsets.
+  const void* values() const {
+    if (values_ == nullptr) missing_buffer(1);
+    return values_;
   }
   static bool bit(const void* bits, int64_t i) {
     return (static_cast<const uint8_t*>(bits)[i / 8] >> (i % 8)) & 1;
@@ -287,19 +290,20 @@ class ColumnView {
   ByteView bytes_at(int64_t i) const {
     int64_t begin, end;
     if (type_ == ColumnType::LargeUtf8 || type_ == ColumnType::LargeBinary) {
-      begin = load<int64_t>(buffer(1), i);
-      end = load<int64_t>(buffer(1), i + 1);
+      begin = load<int64_t>(values(), i);
+      end = load<int64_t>(values(), i + 1);
     } else {
-      begin = load<int32_t>(buffer(1), i);
-      end = load<int32_t>(buffer(1), i + 1);
+      begin = load<int32_t>(values(), i);
+      end = load<int32_t>(values(), i + 1);
     }
     if (begin < 0 || end < begin) malformed_offsets();
     if (end == begin) return {nullptr, 0};  // the data buffer may be NULL when every value is empty
-    return {static_cast<const uint8_t*>(buffer(2)) + begin, static_cast<size_t>(end - begin)};
+    if (data_ == nullptr) missing_buffer(2);
+    return {static_cast<const uint8_t*>(data_) + begin, static_cast<size_t>(end - begin)};
   }
   // A map's offsets index its entries child directly (the map's offset does not shift it): the
   // child has as many rows as the last offset of the rows this view sees.
-  int64_t child_rows_of_map() const { return load<int32_t>(buffer(1), array_->offset + parent_offset_ + length_); }
+  int64_t child_rows_of_map() const { return load<int32_t>(values(), array_->offset + parent_offset_ + length_); }
 
   const ArrowSchema* schema_;
   const ArrowArray* array_;
@@ -307,6 +311,8 @@ class ColumnView {
   int64_t length_;
   int64_t base_ = 0;                    // array offset + the parent's: row 0's physical index
   const uint8_t* validity_ = nullptr;   // the bitmap, when the array may hold nulls
+  const void* values_ = nullptr;        // buffer 1, when there is one
+  const void* data_ = nullptr;          // buffer 2 (variable-size values), when there is one
   ColumnType type_ = ColumnType::Other;
 };
 
