@@ -50,8 +50,18 @@ if(PICOMQ_CARGO AND NOT TARGET picomq_rust_workspace)
     ${picomq_cargo_tests_cmd}
     WORKING_DIRECTORY ${PICOMQ_CARGO_WORKSPACE}
     USES_TERMINAL
-    COMMENT "cargo: the Rust workspace (sdk/rust, examples/sinks/rust_sink, sinks/delta, sinks/iceberg)")
+    COMMENT "cargo: the Rust workspace (sdk/rust, sinkkit/parquet, examples/sinks/rust_sink, sinks/delta, sinks/iceberg)")
 endif()
+
+# The custom target (in ALL) that copies the workspace's <lib> into PICOMQ_PLUGIN_DIR after cargo built it.
+function(picomq_cargo_copy_target target lib crate)
+  add_custom_target(${target} ALL
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PICOMQ_PLUGIN_DIR}
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different ${PICOMQ_CARGO_OUT}/${lib} ${PICOMQ_PLUGIN_DIR}/${lib}
+    BYPRODUCTS ${PICOMQ_PLUGIN_DIR}/${lib}
+    COMMENT "${crate} -> ${PICOMQ_PLUGIN_DIR}/${lib}")
+  add_dependencies(${target} picomq_rust_workspace)
+endfunction()
 
 function(picomq_add_cargo_sink name)
   cmake_parse_arguments(PARSE_ARGV 1 CS "NO_INSTALL" "CRATE;COMPONENT;DOC;CONFORMANCE" "")
@@ -61,12 +71,7 @@ function(picomq_add_cargo_sink name)
   endif()
   set(target picomq_connector_${name}_sink)
   set(lib libpicomq_connector_${name}_sink.so)
-  add_custom_target(${target} ALL
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${PICOMQ_PLUGIN_DIR}
-    COMMAND ${CMAKE_COMMAND} -E copy_if_different ${PICOMQ_CARGO_OUT}/${lib} ${PICOMQ_PLUGIN_DIR}/${lib}
-    BYPRODUCTS ${PICOMQ_PLUGIN_DIR}/${lib}
-    COMMENT "${CS_CRATE} -> ${PICOMQ_PLUGIN_DIR}/${lib}")
-  add_dependencies(${target} picomq_rust_workspace)
+  picomq_cargo_copy_target(${target} ${lib} ${CS_CRATE})
   set_target_properties(${target} PROPERTIES PICOMQ_PLUGIN_FILE ${PICOMQ_PLUGIN_DIR}/${lib})
   if(NOT CS_NO_INSTALL)
     if(NOT CS_COMPONENT)
@@ -114,12 +119,7 @@ function(picomq_add_cargo_library name)
     return()
   endif()
   set(lib lib${name}.so)
-  add_custom_target(${name}_library ALL
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${PICOMQ_PLUGIN_DIR}
-    COMMAND ${CMAKE_COMMAND} -E copy_if_different ${PICOMQ_CARGO_OUT}/${lib} ${PICOMQ_PLUGIN_DIR}/${lib}
-    BYPRODUCTS ${PICOMQ_PLUGIN_DIR}/${lib}
-    COMMENT "${CL_CRATE} -> ${PICOMQ_PLUGIN_DIR}/${lib}")
-  add_dependencies(${name}_library picomq_rust_workspace)
+  picomq_cargo_copy_target(${name}_library ${lib} ${CL_CRATE})
   install(FILES ${PICOMQ_PLUGIN_DIR}/${lib} DESTINATION lib/picomq-connect/plugins COMPONENT ${CL_COMPONENT}
           EXCLUDE_FROM_ALL)
 endfunction()
