@@ -194,6 +194,7 @@ TEST(S3SinkKafka, ParquetObjectsSigkilledMidLoadRestartToTheSameFilesEveryRecord
   auto done = [&](const std::string& key) { return kafka.all_committed(group_of(key), topic, 2, per_partition); };
 
   const auto reference = s3.create_bucket("kafka-parquet-ref");
+  std::string reference_log, restart_log;  // shown if the buckets come back empty
   {
     Runtime rt(kafka.bootstrap(), "parquet-ref");
     rt.add_definition("s.toml", definition("s3pqref", topic, reference, config, block));
@@ -201,6 +202,7 @@ TEST(S3SinkKafka, ParquetObjectsSigkilledMidLoadRestartToTheSameFilesEveryRecord
     ASSERT_TRUE(wait_until([&] { return done("s3pqref"); }, 120s)) << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    reference_log = rt.log();
   }
   const auto bucket = s3.create_bucket("kafka-parquet");
   {
@@ -220,6 +222,7 @@ TEST(S3SinkKafka, ParquetObjectsSigkilledMidLoadRestartToTheSameFilesEveryRecord
     ASSERT_TRUE(wait_until([&] { return done("s3pq"); }, 120s)) << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    restart_log = rt.log();
   }
   const auto expected = s3.objects(reference);
   const auto got = s3.objects(bucket);
@@ -228,7 +231,7 @@ TEST(S3SinkKafka, ParquetObjectsSigkilledMidLoadRestartToTheSameFilesEveryRecord
     EXPECT_EQ(got[i].key, expected[i].key);
     EXPECT_TRUE(got[i].bytes == expected[i].bytes) << got[i].key << " differs from the undisturbed run's";
   }
-  ASSERT_FALSE(got.empty());
+  ASSERT_FALSE(got.empty()) << "reference run:\n" << reference_log << "\nrestart:\n" << restart_log;
   const auto rows = parquet_rows_of(got);
   ASSERT_EQ(rows.size(), size_t{2 * per_partition}) << "every record once";
   for (int p = 0; p < 2; ++p)
