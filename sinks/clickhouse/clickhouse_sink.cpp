@@ -40,6 +40,7 @@
 #include "clickhouse/schema.h"
 #include "picomq/kit/accumulator.hpp"
 #include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/refusal_memory.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
@@ -56,8 +57,6 @@ using namespace std::chrono_literals;
 // the next insert filling while two commit (max_concurrent_inserts' default).
 constexpr size_t kSegmentBatches = 64;
 constexpr auto kSegmentIdle = 10ms;
-// Server refusals remembered for the records' second coming (remember_refused).
-constexpr size_t kMaxRememberedRefusals = 100000;
 // The start-up check's wait for the server.
 constexpr auto kHealthCheckTimeout = 5s;
 
@@ -417,28 +416,22 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // again from the batch (sink_abi.h, release). When those records come again they are rejected
   // here, before the batch is released, with the server's reason, and left out of the insert:
   // no second refusal, no loop. (The insert's other rows are written again: a replay.)
-  void remember_refused(RecordId id, std::string reason) {
-    std::lock_guard lock(refused_mutex_);
-    if (refused_.size() >= kMaxRememberedRefusals) refused_.erase(refused_.begin());
-    refused_[std::move(id)] = std::move(reason);
-    any_refused_ = true;
+  void remember_refused(const RecordId& id, const std::string& reason) {
+    refused_.remember(std::get<0>(id), std::get<1>(id), std::get<2>(id), reason);
   }
   // The known refusals among `rows`: added to `rejected` (kept in record order) and forgotten;
   // returns their record indexes (ascending), for the caller to drop (drop_rows).
   std::vector<uint32_t> reject_known_refusals(const Origin& origin, const std::vector<ch::Row>& rows,
                                               std::vector<ch::Rejection>& rejected) {
     std::vector<uint32_t> dropped;
-    if (!any_refused_.load()) return dropped;
-    std::lock_guard lock(refused_mutex_);
+    if (refused_.empty()) return dropped;
     for (const ch::Row& r : rows) {
-      auto it = refused_.find(RecordId{origin.topic, origin.partition, (*origin.offsets)[r.record_index]});
-      if (it == refused_.end()) continue;
-      rejected.push_back({r.record_index, it->second});
+      auto reason = refused_.take(origin.topic, origin.partition, (*origin.offsets)[r.record_index]);
+      if (!reason) continue;
+      rejected.push_back({r.record_index, std::move(*reason)});
       dropped.push_back(r.record_index);
-      refused_.erase(it);
     }
     if (dropped.empty()) return dropped;
-    any_refused_ = !refused_.empty();
     std::sort(rejected.begin(), rejected.end(), [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
     return dropped;
   }
@@ -740,9 +733,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
 
   std::unique_ptr<ch::Plan> plan_;
   std::unique_ptr<ch::Client> client_;
-  std::mutex refused_mutex_;
-  std::map<RecordId, std::string> refused_;  // see remember_refused()
-  std::atomic<bool> any_refused_{false};
+  // Rows the server refused in inserts of released batches, rejected when their records come
+  // again (the runtime re-reads them: a released batch cannot be resent): kit/refusal_memory.hpp.
+  kit::RefusalMemory refused_;
   bool arrow_plane_ = false;  // batches come as Arrow (set in open())
   ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
