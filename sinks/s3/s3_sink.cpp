@@ -1,4 +1,4 @@
-// S3 sink: the records of each topic-partition as objects (JSON lines or raw payloads, gzip /
+// S3 sink: the records of each topic-partition as objects (JSON lines, CSV, Avro, Parquet or raw payloads, gzip /
 // zstd / none) under keys resolved from each object's first record ({topic}, {partition},
 // {start_offset}, record-time date fields...). Objects end by the records alone (max records,
 // max bytes, record-time window, the key's time fields) or on flush (quiet poll_interval, revoke,
@@ -112,7 +112,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   static constexpr std::string_view sink_name = "s3";
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
-      "Writes each topic-partition's records as objects (JSON lines, CSV, Avro or raw, gzip/zstd) to S3 under keys "
+      "Writes each topic-partition's records as objects (JSON lines, CSV, Avro, Parquet or raw, gzip/zstd) to S3 under keys "
       "from the first offset: a replay rewrites the same keys. Rotation by records, bytes and record time; streamed "
       "multipart uploads; SigV4.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
