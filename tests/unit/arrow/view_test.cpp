@@ -220,6 +220,44 @@ TEST(ArrowView, HonoursOffsetsAndValidityBitmapsAtEveryLevel) {
   EXPECT_TRUE(view.column("none").is_null(1));
 }
 
+// Malformed arrays from another producer: the accessors' out-of-line error paths name the column
+// and what is wrong (a missing value buffer, a missing data buffer, offsets going backwards).
+TEST(ArrowView, MalformedBuffersAreNamedByTheAccessors) {
+  std::vector<const void*> only_validity{nullptr};               // int64 without its values
+  const int32_t offsets[] = {0, 2, 1};                            // the second value ends before it starts
+  const char data[] = "ab";
+  std::vector<const void*> backwards{nullptr, offsets, data};
+  const int32_t offsets_ok[] = {0, 2};
+  std::vector<const void*> no_data{nullptr, offsets_ok, nullptr};  // a 2-byte value, no data buffer
+  ArrowSchema f_int = field("l", "i");
+  ArrowSchema f_back = field("u", "back");
+  ArrowSchema f_nodata = field("u", "nodata");
+  ArrowArray a_int = array(2, 0, 0, &only_validity);
+  ArrowArray a_back = array(2, 0, 0, &backwards);
+  ArrowArray a_nodata = array(1, 0, 0, &no_data);
+  std::vector<ArrowSchema*> fields{&f_int, &f_back, &f_nodata};
+  std::vector<ArrowArray*> arrays{&a_int, &a_back, &a_nodata};
+  std::vector<const void*> struct_buffers{nullptr};
+  ArrowSchema root_schema = field("+s", "", &fields);
+  ArrowArray root = array(1, 0, 0, &struct_buffers, &arrays);
+  const ArrowBatchView view(&root_schema, &root);
+  auto message = [](auto&& read) -> std::string {
+    try {
+      read();
+    } catch (const std::logic_error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(message([&] { (void)view.column("i").as_int64(0); }), "column 'i' lacks buffer 1");
+  EXPECT_EQ(message([&] { (void)view.column("nodata").as_string(0); }), "column 'nodata' lacks buffer 2");
+  const ColumnView back = view.column("back");
+  EXPECT_EQ(back.as_string(0), "ab");
+  ArrowArray a_back_row1 = array(2, 1, 0, &backwards);  // the row whose offsets go backwards
+  arrays[1] = &a_back_row1;
+  EXPECT_EQ(message([&] { (void)view.column("back").as_string(0); }), "column 'back' has malformed offsets");
+}
+
 TEST(ArrowView, MapEntriesHonourTheMapTheEntriesAndTheChildOffsets) {
   // Map rows (physical): [k0], [k1,k2], [], null, [k3, k4]; the map array starts at 1.
   const int32_t map_offsets[] = {0, 1, 3, 3, 3, 5};
