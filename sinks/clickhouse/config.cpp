@@ -7,12 +7,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-template <class T>
-std::optional<std::string> problem_of(const kit::Result<T>& r) {
-  if (r) return std::nullopt;
-  return r.error();
-}
-
 std::optional<std::string> check_url(const std::string& url) {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return "must start with http:// or https:// (ClickHouse's HTTP interface, port 8123 or 8443)";
@@ -54,7 +48,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Database of the target tables (it must exist)."),
       kit::option("target_table", &Settings::target_table)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) { return problem_of(kit::NameTemplate::parse(v)); })
+          .check([](const std::string& v) { return kit::NameTemplate::parse(v).problem(); })
           .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]}. Kept as it is (valid "
                 "UTF-8; control characters become '_'), at most 63 bytes (a hash suffix when cut), always quoted "
                 "with backticks: topic shop.orders-eu is table `shop.orders-eu`."),
@@ -78,7 +72,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "names, converted strictly to their types (a record that does not convert is rejected); "
                 "string: the payload as it is into one `payload` column (String)."),
       kit::option("columns", &Settings::columns)
-          .check([](const kit::JsonValue& v) { return problem_of(parse_declared_columns(v.text)); })
+          .check([](const kit::JsonValue& v) { return parse_declared_columns(v.text).problem(); })
           .help("payload_mode columns: the columns, in table order, as [{ name = \"id\", type = \"String\" }, "
                 "...] or { id = \"String\", ... } (name order). Unset: an existing table's columns (DESCRIBE "
                 "TABLE), or, for a table the sink creates, inferred from the topic's first batch."),

@@ -17,12 +17,6 @@ std::string trim(std::string s) {
   return s;
 }
 
-template <class T>
-std::optional<std::string> problem_of(const kit::Result<T>& r) {
-  if (r) return std::nullopt;
-  return r.error();
-}
-
 }  // namespace
 
 kit::Result<ConnOptions> parse_connection_string(const std::string& text) {
@@ -62,7 +56,7 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("connection_string", &Settings::connection_string)
           .required()
           .secret()
-          .check([](const std::string& v) { return problem_of(parse_connection_string(v)); })
+          .check([](const std::string& v) { return parse_connection_string(v).problem(); })
           .help("libpq connection string (key=value or postgresql:// URI). Never logged. The sink sets "
                 "client_encoding to UTF8."),
       kit::option("reconnect_timeout", &Settings::reconnect_timeout)
@@ -90,14 +84,14 @@ const kit::OptionTable<Settings>& option_table() {
                 "for another table when all are open commits the oldest stream first. 1: tables take turns."),
       kit::option("target_table", &Settings::target_table)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) { return problem_of(kit::NameTemplate::parse(v)); })
+          .check([](const std::string& v) { return kit::NameTemplate::parse(v).problem(); })
           .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
                 "negative from the end). Sanitised to a PostgreSQL identifier (at most 63 bytes, with a hash "
                 "suffix when cut) and always quoted."),
       kit::option("schema", &Settings::schema)
           .fallback(std::string("public"))
           .check(kit::not_empty())
-          .check([](const std::string& v) { return problem_of(quote_identifier(v)); })
+          .check([](const std::string& v) { return quote_identifier(v).problem(); })
           .help("Schema of the target tables (quoted; it must exist)."),
       kit::option("auto_create_table", &Settings::auto_create_table)
           .fallback(true)
@@ -113,7 +107,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "columns (schema json): top-level fields of JSON objects as typed columns, declared in "
                 "`columns` or inferred from a topic's first batch."),
       kit::option("columns", &Settings::columns)
-          .check([](const kit::JsonValue& v) { return problem_of(parse_declared_columns(v.text)); })
+          .check([](const kit::JsonValue& v) { return parse_declared_columns(v.text).problem(); })
           .help("payload_mode columns: the declared columns, in table order as an array "
                 "[{ name = \"id\", type = \"text\" }, ...], or as a table { id = \"text\", ... } (created in "
                 "name order). Types: text, int4, int8, float8, boolean, jsonb, bytea, timestamptz (from epoch "

@@ -23,6 +23,12 @@ class [[nodiscard]] Result {
 
   // Empty on success.
   const std::string& error() const { return error_; }
+  // nullopt on success, else the message: what an option's check() returns
+  // (`.check([](const kit::JsonValue& v) { return parse_columns(v.text).problem(); })`).
+  std::optional<std::string> problem() const {
+    if (ok()) return std::nullopt;
+    return error_;
+  }
 
  private:
   Result(std::optional<T> value, std::string error)
