@@ -30,6 +30,12 @@ std::optional<std::string> bucket_problem(const std::string& b) {
   return std::nullopt;
 }
 
+// Defaults the parquet checks compare with (an option with a default is always "set").
+constexpr kit::Compression kDefaultCompression = kit::Compression::Gzip;
+const kit::ByteSize kDefaultChunkSize{1u << 20};
+const std::string kDefaultParquetCodec = "zstd";
+constexpr int64_t kDefaultRowGroupRecords = int64_t{1} << 20;
+
 // parquet_columns: the kit's declared-columns shape with the Arrow exporter's type names.
 kit::Result<std::vector<arrow::DeclaredColumn>> parse_parquet_columns(const std::string& json) {
   using R = kit::Result<std::vector<arrow::DeclaredColumn>>;
@@ -45,12 +51,6 @@ kit::Result<std::vector<arrow::DeclaredColumn>> parse_parquet_columns(const std:
     out.push_back({d.name, *type, true});
   }
   return R::success(std::move(out));
-}
-
-template <typename T>
-std::optional<std::string> problem_of(const kit::Result<T>& r) {
-  if (r) return std::nullopt;
-  return r.error();
 }
 
 }  // namespace
@@ -111,20 +111,20 @@ const kit::OptionTable<Settings>& option_table() {
                 "an avro topic (schema = \"avro\", plain or registry framing); an object holds records of one "
                 "schema and ends where the schema changes."),
       kit::option("parquet_columns", &Settings::parquet_columns)
-          .check([](const kit::JsonValue& v) { return problem_of(parse_parquet_columns(v.text)); })
+          .check([](const kit::JsonValue& v) { return parse_parquet_columns(v.text).problem(); })
           .help("parquet: the payload columns, as [{ name = \"id\", type = \"int64\" }, ...] or { id = \"int64\", ... }, "
                 "types bool, int64, float64, utf8, binary, timestamp_ms, json (docs/arrow.md, declared schema); a "
                 "record that does not convert is refused (bad-record policy). Unset: inferred from each object's "
                 "records (docs/arrow.md, inference)."),
       kit::option("parquet_compression", &Settings::parquet_compression)
-          .fallback(std::string("zstd"))
+          .fallback(kDefaultParquetCodec)
           .check([](const std::string& v) -> std::optional<std::string> {
             if (kit::parse_parquet_codec(v)) return std::nullopt;
             return "'" + v + "' is not one of zstd, snappy, none";
           })
           .help("parquet: the codec of the pages (zstd, snappy, none); compression_level sets zstd's level."),
       kit::option("parquet_row_group_records", &Settings::parquet_row_group_records)
-          .fallback(int64_t{1} << 20)
+          .fallback(kDefaultRowGroupRecords)
           .check(kit::at_least(1))
           .help("parquet: rows per row group at most."),
       kit::option("parquet_dictionary", &Settings::parquet_dictionary)
@@ -132,7 +132,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("parquet: dictionary encoding of the columns (statistics are always written)."),
       kit::option("compression", &Settings::compression)
           .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
-          .fallback(kit::Compression::Gzip)
+          .fallback(kDefaultCompression)
           .help("Of each object (a .gz / .zst file of gzip members / zstd frames, one per chunk; no Content-Encoding); "
                 "avro: the container's codec (gzip: deflate, zstd: zstandard)."),
       kit::option("compression_level", &Settings::compression_level).fallback(0).help("The codec's level (gzip 1-12, zstd 1-19); 0: the codec's default (gzip 6, zstd 3)."),
@@ -163,7 +163,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Memory: a partition's writes wait while its objects hold more than parts_in_flight x part_size bytes "
                 "not yet uploaded (compressed parts, and chunks not compressed yet)."),
       kit::option("chunk_size", &Settings::chunk_size)
-          .fallback(kit::ByteSize{1u << 20})
+          .fallback(kDefaultChunkSize)
           .help("Objects are compressed and uploaded as they grow, in chunks of about this size of encoded records "
                 "(cut after the record that reaches it): each chunk is a gzip member, a zstd frame or an Avro block."),
       kit::option("max_uploads_in_flight", &Settings::max_uploads_in_flight)
@@ -271,12 +271,11 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     }
   }
   if (s.format == Format::Parquet) {
-    // (Options with a default are always "set": compared with the default.)
-    if (s.compression != kit::Compression::Gzip)
+    if (s.compression != kDefaultCompression)
       problem("compression", "parquet files compress their pages: set parquet_compression (zstd, snappy, none) instead");
     if (s.max_object_bytes.bytes == 0)
       problem("max_object_bytes", "parquet: an object is made in memory from its records, so it needs a size limit (not 0)");
-    if (s.chunk_size.bytes != (1u << 20))
+    if (s.chunk_size.bytes != kDefaultChunkSize.bytes)
       problem("chunk_size", "parquet: a Parquet file is written whole when its object ends, not in chunks");
     p.parquet = {.codec = *kit::parse_parquet_codec(s.parquet_compression),
                  .level = static_cast<int>(s.compression_level),
@@ -290,8 +289,8 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       if (set) problem(key, "is only for format = \"parquet\"");
     };
     only_parquet("parquet_columns", s.parquet_columns.has_value());
-    only_parquet("parquet_compression", s.parquet_compression != "zstd");
-    only_parquet("parquet_row_group_records", s.parquet_row_group_records != (int64_t{1} << 20));
+    only_parquet("parquet_compression", s.parquet_compression != kDefaultParquetCodec);
+    only_parquet("parquet_row_group_records", s.parquet_row_group_records != kDefaultRowGroupRecords);
     only_parquet("parquet_dictionary", !s.parquet_dictionary);
   }
   if (s.format != Format::Avro && s.avro_schema) problem("avro_schema", "is only for format = \"avro\"");
