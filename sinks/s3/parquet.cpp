@@ -8,9 +8,9 @@
 namespace picomq::s3 {
 namespace {
 
-// A kept record: [offset i64][timestamp i64][key i32 length, -1: none][payload i32, -1: tombstone]
-// [header count u32]{[name u32][value i32, -1: null]}, then the bytes of key, payload and each
-// header's name and value, in that order. Host byte order: it never leaves the process.
+// A kept record: [offset i64][timestamp i64][key][payload][header count u32]{[name][value]}, each
+// bytes field an i32 length (-1: none — no key, a tombstone, a null header value) and its bytes,
+// so it reads back in one pass. Host byte order: it never leaves the process.
 template <typename T>
 void put(std::string& out, T v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -49,21 +49,16 @@ std::string ParquetEncoder::schema_key(const pmq_batch& batch) {
 }
 
 void ParquetEncoder::append(std::string& out, const pmq_record& r) const {
-  put<int64_t>(out, r.offset);
-  put<int64_t>(out, r.timestamp_ms);
-  put<int32_t>(out, length_of(r.key));
-  put<int32_t>(out, length_of(r.payload));
-  const uint32_t headers = export_.include_metadata ? static_cast<uint32_t>(r.header_count) : 0;
-  put<uint32_t>(out, headers);
-  for (uint32_t h = 0; h < headers; ++h) {
-    put<uint32_t>(out, static_cast<uint32_t>(r.headers[h].name.size));
-    put<int32_t>(out, length_of(r.headers[h].value));
-  }
-  auto bytes = [&](const pmq_bytes& b) {
+  const auto bytes = [&](const pmq_bytes& b) {
+    put<int32_t>(out, length_of(b));
     if (b.data) out.append(reinterpret_cast<const char*>(b.data), b.size);
   };
+  put<int64_t>(out, r.offset);
+  put<int64_t>(out, r.timestamp_ms);
   bytes(r.key);
   bytes(r.payload);
+  const uint32_t headers = export_.include_metadata ? static_cast<uint32_t>(r.header_count) : 0;
+  put<uint32_t>(out, headers);
   for (uint32_t h = 0; h < headers; ++h) {
     bytes(r.headers[h].name);
     bytes(r.headers[h].value);
@@ -85,35 +80,25 @@ std::string ParquetEncoder::file(std::string_view kept, uint64_t records, const 
   std::vector<pmq_record> rows(records);
   std::vector<pmq_header> headers;
   std::vector<std::pair<size_t, uint32_t>> header_spans(records);  // first index, count
-  {
-    std::string_view in = kept;
-    struct Lengths {
-      int32_t key, payload;
-      uint32_t headers;
-      std::vector<std::pair<uint32_t, int32_t>> header;
-    };
-    for (uint64_t i = 0; i < records; ++i) {
-      pmq_record& r = rows[i];
-      r.offset = get<int64_t>(in);
-      r.timestamp_ms = get<int64_t>(in);
-      Lengths l{get<int32_t>(in), get<int32_t>(in), get<uint32_t>(in), {}};
-      for (uint32_t h = 0; h < l.headers; ++h) {
-        const auto name = get<uint32_t>(in);
-        l.header.emplace_back(name, get<int32_t>(in));
-      }
-      r.key = take(in, l.key);
-      r.payload = take(in, l.payload);
-      header_spans[i] = {headers.size(), l.headers};
-      for (const auto& [name, value] : l.header) {
-        pmq_header h{};
-        h.name = take(in, static_cast<int32_t>(name));
-        if (!h.name.data) h.name.data = reinterpret_cast<const uint8_t*>("");
-        h.value = take(in, value);
-        headers.push_back(h);
-      }
+  std::string_view in = kept;
+  const auto bytes = [&] { return take(in, get<int32_t>(in)); };
+  for (uint64_t i = 0; i < records; ++i) {
+    pmq_record& r = rows[i];
+    r.offset = get<int64_t>(in);
+    r.timestamp_ms = get<int64_t>(in);
+    r.key = bytes();
+    r.payload = bytes();
+    const auto count = get<uint32_t>(in);
+    header_spans[i] = {headers.size(), count};
+    for (uint32_t h = 0; h < count; ++h) {
+      pmq_header& header = headers.emplace_back();
+      header.name = bytes();
+      if (!header.name.data) header.name.data = reinterpret_cast<const uint8_t*>("");  // a name is never null
+      header.value = bytes();
     }
-    if (!in.empty()) throw std::runtime_error("parquet: kept records longer than their count");
   }
+  if (!in.empty()) throw std::runtime_error("parquet: kept records longer than their count");
+  // Pointers into `headers` once it stops growing.
   for (uint64_t i = 0; i < records; ++i) {
     rows[i].headers = header_spans[i].second ? headers.data() + header_spans[i].first : nullptr;
     rows[i].header_count = header_spans[i].second;
