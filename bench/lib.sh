@@ -184,7 +184,7 @@ path = ["$plugins"]
 dir = "sinks.d"
 [runtime]
 status_file = "$dir/status.json"
-log_level = "info"
+log_level = "${BENCH_LOG_LEVEL:-info}"
 ${SINK_RUNTIME_SETTINGS:-}
 TOML
 }

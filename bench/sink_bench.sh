@@ -23,6 +23,7 @@
 #   BENCH_KEEP=0              1: keep the work dir (logs, configs, raw results, baseline inputs)
 #   BENCH_DIR=                work dir (default: a new mktemp -d under /tmp)
 #   BENCH_WRAP=               a command prefix for the timed picomq runs (e.g. "perf record -g -o F --")
+#   BENCH_LOG_LEVEL=info      the runtime's log_level (debug: the sinks' per-unit lines, e.g. each insert)
 # Adapters read their own knobs (BENCH_PG_PROFILE, ...; see bench/README.md).
 # Smoke mode for CI: BENCH_SKIP_BUILD=1 BENCH_RECORDS=20000 BENCH_RUNS=1 BENCH_SINK=postgres.
 set -euo pipefail

@@ -88,14 +88,15 @@ const OptionGroup<AuthSettings>& auth_options() {
 }
 
 OptionGroup<BatchingSettings> batching_options(std::chrono::milliseconds commit_interval, ByteSize max_bytes,
-                                               int64_t max_records) {
+                                               int64_t max_records, std::chrono::milliseconds idle) {
   return OptionGroup<BatchingSettings>{
       "",
       option("commit_interval", &BatchingSettings::commit_interval)
           .fallback(commit_interval)
           .help("Consecutive batches for one destination are written as one unit for up to this long (or until a "
-                "size limit, 10 ms without a batch, or a flush); each batch is acknowledged when that unit is. 0: "
-                "each batch on its own."),
+                "size limit, " + std::to_string(idle.count()) +
+                " ms without a batch, or a flush); each batch is acknowledged when that unit is. 0: each batch on "
+                "its own."),
       option("max_batch_bytes", &BatchingSettings::max_bytes).fallback(max_bytes).help("Largest unit, in bytes."),
       option("max_batch_records", &BatchingSettings::max_records)
           .fallback(max_records)

@@ -56,7 +56,6 @@ using namespace std::chrono_literals;
 // Batches one insert may gather (the accumulator's max_batches); max_in_flight leaves room for
 // the next insert filling while two commit (max_concurrent_inserts' default).
 constexpr size_t kSegmentBatches = 64;
-constexpr auto kSegmentIdle = 10ms;
 // The start-up check's wait for the server.
 constexpr auto kHealthCheckTimeout = 5s;
 
@@ -294,7 +293,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     health_check();
     kit::AccumulatorLimits limits = kit::accumulator_limits(s.batching, kSegmentBatches,
                                                             static_cast<size_t>(s.max_open_tables));
-    limits.idle = kSegmentIdle;
+    limits.idle = ch::kInsertIdle;
     // Each write is released (sink ABI 2.3) once its rows are encoded: the runtime then stops
     // counting the batch against its buffer (max_buffered_records), so the consumer reads on
     // while inserts are on the wire, and what an insert holds is its own body. An insert that

@@ -101,7 +101,7 @@ const kit::OptionTable<Settings>& option_table() {
           .check(kit::at_least(1))
           .help("Inserts on the wire at once: another table's, or the same table's next while the server is still "
                 "writing the previous one (their order does not matter: rows are told apart by record id)."),
-      kit::group(&Settings::batching, kit::batching_options(1s, kit::ByteSize{64u << 20}, 200000)),
+      kit::group(&Settings::batching, kit::batching_options(1s, kit::ByteSize{64u << 20}, 200000, kInsertIdle)),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
   };

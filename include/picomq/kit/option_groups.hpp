@@ -56,9 +56,11 @@ struct BatchingSettings {
 const OptionGroup<HttpSettings>& http_options();
 const OptionGroup<TlsSettings>& tls_options();
 const OptionGroup<AuthSettings>& auth_options();
-// Defaults differ per destination (a ClickHouse insert wants more than an HTTP POST).
+// Defaults differ per destination (a ClickHouse insert wants more than an HTTP POST). `idle`: the
+// quiet spell that commits a unit (the accumulator's AccumulatorLimits::idle), named in the help.
 OptionGroup<BatchingSettings> batching_options(std::chrono::milliseconds commit_interval, ByteSize max_bytes,
-                                               int64_t max_records);
+                                               int64_t max_records,
+                                               std::chrono::milliseconds idle = AccumulatorLimits{}.idle);
 
 // Problems of the auth options as a whole: the fields the chosen type needs, and fields set for
 // another type (a likely mistake).
