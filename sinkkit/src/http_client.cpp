@@ -7,6 +7,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <future>
@@ -17,6 +18,73 @@
 #include "picomq/kit/encoding.hpp"
 
 namespace picomq::kit {
+
+void BodyStream::append(std::string bytes) {
+  if (bytes.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (finished_ || failed_) return;
+  appended_ += bytes.size();
+  chunks_.push_back(std::move(bytes));
+  if (std::exchange(waiting_, false) && wake_) wake_();
+}
+
+void BodyStream::finish() {
+  std::lock_guard lock(mutex_);
+  if (finished_ || failed_) return;
+  finished_ = true;
+  if (std::exchange(waiting_, false) && wake_) wake_();
+}
+
+void BodyStream::fail(std::string why) {
+  std::lock_guard lock(mutex_);
+  if (failed_) return;
+  failed_ = true;
+  finished_ = false;
+  why_ = std::move(why);
+  chunks_.clear();  // nobody will send them
+  if (std::exchange(waiting_, false) && wake_) wake_();
+}
+
+uint64_t BodyStream::appended() const {
+  std::lock_guard lock(mutex_);
+  return appended_;
+}
+
+bool BodyStream::finished() const {
+  std::lock_guard lock(mutex_);
+  return finished_;
+}
+
+std::string BodyStream::why() const {
+  std::lock_guard lock(mutex_);
+  return why_;
+}
+
+std::optional<size_t> BodyStream::read(char* out, size_t max, bool& more) {
+  std::lock_guard lock(mutex_);
+  if (failed_) return std::nullopt;
+  size_t n = 0;
+  while (n < max && !chunks_.empty()) {
+    const std::string& front = chunks_.front();
+    const size_t take = std::min(max - n, front.size() - front_read_);
+    std::memcpy(out + n, front.data() + front_read_, take);
+    n += take;
+    front_read_ += take;
+    if (front_read_ == front.size()) {
+      chunks_.pop_front();
+      front_read_ = 0;
+    }
+  }
+  more = n > 0 || !finished_;
+  waiting_ = n == 0 && more;
+  return n;
+}
+
+// The wake-up runs under the stream's lock, so once on_data(nullptr) returned it never runs again.
+void BodyStream::on_data(std::function<void()> wake) {
+  std::lock_guard lock(mutex_);
+  wake_ = std::move(wake);
+}
 
 namespace {
 
@@ -439,6 +507,16 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// A streamed body (BodyStream): what is there, a pause until more comes, or an abort.
+size_t on_read(char* out, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  bool more = false;
+  const std::optional<size_t> n = t->request.body.stream()->read(out, size * count, more);
+  if (!n) return CURL_READFUNC_ABORT;
+  if (*n == 0 && more) return CURL_READFUNC_PAUSE;
+  return *n;
+}
+
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * count;
@@ -472,6 +550,8 @@ struct HttpClient::Impl {
 
   std::mutex compressors_mutex;
   std::vector<std::unique_ptr<Compressor>> compressors;  // idle ones, reused by calling threads
+
+  std::vector<Transfer*> unpause;  // guarded: streamed transfers whose stream has more now
 
   // I/O thread only.
   std::vector<std::unique_ptr<Transfer>> active;
@@ -543,8 +623,10 @@ struct HttpClient::Impl {
       if (!is_token(name)) return refuse("'" + t.redactor->redact(name) + "' is not a header name");
       if (!is_safe_field_value(value)) return refuse("the value of header '" + name + "' has a line break or NUL");
     }
-    if (options.compression != Compression::None && !r.body.empty() && r.body.size() >= options.compress_min_bytes &&
-        !r.headers.contains("Content-Encoding")) {
+    if (r.body.stream() && std::holds_alternative<AwsSigV4Auth>(options.auth))
+      return refuse("a streamed body cannot be signed with SigV4 (the signature needs the whole body first)");
+    if (options.compression != Compression::None && !r.body.stream() && !r.body.empty() &&
+        r.body.size() >= options.compress_min_bytes && !r.headers.contains("Content-Encoding")) {
       try {
         auto compressor = take_compressor();
         r.body = HttpBody(compressor->compress(r.body.bytes()));
@@ -621,6 +703,7 @@ struct HttpClient::Impl {
         }
       }
       for (auto& t : starting) start(std::move(t));
+      resume_streams();
       int running = 0;
       curl_multi_perform(multi, &running);
       collect_finished();
@@ -639,6 +722,18 @@ struct HttpClient::Impl {
       curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
     }
     cancel_everything();
+  }
+
+  // Streamed transfers paused for want of bytes whose stream has more (or ended) now.
+  void resume_streams() {
+    std::vector<Transfer*> ready;
+    {
+      std::lock_guard lock(mutex);
+      ready.swap(unpause);
+    }
+    for (Transfer* t : ready)  // a transfer may have ended since (then it is not active)
+      if (std::any_of(active.begin(), active.end(), [&](const auto& a) { return a.get() == t; }))
+        curl_easy_pause(t->easy, CURLPAUSE_CONT);
   }
 
   void start(std::unique_ptr<Transfer> t) {
@@ -712,6 +807,21 @@ struct HttpClient::Impl {
     const bool carries_body = !r.body.empty() || r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
     if (r.method == "HEAD") {
       set(CURLOPT_NOBODY, 1L);
+    } else if (const auto& stream = r.body.stream()) {
+      // No size: HTTP/1.1 chunked. No "Expect: 100-continue" (curl's default for a body of unknown
+      // size): it would hold the first bytes for up to a second.
+      set(CURLOPT_POST, 1L);
+      set(CURLOPT_READFUNCTION, on_read);
+      set(CURLOPT_READDATA, static_cast<void*>(&t));
+      if (r.method != "POST") set(CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      t.header_list = curl_slist_append(t.header_list, "Expect:");
+      stream->on_data([this, transfer = &t] {
+        {
+          std::lock_guard lock(mutex);
+          unpause.push_back(transfer);
+        }
+        curl_multi_wakeup(multi);
+      });
     } else if (carries_body) {
       set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
       set(CURLOPT_POSTFIELDS, r.body.bytes().data() ? r.body.bytes().data() : "");
@@ -756,6 +866,7 @@ struct HttpClient::Impl {
     curl_easy_getinfo(t.easy, CURLINFO_REQUEST_SIZE, &request_bytes);
     curl_easy_getinfo(t.easy, CURLINFO_SIZE_UPLOAD_T, &body_sent);
     if (request_bytes <= 0 && body_sent <= 0) return SendProgress::Nothing;
+    if (const auto& stream = t.request.body.stream(); stream && !stream->finished()) return SendProgress::Partial;
     return static_cast<uint64_t>(body_sent) >= t.request.body.size() ? SendProgress::Complete : SendProgress::Partial;
   }
 
@@ -848,6 +959,11 @@ struct HttpClient::Impl {
 
   // The callback, then the request's memory (its body may be large), then the count.
   void retire(std::unique_ptr<Transfer> t) {
+    if (const auto& stream = t->request.body.stream()) {
+      stream->on_data(nullptr);  // no wake-up for a transfer that is gone
+      const std::string why = t->response.failure ? t->response.failure->message : "the response came first";
+      if (!stream->finished()) stream->fail("the request ended before its body did: " + why);  // later appends go nowhere
+    }
     invoke(*t);
     t.reset();
     bool now_idle = false;

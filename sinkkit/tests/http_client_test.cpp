@@ -14,6 +14,7 @@
 #include <atomic>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -243,6 +244,72 @@ TEST_F(HttpClientTest, ABorrowedBodyIsSentFromTheCallersBuffer) {
   const auto seen = receiver.requests("/borrowed");
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].body, payload);
+}
+
+TEST_F(HttpClientTest, AStreamedBodyGoesUpAsItIsMadeChunkedAndWhole) {
+  HttpClient client({.compression = Compression::Gzip});  // a stream is sent as it is
+  auto stream = std::make_shared<BodyStream>();
+  HttpRequest r;
+  r.url = receiver.url("/stream");
+  r.body = HttpBody::streamed(stream);
+  std::promise<HttpResponse> done;
+  auto answered = done.get_future();
+  client.send_async(std::move(r), [&](HttpResponse response) { done.set_value(std::move(response)); });
+  std::string sent;
+  for (int i = 0; i < 20; ++i) {  // the transfer pauses between appends and resumes on each
+    std::string piece = lines_of_json(50 + i);
+    sent += piece;
+    stream->append(std::move(piece));
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(answered.wait_for(0s), std::future_status::timeout) << "no answer before the body ends";
+  EXPECT_EQ(stream->appended(), sent.size());
+  stream->finish();
+  stream->append("ignored after finish()");
+  const HttpResponse response = answered.get();
+  ASSERT_TRUE(response.completed()) << describe(response);
+  EXPECT_EQ(response.status, 200);
+  const auto seen = receiver.requests("/stream");
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0].chunked);
+  EXPECT_EQ(seen[0].body, sent);
+  EXPECT_FALSE(seen[0].headers.contains("Content-Encoding"));
+  EXPECT_FALSE(seen[0].headers.contains("Expect")) << "no 100-continue wait";
+  EXPECT_EQ(seen[0].headers.get("Content-Type"), "application/octet-stream");
+}
+
+TEST_F(HttpClientTest, AFailedStreamCutsTheRequestAndAnEndedRequestDropsLaterBytes) {
+  HttpClient client({});
+  auto stream = std::make_shared<BodyStream>();
+  HttpRequest r;
+  r.url = receiver.url("/cut");
+  r.body = HttpBody::streamed(stream);
+  std::promise<HttpResponse> done;
+  auto answered = done.get_future();
+  client.send_async(std::move(r), [&](HttpResponse response) { done.set_value(std::move(response)); });
+  stream->append(lines_of_json(100));
+  std::this_thread::sleep_for(50ms);
+  stream->fail("the insert was abandoned");
+  const HttpResponse response = answered.get();
+  ASSERT_TRUE(response.failure) << "never a complete body: " << describe(response);
+  EXPECT_EQ(response.failure->sent, SendProgress::Partial);
+  for (const auto& seen : receiver.requests("/cut"))  // the receiver records a body it could not read whole as empty
+    EXPECT_TRUE(seen.body.empty()) << "the server never saw a whole body";
+
+  // A refused request (SigV4 cannot sign a stream) ends at once; the stream then takes nothing.
+  HttpClient signing({.auth = AwsSigV4Auth{.region = "eu-west-1", .service = "s3", .access_key_id = "AK",
+                                           .secret_access_key = "SK"}});
+  auto unsigned_stream = std::make_shared<BodyStream>();
+  HttpRequest s;
+  s.url = receiver.url("/signed");
+  s.body = HttpBody::streamed(unsigned_stream);
+  const HttpResponse refused = signing.send(std::move(s));
+  ASSERT_TRUE(refused.failure);
+  EXPECT_EQ(refused.failure->error, TransportError::InvalidRequest);
+  EXPECT_NE(refused.failure->message.find("SigV4"), std::string::npos) << refused.failure->message;
+  unsigned_stream->append("nobody reads this");
+  EXPECT_EQ(unsigned_stream->appended(), 0u);
+  EXPECT_NE(unsigned_stream->why().find("ended before its body did"), std::string::npos) << unsigned_stream->why();
 }
 
 TEST_F(HttpClientTest, TheResponseBodyIsCappedAndTheRestDrained) {

@@ -30,9 +30,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,8 +102,42 @@ class HttpHeaders {
   std::vector<Field> fields_;
 };
 
-// A request body: bytes the request owns, or a view of bytes the caller keeps alive and
-// unchanged until the request's callback has run (send() returned).
+// A request body made while the request is on the wire: the caller appends bytes as it makes
+// them and finishes it; the client sends them as the connection takes them (HTTP/1.1 chunked, or
+// HTTP/2 DATA frames), so a large body goes up beside its making instead of after it. What was
+// appended and not yet sent is held here. Sent as it is: not compressed by the client, and
+// refused with SigV4 (whose signature needs the whole body first).
+class BodyStream {
+ public:
+  // Any thread. Ignored after finish() or fail().
+  void append(std::string bytes);
+  // The body ends after what was appended.
+  void finish();
+  // The request is cut (the server sees an incomplete body, never a complete one); its response
+  // is a transport failure with `why`.
+  void fail(std::string why);
+  uint64_t appended() const;
+  bool finished() const;
+
+  // The client's side (its I/O thread). read(): up to `max` bytes into `out`; 0 with `more` true
+  // when nothing is there yet (the client pauses the transfer until `wake` runs), 0 with `more`
+  // false at the end; nullopt when failed (why()).
+  std::optional<size_t> read(char* out, size_t max, bool& more);
+  void on_data(std::function<void()> wake);
+  std::string why() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::deque<std::string> chunks_;
+  size_t front_read_ = 0;  // of chunks_.front()
+  uint64_t appended_ = 0;
+  bool finished_ = false, failed_ = false, waiting_ = false;
+  std::string why_;
+  std::function<void()> wake_;
+};
+
+// A request body: bytes the request owns, a view of bytes the caller keeps alive and unchanged
+// until the request's callback has run (send() returned), or a stream (BodyStream above).
 class HttpBody {
  public:
   HttpBody() = default;
@@ -113,15 +149,23 @@ class HttpBody {
     body.borrowed_ = true;
     return body;
   }
+  static HttpBody streamed(std::shared_ptr<BodyStream> stream) {
+    HttpBody body;
+    body.stream_ = std::move(stream);
+    return body;
+  }
+  // A streamed body's bytes are its stream's: bytes() is empty, size() what was appended so far.
   std::string_view bytes() const { return borrowed_ ? view_ : std::string_view(owned_); }
-  size_t size() const { return bytes().size(); }
-  bool empty() const { return bytes().empty(); }
+  size_t size() const { return stream_ ? static_cast<size_t>(stream_->appended()) : bytes().size(); }
+  bool empty() const { return !stream_ && bytes().empty(); }
   bool is_borrowed() const { return borrowed_; }
+  const std::shared_ptr<BodyStream>& stream() const { return stream_; }
 
  private:
   std::string owned_;
   std::string_view view_;
   bool borrowed_ = false;
+  std::shared_ptr<BodyStream> stream_;
 };
 
 struct HttpRequest {
