@@ -37,9 +37,8 @@ void BodyStream::finish() {
 
 void BodyStream::fail(std::string why) {
   std::lock_guard lock(mutex_);
-  if (failed_) return;
+  if (failed_ || finished_) return;
   failed_ = true;
-  finished_ = false;
   why_ = std::move(why);
   chunks_.clear();  // nobody will send them
   if (std::exchange(waiting_, false) && wake_) wake_();

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -136,18 +137,27 @@ struct HeldArrow {
 class InsertSegment final : public kit::Segment {
  public:
   using CommitFn = std::function<void(InsertSegment&)>;
+  // Sends an insert whose body is the stream (ch::Client::insert_streamed).
+  using StartStream = std::function<std::future<ch::QueryResult>(std::shared_ptr<kit::BodyStream>)>;
 
   // `native`: FORMAT Native, `columns` the insert's columns (RowBinary rows made into blocks),
-  // `arrow` the table's Arrow encoder (null on the batches plane).
+  // `arrow` the table's Arrow encoder (null on the batches plane). `start_stream` (Native only;
+  // null: off): the insert goes to the server with its first block and each block follows as its
+  // batch joins, so the server parses while the insert gathers, and an insert of many batches
+  // does not go up all at once when it commits.
   InsertSegment(std::string table, std::string insert_sql, bool native,
                 std::shared_ptr<const std::vector<ch::Column>> columns, std::shared_ptr<const ch::ArrowEncoder> arrow,
-                CommitFn commit)
+                CommitFn commit, StartStream start_stream)
       : table_(std::move(table)),
         insert_sql_(std::move(insert_sql)),
         native_(native),
         columns_(std::move(columns)),
         arrow_(std::move(arrow)),
-        commit_(std::move(commit)) {}
+        commit_(std::move(commit)),
+        start_stream_(native_ ? std::move(start_stream) : nullptr) {}
+  ~InsertSegment() override {
+    if (stream_) stream_->fail("the insert was dropped");  // never a complete body unless finish_stream() ran
+  }
 
   // RowBinary rows of one batch (ch::Row::end: each row's end in `data`; `offsets`: each row's
   // Kafka offset).
@@ -157,7 +167,7 @@ class InsertSegment final : public kit::Segment {
     if (native_) {
       auto block = ch::native_block(*columns_, data, rows.size());
       if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
-      body_ += block.value();
+      add_to_body(std::move(block.value()));
       p.rows_data = std::move(data);
     } else {
       p.offset = body_.size();
@@ -170,9 +180,20 @@ class InsertSegment final : public kit::Segment {
     p.block = true;
     p.batch = std::move(batch);
     for (const ch::Row& r : e.rows) p.batch_rows.push_back(r.record_index);
-    body_ += e.data;
+    add_to_body(std::move(e.data));
   }
   void commit() override { commit_(*this); }
+  void abandon() noexcept override {
+    if (stream_) stream_->fail("the insert was abandoned");
+  }
+
+  // Whether the insert is on the wire already (its body a stream), and its result once the
+  // stream ends here.
+  bool streamed() const { return stream_ != nullptr; }
+  ch::QueryResult finish_stream() {
+    stream_->finish();
+    return streamed_.get();
+  }
 
   const std::string& table() const { return table_; }
   const std::string& insert_sql() const { return insert_sql_; }
@@ -185,7 +206,7 @@ class InsertSegment final : public kit::Segment {
   }
   // What an insert of rows [first, first + n) sends (made into `scratch` unless it is the body).
   std::string_view request_body(size_t first, size_t n, std::string& scratch) const {
-    if (first == 0 && n == rows_.size()) return body_;
+    if (first == 0 && n == rows_.size() && !stream_) return body_;
     scratch.clear();
     for (const Part& p : parts_) {
       const size_t from = std::max(first, p.first), to = std::min(first + n, p.first + p.count);
@@ -225,6 +246,18 @@ class InsertSegment final : public kit::Segment {
     std::shared_ptr<const HeldArrow> batch;  // block: the batch and which of its rows
     std::vector<uint32_t> batch_rows;
   };
+  // A Native block (or RowBinary rows) of the insert: onto its stream, or into the body sent at commit.
+  void add_to_body(std::string bytes) {
+    if (!start_stream_) {
+      body_ += bytes;
+      return;
+    }
+    if (!stream_) {
+      stream_ = std::make_shared<kit::BodyStream>();
+      streamed_ = start_stream_(stream_);
+    }
+    stream_->append(std::move(bytes));
+  }
   Part& start_part(sdk::Pending write, const Origin& origin, const std::vector<ch::Row>& rows) {
     const auto w = static_cast<uint32_t>(writes_.size());
     const auto part = static_cast<uint32_t>(parts_.size());
@@ -242,7 +275,10 @@ class InsertSegment final : public kit::Segment {
   std::shared_ptr<const std::vector<ch::Column>> columns_;
   std::shared_ptr<const ch::ArrowEncoder> arrow_;
   CommitFn commit_;
-  std::string body_;
+  StartStream start_stream_;
+  std::shared_ptr<kit::BodyStream> stream_;
+  std::future<ch::QueryResult> streamed_;
+  std::string body_;  // unless streamed
   std::vector<RowRef> rows_;
   std::vector<Part> parts_;
   std::vector<sdk::Pending> writes_;
@@ -291,6 +327,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                  (s.payload_mode == ch::PayloadMode::Columns ? "columns" : "string") +
                                  (plan_->declared.empty() ? "" : " (declared)"));
     health_check();
+    stream_inserts_ = s.stream_inserts && s.format == ch::InsertFormat::Native && s.http.compression == kit::Compression::None;
     kit::AccumulatorLimits limits = kit::accumulator_limits(s.batching, kSegmentBatches,
                                                             static_cast<size_t>(s.max_open_tables));
     limits.idle = ch::kInsertIdle;
@@ -407,8 +444,15 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
             t.columns, t.arrow};
   }
   std::unique_ptr<InsertSegment> make_segment(const InsertTarget& target) {
+    InsertSegment::StartStream stream;
+    if (stream_inserts_)
+      stream = [this, sql = target.insert_sql](std::shared_ptr<kit::BodyStream> body) {
+        // The request lasts as long as the insert gathers (up to commit_interval), then as usual.
+        return client_->insert_streamed(sql, std::move(body), insert_params(),
+                                        plan_->settings.http.timeout + plan_->settings.batching.commit_interval);
+      };
     return std::make_unique<InsertSegment>(target.table, target.insert_sql, target.native, target.columns, target.arrow,
-                                           [this](InsertSegment& s) { commit_insert(s); });
+                                           [this](InsertSegment& s) { commit_insert(s); }, std::move(stream));
   }
   // Rows the server refused in an insert of released batches: their writes complete with the
   // rejections, and since a released batch cannot be resent, the runtime reads the partition
@@ -473,8 +517,22 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     const auto deadline = Clock::now() + plan_->settings.retry_timeout;
     uint64_t resends = 0;
     std::string scratch;
-    ch::QueryResult r =
-        client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(), &resends);
+    ch::QueryResult r;
+    if (s.streamed()) {
+      r = s.finish_stream();
+      count("streamed_inserts");
+      const auto o = r.outcome.outcome;
+      if (o == kit::Outcome::Retry || o == kit::Outcome::MaybeWritten) {
+        // A stream goes up once: its rows again as one body, resent as usual from here.
+        log(sdk::LogLevel::Info, "table " + s.table() + ": a streamed insert of " + std::to_string(s.rows()) +
+                                     " rows failed; sending its rows again: " + r.outcome.reason);
+        count("resends");
+        r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(), &resends);
+        r.earlier_maybe_written = r.earlier_maybe_written || o == kit::Outcome::MaybeWritten;
+      }
+    } else {
+      r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(), &resends);
+    }
     count("inserts");
     if (resends) count("resends", resends);
     if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
@@ -738,6 +796,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   bool arrow_plane_ = false;  // batches come as Arrow (set in open())
   ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
+  bool stream_inserts_ = false;  // Native inserts go up as their batches join (stream_inserts, no compression)
   std::mutex mutex_;           // tables_ and their encoders
   std::unordered_map<std::string, TopicTable> tables_;
   std::unique_ptr<kit::Accumulator> accumulator_;  // last: its threads stop before the rest goes

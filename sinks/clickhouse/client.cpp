@@ -44,10 +44,26 @@ QueryResult Client::query(const std::string& sql, std::optional<std::chrono::mil
   return classify(http_.send(std::move(request)));
 }
 
+std::string Client::insert_url(const std::string& insert_sql, const std::string& extra_params) const {
+  return base_url_ + "/?database=" + kit::percent_encode(database_) + "&query=" + kit::percent_encode(insert_sql) +
+         extra_params;
+}
+
+std::future<QueryResult> Client::insert_streamed(const std::string& insert_sql, std::shared_ptr<kit::BodyStream> stream,
+                                                 const std::string& extra_params, std::chrono::milliseconds timeout) {
+  kit::HttpRequest request{.method = "POST", .url = insert_url(insert_sql, extra_params),
+                           .body = kit::HttpBody::streamed(std::move(stream))};
+  request.headers.set("Content-Type", "application/octet-stream");
+  request.timeout = timeout;
+  auto result = std::make_shared<std::promise<QueryResult>>();
+  std::future<QueryResult> answer = result->get_future();
+  http_.send_async(std::move(request), [this, result](kit::HttpResponse r) { result->set_value(classify(std::move(r))); });
+  return answer;
+}
+
 QueryResult Client::insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,
                            const std::string& extra_params, uint64_t* resends) {
-  const std::string url = base_url_ + "/?database=" + kit::percent_encode(database_) +
-                          "&query=" + kit::percent_encode(insert_sql) + extra_params;
+  const std::string url = insert_url(insert_sql, extra_params);
   kit::Backoff backoff({.initial = 200ms, .max = 5s});
   bool maybe = false;
   for (;;) {

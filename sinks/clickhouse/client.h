@@ -4,6 +4,7 @@
 // exception code (clickhouse/errors.h). Inserts that meet a transient error are resent here with
 // a back-off until the attempt's deadline, unless the sink is closing.
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,12 @@ class Client {
   QueryResult insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,
                      const std::string& extra_params, uint64_t* resends = nullptr);
 
+  // INSERT whose body is `stream`, sent now and made while it goes up (kit::BodyStream); one
+  // attempt, since a stream cannot be sent again: the future holds its result once the stream
+  // finished (or failed) and the server answered. `timeout`: the whole request's, stream included.
+  std::future<QueryResult> insert_streamed(const std::string& insert_sql, std::shared_ptr<kit::BodyStream> stream,
+                                           const std::string& extra_params, std::chrono::milliseconds timeout);
+
   void stop() { stop_.stop(); }
   bool stopping() const { return stop_.stopped(); }
   void close() { http_.close(std::chrono::seconds(5)); }
@@ -53,6 +60,7 @@ class Client {
 
  private:
   QueryResult classify(kit::HttpResponse response);
+  std::string insert_url(const std::string& insert_sql, const std::string& extra_params) const;
 
   kit::HttpClient http_;
   std::string base_url_;

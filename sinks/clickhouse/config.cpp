@@ -101,6 +101,14 @@ const kit::OptionTable<Settings>& option_table() {
           .check(kit::at_least(1))
           .help("Inserts on the wire at once: another table's, or the same table's next while the server is still "
                 "writing the previous one (their order does not matter: rows are told apart by record id)."),
+      kit::option("stream_inserts", &Settings::stream_inserts)
+          .fallback(true)
+          .help("format Native: an insert goes to the server with its first batch's block and each later batch's "
+                "block follows as it joins (a chunked request body), so the server parses while the insert "
+                "gathers and a large insert is not sent all at once when it commits; the insert still commits "
+                "(and its writes complete) only when its body ends and the server answers. Off, or with "
+                "compression: one body per insert, sent when it commits. A streamed insert that fails in "
+                "transit is sent again whole (retry_timeout)."),
       kit::group(&Settings::batching, kit::batching_options(1s, kit::ByteSize{64u << 20}, 200000, kInsertIdle)),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),

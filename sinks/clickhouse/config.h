@@ -40,6 +40,7 @@ struct Settings {
   std::chrono::milliseconds retry_timeout{};
   int64_t max_open_tables = 0;
   int64_t max_concurrent_inserts = 0;
+  bool stream_inserts = true;
   kit::BatchingSettings batching;
   kit::HttpSettings http;
   kit::TlsSettings tls;

@@ -114,7 +114,7 @@ class BodyStream {
   // The body ends after what was appended.
   void finish();
   // The request is cut (the server sees an incomplete body, never a complete one); its response
-  // is a transport failure with `why`.
+  // is a transport failure. Ignored after finish().
   void fail(std::string why);
   uint64_t appended() const;
   bool finished() const;

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
 #include "clickhouse_server.h"
 #include "picomq/kit/testing/fake_host.hpp"
 
@@ -175,6 +177,41 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerReco
                   {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", "0"}}));
     server_->query("OPTIMIZE TABLE " + db_ + ".`" + table + "` FINAL");
     EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "`"), "5") << "after the merge, without FINAL too";
+  }
+}
+
+TEST_F(ClickHouseSink, ANativeInsertGoesUpWithItsFirstBatchAndCommitsOnlyWhenItEnds) {
+  // stream_inserts (the default): while batches keep coming (each within the sink's 50 ms idle
+  // rule), the server is already running their INSERT while their writes are pending; they
+  // complete when the body ends and the server answered. Off: one body per insert at commit.
+  // (18.16 starts an HTTP query once it has max_query_size, 256 KiB, of the request or all of it:
+  // the batches here are ~300 KB.)
+  for (const bool streamed : {true, false}) {
+    SCOPED_TRACE(streamed ? "stream_inserts" : "one body at commit");
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    const std::string table = streamed ? "streamed" : "whole";
+    open({{"target_table", table}, {"format", "Native"}, {"stream_inserts", streamed}, {"commit_interval", "1m"}});
+    std::vector<std::shared_ptr<kt::Write>> writes;
+    bool seen_running = false;
+    int64_t offset = 0;
+    for (int batch = 0; batch < 100 && !(streamed && seen_running && batch >= 10); ++batch) {
+      std::vector<std::string> payloads;
+      for (int i = 0; i < 10; ++i, ++offset) payloads.push_back(json{{"n", offset}, {"s", std::string(30000, 'a' + i)}}.dump());
+      writes.push_back(host_->start_write(TestBatch::json("t", 0, offset - 10, payloads)));
+      const auto running = rows("SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO `" + db_ + "`.`" +
+                                table + "`%'");
+      if (streamed && running[0][0] == "1" && !writes.back()->completed()) seen_running = true;
+      std::this_thread::sleep_for(10ms);
+    }
+    if (streamed) EXPECT_TRUE(seen_running) << "the server never ran the insert before it committed";
+    host_->flush();
+    for (auto& w : writes) EXPECT_TRUE(w->wait().ok());
+    const auto n = static_cast<int64_t>(writes.size()) * 10;
+    EXPECT_EQ(rows("SELECT count(), sum(n), uniqExact(pico_offset) FROM " + db_ + ".`" + table + "`"),
+              (std::vector<std::vector<std::string>>{{std::to_string(n), std::to_string(n * (n - 1) / 2), std::to_string(n)}}));
+    EXPECT_GE(host_->counter("inserts"), 1u);
+    EXPECT_EQ(host_->counter("streamed_inserts"), streamed ? host_->counter("inserts") : 0u);
   }
 }
 
