@@ -16,7 +16,8 @@
 #                                  or per 64 batches / max_batch_records)
 #   BENCH_CH_COMPRESSION=none      the sink's compression (none | gzip)
 #   BENCH_CH_MAX_RECORDS=          the sink's max_batch_records (default: the sink's)
-#   BENCH_CH_FORMATS="RowBinary Native"  the sink's format, one picomq entry each
+#   BENCH_CH_FORMATS="RowBinary Native"  the sink's format, one picomq entry each; "Native-whole":
+#                                  Native with stream_inserts off (one body per insert, sent at commit)
 #   BENCH_CH_BUFFER_RECORDS=       runtime.max_buffered_records (and max_buffered_bytes 256MiB);
 #                                  default: the runtime's (an insert gathers up to max_batch_records,
 #                                  which the runtime holds pending until the insert succeeds)
@@ -67,7 +68,12 @@ sink_plugin_config() {  # VARIANT RUN DIR
   printf 'url = "http://127.0.0.1:%s"\ndatabase = "%s"\ntarget_table = "%s"\ncommit_interval = "%s"\ncompression = "%s"\n' \
     "$ch_port" "$CH_DB" "$CH_TABLE" "$CH_COMMIT_INTERVAL" "$CH_COMPRESSION"
   [[ -z "$CH_MAX_RECORDS" ]] || printf 'max_batch_records = %s\n' "$CH_MAX_RECORDS"
-  printf 'format = "%s"\n' "${1#picomq-}"
+  local format="${1#picomq-}"
+  if [[ "$format" == *-whole ]]; then   # e.g. Native-whole: stream_inserts off (one body per insert at commit)
+    format="${format%-whole}"
+    printf 'stream_inserts = false\n'
+  fi
+  printf 'format = "%s"\n' "$format"
 }
 
 sink_prepare() {  # KIND LABEL RUN
