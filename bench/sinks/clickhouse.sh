@@ -36,7 +36,7 @@ CH_DB=bench
 CH_TABLE=bench_target
 CH_REF=bench_reference
 SINK_TARGET="native:0.8"   # the issue: >= 0.8x the faster of the two clickhouse-client loads (Native)
-SINK_DESCRIPTION="clickhouse sink defaults (payload_mode columns, inferred, metadata columns, ReplacingMergeTree by record id): one insert per up to 64 batches, in the entry's format (commit_interval $CH_COMMIT_INTERVAL, compression $CH_COMPRESSION)"
+SINK_DESCRIPTION="clickhouse sink defaults (payload_mode columns, inferred, metadata columns, ReplacingMergeTree by record id): Native inserts streamed as they gather, up to 256 batches (64 for an insert sent whole: RowBinary, Native-whole), in the entry's format (commit_interval $CH_COMMIT_INTERVAL, compression $CH_COMPRESSION)"
 SINK_BASELINES=("rowbinary|ch_baseline_rowbinary" "native|ch_baseline_native")
 read -r -a SINK_VARIANTS <<<"${BENCH_CH_FORMATS:-RowBinary Native}"
 for i in "${!SINK_VARIANTS[@]}"; do SINK_VARIANTS[i]="picomq-${SINK_VARIANTS[i]}"; done
