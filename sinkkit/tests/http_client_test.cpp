@@ -246,15 +246,22 @@ TEST_F(HttpClientTest, ABorrowedBodyIsSentFromTheCallersBuffer) {
   EXPECT_EQ(seen[0].body, payload);
 }
 
+// A POST of `stream` to `path` on the receiver; the future holds its response.
+std::future<HttpResponse> send_streamed(HttpClient& client, const HttpReceiver& receiver, const std::string& path,
+                                        std::shared_ptr<BodyStream> stream) {
+  HttpRequest r;
+  r.url = receiver.url(path);
+  r.body = HttpBody::streamed(std::move(stream));
+  auto done = std::make_shared<std::promise<HttpResponse>>();
+  auto answered = done->get_future();
+  client.send_async(std::move(r), [done](HttpResponse response) { done->set_value(std::move(response)); });
+  return answered;
+}
+
 TEST_F(HttpClientTest, AStreamedBodyGoesUpAsItIsMadeChunkedAndWhole) {
   HttpClient client({.compression = Compression::Gzip});  // a stream is sent as it is
   auto stream = std::make_shared<BodyStream>();
-  HttpRequest r;
-  r.url = receiver.url("/stream");
-  r.body = HttpBody::streamed(stream);
-  std::promise<HttpResponse> done;
-  auto answered = done.get_future();
-  client.send_async(std::move(r), [&](HttpResponse response) { done.set_value(std::move(response)); });
+  auto answered = send_streamed(client, receiver, "/stream", stream);
   std::string sent;
   for (int i = 0; i < 20; ++i) {  // the transfer pauses between appends and resumes on each
     std::string piece = lines_of_json(50 + i);
@@ -281,12 +288,7 @@ TEST_F(HttpClientTest, AStreamedBodyGoesUpAsItIsMadeChunkedAndWhole) {
 TEST_F(HttpClientTest, AFailedStreamCutsTheRequestAndAnEndedRequestDropsLaterBytes) {
   HttpClient client({});
   auto stream = std::make_shared<BodyStream>();
-  HttpRequest r;
-  r.url = receiver.url("/cut");
-  r.body = HttpBody::streamed(stream);
-  std::promise<HttpResponse> done;
-  auto answered = done.get_future();
-  client.send_async(std::move(r), [&](HttpResponse response) { done.set_value(std::move(response)); });
+  auto answered = send_streamed(client, receiver, "/cut", stream);
   stream->append(lines_of_json(100));
   std::this_thread::sleep_for(50ms);
   stream->fail("the insert was abandoned");
