@@ -143,7 +143,8 @@ class InsertSegment final : public kit::Segment {
  public:
   using CommitFn = std::function<void(InsertSegment&)>;
   // Sends an insert whose body is the stream (ch::Client::insert_streamed).
-  using StartStream = std::function<std::future<ch::QueryResult>(std::shared_ptr<kit::BodyStream>)>;
+  // nullopt: no connection for a stream now (the insert is then sent whole at commit).
+  using StartStream = std::function<std::optional<std::future<ch::QueryResult>>(std::shared_ptr<kit::BodyStream>)>;
 
   // `native`: FORMAT Native, `columns` the insert's columns (RowBinary rows made into blocks),
   // `arrow` the table's Arrow encoder (null on the batches plane). `start_stream` (Native only;
@@ -253,15 +254,15 @@ class InsertSegment final : public kit::Segment {
   };
   // A Native block (or RowBinary rows) of the insert: onto its stream, or into the body sent at commit.
   void add_to_body(std::string bytes) {
-    if (!start_stream_) {
-      body_ += bytes;
-      return;
+    if (start_stream_ && body_.empty() && !stream_) {  // the first block: stream the insert if it can
+      auto stream = std::make_shared<kit::BodyStream>();
+      if (auto answer = start_stream_(stream)) {
+        stream_ = std::move(stream);
+        streamed_ = std::move(*answer);
+      }
     }
-    if (!stream_) {
-      stream_ = std::make_shared<kit::BodyStream>();
-      streamed_ = start_stream_(stream_);
-    }
-    stream_->append(std::move(bytes));
+    if (stream_) stream_->append(std::move(bytes));
+    else body_ += bytes;
   }
   Part& start_part(sdk::Pending write, const Origin& origin, const std::vector<ch::Row>& rows) {
     const auto w = static_cast<uint32_t>(writes_.size());
@@ -323,7 +324,10 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     auth.user = s.user;
     auth.password = s.password.value_or("");
     kit::HttpClientOptions http = kit::client_options(s.http, s.tls, auth);
-    http.max_in_flight = static_cast<size_t>(s.max_open_tables + s.max_concurrent_inserts) + 1;
+    // Connections: the streamed inserts (at most max_streams_, below), the committers' inserts
+    // sent whole (a fallback, a resend, a bisection), one query of the delivery thread.
+    max_streams_ = static_cast<size_t>(s.max_open_tables + s.max_concurrent_inserts);
+    http.max_in_flight = max_streams_ + static_cast<size_t>(s.max_concurrent_inserts) + 1;
     http.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<ch::Client>(std::move(http), plan_->base_url, s.database);
@@ -451,10 +455,19 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   std::unique_ptr<InsertSegment> make_segment(const InsertTarget& target) {
     InsertSegment::StartStream stream;
     if (stream_inserts_)
-      stream = [this, sql = target.insert_sql](std::shared_ptr<kit::BodyStream> body) {
+      stream = [this, sql = target.insert_sql](std::shared_ptr<kit::BodyStream> body) -> std::optional<std::future<ch::QueryResult>> {
+        // A streamed insert holds its connection until it commits, which may wait for a committer.
+        // So it starts only on a connection of its own at once (max_streams_); were it to queue
+        // behind other streams, a committer waiting for it could wait for ever. Else: sent whole.
+        if (streams_.fetch_add(1) >= max_streams_) {
+          streams_.fetch_sub(1);
+          count("inserts_not_streamed");
+          return std::nullopt;
+        }
         // The request lasts as long as the insert gathers (up to commit_interval), then as usual.
         return client_->insert_streamed(sql, std::move(body), insert_params(),
-                                        plan_->settings.http.timeout + plan_->settings.batching.commit_interval);
+                                        plan_->settings.http.timeout + plan_->settings.batching.commit_interval,
+                                        [this] { streams_.fetch_sub(1); });
       };
     return std::make_unique<InsertSegment>(target.table, target.insert_sql, target.native, target.columns, target.arrow,
                                            [this](InsertSegment& s) { commit_insert(s); }, std::move(stream));
@@ -802,6 +815,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
   bool stream_inserts_ = false;  // Native inserts go up as their batches join (stream_inserts, no compression)
+  size_t max_streams_ = 0;             // streamed inserts on the wire at most (a connection each)
+  std::atomic<size_t> streams_{0};     // streamed inserts on the wire now
   std::mutex mutex_;           // tables_ and their encoders
   std::unordered_map<std::string, TopicTable> tables_;
   std::unique_ptr<kit::Accumulator> accumulator_;  // last: its threads stop before the rest goes

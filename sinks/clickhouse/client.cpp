@@ -50,14 +50,18 @@ std::string Client::insert_url(const std::string& insert_sql, const std::string&
 }
 
 std::future<QueryResult> Client::insert_streamed(const std::string& insert_sql, std::shared_ptr<kit::BodyStream> stream,
-                                                 const std::string& extra_params, std::chrono::milliseconds timeout) {
+                                                 const std::string& extra_params, std::chrono::milliseconds timeout,
+                                                 std::function<void()> ended) {
   kit::HttpRequest request{.method = "POST", .url = insert_url(insert_sql, extra_params),
                            .body = kit::HttpBody::streamed(std::move(stream))};
   request.headers.set("Content-Type", "application/octet-stream");
   request.timeout = timeout;
   auto result = std::make_shared<std::promise<QueryResult>>();
   std::future<QueryResult> answer = result->get_future();
-  http_.send_async(std::move(request), [this, result](kit::HttpResponse r) { result->set_value(classify(std::move(r))); });
+  http_.send_async(std::move(request), [this, result, ended = std::move(ended)](kit::HttpResponse r) {
+    if (ended) ended();
+    result->set_value(classify(std::move(r)));
+  });
   return answer;
 }
 

@@ -4,6 +4,7 @@
 // exception code (clickhouse/errors.h). Inserts that meet a transient error are resent here with
 // a back-off until the attempt's deadline, unless the sink is closing.
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -50,8 +51,10 @@ class Client {
   // INSERT whose body is `stream`, sent now and made while it goes up (kit::BodyStream); one
   // attempt, since a stream cannot be sent again: the future holds its result once the stream
   // finished (or failed) and the server answered. `timeout`: the whole request's, stream included.
+  // `ended` runs (on the client's I/O thread) when the request is over, before the future is ready.
   std::future<QueryResult> insert_streamed(const std::string& insert_sql, std::shared_ptr<kit::BodyStream> stream,
-                                           const std::string& extra_params, std::chrono::milliseconds timeout);
+                                           const std::string& extra_params, std::chrono::milliseconds timeout,
+                                           std::function<void()> ended = nullptr);
 
   void stop() { stop_.stop(); }
   bool stopping() const { return stop_.stopped(); }

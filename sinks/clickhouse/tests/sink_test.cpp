@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <thread>
 
 #include "clickhouse_server.h"
@@ -213,6 +214,32 @@ TEST_F(ClickHouseSink, ANativeInsertGoesUpWithItsFirstBatchAndCommitsOnlyWhenItE
     EXPECT_GE(host_->counter("inserts"), 1u);
     EXPECT_EQ(host_->counter("streamed_inserts"), streamed ? host_->counter("inserts") : 0u);
   }
+}
+
+TEST_F(ClickHouseSink, ManyTablesAtOnceNeverWaitForAConnectionAStreamHolds) {
+  // Six tables through two open inserts and one committer: streamed inserts hold their
+  // connections until they commit, so no more start than have a connection of their own at once
+  // (max_open_tables + max_concurrent_inserts); the others are sent whole. Every write completes.
+  open({{"format", "Native"}, {"target_table", "many_{topic}"}, {"max_open_tables", 2}, {"max_concurrent_inserts", 1},
+        {"commit_interval", "1m"}});
+  std::vector<std::shared_ptr<kt::Write>> writes;
+  std::map<std::string, int64_t> next;
+  for (int round = 0; round < 20; ++round)
+    for (int t = 0; t < 6; ++t) {
+      const std::string topic = "t" + std::to_string((t * 7 + round) % 6);
+      std::vector<std::string> payloads;
+      for (int i = 0; i < 50; ++i) payloads.push_back(json{{"n", next[topic] + i}, {"s", std::string(2000, 'x')}}.dump());
+      writes.push_back(host_->start_write(TestBatch::json(topic, 0, next[topic], payloads)));
+      next[topic] += 50;
+    }
+  host_->flush();
+  for (auto& w : writes) EXPECT_TRUE(w->wait().ok());
+  for (const auto& [topic, n] : next)
+    EXPECT_EQ(rows("SELECT count(), uniqExact(pico_offset) FROM " + db_ + ".many_" + topic),
+              (std::vector<std::vector<std::string>>{{std::to_string(n), std::to_string(n)}}))
+        << topic;
+  EXPECT_GT(host_->counter("streamed_inserts"), 0u);
+  EXPECT_EQ(host_->counter("streamed_inserts") + host_->counter("inserts_not_streamed"), host_->counter("inserts"));
 }
 
 TEST_F(ClickHouseSink, StringModeKeepsThePayloadAsItIs) {
