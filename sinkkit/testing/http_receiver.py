@@ -33,14 +33,26 @@ Control API (JSON bodies and answers; control requests are never recorded):
                                 "wire_size": bytes as received, "content_encoding", "chunked",
                                 "connection": id of the TCP connection (1, 2...), "duplicate",
                                 "answer": the status sent or the action taken}]
-  GET  /_control/stats        {"requests", "connections", "in_flight", "max_in_flight", "duplicates"}:
+  GET  /_control/stats        {"requests", "connections", "in_flight", "max_in_flight", "duplicates",
+                               "held", "held_now", "applied_late", "late_answers"}:
                               connections counts those that carried a recorded request; in_flight
-                              and max_in_flight count recorded requests being answered
+                              and max_in_flight count recorded requests being answered; held: requests
+                              a "hold" rule took, held_now: those not forwarded yet, applied_late:
+                              those forwarded after their client had gone (late_answers: the
+                              forward target's statuses to them, {"412": 2, ...})
+  GET  /_control/held         the requests held now, oldest first: [{"id", "method", "path", "query",
+                              "client_gone"}]
+  POST /_control/release      {"ids": [1, 3]} (or {}: every held one): forwards them now, one after
+                              the other, each answered by the target before the next goes; answers
+                              [{"id", "status"}] with the target's statuses
 
 A rule (every field optional):
 
   path            exact path, or a prefix ending in "*" ("/index/*"); "*" (default): any path
+  path_contains   only requests whose path and query ("/b/k?uploadId=x") contain this text match
   method          "POST"...; default any
+  share           the probability (0..1) that the rule takes a request that matches (default 1); a
+                  request it leaves goes on to the next rules
   count           how many requests the rule answers before it is used up (default 1; 0: all)
   when_body_over  only requests whose body as received is longer than this many bytes match
                   (the 413 case: {"when_body_over": 1000, "status": 413, "count": 0})
@@ -58,6 +70,13 @@ A rule (every field optional):
                   "close"               read the request, then close the connection cleanly, no answer
                   "reset_mid_response"  send the status line, headers and half the body, then reset
                   "stall_body"          send the status line and headers, wait `delay`, then the body
+                  "hold"                (with a forward target) keep the request, read whole, until
+                                        it is released (POST /_control/release) or `release_after`
+                                        passed, then forward it and answer the client with the
+                                        target's answer if the client is still connected: a request
+                                        of a killed client that lands late, or a slow store
+  release_after   "hold": seconds (or [min, max]: a random time between) after which the request is
+                  forwarded without a release
 
 Examples: the next 2 POSTs to /bulk get 503 with Retry-After: 1
     {"path": "/bulk", "method": "POST", "count": 2, "status": 503, "headers": {"Retry-After": "1"}}
@@ -72,6 +91,8 @@ import gzip
 import http.client
 import json
 import os
+import random
+import select
 import signal
 import socket
 import struct
@@ -82,7 +103,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 DEFAULT_ANSWER = {"status": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
-ACTIONS = ("respond", "reset", "close", "reset_mid_response", "stall_body")
+ACTIONS = ("respond", "reset", "close", "reset_mid_response", "stall_body", "hold")
 MAX_BODY = 256 << 20  # a test that sends more is broken
 
 
@@ -170,7 +191,9 @@ class State:
 
     def __init__(self):
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # a held request was forwarded
         self.stopping = threading.Event()
+        self.held_total = 0
         self.reset()
 
     def reset(self):
@@ -184,10 +207,15 @@ class State:
         self.idempotency_header = None
         self.stored_answers = {}
         self.forward_to = None
+        self.held = {}  # id -> {"id", "record", "release": Event, "socket", "status"}
+        self.applied_late = 0
+        self.late_answers = {}
 
-    def take_rule(self, method, path, wire_size, body=b""):
+    def take_rule(self, method, path, wire_size, body=b"", query=""):
         """The first rule matching this request, with its use counted."""
         for rule in self.rules:
+            if rule.get("path_contains") is not None and rule["path_contains"] not in path + ("?" + query if query else ""):
+                continue
             if rule.get("method") and rule["method"].upper() != method:
                 continue
             pattern = rule.get("path", "*")
@@ -200,6 +228,8 @@ class State:
                 continue
             if rule.get("when_body_contains") is not None and rule["when_body_contains"].encode() not in body:
                 continue
+            if rule.get("share") is not None and random.random() >= float(rule["share"]):
+                continue
             if rule["left"] is not None:
                 rule["left"] -= 1
                 if rule["left"] == 0:
@@ -211,8 +241,8 @@ class State:
 def checked_rule(rule):
     if not isinstance(rule, dict):
         raise BadRequest("a rule is a JSON object")
-    known = {"path", "method", "count", "when_body_over", "when_body_contains", "status", "headers", "body", "delay",
-             "action", "forward"}
+    known = {"path", "path_contains", "method", "count", "share", "when_body_over", "when_body_contains", "status", "headers",
+             "body", "delay", "action", "forward", "release_after"}
     unknown = set(rule) - known
     if unknown:
         raise BadRequest("unknown rule fields: %s" % ", ".join(sorted(unknown)))
@@ -222,6 +252,15 @@ def checked_rule(rule):
     count = rule.get("count", 1)
     rule["left"] = None if not count else int(count)
     return rule
+
+
+def client_gone(sock):
+    """Whether the client closed its connection (or its process died) while its request waited."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -364,7 +403,7 @@ class Handler(BaseHTTPRequestHandler):
             if stored is not None:
                 state.duplicates += 1
                 record["duplicate"] = True
-            rule = None if (stored is not None or problem) else state.take_rule(self.command, url.path, len(wire), body)
+            rule = None if (stored is not None or problem) else state.take_rule(self.command, url.path, len(wire), body, url.query)
             default = dict(state.default)
             forward_to = state.forward_to
         if problem:
@@ -375,6 +414,8 @@ class Handler(BaseHTTPRequestHandler):
             record["answer"] = stored["status"]
             return self.send_answer(stored["status"], stored["headers"], stored["body"], self.command == "HEAD")
 
+        if rule is not None and rule.get("action") == "hold":
+            return self.hold(rule, record, url, wire, forward_to)
         if forward_to and (rule is None or rule.get("forward")):
             try:
                 upstream = self.forward(forward_to, url, wire)
@@ -425,6 +466,45 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
             return
         self.send_answer(status, headers, body_out, self.command == "HEAD")
+
+    def hold(self, rule, record, url, wire, target):
+        """Keeps the request until it is released (or release_after passed), then forwards it."""
+        state = self.state
+        if not target:
+            record["answer"] = 500
+            return self.send_answer(500, {"Content-Type": "text/plain"}, "a hold rule needs a forward target\n")
+        with state.lock:
+            state.held_total += 1
+            entry = {"id": state.held_total, "record": record, "release": threading.Event(), "socket": self.connection,
+                     "status": None}
+            state.held[entry["id"]] = entry
+            record["held"] = entry["id"]
+        after = rule.get("release_after")
+        if isinstance(after, list):
+            after = random.uniform(float(after[0]), float(after[1]))
+        entry["release"].wait(float(after) if after is not None else None)
+        with state.lock:
+            state.held.pop(entry["id"], None)
+        gone = client_gone(self.connection)
+        try:
+            upstream = self.forward(target, url, wire)
+        except OSError as e:
+            upstream = (502, {"Content-Type": "text/plain"}, ("forward to %s failed: %s\n" % (target, e)).encode())
+        with state.lock:
+            entry["status"] = upstream[0]
+            record["answer"] = upstream[0]
+            record["late"] = gone
+            if gone:
+                state.applied_late += 1
+                state.late_answers[str(upstream[0])] = state.late_answers.get(str(upstream[0]), 0) + 1
+            state.changed.notify_all()
+        if gone:
+            self.close_connection = True
+            return
+        try:
+            self.send_answer(*upstream, head=self.command == "HEAD")
+        except OSError:
+            self.close_connection = True
 
     def forward(self, target, url, wire):
         """(status, headers, body) of the forward target's answer to this request."""
@@ -491,7 +571,25 @@ class Handler(BaseHTTPRequestHandler):
                         "in_flight": state.in_flight,
                         "max_in_flight": state.max_in_flight,
                         "duplicates": state.duplicates,
+                        "held": state.held_total,
+                        "held_now": len(state.held),
+                        "applied_late": state.applied_late,
+                        "late_answers": state.late_answers,
                     })
+                if self.command == "GET" and name == "held":
+                    return self.reply_json(200, [
+                        {"id": e["id"], "method": e["record"]["method"], "path": e["record"]["path"],
+                         "query": e["record"]["query"], "client_gone": client_gone(e["socket"])}
+                        for e in sorted(state.held.values(), key=lambda e: e["id"])])
+                if self.command == "POST" and name == "release":
+                    ids = (value or {}).get("ids") or sorted(state.held)
+                    entries = [state.held.pop(i) for i in ids if i in state.held]
+                    out = []
+                    for e in entries:  # in order: each is answered before the next goes
+                        e["release"].set()
+                        state.changed.wait_for(lambda: e["status"] is not None, timeout=120)
+                        out.append({"id": e["id"], "status": e["status"]})
+                    return self.reply_json(200, out)
         except BadRequest as e:
             return self.reply_json(400, {"error": str(e)})
         return self.reply_json(404, {"error": "no control endpoint %s %s" % (self.command, url.path)})

@@ -233,7 +233,23 @@ std::vector<RecordedRequest> HttpReceiver::requests(std::string_view path) const
 
 ReceiverStats HttpReceiver::stats() const {
   const auto s = control("GET", "stats");
-  return {s.at("requests"), s.at("connections"), s.at("in_flight"), s.at("max_in_flight"), s.at("duplicates")};
+  ReceiverStats out{s.at("requests"), s.at("connections"), s.at("in_flight"), s.at("max_in_flight"), s.at("duplicates"),
+                    s.at("held"), s.at("held_now"), s.at("applied_late"), {}};
+  for (const auto& [status, n] : s.at("late_answers").items()) out.late_answers[status] = n.get<size_t>();
+  return out;
+}
+
+std::vector<HeldRequest> HttpReceiver::held() const {
+  std::vector<HeldRequest> out;
+  for (const auto& h : control("GET", "held"))
+    out.push_back({h.at("id"), h.at("method"), h.at("path"), h.at("query"), h.at("client_gone")});
+  return out;
+}
+
+std::map<int64_t, long> HttpReceiver::release(const std::vector<int64_t>& ids) {
+  std::map<int64_t, long> out;
+  for (const auto& r : control("POST", "release", nlohmann::json{{"ids", ids}}.dump())) out[r.at("id")] = r.at("status").is_number() ? r.at("status").get<long>() : 0;
+  return out;
 }
 
 // ---------------------------------------------------------------- Nginx

@@ -1,5 +1,7 @@
-// Redshift sink: each batch is staged in S3 as a gzip CSV file with a deterministic key plus a
-// manifest, then loaded in ONE transaction over the PostgreSQL wire protocol (libpq):
+// Redshift sink: each batch is staged in S3 as a gzip CSV file plus a manifest, under keys of
+// that load's own (the range and a random token: a key is written once, so a killed run's staged
+// file that lands late can never replace the one a live load's manifest names), then loaded in
+// ONE transaction over the PostgreSQL wire protocol (libpq):
 //   BEGIN;
 //   CREATE TEMP TABLE <stage> (LIKE <target>);
 //   COPY <stage> FROM 's3://bucket/<manifest>' <credentials> MANIFEST CSV GZIP [MAXERROR n];
@@ -28,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,7 +111,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("redshift: COPY ... FROM 's3://...' MANIFEST. postgres_shim (tests, PostgreSQL 15 as the stand-in): that COPY is "
                 "done by the sink (manifest and files read from S3, COPY FROM STDIN), every other statement unchanged."),
       kit::option("s3_bucket", &Settings::s3_bucket).required().check(kit::not_empty()).help("Bucket the batches are staged in."),
-      kit::option("s3_prefix", &Settings::s3_prefix).fallback(std::string("picomq-staging")).help("Key prefix of the staged files: {s3_prefix}/{sink}/{topic}/{partition}/{first}-{last}.csv.gz and .manifest."),
+      kit::option("s3_prefix", &Settings::s3_prefix).fallback(std::string("picomq-staging")).help("Key prefix of the staged files: {s3_prefix}/{sink}/{topic}/{partition}/{first}-{last}.{token}.csv.gz and .manifest (token: random, of the load: a key is written once)."),
       kit::option("s3_region", &Settings::s3_region).fallback(std::string("us-east-1")).check(kit::not_empty()).help("Region of the bucket (SigV4)."),
       kit::option("s3_endpoint", &Settings::s3_endpoint).help("S3 endpoint, path-style (default https://s3.{s3_region}.amazonaws.com)."),
       kit::option("aws_access_key_id", &Settings::aws_access_key_id).help("Key the sink stages with (and, without iam_role, that COPY reads with)."),
@@ -511,14 +514,28 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       csv_field(csv, {reinterpret_cast<const char*>(r.payload.data), r.payload.size});
       csv += '\n';
     }
-    // Stage: deterministic keys (a retry or a replay of the same range writes the same objects).
-    const std::string base = stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last);
+    // Stage under keys of this load's own: <first>-<last>.<token>. A key is written once, so no
+    // other upload (a killed run's, applied late by the store) can change what this load's
+    // manifest names between its PUT and the COPY; a late one only leaves a file no manifest
+    // names, which the sweep at the next start removes once its range is loaded.
+    const std::string base = stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last) + "." + stage_token();
     const std::string file_key = base + ".csv.gz", manifest_key = base + ".manifest";
     const bool any = !staged_.empty();
+    auto drop_staged = [&] {
+      if (any && !s_.keep_staged_files) {
+        delete_object(file_key);
+        delete_object(manifest_key);
+      }
+    };
     if (any) {
       put_object(file_key, kit::compress(kit::Compression::Gzip, csv), "application/gzip");
       std::string manifest = "{\"entries\":[{\"url\":\"s3://" + s_.s3_bucket + "/" + file_key + "\",\"mandatory\":true}]}";
-      put_object(manifest_key, manifest, "application/json");
+      try {
+        put_object(manifest_key, manifest, "application/json");
+      } catch (...) {
+        drop_staged();  // the next attempt stages under new keys
+        throw;
+      }
     }
     // One transaction: stage table, COPY, MERGE, the offsets row.
     const std::string stage = "picomq_stage_" + std::to_string(raw.partition);
@@ -545,15 +562,21 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       exec("COMMIT", "COMMIT");
     } catch (...) {
       if (conn_ && PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
+      drop_staged();  // the next attempt stages under new keys
       throw;
     }
     loaded_[std::string(raw.topic) + "\x1f" + std::to_string(raw.partition)] = last;
     count("loads");
     count("rows", staged_.size());
-    if (any && !s_.keep_staged_files) {
-      delete_object(file_key);
-      delete_object(manifest_key);
-    }
+    drop_staged();
+  }
+
+  // 16 random hex digits: what makes a load's staged keys its own.
+  static std::string stage_token() {
+    static thread_local std::mt19937_64 random{std::random_device{}()};
+    char token[17];
+    std::snprintf(token, sizeof token, "%016llx", static_cast<unsigned long long>(random()));
+    return token;
   }
 
   std::string credentials() const {

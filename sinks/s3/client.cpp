@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <random>
 #include <thread>
 
 #include "picomq/kit/encoding.hpp"
@@ -109,10 +110,17 @@ std::string multipart_etag(std::string_view bytes, uint64_t part_size) {
   return multipart_etag_of(digests, parts);
 }
 
-std::string marker_key(const std::string& key) {
+std::string marker_key(const std::string& key, const std::string& token) {
   const size_t slash = key.rfind('/');
   const std::string folder = slash == std::string::npos ? "" : key.substr(0, slash + 1);
-  return folder + "_picomq/" + key.substr(slash == std::string::npos ? 0 : slash + 1) + ".last-offset";
+  return folder + "_picomq/" + key.substr(slash == std::string::npos ? 0 : slash + 1) + "." + token + ".last-offset";
+}
+
+std::string upload_token() {
+  static thread_local std::mt19937_64 random{std::random_device{}()};
+  char token[17];
+  std::snprintf(token, sizeof token, "%016llx", static_cast<unsigned long long>(random()));
+  return token;
 }
 
 Client::Client(const Plan& plan, size_t max_in_flight, Hooks hooks) : plan_(plan), hooks_(std::move(hooks)) {
@@ -130,7 +138,8 @@ Client::Client(const Plan& plan, size_t max_in_flight, Hooks hooks) : plan_(plan
   rules_.on(400, "<Code>RequestTimeout</Code>", kit::Outcome::Retry, "S3: RequestTimeout = the connection was idle too long; resend")
       .on(409, kit::Outcome::Retry, "S3: 409 OperationAborted = a conflicting operation on the key is in progress; resend")
       .on(400, kit::Outcome::Fatal, "S3: 400 = a request S3 cannot take (configuration or sink bug)")
-      .on(412, kit::Outcome::Fatal, "S3: 412 = precondition failed");
+      .on(412, kit::Outcome::Fatal, "S3: 412 = precondition failed")
+      .on(501, kit::Outcome::Fatal, "S3: 501 NotImplemented = a header or request the store does not support");
 }
 
 Client::~Client() { close(); }
@@ -198,47 +207,43 @@ void Client::put_object(const std::string& key, std::string_view body, const std
       return;
     }
     if (response.status == 412 && plan_.settings.conditional_create) {
-      // The key exists: written before (a replay) when the object there is ours, byte for byte.
-      const kit::HttpResponse h = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
-      const auto etag = h.headers.get("ETag");
-      if (h.status == 200 && etag && unquote(*etag) == md5_hex(body)) {
-        if (hooks_.count) hooks_.count("already_written", 1);
-        return;
-      }
-      if (h.status == 404) continue;  // gone again in between: create it
-      throw sdk::FatalError("conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
-                            "' with other content (ETag " + std::string(etag.value_or("none")) + ", ours \"" +
-                            md5_hex(body) + "\"): another writer, or a changed key template or rotation");
+      if (!taken_by_ours(key, md5_hex(body))) continue;  // gone again in between: create it
+      return;
     }
     throw sdk::FatalError(response.completed() ? describe(response, what) : c.reason);
   }
 }
 
-std::optional<std::string> Client::etag(const std::string& key) {
+bool Client::taken_by_ours(const std::string& key, const std::string& ours) {
   const std::string url = object_url(plan_, key);
   const kit::HttpResponse h = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
-  if (h.status == 404) return std::nullopt;
+  if (h.status == 404) return false;
   if (h.status != 200) throw sdk::FatalError(h.completed() ? describe(h, "HEAD " + key) : classify(h).reason);
-  return unquote(h.headers.get("ETag").value_or(""));
-}
-
-void Client::check_same(const std::string& key, const std::string& there, const std::string& ours) {
+  const std::string there = unquote(h.headers.get("ETag").value_or(""));
   if (there == ours) {
+    // Written before: a resend of ours whose answer was lost, or a run that cut the same object.
     if (hooks_.count) hooks_.count("already_written", 1);
-    return;
+    return true;
   }
-  throw sdk::FatalError("conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
-                        "' with other content (ETag \"" + there + "\", ours \"" + ours +
-                        "\"): another writer, or a changed key template or rotation");
+  const auto last = last_offset_of(h);
+  if (!last)
+    throw sdk::FatalError("conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
+                          "' with other content (ETag \"" + there + "\", ours \"" + ours +
+                          "\") and without picomq's last-offset metadata, so what it holds is unknown: another writer's "
+                          "object, or a changed key template; move it away or change prefix / key_template");
+  throw KeyTaken(key, *last,
+                 "conditional_create: " + key + " was taken by an object with other content (ETag \"" + there + "\", ours \"" +
+                     ours + "\": a killed run's late upload, or records cut at other offsets), holding the records up to offset " +
+                     std::to_string(*last) + "; the records after it go into the next object");
 }
 
-std::string Client::create_multipart(const std::string& key, const std::string& content_type) {
+std::string Client::create_multipart(const std::string& key, const std::string& content_type, const std::string& marker) {
   const std::string url = object_url(plan_, key);
   const kit::HttpResponse created = send(
       [&] {
         kit::HttpRequest r{.method = "POST", .url = url + "?uploads="};
         r.headers.set("Content-Type", content_type);
-        r.headers.set("x-amz-meta-picomq-last-offset-in", marker_key(key));
+        r.headers.set("x-amz-meta-picomq-last-offset-in", marker);
         return r;
       },
       "CreateMultipartUpload " + key);
@@ -266,8 +271,7 @@ std::string Client::upload_part(const std::string& key, const std::string& uploa
   return std::string(*etag);
 }
 
-void Client::put_marker(const std::string& key, int64_t last_offset) {
-  const std::string marker = marker_key(key);
+void Client::put_marker(const std::string& marker, int64_t last_offset) {
   const std::string url = object_url(plan_, marker);
   const std::string body = std::to_string(last_offset);
   const kit::HttpResponse r = send(
@@ -281,21 +285,28 @@ void Client::put_marker(const std::string& key, int64_t last_offset) {
   if (classify(r).outcome != kit::Outcome::Written) throw sdk::FatalError(r.completed() ? describe(r, "PUT " + marker) : classify(r).reason);
 }
 
-void Client::complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml) {
+bool Client::complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml,
+                                const std::string& ours) {
   const std::string url = object_url(plan_, key) + "?uploadId=" + kit::percent_encode(upload_id);
   const std::string complete = "<CompleteMultipartUpload>" + parts_xml + "</CompleteMultipartUpload>";
   const kit::HttpResponse done = send(
       [&] {
         kit::HttpRequest r{.method = "POST", .url = url, .body = kit::HttpBody::borrowed(complete)};
         r.headers.set("Content-Type", "application/xml");
+        if (plan_.settings.conditional_create) r.headers.set("If-None-Match", "*");
         return r;
       },
       "CompleteMultipartUpload " + key);
+  if (done.status == 412 && plan_.settings.conditional_create) {
+    if (taken_by_ours(key, ours)) return false;
+    throw sdk::RetryableError("CompleteMultipartUpload " + key + ": 412, and the key is free again; the object goes up again");
+  }
   // S3 can answer 200 and put the error in the body.
   if (done.status != 200 || done.body.find("<Error>") != std::string::npos)
     throw sdk::RetryableError((done.completed() ? describe(done, "CompleteMultipartUpload " + key) : classify(done).reason) +
                               " " + done.body_excerpt(200));
   if (hooks_.count) hooks_.count("objects", 1);
+  return true;
 }
 
 void Client::abort_multipart(const std::string& key, const std::string& upload_id) {
@@ -303,6 +314,71 @@ void Client::abort_multipart(const std::string& key, const std::string& upload_i
   const kit::HttpResponse aborted =
       http_->send({.method = "DELETE", .url = object_url(plan_, key) + "?uploadId=" + kit::percent_encode(upload_id)});
   if (hooks_.count) hooks_.count(aborted.status == 204 || aborted.status == 200 ? "multipart_aborted" : "multipart_abort_failed", 1);
+}
+
+void Client::delete_object(const std::string& key) {
+  (void)http_->send({.method = "DELETE", .url = object_url(plan_, key)});
+}
+
+void Client::check_conditional_writes() {
+  const std::string probe = plan_.prefix + "_picomq/conditional-write-probe";
+  const std::string url = object_url(plan_, probe);
+  const std::string body = "picomq-connect: a probe that the store honours If-None-Match (docs/sinks/s3.md)";
+  auto put = [&] {
+    return send(
+        [&] {
+          kit::HttpRequest r{.method = "PUT", .url = url, .body = kit::HttpBody::borrowed(body)};
+          r.headers.set("Content-Type", "text/plain");
+          r.headers.set("If-None-Match", "*");
+          return r;
+        },
+        "PUT " + probe);
+  };
+  const std::string where = "bucket '" + plan_.settings.bucket + "' at " + kit::redact_url(plan_.scheme + "://" + plan_.host + plan_.base_path);
+  auto unsupported = [&](const std::string& what) {
+    return sdk::FatalError(
+        "conditional_create: the store (" + where + ") " + what +
+        ": it cannot refuse a killed run's upload that lands late, which could replace a committed object with "
+        "another cut of its records. Use a store that honours If-None-Match (AWS S3, MinIO, SeaweedFS), or set "
+        "conditional_create = false to write without that protection (docs/sinks/s3.md, \"Replay and crashes\")");
+  };
+  auto fails = [&](const kit::HttpResponse& r, const std::string& what) -> sdk::FatalError {
+    if (r.status == 501 || r.status == 400) return unsupported("refused If-None-Match on " + what + " (" + describe(r, what) + ")");
+    return sdk::FatalError(r.completed() ? describe(r, what) : classify(r).reason);
+  };
+  const kit::HttpResponse first = put();
+  if (first.status != 412 && classify(first).outcome != kit::Outcome::Written) throw fails(first, "PUT " + probe);
+  if (first.status != 412) {
+    const kit::HttpResponse second = put();
+    if (classify(second).outcome == kit::Outcome::Written)
+      throw unsupported("ignores If-None-Match: * on PUT (a second conditional PUT of " + probe + " was answered " +
+                        std::to_string(second.status) + ")");
+    if (second.status != 412) throw fails(second, "PUT " + probe);
+  }
+  // The same on CompleteMultipartUpload: one small part, completed onto the probe that exists.
+  const std::string id = create_multipart(probe, "text/plain", marker_key(probe, "probe"));
+  try {
+    const std::string etag = upload_part(probe, id, 1, body);
+    const std::string complete = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" + etag +
+                                 "</ETag></Part></CompleteMultipartUpload>";
+    const std::string complete_url = url + "?uploadId=" + kit::percent_encode(id);
+    const kit::HttpResponse done = send(
+        [&] {
+          kit::HttpRequest r{.method = "POST", .url = complete_url, .body = kit::HttpBody::borrowed(complete)};
+          r.headers.set("Content-Type", "application/xml");
+          r.headers.set("If-None-Match", "*");
+          return r;
+        },
+        "CompleteMultipartUpload " + probe);
+    if (done.status == 200 && done.body.find("<Error>") == std::string::npos)
+      throw unsupported("ignores If-None-Match: * on CompleteMultipartUpload (completing an upload onto the existing " + probe +
+                        " was answered 200)");
+    if (done.status != 412) throw fails(done, "CompleteMultipartUpload " + probe);
+  } catch (...) {
+    abort_multipart(probe, id);
+    throw;
+  }
+  abort_multipart(probe, id);
 }
 
 std::vector<std::string> Client::list_keys(const std::string& prefix) {
@@ -337,11 +413,15 @@ std::optional<int64_t> Client::last_offset(const std::string& key) {
   const kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
   if (r.status == 404) return std::nullopt;
   if (r.status != 200) throw sdk::FatalError(r.completed() ? describe(r, "HEAD " + key) : classify(r).reason);
-  auto v = r.headers.get("x-amz-meta-picomq-last-offset");
+  return last_offset_of(r);
+}
+
+std::optional<int64_t> Client::last_offset_of(const kit::HttpResponse& head) {
+  auto v = head.headers.get("x-amz-meta-picomq-last-offset");
   std::string value = v ? std::string(*v) : "";
   if (!v) {
     // A streamed object: its last offset is in the marker written before it was completed.
-    const auto in = r.headers.get("x-amz-meta-picomq-last-offset-in");
+    const auto in = head.headers.get("x-amz-meta-picomq-last-offset-in");
     if (!in) return std::nullopt;
     const std::string marker = std::string(*in);
     const std::string url = object_url(plan_, marker);

@@ -6,8 +6,9 @@
 //
 // Outcomes (docs/sinks/s3.md, "Errors"):
 //   2xx                                  written
-//   412 on a conditional PUT             written when the object there has our bytes (ETag =
-//                                        MD5 of the body), else fatal (another writer's object)
+//   412 on a conditional PUT or          written when the object there has our bytes (same
+//   CompleteMultipartUpload              ETag), else KeyTaken with the last offset the object
+//                                        there holds (from its metadata; fatal when it has none)
 //   500, 502, 503 (SlowDown), 504, 429,  resent here with back-off for up to retry_timeout, then
 //   409 (OperationAborted), 400          RetryableError (the runtime retries the batches)
 //   RequestTimeout, transport errors
@@ -24,6 +25,7 @@
 #include "picomq/kit/backoff.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/outcome.hpp"
+#include "picomq/sdk.hpp"
 #include "s3/config.h"
 
 namespace picomq::s3 {
@@ -43,9 +45,25 @@ std::string multipart_etag(std::string_view bytes, uint64_t part_size);
 std::string multipart_etag_of(std::string_view part_digests, size_t parts);
 // The 16 bytes of MD5 of `bytes`.
 std::string md5_binary(std::string_view bytes);
-// Where a streamed object's last offset is kept: "<folder>/_picomq/<name>.last-offset" (a folder
-// starting with '_', which Hive, Spark, Trino and Athena skip when they read a table's files).
-std::string marker_key(const std::string& key);
+// Where a streamed object's last offset is kept: "<folder>/_picomq/<name>.<token>.last-offset" (a
+// folder starting with '_', which Hive, Spark, Trino and Athena skip when they read a table's
+// files). `token` is the upload's own (random): two uploads of one key never share a marker, so a
+// losing upload's marker cannot change what the winning object's marker says.
+std::string marker_key(const std::string& key, const std::string& token);
+// A fresh random token for marker_key (16 hex digits).
+std::string upload_token();
+
+// The key is taken: an object with other content is there (a killed run's upload that landed
+// late, or a run that cut the records at other offsets), holding the records up to
+// `last_offset`. Not written; the sink continues after that offset (docs/sinks/s3.md, "Replay
+// and crashes"). A RetryableError: the batches come again and skip what the object holds.
+class KeyTaken : public sdk::RetryableError {
+ public:
+  KeyTaken(std::string taken_key, int64_t taken_last_offset, const std::string& message)
+      : sdk::RetryableError(message), key(std::move(taken_key)), last_offset(taken_last_offset) {}
+  std::string key;
+  int64_t last_offset;
+};
 
 class Client {
  public:
@@ -57,24 +75,32 @@ class Client {
   ~Client();
 
   // Writes `body` at `key` in one PUT; returns when S3 has it. Throws sdk::RetryableError (not
-  // written, or cut: the runtime retries) or sdk::FatalError.
+  // written, or cut: the runtime retries), KeyTaken or sdk::FatalError. With conditional_create
+  // the PUT carries If-None-Match: * (the first upload of a key wins).
   // `last_offset` goes into the object's metadata (x-amz-meta-picomq-last-offset): what a
   // restart reads to find where the object it resumes in ends.
   void put_object(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
 
   // A multipart upload step by step, as a streamed object grows (parts in order, each resent on
   // its own). Its last offset is not known when the upload starts: the metadata names a marker
-  // object (marker_key) that holds it, written by put_marker before the upload is completed.
-  std::string create_multipart(const std::string& key, const std::string& content_type);  // the upload id
+  // object (`marker`, marker_key) that holds it, written by put_marker before the upload is completed.
+  std::string create_multipart(const std::string& key, const std::string& content_type, const std::string& marker);  // the upload id
   std::string upload_part(const std::string& key, const std::string& upload_id, size_t number, std::string_view part);  // its ETag
-  void put_marker(const std::string& key, int64_t last_offset);
-  void complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml);
+  void put_marker(const std::string& marker, int64_t last_offset);
+  // With conditional_create, If-None-Match: *. Returns false when the key was taken by an object
+  // with our bytes (ETag `ours`: written before, by us or a run that cut the same object): the
+  // upload is then the caller's to abort. Throws KeyTaken when it holds other bytes.
+  bool complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml,
+                          const std::string& ours);
   // Best effort (counters multipart_aborted / multipart_abort_failed).
   void abort_multipart(const std::string& key, const std::string& upload_id);
-  // conditional_create before a multipart upload: the ETag of the object at `key`, nullopt when there is none.
-  std::optional<std::string> etag(const std::string& key);
-  // Whether an existing object (ETag `there`) has our bytes (ETag `ours`); throws sdk::FatalError otherwise.
-  void check_same(const std::string& key, const std::string& there, const std::string& ours);
+  // Best effort: a marker of an upload that lost its key.
+  void delete_object(const std::string& key);
+  // conditional_create, once before the first upload: that the store refuses a second
+  // If-None-Match: * PUT, and a CompleteMultipartUpload with it, of an existing key (a probe object
+  // <prefix>_picomq/conditional-write-probe). Throws sdk::FatalError when it does not (the store
+  // would let a late upload replace an object), sdk::RetryableError when it cannot be asked now.
+  void check_conditional_writes();
   // Keys under `prefix` (ListObjectsV2, every page). Throws like put_object.
   std::vector<std::string> list_keys(const std::string& prefix);
   // The last offset of an object: its picomq-last-offset metadata, or the one in the marker its
@@ -93,6 +119,12 @@ class Client {
   std::string describe(const kit::HttpResponse& response, const std::string& what) const;
   // Sends (again, with back-off, while retry_timeout allows) until the outcome is not a retry.
   kit::HttpResponse send(const std::function<kit::HttpRequest()>& make, const std::string& what);
+  // After a 412 on a conditional write of `key` (our bytes' ETag `ours`): true when the object
+  // there is ours, false when it is gone again (write it again); else throws KeyTaken (or
+  // sdk::FatalError for an object without picomq's last-offset metadata).
+  bool taken_by_ours(const std::string& key, const std::string& ours);
+  // The last offset named by a HEAD answer's metadata (or its marker), nullopt without either.
+  std::optional<int64_t> last_offset_of(const kit::HttpResponse& head);
   const Plan& plan_;
   Hooks hooks_;
   kit::OutcomeRules rules_;

@@ -149,9 +149,12 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Rotation by record time: a record whose timestamp reaches the end of its object's window (windows "
                 "aligned to the epoch, of this length, from the first record's timestamp) starts a new object. 0: off."),
       kit::option("conditional_create", &Settings::conditional_create)
-          .fallback(false)
-          .help("PUT with If-None-Match: *. A 412 (the key exists) counts as written when the object there has this "
-                "object's bytes (ETag = MD5), and is an error otherwise."),
+          .fallback(true)
+          .help("The first upload of a key wins: PUT and CompleteMultipartUpload with If-None-Match: *, so a killed "
+                "run's upload landing late never replaces an object. A 412 counts as written when the object there has "
+                "this object's bytes (same ETag); when it holds other records (another cut), the records after its last "
+                "offset go into the next object. Checked once per start (a probe object under <prefix>_picomq/): a "
+                "store that ignores If-None-Match stops the sink. false: overwrite (docs/sinks/s3.md, Replay and crashes)."),
       kit::option("part_size", &Settings::part_size)
           .fallback(kit::ByteSize{16u << 20})
           .help("An object larger than this (as uploaded, after compression) goes up as a multipart upload of parts of "

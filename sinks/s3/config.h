@@ -44,7 +44,7 @@ struct Settings {
   int64_t max_object_records = 0;
   kit::ByteSize max_object_bytes{};
   std::chrono::milliseconds rotate_interval{};
-  bool conditional_create = false;
+  bool conditional_create = true;
   kit::ByteSize part_size{};
   int64_t parts_in_flight = 0;
   kit::ByteSize chunk_size{};

@@ -69,7 +69,7 @@ struct Stream {
   bool started = false;   // the object's head bytes are in `buffer`
   std::string buffer;     // encoded (compressed) bytes not uploaded yet
   std::string upload_id;  // multipart upload under way
-  std::optional<std::string> existing;  // conditional_create: the ETag of the object there (compared, not uploaded)
+  std::string marker;     // its last offset's marker (a key of its own: marker_key)
   bool multipart = false;
   std::string parts_xml, digests;
   size_t parts = 0;
@@ -90,9 +90,14 @@ struct PartitionState {
   // starting after it is refused (retry) until the one holding it comes back.
   std::optional<int64_t> expect;
   // Records up to this offset are in objects written before (found at the first batch after a
-  // start, or dropped on a rewind): skipped.
+  // start, or dropped on a rewind, or holding a key we were refused): skipped.
   std::optional<int64_t> skip_through;
-  bool resumed = false;  // the first batch looked up the object it starts in
+  // Until resumed, each batch looks in the bucket for the objects its records are in already (a
+  // run before this one, or the object that took a key from us), and the records in them are
+  // skipped: first by listing the keys around the first record (listed), then by following the
+  // objects from there, key after key.
+  bool resumed = false;
+  bool listed = false;
   // After a failure: the records up to this offset come again as retries. The runtime waits for
   // each retried batch alone (no flush comes), so until then a batch's records end its object:
   // at the offsets where dropped objects had been ended by a flush (the same objects again), or
@@ -170,7 +175,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       return result;
     }
     const int64_t first = pmq_batch_record(&b, 0)->offset;
-    bool resumed;
+    bool resumed, listed;
+    std::optional<int64_t> skip_through;
     {
       // Memory: wait while the partition's objects hold more than parts_in_flight x part_size
       // bytes not uploaded yet (the upload thread drains them part by part).
@@ -180,14 +186,18 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         count("memory_waits");
         while (!closing_ && held(p) > held_limit_) cv_.wait_for(lock, std::chrono::milliseconds(100));
       }
+      if (p.expect && first > *p.expect) return waiting_for(*p.expect, write, result);
       resumed = p.resumed;
+      listed = p.listed;
+      skip_through = p.skip_through;
     }
-    std::optional<int64_t> resume_through;
+    std::optional<Found> found;
     if (!resumed) {
-      // The first batch of the partition since the start (or an assignment): the object it
-      // starts in may be written already (a crash after the upload, before the commit).
+      // The first batch of the partition since the start (or an assignment, or a key taken from
+      // us): the objects its records are in may be written already (a crash after the upload,
+      // before the commit; a killed run's upload that landed late).
       try {
-        resume_through = written_through(b);
+        found = find_written(b, listed ? skip_through : std::nullopt, !listed);
       } catch (const sdk::FatalError& e) {
         write->finish(std::pair{true, std::string(e.what())});
         return result;
@@ -220,31 +230,32 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     {
       std::lock_guard lock(mutex_);
       PartitionState& p = partition(b.topic, b.partition);
-      if (!p.resumed) {
-        p.resumed = true;
-        if (resume_through) {
+      if (!p.resumed && found) {
+        p.listed = true;
+        p.resumed = found->complete;
+        if (found->through && (!p.skip_through || *found->through > *p.skip_through)) {
           log(sdk::LogLevel::Info, "s3 sink: " + std::string(b.topic) + "[" + std::to_string(b.partition) +
-                                       "] resumes at offset " + std::to_string(first) + ", inside an object written up to offset " +
-                                       std::to_string(*resume_through) + ": the next object starts after it");
-          count("resumed_inside_object");
-          p.skip_through = *resume_through;
-          p.objects->restart_at(*resume_through + 1);
+                                       "] resumes at offset " + std::to_string(first) + ", inside " +
+                                       (found->objects > 1 ? std::to_string(found->objects) + " objects" : std::string("an object")) +
+                                       " written up to offset " + std::to_string(*found->through) +
+                                       ": the next object starts after it");
+          if (found->listed) count("resumed_inside_object");
+          if (found->objects > (found->listed ? 1u : 0u)) count("objects_found_ahead", found->objects - (found->listed ? 1 : 0));
+          p.skip_through = *found->through;
+          p.objects->restart_at(*found->through + 1);
         }
       }
       const bool covered = p.skip_through && *p.skip_through >= p.objects->next_offset() - 1;
       if (!p.expect && first < p.objects->next_offset() && !covered) rewind(p);
-      if (p.expect && first > *p.expect) {
-        write->finish(std::pair{false, "waiting for the records from offset " + std::to_string(*p.expect) +
-                                           " to come again (an earlier upload of the partition failed)"});
-        return result;
-      }
+      if (p.expect && first > *p.expect) return waiting_for(*p.expect, write, result);
       try {
         const char* last_schema = nullptr;  // of the previous record: its encoder is `topic_encoder`
         TopicEncoder* topic_encoder = nullptr;
         for (size_t i = 0; i < b.record_count; ++i) {
           const pmq_record& r = *pmq_batch_record(&b, i);
-          if ((p.expect && r.offset < *p.expect) || (p.skip_through && r.offset <= *p.skip_through)) continue;
-          p.expect.reset();
+          if (p.expect && r.offset < *p.expect) continue;
+          p.expect.reset();  // the records came again from the failed object's first offset
+          if (p.skip_through && r.offset <= *p.skip_through) continue;
           encoded.clear();
           std::string_view schema;  // the record's writer schema, when objects follow the topic's
           if (plan_->settings.format == s3::Format::JsonLines) {
@@ -386,11 +397,58 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     return *slot;
   }
 
-  // The last offset of the written object that `b`'s first record is in, if there is one: the
-  // object with the greatest start offset at or before it, among the keys of the record's time
-  // bucket (listed by narrowing offset-digit prefixes, so a partition's thousands of objects
-  // are not listed), and the last offset in its metadata.
-  std::optional<int64_t> written_through(const pmq_batch& b) {
+  static sdk::Pending waiting_for(int64_t expect, const std::shared_ptr<BatchWrite>& write, sdk::Pending result) {
+    write->finish(std::pair{false, "waiting for the records from offset " + std::to_string(expect) +
+                                       " to come again (an earlier upload of the partition failed)"});
+    return result;
+  }
+
+  // What find_written() found: the records up to `through` are in `objects` written objects;
+  // `complete` once an object's key is free (the search ends), else the next batch goes on.
+  struct Found {
+    std::optional<int64_t> through;
+    size_t objects = 0;
+    bool listed = false;  // the first was found by listing (the batch starts inside it)
+    bool complete = true;
+  };
+
+  // The written objects `b`'s records are in, from its first record on. `list`: first the
+  // object with the greatest start offset at or before the first record, among the keys of the
+  // record's time bucket (listed by narrowing offset-digit prefixes, so a partition's thousands
+  // of objects are not listed), and the last offset in its metadata. Then, from `through` (that
+  // one's last offset, or what an earlier batch found), the object whose key the next record
+  // would start, and the next, while they are there (HEAD): a run killed after its uploads
+  // landed and before it committed them left them, and each would refuse our other cut of its
+  // records (conditional_create) or be overwritten by it.
+  Found find_written(const pmq_batch& b, std::optional<int64_t> through, bool list) {
+    Found found;
+    if (list) {
+      through = listed_through(b);
+      if (!through) return found;
+      found.listed = true;
+      found.objects = 1;
+    }
+    if (!through) return found;
+    found.through = through;
+    for (size_t i = 0; i < b.record_count;) {
+      const pmq_record& r = *pmq_batch_record(&b, i);
+      if (r.offset <= *found.through) {
+        ++i;
+        continue;
+      }
+      auto key = plan_->key.resolve({.topic = b.topic, .partition = b.partition, .start_offset = r.offset,
+                                     .timestamp_ms = r.timestamp_ms, .sink_key = sink_key(), .ext = plan_->ext});
+      if (!key) throw sdk::FatalError("key_template: " + key.error());
+      const auto last = client_->last_offset(plan_->prefix + key.value());
+      if (!last || *last < r.offset) return found;  // free (or not an object of ours): the search ends
+      found.through = last;
+      ++found.objects;
+    }
+    found.complete = false;  // every record is in them: the next batch's records go on
+    return found;
+  }
+
+  std::optional<int64_t> listed_through(const pmq_batch& b) {
     const pmq_record& r = *pmq_batch_record(&b, 0);
     auto prefix = plan_->key.resolve_prefix({.topic = b.topic, .partition = b.partition, .timestamp_ms = r.timestamp_ms,
                                              .sink_key = sink_key(), .ext = plan_->ext});
@@ -616,7 +674,9 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       lock.unlock();
 
       std::optional<std::pair<bool, std::string>> failure;
+      std::optional<int64_t> taken_through;  // the key was taken by an object holding the records up to here
       try {
+        if (plan_->settings.conditional_create && !probed_) check_conditional_writes();
         // Chunks are compressed each on its own: several at once when the records come faster
         // than one thread compresses (one partition's object, gzip: most of the sink's CPU).
         if (parquet_) {  // sealed (no chunk before): its records are all there
@@ -645,12 +705,16 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
           while (st.buffer.size() > part_size) upload_part(*o, st, std::string_view(st.buffer).substr(0, part_size), p, lock);
         }
         if (last) finish(*o, st, p, lock);
+      } catch (const s3::KeyTaken& e) {
+        failure = std::pair{false, std::string(e.what())};
+        taken_through = std::max(e.last_offset, o->first_offset - 1);
       } catch (const sdk::FatalError& e) {
         failure = std::pair{true, std::string(e.what())};
       } catch (const std::exception& e) {
         failure = std::pair{false, std::string(e.what())};
       }
       if (failure && !st.upload_id.empty()) client_->abort_multipart(o->key, st.upload_id);
+      if (taken_through && !st.marker.empty()) client_->delete_object(st.marker);
 
       lock.lock();
       if (o->dropped) {  // dropped meanwhile (records came again): its batches failed then; its upload goes
@@ -682,6 +746,17 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         if (o->sealed_by == "flush" || o->sealed_by == "revoke" || o->sealed_by == "retry") p.recut.insert(o->last_offset);
         p.expect = o->first_offset;
         p.objects->restart_at(o->first_offset);
+        if (taken_through) {
+          // Another run's object holds this one's first records (and maybe more): they come again
+          // from the broker and those up to its last offset are skipped; the next object starts
+          // after it, once the next batch has looked for more objects of that run (a key taken
+          // twice in a row would otherwise cost the runtime's retries).
+          count("keys_taken");
+          p.skip_through = std::max(p.skip_through.value_or(*taken_through), *taken_through);
+          p.objects->restart_at(*p.skip_through + 1);
+          p.resumed = false;
+          p.listed = true;
+        }
       } else {
         count("records_written", o->records);
         log(sdk::LogLevel::Debug, "s3 sink: wrote " + o->key + " (" + std::to_string(o->records) + " records, " +
@@ -740,17 +815,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   void upload_part(const s3::Object& o, Stream& st, std::string_view part, PartitionState& p, std::unique_lock<std::mutex>& lock) {
     if (!st.multipart) {
       st.multipart = true;
-      // If-None-Match is not sent with multipart uploads (not every S3 server takes it there): the
-      // key is looked at first instead (another writer can race), and an object there is
-      // compared by its ETag at the end instead of uploaded.
-      if (plan_->settings.conditional_create) st.existing = client_->etag(o.key);
-      if (!st.existing) st.upload_id = client_->create_multipart(o.key, plan_->content_type);
+      // Its own marker: an upload of the same key by another run (that may win it) has another.
+      st.marker = s3::marker_key(o.key, s3::upload_token());
+      st.upload_id = client_->create_multipart(o.key, plan_->content_type, st.marker);
     }
     ++st.parts;
     st.digests += s3::md5_binary(part);
-    if (!st.existing)
-      st.parts_xml += "<Part><PartNumber>" + std::to_string(st.parts) + "</PartNumber><ETag>" +
-                      client_->upload_part(o.key, st.upload_id, st.parts, part) + "</ETag></Part>";
+    st.parts_xml += "<Part><PartNumber>" + std::to_string(st.parts) + "</PartNumber><ETag>" +
+                    client_->upload_part(o.key, st.upload_id, st.parts, part) + "</ETag></Part>";
     st.uploaded += part.size();
     const size_t n = part.size();
     st.buffer.erase(0, n);
@@ -770,9 +842,22 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       return;
     }
     upload_part(o, st, st.buffer, p, lock);
-    if (st.existing) return client_->check_same(o.key, *st.existing, s3::multipart_etag_of(st.digests, st.parts));
-    client_->put_marker(o.key, o.last_offset);
-    client_->complete_multipart(o.key, st.upload_id, st.parts_xml);
+    client_->put_marker(st.marker, o.last_offset);
+    if (!client_->complete_multipart(o.key, st.upload_id, st.parts_xml, s3::multipart_etag_of(st.digests, st.parts))) {
+      // The key holds our bytes already (written before): this upload and its marker go.
+      client_->abort_multipart(o.key, st.upload_id);
+      client_->delete_object(st.marker);
+      st.upload_id.clear();
+    }
+  }
+
+  // Unlocked, before the first upload with conditional_create: the store must refuse what the
+  // rule rests on (a second If-None-Match write of a key); asked again after a retryable failure.
+  void check_conditional_writes() {
+    std::lock_guard lock(probe_mutex_);
+    if (probed_) return;
+    client_->check_conditional_writes();
+    probed_ = true;
   }
 
   std::unique_ptr<s3::Plan> plan_;
@@ -793,6 +878,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   std::deque<std::shared_ptr<PartitionState>> ready_;
   bool closing_ = false;
   std::vector<std::thread> uploaders_;
+  std::mutex probe_mutex_;
+  std::atomic<bool> probed_{false};  // check_conditional_writes() passed
 };
 
 PICOMQ_SINK_PLUGIN(S3Sink)

@@ -43,8 +43,10 @@ class SeaweedfsServer {
   // signed PUT (the kit's client): throws with S3's answer when refused.
   std::string create_bucket(const std::string& prefix) const;
   // Writes one object with a signed PUT (the kit's client); throws with S3's answer when refused.
-  void put_object(const std::string& bucket, const std::string& key, const std::string& body) const;
-  // Every object of `bucket` under `prefix`, by key, read with boto3.
+  void put_object(const std::string& bucket, const std::string& key, const std::string& body,
+                  const std::vector<std::pair<std::string, std::string>>& headers = {}) const;
+  // Every object of `bucket` under `prefix`, by key, read with boto3 (but the S3 sink's probe
+  // objects `_picomq/conditional-write-probe`).
   std::vector<S3Object> objects(const std::string& bucket, const std::string& prefix = "") const;
   // [plugin_config] lines that reach this server with the test credentials.
   std::string plugin_config(const std::string& bucket) const;

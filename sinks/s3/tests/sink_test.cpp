@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "picomq/kit/testing/fake_host.hpp"
+#include "picomq/kit/testing/http_stub.hpp"
 #include "s3/avro.h"
 #include "s3/client.h"
 #include "seaweedfs_server.h"
@@ -175,8 +176,12 @@ TEST_F(S3Sink, ALargeObjectStreamsItsPartsWhileOpenAndCompletesItsBatchesOnlyWhe
   for (const auto& w : writes) ASSERT_EQ(w->wait(120s).status, PMQ_WRITE_OK) << w->wait().error;
   EXPECT_EQ(host_->counter("parts"), 3u);  // ~12 MB in parts of 5 MiB
   const auto o = objects();
-  ASSERT_EQ(keys(o), (std::vector<std::string>{"big/partition=0/_picomq/big+0+00000000000000000000.json.last-offset",
-                                               "big/partition=0/big+0+00000000000000000000.json"}));
+  ASSERT_EQ(o.size(), 2u);
+  // The marker: a name of this upload's own (a token), so another run's upload of the key has another.
+  EXPECT_TRUE(o[0].key.starts_with("big/partition=0/_picomq/big+0+00000000000000000000.json.") &&
+              o[0].key.ends_with(".last-offset") && o[0].key.size() == std::string("big/partition=0/_picomq/big+0+00000000000000000000.json.").size() + 16 + 12)
+      << o[0].key;
+  EXPECT_EQ(o[1].key, "big/partition=0/big+0+00000000000000000000.json");
   EXPECT_EQ(o[0].text, "11999") << "the marker holds the streamed object's last offset";
   std::string expected;
   for (const auto& p : payloads) expected += p + "\n";
@@ -425,15 +430,15 @@ TEST_F(S3Sink, AReplayFromTheFirstOffsetRewritesTheSameKeysWithTheSameBytes) {
   EXPECT_EQ(w2->wait().status, PMQ_WRITE_OK);
   again->close();
   const auto after = objects();
-  ASSERT_EQ(keys(after), keys(before)) << "no new key: the replay overwrote";
+  ASSERT_EQ(keys(after), keys(before)) << "no new key: the replay found the objects there (same keys, same bytes)";
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_EQ(after[i].bytes, before[i].bytes) << after[i].key;
     EXPECT_EQ(after[i].etag, before[i].etag);
   }
 }
 
-TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndRefusesAnotherOne) {
-  const json config = {{"conditional_create", true}, {"compression", "none"}, {"max_object_records", 3}};
+TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndARestartSkipsTheObjectsThere) {
+  const json config = {{"compression", "none"}, {"max_object_records", 3}};  // conditional_create: the default
   auto write = [&](std::unique_ptr<kt::FakeHost>& h, int64_t first, std::vector<std::string> payloads) {
     auto w = h->start_write(TestBatch::json("cond", 0, first, std::move(payloads)));
     h->flush();
@@ -444,26 +449,90 @@ TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndRefusesAnotherOne) 
   host_->close();
   ASSERT_EQ(objects().size(), 2u);  // 0-2, 3-5
 
-  // A restart from offset 1 (inside the first object): it is skipped, the second is created again
-  // and exists: 412, and the object there is ours.
+  // A restart from offset 1 (inside the first object): it is skipped, and so is the second,
+  // found there by its key (HEAD) before any upload.
   auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
   open(config, &again);
   EXPECT_EQ(write(again, 1, {"{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status, PMQ_WRITE_OK);
   EXPECT_EQ(again->counter("resumed_inside_object"), 1u);
-  EXPECT_EQ(again->counter("already_written"), 1u);
+  EXPECT_EQ(again->counter("objects_found_ahead"), 1u);
+  EXPECT_EQ(again->counter("objects"), 0u) << "nothing uploaded again";
   again->close();
 
-  // Other records at those offsets (another writer, a changed topic): refused, the object stands.
-  auto other = kt::FakeHost::load(S3_SINK_PLUGIN);
-  open(config, &other);
-  const auto refused = write(other, 1, {"{\"a\":1}", "{\"a\":2}", "{\"b\":3}", "{\"a\":4}", "{\"a\":5}"});
-  EXPECT_EQ(refused.status, PMQ_WRITE_FATAL);
-  EXPECT_NE(refused.error.find("already exists in bucket '" + bucket_ + "' with other content"), std::string::npos)
-      << refused.error;
-  other->close();
   const auto o = objects();
   ASSERT_EQ(o.size(), 2u);
-  EXPECT_NE(o[1].text.find("{\"a\":3}"), std::string::npos) << "the first writer's object stands";
+  EXPECT_EQ(o[1].text, "{\"a\":3}\n{\"a\":4}\n{\"a\":5}\n");
+}
+
+// The first upload of a key wins: an object that takes the key between the sink's look and its
+// upload (a killed run's upload landing late, played here by the kit's receiver holding the
+// sink's PUT while another object is written there) refuses ours with 412. Its records (up to
+// its last offset, from its metadata) are not written again: the batch comes again (retry), they
+// are skipped, and the next object starts after them. An object without picomq's metadata there
+// stops the sink: what it holds is unknown.
+TEST_F(S3Sink, AKeyTakenByAnotherCutOfTheRecordsIsLeftToItAndTheRecordsAfterItGoOn) {
+  kt::HttpReceiver store;
+  store.forward_to(server_->endpoint());
+  store.script({{"method", "PUT"}, {"path_contains", "taken+0+00000000000000000000"}, {"action", "hold"}, {"count", 1}});
+  open({{"endpoint", store.base_url()}, {"compression", "none"}, {"max_object_records", 3}});
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 6; ++i) payloads.push_back("{\"a\":" + std::to_string(i) + "}");
+  auto w = host_->start_write(TestBatch::json("taken", 0, 0, payloads));
+  for (int i = 0; i < 100 && store.held().empty(); ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(store.held().size(), 1u) << "the upload of [0, 2] is held";
+  const std::string key = "taken/partition=0/taken+0+00000000000000000000.json";
+  server_->put_object(bucket_, key, "{\"a\":0}\n{\"a\":1}\n", {{"x-amz-meta-picomq-last-offset", "1"}});
+  EXPECT_EQ(store.release().begin()->second, 412) << "the key is taken: ours is refused";
+  const auto taken = w->wait();
+  EXPECT_EQ(taken.status, PMQ_WRITE_RETRY) << taken.error;
+  EXPECT_NE(taken.error.find("was taken by an object with other content"), std::string::npos) << taken.error;
+  EXPECT_NE(taken.error.find("holding the records up to offset 1"), std::string::npos) << taken.error;
+  EXPECT_EQ(host_->counter("keys_taken"), 1u);
+  // The records again, as the runtime reads them again: 0 and 1 are there already.
+  auto again = host_->start_write(TestBatch::json("taken", 0, 0, payloads));
+  host_->flush();
+  EXPECT_EQ(again->wait().status, PMQ_WRITE_OK) << again->wait().error;
+  host_->close();
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{key, "taken/partition=0/taken+0+00000000000000000002.json",
+                                               "taken/partition=0/taken+0+00000000000000000005.json"}));
+  EXPECT_EQ(o[0].text + o[1].text + o[2].text, "{\"a\":0}\n{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}\n{\"a\":5}\n")
+      << "every record once";
+
+  // Without picomq's metadata the object's records are unknown: the sink stops, naming it.
+  server_->put_object(bucket_, "foreign/partition=0/foreign+0+00000000000000000000.json", "something else\n");
+  auto other = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open({{"compression", "none"}}, &other);
+  auto f = other->start_write(TestBatch::json("foreign", 0, 0, {R"({"a":0})"}));
+  other->flush();
+  EXPECT_EQ(f->wait().status, PMQ_WRITE_FATAL);
+  EXPECT_NE(f->wait().error.find("without picomq's last-offset metadata"), std::string::npos) << f->wait().error;
+  other->close();
+}
+
+// A store that ignores If-None-Match (played by the kit's receiver in front of SeaweedFS, which
+// answers the probe's second conditional PUT itself) would let a late upload replace an object:
+// the sink says so and stops, unless conditional_create = false accepts that.
+TEST_F(S3Sink, AStoreThatIgnoresIfNoneMatchStopsTheSinkUnlessConditionalCreateIsOff) {
+  kt::HttpReceiver store;
+  store.forward_to(server_->endpoint());
+  store.script({{"method", "PUT"}, {"path_contains", "_picomq/conditional-write-probe"}, {"status", 200}, {"count", 0}});
+  open({{"endpoint", store.base_url()}, {"compression", "none"}});
+  auto w = host_->start_write(TestBatch::json("probe", 0, 0, {R"({"v":1})"}));
+  host_->flush();
+  EXPECT_EQ(w->wait().status, PMQ_WRITE_FATAL);
+  EXPECT_NE(w->wait().error.find("ignores If-None-Match: * on PUT"), std::string::npos) << w->wait().error;
+  EXPECT_NE(w->wait().error.find("conditional_create = false"), std::string::npos) << w->wait().error;
+  host_->close();
+  EXPECT_TRUE(objects().empty());
+
+  auto unprotected = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open({{"endpoint", store.base_url()}, {"compression", "none"}, {"conditional_create", false}}, &unprotected);
+  auto w2 = unprotected->start_write(TestBatch::json("probe", 0, 0, {R"({"v":1})"}));
+  unprotected->flush();
+  EXPECT_EQ(w2->wait().status, PMQ_WRITE_OK) << w2->wait().error;
+  unprotected->close();
+  EXPECT_EQ(keys(objects()), (std::vector<std::string>{"probe/partition=0/probe+0+00000000000000000000.json"}));
 }
 
 TEST_F(S3Sink, AWrongSecretIsRefusedBySeaweedfsAndReportedWithoutTheSecret) {

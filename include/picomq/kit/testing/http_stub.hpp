@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -61,6 +62,17 @@ struct ReceiverStats {
   size_t in_flight = 0;
   size_t max_in_flight = 0;  // most requests being answered at once
   size_t duplicates = 0;
+  size_t held = 0;          // requests a "hold" rule took
+  size_t held_now = 0;      // of those, not forwarded yet
+  size_t applied_late = 0;  // forwarded after their client had gone (killed, or gave up)
+  std::map<std::string, size_t> late_answers;  // the forward target's statuses to those ("412": 3)
+};
+
+// A request a "hold" rule keeps (GET /_control/held).
+struct HeldRequest {
+  int64_t id = 0;
+  std::string method, path, query;
+  bool client_gone = false;
 };
 
 class HttpReceiver {
@@ -94,6 +106,11 @@ class HttpReceiver {
   std::pair<long, std::string> call(const char* method, std::string_view path, const std::string& body = {}) const;
   std::vector<RecordedRequest> requests(std::string_view path = {}) const;
   ReceiverStats stats() const;
+  // The requests held now (rule action "hold"), oldest first.
+  std::vector<HeldRequest> held() const;
+  // Forwards held requests now, one after the other (every held one when `ids` is empty); the
+  // forward target's status to each, by id.
+  std::map<int64_t, long> release(const std::vector<int64_t>& ids = {});
   // Stops the server now: its port refuses connections afterwards.
   void stop();
 
