@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -580,138 +581,122 @@ namespace late {
 
 const std::string kFirstKey = "+00000000000000000000.json";
 
-// Starts a runtime that reads `topic` from its start, waits until the store holds `held`
-// requests, then SIGKILLs it.
-void killed_while_held(Runtime& rt, kit::testing::HttpReceiver& store, size_t held) {
-  rt.start();
-  ASSERT_TRUE(wait_until([&] { return store.held().size() >= held; }, 60s)) << rt.log();
-  rt.kill_hard();
-  rt.wait_exit(10s);
-}
-
 std::vector<S3Object> data(std::vector<S3Object> objects) {
   std::erase_if(objects, is_marker);
   return objects;
 }
 
+// One partition's topic and a bucket behind the store (the kit's receiver forwarding to
+// SeaweedFS), and the runs of one sink definition `key` against them.
+struct Setup {
+  Setup(const std::string& key, const std::string& plugin_config, const std::string& block)
+      : kafka(Kafka::shared()), s3(SeaweedfsServer::shared()), key(key), config(plugin_config),
+        block(block + static_member(key)) {
+    store.forward_to(s3.endpoint());
+    bucket = s3.create_bucket(key);
+    topic = unique_name("s3." + key);
+    kafka.create_topic(topic);
+  }
+  std::unique_ptr<Runtime> run(const std::string& name) {
+    auto rt = std::make_unique<Runtime>(kafka.bootstrap(), key + "-" + name);
+    rt->add_definition("s.toml", proxied_definition(key, topic, bucket, store, config, block));
+    rt->start();
+    return rt;
+  }
+  // A run SIGKILLed once the store holds `held` requests (its own among them).
+  void killed_run(size_t held) {
+    auto rt = run("killed");
+    ASSERT_TRUE(wait_until([&] { return store.held().size() >= held; }, 60s)) << rt->log();
+    rt->kill_hard();
+    rt->wait_exit(10s);
+  }
+  bool committed(int64_t offset) {
+    return wait_until([&] { return kafka.committed(group_of(key), topic) == offset; }, 60s);
+  }
+  int64_t counter(Runtime& rt, const char* name) {
+    return rt.sink_status(key).value("counters", nlohmann::json::object()).value(name, int64_t{0});
+  }
+  // Stops the run (SIGTERM, exit 0 expected); the bucket's records, each once.
+  std::map<std::pair<int, int64_t>, std::string> stop_and_read(Runtime& rt) {
+    EXPECT_EQ(rt.sink_state(key), "running");
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    return records_of(data(s3.objects(bucket)));  // fails on a record found twice
+  }
+
+  Kafka& kafka;
+  SeaweedfsServer& s3;
+  kit::testing::HttpReceiver store;
+  std::string key, config, block, bucket, topic;
+};
+
 }  // namespace late
 
 TEST(S3SinkKafka, AKilledRunsUploadLandingAfterTheLiveRunsCommitIsRefusedAndLosesNothing) {
-  auto& kafka = Kafka::shared();
-  auto& s3 = SeaweedfsServer::shared();
-  kit::testing::HttpReceiver store;
-  store.forward_to(s3.endpoint());
-  const auto bucket = s3.create_bucket("late-last");
-  const auto topic = unique_name("s3.late.last");
-  kafka.create_topic(topic);
-  const std::string config = "compression = \"none\"\n";
-  const std::string block = "batch_length = 100\npoll_interval = \"300ms\"\n" + static_member("s3latelast");
-  store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 1}});
-  kafka.produce_values(topic, json_values(0, 300));
-  {
-    Runtime killed(kafka.bootstrap(), "late-last-killed");
-    killed.add_definition("s.toml", proxied_definition("s3latelast", topic, bucket, store, config, block));
-    late::killed_while_held(killed, store, 1);
-  }
-  EXPECT_EQ(kafka.committed(group_of("s3latelast"), topic), -1001);
-  kafka.produce_values(topic, json_values(300, 600));
-  Runtime live(kafka.bootstrap(), "late-last-live");
-  live.add_definition("s.toml", proxied_definition("s3latelast", topic, bucket, store, config, block));
-  live.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3latelast"), topic) == 600; }, 60s)) << live.log();
+  late::Setup t("s3latelast", "compression = \"none\"\n", "batch_length = 100\npoll_interval = \"300ms\"\n");
+  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 1}});
+  t.kafka.produce_values(t.topic, json_values(0, 300));
+  t.killed_run(1);
+  EXPECT_EQ(t.kafka.committed(group_of(t.key), t.topic), -1001);
+  t.kafka.produce_values(t.topic, json_values(300, 600));
+  auto live = t.run("live");
+  ASSERT_TRUE(t.committed(600)) << live->log();
   // The killed run's object of the first records lands now, under the key the live run wrote.
-  const auto released = store.release();
+  const auto released = t.store.release();
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released.begin()->second, 412) << "the first upload of the key won";
-  EXPECT_EQ(store.stats().applied_late, 1u) << "its sender was gone";
-  EXPECT_EQ(live.sink_state("s3latelast"), "running");
-  live.signal(SIGTERM);
-  EXPECT_EQ(live.wait_exit(30s), 0) << live.log();
-  const auto records = records_of(late::data(s3.objects(bucket)));  // fails on a record found twice
-  ASSERT_EQ(records.size(), 600u) << live.log();
+  EXPECT_EQ(t.store.stats().applied_late, 1u) << "its sender was gone";
+  const auto records = t.stop_and_read(*live);
+  ASSERT_EQ(records.size(), 600u) << live->log();
   for (int64_t i : {0, 299, 300, 599}) EXPECT_EQ(records.at({0, i}), "{\"n\":" + std::to_string(i) + "}");
 }
 
 TEST(S3SinkKafka, AKilledRunsUploadLandingBeforeTheLiveRunsTakesTheKeyAndTheLiveRunGoesOnAfterIt) {
-  auto& kafka = Kafka::shared();
-  auto& s3 = SeaweedfsServer::shared();
-  kit::testing::HttpReceiver store;
-  store.forward_to(s3.endpoint());
-  const auto bucket = s3.create_bucket("late-first");
-  const auto topic = unique_name("s3.late.first");
-  kafka.create_topic(topic);
-  const std::string config = "compression = \"none\"\n";
-  const std::string block = "batch_length = 100\npoll_interval = \"300ms\"\n" + static_member("s3latefirst");
+  late::Setup t("s3latefirst", "compression = \"none\"\n", "batch_length = 100\npoll_interval = \"300ms\"\n");
   // The killed run's upload of the first key, then the live run's.
-  store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 2}});
-  kafka.produce_values(topic, json_values(0, 300));
-  {
-    Runtime killed(kafka.bootstrap(), "late-first-killed");
-    killed.add_definition("s.toml", proxied_definition("s3latefirst", topic, bucket, store, config, block));
-    late::killed_while_held(killed, store, 1);
-  }
-  kafka.produce_values(topic, json_values(300, 600));
-  Runtime live(kafka.bootstrap(), "late-first-live");
-  live.add_definition("s.toml", proxied_definition("s3latefirst", topic, bucket, store, config, block));
-  live.start();
-  ASSERT_TRUE(wait_until([&] { return store.held().size() == 2; }, 60s)) << live.log();
-  const auto held = store.held();
+  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 2}});
+  t.kafka.produce_values(t.topic, json_values(0, 300));
+  t.killed_run(1);
+  t.kafka.produce_values(t.topic, json_values(300, 600));
+  auto live = t.run("live");
+  ASSERT_TRUE(wait_until([&] { return t.store.held().size() == 2; }, 60s)) << live->log();
+  const auto held = t.store.held();
   EXPECT_TRUE(held[0].client_gone && !held[1].client_gone);
-  EXPECT_EQ(store.release({held[0].id}).at(held[0].id), 200) << "the killed run's object lands first";
-  EXPECT_EQ(store.release({held[1].id}).at(held[1].id), 412) << "the live run's upload of the key is refused";
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3latefirst"), topic) == 600; }, 60s)) << live.log();
-  EXPECT_EQ(live.sink_state("s3latefirst"), "running");
-  EXPECT_NE(live.log().find("was taken by an object with other content"), std::string::npos) << live.log();
-  EXPECT_EQ(live.sink_status("s3latefirst").value("counters", nlohmann::json::object()).value("keys_taken", 0), 1);
-  live.signal(SIGTERM);
-  EXPECT_EQ(live.wait_exit(30s), 0) << live.log();
-  const auto objects = late::data(s3.objects(bucket));
-  const auto records = records_of(objects);
-  ASSERT_EQ(records.size(), 600u) << live.log();
+  EXPECT_EQ(t.store.release({held[0].id}).at(held[0].id), 200) << "the killed run's object lands first";
+  EXPECT_EQ(t.store.release({held[1].id}).at(held[1].id), 412) << "the live run's upload of the key is refused";
+  ASSERT_TRUE(t.committed(600)) << live->log();
+  EXPECT_NE(live->log().find("was taken by an object with other content"), std::string::npos) << live->log();
+  EXPECT_EQ(t.counter(*live, "keys_taken"), 1);
+  const auto records = t.stop_and_read(*live);
+  ASSERT_EQ(records.size(), 600u) << live->log();
+  const auto objects = late::data(t.s3.objects(t.bucket));
   ASSERT_GE(objects.size(), 2u);
   EXPECT_TRUE(objects[0].key.ends_with(late::kFirstKey)) << "the killed run's object, as it cut it";
   EXPECT_LT(std::count(objects[0].text.begin(), objects[0].text.end(), '\n'), 600);
 }
 
 TEST(S3SinkKafka, AKilledRunsUploadLandingBetweenThePartsOfTheLiveRunsMultipartUploadWinsTheKeyAndNothingIsLost) {
-  auto& kafka = Kafka::shared();
-  auto& s3 = SeaweedfsServer::shared();
-  kit::testing::HttpReceiver store;
-  store.forward_to(s3.endpoint());
-  const auto bucket = s3.create_bucket("late-parts");
-  const auto topic = unique_name("s3.late.parts");
-  kafka.create_topic(topic);
+  late::Setup t("s3lateparts", "compression = \"none\"\npart_size = \"5MiB\"\nchunk_size = \"256KiB\"\n",
+                "batch_length = 500\npoll_interval = \"1s\"\n");
   const auto values = padded_values(8000);  // ~9 MB with the metadata: two parts of 5 MiB
-  const std::string config = "compression = \"none\"\npart_size = \"5MiB\"\nchunk_size = \"256KiB\"\n";
-  const std::string block = "batch_length = 500\npoll_interval = \"1s\"\n" + static_member("s3lateparts");
-  store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 1}});
-  kafka.produce_values(topic, std::vector<std::string>(values.begin(), values.begin() + 1000));
-  {
-    Runtime killed(kafka.bootstrap(), "late-parts-killed");
-    killed.add_definition("s.toml", proxied_definition("s3lateparts", topic, bucket, store, config, block));
-    late::killed_while_held(killed, store, 1);  // its PUT of [0, 999]
-  }
-  kafka.produce_values(topic, std::vector<std::string>(values.begin() + 1000, values.end()));
+  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 1}});
+  t.kafka.produce_values(t.topic, std::vector<std::string>(values.begin(), values.begin() + 1000));
+  t.killed_run(1);  // its PUT of [0, 999]
+  t.kafka.produce_values(t.topic, std::vector<std::string>(values.begin() + 1000, values.end()));
   // The live run's object [0, 7999]: part 1 goes up as it grows, part 2 at the seal is held.
-  store.script({{"method", "PUT"}, {"path_contains", "partNumber=2&"}, {"action", "hold"}, {"count", 1}});
-  Runtime live(kafka.bootstrap(), "late-parts-live");
-  live.add_definition("s.toml", proxied_definition("s3lateparts", topic, bucket, store, config, block));
-  live.start();
-  ASSERT_TRUE(wait_until([&] { return store.held().size() == 2; }, 60s)) << live.log();
-  const auto held = store.held();
-  EXPECT_EQ(store.release({held[0].id}).at(held[0].id), 200) << "the killed run's object lands between the parts";
-  EXPECT_EQ(store.release({held[1].id}).at(held[1].id), 200);
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("s3lateparts"), topic) == 8000; }, 60s)) << live.log();
-  const auto counters = live.sink_status("s3lateparts").value("counters", nlohmann::json::object());
-  EXPECT_EQ(live.sink_state("s3lateparts"), "running");
-  EXPECT_EQ(counters.value("keys_taken", 0), 1) << counters.dump();
-  EXPECT_GE(counters.value("multipart_aborted", 0), 1) << "the refused upload is aborted";
-  live.signal(SIGTERM);
-  EXPECT_EQ(live.wait_exit(30s), 0) << live.log();
-  const auto all = s3.objects(bucket);
+  t.store.script({{"method", "PUT"}, {"path_contains", "partNumber=2&"}, {"action", "hold"}, {"count", 1}});
+  auto live = t.run("live");
+  ASSERT_TRUE(wait_until([&] { return t.store.held().size() == 2; }, 60s)) << live->log();
+  const auto held = t.store.held();
+  EXPECT_EQ(t.store.release({held[0].id}).at(held[0].id), 200) << "the killed run's object lands between the parts";
+  EXPECT_EQ(t.store.release({held[1].id}).at(held[1].id), 200);
+  ASSERT_TRUE(t.committed(8000)) << live->log();
+  EXPECT_EQ(t.counter(*live, "keys_taken"), 1);
+  EXPECT_GE(t.counter(*live, "multipart_aborted"), 1) << "the refused upload is aborted";
+  const auto records = t.stop_and_read(*live);
+  ASSERT_EQ(records.size(), 8000u) << live->log();
+  const auto all = t.s3.objects(t.bucket);
   const auto objects = late::data(all);
-  const auto records = records_of(objects);
-  ASSERT_EQ(records.size(), 8000u) << live.log();
   ASSERT_EQ(objects.size(), 2u);
   EXPECT_TRUE(objects[0].key.ends_with(late::kFirstKey));
   EXPECT_TRUE(objects[1].key.ends_with("+00000000000000001000.json")) << "the live run went on after the killed run's last record";
