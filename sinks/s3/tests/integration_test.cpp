@@ -580,6 +580,7 @@ TEST(S3SinkKafka, AnOutageMidObjectReadsTheReleasedRecordsAgainFromTheBrokerAndL
 namespace late {
 
 const std::string kFirstKey = "+00000000000000000000.json";
+const std::string kFirstKeyInPath = "%2B00000000000000000000.json";  // as the request's path has it
 
 std::vector<S3Object> data(std::vector<S3Object> objects) {
   std::erase_if(objects, is_marker);
@@ -634,7 +635,7 @@ struct Setup {
 
 TEST(S3SinkKafka, AKilledRunsUploadLandingAfterTheLiveRunsCommitIsRefusedAndLosesNothing) {
   late::Setup t("s3latelast", "compression = \"none\"\n", "batch_length = 100\npoll_interval = \"300ms\"\n");
-  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 1}});
+  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKeyInPath}, {"action", "hold"}, {"count", 1}});
   t.kafka.produce_values(t.topic, json_values(0, 300));
   t.killed_run(1);
   EXPECT_EQ(t.kafka.committed(group_of(t.key), t.topic), -1001);
@@ -654,7 +655,7 @@ TEST(S3SinkKafka, AKilledRunsUploadLandingAfterTheLiveRunsCommitIsRefusedAndLose
 TEST(S3SinkKafka, AKilledRunsUploadLandingBeforeTheLiveRunsTakesTheKeyAndTheLiveRunGoesOnAfterIt) {
   late::Setup t("s3latefirst", "compression = \"none\"\n", "batch_length = 100\npoll_interval = \"300ms\"\n");
   // The killed run's upload of the first key, then the live run's.
-  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 2}});
+  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKeyInPath}, {"action", "hold"}, {"count", 2}});
   t.kafka.produce_values(t.topic, json_values(0, 300));
   t.killed_run(1);
   t.kafka.produce_values(t.topic, json_values(300, 600));
@@ -679,7 +680,7 @@ TEST(S3SinkKafka, AKilledRunsUploadLandingBetweenThePartsOfTheLiveRunsMultipartU
   late::Setup t("s3lateparts", "compression = \"none\"\npart_size = \"5MiB\"\nchunk_size = \"256KiB\"\n",
                 "batch_length = 500\npoll_interval = \"1s\"\n");
   const auto values = padded_values(8000);  // ~9 MB with the metadata: two parts of 5 MiB
-  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKey}, {"action", "hold"}, {"count", 1}});
+  t.store.script({{"method", "PUT"}, {"path_contains", late::kFirstKeyInPath}, {"action", "hold"}, {"count", 1}});
   t.kafka.produce_values(t.topic, std::vector<std::string>(values.begin(), values.begin() + 1000));
   t.killed_run(1);  // its PUT of [0, 999]
   t.kafka.produce_values(t.topic, std::vector<std::string>(values.begin() + 1000, values.end()));

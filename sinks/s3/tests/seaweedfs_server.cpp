@@ -94,7 +94,16 @@ std::string SeaweedfsServer::create_bucket(const std::string& prefix) const {
 
 void SeaweedfsServer::put_object(const std::string& bucket, const std::string& key, const std::string& body,
                                  const std::vector<std::pair<std::string, std::string>>& headers) const {
-  kit::HttpRequest request{.method = "PUT", .url = endpoint() + "/" + bucket + "/" + key, .body = body};
+  // Each segment of the key percent-encoded ('+' as %2B), as the SigV4 canonical path has it.
+  std::string path;
+  for (size_t at = 0;;) {
+    const size_t slash = key.find('/', at);
+    path += kit::percent_encode(std::string_view(key).substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    if (slash == std::string::npos) break;
+    path += '/';
+    at = slash + 1;
+  }
+  kit::HttpRequest request{.method = "PUT", .url = endpoint() + "/" + bucket + "/" + path, .body = body};
   for (const auto& [name, value] : headers) request.headers.set(name, value);
   const kit::HttpResponse r = admin().send(std::move(request));
   if (!r.completed() || r.status != 200)
