@@ -698,10 +698,13 @@ TEST(S3SinkKafka, AKilledRunsUploadLandingBetweenThePartsOfTheLiveRunsMultipartU
   ASSERT_EQ(records.size(), 8000u) << live->log();
   const auto all = t.s3.objects(t.bucket);
   const auto objects = late::data(all);
-  ASSERT_EQ(objects.size(), 2u);
+  ASSERT_GE(objects.size(), 2u);
   EXPECT_TRUE(objects[0].key.ends_with(late::kFirstKey));
+  EXPECT_EQ(std::count(objects[0].text.begin(), objects[0].text.end(), '\n'), 1000) << "the killed run's object, whole";
+  // The records come again from the broker, each retried batch ending its object (the rewind's rule).
   EXPECT_TRUE(objects[1].key.ends_with("+00000000000000001000.json")) << "the live run went on after the killed run's last record";
-  EXPECT_EQ(all.size() - objects.size(), 1u) << "one marker: the refused upload's was removed";
+  const auto multipart = std::count_if(objects.begin(), objects.end(), [](const S3Object& o) { return o.etag.find('-') != std::string::npos; });
+  EXPECT_EQ(all.size() - objects.size(), static_cast<size_t>(multipart)) << "a marker per multipart object: the refused upload's was removed";
 }
 
 // The kill loop: 8 SIGKILLs under load (PICOMQ_S3_KILL_ROUNDS for more), 3 partitions, records
@@ -716,13 +719,15 @@ TEST(S3SinkKafka, EightSigkillsUnderLoadWithUploadsLandingLateLoseAndDoubleNothi
   store.forward_to(s3.endpoint());
   const auto bucket = s3.create_bucket("late-kills");
   const auto topic = unique_name("s3.late.kills");
-  constexpr int kPartitions = 3, kBursts = 5, kBurst = 500;  // per partition: 2500 a round
+  constexpr int kPartitions = 3, kBursts = 10, kBurst = 250;  // per partition: 2500 a round
   const char* rounds_env = std::getenv("PICOMQ_S3_KILL_ROUNDS");
   const int rounds = rounds_env ? std::max(1, std::atoi(rounds_env)) : 8;
   kafka.create_topic(topic, kPartitions);
   const std::string block = "batch_length = 200\npoll_interval = \"200ms\"\n" + static_member("s3latekills");
+  // The objects' requests (their keys hold the topic), not the start's probe of the store.
   for (const char* method : {"PUT", "POST"})
-    store.script({{"method", method}, {"action", "hold"}, {"share", 0.3}, {"release_after", {0.2, 4.0}}, {"count", 0}});
+    store.script({{"method", method}, {"path_contains", topic}, {"action", "hold"}, {"share", 0.3}, {"release_after", {0.2, 4.0}},
+                  {"count", 0}});
   const unsigned seed = std::random_device{}();
   std::mt19937 random(seed);
   std::printf("kill loop: seed %u, %d rounds\n", seed, rounds);
@@ -735,12 +740,16 @@ TEST(S3SinkKafka, EightSigkillsUnderLoadWithUploadsLandingLateLoseAndDoubleNothi
   for (int round = 0; round < rounds; ++round) {
     Runtime rt(kafka.bootstrap(), "late-kills-" + std::to_string(round));
     rt.add_definition("s.toml", proxied_definition("s3latekills", topic, bucket, store, "", block));
+    if (std::getenv("PICOMQ_S3_KILL_LOGS")) rt.log_level("debug");
     rt.start();
-    const int kill_after = std::uniform_int_distribution<int>(1, kBursts)(random);
+    // Killed under load: once it reads (a run killed before it joined the group proves nothing).
+    ASSERT_TRUE(rt.wait_assigned("s3latekills", 60s)) << rt.log();
+    const int kill_after = std::uniform_int_distribution<int>(3, kBursts)(random);
     for (int b = 0; b < kBursts; ++b) {
       burst();
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(250, 500)(random)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(250, 400)(random)));
       if (b + 1 == kill_after) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 300)(random)));
         rt.kill_hard();
         rt.wait_exit(10s);
       }
@@ -749,6 +758,7 @@ TEST(S3SinkKafka, EightSigkillsUnderLoadWithUploadsLandingLateLoseAndDoubleNothi
       rt.kill_hard();
       rt.wait_exit(10s);
     }
+    if (std::getenv("PICOMQ_S3_KILL_LOGS")) std::printf("%s\n", rt.log().c_str());
     std::printf("round %d: killed after burst %d, committed %lld of %d\n", round, kill_after,
                 static_cast<long long>(committed_sum(kafka, group_of("s3latekills"), topic, kPartitions)), produced * kPartitions);
   }
