@@ -453,7 +453,8 @@ TEST(S3SinkKafka, ALargeObjectStreamsItsPartsAndIsCommittedOnlyWhenComplete) {
   for (const auto& o : objects) {
     const size_t slash = o.key.rfind('/');
     if (is_marker(o)) {
-      markers[o.key.substr(slash + 1, o.key.size() - slash - 1 - std::string(".last-offset").size())] = o.text;
+      // <name>.<16 hex digits: the upload's token>.last-offset
+      markers[o.key.substr(slash + 1, o.key.size() - slash - 1 - std::string(".0123456789abcdef.last-offset").size())] = o.text;
       continue;
     }
     all += o.text;
