@@ -24,9 +24,11 @@ s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="picomq-test",
 
 
 def keys():
+    """The objects of records: not the sink's own _picomq/ keys (markers, the conditional-write probe)."""
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         for item in page.get("Contents", []):
-            yield item["Key"]
+            if "_picomq/" not in item["Key"]:
+                yield item["Key"]
 
 
 if command == "mkbucket":
