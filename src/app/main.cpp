@@ -10,14 +10,29 @@
 #include <filesystem>
 #include <iostream>
 
+#include <librdkafka/rdkafka.h>
+
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
 #include "runtime/config_check.h"
 #include "runtime/plugin_host.h"
 #include "runtime/plugin_options.h"
 #include "runtime/runtime.h"
+#include "version_info.h"
 
 namespace {
+
+// --version: what a bug report needs, one "name: value" line each after the first.
+int print_version() {
+  std::cout << "picomq-connect " << PICOMQ_VERSION << "\n"
+            << "commit: " << PICOMQ_GIT_COMMIT << "\n"
+            << "build type: " << PICOMQ_BUILD_TYPE << "\n"
+            << "sink ABI: " << PMQ_SINK_ABI_VERSION_MAJOR << "." << PMQ_SINK_ABI_VERSION_MINOR << "\n"
+            << "librdkafka: " << rd_kafka_version_str() << "\n"
+            << "plugin directory: " << picomq::runtime::default_plugin_dir().string()
+            << " (searched after the runtime config's [plugins] path)\n";
+  return 0;
+}
 
 // Prints what a plugin declares: the generated part of its docs (docs/sinks/<name>.md).
 int describe_plugin(const std::filesystem::path& file) {
@@ -128,7 +143,12 @@ int main(int argc, char** argv) {
                "validate the runtime config, every sink definition and each enabled sink's plugin and "
                "[plugin_config], then exit (connects nowhere)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error (overrides [runtime] log_level)");
+  bool version = false;
+  app.add_flag("--version", version,
+               "print the version, git commit, build type, sink ABI, librdkafka version and the default plugin directory, "
+               "then exit");
   CLI11_PARSE(app, argc, argv);
+  if (version) return print_version();
   if (!describe.empty()) return describe_plugin(describe);
   if (config_file.empty()) {
     std::cerr << "error: --config is required\n" << app.help();

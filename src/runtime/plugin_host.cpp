@@ -177,9 +177,20 @@ std::string check_plugin_descriptor(const pmq_sink_plugin* d, pmq_plane_spec* pl
   return {};
 }
 
+std::filesystem::path default_plugin_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  return (exe.parent_path() / ".." / "lib" / "picomq-connect" / "plugins").lexically_normal();
+}
+
 std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path_name,
-                                                   const std::vector<std::filesystem::path>& search_path,
+                                                   const std::vector<std::filesystem::path>& configured,
                                                    std::string& error) {
+  std::vector<std::filesystem::path> search_path = configured;
+  if (const auto fallback = default_plugin_dir();
+      !fallback.empty() && std::find(search_path.begin(), search_path.end(), fallback) == search_path.end())
+    search_path.push_back(fallback);
   std::vector<std::string> tried;
   for (const auto& dir : search_path) {
     auto candidate = dir / (path_name + ".so");

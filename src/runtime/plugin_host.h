@@ -84,11 +84,17 @@ class WriteCall {
   std::vector<size_t> kept_index_;
 };
 
+// Where the runtime looks for plugins after the configured [plugins] path: the installed
+// plugins beside the running executable, <its directory>/../lib/picomq-connect/plugins
+// (/usr/bin/picomq-connect: /usr/lib/picomq-connect/plugins; any other prefix alike).
+std::filesystem::path default_plugin_dir();
+
 // A dlopen()ed plugin library whose ABI version the host accepts.
 class PluginLibrary {
  public:
   // `path_name` is the definition's `path` (e.g. "libpicomq_connector_stdout_sink"); the library
-  // is `<dir>/<path_name>.so` in the first search directory that has it.
+  // is `<dir>/<path_name>.so` in the first search directory that has it, the directories of
+  // `search_path` first, then default_plugin_dir().
   static std::shared_ptr<PluginLibrary> load(const std::string& path_name,
                                              const std::vector<std::filesystem::path>& search_path,
                                              std::string& error);
