@@ -233,9 +233,10 @@ std::vector<RecordedRequest> HttpReceiver::requests(std::string_view path) const
 
 ReceiverStats HttpReceiver::stats() const {
   const auto s = control("GET", "stats");
+  // The hold counters are http_receiver.py's; another script's control API may not have them.
   ReceiverStats out{s.at("requests"), s.at("connections"), s.at("in_flight"), s.at("max_in_flight"), s.at("duplicates"),
-                    s.at("held"), s.at("held_now"), s.at("applied_late"), {}};
-  for (const auto& [status, n] : s.at("late_answers").items()) out.late_answers[status] = n.get<size_t>();
+                    s.value("held", size_t{0}), s.value("held_now", size_t{0}), s.value("applied_late", size_t{0}), {}};
+  for (const auto& [status, n] : s.value("late_answers", nlohmann::json::object()).items()) out.late_answers[status] = n.get<size_t>();
   return out;
 }
 
