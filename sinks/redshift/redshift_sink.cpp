@@ -396,22 +396,21 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading " + s_.offsets_table);
     const int64_t v = std::atoll(PQgetvalue(r.r, 0, 0));
     loaded_[k] = v;
-    if (!s_.keep_staged_files) delete_leftovers(raw, v);
+    if (!s_.keep_staged_files) delete_leftovers(raw);
     return v;
   }
 
-  // A crash between a load's COMMIT and the deletion of its staged files leaves them behind, and
-  // the replay skips those records (already loaded) instead of staging them again: so when a
-  // partition is first loaded, its staged files that end at or below the loaded offset go.
-  void delete_leftovers(const pmq_batch& raw, int64_t loaded) {
+  // A crash leaves staged files behind: between a load's COMMIT and their deletion (the replay
+  // skips those records as loaded), or before the COMMIT (the replay stages them again under new
+  // keys). Each load's keys are its own, so no later load reads a file staged before it: when a
+  // partition is first loaded, every staged file of it goes (counter leftover_staged_files_deleted).
+  // One a previous owner is still loading during a rebalance makes that load fail and its records
+  // come again to the new owner. A killed run's upload the store applies after this stays until
+  // the next start.
+  void delete_leftovers(const pmq_batch& raw) {
     const std::string prefix = stage_prefix(raw);
     try {
       for (const std::string& key : list_keys(prefix)) {
-        const std::string_view name = std::string_view(key).substr(prefix.size());
-        const size_t dash = name.find('-'), dot = name.find('.');
-        if (dash == std::string_view::npos || dot == std::string_view::npos || dot < dash) continue;
-        const int64_t last = std::atoll(std::string(name.substr(dash + 1, dot - dash - 1)).c_str());
-        if (last > loaded) continue;  // not loaded yet: the replay stages it again (the same key if cut alike)
         delete_object(key);
         count("leftover_staged_files_deleted");
       }
