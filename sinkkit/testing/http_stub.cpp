@@ -236,7 +236,8 @@ ReceiverStats HttpReceiver::stats() const {
   // The hold counters are http_receiver.py's; another script's control API may not have them.
   ReceiverStats out{s.at("requests"), s.at("connections"), s.at("in_flight"), s.at("max_in_flight"), s.at("duplicates"),
                     s.value("held", size_t{0}), s.value("held_now", size_t{0}), s.value("applied_late", size_t{0}), {}};
-  for (const auto& [status, n] : s.value("late_answers", nlohmann::json::object()).items()) out.late_answers[status] = n.get<size_t>();
+  const nlohmann::json late = s.value("late_answers", nlohmann::json::object());  // alive while iterated
+  for (const auto& [status, n] : late.items()) out.late_answers[status] = n.get<size_t>();
   return out;
 }
 
