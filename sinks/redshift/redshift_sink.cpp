@@ -30,7 +30,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +40,7 @@
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
+#include "picomq/kit/random_token.hpp"
 #include "picomq/kit/record_id.hpp"
 #include "picomq/sdk.hpp"
 
@@ -517,7 +517,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     // other upload (a killed run's, applied late by the store) can change what this load's
     // manifest names between its PUT and the COPY; a late one only leaves a file no manifest
     // names, which the sweep at the next start removes once its range is loaded.
-    const std::string base = stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last) + "." + stage_token();
+    const std::string base = stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last) + "." + kit::random_token();
     const std::string file_key = base + ".csv.gz", manifest_key = base + ".manifest";
     const bool any = !staged_.empty();
     auto drop_staged = [&] {
@@ -570,13 +570,6 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     drop_staged();
   }
 
-  // 16 random hex digits: what makes a load's staged keys its own.
-  static std::string stage_token() {
-    static thread_local std::mt19937_64 random{std::random_device{}()};
-    char token[17];
-    std::snprintf(token, sizeof token, "%016llx", static_cast<unsigned long long>(random()));
-    return token;
-  }
 
   std::string credentials() const {
     if (s_.iam_role) return "IAM_ROLE " + sql_literal(*s_.iam_role);

@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include <random>
 #include <thread>
 
 #include "picomq/kit/encoding.hpp"
@@ -116,12 +115,6 @@ std::string marker_key(const std::string& key, const std::string& token) {
   return folder + "_picomq/" + key.substr(slash == std::string::npos ? 0 : slash + 1) + "." + token + ".last-offset";
 }
 
-std::string upload_token() {
-  static thread_local std::mt19937_64 random{std::random_device{}()};
-  char token[17];
-  std::snprintf(token, sizeof token, "%016llx", static_cast<unsigned long long>(random()));
-  return token;
-}
 
 Client::Client(const Plan& plan, size_t max_in_flight, Hooks hooks) : plan_(plan), hooks_(std::move(hooks)) {
   kit::HttpClientOptions o = kit::client_options(kit::HttpSettings{}, plan.settings.tls, kit::AuthSettings{});
@@ -215,10 +208,8 @@ void Client::put_object(const std::string& key, std::string_view body, const std
 }
 
 bool Client::taken_by_ours(const std::string& key, const std::string& ours) {
-  const std::string url = object_url(plan_, key);
-  const kit::HttpResponse h = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
+  const kit::HttpResponse h = head(key);
   if (h.status == 404) return false;
-  if (h.status != 200) throw sdk::FatalError(h.completed() ? describe(h, "HEAD " + key) : classify(h).reason);
   const std::string there = unquote(h.headers.get("ETag").value_or(""));
   if (there == ours) {
     // Written before: a resend of ours whose answer was lost, or a run that cut the same object.
@@ -421,11 +412,16 @@ std::vector<std::string> Client::list_keys(const std::string& prefix) {
 }
 
 std::optional<int64_t> Client::last_offset(const std::string& key) {
-  const std::string url = object_url(plan_, key);
-  const kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
+  const kit::HttpResponse r = head(key);
   if (r.status == 404) return std::nullopt;
-  if (r.status != 200) throw sdk::FatalError(r.completed() ? describe(r, "HEAD " + key) : classify(r).reason);
   return last_offset_of(r);
+}
+
+kit::HttpResponse Client::head(const std::string& key) {
+  const std::string url = object_url(plan_, key);
+  kit::HttpResponse r = send([&] { return kit::HttpRequest{.method = "HEAD", .url = url}; }, "HEAD " + key);
+  if (r.status != 200 && r.status != 404) throw sdk::FatalError(r.completed() ? describe(r, "HEAD " + key) : classify(r).reason);
+  return r;
 }
 
 std::optional<int64_t> Client::last_offset_of(const kit::HttpResponse& head) {

@@ -47,11 +47,9 @@ std::string multipart_etag_of(std::string_view part_digests, size_t parts);
 std::string md5_binary(std::string_view bytes);
 // Where a streamed object's last offset is kept: "<folder>/_picomq/<name>.<token>.last-offset" (a
 // folder starting with '_', which Hive, Spark, Trino and Athena skip when they read a table's
-// files). `token` is the upload's own (random): two uploads of one key never share a marker, so a
+// files). `token` is the upload's own (kit::random_token()): two uploads of one key never share a marker, so a
 // losing upload's marker cannot change what the winning object's marker says.
 std::string marker_key(const std::string& key, const std::string& token);
-// A fresh random token for marker_key (16 hex digits).
-std::string upload_token();
 
 // The key is taken: an object with other content is there (a killed run's upload that landed
 // late, or a run that cut the records at other offsets), holding the records up to
@@ -123,6 +121,8 @@ class Client {
   // there is ours, false when it is gone again (write it again); else throws KeyTaken (or
   // sdk::FatalError for an object without picomq's last-offset metadata).
   bool taken_by_ours(const std::string& key, const std::string& ours);
+  // HEAD of an object: its answer, 200 or 404; throws sdk::FatalError on any other.
+  kit::HttpResponse head(const std::string& key);
   // The last offset named by a HEAD answer's metadata (or its marker), nullopt without either.
   std::optional<int64_t> last_offset_of(const kit::HttpResponse& head);
   const Plan& plan_;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "picomq/kit/compression.hpp"
+#include "picomq/kit/random_token.hpp"
 #include "picomq/kit/record_json.hpp"
 #include "picomq/sdk.hpp"
 #include "s3/avro.h"
@@ -819,7 +820,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     if (!st.multipart) {
       st.multipart = true;
       // Its own marker: an upload of the same key by another run (that may win it) has another.
-      st.marker = s3::marker_key(o.key, s3::upload_token());
+      st.marker = s3::marker_key(o.key, kit::random_token());
       st.upload_id = client_->create_multipart(o.key, plan_->content_type, st.marker);
     }
     ++st.parts;
