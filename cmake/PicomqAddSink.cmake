@@ -5,8 +5,10 @@
 #     SOURCES http_sink.cpp body.cpp
 #     LIBRARIES PkgConfig::SOMETHING         # beyond the kit (linked privately)
 #     DOC ${CMAKE_CURRENT_SOURCE_DIR}/../../docs/sinks/http.md
-#     CONFORMANCE conformance_adapter.cpp)   # in this tree: joins tests/conformance (out of
+#     CONFORMANCE conformance_adapter.cpp    # in this tree: joins tests/conformance (out of
 #                                            # it: picomq_add_conformance_test(), component conformance)
+#     COMPONENT sink-doris)                  # the install component, i.e. the package it ships in
+#                                            # (default: ${PICOMQ_SINK_COMPONENT}, else none)
 #
 # Makes libpicomq_connector_<name>_sink.so (a MODULE) that:
 #  - exports one dynamic symbol, picomq_sink_plugin_entry (a version script; hidden visibility;
@@ -14,7 +16,7 @@
 #    each other's copies of the kit, libstdc++ inlines or simdjson;
 #  - compiles without STB_GNU_UNIQUE (-fno-gnu-unique, from the SDK target), so it unloads;
 #  - links the kit (picomq::sinkkit) and the SDK;
-#  - installs into lib/picomq-connect/plugins;
+#  - installs into lib/picomq-connect/plugins (component COMPONENT);
 #  - with DOC: a test `sink_docs_<name>` that fails when the doc's generated option table
 #    (scripts/sink-docs.sh) is missing or differs from the plugin's descriptor;
 #  - with CONFORMANCE (in this tree): the adapter is compiled into tests/conformance.
@@ -26,7 +28,7 @@ if(NOT PICOMQ_SINK_DOCS_SCRIPT)
 endif()
 
 function(picomq_add_sink name)
-  cmake_parse_arguments(PARSE_ARGV 1 SINK "" "DOC;CONFORMANCE" "SOURCES;LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 1 SINK "" "DOC;CONFORMANCE;COMPONENT" "SOURCES;LIBRARIES")
   if(NOT SINK_SOURCES)
     message(FATAL_ERROR "picomq_add_sink(${name}): SOURCES is required")
   endif()
@@ -46,7 +48,14 @@ function(picomq_add_sink name)
   file(WRITE ${map} "{\n  global: picomq_sink_plugin_entry;\n  local: *;\n};\n")
   target_link_options(${target} PRIVATE "LINKER:--version-script=${map}" "LINKER:--exclude-libs,ALL")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${map})
-  install(TARGETS ${target} LIBRARY DESTINATION lib/picomq-connect/plugins)
+  if(NOT SINK_COMPONENT AND PICOMQ_SINK_COMPONENT)
+    set(SINK_COMPONENT ${PICOMQ_SINK_COMPONENT})
+  endif()
+  if(SINK_COMPONENT)
+    install(TARGETS ${target} LIBRARY DESTINATION lib/picomq-connect/plugins COMPONENT ${SINK_COMPONENT})
+  else()
+    install(TARGETS ${target} LIBRARY DESTINATION lib/picomq-connect/plugins)
+  endif()
   set_property(GLOBAL APPEND PROPERTY PICOMQ_SINK_TARGETS ${target})
 
   if(SINK_DOC AND BUILD_TESTING)

@@ -109,8 +109,8 @@ function(picomq_add_cargo_tests test)
 endfunction()
 
 # A Rust library that is not a sink (the kit's Parquet writer): its cdylib lib<name>.so copied
-# into PICOMQ_PLUGIN_DIR, where the plugins that load it look, and installed as its own component.
-#   picomq_add_cargo_library(picomq_parquet CRATE picomq-parquet COMPONENT parquet)
+# into PICOMQ_PLUGIN_DIR, where the plugins that load it look, and installed with COMPONENT.
+#   picomq_add_cargo_library(picomq_parquet CRATE picomq-parquet COMPONENT runtime)
 # Makes the custom target <name>_library (in ALL).
 function(picomq_add_cargo_library name)
   cmake_parse_arguments(PARSE_ARGV 1 CL "" "CRATE;COMPONENT" "")
@@ -120,6 +120,5 @@ function(picomq_add_cargo_library name)
   endif()
   set(lib lib${name}.so)
   picomq_cargo_copy_target(${name}_library ${lib} ${CL_CRATE})
-  install(FILES ${PICOMQ_PLUGIN_DIR}/${lib} DESTINATION lib/picomq-connect/plugins COMPONENT ${CL_COMPONENT}
-          EXCLUDE_FROM_ALL)
+  install(FILES ${PICOMQ_PLUGIN_DIR}/${lib} DESTINATION lib/picomq-connect/plugins COMPONENT ${CL_COMPONENT})
 endfunction()

@@ -13,25 +13,39 @@ case "$mode" in
   *) echo "usage: scripts/setup.sh [--build-only | --no-servers]" >&2; exit 2 ;;
 esac
 
-debian_packages=(
-  build-essential cmake ninja-build pkg-config ccache
+# What the runtime and the stdout sink need to build (the quickstart, -DPICOMQ_SINKS=stdout
+# -DBUILD_TESTING=OFF): compilers, librdkafka, the config/JSON/log libraries, the decoders'
+# libraries, the kit's HTTP client and the operations API.
+build_packages=(
+  build-essential cmake ninja-build pkg-config ccache git
   librdkafka-dev kcat libtomlplusplus-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev
-  libgtest-dev libgmock-dev nlohmann-json3-dev libjemalloc-dev
-  openjdk-17-jre-headless maven python3 python3-venv
+  nlohmann-json3-dev libjemalloc-dev python3
+  libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev  # decoders (src/decoders)
+  libzstd-dev libdeflate-dev zlib1g-dev libssl-dev  # sink kit: HTTP client compression, SigV4 hash
+  libcpp-httplib-dev prometheus-cpp-dev  # operations API (src/runtime/ops)
+  libsystemd-dev  # sd_notify: Type=notify readiness (packaging/systemd)
+)
+# Everything else: every sink's libraries, the test tools and servers, the release tools.
+debian_packages=(
+  "${build_packages[@]}"
+  libgtest-dev libgmock-dev
+  openjdk-17-jre-headless maven python3-venv
   python3.11-dev  # the Python sink host (sinks/python) embeds Debian's CPython 3.11
   postgresql-15 libpq-dev
   clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
-  libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev curl  # decoders (src/decoders) and their tests
-  libzstd-dev libdeflate-dev zlib1g-dev libssl-dev nginx-light wrk openssl  # sink kit: HTTP client compression (gzip: libdeflate; zlib: tests' reader, Avro deflate) / SigV4 hash; test servers (sinkkit/testing)
+  curl nginx-light wrk openssl  # test servers (sinkkit/testing)
   libsqlite3-dev  # the Iceberg sink's SQL catalog on SQLite (sqlx, unbundled)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server
-  libcpp-httplib-dev prometheus-cpp-dev python3-prometheus-client chromium chromium-driver python3-selenium  # operations API; /metrics parser and status page browser in its tests (docs/operations.md)
+  python3-prometheus-client chromium chromium-driver python3-selenium  # /metrics parser and status page browser in the operations tests (docs/operations.md)
+  dpkg-dev mmdebstrap podman runc uidmap  # the release: packages (dpkg-shlibdeps), the Debian root and the image they are tested in (tests/packaging)
 )
 
 missing=()
-for p in "${debian_packages[@]}"; do
+wanted=("${debian_packages[@]}")
+[[ "$mode" == --build-only ]] && wanted=("${build_packages[@]}")
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if ((${#missing[@]})); then

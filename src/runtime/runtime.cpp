@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/inotify.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -87,7 +88,12 @@ void wait_for_stop(const RunOptions& options, const std::function<bool()>& give_
       spdlog::info("{} received: flushing and committing", sig == SIGINT ? "SIGINT" : "SIGTERM");
       return;
     }
-    if (sig == SIGHUP) reload("SIGHUP");
+    if (sig == SIGHUP) {
+      // systemd (Type=notify, ExecReload = SIGHUP) shows "reloading" until READY=1 follows.
+      sd_notify(0, "RELOADING=1");
+      reload("SIGHUP");
+      sd_notify(0, "READY=1");
+    }
     if (watch && watch->changed()) reload_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     if (reload_at && std::chrono::steady_clock::now() >= *reload_at) {
       reload_at.reset();
@@ -135,6 +141,11 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
     spdlog::info("operations API on {} ({})", api->url(), config.api.token ? "bearer token required" : "no token: open to whoever reaches it");
   }
   if (config.api.watch_sinks_dir) watch = std::make_unique<DirectoryWatch>(config.sinks_dir);
+  // The readiness contract with systemd (Type=notify; a no-op without NOTIFY_SOCKET): READY=1
+  // once the config is loaded, every definition opened or refused and the API listening. Whether
+  // the sinks then reach their brokers and destinations is /health/ready's answer, not this one.
+  sd_notifyf(0, "READY=1\nSTATUS=%zu sink(s) started%s", sinks->keys().size(),
+             api ? (" - API on " + api->url()).c_str() : "");
 
   // A process whose every sink failed would idle until signalled, and no supervisor would
   // notice: it exits 1 instead, unless told to stay up.
@@ -156,6 +167,7 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
         sinks->reload();
       });
   if (!gave_up) status.set_runtime("stopping");
+  sd_notify(0, "STOPPING=1\nSTATUS=flushing and committing");
   api.reset();  // no operation starts a sink while they stop
 
   for (const auto& st : status.all())
