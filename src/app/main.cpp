@@ -15,6 +15,7 @@
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
 #include "runtime/config_check.h"
+#include "runtime/ops/health_probe.h"
 #include "runtime/plugin_host.h"
 #include "runtime/plugin_options.h"
 #include "runtime/runtime.h"
@@ -147,8 +148,17 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version,
                "print the version, git commit, build type, sink ABI, librdkafka version and the default plugin directory, "
                "then exit");
+  std::string health;
+  app.add_option("--health", health,
+                 "GET this operations API URL (e.g. http://127.0.0.1:8083/health/ready, with the bearer token "
+                 "of PICOMQ_API_TOKEN when set) and exit 0 on 200, else 1: the image's HEALTHCHECK")
+      ->excludes(config_opt);
   CLI11_PARSE(app, argc, argv);
   if (version) return print_version();
+  if (!health.empty()) {
+    const char* token = std::getenv("PICOMQ_API_TOKEN");
+    return picomq::runtime::probe_health(health, token ? token : "");
+  }
   if (!describe.empty()) return describe_plugin(describe);
   if (config_file.empty()) {
     std::cerr << "error: --config is required\n" << app.help();
