@@ -48,7 +48,7 @@ class DirectoryWatch {
   ~DirectoryWatch() {
     if (fd_ >= 0) close(fd_);
   }
-  // True when a *.toml file (not a dot-file) changed since the last call.
+  // True when a *.toml file (not a dot-file) changed since the last call, or a ConfigMap's `..data`.
   bool changed() {
     bool any = false;
     alignas(inotify_event) char buf[8192];
@@ -59,6 +59,8 @@ class DirectoryWatch {
         const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
         const std::string name = e->len ? e->name : "";
         if (name.size() > 5 && name[0] != '.' && name.ends_with(".toml")) any = true;
+        // A Kubernetes ConfigMap volume swaps every file at once by renaming a `..data` symlink.
+        if (name == "..data") any = true;
         off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
       }
     }

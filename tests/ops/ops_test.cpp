@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -531,6 +535,133 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
     std::filesystem::copy_file(rt.dir() / shot, std::filesystem::path(PICOMQ_SCREENSHOT_DIR) / shot,
                                std::filesystem::copy_options::overwrite_existing);
   }
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
+// systemd's notify socket, as the service manager holds it: a Unix datagram socket whose
+// messages (READY=1, RELOADING=1, STOPPING=1, STATUS=...) are collected as they come.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::filesystem::path& path) : path_(path) {
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+  }
+  ~NotifySocket() {
+    close(fd_);
+    std::filesystem::remove(path_);
+  }
+  // Every message so far, one string each.
+  const std::vector<std::string>& messages() {
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd_, buf, sizeof buf, 0)) > 0;) got_.emplace_back(buf, static_cast<size_t>(n));
+    return got_;
+  }
+  bool wait_for(const std::string& field, size_t occurrences, Millis timeout) {
+    return wait_until([&] {
+      size_t seen = 0;
+      for (const auto& m : messages())
+        if (m.find(field) != std::string::npos) ++seen;
+      return seen >= occurrences;
+    }, timeout);
+  }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::vector<std::string> got_;
+};
+
+// packaging/systemd/picomq-connect.service is Type=notify: READY=1 once the definitions are
+// opened and the API listens, RELOADING=1 then READY=1 around a SIGHUP reload, STOPPING=1 when
+// a stop begins; the clean stop still exits 0.
+TEST(Service, TypeNotifyReadinessReloadAndStopReachTheServiceManager) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("svc");
+  kafka.create_topic(topic, 1);
+  Runtime rt(kafka.bootstrap(), "svc-notify");
+  with_api(rt);
+  // sun_path holds 108 bytes: the socket lives in a short temp folder, not the runtime's.
+  const auto sock_dir = make_temp_dir("sd");
+  NotifySocket notify(sock_dir / "notify");
+  rt.env("NOTIFY_SOCKET", (sock_dir / "notify").string());
+  rt.add_definition("a.toml", lifecycle_def(rt, "a", topic));
+  rt.start();
+  ASSERT_TRUE(notify.wait_for("READY=1", 1, 30s)) << rt.log();
+  const auto& first = notify.messages();
+  EXPECT_NE(first.front().find("STATUS=1 sink(s) started - API on http://127.0.0.1:"), std::string::npos) << first.front();
+  EXPECT_TRUE(rt.wait_assigned("a", 30s)) << rt.log();
+
+  rt.signal(SIGHUP);
+  ASSERT_TRUE(notify.wait_for("RELOADING=1", 1, 10s)) << rt.log();
+  ASSERT_TRUE(notify.wait_for("READY=1", 2, 10s)) << rt.log();
+  rt.signal(SIGTERM);
+  ASSERT_TRUE(notify.wait_for("STOPPING=1", 1, 10s)) << rt.log();
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  std::vector<std::string> order;
+  for (const auto& m : notify.messages()) order.push_back(m.substr(0, m.find('\n')));
+  EXPECT_EQ(order, (std::vector<std::string>{"READY=1", "RELOADING=1", "READY=1", "STOPPING=1"}));
+}
+
+// `picomq-connect --health URL`, the image's HEALTHCHECK: 0 on 200 (the token from
+// PICOMQ_API_TOKEN), 1 on a refusal or when nothing listens.
+TEST(Service, TheHealthProbeAnswersZeroOnlyForAReadyRuntimeItMayAsk) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("svc");
+  kafka.create_topic(topic, 1);
+  Runtime rt(kafka.bootstrap(), "svc-health");
+  with_api(rt);
+  rt.add_definition("a.toml", lifecycle_def(rt, "a", topic));
+  rt.start();
+  Api api(rt);
+  ASSERT_TRUE(rt.wait_assigned("a", 30s)) << rt.log();
+  const std::string bin = locations().connect_binary.string();
+  auto probe = [&](const std::string& url, const std::string& token) {
+    const std::string cmd = (token.empty() ? std::string("env -u PICOMQ_API_TOKEN ") : "env PICOMQ_API_TOKEN=" + token + " ") +
+                            bin + " --health " + url + " 2>/dev/null";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  ASSERT_TRUE(wait_until([&] { return probe(api.url + "/health/ready", kToken) == 0; }, 30s)) << rt.log();
+  EXPECT_EQ(probe(api.url + "/health/live", kToken), 0);
+  EXPECT_EQ(probe(api.url + "/health/ready", ""), 1) << "no token: 401";
+  EXPECT_EQ(probe(api.url + "/health/ready", "wrong"), 1);
+  ASSERT_EQ(api.post("/sinks/a/stop").status, 200);
+  EXPECT_EQ(probe(api.url + "/health/ready", kToken), 1) << "a sink stopped by the operator: not ready";
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_EQ(probe(api.url + "/health/live", kToken), 1) << "nothing listens any more";
+  EXPECT_EQ(probe("ftp://x", kToken), 1);
+}
+
+// Definitions from a Kubernetes ConfigMap volume (the Helm chart): kubelet writes a new
+// timestamped folder, points a `..data_tmp` symlink at it and renames that over `..data`; the
+// visible a.toml is a symlink through `..data`. That rename alone must reload.
+TEST(Service, AConfigMapVolumeSwapReloadsTheChangedDefinition) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("svc");
+  kafka.create_topic(topic, 1);
+  Runtime rt(kafka.bootstrap(), "svc-configmap");
+  with_api(rt);
+  const auto sinks = rt.dir() / "sinks.d";
+  std::filesystem::create_directories(sinks / "..2026_12_04_1");
+  std::ofstream(sinks / "..2026_12_04_1" / "a.toml") << lifecycle_def(rt, "a", topic);
+  std::filesystem::create_directory_symlink("..2026_12_04_1", sinks / "..data");
+  std::filesystem::create_symlink("..data/a.toml", sinks / "a.toml");
+  rt.start();
+  auto events = [&] { return read_lines(rt.dir() / "a.events"); };
+  ASSERT_TRUE(rt.wait_assigned("a", 30s)) << rt.log();
+  EXPECT_EQ(count_prefix(events(), "open"), 1u);
+
+  std::filesystem::create_directories(sinks / "..2026_12_04_2");
+  std::ofstream(sinks / "..2026_12_04_2" / "a.toml") << lifecycle_def(rt, "a", topic, "max_held = 0");
+  std::filesystem::create_directory_symlink("..2026_12_04_2", sinks / "..data_tmp");
+  std::filesystem::rename(sinks / "..data_tmp", sinks / "..data");
+  std::filesystem::remove_all(sinks / "..2026_12_04_1");
+  ASSERT_TRUE(wait_until([&] { return count_prefix(events(), "open") == 2 && rt.sink_state("a") == "running"; }, 30s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }
