@@ -11,4 +11,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
 # InfluxDB 1.13.2 and 2.8.0, the InfluxDB sink's test servers (libflux with cargo).
 bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
+# Helm v4 (Go module proxy), for the chart's tests (tests/packaging), ~4 min the first time.
+bash "$here/tools/helm/fetch-helm.sh" >/dev/null
 echo "test servers: ok"
