@@ -3,7 +3,8 @@
 # (OCI image layout, for skopeo / registries / containerd) and OUT.docker.tar.gz (Docker format, the
 # one that keeps the HEALTHCHECK: the OCI image config has no field for it). Same layers.
 #   packaging/container/build-image.sh DEB OUT [TAG]      (OUT without the .oci.tar suffix)
-# 1. mmdebstrap: a Debian 12 minbase root with ca-certificates, then `apt-get install ./DEB`
+# 1. mmdebstrap: a Debian 12 minbase root with ca-certificates and libsqlite3-0 (the one library a
+#    heavy sink needs that the package does not bring: Iceberg's SQL catalog), then `apt-get install ./DEB`
 #    inside it (dependencies from Debian), without docs, man pages and locales but the copyrights
 #    and picomq-connect's own docs; apt's lists and caches removed.
 # 2. podman build FROM scratch on that root (Containerfile), then podman save.
@@ -22,7 +23,7 @@ apt_cache="${PICOMQ_APT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/picomq/apt-archiv
 mkdir -p "$apt_cache"
 
 t0=$SECONDS
-mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+mmdebstrap --quiet --variant=minbase --include=ca-certificates,libsqlite3-0 \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \

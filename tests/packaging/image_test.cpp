@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <regex>
 
 #include "harness.h"
@@ -163,21 +164,34 @@ TEST(Image, ConsumesTheBrokerIntoPostgresAndASigtermFlushesAndCommits) {
   EXPECT_EQ(committed_sum(kafka, group, topic, 3), 900) << "every offset committed at the stop";
 }
 
-TEST(Image, AHeavySinkTarballMountedIntoThePluginDirectoryWritesADeltaTable) {
+TEST(Image, HeavySinkTarballsLoadInItAndDeltaMountedIntoThePluginDirectoryWritesATable) {
   REQUIRE_IMAGE(tag);
-  std::filesystem::path tarball;
-  for (const auto& e : std::filesystem::directory_iterator(std::getenv("PICOMQ_RELEASE_DIST")))
-    if (std::regex_match(e.path().filename().string(), std::regex(R"(picomq-connect-sink-delta-.*-linux-amd64\.tar\.gz)"))) tarball = e.path();
-  ASSERT_FALSE(tarball.empty()) << "no Delta tarball in the release";
-  const auto work = make_temp_dir("image-delta");
-  auto sum = sh("cd " + tarball.parent_path().string() + " && sha256sum -c " + tarball.filename().string() + ".sha256");
-  ASSERT_EQ(sum.rc, 0) << sum.out;
-  auto unpacked = sh("tar -C " + work.string() + " -xzf " + tarball.string() + " && cd " + work.string() + "/picomq-connect-sink-delta-* && sha256sum -c SHA256SUMS");
-  ASSERT_EQ(unpacked.rc, 0) << unpacked.out;
-  std::filesystem::path so;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(work))
-    if (e.path().filename() == "libpicomq_connector_delta_sink.so") so = e.path();
-  ASSERT_FALSE(so.empty());
+  // Every heavy tarball: its checksum, its contents' checksums, and its plugin loads in the image.
+  const auto work = make_temp_dir("image-heavy");
+  std::map<std::string, std::filesystem::path> plugins;
+  for (const auto& e : std::filesystem::directory_iterator(std::getenv("PICOMQ_RELEASE_DIST"))) {
+    std::smatch m;
+    const std::string file = e.path().filename().string();
+    if (!std::regex_match(file, m, std::regex(R"(picomq-connect-sink-([a-z]+)-.*-linux-amd64\.tar\.gz)"))) continue;
+    auto sum = sh("cd " + e.path().parent_path().string() + " && sha256sum -c " + file + ".sha256");
+    ASSERT_EQ(sum.rc, 0) << sum.out;
+    auto unpacked = sh("tar -C " + work.string() + " -xzf " + e.path().string() + " && cd " + work.string() + "/" +
+                       file.substr(0, file.size() - 7) + " && sha256sum -c SHA256SUMS && test -f LICENSE -a -f " + m[1].str() + ".md");
+    ASSERT_EQ(unpacked.rc, 0) << unpacked.out;
+    plugins[m[1]] = work / file.substr(0, file.size() - 7) / ("libpicomq_connector_" + m[1].str() + "_sink.so");
+  }
+  ASSERT_EQ(plugins.size(), 4u) << "doris, redshift, delta, iceberg";
+  std::string mounts, describe;
+  for (const auto& [name, so] : plugins) {
+    mounts += " -v " + so.string() + ":/usr/lib/picomq-connect/plugins/" + so.filename().string() + ":ro";
+    describe += "picomq-connect --describe-plugin /usr/lib/picomq-connect/plugins/" + so.filename().string() + " | head -1 && ";
+  }
+  open_to_all(work);
+  auto loads = sh(kPodman + " run --rm --network none" + mounts + " --entrypoint sh " + tag + " -c '" + describe + "true'");
+  ASSERT_EQ(loads.rc, 0) << loads.out;
+  for (const char* name : {"doris", "redshift", "delta", "iceberg"})
+    EXPECT_NE(loads.out.find(std::string("Sink `") + name + "`"), std::string::npos) << loads.out;
+  const auto so = plugins.at("delta");
 
   Kafka& kafka = Kafka::shared();
   const auto topic = unique_name("image");
