@@ -93,7 +93,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "csv: the csv_columns of each record, one line each (RFC 4180 quoting); avro: an Avro object container "
                 "file of avro_schema, or of the writer schema of an avro topic's records (compression as its codec: "
                 "deflate, zstandard); parquet: a Parquet file per object (parquet_* options), by the Parquet writer "
-                "libpicomq_parquet.so (the heavy component `parquet`)."),
+                "libpicomq_parquet.so (shipped with the light sinks)."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
