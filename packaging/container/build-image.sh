@@ -6,7 +6,8 @@
 # 1. mmdebstrap: a Debian 12 minbase root with ca-certificates and libsqlite3-0 (the one library a
 #    heavy sink needs that the package does not bring: Iceberg's SQL catalog), then `apt-get install ./DEB`
 #    inside it (dependencies from Debian), without docs, man pages and locales but the copyrights
-#    and picomq-connect's own docs; apt's lists and caches removed.
+#    and picomq-connect's own docs; apt's lists and caches removed; usrmerge purged once /usr is
+#    merged (it alone pulls in perl: ~46 MB).
 # 2. podman build FROM scratch on that root (Containerfile), then podman save.
 # Downloaded Debian packages are kept in ~/.cache/picomq/apt-archives (the next build reuses them).
 # Podman settings that work on these machines (ENVIRONMENT-NOTES): vfs storage, runc, cgroupfs;
@@ -33,6 +34,7 @@ mmdebstrap --quiet --variant=minbase --include=ca-certificates,libsqlite3-0 \
   --customize-hook="copy-in $deb /tmp" \
   --customize-hook='chroot "$1" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends /tmp/*.deb >/dev/null && rm /tmp/*.deb"' \
   --customize-hook="sync-out /var/cache/apt/archives $apt_cache" \
+  --customize-hook='chroot "$1" sh -c "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl perl-modules-5.36 libperl5.36 libgdbm-compat4 >/dev/null"' \
   --customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/* "$1"/var/cache/debconf/*-old "$1"/var/log/*' \
   --customize-hook='chroot "$1" id -u picomq-connect > "$1"/tmp/picomq-uid' \
   --customize-hook="copy-out /tmp/picomq-uid $work" \
