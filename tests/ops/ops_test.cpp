@@ -637,6 +637,32 @@ TEST(Service, TheHealthProbeAnswersZeroOnlyForAReadyRuntimeItMayAsk) {
   EXPECT_EQ(probe("ftp://x", kToken), 1);
 }
 
+// The token's scheme is case-insensitive (RFC 9110 §11.1), as curl users write it either way.
+TEST(Ops, TheBearerSchemeIsCaseInsensitiveWithCurl) {
+  Kafka& kafka = Kafka::shared();
+  Runtime rt(kafka.bootstrap(), "ops-bearer");
+  with_api(rt);
+  rt.start();
+  Api api(rt);
+  auto status = [&](const std::string& authorization) {
+    const std::string cmd = "curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: " + authorization + "' " + api.url + "/sinks";
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[16] = {};
+    const size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
+    if (p) pclose(p);
+    return std::string(buf, n);
+  };
+  EXPECT_EQ(status("Bearer " + kToken), "200");
+  EXPECT_EQ(status("bearer " + kToken), "200");
+  EXPECT_EQ(status("BEARER " + kToken), "200");
+  EXPECT_EQ(status("Bearer  " + kToken), "200") << "more than one space";
+  EXPECT_EQ(status("Basic " + kToken), "401");
+  EXPECT_EQ(status("Bearer wrong"), "401");
+  EXPECT_EQ(status("bearer"), "401");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 // Definitions from a Kubernetes ConfigMap volume (the Helm chart): kubelet writes a new
 // timestamped folder, points a `..data_tmp` symlink at it and renames that over `..data`; the
 // visible a.toml is a symlink through `..data`. That rename alone must reload.

@@ -1,6 +1,9 @@
 #include "runtime/ops/api_server.h"
 
 #include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
@@ -200,8 +203,15 @@ class ApiServer::Impl {
  private:
   bool authorized(const httplib::Request& req) const {
     if (!config_.api.token) return true;
-    const std::string expected = "Bearer " + *config_.api.token;
-    const std::string got = req.get_header_value("Authorization");
+    // `<scheme> <token>`, the scheme case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" too.
+    const std::string header = req.get_header_value("Authorization");
+    const size_t space = header.find(' ');
+    if (space == std::string::npos || !std::equal(header.begin(), header.begin() + static_cast<long>(space), "bearer",
+                                                  "bearer" + 6, [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
+      return false;
+    const std::string got = header.substr(header.find_first_not_of(' ', space) == std::string::npos ? header.size()
+                                                                                                    : header.find_first_not_of(' ', space));
+    const std::string& expected = *config_.api.token;
     unsigned char diff = got.size() != expected.size();
     for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(expected[i] ^ (i < got.size() ? got[i] : 0));
     return diff == 0;
