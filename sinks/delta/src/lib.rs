@@ -284,7 +284,7 @@ impl Sink for DeltaSink {
             OptionSpec::byte_size("roll_bytes").default("134217728").help(
                 "Target Parquet file size; a file reaching it is closed and a new one started, and the window is committed.",
             ),
-            OptionSpec::duration("commit_interval").default("10000").help("Commit at the latest this long after the window's first record."),
+            OptionSpec::duration("commit_interval").default_str("10s").help("Commit at the latest this long after the window's first record."),
             OptionSpec::string("compression").default_str("zstd").allowed(&["zstd", "snappy", "none"]).help("Parquet compression codec."),
             OptionSpec::int("row_group_records").default("1048576").help("Records per Parquet row group at most."),
             OptionSpec::boolean("dictionary").default("true").help("Parquet dictionary encoding."),

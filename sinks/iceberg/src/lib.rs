@@ -455,7 +455,7 @@ impl Sink for IcebergSink {
             ),
             OptionSpec::int("commit_records").default("100000").help("Commit a table's window once it holds this many records."),
             OptionSpec::byte_size("commit_bytes").default("134217728").help("Commit a table's window once it holds this many bytes of Arrow data."),
-            OptionSpec::duration("commit_interval").default("10000").help("Commit a table's window at the latest this long after its first record."),
+            OptionSpec::duration("commit_interval").default_str("10s").help("Commit a table's window at the latest this long after its first record."),
             OptionSpec::int("max_open_files").default("64").help(
                 "Commit a partitioned table's window once it has this many partition values open (one open data file each).",
             ),
