@@ -367,6 +367,14 @@ std::string Redactor::redact(std::string_view text) const {
   return out;
 }
 
+std::string bounded(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  // Not inside a UTF-8 sequence: back up over continuation bytes (10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
+
 size_t Redactor::longest() const {
   const size_t own = secrets_.empty() ? 0 : secrets_.front().size();
   return std::max(own, parent_ ? parent_->longest() : 0);

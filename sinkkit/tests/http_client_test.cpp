@@ -116,6 +116,21 @@ TEST(RedactUrl, UserinfoAndSecretLookingParametersAreHidden) {
   EXPECT_EQ(redact_url(""), "");
 }
 
+// A reason for the user: redacted, then cut at kMaxReasonBytes on a UTF-8 boundary with "...".
+TEST(Redactor, BoundedReasonsAreRedactedThenCutAtACharacterBoundary) {
+  EXPECT_EQ(picomq::kit::bounded("short"), "short");
+  EXPECT_EQ(picomq::kit::bounded(std::string(1000, 'a')), std::string(1000, 'a')) << "exactly the limit: not cut";
+  EXPECT_EQ(picomq::kit::bounded(std::string(1001, 'a')), std::string(1000, 'a') + "...");
+  // "é" is two bytes: a cut at byte 5 of "abcdé..." would split it; it backs up to byte 4.
+  EXPECT_EQ(picomq::kit::bounded("abcd\xC3\xA9" "fgh", 5), "abcd...");
+  EXPECT_EQ(picomq::kit::bounded("abcd\xC3\xA9" "fgh", 6), "abcd\xC3\xA9...");
+  Redactor r;
+  r.add("s3cr3t-value");
+  const std::string text = std::string(995, 'x') + "s3cr3t-value and more";
+  EXPECT_EQ(r.bounded(text), std::string(995, 'x') + "*** a...") << "redacted before the cut: no prefix of the secret survives";
+  EXPECT_EQ(r.bounded(text).find("s3cr"), std::string::npos);
+}
+
 TEST(Redactor, EveryFormOfEverySecretIsHidden) {
   auto client = std::make_shared<Redactor>();
   client->add("abc");

@@ -53,7 +53,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxLabelBytes = 128;  // Doris: ^[-_A-Za-z0-9:]{1,128}$
-constexpr size_t kMaxReasonBytes = 1000;
 
 enum class Layout { Flat, Envelope, Payload };
 
@@ -179,10 +178,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
 const pmq_record& record_at(const pmq_batch& b, size_t i) {
   return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
 }
-std::string bounded(std::string s) {
-  if (s.size() > kMaxReasonBytes) s = s.substr(0, kMaxReasonBytes) + "...";
-  return s;
-}
+using kit::bounded;
 
 // One Stream Load: records of a batch (positions), their JSON lines, the offsets they span.
 struct Load {

@@ -40,7 +40,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kHealthCheckTimeout = 5s;
-constexpr size_t kMaxReasonBytes = 1000;  // of a cluster's error text in a rejection or an error
 
 struct Index {
   std::string name;
@@ -143,14 +142,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   }
   kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
 
-  std::string bounded(std::string_view text) const {
-    std::string out = client_->redactor().redact(text);
-    if (out.size() > kMaxReasonBytes) {
-      out.resize(kMaxReasonBytes);
-      out += "...";
-    }
-    return out;
-  }
+  std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
   std::string body_of(const BatchWrite& write, const std::vector<size_t>& positions) const {
     std::string out;

@@ -35,7 +35,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kOpenCheckTimeout = 5s;
-constexpr size_t kMaxReasonBytes = 1000;  // of a server's error text in a rejection or an error
 
 }  // namespace
 
@@ -137,14 +136,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
   }
   kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
 
-  std::string bounded(std::string_view text) const {
-    std::string out = client_->redactor().redact(text);
-    if (out.size() > kMaxReasonBytes) {
-      out.resize(kMaxReasonBytes);
-      out += "...";
-    }
-    return out;
-  }
+  std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
   static std::string body_of(const BatchWrite& write, const std::vector<size_t>& positions) {
     std::string out;

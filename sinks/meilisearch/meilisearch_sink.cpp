@@ -46,7 +46,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxIdBytes = 511;        // Meilisearch's document id limit
 constexpr size_t kMaxIndexUidBytes = 400;  // and its index uid limit
-constexpr size_t kMaxReasonBytes = 1000;
 
 enum class IdMode { Record, Key, Field };
 enum class Method { Replace, Update };
@@ -398,11 +397,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     return framed(std::move(out), del);
   }
 
-  std::string bounded(std::string_view text) const {
-    std::string out = client_->redactor().redact(text);
-    if (out.size() > kMaxReasonBytes) out.resize(kMaxReasonBytes), out += "...";
-    return out;
-  }
+  std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
   // ------------------------------------------------------------------ the enqueue lane
   // One request at a time, in order: Meilisearch runs tasks in the order it enqueued them, so a

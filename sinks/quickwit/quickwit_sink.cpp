@@ -48,7 +48,6 @@ namespace sdk = picomq::sdk;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxReasonBytes = 1000;
 constexpr uint64_t kMaxBody = 10u << 20;  // Quickwit's ingest payload limit (10 MiB by default)
 
 enum class Commit { Auto, WaitFor, Force };
@@ -393,11 +392,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     return out;
   }
 
-  std::string bounded(std::string_view text) const {
-    std::string out = client_->redactor().redact(text);
-    if (out.size() > kMaxReasonBytes) out.resize(kMaxReasonBytes), out += "...";
-    return out;
-  }
+  std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
   void send(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget) {
     count("requests");

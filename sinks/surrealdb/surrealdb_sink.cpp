@@ -39,7 +39,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kSetupTimeout = 10s;
-constexpr size_t kMaxReasonBytes = 1000;
 
 struct Table {
   std::string name;
@@ -132,14 +131,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   }
   kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
 
-  std::string bounded(std::string_view text) const {
-    std::string out = client_->redactor().redact(text);
-    if (out.size() > kMaxReasonBytes) {
-      out.resize(kMaxReasonBytes);
-      out += "...";
-    }
-    return out;
-  }
+  std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
   std::string authorization() const {
     if (plan_->settings.auth == sr::AuthMode::Basic) return basic_;

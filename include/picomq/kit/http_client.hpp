@@ -55,6 +55,12 @@ namespace picomq::kit {
 //   https://user:pw@host/p?token=abc&page=2   ->   https://***@host/p?token=***&page=2
 std::string redact_url(std::string_view url);
 
+// How much of a destination's error text a reason (a sink's error, a rejection) carries.
+inline constexpr size_t kMaxReasonBytes = 1000;
+
+// `text` cut to at most `max_bytes` (at a UTF-8 character boundary) with "..." appended when cut.
+std::string bounded(std::string_view text, size_t max_bytes = kMaxReasonBytes);
+
 // Replaces every occurrence of known secrets in a text by "***".
 class Redactor {
  public:
@@ -65,6 +71,11 @@ class Redactor {
   void add(std::string_view secret);
   bool empty() const { return secrets_.empty() && (!parent_ || parent_->empty()); }
   std::string redact(std::string_view text) const;
+  // A reason for the user: redacted first, then bounded (a secret is never cut into a prefix
+  // that escapes redaction).
+  std::string bounded(std::string_view text, size_t max_bytes = kMaxReasonBytes) const {
+    return kit::bounded(redact(text), max_bytes);
+  }
   // The length of the longest secret (its raw or encoded form).
   size_t longest() const;
 
