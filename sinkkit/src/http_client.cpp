@@ -367,6 +367,17 @@ std::string Redactor::redact(std::string_view text) const {
   return out;
 }
 
+std::optional<std::string> check_base_url(const std::string& url, const BaseUrlHints& hints) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return "must start with http:// or https:// (" + std::string(hints.what) + ")";
+  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
+    return "must not hold a query or fragment" + (hints.query.empty() ? std::string() : " (" + std::string(hints.query) + ")");
+  const size_t authority = url.find("://") + 3, at = url.find('@', authority);
+  if (at != std::string::npos && at < url.find('/', authority))
+    return "must not hold credentials (" + std::string(hints.credentials) + ")";
+  return std::nullopt;
+}
+
 std::string bounded(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return std::string(text);
   size_t cut = max_bytes;

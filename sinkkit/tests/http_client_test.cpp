@@ -116,6 +116,18 @@ TEST(RedactUrl, UserinfoAndSecretLookingParametersAreHidden) {
   EXPECT_EQ(redact_url(""), "");
 }
 
+// A sink's base URL option: http(s), no query or fragment, no userinfo; an '@' in the path is not one.
+TEST(BaseUrl, OnlyAnHttpAddressWithoutQueryOrCredentialsPasses) {
+  const picomq::kit::BaseUrlHints hints{.what = "e.g. http://h:1", .credentials = "use token", .query = "the sink sets it"};
+  EXPECT_EQ(picomq::kit::check_base_url("http://h:1", hints), std::nullopt);
+  EXPECT_EQ(picomq::kit::check_base_url("https://h:1/prefix/a@b", hints), std::nullopt);
+  EXPECT_EQ(picomq::kit::check_base_url("h:1", hints), "must start with http:// or https:// (e.g. http://h:1)");
+  EXPECT_EQ(picomq::kit::check_base_url("http://h:1/?x=1", hints), "must not hold a query or fragment (the sink sets it)");
+  EXPECT_EQ(picomq::kit::check_base_url("http://h:1/#f", {.what = "w", .credentials = "c"}), "must not hold a query or fragment");
+  EXPECT_EQ(picomq::kit::check_base_url("http://u:p@h:1", hints), "must not hold credentials (use token)");
+  EXPECT_EQ(picomq::kit::check_base_url("http://u:p@h:1/x", hints), "must not hold credentials (use token)");
+}
+
 // A reason for the user: redacted, then cut at kMaxReasonBytes on a UTF-8 boundary with "...".
 TEST(Redactor, BoundedReasonsAreRedactedThenCutAtACharacterBoundary) {
   EXPECT_EQ(picomq::kit::bounded("short"), "short");

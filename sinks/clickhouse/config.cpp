@@ -1,5 +1,6 @@
 #include "clickhouse/config.h"
 
+#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/declared_columns.hpp"
 
 namespace picomq::clickhouse {
@@ -8,12 +9,8 @@ namespace {
 using namespace std::chrono_literals;
 
 std::optional<std::string> check_url(const std::string& url) {
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return "must start with http:// or https:// (ClickHouse's HTTP interface, port 8123 or 8443)";
-  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
-    return "must not hold a query or fragment (the sink sets the query; use the options for settings)";
-  if (url.find('@') != std::string::npos) return "must not hold credentials (use user and password)";
-  return std::nullopt;
+  return kit::check_base_url(url, {.what = "ClickHouse's HTTP interface, port 8123 or 8443", .credentials = "use user and password",
+                                   .query = "the sink sets the query; use the options for settings"});
 }
 
 }  // namespace

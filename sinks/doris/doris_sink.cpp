@@ -79,12 +79,7 @@ struct Settings {
 };
 
 std::optional<std::string> check_url(const std::string& url) {
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return "must start with http:// or https:// (the FE's HTTP address, e.g. http://fe:8030)";
-  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos) return "must not hold a query or fragment";
-  const size_t scheme = url.find("://") + 3, at = url.find('@', scheme);
-  if (at != std::string::npos && at < url.find('/', scheme)) return "must not hold credentials (use user and password)";
-  return std::nullopt;
+  return kit::check_base_url(url, {.what = "the FE's HTTP address, e.g. http://fe:8030", .credentials = "use user and password"});
 }
 
 std::optional<std::string> check_name(const std::string& v) {

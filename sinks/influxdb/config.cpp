@@ -1,5 +1,6 @@
 #include "influxdb/config.h"
 
+#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/encoding.hpp"
 
 namespace picomq::influxdb {
@@ -8,15 +9,9 @@ namespace {
 using namespace std::chrono_literals;
 
 std::optional<std::string> check_url(const std::string& url) {
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return "must start with http:// or https:// (the server's HTTP endpoint, e.g. http://127.0.0.1:8086)";
-  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
-    return "must not hold a query or fragment (the sink sets the query; use the options)";
-  const size_t scheme = url.find("://") + 3;
-  const size_t at = url.find('@', scheme);
-  if (at != std::string::npos && at < url.find('/', scheme))
-    return "must not hold credentials (use token, or auth = \"basic\" with auth_user / auth_password)";
-  return std::nullopt;
+  return kit::check_base_url(url, {.what = "the server's HTTP endpoint, e.g. http://127.0.0.1:8086",
+                                   .credentials = "use token, or auth = \"basic\" with auth_user / auth_password",
+                                   .query = "the sink sets the query; use the options"});
 }
 
 

@@ -74,12 +74,7 @@ struct Settings {
 };
 
 std::optional<std::string> check_url(const std::string& url) {
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return "must start with http:// or https:// (Quickwit's REST address, e.g. http://127.0.0.1:7280)";
-  if (url.find('?') != std::string::npos || url.find('#') != std::string::npos) return "must not hold a query or fragment";
-  const size_t scheme = url.find("://") + 3, at = url.find('@', scheme);
-  if (at != std::string::npos && at < url.find('/', scheme)) return "must not hold credentials (use the auth options)";
-  return std::nullopt;
+  return kit::check_base_url(url, {.what = "Quickwit's REST address, e.g. http://127.0.0.1:7280", .credentials = "use the auth options"});
 }
 
 bool read_file(const std::string& path, std::string& out) {

@@ -55,6 +55,18 @@ namespace picomq::kit {
 //   https://user:pw@host/p?token=abc&page=2   ->   https://***@host/p?token=***&page=2
 std::string redact_url(std::string_view url);
 
+// The check of a sink's base URL option (`url = "http://host:port[/prefix]"`): http(s), no query
+// or fragment (the sink builds those), no userinfo (credentials belong in the auth options, where
+// they are secret). The hints complete the messages: `what` the address expected ("the cluster's
+// HTTP endpoint, e.g. http://127.0.0.1:9200"), `credentials` where they go instead, `query` why
+// there is no query (optional).
+struct BaseUrlHints {
+  std::string_view what;
+  std::string_view credentials;
+  std::string_view query = {};
+};
+std::optional<std::string> check_base_url(const std::string& url, const BaseUrlHints& hints);
+
 // How much of a destination's error text a reason (a sink's error, a rejection) carries.
 inline constexpr size_t kMaxReasonBytes = 1000;
 
