@@ -209,8 +209,8 @@ class ApiServer::Impl {
     if (space == std::string::npos || !std::equal(header.begin(), header.begin() + static_cast<long>(space), "bearer",
                                                   "bearer" + 6, [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
       return false;
-    const std::string got = header.substr(header.find_first_not_of(' ', space) == std::string::npos ? header.size()
-                                                                                                    : header.find_first_not_of(' ', space));
+    const size_t token_at = header.find_first_not_of(' ', space);
+    const std::string got = token_at == std::string::npos ? std::string() : header.substr(token_at);
     const std::string& expected = *config_.api.token;
     unsigned char diff = got.size() != expected.size();
     for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(expected[i] ^ (i < got.size() ? got[i] : 0));
