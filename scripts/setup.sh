@@ -34,6 +34,7 @@ debian_packages=(
   postgresql-15 libpq-dev
   clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
+  clang-format clang-tidy  # the style check (scripts/style.sh, .clang-format / .clang-tidy)
   curl nginx-light wrk openssl  # test servers (sinkkit/testing)
   libsqlite3-dev  # the Iceberg sink's SQL catalog on SQLite (sqlx, unbundled)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson

@@ -22,7 +22,9 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -361,6 +363,38 @@ class ConfigProblems {
   std::string text_;
 };
 
+// A wait that stop() ends at once, for every waiter, now and later: what lets the host's stop()
+// (ABI 2.6) and close() cut a back-off, a Retry-After or a poll short. A sink's own is
+// BaseSink::stopping(); the kit's clients keep theirs (kit::StopSignal is this class).
+//
+//   while (!try_connect())
+//     if (!stopping().wait_for(backoff.next())) throw sdk::RetryableError("stopping");
+class StopSignal {
+ public:
+  // False when stopped (before or during the wait): give up now.
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> delay) const {
+    std::unique_lock lock(mutex_);
+    return !cv_.wait_for(lock, delay, [&] { return stopped_; });
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool stopped() const {
+    std::lock_guard lock(mutex_);
+    return stopped_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
 // One partition named by a partition notification (valid for the call).
 struct TopicPartition {
   std::string_view topic;
@@ -393,12 +427,19 @@ class BaseSink {
   // (seal what is accumulating). partitions_*(): a [[topics]] block gained or is handing away
   // these partitions. A sink may also declare
   //   static void validate(const Config&, ConfigProblems&);
+  // ABI 2.6: stop() runs when the host stops the instance, on another thread, maybe during a
+  // write (see sink_abi.h), after stopping() is signalled: end waits the signal does not reach
+  // (e.g. a kit::RequestEngine's resends). Must not block.
+  void stop() {}
   // pure cross-option checks, run before open() and by `--check`.
   void flush(std::chrono::milliseconds /*timeout*/) {}
   void partitions_assigned(uint32_t /*block_index*/, const std::vector<TopicPartition>&) {}
   void partitions_revoked(uint32_t /*block_index*/, const std::vector<TopicPartition>&) {}
 
  protected:
+  // Signalled by the host's stop() (ABI 2.6) and before close(): every wait of a synchronous
+  // write (a back-off, a poll) waits on it, so a stopping runtime is not held up by it.
+  const StopSignal& stopping() const { return stopping_; }
   void log(LogLevel level, const std::string& message) const {
     if (host_) host_->log(host_->host_ctx, static_cast<int32_t>(level), message.c_str());
   }
@@ -460,6 +501,7 @@ class BaseSink {
   const pmq_host_api* host_ = nullptr;
   pmq_write_result* result_ = nullptr;
   bool rejected_ = false;
+  StopSignal stopping_;
   // The handle of the write in progress, held until the trampoline knows its outcome, so a
   // handle dropped by a throw cannot complete the write behind the synchronous status.
   std::shared_ptr<typename Pending::State> pending_;
@@ -479,6 +521,7 @@ struct Exporter {
       !std::is_same_v<decltype(&S::partitions_revoked), decltype(&Base::partitions_revoked)>;
   static constexpr bool implements_validate =
       requires(const Config& c, ConfigProblems& p) { S::validate(c, p); };
+  static constexpr bool implements_stop = !std::is_same_v<decltype(&S::stop), decltype(&Base::stop)>;
   static std::span<const pmq_option> option_table() { return {S::options.data(), S::options.size()}; }
 
   template <class Planes>
@@ -603,8 +646,15 @@ struct Exporter {
     hook(instance, "partitions_revoked", [&](S& s) { s.partitions_revoked(block, partition_list(list, count)); });
   }
 
+  static void stop(void* instance) noexcept {
+    auto* sink = static_cast<S*>(instance);
+    static_cast<Base*>(sink)->stopping_.stop();
+    if constexpr (implements_stop) hook(instance, "stop", [](S& s) { s.stop(); });
+  }
+
   static void close(void* instance) noexcept {
     auto* sink = static_cast<S*>(instance);
+    static_cast<Base*>(sink)->stopping_.stop();
     try {
       sink->close();
     } catch (const std::exception& e) {
@@ -638,6 +688,7 @@ struct Exporter {
         .flush = implements_flush ? &Exporter::flush : nullptr,
         .partitions_assigned = implements_partitions ? &Exporter::partitions_assigned : nullptr,
         .partitions_revoked = implements_partitions ? &Exporter::partitions_revoked : nullptr,
+        .stop = &Exporter::stop,
     };
     return d;
   }

@@ -28,10 +28,11 @@
  *  - No C++ exception may cross it: a C++ plugin catches everything at the boundary.
  *  - Calls into one plugin instance are serialised by the host (never two at once): open,
  *    write_*, flush, partitions_assigned / partitions_revoked and close. The host may make them
- *    from different threads, one at a time.
+ *    from different threads, one at a time. The one exception is stop() (ABI 2.6), which exists
+ *    to reach a call in progress.
  *
  * Lifecycle of an instance (ABI 2.2):
- *   validate? -> open -> { partitions_assigned | write_* | flush | partitions_revoked }* -> flush -> close
+ *   validate? -> open -> { partitions_assigned | write_* | flush | partitions_revoked }* -> stop? -> flush -> close
  */
 #ifndef PICOMQ_SINK_ABI_H
 #define PICOMQ_SINK_ABI_H
@@ -47,7 +48,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 5
+#define PMQ_SINK_ABI_VERSION_MINOR 6
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -327,6 +328,19 @@ typedef struct pmq_sink_plugin {
                               size_t count);
   void (*partitions_revoked)(void *instance, uint32_t block_index, const pmq_topic_partition *partitions,
                              size_t count);
+
+  /* ---- Since ABI 2.6 (the host checks struct_size); may be NULL. ---- */
+
+  /* The host is stopping this instance (a shutdown, or its definition removed): the only call
+   * that is not serialised. It comes from another thread, between open() returning and close(),
+   * possibly while a write or flush runs, and may come more than once. The instance ends the
+   * waits of its retries now — a back-off before a resend, a Retry-After, a wait for a load or
+   * task that an earlier failure left running — and the writes in them complete as RETRY
+   * (nothing of them is committed: the records come again on the next start). Work that
+   * progresses is not cut (a request on the wire, a healthy destination's task being polled):
+   * those writes complete as usual, within the host's shutdown_timeout. It must not block.
+   * flush() and close() follow as usual. */
+  void (*stop)(void *instance);
 } pmq_sink_plugin;
 
 typedef const pmq_sink_plugin *(*pmq_sink_entry_fn)(uint32_t host_abi_version);

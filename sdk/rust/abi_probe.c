@@ -48,6 +48,7 @@ static const struct {
         FIELD(pmq_sink_plugin, write_arrow) FIELD(pmq_sink_plugin, close) FIELD(pmq_sink_plugin, max_in_flight)
         FIELD(pmq_sink_plugin, validate) FIELD(pmq_sink_plugin, flush) FIELD(pmq_sink_plugin, partitions_assigned)
         FIELD(pmq_sink_plugin, partitions_revoked)
+        FIELD(pmq_sink_plugin, stop)
     SIZE(pmq_plane_spec) FIELD(pmq_plane_spec, accepted_planes) FIELD(pmq_plane_spec, native_planes)
         FIELD(pmq_plane_spec, best_plane)
     SIZE(struct ArrowSchema) SIZE(struct ArrowArray)

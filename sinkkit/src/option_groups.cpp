@@ -1,5 +1,7 @@
 #include "picomq/kit/option_groups.hpp"
 
+#include "picomq/kit/encoding.hpp"
+
 namespace picomq::kit {
 
 using namespace std::chrono_literals;
@@ -176,6 +178,23 @@ AccumulatorLimits accumulator_limits(const BatchingSettings& batching, size_t ma
   l.max_batches = max_batches;
   l.max_open = max_open;
   return l;
+}
+
+std::string document_help(const DocumentHelp& help) {
+  std::string out = "Document layout: flat = " + std::string(help.first) +
+                    "pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (base64), pico_headers, then "
+                    "the payload object's fields (a payload that is not an object goes under `payload`); envelope = "
+                    "the same pico_* fields and the payload under `payload`";
+  if (help.payload) out += "; payload = the payload object alone" + std::string(help.payload_adds);
+  out += ".";
+  if (!help.more.empty()) out += " " + std::string(help.more);
+  return out;
+}
+
+std::optional<std::string> payload_document_refusal(const pmq_batch& batch, const pmq_record& record) {
+  const std::string_view payload(reinterpret_cast<const char*>(record.payload.data), record.payload.size);
+  if (batch.payload_format == PMQ_PAYLOAD_JSON && record.payload.data && json_object_body(payload)) return std::nullopt;
+  return "document = \"payload\": the payload is not a JSON object";
 }
 
 }  // namespace picomq::kit

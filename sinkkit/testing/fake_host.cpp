@@ -1,3 +1,4 @@
+#include <cstddef>
 #include "picomq/kit/testing/fake_host.hpp"
 
 #include <dlfcn.h>
@@ -334,6 +335,12 @@ void FakeHost::assign(uint32_t block_index, const std::vector<std::pair<std::str
 void FakeHost::revoke(uint32_t block_index, const std::vector<std::pair<std::string, int32_t>>& partitions) {
   auto list = partition_list(partitions);
   if (instance_ && plugin_->partitions_revoked) plugin_->partitions_revoked(instance_, block_index, list.data(), list.size());
+}
+
+void FakeHost::stop() {
+  if (!instance_ || plugin_->struct_size < offsetof(pmq_sink_plugin, stop) + sizeof(plugin_->stop) || !plugin_->stop)
+    return;
+  plugin_->stop(instance_);
 }
 
 void FakeHost::close() {

@@ -514,23 +514,26 @@ Inferred infer_arrow_columns(const ArrowInput& in, ServerVersion version) {
       out.notes.push_back("an Arrow column without a name is left out");
       continue;
     }
-    Type t = make(Kind::String);
+    // The exporter's inferred columns are the kit's lattice types; Int32 and timestamps come
+    // from a declared schema.
+    Type t = column_type(kit::InferredType::Json, version);
     switch (c.json ? ColumnType::Utf8 : c.type) {
-      case ColumnType::Bool: t = make(version.at_least(21, 12) ? Kind::Bool : Kind::UInt8); break;
-      case ColumnType::Int32: t = make(Kind::Int32); break;
-      case ColumnType::Int64: t = make(Kind::Int64); break;
-      case ColumnType::Float64: t = make(Kind::Float64); break;
+      case ColumnType::Bool: t = column_type(kit::InferredType::Bool, version); break;
+      case ColumnType::Int32: t = nullable(make(Kind::Int32)); break;
+      case ColumnType::Int64: t = column_type(kit::InferredType::Int64, version); break;
+      case ColumnType::Float64: t = column_type(kit::InferredType::Float64, version); break;
       case ColumnType::TimestampMs:
         if (version.at_least(20, 1)) {
           t = make(Kind::DateTime64);
           t.size = 3;
+          t = nullable(std::move(t));
         } else {
-          t = make(Kind::Int64);
+          t = nullable(make(Kind::Int64));
         }
         break;
       default: break;  // utf8, JSON, binary, only nulls: String
     }
-    out.columns.push_back({name, nullable(std::move(t)), Source::Field, name});
+    out.columns.push_back({name, std::move(t), Source::Field, name});
   }
   return out;
 }

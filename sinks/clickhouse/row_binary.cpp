@@ -1,6 +1,7 @@
 #include "clickhouse/row_binary.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -183,6 +184,17 @@ std::string put_epoch_seconds(const Type& t, int64_t seconds, std::string& out) 
   return {};
 }
 
+// A scalar into a String column: its JSON text (1, 2.5, true), as ClickHouse's own JSON input
+// reads numbers and bools into String columns. A column inferred from conflicting kinds is a
+// String (kit/inferred_type.hpp: JSON), and every value of it is written.
+template <typename T>
+std::string put_text(T value, std::string& out) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  append_sized(out, std::string_view(text, static_cast<size_t>(end - text)));
+  return {};
+}
+
 std::string put_double(const Type& t, double d, std::string& out) {
   if (t.kind == Kind::Float64) {
     put(out, d);
@@ -207,6 +219,7 @@ std::string append_integer(const Type& type, int64_t v, std::string& out) {
     case Kind::Date: return put_date_days(t, v, out);
     case Kind::DateTime: return put_epoch_seconds(t, v, out);  // epoch seconds
     case Kind::DateTime64: put(out, v); return {};              // in the column's unit: epoch ms for DateTime64(3)
+    case Kind::String: return put_text(v, out);
     default: return expected_found(t, "integer");
   }
 }
@@ -219,6 +232,7 @@ std::string append_unsigned(const Type& type, uint64_t v, std::string& out) {
       if (!put_integer(out, t.kind, false, v, 0)) return expected_found(t, "an integer out of its range");
       return {};
     case Kind::Float32: case Kind::Float64: return put_double(t, static_cast<double>(v), out);
+    case Kind::String: return put_text(v, out);
     default: return expected_found(t, "integer");
   }
 }
@@ -241,12 +255,19 @@ std::string append_float(const Type& type, double v, std::string& out, bool inte
         return {};
       }
       return expected_found(t, "an integer out of its range");
+    case Kind::String:
+      if (!std::isfinite(v)) return expected_found(t, "a number JSON cannot write");
+      return put_text(v, out);
     default: return expected_found(t, "floating-point number");
   }
 }
 
 std::string append_bool(const Type& type, bool v, std::string& out) {
   const Type& t = open_value(type, out);
+  if (t.kind == Kind::String) {
+    append_sized(out, v ? "true" : "false");
+    return {};
+  }
   if (t.kind != Kind::Bool && t.kind != Kind::UInt8) return expected_found(t, "bool");  // 18.16's booleans are UInt8
   out += v ? '\x01' : '\x00';
   return {};

@@ -117,6 +117,18 @@ std::string add_column_sql(const std::string& qualified, const Column& column) {
   return "ALTER TABLE " + qualified + " ADD COLUMN " + quote_identifier(column.name) + " " + column.type.name();
 }
 
+Type column_type(kit::InferredType type, ServerVersion version) {
+  switch (type) {
+    case kit::InferredType::Bool: return nullable(make(version.at_least(21, 12) ? Kind::Bool : Kind::UInt8));
+    case kit::InferredType::Int64: return nullable(make(Kind::Int64));
+    case kit::InferredType::Float64: return nullable(make(Kind::Float64));
+    case kit::InferredType::String:
+    case kit::InferredType::None:
+    case kit::InferredType::Json: break;
+  }
+  return nullable(make(Kind::String));
+}
+
 Inferred infer_columns(const pmq_batch& batch, ServerVersion version) {
   Inferred out;
   if (batch.payload_format != PMQ_PAYLOAD_JSON) {
@@ -124,8 +136,7 @@ Inferred infer_columns(const pmq_batch& batch, ServerVersion version) {
                         std::string(batch.schema ? batch.schema : "") + "'");
     return out;
   }
-  enum Seen : unsigned { Int = 1, Float = 2, Str = 4, Bool = 8, Other = 16 };
-  std::vector<std::pair<std::string, unsigned>> fields;
+  std::vector<std::pair<std::string, kit::InferredType>> fields;
   simdjson::dom::parser parser;
   for (size_t i = 0; i < batch.record_count; ++i) {
     const pmq_record& r = *pmq_batch_record(&batch, i);
@@ -135,30 +146,18 @@ Inferred infer_columns(const pmq_batch& batch, ServerVersion version) {
     for (auto m : o) {
       auto it = std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == m.key; });
       if (it == fields.end()) {
-        fields.emplace_back(std::string(m.key), 0u);
+        fields.emplace_back(std::string(m.key), kit::InferredType::None);
         it = fields.end() - 1;
       }
-      switch (m.value.type()) {
-        case simdjson::dom::element_type::INT64: it->second |= Int; break;
-        case simdjson::dom::element_type::UINT64: it->second |= Float; break;
-        case simdjson::dom::element_type::DOUBLE: it->second |= Float; break;
-        case simdjson::dom::element_type::STRING: it->second |= Str; break;
-        case simdjson::dom::element_type::BOOL: it->second |= Bool; break;
-        case simdjson::dom::element_type::NULL_VALUE: break;
-        default: it->second |= Other; break;
-      }
+      it->second = kit::join(it->second, kit::json_value_kind(m.value.type()));
     }
   }
-  for (const auto& [name, seen] : fields) {
+  for (const auto& [name, type] : fields) {
     if (metadata_source(name) != Source::Field || name.empty()) {
       out.notes.push_back("field '" + name + "' is left out: its name is a metadata column's (or empty)");
       continue;
     }
-    Kind k = Kind::String;
-    if (seen == Int) k = Kind::Int64;
-    else if (seen == Float || seen == (Int | Float)) k = Kind::Float64;
-    else if (seen == Bool) k = version.at_least(21, 12) ? Kind::Bool : Kind::UInt8;
-    out.columns.push_back({name, nullable(make(k)), Source::Field, name});
+    out.columns.push_back({name, column_type(type, version), Source::Field, name});
   }
   return out;
 }

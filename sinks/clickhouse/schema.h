@@ -8,6 +8,7 @@
 
 #include "clickhouse/client.h"
 #include "clickhouse/row_binary.h"
+#include "picomq/kit/inferred_type.hpp"
 #include "picomq/kit/result.hpp"
 #include "picomq/sink_abi.h"
 
@@ -48,10 +49,14 @@ struct Inferred {
   std::vector<Column> columns;  // Nullable, in first-appearance order
   std::vector<std::string> notes;
 };
-// Columns for a topic's first batch of JSON objects, over the non-null values of each top-level
-// field: all integers in Int64 -> Int64; numbers -> Float64; strings -> String; bools -> Bool
-// (UInt8 before 21.12); objects, arrays, conflicting kinds, only nulls -> String (JSON text).
-// pico_* names are left out (notes).
+// The column of a type the kit's inference lattice gives (kit/inferred_type.hpp), Nullable:
+// int64 -> Int64, float64 -> Float64, bool -> Bool (UInt8 before 21.12); string, JSON (objects,
+// arrays, integers beyond Int64, conflicting kinds) and none (only nulls) -> String, where a
+// string is its text and any other value its JSON text.
+Type column_type(kit::InferredType type, ServerVersion version);
+
+// Columns for a topic's first batch of JSON objects: each top-level field's non-null values
+// joined on the kit's lattice, through column_type(). pico_* names are left out (notes).
 Inferred infer_columns(const pmq_batch& batch, ServerVersion version);
 
 // ALTER TABLE <qualified> ADD COLUMN `name` <type> (one column: a column already there, error 44

@@ -54,7 +54,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxLabelBytes = 128;  // Doris: ^[-_A-Za-z0-9:]{1,128}$
 
-enum class Layout { Flat, Envelope, Payload };
 
 struct Settings {
   std::string url;
@@ -64,7 +63,7 @@ struct Settings {
   std::optional<std::string> password;
   std::optional<std::string> label_prefix;
   int64_t label_span = 0;
-  Layout document = Layout::Flat;
+  kit::JsonLayout document = kit::JsonLayout::Flat;
   std::optional<std::string> columns;
   std::optional<std::string> jsonpaths;
   double max_filter_ratio = 0;
@@ -113,13 +112,9 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Loads never cross a multiple of this many offsets, so a replay's loads start where the earlier run's did. "
                 "After a restart a partition's first load looks up at most label_span labels (get_load_state, "
                 "probe_parallelism at once) to find what the earlier run loaded. Keep it across restarts."),
-      kit::option("document", &Settings::document)
-          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
-          .fallback(Layout::Flat)
-          .help("JSON line per record: flat = pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key (base64), "
-                "pico_headers, then the payload object's fields (a payload that is not an object goes under `payload`); "
-                "envelope = the same pico_* fields and the payload under `payload`; payload = the payload alone. Doris takes "
-                "the fields named like the table's columns (or as columns / jsonpaths say) and ignores the others."),
+      kit::document_option(&Settings::document,
+                           {.more = "One JSON line per record; Doris takes the fields named like the table's columns (or "
+                                    "as columns / jsonpaths say) and ignores the others."}),
       kit::option("columns", &Settings::columns).help("Stream Load `columns` header: the table columns the JSON fields go to, e.g. \"id,name,pico_offset\"."),
       kit::option("jsonpaths", &Settings::jsonpaths).help("Stream Load `jsonpaths` header: [\"$.a\", \"$.b.c\"], one per column (in the order of `columns`)."),
       kit::option("max_filter_ratio", &Settings::max_filter_ratio)
@@ -170,9 +165,6 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   return s;
 }
 
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
 using kit::bounded;
 
 // One Stream Load: records of a batch (positions), their JSON lines, the offsets they span.
@@ -213,11 +205,9 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     problems.throw_if_any();
     s_ = std::move(*s);
     kit::RecordJsonOptions o;
-    o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
-               : s_.document == Layout::Envelope ? kit::JsonLayout::Envelope
-                                                 : kit::JsonLayout::PayloadOnly;
+    o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
-    if (s_.document == Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
     prefix_ = s_.label_prefix ? *s_.label_prefix : "picomq-" + (sink_key().empty() ? std::string("sink") : kit::url_safe(sink_key()));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
     client.auth = kit::BasicAuth{s_.user, s_.password.value_or("")};
@@ -229,14 +219,14 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     health_check();
   }
 
-  void close() { closing_ = true; }
+  // No close() of its own: the SDK signals stopping() first, which ends every wait below.
 
   void write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
     const std::string tp = std::string(raw.topic) + "\x1f" + std::to_string(raw.partition);
     std::vector<Load> loads = cut(raw);
     if (raw.record_count == 0) return;
-    const int64_t first = record_at(raw, 0).offset, last = record_at(raw, raw.record_count - 1).offset;
+    const int64_t first = pmq_batch_record(&raw, 0)->offset, last = pmq_batch_record(&raw, raw.record_count - 1)->offset;
     bool check = true;
     int64_t skip_until = -1;
     {
@@ -275,7 +265,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
           // Drop the records up to `end`; the rest is a load starting at the next record.
           Load rest;
           for (size_t k = 0; k < load.positions.size(); ++k) {
-            if (record_at(raw, load.positions[k]).offset <= end) continue;
+            if (pmq_batch_record(&raw, load.positions[k])->offset <= end) continue;
             rest.positions.push_back(load.positions[k]);
             rest.lines.push_back(std::move(load.lines[k]));
           }
@@ -285,7 +275,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
             for (size_t j = i + 1; j < loads.size(); ++j) trim_below(raw, loads[j], end + 1);
             loaded_beyond = std::max(loaded_beyond, end);
           }
-          rest.first = rest.positions.empty() ? 0 : record_at(raw, rest.positions.front()).offset;
+          rest.first = rest.positions.empty() ? 0 : pmq_batch_record(&raw, rest.positions.front())->offset;
           rest.last = load.last;
           rest.ends_at_batch_end = load.ends_at_batch_end;
           load = std::move(rest);
@@ -312,7 +302,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     auto json = writer_.begin(raw);
     size_t bytes = 0;
     for (size_t i = 0; i < raw.record_count; ++i) {
-      const pmq_record& r = record_at(raw, i);
+      const pmq_record& r = *pmq_batch_record(&raw, i);
       if (r.payload.data == nullptr) {
         count("skipped_tombstones");
         continue;
@@ -340,11 +330,11 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   void trim_below(const pmq_batch& raw, Load& load, int64_t from) {
     Load rest;
     for (size_t k = 0; k < load.positions.size(); ++k) {
-      if (record_at(raw, load.positions[k]).offset < from) continue;
+      if (pmq_batch_record(&raw, load.positions[k])->offset < from) continue;
       rest.positions.push_back(load.positions[k]);
       rest.lines.push_back(std::move(load.lines[k]));
     }
-    rest.first = rest.positions.empty() ? 0 : record_at(raw, rest.positions.front()).offset;
+    rest.first = rest.positions.empty() ? 0 : pmq_batch_record(&raw, rest.positions.front())->offset;
     rest.last = load.last;
     rest.ends_at_batch_end = load.ends_at_batch_end;
     load = std::move(rest);
@@ -365,7 +355,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   std::optional<std::pair<int64_t, std::string>> probe(const pmq_batch& raw, const Load& load) {
     std::vector<int64_t> ends{load.last};
     for (auto it = load.positions.rbegin(); it != load.positions.rend(); ++it) {
-      const int64_t o = record_at(raw, *it).offset;
+      const int64_t o = pmq_batch_record(&raw, *it)->offset;
       if (o != load.last) ends.push_back(o);
     }
     if (load.ends_at_batch_end) {
@@ -430,7 +420,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
 
   // The state of a running load (PREPARE) once it ended, waiting with back-off up to retry_timeout.
   std::string await_end(const std::string& l) {
-    kit::ResendBudget budget(s_.retry_timeout, {.initial = 200ms, .max = 2s});
+    kit::RetryWait retry(stopping(), s_.retry_timeout, {.initial = 200ms, .max = 2s});
     while (true) {
       std::string st;
       try {
@@ -439,10 +429,9 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
         st = "PREPARE";
       }
       if (st != "PREPARE") return st;
-      const auto d = budget.next_delay({});
-      if (!d || closing_) throw sdk::RetryableError("a load with label " + l + " is still running after retry_timeout");
-      count("running_waits");
-      std::this_thread::sleep_for(*d);
+      if (!retry.wait({}, [&](auto) { count("running_waits"); }))
+        throw sdk::RetryableError("a load with label " + l + " is still running " +
+                                  (retry.stopped() ? std::string("as the sink stops") : "after retry_timeout"));
     }
   }
 
@@ -519,15 +508,16 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     const std::string where = "Stream Load of " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] offsets " +
                               std::to_string(load.first) + ".." + std::to_string(load.last) + " (label " + l + ") into " +
                               s_.database + "." + s_.table;
-    kit::ResendBudget budget(s_.retry_timeout);
+    kit::RetryWait retry(stopping(), s_.retry_timeout);
     std::string body;
     bool rebuild = true;
     auto wait_or_fail = [&](const std::string& why) {
-      const auto d = budget.next_delay({});
-      if (!d || closing_) throw sdk::RetryableError(where + ": " + bounded(why) + " (the same label is re-sent on the retry)");
-      count("resends");
-      log(sdk::LogLevel::Debug, where + ": resending in " + std::to_string(d->count()) + " ms: " + why);
-      std::this_thread::sleep_for(*d);
+      const bool waited = retry.wait({}, [&](std::chrono::milliseconds d) {
+        count("resends");
+        log(sdk::LogLevel::Debug, where + ": resending in " + std::to_string(d.count()) + " ms: " + why);
+      });
+      if (!waited) throw sdk::RetryableError(where + ": " + bounded(why) + (retry.stopped() ? " (stopping;" : " (") +
+                                             " the same label is re-sent on the retry)");
     };
     while (true) {
       if (load.positions.empty()) return;
@@ -613,11 +603,11 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   // is an error (nothing to re-send safely).
   Load reject_filtered(const pmq_batch&, const Load& load, const Answer& a, const std::string& where, bool keep_rest) {
     kit::HttpResponse r;
-    for (int attempt = 0; attempt < 5; ++attempt) {
+    kit::RetryWait retry(stopping(), 3s, {.initial = 200ms, .max = 1s});  // a few attempts: the BE serves it at once
+    do {
       r = client_->send({.method = "GET", .url = a.error_url, .timeout = 30s});
       if (r.completed() && r.status == 200) break;
-      std::this_thread::sleep_for(200ms * (attempt + 1));
-    }
+    } while (retry.wait());
     if (!r.completed() || r.status != 200)
       throw sdk::RetryableError(where + ": " + std::to_string(a.filtered) + " rows filtered, and their ErrorURL " + kit::redact_url(a.error_url) +
                                 " could not be read: " + (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message));
@@ -693,15 +683,12 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
 
   void commit_all(const std::vector<std::string>& labels) {
     for (const auto& l : labels) {
-      kit::ResendBudget budget(s_.retry_timeout);
+      kit::RetryWait retry(stopping(), s_.retry_timeout);
       std::string why;
-      while (!two_pc(l, "commit", why)) {
-        const auto d = budget.next_delay({});
-        if (!d || closing_)
+      while (!two_pc(l, "commit", why))
+        if (!retry.wait())
           throw sdk::RetryableError("committing the pre-committed load " + l + " (_stream_load_2pc) failed: " + bounded(why) +
-                                    " (the retry commits it)");
-        std::this_thread::sleep_for(*d);
-      }
+                                    (retry.stopped() ? " (stopping; the retry commits it)" : " (the retry commits it)"));
       count("commits");
     }
   }
@@ -742,7 +729,6 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   Settings s_;
   kit::RecordJsonWriter writer_;
   std::string prefix_, base_;
-  std::atomic<bool> closing_{false};
   std::mutex mutex_;
   std::map<std::string, int64_t> next_offset_;  // topic \x1f partition -> the offset a continuing batch starts at
   std::map<std::string, int64_t> skip_until_;   // records up to there were loaded by an earlier run's load

@@ -9,10 +9,6 @@
 namespace picomq::elasticsearch {
 namespace {
 
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
-
 std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
 std::string_view key_of(const pmq_record& r) { return view(r.key); }
 
@@ -21,11 +17,9 @@ void append_number(std::string& out, int64_t v) {
   out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
-kit::RecordJsonOptions json_options(Layout layout) {
+kit::RecordJsonOptions json_options(kit::JsonLayout layout) {
   kit::RecordJsonOptions o;
-  o.layout = layout == Layout::Flat       ? kit::JsonLayout::Flat
-             : layout == Layout::Envelope ? kit::JsonLayout::Envelope
-                                          : kit::JsonLayout::PayloadOnly;
+  o.layout = layout;
   return o;
 }
 
@@ -48,7 +42,7 @@ BatchPlan BulkEncoder::plan(const pmq_batch& batch) const {
   p.items.reserve(batch.record_count);
   const Op write_op = settings_.action == Action::Create ? Op::Create : Op::Index;
   for (size_t i = 0; i < batch.record_count; ++i) {
-    const pmq_record& r = record_at(batch, i);
+    const pmq_record& r = *pmq_batch_record(&batch, i);
     const bool tombstone = r.payload.data == nullptr;
     if (tombstone && settings_.tombstones == Tombstones::Skip) {
       ++p.skipped;
@@ -73,9 +67,9 @@ BatchPlan BulkEncoder::plan(const pmq_batch& batch) const {
       p.items.push_back({i, Op::Delete});
       continue;
     }
-    if (settings_.document == Layout::Payload) {
-      if (batch.payload_format != PMQ_PAYLOAD_JSON || !kit::json_object_body(view(r.payload))) {
-        p.refused.emplace_back(i, "document = \"payload\": the payload is not a JSON object");
+    if (settings_.document == kit::JsonLayout::PayloadOnly) {
+      if (auto why = kit::payload_document_refusal(batch, r)) {
+        p.refused.emplace_back(i, std::move(*why));
         continue;
       }
     }
@@ -106,7 +100,7 @@ BulkEncoder::ForBatch::ForBatch(const BulkEncoder& encoder, const pmq_batch& bat
 
 void BulkEncoder::ForBatch::append(std::string& out, const Item& item) const {
   const Settings& s = encoder_->settings_;
-  const pmq_record& r = record_at(*batch_, item.record);
+  const pmq_record& r = *pmq_batch_record(&*batch_, item.record);
   out += "{\"";
   out += to_string(item.op);
   out += "\":{";

@@ -70,13 +70,7 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them, or (id = key) delete the document of their key (a "
                 "document already gone counts as deleted)."),
-      kit::option("document", &Settings::document)
-          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
-          .fallback(Layout::Flat)
-          .help("Document layout: flat = the payload object's fields with pico_topic, pico_partition, "
-                "pico_offset, pico_timestamp, pico_key (base64) and pico_headers in front (a payload that is not "
-                "an object goes under `payload`); envelope = the pico_* fields and the payload under `payload`; "
-                "payload = the payload alone (a JSON object)."),
+      kit::document_option(&Settings::document),
       kit::option("data_stream", &Settings::data_stream)
           .fallback(false)
           .help("Write into data streams: action create only, each document gets @timestamp = the record "
@@ -171,7 +165,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     problems.add("data_stream", "needs action = \"create\" (data streams take create only)");
   if (s.data_stream && s.tombstones == Tombstones::Delete)
     problems.add("tombstones", "delete is not possible in a data stream");
-  if (s.data_stream && s.document == Layout::Payload)
+  if (s.data_stream && s.document == kit::JsonLayout::PayloadOnly)
     problems.add("document", "payload cannot carry @timestamp in a data stream: use flat or envelope");
   if (s.data_stream && (s.index_settings.text != "null" || s.index_mappings.text != "null"))
     problems.add("data_stream", "index_settings / index_mappings are for indices; a data stream's come from its "

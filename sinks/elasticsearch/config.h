@@ -19,7 +19,6 @@ enum class Action { Index, Create };
 enum class IdMode { Record, Key, None };
 enum class VersionType { Internal, External };
 enum class Tombstones { Skip, Delete };
-enum class Layout { Flat, Envelope, Payload };
 enum class Refresh { False, True, WaitFor };
 
 struct Settings {
@@ -29,7 +28,7 @@ struct Settings {
   IdMode id = IdMode::Record;
   VersionType version_type = VersionType::Internal;
   Tombstones tombstones = Tombstones::Skip;
-  Layout document = Layout::Flat;
+  kit::JsonLayout document = kit::JsonLayout::Flat;
   bool data_stream = false;
   bool auto_create_index = true;
   kit::JsonValue index_settings;

@@ -20,15 +20,12 @@
 #include "elasticsearch/bulk.h"
 #include "elasticsearch/config.h"
 #include "elasticsearch/items.h"
-#include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/outcome.hpp"
-#include "picomq/kit/resend.hpp"
-#include "picomq/kit/scheduler.hpp"
-#include "picomq/kit/splitter.hpp"
+#include "picomq/kit/request_engine.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -37,7 +34,6 @@ namespace kit = picomq::kit;
 namespace sdk = picomq::sdk;
 namespace es = picomq::elasticsearch;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 constexpr auto kHealthCheckTimeout = 5s;
 
@@ -67,7 +63,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     plan_ = std::make_unique<es::Plan>(std::move(*plan));
     const es::Settings& s = plan_->settings;
     encoder_ = std::make_unique<es::BulkEncoder>(s, plan_->routing_path);
-    if (s.document == es::Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (s.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
     declare_max_in_flight(static_cast<uint32_t>(s.max_in_flight));
     if (s.compatible_with) {
       const std::string v = std::to_string(s.compatible_with);
@@ -82,6 +78,11 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                           {.retry_timeout = s.retry_timeout,
+                                            .destination = "the cluster",
+                                            .items = "documents",
+                                            .written_counter = "documents"});
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         plan_->index, kit::NamePolicy::IndexName,
         [this](const std::string& name, std::string_view) { return prepare_index(name); }, "index");
@@ -90,101 +91,58 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
-    sdk::Pending result = pending();
-    auto write = std::make_shared<BatchWrite>(result, raw);
+    auto job = std::make_shared<BulkJob>(pending(), raw, *this);
     es::BatchPlan plan = encoder_->plan(raw);
-    for (auto& [index, reason] : plan.refused) write->done.reject(index, reason);
+    for (auto& [index, reason] : plan.refused) job->reject(index, reason);
     if (plan.skipped) count("skipped_tombstones", plan.skipped);
-    if (plan.items.empty()) {
-      write->done.finish_one();
-      return result;
+    if (!plan.items.empty()) {
+      job->index = indexes_->get(raw.topic).name;  // throws an SDK outcome when it cannot be prepared
+      job->items = std::move(plan.items);
+      job->renderer.emplace(encoder_->begin(raw, job->index));
+      job->limits = {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
     }
-    write->index = indexes_->get(raw.topic).name;  // throws an SDK outcome when it cannot be prepared
-    write->items = std::move(plan.items);
-    write->renderer.emplace(encoder_->begin(raw, write->index));
-    auto chunks = kit::split_records(
-        0, write->items.size(), limits(), kit::Framing::none(),
-        [&](size_t i, std::string& out) { write->renderer->append(out, write->items[i]); });
-    write->done.add(chunks.size());
-    for (kit::Chunk& chunk : chunks) {
-      std::vector<size_t> positions(chunk.count);
-      for (size_t k = 0; k < chunk.count; ++k) positions[k] = chunk.first + k;
-      send(write, std::move(positions), std::make_shared<const std::string>(std::move(chunk.body)), fresh_budget());
-    }
-    write->done.finish_one();
-    return result;
+    engine_->submit(job, job->items.size());
+    return job->result();
   }
 
   // No flush(): nothing is held open; every batch's requests are on their way when write_batch
   // returns and complete its write by themselves.
 
+  // The host is stopping (ABI 2.6): resends waiting now complete their writes as retries instead
+  // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
+  void stop() {
+    if (engine_) engine_->stop();
+  }
+
   void close() {
-    closing_ = true;
-    scheduler_.close();  // resends still waiting are completed as retries
+    if (engine_) engine_->close();  // resends still waiting are completed as retries
     if (client_) client_->close(std::chrono::seconds(5));
   }
 
  private:
-  // One batch in flight: its items, and how its requests complete its write (kit::BatchCompletion).
-  struct BatchWrite {
-    BatchWrite(sdk::Pending p, const pmq_batch& b) : done(std::move(p), 1), batch(b) {}
-    kit::BatchCompletion done;  // 1: write_batch's own share, until all requests are sent
-    const pmq_batch& batch;     // valid until the write completes (the ABI's promise)
+  // One batch's _bulk requests: its items rendered by the batch's encoder, into one index.
+  struct BulkJob : kit::RequestJob {
+    BulkJob(sdk::Pending p, const pmq_batch& b, ElasticsearchSink& s) : RequestJob(std::move(p)), batch(b), sink(s) {}
+    const pmq_batch& batch;  // valid until the write completes (the ABI's promise)
+    ElasticsearchSink& sink;
     std::string index;
     std::vector<es::Item> items;
     std::optional<es::BulkEncoder::ForBatch> renderer;
-  };
-  using WritePtr = std::shared_ptr<BatchWrite>;
-  using Body = std::shared_ptr<const std::string>;
 
-  kit::SplitLimits limits() const {
-    return {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
-  }
-  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
+    void render(size_t item, std::string& out) const override { renderer->append(out, items[item]); }
+    kit::HttpRequest request(const kit::Run&) const override { return sink.bulk_request(); }
+    void on_response(kit::Reply& reply) override { sink.bulk_answer(*this, reply); }
+    size_t record(size_t item) const override { return items[item].record; }
+    std::string context() const override { return "index " + index + ": "; }
+  };
 
   std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
-  std::string body_of(const BatchWrite& write, const std::vector<size_t>& positions) const {
-    std::string out;
-    for (size_t pos : positions) write.renderer->append(out, write.items[pos]);
-    return out;
-  }
-
-  kit::HttpRequest bulk_request(const Body& body) const {
+  kit::HttpRequest bulk_request() const {
     kit::HttpRequest r{.method = "POST", .url = plan_->base_url + "/_bulk" + plan_->bulk_query};
-    r.body = kit::HttpBody::borrowed(*body);
     r.headers.set("Content-Type", ndjson_type_);
     r.headers.set("Accept", accept_);
     return r;
-  }
-
-  // Sends the items at `positions` of `write` (rendered in `body`) and handles what comes back.
-  void send(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget) {
-    count("requests");
-    client_->send_async(bulk_request(body), [this, write, positions = std::move(positions), body,
-                                             budget](kit::HttpResponse response) mutable {
-      const kit::Classification c = rules_.classify(response);
-      const size_t n = positions.size();
-      switch (c.outcome) {
-        case kit::Outcome::Written: return items_done(write, positions, response, budget);
-        case kit::Outcome::TooLarge:
-        case kit::Outcome::Rejected:
-          if (n > 1) return split(write, positions, c.reason);  // bisect: find the records refused
-          write->done.reject(write->items[positions[0]].record,
-                        (c.outcome == kit::Outcome::TooLarge ? "too large for the cluster: " : "refused by the cluster: ") +
-                            bounded(c.reason));
-          return finish_one(write);
-        case kit::Outcome::Retry:
-        case kit::Outcome::MaybeWritten:
-          if (c.outcome == kit::Outcome::MaybeWritten) mark_written(write);
-          if (resend_later(write, std::move(positions), std::move(body), budget, c)) return;
-          fail(write, c);
-          return finish_one(write);
-        case kit::Outcome::Fatal:
-          fail(write, with_hint(c));
-          return finish_one(write);
-      }
-    });
   }
 
   static kit::Classification with_hint(kit::Classification c) {
@@ -193,102 +151,56 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     return c;
   }
 
-  // A 2xx _bulk response: walks every item.
-  void items_done(const WritePtr& write, const std::vector<size_t>& positions, const kit::HttpResponse& response,
-                  kit::ResendBudget budget) {
-    auto parsed = es::parse_bulk_response(response.body, positions.size());
+  // What a _bulk response means: a 2xx has an answer per item, walked here; the rest is the
+  // engine's (bisection on 400, split on 413, resends, a Fatal stop).
+  void bulk_answer(BulkJob& job, kit::Reply& reply) {
+    if (reply.classification().outcome != kit::Outcome::Written) return reply.follow(with_hint(reply.classification()));
+    const kit::HttpResponse& response = reply.response();
+    auto parsed = es::parse_bulk_response(response.body, reply.size());
     if (!parsed) {
-      mark_written(write);  // the request went through; what of it is unknown
-      fail(write, {.outcome = kit::Outcome::MaybeWritten,
-                   .reason = "index " + write->index + ": " + parsed.error() + ": " + response.body_excerpt(200)});
-      return finish_one(write);
+      reply.maybe_written();  // the request went through; what of it is unknown
+      return reply.fail({.outcome = kit::Outcome::MaybeWritten,
+                         .reason = job.context() + parsed.error() + ": " + response.body_excerpt(200)});
     }
     const es::BulkResponse& r = parsed.value();
+    if (!r.errors) return reply.written(reply.size());
     const bool external = plan_->settings.version_type == es::VersionType::External;
-    uint64_t written = 0, already = 0, rejected = 0;
+    uint64_t written = 0, already = 0;
     std::vector<size_t> again;
     std::string retry_reason;
-    for (size_t k = 0; k < positions.size(); ++k) {
-      const es::Item& item = write->items[positions[k]];
-      if (!r.errors) {
-        ++written;
-        continue;
-      }
+    for (size_t k = 0; k < reply.size(); ++k) {
       std::string reason;
-      switch (es::classify_item(r.items[k], item.op, external, &reason)) {
+      switch (es::classify_item(r.items[k], job.items[reply.item(k)].op, external, &reason)) {
         case es::ItemOutcome::Written: ++written; break;
         case es::ItemOutcome::AlreadyThere: ++already; break;
-        case es::ItemOutcome::Rejected:
-          ++rejected;
-          write->done.reject(item.record, "index " + write->index + ": " + bounded(reason));
-          break;
+        case es::ItemOutcome::Rejected: reply.reject(k, reply.reason(reason)); break;
         case es::ItemOutcome::Retry:
-          again.push_back(positions[k]);
+          again.push_back(k);
           if (retry_reason.empty()) retry_reason = reason;
           break;
         case es::ItemOutcome::Fatal:
           if (r.items[k].type == "index_not_found_exception" && plan_->settings.auto_create_index &&
               !plan_->settings.data_stream) {
-            indexes_->forget(write->batch.topic);  // deleted while the sink ran: created again next attempt
-            fail(write, {.outcome = kit::Outcome::Retry,
-                         .reason = "index " + write->index + " is gone; it is created again on the next attempt"});
+            indexes_->forget(job.batch.topic);  // deleted while the sink ran: created again next attempt
+            reply.fail({.outcome = kit::Outcome::Retry,
+                        .reason = job.context() + "the index is gone; it is created again on the next attempt"});
           } else {
-            fail(write, {.outcome = kit::Outcome::Fatal, .reason = "index " + write->index + ": " + bounded(reason)});
+            reply.fail({.outcome = kit::Outcome::Fatal, .reason = reply.reason(reason)});
           }
           break;
       }
     }
-    if (written) count("documents", written);
-    if (already) count("already_there", already);
-    if (rejected) count("rejected_records", rejected);
-    if (written || already) mark_written(write);
-    if (again.empty()) return finish_one(write);
-    count("item_retries", again.size());
-    auto body = std::make_shared<const std::string>(body_of(*write, again));
-    const kit::Classification c{.outcome = kit::Outcome::Retry,
-                                .reason = "index " + write->index + ": " + std::to_string(again.size()) + " of " +
-                                          std::to_string(positions.size()) + " items refused as transient: " +
-                                          bounded(retry_reason)};
-    if (resend_later(write, std::move(again), std::move(body), budget, c)) return;
-    fail(write, c);
-    finish_one(write);
-  }
-
-  // Splits the items at `positions` in two requests (a 413, or a 400 to narrow down).
-  void split(const WritePtr& write, const std::vector<size_t>& positions, const std::string& why) {
-    count("splits");
-    log(sdk::LogLevel::Debug, "splitting a _bulk request of " + std::to_string(positions.size()) + " items: " + why);
-    write->done.add(1);  // two halves replace this request
-    for (auto& half : kit::halve(positions)) {
-      auto body = std::make_shared<const std::string>(body_of(*write, half));
-      send(write, std::move(half), std::move(body), fresh_budget());
+    if (written) reply.written(written);
+    if (already) {
+      count("already_there", already);
+      reply.maybe_written();
     }
+    if (again.empty()) return;
+    count("item_retries", again.size());
+    const std::string why = std::to_string(again.size()) + " of " + std::to_string(reply.size()) +
+                            " items refused as transient: " + bounded(retry_reason);
+    reply.resend(again, {.outcome = kit::Outcome::Retry, .reason = why});
   }
-
-  // Schedules a resend after the budget's next wait (at least the server's Retry-After) while its
-  // deadline allows; false when it does not (the write then fails as a retry).
-  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget& budget,
-                    const kit::Classification& c) {
-    const auto wait = budget.next_delay(c);
-    if (!wait || closing_) return false;
-    const std::chrono::milliseconds delay = *wait;
-    count("resends");
-    log(sdk::LogLevel::Debug, "resending " + std::to_string(positions.size()) + " items in " +
-                                  std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), budget,
-                             c](bool run) mutable {
-      if (!run) {
-        fail(write, c);
-        return finish_one(write);
-      }
-      send(write, std::move(positions), std::move(body), budget);
-    });
-    return true;
-  }
-
-  static void mark_written(const WritePtr& write) { write->done.written(); }
-  static void fail(const WritePtr& write, const kit::Classification& c) { write->done.fail(c); }
-  static void finish_one(const WritePtr& write) { write->done.finish_one(); }
 
   // ------------------------------------------------------------------ indices
 
@@ -317,7 +229,8 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     if (created.status == 400 && created.body.find("resource_already_exists_exception") != std::string::npos)
       return Index{name};
     if (c.outcome == kit::Outcome::Rejected)  // 400: the settings or mappings are refused
-      throw sdk::FatalError("creating index " + name + " with index_settings / index_mappings: " + bounded(created.body));
+      throw sdk::FatalError("creating index " + name +
+                            " with index_settings / index_mappings: " + bounded(created.body));
     throw_setup_outcome(c, "creating index " + name);
     return Index{name};
   }
@@ -328,9 +241,11 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     if (s.index_template.text == "null") return;
     std::lock_guard lock(template_mutex_);
     if (template_put_) return;
-    const std::string name =
-        s.index_template_name.empty() ? "picomq-" + std::string(sink_key().empty() ? "sink" : sink_key()) : s.index_template_name;
-    kit::HttpRequest put{.method = "PUT", .url = plan_->base_url + "/_index_template/" + kit::percent_encode(name),
+    const std::string name = s.index_template_name.empty()
+                                 ? "picomq-" + std::string(sink_key().empty() ? "sink" : sink_key())
+                                 : s.index_template_name;
+    kit::HttpRequest put{.method = "PUT",
+                         .url = plan_->base_url + "/_index_template/" + kit::percent_encode(name),
                          .body = s.index_template.text};
     put.headers.set("Content-Type", json_type_);
     put.headers.set("Accept", accept_);
@@ -379,8 +294,9 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     }
     server_ = std::string(distribution == "opensearch" ? "OpenSearch " : "Elasticsearch ") + std::string(number);
     log(sdk::LogLevel::Info, "connected to " + server_ + " at " + kit::redact_url(plan_->base_url) + ": index " +
-                                 plan_->settings.index + ", action " + std::string(es::to_string(plan_->settings.action)) +
-                                 ", " + std::to_string(plan_->settings.max_in_flight) + " requests in flight");
+                                 plan_->settings.index + ", action " +
+                                 std::string(es::to_string(plan_->settings.action)) + ", " +
+                                 std::to_string(plan_->settings.max_in_flight) + " requests in flight");
   }
 
   std::unique_ptr<es::Plan> plan_;
@@ -392,9 +308,8 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   std::string server_;
   std::mutex template_mutex_;
   bool template_put_ = false;
-  std::atomic<bool> closing_{false};
-  kit::Scheduler scheduler_;
   std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
   std::unique_ptr<kit::DestinationCache<Index>> indexes_;
 };
 

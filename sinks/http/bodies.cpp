@@ -41,28 +41,34 @@ BatchPlan plan_batch(const pmq_batch& batch, Tombstones tombstones) {
   return plan;
 }
 
+kit::Framing framing(BodyFormat format) {
+  switch (format) {
+    case BodyFormat::Ndjson: return kit::Framing::ndjson();
+    case BodyFormat::JsonArray: return kit::Framing::json_array();
+    case BodyFormat::Single:
+    case BodyFormat::Raw: break;
+  }
+  return kit::Framing::none();
+}
+
+kit::SplitLimits limits(BodyFormat format, kit::SplitLimits configured) {
+  if (format == BodyFormat::Single || format == BodyFormat::Raw) return {.max_bytes = 0, .max_records = 1};
+  return configured;
+}
+
+void render_record(const pmq_record& r, BodyFormat format, const kit::BatchJsonWriter& json, std::string& out) {
+  if (format != BodyFormat::Raw) return json.append(out, r);
+  if (r.payload.data) out.append(reinterpret_cast<const char*>(r.payload.data), r.payload.size);  // a tombstone: empty
+}
+
 std::vector<Body> render_bodies(const pmq_batch& batch, const std::vector<size_t>& records, size_t first,
                                 size_t count, BodyFormat format, const kit::BatchJsonWriter& json,
-                                kit::SplitLimits limits) {
+                                kit::SplitLimits configured) {
   std::vector<Body> out;
-  if (format == BodyFormat::Single || format == BodyFormat::Raw) {
-    for (size_t k = first; k < first + count; ++k) {
-      const pmq_record& r = *pmq_batch_record(&batch, records[k]);
-      Body body{k, 1, {}};
-      if (format == BodyFormat::Raw && r.payload.data)
-        body.bytes.assign(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
-      else if (format == BodyFormat::Raw)
-        body.bytes.clear();  // a tombstone sent raw: an empty body
-      else
-        json.append(body.bytes, r);
-      out.push_back(std::move(body));
-    }
-    return out;
-  }
-  const kit::Framing framing = format == BodyFormat::Ndjson ? kit::Framing::ndjson() : kit::Framing::json_array();
-  for (kit::Chunk& c : kit::split_records(first, count, limits, framing, [&](size_t k, std::string& text) {
-         json.append(text, *pmq_batch_record(&batch, records[k]));
-       }))
+  for (kit::Chunk& c : kit::split_records(first, count, limits(format, configured), framing(format),
+                                          [&](size_t k, std::string& text) {
+                                            render_record(*pmq_batch_record(&batch, records[k]), format, json, text);
+                                          }))
     out.push_back(Body{c.first, c.count, std::move(c.body)});
   return out;
 }

@@ -32,14 +32,22 @@ struct BatchPlan {
 };
 BatchPlan plan_batch(const pmq_batch& batch, Tombstones tombstones);
 
+// How a body holds its records: one per line, a JSON array, or (Single, Raw) one record alone.
+kit::Framing framing(BodyFormat format);
+// The request limits for a format: Single and Raw carry one record per request.
+kit::SplitLimits limits(BodyFormat format, kit::SplitLimits configured);
+// One record as it sits in a body: its JSON (Ndjson, JsonArray, Single) or its payload's bytes
+// (Raw; a tombstone: nothing).
+void render_record(const pmq_record& r, BodyFormat format, const kit::BatchJsonWriter& json, std::string& out);
+
 // One request body: records `records[first .. first + count)` of the plan's list.
 struct Body {
   size_t first = 0, count = 0;  // a range of the index list it was cut from
   std::string bytes;
 };
 
-// Cuts records (indices into the batch) into bodies of at most `limits`. Single and Raw put one
-// record in each body.
+// Cuts records (indices into the batch) into bodies of at most `limits`, as the sink's requests
+// cut them (the pieces above, through the kit's splitter). Single and Raw put one record in each body.
 std::vector<Body> render_bodies(const pmq_batch& batch, const std::vector<size_t>& records, size_t first,
                                 size_t count, BodyFormat format, const kit::BatchJsonWriter& json,
                                 kit::SplitLimits limits);

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "http/bodies.h"
-#include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/name_template.hpp"
@@ -26,9 +25,8 @@
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/outcome.hpp"
-#include "picomq/kit/resend.hpp"
+#include "picomq/kit/request_engine.hpp"
 #include "picomq/kit/record_json.hpp"
-#include "picomq/kit/scheduler.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -190,29 +188,34 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     if (settings_.auth.type == kit::AuthType::OAuth2ClientCredentials)
       oauth_ = std::make_unique<kit::OAuth2ClientCredentials>(client, kit::oauth2_settings(settings_.auth));
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                           {.retry_timeout = settings_.retry_timeout, .destination = "the endpoint"});
     log(sdk::LogLevel::Info, "http sink: " + std::string(method_name(settings_.method)) + " " +
                                  kit::redact_url(settings_.url) + ", " + std::to_string(settings_.max_in_flight) +
                                  " requests in flight");
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
-    sdk::Pending result = pending();
-    auto write = std::make_shared<BatchWrite>(result, batch.raw(), writer_.begin(batch.raw()));
-    write->done.on_success([this](size_t rejected) {
-      if (rejected) count("rejected_records", rejected);
-    });
-    write->url = url_for(batch.raw().topic);
-    if (oauth_) write->authorization = "Bearer " + oauth_->token();  // here, never on the I/O thread
-    hs::BatchPlan plan = hs::plan_batch(batch.raw(), settings_.tombstones);
-    for (auto& [index, reason] : plan.refused) write->done.reject(index, reason);
-    write->records = std::move(plan.in_bodies);
-    const auto bodies = hs::render_bodies(batch.raw(), write->records, 0, write->records.size(), settings_.body,
-                                          write->json, limits());
-    write->done.add(bodies.size() + plan.deletes.size());
-    for (const hs::Body& body : bodies) send(write, body.first, body.count, body.bytes, fresh_budget());
-    for (size_t index : plan.deletes) send_delete(write, index, fresh_budget());
-    finish_one(write);
-    return result;
+    const pmq_batch& raw = batch.raw();
+    auto job = std::make_shared<BodyJob>(pending(), raw, writer_.begin(raw), *this);
+    job->url = url_for(raw.topic);
+    if (oauth_) job->authorization = "Bearer " + oauth_->token();  // here, never on the I/O thread
+    hs::BatchPlan plan = hs::plan_batch(raw, settings_.tombstones);
+    for (auto& [index, reason] : plan.refused) job->reject(index, reason);
+    if (!plan.refused.empty()) count("rejected_records", plan.refused.size());
+    // Items: the records in bodies, then the tombstones sent as DELETE (one request each).
+    job->records = std::move(plan.in_bodies);
+    const size_t in_bodies = job->records.size();
+    std::vector<kit::Run> deletes;
+    for (size_t index : plan.deletes) {
+      deletes.push_back({.items = {job->records.size()}, .variant = kDelete});
+      job->records.push_back(index);
+    }
+    job->framing = hs::framing(settings_.body);
+    job->limits = hs::limits(settings_.body, {settings_.max_request_bytes.bytes,
+                                              static_cast<size_t>(settings_.max_request_records)});
+    engine_->submit(job, in_bodies, std::move(deletes));
+    return job->result();
   }
 
   // No flush(): the sink holds nothing open. Every batch's requests are on their way when
@@ -220,32 +223,40 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   // here for the clients to be idle stalled the delivery thread whenever poll_interval passed
   // with the window full, and the pipeline drained.)
 
+  // The host is stopping (ABI 2.6): resends waiting now complete their writes as retries instead
+  // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
+  void stop() {
+    if (engine_) engine_->stop();
+  }
+
   void close() {
-    closing_ = true;
-    scheduler_.close();  // resends still waiting are completed as retries
+    if (engine_) engine_->close();  // resends still waiting are completed as retries
     if (client_) client_->close(std::chrono::seconds(5));
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  static constexpr uint32_t kDelete = 1;  // a request form: DELETE <url>/<key> of a tombstone
 
-  // One batch in flight: its requests, and how they complete its write (kit::BatchCompletion).
-  struct BatchWrite {
-    BatchWrite(sdk::Pending p, const pmq_batch& b, kit::BatchJsonWriter j) : done(std::move(p), 1), batch(b), json(j) {}
-    kit::BatchCompletion done;  // 1: write_batch's own share, until all requests are sent
-    const pmq_batch& batch;     // valid until the write completes (the ABI's promise)
+  // One batch's requests: bodies of records, and DELETEs of tombstones.
+  struct BodyJob : kit::RequestJob {
+    BodyJob(sdk::Pending p, const pmq_batch& b, kit::BatchJsonWriter j, HttpSink& s)
+        : RequestJob(std::move(p)), batch(b), json(j), sink(s) {}
+    const pmq_batch& batch;  // valid until the write completes (the ABI's promise)
     kit::BatchJsonWriter json;
+    HttpSink& sink;
     std::string url;
-    std::string authorization;    // oauth2: "Bearer <token>" for every request of the batch
-    std::vector<size_t> records;  // batch indices of the records in bodies
-    std::mutex mutex;
-    bool reauthorized = false;  // guarded: oauth2, a 401 already made it fetch a new token once
-  };
+    std::vector<size_t> records;  // batch indices: those in bodies, then the tombstones to DELETE
+    mutable std::mutex mutex;
+    std::string authorization;  // guarded; oauth2: "Bearer <token>" for every request of the batch
+    bool reauthorized = false;  // guarded: a 401 already made it fetch a new token once
 
-  kit::SplitLimits limits() const {
-    return {settings_.max_request_bytes.bytes, static_cast<size_t>(settings_.max_request_records)};
-  }
-  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(settings_.retry_timeout); }
+    void render(size_t item, std::string& out) const override {
+      hs::render_record(*pmq_batch_record(&batch, records[item]), sink.settings_.body, json, out);
+    }
+    kit::HttpRequest request(const kit::Run& run) const override { return sink.request_for(*this, run); }
+    void on_response(kit::Reply& reply) override { sink.answer(*this, reply); }
+    size_t record(size_t item) const override { return records[item]; }
+  };
 
   std::string url_for(std::string_view topic) {
     std::lock_guard lock(urls_mutex_);
@@ -256,165 +267,60 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     return urls_.emplace(std::string(topic), resolved.value()).first->second;
   }
 
-  kit::HttpRequest request(const BatchWrite& write, std::string method, std::string url, std::string body,
-                           std::string_view key) {
-    kit::HttpRequest r{.method = std::move(method), .url = std::move(url), .body = std::move(body)};
+  // A body's request (method, url, headers, the idempotency key of its records) or a tombstone's DELETE.
+  kit::HttpRequest request_for(const BodyJob& job, const kit::Run& run) const {
+    const pmq_batch& b = job.batch;
+    const int64_t first = pmq_batch_record(&b, job.records[run.items.front()])->offset;
+    const int64_t last = pmq_batch_record(&b, job.records[run.items.back()])->offset;
+    kit::HttpRequest r{.method = std::string(method_name(settings_.method)), .url = job.url};
+    if (run.variant == kDelete) {
+      const pmq_record& rec = *pmq_batch_record(&b, job.records[run.items.front()]);
+      r.method = "DELETE";
+      if (r.url.empty() || r.url.back() != '/') r.url += '/';
+      r.url += hs::key_path_segment(std::string_view(reinterpret_cast<const char*>(rec.key.data), rec.key.size));
+    }
     for (const auto& [name, value] : headers_) r.headers.add(name, value);
-    if (!settings_.idempotency_header.empty() && !key.empty()) r.headers.set(settings_.idempotency_header, std::string(key));
-    if (!write.authorization.empty()) r.headers.set("Authorization", write.authorization);
+    if (!settings_.idempotency_header.empty()) r.headers.set(settings_.idempotency_header, hs::idempotency_key(b.topic, b.partition, first, last));
+    {
+      std::lock_guard lock(job.mutex);
+      if (!job.authorization.empty()) r.headers.set("Authorization", job.authorization);
+    }
+    if (run.variant != kDelete && !r.headers.contains("Content-Type"))
+      r.headers.set("Content-Type", settings_.content_type ? *settings_.content_type
+                                                           : std::string(hs::default_content_type(settings_.body, b.payload_format)));
     return r;
   }
 
+  void answer(BodyJob& job, kit::Reply& reply) {
+    if (reauthorize(job, reply)) return;
+    kit::Classification c = reply.classification();
+    if (reply.run().variant == kDelete && (reply.response().status == 404 || reply.response().status == 410))
+      return reply.written(1);  // already gone
+    if (c.outcome == kit::Outcome::Rejected && reply.size() == 1)
+      return reply.reject(0, c.reason);  // the endpoint's answer is the reason
+    reply.follow(c);
+  }
+
   // oauth2: the destination refused the batch's token (401). Once per batch, a new token is
-  // fetched (on the scheduler's thread: fetching blocks) and the request sent again.
-  bool reauthorize(const std::shared_ptr<BatchWrite>& write, const kit::HttpResponse& response,
-                   std::function<void()> resend) {
+  // fetched (on the engine's scheduler thread: fetching blocks) and the request sent again.
+  bool reauthorize(BodyJob& job, kit::Reply& reply) {
+    std::string refused;
     {
-      std::lock_guard lock(write->mutex);
-      if (!oauth_ || response.status != 401 || write->reauthorized) return false;
-      write->reauthorized = true;
+      std::lock_guard lock(job.mutex);
+      if (!oauth_ || reply.response().status != 401 || job.reauthorized) return false;
+      job.reauthorized = true;
+      refused = job.authorization.substr(std::string_view("Bearer ").size());
     }
     count("token_refreshes");
-    oauth_->invalidate(write->authorization.substr(std::string_view("Bearer ").size()));
-    scheduler_.after(0ms, [this, write, resend = std::move(resend)](bool run) {
-      try {
-        if (!run) throw sdk::RetryableError("closing before the token was renewed");
-        write->authorization = "Bearer " + oauth_->token();
-      } catch (const std::exception& e) {
-        fail(write, kit::Classification{.outcome = dynamic_cast<const sdk::FatalError*>(&e) ? kit::Outcome::Fatal
-                                                                                            : kit::Outcome::Retry,
-                                        .reason = e.what()});
-        return finish_one(write);
-      }
-      resend();
+    oauth_->invalidate(refused);
+    reply.resend_after([this, &job]() -> std::optional<kit::Classification> {
+      std::string token = "Bearer " + oauth_->token();  // throws an SDK outcome when it cannot be had
+      std::lock_guard lock(job.mutex);
+      job.authorization = std::move(token);
+      return std::nullopt;
     });
     return true;
   }
-
-  // Sends records[first, first + count) of `write` (rendered in `body`) and handles what comes back.
-  void send(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::string body,
-            kit::ResendBudget budget) {
-    send(write, first, n, std::make_shared<const std::string>(std::move(body)), budget);
-  }
-  // The body is shared between the request and the callback that may resend it: never copied.
-  void send(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, std::shared_ptr<const std::string> body,
-            kit::ResendBudget budget) {
-    const pmq_batch& b = write->batch;
-    const int64_t first_offset = pmq_batch_record(&b, write->records[first])->offset;
-    const int64_t last_offset = pmq_batch_record(&b, write->records[first + n - 1])->offset;
-    kit::HttpRequest r = request(*write, std::string(method_name(settings_.method)), write->url, {},
-                                 hs::idempotency_key(b.topic, b.partition, first_offset, last_offset));
-    r.body = kit::HttpBody::borrowed(*body);
-    if (!r.headers.contains("Content-Type"))
-      r.headers.set("Content-Type", settings_.content_type
-                                        ? *settings_.content_type
-                                        : std::string(hs::default_content_type(settings_.body, b.payload_format)));
-    count("requests");
-    client_->send_async(std::move(r), [this, write, first, n, budget, body](kit::HttpResponse response) mutable {
-      if (reauthorize(write, response, [=, this] { send(write, first, n, body, budget); })) return;
-      const kit::Classification c = rules_.classify(response);
-      switch (c.outcome) {
-        case kit::Outcome::Written:
-          mark_written(write);
-          return finish_one(write);
-        case kit::Outcome::TooLarge:
-          if (n > 1) {
-            split(write, first, n, c.reason);
-            return finish_one(write);
-          }
-          write->done.reject(write->records[first], "too large for the endpoint: " + c.reason);
-          return finish_one(write);
-        case kit::Outcome::Rejected:
-          if (n > 1) {
-            split(write, first, n, c.reason);  // bisect: find the records refused
-            return finish_one(write);
-          }
-          write->done.reject(write->records[first], c.reason);
-          return finish_one(write);
-        case kit::Outcome::Retry:
-        case kit::Outcome::MaybeWritten:
-          if (c.outcome == kit::Outcome::MaybeWritten) mark_written(write);
-          if (resend_later(write, first, n, body, budget, c)) return;
-          fail(write, c);
-          return finish_one(write);
-        case kit::Outcome::Fatal:
-          fail(write, c);
-          return finish_one(write);
-      }
-    });
-  }
-
-  // Splits records[first, first + count) in two requests (a 413, or a refusal to narrow down).
-  void split(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n, const std::string& why) {
-    count("splits");
-    const kit::Halves h = kit::halves(first, n);
-    log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(n) + " records: " + why);
-    write->done.add(2);
-    for (auto [from, half] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
-      // Each half as one body (its records fit: they did as a whole).
-      auto bodies = hs::render_bodies(write->batch, write->records, from, half, settings_.body, write->json, {0, half});
-      send(write, from, half, std::move(bodies.front().bytes), fresh_budget());
-    }
-  }
-
-  // Schedules a resend after the budget's next wait (at least the server's Retry-After) while its
-  // deadline allows; false when it does not (the write then fails as a retry).
-  bool resend_later(const std::shared_ptr<BatchWrite>& write, size_t first, size_t n,
-                    std::shared_ptr<const std::string> body, kit::ResendBudget& budget, const kit::Classification& c) {
-    const auto wait = budget.next_delay(c);
-    if (!wait || closing_) return false;
-    const std::chrono::milliseconds delay = *wait;
-    count("resends");
-    log(sdk::LogLevel::Debug, "resending in " + std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, first, n, body = std::move(body), budget, c](bool run) mutable {
-      if (!run) {
-        fail(write, c);
-        return finish_one(write);
-      }
-      send(write, first, n, std::move(body), budget);
-    });
-    return true;
-  }
-
-  void send_delete(const std::shared_ptr<BatchWrite>& write, size_t index, kit::ResendBudget budget) {
-    const pmq_record& r = *pmq_batch_record(&write->batch, index);
-    const std::string key(reinterpret_cast<const char*>(r.key.data), r.key.size);
-    std::string url = write->url;
-    if (url.empty() || url.back() != '/') url += '/';
-    url += hs::key_path_segment(key);
-    kit::HttpRequest req = request(*write, "DELETE", std::move(url), {},
-                                   hs::idempotency_key(write->batch.topic, write->batch.partition, r.offset, r.offset));
-    count("requests");
-    client_->send_async(std::move(req), [this, write, index, budget](kit::HttpResponse response) mutable {
-      if (reauthorize(write, response, [=, this] { send_delete(write, index, budget); })) return;
-      kit::Classification c = rules_.classify(response);
-      if (response.status == 404 || response.status == 410) c.outcome = kit::Outcome::Written;  // already gone
-      switch (c.outcome) {
-        case kit::Outcome::Written: mark_written(write); break;
-        case kit::Outcome::Rejected:
-        case kit::Outcome::TooLarge: write->done.reject(index, c.reason); break;
-        case kit::Outcome::Retry:
-        case kit::Outcome::MaybeWritten:
-          if (const auto wait = budget.next_delay(c); wait && !closing_) {
-            count("resends");
-            scheduler_.after(*wait, [this, write, index, budget, c](bool run) {
-              if (run) return send_delete(write, index, budget);
-              fail(write, c);
-              finish_one(write);
-            });
-            return;
-          }
-          [[fallthrough]];
-        case kit::Outcome::Fatal: fail(write, c); break;
-      }
-      finish_one(write);
-    });
-  }
-
-  static void mark_written(const std::shared_ptr<BatchWrite>& write) { write->done.written(); }
-  static void fail(const std::shared_ptr<BatchWrite>& write, const kit::Classification& c) { write->done.fail(c); }
-  // One request of the write is done; the last one completes the write.
-  static void finish_one(const std::shared_ptr<BatchWrite>& write) { write->done.finish_one(); }
 
   Settings settings_;
   std::unique_ptr<kit::NameTemplate> url_;
@@ -423,9 +329,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   kit::RecordJsonWriter writer_;
   std::mutex urls_mutex_;
   std::unordered_map<std::string, std::string> urls_;
-  std::atomic<bool> closing_{false};
-  kit::Scheduler scheduler_;
   std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
   std::unique_ptr<kit::OAuth2ClientCredentials> oauth_;
 };
 

@@ -15,32 +15,15 @@ namespace {
 
 using test::InfluxServer;
 
-std::string unbase64(const std::string& in) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    const auto p = chars.find(c);
-    if (p == std::string::npos) break;
-    val = (val << 6) + static_cast<int>(p);
-    bits += 6;
-    if (bits >= 0) {
-      out += static_cast<char>((val >> bits) & 0xFF);
-      bits -= 8;
-    }
-  }
-  return out;
-}
-
 class InfluxDbAdapter final : public SinkAdapter {
  public:
   std::string name() const override { return "influxdb"; }
   std::string plugin() const override { return "libpicomq_connector_influxdb_sink"; }
   Capabilities capabilities() const override {
     Capabilities c;
-    c.deduplicates_replays = true;      // the same series and time: a replay overwrites the point
-    c.destinations_per_topic = true;    // measurement = {topic}; InfluxDB creates it with its first point
-    c.binary_keys = false;              // pico_key is a base64 string field
+    c.deduplicates_replays = true;    // the same series and time: a replay overwrites the point
+    c.destinations_per_topic = true;  // measurement = {topic}; InfluxDB creates it with its first point
+    c.binary_keys = false;            // pico_key is a base64 string field
     return c;
   }
 
@@ -49,7 +32,9 @@ class InfluxDbAdapter final : public SinkAdapter {
     database_ = s.fresh_database("conf");
     return "url = \"" + s.url() + "\"\napi = \"v1\"\ndatabase = \"" + database_ +
            "\"\nauth = \"basic\"\nauth_user = \"picomq\"\nauth_password = \"picomq-secret\"\n"
-           "measurement = \"" + target + "\"\ntag_metadata = [\"pico_partition\", \"pico_offset\"]\n"
+           "measurement = \"" +
+           target +
+           "\"\ntag_metadata = [\"pico_partition\", \"pico_offset\"]\n"
            "metadata_fields = [\"pico_topic\", \"pico_timestamp\", \"pico_key\", \"pico_headers\"]\n"
            "precision = \"ms\"\nretry_timeout = \"1s\"";
   }
@@ -81,13 +66,13 @@ class InfluxDbAdapter final : public SinkAdapter {
               else if (c == "pico_key") w.key = v.get<std::string>();
               else if (c == "pico_headers") {
                 const nlohmann::json headers = nlohmann::json::parse(v.get<std::string>());
-                for (const auto& [k, h] : headers.items()) w.headers[k] = h.is_string() ? h.get<std::string>() : h.dump();
-              }
-              else payload[c] = v;
+                for (const auto& [k, h] : headers.items())
+                  w.headers[k] = h.is_string() ? h.get<std::string>() : h.dump();
+              } else payload[c] = v;
             }
             // A record without a key has no pico_key field; the suite wants the field named.
             if (std::find(w.metadata_fields.begin(), w.metadata_fields.end(), "pico_key") == w.metadata_fields.end())
-              w.metadata_fields.push_back("pico_key");
+              w.metadata_fields.emplace_back("pico_key");
             w.payload_json = payload.dump();
             out.push_back(std::move(w));
           }

@@ -12,10 +12,6 @@ namespace {
 
 std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
 
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
-
 // The element at `parts` below `root`; false when a step is missing or not an object.
 bool find(simdjson::dom::element root, const std::vector<std::string>& parts, simdjson::dom::element& out) {
   simdjson::dom::element e = root;
@@ -262,10 +258,10 @@ BatchLines PointMapper::map(const pmq_batch& batch, std::string_view measurement
   BatchLines b;
   b.lines.reserve(batch.record_count);
   size_t payload_bytes = 0;  // lines are about as long as the JSON they come from
-  for (size_t i = 0; i < batch.record_count; ++i) payload_bytes += record_at(batch, i).payload.size;
+  for (size_t i = 0; i < batch.record_count; ++i) payload_bytes += pmq_batch_record(&batch, i)->payload.size;
   b.text.reserve(payload_bytes + payload_bytes / 4);
   for (size_t i = 0; i < batch.record_count; ++i) {
-    const pmq_record& r = record_at(batch, i);
+    const pmq_record& r = *pmq_batch_record(&batch, i);
     if (!r.payload.data) {
       ++b.skipped;
       continue;

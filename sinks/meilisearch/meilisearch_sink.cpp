@@ -22,7 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
@@ -31,10 +30,9 @@
 #include "picomq/kit/outcome.hpp"
 #include "picomq/kit/record_id.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/request_engine.hpp"
 #include "picomq/kit/resend.hpp"
 #include "picomq/kit/sanitize.hpp"
-#include "picomq/kit/scheduler.hpp"
-#include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -50,7 +48,6 @@ constexpr size_t kMaxIndexUidBytes = 400;  // and its index uid limit
 enum class IdMode { Record, Key, Field };
 enum class Method { Replace, Update };
 enum class Tombstones { Skip, Delete };
-enum class Layout { Flat, Envelope, Payload };
 
 struct Settings {
   std::string url;
@@ -59,7 +56,7 @@ struct Settings {
   IdMode id = IdMode::Record;
   Method method = Method::Replace;
   Tombstones tombstones = Tombstones::Skip;
-  Layout document = Layout::Flat;
+  kit::JsonLayout document = kit::JsonLayout::Flat;
   bool create_index = true;
   kit::JsonValue index_settings;
   std::optional<std::string> api_key;
@@ -73,12 +70,16 @@ struct Settings {
 };
 
 std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(url, {.what = "Meilisearch's address, e.g. http://127.0.0.1:7700", .credentials = "use api_key"});
+  return kit::check_base_url(
+      url, {.what = "Meilisearch's address, e.g. http://127.0.0.1:7700", .credentials = "use api_key"});
 }
 
 const kit::OptionTable<Settings>& option_table() {
   static const kit::OptionTable<Settings> table{
-      kit::option("url", &Settings::url).required().check(check_url).help("Meilisearch's address: http(s)://host:7700 (a path prefix for a proxy is kept)."),
+      kit::option("url", &Settings::url)
+          .required()
+          .check(check_url)
+          .help("Meilisearch's address: http(s)://host:7700 (a path prefix for a proxy is kept)."),
       kit::option("index", &Settings::index)
           .fallback(std::string("{topic}"))
           .check([](const std::string& v) -> std::optional<std::string> {
@@ -112,13 +113,8 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them, or (id = key) delete the document of their key "
                 "(documents/delete-batch; a document not there is no error)."),
-      kit::option("document", &Settings::document)
-          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
-          .fallback(Layout::Flat)
-          .help("Document layout: flat = the primary key, pico_topic, pico_partition, pico_offset, pico_timestamp, "
-                "pico_key (base64), pico_headers, then the payload object's fields (a payload that is not an object "
-                "goes under `payload`); envelope = the same pico_* fields and the payload under `payload`; "
-                "payload = the payload object alone (plus the primary key unless id = field)."),
+      kit::document_option(&Settings::document,
+                           {.first = "the primary key, ", .payload_adds = " (plus the primary key unless id = field)"}),
       kit::option("create_index", &Settings::create_index)
           .fallback(true)
           .help("Create a topic's index on its first batch when it does not exist (POST /indexes with the primary "
@@ -174,8 +170,10 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   Settings s = table.parse(config);
   if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
     problems.add("tombstones", "delete needs id = \"key\" (a tombstone names the document by its key)");
-  if (s.id == IdMode::Field && s.document == Layout::Envelope)
-    problems.add("id", "field needs document = \"flat\" or \"payload\" (the envelope puts the payload's fields under `payload`)");
+  if (s.id == IdMode::Field && s.document == kit::JsonLayout::Envelope)
+    problems.add(
+        "id",
+        "field needs document = \"flat\" or \"payload\" (the envelope puts the payload's fields under `payload`)");
   if (s.http.compression != kit::Compression::None && s.http.compression != kit::Compression::Gzip)
     problems.add("compression", "Meilisearch takes gzip, deflate or br request bodies: use \"gzip\" or \"none\"");
   if (!problems.empty()) return std::nullopt;
@@ -186,15 +184,13 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
 // Meilisearch's index uid rules: [A-Za-z0-9_-], at most 400 bytes.
 std::string index_uid(const std::string& resolved) {
   std::string out;
-  for (unsigned char c : resolved) out += (std::isalnum(c) || c == '-' || c == '_') && c < 0x80 ? static_cast<char>(c) : '_';
+  for (unsigned char c : resolved)
+    out += (std::isalnum(c) || c == '-' || c == '_') && c < 0x80 ? static_cast<char>(c) : '_';
   if (out.empty()) out = "_";
   return kit::fit_name(std::move(out), kMaxIndexUidBytes);
 }
 
 std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
 
 void append_json_string(std::string& out, std::string_view text) { kit::append_json_escaped(out, text); }
 
@@ -234,11 +230,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     problems.throw_if_any();
     s_ = std::move(*s);
     kit::RecordJsonOptions o;
-    o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
-               : s_.document == Layout::Envelope ? kit::JsonLayout::Envelope
-                                                 : kit::JsonLayout::PayloadOnly;
+    o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
-    if (s_.document == Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
     declare_max_in_flight(static_cast<uint32_t>(s_.max_in_flight));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
     if (s_.api_key) client.auth = kit::BearerAuth{*s_.api_key};
@@ -246,6 +240,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     client.max_response_body = 1u << 20;
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    engine_ = kit::RequestEngine::for_host(
+        host(), *client_, rules_,
+        {.retry_timeout = s_.retry_timeout, .destination = "Meilisearch", .items = "documents", .in_order = true});
     key_query_ = "?primaryKey=" + kit::percent_encode(s_.primary_key);
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         kit::NameTemplate::parse(s_.index).value(), kit::NamePolicy::Verbatim,
@@ -255,11 +252,10 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
-    sdk::Pending result = pending();
-    auto write = std::make_shared<BatchWrite>(result, raw);
+    auto job = std::make_shared<TaskJob>(pending(), raw, *this);
     // Plan: which record is which operation, with its id; refused records now.
     for (size_t i = 0; i < raw.record_count; ++i) {
-      const pmq_record& r = record_at(raw, i);
+      const pmq_record& r = *pmq_batch_record(&raw, i);
       const bool tombstone = r.payload.data == nullptr;
       if (tombstone && s_.tombstones == Tombstones::Skip) {
         count("skipped_tombstones");
@@ -269,61 +265,58 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       if (s_.id == IdMode::Record) {
         auto id = kit::url_safe_record_id(raw.topic, raw.partition, r.offset, kMaxIdBytes);
         if (!id) {
-          write->done.reject(i, "the record id of topic " + std::string(raw.topic) + " encodes to more than 511 bytes, "
-                                "Meilisearch's id limit (use id = \"key\" or \"field\")");
+          job->reject(i, "the record id of topic " + std::string(raw.topic) +
+                             " encodes to more than 511 bytes, "
+                             "Meilisearch's id limit (use id = \"key\" or \"field\")");
           continue;
         }
         item.id = std::move(*id);
       } else if (s_.id == IdMode::Key) {
         if (!r.key.data || r.key.size == 0) {
-          write->done.reject(i, "id = \"key\": the record has no key");
+          job->reject(i, "id = \"key\": the record has no key");
           continue;
         }
         item.id = kit::url_safe(view(r.key));
         if (item.id.size() > kMaxIdBytes) {
-          write->done.reject(i, "id = \"key\": the key encodes to " + std::to_string(item.id.size()) +
-                                    " bytes, more than Meilisearch's 511");
+          job->reject(i, "id = \"key\": the key encodes to " + std::to_string(item.id.size()) +
+                             " bytes, more than Meilisearch's 511");
           continue;
         }
       }
-      if (!tombstone && s_.document == Layout::Payload &&
-          (raw.payload_format != PMQ_PAYLOAD_JSON || !kit::json_object_body(view(r.payload)))) {
-        write->done.reject(i, "document = \"payload\": the payload is not a JSON object");
-        continue;
+      if (!tombstone && s_.document == kit::JsonLayout::PayloadOnly) {
+        if (auto why = kit::payload_document_refusal(raw, r)) {
+          job->reject(i, std::move(*why));
+          continue;
+        }
       }
-      write->items.push_back(std::move(item));
+      job->items.push_back(std::move(item));
     }
-    if (write->items.empty()) {
-      write->done.finish_one();
-      return result;
+    if (!job->items.empty()) {
+      job->index = indexes_->get(raw.topic).uid;  // throws an SDK outcome when it cannot be prepared
+      job->json.emplace(writer_.begin(raw));
+      job->limits = {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)};
     }
-    write->index = indexes_->get(raw.topic).uid;  // throws an SDK outcome when it cannot be prepared
-    write->json.emplace(writer_.begin(raw));
     // Runs of the same operation, in record order, each cut by the limits.
-    std::vector<Part> parts;
-    for (size_t from = 0; from < write->items.size();) {
+    std::vector<kit::RequestEngine::Segment> segments;
+    for (size_t from = 0; from < job->items.size();) {
       size_t to = from;
-      while (to < write->items.size() && write->items[to].del == write->items[from].del) ++to;
-      const bool del = write->items[from].del;
-      auto chunks = kit::split_records(from, to - from, limits(), kit::Framing::none(),
-                                       [&](size_t k, std::string& out) { render(*write, k, del, out); });
-      for (kit::Chunk& c : chunks) {
-        Part p{del, {}, nullptr};
-        for (size_t k = 0; k < c.count; ++k) p.positions.push_back(c.first + k);
-        p.body = std::make_shared<const std::string>(framed(std::move(c.body), del));
-        parts.push_back(std::move(p));
-      }
+      while (to < job->items.size() && job->items[to].del == job->items[from].del) ++to;
+      segments.push_back({.first = from, .count = to - from, .variant = job->items[from].del ? kDelete : kDocuments});
       from = to;
     }
-    write->done.add(parts.size());
-    for (Part& p : parts) enqueue(write, std::move(p), false);
-    write->done.finish_one();
-    return result;
+    engine_->submit(job, segments);
+    return job->result();
+  }
+
+  // The host is stopping (ABI 2.6): resends waiting now complete their writes as retries instead
+  // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
+  void stop() {
+    if (engine_) engine_->stop();
   }
 
   void close() {
-    closing_ = true;
-    scheduler_.close();
+    closing_.stop();
+    if (engine_) engine_->close();
     if (client_) client_->close(std::chrono::seconds(5));
   }
 
@@ -333,98 +326,57 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     bool del;
     std::string id;  // empty with id = field
   };
-  struct BatchWrite {
-    BatchWrite(sdk::Pending p, const pmq_batch& b) : done(std::move(p), 1), batch(b) {}
-    kit::BatchCompletion done;
+  // Request forms: documents added / updated (NDJSON), or deleted by id (a JSON array).
+  static constexpr uint32_t kDocuments = 0, kDelete = 1;
+
+  // One batch's document requests (each a task) into one index.
+  struct TaskJob : kit::RequestJob {
+    TaskJob(sdk::Pending p, const pmq_batch& b, MeilisearchSink& s) : RequestJob(std::move(p)), batch(b), sink(s) {}
     const pmq_batch& batch;
+    MeilisearchSink& sink;
     std::string index;
     std::vector<Item> items;
     std::optional<kit::BatchJsonWriter> json;
-  };
-  using WritePtr = std::shared_ptr<BatchWrite>;
-  using Body = std::shared_ptr<const std::string>;
-  // One request, one task: items of one operation.
-  struct Part {
-    bool del;
-    std::vector<size_t> positions;  // into BatchWrite::items
-    Body body;
-  };
-  struct Queued {
-    WritePtr write;
-    Part part;
-    kit::ResendBudget budget;
-  };
 
-  kit::SplitLimits limits() const {
-    return {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)};
-  }
-
-  // One item: an NDJSON document line, or a JSON string id followed by ',' (a delete-batch element).
-  void render(const BatchWrite& w, size_t position, bool del, std::string& out) const {
-    const Item& item = w.items[position];
-    if (del) {
-      append_json_string(out, item.id);
-      out += ',';
-      return;
+    void render(size_t item, std::string& out) const override { sink.render(*this, item, out); }
+    kit::Framing framing_for(uint32_t variant) const override {
+      return variant == kDelete ? kit::Framing::json_array() : kit::Framing::none();
     }
+    kit::HttpRequest request(const kit::Run& run) const override { return sink.documents_request(*this, run); }
+    void on_response(kit::Reply& reply) override { sink.enqueued(*this, reply); }
+    size_t record(size_t item) const override { return items[item].record; }
+    std::string context() const override { return "index " + index + ": "; }
+  };
+
+  // One item: an NDJSON document line, or a JSON string id (a delete-batch element).
+  void render(const TaskJob& w, size_t position, std::string& out) const {
+    const Item& item = w.items[position];
+    if (item.del) return append_json_string(out, item.id);
     const size_t start = out.size();
-    w.json->append(out, record_at(w.batch, item.record));
+    w.json->append(out, *pmq_batch_record(&w.batch, item.record));
     if (!item.id.empty()) {  // the primary key first: {"pico_id":"t-0-42", ...
       std::string field;
       kit::append_json_escaped(field, s_.primary_key);
       field += ":\"" + item.id + "\"";  // [A-Za-z0-9_-]: nothing to escape
       size_t after = start + 1;
-      while (after < out.size() && (out[after] == ' ' || out[after] == '\t' || out[after] == '\r' || out[after] == '\n')) ++after;
+      while (after < out.size() &&
+             (out[after] == ' ' || out[after] == '\t' || out[after] == '\r' || out[after] == '\n'))
+        ++after;
       if (out[after] != '}') field += ',';
       out.insert(start + 1, field);
     }
     out += '\n';
   }
-  static std::string framed(std::string body, bool del) {
-    if (!del) return body;
-    if (!body.empty()) body.pop_back();  // the last ','
-    return "[" + body + "]";
-  }
-  std::string body_of(const BatchWrite& w, const std::vector<size_t>& positions, bool del) const {
-    std::string out;
-    for (size_t p : positions) render(w, p, del, out);
-    return framed(std::move(out), del);
-  }
 
   std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
-  // ------------------------------------------------------------------ the enqueue lane
-  // One request at a time, in order: Meilisearch runs tasks in the order it enqueued them, so a
-  // batch's deletes and documents (and the batches of a partition) apply in record order.
-
-  void enqueue(const WritePtr& write, Part part, bool front) {
-    Queued q{write, std::move(part), kit::ResendBudget(s_.retry_timeout)};
-    std::unique_lock lock(lane_mutex_);
-    if (front) lane_.push_front(std::move(q));
-    else lane_.push_back(std::move(q));
-    if (lane_busy_) return;
-    lane_busy_ = true;
-    Queued next = std::move(lane_.front());
-    lane_.pop_front();
-    lock.unlock();
-    send(std::move(next));
-  }
-  void lane_next() {
-    std::unique_lock lock(lane_mutex_);
-    if (lane_.empty()) {
-      lane_busy_ = false;
-      return;
-    }
-    Queued next = std::move(lane_.front());
-    lane_.pop_front();
-    lock.unlock();
-    send(std::move(next));
-  }
-
-  kit::HttpRequest documents_request(const Queued& q) const {
-    const std::string base = s_.url + "/indexes/" + q.write->index + "/documents";
+  // Requests go one at a time, in order (the engine's in_order): Meilisearch runs tasks in the
+  // order it enqueued them, so a batch's deletes and documents (and the batches of a partition)
+  // apply in record order.
+  kit::HttpRequest documents_request(const TaskJob& job, const kit::Run& run) const {
+    const std::string base = s_.url + "/indexes/" + job.index + "/documents";
     kit::HttpRequest r;
-    if (q.part.del) {
+    if (run.variant == kDelete) {
       r.method = "POST";
       r.url = base + "/delete-batch";
       r.headers.set("Content-Type", "application/json");
@@ -433,128 +385,66 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       r.url = base + key_query_;
       r.headers.set("Content-Type", "application/x-ndjson");
     }
-    r.body = kit::HttpBody::borrowed(*q.part.body);
     return r;
   }
 
-  void send(Queued q) {
-    count("requests");
-    auto request = documents_request(q);
-    client_->send_async(std::move(request), [this, q = std::move(q)](kit::HttpResponse response) mutable {
-      const kit::Classification c = rules_.classify(response);
-      const size_t n = q.part.positions.size();
-      switch (c.outcome) {
-        case kit::Outcome::Written: {
-          lane_next();
-          auto uid = task_uid(response.body);
-          if (!uid) {
-            q.write->done.written();
-            fail(q.write, {.outcome = kit::Outcome::MaybeWritten,
-                           .reason = "index " + q.write->index + ": no taskUid in the answer: " + response.body_excerpt(200)});
-            return finish_one(q.write);
-          }
-          count("tasks");
-          return poll(std::move(q), *uid, Clock::now(), 10ms);
+  // The answer to a documents request: a task enqueued (then polled), or the request refused.
+  void enqueued(TaskJob& job, kit::Reply& reply) {
+    const kit::Classification& c = reply.classification();
+    switch (c.outcome) {
+      case kit::Outcome::Written: {
+        reply.release_order();  // the task is queued in order: the next request may go
+        auto uid = task_uid(reply.response().body);
+        if (!uid) {
+          reply.maybe_written();
+          return reply.fail(
+              {.outcome = kit::Outcome::MaybeWritten,
+               .reason = job.context() + "no taskUid in the answer: " + reply.response().body_excerpt(200)});
         }
-        case kit::Outcome::TooLarge:
-        case kit::Outcome::Rejected: {
-          const TaskError e = error_of(response.body);
-          if (c.outcome == kit::Outcome::Rejected && !document_error(e.code)) {
-            lane_next();
-            fail(q.write, {.outcome = kit::Outcome::Fatal, .reason = "index " + q.write->index + ": " + bounded(c.reason)});
-            return finish_one(q.write);
-          }
-          if (n > 1) return split(std::move(q), c.reason, true);
-          lane_next();
-          q.write->done.reject(q.write->items[q.part.positions[0]].record,
-                               (c.outcome == kit::Outcome::TooLarge ? "larger than Meilisearch's payload limit: "
+        count("tasks");
+        return poll(reply.hold(), *uid, Clock::now(), 10ms);
+      }
+      case kit::Outcome::TooLarge:
+      case kit::Outcome::Rejected: {
+        const TaskError e = error_of(reply.response().body);
+        if (c.outcome == kit::Outcome::Rejected && !document_error(e.code))
+          return reply.fail({.outcome = kit::Outcome::Fatal, .reason = reply.reason(c.reason)});
+        if (reply.size() > 1) return reply.split(c.reason);
+        return reply.reject(0, (c.outcome == kit::Outcome::TooLarge ? "larger than Meilisearch's payload limit: "
                                                                     : "refused by Meilisearch: ") +
                                    bounded(c.reason));
-          count("rejected_records");
-          return finish_one(q.write);
-        }
-        case kit::Outcome::Retry:
-        case kit::Outcome::MaybeWritten:
-          if (c.outcome == kit::Outcome::MaybeWritten) q.write->done.written();
-          if (resend_later(std::move(q), c)) return;  // the lane waits: order is kept
-          lane_next();
-          return;
-        case kit::Outcome::Fatal:
-          lane_next();
-          fail(q.write, with_hint(c));
-          return finish_one(q.write);
       }
-    });
-  }
-
-  // Resends `q` after the back-off while its deadline allows (the lane stays held); false when it
-  // does not (the write then fails as a retry, and the lane moves on).
-  bool resend_later(Queued q, const kit::Classification& c) {
-    const auto wait = q.budget.next_delay(c);
-    if (!wait || closing_) {
-      fail(q.write, {.outcome = c.outcome == kit::Outcome::MaybeWritten ? kit::Outcome::MaybeWritten : kit::Outcome::Retry,
-                     .reason = "index " + q.write->index + ": " + bounded(c.reason)});
-      finish_one(q.write);
-      return false;
+      case kit::Outcome::Retry:
+      case kit::Outcome::MaybeWritten: return reply.follow();
+      case kit::Outcome::Fatal: return reply.follow(with_hint(c));
     }
-    count("resends");
-    log(sdk::LogLevel::Debug, "resending to index " + q.write->index + " in " + std::to_string(wait->count()) + " ms: " + c.reason);
-    scheduler_.after(*wait, [this, q = std::move(q), c](bool run) mutable {
-      if (!run) {
-        fail(q.write, {.outcome = kit::Outcome::Retry, .reason = "closing: " + c.reason});
-        finish_one(q.write);
-        return lane_next();
-      }
-      send(std::move(q));
-    });
-    return true;
-  }
-
-  // Splits `q` in two requests enqueued next (a 413, a 400 on a payload, a task failed on a document).
-  void split(Queued q, const std::string& why, bool lane_held) {
-    count("splits");
-    log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(q.part.positions.size()) + " documents: " + why);
-    q.write->done.add(1);
-    std::vector<Part> halves;
-    for (auto& positions : kit::halve(q.part.positions)) {
-      Part p{q.part.del, std::move(positions), nullptr};
-      p.body = std::make_shared<const std::string>(body_of(*q.write, p.positions, p.del));
-      halves.push_back(std::move(p));
-    }
-    if (lane_held) {
-      // Put both halves at the front, in order, then release the lane for them.
-      {
-        std::lock_guard lock(lane_mutex_);
-        lane_.push_front(Queued{q.write, std::move(halves[1]), kit::ResendBudget(s_.retry_timeout)});
-        lane_.push_front(Queued{q.write, std::move(halves[0]), kit::ResendBudget(s_.retry_timeout)});
-      }
-      return lane_next();
-    }
-    enqueue(q.write, std::move(halves[1]), true);
-    enqueue(q.write, std::move(halves[0]), true);
   }
 
   // ------------------------------------------------------------------ tasks
 
-  void poll(Queued q, uint64_t uid, Clock::time_point since, std::chrono::milliseconds delay) {
-    scheduler_.after(delay, [this, q = std::move(q), uid, since, delay](bool run) mutable {
+  void poll(std::shared_ptr<kit::Reply> reply, uint64_t uid, Clock::time_point since, std::chrono::milliseconds delay) {
+    engine_->after(delay, [this, reply = std::move(reply), uid, since, delay](bool run) mutable {
+      auto& job = static_cast<TaskJob&>(reply->job());
       if (!run) {
-        q.write->done.written();
-        fail(q.write, {.outcome = kit::Outcome::MaybeWritten,
-                       .reason = "closing while task " + std::to_string(uid) + " of index " + q.write->index + " was not finished"});
-        return finish_one(q.write);
+        reply->maybe_written();
+        reply->fail(
+            {.outcome = kit::Outcome::MaybeWritten,
+             .reason = "closing while task " + std::to_string(uid) + " of index " + job.index + " was not finished"});
+        return reply->finish();
       }
       count("task_polls");
-      client_->send_async({.method = "GET", .url = s_.url + "/tasks/" + std::to_string(uid)},
-                          [this, q = std::move(q), uid, since, delay](kit::HttpResponse response) mutable {
-                            task_answer(std::move(q), uid, since, delay, response);
-                          });
+      client_->send_async(
+          {.method = "GET", .url = s_.url + "/tasks/" + std::to_string(uid)},
+          [this, reply = std::move(reply), uid, since, delay](const kit::HttpResponse& response) mutable {
+            task_answer(std::move(reply), uid, since, delay, response);
+          });
     });
   }
 
-  void task_answer(Queued q, uint64_t uid, Clock::time_point since, std::chrono::milliseconds delay,
-                   const kit::HttpResponse& response) {
-    const std::string what = "task " + std::to_string(uid) + " of index " + q.write->index;
+  void task_answer(std::shared_ptr<kit::Reply> reply, uint64_t uid, Clock::time_point since,
+                   std::chrono::milliseconds delay, const kit::HttpResponse& response) {
+    auto& job = static_cast<TaskJob&>(reply->job());
+    const std::string what = "task " + std::to_string(uid) + " of index " + job.index;
     const auto next = std::min<std::chrono::milliseconds>(delay * 2, 1s);
     const kit::Classification c = rules_.classify(response);
     std::string status;
@@ -567,70 +457,43 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       simdjson::dom::object e;
       if (!root.is_null() && !root["error"].get_object().get(e)) error = read_error(e);
     } else if (c.outcome == kit::Outcome::Fatal) {  // 401 / 403 / 404 task_not_found
-      q.write->done.written();
-      fail(q.write, with_hint({.outcome = c.status == 404 ? kit::Outcome::MaybeWritten : kit::Outcome::Fatal,
-                               .reason = what + ": " + bounded(c.reason), .status = c.status}));
-      return finish_one(q.write);
+      reply->maybe_written();
+      reply->fail(with_hint({.outcome = c.status == 404 ? kit::Outcome::MaybeWritten : kit::Outcome::Fatal,
+                             .reason = what + ": " + bounded(c.reason),
+                             .status = c.status}));
+      return reply->finish();
     }
     if (status.empty() || status == "enqueued" || status == "processing") {  // or no answer: ask again
-      if (!closing_ && Clock::now() - since < s_.task_timeout) return poll(std::move(q), uid, since, next);
-      q.write->done.written();
-      fail(q.write, {.outcome = kit::Outcome::MaybeWritten,
-                     .reason = what + " not finished after " + std::to_string(s_.task_timeout.count()) +
-                               " ms (task_timeout; status " + (status.empty() ? "unknown: " + bounded(c.reason) : status) +
-                               "): its documents may still be written, a retry writes the same ids"});
-      return finish_one(q.write);
+      if (!engine_->closed() && Clock::now() - since < s_.task_timeout) return poll(std::move(reply), uid, since, next);
+      reply->maybe_written();
+      reply->fail({.outcome = kit::Outcome::MaybeWritten,
+                   .reason = what + " not finished after " + std::to_string(s_.task_timeout.count()) +
+                             " ms (task_timeout; status " +
+                             (status.empty() ? "unknown: " + bounded(c.reason) : status) +
+                             "): its documents may still be written, a retry writes the same ids"});
+      return reply->finish();
     }
     if (status == "succeeded") {
-      count(q.part.del ? "deleted" : "documents", q.part.positions.size());
-      q.write->done.written();
-      return finish_one(q.write);
-    }
-    if (status == "canceled") {  // nothing of it was written
+      count(reply->run().variant == kDelete ? "deleted" : "documents", reply->size());
+      reply->written(reply->size());
+    } else if (status == "canceled") {  // nothing of it was written
       count("canceled_tasks");
-      fail(q.write, {.outcome = kit::Outcome::Retry, .reason = what + " was canceled"});
-      return finish_one(q.write);
-    }
-    // failed: atomic, nothing of it was written.
-    count("failed_tasks");
-    const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
-    if (document_error(error.code)) {
-      if (q.part.positions.size() > 1) return split(std::move(q), reason, false);
-      q.write->done.reject(q.write->items[q.part.positions[0]].record,
-                           "index " + q.write->index + ": " + error.code + ": " + bounded(error.message));
-      count("rejected_records");
-      return finish_one(q.write);
-    }
-    if (error.type == "internal" || error.type == "system") {
-      kit::Classification retry{.outcome = kit::Outcome::Retry, .reason = reason};
-      if (const auto wait = q.budget.next_delay(retry); wait && !closing_) {
-        count("resends");
-        scheduler_.after(*wait, [this, q = std::move(q), retry](bool run) mutable {
-          if (!run) {
-            fail(q.write, retry);
-            return finish_one(q.write);
-          }
-          enqueue_again(std::move(q));
-        });
-        return;
+      reply->fail({.outcome = kit::Outcome::Retry, .reason = what + " was canceled"});
+    } else {  // failed: atomic, nothing of it was written.
+      count("failed_tasks");
+      const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
+      if (document_error(error.code)) {
+        if (reply->size() > 1) reply->split(reason);  // the halves are enqueued first
+        else reply->reject(0, job.context() + error.code + ": " + bounded(error.message));
+      } else if (error.type == "internal" || error.type == "system") {
+        reply->resend({}, {.outcome = kit::Outcome::Retry, .reason = reason});
+      } else {
+        if (error.code == "index_not_found") indexes_->forget(job.batch.topic);
+        reply->fail(
+            {.outcome = error.code == "index_not_found" ? kit::Outcome::Retry : kit::Outcome::Fatal, .reason = reason});
       }
-      fail(q.write, retry);
-      return finish_one(q.write);
     }
-    if (error.code == "index_not_found") indexes_->forget(q.write->batch.topic);
-    fail(q.write, {.outcome = error.code == "index_not_found" ? kit::Outcome::Retry : kit::Outcome::Fatal, .reason = reason});
-    finish_one(q.write);
-  }
-
-  void enqueue_again(Queued q) {
-    std::unique_lock lock(lane_mutex_);
-    lane_.push_back(std::move(q));
-    if (lane_busy_) return;
-    lane_busy_ = true;
-    Queued next = std::move(lane_.front());
-    lane_.pop_front();
-    lock.unlock();
-    send(std::move(next));
+    reply->finish();
   }
 
   static TaskError read_error(simdjson::dom::object e) {
@@ -660,16 +523,15 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       c.reason = "the API key is missing or not allowed (check api_key and its actions): " + c.reason;
     return c;
   }
-  static void fail(const WritePtr& w, const kit::Classification& c) { w->done.fail(c); }
-  static void finish_one(const WritePtr& w) { w->done.finish_one(); }
 
   // ------------------------------------------------------------------ indexes (synchronous, once per topic)
 
   // Waits for task `uid` to end; its final status and error.
   std::pair<std::string, TaskError> wait_task(uint64_t uid, const std::string& what) {
-    const auto since = Clock::now();
-    auto delay = 10ms;
-    while (!closing_) {
+    // A task in progress, not a retry: the host's stop() does not cut it (a stopping runtime's
+    // last batches still create their index); task_timeout bounds it.
+    kit::RetryWait retry(closing_, s_.task_timeout, {.initial = 10ms, .max = 1s, .jitter = false});
+    do {
       kit::HttpResponse r = client_->send({.method = "GET", .url = s_.url + "/tasks/" + std::to_string(uid)});
       const kit::Classification c = rules_.classify(r);
       if (c.outcome == kit::Outcome::Fatal) throw_setup(c, what);
@@ -685,11 +547,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
           return {std::string(status), e};
         }
       }
-      if (Clock::now() - since > s_.task_timeout) throw sdk::RetryableError(what + ": task " + std::to_string(uid) + " not finished within task_timeout");
-      std::this_thread::sleep_for(delay);
-      delay = std::min<std::chrono::milliseconds>(delay * 2, 1s);
-    }
-    throw sdk::RetryableError(what + ": closing");
+    } while (retry.wait());
+    if (retry.stopped()) throw sdk::RetryableError(what + ": closing before task " + std::to_string(uid) + " finished");
+    throw sdk::RetryableError(what + ": task " + std::to_string(uid) + " not finished within task_timeout");
   }
 
   uint64_t enqueue_sync(kit::HttpRequest request, const std::string& what, const char* refused_hint) {
@@ -712,8 +572,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       simdjson::dom::element root;
       std::string_view pk;
       if (!parser.parse(got.body).get(root) && !root["primaryKey"].get_string().get(pk) && pk != s_.primary_key)
-        throw sdk::FatalError(what + " has the primary key " + std::string(pk) + ", not primary_key = \"" + s_.primary_key +
-                              "\": set primary_key to it, or write into another index");
+        throw sdk::FatalError(what + " has the primary key " + std::string(pk) + ", not primary_key = \"" +
+                              s_.primary_key + "\": set primary_key to it, or write into another index");
     } else if (got.status == 404) {
       if (s_.create_index) {
         std::string body = "{\"uid\":";
@@ -721,7 +581,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
         body += ",\"primaryKey\":";
         append_json_string(body, s_.primary_key);
         body += "}";
-        const uint64_t task = enqueue_sync({.method = "POST", .url = s_.url + "/indexes", .body = body}, "creating " + what, ": ");
+        const uint64_t task =
+            enqueue_sync({.method = "POST", .url = s_.url + "/indexes", .body = body}, "creating " + what, ": ");
         auto [status, error] = wait_task(task, "creating " + what);
         if (status == "succeeded") {
           count("created_indexes");
@@ -736,9 +597,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       throw_setup(c, "looking up " + what);
     }
     if (s_.index_settings.text != "null") {
-      const uint64_t task = enqueue_sync({.method = "PATCH", .url = s_.url + "/indexes/" + uid + "/settings",
-                                          .body = s_.index_settings.text},
-                                         "applying index_settings to " + what, " (index_settings refused): ");
+      const uint64_t task = enqueue_sync(
+          {.method = "PATCH", .url = s_.url + "/indexes/" + uid + "/settings", .body = s_.index_settings.text},
+          "applying index_settings to " + what, " (index_settings refused): ");
       auto [status, error] = wait_task(task, "applying index_settings to " + what);
       if (status != "succeeded") {
         if (error.type == "internal" || error.type == "system" || status == "canceled")
@@ -762,24 +623,24 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     const kit::Classification c = rules_.classify(r);
     if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten) {
       count("destination_unreachable");
-      log(sdk::LogLevel::Warn, "Meilisearch is not reachable now (the sink starts and retries with each write): " + c.reason);
+      log(sdk::LogLevel::Warn,
+          "Meilisearch is not reachable now (the sink starts and retries with each write): " + c.reason);
       return;
     }
-    if (c.outcome != kit::Outcome::Written) throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + with_hint(c).reason);
+    if (c.outcome != kit::Outcome::Written)
+      throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + with_hint(c).reason);
     log(sdk::LogLevel::Info, "connected to Meilisearch at " + kit::redact_url(s_.url) + ": index " + s_.index +
-                                 ", primary key " + s_.primary_key + ", " + std::to_string(s_.max_in_flight) + " batches in flight");
+                                 ", primary key " + s_.primary_key + ", " + std::to_string(s_.max_in_flight) +
+                                 " batches in flight");
   }
 
   Settings s_;
   kit::RecordJsonWriter writer_;
   kit::OutcomeRules rules_;
   std::string key_query_;
-  std::atomic<bool> closing_{false};
-  std::mutex lane_mutex_;
-  std::deque<Queued> lane_;
-  bool lane_busy_ = false;
-  kit::Scheduler scheduler_;
+  kit::StopSignal closing_;
   std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
   std::unique_ptr<kit::DestinationCache<Index>> indexes_;
 };
 

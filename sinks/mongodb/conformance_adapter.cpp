@@ -15,23 +15,6 @@ namespace {
 
 using test::MongoServer;
 
-std::string unbase64(const std::string& in) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    const auto p = chars.find(c);
-    if (p == std::string::npos) break;
-    val = (val << 6) + static_cast<int>(p);
-    bits += 6;
-    if (bits >= 0) {
-      out += static_cast<char>((val >> bits) & 0xFF);
-      bits -= 8;
-    }
-  }
-  return out;
-}
-
 // The milliseconds of a relaxed Extended JSON date: {"$date": "ISO"} or {"$date": {"$numberLong": "ms"}}.
 std::optional<int64_t> date_ms(const nlohmann::json& v) {
   if (!v.is_object() || !v.contains("$date")) return std::nullopt;
@@ -79,9 +62,11 @@ class MongoDbAdapter final : public SinkAdapter {
         w.partition = doc.value("pico_partition", -1);
         w.offset = doc.value("pico_offset", int64_t{-1});
         if (doc.contains("pico_timestamp")) w.timestamp_ms = date_ms(doc["pico_timestamp"]);
-        if (doc.contains("pico_key") && !doc["pico_key"].is_null()) w.key = unbase64(doc["pico_key"]["$binary"]["base64"].get<std::string>());
+        if (doc.contains("pico_key") && !doc["pico_key"].is_null())
+          w.key = decode_base64(doc["pico_key"]["$binary"]["base64"].get<std::string>());
         if (doc.contains("pico_headers"))
-          for (const auto& [k, v] : doc["pico_headers"].items()) w.headers[k] = v.is_string() ? v.get<std::string>() : v.dump();
+          for (const auto& [k, v] : doc["pico_headers"].items())
+            w.headers[k] = v.is_string() ? v.get<std::string>() : v.dump();
         nlohmann::json payload = nlohmann::json::object();
         for (const auto& [k, v] : doc.items()) {
           if (k.rfind("pico_", 0) == 0) w.metadata_fields.push_back(k);

@@ -11,10 +11,6 @@
 namespace picomq::mongodb {
 namespace {
 
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
-
 std::string_view bytes_of(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
 
 bool is_object_text(std::string_view json) {
@@ -194,7 +190,7 @@ Encoded DocumentEncoder::encode(const pmq_batch& batch, int64_t now_ms) const {
   out.ops.reserve(batch.record_count);
   const bool by_business_key = !s_.business_key.empty();
   for (size_t i = 0; i < batch.record_count; ++i) {
-    const pmq_record& r = record_at(batch, i);
+    const pmq_record& r = *pmq_batch_record(&batch, i);
     const auto index = static_cast<uint32_t>(i);
     Op op;
     op.record = index;

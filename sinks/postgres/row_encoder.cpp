@@ -316,11 +316,22 @@ std::vector<std::string> reserved_column_names(WriteMode write_mode, bool includ
   return out;
 }
 
+ColumnType column_type(kit::InferredType type) {
+  switch (type) {
+    case kit::InferredType::Bool: return ColumnType::Bool;
+    case kit::InferredType::Int64: return ColumnType::Int8;
+    case kit::InferredType::Float64: return ColumnType::Float8;
+    case kit::InferredType::String: return ColumnType::Text;
+    case kit::InferredType::None:  // null in every record: jsonb takes whatever comes later
+    case kit::InferredType::Json: break;
+  }
+  return ColumnType::Jsonb;
+}
+
 InferResult infer_columns(const pmq_batch& batch, const std::vector<std::string>& reserved) {
-  enum class Kind { None, Bool, Int, Float, String, Json };
   struct Seen {
     std::string field;
-    Kind kind = Kind::None;
+    kit::InferredType type = kit::InferredType::None;
   };
   InferResult result;
   if (auto e = check_batch(batch); !e.empty()) {
@@ -344,22 +355,9 @@ InferResult infer_columns(const pmq_batch& batch, const std::vector<std::string>
     const simdjson::dom::object object = root.get_object().value_unsafe();
     for (const simdjson::dom::key_value_pair member : object) {
       auto [it, inserted] = index.try_emplace(std::string(member.key), seen.size());
-      if (inserted) seen.push_back({std::string(member.key), Kind::None});
-      Kind& kind = seen[it->second].kind;
-      Kind now = Kind::None;
-      switch (member.value.type()) {
-        case element_type::NULL_VALUE: continue;
-        case element_type::BOOL: now = Kind::Bool; break;
-        case element_type::INT64: now = Kind::Int; break;
-        case element_type::DOUBLE: now = Kind::Float; break;
-        case element_type::STRING: now = Kind::String; break;
-        case element_type::UINT64:
-        case element_type::ARRAY:
-        case element_type::OBJECT: now = Kind::Json; break;
-      }
-      if (kind == Kind::None || kind == now) kind = now;
-      else if ((kind == Kind::Int && now == Kind::Float) || (kind == Kind::Float && now == Kind::Int)) kind = Kind::Float;
-      else kind = Kind::Json;
+      if (inserted) seen.push_back({std::string(member.key), kit::InferredType::None});
+      kit::InferredType& type = seen[it->second].type;
+      type = kit::join(type, kit::json_value_kind(member.value.type()));
     }
   }
 
@@ -375,15 +373,7 @@ InferResult infer_columns(const pmq_batch& batch, const std::vector<std::string>
       continue;
     }
     taken.push_back(name.value());
-    ColumnType type = ColumnType::Jsonb;
-    switch (s.kind) {
-      case Kind::Bool: type = ColumnType::Bool; break;
-      case Kind::Int: type = ColumnType::Int8; break;
-      case Kind::Float: type = ColumnType::Float8; break;
-      case Kind::String: type = ColumnType::Text; break;
-      case Kind::None:
-      case Kind::Json: type = ColumnType::Jsonb; break;
-    }
+    const ColumnType type = column_type(s.type);
     result.columns.push_back(Column{std::move(name).value(), type, Source::Field, s.field, false});
   }
   return result;

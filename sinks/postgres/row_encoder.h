@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "picomq/kit/inferred_type.hpp"
 #include "picomq/sink_abi.h"
 #include "postgres/copy_binary.h"
 #include "postgres/sql.h"
@@ -70,13 +71,17 @@ struct InferResult {
   std::vector<std::string> notes;  // fields left out and why
 };
 
-// Columns for a JSON batch (payload mode 'columns' without declared columns), over the non-null
-// values of each top-level field: all bool -> bool; all integers in int64 -> int8; integers and
-// floats -> float8; all strings -> text; objects, arrays, integers beyond int64 and conflicting
-// kinds -> jsonb; null everywhere -> jsonb. Column names are the field names sanitised with
-// NamePolicy::SqlIdentifier; a field whose name sanitises to one already taken (another field
-// or, in `reserved`, a metadata column) is left out with a note. Payloads that are not JSON
-// objects (and tombstones) add nothing; a non-JSON batch gives no columns and a note.
+// The column type of a type the kit's inference lattice gives (kit/inferred_type.hpp): bool ->
+// boolean, int64 -> int8, float64 -> float8, string -> text; JSON (objects, arrays, integers
+// beyond int64, conflicting kinds) and none (null in every record) -> jsonb.
+ColumnType column_type(kit::InferredType type);
+
+// Columns for a JSON batch (payload mode 'columns' without declared columns): each top-level
+// field's non-null values joined on the kit's lattice, through column_type(). Column names are
+// the field names sanitised with NamePolicy::SqlIdentifier; a field whose name sanitises to one
+// already taken (another field or, in `reserved`, a metadata column) is left out with a note.
+// Payloads that are not JSON objects (and tombstones) add nothing; a non-JSON batch gives no
+// columns and a note.
 InferResult infer_columns(const pmq_batch& batch, const std::vector<std::string>& reserved = {});
 
 // The reserved names for infer_columns: the non-payload columns of a layout with these modes.

@@ -397,7 +397,7 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   }
   if (host->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof(host->set_max_in_flight) && host->set_max_in_flight)
     host->set_max_in_flight(host->host_ctx, uint32_t(window));
-  // A host that loads this plugin speaks ABI 2.5 (a newer minor is refused), so it has set_plane.
+  // A host that loads this plugin speaks ABI 2.5 or later (an older one refuses a newer minor), so it has set_plane.
   host->set_plane(host->host_ctx, inst->plane == PMQ_PLANE_ARROW ? PMQ_PLANE_ARROW : PMQ_PLANE_BATCHES);
   if (!inst->include_metadata && host->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof(host->set_unread_fields) &&
       host->set_unread_fields)

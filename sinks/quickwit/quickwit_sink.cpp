@@ -19,13 +19,13 @@
 #include <atomic>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "picomq/kit/batch_completion.hpp"
+#include "index_config_yaml.h"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
@@ -34,12 +34,9 @@
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/outcome.hpp"
 #include "picomq/kit/record_json.hpp"
-#include "picomq/kit/resend.hpp"
+#include "picomq/kit/request_engine.hpp"
 #include "picomq/kit/sanitize.hpp"
-#include "picomq/kit/scheduler.hpp"
-#include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
-#include "index_config_yaml.h"
 
 namespace {
 
@@ -52,14 +49,13 @@ constexpr uint64_t kMaxBody = 10u << 20;  // Quickwit's ingest payload limit (10
 
 enum class Commit { Auto, WaitFor, Force };
 enum class Endpoint { Ingest, ElasticBulk };
-enum class Layout { Flat, Envelope, Payload };
 
 struct Settings {
   std::string url;
   std::string index;
   Commit commit = Commit::Auto;
   Endpoint endpoint = Endpoint::Ingest;
-  Layout document = Layout::Flat;
+  kit::JsonLayout document = kit::JsonLayout::Flat;
   std::string id_field;
   kit::JsonValue index_config;
   std::string index_config_yaml;
@@ -74,7 +70,8 @@ struct Settings {
 };
 
 std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(url, {.what = "Quickwit's REST address, e.g. http://127.0.0.1:7280", .credentials = "use the auth options"});
+  return kit::check_base_url(
+      url, {.what = "Quickwit's REST address, e.g. http://127.0.0.1:7280", .credentials = "use the auth options"});
 }
 
 bool read_file(const std::string& path, std::string& out) {
@@ -101,7 +98,8 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("url", &Settings::url)
           .required()
           .check(check_url)
-          .help("Quickwit's REST address: http(s)://host:7280 (a path prefix for a proxy is kept; the sink adds /api/v1)."),
+          .help("Quickwit's REST address: http(s)://host:7280 (a path prefix for a proxy is kept; the sink adds "
+                "/api/v1)."),
       kit::option("index", &Settings::index)
           .fallback(std::string("{topic}"))
           .check([](const std::string& v) -> std::optional<std::string> {
@@ -122,19 +120,15 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("endpoint", &Settings::endpoint)
           .choices({{"ingest", Endpoint::Ingest}, {"elastic_bulk", Endpoint::ElasticBulk}})
           .fallback(Endpoint::Ingest)
-          .help("Where documents go: ingest = POST /api/v1/<index>/ingest with detailed_response, so documents Quickwit "
-                "cannot parse are rejected one by one through the bad-record policy; elastic_bulk = the "
-                "Elasticsearch-compatible POST /api/v1/_elastic/<index>/_bulk (create actions, refresh = false / "
-                "wait_for / true for commit auto / wait_for / force), for fronts that allow only that API: Quickwit "
-                "reports no per-document errors there, so a document its mapping refuses is dropped by Quickwit (its "
-                "log says so) and counted as written here."),
-      kit::option("document", &Settings::document)
-          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}, {"payload", Layout::Payload}})
-          .fallback(Layout::Flat)
-          .help("Document layout: flat = id_field, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
-                "(base64), pico_headers, then the payload object's fields (a payload that is not an object goes under "
-                "`payload`); envelope = the same pico_* fields and the payload under `payload`; payload = the payload "
-                "object alone (plus id_field unless empty)."),
+          .help(
+              "Where documents go: ingest = POST /api/v1/<index>/ingest with detailed_response, so documents Quickwit "
+              "cannot parse are rejected one by one through the bad-record policy; elastic_bulk = the "
+              "Elasticsearch-compatible POST /api/v1/_elastic/<index>/_bulk (create actions, refresh = false / "
+              "wait_for / true for commit auto / wait_for / force), for fronts that allow only that API: Quickwit "
+              "reports no per-document errors there, so a document its mapping refuses is dropped by Quickwit (its "
+              "log says so) and counted as written here."),
+      kit::document_option(&Settings::document,
+                           {.first = "id_field, ", .payload_adds = " (plus id_field unless empty)"}),
       kit::option("id_field", &Settings::id_field)
           .fallback(std::string("pico_id"))
           .help("A field holding the record id topic:partition:offset, first in every document: Quickwit keeps no "
@@ -152,19 +146,22 @@ const kit::OptionTable<Settings>& option_table() {
               return std::string("must hold doc_mapping (Quickwit's index config, without index_id: the sink sets it)");
             return std::nullopt;
           })
-          .help("Quickwit's index config as a table (version, doc_mapping, indexing_settings, search_settings, "
-                "retention), e.g. { version = \"0.8\", doc_mapping = { mode = \"dynamic\", field_mappings = [...] } }: a "
-                "topic's index that does not exist is created with it on its first batch (POST /api/v1/indexes; the sink "
-                "sets index_id, version 0.8 when not given). Unset, like index_config_yaml and index_config_file: indexes "
-                "must exist; a missing one stops the sink naming it."),
+          .help(
+              "Quickwit's index config as a table (version, doc_mapping, indexing_settings, search_settings, "
+              "retention), e.g. { version = \"0.8\", doc_mapping = { mode = \"dynamic\", field_mappings = [...] } }: a "
+              "topic's index that does not exist is created with it on its first batch (POST /api/v1/indexes; the sink "
+              "sets index_id, version 0.8 when not given). Unset, like index_config_yaml and index_config_file: "
+              "indexes "
+              "must exist; a missing one stops the sink naming it."),
       kit::option("index_config_yaml", &Settings::index_config_yaml)
           .check([](const std::string& yaml) -> std::optional<std::string> {
             if (yaml.empty()) return std::nullopt;
             return check_yaml(yaml);
           })
-          .help("The same index config as YAML text (Quickwit's own format, e.g. a TOML multi-line string), sent as "
-                "application/yaml with index_id replaced by the sink's (and version 0.8 added when absent); every scalar "
-                "is passed as written, so Quickwit reads its types itself."),
+          .help(
+              "The same index config as YAML text (Quickwit's own format, e.g. a TOML multi-line string), sent as "
+              "application/yaml with index_id replaced by the sink's (and version 0.8 added when absent); every scalar "
+              "is passed as written, so Quickwit reads its types itself."),
       kit::option("index_config_file", &Settings::index_config_file)
           .check([](const std::string& path) -> std::optional<std::string> {
             if (path.empty()) return std::nullopt;
@@ -178,10 +175,12 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("max_request_bytes", &Settings::max_request_bytes)
           .fallback(kit::ByteSize{8u << 20})
           .check([](const kit::ByteSize& b) -> std::optional<std::string> {
-            if (b.bytes == 0 || b.bytes > kMaxBody) return std::string("must be between 1 B and 10 MiB (Quickwit's ingest limit)");
+            if (b.bytes == 0 || b.bytes > kMaxBody)
+              return std::string("must be between 1 B and 10 MiB (Quickwit's ingest limit)");
             return std::nullopt;
           })
-          .help("Largest ingest body; a batch is cut into as many requests as it takes. Quickwit takes at most 10 MiB."),
+          .help(
+              "Largest ingest body; a batch is cut into as many requests as it takes. Quickwit takes at most 10 MiB."),
       kit::option("max_request_records", &Settings::max_request_records)
           .fallback(10000)
           .check(kit::at_least(1))
@@ -211,9 +210,12 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   if (int(s.index_config.text != "null") + int(!s.index_config_yaml.empty()) + int(!s.index_config_file.empty()) > 1)
     problems.add("index_config_file", "set one of index_config, index_config_yaml and index_config_file, not several");
   if (s.auth.type == kit::AuthType::OAuth2ClientCredentials)
-    problems.add("auth", "oauth2 is not supported by this sink (Quickwit has no auth of its own: a proxy's basic, bearer or api_key)");
+    problems.add(
+        "auth",
+        "oauth2 is not supported by this sink (Quickwit has no auth of its own: a proxy's basic, bearer or api_key)");
   if (s.http.compression != kit::Compression::None)
-    problems.add("compression", "must be \"none\": compressed ingest bodies are not part of Quickwit's documented REST API");
+    problems.add("compression",
+                 "must be \"none\": compressed ingest bodies are not part of Quickwit's documented REST API");
   if (!problems.empty()) return std::nullopt;
   while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
   return s;
@@ -227,11 +229,6 @@ std::string index_id(const std::string& resolved) {
   if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "i" + out;
   while (out.size() < 3) out += '_';
   return kit::fit_name(std::move(out), 255);
-}
-
-std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
 }
 
 struct Index {
@@ -259,29 +256,34 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     problems.throw_if_any();
     s_ = std::move(*s);
     kit::RecordJsonOptions o;
-    o.layout = s_.document == Layout::Flat       ? kit::JsonLayout::Flat
-               : s_.document == Layout::Envelope ? kit::JsonLayout::Envelope
-                                                 : kit::JsonLayout::PayloadOnly;
+    o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
-    if (s_.document == Layout::Payload) declare_unread_fields(PMQ_FIELD_HEADERS);
+    if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
     declare_max_in_flight(static_cast<uint32_t>(s_.max_in_flight));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, s_.auth);
     client.max_in_flight = static_cast<size_t>(s_.max_in_flight) + 1;
     client.max_response_body = 64u << 20;  // parse_failures quote the refused documents
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
-    write_query_ = s_.endpoint == Endpoint::Ingest
-                       ? std::string("/ingest?detailed_response=true&commit=") +
-                             (s_.commit == Commit::Auto ? "auto" : s_.commit == Commit::WaitFor ? "wait_for" : "force")
-                       : std::string("/_bulk?refresh=") +
-                             (s_.commit == Commit::Auto ? "false" : s_.commit == Commit::WaitFor ? "wait_for" : "true");
+    engine_ = kit::RequestEngine::for_host(
+        host(), *client_, rules_, {.retry_timeout = s_.retry_timeout, .destination = "Quickwit", .items = "documents"});
+    write_query_ =
+        s_.endpoint == Endpoint::Ingest
+            ? std::string("/ingest?detailed_response=true&commit=") + (s_.commit == Commit::Auto      ? "auto"
+                                                                       : s_.commit == Commit::WaitFor ? "wait_for"
+                                                                                                      : "force")
+            : std::string("/_bulk?refresh=") + (s_.commit == Commit::Auto      ? "false"
+                                                : s_.commit == Commit::WaitFor ? "wait_for"
+                                                                               : "true");
     write_path_ = s_.endpoint == Endpoint::Ingest ? "/api/v1/" : "/api/v1/_elastic/";
     if (!s_.index_config_yaml.empty()) {
       yaml_config_ = s_.index_config_yaml;
     } else if (!s_.index_config_file.empty()) {
       std::string text;
-      if (!read_file(s_.index_config_file, text)) throw sdk::FatalError("index_config_file: cannot read " + s_.index_config_file);
-      if (auto problem = check_yaml(text)) throw sdk::FatalError("index_config_file: " + s_.index_config_file + ": " + *problem);
+      if (!read_file(s_.index_config_file, text))
+        throw sdk::FatalError("index_config_file: cannot read " + s_.index_config_file);
+      if (auto problem = check_yaml(text))
+        throw sdk::FatalError("index_config_file: " + s_.index_config_file + ": " + *problem);
       yaml_config_ = std::move(text);
     } else if (s_.index_config.text != "null") {
       simdjson::dom::parser parser;
@@ -299,9 +301,10 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
       if (!has_version) config_members_ += ",\"version\":\"0.8\"";
     }
     if (s_.commit != Commit::Auto && s_.http.timeout < 65s)
-      log(sdk::LogLevel::Warn, "commit = wait_for / force answers after a commit, which can take the index's "
-                               "commit_timeout_secs (60 s by default): a timeout below it fails writes that Quickwit "
-                               "then completes (and a retry duplicates them); raise timeout above commit_timeout_secs");
+      log(sdk::LogLevel::Warn,
+          "commit = wait_for / force answers after a commit, which can take the index's "
+          "commit_timeout_secs (60 s by default): a timeout below it fails writes that Quickwit "
+          "then completes (and a retry duplicates them); raise timeout above commit_timeout_secs");
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         kit::NameTemplate::parse(s_.index).value(), kit::NamePolicy::Verbatim,
         [this](const std::string& name, std::string_view) { return prepare_index(index_id(name)); }, "index");
@@ -310,62 +313,61 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
-    sdk::Pending result = pending();
-    auto write = std::make_shared<BatchWrite>(result, raw);
+    auto job = std::make_shared<IngestJob>(pending(), raw, *this);
     for (size_t i = 0; i < raw.record_count; ++i) {
-      const pmq_record& r = record_at(raw, i);
+      const pmq_record& r = *pmq_batch_record(&raw, i);
       if (r.payload.data == nullptr) {  // Quickwit deletes by query only: a tombstone has nothing to do
         count("skipped_tombstones");
         continue;
       }
-      if (s_.document == Layout::Payload && (raw.payload_format != PMQ_PAYLOAD_JSON || !kit::json_object_body(view(r.payload)))) {
-        write->done.reject(i, "document = \"payload\": the payload is not a JSON object");
-        continue;
+      if (s_.document == kit::JsonLayout::PayloadOnly) {
+        if (auto why = kit::payload_document_refusal(raw, r)) {
+          job->reject(i, std::move(*why));
+          continue;
+        }
       }
-      write->records.push_back(i);
+      job->records.push_back(i);
     }
-    if (write->records.empty()) {
-      write->done.finish_one();
-      return result;
+    if (!job->records.empty()) {
+      job->index = indexes_->get(raw.topic).id;  // throws an SDK outcome when it cannot be prepared
+      job->json.emplace(writer_.begin(raw));
+      job->limits = {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)};
     }
-    write->index = indexes_->get(raw.topic).id;  // throws an SDK outcome when it cannot be prepared
-    write->json.emplace(writer_.begin(raw));
-    auto chunks = kit::split_records(0, write->records.size(), limits(), kit::Framing::none(),
-                                     [&](size_t k, std::string& out) { render(*write, k, out); });
-    write->done.add(chunks.size());
-    for (kit::Chunk& c : chunks) {
-      std::vector<size_t> positions(c.count);
-      for (size_t k = 0; k < c.count; ++k) positions[k] = c.first + k;
-      send(write, std::move(positions), std::make_shared<const std::string>(std::move(c.body)),
-           kit::ResendBudget(s_.retry_timeout));
-    }
-    write->done.finish_one();
-    return result;
+    engine_->submit(job, job->records.size());
+    return job->result();
+  }
+
+  // The host is stopping (ABI 2.6): resends waiting now complete their writes as retries instead
+  // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
+  void stop() {
+    if (engine_) engine_->stop();
   }
 
   void close() {
-    closing_ = true;
-    scheduler_.close();
+    if (engine_) engine_->close();
     if (client_) client_->close(std::chrono::seconds(5));
   }
 
  private:
-  struct BatchWrite {
-    BatchWrite(sdk::Pending p, const pmq_batch& b) : done(std::move(p), 1), batch(b) {}
-    kit::BatchCompletion done;
+  // One batch's ingest requests into one index: a document line per record.
+  struct IngestJob : kit::RequestJob {
+    IngestJob(sdk::Pending p, const pmq_batch& b, QuickwitSink& s) : RequestJob(std::move(p)), batch(b), sink(s) {}
     const pmq_batch& batch;
+    QuickwitSink& sink;
     std::string index;
     std::vector<size_t> records;  // the batch's records that become documents
     std::optional<kit::BatchJsonWriter> json;
-  };
-  using WritePtr = std::shared_ptr<BatchWrite>;
-  using Body = std::shared_ptr<const std::string>;
 
-  kit::SplitLimits limits() const { return {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)}; }
+    void render(size_t item, std::string& out) const override { sink.render(*this, item, out); }
+    kit::HttpRequest request(const kit::Run&) const override { return sink.ingest_request(*this); }
+    void on_response(kit::Reply& reply) override { sink.ingest_answer(*this, reply); }
+    size_t record(size_t item) const override { return records[item]; }
+    std::string context() const override { return "index " + index + ": "; }
+  };
 
   // One document line: {"pico_id":"topic:0:42", ...}\n
-  void render(const BatchWrite& w, size_t position, std::string& out) const {
-    const pmq_record& r = record_at(w.batch, w.records[position]);
+  void render(const IngestJob& w, size_t item, std::string& out) const {
+    const pmq_record& r = *pmq_batch_record(&w.batch, w.records[item]);
     if (s_.endpoint == Endpoint::ElasticBulk) out += "{\"create\":{}}\n";  // the index is the path's
     const size_t start = out.size();
     w.json->append(out, r);
@@ -381,79 +383,66 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     }
     out += '\n';
   }
-  std::string body_of(const BatchWrite& w, const std::vector<size_t>& positions) const {
-    std::string out;
-    for (size_t p : positions) render(w, p, out);
-    return out;
-  }
 
   std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
-  void send(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget) {
-    count("requests");
-    kit::HttpRequest r{.method = "POST", .url = s_.url + write_path_ + write->index + write_query_};
-    r.body = kit::HttpBody::borrowed(*body);
+  kit::HttpRequest ingest_request(const IngestJob& job) const {
+    kit::HttpRequest r{.method = "POST", .url = s_.url + write_path_ + job.index + write_query_};
     r.headers.set("Content-Type", "application/x-ndjson");
-    client_->send_async(std::move(r), [this, write, positions = std::move(positions), body,
-                                       budget](kit::HttpResponse response) mutable {
-      const kit::Classification c = rules_.classify(response);
-      const size_t n = positions.size();
-      switch (c.outcome) {
-        case kit::Outcome::Written:
-          if (s_.endpoint == Endpoint::ElasticBulk) return bulk_accepted(write, std::move(positions), std::move(body), budget, response);
-          return accepted(write, positions, *body, response);
-        case kit::Outcome::TooLarge:
-          if (n > 1) return split(write, positions, c.reason);
-          write->done.reject(write->records[positions[0]], "larger than Quickwit's ingest limit: " + bounded(c.reason));
-          count("rejected_records");
-          return finish_one(write);
-        case kit::Outcome::Retry:
-        case kit::Outcome::MaybeWritten:
-          if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
-          if (resend_later(write, std::move(positions), std::move(body), budget, c)) return;
-          fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason)});
-          return finish_one(write);
-        case kit::Outcome::Rejected:  // 400: the request itself (index id, query, ingest v1 without detailed_response)
-        case kit::Outcome::Fatal:
-          if (response.status == 404) {
-            return index_not_found(write, c.reason);
-          }
-          fail(write, {.outcome = kit::Outcome::Fatal, .reason = "index " + write->index + ": " + hint(c)});
-          return finish_one(write);
-      }
-    });
+    return r;
+  }
+
+  void ingest_answer(IngestJob& job, kit::Reply& reply) {
+    const kit::Classification& c = reply.classification();
+    switch (c.outcome) {
+      case kit::Outcome::Written:
+        if (s_.endpoint == Endpoint::ElasticBulk) return bulk_accepted(job, reply);
+        return accepted(job, reply);
+      case kit::Outcome::TooLarge:
+        if (reply.size() > 1) return reply.split(c.reason);
+        return reply.reject(0, "larger than Quickwit's ingest limit: " + bounded(c.reason));
+      case kit::Outcome::Retry:
+      case kit::Outcome::MaybeWritten: return reply.follow();
+      case kit::Outcome::Rejected:  // 400: the request itself (index id, query, ingest v1 without detailed_response)
+      case kit::Outcome::Fatal:
+        if (reply.response().status == 404) return index_not_found(job, reply, c.reason);
+        return reply.fail({.outcome = kit::Outcome::Fatal, .reason = job.context() + hint(c)});
+    }
   }
 
   std::string hint(const kit::Classification& c) const {
     if (c.status == 401 || c.status == 403)
-      return "authentication failed or not allowed at the proxy in front of Quickwit (check the auth options): " + bounded(c.reason);
+      return "authentication failed or not allowed at the proxy in front of Quickwit (check the auth options): " +
+             bounded(c.reason);
     if (c.reason.find("detailed_response") != std::string::npos)
-      return "this Quickwit does not report parse failures (ingest v1): the sink needs ingest v2 (Quickwit 0.9): " + bounded(c.reason);
+      return "this Quickwit does not report parse failures (ingest v1): the sink needs ingest v2 (Quickwit 0.9): " +
+             bounded(c.reason);
     return bounded(c.reason);
   }
 
   // A 200: the documents were accepted, except those in parse_failures, matched to their records
   // by their text (the document as sent).
-  void accepted(const WritePtr& write, const std::vector<size_t>& positions, const std::string& body,
-                const kit::HttpResponse& response) {
-    write->done.written();
+  void accepted(IngestJob& job, kit::Reply& reply) {
+    const kit::HttpResponse& response = reply.response();
+    reply.maybe_written();
     simdjson::dom::parser parser;
     simdjson::dom::element root;
-    uint64_t rejected = 0, ingested = positions.size();
+    uint64_t rejected = 0, ingested = reply.size();
     if (parser.parse(response.body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) {
-      fail(write, {.outcome = kit::Outcome::MaybeWritten,
-                   .reason = "index " + write->index + ": an answer that is not Quickwit's ingest response: " + response.body_excerpt(200)});
-      return finish_one(write);
+      return reply.fail({.outcome = kit::Outcome::MaybeWritten,
+                         .reason = job.context() +
+                                   "an answer that is not Quickwit's ingest response: " + response.body_excerpt(200)});
     }
     if (root["num_rejected_docs"].get_uint64().get(rejected)) rejected = 0;
-    if (root["num_ingested_docs"].get_uint64().get(ingested)) ingested = positions.size();
+    if (root["num_ingested_docs"].get_uint64().get(ingested)) ingested = reply.size();
     size_t matched = 0;
     simdjson::dom::array failures;
     if (rejected > 0 && !root["parse_failures"].get_array().get(failures)) {
-      // The lines of the body, in order: line k is positions[k].
+      // The lines of the body, in order: line k is the request's item k.
+      const std::string& body = reply.body();
       std::unordered_multimap<std::string_view, size_t> lines;
       size_t from = 0;
-      for (size_t k = 0; k < positions.size(); ++k) {
+      for (size_t k = 0; k < reply.size(); ++k) {
         const size_t nl = body.find('\n', from);
         lines.emplace(std::string_view(body).substr(from, nl - from), k);
         from = nl + 1;
@@ -465,34 +454,33 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
         if (f["reason"].get_string().get(reason)) reason = "refused";
         auto it = lines.find(document);
         if (it == lines.end()) continue;
-        write->done.reject(write->records[positions[it->second]],
-                           "index " + write->index + ": " + std::string(reason) + ": " + bounded(message));
+        reply.reject(it->second, job.context() + std::string(reason) + ": " + bounded(message));
         lines.erase(it);
         ++matched;
       }
     }
     if (ingested) count("documents", ingested);
-    if (matched) count("rejected_records", matched);
     if (rejected > matched)
-      fail(write, {.outcome = kit::Outcome::Fatal,
-                   .reason = "index " + write->index + ": Quickwit refused " + std::to_string(rejected) + " documents and named " +
-                             std::to_string(matched) + " of them in parse_failures; the others cannot be told apart "
-                             "(a Quickwit without detailed_response?): " + response.body_excerpt(300)});
-    finish_one(write);
+      reply.fail({.outcome = kit::Outcome::Fatal,
+                  .reason = job.context() + "Quickwit refused " + std::to_string(rejected) + " documents and named " +
+                            std::to_string(matched) +
+                            " of them in parse_failures; the others cannot be told apart "
+                            "(a Quickwit without detailed_response?): " +
+                            response.body_excerpt(300)});
   }
 
   // A 200 from _elastic/_bulk. As documented it only says how many documents were taken for
   // processing; a Quickwit that answers in Elasticsearch's shape lists failed items instead (one
   // request holds one index: an item's failure is the whole request's).
-  void bulk_accepted(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget budget,
-                     const kit::HttpResponse& response) {
+  void bulk_accepted(IngestJob& job, kit::Reply& reply) {
+    const kit::HttpResponse& response = reply.response();
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (parser.parse(response.body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) {
-      write->done.written();
-      fail(write, {.outcome = kit::Outcome::MaybeWritten,
-                   .reason = "index " + write->index + ": an answer that is not Quickwit's _bulk response: " + response.body_excerpt(200)});
-      return finish_one(write);
+      reply.maybe_written();
+      return reply.fail(
+          {.outcome = kit::Outcome::MaybeWritten,
+           .reason = job.context() + "an answer that is not Quickwit's _bulk response: " + response.body_excerpt(200)});
     }
     bool errors = false;
     simdjson::dom::array items;
@@ -506,64 +494,31 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
         std::string_view reason = "(no reason given)";
         if (result["error"]["reason"].get_string().get(reason)) (void)0;
         const std::string why = "_bulk item status " + std::to_string(status) + ": " + std::string(reason);
-        if (status == 404) return index_not_found(write, why);
-        const kit::Classification c{.outcome = status == 429 || status >= 500 ? kit::Outcome::Retry : kit::Outcome::Fatal,
-                                    .reason = why + " " + response.body_excerpt(300), .status = static_cast<long>(status)};
-        if (c.outcome == kit::Outcome::Retry && resend_later(write, std::move(positions), std::move(body), budget, c)) return;
-        fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason), .status = c.status});
-        return finish_one(write);
+        if (status == 404) return index_not_found(job, reply, why);
+        const kit::Classification c{
+            .outcome = status == 429 || status >= 500 ? kit::Outcome::Retry : kit::Outcome::Fatal,
+            .reason = why + " " + response.body_excerpt(300),
+            .status = static_cast<long>(status)};
+        if (c.outcome == kit::Outcome::Retry) return reply.resend({}, c);
+        return reply.fail({.outcome = c.outcome, .reason = reply.reason(c.reason), .status = c.status});
       }
     }
-    write->done.written();
-    uint64_t taken = positions.size();
-    if (root["num_docs_for_processing"].get_uint64().get(taken)) taken = positions.size();
+    reply.maybe_written();
+    uint64_t taken = reply.size();
+    if (root["num_docs_for_processing"].get_uint64().get(taken)) taken = reply.size();
     count("documents", taken);
-    finish_one(write);
   }
 
-  void index_not_found(const WritePtr& write, const std::string& reason) {
-    indexes_->forget(write->batch.topic);
-    fail(write, {.outcome = creates_indexes() ? kit::Outcome::Retry : kit::Outcome::Fatal,
-                 .reason = "index " + write->index + " not found" +
-                           (creates_indexes() ? " (deleted? it is created again on the next attempt)"
-                                              : " (create it, or set index_config)") +
-                           ": " + bounded(reason)});
-    finish_one(write);
+  void index_not_found(IngestJob& job, kit::Reply& reply, const std::string& reason) {
+    indexes_->forget(job.batch.topic);
+    reply.fail({.outcome = creates_indexes() ? kit::Outcome::Retry : kit::Outcome::Fatal,
+                .reason = "index " + job.index + " not found" +
+                          (creates_indexes() ? " (deleted? it is created again on the next attempt)"
+                                             : " (create it, or set index_config)") +
+                          ": " + bounded(reason)});
   }
 
   bool creates_indexes() const { return yaml_config_.has_value() || !config_members_.empty(); }
-
-  void split(const WritePtr& write, const std::vector<size_t>& positions, const std::string& why) {
-    count("splits");
-    log(sdk::LogLevel::Debug, "splitting an ingest request of " + std::to_string(positions.size()) + " documents: " + why);
-    write->done.add(1);
-    for (auto& half : kit::halve(positions)) {
-      auto body = std::make_shared<const std::string>(body_of(*write, half));
-      send(write, std::move(half), std::move(body), kit::ResendBudget(s_.retry_timeout));
-    }
-  }
-
-  bool resend_later(const WritePtr& write, std::vector<size_t> positions, Body body, kit::ResendBudget& budget,
-                    const kit::Classification& c) {
-    const auto wait = budget.next_delay(c);
-    if (!wait || closing_) return false;
-    const std::chrono::milliseconds delay = *wait;
-    count("resends");
-    log(sdk::LogLevel::Debug, "resending " + std::to_string(positions.size()) + " documents to index " + write->index + " in " +
-                                  std::to_string(delay.count()) + " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, positions = std::move(positions), body = std::move(body), budget,
-                             c](bool run) mutable {
-      if (!run) {
-        fail(write, {.outcome = c.outcome, .reason = "index " + write->index + ": " + bounded(c.reason)});
-        return finish_one(write);
-      }
-      send(write, std::move(positions), std::move(body), budget);
-    });
-    return true;
-  }
-
-  static void fail(const WritePtr& w, const kit::Classification& c) { w->done.fail(c); }
-  static void finish_one(const WritePtr& w) { w->done.finish_one(); }
 
   // ------------------------------------------------------------------ indexes (synchronous, once per topic)
 
@@ -574,8 +529,9 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     if (c.outcome == kit::Outcome::Written) return Index{id};
     if (got.status != 404) throw_setup(c, "looking up index " + id);
     if (!creates_indexes())
-      throw sdk::FatalError("index " + id + " does not exist in Quickwit (create it, or set index_config for the sink to): " +
-                            bounded(got.body));
+      throw sdk::FatalError(
+          "index " + id +
+          " does not exist in Quickwit (create it, or set index_config for the sink to): " + bounded(got.body));
     kit::HttpRequest post{.method = "POST", .url = s_.url + "/api/v1/indexes"};
     if (yaml_config_) {
       post.body = picomq::quickwit::yaml_index_config_for(*yaml_config_, id);  // checked at open
@@ -599,7 +555,8 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
   }
 
   [[noreturn]] void throw_setup(const kit::Classification& c, const std::string& what) const {
-    if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten) throw sdk::RetryableError(what + ": " + c.reason);
+    if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten)
+      throw sdk::RetryableError(what + ": " + c.reason);
     throw sdk::FatalError(what + ": " + hint(c));
   }
 
@@ -608,24 +565,28 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     const kit::Classification c = rules_.classify(r);
     if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten) {
       count("destination_unreachable");
-      log(sdk::LogLevel::Warn, "Quickwit is not reachable now (the sink starts and retries with each write): " + c.reason);
+      log(sdk::LogLevel::Warn,
+          "Quickwit is not reachable now (the sink starts and retries with each write): " + c.reason);
       return;
     }
-    if (c.outcome != kit::Outcome::Written) throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + hint(c));
-    log(sdk::LogLevel::Info, "connected to Quickwit at " + kit::redact_url(s_.url) + ": index " + s_.index + ", commit " +
-                                 (s_.commit == Commit::Auto ? "auto" : s_.commit == Commit::WaitFor ? "wait_for" : "force"));
+    if (c.outcome != kit::Outcome::Written)
+      throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + hint(c));
+    log(sdk::LogLevel::Info, "connected to Quickwit at " + kit::redact_url(s_.url) + ": index " + s_.index +
+                                 ", commit " +
+                                 (s_.commit == Commit::Auto      ? "auto"
+                                  : s_.commit == Commit::WaitFor ? "wait_for"
+                                                                 : "force"));
   }
 
   Settings s_;
   kit::RecordJsonWriter writer_;
   kit::OutcomeRules rules_;
-  std::string write_path_;   // /api/v1/ or /api/v1/_elastic/, then the index id
-  std::string write_query_;  // /ingest?... or /_bulk?...
+  std::string write_path_;                  // /api/v1/ or /api/v1/_elastic/, then the index id
+  std::string write_query_;                 // /ingest?... or /_bulk?...
   std::string config_members_;              // an index_config table, as JSON members after index_id
   std::optional<std::string> yaml_config_;  // or YAML text
-  std::atomic<bool> closing_{false};
-  kit::Scheduler scheduler_;
   std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
   std::unique_ptr<kit::DestinationCache<Index>> indexes_;
 };
 

@@ -140,10 +140,6 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   return s;
 }
 
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
-
 // One CSV field, RFC 4180 quoted (COPY CSV in PostgreSQL and Redshift read it back as is).
 void csv_field(std::string& out, std::string_view v) {
   out += '"';
@@ -269,15 +265,12 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
                                  s_.s3_bucket + "/" + s_.s3_prefix + (s_.dialect == Dialect::PostgresShim ? " (postgres_shim)" : ""));
   }
 
-  void close() {
-    closing_ = true;
-    disconnect();
-  }
+  void close() { disconnect(); }
 
   void write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
     if (raw.record_count == 0) return;
-    kit::ResendBudget budget(s_.retry_timeout);
+    kit::RetryWait retry(stopping(), s_.retry_timeout);
     std::vector<bool> refused(raw.record_count, false);
     while (true) {
       try {
@@ -295,11 +288,11 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         }
         disconnect();
         if (!transient(e)) throw sdk::FatalError(where(raw) + ": " + e.what());
-        const auto d = budget.next_delay({});
-        if (!d || closing_) throw sdk::RetryableError(where(raw) + ": " + e.what());
-        count("retries");
-        log(sdk::LogLevel::Debug, where(raw) + ": retrying in " + std::to_string(d->count()) + " ms: " + e.what());
-        std::this_thread::sleep_for(*d);
+        const bool waited = retry.wait({}, [&](std::chrono::milliseconds d) {
+          count("retries");
+          log(sdk::LogLevel::Debug, where(raw) + ": retrying in " + std::to_string(d.count()) + " ms: " + e.what());
+        });
+        if (!waited) throw sdk::RetryableError(where(raw) + (retry.stopped() ? " (stopping): " : ": ") + e.what());
       }
     }
   }
@@ -458,7 +451,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     std::vector<std::pair<size_t, std::string>> rows;  // position, pico_id
     int64_t first = -1, last = -1;
     for (size_t i = 0; i < raw.record_count; ++i) {
-      const pmq_record& r = record_at(raw, i);
+      const pmq_record& r = *pmq_batch_record(&raw, i);
       if (r.offset <= done) {
         count("replayed_records_skipped");
         continue;
@@ -498,7 +491,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     if (first < 0) return;  // all loaded already
     for (const auto& [i, id] : rows) {
       if (s_.merge_key == MergeKey::Key && last_of_key[id] != i) continue;
-      const pmq_record& r = record_at(raw, i);
+      const pmq_record& r = *pmq_batch_record(&raw, i);
       staged_.insert(i);
       csv_field(csv, id);
       csv += ',';
@@ -632,7 +625,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   std::string object_url(const std::string& key) const { return *s_.s3_endpoint + "/" + s_.s3_bucket + "/" + key; }
 
   kit::HttpResponse s3_send(kit::HttpRequest req, const std::string& what) {
-    kit::ResendBudget budget(s_.retry_timeout);
+    kit::RetryWait retry(stopping(), s_.retry_timeout);
     while (true) {
       kit::HttpResponse r = s3_->send(req);
       if (r.completed() && r.status < 500 && r.status != 429) {
@@ -644,10 +637,10 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         }
         return r;
       }
-      const auto d = budget.next_delay({});
-      if (!d || closing_)
-        throw DbError(what + ": " + (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message), "S3", 0);
-      std::this_thread::sleep_for(*d);
+      if (!retry.wait())
+        throw DbError(what + (retry.stopped() ? " (stopping): " : ": ") +
+                          (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message),
+                      "S3", 0);
     }
   }
 
@@ -670,7 +663,6 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
 
   Settings s_;
   std::string sink_;
-  std::atomic<bool> closing_{false};
   PGconn* conn_ = nullptr;
   std::map<std::string, int64_t> loaded_;
   std::set<size_t> staged_;

@@ -86,13 +86,9 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them (counted), or (id = key) DELETE the record of their key (one "
                 "already gone counts as deleted)."),
-      kit::option("document", &Settings::document)
-          .choices({{"flat", Layout::Flat}, {"envelope", Layout::Envelope}})
-          .fallback(Layout::Flat)
-          .help("Record layout: flat = the payload object's fields with pico_topic, pico_partition, pico_offset, "
-                "pico_timestamp, pico_key (base64) and pico_headers beside them (a payload that is not an object goes "
-                "under `payload`; a payload field `id` is kept as pico_payload_id, since id is the record id); "
-                "envelope = the pico_* fields and the payload under `payload`."),
+      kit::document_option(&Settings::document,
+                           {.more = "A payload field `id` is kept as pico_payload_id, since id is the record id.",
+                            .payload = false}),
       kit::option("create_namespace", &Settings::create_namespace)
           .fallback(true)
           .help("At start, DEFINE NAMESPACE IF NOT EXISTS / DEFINE DATABASE IF NOT EXISTS (SurrealDB creates neither "

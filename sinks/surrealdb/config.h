@@ -14,7 +14,6 @@ namespace picomq::surrealdb {
 enum class Mode { Insert, Upsert };
 enum class IdMode { Record, Key, Field };
 enum class Tombstones { Skip, Delete };
-enum class Layout { Flat, Envelope };
 enum class AuthMode { Basic, Signin, None };
 enum class AuthLevel { Root, Namespace, Database };
 
@@ -27,7 +26,7 @@ struct Settings {
   IdMode id = IdMode::Record;
   std::string id_field;
   Tombstones tombstones = Tombstones::Skip;
-  Layout document = Layout::Flat;
+  kit::JsonLayout document = kit::JsonLayout::Flat;
   bool create_namespace = true;
   bool define_table = true;
   bool index_offsets = false;

@@ -64,8 +64,7 @@ std::string statement_text(Shape shape, Mode mode, size_t count, bool per_item) 
   return out;
 }
 
-std::string rpc_body(uint64_t id, std::string_view text, std::string_view table, const std::vector<std::string>& items,
-                     size_t first, size_t count) {
+std::string rpc_body(uint64_t id, std::string_view text, std::string_view table, size_t count, std::string_view items) {
   // Keys in order ("id" < "method" < "params"; "tb" < "v"): the serialised form ends with the
   // empty array of "v" (0x80), replaced by the items.
   const json envelope = {{"id", id},
@@ -75,8 +74,15 @@ std::string rpc_body(uint64_t id, std::string_view text, std::string_view table,
   json::to_cbor(envelope, out);
   out.pop_back();
   append_array_header(out, count);
-  for (size_t i = first; i < first + count; ++i) out += items[i];
+  out += items;
   return out;
+}
+
+std::string rpc_body(uint64_t id, std::string_view text, std::string_view table, const std::vector<std::string>& items,
+                     size_t first, size_t count) {
+  std::string joined;
+  for (size_t i = first; i < first + count; ++i) joined += items[i];
+  return rpc_body(id, text, table, count, joined);
 }
 
 kit::Result<RpcResponse> parse_rpc_response(std::string_view cbor) {
@@ -134,24 +140,21 @@ ErrorClass classify_error(const StatementResult& r) {
 
 Encoder::Encoder(const Settings& settings)
     : settings_(settings),
-      writer_({.layout = settings.document == Layout::Flat ? kit::JsonLayout::Flat : kit::JsonLayout::Envelope}) {}
+      writer_({.layout = settings.document}) {}
 
 namespace {
-const pmq_record& record_at(const pmq_batch& b, size_t i) {
-  return *reinterpret_cast<const pmq_record*>(reinterpret_cast<const char*>(b.records) + i * b.record_size);
-}
 }  // namespace
 
 ItemPlan Encoder::plan(const pmq_batch& batch) const {
   ItemPlan p;
   const bool deletes = settings_.tombstones == Tombstones::Delete;
   for (size_t i = 0; i < batch.record_count && deletes; ++i)
-    if (!record_at(batch, i).payload.data) p.has_removes = true;
+    if (!pmq_batch_record(&batch, i)->payload.data) p.has_removes = true;
   const bool ops = settings_.mode == Mode::Upsert || p.has_removes;
   const auto batch_json = writer_.begin(batch);
   std::string text;
   for (size_t i = 0; i < batch.record_count; ++i) {
-    const pmq_record& r = record_at(batch, i);
+    const pmq_record& r = *pmq_batch_record(&batch, i);
     const bool tombstone = !r.payload.data;
     json id;
     if (settings_.id == IdMode::Record) {

@@ -38,6 +38,8 @@ std::string statement_text(Shape shape, Mode mode, size_t count, bool per_item);
 // The CBOR body of a query of `text` with $tb = table and $v = the items (each already CBOR).
 std::string rpc_body(uint64_t id, std::string_view text, std::string_view table, const std::vector<std::string>& items,
                      size_t first, size_t count);
+// The same with the items' CBOR already one after the other in `items` (`count` of them).
+std::string rpc_body(uint64_t id, std::string_view text, std::string_view table, size_t count, std::string_view items);
 
 // One statement's answer.
 struct StatementResult {

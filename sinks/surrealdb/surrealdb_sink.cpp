@@ -11,21 +11,17 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "picomq/kit/batch_completion.hpp"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/outcome.hpp"
-#include "picomq/kit/resend.hpp"
-#include "picomq/kit/scheduler.hpp"
-#include "picomq/kit/splitter.hpp"
+#include "picomq/kit/request_engine.hpp"
 #include "picomq/sdk.hpp"
 #include "surrealdb/config.h"
 #include "surrealdb/rpc.h"
@@ -74,6 +70,11 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
+    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                           {.retry_timeout = s.retry_timeout,
+                                            .destination = "the server",
+                                            .items = "records",
+                                            .written_counter = "records"});
     if (s.auth == sr::AuthMode::Basic)
       basic_ = "Basic " + kit::base64_encode(std::string_view(s.user + ":" + s.password));
     tables_ = std::make_unique<kit::DestinationCache<Table>>(
@@ -84,52 +85,60 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
-    sdk::Pending result = pending();
-    auto write = std::make_shared<BatchWrite>(result);
+    auto job = std::make_shared<StatementJob>(pending(), *this);
     sr::ItemPlan plan = encoder_->plan(raw);
-    for (auto& [index, reason] : plan.refused) write->done.reject(index, reason);
+    for (auto& [index, reason] : plan.refused) job->reject(index, reason);
     if (plan.skipped) count("skipped_tombstones", plan.skipped);
     if (plan.items.empty()) {
-      write->done.finish_one();
-      return result;
+      engine_->submit(job, 0);
+      return job->result();
     }
     refresh_token_if_due();
     if (!ready_) prepare_database();  // the server was unreachable at open: now, or the write retries
-    write->topic = raw.topic;
-    write->table = tables_->get(raw.topic).name;  // throws an SDK outcome when it cannot be defined
-    write->shape = encoder_->shape(plan);
-    write->items = std::move(plan.items);
-    write->cbor.reserve(write->items.size());
-    for (auto& it : write->items) write->cbor.push_back(std::move(it.cbor));
-    auto chunks = kit::split_records(0, write->items.size(), limits(), kit::Framing::none(),
-                                     [&](size_t i, std::string& out) { out += write->cbor[i]; });
-    write->done.add(chunks.size());
-    for (kit::Chunk& chunk : chunks) send(write, chunk.first, chunk.count, false, fresh_budget());
-    write->done.finish_one();
-    return result;
+    job->topic = raw.topic;
+    job->table = tables_->get(raw.topic).name;  // throws an SDK outcome when it cannot be defined
+    job->shape = encoder_->shape(plan);
+    job->items = std::move(plan.items);
+    job->limits = {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
+    engine_->submit(job, job->items.size());
+    return job->result();
+  }
+
+  // The host is stopping (ABI 2.6): resends waiting now complete their writes as retries instead
+  // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
+  void stop() {
+    if (engine_) engine_->stop();
   }
 
   void close() {
-    closing_ = true;
-    scheduler_.close();
+    if (engine_) engine_->close();
     if (client_) client_->close(std::chrono::seconds(5));
   }
 
  private:
-  struct BatchWrite {
-    explicit BatchWrite(sdk::Pending p) : done(std::move(p), 1) {}
-    kit::BatchCompletion done;
+  // A form of request: one statement for the run's items, or one statement per item (to find
+  // which items a refused statement held).
+  static constexpr uint32_t kPerItem = 1;
+
+  // One batch's /rpc requests into one table: its items' CBOR bound as $v.
+  struct StatementJob : kit::RequestJob {
+    StatementJob(sdk::Pending p, SurrealDbSink& s) : RequestJob(std::move(p)), sink(s) {}
+    SurrealDbSink& sink;
     std::string topic, table;
     sr::Shape shape = sr::Shape::Insert;
     std::vector<sr::Item> items;
-    std::vector<std::string> cbor;  // items' CBOR, by position
-  };
-  using WritePtr = std::shared_ptr<BatchWrite>;
 
-  kit::SplitLimits limits() const {
-    return {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
-  }
-  kit::ResendBudget fresh_budget() const { return kit::ResendBudget(plan_->settings.retry_timeout); }
+    void render(size_t item, std::string& out) const override { out += items[item].cbor; }
+    std::string body(const kit::Run& run, std::string rendered) const override {
+      const std::string text =
+          sr::statement_text(shape, sink.plan_->settings.mode, run.items.size(), run.variant == kPerItem);
+      return sr::rpc_body(sink.next_id_++, text, table, run.items.size(), rendered);
+    }
+    kit::HttpRequest request(const kit::Run&) const override { return sink.rpc_request(); }
+    void on_response(kit::Reply& reply) override { sink.handle(*this, reply); }
+    size_t record(size_t item) const override { return items[item].record; }
+    std::string context() const override { return "table " + table + ": "; }
+  };
 
   std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
 
@@ -142,9 +151,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     return {};
   }
 
-  kit::HttpRequest rpc_request(std::string body, bool with_database = true) const {
+  kit::HttpRequest rpc_request(bool with_database = true) const {
     kit::HttpRequest r{.method = "POST", .url = plan_->base_url + "/rpc"};
-    r.body = kit::HttpBody(std::move(body));
     r.headers.set("Content-Type", "application/cbor");
     r.headers.set("Accept", "application/cbor");
     if (with_database) {
@@ -156,62 +164,37 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     return r;
   }
 
-  // Sends items [first, first + n) of `write` as one statement (or one per item).
-  void send(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget budget) {
-    count("requests");
-    const std::string text = sr::statement_text(write->shape, plan_->settings.mode, n, per_item);
-    std::string body = sr::rpc_body(next_id_++, text, write->table, write->cbor, first, n);
-    client_->send_async(rpc_request(std::move(body)),
-                        [this, write, first, n, per_item, budget](kit::HttpResponse response) mutable {
-      handle(write, first, n, per_item, budget, response);
-    });
-  }
-
-  void handle(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget budget,
-              const kit::HttpResponse& response) {
-    kit::Classification c = rules_.classify(response);
+  void handle(StatementJob& job, kit::Reply& reply) {
+    kit::Classification c = reply.classification();
     if (c.status == 401 && plan_->settings.auth == sr::AuthMode::Signin) {
-      token_stale_ = true;  // signed in again by the next write_batch
-      c.outcome = kit::Outcome::Retry;
-      c.reason = "the session token was refused (expired?): signing in again; " + c.reason;
+      // Signed in again by the next write_batch (an I/O thread never blocks on a sign-in): the
+      // write fails as a retry now rather than resending with the refused token.
+      token_stale_ = true;
+      return reply.fail({.outcome = kit::Outcome::Retry,
+                         .reason = "the session token was refused (expired?): signing in again; " + c.reason});
     }
-    switch (c.outcome) {
-      case kit::Outcome::Written: return statements_done(write, first, n, per_item, budget, response);
-      case kit::Outcome::TooLarge:
-      case kit::Outcome::Rejected:
-        if (n > 1) return split(write, first, n, c.reason);
-        write->done.reject(write->items[first].record, "refused by the server: " + bounded(c.reason));
-        return write->done.finish_one(), void();
-      case kit::Outcome::Retry:
-      case kit::Outcome::MaybeWritten:
-        if (c.outcome == kit::Outcome::MaybeWritten) write->done.written();
-        if (resend_later(write, first, n, per_item, budget, c)) return;
-        write->done.fail(c);
-        return write->done.finish_one(), void();
-      case kit::Outcome::Fatal:
-        if (c.status == 401 || c.status == 403)
-          c.reason = "authentication failed or not allowed (check user, password, auth_level): " + c.reason;
-        write->done.fail(c);
-        return write->done.finish_one(), void();
-    }
+    if (c.outcome == kit::Outcome::Written) return statements_done(job, reply);
+    if (c.status == 401 || c.status == 403)
+      c.reason = "authentication failed or not allowed (check user, password, auth_level): " + c.reason;
+    reply.follow(c);
   }
 
   // A 2xx /rpc answer: every statement's status.
-  void statements_done(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget budget,
-                       const kit::HttpResponse& response) {
-    auto parsed = sr::parse_rpc_response(response.body);
+  void statements_done(StatementJob& job, kit::Reply& reply) {
+    const bool per_item = reply.run().variant == kPerItem;
+    const size_t n = reply.size();
+    auto parsed = sr::parse_rpc_response(reply.response().body);
     const size_t expected = per_item ? n : 1;
     if (!parsed || parsed.value().error || parsed.value().statements.size() != expected) {
-      std::string why = !parsed ? parsed.error()
+      std::string why = !parsed                ? parsed.error()
                         : parsed.value().error ? "RPC error: " + *parsed.value().error
                                                : "expected " + std::to_string(expected) + " statement answers, got " +
                                                      std::to_string(parsed.value().statements.size());
-      write->done.fail({.outcome = kit::Outcome::Fatal, .reason = "table " + write->table + ": " + bounded(why)});
-      return write->done.finish_one(), void();
+      return reply.fail({.outcome = kit::Outcome::Fatal, .reason = reply.reason(why)});
     }
     const auto& statements = parsed.value().statements;
     uint64_t written = 0, already = 0;
-    std::vector<std::pair<size_t, std::string>> refused;  // applied unless the range is sent again
+    std::vector<std::pair<size_t, std::string>> refused;  // applied unless the run is sent again
     std::optional<kit::Classification> retry, fatal;
     for (size_t k = 0; k < statements.size(); ++k) {
       const sr::StatementResult& st = statements[k];
@@ -220,7 +203,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
         written += each;
         continue;
       }
-      const std::string reason = "table " + write->table + ": " + st.kind + ": " + bounded(st.message);
+      const std::string reason = job.context() + st.kind + ": " + bounded(st.message);
       switch (sr::classify_error(st)) {
         case sr::ErrorClass::AlreadyThere: already += each; break;
         case sr::ErrorClass::Record:
@@ -229,15 +212,17 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
             count("record_hunts");
             log(sdk::LogLevel::Debug, "a statement of " + std::to_string(n) +
                                           " records was refused; sending them one statement each: " + reason);
-            return send(write, first, n, true, budget);
+            std::vector<size_t> all(n);
+            for (size_t i = 0; i < n; ++i) all[i] = i;
+            return reply.send_again(all, kPerItem);
           }
-          refused.emplace_back(write->items[first + (per_item ? k : 0)].record, reason);
+          refused.emplace_back(per_item ? k : 0, reason);
           break;
         case sr::ErrorClass::Retry:
           if (!retry) retry = kit::Classification{.outcome = kit::Outcome::Retry, .reason = reason};
           break;
         case sr::ErrorClass::TableGone:
-          tables_->forget(write->topic);
+          tables_->forget(job.topic);
           if (!retry)
             retry = kit::Classification{.outcome = kit::Outcome::Retry,
                                         .reason = reason + " (the table is defined again on the next attempt)"};
@@ -247,61 +232,24 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
           break;
       }
     }
-    if (written) count("records", written);
-    if (already) count("already_there", already);
-    if (written || already) write->done.written();
-    if (fatal) write->done.fail(*fatal);
-    else if (retry) {
-      // Statements are independent: resending the whole range repeats only idempotent writes
-      // (and finds the refused records again).
-      if (resend_later(write, first, n, per_item, budget, *retry)) return;
-      write->done.fail(*retry);
+    if (written) reply.written(written);
+    if (already) {
+      count("already_there", already);
+      reply.maybe_written();
     }
-    if (!refused.empty()) count("rejected_records", refused.size());
-    for (auto& [record, reason] : refused) write->done.reject(record, std::move(reason));
-    write->done.finish_one();
-  }
-
-  void split(const WritePtr& write, size_t first, size_t n, const std::string& why) {
-    count("splits");
-    log(sdk::LogLevel::Debug, "splitting a request of " + std::to_string(n) + " records: " + bounded(why));
-    write->done.add(1);
-    const kit::Halves h = kit::halves(first, n);
-    send(write, h.first_a, h.count_a, false, fresh_budget());
-    send(write, h.first_b, h.count_b, false, fresh_budget());
-  }
-
-  bool resend_later(const WritePtr& write, size_t first, size_t n, bool per_item, kit::ResendBudget& budget,
-                    const kit::Classification& c) {
-    const auto wait = budget.next_delay(c);
-    if (!wait || closing_) return false;
-    const std::chrono::milliseconds delay = *wait;
-    count("resends");
-    log(sdk::LogLevel::Debug, "resending " + std::to_string(n) + " records in " + std::to_string(delay.count()) +
-                                  " ms: " + c.reason);
-    scheduler_.after(delay, [this, write, first, n, per_item, budget, c](bool run) mutable {
-      if (!run) {
-        write->done.fail(c);
-        write->done.finish_one();
-        return;
-      }
-      if (token_stale_) {
-        // A token refused: the resend waits for write_batch's signin (I/O threads never block on one).
-        write->done.fail(c);
-        write->done.finish_one();
-        return;
-      }
-      send(write, first, n, per_item, budget);
-    });
-    return true;
+    if (fatal) return reply.fail(*fatal);
+    // Statements are independent: resending the whole run repeats only idempotent writes (and
+    // finds the refused records again).
+    if (retry) return reply.resend({}, *retry);
+    for (auto& [k, reason] : refused) reply.reject(k, std::move(reason));
   }
 
   // ------------------------------------------------------------------ setup (synchronous)
 
   // One query outside the write path; throws the SDK outcome of a failure. Returns the statements.
   std::vector<sr::StatementResult> query(const std::string& text, const std::string& what, bool with_database = true) {
-    std::string body = sr::rpc_body(next_id_++, text, "", {}, 0, 0);
-    kit::HttpRequest r = rpc_request(std::move(body), with_database);
+    kit::HttpRequest r = rpc_request(with_database);
+    r.body = sr::rpc_body(next_id_++, text, "", 0, "");
     r.timeout = kSetupTimeout;
     const kit::HttpResponse response = client_->send(std::move(r));
     kit::Classification c = rules_.classify(response);
@@ -309,8 +257,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       throw sdk::RetryableError(what + ": " + c.reason);
     if (c.outcome != kit::Outcome::Written) {
       if (c.status == 401 || c.status == 403)
-        throw sdk::FatalError(what + ": authentication failed or not allowed (check user, password, auth_level): " +
-                              c.reason);
+        throw sdk::FatalError(what +
+                              ": authentication failed or not allowed (check user, password, auth_level): " + c.reason);
       throw sdk::FatalError(what + ": " + c.reason);
     }
     auto parsed = sr::parse_rpc_response(response.body);
@@ -325,7 +273,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     // The name is [A-Za-z0-9_] only (table_identifier): safe between backticks.
     std::string text = "DEFINE TABLE IF NOT EXISTS `" + name + "` SCHEMALESS;";
     if (plan_->settings.index_offsets)
-      text += "DEFINE INDEX IF NOT EXISTS pico_offsets ON `" + name + "` FIELDS pico_topic, pico_partition, pico_offset;";
+      text +=
+          "DEFINE INDEX IF NOT EXISTS pico_offsets ON `" + name + "` FIELDS pico_topic, pico_partition, pico_offset;";
     for (const auto& st : query(text, "defining table " + name)) {
       if (st.ok) continue;
       const std::string why = "defining table " + name + ": " + st.kind + ": " + bounded(st.message);
@@ -351,8 +300,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     if (c.outcome == kit::Outcome::Retry || c.outcome == kit::Outcome::MaybeWritten)
       throw sdk::RetryableError("signing in: " + c.reason);
     if (c.outcome != kit::Outcome::Written)
-      throw sdk::FatalError("signing in as " + s.user + ": authentication failed (check user, password, auth_level): " +
-                            c.reason);
+      throw sdk::FatalError("signing in as " + s.user +
+                            ": authentication failed (check user, password, auth_level): " + c.reason);
     const auto j = nlohmann::json::parse(response.body, nullptr, false);
     if (j.is_discarded() || !j.contains("token") || !j["token"].is_string())
       throw sdk::FatalError("signing in: the answer has no token: " + response.body_excerpt(200));
@@ -423,7 +372,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   // and the records are bound values, so no record causes one; bisecting it down to "refused"
   // records would hand every record to the bad-record policy. 413 still splits.
   kit::OutcomeRules rules_ = kit::OutcomeRules().on(
-      400, kit::Outcome::Fatal, "the server could not read the request (this server version may not take the sink's statements)");
+      400, kit::Outcome::Fatal,
+      "the server could not read the request (this server version may not take the sink's statements)");
   std::string basic_;
   mutable std::mutex token_mutex_;
   std::mutex signin_mutex_;
@@ -432,10 +382,9 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   std::atomic<bool> ready_{false};
   Clock::time_point signed_in_at_{};
   std::atomic<bool> token_stale_{false};
-  std::atomic<bool> closing_{false};
-  std::atomic<uint64_t> next_id_{1};
-  kit::Scheduler scheduler_;
+  mutable std::atomic<uint64_t> next_id_{1};
   std::unique_ptr<kit::HttpClient> client_;
+  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
   std::unique_ptr<kit::DestinationCache<Table>> tables_;
 };
 

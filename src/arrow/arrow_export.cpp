@@ -161,21 +161,7 @@ class FieldLookup {
 // record (Arrow's null type).
 struct PayloadColumn {
   PayloadColumn(std::string column_name, std::optional<ColumnType> column_type, bool is_nullable)
-      : name(column_name), type(column_type), nullable(is_nullable), builder(layout_of(column_type), std::move(column_name)) {}
-
-  static Layout layout_of(std::optional<ColumnType> type) {
-    if (!type) return Layout::Null;
-    switch (*type) {
-      case ColumnType::Bool: return Layout::Bool;
-      case ColumnType::Int64:
-      case ColumnType::TimestampMs: return Layout::Int64;
-      case ColumnType::Float64: return Layout::Float64;
-      case ColumnType::Utf8:
-      case ColumnType::Binary:
-      case ColumnType::Json: return Layout::Bytes;
-    }
-    return Layout::Null;
-  }
+      : name(column_name), type(column_type), nullable(is_nullable), builder(detail::layout_of(column_type), std::move(column_name)) {}
 
   BuiltColumn finish() {
     const int64_t flags = nullable ? ARROW_FLAG_NULLABLE : 0;
@@ -297,39 +283,12 @@ std::vector<BuiltColumn> bytes_payload_column(const Records& records, ColumnType
 
 // ---- JSON batches, inferred columns ------------------------------------------------------------
 
-// What the non-null values of one field were across the batch.
+// The type the non-null values of one field make across the batch (kit/inferred_type.hpp).
 struct FieldKinds {
-  bool boolean = false;
-  bool integer = false;
-  bool floating = false;
-  bool string = false;
-  bool container = false;        // object or array
-  bool unrepresentable = false;  // beyond int64 / beyond what simdjson parses
+  kit::InferredType type = kit::InferredType::None;
 
-  void add(JsonKind kind) {
-    switch (kind) {
-      case JsonKind::Null: break;
-      case JsonKind::Bool: boolean = true; break;
-      case JsonKind::Int64: integer = true; break;
-      case JsonKind::Double: floating = true; break;
-      case JsonKind::String: string = true; break;
-      case JsonKind::Object:
-      case JsonKind::Array: container = true; break;
-      case JsonKind::Uint64:
-      case JsonKind::BigNumber: unrepresentable = true; break;
-    }
-  }
-
-  // nullopt: no non-null value at all (Arrow's null type).
-  std::optional<ColumnType> column_type() const {
-    const int families = int(boolean) + int(integer || floating) + int(string) + int(container);
-    if (unrepresentable || container || families > 1) return ColumnType::Json;
-    if (boolean) return ColumnType::Bool;
-    if (string) return ColumnType::Utf8;
-    if (floating) return ColumnType::Float64;  // integers widen to float64 next to floats
-    if (integer) return ColumnType::Int64;
-    return std::nullopt;
-  }
+  void add(JsonKind kind) { type = kit::join(type, detail::value_kind(kind)); }
+  std::optional<ColumnType> column_type() const { return detail::column_type(type); }
 };
 
 // One field's value in one record, kept from the single parse of the payload for the fill.

@@ -37,63 +37,65 @@ size_t OnePassColumns::find_column(size_t position, std::string_view key) {
   return column;
 }
 
-// The inference rules of docs/arrow.md, decided as values come: a column takes the type of its
-// first non-null value; an integer column meeting a float widens to float64 (exactly what the
-// general path infers for the two together); any other mix needs JSON text of every value,
-// which only the general path keeps.
+// The kit's inference lattice (kit/inferred_type.hpp), decided as values come: a column takes the
+// type of its first non-null value; an integer column meeting a float widens to float64 in place;
+// any other join is JSON text of every value, which only the general path keeps.
 bool OnePassColumns::append(Column& column, const FlatMember& value, std::string_view payload) {
   ArrayBuilder& out = column.builder;
-  const auto take = [&](ColumnType type, Layout layout) {
-    column.type = type;
-    out.retype(layout);
-    if (layout == Layout::Bytes) {
-      // Room for as many values of this one's size (bounded: a hint, untouched until written).
-      const size_t size = value.kind == JsonKind::String ? value.text.size() : value.raw_size;
-      out.reserve_bytes(std::min<size_t>((size + 1) * expected_rows_, size_t{8} << 20));
+  // The usual case first, without the lattice: a value of its column's own type.
+  if (column.type) {
+    switch (value.kind) {
+      case JsonKind::Null: out.append_null(); return true;
+      case JsonKind::Bool:
+        if (*column.type != ColumnType::Bool) break;
+        out.append_bool(value.boolean);
+        return true;
+      case JsonKind::Int64:
+        if (*column.type == ColumnType::Int64) out.append_int64(value.integer);
+        else if (*column.type == ColumnType::Float64) out.append_double(static_cast<double>(value.integer));
+        else break;
+        return true;
+      case JsonKind::Double:
+        if (*column.type != ColumnType::Float64) break;
+        out.append_double(value.floating);
+        return true;
+      case JsonKind::String:
+        if (*column.type != ColumnType::Utf8) break;
+        out.append_bytes(value.text);
+        return true;
+      case JsonKind::Object:
+      case JsonKind::Array:
+        if (*column.type != ColumnType::Json) break;
+        out.append_bytes(payload.substr(value.raw_begin, value.raw_size));
+        return true;
+      case JsonKind::Uint64:
+      case JsonKind::BigNumber: return false;  // JSON text of every value: the general path
     }
-    out.reserve_rows(expected_rows_);
-  };
-  switch (value.kind) {
-    case JsonKind::Null: out.append_null(); return true;
-    case JsonKind::Bool:
-      if (!column.type) take(ColumnType::Bool, Layout::Bool);
-      if (*column.type != ColumnType::Bool) return false;
-      out.append_bool(value.boolean);
-      return true;
-    case JsonKind::Int64:
-      if (!column.type) take(ColumnType::Int64, Layout::Int64);
-      if (*column.type == ColumnType::Int64) {
-        out.append_int64(value.integer);
-      } else if (*column.type == ColumnType::Float64) {
-        out.append_double(static_cast<double>(value.integer));
-      } else {
-        return false;
-      }
-      return true;
-    case JsonKind::Double:
-      if (!column.type) take(ColumnType::Float64, Layout::Float64);
-      if (*column.type == ColumnType::Int64) {
-        out.widen_to_double();
-        column.type = ColumnType::Float64;
-      }
-      if (*column.type != ColumnType::Float64) return false;
-      out.append_double(value.floating);
-      return true;
-    case JsonKind::String:
-      if (!column.type) take(ColumnType::Utf8, Layout::Bytes);
-      if (*column.type != ColumnType::Utf8) return false;
-      out.append_bytes(value.text);
-      return true;
-    case JsonKind::Object:
-    case JsonKind::Array:
-      if (!column.type) take(ColumnType::Json, Layout::Bytes);
-      if (*column.type != ColumnType::Json) return false;
-      out.append_bytes(payload.substr(value.raw_begin, value.raw_size));
-      return true;
-    case JsonKind::Uint64:
-    case JsonKind::BigNumber: return false;  // JSON text in the general path
+  } else if (value.kind == JsonKind::Null) {
+    out.append_null();
+    return true;
   }
-  return false;
+  if (value.kind == JsonKind::Uint64 || value.kind == JsonKind::BigNumber) return false;
+  const std::optional<ColumnType> joined = column_type(kit::join(inferred_type(column.type), value_kind(value.kind)));
+  if (column.type) {
+    // Only an integer column meeting a float stays here: it widens in place.
+    if (*column.type != ColumnType::Int64 || joined != ColumnType::Float64) return false;
+    out.widen_to_double();
+    column.type = joined;
+    out.append_double(value.floating);
+    return true;
+  }
+  // The column's first value: it takes the value's type.
+  column.type = joined;
+  const Layout layout = layout_of(*joined);
+  out.retype(layout);
+  if (layout == Layout::Bytes) {
+    // Room for as many values of this one's size (bounded: a hint, untouched until written).
+    const size_t size = value.kind == JsonKind::String ? value.text.size() : value.raw_size;
+    out.reserve_bytes(std::min<size_t>((size + 1) * expected_rows_, size_t{8} << 20));
+  }
+  out.reserve_rows(expected_rows_);
+  return append(column, value, payload);
 }
 
 bool OnePassColumns::add_member(size_t position, const FlatMember& member, std::string_view payload, int64_t row) {

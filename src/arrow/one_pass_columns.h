@@ -16,8 +16,69 @@
 #include "arrow/array_builder.h"
 #include "arrow/arrow_export.h"
 #include "arrow/json_payload.h"
+#include "picomq/kit/inferred_type.hpp"
 
 namespace picomq::arrow::detail {
+
+// The exporter's value kinds and column types on the kit's inference lattice (one answer for
+// every plane and sink).
+constexpr kit::JsonValueKind value_kind(JsonKind kind) {
+  switch (kind) {
+    case JsonKind::Null: return kit::JsonValueKind::Null;
+    case JsonKind::Bool: return kit::JsonValueKind::Bool;
+    case JsonKind::Int64: return kit::JsonValueKind::Integer;
+    case JsonKind::Double: return kit::JsonValueKind::Float;
+    case JsonKind::String: return kit::JsonValueKind::String;
+    case JsonKind::Object:
+    case JsonKind::Array: return kit::JsonValueKind::Container;
+    case JsonKind::Uint64:
+    case JsonKind::BigNumber: return kit::JsonValueKind::OutOfRange;
+  }
+  return kit::JsonValueKind::OutOfRange;
+}
+
+// nullopt: no non-null value at all (Arrow's null type).
+constexpr std::optional<ColumnType> column_type(kit::InferredType type) {
+  switch (type) {
+    case kit::InferredType::None: return std::nullopt;
+    case kit::InferredType::Bool: return ColumnType::Bool;
+    case kit::InferredType::Int64: return ColumnType::Int64;
+    case kit::InferredType::Float64: return ColumnType::Float64;
+    case kit::InferredType::String: return ColumnType::Utf8;
+    case kit::InferredType::Json: return ColumnType::Json;
+  }
+  return ColumnType::Json;
+}
+
+// Where a column's type stands on the lattice: the exporter only infers the types above.
+constexpr kit::InferredType inferred_type(std::optional<ColumnType> type) {
+  if (!type) return kit::InferredType::None;
+  switch (*type) {
+    case ColumnType::Bool: return kit::InferredType::Bool;
+    case ColumnType::Int64: return kit::InferredType::Int64;
+    case ColumnType::Float64: return kit::InferredType::Float64;
+    case ColumnType::Utf8: return kit::InferredType::String;
+    case ColumnType::Binary:
+    case ColumnType::TimestampMs:
+    case ColumnType::Json: break;
+  }
+  return kit::InferredType::Json;
+}
+
+// The builder layout of a column type (nullopt: Arrow's null type).
+constexpr Layout layout_of(std::optional<ColumnType> type) {
+  if (!type) return Layout::Null;
+  switch (*type) {
+    case ColumnType::Bool: return Layout::Bool;
+    case ColumnType::Int64:
+    case ColumnType::TimestampMs: return Layout::Int64;
+    case ColumnType::Float64: return Layout::Float64;
+    case ColumnType::Utf8:
+    case ColumnType::Binary:
+    case ColumnType::Json: return Layout::Bytes;
+  }
+  return Layout::Null;
+}
 
 // a == b for short keys without a call to memcmp (a dozen per record): whole words, the last
 // one overlapping.

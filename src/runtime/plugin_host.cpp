@@ -567,12 +567,20 @@ WriteOutcome SinkInstance::write_rows(const pmq_batch& view) {
   return batch_outcome;
 }
 
+void SinkInstance::stop() {
+  std::lock_guard lock(lifetime_mutex_);
+  const pmq_sink_plugin& d = library_->descriptor();
+  if (instance_ && d.struct_size >= offsetof(pmq_sink_plugin, stop) + sizeof(d.stop) && d.stop) d.stop(instance_);
+}
+
 void SinkInstance::close() {
   std::lock_guard lock(call_mutex_);
-  if (instance_) {
-    library_->descriptor().close(instance_);
-    instance_ = nullptr;
+  void* instance = nullptr;
+  {
+    std::lock_guard life(lifetime_mutex_);
+    std::swap(instance, instance_);
   }
+  if (instance) library_->descriptor().close(instance);
 }
 
 SinkInstance::~SinkInstance() { close(); }

@@ -144,6 +144,10 @@ class SinkInstance {
                      bool write_past_rejections = false);
   // How many writes per block may be pending at once (the plugin's max_in_flight, at least 1).
   uint32_t max_in_flight() const;
+  // ABI 2.6: tells the instance the host is stopping it, now, beside a call in progress (not
+  // serialised with the calls): its waits end and the writes in them complete as retries. A
+  // no-op for an older plugin or once closed.
+  void stop();
   void close();
   const std::string& sink_key() const { return sink_key_; }
   // The plane batches go out on: the one open() chose (ABI 2.5 set_plane), else the best native.
@@ -182,6 +186,7 @@ class SinkInstance {
   pmq_host_api host_{};
   void* instance_ = nullptr;
   std::mutex call_mutex_;
+  std::mutex lifetime_mutex_;  // stop() against close(): never a stop into a closed instance
 };
 
 }  // namespace picomq::runtime

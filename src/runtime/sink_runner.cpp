@@ -94,6 +94,9 @@ void SinkRunner::set_paused(bool paused) {
 
 void SinkRunner::request_stop() {
   for (auto& b : blocks_) b->request_stop();
+  // A write waiting to resend (a destination down, a Retry-After) would hold the stop up to its
+  // retry budget: the plugin ends its waits, and those writes come again on the next start.
+  if (plugin_) plugin_->stop();
 }
 
 bool SinkRunner::join() {

@@ -1,6 +1,8 @@
 // The conformance cases, run against every adapter (conformance.h). Each case drives the real
 // runtime binary through the shared Kafka broker and checks what a user would see: what the
 // destination holds, the offsets committed on the broker, the sink's state.
+#include "picomq/kit/testing/conformance.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -10,8 +12,6 @@
 #include <iostream>
 #include <map>
 #include <set>
-
-#include "picomq/kit/testing/conformance.hpp"
 
 namespace picomq::conformance {
 namespace {
@@ -138,8 +138,7 @@ TEST_P(SinkConformance, WritesEveryRecordWithMetadataKeysAndHeadersAsTheSpecSays
     for (const auto& [name, value] : r.headers) expected_headers[name] = name == "bin" ? base64(value) : value;
     EXPECT_EQ(w.headers, expected_headers) << "UTF-8 header values as they are, others base64";
     for (const char* field : {"pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key"})
-      EXPECT_NE(std::find(w.metadata_fields.begin(), w.metadata_fields.end(), field), w.metadata_fields.end())
-          << field;
+      EXPECT_NE(std::find(w.metadata_fields.begin(), w.metadata_fields.end(), field), w.metadata_fields.end()) << field;
   }
 }
 
@@ -153,7 +152,9 @@ TEST_P(SinkConformance, ReplayedRecordsAreWrittenOnceOrDeclaredAtLeastOnce) {
   Runtime first(kafka.bootstrap(), "first"), second(kafka.bootstrap(), "second");
   first.add_definition("s.toml", definition("confreplay_a", topics_list({topic}), config));
   second.add_definition("s.toml", definition("confreplay_b", topics_list({topic}), config));
-  for (auto [rt, key] : {std::pair{&first, "confreplay_a"}, std::pair{&second, "confreplay_b"}}) {
+  for (const auto& run : {std::pair{&first, "confreplay_a"}, std::pair{&second, "confreplay_b"}}) {
+    Runtime* rt = run.first;
+    const char* key = run.second;  // not a structured binding: lambdas capture it (clang 14)
     rt->start();
     ASSERT_TRUE(wait_until([&] { return committed(key, {topic}, 40); }, 60s)) << rt->log();
     stop(*rt);
@@ -231,8 +232,9 @@ TEST_P(SinkConformance, RejectedRecordsGoWhereTheBadRecordPolicySays) {
   // dead_letter: the refused record is in the dead-letter topic, every other one is written.
   const auto config = sink().prepare(test_name(), "{topic}") + "\n" + sink().rejecting_config();
   Runtime rt(kafka.bootstrap(), "dlq");
-  rt.add_definition("s.toml", definition("confreject", topics_list({topic}) + "on_bad_record = \"dead_letter\"\n" +
-                                                           "dead_letter_topic = \"" + dead + "\"\n",
+  rt.add_definition("s.toml", definition("confreject",
+                                         topics_list({topic}) + "on_bad_record = \"dead_letter\"\n" +
+                                             "dead_letter_topic = \"" + dead + "\"\n",
                                          config));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return committed("confreject", {topic}, 8); }, 60s)) << rt.log();
@@ -323,9 +325,9 @@ TEST_P(SinkConformance, ShutdownFlushesWhatIsBuffered) {
   const auto config = sink().prepare(test_name(), "{topic}");
   Runtime rt(kafka.bootstrap(), "flush");
   // Neither flush rule fires by itself: a long poll_interval and a batch the topic never fills.
-  rt.add_definition("s.toml", test::plugin_definition("confflush", sink().plugin(),
-                                                      topics_list({topic}) + "batch_length = 1000\npoll_interval = \"10m\"",
-                                                      config));
+  rt.add_definition(
+      "s.toml", test::plugin_definition("confflush", sink().plugin(),
+                                        topics_list({topic}) + "batch_length = 1000\npoll_interval = \"10m\"", config));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return rt.block_status("confflush").value("buffered_records", 0) == 7; }, 60s))
       << rt.status().dump();
@@ -346,6 +348,56 @@ std::vector<AdapterFactory>& registered_adapters() {
 
 AdapterRegistration::AdapterRegistration(AdapterFactory factory) { registered_adapters().push_back(factory); }
 
+WrittenRecord from_table_row(const nlohmann::json& row, std::string destination) {
+  WrittenRecord w;
+  w.destination = std::move(destination);
+  w.topic = row.at("pico_topic").get<std::string>();
+  w.partition = row.at("pico_partition").get<int32_t>();
+  w.offset = row.at("pico_offset").get<int64_t>();
+  if (row.contains("pico_timestamp") && !row["pico_timestamp"].is_null())
+    w.timestamp_ms = row["pico_timestamp"].get<int64_t>();
+  if (row.contains("pico_key") && !row["pico_key"].is_null()) w.key = decode_base64(row["pico_key"].get<std::string>());
+  if (row.contains("pico_headers") && row["pico_headers"].is_object())
+    for (const auto& [name, value] : row["pico_headers"].items())
+      if (!value.is_null()) w.headers[name] = header_as_rendered(decode_base64(value.get<std::string>()));
+  nlohmann::json payload = nlohmann::json::object();
+  for (const auto& [column, value] : row.items()) {
+    if (column.rfind("pico_", 0) == 0) w.metadata_fields.push_back(column);
+    else if (!value.is_null()) payload[column] = value;
+  }
+  w.payload_json = payload.dump();
+  return w;
+}
+
+std::string decode_base64(std::string_view text) {
+  static const std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    const size_t v = kAlphabet.find(c);
+    if (v == std::string_view::npos) break;  // '=' padding, or the end
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    if ((count += 6) >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::string header_as_rendered(const std::string& bytes) {
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool valid = n != 0 && i + n <= bytes.size();
+    for (size_t k = 1; valid && k < n; ++k) valid = (static_cast<unsigned char>(bytes[i + k]) >> 6) == 0x2;
+    if (!valid) return base64(bytes);
+    i += n;
+  }
+  return bytes;
+}
+
 WrittenRecord from_envelope(const nlohmann::json& j, std::string destination) {
   WrittenRecord w;
   w.destination = std::move(destination);
@@ -361,7 +413,7 @@ WrittenRecord from_envelope(const nlohmann::json& j, std::string destination) {
   for (const auto& [name, _] : j.items())
     if (name.rfind("pico_", 0) == 0) w.metadata_fields.push_back(name);
   // pico_key is left out for a record without a key; it is still a field of the format.
-  if (!j.contains("pico_key")) w.metadata_fields.push_back("pico_key");
+  if (!j.contains("pico_key")) w.metadata_fields.emplace_back("pico_key");
   return w;
 }
 
@@ -378,14 +430,15 @@ int run(int argc, char** argv, const test::Locations& built_in) {
   std::string missing;
   for (const auto& adapter : all_adapters()) {
     bool found = false;
-    for (const auto& dir : test::locations().plugin_dirs) found = found || std::filesystem::exists(dir / (adapter->plugin() + ".so"));
+    for (const auto& dir : test::locations().plugin_dirs)
+      found = found || std::filesystem::exists(dir / (adapter->plugin() + ".so"));
     if (!found) missing += adapter->plugin() + ".so (" + adapter->name() + ") ";
   }
   if (!missing.empty()) {
     std::string dirs;
     for (const auto& dir : test::locations().plugin_dirs) dirs += " '" + dir.string() + "'";
-    std::cerr << "conformance: " << missing << "is in none of the plugin folders" << (dirs.empty() ? " (none given)" : dirs)
-              << ": set PICOMQ_PLUGIN_PATH (':'-separated)\n";
+    std::cerr << "conformance: " << missing << "is in none of the plugin folders"
+              << (dirs.empty() ? " (none given)" : dirs) << ": set PICOMQ_PLUGIN_PATH (':'-separated)\n";
     return 1;
   }
   const char* bootstrap = std::getenv("PICOMQ_CONFORMANCE_BOOTSTRAP");

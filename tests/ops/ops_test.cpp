@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "picomq/kit/testing/shell.hpp"
 
 namespace picomq::test {
 namespace {
@@ -645,12 +646,8 @@ TEST(Ops, TheBearerSchemeIsCaseInsensitiveWithCurl) {
   rt.start();
   Api api(rt);
   auto status = [&](const std::string& authorization) {
-    const std::string cmd = "curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: " + authorization + "' " + api.url + "/sinks";
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[16] = {};
-    const size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
-    if (p) pclose(p);
-    return std::string(buf, n);
+    return kit::testing::run_shell("curl -s -o /dev/null -w '%{http_code}' -H " +
+                                   kit::testing::shell_quote("Authorization: " + authorization) + " " + api.url + "/sinks");
   };
   EXPECT_EQ(status("Bearer " + kToken), "200");
   EXPECT_EQ(status("bearer " + kToken), "200");
@@ -659,6 +656,31 @@ TEST(Ops, TheBearerSchemeIsCaseInsensitiveWithCurl) {
   EXPECT_EQ(status("Basic " + kToken), "401");
   EXPECT_EQ(status("Bearer wrong"), "401");
   EXPECT_EQ(status("bearer"), "401");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
+// `curl -X POST` sends no body and no Content-Length (docs/operations.md's commands): a request
+// without a body, answered at once by its route, not after a read timeout with a 400.
+TEST(Ops, ABodilessPostWithCurlIsAnsweredAtOnceByItsRoute) {
+  Kafka& kafka = Kafka::shared();
+  Runtime rt(kafka.bootstrap(), "ops-bodiless");
+  with_api(rt);
+  rt.start();
+  Api api(rt);
+  auto post = [&](const std::string& path) {
+    const auto start = std::chrono::steady_clock::now();
+    std::string code = kit::testing::run_shell("curl -s --max-time 20 -o /dev/null -w '%{http_code}' -X POST -H " +
+                                               kit::testing::shell_quote("Authorization: Bearer " + kToken) + " " +
+                                               api.url + path);
+    return std::pair{std::move(code), std::chrono::steady_clock::now() - start};
+  };
+  const auto [reload, reload_took] = post("/reload");
+  EXPECT_EQ(reload, "200");
+  EXPECT_LT(reload_took, 2s) << "the server waited for a body that never comes";
+  const auto [stop, stop_took] = post("/sinks/nothing-here/stop");
+  EXPECT_EQ(stop, "404") << "routed: no such sink";
+  EXPECT_LT(stop_took, 2s);
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }

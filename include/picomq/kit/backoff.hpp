@@ -18,6 +18,8 @@
 #include <mutex>
 #include <random>
 
+#include "picomq/sdk.hpp"
+
 namespace picomq::kit {
 
 struct BackoffPolicy {
@@ -65,31 +67,7 @@ class Backoff {
 
 // A wait that stop() ends at once, for every waiter, now and later: what lets close() (and the
 // runtime's shutdown behind it) cut a reconnect or a Retry-After wait short. The runtime's own
-// retry waits (src/runtime/delivery/retry.h) are this too.
-class StopSignal {
- public:
-  // False when stopped (before or during the wait): give up now.
-  template <class Rep, class Period>
-  bool wait_for(std::chrono::duration<Rep, Period> delay) {
-    std::unique_lock lock(mutex_);
-    return !cv_.wait_for(lock, delay, [&] { return stopped_; });
-  }
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopped_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool stopped() const {
-    std::lock_guard lock(mutex_);
-    return stopped_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
-};
+// retry waits (src/runtime/delivery/retry.h) are this too. The SDK's class (picomq/sdk.hpp).
+using StopSignal = sdk::StopSignal;
 
 }  // namespace picomq::kit

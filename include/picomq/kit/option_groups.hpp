@@ -10,6 +10,7 @@
 //                      oauth2     oauth2_token_url, oauth2_client_id, oauth2_client_secret, oauth2_scope,
 //                                 oauth2_client_auth (basic | body)
 //   batching_options()  commit_interval, max_batch_bytes, max_batch_records (the accumulator's limits)
+//   document_option()   document = flat | envelope | payload (a record as one JSON document)
 // client_options() turns the first three into the HTTP client's options; validate_auth() checks
 // that the chosen auth type has what it needs (for a sink's validate()).
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "picomq/kit/accumulator.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/options.hpp"
+#include "picomq/kit/record_json.hpp"
 
 namespace picomq::kit {
 
@@ -65,6 +67,32 @@ OptionGroup<BatchingSettings> batching_options(std::chrono::milliseconds commit_
 // Problems of the auth options as a whole: the fields the chosen type needs, and fields set for
 // another type (a likely mistake).
 void validate_auth(const sdk::Config& config, sdk::ConfigProblems& problems);
+
+// What a sink says in the `document` option's help beside the shared text.
+struct DocumentHelp {
+  std::string_view first = {};         // put first in flat / envelope documents, e.g. "the primary key, "
+  std::string_view payload_adds = {};  // after "payload = the payload object alone", e.g. " (plus id_field unless empty)"
+  std::string_view more = {};          // a sentence of the sink's own
+  bool payload = true;                 // offer `payload` (a sink that must add fields may not)
+};
+std::string document_help(const DocumentHelp& help);
+
+// The `document` option of the sinks that store a record as one JSON document (Elasticsearch,
+// Quickwit, Meilisearch, Doris, SurrealDB): the record JSON writer's layouts by one name
+// everywhere, flat by default.
+template <class Settings>
+OptionBuilder<Settings, JsonLayout> document_option(JsonLayout Settings::*member, const DocumentHelp& help = {}) {
+  auto o = option("document", member).fallback(JsonLayout::Flat).help(document_help(help));
+  if (help.payload)
+    o.choices({{"flat", JsonLayout::Flat}, {"envelope", JsonLayout::Envelope}, {"payload", JsonLayout::PayloadOnly}});
+  else
+    o.choices({{"flat", JsonLayout::Flat}, {"envelope", JsonLayout::Envelope}});
+  return o;
+}
+
+// Why a record cannot be a `document = "payload"` document (its payload is not a JSON object), or
+// nullopt when it can.
+std::optional<std::string> payload_document_refusal(const pmq_batch& batch, const pmq_record& record);
 
 HttpClientOptions client_options(const HttpSettings& http, const TlsSettings& tls, const AuthSettings& auth);
 AccumulatorLimits accumulator_limits(const BatchingSettings& batching, size_t max_batches, size_t max_open);

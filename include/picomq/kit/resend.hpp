@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -51,6 +52,38 @@ class ResendBudget {
  private:
   Clock::time_point deadline_;
   Backoff backoff_;
+};
+
+// The waits of a synchronous retry loop (an index created, a load's state polled, a file staged):
+// a ResendBudget's back-off, on a stop signal (a sink's stopping()), so that the host's stop()
+// and close() end them at once instead of after the budget.
+//
+//   kit::RetryWait retry(stopping(), s_.retry_timeout);
+//   while (!try_commit(label))
+//     if (!retry.wait()) throw sdk::RetryableError(what + (retry.stopped() ? ": stopping" : ": still failing"));
+class RetryWait {
+ public:
+  RetryWait(const StopSignal& stop, std::chrono::milliseconds budget,
+            BackoffPolicy policy = ResendBudget::kDefaultPolicy)
+      : stop_(stop), budget_(budget, policy) {}
+
+  // Waits the next back-off (at least `refusal`'s Retry-After); `before` hears the delay first
+  // (a log line, a counter). False, at once, when the budget would be passed or the sink is
+  // stopping; false as soon as a stop comes during the wait.
+  bool wait(const Classification& refusal = {},
+            const std::function<void(std::chrono::milliseconds)>& before = {}) {
+    if (stop_.stopped()) return false;
+    const auto delay = budget_.next_delay(refusal);
+    if (!delay) return false;
+    if (before) before(*delay);
+    return stop_.wait_for(*delay);
+  }
+  // The last wait() gave up because of a stop (not the budget).
+  bool stopped() const { return stop_.stopped(); }
+
+ private:
+  const StopSignal& stop_;
+  ResendBudget budget_;
 };
 
 // A refused request's items in two requests, in order: [0, n/2) and the rest.

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 
 pub const PMQ_SINK_ABI_VERSION_MAJOR: u32 = 2;
-pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 5;
+pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 6;
 pub const PMQ_SINK_ABI_VERSION: u32 = (PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR;
 
 pub const PMQ_PLANE_ROWS: u32 = 1 << 0;
@@ -154,16 +154,13 @@ pub struct pmq_host_api {
     pub set_plane: Option<unsafe extern "C" fn(*mut c_void, u32)>,
 }
 
-pub type OpenFn =
-    unsafe extern "C" fn(*const pmq_host_api, *const c_char, *mut c_char, usize) -> *mut c_void;
+pub type OpenFn = unsafe extern "C" fn(*const pmq_host_api, *const c_char, *mut c_char, usize) -> *mut c_void;
 pub type WriteRecordFn =
     unsafe extern "C" fn(*mut c_void, *const pmq_batch, usize, *mut pmq_write_result) -> pmq_write_status;
-pub type WriteBatchFn =
-    unsafe extern "C" fn(*mut c_void, *const pmq_batch, *mut pmq_write_result) -> pmq_write_status;
+pub type WriteBatchFn = unsafe extern "C" fn(*mut c_void, *const pmq_batch, *mut pmq_write_result) -> pmq_write_status;
 pub type WriteArrowFn =
     unsafe extern "C" fn(*mut c_void, *const pmq_arrow_batch, *mut pmq_write_result) -> pmq_write_status;
-pub type ValidateFn =
-    unsafe extern "C" fn(*const pmq_host_api, *const c_char, *mut c_char, usize) -> c_int;
+pub type ValidateFn = unsafe extern "C" fn(*const pmq_host_api, *const c_char, *mut c_char, usize) -> c_int;
 pub type PartitionsFn = unsafe extern "C" fn(*mut c_void, u32, *const pmq_topic_partition, usize);
 
 #[repr(C)]
@@ -188,6 +185,8 @@ pub struct pmq_sink_plugin {
     pub flush: Option<unsafe extern "C" fn(*mut c_void, i64)>,
     pub partitions_assigned: Option<PartitionsFn>,
     pub partitions_revoked: Option<PartitionsFn>,
+    /// Since ABI 2.6: the host is stopping the instance (not serialised with the other calls).
+    pub stop: Option<unsafe extern "C" fn(*mut c_void)>,
 }
 
 #[repr(C)]

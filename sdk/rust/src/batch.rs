@@ -86,7 +86,11 @@ impl<'a> Batch<'a> {
     /// ABI 2.4: the writer schema (JSON text) record `index`'s payload was decoded by, for an
     /// avro block; None for another schema, a tombstone, or a host older than 2.4.
     pub fn writer_schema(&self, index: usize) -> Option<&'a str> {
-        assert!(index < self.raw.record_count, "record {index} beyond a batch of {}", self.raw.record_count);
+        assert!(
+            index < self.raw.record_count,
+            "record {index} beyond a batch of {}",
+            self.raw.record_count
+        );
         if self.raw.struct_size < std::mem::offset_of!(abi::pmq_batch, writer_schemas) + std::mem::size_of::<usize>()
             || self.raw.writer_schemas.is_null()
         {
@@ -103,9 +107,14 @@ impl<'a> Batch<'a> {
         self.raw.record_count == 0
     }
     pub fn record(&self, index: usize) -> Record<'a> {
-        assert!(index < self.raw.record_count, "record {index} beyond a batch of {}", self.raw.record_count);
+        assert!(
+            index < self.raw.record_count,
+            "record {index} beyond a batch of {}",
+            self.raw.record_count
+        );
         // SAFETY: index checked; the stride is the host's record_size.
-        let raw = unsafe { &*((self.raw.records as *const u8).add(index * self.raw.record_size) as *const abi::pmq_record) };
+        let raw =
+            unsafe { &*((self.raw.records as *const u8).add(index * self.raw.record_size) as *const abi::pmq_record) };
         Record { raw, index }
     }
     pub fn records(&self) -> impl Iterator<Item = Record<'a>> + '_ {
@@ -143,7 +152,10 @@ impl<'a> Record<'a> {
         (0..raw.header_count).map(move |i| {
             // SAFETY: header_count entries at headers.
             let h = unsafe { &*raw.headers.add(i) };
-            Header { name: bytes(h.name).unwrap_or(&[]), value: bytes(h.value) }
+            Header {
+                name: bytes(h.name).unwrap_or(&[]),
+                value: bytes(h.value),
+            }
         })
     }
 }
@@ -216,11 +228,18 @@ impl<'a> ArrowBatch<'a> {
         // SAFETY: valid C Data Interface structs owned by the host for the call; from_raw moves
         // them out (sets the source's release to NULL).
         let (array, schema) = unsafe {
-            (FFI_ArrowArray::from_raw(self.raw.arrow_array), FFI_ArrowSchema::from_raw(self.raw.arrow_schema))
+            (
+                FFI_ArrowArray::from_raw(self.raw.arrow_array),
+                FFI_ArrowSchema::from_raw(self.raw.arrow_schema),
+            )
         };
-        let data = unsafe { from_ffi(array, &schema) }.map_err(|e| Error::fatal(format!("importing the Arrow batch: {e}")))?;
+        let data =
+            unsafe { from_ffi(array, &schema) }.map_err(|e| Error::fatal(format!("importing the Arrow batch: {e}")))?;
         let DataType::Struct(_) = data.data_type() else {
-            return Err(Error::fatal(format!("the Arrow batch is not a struct array but {}", data.data_type())));
+            return Err(Error::fatal(format!(
+                "the Arrow batch is not a struct array but {}",
+                data.data_type()
+            )));
         };
         let strukt = StructArray::from(data);
         let (fields, columns, nulls) = strukt.into_parts();
@@ -250,7 +269,10 @@ impl TopicPartition {
         }
         std::slice::from_raw_parts(raw, count)
             .iter()
-            .map(|tp| TopicPartition { topic: c_str(tp.topic).to_string(), partition: tp.partition })
+            .map(|tp| TopicPartition {
+                topic: c_str(tp.topic).to_string(),
+                partition: tp.partition,
+            })
             .collect()
     }
 }

@@ -32,11 +32,19 @@ pub fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatc
     };
     let mut fields: Vec<Arc<Field>> = Vec::new();
     let mut columns: Vec<ArrayRef> = Vec::new();
-    let opts = CastOptions { safe: true, ..Default::default() };
+    let opts = CastOptions {
+        safe: true,
+        ..Default::default()
+    };
     for field in table.fields() {
         let Some(src) = batch.column_by_name(field.name()) else {
             if !field.is_nullable() {
-                (0..rows).for_each(|r| note(r, format!("field '{}': missing, and the column is not nullable", field.name())));
+                (0..rows).for_each(|r| {
+                    note(
+                        r,
+                        format!("field '{}': missing, and the column is not nullable", field.name()),
+                    )
+                });
             }
             fields.push(field.clone());
             columns.push(arrow::array::new_null_array(field.data_type(), rows));
@@ -51,7 +59,15 @@ pub fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatc
                 Ok(c) => {
                     for r in 0..rows {
                         if src.is_valid(r) && c.is_null(r) {
-                            note(r, format!("field '{}': {} value does not fit the table's {}", field.name(), src.data_type(), field.data_type()));
+                            note(
+                                r,
+                                format!(
+                                    "field '{}': {} value does not fit the table's {}",
+                                    field.name(),
+                                    src.data_type(),
+                                    field.data_type()
+                                ),
+                            );
                         }
                     }
                     c
@@ -59,7 +75,15 @@ pub fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatc
                 Err(e) => {
                     for r in 0..rows {
                         if src.is_valid(r) {
-                            note(r, format!("field '{}': {} cannot become the table's {} ({e})", field.name(), src.data_type(), field.data_type()));
+                            note(
+                                r,
+                                format!(
+                                    "field '{}': {} cannot become the table's {} ({e})",
+                                    field.name(),
+                                    src.data_type(),
+                                    field.data_type()
+                                ),
+                            );
                         }
                     }
                     arrow::array::new_null_array(field.data_type(), rows)
@@ -69,7 +93,10 @@ pub fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatc
         if !field.is_nullable() && col.null_count() > 0 {
             for r in 0..rows {
                 if col.is_null(r) {
-                    note(r, format!("field '{}': null, and the column is not nullable", field.name()));
+                    note(
+                        r,
+                        format!("field '{}': null, and the column is not nullable", field.name()),
+                    );
                 }
             }
         }
@@ -96,13 +123,18 @@ pub fn conform(batch: &RecordBatch, table: &Schema, evolve: bool) -> (RecordBatc
         }
     }
     // Rows with problems become all-null here; they are filtered out before writing.
-    let schema = Arc::new(Schema::new(fields.iter().map(|f| {
-        if problems.iter().any(|p| p.is_some()) {
-            Arc::new(Field::clone(f).with_nullable(true))
-        } else {
-            f.clone()
-        }
-    }).collect::<Vec<_>>()));
+    let schema = Arc::new(Schema::new(
+        fields
+            .iter()
+            .map(|f| {
+                if problems.iter().any(|p| p.is_some()) {
+                    Arc::new(Field::clone(f).with_nullable(true))
+                } else {
+                    f.clone()
+                }
+            })
+            .collect::<Vec<_>>(),
+    ));
     let out = RecordBatch::try_new(schema, columns).unwrap_or_else(|_| RecordBatch::new_empty(Arc::new(table.clone())));
     (out, problems)
 }
@@ -142,7 +174,8 @@ pub fn rows_to_write(
     let rows = if kept == offsets.len() {
         conformed
     } else {
-        filter_record_batch(&conformed, &BooleanArray::from(keep)).map_err(|e| Error::fatal(format!("filtering the batch: {e}")))?
+        filter_record_batch(&conformed, &BooleanArray::from(keep))
+            .map_err(|e| Error::fatal(format!("filtering the batch: {e}")))?
     };
     Ok(Some(match target {
         Some(schema) => RecordBatch::try_new(schema, rows.columns().to_vec()).unwrap_or(rows),
@@ -159,7 +192,11 @@ mod tests {
     fn table() -> Schema {
         Schema::new(vec![
             Field::new("pico_offset", DataType::Int64, false),
-            Field::new("pico_timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new(
+                "pico_timestamp",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
             Field::new("n", DataType::Int32, true),
             Field::new("s", DataType::Utf8, true),
         ])
@@ -173,7 +210,10 @@ mod tests {
     fn columns_are_taken_by_name_cast_to_the_tables_types_and_missing_ones_are_null() {
         let b = batch(vec![
             ("s", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef),
-            ("pico_timestamp", Arc::new(TimestampMillisecondArray::from(vec![1_700_000_000_123, 5]).with_timezone("UTC"))),
+            (
+                "pico_timestamp",
+                Arc::new(TimestampMillisecondArray::from(vec![1_700_000_000_123, 5]).with_timezone("UTC")),
+            ),
             ("pico_offset", Arc::new(Int64Array::from(vec![7, 8]))),
             ("pico_headers", Arc::new(StringArray::from(vec!["dropped", "dropped"]))),
             ("n", Arc::new(Int64Array::from(vec![1, 2]))),
@@ -181,10 +221,20 @@ mod tests {
         let (out, problems) = conform(&b, &table(), false);
         assert_eq!(problems, vec![None, None]);
         assert_eq!(out.num_columns(), 4, "pico_* columns the table lacks are dropped");
-        let ts = out.column(1).as_any().downcast_ref::<TimestampMicrosecondArray>().unwrap();
+        let ts = out
+            .column(1)
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .unwrap();
         assert_eq!(ts.value(0), 1_700_000_000_123_000);
-        assert_eq!(out.column(2).as_any().downcast_ref::<Int32Array>().unwrap().values(), &[1, 2]);
-        assert_eq!(out.column(3).as_any().downcast_ref::<StringArray>().unwrap().value(1), "b");
+        assert_eq!(
+            out.column(2).as_any().downcast_ref::<Int32Array>().unwrap().values(),
+            &[1, 2]
+        );
+        assert_eq!(
+            out.column(3).as_any().downcast_ref::<StringArray>().unwrap().value(1),
+            "b"
+        );
 
         let only_offsets = batch(vec![("pico_offset", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]);
         let (out, problems) = conform(&only_offsets, &table(), false);
@@ -196,14 +246,23 @@ mod tests {
     fn values_the_table_cannot_hold_and_unknown_fields_reject_their_records_only() {
         let b = batch(vec![
             ("pico_offset", Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef),
-            ("n", Arc::new(Int64Array::from(vec![Some(1), Some(i64::MAX), None, Some(4)]))),
+            (
+                "n",
+                Arc::new(Int64Array::from(vec![Some(1), Some(i64::MAX), None, Some(4)])),
+            ),
             ("s", Arc::new(Int64Array::from(vec![Some(10), None, None, None]))),
             ("extra", Arc::new(StringArray::from(vec![None, None, Some("x"), None]))),
         ]);
         let (_, problems) = conform(&b, &table(), false);
         assert_eq!(problems[0], None, "an int64 becomes a string");
-        assert_eq!(problems[1].as_deref(), Some("field 'n': Int64 value does not fit the table's Int32"));
-        assert_eq!(problems[2].as_deref(), Some("field 'extra' is not a column of the table"));
+        assert_eq!(
+            problems[1].as_deref(),
+            Some("field 'n': Int64 value does not fit the table's Int32")
+        );
+        assert_eq!(
+            problems[2].as_deref(),
+            Some("field 'extra' is not a column of the table")
+        );
         assert_eq!(problems[3], None);
 
         // With schema evolution the unknown field is a new nullable column instead.
@@ -217,10 +276,19 @@ mod tests {
     fn a_missing_or_null_non_nullable_column_rejects() {
         let b = batch(vec![("n", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]);
         let (_, problems) = conform(&b, &table(), false);
-        assert_eq!(problems[0].as_deref(), Some("field 'pico_offset': missing, and the column is not nullable"));
-        let b = batch(vec![("pico_offset", Arc::new(Int64Array::from(vec![None, Some(2)])) as ArrayRef)]);
+        assert_eq!(
+            problems[0].as_deref(),
+            Some("field 'pico_offset': missing, and the column is not nullable")
+        );
+        let b = batch(vec![(
+            "pico_offset",
+            Arc::new(Int64Array::from(vec![None, Some(2)])) as ArrayRef,
+        )]);
         let (_, problems) = conform(&b, &table(), false);
-        assert_eq!(problems[0].as_deref(), Some("field 'pico_offset': null, and the column is not nullable"));
+        assert_eq!(
+            problems[0].as_deref(),
+            Some("field 'pico_offset': null, and the column is not nullable")
+        );
         assert_eq!(problems[1], None);
     }
 }

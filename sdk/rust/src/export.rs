@@ -44,7 +44,11 @@ pub fn descriptor<S: Sink>() -> Descriptor {
     };
     let name = keep(S::NAME);
     let version = keep(S::VERSION);
-    let description = if S::DESCRIPTION.is_empty() { std::ptr::null() } else { keep(S::DESCRIPTION) };
+    let description = if S::DESCRIPTION.is_empty() {
+        std::ptr::null()
+    } else {
+        keep(S::DESCRIPTION)
+    };
     let options: Vec<abi::pmq_option> = S::options()
         .iter()
         .map(|o| abi::pmq_option {
@@ -52,12 +56,20 @@ pub fn descriptor<S: Sink>() -> Descriptor {
             type_: o.type_.abi(),
             flags: o.flags(),
             default_json: o.default_json.as_deref().map(&mut keep).unwrap_or(std::ptr::null()),
-            allowed: if o.allowed.is_empty() { std::ptr::null() } else { keep(&o.allowed.join("|")) },
+            allowed: if o.allowed.is_empty() {
+                std::ptr::null()
+            } else {
+                keep(&o.allowed.join("|"))
+            },
             help: keep(&o.help),
         })
         .collect();
     let native = S::NATIVE_PLANES;
-    let accepted = if S::ACCEPTED_PLANES == 0 { native } else { S::ACCEPTED_PLANES };
+    let accepted = if S::ACCEPTED_PLANES == 0 {
+        native
+    } else {
+        S::ACCEPTED_PLANES
+    };
     let plugin = abi::pmq_sink_plugin {
         struct_size: std::mem::size_of::<abi::pmq_sink_plugin>(),
         abi_version: abi::PMQ_SINK_ABI_VERSION,
@@ -66,7 +78,11 @@ pub fn descriptor<S: Sink>() -> Descriptor {
         description,
         accepted_planes: accepted,
         native_planes: native,
-        options: if options.is_empty() { std::ptr::null() } else { options.as_ptr() },
+        options: if options.is_empty() {
+            std::ptr::null()
+        } else {
+            options.as_ptr()
+        },
         option_count: options.len(),
         option_size: std::mem::size_of::<abi::pmq_option>(),
         open: Some(open::<S>),
@@ -81,8 +97,14 @@ pub fn descriptor<S: Sink>() -> Descriptor {
         flush: Some(flush::<S>),
         partitions_assigned: Some(assigned::<S>),
         partitions_revoked: Some(revoked::<S>),
+        // ABI 2.6 stop(): not offered yet; a Rust sink's waits end at close().
+        stop: None,
     };
-    Descriptor { plugin, _strings: strings, _options: options }
+    Descriptor {
+        plugin,
+        _strings: strings,
+        _options: options,
+    }
 }
 
 /// The normalised data-plane contract of a descriptor, from the ABI's own pmq_sink_plane_spec()
@@ -102,7 +124,11 @@ pub fn plane_spec(plugin: &abi::pmq_sink_plugin) -> Result<PlaneSpec, String> {
     if ok == 0 {
         return Err(unsafe { CStr::from_ptr(err.as_ptr()) }.to_string_lossy().into_owned());
     }
-    Ok(PlaneSpec { accepted_planes: spec.accepted_planes, native_planes: spec.native_planes, best_plane: spec.best_plane })
+    Ok(PlaneSpec {
+        accepted_planes: spec.accepted_planes,
+        native_planes: spec.native_planes,
+        best_plane: spec.best_plane,
+    })
 }
 
 fn write_errbuf(errbuf: *mut c_char, size: usize, message: &str) {
@@ -130,13 +156,20 @@ unsafe extern "C" fn open<S: Sink>(
 ) -> *mut c_void {
     let h = Host::from_raw(host);
     match catch_unwind(AssertUnwindSafe(|| S::open(h))) {
-        Ok(Ok(sink)) => Box::into_raw(Box::new(Instance { sink: Some(sink), host: h })) as *mut c_void,
+        Ok(Ok(sink)) => Box::into_raw(Box::new(Instance {
+            sink: Some(sink),
+            host: h,
+        })) as *mut c_void,
         Ok(Err(e)) => {
             write_errbuf(errbuf, errbuf_size, &e.message);
             std::ptr::null_mut()
         }
         Err(p) => {
-            write_errbuf(errbuf, errbuf_size, &format!("{} panicked in open: {}", S::NAME, panic_message(&*p)));
+            write_errbuf(
+                errbuf,
+                errbuf_size,
+                &format!("{} panicked in open: {}", S::NAME, panic_message(&*p)),
+            );
             std::ptr::null_mut()
         }
     }
@@ -156,7 +189,11 @@ unsafe extern "C" fn validate<S: Sink>(
             0
         }
         Err(p) => {
-            write_errbuf(errbuf, errbuf_size, &format!("{} panicked in validate: {}", S::NAME, panic_message(&*p)));
+            write_errbuf(
+                errbuf,
+                errbuf_size,
+                &format!("{} panicked in validate: {}", S::NAME, panic_message(&*p)),
+            );
             0
         }
     }
@@ -187,7 +224,9 @@ unsafe extern "C" fn write_record<S: Sink>(
     index: usize,
     result: *mut abi::pmq_write_result,
 ) -> abi::pmq_write_status {
-    run_write::<S>(instance, result, |sink, call| sink.write_record(&Batch::from_raw(&*batch), index, call))
+    run_write::<S>(instance, result, |sink, call| {
+        sink.write_record(&Batch::from_raw(&*batch), index, call)
+    })
 }
 
 unsafe extern "C" fn write_batch<S: Sink>(
@@ -195,7 +234,9 @@ unsafe extern "C" fn write_batch<S: Sink>(
     batch: *const abi::pmq_batch,
     result: *mut abi::pmq_write_result,
 ) -> abi::pmq_write_status {
-    run_write::<S>(instance, result, |sink, call| sink.write_batch(&Batch::from_raw(&*batch), call))
+    run_write::<S>(instance, result, |sink, call| {
+        sink.write_batch(&Batch::from_raw(&*batch), call)
+    })
 }
 
 unsafe extern "C" fn write_arrow<S: Sink>(
@@ -203,7 +244,9 @@ unsafe extern "C" fn write_arrow<S: Sink>(
     batch: *const abi::pmq_arrow_batch,
     result: *mut abi::pmq_write_result,
 ) -> abi::pmq_write_status {
-    run_write::<S>(instance, result, |sink, call| sink.write_arrow(&mut ArrowBatch::from_raw(&*batch), call))
+    run_write::<S>(instance, result, |sink, call| {
+        sink.write_arrow(&mut ArrowBatch::from_raw(&*batch), call)
+    })
 }
 
 /// Runs a call without an outcome (flush, notifications, close): a panic is logged as an error.
@@ -211,7 +254,10 @@ unsafe fn run_logged<S: Sink>(instance: *mut c_void, what: &str, f: impl FnOnce(
     let inst = &mut *(instance as *mut Instance<S>);
     let host = inst.host;
     if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(inst))) {
-        host.log(LogLevel::Error, &format!("{} panicked in {what}: {}", S::NAME, panic_message(&*p)));
+        host.log(
+            LogLevel::Error,
+            &format!("{} panicked in {what}: {}", S::NAME, panic_message(&*p)),
+        );
     }
 }
 
@@ -223,7 +269,12 @@ unsafe extern "C" fn flush<S: Sink>(instance: *mut c_void, timeout_ms: i64) {
     })
 }
 
-unsafe extern "C" fn assigned<S: Sink>(instance: *mut c_void, block: u32, tps: *const abi::pmq_topic_partition, count: usize) {
+unsafe extern "C" fn assigned<S: Sink>(
+    instance: *mut c_void,
+    block: u32,
+    tps: *const abi::pmq_topic_partition,
+    count: usize,
+) {
     let list = TopicPartition::list(tps, count);
     run_logged::<S>(instance, "partitions_assigned", |inst| {
         if let Some(s) = inst.sink.as_mut() {
@@ -232,7 +283,12 @@ unsafe extern "C" fn assigned<S: Sink>(instance: *mut c_void, block: u32, tps: *
     })
 }
 
-unsafe extern "C" fn revoked<S: Sink>(instance: *mut c_void, block: u32, tps: *const abi::pmq_topic_partition, count: usize) {
+unsafe extern "C" fn revoked<S: Sink>(
+    instance: *mut c_void,
+    block: u32,
+    tps: *const abi::pmq_topic_partition,
+    count: usize,
+) {
     let list = TopicPartition::list(tps, count);
     run_logged::<S>(instance, "partitions_revoked", |inst| {
         if let Some(s) = inst.sink.as_mut() {

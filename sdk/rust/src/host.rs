@@ -81,18 +81,23 @@ impl Host {
     pub fn config_has(&self, name: &str) -> bool {
         let api = self.api();
         let n = c_string(name);
-        api.config_has.map(|f| unsafe { f(api.host_ctx, n.as_ptr()) } != 0).unwrap_or(false)
+        api.config_has
+            .map(|f| unsafe { f(api.host_ctx, n.as_ptr()) } != 0)
+            .unwrap_or(false)
     }
     pub fn config_string(&self, name: &str) -> Option<String> {
         let api = self.api();
         let n = c_string(name);
-        api.config_string.and_then(|f| opt_str(unsafe { f(api.host_ctx, n.as_ptr()) }).map(str::to_string))
+        api.config_string
+            .and_then(|f| opt_str(unsafe { f(api.host_ctx, n.as_ptr()) }).map(str::to_string))
     }
     /// INT, DURATION (milliseconds) and BYTE_SIZE (bytes) options.
     pub fn config_int(&self, name: &str) -> i64 {
         let api = self.api();
         let n = c_string(name);
-        api.config_int.map(|f| unsafe { f(api.host_ctx, n.as_ptr()) }).unwrap_or(0)
+        api.config_int
+            .map(|f| unsafe { f(api.host_ctx, n.as_ptr()) })
+            .unwrap_or(0)
     }
     pub fn config_duration(&self, name: &str) -> std::time::Duration {
         std::time::Duration::from_millis(self.config_int(name).max(0) as u64)
@@ -100,17 +105,23 @@ impl Host {
     pub fn config_float(&self, name: &str) -> f64 {
         let api = self.api();
         let n = c_string(name);
-        api.config_float.map(|f| unsafe { f(api.host_ctx, n.as_ptr()) }).unwrap_or(0.0)
+        api.config_float
+            .map(|f| unsafe { f(api.host_ctx, n.as_ptr()) })
+            .unwrap_or(0.0)
     }
     pub fn config_bool(&self, name: &str) -> bool {
         let api = self.api();
         let n = c_string(name);
-        api.config_bool.map(|f| unsafe { f(api.host_ctx, n.as_ptr()) } != 0).unwrap_or(false)
+        api.config_bool
+            .map(|f| unsafe { f(api.host_ctx, n.as_ptr()) } != 0)
+            .unwrap_or(false)
     }
     pub fn config_list(&self, name: &str) -> Vec<String> {
         let api = self.api();
         let n = c_string(name);
-        let (Some(size), Some(item)) = (api.config_list_size, api.config_list_item) else { return Vec::new() };
+        let (Some(size), Some(item)) = (api.config_list_size, api.config_list_item) else {
+            return Vec::new();
+        };
         let count = unsafe { size(api.host_ctx, n.as_ptr()) };
         (0..count)
             .filter_map(|i| opt_str(unsafe { item(api.host_ctx, n.as_ptr(), i) }).map(str::to_string))
@@ -120,7 +131,8 @@ impl Host {
     pub fn config_json(&self, name: &str) -> Option<String> {
         let api = self.api();
         let n = c_string(name);
-        api.config_json.and_then(|f| opt_str(unsafe { f(api.host_ctx, n.as_ptr()) }).map(str::to_string))
+        api.config_json
+            .and_then(|f| opt_str(unsafe { f(api.host_ctx, n.as_ptr()) }).map(str::to_string))
     }
 
     /// The definition's key of this sink (ABI 2.2; None from an older host).
@@ -181,7 +193,12 @@ pub struct Call {
 
 impl Call {
     pub(crate) fn new(host: Host, result: *mut abi::pmq_write_result) -> Self {
-        Call { host, result, rejected: 0, pending: None }
+        Call {
+            host,
+            result,
+            rejected: 0,
+            pending: None,
+        }
     }
     pub fn host(&self) -> &Host {
         &self.host
@@ -208,7 +225,10 @@ impl Call {
                 Arc::new(PendingState {
                     host: self.host,
                     result: SendPtr(self.result),
-                    completion: Mutex::new(Completion { in_call: true, ..Completion::default() }),
+                    completion: Mutex::new(Completion {
+                        in_call: true,
+                        ..Completion::default()
+                    }),
                     rejected: AtomicUsize::new(0),
                     released: std::sync::atomic::AtomicBool::new(false),
                 })
@@ -327,7 +347,11 @@ pub struct Pending {
 impl Pending {
     /// Every record is written (REJECTED when records were rejected).
     pub fn done(&self) -> bool {
-        let status = if self.state.rejected.load(Ordering::SeqCst) > 0 { abi::PMQ_WRITE_REJECTED } else { abi::PMQ_WRITE_OK };
+        let status = if self.state.rejected.load(Ordering::SeqCst) > 0 {
+            abi::PMQ_WRITE_REJECTED
+        } else {
+            abi::PMQ_WRITE_OK
+        };
         self.state.complete(status, None)
     }
     pub fn reject(&self, index: usize, reason: &str) {
@@ -379,6 +403,9 @@ impl Pending {
 
 impl Drop for PendingState {
     fn drop(&mut self) {
-        self.complete(abi::PMQ_WRITE_PARTIAL, Some("the sink dropped a pending write without completing it"));
+        self.complete(
+            abi::PMQ_WRITE_PARTIAL,
+            Some("the sink dropped a pending write without completing it"),
+        );
     }
 }

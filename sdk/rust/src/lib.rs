@@ -24,10 +24,10 @@
 pub mod abi;
 mod batch;
 pub mod conform;
-pub mod resend;
 mod export;
 mod host;
 mod options;
+pub mod resend;
 
 pub use batch::{ArrowBatch, Batch, Header, PayloadFormat, Record, TopicPartition};
 pub use export::{descriptor, plane_spec, Descriptor, PlaneSpec};
@@ -60,13 +60,22 @@ pub struct Error {
 
 impl Error {
     pub fn retry(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Retry, message: message.into() }
+        Error {
+            kind: ErrorKind::Retry,
+            message: message.into(),
+        }
     }
     pub fn maybe_written(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::MaybeWritten, message: message.into() }
+        Error {
+            kind: ErrorKind::MaybeWritten,
+            message: message.into(),
+        }
     }
     pub fn fatal(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Fatal, message: message.into() }
+        Error {
+            kind: ErrorKind::Fatal,
+            message: message.into(),
+        }
     }
     pub(crate) fn status(&self) -> abi::pmq_write_status {
         match self.kind {

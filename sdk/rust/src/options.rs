@@ -108,6 +108,7 @@ impl OptionSpec {
         self
     }
     pub(crate) fn flags(&self) -> u32 {
-        (if self.required { abi::PMQ_OPTION_REQUIRED } else { 0 }) | (if self.secret { abi::PMQ_OPTION_SECRET } else { 0 })
+        (if self.required { abi::PMQ_OPTION_REQUIRED } else { 0 })
+            | (if self.secret { abi::PMQ_OPTION_SECRET } else { 0 })
     }
 }

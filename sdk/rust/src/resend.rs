@@ -35,7 +35,9 @@ impl Resends {
     /// together hold `tp`'s records below `next` (-1: none known). Ok: take it. Err (retryable):
     /// it comes after failed records that are not back yet.
     pub fn check(&mut self, tp: &Tp, first_offset: i64, next: i64) -> Result<(), Error> {
-        let Some(&through) = self.through.get(tp) else { return Ok(()) };
+        let Some(&through) = self.through.get(tp) else {
+            return Ok(());
+        };
         if next > through {
             // The failed records are in the table (the commit had landed after all) or back in
             // the window.
@@ -43,7 +45,7 @@ impl Resends {
             return Ok(());
         }
         if first_offset <= through {
-            return Ok(());  // one of the failed batches (or one overlapping them) coming again
+            return Ok(()); // one of the failed batches (or one overlapping them) coming again
         }
         Err(Error::retry(format!(
             "{}[{}]: offsets from {first_offset} wait until the records up to offset {through} of a failed commit have come again",
@@ -78,9 +80,15 @@ mod tests {
         assert!(refused.message.contains("up to offset 199"), "{}", refused.message);
         assert!(r.check(&tp(), 100, 100).is_ok(), "a failed batch comes again");
         assert!(r.is_waiting(&tp()));
-        assert!(r.check(&tp(), 200, 200).is_ok(), "the window holds them again: the later batch goes");
+        assert!(
+            r.check(&tp(), 200, 200).is_ok(),
+            "the window holds them again: the later batch goes"
+        );
         assert!(!r.is_waiting(&tp()));
-        assert!(r.check(&("orders".to_string(), 1), 500, -1).is_ok(), "other partitions are not held");
+        assert!(
+            r.check(&("orders".to_string(), 1), 500, -1).is_ok(),
+            "other partitions are not held"
+        );
     }
 
     #[test]
@@ -88,8 +96,14 @@ mod tests {
         let mut r = Resends::default();
         r.failed(&tp(), 99);
         r.failed(&tp(), 49);
-        assert!(r.check(&tp(), 100, 50).is_err(), "the later failure does not lower the mark");
-        assert!(r.check(&tp(), 100, 100).is_ok(), "the table is at 100: the commit had landed");
+        assert!(
+            r.check(&tp(), 100, 50).is_err(),
+            "the later failure does not lower the mark"
+        );
+        assert!(
+            r.check(&tp(), 100, 100).is_ok(),
+            "the table is at 100: the commit had landed"
+        );
         r.failed(&tp(), 10);
         r.forget(&tp());
         assert!(r.check(&tp(), 500, -1).is_ok());

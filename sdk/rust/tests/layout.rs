@@ -33,28 +33,111 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
     check_size!(pmq_header, "pmq_header");
     check_field!(pmq_header, "pmq_header", name, value);
     check_size!(pmq_record, "pmq_record");
-    check_field!(pmq_record, "pmq_record", offset, timestamp_ms, key, headers, header_count, payload);
+    check_field!(
+        pmq_record,
+        "pmq_record",
+        offset,
+        timestamp_ms,
+        key,
+        headers,
+        header_count,
+        payload
+    );
     check_size!(pmq_batch, "pmq_batch");
-    check_field!(pmq_batch, "pmq_batch", struct_size, topic, partition, payload_format, schema, records, record_count,
-        record_size, block_index, writer_schemas);
+    check_field!(
+        pmq_batch,
+        "pmq_batch",
+        struct_size,
+        topic,
+        partition,
+        payload_format,
+        schema,
+        records,
+        record_count,
+        record_size,
+        block_index,
+        writer_schemas
+    );
     check_size!(pmq_arrow_batch, "pmq_arrow_batch");
-    check_field!(pmq_arrow_batch, "pmq_arrow_batch", struct_size, topic, partition, payload_format, schema, arrow_schema,
-        arrow_array, offsets, record_count, block_index);
+    check_field!(
+        pmq_arrow_batch,
+        "pmq_arrow_batch",
+        struct_size,
+        topic,
+        partition,
+        payload_format,
+        schema,
+        arrow_schema,
+        arrow_array,
+        offsets,
+        record_count,
+        block_index
+    );
     check_size!(pmq_topic_partition, "pmq_topic_partition");
     check_field!(pmq_topic_partition, "pmq_topic_partition", topic, partition);
     check_size!(pmq_option, "pmq_option");
     check_field!(pmq_option, "pmq_option", name, flags, default_json, allowed, help);
     check_field!(pmq_option, "pmq_option", type_ => "type");
     check_size!(pmq_host_api, "pmq_host_api");
-    check_field!(pmq_host_api, "pmq_host_api", struct_size, abi_version, host_ctx, log, set_error, reject_record,
-        config_has, config_string, config_int, config_float, config_bool, config_list_size, config_list_item,
-        config_json, complete, set_unread_fields, set_max_in_flight, sink_key, count, release, set_plane);
+    check_field!(
+        pmq_host_api,
+        "pmq_host_api",
+        struct_size,
+        abi_version,
+        host_ctx,
+        log,
+        set_error,
+        reject_record,
+        config_has,
+        config_string,
+        config_int,
+        config_float,
+        config_bool,
+        config_list_size,
+        config_list_item,
+        config_json,
+        complete,
+        set_unread_fields,
+        set_max_in_flight,
+        sink_key,
+        count,
+        release,
+        set_plane
+    );
     check_size!(pmq_sink_plugin, "pmq_sink_plugin");
-    check_field!(pmq_sink_plugin, "pmq_sink_plugin", struct_size, abi_version, name, version, description,
-        accepted_planes, native_planes, options, option_count, option_size, open, write_record, write_batch,
-        write_arrow, close, max_in_flight, validate, flush, partitions_assigned, partitions_revoked);
+    check_field!(
+        pmq_sink_plugin,
+        "pmq_sink_plugin",
+        struct_size,
+        abi_version,
+        name,
+        version,
+        description,
+        accepted_planes,
+        native_planes,
+        options,
+        option_count,
+        option_size,
+        open,
+        write_record,
+        write_batch,
+        write_arrow,
+        close,
+        max_in_flight,
+        validate,
+        flush,
+        partitions_assigned,
+        partitions_revoked,
+        stop
+    );
     check_size!(pmq_plane_spec, "pmq_plane_spec");
-    check_field!(pmq_plane_spec, "pmq_plane_spec", accepted_planes, native_planes, best_plane);
+    check_field!(
+        pmq_plane_spec,
+        "pmq_plane_spec",
+        accepted_planes,
+        native_planes,
+        best_plane
+    );
     check_size!(ArrowSchema, "struct ArrowSchema");
     check_size!(ArrowArray, "struct ArrowArray");
     check_size!(pmq_write_status, "pmq_write_status");

@@ -55,16 +55,28 @@ unsafe extern "C" fn has(ctx: *mut c_void, n: *const c_char) -> c_int {
     host_of(ctx).config.contains_key(&s(n)) as c_int
 }
 unsafe extern "C" fn string(ctx: *mut c_void, n: *const c_char) -> *const c_char {
-    host_of(ctx).config.get(&s(n)).map(|v| v.as_ptr()).unwrap_or(std::ptr::null())
+    host_of(ctx)
+        .config
+        .get(&s(n))
+        .map(|v| v.as_ptr())
+        .unwrap_or(std::ptr::null())
 }
 unsafe extern "C" fn int(ctx: *mut c_void, n: *const c_char) -> i64 {
-    host_of(ctx).config.get(&s(n)).and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(0)
+    host_of(ctx)
+        .config
+        .get(&s(n))
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0)
 }
 unsafe extern "C" fn float(_: *mut c_void, _: *const c_char) -> f64 {
     0.0
 }
 unsafe extern "C" fn boolean(ctx: *mut c_void, n: *const c_char) -> c_int {
-    host_of(ctx).config.get(&s(n)).map(|v| v.to_str() == Ok("true")).unwrap_or(false) as c_int
+    host_of(ctx)
+        .config
+        .get(&s(n))
+        .map(|v| v.to_str() == Ok("true"))
+        .unwrap_or(false) as c_int
 }
 unsafe extern "C" fn list_size(_: *mut c_void, _: *const c_char) -> usize {
     0
@@ -78,7 +90,10 @@ unsafe extern "C" fn count(ctx: *mut c_void, n: *const c_char, v: u64) {
 
 fn make_host(config: &[(&str, &str)]) -> (Box<FakeHost>, Box<pmq_host_api>) {
     let host = Box::new(FakeHost {
-        config: config.iter().map(|(k, v)| (k.to_string(), CString::new(*v).unwrap())).collect(),
+        config: config
+            .iter()
+            .map(|(k, v)| (k.to_string(), CString::new(*v).unwrap()))
+            .collect(),
         logs: Mutex::default(),
         counters: Mutex::default(),
         sink_key: CString::new("orders-sink").unwrap(),
@@ -130,9 +145,14 @@ impl Sink for TestSink {
     fn options() -> Vec<OptionSpec> {
         vec![
             OptionSpec::string("prefix").required().help("A prefix."),
-            OptionSpec::string("compression").default_str("zstd").allowed(&["zstd", "snappy"]).help("Codec."),
+            OptionSpec::string("compression")
+                .default_str("zstd")
+                .allowed(&["zstd", "snappy"])
+                .help("Codec."),
             OptionSpec::string("token").secret().help("A secret."),
-            OptionSpec::duration("commit_interval").default("1000").help("Interval."),
+            OptionSpec::duration("commit_interval")
+                .default("1000")
+                .help("Interval."),
         ]
     }
     fn validate(config: &Host) -> Result<(), Vec<String>> {
@@ -149,7 +169,11 @@ impl Sink for TestSink {
         if prefix == "panic" {
             panic!("open panicked on purpose");
         }
-        Ok(TestSink { host, prefix, held: Vec::new() })
+        Ok(TestSink {
+            host,
+            prefix,
+            held: Vec::new(),
+        })
     }
     fn write_batch(&mut self, batch: &Batch, call: &mut Call) -> Result<(), Error> {
         self.host.count("records", batch.len() as u64);
@@ -183,16 +207,32 @@ impl Sink for TestSink {
                 }
                 _ => {}
             }
-            EVENTS.lock().unwrap().push(format!("{}{}:{}:{}", self.prefix, batch.topic(), batch.partition(), r.offset()));
+            EVENTS.lock().unwrap().push(format!(
+                "{}{}:{}:{}",
+                self.prefix,
+                batch.topic(),
+                batch.partition(),
+                r.offset()
+            ));
         }
         Ok(())
     }
     fn write_arrow(&mut self, batch: &mut ArrowBatch, _call: &mut Call) -> Result<(), Error> {
         let offsets = batch.offsets().to_vec();
         let rb = batch.take()?;
-        let ids = rb.column_by_name("id").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
+        let ids = rb
+            .column_by_name("id")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
         // The values buffer's address, to show the import did not copy.
-        EVENTS.lock().unwrap().push(format!("arrow {} rows {:?} ptr {:p}", rb.num_rows(), offsets, ids.values().as_ptr()));
+        EVENTS.lock().unwrap().push(format!(
+            "arrow {} rows {:?} ptr {:p}",
+            rb.num_rows(),
+            offsets,
+            ids.values().as_ptr()
+        ));
         Ok(())
     }
     fn flush(&mut self, _timeout: Duration) {
@@ -229,11 +269,15 @@ fn open_sink(config: &[(&str, &str)]) -> Result<Opened, String> {
     let (host, api) = make_host(config);
     let mut err = [0 as c_char; 256];
     let p = plugin().raw();
-    let instance = unsafe { (p.open.unwrap())(&*api, b"{}\0".as_ptr() as *const c_char, err.as_mut_ptr(), err.len()) };
+    let instance = unsafe { (p.open.unwrap())(&*api, c"{}".as_ptr(), err.as_mut_ptr(), err.len()) };
     if instance.is_null() {
         return Err(unsafe { s(err.as_ptr()) });
     }
-    Ok(Opened { _host: host, api, instance })
+    Ok(Opened {
+        _host: host,
+        api,
+        instance,
+    })
 }
 
 fn write(o: &Opened, payloads: &[&str]) -> (pmq_write_status, Arc<Mutex<Outcome>>) {
@@ -245,10 +289,16 @@ fn write(o: &Opened, payloads: &[&str]) -> (pmq_write_status, Arc<Mutex<Outcome>
         .map(|(i, p)| pmq_record {
             offset: 100 + i as i64,
             timestamp_ms: -1,
-            key: pmq_bytes { data: std::ptr::null(), size: 0 },
+            key: pmq_bytes {
+                data: std::ptr::null(),
+                size: 0,
+            },
             headers: std::ptr::null(),
             header_count: 0,
-            payload: pmq_bytes { data: p.as_ptr(), size: p.len() },
+            payload: pmq_bytes {
+                data: p.as_ptr(),
+                size: p.len(),
+            },
         })
         .collect();
     let batch = pmq_batch {
@@ -264,8 +314,9 @@ fn write(o: &Opened, payloads: &[&str]) -> (pmq_write_status, Arc<Mutex<Outcome>
         writer_schemas: std::ptr::null(),
     };
     let outcome = Arc::new(Mutex::new(Outcome::default()));
-    let status =
-        unsafe { (plugin().raw().write_batch.unwrap())(o.instance, &batch, Arc::as_ptr(&outcome) as *mut pmq_write_result) };
+    let status = unsafe {
+        (plugin().raw().write_batch.unwrap())(o.instance, &batch, Arc::as_ptr(&outcome) as *mut pmq_write_result)
+    };
     (status, outcome)
 }
 
@@ -312,37 +363,63 @@ fn plane_spec_is_the_abis_function() {
     // The same rules as the C++ SDK and the host: a copy of the descriptor, broken three ways.
     let mut raw = unsafe { std::ptr::read(plugin().raw()) };
     raw.accepted_planes = PLANE_BATCHES;
-    assert_eq!(plane_spec(&raw).unwrap_err(), "declares native data plane 'arrow' but does not accept it");
+    assert_eq!(
+        plane_spec(&raw).unwrap_err(),
+        "declares native data plane 'arrow' but does not accept it"
+    );
     raw.accepted_planes = PLANE_ARROW | PLANE_BATCHES;
     raw.write_arrow = None;
-    assert_eq!(plane_spec(&raw).unwrap_err(), "declares native data plane 'arrow' but does not implement write_arrow");
+    assert_eq!(
+        plane_spec(&raw).unwrap_err(),
+        "declares native data plane 'arrow' but does not implement write_arrow"
+    );
     raw.native_planes = 1 << 7;
     assert_eq!(plane_spec(&raw).unwrap_err(), "declares unknown data plane bits 0x80");
     // 0 means rows only, and rows native needs write_record.
     raw.native_planes = 0;
     raw.accepted_planes = 0;
-    assert_eq!(plane_spec(&raw).unwrap_err(), "declares native data plane 'rows' but does not implement write_record");
-    unsafe extern "C" fn rows(_: *mut c_void, _: *const pmq_batch, _: usize, _: *mut pmq_write_result) -> pmq_write_status {
+    assert_eq!(
+        plane_spec(&raw).unwrap_err(),
+        "declares native data plane 'rows' but does not implement write_record"
+    );
+    unsafe extern "C" fn rows(
+        _: *mut c_void,
+        _: *const pmq_batch,
+        _: usize,
+        _: *mut pmq_write_result,
+    ) -> pmq_write_status {
         PMQ_WRITE_OK
     }
     raw.write_record = Some(rows);
     let rows = plane_spec(&raw).unwrap();
-    assert_eq!((rows.accepted_planes, rows.native_planes, rows.best_plane), (PLANE_ROWS, PLANE_ROWS, PLANE_ROWS));
+    assert_eq!(
+        (rows.accepted_planes, rows.native_planes, rows.best_plane),
+        (PLANE_ROWS, PLANE_ROWS, PLANE_ROWS)
+    );
 }
 
 #[test]
 fn open_validate_and_their_failures() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    assert_eq!(open_sink(&[("prefix", "refuse")]).err().unwrap(), "prefix 'refuse' refused");
+    assert_eq!(
+        open_sink(&[("prefix", "refuse")]).err().unwrap(),
+        "prefix 'refuse' refused"
+    );
     let e = open_sink(&[("prefix", "panic")]).err().unwrap();
-    assert!(e.contains("rust_test panicked in open: open panicked on purpose"), "{e}");
+    assert!(
+        e.contains("rust_test panicked in open: open panicked on purpose"),
+        "{e}"
+    );
     let (_h, api) = make_host(&[("prefix", "")]);
     let mut err = [0 as c_char; 256];
-    let ok = unsafe { (plugin().raw().validate.unwrap())(&*api, b"{}\0".as_ptr() as _, err.as_mut_ptr(), 256) };
+    let ok = unsafe { (plugin().raw().validate.unwrap())(&*api, c"{}".as_ptr(), err.as_mut_ptr(), 256) };
     assert_eq!(ok, 0);
     assert_eq!(unsafe { s(err.as_ptr()) }, "prefix: must not be empty");
     let (_h, api) = make_host(&[("prefix", "p-")]);
-    assert_eq!(unsafe { (plugin().raw().validate.unwrap())(&*api, b"{}\0".as_ptr() as _, err.as_mut_ptr(), 256) }, 1);
+    assert_eq!(
+        unsafe { (plugin().raw().validate.unwrap())(&*api, c"{}".as_ptr(), err.as_mut_ptr(), 256) },
+        1
+    );
 }
 
 #[test]
@@ -376,7 +453,10 @@ fn a_panic_never_crosses_the_boundary_it_is_a_fatal_outcome() {
     let o = open_sink(&[("prefix", "p-")]).unwrap();
     let (st, out) = write(&o, &["a", "panic"]);
     assert_eq!(st, PMQ_WRITE_FATAL);
-    assert_eq!(out.lock().unwrap().errors, vec!["rust_test panicked: boom at 101".to_string()]);
+    assert_eq!(
+        out.lock().unwrap().errors,
+        vec!["rust_test panicked: boom at 101".to_string()]
+    );
     // The instance still works afterwards.
     assert_eq!(write(&o, &["a"]).0, PMQ_WRITE_OK);
     close(o);
@@ -420,7 +500,10 @@ fn pending_writes_complete_once_from_any_thread() {
     let (st, out) = write(&o, &["pending-hold", "fatal"]);
     assert_eq!(st, PMQ_WRITE_FATAL);
     unsafe { (plugin().raw().flush.unwrap())(o.instance, 1000) };
-    assert!(out.lock().unwrap().completed.is_empty(), "a failed call is not completed again");
+    assert!(
+        out.lock().unwrap().completed.is_empty(),
+        "a failed call is not completed again"
+    );
     close(o);
 }
 
@@ -431,8 +514,14 @@ fn arrow_batches_are_imported_without_copying_and_moved_out() {
     let ids = Int64Array::from(vec![7, 8, 9]);
     let ptr = format!("{:p}", ids.values().as_ptr());
     let strukt = StructArray::from(vec![
-        (Arc::new(Field::new("id", DataType::Int64, false)), Arc::new(ids) as Arc<dyn Array>),
-        (Arc::new(Field::new("name", DataType::Utf8, true)), Arc::new(StringArray::from(vec!["a", "b", "c"])) as _),
+        (
+            Arc::new(Field::new("id", DataType::Int64, false)),
+            Arc::new(ids) as Arc<dyn Array>,
+        ),
+        (
+            Arc::new(Field::new("name", DataType::Utf8, true)),
+            Arc::new(StringArray::from(vec!["a", "b", "c"])) as _,
+        ),
     ]);
     let (mut array, mut schema): (FFI_ArrowArray, FFI_ArrowSchema) = to_ffi(&strukt.to_data()).unwrap();
     let offsets = [40i64, 41, 42];
@@ -453,7 +542,10 @@ fn arrow_batches_are_imported_without_copying_and_moved_out() {
     let outcome = Mutex::new(Outcome::default());
     let st = unsafe { (plugin().raw().write_arrow.unwrap())(o.instance, &batch, &outcome as *const _ as *mut _) };
     assert_eq!(st, PMQ_WRITE_OK, "{:?}", outcome.lock().unwrap().errors);
-    assert_eq!(*EVENTS.lock().unwrap(), vec![format!("arrow 3 rows [40, 41, 42] ptr {ptr}")]);
+    assert_eq!(
+        *EVENTS.lock().unwrap(),
+        vec![format!("arrow 3 rows [40, 41, 42] ptr {ptr}")]
+    );
     // Moved out: the host's structs are released (release == NULL), so it does not free them again.
     assert!(array.is_released());
     close(o);
@@ -465,7 +557,16 @@ fn partition_notifications_and_close_reach_the_sink() {
     let o = open_sink(&[("prefix", "p-")]).unwrap();
     EVENTS.lock().unwrap().clear();
     let t = CString::new("orders").unwrap();
-    let tps = [pmq_topic_partition { topic: t.as_ptr(), partition: 0 }, pmq_topic_partition { topic: t.as_ptr(), partition: 5 }];
+    let tps = [
+        pmq_topic_partition {
+            topic: t.as_ptr(),
+            partition: 0,
+        },
+        pmq_topic_partition {
+            topic: t.as_ptr(),
+            partition: 5,
+        },
+    ];
     unsafe {
         (plugin().raw().partitions_assigned.unwrap())(o.instance, 1, tps.as_ptr(), 2);
         (plugin().raw().partitions_revoked.unwrap())(o.instance, 1, tps.as_ptr(), 1);
@@ -480,7 +581,10 @@ fn partition_notifications_and_close_reach_the_sink() {
     let key = unsafe { Host::from_raw(&*o.api) }.sink_key();
     assert_eq!(key.as_deref(), Some("orders-sink"));
     let host = close(o);
-    assert_eq!(host.logs.lock().unwrap().last().unwrap(), &(PMQ_LOG_INFO, "closing".to_string()));
+    assert_eq!(
+        host.logs.lock().unwrap().last().unwrap(),
+        &(PMQ_LOG_INFO, "closing".to_string())
+    );
 }
 
 #[test]
@@ -492,10 +596,16 @@ fn writer_schemas_are_read_per_record_and_absent_from_an_older_host() {
         .map(|i| pmq_record {
             offset: i,
             timestamp_ms: -1,
-            key: pmq_bytes { data: std::ptr::null(), size: 0 },
+            key: pmq_bytes {
+                data: std::ptr::null(),
+                size: 0,
+            },
             headers: std::ptr::null(),
             header_count: 0,
-            payload: pmq_bytes { data: b"1".as_ptr(), size: 1 },
+            payload: pmq_bytes {
+                data: b"1".as_ptr(),
+                size: 1,
+            },
         })
         .collect();
     let schemas = [v1.as_ptr(), std::ptr::null()];
@@ -514,7 +624,7 @@ fn writer_schemas_are_read_per_record_and_absent_from_an_older_host() {
     let batch = unsafe { Batch::from_raw(&raw) };
     assert_eq!(batch.writer_schema(0), Some(r#"{"type":"long"}"#));
     assert_eq!(batch.writer_schema(1), None, "a tombstone has none");
-    raw.struct_size = std::mem::offset_of!(pmq_batch, writer_schemas);  // a 2.3 host's batch
+    raw.struct_size = std::mem::offset_of!(pmq_batch, writer_schemas); // a 2.3 host's batch
     let older = unsafe { Batch::from_raw(&raw) };
     assert_eq!(older.writer_schema(0), None);
 }

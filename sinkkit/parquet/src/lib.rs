@@ -56,7 +56,13 @@ pub struct ParquetOptions {
 
 impl Default for ParquetOptions {
     fn default() -> Self {
-        ParquetOptions { codec: Codec::Zstd, level: 0, row_group_records: 1 << 20, dictionary: true, statistics: true }
+        ParquetOptions {
+            codec: Codec::Zstd,
+            level: 0,
+            row_group_records: 1 << 20,
+            dictionary: true,
+            statistics: true,
+        }
     }
 }
 
@@ -74,7 +80,11 @@ pub fn writer_properties(options: &ParquetOptions) -> Result<WriterProperties, S
         .set_compression(compression)
         .set_max_row_group_row_count(Some(options.row_group_records.max(1)))
         .set_dictionary_enabled(options.dictionary)
-        .set_statistics_enabled(if options.statistics { EnabledStatistics::Page } else { EnabledStatistics::None })
+        .set_statistics_enabled(if options.statistics {
+            EnabledStatistics::Page
+        } else {
+            EnabledStatistics::None
+        })
         .set_created_by("picomq-connect".to_string())
         .build())
 }
@@ -82,8 +92,11 @@ pub fn writer_properties(options: &ParquetOptions) -> Result<WriterProperties, S
 /// One Parquet file of `batch`'s rows, appended to `out`.
 pub fn write_file<W: Write + Send>(batch: &RecordBatch, options: &ParquetOptions, out: W) -> Result<(), String> {
     let props = writer_properties(options)?;
-    let mut writer = ArrowWriter::try_new(out, batch.schema(), Some(props)).map_err(|e| format!("starting the Parquet file: {e}"))?;
-    writer.write(batch).map_err(|e| format!("writing the Parquet file: {e}"))?;
+    let mut writer = ArrowWriter::try_new(out, batch.schema(), Some(props))
+        .map_err(|e| format!("starting the Parquet file: {e}"))?;
+    writer
+        .write(batch)
+        .map_err(|e| format!("writing the Parquet file: {e}"))?;
     writer.close().map_err(|e| format!("ending the Parquet file: {e}"))?;
     Ok(())
 }
@@ -134,7 +147,11 @@ impl Write for CallbackWriter {
 
 fn options_of(o: &PmqParquetOptions) -> Result<ParquetOptions, String> {
     if o.struct_size < std::mem::size_of::<PmqParquetOptions>() {
-        return Err(format!("pmq_parquet_options of {} bytes, {} expected", o.struct_size, std::mem::size_of::<PmqParquetOptions>()));
+        return Err(format!(
+            "pmq_parquet_options of {} bytes, {} expected",
+            o.struct_size,
+            std::mem::size_of::<PmqParquetOptions>()
+        ));
     }
     let codec = match o.codec {
         0 => Codec::None,
@@ -165,7 +182,10 @@ unsafe fn write_ffi(
     let options = options_of(&*options)?;
     let data = from_ffi(array, &schema).map_err(|e| format!("importing the Arrow batch: {e}"))?;
     if !matches!(data.data_type(), DataType::Struct(_)) {
-        return Err(format!("the Arrow batch is not a struct array but {}", data.data_type()));
+        return Err(format!(
+            "the Arrow batch is not a struct array but {}",
+            data.data_type()
+        ));
     }
     let batch = record_batch_of(StructArray::from(data))?;
     write_file(&batch, &options, out)
@@ -235,7 +255,13 @@ mod tests {
             Arc::new(schema),
             vec![
                 Arc::new(Int64Array::from_iter_values(0..rows)),
-                Arc::new(StringArray::from_iter((0..rows).map(|i| if i % 7 == 0 { None } else { Some(format!("n{}", i % 3)) }))),
+                Arc::new(StringArray::from_iter((0..rows).map(|i| {
+                    if i % 7 == 0 {
+                        None
+                    } else {
+                        Some(format!("n{}", i % 3))
+                    }
+                }))),
                 Arc::new(Float64Array::from_iter_values((0..rows).map(|i| i as f64 / 4.0))),
             ],
         )
@@ -252,7 +278,10 @@ mod tests {
     fn a_file_reads_back_as_the_batch() {
         let b = batch(1000);
         let file = written(&b, &ParquetOptions::default());
-        let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(file)).unwrap().build().unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(file))
+            .unwrap()
+            .build()
+            .unwrap();
         let back: Vec<RecordBatch> = reader.map(|r| r.unwrap()).collect();
         assert_eq!(arrow::compute::concat_batches(&b.schema(), &back).unwrap(), b);
     }
@@ -260,7 +289,12 @@ mod tests {
     #[test]
     fn options_reach_the_file() {
         let b = batch(10_000);
-        let o = ParquetOptions { codec: Codec::Snappy, row_group_records: 3000, dictionary: false, ..Default::default() };
+        let o = ParquetOptions {
+            codec: Codec::Snappy,
+            row_group_records: 3000,
+            dictionary: false,
+            ..Default::default()
+        };
         let r = SerializedFileReader::new(Bytes::from(written(&b, &o))).unwrap();
         let meta = r.metadata();
         assert_eq!(meta.num_row_groups(), 4); // 3000 + 3000 + 3000 + 1000
@@ -271,7 +305,11 @@ mod tests {
         assert!(col.statistics().is_some());
         assert_eq!(meta.file_metadata().created_by(), Some("picomq-connect"));
 
-        let z = ParquetOptions { level: 9, statistics: false, ..Default::default() };
+        let z = ParquetOptions {
+            level: 9,
+            statistics: false,
+            ..Default::default()
+        };
         let r = SerializedFileReader::new(Bytes::from(written(&b, &z))).unwrap();
         let col = r.metadata().row_group(0).column(1);
         assert!(matches!(col.compression(), Compression::ZSTD(_))); // a file does not record the level
@@ -282,12 +320,18 @@ mod tests {
     #[test]
     fn the_same_batch_gives_the_same_bytes() {
         let b = batch(5000);
-        assert_eq!(written(&b, &ParquetOptions::default()), written(&b, &ParquetOptions::default()));
+        assert_eq!(
+            written(&b, &ParquetOptions::default()),
+            written(&b, &ParquetOptions::default())
+        );
     }
 
     #[test]
     fn a_bad_level_is_named() {
-        let o = ParquetOptions { level: 99, ..Default::default() };
+        let o = ParquetOptions {
+            level: 99,
+            ..Default::default()
+        };
         assert!(writer_properties(&o).unwrap_err().contains("zstd level 99"));
     }
 
@@ -311,7 +355,16 @@ mod tests {
             statistics: 1,
         };
         let (mut file, mut error) = (Vec::<u8>::new(), Vec::<u8>::new());
-        let rc = unsafe { pmq_parquet_write_file(&o, &mut schema, &mut array, collect, collect, &mut file as *mut _ as *mut c_void) };
+        let rc = unsafe {
+            pmq_parquet_write_file(
+                &o,
+                &mut schema,
+                &mut array,
+                collect,
+                collect,
+                &mut file as *mut _ as *mut c_void,
+            )
+        };
         assert_eq!(rc, 0, "{}", String::from_utf8_lossy(&error));
         assert!(array.is_released());
         assert_eq!(file, written(&b, &ParquetOptions::default()));
@@ -320,7 +373,16 @@ mod tests {
         let mut array = FFI_ArrowArray::new(&strukt.to_data());
         let mut schema = FFI_ArrowSchema::try_from(strukt.data_type()).unwrap();
         let bad = PmqParquetOptions { codec: 7, ..o };
-        let rc = unsafe { pmq_parquet_write_file(&bad, &mut schema, &mut array, collect, collect, &mut error as *mut _ as *mut c_void) };
+        let rc = unsafe {
+            pmq_parquet_write_file(
+                &bad,
+                &mut schema,
+                &mut array,
+                collect,
+                collect,
+                &mut error as *mut _ as *mut c_void,
+            )
+        };
         assert_eq!(rc, -1);
         assert_eq!(String::from_utf8_lossy(&error), "unknown codec 7");
         assert!(array.is_released());

@@ -11,6 +11,7 @@
 #include "clickhouse/native.h"
 #include "clickhouse/row_binary.h"
 #include "clickhouse/schema.h"
+#include "picomq/kit/testing/inference_cases.hpp"
 #include "picomq/kit/testing/fake_host.hpp"
 
 namespace ch = picomq::clickhouse;
@@ -216,6 +217,32 @@ TEST(ClickHouseArrow, WhatTheArrowColumnsCannotTellApartIsDocumented) {
   auto expected = ch::native_block(columns, rows_binary, 2);
   ASSERT_TRUE(expected);
   EXPECT_EQ(e.data, expected.value());
+}
+
+// Both planes give the kit's lattice the same columns (kit/inferred_type.hpp), and write every
+// record of the shared cases: a String column inferred from conflicting kinds takes them all.
+TEST(ClickHouseArrow, BothPlanesInferAsTheKitsLatticeAndWriteEveryRecordOfTheSharedCases) {
+  const TestBatch batch = TestBatch::json("t", 0, 0, picomq::kit::testing::inference_payloads());
+  Exported exported(batch);
+  const ch::Inferred arrow_plane = ch::infer_arrow_columns(exported.input, {24, 8});
+  const ch::Inferred batches_plane = ch::infer_columns(TestBatch(batch).raw(), {24, 8});
+  std::vector<std::string> want, arrow, rows;
+  for (const auto& [field, type] : picomq::kit::testing::inference_fields())
+    want.push_back(field + " " + ch::column_type(type, {24, 8}).name());
+  for (const auto& c : arrow_plane.columns) arrow.push_back(c.name + " " + c.type.name());
+  for (const auto& c : batches_plane.columns) rows.push_back(c.name + " " + c.type.name());
+  EXPECT_EQ(arrow, want);
+  EXPECT_EQ(rows, want);
+  ch::ArrowEncoder encoder(arrow_plane.columns, true);
+  const ch::ArrowEncoded on_arrow = encoder.encode(exported.input);
+  ASSERT_TRUE(on_arrow.ok()) << on_arrow.error;
+  EXPECT_EQ(rejections(on_arrow.rejected), "");
+  EXPECT_EQ(on_arrow.rows.size(), batch.raw().record_count);
+  ch::RowBinaryEncoder records(batches_plane.columns);
+  const ch::Encoded on_batches = records.encode(batch.raw());
+  ASSERT_TRUE(on_batches.ok()) << on_batches.error;
+  EXPECT_EQ(rejections(on_batches.rejected), "");
+  EXPECT_EQ(on_batches.rows.size(), batch.raw().record_count);
 }
 
 TEST(ClickHouseArrow, TablesCreatedFromAnArrowBatchTakeTheExportersInference) {

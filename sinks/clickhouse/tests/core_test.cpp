@@ -10,6 +10,7 @@
 #include "clickhouse/schema.h"
 #include "clickhouse/types.h"
 #include "picomq/kit/testing/fake_host.hpp"
+#include "picomq/kit/testing/inference_cases.hpp"
 
 namespace ch = picomq::clickhouse;
 namespace kt = picomq::kit::testing;
@@ -108,7 +109,6 @@ TEST(ClickHouseRowBinary, RefusesWhatDoesNotConvertSaying) {
   EXPECT_EQ(one("UInt32", "-1"), "!expected UInt32, found an integer out of its range");
   EXPECT_EQ(one("UInt64", "1.5"), "!expected UInt64, found floating-point number");
   EXPECT_EQ(one("Int64", "true"), "!expected Int64, found bool");
-  EXPECT_EQ(one("String", "12"), "!expected String, found integer");
   EXPECT_EQ(one("Bool", "1"), "!expected Bool, found integer");
   EXPECT_EQ(one("Float32", "1e300"), "!expected Float32, found a number out of its range");
   EXPECT_EQ(one("FixedString(2)", R"j("abc")j"), "!expected FixedString(2), found a string of 3 bytes");
@@ -285,6 +285,32 @@ TEST(ClickHouseSchema, InfersColumnsFromTheFirstBatch) {
   EXPECT_EQ(old.notes.size(), 1u);
   ch::Inferred modern = ch::infer_columns(batch.raw(), {24, 3});
   EXPECT_EQ(modern.columns[3].type.name(), "Nullable(Bool)");
+}
+
+// The kit's lattice (kit/inferred_type.hpp) through column_type(): the shared cases the Arrow
+// exporter and Postgres infer too.
+TEST(ClickHouseSchema, InfersAsTheKitsLatticeOnTheSharedCases) {
+  kt::TestBatch batch = kt::TestBatch::json("t", 0, 0, picomq::kit::testing::inference_payloads());
+  const ch::Inferred inferred = ch::infer_columns(batch.raw(), {24, 8});
+  std::vector<std::string> got, want;
+  for (const auto& c : inferred.columns) got.push_back(c.name + " " + c.type.name());
+  for (const auto& [field, type] : picomq::kit::testing::inference_fields())
+    want.push_back(field + " " + ch::column_type(type, {24, 8}).name());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(ch::column_type(picomq::kit::InferredType::Json, {24, 8}).name(), "Nullable(String)");
+  EXPECT_EQ(ch::column_type(picomq::kit::InferredType::Bool, {18, 16}).name(), "Nullable(UInt8)");
+}
+
+// A String column takes a string's text and any other scalar's JSON text (as ClickHouse's own
+// JSON input does): every value of a column inferred from conflicting kinds is written.
+TEST(ClickHouseRowBinary, ScalarsIntoAStringColumnAreTheirJsonText) {
+  EXPECT_EQ(one("String", "12"), str("12"));
+  EXPECT_EQ(one("String", "-9223372036854775808"), str("-9223372036854775808"));
+  EXPECT_EQ(one("String", "18446744073709551615"), str("18446744073709551615"));
+  EXPECT_EQ(one("String", "2.5"), str("2.5"));
+  EXPECT_EQ(one("String", "true"), str("true"));
+  EXPECT_EQ(one("Nullable(String)", "false"), std::string(1, '\0') + str("false"));
+  EXPECT_EQ(one("String", R"j({"a": [1, 2]})j"), str(R"j({"a":[1,2]})j"));
 }
 
 TEST(ClickHouseSchema, ReadsServerVersions) {

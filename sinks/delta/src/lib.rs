@@ -32,7 +32,9 @@ use deltalake_core::{DeltaTable, DeltaTableError};
 use parquet::file::properties::WriterProperties;
 use picomq_parquet::{Codec, ParquetOptions};
 use picomq_sink::resend::Resends;
-use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
+use picomq_sink::{
+    export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW,
+};
 
 mod storage;
 
@@ -81,9 +83,14 @@ impl DeltaSink {
     /// Reads the table's latest state, then the txn versions of `tps`.
     fn load_versions(&mut self, tps: &[Tp]) -> Result<(), Error> {
         let table = &mut self.table;
-        self.rt.block_on(table.update_state()).map_err(|e| classify("reading the table's log", e))?;
+        self.rt
+            .block_on(table.update_state())
+            .map_err(|e| classify("reading the table's log", e))?;
         let log_store = self.table.log_store();
-        let state = self.table.snapshot().map_err(|e| classify("reading the table's log", e))?;
+        let state = self
+            .table
+            .snapshot()
+            .map_err(|e| classify("reading the table's log", e))?;
         for tp in tps {
             let app_id = format!("{}-{}-{}", self.app_id, tp.0, tp.1);
             let v = self
@@ -93,7 +100,10 @@ impl DeltaSink {
             let v = v.unwrap_or(-1);
             self.versions.insert(tp.clone(), v);
             self.stale.remove(tp);
-            self.log(LogLevel::Debug, &format!("{}[{}]: committed up to offset {} (txn {app_id})", tp.0, tp.1, v));
+            self.log(
+                LogLevel::Debug,
+                &format!("{}[{}]: committed up to offset {} (txn {app_id})", tp.0, tp.1, v),
+            );
         }
         Ok(())
     }
@@ -124,7 +134,10 @@ impl DeltaSink {
         let held = std::mem::take(&mut self.held);
         match &result {
             Ok(()) => {
-                if let Some(ms) = std::env::var("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+                if let Some(ms) = std::env::var("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS")
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
                     // Test hook (sinks/delta/tests): hold the writes open after their Delta
                     // commit, so a test can kill the process before the offsets are committed.
                     std::thread::sleep(Duration::from_millis(ms));
@@ -162,20 +175,32 @@ impl DeltaSink {
 
     fn try_commit(&mut self) -> Result<(), Error> {
         let adds = match self.writer.as_mut() {
-            Some(w) => self.rt.block_on(w.flush()).map_err(|e| classify("writing the Parquet files", e))?,
+            Some(w) => self
+                .rt
+                .block_on(w.flush())
+                .map_err(|e| classify("writing the Parquet files", e))?,
             None => Vec::new(),
         };
         let mut actions: Vec<Action> = adds.into_iter().map(Action::Add).collect();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).ok();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .ok();
         for (tp, v) in &self.next {
-            actions.push(Action::Txn(Transaction::new_with_last_update(self.app_id_of(tp), *v, now)));
+            actions.push(Action::Txn(Transaction::new_with_last_update(
+                self.app_id_of(tp),
+                *v,
+                now,
+            )));
         }
         let committed_schema = self.table.snapshot().ok().map(|s| s.snapshot().arrow_schema());
-        let evolved = self
-            .writer
-            .as_ref()
-            .map(|w| w.arrow_schema())
-            .filter(|s| self.schema_evolution && committed_schema.as_ref().map(|c| c.fields().len() != s.fields().len()).unwrap_or(false));
+        let evolved = self.writer.as_ref().map(|w| w.arrow_schema()).filter(|s| {
+            self.schema_evolution
+                && committed_schema
+                    .as_ref()
+                    .map(|c| c.fields().len() != s.fields().len())
+                    .unwrap_or(false)
+        });
         if let Some(schema) = evolved {
             let kernel: deltalake_core::kernel::StructType =
                 deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel::try_into_kernel(schema.as_ref())
@@ -203,7 +228,10 @@ impl DeltaSink {
                     .into_future(),
             )
             .map_err(|e| classify("committing", e))?;
-        self.log(LogLevel::Debug, &format!("committed version {} of {}", finalized.version(), self.table_uri));
+        self.log(
+            LogLevel::Debug,
+            &format!("committed version {} of {}", finalized.version(), self.table_uri),
+        );
         self.table.state = Some(finalized.snapshot());
         if self.schema_evolution {
             // The writer's window is drained by flush; a widened schema needs a new writer.
@@ -217,7 +245,10 @@ impl DeltaSink {
         self.held_records >= self.roll_records
             || bytes >= self.roll_bytes
             || self.held.len() >= Self::MAX_IN_FLIGHT as usize
-            || self.window_started.map(|t| t.elapsed() >= self.commit_interval).unwrap_or(false)
+            || self
+                .window_started
+                .map(|t| t.elapsed() >= self.commit_interval)
+                .unwrap_or(false)
     }
 }
 
@@ -225,15 +256,19 @@ impl DeltaSink {
 /// signed integers, no Utf8View / null type.
 fn delta_type(t: &ArrowType) -> ArrowType {
     match t {
-        ArrowType::Timestamp(_, _) | ArrowType::Date64 => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        ArrowType::Timestamp(_, _) | ArrowType::Date64 => {
+            ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+        }
         ArrowType::UInt8 | ArrowType::UInt16 => ArrowType::Int32,
         ArrowType::UInt32 | ArrowType::UInt64 => ArrowType::Int64,
         ArrowType::Utf8View | ArrowType::Null => ArrowType::Utf8,
         ArrowType::BinaryView => ArrowType::Binary,
         ArrowType::List(f) => ArrowType::List(Arc::new(f.as_ref().clone().with_data_type(delta_type(f.data_type())))),
-        ArrowType::Struct(fs) => {
-            ArrowType::Struct(fs.iter().map(|f| Arc::new(f.as_ref().clone().with_data_type(delta_type(f.data_type())))).collect())
-        }
+        ArrowType::Struct(fs) => ArrowType::Struct(
+            fs.iter()
+                .map(|f| Arc::new(f.as_ref().clone().with_data_type(delta_type(f.data_type()))))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -244,18 +279,22 @@ fn delta_type(t: &ArrowType) -> ArrowType {
 fn classify(what: &str, e: DeltaTableError) -> Error {
     let message = format!("{what}: {e}");
     match &e {
-        DeltaTableError::ObjectStore { source } | DeltaTableError::Transaction { source: TransactionError::ObjectStore { source } } => {
-            match source {
-                object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => Error::fatal(message),
-                _ => Error::retry(message),
+        DeltaTableError::ObjectStore { source }
+        | DeltaTableError::Transaction {
+            source: TransactionError::ObjectStore { source },
+        } => match source {
+            object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+                Error::fatal(message)
             }
-        }
-        DeltaTableError::Transaction { source } => match source {
-            TransactionError::UnsupportedTableFeatures(_)
-            | TransactionError::TableFeaturesRequired(_)
-            | TransactionError::DeltaTableAppendOnly => Error::fatal(message),
             _ => Error::retry(message),
         },
+        DeltaTableError::Transaction {
+            source:
+                TransactionError::UnsupportedTableFeatures(_)
+                | TransactionError::TableFeaturesRequired(_)
+                | TransactionError::DeltaTableAppendOnly,
+        } => Error::fatal(message),
+        DeltaTableError::Transaction { .. } => Error::retry(message),
         DeltaTableError::NotATable(_) | DeltaTableError::InvalidTableLocation(_) => Error::fatal(message),
         DeltaTableError::Io { .. } => Error::retry(message),
         _ => Error::retry(message),
@@ -325,13 +364,24 @@ impl Sink for DeltaSink {
             problems.push("max_commit_retries: must not be negative".to_string());
         }
         if !config.config_list("partition_by").is_empty() && !config.config_bool("create_table") {
-            problems.push("partition_by: only used with create_table = true (an existing table's partition columns are its own)".to_string());
+            problems.push(
+                "partition_by: only used with create_table = true (an existing table's partition columns are its own)"
+                    .to_string(),
+            );
         }
-        if config.config_string("time_column").map(|c| c.trim().is_empty() && !c.is_empty()).unwrap_or(false) {
+        if config
+            .config_string("time_column")
+            .map(|c| c.trim().is_empty() && !c.is_empty())
+            .unwrap_or(false)
+        {
             problems.push("time_column: must not be blank".to_string());
         }
         problems.extend(storage::validate(config));
-        if problems.is_empty() { Ok(()) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     fn open(host: Host) -> Result<Self, Error> {
@@ -342,7 +392,8 @@ impl Sink for DeltaSink {
             .enable_all()
             .build()
             .map_err(|e| Error::fatal(format!("starting the I/O runtime: {e}")))?;
-        let (table, table_exists) = rt.block_on(storage::load_table(&host, &table_uri, host.config_bool("create_table")))?;
+        let (table, table_exists) =
+            rt.block_on(storage::load_table(&host, &table_uri, host.config_bool("create_table")))?;
         let time_column = host.config_string("time_column").filter(|c| !c.is_empty()).map(|c| {
             let format = match host.config_string("time_column_format").as_deref() {
                 Some("hour") => "%Y-%m-%d-%H",
@@ -354,7 +405,11 @@ impl Sink for DeltaSink {
         });
         // The kit's Parquet writer settings (sinkkit/parquet): the same files as the S3 sink's.
         let props = picomq_parquet::writer_properties(&ParquetOptions {
-            codec: host.config_string("compression").as_deref().and_then(Codec::parse).unwrap_or(Codec::Zstd),
+            codec: host
+                .config_string("compression")
+                .as_deref()
+                .and_then(Codec::parse)
+                .unwrap_or(Codec::Zstd),
             row_group_records: host.config_int("row_group_records").max(1) as usize,
             dictionary: host.config_bool("dictionary"),
             ..Default::default()
@@ -390,8 +445,18 @@ impl Sink for DeltaSink {
             window_started: None,
         };
         if table_exists {
-            let version = sink.table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
-            sink.log(LogLevel::Info, &format!("appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>", sink.app_id));
+            let version = sink
+                .table
+                .version()
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "none".into());
+            sink.log(
+                LogLevel::Info,
+                &format!(
+                    "appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>",
+                    sink.app_id
+                ),
+            );
         } else {
             sink.log(LogLevel::Info, &format!("no Delta table at {table_uri} yet: the first batch creates it (create_table), txn appIds {}-<topic>-<partition>", sink.app_id));
         }
@@ -472,7 +537,10 @@ impl Sink for DeltaSink {
         if let Err(e) = self.load_versions(&tps) {
             // The first batch of each partition reads them again.
             self.stale.extend(tps);
-            self.log(LogLevel::Warn, &format!("reading the committed versions on assignment: {e}"));
+            self.log(
+                LogLevel::Warn,
+                &format!("reading the committed versions on assignment: {e}"),
+            );
         }
     }
 
@@ -493,31 +561,58 @@ impl Sink for DeltaSink {
 impl DeltaSink {
     /// The batch with time_column added (from pico_timestamp, the record's timestamp).
     fn with_time_column(&self, rows: RecordBatch) -> Result<RecordBatch, Error> {
-        let Some((name, format)) = &self.time_column else { return Ok(rows) };
+        let Some((name, format)) = &self.time_column else {
+            return Ok(rows);
+        };
         let ts = rows.column_by_name("pico_timestamp").ok_or_else(|| {
             Error::fatal(format!("time_column {name}: the records have no pico_timestamp column to take the time from (keep the metadata columns in the Arrow export)"))
         })?;
         let ts = arrow::compute::cast(ts, &ArrowType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())))
             .map_err(|e| Error::fatal(format!("time_column {name}: pico_timestamp: {e}")))?;
-        let options = FormatOptions::default().with_timestamp_tz_format(Some(format)).with_null("");
-        let formatter = ArrayFormatter::try_new(ts.as_ref(), &options).map_err(|e| Error::fatal(format!("time_column {name}: {e}")))?;
-        let text: StringArray = (0..ts.len()).map(|i| (!ts.is_null(i)).then(|| formatter.value(i).to_string())).collect();
-        let mut fields: Vec<Arc<Field>> = rows.schema().fields().iter().filter(|f| f.name() != name).cloned().collect();
-        let mut columns: Vec<ArrayRef> =
-            rows.schema().fields().iter().zip(rows.columns()).filter(|(f, _)| f.name() != name).map(|(_, c)| c.clone()).collect();
+        let options = FormatOptions::default()
+            .with_timestamp_tz_format(Some(format))
+            .with_null("");
+        let formatter = ArrayFormatter::try_new(ts.as_ref(), &options)
+            .map_err(|e| Error::fatal(format!("time_column {name}: {e}")))?;
+        let text: StringArray = (0..ts.len())
+            .map(|i| (!ts.is_null(i)).then(|| formatter.value(i).to_string()))
+            .collect();
+        let mut fields: Vec<Arc<Field>> = rows
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| f.name() != name)
+            .cloned()
+            .collect();
+        let mut columns: Vec<ArrayRef> = rows
+            .schema()
+            .fields()
+            .iter()
+            .zip(rows.columns())
+            .filter(|(f, _)| f.name() != name)
+            .map(|(_, c)| c.clone())
+            .collect();
         fields.push(Arc::new(Field::new(name, ArrowType::Utf8, true)));
         columns.push(Arc::new(text));
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| Error::fatal(format!("time_column {name}: {e}")))
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+            .map_err(|e| Error::fatal(format!("time_column {name}: {e}")))
     }
 
     /// Creates the table from the first batch's columns (create_table), or takes the one another
     /// writer created meanwhile.
     fn create_table(&mut self, schema: &Schema) -> Result<(), Error> {
-        let fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone().with_data_type(delta_type(f.data_type()))).collect();
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_data_type(delta_type(f.data_type())))
+            .collect();
         let names: Vec<String> = fields.iter().map(|f| f.name().clone()).collect();
         for p in &self.partition_by {
             if !names.contains(p) {
-                return Err(Error::fatal(format!("partition_by: the records have no column {p} (columns: {})", names.join(", "))));
+                return Err(Error::fatal(format!(
+                    "partition_by: the records have no column {p} (columns: {})",
+                    names.join(", ")
+                )));
             }
         }
         let kernel: deltalake_core::kernel::StructType =
@@ -529,7 +624,10 @@ impl DeltaSink {
             .with_columns(kernel.fields().cloned())
             .with_partition_columns(self.partition_by.clone())
             .with_save_mode(SaveMode::Ignore);
-        let table = self.rt.block_on(builder.into_future()).map_err(|e| classify("creating the table", e))?;
+        let table = self
+            .rt
+            .block_on(builder.into_future())
+            .map_err(|e| classify("creating the table", e))?;
         let version = table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
         self.table = table;
         self.table_exists = true;
@@ -540,7 +638,11 @@ impl DeltaSink {
                 "created the Delta table {} (version {version}): {} columns{}",
                 self.table_uri,
                 names.len(),
-                if self.partition_by.is_empty() { String::new() } else { format!(", partitioned by {}", self.partition_by.join(", ")) }
+                if self.partition_by.is_empty() {
+                    String::new()
+                } else {
+                    format!(", partitioned by {}", self.partition_by.join(", "))
+                }
             ),
         );
         Ok(())

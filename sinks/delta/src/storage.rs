@@ -16,11 +16,20 @@ use url::Url;
 
 pub fn options() -> Vec<OptionSpec> {
     vec![
-        OptionSpec::string("s3_endpoint").help("For s3:// tables: the endpoint URL of an S3-compatible store (SeaweedFS, MinIO); default: AWS."),
-        OptionSpec::string("s3_region").default_str("us-east-1").help("For s3:// tables: the region."),
-        OptionSpec::string("s3_access_key_id").secret().help("For s3:// tables: the access key id (default: the AWS_* environment)."),
-        OptionSpec::string("s3_secret_access_key").secret().help("For s3:// tables: the secret access key."),
-        OptionSpec::boolean("s3_allow_http").default("false").help("For s3:// tables: allow a plain http:// endpoint."),
+        OptionSpec::string("s3_endpoint")
+            .help("For s3:// tables: the endpoint URL of an S3-compatible store (SeaweedFS, MinIO); default: AWS."),
+        OptionSpec::string("s3_region")
+            .default_str("us-east-1")
+            .help("For s3:// tables: the region."),
+        OptionSpec::string("s3_access_key_id")
+            .secret()
+            .help("For s3:// tables: the access key id (default: the AWS_* environment)."),
+        OptionSpec::string("s3_secret_access_key")
+            .secret()
+            .help("For s3:// tables: the secret access key."),
+        OptionSpec::boolean("s3_allow_http")
+            .default("false")
+            .help("For s3:// tables: allow a plain http:// endpoint."),
     ]
 }
 
@@ -29,7 +38,9 @@ pub fn validate(config: &Host) -> Vec<String> {
     let uri = config.config_string("table_uri").unwrap_or_default();
     let s3 = uri.starts_with("s3://") || uri.starts_with("s3a://");
     if uri.contains("://") && !s3 && !uri.starts_with("file://") {
-        problems.push(format!("table_uri: '{uri}' is neither a local path, a file:// URL nor an s3:// URL"));
+        problems.push(format!(
+            "table_uri: '{uri}' is neither a local path, a file:// URL nor an s3:// URL"
+        ));
     }
     let has = |k: &str| config.config_string(k).map(|v| !v.is_empty()).unwrap_or(false);
     if has("s3_access_key_id") != has("s3_secret_access_key") {
@@ -37,7 +48,9 @@ pub fn validate(config: &Host) -> Vec<String> {
     }
     if let Some(endpoint) = config.config_string("s3_endpoint").filter(|e| !e.is_empty()) {
         if endpoint.starts_with("http://") && !config.config_bool("s3_allow_http") {
-            problems.push(format!("s3_endpoint: '{endpoint}' is plain http; set s3_allow_http = true to allow it"));
+            problems.push(format!(
+                "s3_endpoint: '{endpoint}' is plain http; set s3_allow_http = true to allow it"
+            ));
         }
     }
     problems
@@ -98,14 +111,16 @@ pub async fn load_table(host: &Host, uri: &str, create: bool) -> Result<(DeltaTa
         let abs = std::path::absolute(path).map_err(|e| Error::fatal(format!("table_uri: '{uri}': {e}")))?;
         if !abs.join("_delta_log").is_dir() && create {
             // The local store needs its root folder; the table itself is created by the first batch.
-            std::fs::create_dir_all(&abs).map_err(|e| Error::fatal(format!("table_uri: creating {}: {e}", abs.display())))?;
+            std::fs::create_dir_all(&abs)
+                .map_err(|e| Error::fatal(format!("table_uri: creating {}: {e}", abs.display())))?;
         } else if !abs.join("_delta_log").is_dir() {
             return Err(Error::fatal(format!(
                 "table_uri: there is no Delta table at {} (no _delta_log folder): the sink appends to an existing table; create it with its schema first (or set create_table = true)",
                 abs.display()
             )));
         }
-        Url::from_directory_path(&abs).map_err(|_| Error::fatal(format!("table_uri: '{uri}' is not an absolute path")))?
+        Url::from_directory_path(&abs)
+            .map_err(|_| Error::fatal(format!("table_uri: '{uri}' is not an absolute path")))?
     };
     let mut storage = HashMap::new();
     if s3 {

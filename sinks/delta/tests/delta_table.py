@@ -2,12 +2,17 @@
 (delta-rs' Python binding, with pyarrow), never the sink's own code.
 
   delta_table.py create <uri> [key=value ...]     an empty table with the tests' schema
+  delta_table.py create-conformance <uri> [...]   an empty table for the conformance suite (every
+                                                  metadata column, its payload fields)
+  delta_table.py dump <uri> [key=value ...]       every row, every column: {"rows": [...]}, bytes
+                                                  as base64, maps as objects
   delta_table.py read <uri> [key=value ...]       {"version", "rows": [...], "txn": {appId: version}}
   delta_table.py append <uri> <n> [key=value ...] a second writer's commit (write_deltalake append)
 
 key=value pairs are storage options (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...).
 """
 import base64
+import datetime
 import json
 import os
 import sys
@@ -26,15 +31,45 @@ SCHEMA = pa.schema([
 ])
 
 
+# The conformance suite's payloads: {"n", "s"}, and the hostile-names case's {"q", "u"}.
+CONFORMANCE_SCHEMA = pa.schema([
+    *[f for f in SCHEMA if f.name.startswith("pico_")],
+    pa.field("pico_headers", pa.map_(pa.string(), pa.binary())),
+    pa.field("n", pa.int64()),
+    pa.field("s", pa.string()),
+    pa.field("q", pa.string()),
+    pa.field("u", pa.string()),
+])
+
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def plain(value):
+    """A cell as JSON: bytes as base64, maps (lists of pairs) as objects."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, list) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        return {k: plain(v) for k, v in value}
+    if isinstance(value, datetime.datetime):  # epoch ms, exactly (no float on the way)
+        return (value - EPOCH) // datetime.timedelta(milliseconds=1)
+    return value
+
+
 def storage(args):
     return dict(a.split("=", 1) for a in args) or None
 
 
 def main():
     cmd, uri, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if cmd == "create":
-        DeltaTable.create(uri, schema=SCHEMA, storage_options=storage(rest))
+    if cmd in ("create", "create-conformance"):
+        schema = CONFORMANCE_SCHEMA if cmd == "create-conformance" else SCHEMA
+        DeltaTable.create(uri, schema=schema, storage_options=storage(rest))
         print(json.dumps({"created": uri}))
+    elif cmd == "dump":
+        t = DeltaTable(uri, storage_options=storage(rest)).to_pyarrow_table()
+        rows = [{k: plain(v) for k, v in r.items()} for r in t.to_pylist()]
+        print(json.dumps({"rows": rows}))
     elif cmd == "append":
         n, opts = int(rest[0]), storage(rest[1:])
         table = pa.table({

@@ -42,7 +42,8 @@ std::string definition(const std::string& key, const std::string& topic, const s
   return plugin_definition(key, "libpicomq_connector_doris_sink",
                            "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
                            "url = \"" + doris_contract().base_url() + "\"\ndatabase = \"kdb\"\ntable = \"" + table +
-                               "\"\npassword = \"pw\"\ntimeout = \"5s\"\nretry_timeout = \"3s\"\nlabel_span = 500\n" + config);
+                               "\"\npassword = \"pw\"\ntimeout = \"5s\"\nlabel_span = 500\n" +
+                               (config.find("retry_timeout") == std::string::npos ? "retry_timeout = \"3s\"\n" : "") + config);
 }
 
 std::vector<ProducedRecord> two_partitions(int per_partition) {
@@ -224,6 +225,39 @@ TEST(DorisKafka, ALoadStillRunningWhenItsAnswerTimedOutIsAwaitedNotSentTwice) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_EQ(rows_and_distinct(doris_rows("kdb", "running")), (std::pair<size_t, size_t>{100, 100}));
+}
+
+// The runtime's stop reaches a load waiting to be re-sent (sink ABI 2.6 stop()): with the FE
+// refusing every load and 60 s of retry_timeout, a SIGTERM does not wait them out; nothing is
+// committed, and the next start loads every record once.
+TEST(DorisKafka, ASigtermDuringAResendWaitStopsAtOnceAndTheNextStartLoadsEveryRecordOnce) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("doris.stop");
+  kafka.create_topic(topic);
+  doris_create_table("kdb", "stopping", kColumns);
+  kafka.produce_values(topic, json_values(0, 50));
+  doris_control("config", {{"fail_requests", {{{"where", "fe"}, {"path_prefix", "/api/kdb/stopping/_stream_load"},
+                                               {"status", 503}, {"count", 100000}}}}});
+  const std::string def = definition("dstop", topic, "stopping", "retry_timeout = \"60s\"");
+  {
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("c.toml", def);
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return rt.sink_status("dstop").value("counters", json::object()).value("resends", 0) >= 2; }, 60s)) << rt.log();
+    const auto start = std::chrono::steady_clock::now();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the stop waited for retry_timeout";
+    EXPECT_LT(kafka.committed(group_of("dstop"), topic), 1) << "nothing loaded, nothing committed";
+  }
+  doris_control("config", {{"clear_failures", true}});
+  Runtime again(kafka.bootstrap());
+  again.add_definition("c.toml", def);
+  again.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("dstop"), topic) == 50; }, 60s)) << again.log();
+  again.signal(SIGTERM);
+  EXPECT_EQ(again.wait_exit(30s), 0) << again.log();
+  EXPECT_EQ(rows_and_distinct(doris_rows("kdb", "stopping")), (std::pair<size_t, size_t>{50, 50}));
 }
 
 class DorisBadRecords : public ::testing::TestWithParam<std::string> {};

@@ -25,7 +25,7 @@ std::string render(const Settings& s, const TestBatch& b, std::string_view index
 
 Settings settings() {
   Settings s;
-  s.document = Layout::Payload;
+  s.document = picomq::kit::JsonLayout::PayloadOnly;
   return s;
 }
 

@@ -40,7 +40,9 @@ use iceberg_catalog_sql::SqlCatalogBuilder;
 use parquet_58::basic::{Compression, ZstdLevel};
 use parquet_58::file::properties::WriterProperties;
 use picomq_sink::resend::Resends;
-use picomq_sink::{export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW};
+use picomq_sink::{
+    export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW,
+};
 
 mod arrow58;
 mod offsets;
@@ -51,10 +53,15 @@ use offsets::Tp;
 type FilesBuilder = DataFileWriterBuilder<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>;
 
 /// The window's open data files: one writer for an unpartitioned table, a fan-out of one writer
-/// per partition value otherwise.
+/// per partition value otherwise. One per window: the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Files {
     Unpartitioned(DataFileWriter<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>),
-    Partitioned { fanout: FanoutWriter<FilesBuilder>, splitter: RecordBatchPartitionSplitter, open: HashSet<String> },
+    Partitioned {
+        fanout: FanoutWriter<FilesBuilder>,
+        splitter: RecordBatchPartitionSplitter,
+        open: HashSet<String>,
+    },
 }
 
 /// One destination table and its window (what the next commit will hold).
@@ -100,7 +107,9 @@ fn classify(what: &str, e: iceberg::Error) -> Error {
     use iceberg::ErrorKind as K;
     let message = format!("{what}: {e}");
     match e.kind() {
-        K::TableNotFound | K::NamespaceNotFound | K::FeatureUnsupported | K::DataInvalid | K::PreconditionFailed => Error::fatal(message),
+        K::TableNotFound | K::NamespaceNotFound | K::FeatureUnsupported | K::DataInvalid | K::PreconditionFailed => {
+            Error::fatal(message)
+        }
         _ => Error::retry(message),
     }
 }
@@ -169,20 +178,35 @@ impl IcebergSink {
                 &format!(
                     "appending to the Iceberg table {name} at {} (snapshot {}), offsets under picomq.{}.*",
                     table.metadata().location(),
-                    table.metadata().current_snapshot_id().map(|s| s.to_string()).unwrap_or_else(|| "none".into()),
+                    table
+                        .metadata()
+                        .current_snapshot_id()
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "none".into()),
                     self.app_id
                 ),
             );
             self.tables.insert(
                 name.to_string(),
-                TableWindow { ident, table, schema, files: None, next: BTreeMap::new(), held: Vec::new(), held_records: 0, held_bytes: 0, started: None },
+                TableWindow {
+                    ident,
+                    table,
+                    schema,
+                    files: None,
+                    next: BTreeMap::new(),
+                    held: Vec::new(),
+                    held_records: 0,
+                    held_bytes: 0,
+                    started: None,
+                },
             );
         }
         Ok(self.tables.get_mut(name).expect("inserted above"))
     }
 
     fn arrow_schema(table: &Table) -> Result<SchemaRef, Error> {
-        let s58 = schema_to_arrow_schema(table.metadata().current_schema()).map_err(|e| classify("the table's schema as Arrow", e))?;
+        let s58 = schema_to_arrow_schema(table.metadata().current_schema())
+            .map_err(|e| classify("the table's schema as Arrow", e))?;
         arrow58::schema_to_59(&s58).map_err(Error::fatal)
     }
 
@@ -191,13 +215,19 @@ impl IcebergSink {
         let app_id = self.app_id.clone();
         self.window(name)?;
         let ident = self.tables[name].ident.clone();
-        let table = self.rt.block_on(self.catalog.load_table(&ident)).map_err(|e| classify(&format!("reading table {name}"), e))?;
+        let table = self
+            .rt
+            .block_on(self.catalog.load_table(&ident))
+            .map_err(|e| classify(&format!("reading table {name}"), e))?;
         let found = offsets::committed(table.metadata(), &app_id, tps);
         for tp in tps {
             let v = found.get(tp).copied().unwrap_or(-1);
             self.versions.insert(tp.clone(), v);
             self.stale.remove(tp);
-            self.log(LogLevel::Debug, &format!("{}[{}]: {name} holds records up to offset {v} (exclusive)", tp.0, tp.1));
+            self.log(
+                LogLevel::Debug,
+                &format!("{}[{}]: {name} holds records up to offset {v} (exclusive)", tp.0, tp.1),
+            );
         }
         let w = self.tables.get_mut(name).expect("loaded above");
         if w.files.is_none() && w.table.metadata().current_schema_id() != table.metadata().current_schema_id() {
@@ -214,24 +244,46 @@ impl IcebergSink {
         let location = DefaultLocationGenerator::new(metadata).map_err(|e| classify("the table's data location", e))?;
         // A new name prefix per window: files of a window that failed never collide with a
         // later window's (they are left unreferenced, for the table's orphan-file cleanup).
-        let names = DefaultFileNameGenerator::new(format!("picomq-{}-{}", self.app_id, uuid::Uuid::new_v4()), None, DataFileFormat::Parquet);
+        let names = DefaultFileNameGenerator::new(
+            format!("picomq-{}-{}", self.app_id, uuid::Uuid::new_v4()),
+            None,
+            DataFileFormat::Parquet,
+        );
         let parquet = ParquetWriterBuilder::new(self.props.clone(), metadata.current_schema().clone());
-        let rolling = RollingFileWriterBuilder::new(parquet, self.target_file_size, w.table.file_io().clone(), location, names);
+        let rolling = RollingFileWriterBuilder::new(
+            parquet,
+            self.target_file_size,
+            w.table.file_io().clone(),
+            location,
+            names,
+        );
         let builder = DataFileWriterBuilder::new(rolling);
         let spec = metadata.default_partition_spec();
         if spec.is_unpartitioned() {
-            let writer = self.rt.block_on(builder.build(None)).map_err(|e| classify("starting a data file", e))?;
+            let writer = self
+                .rt
+                .block_on(builder.build(None))
+                .map_err(|e| classify("starting a data file", e))?;
             Ok(Files::Unpartitioned(writer))
         } else {
-            let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(metadata.current_schema().clone(), spec.clone())
-                .map_err(|e| classify("the table's partition spec", e))?;
-            Ok(Files::Partitioned { fanout: FanoutWriter::new(builder), splitter, open: HashSet::new() })
+            let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(
+                metadata.current_schema().clone(),
+                spec.clone(),
+            )
+            .map_err(|e| classify("the table's partition spec", e))?;
+            Ok(Files::Partitioned {
+                fanout: FanoutWriter::new(builder),
+                splitter,
+                open: HashSet::new(),
+            })
         }
     }
 
     /// Commits `name`'s window (if it holds anything) and completes its writes with the outcome.
     fn commit(&mut self, name: &str) -> Result<(), Error> {
-        let Some(w) = self.tables.get_mut(name) else { return Ok(()) };
+        let Some(w) = self.tables.get_mut(name) else {
+            return Ok(());
+        };
         if w.held.is_empty() && w.next.is_empty() {
             return Ok(());
         }
@@ -246,7 +298,10 @@ impl IcebergSink {
         w.started = None;
         match &result {
             Ok(()) => {
-                if let Some(ms) = std::env::var("PICOMQ_ICEBERG_TEST_PAUSE_AFTER_COMMIT_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+                if let Some(ms) = std::env::var("PICOMQ_ICEBERG_TEST_PAUSE_AFTER_COMMIT_MS")
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
                     // Test hook (sinks/iceberg/tests): hold the writes open after their table
                     // commit, so a test can kill the process before the offsets are committed.
                     std::thread::sleep(Duration::from_millis(ms));
@@ -279,8 +334,14 @@ impl IcebergSink {
         let w = self.tables.get_mut(name).expect("a window");
         let data_files = match w.files.take() {
             None => Vec::new(),
-            Some(Files::Unpartitioned(mut writer)) => self.rt.block_on(writer.close()).map_err(|e| classify("closing the data files", e))?,
-            Some(Files::Partitioned { fanout, .. }) => self.rt.block_on(fanout.close()).map_err(|e| classify("closing the data files", e))?,
+            Some(Files::Unpartitioned(mut writer)) => self
+                .rt
+                .block_on(writer.close())
+                .map_err(|e| classify("closing the data files", e))?,
+            Some(Files::Partitioned { fanout, .. }) => self
+                .rt
+                .block_on(fanout.close())
+                .map_err(|e| classify("closing the data files", e))?,
         };
         if data_files.is_empty() {
             // Every record was a replay or rejected: nothing to append, nothing to record.
@@ -290,7 +351,11 @@ impl IcebergSink {
         let summary = offsets::summary_properties(&app_id, &commit_id.to_string(), &w.next);
         let files = data_files.len();
         let tx = Transaction::new(&w.table);
-        let append = tx.fast_append().set_commit_uuid(commit_id).set_snapshot_properties(summary).add_data_files(data_files);
+        let append = tx
+            .fast_append()
+            .set_commit_uuid(commit_id)
+            .set_snapshot_properties(summary)
+            .add_data_files(data_files);
         let tx = append.apply(tx).map_err(|e| classify("preparing the append", e))?;
         let committed = self.rt.block_on(tx.commit(self.catalog.as_ref()));
         let w = self.tables.get_mut(name).expect("a window");
@@ -298,7 +363,10 @@ impl IcebergSink {
             Ok(table) => {
                 self.host.log(
                     LogLevel::Debug,
-                    &format!("committed snapshot {} of {name}: {files} files", table.metadata().current_snapshot_id().unwrap_or(-1)),
+                    &format!(
+                        "committed snapshot {} of {name}: {files} files",
+                        table.metadata().current_snapshot_id().unwrap_or(-1)
+                    ),
                 );
                 w.table = table;
                 Ok(())
@@ -365,10 +433,13 @@ impl IcebergSink {
         let mut update = Transaction::new(&w.table).update_schema();
         for f in fields {
             let dt58 = arrow58::data_type_to_58(f.data_type()).map_err(Error::fatal)?;
-            let ty = iceberg::arrow::arrow_type_to_type(&dt58).map_err(|e| classify(&format!("field '{}' as an Iceberg type", f.name()), e))?;
+            let ty = iceberg::arrow::arrow_type_to_type(&dt58)
+                .map_err(|e| classify(&format!("field '{}' as an Iceberg type", f.name()), e))?;
             update = update.add_column(iceberg::transaction::AddColumn::optional(f.name(), ty));
         }
-        let tx = update.apply(Transaction::new(&w.table)).map_err(|e| classify("preparing the schema update", e))?;
+        let tx = update
+            .apply(Transaction::new(&w.table))
+            .map_err(|e| classify("preparing the schema update", e))?;
         let added: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
         let result = self.rt.block_on(tx.commit(self.catalog.as_ref()));
         let table = match result {
@@ -376,8 +447,12 @@ impl IcebergSink {
             Err(e) => {
                 let err = classify(&format!("adding columns {added:?} to {name}"), e);
                 // Re-read: another writer may have added them, or the update may have landed.
-                let t = self.rt.block_on(self.catalog.load_table(&w.ident)).map_err(|_| err.clone())?;
-                let have = schema_to_arrow_schema(t.metadata().current_schema()).map(|s| added.iter().all(|a| s.field_with_name(a).is_ok()));
+                let t = self
+                    .rt
+                    .block_on(self.catalog.load_table(&w.ident))
+                    .map_err(|_| err.clone())?;
+                let have = schema_to_arrow_schema(t.metadata().current_schema())
+                    .map(|s| added.iter().all(|a| s.field_with_name(a).is_ok()));
                 w.table = t;
                 w.schema = Self::arrow_schema(&w.table)?;
                 if have.unwrap_or(false) {
@@ -386,7 +461,13 @@ impl IcebergSink {
                 return Err(err);
             }
         };
-        self.log(LogLevel::Info, &format!("{name}: added the optional columns {added:?} (schema {})", table.metadata().current_schema_id()));
+        self.log(
+            LogLevel::Info,
+            &format!(
+                "{name}: added the optional columns {added:?} (schema {})",
+                table.metadata().current_schema_id()
+            ),
+        );
         let w = self.tables.get_mut(name).expect("a window");
         w.schema = Self::arrow_schema(&table)?;
         w.table = table;
@@ -483,14 +564,24 @@ impl Sink for IcebergSink {
         } else if !(uri.starts_with("http://") || uri.starts_with("https://")) {
             problems.push(format!("catalog_uri: '{uri}' is not an http:// or https:// URL"));
         }
-        if config.config_string("catalog_name").map(|n| n.trim().is_empty()).unwrap_or(false) {
+        if config
+            .config_string("catalog_name")
+            .map(|n| n.trim().is_empty())
+            .unwrap_or(false)
+        {
             problems.push("catalog_name: must not be empty".to_string());
         }
         let template = config.config_string("table").unwrap_or_default();
         if let Err(e) = parse_ident(&table_name(&template, "topic")) {
             problems.push(e.message);
         }
-        for k in ["commit_records", "commit_bytes", "max_open_files", "target_file_size", "row_group_records"] {
+        for k in [
+            "commit_records",
+            "commit_bytes",
+            "max_open_files",
+            "target_file_size",
+            "row_group_records",
+        ] {
             if config.config_int(k) < 1 {
                 problems.push(format!("{k}: must be at least 1"));
             }
@@ -512,7 +603,11 @@ impl Sink for IcebergSink {
                 _ => problems.push("catalog_properties: must be a table of strings".to_string()),
             }
         }
-        if problems.is_empty() { Ok(()) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     fn open(host: Host) -> Result<Self, Error> {
@@ -534,7 +629,11 @@ impl Sink for IcebergSink {
                 }
             }
         }
-        for (opt, prop) in [("warehouse", "warehouse"), ("catalog_token", "token"), ("catalog_credential", "credential")] {
+        for (opt, prop) in [
+            ("warehouse", "warehouse"),
+            ("catalog_token", "token"),
+            ("catalog_credential", "credential"),
+        ] {
             if let Some(v) = get(opt) {
                 props.insert(prop.to_string(), v);
             }
@@ -557,14 +656,27 @@ impl Sink for IcebergSink {
             // The SQL catalog reads every property itself: the REST-only ones are not passed.
             props.remove("token");
             props.remove("credential");
-            props.insert("sql_bind_style".to_string(), sql_bind_style(&uri).unwrap_or("DollarNumeric").to_string());
+            props.insert(
+                "sql_bind_style".to_string(),
+                sql_bind_style(&uri).unwrap_or("DollarNumeric").to_string(),
+            );
             let c = rt
-                .block_on(SqlCatalogBuilder::default().with_storage_factory(files).with_runtime(iceberg::Runtime::new(&rt)).load(&catalog_name, props))
+                .block_on(
+                    SqlCatalogBuilder::default()
+                        .with_storage_factory(files)
+                        .with_runtime(iceberg::Runtime::new(&rt))
+                        .load(&catalog_name, props),
+                )
                 .map_err(|e| Error::fatal(format!("catalog_uri: the SQL catalog at {}: {e}", redact_url(&uri))))?;
             Box::new(c)
         } else {
             let c = rt
-                .block_on(RestCatalogBuilder::default().with_storage_factory(files).with_runtime(iceberg::Runtime::new(&rt)).load(&catalog_name, props))
+                .block_on(
+                    RestCatalogBuilder::default()
+                        .with_storage_factory(files)
+                        .with_runtime(iceberg::Runtime::new(&rt))
+                        .load(&catalog_name, props),
+                )
                 .map_err(|e| Error::fatal(format!("catalog_uri: {e}")))?;
             Box::new(c)
         };
@@ -578,7 +690,9 @@ impl Sink for IcebergSink {
             .set_max_row_group_row_count(Some(host.config_int("row_group_records").max(1) as usize))
             .set_dictionary_enabled(host.config_bool("dictionary"))
             .build();
-        let app_id = get("app_id").or_else(|| host.sink_key()).ok_or_else(|| Error::fatal("app_id: not set and the host gives no sink key"))?;
+        let app_id = get("app_id")
+            .or_else(|| host.sink_key())
+            .ok_or_else(|| Error::fatal("app_id: not set and the host gives no sink key"))?;
         let sink = IcebergSink {
             host,
             rt,
@@ -598,7 +712,15 @@ impl Sink for IcebergSink {
             schema_evolution: host.config_bool("schema_evolution"),
         };
         let kind = if sql { "SQL" } else { "REST" };
-        sink.log(LogLevel::Info, &format!("Iceberg {kind} catalog {}, tables {}, offsets under picomq.{}.*", redact_url(&uri), sink.table_template, sink.app_id));
+        sink.log(
+            LogLevel::Info,
+            &format!(
+                "Iceberg {kind} catalog {}, tables {}, offsets under picomq.{}.*",
+                redact_url(&uri),
+                sink.table_template,
+                sink.app_id
+            ),
+        );
         Ok(sink)
     }
 
@@ -611,7 +733,12 @@ impl Sink for IcebergSink {
         let name = table_name(&self.table_template, &tp.0);
         self.window(&name)?;
         if !self.versions.contains_key(&tp) || self.stale.contains(&tp) {
-            let mut tps: Vec<Tp> = self.stale.iter().filter(|s| table_name(&self.table_template, &s.0) == name).cloned().collect();
+            let mut tps: Vec<Tp> = self
+                .stale
+                .iter()
+                .filter(|s| table_name(&self.table_template, &s.0) == name)
+                .cloned()
+                .collect();
             if !tps.contains(&tp) {
                 tps.push(tp.clone());
             }
@@ -631,8 +758,13 @@ impl Sink for IcebergSink {
         let mut schema = self.tables[&name].schema.clone();
         let (mut conformed, mut problems) = picomq_sink::conform::conform(&imported, &schema, self.schema_evolution);
         if self.schema_evolution {
-            let added: Vec<arrow::datatypes::FieldRef> =
-                conformed.schema().fields().iter().filter(|f| schema.field_with_name(f.name()).is_err()).cloned().collect();
+            let added: Vec<arrow::datatypes::FieldRef> = conformed
+                .schema()
+                .fields()
+                .iter()
+                .filter(|f| schema.field_with_name(f.name()).is_err())
+                .cloned()
+                .collect();
             if !added.is_empty() {
                 // The window so far was written with the old schema: commit it, then the schema.
                 let _ = self.commit(&name);
@@ -642,7 +774,9 @@ impl Sink for IcebergSink {
             }
         }
         // Back to the table's nullability once the refused rows are gone.
-        if let Some(rows) = picomq_sink::conform::rows_to_write(conformed, &problems, &offsets, floor, call, Some(schema))? {
+        if let Some(rows) =
+            picomq_sink::conform::rows_to_write(conformed, &problems, &offsets, floor, call, Some(schema))?
+        {
             let kept = rows.num_rows();
             if let Err(e) = self.write_rows(&name, rows) {
                 self.fail_window(&name, &e);
@@ -672,13 +806,19 @@ impl Sink for IcebergSink {
     fn partitions_assigned(&mut self, _block: u32, partitions: &[TopicPartition]) {
         let mut by_table: BTreeMap<String, Vec<Tp>> = BTreeMap::new();
         for p in partitions {
-            by_table.entry(table_name(&self.table_template, &p.topic)).or_default().push((p.topic.clone(), p.partition));
+            by_table
+                .entry(table_name(&self.table_template, &p.topic))
+                .or_default()
+                .push((p.topic.clone(), p.partition));
         }
         for (name, tps) in by_table {
             if let Err(e) = self.load_versions(&name, &tps) {
                 // The first batch of each partition reads them again (and reports the error).
                 self.stale.extend(tps);
-                self.log(LogLevel::Warn, &format!("reading the committed offsets of {name} on assignment: {e}"));
+                self.log(
+                    LogLevel::Warn,
+                    &format!("reading the committed offsets of {name} on assignment: {e}"),
+                );
             }
         }
     }

@@ -26,10 +26,16 @@ pub fn commit_id_key(app_id: &str) -> String {
 pub fn summary_properties(app_id: &str, commit_id: &str, next: &BTreeMap<Tp, i64>) -> HashMap<String, String> {
     let mut by_topic: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();
     for ((topic, partition), offset) in next {
-        by_topic.entry(topic.as_str()).or_default().insert(partition.to_string(), *offset);
+        by_topic
+            .entry(topic.as_str())
+            .or_default()
+            .insert(partition.to_string(), *offset);
     }
     HashMap::from([
-        (offsets_key(app_id), serde_json::to_string(&by_topic).expect("a map of numbers serialises")),
+        (
+            offsets_key(app_id),
+            serde_json::to_string(&by_topic).expect("a map of numbers serialises"),
+        ),
         (commit_id_key(app_id), commit_id.to_string()),
     ])
 }
@@ -49,7 +55,12 @@ pub fn committed(metadata: &TableMetadata, app_id: &str, tps: &[Tp]) -> HashMap<
         if found.len() == tps.len() {
             break;
         }
-        if let Some(offsets) = snapshot.summary().additional_properties.get(&key).and_then(|v| parse_offsets(v)) {
+        if let Some(offsets) = snapshot
+            .summary()
+            .additional_properties
+            .get(&key)
+            .and_then(|v| parse_offsets(v))
+        {
             for tp in tps {
                 if found.contains_key(tp) {
                     continue;
@@ -59,7 +70,9 @@ pub fn committed(metadata: &TableMetadata, app_id: &str, tps: &[Tp]) -> HashMap<
                 }
             }
         }
-        at = snapshot.parent_snapshot_id().and_then(|id| metadata.snapshot_by_id(id).cloned());
+        at = snapshot
+            .parent_snapshot_id()
+            .and_then(|id| metadata.snapshot_by_id(id).cloned());
     }
     found
 }
@@ -71,14 +84,22 @@ pub fn holds_commit(metadata: &TableMetadata, app_id: &str, commit_id: &str, dep
     let mut at = metadata.current_snapshot().cloned();
     let mut walked = 0;
     while let Some(snapshot) = at {
-        if snapshot.summary().additional_properties.get(&key).map(|v| v == commit_id).unwrap_or(false) {
+        if snapshot
+            .summary()
+            .additional_properties
+            .get(&key)
+            .map(|v| v == commit_id)
+            .unwrap_or(false)
+        {
             return true;
         }
         walked += 1;
         if walked >= depth {
             return false;
         }
-        at = snapshot.parent_snapshot_id().and_then(|id| metadata.snapshot_by_id(id).cloned());
+        at = snapshot
+            .parent_snapshot_id()
+            .and_then(|id| metadata.snapshot_by_id(id).cloned());
     }
     false
 }
@@ -89,9 +110,16 @@ mod tests {
 
     #[test]
     fn summary_properties_name_every_partition_under_the_app_ids_keys() {
-        let next = BTreeMap::from([(("orders".to_string(), 0), 1200), (("orders".to_string(), 3), 77), (("b.c".to_string(), 1), 5)]);
+        let next = BTreeMap::from([
+            (("orders".to_string(), 0), 1200),
+            (("orders".to_string(), 3), 77),
+            (("b.c".to_string(), 1), 5),
+        ]);
         let p = summary_properties("sinkA", "id-1", &next);
-        assert_eq!(p["picomq.sinkA.offsets"], r#"{"b.c":{"1":5},"orders":{"0":1200,"3":77}}"#);
+        assert_eq!(
+            p["picomq.sinkA.offsets"],
+            r#"{"b.c":{"1":5},"orders":{"0":1200,"3":77}}"#
+        );
         assert_eq!(p["picomq.sinkA.commit-id"], "id-1");
         let parsed = parse_offsets(&p["picomq.sinkA.offsets"]).unwrap();
         assert_eq!(parsed["orders"]["3"], 77);
@@ -137,7 +165,11 @@ mod tests {
         ]);
         let found = committed(&m, "a", &tps);
         assert_eq!(found.get(&tps[0]), Some(&15), "the newer snapshot wins");
-        assert_eq!(found.get(&tps[1]), Some(&20), "older snapshots fill in partitions the newer ones lack");
+        assert_eq!(
+            found.get(&tps[1]),
+            Some(&20),
+            "older snapshots fill in partitions the newer ones lack"
+        );
         assert_eq!(found.get(&tps[2]), None, "never written");
         assert_eq!(committed(&m, "b", &tps[..1]).get(&tps[0]), Some(&99));
         assert!(holds_commit(&m, "a", "c2", 64));

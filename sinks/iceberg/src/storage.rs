@@ -33,7 +33,10 @@ impl StorageFactory for FilesFactory {
     fn build(&self, config: &StorageConfig) -> Result<Arc<dyn Storage>> {
         let mut props = config.props().clone();
         props.extend(self.overrides.clone());
-        Ok(Arc::new(Files { props, buckets: Arc::default() }))
+        Ok(Arc::new(Files {
+            props,
+            buckets: Arc::default(),
+        }))
     }
 }
 
@@ -59,7 +62,10 @@ impl Files {
             Some(("s3" | "s3a", rest)) => rest,
             Some(("file", _)) | None => return Ok(Where::Local),
             Some((scheme, _)) => {
-                return Err(Error::new(ErrorKind::FeatureUnsupported, format!("{path}: the {scheme}:// scheme is not supported (file and s3 are)")))
+                return Err(Error::new(
+                    ErrorKind::FeatureUnsupported,
+                    format!("{path}: the {scheme}:// scheme is not supported (file and s3 are)"),
+                ))
             }
         };
         let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
@@ -99,7 +105,12 @@ impl Files {
         // Path-style unless told otherwise: what S3-compatible stores on one host:port serve.
         let path_style = get("s3.path-style-access").map(|v| v != "false").unwrap_or(true);
         b = b.with_virtual_hosted_style_request(!path_style);
-        b.build().map_err(|e| Error::new(ErrorKind::DataInvalid, format!("the S3 client for bucket {bucket}: {e}")))
+        b.build().map_err(|e| {
+            Error::new(
+                ErrorKind::DataInvalid,
+                format!("the S3 client for bucket {bucket}: {e}"),
+            )
+        })
     }
 }
 
@@ -121,7 +132,10 @@ impl Storage for Files {
         match self.locate(path)? {
             Where::Local => LocalFsStorage::new().metadata(path).await,
             Where::S3(s, key) => {
-                let m = s.head(&key).await.map_err(|e| io_error("reading the metadata of", path, e))?;
+                let m = s
+                    .head(&key)
+                    .await
+                    .map_err(|e| io_error("reading the metadata of", path, e))?;
                 Ok(FileMetadata { size: m.size })
             }
         }
@@ -140,7 +154,11 @@ impl Storage for Files {
     async fn reader(&self, path: &str) -> Result<Box<dyn FileRead>> {
         match self.locate(path)? {
             Where::Local => LocalFsStorage::new().reader(path).await,
-            Where::S3(s, key) => Ok(Box::new(S3Read { store: s, key, path: path.to_string() })),
+            Where::S3(s, key) => Ok(Box::new(S3Read {
+                store: s,
+                key,
+                path: path.to_string(),
+            })),
         }
     }
 
@@ -148,7 +166,9 @@ impl Storage for Files {
         match self.locate(path)? {
             Where::Local => LocalFsStorage::new().write(path, bs).await,
             Where::S3(s, key) => {
-                s.put(&key, PutPayload::from(bs)).await.map_err(|e| io_error("writing", path, e))?;
+                s.put(&key, PutPayload::from(bs))
+                    .await
+                    .map_err(|e| io_error("writing", path, e))?;
                 Ok(())
             }
         }
@@ -158,7 +178,10 @@ impl Storage for Files {
         match self.locate(path)? {
             Where::Local => LocalFsStorage::new().writer(path).await,
             // Multipart upload once the buffer passes its capacity, a single PUT below it.
-            Where::S3(s, key) => Ok(Box::new(S3Write { writer: BufWriter::new(s, key), path: path.to_string() })),
+            Where::S3(s, key) => Ok(Box::new(S3Write {
+                writer: BufWriter::new(s, key),
+                path: path.to_string(),
+            })),
         }
     }
 
@@ -176,7 +199,11 @@ impl Storage for Files {
         match self.locate(path)? {
             Where::Local => LocalFsStorage::new().delete_prefix(path).await,
             Where::S3(s, key) => {
-                let listed: Vec<_> = s.list(Some(&key)).try_collect().await.map_err(|e| io_error("listing", path, e))?;
+                let listed: Vec<_> = s
+                    .list(Some(&key))
+                    .try_collect()
+                    .await
+                    .map_err(|e| io_error("listing", path, e))?;
                 for m in listed {
                     match s.delete(&m.location).await {
                         Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
@@ -213,7 +240,10 @@ struct S3Read {
 #[async_trait]
 impl FileRead for S3Read {
     async fn read(&self, range: Range<u64>) -> Result<Bytes> {
-        self.store.get_range(&self.key, range).await.map_err(|e| io_error("reading", &self.path, e))
+        self.store
+            .get_range(&self.key, range)
+            .await
+            .map_err(|e| io_error("reading", &self.path, e))
     }
 }
 
@@ -225,10 +255,16 @@ struct S3Write {
 #[async_trait]
 impl FileWrite for S3Write {
     async fn write(&mut self, bs: Bytes) -> Result<()> {
-        self.writer.write_all(&bs).await.map_err(|e| io_error("writing", &self.path, e))
+        self.writer
+            .write_all(&bs)
+            .await
+            .map_err(|e| io_error("writing", &self.path, e))
     }
 
     async fn close(&mut self) -> Result<()> {
-        self.writer.shutdown().await.map_err(|e| io_error("completing", &self.path, e))
+        self.writer
+            .shutdown()
+            .await
+            .map_err(|e| io_error("completing", &self.path, e))
     }
 }

@@ -13,7 +13,7 @@ table's metadata file, and pyiceberg plays the concurrent writer.
 
 CATALOG_JSON: pyiceberg catalog properties, e.g. {"uri": …, "s3.endpoint": …}.
 SCHEMA_JSON: [[name, type, required], …] with type one of long, int, string, double, float,
-boolean, timestamptz, timestamp, date, binary. PARTITION_JSON: [[source column, transform], …] with
+boolean, timestamptz, timestamp, date, binary, map<string,binary> (pico_headers). PARTITION_JSON: [[source column, transform], …] with
 transform identity, year, month, day, hour, bucket[N], truncate[W].
 Rows are printed with timestamps as microseconds since the epoch, binary as base64, sorted.
 """
@@ -26,11 +26,13 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform,
                                   MonthTransform, TruncateTransform, YearTransform)
-from pyiceberg.types import (BinaryType, BooleanType, DateType, DoubleType, FloatType, IntegerType, LongType, NestedField,
-                             StringType, TimestampType, TimestamptzType)
+from pyiceberg.types import (BinaryType, BooleanType, DateType, DoubleType, FloatType, IntegerType, LongType, MapType,
+                             NestedField, StringType, TimestampType, TimestamptzType)
 
 TYPES = {"long": LongType, "int": IntegerType, "string": StringType, "double": DoubleType, "float": FloatType,
-         "boolean": BooleanType, "timestamptz": TimestamptzType, "timestamp": TimestampType, "date": DateType, "binary": BinaryType}
+         "boolean": BooleanType, "timestamptz": TimestamptzType, "timestamp": TimestampType, "date": DateType, "binary": BinaryType,
+         # Key and value ids past any top-level field's (create_table assigns fresh ids anyway).
+         "map<string,binary>": lambda: MapType(9001, StringType(), 9002, BinaryType(), value_required=False)}
 
 
 def transform(name):
@@ -50,11 +52,14 @@ def plain(value):
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=datetime.timezone.utc)
-        return int(value.timestamp() * 1_000_000)
+        # Exactly, in integers (a float product can land a microsecond low).
+        return (value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(microseconds=1)
     if isinstance(value, datetime.date):
         return value.isoformat()
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(value).decode()
+    if isinstance(value, list) and all(isinstance(p, tuple) and len(p) == 2 for p in value):  # a map
+        return {k: plain(v) for k, v in value}
     return value
 
 

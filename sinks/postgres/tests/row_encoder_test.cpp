@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "picomq/kit/testing/inference_cases.hpp"
 #include "test_util.h"
 
 namespace picomq::postgres {
@@ -389,6 +390,22 @@ TEST(Infer, TypesInFirstAppearanceOrder) {
       {"big", ColumnType::Jsonb}};
   EXPECT_EQ(got, want);
   EXPECT_TRUE(r.notes.empty());
+}
+
+// The kit's lattice (kit/inferred_type.hpp) through column_type(): the shared cases the Arrow
+// exporter and ClickHouse infer too.
+TEST(Infer, AgreesWithTheKitsLatticeOnTheSharedCases) {
+  const std::vector<std::string> payloads = picomq::kit::testing::inference_payloads();
+  Batch b("t", PMQ_PAYLOAD_JSON);
+  for (const std::string& p : payloads) b.json(p.c_str());
+  auto r = infer_columns(b.get());
+  std::vector<std::pair<std::string, ColumnType>> got, want;
+  for (const auto& c : r.columns) got.emplace_back(c.name, c.type);
+  for (const auto& [field, type] : picomq::kit::testing::inference_fields()) want.emplace_back(field, column_type(type));
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(column_type(picomq::kit::InferredType::Json), ColumnType::Jsonb);
+  EXPECT_EQ(column_type(picomq::kit::InferredType::None), ColumnType::Jsonb);
+  EXPECT_EQ(column_type(picomq::kit::InferredType::Float64), ColumnType::Float8);
 }
 
 TEST(Infer, NamesAreSanitisedAndCollisionsLeftOut) {

@@ -3,7 +3,7 @@
  * built: it needs a new major ABI version, not an edit of these numbers. Only a struct growing
  * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight; 2.2 added
  * block_index to the batches, pmq_host_api.sink_key and count, and the descriptor's validate,
- * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas; 2.5 pmq_host_api.set_plane). */
+ * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas; 2.5 pmq_host_api.set_plane; 2.6 the descriptor's stop). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,10 +69,11 @@ PIN(offsetof(pmq_sink_plugin, validate), 120);
 PIN(offsetof(pmq_sink_plugin, flush), 128);
 PIN(offsetof(pmq_sink_plugin, partitions_assigned), 136);
 PIN(offsetof(pmq_sink_plugin, partitions_revoked), 144);
-PIN(sizeof(pmq_sink_plugin), 152);
+PIN(offsetof(pmq_sink_plugin, stop), 152);
+PIN(sizeof(pmq_sink_plugin), 160);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20005u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20006u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "picomq/kit/testing/inference_cases.hpp"
 #include "test_batch.h"
 
 namespace picomq::arrow::testing {
@@ -562,6 +563,41 @@ void expect_same_export(const std::vector<std::optional<std::string>>& payloads)
 }
 
 }  // namespace one_pass
+
+// The kit's lattice (kit/inferred_type.hpp) is the exporter's inference: the shared cases that
+// Postgres and ClickHouse infer too, through each of the three readings.
+TEST(ArrowExportInfer, AgreesWithTheKitsLatticeOnTheSharedCases) {
+  TestBatch batch(PMQ_PAYLOAD_JSON);
+  for (const std::string& p : picomq::kit::testing::inference_payloads()) batch.payload(p);
+  const auto format_of = [](picomq::kit::InferredType type) -> std::string {
+    switch (type) {
+      case picomq::kit::InferredType::None: return "n";
+      case picomq::kit::InferredType::Bool: return "b";
+      case picomq::kit::InferredType::Int64: return "l";
+      case picomq::kit::InferredType::Float64: return "g";
+      case picomq::kit::InferredType::String:
+      case picomq::kit::InferredType::Json: return "u";
+    }
+    return "?";
+  };
+  ExportOptions checked = without_metadata();
+  ExportOptions general = checked;
+  general.payloads_validated = true;
+  general.one_pass_columns = false;
+  ExportOptions one_pass = general;
+  one_pass.one_pass_columns = true;
+  for (const auto& [what, options] : {std::pair{"validating reader", checked}, {"general", general}, {"one pass", one_pass}}) {
+    auto out = run_export(batch, options);
+    ASSERT_TRUE(out->result.ok) << what << ": " << out->result.error;
+    std::vector<std::string> names;
+    for (const auto& [field, type] : picomq::kit::testing::inference_fields()) {
+      names.push_back(field);
+      EXPECT_EQ(out->field(field).format, format_of(type)) << what << ": " << field;
+      EXPECT_EQ(out->view().column(field).is_json(), type == picomq::kit::InferredType::Json) << what << ": " << field;
+    }
+    EXPECT_EQ(out->names(), names) << what;
+  }
+}
 
 TEST(ArrowExportInferOnePass, BuildsColumnsAsItReadsAndGivesWayWhereTheGeneralReadingIsNeeded) {
   using one_pass::expect_same_export;

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine as _;
-use picomq_sink::{export_sink, Batch, Call, Error, Host, LogLevel, OptionSpec, PayloadFormat, Pending, Sink, PLANE_BATCHES};
+use picomq_sink::{
+    export_sink, Batch, Call, Error, Host, LogLevel, OptionSpec, PayloadFormat, Pending, Sink, PLANE_BATCHES,
+};
 
 struct JsonLinesSink {
     host: Host,
@@ -67,7 +69,10 @@ impl JsonLinesSink {
     fn append(&self) -> Result<(), Error> {
         let path = self.path();
         if !self.directory.is_dir() {
-            return Err(Error::retry(format!("directory {} does not exist (yet)", self.directory.display())));
+            return Err(Error::retry(format!(
+                "directory {} does not exist (yet)",
+                self.directory.display()
+            )));
         }
         let mut f = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| {
             let m = format!("cannot open {}: {e}", path.display());
@@ -92,10 +97,16 @@ impl Sink for JsonLinesSink {
 
     fn options() -> Vec<OptionSpec> {
         vec![
-            OptionSpec::string("directory").required().help("The folder the file is in; it must exist (a missing folder is retried)."),
-            OptionSpec::string("file").default_str("records.jsonl").help("The file inside `directory` the lines are appended to."),
+            OptionSpec::string("directory")
+                .required()
+                .help("The folder the file is in; it must exist (a missing folder is retried)."),
+            OptionSpec::string("file")
+                .default_str("records.jsonl")
+                .help("The file inside `directory` the lines are appended to."),
             OptionSpec::string("required_field").help("Reject JSON records whose payload object has no such field."),
-            OptionSpec::int("buffer_records").default("1000").help("Records held before they are written without waiting for a flush."),
+            OptionSpec::int("buffer_records")
+                .default("1000")
+                .help("Records held before they are written without waiting for a flush."),
         ]
     }
 
@@ -108,7 +119,11 @@ impl Sink for JsonLinesSink {
         if config.config_int("buffer_records") < 1 {
             problems.push("buffer_records: must be at least 1".to_string());
         }
-        if problems.is_empty() { Ok(()) } else { Err(problems) }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     fn open(host: Host) -> Result<Self, Error> {
@@ -122,7 +137,10 @@ impl Sink for JsonLinesSink {
             held_records: 0,
             pending: Vec::new(),
         };
-        host.log(LogLevel::Info, &format!("appending JSON lines to {}", sink.path().display()));
+        host.log(
+            LogLevel::Info,
+            &format!("appending JSON lines to {}", sink.path().display()),
+        );
         Ok(sink)
     }
 
@@ -142,7 +160,7 @@ impl Sink for JsonLinesSink {
                 (Some(p), PayloadFormat::Raw) => b64(p).into(),
             };
             if let Some(field) = &self.required_field {
-                if !payload.get(field.as_str()).is_some() {
+                if payload.get(field.as_str()).is_none() {
                     call.reject(r.index(), &format!("payload has no field '{field}'"));
                     continue;
                 }
@@ -164,7 +182,8 @@ impl Sink for JsonLinesSink {
             }
             line.insert("pico_headers".into(), headers.into());
             line.insert("payload".into(), payload);
-            serde_json::to_writer(&mut lines, &serde_json::Value::Object(line)).map_err(|e| Error::fatal(e.to_string()))?;
+            serde_json::to_writer(&mut lines, &serde_json::Value::Object(line))
+                .map_err(|e| Error::fatal(e.to_string()))?;
             lines.push(b'\n');
             self.held_records += 1;
         }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "picomq/kit/testing/harness.hpp"
@@ -86,6 +87,20 @@ std::vector<std::shared_ptr<SinkAdapter>> all_adapters();
 // read back: pico_* fields, pico_key and header values as written, the payload as JSON text.
 WrittenRecord from_envelope(const nlohmann::json& envelope, std::string destination);
 
+// A row of a table with typed columns (Delta, Iceberg), read back as JSON by an independent
+// reader: pico_* columns (pico_timestamp in epoch ms, pico_key bytes as base64, pico_headers an
+// object of base64 values), every other column a payload field; a null column is a field the
+// record did not have.
+WrittenRecord from_table_row(const nlohmann::json& row, std::string destination);
+
+// For adapters of destinations that keep bytes and show them as base64 (a JSON reader of a
+// binary column, MongoDB's $binary): the bytes of RFC 4648 base64 `text` (padding optional).
+std::string decode_base64(std::string_view text);
+// A header value read back as the bytes the destination holds, as the suite compares it: the text
+// when the bytes are valid UTF-8, else their base64 (the spec's rendering where a destination has
+// no bytes of its own).
+std::string header_as_rendered(const std::string& bytes);
+
 // main() of a conformance executable: every registered adapter through every case. The broker is
 // the running one at PICOMQ_CONFORMANCE_BOOTSTRAP (host:port: Apache Kafka, Redpanda, PicoMQ...;
 // topics are created with the admin API) or, without it, a fresh Apache Kafka that
@@ -100,6 +115,6 @@ struct AdapterRegistration {
 }  // namespace picomq::conformance
 
 // In an adapter's source file, at namespace scope: PICOMQ_CONFORMANCE_ADAPTER(PostgresAdapter)
-#define PICOMQ_CONFORMANCE_ADAPTER(Type)                                                        \
+#define PICOMQ_CONFORMANCE_ADAPTER(Type)                                                          \
   static const ::picomq::conformance::AdapterRegistration picomq_conformance_registration_##Type( \
       []() -> std::shared_ptr<::picomq::conformance::SinkAdapter> { return std::make_shared<Type>(); })

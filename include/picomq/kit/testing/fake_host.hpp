@@ -132,6 +132,9 @@ class FakeHost {
   void flush(std::chrono::milliseconds timeout = std::chrono::seconds(10));
   void assign(uint32_t block_index, const std::vector<std::pair<std::string, int32_t>>& partitions);
   void revoke(uint32_t block_index, const std::vector<std::pair<std::string, int32_t>>& partitions);
+  // ABI 2.6: the host stops the instance now, from this thread, beside a write in progress on
+  // another (the one call that is not serialised).
+  void stop();
   void close();
 
   uint32_t delivery_plane() const { return plane_; }

@@ -117,6 +117,41 @@ TEST(HttpSinkKafka, DuringAnOutageNothingIsCommittedAndEverythingLandsAfterIt) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// The runtime's stop reaches a write waiting to resend (sink ABI 2.6 stop()): a SIGTERM while the
+// endpoint asks for 25 s more does not wait them out; nothing is committed, and the next start
+// writes every record once.
+TEST(HttpSinkKafka, ASigtermDuringAResendWaitStopsAtOnceAndTheRecordsComeAgainOnTheNextStart) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("http.stop");
+  kafka.create_topic(topic);
+  kt::HttpReceiver receiver;
+  receiver.set_default_answer(503, {{"Retry-After", "25"}});
+  const std::string definition = http_definition(
+      "stopping", "topics = [\"" + topic + "\"]", "url = \"" + receiver.url("/in") + "\"\nretry_timeout = \"60s\"");
+  {
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("h.toml", definition);
+    rt.start();
+    ASSERT_TRUE(rt.wait_assigned("stopping", 30s)) << rt.log();
+    kafka.produce_values(topic, json_values(0, 20));
+    ASSERT_TRUE(wait_until([&] { return rt.sink_status("stopping").value("counters", nlohmann::json::object()).value("resends", 0) >= 1; }, 30s))
+        << rt.log();
+    const auto start = std::chrono::steady_clock::now();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(20s), 0) << rt.log();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the stop waited out the Retry-After";
+    EXPECT_LT(kafka.committed(group_of("stopping"), topic), 1) << "nothing written, nothing committed";
+  }
+  receiver.set_default_answer(200);
+  Runtime again(kafka.bootstrap());
+  again.add_definition("h.toml", definition);
+  again.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("stopping"), topic) == 20; }, 60s)) << again.log();
+  EXPECT_EQ(accepted(receiver, "/in").size(), 20u);
+  again.signal(SIGTERM);
+  EXPECT_EQ(again.wait_exit(30s), 0);
+}
+
 TEST(HttpSinkKafka, NginxTakesALoadAndEveryOffsetIsCommitted) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("http.nginx");

@@ -1,48 +1,35 @@
 // The Iceberg sink through a real Kafka broker and the runtime, into Iceberg tables of two real
 // catalogs — SeaweedFS 4.53's REST catalog with data files on its S3, and a SQL catalog in SQLite
 // with data files on the local filesystem — read back with two independent readers: pyiceberg
-// through the same catalog and DuckDB's iceberg extension from the table's metadata file (iceberg_table.py, in tools/venv from scripts/setup.sh). Exactly the produced rows with
-// the next offset of every partition in the snapshot summaries; partitioned tables get one file
-// per partition value; SIGKILLs between the table commit and the offset commit leave no duplicate
-// and no gap; a second writer's commits are survived; a missing table is a clear fatal error; a
-// value the table cannot hold is a rejected record; schema evolution adds an optional column.
-// Its own binary and broker (ctest iceberg_integration).
+// through the same catalog and DuckDB's iceberg extension from the table's metadata file (iceberg_table.py, in
+// tools/venv from scripts/setup.sh). Exactly the produced rows with the next offset of every partition in the snapshot
+// summaries; partitioned tables get one file per partition value; SIGKILLs between the table commit and the offset
+// commit leave no duplicate and no gap; a second writer's commits are survived; a missing table is a clear fatal error;
+// a value the table cannot hold is a rejected record; schema evolution adds an optional column. Its own binary and
+// broker (ctest iceberg_kafka).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 
 #include "harness.h"
-#include "picomq/kit/testing/shell.hpp"
+#include "iceberg_tool.h"
 #include "picomq/kit/testing/http_stub.hpp"
+#include "picomq/kit/testing/shell.hpp"
 #include "seaweedfs_server.h"
 
 namespace picomq::test {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kTests = PICOMQ_ICEBERG_TESTS_DIR;
-
-std::string python() {
-  if (const char* p = std::getenv("PICOMQ_ICEBERG_PYTHON")) return p;
-  return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
-}
-
-std::string run(const std::string& cmd) { return kit::testing::run_shell(cmd); }
 std::string quote(const std::string& s) { return kit::testing::shell_quote(s); }
 
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::vector<nlohmann::json> v;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line[0] == '{') v.push_back(nlohmann::json::parse(line));
-  return v;
-}
+using iceberg::json_lines;
 
 // A test catalog, with the independent readers (iceberg_table.py) and the sink's [plugin_config]
 // pointed at it. Two kinds, every test runs on both:
@@ -75,9 +62,10 @@ class Lake {
   bool sql() const { return kind_ == "sql"; }
   std::string catalog_json() const {
     if (sql())
-      return nlohmann::json{{"type", "sql"},
-                            {"uri", "sqlite:///" + (dir_ / "catalog.db").string()},  // SQLAlchemy: 4 slashes for an absolute path
-                            {"warehouse", "file://" + (dir_ / "warehouse").string()}}
+      return nlohmann::json{
+          {"type", "sql"},
+          {"uri", "sqlite:///" + (dir_ / "catalog.db").string()},  // SQLAlchemy: 4 slashes for an absolute path
+          {"warehouse", "file://" + (dir_ / "warehouse").string()}}
           .dump();
     return nlohmann::json{{"uri", s3_->iceberg_endpoint()},
                           {"warehouse", "s3://" + bucket_},
@@ -89,8 +77,7 @@ class Lake {
         .dump();
   }
   std::string tool(const std::string& command, const std::string& name, const std::string& args = "") const {
-    return run(python() + " " + (kTests / "iceberg_table.py").string() + " " + quote(catalog_json()) + " " + command + " " +
-               quote(name) + args);
+    return iceberg::table_tool(catalog_json(), command + " " + quote(name) + args);
   }
   // The tests' table: the Arrow plane's metadata columns and two payload fields.
   void create(const std::string& table, const std::string& partition_json = "") const {
@@ -100,7 +87,9 @@ class Lake {
     tool("create", table, " " + quote(schema) + (partition_json.empty() ? "" : " " + quote(partition_json)));
   }
   std::vector<nlohmann::json> rows(const std::string& table) const { return json_lines(tool("rows", table)); }
-  std::vector<nlohmann::json> duckdb_rows(const std::string& table) const { return json_lines(tool("duckdb-rows", table)); }
+  std::vector<nlohmann::json> duckdb_rows(const std::string& table) const {
+    return json_lines(tool("duckdb-rows", table));
+  }
   std::vector<nlohmann::json> snapshots(const std::string& table) const { return json_lines(tool("snapshots", table)); }
   std::vector<nlohmann::json> files(const std::string& table) const { return json_lines(tool("files", table)); }
   // The next offset of `topic`[p] in the newest snapshot summary of `app_id` that names it.
@@ -110,7 +99,8 @@ class Lake {
       const auto key = "picomq." + app_id + ".offsets";
       if (!summary.contains(key)) continue;
       const auto offsets = nlohmann::json::parse(summary[key].get<std::string>());
-      if (offsets.contains(topic) && offsets[topic].contains(std::to_string(p))) return offsets[topic][std::to_string(p)];
+      if (offsets.contains(topic) && offsets[topic].contains(std::to_string(p)))
+        return offsets[topic][std::to_string(p)];
     }
     return -1;
   }
@@ -118,12 +108,13 @@ class Lake {
   std::string plugin_config(const std::string& table, const std::string& extra = "") const {
     if (sql())
       return "catalog_type = \"sql\"\ncatalog_uri = \"sqlite://" + (dir_ / "catalog.db").string() +
-             "\"\ncatalog_name = \"picomq-test\"\nwarehouse = \"file://" + (dir_ / "warehouse").string() + "\"\ntable = \"" +
-             table + "\"\n" + extra;
-    return "catalog_uri = \"" + s3_->iceberg_endpoint() + "\"\nwarehouse = \"s3://" + bucket_ + "\"\ncatalog_credential = \"" +
-           SeaweedfsServer::kAccessKey + ":" + SeaweedfsServer::kSecretKey + "\"\ntable = \"" + table +
-           "\"\ns3_endpoint = \"" + s3_->endpoint() + "\"\ns3_region = \"us-east-1\"\ns3_access_key_id = \"" +
-           SeaweedfsServer::kAccessKey + "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n" + extra;
+             "\"\ncatalog_name = \"picomq-test\"\nwarehouse = \"file://" + (dir_ / "warehouse").string() +
+             "\"\ntable = \"" + table + "\"\n" + extra;
+    return "catalog_uri = \"" + s3_->iceberg_endpoint() + "\"\nwarehouse = \"s3://" + bucket_ +
+           "\"\ncatalog_credential = \"" + SeaweedfsServer::kAccessKey + ":" + SeaweedfsServer::kSecretKey +
+           "\"\ntable = \"" + table + "\"\ns3_endpoint = \"" + s3_->endpoint() +
+           "\"\ns3_region = \"us-east-1\"\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
+           "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n" + extra;
   }
   // Where the table's data files are: s3:// or file://.
   std::string data_scheme() const { return sql() ? "file://" : "s3://"; }
@@ -144,8 +135,8 @@ class IcebergSinkKafka : public ::testing::TestWithParam<std::string> {
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& plugin_config,
                        const std::string& block_extra = "") {
-  return plugin_definition(key, "libpicomq_connector_iceberg_sink", "topics = [\"" + topic + "\"]\nschema = \"json\"\n" + block_extra,
-                           plugin_config);
+  return plugin_definition(key, "libpicomq_connector_iceberg_sink",
+                           "topics = [\"" + topic + "\"]\nschema = \"json\"\n" + block_extra, plugin_config);
 }
 
 // (partition, offset) -> n of the rows of `topic`, failing on a row found twice.
@@ -181,10 +172,12 @@ TEST_P(IcebergSinkKafka, AppendsExactlyTheProducedRowsWithTheOffsetsInTheSnapsho
 
   Runtime rt(kafka.bootstrap(), "rows");
   // Batches of 70 and windows of 100 records: commits that do not line up with batches.
-  rt.add_definition("s.toml", definition(key("icerows"), topic, lake.plugin_config(table, "commit_records = 100\napp_id = \"orders\"\n"),
+  rt.add_definition("s.toml", definition(key("icerows"), topic,
+                                         lake.plugin_config(table, "commit_records = 100\napp_id = \"orders\"\n"),
                                          "batch_length = 70\npoll_interval = \"100ms\""));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icerows")), topic, 2, 300); }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icerows")), topic, 2, 300); }, 90s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_EQ(rt.log().find(SeaweedfsServer::kSecretKey), std::string::npos) << "the secret is never logged";
@@ -221,18 +214,22 @@ TEST_P(IcebergSinkKafka, APartitionedTableGetsOneFilePerPartitionValueInEachComm
   auto& lake = this->lake();
   const auto topic = unique_name("ice.parts");
   const std::string table = "picomq.parts";
-  lake.create(table, R"([["pico_partition","identity"],["n","bucket[4]"],["s","truncate[2]"],["pico_timestamp","hour"]])");
+  lake.create(table,
+              R"([["pico_partition","identity"],["n","bucket[4]"],["s","truncate[2]"],["pico_timestamp","hour"]])");
   kafka.create_topic(topic, 2);
   for (int p = 0; p < 2; ++p) {
     std::vector<std::string> values;
+    values.reserve(200);
     for (int i = 0; i < 200; ++i)
       values.push_back("{\"n\": " + std::to_string(p * 1000 + i) + ", \"s\": \"" + (i % 2 ? "ab" : "cd") + "-x\"}");
     kafka.produce_values(topic, values, p);
   }
   Runtime rt(kafka.bootstrap(), "parts");
-  rt.add_definition("s.toml", definition(key("iceparts"), topic, lake.plugin_config(table, "commit_records = 100000\napp_id = \"parts\"\n")));
+  rt.add_definition("s.toml", definition(key("iceparts"), topic,
+                                         lake.plugin_config(table, "commit_records = 100000\napp_id = \"parts\"\n")));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("iceparts")), topic, 2, 200); }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("iceparts")), topic, 2, 200); }, 90s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto rows = lake.rows(table);
@@ -289,7 +286,8 @@ TEST_P(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoD
   Runtime rt(kafka.bootstrap(), "finish");
   rt.add_definition("s.toml", definition(key("icekill"), topic, config, kill_block));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icekill")), topic, 2, 1500); }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of(key("icekill")), topic, 2, 1500); }, 90s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto all_rows = lake.rows(table);
@@ -314,16 +312,18 @@ TEST_P(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommit
   for (const char* group : {"first", "second"}) {
     // The same app_id under another consumer group: the group starts at 0, the table says 200.
     Runtime rt(kafka.bootstrap(), group);
-    rt.add_definition("s.toml", definition(key(std::string("icereplay") + group), topic, config, "batch_length = 25\npoll_interval = \"50ms\""));
+    rt.add_definition("s.toml", definition(key(std::string("icereplay") + group), topic, config,
+                                           "batch_length = 25\npoll_interval = \"50ms\""));
     rt.start();
     if (std::string(group) == "first") {
       // A second writer (pyiceberg) appends between and during the sink's commits.
       for (int i = 0; i < 4; ++i)
         lake.tool("append", table,
-                  " " + quote(R"([{"pico_topic":"second-writer","pico_partition":0,"pico_offset":)" + std::to_string(i) +
-                              R"(,"pico_timestamp":null,"pico_key":null,"n":-1,"s":"other"}])"));
+                  " " + quote(R"([{"pico_topic":"second-writer","pico_partition":0,"pico_offset":)" +
+                              std::to_string(i) + R"(,"pico_timestamp":null,"pico_key":null,"n":-1,"s":"other"}])"));
     }
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key(std::string("icereplay") + group)), topic) == 200; }, 60s))
+    ASSERT_TRUE(
+        wait_until([&] { return kafka.committed(group_of(key(std::string("icereplay") + group)), topic) == 200; }, 60s))
         << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
@@ -348,7 +348,7 @@ TEST_P(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   kafka.create_topic(dead);
   auto values = json_values(0, 10);
   values[4] = "{\"n\": \"four\"}";  // n is a long column
-  values[7] = "{\"extra\": 1}";    // not a column of the table
+  values[7] = "{\"extra\": 1}";     // not a column of the table
   kafka.produce_values(topic, values);
   Runtime rt(kafka.bootstrap(), "reject");
   rt.add_definition("s.toml", definition(key("icereject"), topic, lake.plugin_config(table),
@@ -368,7 +368,8 @@ TEST_P(IcebergSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   EXPECT_NE(letters[0].header("pico_error_reason").value_or("").find("field 'n'"), std::string::npos)
       << letters[0].header("pico_error_reason").value_or("");
   EXPECT_EQ(letters[1].header("pico_error_offset"), "7");
-  EXPECT_NE(letters[1].header("pico_error_reason").value_or("").find("'extra' is not a column of the table"), std::string::npos)
+  EXPECT_NE(letters[1].header("pico_error_reason").value_or("").find("'extra' is not a column of the table"),
+            std::string::npos)
       << letters[1].header("pico_error_reason").value_or("");
 }
 
@@ -381,14 +382,18 @@ TEST_P(IcebergSinkKafka, SchemaEvolutionAddsANewFieldAsAnOptionalColumn) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, {"{\"n\": 1}", "{\"n\": 2, \"color\": \"red\"}", "{\"n\": 3}"});
   Runtime rt(kafka.bootstrap(), "evolve");
-  rt.add_definition("s.toml", definition(key("iceevolve"), topic, lake.plugin_config(table, "schema_evolution = true\n")));
+  rt.add_definition("s.toml",
+                    definition(key("iceevolve"), topic, lake.plugin_config(table, "schema_evolution = true\n")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key("iceevolve")), topic) == 3; }, 60s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   std::map<int64_t, std::string> color;
   const auto rows = lake.rows(table);
-  for (const auto& r : rows) color[r["n"].get<int64_t>()] = r.value("color", nlohmann::json("absent")).is_null() ? "null" : r.value("color", nlohmann::json("absent")).get<std::string>();
+  for (const auto& r : rows)
+    color[r["n"].get<int64_t>()] = r.value("color", nlohmann::json("absent")).is_null()
+                                       ? "null"
+                                       : r.value("color", nlohmann::json("absent")).get<std::string>();
   EXPECT_EQ(color, (std::map<int64_t, std::string>{{1, "null"}, {2, "red"}, {3, "null"}}));
   EXPECT_EQ(lake.duckdb_rows(table), rows);
 }
@@ -421,8 +426,9 @@ TEST(IcebergSinkRestCatalog, ACommitWhoseAnswerIsLostIsFoundByItsCommitIdAndOneT
   kit::testing::HttpReceiver proxy;
   proxy.forward_to(s3.iceberg_endpoint());
   const std::string commit = "\"add-snapshot\"";  // in a commit's updates only
-  proxy.script(nlohmann::json::array({{{"method", "POST"}, {"when_body_contains", commit}, {"forward", true}, {"status", 502}},
-                                      {{"method", "POST"}, {"when_body_contains", commit}, {"status", 502}}}));
+  proxy.script(
+      nlohmann::json::array({{{"method", "POST"}, {"when_body_contains", commit}, {"forward", true}, {"status", 502}},
+                             {{"method", "POST"}, {"when_body_contains", commit}, {"status", 502}}}));
   const auto topic = unique_name("ice.lost");
   const std::string table = "picomq.lost";
   lake.create(table);
@@ -454,7 +460,8 @@ TEST(IcebergSinkRestCatalog, ACommitWhoseAnswerIsLostIsFoundByItsCommitIdAndOneT
   for (int64_t o = 0; o < 300; ++o) EXPECT_EQ(rows.at({0, o}), o);
   EXPECT_EQ(lake.committed(table, "lost", topic, 0), 300);
   // The 502-without-commit made no snapshot: as many snapshots as commits that got through.
-  EXPECT_EQ(lake.snapshots(table).size(), answers.size() - 1) << "the lost answer's commit is one snapshot, the refused one none";
+  EXPECT_EQ(lake.snapshots(table).size(), answers.size() - 1)
+      << "the lost answer's commit is one snapshot, the refused one none";
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogs, IcebergSinkKafka, ::testing::Values("rest", "sql"),

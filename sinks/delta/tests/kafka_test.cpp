@@ -4,16 +4,17 @@
 // one txn version per topic-partition; replays dropped below the committed version; SIGKILLs
 // between the Delta commit and the offset commit leave no duplicate and no gap; a second
 // writer's commits are survived; a missing table is a clear fatal error; a value the table
-// cannot hold is a rejected record. Its own binary and broker (ctest delta_integration).
+// cannot hold is a rejected record. Its own binary and broker (ctest delta_kafka).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "delta_table.h"
 #include "harness.h"
 #include "picomq/kit/testing/shell.hpp"
 #include "seaweedfs_server.h"
@@ -22,29 +23,22 @@ namespace picomq::test {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kTests = PICOMQ_DELTA_TESTS_DIR;
+using delta::table_tool;
 
-std::string python() {
-  if (const char* p = std::getenv("PICOMQ_DELTA_PYTHON")) return p;
-  return (kTests.parent_path().parent_path().parent_path() / "tools" / "venv" / "bin" / "python").string();
-}
-
-std::string run(const std::string& cmd) { return kit::testing::run_shell(cmd); }
 std::string quote(const std::string& s) { return kit::testing::shell_quote(s); }
 
 // The table as the deltalake package reads it; txn versions of `app_ids`. `storage`: its
 // storage options as " KEY=value" arguments (S3).
-nlohmann::json read_table(const std::string& table, const std::vector<std::string>& app_ids, const std::string& storage = "") {
+nlohmann::json read_table(const std::string& table, const std::vector<std::string>& app_ids,
+                          const std::string& storage = "") {
   std::string ids;
   for (const auto& id : app_ids) ids += (ids.empty() ? "" : ",") + id;
-  const auto out = run("APP_IDS=" + quote(ids) + " " + python() + " " + (kTests / "delta_table.py").string() + " read " +
-                       quote(table) + storage);
-  return nlohmann::json::parse(out.substr(out.find('{')));
+  return table_tool("read " + quote(table) + storage, "APP_IDS=" + quote(ids));
 }
 
 std::string create_table(const std::string& name) {
   const auto dir = make_temp_dir("delta_" + name) / "table";
-  run(python() + " " + (kTests / "delta_table.py").string() + " create " + quote(dir.string()));
+  table_tool("create " + quote(dir.string()));
   return dir.string();
 }
 
@@ -53,7 +47,6 @@ fs::path log_file(const fs::path& table, int version) {
   std::snprintf(name, sizeof name, "%020d.json", version);
   return table / "_delta_log" / name;
 }
-
 
 std::string definition(const std::string& key, const std::string& topic, const std::string& table,
                        const std::string& plugin_config, const std::string& block_extra = "") {
@@ -111,10 +104,8 @@ TEST(DeltaSinkKafka, AppendsExactlyTheProducedRowsWithOneTxnVersionPerPartition)
     EXPECT_EQ(r["n"], v["n"]);
     EXPECT_EQ(r["s"], v["s"]);
     EXPECT_EQ(r["timestamp_ms"], c.timestamp_ms) << "pico_timestamp: the record's";
-    if (c.key)
-      EXPECT_FALSE(r["key"].is_null());
-    else
-      EXPECT_TRUE(r["key"].is_null());
+    if (c.key) EXPECT_FALSE(r["key"].is_null());
+    else EXPECT_TRUE(r["key"].is_null());
   }
   EXPECT_EQ(t["txn"]["orders-" + topic + "-0"], 300) << t["txn"].dump();
   EXPECT_EQ(t["txn"]["orders-" + topic + "-1"], 300) << t["txn"].dump();
@@ -135,7 +126,8 @@ TEST(DeltaSinkKafka, AReplayedGroupWritesNothingTwice) {
     Runtime rt(kafka.bootstrap(), group);
     rt.add_definition("s.toml", definition(std::string("deltareplay") + group, topic, table, "app_id = \"replay\"\n"));
     rt.start();
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(std::string("deltareplay") + group), topic) == 200; }, 60s))
+    ASSERT_TRUE(
+        wait_until([&] { return kafka.committed(group_of(std::string("deltareplay") + group), topic) == 200; }, 60s))
         << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
@@ -162,7 +154,8 @@ TEST(DeltaSinkKafka, SigkillBetweenTheDeltaCommitAndTheOffsetCommitLeavesNoDupli
     // The sink's test hook: hold the write open this long after its Delta commit, so the kill
     // lands after the table has the rows and before the runtime committed their offsets.
     rt.env("PICOMQ_DELTA_TEST_PAUSE_AFTER_COMMIT_MS", "2500");
-    rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
+    rt.add_definition("s.toml",
+                      definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
     const auto before = read_table(table, app_ids)["version"].get<int>();
     rt.start();
     ASSERT_TRUE(wait_until([&] { return fs::exists(log_file(table, before + 1)); }, 60s)) << rt.log();
@@ -179,7 +172,8 @@ TEST(DeltaSinkKafka, SigkillBetweenTheDeltaCommitAndTheOffsetCommitLeavesNoDupli
   EXPECT_GE(in_the_window, 3) << "each kill left the table ahead of the committed offsets";
 
   Runtime rt(kafka.bootstrap(), "finish");
-  rt.add_definition("s.toml", definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
+  rt.add_definition("s.toml",
+                    definition("deltakill", topic, table, "roll_records = 250\napp_id = \"kill\"\n", kill_block));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltakill"), topic, 2, 1500); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
@@ -207,7 +201,7 @@ TEST(DeltaSinkKafka, ASecondWritersCommitsAreSurvived) {
   // sink's commit attempts that lose the race re-read the log and commit the next version.
   for (int i = 0; i < 6; ++i) {
     kafka.produce_values(topic, json_values(i * 100, i * 100 + 100));
-    run(python() + " " + (kTests / "delta_table.py").string() + " append " + quote(table) + " 10");
+    table_tool("append " + quote(table) + " 10");
   }
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("deltaconflict"), topic) == 600; }, 90s)) << rt.log();
   rt.signal(SIGTERM);
@@ -230,7 +224,7 @@ TEST(DeltaSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   auto values = json_values(0, 10);
-  values[4] = "{\"n\": \"four\"}";   // n is a long column
+  values[4] = "{\"n\": \"four\"}";  // n is a long column
   values[7] = "{\"extra\": 1}";     // not a column of the table
   kafka.produce_values(topic, values);
   Runtime rt(kafka.bootstrap(), "reject");
@@ -250,7 +244,8 @@ TEST(DeltaSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   EXPECT_NE(letters[0].header("pico_error_reason").value_or("").find("field 'n'"), std::string::npos)
       << letters[0].header("pico_error_reason").value_or("");
   EXPECT_EQ(letters[1].header("pico_error_offset"), "7");
-  EXPECT_NE(letters[1].header("pico_error_reason").value_or("").find("'extra' is not a column of the table"), std::string::npos)
+  EXPECT_NE(letters[1].header("pico_error_reason").value_or("").find("'extra' is not a column of the table"),
+            std::string::npos)
       << letters[1].header("pico_error_reason").value_or("");
 }
 
@@ -316,15 +311,17 @@ TEST(DeltaSinkKafka, CreateTableMakesATablePartitionedByRecordTimeAndTheNextRunA
   produce(0, 300);
   {
     Runtime rt(kafka.bootstrap(), "create");
-    rt.add_definition("s.toml", definition("deltacreate", topic, table, config, "batch_length = 100\npoll_interval = \"100ms\""));
+    rt.add_definition("s.toml",
+                      definition("deltacreate", topic, table, config, "batch_length = 100\npoll_interval = \"100ms\""));
     rt.start();
-    ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltacreate"), topic, 2, 150); }, 90s)) << rt.log();
+    ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltacreate"), topic, 2, 150); }, 90s))
+        << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
     EXPECT_NE(rt.log().find("created the Delta table"), std::string::npos) << rt.log();
   }
   auto check = [&](size_t expected) -> nlohmann::json {
-    const auto t = read_table(table, {"created-" + topic + "-0", "created-" + topic + "-1"});
+    auto t = read_table(table, {"created-" + topic + "-0", "created-" + topic + "-1"});
     EXPECT_EQ(t["partition_columns"], nlohmann::json::array({"day"})) << t.dump().substr(0, 2000);
     EXPECT_EQ(t["schema"].value("n", ""), "int64");
     EXPECT_EQ(t["schema"].value("day", ""), "string");
@@ -352,7 +349,8 @@ TEST(DeltaSinkKafka, CreateTableMakesATablePartitionedByRecordTimeAndTheNextRunA
   // A second run: the table exists now, and the sink appends to it.
   produce(300, 400);
   Runtime rt(kafka.bootstrap(), "create2");
-  rt.add_definition("s.toml", definition("deltacreate", topic, table, config, "batch_length = 100\npoll_interval = \"100ms\""));
+  rt.add_definition("s.toml",
+                    definition("deltacreate", topic, table, config, "batch_length = 100\npoll_interval = \"100ms\""));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltacreate"), topic, 2, 200); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
@@ -387,16 +385,17 @@ TEST(DeltaSinkKafka, AnS3TableOnSeaweedfsGetsExactlyTheProducedRows) {
   const auto storage = " AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_ACCESS_KEY_ID=" + SeaweedfsServer::kAccessKey +
                        " AWS_SECRET_ACCESS_KEY=" + SeaweedfsServer::kSecretKey +
                        " AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true aws_conditional_put=etag";
-  run(python() + " " + (kTests / "delta_table.py").string() + " create " + quote(table) + storage);
+  table_tool("create " + quote(table) + storage);
   const auto topic = unique_name("delta.s3");
   kafka.create_topic(topic, 2);
   for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 1000, p * 1000 + 300), p);
   Runtime rt(kafka.bootstrap(), "s3");
-  rt.add_definition("s.toml", definition("deltas3", topic, table,
-                                         "roll_records = 200\napp_id = \"s3\"\ns3_endpoint = \"" + s3.endpoint() +
-                                             "\"\ns3_allow_http = true\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
-                                             "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n",
-                                         "batch_length = 90"));
+  rt.add_definition("s.toml",
+                    definition("deltas3", topic, table,
+                               "roll_records = 200\napp_id = \"s3\"\ns3_endpoint = \"" + s3.endpoint() +
+                                   "\"\ns3_allow_http = true\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
+                                   "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n",
+                               "batch_length = 90"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltas3"), topic, 2, 300); }, 90s)) << rt.log();
   rt.signal(SIGTERM);

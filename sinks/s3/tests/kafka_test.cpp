@@ -3,7 +3,7 @@
 // contents exactly with rotation by records over batches that do not line up with objects; an
 // outage commits nothing before the objects are written and loses nothing; a SIGKILL mid-load
 // and a restart leave the same keys with the same bytes as an undisturbed run, every record once.
-// Its own binary and broker (s3_integration_test, ctest s3_integration).
+// Its own binary and broker (s3_kafka_test, ctest s3_kafka).
 #include <gtest/gtest.h>
 #include <signal.h>
 

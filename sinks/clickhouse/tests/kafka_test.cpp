@@ -12,6 +12,7 @@
 
 #include "clickhouse_server.h"
 #include "harness.h"
+#include "picomq/kit/testing/inference_cases.hpp"
 
 namespace picomq::test {
 namespace {
@@ -329,6 +330,44 @@ TEST(ClickHouseSinkKafka, AutoCreatedFromTheFirstBatchThenAutoAddColumnsForField
   EXPECT_EQ(ch.rows("SELECT id, city, vip, score FROM " + db + ".t FINAL WHERE id IN (5, 15, 25) ORDER BY id"),
             (Rows{{"5", "\\N", "\\N", "\\N"}, {"15", "c15", "\\N", "\\N"}, {"25", "c25", "1", "25.5"}}));
   EXPECT_EQ(one("SELECT count() FROM " + db + ".t FINAL"), "30");
+}
+
+// The kit's one inference lattice through the broker, on both planes (Native: the Arrow
+// plane's columns; RowBinary: the batches plane's payloads): the same table, and every record of
+// the shared cases written, a column of conflicting kinds holding each value's JSON text.
+TEST(ClickHouseSinkKafka, BothPlanesCreateTheSameTableFromTheSharedInferenceCasesAndWriteEveryRecord) {
+  auto& kafka = Kafka::shared();
+  auto& ch = ClickHouseServer::shared();
+  std::vector<Rows> tables;
+  for (const std::string format : {"Native", "RowBinary"}) {
+    const auto db = ch.create_database("chinfer");
+    const auto topic = unique_name("ch.infer");
+    kafka.create_topic(topic);
+    kafka.produce_values(topic, kit::testing::inference_payloads());
+    const std::string key = "chinfer" + format;
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("c.toml", definition(key, topic, db, "target_table = \"t\"\nformat = \"" + format + "\""));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 3; }, 60s)) << format << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+    tables.push_back(ch.rows("SELECT name, type FROM system.columns WHERE database = '" + db +
+                             "' AND table = 't' AND name NOT LIKE 'pico_%'"));
+    EXPECT_EQ(ch.rows("SELECT `i`, `if`, `u`, `bi`, `is`, `so` FROM " + db + ".t FINAL ORDER BY pico_offset"),
+              (Rows{{"1", "1", "18446744073709551615", "true", "1", "x"},
+                    {"-9223372036854775808", "2.5", "1", "2", "2", "[1]"},
+                    {"9223372036854775807", "\\N", "\\N", "\\N", "\\N", "\\N"}}))
+        << format;
+  }
+  // kit::testing::inference_fields() on the 18.16 server (booleans are UInt8 before 21.12).
+  const Rows want = {{"b", "Nullable(UInt8)"},   {"i", "Nullable(Int64)"},   {"f", "Nullable(Float64)"},
+                     {"if", "Nullable(Float64)"}, {"s", "Nullable(String)"},  {"o", "Nullable(String)"},
+                     {"a", "Nullable(String)"},   {"u", "Nullable(String)"},  {"bi", "Nullable(String)"},
+                     {"bs", "Nullable(String)"},  {"is", "Nullable(String)"}, {"so", "Nullable(String)"},
+                     {"sn", "Nullable(String)"},  {"n", "Nullable(String)"},   {"late", "Nullable(Int64)"}};
+  ASSERT_EQ(want.size(), kit::testing::inference_fields().size());
+  EXPECT_EQ(tables[0], want) << "Native (the Arrow plane)";
+  EXPECT_EQ(tables[1], want) << "RowBinary (the batches plane)";
 }
 
 TEST(ClickHouseSinkKafka, AWrongPasswordPutsTheSinkInErrorAtStartSayingWhy) {
