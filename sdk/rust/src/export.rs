@@ -1,11 +1,14 @@
 //! The descriptor a Sink exports and the extern "C" entry points behind it. Every entry point
 //! runs the sink under catch_unwind: no panic crosses the boundary.
+use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use crate::abi;
 use crate::host::{c_string, Call, Host, LogLevel};
+use crate::stop::StopState;
 use crate::{panic_message, ArrowBatch, Batch, Error, Sink, TopicPartition};
 
 /// The static descriptor of a sink type (owned strings and option rows behind the raw struct).
@@ -31,6 +34,22 @@ impl Descriptor {
 struct Instance<S: Sink> {
     sink: Option<S>,
     host: Host,
+}
+
+/// What the host's instance pointer points to. `stop()` comes from another thread while a write
+/// may hold the instance mutably: it touches only `stop`, the calls serialised by the host reach
+/// `inner` through the cell.
+struct Shell<S: Sink> {
+    stop: Arc<StopState>,
+    inner: UnsafeCell<Instance<S>>,
+}
+
+/// The instance behind the host's pointer, for a call the host serialises.
+///
+/// # Safety
+/// `instance` is a live Shell<S> from open, and no other serialised call runs.
+unsafe fn instance_of<'a, S: Sink>(instance: *mut c_void) -> &'a mut Instance<S> {
+    &mut *(*(instance as *const Shell<S>)).inner.get()
 }
 
 /// Builds the descriptor of `S` (what export_sink! returns from picomq_sink_plugin_entry).
@@ -97,8 +116,7 @@ pub fn descriptor<S: Sink>() -> Descriptor {
         flush: Some(flush::<S>),
         partitions_assigned: Some(assigned::<S>),
         partitions_revoked: Some(revoked::<S>),
-        // ABI 2.6 stop(): not offered yet; a Rust sink's waits end at close().
-        stop: None,
+        stop: Some(stop::<S>),
     };
     Descriptor {
         plugin,
@@ -154,11 +172,15 @@ unsafe extern "C" fn open<S: Sink>(
     errbuf: *mut c_char,
     errbuf_size: usize,
 ) -> *mut c_void {
-    let h = Host::from_raw(host);
+    let stop = Arc::new(StopState::default());
+    let h = Host::from_raw(host).with_stop(&stop);
     match catch_unwind(AssertUnwindSafe(|| S::open(h))) {
-        Ok(Ok(sink)) => Box::into_raw(Box::new(Instance {
-            sink: Some(sink),
-            host: h,
+        Ok(Ok(sink)) => Box::into_raw(Box::new(Shell {
+            stop,
+            inner: UnsafeCell::new(Instance {
+                sink: Some(sink),
+                host: h,
+            }),
         })) as *mut c_void,
         Ok(Err(e)) => {
             write_errbuf(errbuf, errbuf_size, &e.message);
@@ -205,7 +227,7 @@ unsafe fn run_write<S: Sink>(
     result: *mut abi::pmq_write_result,
     f: impl FnOnce(&mut S, &mut Call) -> Result<(), Error>,
 ) -> abi::pmq_write_status {
-    let inst = &mut *(instance as *mut Instance<S>);
+    let inst = instance_of::<S>(instance);
     let mut call = Call::new(inst.host, result);
     let Some(sink) = inst.sink.as_mut() else {
         call.set_error("write after close");
@@ -251,7 +273,7 @@ unsafe extern "C" fn write_arrow<S: Sink>(
 
 /// Runs a call without an outcome (flush, notifications, close): a panic is logged as an error.
 unsafe fn run_logged<S: Sink>(instance: *mut c_void, what: &str, f: impl FnOnce(&mut Instance<S>)) {
-    let inst = &mut *(instance as *mut Instance<S>);
+    let inst = instance_of::<S>(instance);
     let host = inst.host;
     if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(inst))) {
         host.log(
@@ -306,5 +328,13 @@ unsafe extern "C" fn close<S: Sink>(instance: *mut c_void) {
             s.close()
         }
     });
-    drop(Box::from_raw(instance as *mut Instance<S>));
+    drop(Box::from_raw(instance as *mut Shell<S>));
+}
+
+/// ABI 2.6: not serialised with the other calls; sets the signal the sink's waits end on.
+unsafe extern "C" fn stop<S: Sink>(instance: *mut c_void) {
+    if instance.is_null() {
+        return;
+    }
+    (*(instance as *const Shell<S>)).stop.trigger();
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::abi;
+use crate::stop::{Stop, StopState};
 use crate::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +21,9 @@ pub enum LogLevel {
 #[derive(Clone, Copy)]
 pub struct Host {
     api: *const abi::pmq_host_api,
+    /// The open instance's stop (null outside one: validate, from_raw); kept alive by the
+    /// instance until close, as long as the API pointer.
+    stop: *const StopState,
 }
 
 // SAFETY: the ABI makes log, count, config_* and the result callbacks callable from any thread
@@ -45,7 +49,30 @@ impl Host {
     /// # Safety
     /// `api` must be the host API the host passed to open/validate, valid while the Host is used.
     pub unsafe fn from_raw(api: *const abi::pmq_host_api) -> Self {
-        Host { api }
+        Host {
+            api,
+            stop: std::ptr::null(),
+        }
+    }
+    /// The Host of an open instance, whose [`Host::stop_signal`] is `stop`.
+    pub(crate) fn with_stop(self, stop: &Arc<StopState>) -> Self {
+        Host {
+            stop: Arc::as_ptr(stop),
+            ..self
+        }
+    }
+    /// The instance's stop (ABI 2.6): a sink's own retry waits end on it ([`Stop::wait`]).
+    /// Outside an open instance (validate) a signal the host never triggers.
+    pub fn stop_signal(&self) -> Stop {
+        if self.stop.is_null() {
+            return Stop::new();
+        }
+        // SAFETY: `stop` came from Arc::as_ptr of the instance's Arc, alive until close, while
+        // this Host may be used; one more strong count for the Stop handed out.
+        unsafe {
+            Arc::increment_strong_count(self.stop);
+            Stop(Arc::from_raw(self.stop))
+        }
     }
     pub fn raw(&self) -> *const abi::pmq_host_api {
         self.api

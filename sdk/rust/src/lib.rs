@@ -28,11 +28,13 @@ mod export;
 mod host;
 mod options;
 pub mod resend;
+mod stop;
 
 pub use batch::{ArrowBatch, Batch, Header, PayloadFormat, Record, TopicPartition};
 pub use export::{descriptor, plane_spec, Descriptor, PlaneSpec};
 pub use host::{Call, Host, LogLevel, Pending};
 pub use options::{OptionSpec, OptionType};
+pub use stop::Stop;
 
 pub use arrow;
 

@@ -205,6 +205,12 @@ impl Sink for TestSink {
                 "pending-drop" => {
                     let _ = call.pending();
                 }
+                // A back-off of the sink's own, which the host's stop() ends.
+                "wait-for-stop" => {
+                    if self.host.stop_signal().wait(Duration::from_secs(30)) {
+                        return Err(Error::retry("stopping during a back-off"));
+                    }
+                }
                 _ => {}
             }
             EVENTS.lock().unwrap().push(format!(
@@ -585,6 +591,34 @@ fn partition_notifications_and_close_reach_the_sink() {
         host.logs.lock().unwrap().last().unwrap(),
         &(PMQ_LOG_INFO, "closing".to_string())
     );
+}
+
+#[test]
+fn stop_from_another_thread_ends_a_wait_in_a_write_at_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let o = open_sink(&[("prefix", "p-")]).unwrap();
+    let stop = plugin().raw().stop.expect("the descriptor offers ABI 2.6 stop()");
+    struct Ptr(*mut c_void);
+    unsafe impl Send for Ptr {}
+    let instance = Ptr(o.instance);
+    let stopper = std::thread::spawn(move || {
+        let instance = instance;
+        std::thread::sleep(Duration::from_millis(100));
+        unsafe { stop(instance.0) };
+        unsafe { stop(instance.0) }; // may come more than once
+    });
+    let start = std::time::Instant::now();
+    let (status, outcome) = write(&o, &["wait-for-stop"]);
+    let waited = start.elapsed();
+    stopper.join().unwrap();
+    assert_eq!(status, PMQ_WRITE_RETRY);
+    assert!(outcome.lock().unwrap().errors.iter().any(|e| e.contains("stopping")));
+    assert!(waited < Duration::from_secs(5), "the 30 s wait ended by the stop, took {waited:?}");
+    // Once stopped, a later wait returns at once; close still works.
+    let start = std::time::Instant::now();
+    assert_eq!(write(&o, &["wait-for-stop"]).0, PMQ_WRITE_RETRY);
+    assert!(start.elapsed() < Duration::from_secs(1));
+    close(o);
 }
 
 #[test]
