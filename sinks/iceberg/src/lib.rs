@@ -41,7 +41,7 @@ use parquet_58::basic::{Compression, ZstdLevel};
 use parquet_58::file::properties::WriterProperties;
 use picomq_sink::resend::Resends;
 use picomq_sink::{
-    export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW,
+    export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, Stop, TopicPartition, PLANE_ARROW,
 };
 
 mod arrow58;
@@ -80,6 +80,8 @@ struct TableWindow {
 
 pub struct IcebergSink {
     host: Host,
+    /// The host's stop: ends the back-off of a table read riding out a catalog outage.
+    stop: Stop,
     rt: tokio::runtime::Runtime,
     catalog: Box<dyn Catalog>,
     app_id: String,
@@ -104,13 +106,47 @@ pub struct IcebergSink {
 /// feature the writer lacks is fatal; the rest (I/O, 5xx, conflicts left after iceberg's own
 /// retries) is retried by the runtime.
 fn classify(what: &str, e: iceberg::Error) -> Error {
-    use iceberg::ErrorKind as K;
     let message = format!("{what}: {e}");
-    match e.kind() {
-        K::TableNotFound | K::NamespaceNotFound | K::FeatureUnsupported | K::DataInvalid | K::PreconditionFailed => {
-            Error::fatal(message)
+    if permanent(e.kind()) {
+        Error::fatal(message)
+    } else {
+        Error::retry(message)
+    }
+}
+
+fn permanent(kind: iceberg::ErrorKind) -> bool {
+    use iceberg::ErrorKind as K;
+    matches!(
+        kind,
+        K::TableNotFound | K::NamespaceNotFound | K::FeatureUnsupported | K::DataInvalid | K::PreconditionFailed
+    )
+}
+
+/// How long a table read rides out a catalog that cannot be reached or answers 5xx (a restart, a
+/// deploy), as object_store does for the data files; beyond it the write fails as a retry.
+const CATALOG_READ_RETRY: Duration = Duration::from_secs(10);
+
+/// Reads a table from the catalog, retrying what may pass (not a missing table, not an invalid
+/// request) with a doubling back-off within CATALOG_READ_RETRY. A read changes nothing, so it is
+/// safe to send again; the host's stop ends the wait at once.
+fn load_table(
+    rt: &tokio::runtime::Runtime,
+    catalog: &dyn Catalog,
+    stop: &Stop,
+    ident: &TableIdent,
+) -> iceberg::Result<Table> {
+    let deadline = Instant::now() + CATALOG_READ_RETRY;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match rt.block_on(catalog.load_table(ident)) {
+            Ok(table) => return Ok(table),
+            Err(e) => {
+                if permanent(e.kind()) || Instant::now() + backoff > deadline || stop.wait(backoff) {
+                    return Err(e);
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
         }
-        _ => Error::retry(message),
     }
 }
 
@@ -163,7 +199,7 @@ impl IcebergSink {
     fn window(&mut self, name: &str) -> Result<&mut TableWindow, Error> {
         if !self.tables.contains_key(name) {
             let ident = parse_ident(name)?;
-            let table = self.rt.block_on(self.catalog.load_table(&ident)).map_err(|e| {
+            let table = load_table(&self.rt, self.catalog.as_ref(), &self.stop, &ident).map_err(|e| {
                 if matches!(e.kind(), iceberg::ErrorKind::TableNotFound | iceberg::ErrorKind::NamespaceNotFound) {
                     Error::fatal(format!(
                         "table {name} does not exist in the catalog: the Iceberg sink appends to an existing table; create it with its schema and partition spec first ({e})"
@@ -215,9 +251,7 @@ impl IcebergSink {
         let app_id = self.app_id.clone();
         self.window(name)?;
         let ident = self.tables[name].ident.clone();
-        let table = self
-            .rt
-            .block_on(self.catalog.load_table(&ident))
+        let table = load_table(&self.rt, self.catalog.as_ref(), &self.stop, &ident)
             .map_err(|e| classify(&format!("reading table {name}"), e))?;
         let found = offsets::committed(table.metadata(), &app_id, tps);
         for tp in tps {
@@ -374,7 +408,7 @@ impl IcebergSink {
             Err(e) => {
                 // The answer may be lost while the commit landed (timeout, 5xx): look for it.
                 let err = classify(&format!("committing to {name}"), e);
-                match self.rt.block_on(self.catalog.load_table(&w.ident)) {
+                match load_table(&self.rt, self.catalog.as_ref(), &self.stop, &w.ident) {
                     Ok(table) if offsets::holds_commit(table.metadata(), &app_id, &commit_id.to_string(), 64) => {
                         self.host.log(LogLevel::Info, &format!("{name}: the commit whose answer was lost ({err}) is in the table (commit id {commit_id})"));
                         w.table = table;
@@ -447,10 +481,7 @@ impl IcebergSink {
             Err(e) => {
                 let err = classify(&format!("adding columns {added:?} to {name}"), e);
                 // Re-read: another writer may have added them, or the update may have landed.
-                let t = self
-                    .rt
-                    .block_on(self.catalog.load_table(&w.ident))
-                    .map_err(|_| err.clone())?;
+                let t = load_table(&self.rt, self.catalog.as_ref(), &self.stop, &w.ident).map_err(|_| err.clone())?;
                 let have = schema_to_arrow_schema(t.metadata().current_schema())
                     .map(|s| added.iter().all(|a| s.field_with_name(a).is_ok()));
                 w.table = t;
@@ -694,6 +725,7 @@ impl Sink for IcebergSink {
             .or_else(|| host.sink_key())
             .ok_or_else(|| Error::fatal("app_id: not set and the host gives no sink key"))?;
         let sink = IcebergSink {
+            stop: host.stop_signal(),
             host,
             rt,
             catalog,

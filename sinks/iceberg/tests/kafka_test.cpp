@@ -5,7 +5,8 @@
 // tools/venv from scripts/setup.sh). Exactly the produced rows with the next offset of every partition in the snapshot
 // summaries; partitioned tables get one file per partition value; SIGKILLs between the table commit and the offset
 // commit leave no duplicate and no gap; a second writer's commits are survived; a missing table is a clear fatal error;
-// a value the table cannot hold is a rejected record; schema evolution adds an optional column. Its own binary and
+// a value the table cannot hold is a rejected record; schema evolution adds an optional column; a catalog that
+// cannot be read is retried within the write and a SIGTERM ends that wait at once. Its own binary and
 // broker (ctest iceberg_kafka).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -462,6 +463,66 @@ TEST(IcebergSinkRestCatalog, ACommitWhoseAnswerIsLostIsFoundByItsCommitIdAndOneT
   // The 502-without-commit made no snapshot: as many snapshots as commits that got through.
   EXPECT_EQ(lake.snapshots(table).size(), answers.size() - 1)
       << "the lost answer's commit is one snapshot, the refused one none";
+}
+
+// The REST catalog behind the recording proxy, its table reads answered 503: a table read is sent
+// again within the write (a catalog restarting is ridden out, ~10 s), and a SIGTERM during that
+// wait ends it at once (ABI 2.6 stop() through the Rust SDK's Stop): the runtime exits in about a
+// second, nothing committed, no Error; with the catalog back, the next start writes every row once.
+// A catalog that refuses three reads costs no failed attempt.
+TEST(IcebergSinkRestCatalog, ACatalogThatCannotBeReadIsRetriedWithinTheWriteAndASigtermEndsTheWait) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared("rest");
+  auto& s3 = SeaweedfsServer::shared();
+  kit::testing::HttpReceiver proxy;
+  proxy.forward_to(s3.iceberg_endpoint());
+  const std::string table = "picomq.unreadable";
+  const std::string table_path = "/tables/unreadable";
+  proxy.script(nlohmann::json::array(
+      {{{"method", "GET"}, {"path_contains", table_path}, {"status", 503}, {"count", 0}}}));  // count 0: always
+  const auto topic = unique_name("ice.unreadable");
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 20));
+  auto config = lake.plugin_config(table, "app_id = \"unreadable\"\n");
+  const std::string direct = "catalog_uri = \"" + s3.iceberg_endpoint() + "\"";
+  ASSERT_NE(config.find(direct), std::string::npos);
+  config.replace(config.find(direct), direct.size(), "catalog_uri = \"" + proxy.base_url() + "\"");
+  auto table_reads = [&] {
+    size_t n = 0;
+    for (const auto& r : proxy.requests())
+      if (r.method == "GET" && r.path.find(table_path) != std::string::npos) ++n;
+    return n;
+  };
+  {
+    Runtime rt(kafka.bootstrap(), "unreadable");
+    rt.add_definition("s.toml", definition("iceunreadable", topic, config));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return table_reads() >= 3; }, 60s)) << rt.log();
+    EXPECT_EQ(rt.log().find("(attempt 1/5)"), std::string::npos) << "still inside the first attempt\n" << rt.log();
+    const auto stopping = std::chrono::steady_clock::now();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    const auto took = std::chrono::steady_clock::now() - stopping;
+    EXPECT_LT(took, 4s) << "the catalog wait ended at the stop (it had ~8 s left)\n" << rt.log();
+    EXPECT_EQ(kafka.committed(group_of("iceunreadable"), topic), -1001) << "nothing committed";
+  }
+  // Three more refusals, then the catalog answers: one attempt, every row once.
+  proxy.reset();  // the rules and the requests recorded
+  proxy.forward_to(s3.iceberg_endpoint());
+  proxy.script(
+      nlohmann::json::array({{{"method", "GET"}, {"path_contains", table_path}, {"status", 503}, {"count", 3}}}));
+  Runtime rt(kafka.bootstrap(), "readable");
+  rt.add_definition("s.toml", definition("iceunreadable", topic, config));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("iceunreadable"), topic) == 20; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_GE(table_reads(), 4u) << "three refused reads and the one answered";
+  EXPECT_EQ(rt.log().find("(attempt 1/5)"), std::string::npos) << "no failed attempt\n" << rt.log();
+  const auto rows = rows_of(lake.rows(table), topic);
+  ASSERT_EQ(rows.size(), 20u) << rt.log();
+  for (int64_t o = 0; o < 20; ++o) EXPECT_EQ(rows.at({0, o}), o);
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogs, IcebergSinkKafka, ::testing::Values("rest", "sql"),
