@@ -136,4 +136,17 @@ void BatchJsonWriter::append(std::string& out, const pmq_record& r) const {
   }
 }
 
+bool insert_first_member(std::string& out, size_t start, std::string_view member) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  size_t open = start;
+  while (open < out.size() && blank(out[open])) ++open;
+  if (open >= out.size() || out[open] != '{') return false;
+  size_t next = open + 1;
+  while (next < out.size() && blank(out[next])) ++next;
+  const bool empty = next < out.size() && out[next] == '}';
+  out.insert(open + 1, member);
+  if (!empty) out.insert(open + 1 + member.size(), 1, ',');
+  return true;
+}
+
 }  // namespace picomq::kit

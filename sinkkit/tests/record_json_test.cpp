@@ -23,7 +23,9 @@ TestBatch one(TestRecord r, int32_t format = PMQ_PAYLOAD_JSON) {
 
 TEST(KitRecordJson, TheEnvelopeCarriesEveryMetadataFieldAndThePayloadAsItArrived) {
   kit::RecordJsonWriter w;
-  auto b = one({.offset = 42, .payload = "{\"id\": 1,\n \"n\": [1,2]}", .key = std::string("k\x01", 2),
+  auto b = one({.offset = 42,
+                .payload = "{\"id\": 1,\n \"n\": [1,2]}",
+                .key = std::string("k\x01", 2),
                 .headers = {{"h", "v"}, {"h", std::nullopt}, {"bin", std::string("\xff\xfe", 2)}},
                 .timestamp_ms = 1234});
   const std::string text = render(w, b);
@@ -58,10 +60,25 @@ TEST(KitRecordJson, KeysAsTextWhenValidUtf8TextPayloadsAsStringsAndPayloadOnly) 
   kit::RecordJsonWriter text_keys({.key = kit::KeyRendering::Text});
   auto j = nlohmann::json::parse(render(text_keys, one({.offset = 1, .payload = "1", .key = "user-7"})));
   EXPECT_EQ(j["pico_key"], "user-7");
-  auto binary = nlohmann::json::parse(render(text_keys, one({.offset = 1, .payload = "1", .key = std::string("\xc3", 1)})));
+  auto binary =
+      nlohmann::json::parse(render(text_keys, one({.offset = 1, .payload = "1", .key = std::string("\xc3", 1)})));
   EXPECT_EQ(binary["pico_key"], "ww==") << "invalid UTF-8 keys stay base64";
   kit::RecordJsonWriter only({.layout = kit::JsonLayout::PayloadOnly});
   TestBatch text("t", 0, {{.offset = 0, .payload = "line \"one\"\n"}}, PMQ_PAYLOAD_TEXT, "text");
   EXPECT_EQ(render(only, text), R"("line \"one\"\n")");
   EXPECT_EQ(render(only, one({.offset = 0, .payload = "{\"a\":\r\n1}"})), "{\"a\":  1}");
+}
+
+TEST(KitRecordJson, AnIdMemberGoesFirstInTheObjectWhateverWhitespaceThePayloadKept) {
+  auto with_id = [](std::string prefix, std::string document) {
+    std::string out = prefix + document;
+    const bool ok = kit::insert_first_member(out, prefix.size(), R"("id":"t-0-1")");
+    return ok ? out : "not an object: " + out;
+  };
+  EXPECT_EQ(with_id("", R"({"a":1})"), R"({"id":"t-0-1","a":1})");
+  EXPECT_EQ(with_id("x\n", "  { \"a\":1}"), "x\n  {\"id\":\"t-0-1\", \"a\":1}") << "after what was there";
+  EXPECT_EQ(with_id("", "{}"), R"({"id":"t-0-1"})");
+  EXPECT_EQ(with_id("", " { } "), R"( {"id":"t-0-1" } )");
+  EXPECT_EQ(with_id("", "[1]"), "not an object: [1]");
+  EXPECT_EQ(with_id("", "  "), "not an object:   ");
 }

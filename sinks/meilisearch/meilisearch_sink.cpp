@@ -11,203 +11,34 @@
 // in the kit's reversible [A-Za-z0-9_-] encoding (a replay replaces the same documents), the key
 // in that encoding, or a payload field. Tombstones: skipped or (id = key) deleted by id.
 // Docs: docs/sinks/meilisearch.md.
-#include <simdjson.h>
-
-#include <atomic>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "meilisearch/config.h"
+#include "meilisearch/documents.h"
+#include "meilisearch/tasks.h"
 #include "picomq/kit/destination_cache.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
-#include "picomq/kit/option_groups.hpp"
-#include "picomq/kit/options.hpp"
 #include "picomq/kit/outcome.hpp"
-#include "picomq/kit/record_id.hpp"
 #include "picomq/kit/record_json.hpp"
 #include "picomq/kit/request_engine.hpp"
 #include "picomq/kit/resend.hpp"
-#include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
 
 namespace kit = picomq::kit;
 namespace sdk = picomq::sdk;
+using namespace picomq::meilisearch;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-constexpr size_t kMaxIdBytes = 511;        // Meilisearch's document id limit
-constexpr size_t kMaxIndexUidBytes = 400;  // and its index uid limit
-
-enum class IdMode { Record, Key, Field };
-enum class Method { Replace, Update };
-enum class Tombstones { Skip, Delete };
-
-struct Settings {
-  std::string url;
-  std::string index;
-  std::string primary_key;
-  IdMode id = IdMode::Record;
-  Method method = Method::Replace;
-  Tombstones tombstones = Tombstones::Skip;
-  kit::JsonLayout document = kit::JsonLayout::Flat;
-  bool create_index = true;
-  kit::JsonValue index_settings;
-  std::optional<std::string> api_key;
-  kit::ByteSize max_request_bytes{};
-  int64_t max_request_records = 0;
-  int64_t max_in_flight = 0;
-  std::chrono::milliseconds task_timeout{};
-  std::chrono::milliseconds retry_timeout{};
-  kit::HttpSettings http;
-  kit::TlsSettings tls;
-};
-
-std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(
-      url, {.what = "Meilisearch's address, e.g. http://127.0.0.1:7700", .credentials = "use api_key"});
-}
-
-const kit::OptionTable<Settings>& option_table() {
-  static const kit::OptionTable<Settings> table{
-      kit::option("url", &Settings::url)
-          .required()
-          .check(check_url)
-          .help("Meilisearch's address: http(s)://host:7700 (a path prefix for a proxy is kept)."),
-      kit::option("index", &Settings::index)
-          .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
-          .help("Index uid template, resolved once per topic: {topic}, {topic_segment[N]}; every byte outside "
-                "[A-Za-z0-9_-] becomes '_', at most 400 bytes (a hash suffix when cut): topic shop.orders is index "
-                "shop_orders."),
-      kit::option("primary_key", &Settings::primary_key)
-          .fallback(std::string("pico_id"))
-          .check(kit::not_empty())
-          .help("The index's primary key: the document field holding the id. The sink creates indexes with it and "
-                "stops when an existing index has another."),
-      kit::option("id", &Settings::id)
-          .choices({{"record", IdMode::Record}, {"key", IdMode::Key}, {"field", IdMode::Field}})
-          .fallback(IdMode::Record)
-          .help("Document id: record = the record id topic:partition:offset in the kit's reversible encoding "
-                "(orders.eu, 0, 42 -> orders_2Eeu-0-42: a replay replaces the same documents); key = the record key "
-                "in the same encoding (a record without a key is refused); field = the payload's own primary_key "
-                "field, sent as it is (an id Meilisearch refuses rejects its record). record and key ids longer than "
-                "511 bytes are refused."),
-      kit::option("method", &Settings::method)
-          .choices({{"replace", Method::Replace}, {"update", Method::Update}})
-          .fallback(Method::Replace)
-          .help("replace: POST documents (add or replace: a document of the same id is replaced whole); update: "
-                "PUT documents (add or update: fields merged into the document of the same id)."),
-      kit::option("tombstones", &Settings::tombstones)
-          .choices({{"skip", Tombstones::Skip}, {"delete", Tombstones::Delete}})
-          .fallback(Tombstones::Skip)
-          .help("Records with a null payload: skip them, or (id = key) delete the document of their key "
-                "(documents/delete-batch; a document not there is no error)."),
-      kit::document_option(&Settings::document,
-                           {.first = "the primary key, ", .payload_adds = " (plus the primary key unless id = field)"}),
-      kit::option("create_index", &Settings::create_index)
-          .fallback(true)
-          .help("Create a topic's index on its first batch when it does not exist (POST /indexes with the primary "
-                "key, waiting for its task). Off: the first document addition creates it (Meilisearch does), with "
-                "?primaryKey."),
-      kit::option("index_settings", &Settings::index_settings)
-          .check([](const kit::JsonValue& v) -> std::optional<std::string> {
-            if (v.text == "null") return std::nullopt;
-            simdjson::dom::parser parser;
-            simdjson::dom::element root;
-            if (parser.parse(v.text).get(root) || root.type() != simdjson::dom::element_type::OBJECT)
-              return std::string("must be a table (the body of PATCH /indexes/{uid}/settings)");
-            return std::nullopt;
-          })
-          .help("Settings applied once to each index the sink writes (PATCH /indexes/{uid}/settings, waiting for its "
-                "task), e.g. { filterableAttributes = [\"pico_topic\"] }. Settings Meilisearch refuses stop the sink "
-                "naming the index."),
-      kit::option("api_key", &Settings::api_key)
-          .secret()
-          .help("API key (Authorization: Bearer). Needs the actions documents.add (and documents.delete with "
-                "tombstones = delete), tasks.get, indexes.get, indexes.create (create_index) and settings.update "
-                "(index_settings)."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{10u << 20})
-          .help("Largest request body before compression (one task); a batch is cut into as many as it takes. "
-                "Keep it below the server's --http-payload-size-limit (100 MB by default)."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(10000)
-          .check(kit::at_least(1))
-          .help("Most documents in one request (one task)."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(8)
-          .check(kit::at_least(1))
-          .help("Batches pending at once (their tasks enqueued and awaited together); offsets still commit in order."),
-      kit::option("task_timeout", &Settings::task_timeout)
-          .fallback(120s)
-          .help("How long a task is awaited (polled with back-off, 10 ms to 1 s) before its write fails as maybe "
-                "written (the runtime retries it; the same ids are replaced)."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a request refused as transient (429, 5xx, transport errors, a task failed as internal) is "
-                "resent here, back-off 200 ms to 5 s, before the write fails and the runtime's retry takes over."),
-      kit::group(&Settings::http, kit::http_options()),
-      kit::group(&Settings::tls, kit::tls_options()),
-  };
-  return table;
-}
-
-std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
-  const auto& table = option_table();
-  table.validate(config, problems);
-  if (!problems.empty()) return std::nullopt;
-  Settings s = table.parse(config);
-  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
-    problems.add("tombstones", "delete needs id = \"key\" (a tombstone names the document by its key)");
-  if (s.id == IdMode::Field && s.document == kit::JsonLayout::Envelope)
-    problems.add(
-        "id",
-        "field needs document = \"flat\" or \"payload\" (the envelope puts the payload's fields under `payload`)");
-  if (s.http.compression != kit::Compression::None && s.http.compression != kit::Compression::Gzip)
-    problems.add("compression", "Meilisearch takes gzip, deflate or br request bodies: use \"gzip\" or \"none\"");
-  if (!problems.empty()) return std::nullopt;
-  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
-  return s;
-}
-
-// Meilisearch's index uid rules: [A-Za-z0-9_-], at most 400 bytes.
-std::string index_uid(const std::string& resolved) {
-  std::string out;
-  for (unsigned char c : resolved)
-    out += (std::isalnum(c) || c == '-' || c == '_') && c < 0x80 ? static_cast<char>(c) : '_';
-  if (out.empty()) out = "_";
-  return kit::fit_name(std::move(out), kMaxIndexUidBytes);
-}
-
-std::string_view view(const pmq_bytes& b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
-
-void append_json_string(std::string& out, std::string_view text) { kit::append_json_escaped(out, text); }
 
 struct Index {
   std::string uid;
 };
-
-// A task's error object.
-struct TaskError {
-  std::string code, type, message;
-};
-
-bool document_error(const std::string& code) {
-  return code == "invalid_document_id" || code == "missing_document_id" || code == "invalid_document_geo_field" ||
-         code == "document_fields_limit_reached" || code == "invalid_document_fields" ||
-         code == "invalid_document_vectors_field" || code == "malformed_payload" || code == "bad_request";
-}
 
 }  // namespace
 
@@ -254,43 +85,10 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     const pmq_batch& raw = batch.raw();
     auto job = std::make_shared<TaskJob>(pending(), raw, *this);
     // Plan: which record is which operation, with its id; refused records now.
-    for (size_t i = 0; i < raw.record_count; ++i) {
-      const pmq_record& r = *pmq_batch_record(&raw, i);
-      const bool tombstone = r.payload.data == nullptr;
-      if (tombstone && s_.tombstones == Tombstones::Skip) {
-        count("skipped_tombstones");
-        continue;
-      }
-      Item item{i, tombstone, {}};
-      if (s_.id == IdMode::Record) {
-        auto id = kit::url_safe_record_id(raw.topic, raw.partition, r.offset, kMaxIdBytes);
-        if (!id) {
-          job->reject(i, "the record id of topic " + std::string(raw.topic) +
-                             " encodes to more than 511 bytes, "
-                             "Meilisearch's id limit (use id = \"key\" or \"field\")");
-          continue;
-        }
-        item.id = std::move(*id);
-      } else if (s_.id == IdMode::Key) {
-        if (!r.key.data || r.key.size == 0) {
-          job->reject(i, "id = \"key\": the record has no key");
-          continue;
-        }
-        item.id = kit::url_safe(view(r.key));
-        if (item.id.size() > kMaxIdBytes) {
-          job->reject(i, "id = \"key\": the key encodes to " + std::to_string(item.id.size()) +
-                             " bytes, more than Meilisearch's 511");
-          continue;
-        }
-      }
-      if (!tombstone && s_.document == kit::JsonLayout::PayloadOnly) {
-        if (auto why = kit::payload_document_refusal(raw, r)) {
-          job->reject(i, std::move(*why));
-          continue;
-        }
-      }
-      job->items.push_back(std::move(item));
-    }
+    DocumentPlan plan = plan_documents(s_, raw);
+    if (plan.skipped_tombstones) count("skipped_tombstones", plan.skipped_tombstones);
+    for (auto& [record, why] : plan.refused) job->reject(record, std::move(why));
+    job->items = std::move(plan.items);
     if (!job->items.empty()) {
       job->index = indexes_->get(raw.topic).uid;  // throws an SDK outcome when it cannot be prepared
       job->json.emplace(writer_.begin(raw));
@@ -321,11 +119,6 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   }
 
  private:
-  struct Item {
-    size_t record;
-    bool del;
-    std::string id;  // empty with id = field
-  };
   // Request forms: documents added / updated (NDJSON), or deleted by id (a JSON array).
   static constexpr uint32_t kDocuments = 0, kDelete = 1;
 
@@ -350,22 +143,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
 
   // One item: an NDJSON document line, or a JSON string id (a delete-batch element).
   void render(const TaskJob& w, size_t position, std::string& out) const {
-    const Item& item = w.items[position];
-    if (item.del) return append_json_string(out, item.id);
-    const size_t start = out.size();
-    w.json->append(out, *pmq_batch_record(&w.batch, item.record));
-    if (!item.id.empty()) {  // the primary key first: {"pico_id":"t-0-42", ...
-      std::string field;
-      kit::append_json_escaped(field, s_.primary_key);
-      field += ":\"" + item.id + "\"";  // [A-Za-z0-9_-]: nothing to escape
-      size_t after = start + 1;
-      while (after < out.size() &&
-             (out[after] == ' ' || out[after] == '\t' || out[after] == '\r' || out[after] == '\n'))
-        ++after;
-      if (out[after] != '}') field += ',';
-      out.insert(start + 1, field);
-    }
-    out += '\n';
+    render_item(out, w.items[position], *w.json, w.batch, s_.primary_key);
   }
 
   std::string bounded(std::string_view text) const { return client_->redactor().bounded(text); }
@@ -447,15 +225,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     const std::string what = "task " + std::to_string(uid) + " of index " + job.index;
     const auto next = std::min<std::chrono::milliseconds>(delay * 2, 1s);
     const kit::Classification c = rules_.classify(response);
-    std::string status;
-    TaskError error;
+    TaskState task;
     if (c.outcome == kit::Outcome::Written) {
-      simdjson::dom::parser parser;
-      simdjson::dom::element root;
-      std::string_view v;
-      if (!parser.parse(response.body).get(root) && !root["status"].get_string().get(v)) status = v;
-      simdjson::dom::object e;
-      if (!root.is_null() && !root["error"].get_object().get(e)) error = read_error(e);
+      task = task_state(response.body);
     } else if (c.outcome == kit::Outcome::Fatal) {  // 401 / 403 / 404 task_not_found
       reply->maybe_written();
       reply->fail(with_hint({.outcome = c.status == 404 ? kit::Outcome::MaybeWritten : kit::Outcome::Fatal,
@@ -463,59 +235,47 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
                              .status = c.status}));
       return reply->finish();
     }
-    if (status.empty() || status == "enqueued" || status == "processing") {  // or no answer: ask again
+    if (!task.finished()) {  // or no answer: ask again
       if (!engine_->closed() && Clock::now() - since < s_.task_timeout) return poll(std::move(reply), uid, since, next);
       reply->maybe_written();
       reply->fail({.outcome = kit::Outcome::MaybeWritten,
                    .reason = what + " not finished after " + std::to_string(s_.task_timeout.count()) +
                              " ms (task_timeout; status " +
-                             (status.empty() ? "unknown: " + bounded(c.reason) : status) +
+                             (task.status.empty() ? "unknown: " + bounded(c.reason) : task.status) +
                              "): its documents may still be written, a retry writes the same ids"});
       return reply->finish();
     }
-    if (status == "succeeded") {
-      count(reply->run().variant == kDelete ? "deleted" : "documents", reply->size());
-      reply->written(reply->size());
-    } else if (status == "canceled") {  // nothing of it was written
-      count("canceled_tasks");
-      reply->fail({.outcome = kit::Outcome::Retry, .reason = what + " was canceled"});
-    } else {  // failed: atomic, nothing of it was written.
-      count("failed_tasks");
-      const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
-      if (document_error(error.code)) {
+    const TaskError& error = task.error;
+    const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
+    switch (verdict(task)) {
+      case TaskVerdict::Written:
+        count(reply->run().variant == kDelete ? "deleted" : "documents", reply->size());
+        reply->written(reply->size());
+        break;
+      case TaskVerdict::Canceled:  // nothing of it was written
+        count("canceled_tasks");
+        reply->fail({.outcome = kit::Outcome::Retry, .reason = what + " was canceled"});
+        break;
+      case TaskVerdict::Bisect:  // failed (atomic: nothing of it was written) on a document
+        count("failed_tasks");
         if (reply->size() > 1) reply->split(reason);  // the halves are enqueued first
         else reply->reject(0, job.context() + error.code + ": " + bounded(error.message));
-      } else if (error.type == "internal" || error.type == "system") {
+        break;
+      case TaskVerdict::Resend:
+        count("failed_tasks");
         reply->resend({}, {.outcome = kit::Outcome::Retry, .reason = reason});
-      } else {
-        if (error.code == "index_not_found") indexes_->forget(job.batch.topic);
-        reply->fail(
-            {.outcome = error.code == "index_not_found" ? kit::Outcome::Retry : kit::Outcome::Fatal, .reason = reason});
-      }
+        break;
+      case TaskVerdict::IndexGone:
+        count("failed_tasks");
+        indexes_->forget(job.batch.topic);
+        reply->fail({.outcome = kit::Outcome::Retry, .reason = reason});
+        break;
+      case TaskVerdict::Fatal:
+        count("failed_tasks");
+        reply->fail({.outcome = kit::Outcome::Fatal, .reason = reason});
+        break;
     }
     reply->finish();
-  }
-
-  static TaskError read_error(simdjson::dom::object e) {
-    TaskError out;
-    std::string_view v;
-    if (!e["code"].get_string().get(v)) out.code = v;
-    if (!e["type"].get_string().get(v)) out.type = v;
-    if (!e["message"].get_string().get(v)) out.message = v;
-    return out;
-  }
-  static TaskError error_of(const std::string& body) {
-    simdjson::dom::parser parser;
-    simdjson::dom::object e;
-    if (parser.parse(body).get_object().get(e)) return {};
-    return read_error(e);
-  }
-  static std::optional<uint64_t> task_uid(const std::string& body) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    uint64_t uid = 0;
-    if (parser.parse(body).get(root) || root["taskUid"].get_uint64().get(uid)) return std::nullopt;
-    return uid;
   }
 
   kit::Classification with_hint(kit::Classification c) const {
@@ -526,8 +286,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
 
   // ------------------------------------------------------------------ indexes (synchronous, once per topic)
 
-  // Waits for task `uid` to end; its final status and error.
-  std::pair<std::string, TaskError> wait_task(uint64_t uid, const std::string& what) {
+  // Waits for task `uid` to end; its final state.
+  TaskState wait_task(uint64_t uid, const std::string& what) {
     // A task in progress, not a retry: the host's stop() does not cut it (a stopping runtime's
     // last batches still create their index); task_timeout bounds it.
     kit::RetryWait retry(closing_, s_.task_timeout, {.initial = 10ms, .max = 1s, .jitter = false});
@@ -536,16 +296,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       const kit::Classification c = rules_.classify(r);
       if (c.outcome == kit::Outcome::Fatal) throw_setup(c, what);
       if (c.outcome == kit::Outcome::Written) {
-        simdjson::dom::parser parser;
-        simdjson::dom::element root;
-        std::string_view status;
-        if (!parser.parse(r.body).get(root) && !root["status"].get_string().get(status) && status != "enqueued" &&
-            status != "processing") {
-          TaskError e;
-          simdjson::dom::object eo;
-          if (!root["error"].get_object().get(eo)) e = read_error(eo);
-          return {std::string(status), e};
-        }
+        TaskState task = task_state(r.body);
+        if (task.finished()) return task;
       }
     } while (retry.wait());
     if (retry.stopped()) throw sdk::RetryableError(what + ": closing before task " + std::to_string(uid) + " finished");
@@ -568,22 +320,22 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     kit::HttpResponse got = client_->send({.method = "GET", .url = s_.url + "/indexes/" + uid});
     kit::Classification c = rules_.classify(got);
     if (c.outcome == kit::Outcome::Written) {
-      simdjson::dom::parser parser;
-      simdjson::dom::element root;
-      std::string_view pk;
-      if (!parser.parse(got.body).get(root) && !root["primaryKey"].get_string().get(pk) && pk != s_.primary_key)
-        throw sdk::FatalError(what + " has the primary key " + std::string(pk) + ", not primary_key = \"" +
-                              s_.primary_key + "\": set primary_key to it, or write into another index");
+      const auto pk = index_primary_key(got.body);
+      if (pk && *pk != s_.primary_key)
+        throw sdk::FatalError(what + " has the primary key " + *pk + ", not primary_key = \"" + s_.primary_key +
+                              "\": set primary_key to it, or write into another index");
     } else if (got.status == 404) {
       if (s_.create_index) {
         std::string body = "{\"uid\":";
-        append_json_string(body, uid);
+        kit::append_json_escaped(body, uid);
         body += ",\"primaryKey\":";
-        append_json_string(body, s_.primary_key);
+        kit::append_json_escaped(body, s_.primary_key);
         body += "}";
         const uint64_t task =
             enqueue_sync({.method = "POST", .url = s_.url + "/indexes", .body = body}, "creating " + what, ": ");
-        auto [status, error] = wait_task(task, "creating " + what);
+        const TaskState created = wait_task(task, "creating " + what);
+        const std::string& status = created.status;
+        const TaskError& error = created.error;
         if (status == "succeeded") {
           count("created_indexes");
           log(sdk::LogLevel::Info, "created " + what + " with primary key " + s_.primary_key);
@@ -600,7 +352,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       const uint64_t task = enqueue_sync(
           {.method = "PATCH", .url = s_.url + "/indexes/" + uid + "/settings", .body = s_.index_settings.text},
           "applying index_settings to " + what, " (index_settings refused): ");
-      auto [status, error] = wait_task(task, "applying index_settings to " + what);
+      const TaskState applied = wait_task(task, "applying index_settings to " + what);
+      const std::string& status = applied.status;
+      const TaskError& error = applied.error;
       if (status != "succeeded") {
         if (error.type == "internal" || error.type == "system" || status == "canceled")
           throw sdk::RetryableError("applying index_settings to " + what + ": task " + status + ": " + error.message);

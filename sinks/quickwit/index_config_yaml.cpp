@@ -1,4 +1,4 @@
-#include "index_config_yaml.h"
+#include "quickwit/index_config_yaml.h"
 
 #include <yaml.h>
 
@@ -30,16 +30,16 @@ class Rewriter {
   Rewriter& operator=(const Rewriter&) = delete;
 
   std::string run(std::string_view index_id) {
-    int depth = 0;             // open collections
+    int depth = 0;  // open collections
     int documents = 0;
-    bool key_next = true;      // at depth 1: the next node is a top-level key
-    bool dropping = false;     // the value of the user's index_id (the sink sets it)
+    bool key_next = true;   // at depth 1: the next node is a top-level key
+    bool dropping = false;  // the value of the user's index_id (the sink sets it)
     bool has_doc_mapping = false, has_version = false;
     for (;;) {
       yaml_event_t event;
       if (!yaml_parser_parse(&parser_, &event)) {
-        throw YamlConfigError(std::string("not valid YAML: ") + (parser_.problem ? parser_.problem : "parse error") + " at " +
-                              where(parser_.problem_mark));
+        throw YamlConfigError(std::string("not valid YAML: ") + (parser_.problem ? parser_.problem : "parse error") +
+                              " at " + where(parser_.problem_mark));
       }
       const yaml_mark_t mark = event.start_mark;
       bool value_done = false;
@@ -57,7 +57,8 @@ class Rewriter {
         case YAML_MAPPING_START_EVENT:
         case YAML_SEQUENCE_START_EVENT:
           if (depth == 0) {
-            if (event.type != YAML_MAPPING_START_EVENT) fail(event, "must be a mapping (Quickwit's index config), not a sequence");
+            if (event.type != YAML_MAPPING_START_EVENT)
+              fail(event, "must be a mapping (Quickwit's index config), not a sequence");
             emit(event);
             depth = 1;
             pair("index_id", index_id, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
@@ -80,7 +81,8 @@ class Rewriter {
           if (depth == 0) fail(event, "must be a mapping (Quickwit's index config), not a single value");
           if (depth == 1 && key_next) {
             if (event.type == YAML_ALIAS_EVENT) fail(event, "has a top-level key that is an alias at " + where(mark));
-            const std::string_view key(reinterpret_cast<const char*>(event.data.scalar.value), event.data.scalar.length);
+            const std::string_view key(reinterpret_cast<const char*>(event.data.scalar.value),
+                                       event.data.scalar.length);
             key_next = false;
             if (key == "index_id") {
               dropping = true;
@@ -94,8 +96,7 @@ class Rewriter {
           }
           value_done = depth == 1;
           break;
-        default:
-          break;
+        default: break;
       }
       if (dropping) {
         yaml_event_delete(&event);
@@ -123,7 +124,8 @@ class Rewriter {
   // The emitter owns the event from here, emitted or not.
   void emit(yaml_event_t& event) {
     if (!yaml_emitter_emit(&emitter_, &event))
-      throw YamlConfigError(std::string("cannot be written back as YAML: ") + (emitter_.problem ? emitter_.problem : "emitter error"));
+      throw YamlConfigError(std::string("cannot be written back as YAML: ") +
+                            (emitter_.problem ? emitter_.problem : "emitter error"));
   }
 
   void scalar(std::string_view text, yaml_scalar_style_t style) {

@@ -87,4 +87,10 @@ struct ObjectBody {
 };
 std::optional<ObjectBody> json_object_body(std::string_view payload);
 
+// Puts `member` (`"name":value`, JSON text) first in the JSON object whose text starts at
+// out[start], after any whitespace a payload kept: {"pico_id":"t-0-1","a":1}, {"pico_id":"t-0-2"}.
+// What the document sinks that carry an id field inside the document use (Meilisearch, Quickwit).
+// False, and `out` untouched, when no object starts there.
+bool insert_first_member(std::string& out, size_t start, std::string_view member);
+
 }  // namespace picomq::kit
