@@ -9,7 +9,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
 # SeaweedFS 4.53, the S3 sink's test server (verifies SigV4), ~7 min the first time.
 bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
-# InfluxDB 1.13.2 and 2.8.0, the InfluxDB sink's test servers (libflux with cargo).
+# InfluxDB 2.8.0, the InfluxDB sink's v2-API test server (libflux with cargo; the v1 one is Debian's 1.6.7).
 bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
 # Helm v4 (Go module proxy), for the chart's tests (tests/packaging), ~4 min the first time.
 bash "$here/tools/helm/fetch-helm.sh" >/dev/null

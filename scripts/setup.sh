@@ -33,6 +33,7 @@ debian_packages=(
   python3.11-dev  # the Python sink host (sinks/python) embeds Debian's CPython 3.11
   postgresql-15 libpq-dev
   clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
+  influxdb  # InfluxDB 1.6.7: the InfluxDB sink's v1-API test server (sinks/influxdb/server.sh runs its own; the package's service is left off)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   clang-format clang-tidy  # the style check (scripts/style.sh, .clang-format / .clang-tidy)
   curl nginx-light wrk openssl  # test servers (sinkkit/testing)
@@ -54,6 +55,10 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The tests start InfluxDB themselves, on free ports: a system-wide one is not wanted.
+  if [[ " ${missing[*]} " == *" influxdb "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now influxdb >/dev/null 2>&1 || true
+  fi
 fi
 
 if [[ "$mode" == --build-only ]]; then

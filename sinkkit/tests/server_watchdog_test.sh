@@ -7,7 +7,7 @@
 #   server_watchdog_test.sh clickhouse <server.sh>  (sinks/clickhouse/server.sh)
 #   server_watchdog_test.sh seaweedfs <server.sh>   (sinks/s3/server.sh)
 #   server_watchdog_test.sh ferretdb <server.sh>    (sinks/mongodb/server.sh)
-#   server_watchdog_test.sh influxdb <server.sh>    (sinks/influxdb/server.sh, InfluxDB 1.13.2)
+#   server_watchdog_test.sh influxdb <server.sh>    (sinks/influxdb/server.sh, InfluxDB 1.6.7)
 #   server_watchdog_test.sh surrealdb <server.sh>   (sinks/surrealdb/server.sh)
 set -euo pipefail
 kind="${1:?nginx|postgres|clickhouse|seaweedfs|ferretdb|influxdb|surrealdb}"; script="${2:?script}"

@@ -1,5 +1,5 @@
 // The InfluxDB sink in the conformance suite: a fresh database per test on the test run's InfluxDB
-// 1.13.2 server (sinks/influxdb/server.sh, the v1 API with authentication on), read back with
+// 1.6.7 server (sinks/influxdb/server.sh, the v1 API with authentication on), read back with
 // InfluxQL. The suite checks records, so each record is its own series (tags pico_partition and
 // pico_offset: a replay overwrites the same point) and the rest of its metadata is written as
 // fields (metadata_fields); the payload read back is the point's other fields.

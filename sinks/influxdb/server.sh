@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts / stops a throwaway InfluxDB server for the InfluxDB sink's tests: 1.13.2 (the v1 API,
-# authentication on) or 2.8.0 (the v2 API), built once per machine by build-influxdb.sh (cached
+# Starts / stops a throwaway InfluxDB server for the InfluxDB sink's tests: 1.6.7 (the v1 API, Debian 12's influxdb package,
+# authentication on) or 2.8.0 (the v2 API), (Debian's package) or built once per machine by build-influxdb.sh (2.8.0, cached
 # outside the clone), on free loopback ports.
 #   server.sh start <dir> <1|2> [--owner <pid>]
 #       first time: a fresh server in <dir>; prints its HTTP port alone on stdout.

@@ -1,15 +1,14 @@
 #pragma once
-// Real InfluxDB servers for the tests: 1.13.2 (v1 API, authentication on) and 2.8.0 (v2 API)
+// Real InfluxDB servers for the tests: 1.6.7 (v1 API, Debian's package, authentication on) and 2.8.0 (v2 API)
 // from sinks/influxdb/server.sh, one of each per test process, started on first use on free
 // loopback ports, stopped when the process exits (and by the script's watchdog should the process
 // crash). And a small read-back client of the tests' own: InfluxQL over GET /query (1.x) and Flux
 // over POST /api/v2/query with the datatype annotation (2.x), database / bucket set-up.
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace picomq::test {
 
@@ -27,7 +26,7 @@ class InfluxServer {
   InfluxServer(std::filesystem::path dir, int version) : dir_(std::move(dir)), version_(version) {}
   void start();  // first call: a fresh server; after stop()/kill(): the same data and port
   void stop();
-  void kill();   // SIGKILL (a crash)
+  void kill();  // SIGKILL (a crash)
 
   int version() const { return version_; }
   int port() const { return port_; }

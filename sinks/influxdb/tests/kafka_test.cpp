@@ -1,4 +1,4 @@
-// The InfluxDB sink through a real Kafka broker and the runtime, into the real InfluxDB 1.13.2
+// The InfluxDB sink through a real Kafka broker and the runtime, into the real InfluxDB 1.6.7
 // and 2.8.0 servers of the test process (sinks/influxdb/server.sh, one of each), read back with
 // InfluxQL and Flux and the broker's committed offsets: the points of a 2-partition topic with
 // their tags, fields and times; a partial write (a field type conflict) rejecting exactly the
@@ -15,7 +15,6 @@
 
 namespace picomq::test {
 namespace {
-
 
 std::string target(int version, const std::string& db) {
   if (version == 1)
@@ -47,16 +46,20 @@ TEST_P(InfluxKafka, PointsOfEveryPartitionLandWithTheirTagsFieldsAndTimes) {
   std::vector<ProducedRecord> records;
   for (int i = 0; i < n; ++i)
     records.push_back({"{\"host\": \"h" + std::to_string(i % 4) + "\", \"n\": " + std::to_string(i) +
-                           ", \"load\": {\"avg\": " + std::to_string(i) + ".25}, \"at\": " + std::to_string(1'700'000'000'000 + i) + "}",
-                       "k" + std::to_string(i), {}, i % 2});
+                           ", \"load\": {\"avg\": " + std::to_string(i) +
+                           ".25}, \"at\": " + std::to_string(1'700'000'000'000 + i) + "}",
+                       "k" + std::to_string(i),
+                       {},
+                       i % 2});
   kafka.produce(topic, records);
   const std::string key = "ipoints" + std::to_string(version);
   Runtime rt(kafka.bootstrap(), "points");
-  rt.add_definition("c.toml", definition(key, topic, version, db,
-                                         "measurement = \"metrics\"\ntags = [\"host\"]\ntag_metadata = [\"pico_partition\"]\n"
-                                         "timestamp_field = \"at\"\nprecision = \"ms\"\nmax_request_lines = 300\n"
-                                         "compression = \"gzip\"",
-                                         "batch_length = 500"));
+  rt.add_definition("c.toml",
+                    definition(key, topic, version, db,
+                               "measurement = \"metrics\"\ntags = [\"host\"]\ntag_metadata = [\"pico_partition\"]\n"
+                               "timestamp_field = \"at\"\nprecision = \"ms\"\nmax_request_lines = 300\n"
+                               "compression = \"gzip\"",
+                               "batch_length = 500"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == n; }, 90s)) << rt.log();
   rt.signal(SIGTERM);
@@ -66,13 +69,15 @@ TEST_P(InfluxKafka, PointsOfEveryPartitionLandWithTheirTagsFieldsAndTimes) {
     EXPECT_EQ(server().tag_keys(db, "metrics"), (std::vector<std::string>{"host", "pico_partition"}));
     EXPECT_EQ(server().field_types(db, "metrics"),
               (std::map<std::string, std::string>{{"load_avg", "float"}, {"n", "integer"}}));
-    const auto s = server().influxql(db, "SELECT \"host\", \"pico_partition\", \"n\", \"load_avg\" FROM metrics WHERE n = 7");
+    const auto s =
+        server().influxql(db, "SELECT \"host\", \"pico_partition\", \"n\", \"load_avg\" FROM metrics WHERE n = 7");
     ASSERT_EQ(s.size(), 1u);
     EXPECT_EQ(s[0]["values"], nlohmann::json::parse(R"([[1700000000007000000, "h3", "1", 7, 7.25]])"));
   } else {
-    const auto rows = server().flux(
-        "from(bucket: \"" + db + "\") |> range(start: 0) |> filter(fn: (r) => r._measurement == \"metrics\") "
-        "|> pivot(rowKey: [\"_time\"], columnKey: [\"_field\"], valueColumn: \"_value\") |> filter(fn: (r) => r.n == 7)");
+    const auto rows = server().flux("from(bucket: \"" + db +
+                                    "\") |> range(start: 0) |> filter(fn: (r) => r._measurement == \"metrics\") "
+                                    "|> pivot(rowKey: [\"_time\"], columnKey: [\"_field\"], valueColumn: \"_value\") "
+                                    "|> filter(fn: (r) => r.n == 7)");
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].at("_time"), "2023-11-14T22:13:20.007Z");
     EXPECT_EQ(rows[0].at("host"), "h3");
@@ -97,16 +102,18 @@ TEST_P(InfluxBadRecords, APartialWriteRejectsExactlyTheRefusedRecordAndTheRestIs
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   std::vector<std::string> values;
-  for (int i = 0; i < 50; ++i) values.push_back("{\"v\": " + std::to_string(i) + ", \"t\": " + std::to_string(i + 1) + "}");
+  for (int i = 0; i < 50; ++i)
+    values.push_back("{\"v\": " + std::to_string(i) + ", \"t\": " + std::to_string(i + 1) + "}");
   values[17] = R"({"v": "seventeen", "t": 18})";
   kafka.produce_values(topic, values);
   const std::string key = "ibad" + std::to_string(version) + policy;
   std::string block = "on_bad_record = \"" + policy + "\"\nbatch_length = 50";
   if (policy == "dead_letter") block += "\ndead_letter_topic = \"" + dead + "\"";
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", definition(key, topic, version, db,
-                                         "measurement = \"m\"\ntimestamp_field = \"t\"\ntimestamp_unit = \"s\"\nprecision = \"s\"",
-                                         block));
+  rt.add_definition(
+      "c.toml",
+      definition(key, topic, version, db,
+                 "measurement = \"m\"\ntimestamp_field = \"t\"\ntimestamp_unit = \"s\"\nprecision = \"s\"", block));
   rt.start();
   if (policy == "fail") {
     ASSERT_TRUE(rt.wait_state(key, "error", 60s)) << rt.log();
@@ -119,7 +126,10 @@ TEST_P(InfluxBadRecords, APartialWriteRejectsExactlyTheRefusedRecordAndTheRestIs
     if (version == 1) {
       EXPECT_TRUE(server.influxql(db, "SELECT v FROM m WHERE time = 18s").empty());
     } else {
-      EXPECT_TRUE(server.flux("from(bucket: \"" + db + "\") |> range(start: 0) |> filter(fn: (r) => r._time == 1970-01-01T00:00:18Z)").empty());
+      EXPECT_TRUE(server
+                      .flux("from(bucket: \"" + db +
+                            "\") |> range(start: 0) |> filter(fn: (r) => r._time == 1970-01-01T00:00:18Z)")
+                      .empty());
     }
     if (policy == "dead_letter") {
       const auto dlq = kafka.consume(dead, 1, 20s);
@@ -149,15 +159,17 @@ TEST_P(InfluxKafka, SigkillMidLoadThenRestartLeavesOnePointPerRecord) {
     std::vector<ProducedRecord> records;
     for (int p = 0; p < 2; ++p)
       for (int64_t i = produced; i < produced + chunk; ++i)
-        records.push_back({"{\"n\": " + std::to_string(i) + ", \"p\": \"" + std::to_string(p) + "\", \"t\": " +
-                               std::to_string(1'700'000'000'000 + i) + "}",
-                           std::nullopt, {}, p});
+        records.push_back({"{\"n\": " + std::to_string(i) + ", \"p\": \"" + std::to_string(p) +
+                               "\", \"t\": " + std::to_string(1'700'000'000'000 + i) + "}",
+                           std::nullopt,
+                           {},
+                           p});
     kafka.produce(topic, records);
     produced += chunk;
   };
   const std::string key = "ikill" + std::to_string(version);
-  const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key +
-                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string block =
+      "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
   const std::string config = "measurement = \"k\"\ntags = [\"p\"]\ntimestamp_field = \"t\"\nmax_request_lines = 500";
   auto points = [&] { return server().point_count(db, "k"); };
   int64_t window = 0;
@@ -190,11 +202,13 @@ TEST_P(InfluxKafka, SigkillMidLoadThenRestartLeavesOnePointPerRecord) {
 
 INSTANTIATE_TEST_SUITE_P(Versions, InfluxKafka, ::testing::Values(1, 2),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
-INSTANTIATE_TEST_SUITE_P(
-    Policies, InfluxBadRecords,
-    ::testing::Values(std::tuple{2, std::string("fail")}, std::tuple{2, std::string("skip")},
-                      std::tuple{2, std::string("dead_letter")}, std::tuple{1, std::string("dead_letter")}),
-    [](const auto& info) { return "v" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param); });
+INSTANTIATE_TEST_SUITE_P(Policies, InfluxBadRecords,
+                         ::testing::Values(std::tuple{2, std::string("fail")}, std::tuple{2, std::string("skip")},
+                                           std::tuple{2, std::string("dead_letter")},
+                                           std::tuple{1, std::string("dead_letter")}),
+                         [](const auto& info) {
+                           return "v" + std::to_string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                         });
 
 }  // namespace
 }  // namespace picomq::test

@@ -1,5 +1,5 @@
 // The built InfluxDB sink in the kit's fake host (as the runtime loads it), against the real
-// InfluxDB 1.13.2 (v1 API, authentication on) and 2.8.0 (v2 API) servers of this test process,
+// InfluxDB 1.6.7 (v1 API, authentication on) and 2.8.0 (v2 API) servers of this test process,
 // checked by reading points back with InfluxQL and Flux: tags vs fields, field types, times and
 // precision, partial writes rejecting exactly the refused lines, credentials and names checked at
 // open. The v3 API (/api/v3/write_lp) and fault injection (413, 503 + Retry-After, several
@@ -35,20 +35,24 @@ std::unique_ptr<FakeHost> load() { return FakeHost::load(INFLUXDB_SINK_PLUGIN); 
 TEST(InfluxdbConfig, ProblemsAcrossOptionsAreNamedByKey) {
   auto host = load();
   EXPECT_TRUE(has_problem(host->check(R"({})"), "url: missing required option"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:8086", "org": "o"})"), "bucket: api = \"v2\" needs the bucket"));
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:8086", "org": "o"})"), "bucket: api = \"v2\" needs the bucket"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:8086", "api": "v1"})"), "database: api = \"v1\" needs"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:8086", "api": "v3", "database": "d", "retention_policy": "r"})"),
-                          "retention_policy: is for api = \"v1\""));
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:8086", "api": "v3", "database": "d", "retention_policy": "r"})"),
+                  "retention_policy: is for api = \"v1\""));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:8086", "org": "o", "bucket": "b", "compression": "zstd"})"),
                           "compression: InfluxDB takes gzip request bodies only"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:8086", "org": "o", "bucket": "b", "tag_metadata": ["pico_x"]})"),
-                          "tag_metadata: unknown metadata \"pico_x\""));
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:8086", "org": "o", "bucket": "b", "tag_metadata": ["pico_x"]})"),
+                  "tag_metadata: unknown metadata \"pico_x\""));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://u:p@h:8086", "org": "o", "bucket": "b"})"),
                           "url: must not hold credentials"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:8086", "org": "o", "bucket": "b", "token": "t",
                                           "auth": "basic", "auth_user": "u", "auth_password": "p"})"),
                           "token: set either token or auth"));
-  EXPECT_TRUE(host->check(R"({"url": "http://h:8086", "org": "o", "bucket": "b", "token": "t", "precision": "ns"})").empty());
+  EXPECT_TRUE(
+      host->check(R"({"url": "http://h:8086", "org": "o", "bucket": "b", "token": "t", "precision": "ns"})").empty());
 }
 
 TEST(InfluxdbConfig, AnUnreachableServerIsARetryNotAnError) {
@@ -59,7 +63,7 @@ TEST(InfluxdbConfig, AnUnreachableServerIsARetryNotAnError) {
   EXPECT_EQ(out.status, PMQ_WRITE_RETRY) << out.error;
 }
 
-// ------------------------------------------------------------------ InfluxDB 1.13.2 (v1)
+// ------------------------------------------------------------------ InfluxDB 1.6.7 (v1)
 
 std::string v1_config(const std::string& db, const std::string& extra = "") {
   return "{\"url\": \"" + InfluxServer::shared(1).url() + "\", \"api\": \"v1\", \"database\": \"" + db +
@@ -73,21 +77,27 @@ TEST(InfluxdbV1, TagsFieldsTypesAndTimesReadBackWithInfluxQL) {
   auto host = load();
   host->open(v1_config(db, R"("tags": ["host"], "tag_key": "key", "tag_metadata": ["pico_partition"],
                               "timestamp_field": "at", "timestamp_unit": "ns", "precision": "ns")"));
-  EXPECT_TRUE(host->logged("connected to InfluxDB 1.13.2")) << host->logs().front();
-  TestBatch batch("cpu load", 2,
-                  {{.offset = 10, .payload = R"({"host":"web 1","usage":{"user":12,"sys":0.25},"ok":true,"note":"a \"q\", b=c","at":1700000000123456789})",
-                    .key = "k1"},
-                   {.offset = 11, .payload = R"({"host":"web,2","usage":{"user":7,"sys":1.5},"ok":false,"note":"x\ny","at":"2023-11-14T22:13:21.5Z"})",
-                    .key = "k2"}});
+  EXPECT_TRUE(host->logged("connected to InfluxDB 1.6.7")) << host->logs().front();
+  TestBatch batch(
+      "cpu load", 2,
+      {{.offset = 10,
+        .payload =
+            R"({"host":"web 1","usage":{"user":12,"sys":0.25},"ok":true,"note":"a \"q\", b=c","at":1700000000123456789})",
+        .key = "k1"},
+       {.offset = 11,
+        .payload =
+            R"({"host":"web,2","usage":{"user":7,"sys":1.5},"ok":false,"note":"x\ny","at":"2023-11-14T22:13:21.5Z"})",
+        .key = "k2"}});
   const auto out = host->write(batch);
   ASSERT_TRUE(out.ok()) << out.error;
   EXPECT_TRUE(out.rejected.empty());
   std::vector<std::string> tags = server.tag_keys(db, "cpu load");
   EXPECT_EQ(tags, (std::vector<std::string>{"host", "key", "pico_partition"}));
   EXPECT_EQ(server.field_types(db, "cpu load"),
-            (std::map<std::string, std::string>{{"note", "string"}, {"ok", "boolean"}, {"usage_sys", "float"},
-                                                {"usage_user", "integer"}}));
-  const auto series = server.influxql(db, "SELECT \"host\", \"key\", \"note\", \"ok\", \"usage_sys\", \"usage_user\" FROM \"cpu load\"");
+            (std::map<std::string, std::string>{
+                {"note", "string"}, {"ok", "boolean"}, {"usage_sys", "float"}, {"usage_user", "integer"}}));
+  const auto series = server.influxql(
+      db, "SELECT \"host\", \"key\", \"note\", \"ok\", \"usage_sys\", \"usage_user\" FROM \"cpu load\"");
   ASSERT_EQ(series.size(), 1u);
   const auto& v = series[0].at("values");
   ASSERT_EQ(v.size(), 2u);
@@ -100,7 +110,8 @@ TEST(InfluxdbV1, PrecisionSecondsRoundsRecordTimesDown) {
   const std::string db = server.fresh_database("v1");
   auto host = load();
   host->open(v1_config(db, R"("precision": "s")"));
-  const auto out = host->write(TestBatch("m", 0, {{.offset = 0, .payload = R"({"v":1})", .timestamp_ms = 1'700'000'000'999}}));
+  const auto out =
+      host->write(TestBatch("m", 0, {{.offset = 0, .payload = R"({"v":1})", .timestamp_ms = 1'700'000'000'999}}));
   ASSERT_TRUE(out.ok()) << out.error;
   const auto series = server.influxql(db, "SELECT v FROM m");
   ASSERT_EQ(series.size(), 1u);
@@ -116,9 +127,9 @@ TEST(InfluxdbV1, APartialWriteRejectsExactlyTheRefusedLinesAndWritesTheRest) {
   ASSERT_TRUE(seed.ok()) << seed.error;
   // 1: a field type conflict (v is an integer); 3: only a field named time (InfluxDB drops a field
   // named time, and refuses a point left without fields).
-  const auto out = host->write(TestBatch::json("m", 0, 1, {R"({"v":2,"t":2})", R"({"v":"text","t":3})",
-                                                           R"({"v":4,"t":4})", R"({"time":5,"t":5})",
-                                                           R"({"v":6,"t":6})"}));
+  const auto out = host->write(TestBatch::json(
+      "m", 0, 1,
+      {R"({"v":2,"t":2})", R"({"v":"text","t":3})", R"({"v":4,"t":4})", R"({"time":5,"t":5})", R"({"v":6,"t":6})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 2u);
   std::set<size_t> refused{out.rejected[0].record_index, out.rejected[1].record_index};
@@ -129,15 +140,16 @@ TEST(InfluxdbV1, APartialWriteRejectsExactlyTheRefusedLinesAndWritesTheRest) {
   }
   const auto series = server.influxql(db, "SELECT v FROM m");
   ASSERT_EQ(series.size(), 1u);
-  EXPECT_EQ(series[0]["values"], nlohmann::json::parse(
-                                     "[[1000000000,1],[2000000000,2],[4000000000,4],[6000000000,6]]"));
+  EXPECT_EQ(series[0]["values"],
+            nlohmann::json::parse("[[1000000000,1],[2000000000,2],[4000000000,4],[6000000000,6]]"));
 }
 
 TEST(InfluxdbV1, WrongCredentialsAndUnknownDatabasesStopTheSinkAtOpen) {
   InfluxServer& server = InfluxServer::shared(1);
   auto host = load();
   try {
-    host->open("{\"url\": \"" + server.url() + "\", \"api\": \"v1\", \"database\": \"x\", \"auth\": \"basic\", "
+    host->open("{\"url\": \"" + server.url() +
+               "\", \"api\": \"v1\", \"database\": \"x\", \"auth\": \"basic\", "
                "\"auth_user\": \"picomq\", \"auth_password\": \"wrong-password\"}");
     ADD_FAILURE() << "opened with a wrong password";
   } catch (const std::exception& e) {
@@ -161,7 +173,7 @@ TEST(InfluxdbV1, AnUnknownRetentionPolicyStopsTheSinkAtOpenNotARetry) {
     host->open(v1_config(db, R"("retention_policy": "no_such_rp")"));
     ADD_FAILURE() << "opened on a retention policy that does not exist";
   } catch (const std::exception& e) {
-    // 1.13.2 answers 500 "retention policy not found": configuration, not a server failure.
+    // 1.x answers 500 "retention policy not found": configuration, not a server failure.
     EXPECT_NE(std::string(e.what()).find("retention policy not found: no_such_rp"), std::string::npos) << e.what();
   }
 }
@@ -177,11 +189,14 @@ TEST(InfluxdbV2, TagsFieldsTypesAndTimesReadBackWithFlux) {
   InfluxServer& server = InfluxServer::shared(2);
   const std::string bucket = server.fresh_database("v2");
   auto host = load();
-  host->open(v2_config(bucket, R"("tags": ["host"], "tag_headers": ["source"], "precision": "us", "compression": "gzip")"));
+  host->open(
+      v2_config(bucket, R"("tags": ["host"], "tag_headers": ["source"], "precision": "us", "compression": "gzip")"));
   EXPECT_TRUE(host->logged("connected to InfluxDB 2.8.0")) << host->logs().front();
   TestBatch batch("weather", 0,
-                  {{.offset = 0, .payload = R"({"host":"a b","temp":21.5,"count":3,"big":18446744073709551615,"ok":true,"s":"x"})",
-                    .headers = {{"source", "station=1"}}, .timestamp_ms = 1'700'000'000'123}});
+                  {{.offset = 0,
+                    .payload = R"({"host":"a b","temp":21.5,"count":3,"big":18446744073709551615,"ok":true,"s":"x"})",
+                    .headers = {{"source", "station=1"}},
+                    .timestamp_ms = 1'700'000'000'123}});
   const auto out = host->write(batch);
   ASSERT_TRUE(out.ok()) << out.error;
   const auto rows = server.flux_points(bucket, "weather");
@@ -205,11 +220,12 @@ TEST(InfluxdbV2, APartialWrite422RejectsExactlyTheConflictingLines) {
   InfluxServer& server = InfluxServer::shared(2);
   const std::string bucket = server.fresh_database("v2");
   auto host = load();
-  host->open(v2_config(bucket, R"("timestamp_field": "t", "timestamp_unit": "s", "precision": "s", "max_request_lines": 100)"));
+  host->open(v2_config(bucket,
+                       R"("timestamp_field": "t", "timestamp_unit": "s", "precision": "s", "max_request_lines": 100)"));
   const auto seed = host->write(TestBatch::json("m", 0, 0, {R"({"v":1.5,"t":1})"}));
   ASSERT_TRUE(seed.ok()) << seed.error;
-  const auto out = host->write(TestBatch::json("m", 0, 1, {R"({"v":2.5,"t":2})", R"({"v":"no","t":3})",
-                                                           R"({"v":true,"t":4})", R"({"v":5.5,"t":5})"}));
+  const auto out = host->write(TestBatch::json(
+      "m", 0, 1, {R"({"v":2.5,"t":2})", R"({"v":"no","t":3})", R"({"v":true,"t":4})", R"({"v":5.5,"t":5})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   std::set<size_t> refused;
   for (const auto& r : out.rejected) refused.insert(r.record_index);
@@ -221,7 +237,8 @@ TEST(InfluxdbV2, WrongTokenAndUnknownBucketStopTheSinkAtOpen) {
   InfluxServer& server = InfluxServer::shared(2);
   auto host = load();
   try {
-    host->open("{\"url\": \"" + server.url() + "\", \"org\": \"picomq\", \"bucket\": \"picomq\", \"token\": \"bad-token-1\"}");
+    host->open("{\"url\": \"" + server.url() +
+               "\", \"org\": \"picomq\", \"bucket\": \"picomq\", \"token\": \"bad-token-1\"}");
     ADD_FAILURE() << "opened with a wrong token";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("refused the credentials"), std::string::npos) << e.what();
@@ -241,14 +258,20 @@ TEST(InfluxdbV2, WrongTokenAndUnknownBucketStopTheSinkAtOpen) {
 TEST(InfluxdbStub, V3WritesLineProtocolWithBearerAndRejectsTheNumberedLines) {
   HttpReceiver stub;
   auto host = load();
-  host->open("{\"url\": \"" + stub.base_url() + "\", \"api\": \"v3\", \"database\": \"sensors db\", \"token\": \"tok3\", "
+  host->open("{\"url\": \"" + stub.base_url() +
+             "\", \"api\": \"v3\", \"database\": \"sensors db\", \"token\": \"tok3\", "
              "\"precision\": \"us\"}");
   stub.reset();
-  stub.script({{"path", "/api/v3/write_lp"}, {"status", 400}, {"headers", {{"Content-Type", "application/json"}}},
-               {"body", R"({"error":"partial write of line protocol occurred","data":[{"original_line":"m v=2i 1700000000000001","line_number":2,"error_message":"invalid column type for column 'v'"}]})"}});
-  const auto out = host->write(TestBatch("m", 0, {{.offset = 0, .payload = R"({"v":1})", .timestamp_ms = 1'700'000'000'000},
-                                                  {.offset = 1, .payload = R"({"v":2})", .timestamp_ms = 1'700'000'000'001},
-                                                  {.offset = 2, .payload = R"({"v":3})", .timestamp_ms = 1'700'000'000'002}}));
+  stub.script(
+      {{"path", "/api/v3/write_lp"},
+       {"status", 400},
+       {"headers", {{"Content-Type", "application/json"}}},
+       {"body",
+        R"({"error":"partial write of line protocol occurred","data":[{"original_line":"m v=2i 1700000000000001","line_number":2,"error_message":"invalid column type for column 'v'"}]})"}});
+  const auto out = host->write(TestBatch("m", 0,
+                                         {{.offset = 0, .payload = R"({"v":1})", .timestamp_ms = 1'700'000'000'000},
+                                          {.offset = 1, .payload = R"({"v":2})", .timestamp_ms = 1'700'000'000'001},
+                                          {.offset = 2, .payload = R"({"v":3})", .timestamp_ms = 1'700'000'000'002}}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 1u);
   EXPECT_EQ(out.rejected[0].record_index, 1u);
@@ -263,7 +286,8 @@ TEST(InfluxdbStub, V3WritesLineProtocolWithBearerAndRejectsTheNumberedLines) {
 TEST(InfluxdbStub, SplitsOn413ResendsAfterRetryAfterGzipsAndKeepsRequestsInFlight) {
   HttpReceiver stub;
   auto host = load();
-  host->open("{\"url\": \"" + stub.base_url() + "\", \"org\": \"o\", \"bucket\": \"b\", \"token\": \"t\", "
+  host->open("{\"url\": \"" + stub.base_url() +
+             "\", \"org\": \"o\", \"bucket\": \"b\", \"token\": \"t\", "
              "\"max_request_lines\": 2, \"max_in_flight\": 4, \"compression\": \"gzip\"}");
   stub.reset();
   // Every gzip body over 120 bytes is too large: one line (a field of 64 random hex digits) is
@@ -308,16 +332,21 @@ TEST(InfluxdbStub, SplitsOn413ResendsAfterRetryAfterGzipsAndKeepsRequestsInFligh
 TEST(InfluxdbStub, CredentialsOrNamesRefusedAtWriteTimeStopTheSink) {
   HttpReceiver stub;
   auto host = load();
-  host->open("{\"url\": \"" + stub.base_url() + "\", \"org\": \"o\", \"bucket\": \"b\", \"token\": \"secret-token-9\"}");
+  host->open("{\"url\": \"" + stub.base_url() +
+             "\", \"org\": \"o\", \"bucket\": \"b\", \"token\": \"secret-token-9\"}");
   stub.reset();
   // The token was revoked after the sink started.
-  stub.script({{"path", "/api/v2/write"}, {"status", 401}, {"body", R"({"code":"unauthorized","message":"unauthorized access"})"}});
+  stub.script({{"path", "/api/v2/write"},
+               {"status", 401},
+               {"body", R"({"code":"unauthorized","message":"unauthorized access"})"}});
   auto out = host->write(TestBatch::json("m", 0, 0, {R"({"v":1})"}));
   EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
   EXPECT_NE(out.error.find("InfluxDB refused the credentials (check token"), std::string::npos) << out.error;
   EXPECT_EQ(out.error.find("secret-token-9"), std::string::npos) << out.error;
   // The bucket was deleted after the sink started.
-  stub.script({{"path", "/api/v2/write"}, {"status", 404}, {"body", R"({"code":"not found","message":"bucket \"b\" not found"})"}});
+  stub.script({{"path", "/api/v2/write"},
+               {"status", 404},
+               {"body", R"({"code":"not found","message":"bucket \"b\" not found"})"}});
   out = host->write(TestBatch::json("m", 0, 1, {R"({"v":1})"}));
   EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
   EXPECT_NE(out.error.find("org o / bucket b not found"), std::string::npos) << out.error;
