@@ -70,7 +70,7 @@ TEST(KitRecordJson, KeysAsTextWhenValidUtf8TextPayloadsAsStringsAndPayloadOnly) 
 }
 
 TEST(KitRecordJson, AnIdMemberGoesFirstInTheObjectWhateverWhitespaceThePayloadKept) {
-  auto with_id = [](std::string prefix, std::string document) {
+  auto with_id = [](const std::string& prefix, const std::string& document) {
     std::string out = prefix + document;
     const bool ok = kit::insert_first_member(out, prefix.size(), R"("id":"t-0-1")");
     return ok ? out : "not an object: " + out;

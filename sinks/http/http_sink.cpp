@@ -7,8 +7,6 @@
 // records the endpoint refuses, which go to the bad-record policy while the rest is written;
 // 401/403/404... stop the sink. Every request carries an idempotency key made of the records it
 // holds, the same on every resend.
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "http/bodies.h"
+#include "http/config.h"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/name_template.hpp"
@@ -25,8 +24,8 @@
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/outcome.hpp"
-#include "picomq/kit/request_engine.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/request_engine.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -34,53 +33,9 @@ namespace {
 namespace kit = picomq::kit;
 namespace sdk = picomq::sdk;
 namespace hs = picomq::http_sink;
+using hs::Method;
+using hs::Settings;
 using namespace std::chrono_literals;
-
-enum class Method { Post, Put, Patch };
-
-struct Settings {
-  std::string url;
-  Method method = Method::Post;
-  kit::JsonValue headers;
-  kit::JsonValue secret_headers;
-  hs::BodyFormat body = hs::BodyFormat::Ndjson;
-  std::optional<std::string> content_type;
-  bool include_metadata = true;
-  kit::ByteSize max_request_bytes{};
-  int64_t max_request_records = 0;
-  std::vector<std::string> success_statuses;
-  std::string idempotency_header;
-  hs::Tombstones tombstones = hs::Tombstones::Skip;
-  int64_t max_in_flight = 0;
-  std::chrono::milliseconds retry_timeout{};
-  kit::HttpSettings http;
-  kit::TlsSettings tls;
-  kit::AuthSettings auth;
-};
-
-std::string_view method_name(Method m) { return m == Method::Put ? "PUT" : m == Method::Patch ? "PATCH" : "POST"; }
-
-// The headers of a JSON object option ({ "X-Team" = "payments" }): names and string values.
-std::vector<std::pair<std::string, std::string>> header_table(const kit::JsonValue& value, std::string_view option,
-                                                              sdk::ConfigProblems* problems) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (value.text == "null") return out;
-  const auto json = nlohmann::json::parse(value.text, nullptr, false);
-  if (!json.is_object()) {
-    if (problems) problems->add(option, "must be a table of header names to string values");
-    return out;
-  }
-  for (const auto& [name, v] : json.items()) {
-    const bool bad_name = name.empty() || name.find_first_of(" \t\r\n:") != std::string::npos;
-    if (bad_name || !v.is_string() || v.get<std::string>().find_first_of("\r\n") != std::string::npos) {
-      // The value is not quoted: it may be a secret.
-      if (problems) problems->add(option, "header '" + name + "' needs a token name and a one-line string value");
-      continue;
-    }
-    out.emplace_back(name, v.get<std::string>());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -95,86 +50,18 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
 
-  static inline const kit::OptionTable<Settings> options{
-      kit::option("url", &Settings::url).required().check(kit::not_empty()).help(
-          "Endpoint URL template, resolved once per topic: {topic}, {topic_segment[N]} (the topic percent-encoded). "
-          "http:// or https://."),
-      kit::option("method", &Settings::method)
-          .choices({{"POST", Method::Post}, {"PUT", Method::Put}, {"PATCH", Method::Patch}})
-          .fallback(Method::Post)
-          .help("HTTP method of the requests that carry records."),
-      kit::option("headers", &Settings::headers).help("Static request headers: a table of name = value."),
-      kit::option("secret_headers", &Settings::secret_headers)
-          .secret()
-          .help("Headers whose values are secrets (never logged or shown): a table of name = value."),
-      kit::option("body", &Settings::body)
-          .choices({{"ndjson", hs::BodyFormat::Ndjson},
-                    {"json_array", hs::BodyFormat::JsonArray},
-                    {"single", hs::BodyFormat::Single},
-                    {"raw", hs::BodyFormat::Raw}})
-          .fallback(hs::BodyFormat::Ndjson)
-          .help("ndjson: records one per line; json_array: one JSON array; single: one JSON document per request; "
-                "raw: one request per record with the payload's bytes as they are."),
-      kit::option("content_type", &Settings::content_type)
-          .help("Content-Type of the requests; default by body: application/x-ndjson, application/json, or by the "
-                "topic's schema for raw."),
-      kit::option("include_metadata", &Settings::include_metadata)
-          .fallback(true)
-          .help("JSON bodies: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
-                "pico_headers, payload}. Off: the payload alone."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{1 << 20})
-          .help("Largest request body before compression; a batch is cut into as many requests as it takes (a "
-                "record larger than this is sent alone)."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(500)
-          .check(kit::at_least(1))
-          .help("Most records in one request."),
-      kit::option("success_statuses", &Settings::success_statuses)
-          .fallback(std::vector<std::string>{"2xx"})
-          .help("Statuses that mean written: codes (200), classes (2xx), ranges (200-204). A 2xx outside them is "
-                "an error."),
-      kit::option("idempotency_header", &Settings::idempotency_header)
-          .fallback("Idempotency-Key")
-          .help("Header carrying <topic>-<partition>-<first offset>-<last offset> of the request's records, the same "
-                "on every resend: how a receiver drops replays. Empty: not sent."),
-      kit::option("tombstones", &Settings::tombstones)
-          .choices({{"skip", hs::Tombstones::Skip}, {"send", hs::Tombstones::Send}, {"delete", hs::Tombstones::Delete}})
-          .fallback(hs::Tombstones::Skip)
-          .help("Records with a null payload: skip them; send them (null payload); or send DELETE <url>/<key> (a "
-                "tombstone without a key is refused)."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(4)
-          .check(kit::at_least(1))
-          .help("Requests on the wire at once (and batches of a block pending); offsets still commit in order."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a request refused with 408, 429, 5xx or a transport error is resent here (back-off 200 ms "
-                "to 5 s with jitter, at least the server's Retry-After) before the write fails and the runtime's "
-                "retry takes over. 0: not resent here."),
-      kit::group(&Settings::http, kit::http_options()),
-      kit::group(&Settings::tls, kit::tls_options()),
-      kit::group(&Settings::auth, kit::auth_options()),
-  };
+  static inline const kit::OptionTable<Settings>& options = hs::option_table();
 
-  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) {
-    options.validate(config, problems);
-    if (auto t = kit::NameTemplate::parse(config.string("url")); !t) problems.add("url", t.error());
-    std::string error;
-    if (!hs::parse_statuses(config.strings("success_statuses"), &error)) problems.add("success_statuses", error);
-    header_table(kit::JsonValue{config.json("headers")}, "headers", &problems);
-    header_table(kit::JsonValue{config.json("secret_headers")}, "secret_headers", &problems);
-    kit::validate_auth(config, problems);
-  }
+  static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { hs::plan(config, problems); }
 
   void open(const sdk::Config& config) {
-    settings_ = options.parse(config);
-    url_ = std::make_unique<kit::NameTemplate>(kit::NameTemplate::parse(settings_.url).value());
-    std::string error;
-    rules_.success_statuses(*hs::parse_statuses(settings_.success_statuses, &error));
-    headers_ = header_table(settings_.headers, "headers", nullptr);
-    const auto secret_headers = header_table(settings_.secret_headers, "secret_headers", nullptr);
-    headers_.insert(headers_.end(), secret_headers.begin(), secret_headers.end());
+    sdk::ConfigProblems problems;
+    auto plan = hs::plan(config, problems);
+    problems.throw_if_any();
+    settings_ = std::move(plan->settings);
+    url_ = std::make_unique<kit::NameTemplate>(std::move(plan->url));
+    rules_.success_statuses(plan->success_statuses);
+    headers_ = std::move(plan->headers);
     writer_ = kit::RecordJsonWriter(
         {.layout = settings_.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!settings_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
@@ -182,7 +69,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
 
     kit::HttpClientOptions client = kit::client_options(settings_.http, settings_.tls, settings_.auth);
     client.max_in_flight = static_cast<size_t>(settings_.max_in_flight);
-    for (const auto& [name, value] : secret_headers) client.secrets.push_back(value);
+    client.secrets.insert(client.secrets.end(), plan->secrets.begin(), plan->secrets.end());
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!settings_.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     if (settings_.auth.type == kit::AuthType::OAuth2ClientCredentials)
@@ -190,7 +77,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
     engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
                                            {.retry_timeout = settings_.retry_timeout, .destination = "the endpoint"});
-    log(sdk::LogLevel::Info, "http sink: " + std::string(method_name(settings_.method)) + " " +
+    log(sdk::LogLevel::Info, "http sink: " + std::string(hs::method_name(settings_.method)) + " " +
                                  kit::redact_url(settings_.url) + ", " + std::to_string(settings_.max_in_flight) +
                                  " requests in flight");
   }
@@ -212,8 +99,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       job->records.push_back(index);
     }
     job->framing = hs::framing(settings_.body);
-    job->limits = hs::limits(settings_.body, {settings_.max_request_bytes.bytes,
-                                              static_cast<size_t>(settings_.max_request_records)});
+    job->limits = hs::limits(settings_.body,
+                             {settings_.max_request_bytes.bytes, static_cast<size_t>(settings_.max_request_records)});
     engine_->submit(job, in_bodies, std::move(deletes));
     return job->result();
   }
@@ -272,7 +159,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     const pmq_batch& b = job.batch;
     const int64_t first = pmq_batch_record(&b, job.records[run.items.front()])->offset;
     const int64_t last = pmq_batch_record(&b, job.records[run.items.back()])->offset;
-    kit::HttpRequest r{.method = std::string(method_name(settings_.method)), .url = job.url};
+    kit::HttpRequest r{.method = std::string(hs::method_name(settings_.method)), .url = job.url};
     if (run.variant == kDelete) {
       const pmq_record& rec = *pmq_batch_record(&b, job.records[run.items.front()]);
       r.method = "DELETE";
@@ -280,14 +167,16 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       r.url += hs::key_path_segment(std::string_view(reinterpret_cast<const char*>(rec.key.data), rec.key.size));
     }
     for (const auto& [name, value] : headers_) r.headers.add(name, value);
-    if (!settings_.idempotency_header.empty()) r.headers.set(settings_.idempotency_header, hs::idempotency_key(b.topic, b.partition, first, last));
+    if (!settings_.idempotency_header.empty())
+      r.headers.set(settings_.idempotency_header, hs::idempotency_key(b.topic, b.partition, first, last));
     {
       std::lock_guard lock(job.mutex);
       if (!job.authorization.empty()) r.headers.set("Authorization", job.authorization);
     }
     if (run.variant != kDelete && !r.headers.contains("Content-Type"))
-      r.headers.set("Content-Type", settings_.content_type ? *settings_.content_type
-                                                           : std::string(hs::default_content_type(settings_.body, b.payload_format)));
+      r.headers.set("Content-Type", settings_.content_type
+                                        ? *settings_.content_type
+                                        : std::string(hs::default_content_type(settings_.body, b.payload_format)));
     return r;
   }
 
