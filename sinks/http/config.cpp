@@ -112,6 +112,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   auto headers = header_table(s.headers, "headers", nullptr);
   const auto secret_headers = header_table(s.secret_headers, "secret_headers", nullptr);
   std::vector<std::string> secrets;
+  secrets.reserve(secret_headers.size());
   for (const auto& [name, value] : secret_headers) secrets.push_back(value);
   headers.insert(headers.end(), secret_headers.begin(), secret_headers.end());
   return Plan{.settings = std::move(s),

@@ -33,7 +33,6 @@ namespace {
 namespace kit = picomq::kit;
 namespace sdk = picomq::sdk;
 namespace hs = picomq::http_sink;
-using hs::Method;
 using hs::Settings;
 using namespace std::chrono_literals;
 
@@ -127,7 +126,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
   // One batch's requests: bodies of records, and DELETEs of tombstones.
   struct BodyJob : kit::RequestJob {
     BodyJob(sdk::Pending p, const pmq_batch& b, kit::BatchJsonWriter j, HttpSink& s)
-        : RequestJob(std::move(p)), batch(b), json(j), sink(s) {}
+        : RequestJob(std::move(p)), batch(b), json(std::move(j)), sink(s) {}
     const pmq_batch& batch;  // valid until the write completes (the ABI's promise)
     kit::BatchJsonWriter json;
     HttpSink& sink;

@@ -78,7 +78,10 @@ mod tests {
         });
         let start = Instant::now();
         assert!(stop.wait(Duration::from_secs(30)));
-        assert!(start.elapsed() < Duration::from_secs(5), "ended by the stop, not the timeout");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "ended by the stop, not the timeout"
+        );
         t.join().unwrap();
         let start = Instant::now();
         assert!(stop.wait(Duration::from_secs(30)) && stop.is_stopped());

@@ -613,7 +613,10 @@ fn stop_from_another_thread_ends_a_wait_in_a_write_at_once() {
     stopper.join().unwrap();
     assert_eq!(status, PMQ_WRITE_RETRY);
     assert!(outcome.lock().unwrap().errors.iter().any(|e| e.contains("stopping")));
-    assert!(waited < Duration::from_secs(5), "the 30 s wait ended by the stop, took {waited:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "the 30 s wait ended by the stop, took {waited:?}"
+    );
     // Once stopped, a later wait returns at once; close still works.
     let start = std::time::Instant::now();
     assert_eq!(write(&o, &["wait-for-stop"]).0, PMQ_WRITE_RETRY);

@@ -44,6 +44,7 @@ TEST_P(InfluxKafka, PointsOfEveryPartitionLandWithTheirTagsFieldsAndTimes) {
   kafka.create_topic(topic, 2);
   const int n = 2000;
   std::vector<ProducedRecord> records;
+  records.reserve(n);
   for (int i = 0; i < n; ++i)
     records.push_back({"{\"host\": \"h" + std::to_string(i % 4) + "\", \"n\": " + std::to_string(i) +
                            ", \"load\": {\"avg\": " + std::to_string(i) +
@@ -102,6 +103,7 @@ TEST_P(InfluxBadRecords, APartialWriteRejectsExactlyTheRefusedRecordAndTheRestIs
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   std::vector<std::string> values;
+  values.reserve(50);
   for (int i = 0; i < 50; ++i)
     values.push_back("{\"v\": " + std::to_string(i) + ", \"t\": " + std::to_string(i + 1) + "}");
   values[17] = R"({"v": "seventeen", "t": 18})";

@@ -19,7 +19,6 @@ namespace {
 using kit::testing::FakeHost;
 using kit::testing::HttpReceiver;
 using kit::testing::TestBatch;
-using kit::testing::TestRecord;
 
 std::unique_ptr<FakeHost> load() { return FakeHost::load(INFLUXDB_SINK_PLUGIN); }
 
@@ -324,6 +323,7 @@ TEST(InfluxdbStub, SplitsOn413ResendsAfterRetryAfterGzipsAndKeepsRequestsInFligh
   stub.reset();
   stub.script({{{"path", "/api/v2/write"}, {"delay", 0.3}, {"count", 0}}});
   std::vector<std::shared_ptr<kit::testing::Write>> writes;
+  writes.reserve(4);
   for (int i = 0; i < 4; ++i) writes.push_back(host->start_write(TestBatch::json("m", 0, 100 + i, {R"({"v":1})"})));
   for (auto& w : writes) EXPECT_TRUE(w->wait().ok());
   EXPECT_GE(stub.stats().max_in_flight, 2u);
