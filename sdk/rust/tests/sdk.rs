@@ -206,10 +206,8 @@ impl Sink for TestSink {
                     let _ = call.pending();
                 }
                 // A back-off of the sink's own, which the host's stop() ends.
-                "wait-for-stop" => {
-                    if self.host.stop_signal().wait(Duration::from_secs(30)) {
-                        return Err(Error::retry("stopping during a back-off"));
-                    }
+                "wait-for-stop" if self.host.stop_signal().wait(Duration::from_secs(30)) => {
+                    return Err(Error::retry("stopping during a back-off"));
                 }
                 _ => {}
             }
