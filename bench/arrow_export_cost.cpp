@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "arrow/arrow_export.h"
+#include "picomq/kit/arrow_export.hpp"
 
 namespace {
 
@@ -44,9 +44,9 @@ namespace pa = picomq::arrow;
 }
 
 struct Data {
-  std::string text;                       // the file, payloads separated by '\n'
-  std::vector<pmq_record> records;        // pointing into text
-  std::vector<pmq_batch> batches;         // pointing into records
+  std::string text;                 // the file, payloads separated by '\n'
+  std::vector<pmq_record> records;  // pointing into text
+  std::vector<pmq_batch> batches;   // pointing into records
   size_t payload_bytes = 0;
 };
 
@@ -161,13 +161,14 @@ void measure(const char* mode, const Data& d, size_t batch_length, int reps, con
   }
   std::vector<double> sorted = ns;
   std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  const double median =
+      sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   const double n = static_cast<double>(d.records.size());
-  std::printf("export_cost mode=%s records=%zu payload_bytes=%zu batch_length=%zu reps=%d ns_per_record=%.1f "
-              "mb_per_s=%.1f runs_ns=",
-              mode, d.records.size(), d.payload_bytes, batch_length, reps, median / n,
-              static_cast<double>(d.payload_bytes) / (median / 1e9) / 1e6);
+  std::printf(
+      "export_cost mode=%s records=%zu payload_bytes=%zu batch_length=%zu reps=%d ns_per_record=%.1f "
+      "mb_per_s=%.1f runs_ns=",
+      mode, d.records.size(), d.payload_bytes, batch_length, reps, median / n,
+      static_cast<double>(d.payload_bytes) / (median / 1e9) / 1e6);
   for (size_t i = 0; i < ns.size(); ++i) std::printf("%s%.1f", i ? "," : "", ns[i] / n);
   std::printf("\n");
   std::fflush(stdout);
@@ -176,11 +177,14 @@ void measure(const char* mode, const Data& d, size_t batch_length, int reps, con
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) die("usage: bench_arrow_export <records.jsonl> [batch_length=1000] [repetitions=5] [mode: only this one, e.g. for perf]");
+  if (argc < 2)
+    die("usage: bench_arrow_export <records.jsonl> [batch_length=1000] [repetitions=5] [mode: only this one, e.g. for "
+        "perf]");
   const long batch_length = argc > 2 ? std::atol(argv[2]) : 1000;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
   const std::string only = argc > 4 ? argv[4] : "";
-  auto measure = [&](const char* mode, const Data& d, size_t batch_length, int reps, const std::function<void()>& pass) {
+  auto measure = [&](const char* mode, const Data& d, size_t batch_length, int reps,
+                     const std::function<void()>& pass) {
     if (only.empty() || only == mode) ::measure(mode, d, batch_length, reps, pass);
   };
   if (batch_length < 1 || reps < 1) die("batch_length and repetitions must be positive");

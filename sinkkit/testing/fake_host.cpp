@@ -1,13 +1,13 @@
-#include <cstddef>
 #include "picomq/kit/testing/fake_host.hpp"
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
-#include "arrow/arrow_export.h"
-#include "runtime/plugin_options.h"
+#include "picomq/kit/arrow_export.hpp"
+#include "picomq/kit/plugin_options.hpp"
 
 namespace picomq::kit::testing {
 
@@ -22,8 +22,10 @@ TestBatch::TestBatch(std::string topic, int32_t partition, std::vector<TestRecor
   build();
 }
 
-TestBatch TestBatch::json(std::string topic, int32_t partition, int64_t first_offset, std::vector<std::string> payloads) {
+TestBatch TestBatch::json(std::string topic, int32_t partition, int64_t first_offset,
+                          std::vector<std::string> payloads) {
   std::vector<TestRecord> records;
+  records.reserve(payloads.size());
   for (auto& p : payloads) records.push_back(TestRecord{.offset = first_offset++, .payload = std::move(p)});
   return TestBatch(std::move(topic), partition, std::move(records));
 }
@@ -40,8 +42,8 @@ void TestBatch::build() {
     auto& hs = headers_.emplace_back();
     for (const TestHeader& h : r.headers)
       hs.push_back(pmq_header{{reinterpret_cast<const uint8_t*>(h.name.data()), h.name.size()}, bytes(h.value)});
-    pmq_records_.push_back(pmq_record{r.offset, r.timestamp_ms, bytes(r.key), hs.empty() ? nullptr : hs.data(), hs.size(),
-                                      bytes(r.payload)});
+    pmq_records_.push_back(pmq_record{r.offset, r.timestamp_ms, bytes(r.key), hs.empty() ? nullptr : hs.data(),
+                                      hs.size(), bytes(r.payload)});
   }
   raw_.struct_size = sizeof raw_;
   raw_.topic = topic_.c_str();
@@ -52,7 +54,8 @@ void TestBatch::build() {
   writer_schemas_.clear();
   for (const TestRecord& r : records_)
     if (r.writer_schema) {
-      for (const TestRecord& each : records_) writer_schemas_.push_back(each.writer_schema ? each.writer_schema->c_str() : nullptr);
+      for (const TestRecord& each : records_)
+        writer_schemas_.push_back(each.writer_schema ? each.writer_schema->c_str() : nullptr);
       break;
     }
   raw_.writer_schemas = writer_schemas_.empty() ? nullptr : writer_schemas_.data();
@@ -62,7 +65,8 @@ void TestBatch::build() {
 
 WriteOutcome Write::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (!done_.wait_for(lock, timeout, [&] { return finished_; })) return WriteOutcome{PMQ_WRITE_PENDING, "timed out", {}};
+  if (!done_.wait_for(lock, timeout, [&] { return finished_; }))
+    return WriteOutcome{PMQ_WRITE_PENDING, "timed out", {}};
   return outcome_;
 }
 bool Write::completed() const {
@@ -85,7 +89,7 @@ bool Write::misreleased() const {
 // ---------------------------------------------------------------- host callbacks
 
 struct FakeHost::Options {
-  runtime::PluginOptions values;
+  kit::PluginOptions values;
 };
 
 namespace {
@@ -94,7 +98,7 @@ Write* write_of(pmq_write_result* result) { return reinterpret_cast<Write*>(resu
 
 struct HostCallbacks {
   static FakeHost& host(void* ctx) { return *static_cast<FakeHost*>(ctx); }
-  static const runtime::PluginOptions& values(void* ctx) { return host(ctx).options_->values; }
+  static const kit::PluginOptions& values(void* ctx) { return host(ctx).options_->values; }
 
   static void log(void* ctx, int32_t level, const char* message) {
     static const char* names[] = {"debug", "info", "warn", "error"};
@@ -134,7 +138,9 @@ struct HostCallbacks {
   static double number(void* ctx, const char* name) { return name ? values(ctx).number(name) : 0; }
   static int boolean(void* ctx, const char* name) { return name && values(ctx).boolean(name); }
   static size_t list_size(void* ctx, const char* name) { return name ? values(ctx).list_size(name) : 0; }
-  static const char* list_item(void* ctx, const char* name, size_t i) { return name ? values(ctx).list_item(name, i) : nullptr; }
+  static const char* list_item(void* ctx, const char* name, size_t i) {
+    return name ? values(ctx).list_item(name, i) : nullptr;
+  }
   static const char* json(void* ctx, const char* name) { return name ? values(ctx).json(name) : nullptr; }
   static void set_unread_fields(void* ctx, uint32_t fields) { host(ctx).unread_fields_ = fields; }
   static void set_max_in_flight(void* ctx, uint32_t n) {
@@ -161,7 +167,7 @@ struct HostCallbacks {
 // ---------------------------------------------------------------- FakeHost
 
 FakeHost::FakeHost(const pmq_sink_plugin& plugin) : plugin_(&plugin), options_(std::make_unique<Options>()) {
-  if (auto problem = runtime::PluginOptions::check_table(plugin); !problem.empty())
+  if (auto problem = kit::PluginOptions::check_table(plugin); !problem.empty())
     throw std::runtime_error("the sink's option table is unsound: " + problem);
   pmq_plane_spec spec{};
   char error[256] = {0};
@@ -169,17 +175,27 @@ FakeHost::FakeHost(const pmq_sink_plugin& plugin) : plugin_(&plugin), options_(s
     throw std::runtime_error(std::string("the runtime would refuse the plugin: ") + error);
   plane_ = spec.best_plane;
   max_in_flight_ = std::max<uint32_t>(plugin.max_in_flight, 1);
-  api_ = pmq_host_api{
-      .struct_size = sizeof(pmq_host_api), .abi_version = PMQ_SINK_ABI_VERSION, .host_ctx = this,
-      .log = &HostCallbacks::log, .set_error = &HostCallbacks::set_error,
-      .reject_record = &HostCallbacks::reject_record, .config_has = &HostCallbacks::has,
-      .config_string = &HostCallbacks::string, .config_int = &HostCallbacks::integer,
-      .config_float = &HostCallbacks::number, .config_bool = &HostCallbacks::boolean,
-      .config_list_size = &HostCallbacks::list_size, .config_list_item = &HostCallbacks::list_item,
-      .config_json = &HostCallbacks::json, .complete = &HostCallbacks::complete,
-      .set_unread_fields = &HostCallbacks::set_unread_fields, .set_max_in_flight = &HostCallbacks::set_max_in_flight,
-      .sink_key = nullptr, .count = &HostCallbacks::count, .release = &HostCallbacks::release,
-      .set_plane = &HostCallbacks::set_plane};
+  api_ = pmq_host_api{.struct_size = sizeof(pmq_host_api),
+                      .abi_version = PMQ_SINK_ABI_VERSION,
+                      .host_ctx = this,
+                      .log = &HostCallbacks::log,
+                      .set_error = &HostCallbacks::set_error,
+                      .reject_record = &HostCallbacks::reject_record,
+                      .config_has = &HostCallbacks::has,
+                      .config_string = &HostCallbacks::string,
+                      .config_int = &HostCallbacks::integer,
+                      .config_float = &HostCallbacks::number,
+                      .config_bool = &HostCallbacks::boolean,
+                      .config_list_size = &HostCallbacks::list_size,
+                      .config_list_item = &HostCallbacks::list_item,
+                      .config_json = &HostCallbacks::json,
+                      .complete = &HostCallbacks::complete,
+                      .set_unread_fields = &HostCallbacks::set_unread_fields,
+                      .set_max_in_flight = &HostCallbacks::set_max_in_flight,
+                      .sink_key = nullptr,
+                      .count = &HostCallbacks::count,
+                      .release = &HostCallbacks::release,
+                      .set_plane = &HostCallbacks::set_plane};
 }
 
 std::unique_ptr<FakeHost> FakeHost::load(const std::string& path) {
@@ -207,7 +223,7 @@ std::vector<std::string> FakeHost::check(std::string_view config_json) const {
 
 std::vector<std::string> FakeHost::validate_config(std::string_view config_json, Options* accepted) const {
   std::vector<std::string> errors;
-  auto values = runtime::PluginOptions::validate(*plugin_, config_json, errors);
+  auto values = kit::PluginOptions::validate(*plugin_, config_json, errors);
   if (!values) return errors;
   if (plugin_->validate) {
     // The sink's validate() reads the validated values through a host of its own.
@@ -215,7 +231,7 @@ std::vector<std::string> FakeHost::validate_config(std::string_view config_json,
     probe.options_->values = *values;
     char buffer[4096] = {0};
     if (!plugin_->validate(&probe.api_, "{}", buffer, sizeof buffer))
-      for (const auto& p : runtime::PluginOptions::plugin_problems(*plugin_, buffer)) errors.push_back(p.to_string());
+      for (const auto& p : kit::PluginOptions::plugin_problems(*plugin_, buffer)) errors.push_back(p.to_string());
   }
   if (errors.empty() && accepted) accepted->values = std::move(*values);
   return errors;
@@ -265,7 +281,8 @@ std::shared_ptr<Write> FakeHost::start_write(const TestBatch& batch) {
       const pmq_write_status s = plugin_->write_record(instance_, &raw, i, reinterpret_cast<pmq_write_result*>(&one));
       std::lock_guard lock(w->mutex_);
       if (s == PMQ_WRITE_REJECTED) {
-        w->outcome_.rejected.push_back({i, one.outcome_.rejected.empty() ? one.outcome_.error : one.outcome_.rejected[0].reason});
+        w->outcome_.rejected.push_back(
+            {i, one.outcome_.rejected.empty() ? one.outcome_.error : one.outcome_.rejected[0].reason});
         continue;
       }
       if (s == PMQ_WRITE_OK) continue;
@@ -301,7 +318,8 @@ std::shared_ptr<Write> FakeHost::start_write(const TestBatch& batch) {
         if (array.release) array.release(&array);
       } else if (schema.release || array.release) {
         std::lock_guard lock(w->mutex_);
-        w->outcome_.error = "a pending Arrow write must move the structs out (the host releases them when the call returns)";
+        w->outcome_.error =
+            "a pending Arrow write must move the structs out (the host releases them when the call returns)";
         if (schema.release) schema.release(&schema);
         if (array.release) array.release(&array);
       }
@@ -322,6 +340,7 @@ void FakeHost::flush(std::chrono::milliseconds timeout) {
 namespace {
 std::vector<pmq_topic_partition> partition_list(const std::vector<std::pair<std::string, int32_t>>& partitions) {
   std::vector<pmq_topic_partition> out;
+  out.reserve(partitions.size());
   for (const auto& [topic, partition] : partitions) out.push_back({topic.c_str(), partition});
   return out;
 }
@@ -329,12 +348,14 @@ std::vector<pmq_topic_partition> partition_list(const std::vector<std::pair<std:
 
 void FakeHost::assign(uint32_t block_index, const std::vector<std::pair<std::string, int32_t>>& partitions) {
   auto list = partition_list(partitions);
-  if (instance_ && plugin_->partitions_assigned) plugin_->partitions_assigned(instance_, block_index, list.data(), list.size());
+  if (instance_ && plugin_->partitions_assigned)
+    plugin_->partitions_assigned(instance_, block_index, list.data(), list.size());
 }
 
 void FakeHost::revoke(uint32_t block_index, const std::vector<std::pair<std::string, int32_t>>& partitions) {
   auto list = partition_list(partitions);
-  if (instance_ && plugin_->partitions_revoked) plugin_->partitions_revoked(instance_, block_index, list.data(), list.size());
+  if (instance_ && plugin_->partitions_revoked)
+    plugin_->partitions_revoked(instance_, block_index, list.data(), list.size());
 }
 
 void FakeHost::stop() {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "arrow/arrow_export.h"
+#include "picomq/kit/arrow_export.hpp"
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/object_key.hpp"
 #include "picomq/kit/option_groups.hpp"
@@ -60,14 +60,15 @@ const kit::OptionTable<Settings>& option_table();
 struct Plan {
   Settings settings;
   kit::ObjectKeyTemplate key;
-  std::string prefix;         // "" or ending in '/'
-  std::string scheme;         // "http" / "https"
-  std::string host;           // host[:port] of the endpoint
-  std::string base_path;      // the endpoint's path, without a trailing '/'
+  std::string prefix;     // "" or ending in '/'
+  std::string scheme;     // "http" / "https"
+  std::string host;       // host[:port] of the endpoint
+  std::string base_path;  // the endpoint's path, without a trailing '/'
   bool path_style = true;
   std::string access_key_id, secret_access_key, session_token;  // config, else AWS_* environment
-  std::string ext;            // "json.gz", "bin.zst", "avro"...
-  kit::Compression object_compression = kit::Compression::None;  // of the chunks (None for Avro: its blocks have the codec)
+  std::string ext;                                              // "json.gz", "bin.zst", "avro"...
+  kit::Compression object_compression =
+      kit::Compression::None;  // of the chunks (None for Avro: its blocks have the codec)
   std::string content_type;
   // parquet: the writer's settings and the declared columns (none: inferred from each object's records).
   kit::ParquetOptions parquet;

@@ -1,6 +1,6 @@
 #pragma once
-// format = "parquet": each object is one Parquet file of its records, columns from the runtime's
-// Arrow exporter (src/arrow: the same columns as the Arrow plane, inferred from the object's
+// format = "parquet": each object is one Parquet file of its records, columns from the kit's
+// Arrow exporter (kit/arrow_export.hpp: the same columns as the Arrow plane, inferred from the object's
 // records or declared in parquet_columns), written by the kit's Parquet writer
 // (kit::write_parquet, arrow-rs). A Parquet file cannot grow record by record, so an object keeps
 // its records (a compact copy: offset, timestamp, key, headers, payload) until it is sealed, and
@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "arrow/arrow_export.h"
+#include "picomq/kit/arrow_export.hpp"
 #include "picomq/kit/parquet.hpp"
 #include "picomq/sink_abi.h"
 

@@ -1,23 +1,22 @@
 // picomq-connect: runs the sink definitions of a runtime config until SIGINT/SIGTERM.
-#include <CLI/CLI.hpp>
+#include <librdkafka/rdkafka.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
-#include <nlohmann/json.hpp>
-#include <regex>
 #include <filesystem>
 #include <iostream>
-
-#include <librdkafka/rdkafka.h>
+#include <nlohmann/json.hpp>
+#include <regex>
 
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
+#include "picomq/kit/plugin_options.hpp"
 #include "runtime/config_check.h"
 #include "runtime/ops/health_probe.h"
 #include "runtime/plugin_host.h"
-#include "runtime/plugin_options.h"
 #include "runtime/runtime.h"
 #include "version_info.h"
 
@@ -48,10 +47,11 @@ int describe_plugin(const std::filesystem::path& file) {
   for (uint32_t p = PMQ_PLANE_ROWS; p <= PMQ_PLANE_ARROW; p <<= 1)
     if (lib->planes().native_planes & p) planes += std::string(planes.empty() ? "" : ", ") + pmq_plane_name(p);
   std::cout << "Sink `" << d.name << "` " << d.version << (d.description ? std::string(": ") + d.description : "")
-            << "\n\nNative data planes: " << planes << "; the runtime delivers on: "
-            << pmq_plane_name(lib->planes().best_plane)
-            << (planes.find(',') != std::string::npos ? " (unless an instance names another of them at open)" : "") << ".\n\n"
-            << picomq::runtime::PluginOptions::markdown_table(d);
+            << "\n\nNative data planes: " << planes
+            << "; the runtime delivers on: " << pmq_plane_name(lib->planes().best_plane)
+            << (planes.find(',') != std::string::npos ? " (unless an instance names another of them at open)" : "")
+            << ".\n\n"
+            << picomq::kit::PluginOptions::markdown_table(d);
   return 0;
 }
 
@@ -145,9 +145,10 @@ int main(int argc, char** argv) {
                "[plugin_config], then exit (connects nowhere)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error (overrides [runtime] log_level)");
   bool version = false;
-  app.add_flag("--version", version,
-               "print the version, git commit, build type, sink ABI, librdkafka version and the default plugin directory, "
-               "then exit");
+  app.add_flag(
+      "--version", version,
+      "print the version, git commit, build type, sink ABI, librdkafka version and the default plugin directory, "
+      "then exit");
   std::string health;
   app.add_option("--health", health,
                  "GET this operations API URL (e.g. http://127.0.0.1:8083/health/ready, with the bearer token "
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
   picomq::runtime::RunOptions options;
   if (!stop_after.empty()) {
     std::string error;
-    auto d = picomq::config::parse_duration(stop_after, &error);
+    auto d = picomq::kit::parse_duration(stop_after, &error);
     if (!d) {
       std::cerr << "error: --stop-after '" << stop_after << "': " << error << '\n';
       return 2;

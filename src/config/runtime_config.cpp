@@ -38,8 +38,7 @@ void parse_embedded(const toml::table& table, const std::filesystem::path& base_
     if (*partitions < 1 || *partitions > 1000)
       r.error(*table.get("partitions"), "partitions",
               "'partitions' must be between 1 and 1000, got " + std::to_string(*partitions));
-    else
-      config.embedded_partitions = static_cast<int>(*partitions);
+    else config.embedded_partitions = static_cast<int>(*partitions);
   }
   if (const toml::node* seeds = r.node("seed")) {
     const toml::array* array = seeds->as_array();
@@ -54,8 +53,7 @@ void parse_embedded(const toml::table& table, const std::filesystem::path& base_
         auto topic = s.string("topic", true);
         auto file = s.string("file", true);
         if (topic && !topics.count(*topic))
-          s.error(*seed_table.get("topic"), "topic",
-                  "seed topic '" + *topic + "' is not in [broker.embedded] topics");
+          s.error(*seed_table.get("topic"), "topic", "seed topic '" + *topic + "' is not in [broker.embedded] topics");
         if (file && file->empty()) s.error(*seed_table.get("file"), "file", "'file' must not be empty");
         s.finish();
         if (topic && file && !file->empty())
@@ -68,7 +66,7 @@ void parse_embedded(const toml::table& table, const std::filesystem::path& base_
 
 }  // namespace
 
-RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string file_name,
+RuntimeConfigResult parse_runtime_config(std::string_view toml_text, const std::string& file_name,
                                          const std::filesystem::path& base_dir, const EnvLookup& env) {
   RuntimeConfigResult result;
   Diagnostics diag(file_name, result.errors);
@@ -88,7 +86,8 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
     TableReader b(*broker, "broker", diag, env);
     const toml::node* servers_node = broker->get("bootstrap_servers");
     auto servers = b.string("bootstrap_servers");
-    if (servers && servers->empty()) b.error(*servers_node, "bootstrap_servers", "'bootstrap_servers' must not be empty");
+    if (servers && servers->empty())
+      b.error(*servers_node, "bootstrap_servers", "'bootstrap_servers' must not be empty");
     const toml::node* embedded_node = b.node("embedded");
     if (embedded_node && embedded_node->is_boolean()) {
       config.embedded = embedded_node->as_boolean()->get();
@@ -110,9 +109,9 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
     if (auto properties = b.properties("properties")) config.client_properties = std::move(*properties);
     if (auto id = b.string("group_instance_id")) {
       if (id->empty() || id->size() > 200)
-        b.error(*broker->get("group_instance_id"), "group_instance_id", "'group_instance_id' must be 1 to 200 characters");
-      else
-        config.group_instance_id = std::move(*id);
+        b.error(*broker->get("group_instance_id"), "group_instance_id",
+                "'group_instance_id' must be 1 to 200 characters");
+      else config.group_instance_id = std::move(*id);
     }
     b.finish();
   }
@@ -122,10 +121,8 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
     TableReader p(*plugins, "plugins", diag, env);
     if (auto entries = p.string_list("path")) {
       for (auto& entry : *entries) {
-        if (entry.value.empty())
-          diag.error(entry.where, entry.key, "a plugin path entry must not be empty");
-        else
-          config.plugin_path.push_back(resolve(base_dir, entry.value));
+        if (entry.value.empty()) diag.error(entry.where, entry.key, "a plugin path entry must not be empty");
+        else config.plugin_path.push_back(resolve(base_dir, entry.value));
       }
     }
     p.finish();
@@ -135,10 +132,8 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
   if (const toml::table* sinks = r.table("sinks", true)) {
     TableReader s(*sinks, "sinks", diag, env);
     if (auto dir = s.string("dir", true)) {
-      if (dir->empty())
-        s.error(*sinks->get("dir"), "dir", "'dir' must not be empty");
-      else
-        config.sinks_dir = resolve(base_dir, *dir);
+      if (dir->empty()) s.error(*sinks->get("dir"), "dir", "'dir' must not be empty");
+      else config.sinks_dir = resolve(base_dir, *dir);
     }
     s.finish();
   }
@@ -147,17 +142,14 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
   if (const toml::table* runtime = r.table("runtime")) {
     TableReader t(*runtime, "runtime", diag, env);
     if (auto status = t.string("status_file")) {
-      if (status->empty())
-        t.error(*runtime->get("status_file"), "status_file", "'status_file' must not be empty");
-      else
-        config.status_file = resolve(base_dir, *status);
+      if (status->empty()) t.error(*runtime->get("status_file"), "status_file", "'status_file' must not be empty");
+      else config.status_file = resolve(base_dir, *status);
     }
     if (auto records = t.integer("max_buffered_records")) {
       if (*records < 1)
         t.error(*runtime->get("max_buffered_records"), "max_buffered_records",
                 "'max_buffered_records' must be at least 1, got " + std::to_string(*records));
-      else
-        config.max_buffered_records = static_cast<std::size_t>(*records);
+      else config.max_buffered_records = static_cast<std::size_t>(*records);
     }
     if (const toml::node* bytes = t.node("max_buffered_bytes")) {
       std::optional<std::int64_t> value;
@@ -166,20 +158,17 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
       } else if (bytes->is_string()) {
         if (auto text = detail::interpolate(*bytes, "runtime.max_buffered_bytes", diag, env)) {
           std::string problem;
-          if (auto size = parse_byte_size(*text, &problem))
+          if (auto size = kit::parse_byte_size(*text, &problem))
             value = static_cast<std::int64_t>(std::min<std::size_t>(*size, INT64_MAX));
-          else
-            t.error(*bytes, "max_buffered_bytes", problem);
+          else t.error(*bytes, "max_buffered_bytes", problem);
         }
       } else {
         t.error(*bytes, "max_buffered_bytes",
                 "'max_buffered_bytes' must be an integer (bytes) or a size string such as \"64MiB\", got " +
                     std::string(detail::type_name(bytes->type())));
       }
-      if (value && *value < 1)
-        t.error(*bytes, "max_buffered_bytes", "'max_buffered_bytes' must be at least 1 byte");
-      else if (value)
-        config.max_buffered_bytes = static_cast<std::size_t>(*value);
+      if (value && *value < 1) t.error(*bytes, "max_buffered_bytes", "'max_buffered_bytes' must be at least 1 byte");
+      else if (value) config.max_buffered_bytes = static_cast<std::size_t>(*value);
     }
     if (auto timeout = t.duration("shutdown_timeout")) config.shutdown_timeout = *timeout;
     if (auto keep = t.boolean("keep_running_on_error")) config.keep_running_on_error = *keep;
@@ -188,14 +177,13 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
       if (std::find(kLevels.begin(), kLevels.end(), *level) == kLevels.end())
         t.error(*runtime->get("log_level"), "log_level",
                 "'log_level' must be one of trace, debug, info, warn, error, got \"" + *level + "\"");
-      else
-        config.log_level = std::move(*level);
+      else config.log_level = std::move(*level);
     }
     if (auto format = t.string("log_format")) {
       if (*format != "text" && *format != "json")
-        t.error(*runtime->get("log_format"), "log_format", "'log_format' must be \"text\" or \"json\", got \"" + *format + "\"");
-      else
-        config.log_format = std::move(*format);
+        t.error(*runtime->get("log_format"), "log_format",
+                "'log_format' must be \"text\" or \"json\", got \"" + *format + "\"");
+      else config.log_format = std::move(*format);
     }
     t.finish();
   }
@@ -219,9 +207,9 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string
     }
     if (auto token = a.string("token")) {
       if (token->empty())
-        a.error(*api->get("token"), "token", "'token' must not be empty (it is the bearer token every request must carry)");
-      else
-        config.api.token = std::move(*token);
+        a.error(*api->get("token"), "token",
+                "'token' must not be empty (it is the bearer token every request must carry)");
+      else config.api.token = std::move(*token);
     }
     if (auto cert = a.string("tls_cert")) config.api.tls_cert = resolve(base_dir, *cert);
     if (auto key = a.string("tls_key")) config.api.tls_key = resolve(base_dir, *key);

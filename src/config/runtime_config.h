@@ -12,7 +12,7 @@
 
 #include "config/env.h"
 #include "config/error.h"
-#include "config/units.h"
+#include "picomq/kit/units.hpp"
 
 namespace picomq::config {
 
@@ -48,7 +48,7 @@ struct RuntimeConfig {
   std::optional<std::filesystem::path> status_file;  // absolute
   std::size_t max_buffered_records = 100000;         // per [[topics]] block
   std::size_t max_buffered_bytes = 64 << 20;         // per [[topics]] block
-  Millis shutdown_timeout{30000};
+  kit::Millis shutdown_timeout{30000};
   std::string log_level = "info";  // trace|debug|info|warn|error
   // Once no sink can make progress (each one in error or invalid), the process exits 1 so a
   // supervisor notices; true keeps it up (for an operator to restart sinks through the API).
@@ -59,10 +59,10 @@ struct RuntimeConfig {
   struct Api {
     bool enabled = false;
     std::string host = "127.0.0.1";
-    int port = 8083;                         // 0: any free port (written to the log and status file)
-    std::optional<std::string> token;        // bearer token, after ${ENV}; never logged
+    int port = 8083;                                         // 0: any free port (written to the log and status file)
+    std::optional<std::string> token;                        // bearer token, after ${ENV}; never logged
     std::optional<std::filesystem::path> tls_cert, tls_key;  // both or neither: HTTPS
-    bool watch_sinks_dir = true;             // inotify on [sinks] dir: hot reload of changed files
+    bool watch_sinks_dir = true;                             // inotify on [sinks] dir: hot reload of changed files
   } api;
 };
 
@@ -72,7 +72,7 @@ struct RuntimeConfigResult {
 };
 
 RuntimeConfigResult load_runtime_config(const std::filesystem::path& file, const EnvLookup& env);
-RuntimeConfigResult parse_runtime_config(std::string_view toml_text, std::string file_name,
+RuntimeConfigResult parse_runtime_config(std::string_view toml_text, const std::string& file_name,
                                          const std::filesystem::path& base_dir, const EnvLookup& env);
 
 }  // namespace picomq::config

@@ -8,7 +8,6 @@
 #include <regex>
 #include <set>
 
-#include "arrow/arrow_export.h"
 #include "config/file_text.h"
 #include "config/names.h"
 #include "config/toml_reader.h"
@@ -16,6 +15,7 @@
 #include "decoders/flatbuffer_decoder.h"
 #include "decoders/proto_decoder.h"
 #include "decoders/schema_registry.h"
+#include "picomq/kit/arrow_export.hpp"
 
 namespace picomq::config {
 
@@ -89,7 +89,7 @@ namespace {
 using detail::Diagnostics;
 using detail::TableReader;
 
-constexpr std::array<Schema, 6> kSchemas{Schema::Json, Schema::Raw,        Schema::Text,
+constexpr std::array<Schema, 6> kSchemas{Schema::Json,  Schema::Raw,        Schema::Text,
                                          Schema::Proto, Schema::Flatbuffer, Schema::Avro};
 
 // Where things are in the file, for errors found after parsing (duplicates across files).
@@ -105,12 +105,9 @@ struct Positions {
 // on_bad_record = "fail" | "skip" | "dead_letter", the last with dead_letter_topic = "<topic>".
 void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBlock& block) {
   if (auto policy = r.string("on_bad_record")) {
-    if (*policy == "fail")
-      block.on_bad_record = BadRecordPolicy::Fail;
-    else if (*policy == "skip")
-      block.on_bad_record = BadRecordPolicy::Skip;
-    else if (*policy == "dead_letter")
-      block.on_bad_record = BadRecordPolicy::DeadLetter;
+    if (*policy == "fail") block.on_bad_record = BadRecordPolicy::Fail;
+    else if (*policy == "skip") block.on_bad_record = BadRecordPolicy::Skip;
+    else if (*policy == "dead_letter") block.on_bad_record = BadRecordPolicy::DeadLetter;
     else
       r.error(*table.get("on_bad_record"), "on_bad_record",
               "'on_bad_record' must be \"fail\", \"skip\" or \"dead_letter\", got \"" + *policy + "\"");
@@ -128,8 +125,7 @@ void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBloc
       // A bad record would come back to this block, fail again and be produced again, forever.
       r.error(*table.get("dead_letter_topic"), "dead_letter_topic",
               "the dead-letter topic '" + *topic + "' is one this block consumes");
-    else
-      block.dead_letter_topic = std::move(*topic);
+    else block.dead_letter_topic = std::move(*topic);
   } else if (dead_letter && table.get("on_bad_record")) {
     r.error(*table.get("on_bad_record"), "on_bad_record",
             "on_bad_record = \"dead_letter\" needs 'dead_letter_topic', the topic bad records are produced to");
@@ -141,7 +137,8 @@ void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBloc
 void read_arrow_schema(TableReader& r, const toml::node& node, TopicsBlock& block) {
   const toml::array* columns = node.as_array();
   if (!columns) {
-    r.error(node, "arrow_schema", "'arrow_schema' must be an array of tables such as { name = \"id\", type = \"utf8\" }");
+    r.error(node, "arrow_schema",
+            "'arrow_schema' must be an array of tables such as { name = \"id\", type = \"utf8\" }");
     return;
   }
   std::set<std::string> names;
@@ -163,7 +160,8 @@ void read_arrow_schema(TableReader& r, const toml::node& node, TopicsBlock& bloc
       if (name->empty()) c.error(*t->get("name"), "name", "a column name must not be empty");
       else if (name->rfind("pico_", 0) == 0)
         c.error(*t->get("name"), "name", "'" + *name + "' would collide with the metadata columns (pico_*)");
-      else if (!names.insert(*name).second) c.error(*t->get("name"), "name", "column '" + *name + "' is declared twice");
+      else if (!names.insert(*name).second)
+        c.error(*t->get("name"), "name", "column '" + *name + "' is declared twice");
       column.name = *name;
     }
     if (type) {
@@ -189,12 +187,18 @@ struct SchemaKey {
   Schema schema;
 };
 constexpr SchemaKey kSchemaKeys[] = {
-    {"avro_schema_json", Schema::Avro},         {"avro_schema_path", Schema::Avro},
-    {"avro_framing", Schema::Avro},             {"avro_registry_url", Schema::Avro},
-    {"proto_files", Schema::Proto},             {"proto_include_paths", Schema::Proto},
-    {"proto_descriptor_set", Schema::Proto},    {"proto_message", Schema::Proto},
-    {"proto_int64", Schema::Proto},             {"proto_field_names", Schema::Proto},
-    {"flatbuffer_schema", Schema::Flatbuffer},  {"flatbuffer_root_type", Schema::Flatbuffer},
+    {"avro_schema_json", Schema::Avro},
+    {"avro_schema_path", Schema::Avro},
+    {"avro_framing", Schema::Avro},
+    {"avro_registry_url", Schema::Avro},
+    {"proto_files", Schema::Proto},
+    {"proto_include_paths", Schema::Proto},
+    {"proto_descriptor_set", Schema::Proto},
+    {"proto_message", Schema::Proto},
+    {"proto_int64", Schema::Proto},
+    {"proto_field_names", Schema::Proto},
+    {"flatbuffer_schema", Schema::Flatbuffer},
+    {"flatbuffer_root_type", Schema::Flatbuffer},
     {"flatbuffer_include_paths", Schema::Flatbuffer},
 };
 
@@ -218,7 +222,8 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
     const toml::node* n = table.get(key);
     if (!n || schema == block.schema) continue;
     r.node(key);  // known, but not here
-    r.error(*n, key, "'" + std::string(key) + "' is only valid with schema = \"" + std::string(to_string(schema)) + "\"");
+    r.error(*n, key,
+            "'" + std::string(key) + "' is only valid with schema = \"" + std::string(to_string(schema)) + "\"");
   }
   const toml::node& schema_at = schema_node ? *schema_node : static_cast<const toml::node&>(table);
   auto at = [&](std::string_view key) -> const toml::node& {
@@ -246,27 +251,33 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       if (auto message = non_empty("proto_message")) block.proto_message = *message;
       if (auto v = r.string("proto_int64")) {
         if (*v == "number" || *v == "string") block.proto_int64_as_string = *v == "string";
-        else r.error(at("proto_int64"), "proto_int64", "'proto_int64' must be \"number\" or \"string\", got \"" + *v + "\"");
+        else
+          r.error(at("proto_int64"), "proto_int64",
+                  "'proto_int64' must be \"number\" or \"string\", got \"" + *v + "\"");
       }
       if (auto v = r.string("proto_field_names")) {
         if (*v == "proto" || *v == "json") block.proto_json_names = *v == "json";
         else
-          r.error(at("proto_field_names"), "proto_field_names",
-                  "'proto_field_names' must be \"proto\" (names as in the .proto file) or \"json\" (json_name), got \"" +
-                      *v + "\"");
+          r.error(
+              at("proto_field_names"), "proto_field_names",
+              "'proto_field_names' must be \"proto\" (names as in the .proto file) or \"json\" (json_name), got \"" +
+                  *v + "\"");
       }
       const bool files = table.get("proto_files") != nullptr, set = table.get("proto_descriptor_set") != nullptr;
       if (files && set)
-        r.error(at("proto_descriptor_set"), "proto_descriptor_set", "set only one of 'proto_files' and 'proto_descriptor_set'");
+        r.error(at("proto_descriptor_set"), "proto_descriptor_set",
+                "set only one of 'proto_files' and 'proto_descriptor_set'");
       else if (!files && !set)
         r.error(schema_at, "schema",
                 std::string("schema = \"proto\" needs 'proto_files' (.proto files) or 'proto_descriptor_set' (protoc "
                             "--descriptor_set_out --include_imports)") +
                     (table.get("proto_message") ? "" : ", and 'proto_message' (e.g. \"shop.v1.Order\")"));
       if (set && table.get("proto_include_paths"))
-        r.error(at("proto_include_paths"), "proto_include_paths", "'proto_include_paths' is only used with 'proto_files'");
+        r.error(at("proto_include_paths"), "proto_include_paths",
+                "'proto_include_paths' is only used with 'proto_files'");
       if (!table.get("proto_message") && (files || set))
-        r.error(schema_at, "schema", "schema = \"proto\" needs 'proto_message', the fully qualified message type (e.g. \"shop.v1.Order\")");
+        r.error(schema_at, "schema",
+                "schema = \"proto\" needs 'proto_message', the fully qualified message type (e.g. \"shop.v1.Order\")");
       if (r.diagnostics().count() != errors_before) return;
       decoders::ProtoOptions options;
       options.files = block.proto_files;
@@ -276,8 +287,8 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       std::string error;
       if (!decoders::compile_proto(options, error)) {
         const std::string_view key = error.rfind("message type", 0) == 0 ? "proto_message"
-                                     : set                              ? "proto_descriptor_set"
-                                                                        : "proto_files";
+                                     : set                               ? "proto_descriptor_set"
+                                                                         : "proto_files";
         r.error(at(key), key, error);
       }
       return;
@@ -296,8 +307,9 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       options.include_paths = block.flatbuffer_include_paths;
       std::string error;
       if (!decoders::compile_flatbuffer(options, error)) {
-        const std::string_view key =
-            error.rfind("root type", 0) == 0 && table.get("flatbuffer_root_type") ? "flatbuffer_root_type" : "flatbuffer_schema";
+        const std::string_view key = error.rfind("root type", 0) == 0 && table.get("flatbuffer_root_type")
+                                         ? "flatbuffer_root_type"
+                                         : "flatbuffer_schema";
         r.error(at(key), key, error);
       }
       return;
@@ -322,8 +334,9 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
         for (std::string_view key : {"avro_schema_json", "avro_schema_path"})
           if (table.get(key))
             r.error(at(key), key,
-                    "'" + std::string(key) + "' is not used with avro_framing = \"registry\": each record's writer "
-                    "schema comes from the registry");
+                    "'" + std::string(key) +
+                        "' is not used with avro_framing = \"registry\": each record's writer "
+                        "schema comes from the registry");
         if (!table.get("avro_registry_url"))
           r.error(at("avro_framing"), "avro_framing", "avro_framing = \"registry\" needs 'avro_registry_url'");
       } else {
@@ -331,7 +344,8 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
           r.error(at("avro_registry_url"), "avro_registry_url",
                   "'avro_registry_url' is only used with avro_framing = \"registry\"");
         if (json && path)
-          r.error(at("avro_schema_path"), "avro_schema_path", "set only one of 'avro_schema_json' and 'avro_schema_path'");
+          r.error(at("avro_schema_path"), "avro_schema_path",
+                  "set only one of 'avro_schema_json' and 'avro_schema_path'");
         else if (!json && !path)
           r.error(schema_at, "schema", "schema = \"avro\" needs 'avro_schema_json' or 'avro_schema_path'");
       }
@@ -351,15 +365,16 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
           return;
         }
         if (!decoders::compile_avro(text, error))
-          r.error(at("avro_schema_path"), "avro_schema_path", "'" + *block.avro_schema_path + "': invalid Avro schema: " + error);
+          r.error(at("avro_schema_path"), "avro_schema_path",
+                  "'" + *block.avro_schema_path + "': invalid Avro schema: " + error);
       }
       return;
     }
   }
 }
 
-TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path,
-                               Diagnostics& diag, const EnvLookup& env, const std::filesystem::path& base_dir) {
+TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path, Diagnostics& diag,
+                               const EnvLookup& env, const std::filesystem::path& base_dir) {
   TableReader r(table, path, diag, env);
   TopicsBlock block;
   block.index = index;
@@ -396,12 +411,12 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
   const toml::node* topics_node = table.get("topics");
   const bool topics_empty = !topics_node || (topics_node->is_array() && topics_node->as_array()->empty());
   if (topics_empty && !pattern_node)
-    r.error_here("a [[topics]] block needs 'topics' (a list of topic names) or 'pattern' (a regular expression), or both");
+    r.error_here(
+        "a [[topics]] block needs 'topics' (a list of topic names) or 'pattern' (a regular expression), or both");
 
   const toml::node* schema_node = table.get("schema");
   if (auto schema = r.string("schema")) {
-    auto it = std::find_if(kSchemas.begin(), kSchemas.end(),
-                           [&](Schema s) { return to_string(s) == *schema; });
+    auto it = std::find_if(kSchemas.begin(), kSchemas.end(), [&](Schema s) { return to_string(s) == *schema; });
     if (it == kSchemas.end()) {
       r.error(*schema_node, "schema",
               "unknown schema '" + *schema + "' (one of json, raw, text, proto, flatbuffer, avro)");
@@ -415,27 +430,22 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
     if (*n < 1)
       r.error(*table.get("batch_length"), "batch_length",
               "'batch_length' must be at least 1, got " + std::to_string(*n));
-    else
-      block.batch_length = static_cast<std::size_t>(*n);
+    else block.batch_length = static_cast<std::size_t>(*n);
   }
   if (auto interval = r.duration("poll_interval")) {
     if (interval->count() < 1)
       r.error(*table.get("poll_interval"), "poll_interval", "'poll_interval' must be at least 1ms");
-    else
-      block.poll_interval = *interval;
+    else block.poll_interval = *interval;
   }
   if (auto group = r.string("consumer_group")) {
     if (group->empty())
       r.error(*table.get("consumer_group"), "consumer_group",
               "'consumer_group' must not be empty (leave it out for the default group)");
-    else
-      block.consumer_group = std::move(*group);
+    else block.consumer_group = std::move(*group);
   }
   if (auto reset = r.string("auto_offset_reset")) {
-    if (*reset == "earliest")
-      block.auto_offset_reset = OffsetReset::Earliest;
-    else if (*reset == "latest")
-      block.auto_offset_reset = OffsetReset::Latest;
+    if (*reset == "earliest") block.auto_offset_reset = OffsetReset::Earliest;
+    else if (*reset == "latest") block.auto_offset_reset = OffsetReset::Latest;
     else
       r.error(*table.get("auto_offset_reset"), "auto_offset_reset",
               "'auto_offset_reset' must be \"earliest\" or \"latest\", got \"" + *reset + "\"");
@@ -447,7 +457,7 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
   return block;
 }
 
-SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_name, const EnvLookup& env,
+SinkDefinitionResult parse_impl(std::string_view toml_text, const std::string& file_name, const EnvLookup& env,
                                 Positions* positions) {
   SinkDefinitionResult result;
   Diagnostics diag(file_name, result.errors);
@@ -465,8 +475,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
   def.file = file_name;
 
   if (auto type = r.string("type", true)) {
-    if (*type != "sink")
-      r.error(*root.get("type"), "type", "'type' must be \"sink\", got \"" + *type + "\"");
+    if (*type != "sink") r.error(*root.get("type"), "type", "'type' must be \"sink\", got \"" + *type + "\"");
     def.type = std::move(*type);
   }
   if (auto key = r.string("key", true)) {
@@ -474,14 +483,14 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
       r.error(*root.get("key"), "key",
               key->empty() ? std::string("'key' must not be empty")
                            : "'key' must use only A-Z a-z 0-9 _ . - (it becomes part of a consumer "
-                             "group id), got \"" + *key + "\"");
+                             "group id), got \"" +
+                                 *key + "\"");
     def.key = std::move(*key);
     if (positions) positions->key = root.get("key")->source();
   }
   if (auto enabled = r.boolean("enabled")) def.enabled = *enabled;
   if (auto version = r.integer("version")) {
-    if (*version < 0)
-      r.error(*root.get("version"), "version", "'version' must not be negative");
+    if (*version < 0) r.error(*root.get("version"), "version", "'version' must not be negative");
     def.version = *version;
   }
   if (auto name = r.string("name")) {
@@ -492,8 +501,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
   }
   const std::size_t errors_before_path = diag.count();
   if (auto path = r.string("path", true)) {
-    if (path->empty())
-      r.error(*root.get("path"), "path", "'path' must not be empty");
+    if (path->empty()) r.error(*root.get("path"), "path", "'path' must not be empty");
     else if (path->find_first_of("/\\") != std::string::npos)
       r.error(*root.get("path"), "path",
               "'path' is a plugin library name such as \"libpicomq_connector_stdout_sink\", not a file "
@@ -505,8 +513,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
   if (const toml::node* topics = r.node("topics")) {
     const toml::array* blocks = topics->as_array();
     if (!blocks || !blocks->is_array_of_tables() || blocks->empty()) {
-      if (blocks && blocks->empty())
-        r.error(*topics, "topics", "at least one [[topics]] block is required");
+      if (blocks && blocks->empty()) r.error(*topics, "topics", "at least one [[topics]] block is required");
       else
         r.error(*topics, "topics",
                 "'topics' must be an array of tables ([[topics]] blocks), got " +
@@ -519,8 +526,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, std::string file_nam
         if (positions) {
           if (const toml::node* group = table.get("consumer_group"))
             positions->groups.push_back({group->source(), path + ".consumer_group"});
-          else
-            positions->groups.push_back({table.source(), path});
+          else positions->groups.push_back({table.source(), path});
         }
       }
     }
@@ -590,9 +596,9 @@ SinkDefinitionResult load_impl(const std::filesystem::path& file, const EnvLooku
 
 }  // namespace
 
-SinkDefinitionResult parse_sink_definition(std::string_view toml_text, std::string file_name,
+SinkDefinitionResult parse_sink_definition(std::string_view toml_text, const std::string& file_name,
                                            const EnvLookup& env) {
-  return parse_impl(toml_text, std::move(file_name), env, nullptr);
+  return parse_impl(toml_text, file_name, env, nullptr);
 }
 
 SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env) {
@@ -603,7 +609,8 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
   SinkDirectory out;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    out.errors.push_back(ConfigError{dir.string(), 0, 0, "", "sink definition directory does not exist or is not a directory"});
+    out.errors.push_back(
+        ConfigError{dir.string(), 0, 0, "", "sink definition directory does not exist or is not a directory"});
     return out;
   }
   std::vector<std::filesystem::path> files;
@@ -641,8 +648,7 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
         if (auto g = group_owner.find(group); g != group_owner.end()) {
           const auto& where = positions.groups[static_cast<std::size_t>(block.index)];
           diag.error(where.where, where.key,
-                     "consumer group '" + group + "' is already used by " + g->second +
-                         "; this sink does not start");
+                     "consumer group '" + group + "' is already used by " + g->second + "; this sink does not start");
         }
       }
     }

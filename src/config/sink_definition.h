@@ -15,7 +15,7 @@
 #include "config/env.h"
 #include "config/error.h"
 #include "config/transforms_config.h"
-#include "config/units.h"
+#include "picomq/kit/units.hpp"
 
 namespace picomq::config {
 
@@ -31,8 +31,8 @@ std::string_view to_string(BadRecordPolicy policy);  // "fail" | "skip" | "dead_
 
 // One [[topics]] block: one consumer in its own consumer group.
 struct TopicsBlock {
-  int index = 0;  // position of the [[topics]] table in the file (0-based)
-  int line = 0;   // line of its [[topics]] header
+  int index = 0;                                // position of the [[topics]] table in the file (0-based)
+  int line = 0;                                 // line of its [[topics]] header
   std::vector<std::string> topics;              // explicit list, validated Kafka topic names
   std::optional<std::string> pattern;           // as written by the user
   std::optional<std::string> anchored_pattern;  // '^' prepended when the user did not anchor it
@@ -42,17 +42,17 @@ struct TopicsBlock {
   // definition file's folder; each schema is compiled once at load time to validate it.
   std::vector<std::string> proto_files, proto_include_paths;
   std::optional<std::string> proto_descriptor_set;
-  std::string proto_message;             // fully qualified
-  bool proto_int64_as_string = false;    // proto_int64 = "string"
-  bool proto_json_names = false;         // proto_field_names = "json"
-  std::string flatbuffer_schema;         // .fbs or .bfbs
-  std::string flatbuffer_root_type;      // empty: the schema's root_type
+  std::string proto_message;           // fully qualified
+  bool proto_int64_as_string = false;  // proto_int64 = "string"
+  bool proto_json_names = false;       // proto_field_names = "json"
+  std::string flatbuffer_schema;       // .fbs or .bfbs
+  std::string flatbuffer_root_type;    // empty: the schema's root_type
   std::vector<std::string> flatbuffer_include_paths;
   enum class AvroFraming { Plain, Registry };
   AvroFraming avro_framing = AvroFraming::Plain;
   std::optional<std::string> avro_registry_url;  // after ${ENV}; may hold credentials: never log it
   std::size_t batch_length = 1000;
-  Millis poll_interval{100};
+  kit::Millis poll_interval{100};
   std::optional<std::string> consumer_group;
   OffsetReset auto_offset_reset = OffsetReset::Earliest;
   BadRecordPolicy on_bad_record = BadRecordPolicy::Fail;
@@ -87,9 +87,9 @@ struct PluginConfigPositions {
   SourcePosition path;   // the value of `path`
   SourcePosition table;  // the [plugin_config] table; the definition's start when there is none
   struct Key {
-    std::string name;       // a top-level key of [plugin_config], unquoted
-    SourcePosition key;     // the key itself
-    SourcePosition value;   // its value
+    std::string name;      // a top-level key of [plugin_config], unquoted
+    SourcePosition key;    // the key itself
+    SourcePosition value;  // its value
   };
   std::vector<Key> keys;  // in file order
 };
@@ -124,7 +124,7 @@ struct SinkDefinitionResult {
   std::optional<SinkDefinition> partial;
 };
 
-SinkDefinitionResult parse_sink_definition(std::string_view toml_text, std::string file_name,
+SinkDefinitionResult parse_sink_definition(std::string_view toml_text, const std::string& file_name,
                                            const EnvLookup& env);
 SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env);
 

@@ -10,9 +10,8 @@
 namespace picomq::config::detail {
 
 void Diagnostics::error(const toml::source_region& where, std::string key, std::string message) {
-  out_.push_back(ConfigError{file_, static_cast<int>(where.begin.line),
-                             static_cast<int>(where.begin.column), std::move(key),
-                             std::move(message)});
+  out_.push_back(ConfigError{file_, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column),
+                             std::move(key), std::move(message)});
 }
 
 namespace {
@@ -20,8 +19,7 @@ namespace {
 bool is_bare_key(std::string_view key) {
   if (key.empty()) return false;
   return std::all_of(key.begin(), key.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
 }
 
@@ -80,8 +78,8 @@ std::string_view type_name(toml::node_type type) {
   return "unknown";
 }
 
-std::optional<std::string> interpolate(const toml::node& string_node, const std::string& key,
-                                       Diagnostics& diag, const EnvLookup& env) {
+std::optional<std::string> interpolate(const toml::node& string_node, const std::string& key, Diagnostics& diag,
+                                       const EnvLookup& env) {
   const auto* value = string_node.as_string();
   if (!value) return std::nullopt;
   std::string problem;
@@ -90,8 +88,7 @@ std::optional<std::string> interpolate(const toml::node& string_node, const std:
   return out;
 }
 
-nlohmann::json to_json(const toml::node& node, const std::string& key, Diagnostics& diag,
-                       const EnvLookup& env) {
+nlohmann::json to_json(const toml::node& node, const std::string& key, Diagnostics& diag, const EnvLookup& env) {
   switch (node.type()) {
     case toml::node_type::table: {
       auto object = nlohmann::json::object();
@@ -131,11 +128,9 @@ void TableReader::error(const toml::node& at, std::string_view key, std::string 
   diag_.error(at.source(), key_path(key), std::move(message));
 }
 
-void TableReader::error_here(std::string message) {
-  diag_.error(table_.source(), path_, std::move(message));
-}
+void TableReader::error_here(std::string message) { diag_.error(table_.source(), path_, std::move(message)); }
 
-void TableReader::missing(std::string_view key, std::string what) {
+void TableReader::missing(std::string_view key, const std::string& what) {
   std::string message = "missing required key '" + std::string(key) + "'";
   if (!what.empty()) message += " (" + what + ")";
   diag_.error(table_.source(), key_path(key), std::move(message));
@@ -143,8 +138,7 @@ void TableReader::missing(std::string_view key, std::string what) {
 
 void TableReader::wrong_type(const toml::node& at, std::string_view key, std::string_view expected) {
   error(at, key,
-        "'" + std::string(key) + "' must be " + std::string(expected) + ", got " +
-            std::string(type_name(at.type())));
+        "'" + std::string(key) + "' must be " + std::string(expected) + ", got " + std::string(type_name(at.type())));
 }
 
 const toml::node* TableReader::node(std::string_view key, bool required) {
@@ -240,7 +234,7 @@ std::optional<std::vector<Located<std::string>>> TableReader::string_list(std::s
   return string_array(key);
 }
 
-std::optional<Millis> TableReader::duration(std::string_view key) {
+std::optional<kit::Millis> TableReader::duration(std::string_view key) {
   const toml::node* n = node(key);
   if (!n) return std::nullopt;
   if (!n->is_string()) {
@@ -250,13 +244,12 @@ std::optional<Millis> TableReader::duration(std::string_view key) {
   auto text = interpolate(*n, key_path(key), diag_, env_);
   if (!text) return std::nullopt;
   std::string problem;
-  auto value = parse_duration(*text, &problem);
+  auto value = kit::parse_duration(*text, &problem);
   if (!value) error(*n, key, problem);
   return value;
 }
 
-std::optional<std::vector<std::pair<std::string, std::string>>> TableReader::properties(
-    std::string_view key) {
+std::optional<std::vector<std::pair<std::string, std::string>>> TableReader::properties(std::string_view key) {
   const toml::table* t = table(key);
   if (!t) return std::nullopt;
   std::vector<std::pair<std::string, std::string>> out;
@@ -308,7 +301,7 @@ void TableReader::finish() {
     const std::string* best = nullptr;
     std::size_t best_distance = 3;
     for (const auto& candidate : known_) {
-      std::size_t distance = edit_distance(name, candidate);
+      std::size_t distance = kit::edit_distance(name, candidate);
       if (distance < best_distance) {
         best_distance = distance;
         best = &candidate;

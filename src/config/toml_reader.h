@@ -7,20 +7,20 @@
 // so a file's errors are all reported in one pass.
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-#include <toml++/toml.h>
-
 #include "config/env.h"
 #include "config/error.h"
-#include "config/spelling.h"
-#include "config/units.h"
+#include "picomq/kit/spelling.hpp"
+#include "picomq/kit/units.hpp"
 
 namespace picomq::config::detail {
 
@@ -53,13 +53,12 @@ struct Located {
 };
 
 // Interpolates ${ENV} in a string node's value; reports at the node on failure.
-std::optional<std::string> interpolate(const toml::node& string_node, const std::string& key,
-                                       Diagnostics& diag, const EnvLookup& env);
+std::optional<std::string> interpolate(const toml::node& string_node, const std::string& key, Diagnostics& diag,
+                                       const EnvLookup& env);
 
 // Converts any TOML node to JSON (tables -> objects, arrays -> arrays, dates/times -> ISO
 // strings, strings interpolated). Problems are reported and the offending value becomes null.
-nlohmann::json to_json(const toml::node& node, const std::string& key, Diagnostics& diag,
-                       const EnvLookup& env);
+nlohmann::json to_json(const toml::node& node, const std::string& key, Diagnostics& diag, const EnvLookup& env);
 
 class TableReader {
  public:
@@ -74,7 +73,7 @@ class TableReader {
   std::optional<std::vector<Located<std::string>>> string_array(std::string_view key);
   // A string or an array of strings.
   std::optional<std::vector<Located<std::string>>> string_list(std::string_view key);
-  std::optional<Millis> duration(std::string_view key);
+  std::optional<kit::Millis> duration(std::string_view key);
   // A table whose values are strings, integers, floats or booleans, all turned into strings;
   // librdkafka properties the runtime manages are rejected.
   std::optional<std::vector<std::pair<std::string, std::string>>> properties(std::string_view key);
@@ -88,7 +87,7 @@ class TableReader {
   // An error located at this table, about the table itself.
   void error_here(std::string message);
   // An error located at this table, about a key it should have had.
-  void missing(std::string_view key, std::string what = {});
+  void missing(std::string_view key, const std::string& what = {});
   const toml::table& toml_table() const { return table_; }
   const std::string& path() const { return path_; }
   Diagnostics& diagnostics() { return diag_; }

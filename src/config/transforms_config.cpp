@@ -116,21 +116,27 @@ using detail::Diagnostics;
 using detail::TableReader;
 
 constexpr std::array<TransformType, 11> kTypes{
-    TransformType::AddFields,  TransformType::DeleteFields, TransformType::RenameFields,
-    TransformType::KeepFields, TransformType::UpdateFields, TransformType::Filter,
-    TransformType::MaskFields, TransformType::Flatten,      TransformType::Cast,
+    TransformType::AddFields,        TransformType::DeleteFields, TransformType::RenameFields,
+    TransformType::KeepFields,       TransformType::UpdateFields, TransformType::Filter,
+    TransformType::MaskFields,       TransformType::Flatten,      TransformType::Cast,
     TransformType::ConvertTimestamp, TransformType::ExtractField};
 
-constexpr std::array<ValueSource::Compute, 11> kComputes{
-    ValueSource::Compute::NowMs,       ValueSource::Compute::NowRfc3339, ValueSource::Compute::Topic,
-    ValueSource::Compute::Partition,   ValueSource::Compute::Offset,     ValueSource::Compute::TimestampMs,
-    ValueSource::Compute::TimestampRfc3339, ValueSource::Compute::Key,   ValueSource::Compute::KeyBase64,
-    ValueSource::Compute::Header,      ValueSource::Compute::RecordId};
+constexpr std::array<ValueSource::Compute, 11> kComputes{ValueSource::Compute::NowMs,
+                                                         ValueSource::Compute::NowRfc3339,
+                                                         ValueSource::Compute::Topic,
+                                                         ValueSource::Compute::Partition,
+                                                         ValueSource::Compute::Offset,
+                                                         ValueSource::Compute::TimestampMs,
+                                                         ValueSource::Compute::TimestampRfc3339,
+                                                         ValueSource::Compute::Key,
+                                                         ValueSource::Compute::KeyBase64,
+                                                         ValueSource::Compute::Header,
+                                                         ValueSource::Compute::RecordId};
 
 constexpr std::array<CastType, 5> kCasts{CastType::String, CastType::Integer, CastType::Float, CastType::Boolean,
                                          CastType::Json};
-constexpr std::array<TimeFormat, 7> kTimeFormats{TimeFormat::Auto,   TimeFormat::Rfc3339, TimeFormat::Date,
-                                                 TimeFormat::UnixS,  TimeFormat::UnixMs,  TimeFormat::UnixUs,
+constexpr std::array<TimeFormat, 7> kTimeFormats{TimeFormat::Auto,  TimeFormat::Rfc3339, TimeFormat::Date,
+                                                 TimeFormat::UnixS, TimeFormat::UnixMs,  TimeFormat::UnixUs,
                                                  TimeFormat::UnixNs};
 
 constexpr int kMaxPredicateDepth = 32;
@@ -144,7 +150,7 @@ std::string choices(std::string_view given, const Range& names) {
     std::string_view name = to_string(n);
     if (!list.empty()) list += ", ";
     list += name;
-    std::size_t d = detail::edit_distance(given, name);
+    std::size_t d = kit::edit_distance(given, name);
     if (d < best_distance) {
       best_distance = d;
       best = std::string(name);
@@ -198,10 +204,8 @@ class Parser {
     if (list->empty()) r.error(*n, "fields", "'fields' must not be empty");
     for (auto& item : *list) {
       std::string problem;
-      if (auto p = parse_field_path(item.value, &problem))
-        out.push_back(std::move(*p));
-      else
-        diag_.error(item.where, item.key, "invalid field path '" + item.value + "': " + problem);
+      if (auto p = parse_field_path(item.value, &problem)) out.push_back(std::move(*p));
+      else diag_.error(item.where, item.key, "invalid field path '" + item.value + "': " + problem);
     }
     return out;
   }
@@ -225,8 +229,7 @@ class Parser {
     for (std::size_t i = 0; i < items->size(); ++i) {
       const toml::node& item = *items->get(i);
       std::string key = detail::index_key(r.key_path("fields"), i);
-      if (const toml::table* t = item.as_table())
-        each(*t, key);
+      if (const toml::table* t = item.as_table()) each(*t, key);
       else
         diag_.error(item.source(), key,
                     "each entry of 'fields' must be a table such as " + std::string(example) + ", got " +
@@ -250,11 +253,11 @@ class Parser {
     const toml::node* n = r.node(key);
     if (!n) return std::nullopt;
     if (n->is_integer()) return std::to_string(n->as_integer()->get());
-    if (n->is_floating_point() && std::isfinite(n->as_floating_point()->get()))
-      return json_value(*n, r.key_path(key));
-    r.error(*n, key,
-            "'" + std::string(key) + "' must be a number (integer or float), got " +
-                (n->is_floating_point() ? std::string("a non-finite float") : std::string(detail::type_name(n->type()))));
+    if (n->is_floating_point() && std::isfinite(n->as_floating_point()->get())) return json_value(*n, r.key_path(key));
+    r.error(
+        *n, key,
+        "'" + std::string(key) + "' must be a number (integer or float), got " +
+            (n->is_floating_point() ? std::string("a non-finite float") : std::string(detail::type_name(n->type()))));
     return std::nullopt;
   }
 
@@ -267,8 +270,8 @@ class Parser {
       return std::nullopt;
     }
     if (depth > kMaxPredicateDepth) {
-      diag_.error(node.source(), key, "conditions are nested too deeply (at most " +
-                                          std::to_string(kMaxPredicateDepth) + " levels)");
+      diag_.error(node.source(), key,
+                  "conditions are nested too deeply (at most " + std::to_string(kMaxPredicateDepth) + " levels)");
       return std::nullopt;
     }
     TableReader r(*table, key, diag_, env_);
@@ -287,23 +290,21 @@ class Parser {
       bool ok = true;
       if (combinator == "not") {
         p.kind = Predicate::Kind::Not;
-        if (auto child = predicate(inner, inner_key, depth + 1))
-          p.children.push_back(std::move(*child));
-        else
-          ok = false;
+        if (auto child = predicate(inner, inner_key, depth + 1)) p.children.push_back(std::move(*child));
+        else ok = false;
       } else {
         p.kind = combinator == "all" ? Predicate::Kind::All : Predicate::Kind::Any;
         const toml::array* items = inner.as_array();
         if (!items || items->empty()) {
           r.error(inner, combinator,
-                  "'" + std::string(combinator) + "' must be a non-empty array of conditions, e.g. [ { field = \"a\", exists = true } ]");
+                  "'" + std::string(combinator) +
+                      "' must be a non-empty array of conditions, e.g. [ { field = \"a\", exists = true } ]");
           return std::nullopt;
         }
         for (std::size_t i = 0; i < items->size(); ++i) {
           if (auto child = predicate(*items->get(i), detail::index_key(inner_key, i), depth + 1))
             p.children.push_back(std::move(*child));
-          else
-            ok = false;
+          else ok = false;
         }
       }
       if (!ok) return std::nullopt;
@@ -340,8 +341,7 @@ class Parser {
       if (it == kMeta.end())
         r.error(*table->get("metadata"), "metadata",
                 "unknown metadata '" + *metadata + "' (one of topic, key, partition, offset, timestamp)");
-      else
-        p.subject = it->second;
+      else p.subject = it->second;
     } else if (table->get("metadata")) {
       ++subjects;
     }
@@ -350,16 +350,18 @@ class Parser {
           "a condition needs a subject: 'field' (a payload field), 'header' (a header name) or 'metadata' "
           "(topic, key, partition, offset, timestamp); or combine conditions with 'all', 'any', 'not'");
     } else if (subjects > 1) {
-      r.error_here("a condition has exactly one subject: 'field', 'header' or 'metadata' (combine several with 'all' or 'any')");
+      r.error_here(
+          "a condition has exactly one subject: 'field', 'header' or 'metadata' (combine several with 'all' or 'any')");
     }
-    const bool is_number_meta = p.subject == Predicate::Subject::Partition ||
-                                p.subject == Predicate::Subject::Offset || p.subject == Predicate::Subject::Timestamp;
+    const bool is_number_meta = p.subject == Predicate::Subject::Partition || p.subject == Predicate::Subject::Offset ||
+                                p.subject == Predicate::Subject::Timestamp;
     const bool is_bytes = p.subject == Predicate::Subject::Header || p.subject == Predicate::Subject::Topic ||
                           p.subject == Predicate::Subject::Key;
     std::string subject_name = p.subject == Predicate::Subject::Field    ? "a field"
                                : p.subject == Predicate::Subject::Header ? "a header"
-                               : is_bytes                                ? "the " + std::string(p.subject == Predicate::Subject::Topic ? "topic" : "key")
-                                                                         : "a record's metadata number";
+                               : is_bytes
+                                   ? "the " + std::string(p.subject == Predicate::Subject::Topic ? "topic" : "key")
+                                   : "a record's metadata number";
 
     int operators = 0;
     p.exists = r.boolean("exists");
@@ -368,11 +370,13 @@ class Parser {
     auto check_comparable = [&](const toml::node& n, const std::string& k) {
       if (p.subject == Predicate::Subject::Field) return true;
       if (is_bytes && !n.is_string()) {
-        diag_.error(n.source(), k, "compare " + subject_name + " with a string, got " + std::string(detail::type_name(n.type())));
+        diag_.error(n.source(), k,
+                    "compare " + subject_name + " with a string, got " + std::string(detail::type_name(n.type())));
         return false;
       }
       if (is_number_meta && !n.is_integer()) {
-        diag_.error(n.source(), k, "compare " + subject_name + " with an integer, got " + std::string(detail::type_name(n.type())));
+        diag_.error(n.source(), k,
+                    "compare " + subject_name + " with an integer, got " + std::string(detail::type_name(n.type())));
         return false;
       }
       return true;
@@ -413,7 +417,9 @@ class Parser {
       r.node("matches");
     }
     for (auto [name, slot] : {std::pair<std::string_view, std::optional<std::string>*>{"gt", &p.gt},
-                              {"gte", &p.gte}, {"lt", &p.lt}, {"lte", &p.lte}}) {
+                              {"gte", &p.gte},
+                              {"lt", &p.lt},
+                              {"lte", &p.lte}}) {
       const toml::node* n = table->get(name);
       auto number = number_value(r, name);
       if (!n) continue;
@@ -454,10 +460,10 @@ class Parser {
     if (auto compute = r.string("compute")) {
       ++sources;
       a.value.kind = ValueSource::Kind::Compute;
-      if (auto c = find_named(*compute, kComputes))
-        a.value.compute = *c;
+      if (auto c = find_named(*compute, kComputes)) a.value.compute = *c;
       else
-        r.error(*compute_node, "compute", "unknown computed value '" + *compute + "' (" + choices(*compute, kComputes) + ")");
+        r.error(*compute_node, "compute",
+                "unknown computed value '" + *compute + "' (" + choices(*compute, kComputes) + ")");
     } else if (compute_node) {
       ++sources;
     }
@@ -465,8 +471,7 @@ class Parser {
     if (auto header = r.string("header")) {
       if (!compute_node || a.value.compute != ValueSource::Compute::Header)
         r.error(*header_node, "header", "'header' goes with compute = \"header\"");
-      else if (header->empty())
-        r.error(*header_node, "header", "'header' must not be empty");
+      else if (header->empty()) r.error(*header_node, "header", "'header' must not be empty");
       a.value.header = std::move(*header);
     } else if (compute_node && compute_node->is_string() && a.value.kind == ValueSource::Kind::Compute &&
                a.value.compute == ValueSource::Compute::Header && !header_node) {
@@ -479,7 +484,8 @@ class Parser {
         if (from->is_string()) {
           if (auto p = path_at(*from, r.key_path("copy_from"), "field path")) a.value.from = std::move(*p);
         } else {
-          r.error(*from, "copy_from", "'copy_from' must be a string, got " + std::string(detail::type_name(from->type())));
+          r.error(*from, "copy_from",
+                  "'copy_from' must be a string, got " + std::string(detail::type_name(from->type())));
         }
       }
       a.when = optional_predicate(r, "when");
@@ -500,7 +506,9 @@ class Parser {
       case TransformType::AddFields:
       case TransformType::UpdateFields: {
         const bool update = s.type == TransformType::UpdateFields;
-        table_list(r, update ? "{ path = \"status\", value = \"void\", when = {...} }" : "{ path = \"source\", value = \"kafka\" }",
+        table_list(r,
+                   update ? "{ path = \"status\", value = \"void\", when = {...} }"
+                          : "{ path = \"source\", value = \"kafka\" }",
                    [&](const toml::table& t, const std::string& key) {
                      if (auto a = assignment(t, key, update)) s.assignments.push_back(std::move(*a));
                    });
@@ -543,13 +551,12 @@ class Parser {
         s.fields = path_list(r);
         if (const toml::node* n = r.node("replacement"))
           if (auto json = json_value(*n, r.key_path("replacement"))) s.replacement = std::move(*json);
-        for (auto [name, slot] : {std::pair<std::string_view, std::int64_t*>{"keep_first", &s.keep_first},
-                                  {"keep_last", &s.keep_last}}) {
+        for (auto [name, slot] :
+             {std::pair<std::string_view, std::int64_t*>{"keep_first", &s.keep_first}, {"keep_last", &s.keep_last}}) {
           if (auto n = r.integer(name)) {
             if (*n < 0 || *n > 1000)
               r.error(*r.toml_table().get(name), name, "'" + std::string(name) + "' must be between 0 and 1000");
-            else
-              *slot = *n;
+            else *slot = *n;
           }
         }
         if (auto c = r.string("mask_char")) {
@@ -557,9 +564,9 @@ class Parser {
           std::size_t chars = 0;
           for (unsigned char b : *c) chars += (b & 0xC0) != 0x80;
           if (chars != 1)
-            r.error(*r.toml_table().get("mask_char"), "mask_char", "'mask_char' must be exactly one character, got \"" + *c + "\"");
-          else
-            s.mask_char = std::move(*c);
+            r.error(*r.toml_table().get("mask_char"), "mask_char",
+                    "'mask_char' must be exactly one character, got \"" + *c + "\"");
+          else s.mask_char = std::move(*c);
         }
         if (r.toml_table().get("mask_char") && !r.toml_table().get("keep_first") && !r.toml_table().get("keep_last"))
           r.error(*r.toml_table().get("mask_char"), "mask_char", "'mask_char' goes with 'keep_first' or 'keep_last'");
@@ -567,10 +574,8 @@ class Parser {
       }
       case TransformType::Flatten:
         if (auto sep = r.string("separator")) {
-          if (sep->empty())
-            r.error(*r.toml_table().get("separator"), "separator", "'separator' must not be empty");
-          else
-            s.separator = std::move(*sep);
+          if (sep->empty()) r.error(*r.toml_table().get("separator"), "separator", "'separator' must not be empty");
+          else s.separator = std::move(*sep);
         }
         break;
       case TransformType::Cast:
@@ -581,10 +586,8 @@ class Parser {
           cast.key = key;
           if (auto p = path(e, "path", true)) cast.path = std::move(*p);
           if (auto to = e.string("to", true)) {
-            if (auto c = find_named(*to, kCasts))
-              cast.to = *c;
-            else
-              e.error(*t.get("to"), "to", "unknown type '" + *to + "' (" + choices(*to, kCasts) + ")");
+            if (auto c = find_named(*to, kCasts)) cast.to = *c;
+            else e.error(*t.get("to"), "to", "unknown type '" + *to + "' (" + choices(*to, kCasts) + ")");
           }
           e.finish();
           if (diag_.count() == before) s.casts.push_back(std::move(cast));
@@ -600,9 +603,9 @@ class Parser {
             r.error(*r.toml_table().get(name), name,
                     "unknown time format '" + *text + "' (" +
                         (name == "to" ? "one of rfc3339, date, unix_s, unix_ms, unix_us, unix_ns"
-                                      : choices(*text, kTimeFormats)) + ")");
-          else
-            *slot = *f;
+                                      : choices(*text, kTimeFormats)) +
+                        ")");
+          else *slot = *f;
         }
         break;
       }
@@ -682,8 +685,9 @@ void parse_transforms(detail::TableReader& root, const std::vector<TopicsBlock>&
     type_nodes.push_back(type_node);
   }
   // Payload transforms need JSON payloads: refuse them when a block decodes raw or text.
-  auto non_json = std::find_if(blocks.begin(), blocks.end(),
-                               [](const TopicsBlock& b) { return b.schema == Schema::Raw || b.schema == Schema::Text; });
+  auto non_json = std::find_if(blocks.begin(), blocks.end(), [](const TopicsBlock& b) {
+    return b.schema == Schema::Raw || b.schema == Schema::Text;
+  });
   if (non_json == blocks.end()) return;
   for (std::size_t i = 0; i < out.size(); ++i) {
     const toml::node* type_node = type_nodes[i];

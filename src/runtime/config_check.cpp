@@ -2,26 +2,27 @@
 
 #include <algorithm>
 
+#include "picomq/kit/plugin_options.hpp"
 #include "runtime/plugin_host.h"
-#include "runtime/plugin_options.h"
 
 namespace picomq::runtime {
 namespace {
 
-config::ConfigError to_error(const config::SinkDefinition& definition, const OptionProblem& problem) {
-  return definition.plugin_config_error(problem.option, problem.message, problem.kind == OptionProblem::Kind::Unknown);
+config::ConfigError to_error(const config::SinkDefinition& definition, const kit::OptionProblem& problem) {
+  return definition.plugin_config_error(problem.option, problem.message,
+                                        problem.kind == kit::OptionProblem::Kind::Unknown);
 }
 
 }  // namespace
 
 PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor) {
   PluginConfigCheck check;
-  std::vector<OptionProblem> problems;
-  check.options = PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
+  std::vector<kit::OptionProblem> problems;
+  check.options = kit::PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
   if (check.options) {
     // validate() sees the options the table accepted, so it runs only when there is no problem.
     if (auto text = validate_with_plugin(descriptor, definition.key, *check.options); !text.empty()) {
-      problems = PluginOptions::plugin_problems(descriptor, text);
+      problems = kit::PluginOptions::plugin_problems(descriptor, text);
       check.options.reset();
     }
   }

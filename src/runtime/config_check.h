@@ -10,8 +10,8 @@
 
 #include "config/error.h"
 #include "config/sink_definition.h"
+#include "picomq/kit/plugin_options.hpp"
 #include "picomq/sink_abi.h"
-#include "runtime/plugin_options.h"
 
 namespace picomq::runtime {
 
@@ -20,7 +20,7 @@ struct PluginConfigCheck {
   // line order.
   std::vector<config::ConfigError> errors;
   // The validated options (what start opens the plugin with): set when there is no error.
-  std::optional<PluginOptions> options;
+  std::optional<kit::PluginOptions> options;
 };
 
 // [plugin_config] against a loaded plugin.

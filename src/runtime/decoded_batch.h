@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "arrow/arrow_export.h"
+#include "picomq/kit/arrow_export.hpp"
 #include "picomq/sink_abi.h"
 #include "runtime/bucketer.h"
 

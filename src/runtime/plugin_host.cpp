@@ -17,7 +17,7 @@ namespace picomq::runtime {
 namespace {
 
 using HostContext = SinkInstance::HostContext;
-const PluginOptions& options_of(void* host_ctx) { return static_cast<HostContext*>(host_ctx)->options; }
+const kit::PluginOptions& options_of(void* host_ctx) { return static_cast<HostContext*>(host_ctx)->options; }
 
 void host_log(void* host_ctx, int32_t level, const char* message) {
   const auto* ctx = static_cast<const HostContext*>(host_ctx);
@@ -137,8 +137,8 @@ pmq_host_api make_host_api(HostContext* ctx) {
 template <class T>
 bool descriptor_has(const pmq_sink_plugin& d, T pmq_sink_plugin::*member) {
   static const pmq_sink_plugin layout{};
-  const auto offset = static_cast<size_t>(reinterpret_cast<const char*>(&(layout.*member)) -
-                                          reinterpret_cast<const char*>(&layout));
+  const auto offset =
+      static_cast<size_t>(reinterpret_cast<const char*>(&(layout.*member)) - reinterpret_cast<const char*>(&layout));
   return offset + sizeof(T) <= d.struct_size && d.*member != nullptr;
 }
 
@@ -172,7 +172,7 @@ std::string check_plugin_descriptor(const pmq_sink_plugin* d, pmq_plane_spec* pl
   pmq_plane_spec spec{};
   char reason[256] = {0};
   if (!pmq_sink_plane_spec(d, &spec, reason, sizeof reason)) return std::string("the sink ") + reason;
-  if (auto problem = PluginOptions::check_table(*d); !problem.empty()) return "the sink's " + problem;
+  if (auto problem = kit::PluginOptions::check_table(*d); !problem.empty()) return "the sink's " + problem;
   if (planes) *planes = spec;
   return {};
 }
@@ -204,7 +204,8 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const std::string& path_name,
     auto entry = reinterpret_cast<pmq_sink_entry_fn>(dlsym(handle, PMQ_SINK_ENTRY_SYMBOL));
     if (!entry) {
       dlclose(handle);
-      error = "plugin " + candidate.string() + " does not export " PMQ_SINK_ENTRY_SYMBOL " (not a picomq-connect sink?)";
+      error =
+          "plugin " + candidate.string() + " does not export " PMQ_SINK_ENTRY_SYMBOL " (not a picomq-connect sink?)";
       return nullptr;
     }
     const pmq_sink_plugin* descriptor = entry(PMQ_SINK_ABI_VERSION);
@@ -232,10 +233,10 @@ PluginLibrary::~PluginLibrary() {
 }
 
 std::unique_ptr<SinkInstance> SinkInstance::open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
-                                             const std::string& config_json, std::string& error) {
+                                                 const std::string& config_json, std::string& error) {
   const pmq_sink_plugin& d = library->descriptor();
   std::vector<std::string> problems;
-  auto options = PluginOptions::validate(d, config_json, problems);
+  auto options = kit::PluginOptions::validate(d, config_json, problems);
   if (!options) {
     error = "[plugin_config] does not fit the " + std::string(d.name) + " sink:";
     for (const auto& p : problems) error += "\n  " + p;
@@ -248,9 +249,8 @@ std::unique_ptr<SinkInstance> SinkInstance::open(std::shared_ptr<PluginLibrary> 
   return open_validated(std::move(library), std::move(sink_key), std::move(*options), error);
 }
 
-std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<PluginLibrary> library,
-                                                           std::string sink_key, PluginOptions options,
-                                                           std::string& error) {
+std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<PluginLibrary> library, std::string sink_key,
+                                                           kit::PluginOptions options, std::string& error) {
   const pmq_sink_plugin& d = library->descriptor();
   std::unique_ptr<SinkInstance> sink(new SinkInstance());
   sink->library_ = std::move(library);
@@ -277,7 +277,8 @@ std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<Plugi
   return sink;
 }
 
-std::string validate_with_plugin(const pmq_sink_plugin& d, const std::string& sink_key, const PluginOptions& options) {
+std::string validate_with_plugin(const pmq_sink_plugin& d, const std::string& sink_key,
+                                 const kit::PluginOptions& options) {
   if (!descriptor_has(d, &pmq_sink_plugin::validate)) return {};
   HostContext ctx;
   ctx.sink_key = sink_key;
@@ -300,7 +301,8 @@ void SinkInstance::flush(std::chrono::milliseconds timeout) {
   if (instance_) d.flush(instance_, timeout.count());
 }
 
-void SinkInstance::notify_partitions(bool assigned, uint32_t block_index, const std::vector<TopicPartition>& partitions) {
+void SinkInstance::notify_partitions(bool assigned, uint32_t block_index,
+                                     const std::vector<TopicPartition>& partitions) {
   const pmq_sink_plugin& d = library_->descriptor();
   auto fn = assigned ? &pmq_sink_plugin::partitions_assigned : &pmq_sink_plugin::partitions_revoked;
   if (partitions.empty() || !descriptor_has(d, fn)) return;
@@ -326,8 +328,8 @@ void check_outcome(WriteOutcome& outcome) {
   }
   if (outcome.status == PMQ_WRITE_REJECTED && outcome.rejections.empty()) {
     outcome.status = PMQ_WRITE_FATAL;
-    outcome.message = "plugin reported rejected records without naming any" +
-                      (outcome.message.empty() ? "" : ": " + outcome.message);
+    outcome.message =
+        "plugin reported rejected records without naming any" + (outcome.message.empty() ? "" : ": " + outcome.message);
   }
 }
 }  // namespace
@@ -429,7 +431,7 @@ uint32_t SinkInstance::max_in_flight() const {
 }
 
 WriteOutcome SinkInstance::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow,
-                               bool write_past_rejections) {
+                                 bool write_past_rejections) {
   WriteCall call;
   call.write_past_rejections = write_past_rejections;
   start(batch, arrow, call);

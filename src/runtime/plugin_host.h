@@ -2,19 +2,19 @@
 // Loads sink plugins (shared libraries) through the C ABI in picomq/sink_abi.h and calls them.
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "arrow/arrow_export.h"
+#include "picomq/kit/arrow_export.hpp"
+#include "picomq/kit/plugin_options.hpp"
 #include "picomq/sink_abi.h"
 #include "runtime/decoded_batch.h"
-#include "runtime/plugin_options.h"
 
 namespace picomq::runtime {
 
@@ -96,8 +96,7 @@ class PluginLibrary {
   // is `<dir>/<path_name>.so` in the first search directory that has it, the directories of
   // `search_path` first, then default_plugin_dir().
   static std::shared_ptr<PluginLibrary> load(const std::string& path_name,
-                                             const std::vector<std::filesystem::path>& search_path,
-                                             std::string& error);
+                                             const std::vector<std::filesystem::path>& search_path, std::string& error);
   ~PluginLibrary();
   const pmq_sink_plugin& descriptor() const { return *descriptor_; }
   const pmq_plane_spec& planes() const { return planes_; }
@@ -118,7 +117,7 @@ std::string check_plugin_descriptor(const pmq_sink_plugin* descriptor, pmq_plane
 // The plugin's own cross-option checks (ABI 2.2 validate(), pure) on options the option table
 // accepted: empty when it has none or they pass, else its problems, one per line.
 std::string validate_with_plugin(const pmq_sink_plugin& descriptor, const std::string& sink_key,
-                                 const PluginOptions& options);
+                                 const kit::PluginOptions& options);
 
 // One open instance of a plugin, shared by the [[topics]] blocks of a sink. Calls are
 // serialised, as the ABI promises plugins. Each batch goes out on the plugin's best native
@@ -129,11 +128,11 @@ class SinkInstance {
   // Validates `config_json` against the plugin's option table and its validate() first; `error`
   // lists every problem.
   static std::unique_ptr<SinkInstance> open(std::shared_ptr<PluginLibrary> library, std::string sink_key,
-                                          const std::string& config_json, std::string& error);
-  // Opens on options that passed both already (PluginOptions::validate, then
+                                            const std::string& config_json, std::string& error);
+  // Opens on options that passed both already (kit::PluginOptions::validate, then
   // validate_with_plugin): no check runs again. `error` is open()'s failure.
   static std::unique_ptr<SinkInstance> open_validated(std::shared_ptr<PluginLibrary> library, std::string sink_key,
-                                                      PluginOptions options, std::string& error);
+                                                      kit::PluginOptions options, std::string& error);
   ~SinkInstance();
   // Starts writing `batch` (which must stay alive until `call` is done). `arrow` shapes the
   // Arrow batch when the plugin's best plane is arrow (declared columns of the batch's
@@ -165,7 +164,7 @@ class SinkInstance {
   // declared during open().
   struct HostContext {
     std::string sink_key;
-    PluginOptions options;
+    kit::PluginOptions options;
     bool opening = false;
     uint32_t unread_fields = 0;  // PMQ_FIELD_* bits
     uint32_t max_in_flight = 0;  // set_max_in_flight(); 0: the descriptor's

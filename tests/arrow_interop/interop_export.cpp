@@ -12,14 +12,13 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "arrow/arrow_export.h"
-#include "picomq/kit/encoding.hpp"
 #include "picomq/arrow_view.hpp"
+#include "picomq/kit/arrow_export.hpp"
+#include "picomq/kit/encoding.hpp"
 
 namespace {
 
@@ -155,7 +154,8 @@ extern "C" {
 
 // 0: exported; 1: records rejected; 2: any other failure. The message is in last_error().
 __attribute__((visibility("default"))) int pmq_arrow_interop_export(const char* jsonl_path, const char* options_json,
-                                                                    struct ArrowSchema* schema, struct ArrowArray* array) {
+                                                                    struct ArrowSchema* schema,
+                                                                    struct ArrowArray* array) {
   try {
     g_last_error.clear();
     const auto o = nlohmann::json::parse(options_json ? options_json : "{}");

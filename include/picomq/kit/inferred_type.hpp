@@ -1,6 +1,6 @@
 #pragma once
 // The one answer to "which column type do these JSON values make?", for every plane and sink that
-// infers columns from JSON objects: the Arrow exporter (src/arrow, the Arrow plane), Postgres
+// infers columns from JSON objects: the Arrow exporter (arrow_export.hpp, the Arrow plane), Postgres
 // (row_encoder.cpp) and ClickHouse (schema.cpp, and its Arrow plane through the exporter). Each
 // maps the answer onto its own types; the table is docs/arrow.md, "Inference".
 //
@@ -18,8 +18,8 @@ namespace picomq::kit {
 enum class JsonValueKind {
   Null,
   Bool,
-  Integer,     // fits int64
-  Float,       // a floating-point number a double holds
+  Integer,  // fits int64
+  Float,    // a floating-point number a double holds
   String,
   Container,   // object or array
   OutOfRange,  // an integer beyond int64, a number beyond a double's range

@@ -2,17 +2,18 @@
 // inserts from the batches plane: the same records, exported by the runtime's Arrow exporter,
 // must give the same Native block (byte for byte) and the same rejections as the RowBinary
 // encoder's rows made into a block. No server (the golden and sink tests send them to one).
+#include "clickhouse/arrow_encoder.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "arrow/arrow_export.h"
-#include "clickhouse/arrow_encoder.h"
 #include "clickhouse/native.h"
 #include "clickhouse/row_binary.h"
 #include "clickhouse/schema.h"
-#include "picomq/kit/testing/inference_cases.hpp"
+#include "picomq/kit/arrow_export.hpp"
 #include "picomq/kit/testing/fake_host.hpp"
+#include "picomq/kit/testing/inference_cases.hpp"
 
 namespace ch = picomq::clickhouse;
 namespace kt = picomq::kit::testing;
@@ -76,9 +77,8 @@ std::string via_row_binary(const std::vector<ch::Column>& columns, const TestBat
 }
 
 std::vector<ch::Column> metadata_columns() {
-  return {column("pico_topic", "String"),    column("pico_partition", "Int32"),
-          column("pico_offset", "Int64"),    column("pico_timestamp", "Int64"),
-          column("pico_key", "Nullable(String)"), column("pico_headers", "String")};
+  return {column("pico_topic", "String"),    column("pico_partition", "Int32"),      column("pico_offset", "Int64"),
+          column("pico_timestamp", "Int64"), column("pico_key", "Nullable(String)"), column("pico_headers", "String")};
 }
 
 void expect_same_as_row_binary(const std::vector<ch::Column>& columns, const TestBatch& batch) {
@@ -103,14 +103,32 @@ void expect_same_as_row_binary(const std::vector<ch::Column>& columns, const Tes
 
 TEST(ClickHouseArrow, EveryTypeFromArrowColumnsIsTheBlockOfTheBatchesPlane) {
   std::vector<ch::Column> columns = metadata_columns();
-  for (auto [name, t] : std::vector<std::pair<std::string, std::string>>{
-           {"s", "String"}, {"ns", "Nullable(String)"}, {"i", "Int64"}, {"ni", "Nullable(Int64)"}, {"i8", "Int8"},
-           {"u32", "UInt32"}, {"u64", "UInt64"}, {"f", "Float64"}, {"nf", "Nullable(Float64)"}, {"f32", "Float32"},
-           {"b", "UInt8"}, {"nb", "Nullable(UInt8)"}, {"d", "Date"}, {"ts", "DateTime"}, {"ts3", "DateTime64(3)"},
-           {"u", "UUID"}, {"fs", "FixedString(3)"}, {"a", "Array(Int32)"}, {"as", "Array(Nullable(String))"},
-           {"nested", "String"}, {"absent", "Nullable(Int64)"}, {"absent2", "String"}})
+  for (auto [name, t] : std::vector<std::pair<std::string, std::string>>{{"s", "String"},
+                                                                         {"ns", "Nullable(String)"},
+                                                                         {"i", "Int64"},
+                                                                         {"ni", "Nullable(Int64)"},
+                                                                         {"i8", "Int8"},
+                                                                         {"u32", "UInt32"},
+                                                                         {"u64", "UInt64"},
+                                                                         {"f", "Float64"},
+                                                                         {"nf", "Nullable(Float64)"},
+                                                                         {"f32", "Float32"},
+                                                                         {"b", "UInt8"},
+                                                                         {"nb", "Nullable(UInt8)"},
+                                                                         {"d", "Date"},
+                                                                         {"ts", "DateTime"},
+                                                                         {"ts3", "DateTime64(3)"},
+                                                                         {"u", "UUID"},
+                                                                         {"fs", "FixedString(3)"},
+                                                                         {"a", "Array(Int32)"},
+                                                                         {"as", "Array(Nullable(String))"},
+                                                                         {"nested", "String"},
+                                                                         {"absent", "Nullable(Int64)"},
+                                                                         {"absent2", "String"}})
     columns.push_back(column(name, t));
   std::vector<TestRecord> records;
+  // The first payload is one literal over three lines.
+  // NOLINTBEGIN(bugprone-suspicious-missing-comma)
   const std::vector<std::string> payloads = {
       R"({"s":"é\t\"x\"","ns":"n","i":-5,"ni":7,"i8":-128,"u32":4000000000,"u64":9000000000000000000,"f":0.1,"nf":2.5,)"
       R"("f32":1.5,"b":true,"nb":false,"d":"2026-12-01","ts":"2026-12-01T15:04:05+01:00","ts3":"2026-12-01T15:04:05.123Z",)"
@@ -125,8 +143,10 @@ TEST(ClickHouseArrow, EveryTypeFromArrowColumnsIsTheBlockOfTheBatchesPlane) {
       R"({"fs":"abcd"})",
       R"({"s":5})",
       R"({"extra":"not a column","i":9})"};
+  // NOLINTEND(bugprone-suspicious-missing-comma)
   for (size_t i = 0; i < payloads.size(); ++i)
-    records.push_back({.offset = static_cast<int64_t>(100 + i), .payload = payloads[i],
+    records.push_back({.offset = static_cast<int64_t>(100 + i),
+                       .payload = payloads[i],
                        .key = i % 2 ? std::optional<std::string>("k" + std::to_string(i)) : std::nullopt,
                        .headers = {{"h", "v" + std::to_string(i)}}});
   records.push_back({.offset = 200, .payload = std::nullopt});  // a tombstone: defaults and NULLs
@@ -137,7 +157,8 @@ TEST(ClickHouseArrow, BatchesOfWholePayloadsAreEncodedAsRecordsExactlyAsTheBatch
   std::vector<ch::Column> columns = metadata_columns();
   columns.push_back(column("n", "Nullable(Int64)"));
   // One payload is not an object: the exporter gives one `payload` column of whole payloads.
-  const TestBatch batch = TestBatch::json("t", 0, 0, {R"({"n":1})", R"([1,2])", R"({"n":"x"})", R"("text")", R"({"n":4})"});
+  const TestBatch batch =
+      TestBatch::json("t", 0, 0, {R"({"n":1})", R"([1,2])", R"({"n":"x"})", R"("text")", R"({"n":4})"});
   expect_same_as_row_binary(columns, batch);
   Exported exported(batch);
   ch::ArrowEncoder encoder(columns, true);
@@ -161,6 +182,7 @@ TEST(ClickHouseArrow, APartOfABatchIsTheBlockOfThoseRows) {
   columns.push_back(column("s", "String"));
   columns.push_back(column("d", "DateTime"));
   std::vector<std::string> payloads;
+  payloads.reserve(10);
   for (int i = 0; i < 10; ++i)
     payloads.push_back(R"({"n":)" + std::to_string(i) + R"(,"s":"r)" + std::to_string(i) + R"(","d":)" +
                        std::to_string(1700000000 + i) + "}");
@@ -170,6 +192,7 @@ TEST(ClickHouseArrow, APartOfABatchIsTheBlockOfThoseRows) {
   const std::vector<uint32_t> rows = {2, 3, 7};
   const std::string part = encoder.native_block(exported.input, rows);
   std::vector<TestRecord> picked;
+  picked.reserve(rows.size());
   for (uint32_t r : rows) picked.push_back({.offset = 50 + r, .payload = payloads[r]});
   std::string rejected;
   EXPECT_EQ(part, via_row_binary(columns, TestBatch("t", 1, picked), &rejected));
@@ -199,7 +222,8 @@ TEST(ClickHouseArrow, WhatTheArrowColumnsCannotTellApartIsDocumented) {
   // A field with integers and floats is one float64 column: its integral values go into an
   // integer column (5.0 too, which the batches plane refuses), its fractions are refused.
   std::vector<ch::Column> columns = {column("pico_offset", "Int64"), column("n", "Int64"), column("j", "String")};
-  const TestBatch batch = TestBatch::json("t", 0, 0, {R"({"n":5,"j":{"a": [1, 2.50]}})", R"({"n":5.0})", R"({"n":2.5})"});
+  const TestBatch batch =
+      TestBatch::json("t", 0, 0, {R"({"n":5,"j":{"a": [1, 2.50]}})", R"({"n":5.0})", R"({"n":2.5})"});
   Exported exported(batch);
   ch::ArrowEncoder encoder(columns, true);
   const ch::ArrowEncoded e = encoder.encode(exported.input);
@@ -252,7 +276,8 @@ TEST(ClickHouseArrow, TablesCreatedFromAnArrowBatchTakeTheExportersInference) {
   const ch::Inferred old_server = ch::infer_arrow_columns(exported.input, {18, 16});
   std::string got;
   for (const auto& c : old_server.columns) got += c.name + " " + c.type.name() + "; ";
-  EXPECT_EQ(got, "i Nullable(Int64); f Nullable(Float64); s Nullable(String); b Nullable(UInt8); o Nullable(String); "
-                 "mixed Nullable(String); none Nullable(String); ");
+  EXPECT_EQ(got,
+            "i Nullable(Int64); f Nullable(Float64); s Nullable(String); b Nullable(UInt8); o Nullable(String); "
+            "mixed Nullable(String); none Nullable(String); ");
   EXPECT_EQ(ch::infer_arrow_columns(exported.input, {24, 8}).columns[3].type.name(), "Nullable(Bool)");
 }

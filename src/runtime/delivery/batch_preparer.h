@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "arrow/arrow_export.h"
 #include "config/sink_definition.h"
 #include "decoders/payload_decoder.h"
+#include "picomq/kit/arrow_export.hpp"
 #include "runtime/delivery/job.h"
 #include "transform/chain.h"
 
@@ -25,7 +25,8 @@ class BatchPreparer {
   };
   // `transforms` may be null (no [[transforms]]) and must outlive the preparer; it is shared,
   // the decoder is this preparer's own (decoders keep parser state).
-  BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder, const transform::Chain* transforms);
+  BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder,
+                const transform::Chain* transforms);
 
   // `wants_headers`: whether anyone reads headers (the sink or the transforms); librdkafka
   // parses them on request only, about a tenth of the per-record work.

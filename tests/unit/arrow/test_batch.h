@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "arrow/arrow_export.h"
 #include "picomq/arrow_view.hpp"
+#include "picomq/kit/arrow_export.hpp"
 
 namespace picomq::arrow::testing {
 

@@ -50,9 +50,7 @@ std::string_view describe(JsonKind kind) {
   return "value";
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 bool FlatObjectReader::read(std::string_view payload, std::vector<FlatMember>& out) {
   namespace od = simdjson::ondemand;

@@ -128,7 +128,8 @@ void ArrayBuilder::widen_to_double() {
 }
 
 void ArrayBuilder::too_many_bytes() const {
-  throw ExportError("column '" + name_ + "' would hold more than 2 GiB of string data, beyond what int32 offsets address");
+  throw ExportError("column '" + name_ +
+                    "' would hold more than 2 GiB of string data, beyond what int32 offsets address");
 }
 
 void ArrayBuilder::reserve_bytes(size_t total) {
@@ -147,19 +148,20 @@ BuiltColumn ArrayBuilder::finish(std::string format, int64_t flags, std::string 
   switch (layout_) {
     case Layout::Null: break;  // the null type has no buffers at all
     case Layout::Bytes:
-      column.buffers.push_back(validity_.finish());
-      column.buffers.push_back(offsets_.take());
-      column.buffers.push_back(values_.take());
+      column.buffers.emplace_back(validity_.finish());
+      column.buffers.emplace_back(offsets_.take());
+      column.buffers.emplace_back(values_.take());
       break;
     default:
-      column.buffers.push_back(validity_.finish());
-      column.buffers.push_back(values_.take());
+      column.buffers.emplace_back(validity_.finish());
+      column.buffers.emplace_back(values_.take());
       break;
   }
   return column;
 }
 
-HeadersBuilder::HeadersBuilder() : keys_(Layout::Bytes, "pico_headers.key"), values_(Layout::Bytes, "pico_headers.value") {
+HeadersBuilder::HeadersBuilder()
+    : keys_(Layout::Bytes, "pico_headers.key"), values_(Layout::Bytes, "pico_headers.value") {
   append_pod<int32_t>(offsets_, 0);
 }
 
@@ -192,7 +194,7 @@ BuiltColumn HeadersBuilder::finish(std::string name) {
   entries.format = "+s";
   entries.name = "entries";
   entries.length = entries_;
-  entries.buffers.push_back(std::nullopt);
+  entries.buffers.emplace_back(std::nullopt);
   entries.children.push_back(keys_.finish("u", 0));
   entries.children.back().name = "key";
   entries.children.push_back(values_.finish("z", ARROW_FLAG_NULLABLE));
@@ -202,8 +204,8 @@ BuiltColumn HeadersBuilder::finish(std::string name) {
   map.format = "+m";
   map.name = std::move(name);
   map.length = rows_;
-  map.buffers.push_back(std::nullopt);  // never null: a record without headers has an empty map
-  map.buffers.push_back(offsets_.take());
+  map.buffers.emplace_back(std::nullopt);  // never null: a record without headers has an empty map
+  map.buffers.emplace_back(offsets_.take());
   map.children.push_back(std::move(entries));
   return map;
 }

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "arrow/array_builder.h"
-#include "arrow/arrow_export.h"
 #include "arrow/json_payload.h"
+#include "picomq/kit/arrow_export.hpp"
 #include "picomq/kit/inferred_type.hpp"
 
 namespace picomq::arrow::detail {

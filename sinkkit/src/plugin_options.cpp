@@ -1,14 +1,13 @@
-#include "runtime/plugin_options.h"
-
-#include <nlohmann/json.hpp>
+#include "picomq/kit/plugin_options.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include "config/spelling.h"
-#include "config/units.h"
+#include "picomq/kit/spelling.hpp"
+#include "picomq/kit/units.hpp"
 
-namespace picomq::runtime {
+namespace picomq::kit {
 namespace {
 
 using Json = nlohmann::json;
@@ -101,11 +100,11 @@ static std::string convert(const pmq_option& opt, const Json& v, int32_t& type, 
       } else if (v.is_string()) {
         std::string error;
         if (duration) {
-          auto d = config::parse_duration(v.get<std::string>(), &error);
+          auto d = parse_duration(v.get<std::string>(), &error);
           if (!d) return error;
           integer = d->count();
         } else {
-          auto b = config::parse_byte_size(v.get<std::string>(), &error);
+          auto b = parse_byte_size(v.get<std::string>(), &error);
           if (!b) return error;
           integer = static_cast<int64_t>(*b);
         }
@@ -144,7 +143,8 @@ std::string PluginOptions::check_table(const pmq_sink_plugin& plugin) {
       return "option '" + std::string(opt->name) + "' has an unknown type " + std::to_string(opt->type);
     if (opt->default_json) {
       Json v = Json::parse(opt->default_json, nullptr, /*allow_exceptions=*/false);
-      if (v.is_discarded()) return "option '" + std::string(opt->name) + "' has a default that is not JSON: " + opt->default_json;
+      if (v.is_discarded())
+        return "option '" + std::string(opt->name) + "' has a default that is not JSON: " + opt->default_json;
       int32_t type;
       std::string text, as_json;
       int64_t integer;
@@ -204,15 +204,17 @@ std::optional<PluginOptions> PluginOptions::validate(const pmq_sink_plugin& plug
   const auto options = options_of(plugin);
   PluginOptions out;
   Json normalised = Json::object();
-  for (const auto& [key, value] : config.items()) {
+  for (const auto& item : config.items()) {
+    const std::string& key = item.key();  // not a structured binding: the lambda below captures it
     auto it = std::find_if(options.begin(), options.end(), [&](const pmq_option* o) { return key == o->name; });
     if (it == options.end()) {
       std::string message = "unknown option for the " + std::string(plugin.name) + " sink";
       const pmq_option* closest = nullptr;
       size_t best = SIZE_MAX;
       for (const pmq_option* o : options)
-        if (size_t d = config::detail::edit_distance(key, o->name); d < best) best = d, closest = o;
-      if (closest && best <= std::max<size_t>(2, key.size() / 3)) message += "; did you mean '" + std::string(closest->name) + "'?";
+        if (size_t d = edit_distance(key, o->name); d < best) best = d, closest = o;
+      if (closest && best <= std::max<size_t>(2, key.size() / 3))
+        message += "; did you mean '" + std::string(closest->name) + "'?";
       if (options.empty()) message += " (it takes no options)";
       else {
         message += " (known:";
@@ -286,7 +288,7 @@ const char* PluginOptions::json(std::string_view name) const {
 
 std::string PluginOptions::markdown_table(const pmq_sink_plugin& plugin) {
   std::string out = "| Option | Type | Default | Required | Secret | Description |\n|---|---|---|---|---|---|\n";
-  auto cell = [](std::string s) {
+  auto cell = [](const std::string& s) {
     std::string escaped;
     for (char c : s) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
     return escaped;
@@ -302,4 +304,4 @@ std::string PluginOptions::markdown_table(const pmq_sink_plugin& plugin) {
   return out;
 }
 
-}  // namespace picomq::runtime
+}  // namespace picomq::kit

@@ -1,4 +1,4 @@
-#include "arrow/arrow_export.h"
+#include "picomq/kit/arrow_export.hpp"
 
 #include <simdjson.h>
 
@@ -23,18 +23,16 @@ namespace {
 using detail::ArrayBuilder;
 using detail::BuiltColumn;
 using detail::ExportError;
+using detail::is_metadata_column;
 using detail::JsonKind;
 using detail::JsonPayloadReader;
-using detail::is_metadata_column;
 using detail::JsonValue;
 using detail::Layout;
 using detail::ParsedPayload;
 
 constexpr std::string_view kPayloadColumn = "payload";
 
-std::string_view as_text(const pmq_bytes& bytes) {
-  return {reinterpret_cast<const char*>(bytes.data), bytes.size};
-}
+std::string_view as_text(const pmq_bytes& bytes) { return {reinterpret_cast<const char*>(bytes.data), bytes.size}; }
 
 bool is_utf8(std::string_view text) { return simdjson::validate_utf8(text.data(), text.size()); }
 
@@ -161,7 +159,10 @@ class FieldLookup {
 // record (Arrow's null type).
 struct PayloadColumn {
   PayloadColumn(std::string column_name, std::optional<ColumnType> column_type, bool is_nullable)
-      : name(column_name), type(column_type), nullable(is_nullable), builder(detail::layout_of(column_type), std::move(column_name)) {}
+      : name(column_name),
+        type(column_type),
+        nullable(is_nullable),
+        builder(detail::layout_of(column_type), std::move(column_name)) {}
 
   BuiltColumn finish() {
     const int64_t flags = nullable ? ARROW_FLAG_NULLABLE : 0;
@@ -303,7 +304,7 @@ struct InferredCell {
   } scalar{};
   size_t text_begin = 0;  // String: the unescaped bytes in the string arena
   size_t text_size = 0;
-  bool has_raw = false;   // read in one pass: the original text is at raw_begin / raw_size of the payload
+  bool has_raw = false;  // read in one pass: the original text is at raw_begin / raw_size of the payload
   size_t raw_begin = 0;
   size_t raw_size = 0;
 };
@@ -521,7 +522,8 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
       if (columns[c].type == ColumnType::Json && cell.kind != JsonKind::Null && !cell.has_raw) {
         if (!raw_ready) raw_ready = JsonPayloadReader::split(as_text(record.payload), validated[i], raw);
         if (!raw_ready || cell.member >= raw.size()) {
-          throw ExportError("record " + std::to_string(i) + " read differently on the second pass: payload is not valid JSON");
+          throw ExportError("record " + std::to_string(i) +
+                            " read differently on the second pass: payload is not valid JSON");
         }
       }
       append_inferred(columns[c], cell, strings, raw, as_text(record.payload));
@@ -534,7 +536,8 @@ std::vector<BuiltColumn> inferred_json_columns(const Records& records, bool incl
 
 // Rejection reasons name the field, the expected type and what was found.
 std::string expected(const PayloadColumn& column, std::string_view found) {
-  return "field '" + column.name + "': expected " + std::string(to_string(*column.type)) + ", found " + std::string(found);
+  return "field '" + column.name + "': expected " + std::string(to_string(*column.type)) + ", found " +
+         std::string(found);
 }
 
 // Exactly int64 when the double has no fractional part and lies in int64's range.
@@ -602,9 +605,7 @@ std::string append_declared(PayloadColumn& column, const detail::FlatMember* val
       if (kind != JsonKind::Int64) break;
       out.append_int64(value->integer);
       return {};
-    case ColumnType::Json:
-      out.append_bytes(payload.substr(value->raw_begin, value->raw_size));
-      return {};
+    case ColumnType::Json: out.append_bytes(payload.substr(value->raw_begin, value->raw_size)); return {};
   }
   out.append_null();
   return expected(column, detail::describe(kind));
@@ -714,7 +715,7 @@ void assemble(const pmq_batch& batch, const ExportOptions& options, const Record
   BuiltColumn root;
   root.format = "+s";
   root.length = static_cast<int64_t>(records.size());
-  root.buffers.push_back(std::nullopt);  // a record batch has no null rows
+  root.buffers.emplace_back(std::nullopt);  // a record batch has no null rows
   if (options.include_metadata) root.children = metadata_columns(batch, records);
   for (BuiltColumn& column : payload) root.children.push_back(std::move(column));
   detail::export_column(std::move(root), schema, array);
@@ -740,11 +741,10 @@ ExportResult export_checked(const pmq_batch& batch, const ExportOptions& options
       if (one_pass) {
         payload = std::move(*one_pass);
       } else {
-        payload = options.declared
-                      ? declared_json_columns(records, *options.declared, options.include_metadata,
-                                              options.payloads_validated, reader, rejections)
-                      : inferred_json_columns(records, options.include_metadata, options.payloads_validated, reader,
-                                              rejections);
+        payload = options.declared ? declared_json_columns(records, *options.declared, options.include_metadata,
+                                                           options.payloads_validated, reader, rejections)
+                                   : inferred_json_columns(records, options.include_metadata,
+                                                           options.payloads_validated, reader, rejections);
       }
     }
   }
@@ -814,7 +814,8 @@ class DeclaredRows {
     }
     for (size_t c = 0; c < columns_.size(); ++c) {
       const size_t member = slots_.get(c);
-      if (!append_declared(columns_[c], member == RecordSlots::npos ? nullptr : &members[member], payload).empty()) return false;
+      if (!append_declared(columns_[c], member == RecordSlots::npos ? nullptr : &members[member], payload).empty())
+        return false;
     }
     ++rows_;
     return true;
@@ -889,16 +890,14 @@ void ParsedBatchExport::add_parsed(std::string_view payload, const simdjson::dom
         return;
       }
     }
-  } catch (...) {
-  }
+  } catch (...) {}
   state_.reset();  // not a path this batch can take: finish() exports it the general way
 }
 
 void ParsedBatchExport::add_tombstone() noexcept {
   try {
     if (state_ && state_->add_null_row()) return;
-  } catch (...) {
-  }
+  } catch (...) {}
   state_.reset();
 }
 

@@ -13,7 +13,7 @@
 
 #include "picomq/sink_abi.h"
 
-namespace picomq::runtime {
+namespace picomq::kit {
 
 // One problem of a [plugin_config]: the option it is about and what is wrong with it.
 struct OptionProblem {
@@ -83,4 +83,4 @@ class PluginOptions {
   std::string json_ = "{}";
 };
 
-}  // namespace picomq::runtime
+}  // namespace picomq::kit

@@ -1,4 +1,4 @@
-#include "config/units.h"
+#include "picomq/kit/units.hpp"
 
 #include <array>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-namespace picomq::config {
+namespace picomq::kit {
 namespace {
 
 struct Unit {
@@ -18,9 +18,8 @@ struct Unit {
 // `what` names the kind of value in error messages ("duration", "byte size").
 template <std::size_t N>
 std::optional<std::uint64_t> parse_scaled(std::string_view text, const std::array<Unit, N>& units,
-                                          std::string_view what, std::string_view unit_list,
-                                          std::string* error) {
-  auto fail = [&](std::string reason) -> std::optional<std::uint64_t> {
+                                          std::string_view what, std::string_view unit_list, std::string* error) {
+  auto fail = [&](const std::string& reason) -> std::optional<std::uint64_t> {
     if (error) *error = "invalid " + std::string(what) + " '" + std::string(text) + "': " + reason;
     return std::nullopt;
   };
@@ -33,8 +32,8 @@ std::optional<std::uint64_t> parse_scaled(std::string_view text, const std::arra
   std::size_t int_end = digits_at(0);
   if (int_end == 0) {
     if (!text.empty() && (text[0] == '-' || text[0] == '+'))
-      return fail("no sign allowed, it must be a non-negative number followed by a unit (" +
-                  std::string(unit_list) + ")");
+      return fail("no sign allowed, it must be a non-negative number followed by a unit (" + std::string(unit_list) +
+                  ")");
     return fail("expected a number followed by a unit (" + std::string(unit_list) + ")");
   }
   std::string_view int_part = text.substr(0, int_end);
@@ -70,16 +69,14 @@ std::optional<std::uint64_t> parse_scaled(std::string_view text, const std::arra
     for (std::size_t i = 0; i < frac_part.size(); ++i) pow10 *= 10;
     unsigned __int128 scaled = static_cast<unsigned __int128>(frac) * unit->scale;
     if (scaled % pow10 != 0)
-      return fail(what == "duration" ? "not a whole number of milliseconds"
-                                     : "not a whole number of bytes");
+      return fail(what == "duration" ? "not a whole number of milliseconds" : "not a whole number of bytes");
     if (__builtin_add_overflow(total, static_cast<std::uint64_t>(scaled / pow10), &total))
       return fail("number is too large");
   }
   return total;
 }
 
-constexpr std::array<Unit, 4> kDurationUnits{{
-    {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}}};
+constexpr std::array<Unit, 4> kDurationUnits{{{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}}};
 
 constexpr std::array<Unit, 10> kByteUnits{{{"B", 1},
                                            {"kB", 1000},
@@ -105,8 +102,8 @@ std::optional<Millis> parse_duration(std::string_view text, std::string* error) 
 }
 
 std::optional<std::size_t> parse_byte_size(std::string_view text, std::string* error) {
-  auto bytes = parse_scaled(text, kByteUnits, "byte size",
-                            "B, kB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. \"64MiB\"", error);
+  auto bytes =
+      parse_scaled(text, kByteUnits, "byte size", "B, kB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. \"64MiB\"", error);
   if (!bytes) return std::nullopt;
   if (*bytes > std::numeric_limits<std::size_t>::max()) {
     if (error) *error = "invalid byte size '" + std::string(text) + "': number is too large";
@@ -115,4 +112,4 @@ std::optional<std::size_t> parse_byte_size(std::string_view text, std::string* e
   return static_cast<std::size_t>(*bytes);
 }
 
-}  // namespace picomq::config
+}  // namespace picomq::kit

@@ -129,7 +129,8 @@ bool OnePassColumns::add_parsed(const simdjson::dom::parser& parser, std::string
   const auto row = static_cast<int64_t>(rows_);
   size_t position = 0;
   // A row left half-appended on false is of no consequence: the caller drops the whole state.
-  if (!for_each_parsed_member(parser, payload, [&](const FlatMember& m) { return add_member(position++, m, payload, row); }))
+  if (!for_each_parsed_member(parser, payload,
+                              [&](const FlatMember& m) { return add_member(position++, m, payload, row); }))
     return false;
   end_row(position);
   return true;

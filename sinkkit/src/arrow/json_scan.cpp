@@ -138,9 +138,7 @@ size_t scan_value(std::string_view text, size_t pos) {
   }
 }
 
-bool is_json_number(std::string_view token) {
-  return !token.empty() && scan_number(token, 0) == token.size();
-}
+bool is_json_number(std::string_view token) { return !token.empty() && scan_number(token, 0) == token.size(); }
 
 bool split_object(std::string_view text, std::vector<RawMember>& members) {
   members.clear();
@@ -159,7 +157,8 @@ bool split_object(std::string_view text, std::vector<RawMember>& members) {
       const size_t value_start = skip_space(text, pos + 1);
       const size_t value_end = scan_value(text, value_start);
       if (value_end == kScanFailed) return false;
-      members.push_back({text.substr(key_start, key_end - key_start), text.substr(value_start, value_end - value_start)});
+      members.push_back(
+          {text.substr(key_start, key_end - key_start), text.substr(value_start, value_end - value_start)});
       pos = skip_space(text, value_end);
       if (pos >= text.size()) return false;
       if (text[pos] == '}') {

@@ -1,9 +1,9 @@
-#include "config/spelling.h"
+#include "picomq/kit/spelling.hpp"
 
 #include <algorithm>
 #include <vector>
 
-namespace picomq::config::detail {
+namespace picomq::kit {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
@@ -20,4 +20,4 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-}  // namespace picomq::config::detail
+}  // namespace picomq::kit

@@ -113,7 +113,7 @@ void export_column(BuiltColumn&& column, ArrowSchema* schema, ArrowArray* array)
   std::unique_ptr<ArrowSchema, void (*)(ArrowSchema*)> schema_guard(&exported_schema, release_schema);
   export_array(std::move(column), array);
   *schema = exported_schema;
-  schema_guard.release();
+  (void)schema_guard.release();  // the caller owns the schema now
 }
 
 }  // namespace picomq::arrow::detail

@@ -1,8 +1,8 @@
-#include "config/units.h"
+#include "picomq/kit/units.hpp"
 
 #include <gtest/gtest.h>
 
-namespace picomq::config {
+namespace picomq::kit {
 namespace {
 
 using namespace std::chrono_literals;
@@ -72,4 +72,4 @@ TEST(ParseByteSize, RejectsBadSizes) {
 }
 
 }  // namespace
-}  // namespace picomq::config
+}  // namespace picomq::kit

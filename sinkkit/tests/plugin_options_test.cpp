@@ -1,12 +1,12 @@
 // [plugin_config] against a plugin's option table: every problem named, defaults filled in,
 // durations and sizes normalised, secrets kept out of messages.
-#include "runtime/plugin_options.h"
+#include "picomq/kit/plugin_options.hpp"
 
 #include <gtest/gtest.h>
 
 #include <array>
 
-namespace picomq::runtime {
+namespace picomq::kit {
 namespace {
 
 constexpr std::array kOptions{
@@ -105,7 +105,8 @@ TEST(PluginOptions, ProblemsAreStructuredWithTheirKindAndOption) {
   ASSERT_EQ(problems.size(), 4u);
   EXPECT_EQ(problems[0].kind, OptionProblem::Kind::Unknown);
   EXPECT_EQ(problems[0].option, "mdoe");
-  EXPECT_EQ(problems[0].message.rfind("unknown option for the demo sink; did you mean 'mode'?", 0), 0u) << problems[0].message;
+  EXPECT_EQ(problems[0].message.rfind("unknown option for the demo sink; did you mean 'mode'?", 0), 0u)
+      << problems[0].message;
   EXPECT_EQ(problems[1].kind, OptionProblem::Kind::Missing);
   EXPECT_EQ(problems[1].to_string(), "url: missing required option");
   EXPECT_EQ(problems[2].kind, OptionProblem::Kind::Invalid);
@@ -119,9 +120,10 @@ TEST(PluginOptions, ProblemsAreStructuredWithTheirKindAndOption) {
 }
 
 TEST(PluginOptions, PluginProblemsAreSplitIntoDeclaredOptionAndMessage) {
-  auto problems = PluginOptions::plugin_problems(
-      plugin(), "mode: needs url\n  mapping.k: must be a list\nurl: x: y\nno option here\n"
-                "nope: not declared\n\ncolumns[1]: empty\n");
+  auto problems =
+      PluginOptions::plugin_problems(plugin(),
+                                     "mode: needs url\n  mapping.k: must be a list\nurl: x: y\nno option here\n"
+                                     "nope: not declared\n\ncolumns[1]: empty\n");
   ASSERT_EQ(problems.size(), 6u);
   for (const auto& p : problems) EXPECT_EQ(p.kind, OptionProblem::Kind::Plugin);
   EXPECT_EQ(problems[0].option, "mode");
@@ -139,10 +141,11 @@ TEST(PluginOptions, PluginProblemsAreSplitIntoDeclaredOptionAndMessage) {
 
 TEST(PluginOptions, MarkdownTableListsEveryOption) {
   auto md = PluginOptions::markdown_table(plugin());
-  EXPECT_NE(md.find("| `mode` | string: insert\\|upsert\\|append | `\"insert\"` | no | no | how |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `mode` | string: insert\\|upsert\\|append | `\"insert\"` | no | no | how |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| `password` | string: hunter2\\|swordfish | — | no | yes | secret |"), std::string::npos) << md;
   EXPECT_NE(md.find("| `url` | string | — | yes | no | where |"), std::string::npos) << md;
 }
 
 }  // namespace
-}  // namespace picomq::runtime
+}  // namespace picomq::kit

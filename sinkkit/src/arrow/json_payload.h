@@ -30,9 +30,9 @@ struct JsonMember {
 };
 
 struct ParsedPayload {
-  JsonKind kind = JsonKind::Null;  // of the whole payload
-  std::vector<JsonMember> members; // when kind == Object: document order, duplicates included
-  bool validated = true;           // simdjson accepted the whole text (not the big-number path)
+  JsonKind kind = JsonKind::Null;   // of the whole payload
+  std::vector<JsonMember> members;  // when kind == Object: document order, duplicates included
+  bool validated = true;            // simdjson accepted the whole text (not the big-number path)
 };
 
 // One top-level member of an object payload as simdjson On-Demand reads it in a single pass:
@@ -40,7 +40,7 @@ struct ParsedPayload {
 struct FlatMember {
   std::string_view key;  // unescaped; valid until the next read
   JsonKind kind = JsonKind::Null;
-  union {                 // by kind (a union: members are written per field of every record)
+  union {  // by kind (a union: members are written per field of every record)
     bool boolean;
     int64_t integer;
     uint64_t unsigned_integer;  // kind Uint64 (only from the validating reader)
@@ -148,7 +148,8 @@ bool for_each_parsed_member(const simdjson::dom::parser& parser, std::string_vie
     m.raw_begin = at[value];
     // A container ends with its closing bracket; a scalar where the next structural begins,
     // less the whitespace before it.
-    m.raw_size = container ? at[next - 1] + 1 - at[value] : trimmed_size(payload.substr(at[value], at[next] - at[value]));
+    m.raw_size =
+        container ? at[next - 1] + 1 - at[value] : trimmed_size(payload.substr(at[value], at[next] - at[value]));
     const dom::element v = field.value();
     switch (v.type()) {
       case dom::element_type::OBJECT: m.kind = JsonKind::Object; break;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace picomq::config {
+namespace picomq::kit {
 
 using Millis = std::chrono::milliseconds;
 
@@ -22,4 +22,4 @@ std::optional<Millis> parse_duration(std::string_view text, std::string* error);
 // B; decimal kB/KB, MB, GB, TB; binary KiB, MiB, GiB, TiB. The result must be whole bytes.
 std::optional<std::size_t> parse_byte_size(std::string_view text, std::string* error);
 
-}  // namespace picomq::config
+}  // namespace picomq::kit
