@@ -26,22 +26,23 @@
 
 #include <atomic>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "picomq/kit/resend.hpp"
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/encoding.hpp"
-#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/headers.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/random_token.hpp"
 #include "picomq/kit/record_id.hpp"
+#include "picomq/kit/resend.hpp"
+#include "picomq/kit/s3.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -66,6 +67,7 @@ struct Settings {
   std::string s3_prefix;
   std::string s3_region;
   std::optional<std::string> s3_endpoint;
+  kit::s3::Bucket stage;  // the bucket, its endpoint and the credentials (plan())
   std::optional<std::string> aws_access_key_id;
   std::optional<std::string> aws_secret_access_key;
   std::optional<std::string> iam_role;
@@ -83,7 +85,8 @@ std::optional<std::string> check_table(const std::string& v) {
       ++dots;
       continue;
     }
-    if (!(std::isalnum(c) || c == '_') || c >= 0x80) return "must be [schema.]table of letters, digits and '_' (no quoting)";
+    if (!(std::isalnum(c) || c == '_') || c >= 0x80)
+      return "must be [schema.]table of letters, digits and '_' (no quoting)";
   }
   if (dots > 1 || v.front() == '.' || v.back() == '.') return "must be table or schema.table";
   return std::nullopt;
@@ -94,33 +97,75 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("connection_string", &Settings::connection_string)
           .required()
           .secret()
-          .help("libpq connection string of the cluster: \"host=... port=5439 dbname=dev user=... sslmode=verify-full\" (TLS by "
+          .help("libpq connection string of the cluster: \"host=... port=5439 dbname=dev user=... "
+                "sslmode=verify-full\" (TLS by "
                 "sslmode / sslrootcert; IAM: a temporary password from GetClusterCredentials in password)."),
-      kit::option("password", &Settings::password).secret().help("The user's password (or an IAM temporary password); appended to the connection string."),
-      kit::option("target_table", &Settings::target_table).required().check(check_table).help("[schema.]table the records are merged into (pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload)."),
-      kit::option("offsets_table", &Settings::offsets_table).fallback(std::string("picomq_offsets")).check(check_table).help("[schema.]table recording each loaded offset range (sink, topic, partition, first_offset, last_offset), written in the load's transaction."),
-      kit::option("create_tables", &Settings::create_tables).fallback(true).help("Create the target and offsets tables when missing (CREATE TABLE IF NOT EXISTS, the layout above; payload VARCHAR(65535))."),
+      kit::option("password", &Settings::password)
+          .secret()
+          .help("The user's password (or an IAM temporary password); appended to the connection string."),
+      kit::option("target_table", &Settings::target_table)
+          .required()
+          .check(check_table)
+          .help("[schema.]table the records are merged into (pico_id, pico_topic, pico_partition, pico_offset, "
+                "pico_timestamp, pico_key, pico_headers, payload)."),
+      kit::option("offsets_table", &Settings::offsets_table)
+          .fallback(std::string("picomq_offsets"))
+          .check(check_table)
+          .help("[schema.]table recording each loaded offset range (sink, topic, partition, first_offset, "
+                "last_offset), written in the load's transaction."),
+      kit::option("create_tables", &Settings::create_tables)
+          .fallback(true)
+          .help("Create the target and offsets tables when missing (CREATE TABLE IF NOT EXISTS, the layout above; "
+                "payload VARCHAR(65535))."),
       kit::option("merge_key", &Settings::merge_key)
           .choices({{"record", MergeKey::Record}, {"key", MergeKey::Key}})
           .fallback(MergeKey::Record)
-          .help("pico_id, the MERGE key: record = topic:partition:offset in the kit's reversible encoding (a replay merges to the "
-                "same rows); key = the record key (base64; one row per key, the latest record wins; a record without a key is refused)."),
+          .help("pico_id, the MERGE key: record = topic:partition:offset in the kit's reversible encoding (a replay "
+                "merges to the "
+                "same rows); key = the record key (base64; one row per key, the latest record wins; a record without a "
+                "key is refused)."),
       kit::option("dialect", &Settings::dialect)
           .choices({{"redshift", Dialect::Redshift}, {"postgres_shim", Dialect::PostgresShim}})
           .fallback(Dialect::Redshift)
-          .help("redshift: COPY ... FROM 's3://...' MANIFEST. postgres_shim (tests, PostgreSQL 15 as the stand-in): that COPY is "
-                "done by the sink (manifest and files read from S3, COPY FROM STDIN), every other statement unchanged."),
-      kit::option("s3_bucket", &Settings::s3_bucket).required().check(kit::not_empty()).help("Bucket the batches are staged in."),
-      kit::option("s3_prefix", &Settings::s3_prefix).fallback(std::string("picomq-staging")).help("Key prefix of the staged files: {s3_prefix}/{sink}/{topic}/{partition}/{first}-{last}.{token}.csv.gz and .manifest (token: random, of the load: a key is written once)."),
-      kit::option("s3_region", &Settings::s3_region).fallback(std::string("us-east-1")).check(kit::not_empty()).help("Region of the bucket (SigV4)."),
-      kit::option("s3_endpoint", &Settings::s3_endpoint).help("S3 endpoint, path-style (default https://s3.{s3_region}.amazonaws.com)."),
-      kit::option("aws_access_key_id", &Settings::aws_access_key_id).help("Key the sink stages with (and, without iam_role, that COPY reads with)."),
+          .help(
+              "redshift: COPY ... FROM 's3://...' MANIFEST. postgres_shim (tests, PostgreSQL 15 as the stand-in): that "
+              "COPY is "
+              "done by the sink (manifest and files read from S3, COPY FROM STDIN), every other statement unchanged."),
+      kit::option("s3_bucket", &Settings::s3_bucket)
+          .required()
+          .check(kit::not_empty())
+          .help("Bucket the batches are staged in."),
+      kit::option("s3_prefix", &Settings::s3_prefix)
+          .fallback(std::string("picomq-staging"))
+          .help("Key prefix of the staged files: {s3_prefix}/{sink}/{topic}/{partition}/{first}-{last}.{token}.csv.gz "
+                "and .manifest (token: random, of the load: a key is written once)."),
+      kit::option("s3_region", &Settings::s3_region)
+          .fallback(std::string("us-east-1"))
+          .check(kit::not_empty())
+          .help("Region of the bucket (SigV4)."),
+      kit::option("s3_endpoint", &Settings::s3_endpoint)
+          .help("S3 endpoint, path-style (default https://s3.{s3_region}.amazonaws.com)."),
+      kit::option("aws_access_key_id", &Settings::aws_access_key_id)
+          .help("Key the sink stages with (and, without iam_role, that COPY reads with)."),
       kit::option("aws_secret_access_key", &Settings::aws_secret_access_key).secret().help("Its secret."),
-      kit::option("iam_role", &Settings::iam_role).help("IAM_ROLE 'arn:...' for COPY (otherwise ACCESS_KEY_ID / SECRET_ACCESS_KEY)."),
-      kit::option("max_errors", &Settings::max_errors).fallback(0).check(kit::at_least(0)).help("COPY MAXERROR: rows Redshift refuses are read from STL_LOAD_ERRORS and rejected through the bad-record policy (0: COPY fails on the first; the refused line is rejected and the batch reloaded without it)."),
-      kit::option("max_field_bytes", &Settings::max_field_bytes).fallback(kit::ByteSize{65535}).help("Largest payload / key text; a longer record is refused before staging (VARCHAR(65535))."),
-      kit::option("retry_timeout", &Settings::retry_timeout).fallback(30s).help("How long a transient failure (connection loss, serialization conflict, S3 5xx) is retried here before the write fails and the runtime's retry takes over."),
-      kit::option("keep_staged_files", &Settings::keep_staged_files).fallback(false).help("Keep the staged files after the commit (default: deleted)."),
+      kit::option("iam_role", &Settings::iam_role)
+          .help("IAM_ROLE 'arn:...' for COPY (otherwise ACCESS_KEY_ID / SECRET_ACCESS_KEY)."),
+      kit::option("max_errors", &Settings::max_errors)
+          .fallback(0)
+          .check(kit::at_least(0))
+          .help(
+              "COPY MAXERROR: rows Redshift refuses are read from STL_LOAD_ERRORS and rejected through the bad-record "
+              "policy (0: COPY fails on the first; the refused line is rejected and the batch reloaded without it)."),
+      kit::option("max_field_bytes", &Settings::max_field_bytes)
+          .fallback(kit::ByteSize{65535})
+          .help("Largest payload / key text; a longer record is refused before staging (VARCHAR(65535))."),
+      kit::option("retry_timeout", &Settings::retry_timeout)
+          .fallback(30s)
+          .help("How long a transient failure (connection loss, serialization conflict, S3 5xx) is retried here before "
+                "the write fails and the runtime's retry takes over."),
+      kit::option("keep_staged_files", &Settings::keep_staged_files)
+          .fallback(false)
+          .help("Keep the staged files after the commit (default: deleted)."),
   };
   return table;
 }
@@ -132,11 +177,20 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   Settings s = table.parse(config);
   if (!s.aws_access_key_id != !s.aws_secret_access_key)
     problems.add("aws_access_key_id", "aws_access_key_id and aws_secret_access_key go together");
-  if (!s.aws_access_key_id) problems.add("aws_access_key_id", "the sink stages files in S3 with these credentials: set both");
+  if (!s.aws_access_key_id)
+    problems.add("aws_access_key_id", "the sink stages files in S3 with these credentials: set both");
   if (!problems.empty()) return std::nullopt;
   while (!s.s3_prefix.empty() && s.s3_prefix.back() == '/') s.s3_prefix.pop_back();
-  if (!s.s3_endpoint) s.s3_endpoint = "https://s3." + s.s3_region + ".amazonaws.com";
-  while (!s.s3_endpoint->empty() && s.s3_endpoint->back() == '/') s.s3_endpoint->pop_back();
+  s.stage = {.name = s.s3_bucket,
+             .region = s.s3_region,
+             .path_style = true,
+             .access_key_id = *s.aws_access_key_id,
+             .secret_access_key = *s.aws_secret_access_key};
+  if (auto problem =
+          kit::s3::set_endpoint(s.stage, s.s3_endpoint.value_or("https://s3." + s.s3_region + ".amazonaws.com"))) {
+    problems.add("s3_endpoint", *problem);
+    return std::nullopt;
+  }
   return s;
 }
 
@@ -188,22 +242,8 @@ std::string gunzip(std::string_view in) {
   return out;
 }
 
-constexpr const char* kColumns = "pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload";
-
-// The record's headers as a JSON object text (values: UTF-8 as is, other bytes base64; the spec's
-// rule), empty when it has none.
-std::string headers_json(const pmq_record& r) {
-  if (r.header_count == 0) return {};
-  std::string out = "{";
-  for (size_t h = 0; h < r.header_count; ++h) {
-    if (h) out += ',';
-    kit::append_json_escaped(out, {reinterpret_cast<const char*>(r.headers[h].name.data), r.headers[h].name.size});
-    out += ':';
-    if (!r.headers[h].value.data) out += "null";
-    else kit::append_json_escaped(out, kit::header_value_as_string({r.headers[h].value.data, r.headers[h].value.size}));
-  }
-  return out + "}";
-}
+constexpr const char* kColumns =
+    "pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload";
 
 struct PgResult {
   PGresult* r = nullptr;
@@ -219,7 +259,8 @@ struct PgResult {
 struct DbError : std::runtime_error {
   std::string sqlstate;
   int64_t copy_line = 0;
-  DbError(std::string what, std::string state, int64_t line) : std::runtime_error(std::move(what)), sqlstate(std::move(state)), copy_line(line) {}
+  DbError(const std::string& what, std::string state, int64_t line)
+      : std::runtime_error(what), sqlstate(std::move(state)), copy_line(line) {}
 };
 
 }  // namespace
@@ -230,7 +271,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
       "Stages batches in S3 (gzip CSV + manifest) and loads them into Amazon Redshift in one transaction: COPY into a "
-      "temporary table, MERGE into the target on the record id, the offset range recorded; replays merge to the same rows.";
+      "temporary table, MERGE into the target on the record id, the offset range recorded; replays merge to the same "
+      "rows.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static inline const kit::OptionTable<Settings>& options = option_table();
@@ -242,30 +284,35 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     problems.throw_if_any();
     s_ = std::move(*s);
     sink_ = sink_key().empty() ? std::string("sink") : std::string(sink_key());
-    kit::HttpClientOptions o;
-    o.auth = kit::AwsSigV4Auth{.region = s_.s3_region, .service = "s3", .access_key_id = *s_.aws_access_key_id,
-                               .secret_access_key = *s_.aws_secret_access_key};
-    o.http_version = kit::HttpVersion::Http1_1;
-    o.max_response_body = 256u << 20;
-    o.request_timeout = 120s;
-    o.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
-    s3_ = std::make_unique<kit::HttpClient>(std::move(o));
+    s3_ = std::make_unique<kit::s3::Client>(kit::s3::ClientOptions{
+        .bucket = s_.stage,
+        .request_timeout = 120s,
+        .retry_timeout = s_.retry_timeout,
+        .max_response_body = 256u << 20,  // the shim reads staged files back
+        .credentials_hint = "check aws_access_key_id / aws_secret_access_key",
+        .log_warn = [this](const std::string& m) { log(sdk::LogLevel::Warn, m); },
+        .count = [this](const char* name, uint64_t n) { count((std::string("s3_") + name).c_str(), n); }});
     try {
       connect();
       if (s_.create_tables) create_tables();
     } catch (const DbError& e) {
       if (transient(e)) {
-        log(sdk::LogLevel::Warn, "the database is not reachable now (the sink starts and retries with each write): " + std::string(e.what()));
+        log(sdk::LogLevel::Warn, "the database is not reachable now (the sink starts and retries with each write): " +
+                                     std::string(e.what()));
         disconnect();
         return;
       }
       throw sdk::FatalError(std::string("opening the database: ") + e.what());
     }
-    log(sdk::LogLevel::Info, "connected: target " + s_.target_table + ", offsets " + s_.offsets_table + ", staging s3://" +
-                                 s_.s3_bucket + "/" + s_.s3_prefix + (s_.dialect == Dialect::PostgresShim ? " (postgres_shim)" : ""));
+    log(sdk::LogLevel::Info, "connected: target " + s_.target_table + ", offsets " + s_.offsets_table +
+                                 ", staging s3://" + s_.s3_bucket + "/" + s_.s3_prefix +
+                                 (s_.dialect == Dialect::PostgresShim ? " (postgres_shim)" : ""));
   }
 
-  void close() { disconnect(); }
+  void close() {
+    if (s3_) s3_->close();
+    disconnect();
+  }
 
   void write_batch(const sdk::Batch& batch) {
     const pmq_batch& raw = batch.raw();
@@ -304,10 +351,10 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
 
   static bool transient(const DbError& e) {
     // Connection loss (08xxx, no state), serialization conflicts (40001, Redshift's 1023 as
-    // XX000 "Serializable isolation violation"), deadlocks, S3 hiccups (the sink's own "S3").
+    // XX000 "Serializable isolation violation"), deadlocks. (S3's own resends are the kit client's.)
     const std::string& s = e.sqlstate;
-    return s.empty() || s.rfind("08", 0) == 0 || s == "40001" || s == "40P01" || s == "57P01" || s == "57P03" || s == "53300" ||
-           s == "S3" || std::string(e.what()).find("Serializable isolation violation") != std::string::npos;
+    return s.empty() || s.rfind("08", 0) == 0 || s == "40001" || s == "40P01" || s == "57P01" || s == "57P03" ||
+           s == "53300" || std::string(e.what()).find("Serializable isolation violation") != std::string::npos;
   }
 
   // The record of the n-th staged line (1-based) given the records refused so far.
@@ -369,10 +416,12 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   void create_tables() {
     exec("CREATE TABLE IF NOT EXISTS " + s_.target_table +
              " (pico_id VARCHAR(1024) NOT NULL, pico_topic VARCHAR(512) NOT NULL, pico_partition INTEGER NOT NULL, "
-             "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers VARCHAR(65535), payload VARCHAR(65535), PRIMARY KEY (pico_id))",
+             "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers "
+             "VARCHAR(65535), payload VARCHAR(65535), PRIMARY KEY (pico_id))",
          "creating " + s_.target_table);
     exec("CREATE TABLE IF NOT EXISTS " + s_.offsets_table +
-             " (sink VARCHAR(256) NOT NULL, topic VARCHAR(512) NOT NULL, partition INTEGER NOT NULL, first_offset BIGINT NOT NULL, "
+             " (sink VARCHAR(256) NOT NULL, topic VARCHAR(512) NOT NULL, partition INTEGER NOT NULL, first_offset "
+             "BIGINT NOT NULL, "
              "last_offset BIGINT NOT NULL)",
          "creating " + s_.offsets_table);
   }
@@ -382,7 +431,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     const std::string k = std::string(raw.topic) + "\x1f" + std::to_string(raw.partition);
     auto it = loaded_.find(k);
     if (it != loaded_.end()) return it->second;
-    const std::string sql = "SELECT COALESCE(MAX(last_offset), -1) FROM " + s_.offsets_table + " WHERE sink = $1 AND topic = $2 AND partition = $3";
+    const std::string sql = "SELECT COALESCE(MAX(last_offset), -1) FROM " + s_.offsets_table +
+                            " WHERE sink = $1 AND topic = $2 AND partition = $3";
     const std::string partition = std::to_string(raw.partition);
     const char* params[3] = {sink_.c_str(), raw.topic, partition.c_str()};
     PgResult r(PQexecParams(conn_, sql.c_str(), 3, nullptr, params, nullptr, nullptr, 0));
@@ -403,39 +453,19 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   void delete_leftovers(const pmq_batch& raw) {
     const std::string prefix = stage_prefix(raw);
     try {
-      for (const std::string& key : list_keys(prefix)) {
+      for (const std::string& key : s3_->list_keys(prefix)) {
         delete_object(key);
         count("leftover_staged_files_deleted");
       }
-    } catch (const DbError& e) {
-      log(sdk::LogLevel::Warn, std::string("staged files left by an earlier run stay (a lifecycle rule can remove them): ") + e.what());
+    } catch (const std::exception& e) {
+      log(sdk::LogLevel::Warn,
+          std::string("staged files left by an earlier run stay (a lifecycle rule can remove them): ") + e.what());
     }
   }
 
   std::string stage_prefix(const pmq_batch& raw) const {
-    return s_.s3_prefix + "/" + kit::url_safe(sink_) + "/" + kit::url_safe(raw.topic) + "/" + std::to_string(raw.partition) + "/";
-  }
-
-  // Keys under `prefix` (ListObjectsV2, every page; parameters in canonical order, as signed).
-  std::vector<std::string> list_keys(const std::string& prefix) {
-    std::vector<std::string> keys;
-    std::string token;
-    for (;;) {
-      std::string url = *s_.s3_endpoint + "/" + s_.s3_bucket + "/?";
-      if (!token.empty()) url += "continuation-token=" + kit::percent_encode(token) + "&";
-      url += "list-type=2&prefix=" + kit::percent_encode(prefix);
-      const std::string body = s3_send({.method = "GET", .url = url}, "listing s3://" + s_.s3_bucket + "/" + prefix).body;
-      for (size_t at = 0; (at = body.find("<Key>", at)) != std::string::npos;) {
-        const size_t end = body.find("</Key>", at);
-        if (end == std::string::npos) break;
-        keys.push_back(body.substr(at + 5, end - at - 5));  // staged keys hold no XML-escaped characters
-        at = end;
-      }
-      const size_t t = body.find("<NextContinuationToken>");
-      if (body.find("<IsTruncated>true</IsTruncated>") == std::string::npos || t == std::string::npos) return keys;
-      const size_t t_end = body.find("</NextContinuationToken>", t);
-      token = body.substr(t + 23, t_end - t - 23);
-    }
+    return s_.s3_prefix + "/" + kit::url_safe(sink_) + "/" + kit::url_safe(raw.topic) + "/" +
+           std::to_string(raw.partition) + "/";
   }
 
   // ------------------------------------------------------------------ one load
@@ -450,6 +480,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     std::map<std::string, size_t> last_of_key;
     std::vector<std::pair<size_t, std::string>> rows;  // position, pico_id
     int64_t first = -1, last = -1;
+    std::string headers;
     for (size_t i = 0; i < raw.record_count; ++i) {
       const pmq_record& r = *pmq_batch_record(&raw, i);
       if (r.offset <= done) {
@@ -501,7 +532,11 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       csv += ',';
       if (r.key.data) csv_field(csv, kit::base64_encode({r.key.data, r.key.size}));
       csv += ',';
-      if (r.header_count) csv_field(csv, headers_json(r));
+      if (r.header_count) {
+        headers.clear();
+        kit::append_headers_json(headers, {r.headers, r.header_count});
+        csv_field(csv, headers);
+      }
       csv += ',';
       csv_field(csv, {reinterpret_cast<const char*>(r.payload.data), r.payload.size});
       csv += '\n';
@@ -510,7 +545,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     // other upload (a killed run's, applied late by the store) can change what this load's
     // manifest names between its PUT and the COPY; a late one only leaves a file no manifest
     // names, which the sweep at the next start removes once its range is loaded.
-    const std::string base = stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last) + "." + kit::random_token();
+    const std::string base =
+        stage_prefix(raw) + std::to_string(first) + "-" + std::to_string(last) + "." + kit::random_token();
     const std::string file_key = base + ".csv.gz", manifest_key = base + ".manifest";
     const bool any = !staged_.empty();
     auto drop_staged = [&] {
@@ -521,7 +557,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     };
     if (any) {
       put_object(file_key, kit::compress(kit::Compression::Gzip, csv), "application/gzip");
-      std::string manifest = "{\"entries\":[{\"url\":\"s3://" + s_.s3_bucket + "/" + file_key + "\",\"mandatory\":true}]}";
+      std::string manifest =
+          "{\"entries\":[{\"url\":\"s3://" + s_.s3_bucket + "/" + file_key + "\",\"mandatory\":true}]}";
       try {
         put_object(manifest_key, manifest, "application/json");
       } catch (...) {
@@ -538,18 +575,19 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         exec("CREATE TEMP TABLE " + stage + " (LIKE " + s_.target_table + ")", "creating the stage table");
         copy(stage, manifest_key);
         exec("MERGE INTO " + s_.target_table + " USING " + stage + " ON " + target + ".pico_id = " + stage +
-                 ".pico_id WHEN MATCHED THEN UPDATE SET pico_topic = " + stage + ".pico_topic, pico_partition = " + stage +
-                 ".pico_partition, pico_offset = " + stage + ".pico_offset, pico_timestamp = " + stage +
-                 ".pico_timestamp, pico_key = " + stage + ".pico_key, pico_headers = " + stage + ".pico_headers, payload = " + stage +
+                 ".pico_id WHEN MATCHED THEN UPDATE SET pico_topic = " + stage +
+                 ".pico_topic, pico_partition = " + stage + ".pico_partition, pico_offset = " + stage +
+                 ".pico_offset, pico_timestamp = " + stage + ".pico_timestamp, pico_key = " + stage +
+                 ".pico_key, pico_headers = " + stage + ".pico_headers, payload = " + stage +
                  ".payload WHEN NOT MATCHED THEN INSERT (" + kColumns + ") VALUES (" + stage + ".pico_id, " + stage +
-                 ".pico_topic, " + stage + ".pico_partition, " + stage + ".pico_offset, " + stage + ".pico_timestamp, " + stage +
-                 ".pico_key, " + stage + ".pico_headers, " + stage + ".payload)",
+                 ".pico_topic, " + stage + ".pico_partition, " + stage + ".pico_offset, " + stage +
+                 ".pico_timestamp, " + stage + ".pico_key, " + stage + ".pico_headers, " + stage + ".payload)",
              "MERGE into " + s_.target_table);
         exec("DROP TABLE " + stage, "dropping the stage table");
       }
-      exec("INSERT INTO " + s_.offsets_table + " (sink, topic, partition, first_offset, last_offset) VALUES (" + sql_literal(sink_) +
-               ", " + sql_literal(raw.topic) + ", " + std::to_string(raw.partition) + ", " + std::to_string(first) + ", " +
-               std::to_string(last) + ")",
+      exec("INSERT INTO " + s_.offsets_table + " (sink, topic, partition, first_offset, last_offset) VALUES (" +
+               sql_literal(sink_) + ", " + sql_literal(raw.topic) + ", " + std::to_string(raw.partition) + ", " +
+               std::to_string(first) + ", " + std::to_string(last) + ")",
            "recording the offsets in " + s_.offsets_table);
       exec("COMMIT", "COMMIT");
     } catch (...) {
@@ -563,23 +601,23 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     drop_staged();
   }
 
-
   std::string credentials() const {
     if (s_.iam_role) return "IAM_ROLE " + sql_literal(*s_.iam_role);
-    return "ACCESS_KEY_ID " + sql_literal(*s_.aws_access_key_id) + " SECRET_ACCESS_KEY " + sql_literal(*s_.aws_secret_access_key);
+    return "ACCESS_KEY_ID " + sql_literal(*s_.aws_access_key_id) + " SECRET_ACCESS_KEY " +
+           sql_literal(*s_.aws_secret_access_key);
   }
 
   void copy(const std::string& stage, const std::string& manifest_key) {
     if (s_.dialect == Dialect::Redshift) {
-      exec("COPY " + stage + " (" + kColumns + ") FROM " + sql_literal("s3://" + s_.s3_bucket + "/" + manifest_key) + " " + credentials() +
-               " REGION " + sql_literal(s_.s3_region) + " MANIFEST CSV GZIP" +
+      exec("COPY " + stage + " (" + kColumns + ") FROM " + sql_literal("s3://" + s_.s3_bucket + "/" + manifest_key) +
+               " " + credentials() + " REGION " + sql_literal(s_.s3_region) + " MANIFEST CSV GZIP" +
                (s_.max_errors > 0 ? " MAXERROR " + std::to_string(s_.max_errors) : std::string()),
            "COPY from s3://" + s_.s3_bucket + "/" + manifest_key);
       if (s_.max_errors > 0) reject_load_errors();
       return;
     }
     // postgres_shim: the manifest and its files from S3, COPY FROM STDIN.
-    const std::string manifest = get_object(manifest_key);
+    const std::string manifest = s3_->get_object(manifest_key);
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     simdjson::dom::array entries;
@@ -590,7 +628,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       std::string_view url;
       if (e["url"].get_string().get(url) || url.rfind("s3://" + s_.s3_bucket + "/", 0) != 0)
         throw DbError("shim: manifest entry without an s3:// url of the bucket", "XX000", 0);
-      data += gunzip(get_object(std::string(url.substr(6 + s_.s3_bucket.size()))));
+      data += gunzip(s3_->get_object(std::string(url.substr(6 + s_.s3_bucket.size()))));
     }
     PgResult r(PQexec(conn_, ("COPY " + stage + " (" + kColumns + ") FROM STDIN WITH (FORMAT csv)").c_str()));
     if (PQresultStatus(r.r) != PGRES_COPY_IN) throw error_of(conn_, r.r, "COPY (shim)");
@@ -607,7 +645,9 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
 
   // Redshift with MAXERROR: the lines COPY skipped, from STL_LOAD_ERRORS, rejected.
   void reject_load_errors() {
-    PgResult r(PQexec(conn_, "SELECT line_number, TRIM(err_reason) FROM stl_load_errors WHERE query = pg_last_copy_id() ORDER BY line_number"));
+    PgResult r(PQexec(conn_,
+                      "SELECT line_number, TRIM(err_reason) FROM stl_load_errors WHERE query = pg_last_copy_id() ORDER "
+                      "BY line_number"));
     if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading STL_LOAD_ERRORS");
     for (int row = 0; row < PQntuples(r.r); ++row) {
       const int64_t line = std::atoll(PQgetvalue(r.r, row, 0));
@@ -622,41 +662,15 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
 
   // ------------------------------------------------------------------ S3
 
-  std::string object_url(const std::string& key) const { return *s_.s3_endpoint + "/" + s_.s3_bucket + "/" + key; }
-
-  kit::HttpResponse s3_send(kit::HttpRequest req, const std::string& what) {
-    kit::RetryWait retry(stopping(), s_.retry_timeout);
-    while (true) {
-      kit::HttpResponse r = s3_->send(req);
-      if (r.completed() && r.status < 500 && r.status != 429) {
-        if (r.status >= 300 && !(req.method == "DELETE" && r.status == 404)) {
-          const bool denied = r.status == 403 || r.status == 401;
-          throw DbError(what + ": HTTP " + std::to_string(r.status) + (denied ? " (check aws_access_key_id / aws_secret_access_key)" : "") +
-                            ": " + r.body_excerpt(300),
-                        "S3FATAL", 0);
-        }
-        return r;
-      }
-      if (!retry.wait())
-        throw DbError(what + (retry.stopped() ? " (stopping): " : ": ") +
-                          (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message),
-                      "S3", 0);
-    }
-  }
-
-  void put_object(const std::string& key, std::string body, const std::string& type) {
-    kit::HttpHeaders h;
-    h.set("Content-Type", type);
-    s3_send({.method = "PUT", .url = object_url(key), .headers = h, .body = std::move(body)}, "staging s3://" + s_.s3_bucket + "/" + key);
+  void put_object(const std::string& key, std::string_view body, const std::string& type) {
+    s3_->put_object(key, body, type);
     count("staged_files");
   }
-  std::string get_object(const std::string& key) {
-    return s3_send({.method = "GET", .url = object_url(key)}, "reading s3://" + s_.s3_bucket + "/" + key).body;
-  }
+  // Best effort: a file left behind is swept at the next start (delete_leftovers).
   void delete_object(const std::string& key) {
     try {
-      s3_send({.method = "DELETE", .url = object_url(key)}, "deleting s3://" + s_.s3_bucket + "/" + key);
-    } catch (const DbError& e) {
+      s3_->delete_object(key);
+    } catch (const std::exception& e) {
       log(sdk::LogLevel::Warn, std::string("the staged file stays (a lifecycle rule can remove it): ") + e.what());
     }
   }
@@ -666,7 +680,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   PGconn* conn_ = nullptr;
   std::map<std::string, int64_t> loaded_;
   std::set<size_t> staged_;
-  std::unique_ptr<kit::HttpClient> s3_;
+  std::unique_ptr<kit::s3::Client> s3_;
 };
 
 PICOMQ_SINK_PLUGIN(RedshiftSink)

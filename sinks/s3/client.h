@@ -1,20 +1,14 @@
 #pragma once
-// The S3 requests of the sink, on the kit's HTTP client with AWS SigV4 (libcurl's
-// CURLOPT_AWS_SIGV4; the client adds x-amz-content-sha256, the SHA-256 of the body, which is
-// signed): PUT Object (optionally If-None-Match: *), HEAD Bucket, HEAD Object. Each call blocks
-// (the sink calls them from its upload threads) and resends what S3 allows to resend.
-//
-// Outcomes (docs/sinks/s3.md, "Errors"):
-//   2xx                                  written
+// The S3 sink's writes, on the kit's S3 client (picomq/kit/s3.hpp: SigV4, S3's statuses as
+// outcomes, resends within retry_timeout, listing, HEAD and GET): a PUT that carries the object's
+// last offset and, with conditional_create, If-None-Match: * (the first upload of a key wins);
+// multipart uploads part by part with the last offset in a marker object; the probe that the
+// store honours conditional writes; and what an object there holds (docs/sinks/s3.md, "Errors"
+// and "Replay and crashes"):
 //   412 on a conditional PUT or          written when the object there has our bytes (same
 //   CompleteMultipartUpload              ETag), else KeyTaken with the last offset the object
 //                                        there holds (from its metadata; fatal when it has none)
-//   500, 502, 503 (SlowDown), 504, 429,  resent here with back-off for up to retry_timeout, then
-//   409 (OperationAborted), 400          RetryableError (the runtime retries the batches)
-//   RequestTimeout, transport errors
-//   403 (SignatureDoesNotMatch,          FatalError naming S3's error code and what to check;
-//   InvalidAccessKeyId, AccessDenied...), credentials are never in a message
-//   404 (NoSuchBucket), other 4xx
+// Each call blocks (the sink calls them from its upload threads).
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,19 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "picomq/kit/backoff.hpp"
-#include "picomq/kit/http_client.hpp"
-#include "picomq/kit/outcome.hpp"
+#include "picomq/kit/s3.hpp"
 #include "picomq/sdk.hpp"
 #include "s3/config.h"
 
 namespace picomq::s3 {
-
-// S3's error document (<Error><Code>..</Code><Message>..</Message></Error>), or empty fields.
-struct S3Error {
-  std::string code, message;
-};
-S3Error parse_error(std::string_view body);
 
 // Lower-case hex MD5 of bytes: the ETag S3 gives an object written by one PUT.
 std::string md5_hex(std::string_view bytes);
@@ -82,8 +68,10 @@ class Client {
   // A multipart upload step by step, as a streamed object grows (parts in order, each resent on
   // its own). Its last offset is not known when the upload starts: the metadata names a marker
   // object (`marker`, marker_key) that holds it, written by put_marker before the upload is completed.
-  std::string create_multipart(const std::string& key, const std::string& content_type, const std::string& marker);  // the upload id
-  std::string upload_part(const std::string& key, const std::string& upload_id, size_t number, std::string_view part);  // its ETag
+  std::string create_multipart(const std::string& key, const std::string& content_type,
+                               const std::string& marker);  // the upload id
+  std::string upload_part(const std::string& key, const std::string& upload_id, size_t number,
+                          std::string_view part);  // its ETag
   void put_marker(const std::string& marker, int64_t last_offset);
   // With conditional_create, If-None-Match: *. Returns false when the key was taken by an object
   // with our bytes (ETag `ours`: written before, by us or a run that cut the same object): the
@@ -109,27 +97,19 @@ class Client {
   std::string check_bucket();
 
   // Cuts every wait and request short (close()).
-  void close();
-  const kit::Redactor& redactor() const { return http_->redactor(); }
+  void close() { objects_.close(); }
+  const kit::Redactor& redactor() const { return objects_.redactor(); }
 
  private:
-  kit::Classification classify(const kit::HttpResponse& response) const;
-  std::string describe(const kit::HttpResponse& response, const std::string& what) const;
-  // Sends (again, with back-off, while retry_timeout allows) until the outcome is not a retry.
-  kit::HttpResponse send(const std::function<kit::HttpRequest()>& make, const std::string& what);
   // After a 412 on a conditional write of `key` (our bytes' ETag `ours`): true when the object
   // there is ours, false when it is gone again (write it again); else throws KeyTaken (or
   // sdk::FatalError for an object without picomq's last-offset metadata).
   bool taken_by_ours(const std::string& key, const std::string& ours);
-  // HEAD of an object: its answer, 200 or 404; throws sdk::FatalError on any other.
-  kit::HttpResponse head(const std::string& key);
   // The last offset named by a HEAD answer's metadata (or its marker), nullopt without either.
   std::optional<int64_t> last_offset_of(const kit::HttpResponse& head);
   const Plan& plan_;
   Hooks hooks_;
-  kit::OutcomeRules rules_;
-  std::unique_ptr<kit::HttpClient> http_;
-  kit::StopSignal stop_;
+  kit::s3::Client objects_;
 };
 
 }  // namespace picomq::s3

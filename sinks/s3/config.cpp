@@ -47,7 +47,8 @@ kit::Result<std::vector<arrow::DeclaredColumn>> parse_parquet_columns(const std:
     if (!type)
       return R::failure("column '" + d.name + "': type '" + d.type +
                         "' is not one of bool, int64, float64, utf8, binary, timestamp_ms, json");
-    if (d.name.rfind("pico_", 0) == 0) return R::failure("column '" + d.name + "' is a metadata column (include_metadata adds it)");
+    if (d.name.rfind("pico_", 0) == 0)
+      return R::failure("column '" + d.name + "' is a metadata column (include_metadata adds it)");
     out.push_back({d.name, *type, true});
   }
   return R::success(std::move(out));
@@ -57,11 +58,17 @@ kit::Result<std::vector<arrow::DeclaredColumn>> parse_parquet_columns(const std:
 
 const kit::OptionTable<Settings>& option_table() {
   static const kit::OptionTable<Settings> table{
-      kit::option("bucket", &Settings::bucket).required().check(kit::not_empty()).help("The bucket objects are written to; it must exist."),
+      kit::option("bucket", &Settings::bucket)
+          .required()
+          .check(kit::not_empty())
+          .help("The bucket objects are written to; it must exist."),
       kit::option("endpoint", &Settings::endpoint)
           .help("Endpoint URL of an S3-compatible server (http://127.0.0.1:8333, https://minio.internal:9000). "
                 "Unset: AWS, https://s3.<region>.amazonaws.com."),
-      kit::option("region", &Settings::region).fallback("us-east-1").check(kit::not_empty()).help("Region the requests are signed for (SigV4)."),
+      kit::option("region", &Settings::region)
+          .fallback("us-east-1")
+          .check(kit::not_empty())
+          .help("Region the requests are signed for (SigV4)."),
       kit::option("addressing", &Settings::addressing)
           .choices({{"auto", Addressing::Auto}, {"path", Addressing::Path}, {"virtual", Addressing::Virtual}})
           .fallback(Addressing::Auto)
@@ -89,21 +96,28 @@ const kit::OptionTable<Settings>& option_table() {
                     {"avro", Format::Avro},
                     {"parquet", Format::Parquet}})
           .fallback(Format::JsonLines)
-          .help("json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
-                "csv: the csv_columns of each record, one line each (RFC 4180 quoting); avro: an Avro object container "
-                "file of avro_schema, or of the writer schema of an avro topic's records (compression as its codec: "
-                "deflate, zstandard); parquet: a Parquet file per object (parquet_* options), by the Parquet writer "
-                "libpicomq_parquet.so (shipped with the light sinks)."),
+          .help(
+              "json_lines: one JSON document per record and line; raw: each payload's bytes followed by raw_separator; "
+              "csv: the csv_columns of each record, one line each (RFC 4180 quoting); avro: an Avro object container "
+              "file of avro_schema, or of the writer schema of an avro topic's records (compression as its codec: "
+              "deflate, zstandard); parquet: a Parquet file per object (parquet_* options), by the Parquet writer "
+              "libpicomq_parquet.so (shipped with the light sinks)."),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("json_lines: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
                 "pico_headers, payload}. Off: the payload alone."),
-      kit::option("raw_separator", &Settings::raw_separator).fallback("\n").help("raw: the bytes written after each payload."),
+      kit::option("raw_separator", &Settings::raw_separator)
+          .fallback("\n")
+          .help("raw: the bytes written after each payload."),
       kit::option("csv_columns", &Settings::csv_columns)
-          .help("csv: the columns, in order: top-level fields of the JSON object payload (strings as text, other values "
-                "as JSON, null or missing empty) or pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
-                "(base64), pico_headers (JSON). A record whose payload is not a JSON object is refused (bad-record policy)."),
-      kit::option("csv_header", &Settings::csv_header).fallback(true).help("csv: each object starts with the header line."),
+          .help(
+              "csv: the columns, in order: top-level fields of the JSON object payload (strings as text, other values "
+              "as JSON, null or missing empty) or pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key "
+              "(base64), pico_headers (JSON). A record whose payload is not a JSON object is refused (bad-record "
+              "policy)."),
+      kit::option("csv_header", &Settings::csv_header)
+          .fallback(true)
+          .help("csv: each object starts with the header line."),
       kit::option("avro_schema", &Settings::avro_schema)
           .help("avro: the writer schema (Avro JSON) the JSON payloads are encoded by; top-level fields pico_topic, "
                 "pico_partition, pico_offset, pico_timestamp, pico_key the payload lacks come from the record. A "
@@ -112,10 +126,11 @@ const kit::OptionTable<Settings>& option_table() {
                 "schema and ends where the schema changes."),
       kit::option("parquet_columns", &Settings::parquet_columns)
           .check([](const kit::JsonValue& v) { return parse_parquet_columns(v.text).problem(); })
-          .help("parquet: the payload columns, as [{ name = \"id\", type = \"int64\" }, ...] or { id = \"int64\", ... }, "
-                "types bool, int64, float64, utf8, binary, timestamp_ms, json (docs/arrow.md, declared schema); a "
-                "record that does not convert is refused (bad-record policy). Unset: inferred from each object's "
-                "records (docs/arrow.md, inference)."),
+          .help(
+              "parquet: the payload columns, as [{ name = \"id\", type = \"int64\" }, ...] or { id = \"int64\", ... }, "
+              "types bool, int64, float64, utf8, binary, timestamp_ms, json (docs/arrow.md, declared schema); a "
+              "record that does not convert is refused (bad-record policy). Unset: inferred from each object's "
+              "records (docs/arrow.md, inference)."),
       kit::option("parquet_compression", &Settings::parquet_compression)
           .fallback(kDefaultParquetCodec)
           .check([](const std::string& v) -> std::optional<std::string> {
@@ -131,11 +146,14 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(true)
           .help("parquet: dictionary encoding of the columns (statistics are always written)."),
       kit::option("compression", &Settings::compression)
-          .choices({{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
+          .choices(
+              {{"none", kit::Compression::None}, {"gzip", kit::Compression::Gzip}, {"zstd", kit::Compression::Zstd}})
           .fallback(kDefaultCompression)
           .help("Of each object (a .gz / .zst file of gzip members / zstd frames, one per chunk; no Content-Encoding); "
                 "avro: the container's codec (gzip: deflate, zstd: zstandard)."),
-      kit::option("compression_level", &Settings::compression_level).fallback(0).help("The codec's level (gzip 1-12, zstd 1-19); 0: the codec's default (gzip 6, zstd 3)."),
+      kit::option("compression_level", &Settings::compression_level)
+          .fallback(0)
+          .help("The codec's level (gzip 1-12, zstd 1-19); 0: the codec's default (gzip 6, zstd 3)."),
       kit::option("max_object_records", &Settings::max_object_records)
           .fallback(0)
           .check(kit::at_least(0))
@@ -146,15 +164,18 @@ const kit::OptionTable<Settings>& option_table() {
                 "an object of its own). 0: no limit."),
       kit::option("rotate_interval", &Settings::rotate_interval)
           .fallback(0ms)
-          .help("Rotation by record time: a record whose timestamp reaches the end of its object's window (windows "
-                "aligned to the epoch, of this length, from the first record's timestamp) starts a new object. 0: off."),
+          .help(
+              "Rotation by record time: a record whose timestamp reaches the end of its object's window (windows "
+              "aligned to the epoch, of this length, from the first record's timestamp) starts a new object. 0: off."),
       kit::option("conditional_create", &Settings::conditional_create)
           .fallback(true)
-          .help("The first upload of a key wins: PUT and CompleteMultipartUpload with If-None-Match: *, so a killed "
-                "run's upload landing late never replaces an object. A 412 counts as written when the object there has "
-                "this object's bytes (same ETag); when it holds other records (another cut), the records after its last "
-                "offset go into the next object. Checked once per start (a probe object under <prefix>_picomq/): a "
-                "store that ignores If-None-Match stops the sink. false: overwrite (docs/sinks/s3.md, Replay and crashes)."),
+          .help(
+              "The first upload of a key wins: PUT and CompleteMultipartUpload with If-None-Match: *, so a killed "
+              "run's upload landing late never replaces an object. A 412 counts as written when the object there has "
+              "this object's bytes (same ETag); when it holds other records (another cut), the records after its last "
+              "offset go into the next object. Checked once per start (a probe object under <prefix>_picomq/): a "
+              "store that ignores If-None-Match stops the sink. false: overwrite (docs/sinks/s3.md, Replay and "
+              "crashes)."),
       kit::option("part_size", &Settings::part_size)
           .fallback(kit::ByteSize{16u << 20})
           .help("An object larger than this (as uploaded, after compression) goes up as a multipart upload of parts of "
@@ -188,7 +209,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   const auto& table = option_table();
   table.validate(config, problems);
   if (!problems.empty()) return std::nullopt;
-  Plan p{table.parse(config), kit::ObjectKeyTemplate::parse("{start_offset}").value(), {}, {}, {}, {}, true, {}, {}, {}, {}, {}, {}};
+  Plan p{.settings = table.parse(config), .key = kit::ObjectKeyTemplate::parse("{start_offset}").value()};
   const Settings& s = p.settings;
   bool ok = true;
   auto problem = [&](const char* key, const std::string& message) {
@@ -215,43 +236,38 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     p.prefix = s.prefix.back() == '/' ? s.prefix : s.prefix + "/";
   }
 
-  std::string endpoint = s.endpoint.value_or("https://s3." + s.region + ".amazonaws.com");
-  const size_t scheme_end = endpoint.find("://");
-  if (scheme_end == std::string::npos || (endpoint.substr(0, scheme_end) != "http" && endpoint.substr(0, scheme_end) != "https")) {
-    problem("endpoint", "'" + kit::redact_url(endpoint) + "' must start with http:// or https://");
-  } else {
-    p.scheme = endpoint.substr(0, scheme_end);
-    std::string rest = endpoint.substr(scheme_end + 3);
-    if (rest.find_first_of("?#@") != std::string::npos) problem("endpoint", "must be scheme://host[:port][/path], without query or user");
-    const size_t slash = rest.find('/');
-    p.host = rest.substr(0, slash);
-    p.base_path = slash == std::string::npos ? "" : rest.substr(slash);
-    while (!p.base_path.empty() && p.base_path.back() == '/') p.base_path.pop_back();
-    if (p.host.empty()) problem("endpoint", "has no host");
-  }
-  p.path_style = s.addressing == Addressing::Path || (s.addressing == Addressing::Auto && s.endpoint.has_value());
-  if (!p.path_style && s.bucket.find('.') != std::string::npos && p.scheme == "https")
-    problem("addressing", "virtual-hosted addressing with a dotted bucket name breaks TLS host checks: use addressing = \"path\"");
+  p.bucket.name = s.bucket;
+  p.bucket.region = s.region;
+  if (auto problem_text =
+          kit::s3::set_endpoint(p.bucket, s.endpoint.value_or("https://s3." + s.region + ".amazonaws.com")))
+    problem("endpoint", *problem_text);
+  p.bucket.path_style =
+      s.addressing == Addressing::Path || (s.addressing == Addressing::Auto && s.endpoint.has_value());
+  if (!p.bucket.path_style && s.bucket.find('.') != std::string::npos && p.bucket.scheme == "https")
+    problem("addressing",
+            "virtual-hosted addressing with a dotted bucket name breaks TLS host checks: use addressing = \"path\"");
 
   // Credentials: the config's, else the standard environment variables (as the AWS SDKs read them).
   if (s.access_key_id) {
-    p.access_key_id = *s.access_key_id;
-    p.secret_access_key = s.secret_access_key.value_or("");
-    p.session_token = s.session_token.value_or("");
+    p.bucket.access_key_id = *s.access_key_id;
+    p.bucket.secret_access_key = s.secret_access_key.value_or("");
+    p.bucket.session_token = s.session_token.value_or("");
     if (!s.secret_access_key) problem("aws_secret_access_key", "is required with aws_access_key_id");
   } else {
-    p.access_key_id = env("AWS_ACCESS_KEY_ID").value_or("");
-    p.secret_access_key = s.secret_access_key ? *s.secret_access_key : env("AWS_SECRET_ACCESS_KEY").value_or("");
-    p.session_token = s.session_token ? *s.session_token : env("AWS_SESSION_TOKEN").value_or("");
-    if (p.access_key_id.empty() || p.secret_access_key.empty())
+    p.bucket.access_key_id = env("AWS_ACCESS_KEY_ID").value_or("");
+    p.bucket.secret_access_key = s.secret_access_key ? *s.secret_access_key : env("AWS_SECRET_ACCESS_KEY").value_or("");
+    p.bucket.session_token = s.session_token ? *s.session_token : env("AWS_SESSION_TOKEN").value_or("");
+    if (p.bucket.access_key_id.empty() || p.bucket.secret_access_key.empty())
       problem("aws_access_key_id",
               "no credentials: set aws_access_key_id and aws_secret_access_key, or the environment variables "
               "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
   }
-  if (p.session_token.find_first_of("\r\n") != std::string::npos) problem("aws_session_token", "must be one line");
+  if (p.bucket.session_token.find_first_of("\r\n") != std::string::npos)
+    problem("aws_session_token", "must be one line");
 
   if (s.compression_level != 0 && s.format == Format::Parquet) {
-    if (s.compression_level < 1 || s.compression_level > 22) problem("compression_level", "parquet: zstd's levels are 1-22");
+    if (s.compression_level < 1 || s.compression_level > 22)
+      problem("compression_level", "parquet: zstd's levels are 1-22");
   } else if (s.compression_level != 0) {
     try {
       kit::Compressor probe(s.compression, static_cast<int>(s.compression_level));
@@ -275,9 +291,11 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   }
   if (s.format == Format::Parquet) {
     if (s.compression != kDefaultCompression)
-      problem("compression", "parquet files compress their pages: set parquet_compression (zstd, snappy, none) instead");
+      problem("compression",
+              "parquet files compress their pages: set parquet_compression (zstd, snappy, none) instead");
     if (s.max_object_bytes.bytes == 0)
-      problem("max_object_bytes", "parquet: an object is made in memory from its records, so it needs a size limit (not 0)");
+      problem("max_object_bytes",
+              "parquet: an object is made in memory from its records, so it needs a size limit (not 0)");
     if (s.chunk_size.bytes != kDefaultChunkSize.bytes)
       problem("chunk_size", "parquet: a Parquet file is written whole when its object ends, not in chunks");
     p.parquet = {.codec = *kit::parse_parquet_codec(s.parquet_compression),
@@ -324,22 +342,6 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   }
   if (!ok) return std::nullopt;
   return p;
-}
-
-std::string object_url(const Plan& plan, std::string_view key) {
-  std::string path;
-  size_t start = 0;
-  while (start <= key.size() && !key.empty()) {
-    const size_t slash = key.find('/', start);
-    const size_t end = slash == std::string_view::npos ? key.size() : slash;
-    path += kit::percent_encode(key.substr(start, end - start));
-    if (slash == std::string_view::npos) break;
-    path += '/';
-    start = slash + 1;
-  }
-  if (plan.path_style)
-    return plan.scheme + "://" + plan.host + plan.base_path + "/" + kit::percent_encode(plan.settings.bucket) + (key.empty() ? "" : "/" + path);
-  return plan.scheme + "://" + plan.settings.bucket + "." + plan.host + plan.base_path + "/" + path;
 }
 
 }  // namespace picomq::s3

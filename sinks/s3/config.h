@@ -14,6 +14,7 @@
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/parquet.hpp"
+#include "picomq/kit/s3.hpp"
 #include "picomq/sdk.hpp"
 
 namespace picomq::s3 {
@@ -60,13 +61,9 @@ const kit::OptionTable<Settings>& option_table();
 struct Plan {
   Settings settings;
   kit::ObjectKeyTemplate key;
-  std::string prefix;     // "" or ending in '/'
-  std::string scheme;     // "http" / "https"
-  std::string host;       // host[:port] of the endpoint
-  std::string base_path;  // the endpoint's path, without a trailing '/'
-  bool path_style = true;
-  std::string access_key_id, secret_access_key, session_token;  // config, else AWS_* environment
-  std::string ext;                                              // "json.gz", "bin.zst", "avro"...
+  std::string prefix;      // "" or ending in '/'
+  kit::s3::Bucket bucket;  // name, region, endpoint, addressing; credentials: config, else AWS_* environment
+  std::string ext;         // "json.gz", "bin.zst", "avro"...
   kit::Compression object_compression =
       kit::Compression::None;  // of the chunks (None for Avro: its blocks have the codec)
   std::string content_type;
@@ -77,10 +74,5 @@ struct Plan {
 
 // The plan, or nullopt with every problem added to `problems` under its option's key.
 std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems);
-
-// The URL of an object key (percent-encoded per path segment; '/' kept), path-style
-// (<endpoint>/<bucket>/<key>) or virtual-hosted (<scheme>://<bucket>.<host>/<key>); an empty key
-// is the bucket itself.
-std::string object_url(const Plan& plan, std::string_view key);
 
 }  // namespace picomq::s3

@@ -64,7 +64,7 @@ struct BatchWrite final : s3::Owner {
   }
   sdk::Pending pending;
   std::mutex mutex;
-  size_t outstanding = 1;                             // + 1 until write_batch returns
+  size_t outstanding = 1;                              // + 1 until write_batch returns
   std::optional<std::pair<bool, std::string>> failed;  // fatal?, reason
 };
 
@@ -121,7 +121,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   static constexpr std::string_view sink_name = "s3";
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
-      "Writes each topic-partition's records as objects (JSON lines, CSV, Avro, Parquet or raw, gzip/zstd) to S3 under keys "
+      "Writes each topic-partition's records as objects (JSON lines, CSV, Avro, Parquet or raw, gzip/zstd) to S3 under "
+      "keys "
       "from the first offset: a replay rewrites the same keys. Rotation by records, bytes and record time; streamed "
       "multipart uploads; SigV4.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
@@ -139,7 +140,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     problems.throw_if_any();
     plan_ = std::make_unique<s3::Plan>(std::move(*p));
     const s3::Settings& s = plan_->settings;
-    writer_ = kit::RecordJsonWriter({.layout = s.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
+    writer_ = kit::RecordJsonWriter(
+        {.layout = s.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!s.include_metadata || s.format == s3::Format::Raw) declare_unread_fields(PMQ_FIELD_HEADERS);
     if (s.format == s3::Format::Avro) {
       if (s.avro_schema) avro_ = std::make_unique<s3::AvroEncoder>(*s.avro_schema, s.compression);
@@ -154,7 +156,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
     if (s.format == s3::Format::Parquet)
       parquet_ = std::make_unique<s3::ParquetEncoder>(plan_->parquet, plan_->parquet_columns, s.include_metadata);
     if (!s.include_metadata && parquet_) declare_unread_fields(PMQ_FIELD_HEADERS);
-    rotation_ = {.max_records = static_cast<uint64_t>(s.max_object_records), .max_bytes = s.max_object_bytes.bytes,
+    rotation_ = {.max_records = static_cast<uint64_t>(s.max_object_records),
+                 .max_bytes = s.max_object_bytes.bytes,
                  .interval_ms = s.rotate_interval.count(),
                  .chunk_bytes = parquet_ ? 0 : s.chunk_size.bytes};  // a Parquet file is made whole at the seal
     held_limit_ = static_cast<uint64_t>(s.parts_in_flight) * s.part_size.bytes;
@@ -165,9 +168,9 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
                           .count = [this](const char* name, uint64_t n) { count(name, n); }});
     if (std::string warning = client_->check_bucket(); !warning.empty()) log(sdk::LogLevel::Warn, warning);
     for (int64_t i = 0; i < s.max_uploads_in_flight; ++i) uploaders_.emplace_back([this] { upload_main(); });
-    log(sdk::LogLevel::Info, "s3 sink: bucket '" + s.bucket + "' at " + plan_->scheme + "://" + plan_->host +
-                                 plan_->base_path + (plan_->path_style ? " (path-style)" : " (virtual-hosted)") +
-                                 ", keys " + plan_->prefix + s.key_template);
+    log(sdk::LogLevel::Info, "s3 sink: " + plan_->bucket.where() +
+                                 (plan_->bucket.path_style ? " (path-style)" : " (virtual-hosted)") + ", keys " +
+                                 plan_->prefix + s.key_template);
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
@@ -238,13 +241,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         p.listed = true;
         p.resumed = found->complete;
         if (found->through && (!p.skip_through || *found->through > *p.skip_through)) {
-          log(sdk::LogLevel::Info, "s3 sink: " + std::string(b.topic) + "[" + std::to_string(b.partition) +
-                                       "] resumes at offset " + std::to_string(first) + ", inside " +
-                                       (found->objects > 1 ? std::to_string(found->objects) + " objects" : std::string("an object")) +
-                                       " written up to offset " + std::to_string(*found->through) +
-                                       ": the next object starts after it");
+          log(sdk::LogLevel::Info,
+              "s3 sink: " + std::string(b.topic) + "[" + std::to_string(b.partition) + "] resumes at offset " +
+                  std::to_string(first) + ", inside " +
+                  (found->objects > 1 ? std::to_string(found->objects) + " objects" : std::string("an object")) +
+                  " written up to offset " + std::to_string(*found->through) + ": the next object starts after it");
           if (found->listed) count("resumed_inside_object");
-          if (found->objects > (found->listed ? 1u : 0u)) count("objects_found_ahead", found->objects - (found->listed ? 1 : 0));
+          if (found->objects > (found->listed ? 1u : 0u))
+            count("objects_found_ahead", found->objects - (found->listed ? 1 : 0));
           p.skip_through = *found->through;
           p.objects->restart_at(*found->through + 1);
         }
@@ -385,8 +389,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       std::shared_ptr<PartitionState> self = slot;
       PartitionState* raw = slot.get();
       slot->objects = std::make_unique<s3::PartitionObjects>(
-          std::string(topic), partition, rotation_,
-          key_context(),
+          std::string(topic), partition, rotation_, key_context(),
           [this, raw](std::shared_ptr<s3::Object> o) {  // called with mutex_ held
             count("objects_sealed");
             raw->queue.push_back(std::move(o));
@@ -440,8 +443,12 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         ++i;
         continue;
       }
-      auto key = plan_->key.resolve({.topic = b.topic, .partition = b.partition, .start_offset = r.offset,
-                                     .timestamp_ms = r.timestamp_ms, .sink_key = sink_key(), .ext = plan_->ext});
+      auto key = plan_->key.resolve({.topic = b.topic,
+                                     .partition = b.partition,
+                                     .start_offset = r.offset,
+                                     .timestamp_ms = r.timestamp_ms,
+                                     .sink_key = sink_key(),
+                                     .ext = plan_->ext});
       if (!key) throw sdk::FatalError("key_template: " + key.error());
       const auto last = client_->last_offset(plan_->prefix + key.value());
       if (!last || *last < r.offset) return found;  // free (or not an object of ours): the search ends
@@ -454,8 +461,11 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
 
   std::optional<int64_t> listed_through(const pmq_batch& b) {
     const pmq_record& r = *pmq_batch_record(&b, 0);
-    auto prefix = plan_->key.resolve_prefix({.topic = b.topic, .partition = b.partition, .timestamp_ms = r.timestamp_ms,
-                                             .sink_key = sink_key(), .ext = plan_->ext});
+    auto prefix = plan_->key.resolve_prefix({.topic = b.topic,
+                                             .partition = b.partition,
+                                             .timestamp_ms = r.timestamp_ms,
+                                             .sink_key = sink_key(),
+                                             .ext = plan_->ext});
     if (!prefix) throw sdk::FatalError("key_template: " + prefix.error());
     const std::string base = plan_->prefix + prefix.value();
     char digits[32];
@@ -479,8 +489,13 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   }
 
   s3::KeyContext key_context() {
-    s3::KeyContext k{.key_template = &plan_->key, .prefix = plan_->prefix, .sink_key = std::string(sink_key()),
-                     .ext = plan_->ext, .object_header = object_header_, .container_header = {}, .sync_marker = {}};
+    s3::KeyContext k{.key_template = &plan_->key,
+                     .prefix = plan_->prefix,
+                     .sink_key = std::string(sink_key()),
+                     .ext = plan_->ext,
+                     .object_header = object_header_,
+                     .container_header = {},
+                     .sync_marker = {}};
     if (plan_->settings.format == s3::Format::Avro) {
       k.container_header = [this](const std::string& key, const std::string& schema) {  // mutex_ held
         if (avro_) return avro_->header(key);
@@ -515,12 +530,13 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
 
   // Why an avro object cannot be written without avro_schema from this batch's records.
   static std::string no_writer_schema(const pmq_batch& b) {
-    std::string why = "format = \"avro\" without avro_schema writes each record by the writer schema it was decoded "
-                      "from, and " + std::string(b.topic) + " gives none: ";
+    std::string why =
+        "format = \"avro\" without avro_schema writes each record by the writer schema it was decoded "
+        "from, and " +
+        std::string(b.topic) + " gives none: ";
     if (b.struct_size < offsetof(pmq_batch, writer_schemas) + sizeof(b.writer_schemas))
       why += "the runtime is older than sink ABI 2.4, which passes writer schemas";
-    else
-      why += "its [[topics]] block has schema = \"" + std::string(b.schema ? b.schema : "") + "\", not \"avro\"";
+    else why += "its [[topics]] block has schema = \"" + std::string(b.schema ? b.schema : "") + "\", not \"avro\"";
     return why + ". Declare avro_schema.";
   }
 
@@ -615,8 +631,10 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       work(*p, lock, codecs);
       p->uploading = false;
       schedule(p.get());
-      if (p->queue.empty() && !p->uploading && !p->objects->open()) {  // a revoked partition's last upload: its state goes
-        const auto it = std::find_if(partitions_.begin(), partitions_.end(), [&](const auto& e) { return e.second == p; });
+      if (p->queue.empty() && !p->uploading &&
+          !p->objects->open()) {  // a revoked partition's last upload: its state goes
+        const auto it =
+            std::find_if(partitions_.begin(), partitions_.end(), [&](const auto& e) { return e.second == p; });
         if (it == partitions_.end()) states_.erase(p.get());
       }
       cv_.notify_all();  // writes waiting for memory
@@ -624,8 +642,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   }
 
   struct Codecs {
-    kit::Compressor chunks;                 // gzip / zstd / none of each chunk
-    std::optional<s3::AvroBlocks> blocks;   // avro: the container's codec
+    kit::Compressor chunks;                // gzip / zstd / none of each chunk
+    std::optional<s3::AvroBlocks> blocks;  // avro: the container's codec
   };
 
   // Unlocked: a sealed parquet object's kept records (its chunks) as its Parquet file, one chunk.
@@ -706,7 +724,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
           note_held(p);
           lock.unlock();
           // Parts as the object grows: each of part_size, cut where one PUT's parts would be.
-          while (st.buffer.size() > part_size) upload_part(*o, st, std::string_view(st.buffer).substr(0, part_size), p, lock);
+          while (st.buffer.size() > part_size)
+            upload_part(*o, st, std::string_view(st.buffer).substr(0, part_size), p, lock);
         }
         if (last) finish(*o, st, p, lock);
       } catch (const s3::KeyTaken& e) {
@@ -742,12 +761,14 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       if (!p.queue.empty() && p.queue.front() == o) p.queue.pop_front();
       else if (p.objects->open() == o) (void)p.objects->take_open();
       if (failure) {
-        log(failure->first ? sdk::LogLevel::Error : sdk::LogLevel::Warn, "s3 sink: " + o->key + " not written: " + failure->second);
+        log(failure->first ? sdk::LogLevel::Error : sdk::LogLevel::Warn,
+            "s3 sink: " + o->key + " not written: " + failure->second);
         // This object and every later one of the partition: their batches are retried (or stop
         // the sink), and the next object starts at this one's first offset again.
         drop(p, failure->first, "an earlier object of the partition was not written: " + failure->second);
         p.recovering_through = std::max(p.recovering_through.value_or(o->last_offset), o->last_offset);
-        if (o->sealed_by == "flush" || o->sealed_by == "revoke" || o->sealed_by == "retry") p.recut.insert(o->last_offset);
+        if (o->sealed_by == "flush" || o->sealed_by == "revoke" || o->sealed_by == "retry")
+          p.recut.insert(o->last_offset);
         p.expect = o->first_offset;
         p.objects->restart_at(o->first_offset);
         if (taken_through) {
@@ -764,7 +785,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       } else {
         count("records_written", o->records);
         log(sdk::LogLevel::Debug, "s3 sink: wrote " + o->key + " (" + std::to_string(o->records) + " records, " +
-                                      std::to_string(st.uploaded) + " bytes" + (st.multipart ? " in " + std::to_string(st.parts) + " parts" : "") +
+                                      std::to_string(st.uploaded) + " bytes" +
+                                      (st.multipart ? " in " + std::to_string(st.parts) + " parts" : "") +
                                       ", sealed by " + o->sealed_by + ")");
       }
       lock.unlock();
@@ -778,7 +800,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   std::vector<std::string> encode_chunks(const std::deque<s3::Chunk>& chunks, const s3::Object& o, Codecs& codecs) {
     std::vector<std::string> out(chunks.size());
     auto encode = [&](Codecs& c, size_t i) {
-      out[i] = c.blocks ? c.blocks->block(chunks[i].data, chunks[i].records, o.sync) : c.chunks.compress(chunks[i].data);
+      out[i] =
+          c.blocks ? c.blocks->block(chunks[i].data, chunks[i].records, o.sync) : c.chunks.compress(chunks[i].data);
     };
     const size_t threads = std::min<size_t>({chunks.size(), static_cast<size_t>(plan_->settings.max_uploads_in_flight),
                                              std::max(1u, std::thread::hardware_concurrency())});
@@ -810,13 +833,16 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   }
 
   Codecs make_codecs() const {
-    Codecs c{kit::Compressor(plan_->object_compression, static_cast<int>(plan_->settings.compression_level)), std::nullopt};
-    if (plan_->settings.format == s3::Format::Avro) c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
+    Codecs c{kit::Compressor(plan_->object_compression, static_cast<int>(plan_->settings.compression_level)),
+             std::nullopt};
+    if (plan_->settings.format == s3::Format::Avro)
+      c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
     return c;
   }
 
   // Unlocked: one part of the object's multipart upload (started at the first), removed from the buffer.
-  void upload_part(const s3::Object& o, Stream& st, std::string_view part, PartitionState& p, std::unique_lock<std::mutex>& lock) {
+  void upload_part(const s3::Object& o, Stream& st, std::string_view part, PartitionState& p,
+                   std::unique_lock<std::mutex>& lock) {
     if (!st.multipart) {
       st.multipart = true;
       // Its own marker: an upload of the same key by another run (that may win it) has another.

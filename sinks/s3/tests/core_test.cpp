@@ -1,7 +1,6 @@
 // The S3 sink's pure pieces: where objects end (rotation by records, bytes, record time, the
 // key's time fields), their keys, option checks across options, URLs, S3 error documents. No server.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -29,7 +28,7 @@ class Objects {
   Objects(Rotation rotation, const std::string& tmpl = "{topic}/{partition}/{start_offset}.{ext}")
       : key_(kit::ObjectKeyTemplate::parse(tmpl).value()),
         objects_("t.x", 2, rotation, KeyContext{.key_template = &key_, .prefix = "p/", .sink_key = "k", .ext = "json"},
-                 [this](std::shared_ptr<Object> o) {
+                 [this](const std::shared_ptr<Object>& o) {
                    Built b{o->key, o->first_offset, o->last_offset, "", o->sealed_by, {}};
                    for (const auto& c : o->chunks) {
                      b.body += c.data;
@@ -49,6 +48,7 @@ class Objects {
 
 std::vector<std::string> keys(const std::vector<Built>& b) {
   std::vector<std::string> out;
+  out.reserve(b.size());
   for (const auto& o : b) out.push_back(o.key);
   return out;
 }
@@ -58,8 +58,9 @@ TEST(S3Objects, MaxRecordsCutsEveryNRecordsWhateverTheBatches) {
   for (int i = 0; i < 7; ++i) o.add(10 + i, 0, "r" + std::to_string(i) + "\n");
   o.flush();
   ASSERT_EQ(o.built.size(), 3u);
-  EXPECT_EQ(keys(o.built), (std::vector<std::string>{"p/t.x/2/00000000000000000010.json", "p/t.x/2/00000000000000000013.json",
-                                                     "p/t.x/2/00000000000000000016.json"}));
+  EXPECT_EQ(keys(o.built),
+            (std::vector<std::string>{"p/t.x/2/00000000000000000010.json", "p/t.x/2/00000000000000000013.json",
+                                      "p/t.x/2/00000000000000000016.json"}));
   EXPECT_EQ(o.built[0].body, "r0\nr1\nr2\n");
   EXPECT_EQ(o.built[0].why, "max_records");
   EXPECT_EQ(o.built[2].body, "r6\n");
@@ -68,9 +69,9 @@ TEST(S3Objects, MaxRecordsCutsEveryNRecordsWhateverTheBatches) {
 
 TEST(S3Objects, MaxBytesKeepsObjectsUnderTheLimitAndALargeRecordAlone) {
   Objects o({.max_bytes = 10});
-  o.add(0, 0, "aaaa\n");   // 5
-  o.add(1, 0, "bbbb\n");   // 10: full
-  o.add(2, 0, "cc\n");     // 3
+  o.add(0, 0, "aaaa\n");              // 5
+  o.add(1, 0, "bbbb\n");              // 10: full
+  o.add(2, 0, "cc\n");                // 3
   o.add(3, 0, "dddddddddddddddd\n");  // 17 > 10: cuts before, alone, full at once
   o.add(4, 0, "e\n");
   o.flush();
@@ -113,7 +114,7 @@ TEST(S3Objects, TimeFieldsOfTheKeyComeFromTheFirstRecordAndARecordOfAnotherHourS
 
 TEST(S3Objects, TheSameRecordsInOtherBatchesMakeTheSameObjects) {
   // Rotation depends on records only: the batch boundaries (and how often write_batch runs) do not matter.
-  auto build = [](std::vector<size_t> batch_sizes) {
+  auto build = [](const std::vector<size_t>& batch_sizes) {
     Objects o({.max_records = 4, .max_bytes = 12});
     int64_t offset = 0;
     for (size_t n : batch_sizes)
@@ -161,7 +162,8 @@ TEST(S3Objects, ARecordOfAnotherWriterSchemaEndsTheObjectAndEachHeadIsOfItsSchem
   std::vector<std::shared_ptr<Object>> built;
   KeyContext keys{.key_template = &key, .prefix = "", .sink_key = "k", .ext = "avro"};
   keys.container_header = [](const std::string& k, const std::string& schema) { return "H(" + k + "|" + schema + ")"; };
-  PartitionObjects objects("t", 0, Rotation{.max_records = 3}, keys, [&](std::shared_ptr<Object> o) { built.push_back(o); });
+  PartitionObjects objects("t", 0, Rotation{.max_records = 3}, keys,
+                           [&](const std::shared_ptr<Object>& o) { built.push_back(o); });
   auto owner = std::make_shared<Owner>();
   const std::string v1 = "{v1}", v2 = "{v2}";
   objects.append(0, 0, "a", owner, v1);
@@ -184,18 +186,21 @@ TEST(S3Objects, ARecordOfAnotherWriterSchemaEndsTheObjectAndEachHeadIsOfItsSchem
 }
 
 TEST(S3Config, CrossOptionProblemsNameTheirKey) {
-  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
-                             {"aws_secret_access_key", "s"}};
+  const nlohmann::json ok = {
+      {"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}};
   EXPECT_EQ(problems(ok), "");
-  auto with = [&](const char* k, nlohmann::json v) {
+  auto with = [&](const char* k, const nlohmann::json& v) {
     auto c = ok;
     c[k] = v;
     return problems(c);
   };
-  EXPECT_NE(with("key_template", "{topic}/{partition}.json").find("key_template: must hold {start_offset}"), std::string::npos);
-  EXPECT_NE(with("key_template", "{topic}/{start_offset}").find("key_template: must hold {partition}"), std::string::npos);
+  EXPECT_NE(with("key_template", "{topic}/{partition}.json").find("key_template: must hold {start_offset}"),
+            std::string::npos);
+  EXPECT_NE(with("key_template", "{topic}/{start_offset}").find("key_template: must hold {partition}"),
+            std::string::npos);
   EXPECT_NE(with("key_template", "{topic}/{offset}").find("unknown placeholder '{offset}'"), std::string::npos);
-  EXPECT_NE(with("endpoint", "ftp://h").find("endpoint: 'ftp://h' must start with http:// or https://"), std::string::npos);
+  EXPECT_NE(with("endpoint", "ftp://h").find("endpoint: 'ftp://h' must start with http:// or https://"),
+            std::string::npos);
   EXPECT_NE(with("bucket", "a/b").find("bucket: 'a/b' has a character"), std::string::npos);
   EXPECT_NE(with("compression", "lz4").find("compression"), std::string::npos);
   auto no_secret = ok;
@@ -218,26 +223,7 @@ TEST(S3Config, CredentialsComeFromTheEnvironmentWhenTheConfigHasNone) {
   unsetenv("AWS_SECRET_ACCESS_KEY");
 }
 
-TEST(S3Urls, PathStyleAndVirtualHostedWithEveryKeySegmentEncoded) {
-  Plan p{.key = kit::ObjectKeyTemplate::parse("{start_offset}").value()};
-  p.settings.bucket = "data";
-  p.scheme = "http";
-  p.host = "127.0.0.1:8333";
-  p.path_style = true;
-  EXPECT_EQ(object_url(p, "t/partition=0/t+0+1.json"), "http://127.0.0.1:8333/data/t/partition%3D0/t%2B0%2B1.json");
-  EXPECT_EQ(object_url(p, ""), "http://127.0.0.1:8333/data");
-  p.path_style = false;
-  p.scheme = "https";
-  p.host = "s3.eu-west-1.amazonaws.com";
-  EXPECT_EQ(object_url(p, "a b/%2F"), "https://data.s3.eu-west-1.amazonaws.com/a%20b/%252F");
-}
-
-TEST(S3Errors, TheErrorDocumentsCodeAndMessage) {
-  const auto e = parse_error(
-      "<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated "
-      "does not match</Message><Resource>/b/k</Resource></Error>");
-  EXPECT_EQ(e.code, "SignatureDoesNotMatch");
-  EXPECT_EQ(e.message, "The request signature we calculated does not match");
+TEST(S3Etags, OnePutAndMultipart) {
   EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
   // The multipart ETag (MD5 of the parts' binary MD5s, "-<parts>"), checked against Python's hashlib.
   EXPECT_EQ(multipart_etag("abcdef", 4), "fa40dffba3d56c6098e0477379f300bd-2");
@@ -266,27 +252,49 @@ TEST(S3Avro, DatumsByTheDeclaredSchemaByteForByte) {
       {"name":"pico_partition","type":"int"},
       {"name":"pico_key","type":["null","bytes"]}]})",
                    kit::Compression::None);
-  kit::testing::TestBatch batch("t", 3,
-                                {{.offset = 1, .payload = R"({"n":-1,"d":"-1.00","day":"1970-01-02","at":"1970-01-01T00:00:01.5Z","u":"x"})",
-                                  .key = "k"},
-                                 {.offset = 2, .payload = R"({"n":64,"d":"1.5","day":3,"at":7,"u":5,"opt":1,"e":"A","pico_partition":9})"},
-                                 {.offset = 3, .payload = R"({"n":"one","d":"1","day":0,"at":0,"u":null})"},
-                                 {.offset = 4, .payload = R"({"n":1,"d":"1.234","day":0,"at":0,"u":null})"},
-                                 {.offset = 5, .payload = R"({"n":1,"d":"1","day":0,"at":0,"u":[1]})"}});
+  kit::testing::TestBatch batch(
+      "t", 3,
+      {{.offset = 1,
+        .payload = R"({"n":-1,"d":"-1.00","day":"1970-01-02","at":"1970-01-01T00:00:01.5Z","u":"x"})",
+        .key = "k"},
+       {.offset = 2, .payload = R"({"n":64,"d":"1.5","day":3,"at":7,"u":5,"opt":1,"e":"A","pico_partition":9})"},
+       {.offset = 3, .payload = R"({"n":"one","d":"1","day":0,"at":0,"u":null})"},
+       {.offset = 4, .payload = R"({"n":1,"d":"1.234","day":0,"at":0,"u":null})"},
+       {.offset = 5, .payload = R"({"n":1,"d":"1","day":0,"at":0,"u":[1]})"}});
   const auto& b = batch.raw();
   std::string out;
   ASSERT_FALSE(avro.append(out, b, b.records[0]));
   // n -1: 01; d -100 as two's complement 9c: 02 9c; day 1: 02; at 1500: b8 17; u branch 2 "x":
   // 04 02 78; opt missing, null branch: 00; e default B: 02; pico_partition 3: 06; pico_key "k": 02 02 6b.
-  EXPECT_EQ(hex(out), "01" "029c" "02" "b817" "040278" "00" "02" "06" "02026b");
+  EXPECT_EQ(hex(out),
+            "01"
+            "029c"
+            "02"
+            "b817"
+            "040278"
+            "00"
+            "02"
+            "06"
+            "02026b");
   out.clear();
   ASSERT_FALSE(avro.append(out, b, b.records[1]));
   // n 64: 8001; d 150: 02 0096 (a leading 0: 150 has its top bit set); day 3: 06; at 7: 0e; u
   // branch 1 long 5: 02 0a; opt branch 1 int 1: 02 02; e A: 00; pico_partition from the payload 9: 12; no key: 00.
-  EXPECT_EQ(hex(out), "8001" "04" "0096" "06" "0e" "020a" "0202" "00" "12" "00");
+  EXPECT_EQ(hex(out),
+            "8001"
+            "04"
+            "0096"
+            "06"
+            "0e"
+            "020a"
+            "0202"
+            "00"
+            "12"
+            "00");
   EXPECT_EQ(avro.append(out, b, b.records[2]).value_or(""), "avro: field 'n': expected long, got a string");
   EXPECT_EQ(avro.append(out, b, b.records[3]).value_or(""), "avro: field 'd': '1.234' is no decimal of scale 2");
-  EXPECT_EQ(avro.append(out, b, b.records[4]).value_or(""), "avro: field 'u': no branch of the union [null, long, string] takes an array");
+  EXPECT_EQ(avro.append(out, b, b.records[4]).value_or(""),
+            "avro: field 'u': no branch of the union [null, long, string] takes an array");
   // The header: magic, the metadata map (codec, schema), the sync marker from the key.
   const std::string h = avro.header("k/1");
   EXPECT_EQ(h.substr(0, 4), std::string("Obj\x01", 4));
@@ -298,26 +306,34 @@ TEST(S3Avro, DatumsByTheDeclaredSchemaByteForByte) {
 TEST(S3Avro, SchemaProblemsAreNamed) {
   EXPECT_THROW(AvroEncoder("{\"type\":\"record\"}", kit::Compression::None), std::invalid_argument);
   try {
-    AvroEncoder(R"({"type":"record","name":"R","fields":[{"name":"x","type":"nope"}]})", kit::Compression::None);
+    const AvroEncoder refused(R"({"type":"record","name":"R","fields":[{"name":"x","type":"nope"}]})",
+                              kit::Compression::None);
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("avro_schema: invalid Avro schema"), std::string::npos) << e.what();
   }
   // Without avro_schema, each record's writer schema from an avro topic is used.
-  EXPECT_EQ(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"}}), "");
-  EXPECT_NE(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"},
+  EXPECT_EQ(problems({{"bucket", "b"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}, {"format", "avro"}}),
+            "");
+  EXPECT_NE(problems({{"bucket", "b"},
+                      {"aws_access_key_id", "a"},
+                      {"aws_secret_access_key", "s"},
+                      {"format", "avro"},
                       {"avro_schema", "{\"type\":\"nope\"}"}})
                 .find("avro_schema: invalid Avro schema"),
             std::string::npos);
 }
 
 TEST(S3Csv, DeclaredColumnsFromPayloadFieldsAndMetadataWithRfc4180Quoting) {
-  kit::testing::TestBatch batch("t", 3,
-                                {{.offset = 7, .payload = R"({"id": 1, "name": "a, \"b\"", "tags": [1, 2], "note": null, "ok": true})",
-                                  .key = "k", .timestamp_ms = 1700000000000},
-                                 {.offset = 8, .payload = R"({"name": "line\nbreak"})"},
-                                 {.offset = 9, .payload = R"([1, 2])"},
-                                 {.offset = 10, .payload = std::nullopt}});
+  kit::testing::TestBatch batch(
+      "t", 3,
+      {{.offset = 7,
+        .payload = R"({"id": 1, "name": "a, \"b\"", "tags": [1, 2], "note": null, "ok": true})",
+        .key = "k",
+        .timestamp_ms = 1700000000000},
+       {.offset = 8, .payload = R"({"name": "line\nbreak"})"},
+       {.offset = 9, .payload = R"([1, 2])"},
+       {.offset = 10, .payload = std::nullopt}});
   CsvEncoder csv({"pico_offset", "id", "name", "tags", "note", "missing", "ok", "pico_key", "pico_partition"});
   EXPECT_EQ(csv.header(), "pico_offset,id,name,tags,note,missing,ok,pico_key,pico_partition\n");
   std::string out;
@@ -333,8 +349,8 @@ TEST(S3Csv, DeclaredColumnsFromPayloadFieldsAndMetadataWithRfc4180Quoting) {
 }
 
 TEST(S3Config, CsvNeedsItsColumns) {
-  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
-                             {"aws_secret_access_key", "s"}};
+  const nlohmann::json ok = {
+      {"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"}, {"aws_secret_access_key", "s"}};
   auto c = ok;
   c["format"] = "csv";
   EXPECT_NE(problems(c).find("csv_columns: is required with format = \"csv\""), std::string::npos);
@@ -349,8 +365,11 @@ TEST(S3Config, CsvNeedsItsColumns) {
 // (a light install without the `parquet` component) says what is missing and how to install it.
 // The other parquet problems name their key.
 TEST(S3Config, ParquetProblemsAndAMissingWriterAreNamed) {
-  const nlohmann::json ok = {{"bucket", "b"}, {"endpoint", "http://127.0.0.1:9"}, {"aws_access_key_id", "a"},
-                             {"aws_secret_access_key", "s"}, {"format", "parquet"}};
+  const nlohmann::json ok = {{"bucket", "b"},
+                             {"endpoint", "http://127.0.0.1:9"},
+                             {"aws_access_key_id", "a"},
+                             {"aws_secret_access_key", "s"},
+                             {"format", "parquet"}};
   EXPECT_EQ(problems(ok), "");
   const auto alone = std::filesystem::temp_directory_path() / ("s3-light-" + std::to_string(getpid()));
   std::filesystem::create_directories(alone);
@@ -360,28 +379,34 @@ TEST(S3Config, ParquetProblemsAndAMissingWriterAreNamed) {
   std::string missing;
   for (const auto& p : light->check(ok.dump())) missing += p + "\n";
   std::filesystem::remove_all(alone);
-  EXPECT_NE(missing.find("format: the Parquet writer (libpicomq_parquet.so, picomq-connect's heavy component `parquet`: "
-                         "cmake --install <build> --component parquet) is not installed; tried:"),
-            std::string::npos) << missing;
-  auto with = [&](const char* k, nlohmann::json v) {
+  EXPECT_NE(
+      missing.find("format: the Parquet writer (libpicomq_parquet.so, picomq-connect's heavy component `parquet`: "
+                   "cmake --install <build> --component parquet) is not installed; tried:"),
+      std::string::npos)
+      << missing;
+  auto with = [&](const char* k, const nlohmann::json& v) {
     auto c = ok;
     c[k] = v;
     return problems(c);
   };
-  EXPECT_NE(with("compression", "zstd").find("compression: parquet files compress their pages: set parquet_compression"),
-            std::string::npos);
-  EXPECT_NE(with("max_object_bytes", "0B").find("max_object_bytes: parquet: an object is made in memory"), std::string::npos)
+  EXPECT_NE(
+      with("compression", "zstd").find("compression: parquet files compress their pages: set parquet_compression"),
+      std::string::npos);
+  EXPECT_NE(with("max_object_bytes", "0B").find("max_object_bytes: parquet: an object is made in memory"),
+            std::string::npos)
       << with("max_object_bytes", "0B");
   EXPECT_NE(with("chunk_size", "2MiB").find("chunk_size: parquet: a Parquet file is written whole"), std::string::npos);
   EXPECT_NE(with("parquet_compression", "gzip").find("parquet_compression: 'gzip' is not one of zstd, snappy, none"),
             std::string::npos);
-  EXPECT_NE(with("compression_level", 30).find("compression_level: parquet: zstd's levels are 1-22"), std::string::npos);
+  EXPECT_NE(with("compression_level", 30).find("compression_level: parquet: zstd's levels are 1-22"),
+            std::string::npos);
   EXPECT_NE(with("parquet_columns", nlohmann::json{{"id", "integer"}})
                 .find("parquet_columns: column 'id': type 'integer' is not one of bool, int64, float64, utf8, binary, "
                       "timestamp_ms, json"),
             std::string::npos);
-  EXPECT_NE(with("parquet_columns", nlohmann::json{{"pico_offset", "int64"}}).find("'pico_offset' is a metadata column"),
-            std::string::npos);
+  EXPECT_NE(
+      with("parquet_columns", nlohmann::json{{"pico_offset", "int64"}}).find("'pico_offset' is a metadata column"),
+      std::string::npos);
   auto lines = ok;
   lines.erase("format");
   lines["parquet_row_group_records"] = 10;
