@@ -1,10 +1,8 @@
 #include "postgres/config.h"
 
-#include <libpq-fe.h>
-#include "picomq/kit/declared_columns.hpp"
-
 #include <algorithm>
 
+#include "picomq/kit/declared_columns.hpp"
 #include "postgres/row_encoder.h"
 
 namespace picomq::postgres {
@@ -12,29 +10,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 }  // namespace
-
-kit::Result<ConnOptions> parse_connection_string(const std::string& text) {
-  using R = kit::Result<ConnOptions>;
-  char* err = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(text.c_str(), &err);
-  if (!parsed) {
-    std::string message = err ? trim(err) : "out of memory";
-    if (err) PQfreemem(err);
-    return R::failure("is not a valid libpq connection string: " + redact_secrets(message, text));
-  }
-  ConnOptions options;
-  for (const PQconninfoOption* o = parsed; o->keyword; ++o)
-    if (o->val) options.emplace_back(o->keyword, o->val);
-  PQconninfoFree(parsed);
-  if (auto problem = check_connection_options(options)) return R::failure(redact_secrets(*problem, text, &options));
-  return R::success(std::move(options));
-}
 
 kit::Result<std::vector<Column>> parse_declared_columns(const std::string& json) {
   using R = kit::Result<std::vector<Column>>;

@@ -3,7 +3,7 @@
 // table, the generated table in docs/sinks/postgres.md, value checks), and the checks across
 // options (plan()), which validate() (`picomq-connect --check`, and the runtime before open())
 // and open() share, so a mistake is reported with its file position before anything connects.
-// No I/O: libpq's connection string parser (PQconninfoParse) is the only libpq call.
+// No I/O: libpq's connection string parser (PQconninfoParse, through the kit) is the only libpq call.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -12,11 +12,16 @@
 
 #include "picomq/kit/name_template.hpp"
 #include "picomq/kit/options.hpp"
+#include "picomq/kit/postgres/conninfo.hpp"
 #include "picomq/sdk.hpp"
-#include "postgres/conninfo.h"
 #include "postgres/sql.h"
 
 namespace picomq::postgres {
+
+// The connection string and the connection are the kit's (picomq/kit/postgres/), shared with the
+// Redshift sink.
+using kit::pg::ConnOptions;
+using kit::pg::parse_connection_string;
 
 struct Settings {
   std::string connection_string;  // secret: never logged
@@ -56,9 +61,5 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
 // The declared `columns` option: [{name, type}, ...] in order, or {name = type, ...} (the
 // runtime hands tables over with their keys in name order).
 kit::Result<std::vector<Column>> parse_declared_columns(const std::string& json);
-
-// connection_string through libpq's parser, then the option values libpq checks only when it
-// connects (conninfo.h). Messages never show the password.
-kit::Result<ConnOptions> parse_connection_string(const std::string& text);
 
 }  // namespace picomq::postgres

@@ -19,10 +19,18 @@
 
 #include "picomq/kit/backoff.hpp"
 #include "picomq/kit/health.hpp"
+#include "picomq/kit/postgres/connection.hpp"
 #include "picomq/kit/scheduler.hpp"
-#include "postgres/client.h"
 
 namespace picomq::postgres {
+
+// A connection to the server is the kit's (shared with the Redshift sink).
+using kit::pg::Clock;
+using kit::pg::ConnectError;
+using kit::pg::ConnectFailure;
+using kit::pg::Connection;
+using kit::pg::ConnOptions;
+using kit::pg::LogFn;
 
 class ConnectionPool {
  public:

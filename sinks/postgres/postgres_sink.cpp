@@ -25,9 +25,9 @@
 #include "picomq/kit/metadata.hpp"
 #include "picomq/kit/name_template.hpp"
 #include "picomq/kit/options.hpp"
+#include "picomq/kit/postgres/connection.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
-#include "postgres/client.h"
 #include "postgres/config.h"
 #include "postgres/pool.h"
 #include "postgres/replay.h"
@@ -114,8 +114,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     pool_ = std::make_unique<pg::ConnectionPool>(s.connection_string, plan->conn_options,
                                                  static_cast<size_t>(s.max_open_tables) + 1, reconnect_timeout_,
                                                  pg::ConnectionPool::Hooks{log_fn, count_fn});
-    segments_ = std::make_unique<pg::CopySegment::Shared>(pg::CopySegment::Shared{
-        *pool_, replays_, pg::TableName::temp(pg::kStagingTable).value(), log_fn, count_fn});
+    segments_ = std::make_unique<pg::CopySegment::Shared>(
+        pg::CopySegment::Shared{*pool_, replays_, pg::TableName::temp(pg::kStagingTable).value(), log_fn, count_fn});
     log(sdk::LogLevel::Info, "postgres sink: tables " + schema_ + "." + std::string(template_->source()) +
                                  ", payload_mode " + std::string(pg::to_string(layout_options_.payload_mode)) +
                                  (infer_ ? " (inferred)" : "") + ", write_mode " +
@@ -198,7 +198,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   }
 
   void close() {
-    if (pool_) pool_->stop();  // first: a reconnect wait or a background connection attempt ends now
+    if (pool_) pool_->stop();                 // first: a reconnect wait or a background connection attempt ends now
     if (accumulator_) accumulator_->close();  // commits what is open
     if (pool_) pool_->close();
   }
@@ -263,8 +263,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void committed(const kit::CommitReport& r) {
     if (!r.ok) {
       count("failed_writes", r.batches);
-      log(sdk::LogLevel::Debug, "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger +
-                                    "): " + r.error);
+      log(sdk::LogLevel::Debug,
+          "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger + "): " + r.error);
       return;
     }
     log(sdk::LogLevel::Debug, "table " + r.key + ": committed " + std::to_string(r.records) + " rows of " +
@@ -314,7 +314,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (!name) throw sdk::FatalError("target_table for topic '" + topic + "': " + name.error());
     auto table = pg::TableName::make(schema_, name.value());
     if (!table) throw sdk::FatalError("target_table for topic '" + topic + "': " + table.error());
-    auto [it, _] = tables_.emplace(topic, TopicTable{std::move(table).value(), schema_ + "." + name.value()});
+    auto [it, _] =
+        tables_.emplace(topic, TopicTable{.table = std::move(table).value(), .display = schema_ + "." + name.value()});
     return it->second;
   }
 
@@ -322,20 +323,23 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // the sink does not write are left out (logged).
   std::optional<std::vector<std::pair<std::string, pg::ColumnType>>> existing_columns(pg::Connection& c,
                                                                                       const TopicTable& target) {
-    const auto rows = c.query("SELECT a.attname, format_type(a.atttypid, a.atttypmod), c.oid IS NOT NULL "
-                              "FROM (SELECT to_regclass($1) AS oid) c LEFT JOIN pg_attribute a ON a.attrelid = c.oid "
-                              "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-                              {target.table.sql()}, "looking up table " + target.display);
+    const auto rows = c.query(
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), c.oid IS NOT NULL "
+        "FROM (SELECT to_regclass($1) AS oid) c LEFT JOIN pg_attribute a ON a.attrelid = c.oid "
+        "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        {target.table.sql()}, "looking up table " + target.display);
     if (rows.empty() || rows[0][2] != "t") return std::nullopt;
     std::vector<std::pair<std::string, pg::ColumnType>> out;
     for (const auto& row : rows) {
       if (!row[0]) continue;
       const std::string name = *row[0], type = row[1].value_or("");
-      auto ct = type == "timestamp with time zone" ? std::optional(pg::ColumnType::Timestamptz)
-                                                   : pg::parse_column_type(type);
+      auto ct =
+          type == "timestamp with time zone" ? std::optional(pg::ColumnType::Timestamptz) : pg::parse_column_type(type);
       if (!ct) {
-        log(sdk::LogLevel::Warn, "table " + target.display + ": column '" + name + "' has type " + type +
-                                     ", which columns mode does not write; it is left alone");
+        std::string message = "table " + target.display + ": column '" + name + "' has type ";
+        message += type;
+        message += ", which columns mode does not write; it is left alone";
+        log(sdk::LogLevel::Warn, message);
         continue;
       }
       out.emplace_back(name, *ct);
@@ -359,7 +363,9 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void prepare_inferred(const Db& db, TopicTable& target, const pmq_batch& batch) {
     if (target.ready && !auto_add_) return;
     const auto reserved = pg::reserved_column_names(layout_options_.write_mode, layout_options_.include_metadata);
-    auto is_reserved = [&](const std::string& n) { return std::find(reserved.begin(), reserved.end(), n) != reserved.end(); };
+    auto is_reserved = [&](const std::string& n) {
+      return std::find(reserved.begin(), reserved.end(), n) != reserved.end();
+    };
     const pg::InferResult inferred = pg::infer_columns(batch, reserved);
     for (const auto& note : inferred.notes)
       log(sdk::LogLevel::Warn, "topic '" + std::string(batch.topic) + "': " + note);
@@ -392,7 +398,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     }
     if (target.ready && added.empty()) return;
     if (payload.empty())
-      throw sdk::FatalError("topic '" + std::string(batch.topic) + "': payload_mode 'columns' found no fields to make " +
+      throw sdk::FatalError("topic '" + std::string(batch.topic) +
+                            "': payload_mode 'columns' found no fields to make " +
                             "columns of in the first batch (no JSON objects with fields); declare `columns`");
     if (!table_exists) {
       set_layout(target, std::move(payload));
@@ -406,7 +413,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       set_layout(target, std::move(payload));
       if (target.ready) ++target.generation;
       std::string names;
-      for (const auto& c : added) names += (names.empty() ? "" : ", ") + c.name + " " + std::string(pg::sql_type(c.type));
+      for (const auto& c : added)
+        names += (names.empty() ? "" : ", ") + c.name + " " + std::string(pg::sql_type(c.type));
       log(sdk::LogLevel::Info, "table " + target.display + ": added columns " + names);
     } else {
       set_layout(target, std::move(payload));
@@ -422,8 +430,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     if (auto_create_) {
       c.run_ddl(pg::create_table_sql(target.table, *shared_layout_), "creating table " + target.display);
     } else {
-      const auto rows = c.query("SELECT to_regclass($1) IS NOT NULL", {target.table.sql()},
-                                "looking up table " + target.display);
+      const auto rows =
+          c.query("SELECT to_regclass($1) IS NOT NULL", {target.table.sql()}, "looking up table " + target.display);
       if (rows.empty() || rows[0][0] != "t")
         throw sdk::FatalError("table " + target.display +
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
@@ -438,8 +446,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // be days away on a quiet topic). A server that cannot be reached is not a configuration
   // error: a warning and the destination_unreachable counter, and the sink starts anyway.
   void health_check() {
-    auto lease = pool_->connect_at_start(std::clamp<std::chrono::milliseconds>(reconnect_timeout_, kMinConnectAttempt,
-                                                                               kHealthCheckWait));
+    auto lease = pool_->connect_at_start(
+        std::clamp<std::chrono::milliseconds>(reconnect_timeout_, kMinConnectAttempt, kHealthCheckWait));
     if (!lease) return;
     try {
       check_schema(*lease);

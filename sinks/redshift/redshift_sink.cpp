@@ -20,7 +20,6 @@
 // fetches every file it lists (SigV4), gunzips it and sends it with COPY <stage> FROM STDIN
 // (FORMAT csv) in the same transaction. Every other statement is the same text in both dialects.
 // Docs: docs/sinks/redshift.md.
-#include <libpq-fe.h>
 #include <simdjson.h>
 #include <zlib.h>
 
@@ -39,6 +38,7 @@
 #include "picomq/kit/headers.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/options.hpp"
+#include "picomq/kit/postgres/connection.hpp"
 #include "picomq/kit/random_token.hpp"
 #include "picomq/kit/record_id.hpp"
 #include "picomq/kit/resend.hpp"
@@ -57,6 +57,7 @@ enum class MergeKey { Record, Key };
 
 struct Settings {
   std::string connection_string;
+  kit::pg::ConnOptions conn_options;  // connection_string parsed (plan()); holds the password too: never logged
   std::optional<std::string> password;
   std::string target_table;
   std::string offsets_table;
@@ -97,12 +98,14 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("connection_string", &Settings::connection_string)
           .required()
           .secret()
+          .check([](const std::string& v) { return kit::pg::parse_connection_string(v).problem(); })
           .help("libpq connection string of the cluster: \"host=... port=5439 dbname=dev user=... "
                 "sslmode=verify-full\" (TLS by "
                 "sslmode / sslrootcert; IAM: a temporary password from GetClusterCredentials in password)."),
       kit::option("password", &Settings::password)
           .secret()
-          .help("The user's password (or an IAM temporary password); appended to the connection string."),
+          .help("The user's password (or an IAM temporary password); given to libpq over the connection string's own "
+                "(no quoting needed; a postgresql:// URI works too)."),
       kit::option("target_table", &Settings::target_table)
           .required()
           .check(check_table)
@@ -181,6 +184,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
     problems.add("aws_access_key_id", "the sink stages files in S3 with these credentials: set both");
   if (!problems.empty()) return std::nullopt;
   while (!s.s3_prefix.empty() && s.s3_prefix.back() == '/') s.s3_prefix.pop_back();
+  s.conn_options = kit::pg::parse_connection_string(s.connection_string).value();
   s.stage = {.name = s.s3_bucket,
              .region = s.s3_region,
              .path_style = true,
@@ -245,22 +249,11 @@ std::string gunzip(std::string_view in) {
 constexpr const char* kColumns =
     "pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload";
 
-struct PgResult {
-  PGresult* r = nullptr;
-  explicit PgResult(PGresult* x) : r(x) {}
-  ~PgResult() {
-    if (r) PQclear(r);
-  }
-  PgResult(const PgResult&) = delete;
-  PgResult& operator=(const PgResult&) = delete;
-};
-
-// A database error: its SQLSTATE, message and the COPY line it names (0: none).
-struct DbError : std::runtime_error {
-  std::string sqlstate;
-  int64_t copy_line = 0;
-  DbError(const std::string& what, std::string state, int64_t line)
-      : std::runtime_error(what), sqlstate(std::move(state)), copy_line(line) {}
+// COPY refused one line of the staged data (PostgreSQL's COPY stops at it; the shim's case): its
+// line (1-based) and the database's reason.
+struct CopyRefused : std::runtime_error {
+  int64_t line;
+  CopyRefused(const std::string& what, int64_t copy_line) : std::runtime_error(what), line(copy_line) {}
 };
 
 }  // namespace
@@ -295,13 +288,12 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     try {
       connect();
       if (s_.create_tables) create_tables();
-    } catch (const DbError& e) {
-      if (transient(e)) {
-        log(sdk::LogLevel::Warn, "the database is not reachable now (the sink starts and retries with each write): " +
-                                     std::string(e.what()));
-        disconnect();
-        return;
-      }
+    } catch (const sdk::RetryableError& e) {
+      log(sdk::LogLevel::Warn,
+          "the database is not reachable now (the sink starts and retries with each write): " + std::string(e.what()));
+      disconnect();
+      return;
+    } catch (const sdk::FatalError& e) {
       throw sdk::FatalError(std::string("opening the database: ") + e.what());
     }
     log(sdk::LogLevel::Info, "connected: target " + s_.target_table + ", offsets " + s_.offsets_table +
@@ -322,19 +314,20 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     while (true) {
       try {
         return load(raw, refused);
-      } catch (const DbError& e) {
-        if (e.copy_line > 0 && !transient(e)) {
-          // COPY refused one line (PostgreSQL's COPY stops at it): reject its record, load the rest.
-          const auto pos = line_record(raw, refused, e.copy_line);
-          if (pos) {
-            refused[*pos] = true;
-            reject(*pos, std::string("the database refused the row: ") + e.what());
-            count("rejected_records");
-            continue;
-          }
-        }
+      } catch (const CopyRefused& e) {
+        // Reject the refused line's record, load the rest.
+        const auto pos = line_record(raw, refused, e.line);
+        if (!pos) throw sdk::FatalError(where(raw) + ": " + e.what());
+        refused[*pos] = true;
+        reject(*pos, std::string("the database refused the row: ") + e.what());
+        count("rejected_records");
+      } catch (const sdk::FatalError& e) {
         disconnect();
-        if (!transient(e)) throw sdk::FatalError(where(raw) + ": " + e.what());
+        throw sdk::FatalError(where(raw) + ": " + e.what());
+      } catch (const sdk::RetryableError& e) {
+        // Connection loss, serialization conflicts, deadlocks, a server restarting (the kit's
+        // connection says which), or S3 past the staging client's own resends.
+        disconnect();
         const bool waited = retry.wait({}, [&](std::chrono::milliseconds d) {
           count("retries");
           log(sdk::LogLevel::Debug, where(raw) + ": retrying in " + std::to_string(d.count()) + " ms: " + e.what());
@@ -349,14 +342,6 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     return "loading " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] into " + s_.target_table;
   }
 
-  static bool transient(const DbError& e) {
-    // Connection loss (08xxx, no state), serialization conflicts (40001, Redshift's 1023 as
-    // XX000 "Serializable isolation violation"), deadlocks. (S3's own resends are the kit client's.)
-    const std::string& s = e.sqlstate;
-    return s.empty() || s.rfind("08", 0) == 0 || s == "40001" || s == "40P01" || s == "57P01" || s == "57P03" ||
-           s == "53300" || std::string(e.what()).find("Serializable isolation violation") != std::string::npos;
-  }
-
   // The record of the n-th staged line (1-based) given the records refused so far.
   std::optional<size_t> line_record(const pmq_batch& raw, const std::vector<bool>& refused, int64_t line) {
     (void)raw;
@@ -369,61 +354,48 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   // ------------------------------------------------------------------ database
 
   void connect() {
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
-    disconnect();
-    std::string info = s_.connection_string;
-    if (s_.password) info += " password=" + sql_literal(*s_.password);
-    info += " connect_timeout=10 application_name=picomq-redshift";
-    conn_ = PQconnectdb(info.c_str());
-    if (PQstatus(conn_) != CONNECTION_OK) {
-      std::string m = PQerrorMessage(conn_);
-      while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-      disconnect();
-      const bool auth = m.find("password") != std::string::npos || m.find("authentication") != std::string::npos ||
-                        m.find("does not exist") != std::string::npos;
-      throw DbError("connecting: " + m, auth ? "28000" : "", 0);
+    if (conn_ && conn_->ok()) return;
+    if (!conn_) {
+      kit::pg::ConnectionExtras extras{.parameters = {{"application_name", "picomq-redshift"}},
+                                       .retryable = [](std::string_view, std::string_view message) {
+                                         // Redshift's error 1023 (SQLSTATE XX000): another transaction won.
+                                         return message.find("Serializable isolation violation") !=
+                                                std::string_view::npos;
+                                       }};
+      if (s_.password) extras.parameters.emplace_back("password", *s_.password);
+      conn_ = std::make_unique<kit::pg::Connection>(
+          s_.connection_string, s_.conn_options, [this](sdk::LogLevel level, const std::string& m) { log(level, m); },
+          std::move(extras));
+    }
+    // One attempt of up to 10 s (or the string's connect_timeout), ended at once by a stop.
+    if (auto error = conn_->connect(kit::pg::Clock::now() + 10s, stopping())) {
+      const std::string message = "connecting: " + error->message;
+      if (error->kind == kit::pg::ConnectFailure::Refused || error->kind == kit::pg::ConnectFailure::BadOption)
+        throw sdk::FatalError(message);
+      throw sdk::RetryableError(message);
     }
     loaded_.clear();  // read again from the offsets table
   }
 
   void disconnect() {
-    if (conn_) PQfinish(conn_);
-    conn_ = nullptr;
+    if (conn_) conn_->disconnect();
   }
 
-  static DbError error_of(PGconn* conn, PGresult* r, const std::string& what) {
-    std::string state, message, context;
-    if (r) {
-      if (const char* v = PQresultErrorField(r, PG_DIAG_SQLSTATE)) state = v;
-      if (const char* v = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)) message = v;
-      if (const char* v = PQresultErrorField(r, PG_DIAG_CONTEXT)) context = v;
-    }
-    if (message.empty()) message = PQerrorMessage(conn);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-    if (PQstatus(conn) != CONNECTION_OK) state.clear();  // the connection is gone: retry
-    int64_t line = 0;
-    const size_t at = context.find(", line ");
-    if (at != std::string::npos) line = std::atoll(context.c_str() + at + 7);
-    return DbError(what + ": " + message + (state.empty() ? "" : " (SQLSTATE " + state + ")"), state, line);
-  }
-
-  void exec(const std::string& sql, const std::string& what) {
-    PgResult r(PQexec(conn_, sql.c_str()));
-    const auto st = PQresultStatus(r.r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw error_of(conn_, r.r, what);
-  }
+  void exec(const std::string& sql, const std::string& what) { conn_->run(sql, what); }
 
   void create_tables() {
-    exec("CREATE TABLE IF NOT EXISTS " + s_.target_table +
-             " (pico_id VARCHAR(1024) NOT NULL, pico_topic VARCHAR(512) NOT NULL, pico_partition INTEGER NOT NULL, "
-             "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers "
-             "VARCHAR(65535), payload VARCHAR(65535), PRIMARY KEY (pico_id))",
-         "creating " + s_.target_table);
-    exec("CREATE TABLE IF NOT EXISTS " + s_.offsets_table +
-             " (sink VARCHAR(256) NOT NULL, topic VARCHAR(512) NOT NULL, partition INTEGER NOT NULL, first_offset "
-             "BIGINT NOT NULL, "
-             "last_offset BIGINT NOT NULL)",
-         "creating " + s_.offsets_table);
+    conn_->run_ddl(
+        "CREATE TABLE IF NOT EXISTS " + s_.target_table +
+            " (pico_id VARCHAR(1024) NOT NULL, pico_topic VARCHAR(512) NOT NULL, pico_partition INTEGER NOT NULL, "
+            "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers "
+            "VARCHAR(65535), payload VARCHAR(65535), PRIMARY KEY (pico_id))",
+        "creating " + s_.target_table);
+    conn_->run_ddl(
+        "CREATE TABLE IF NOT EXISTS " + s_.offsets_table +
+            " (sink VARCHAR(256) NOT NULL, topic VARCHAR(512) NOT NULL, partition INTEGER NOT NULL, first_offset "
+            "BIGINT NOT NULL, "
+            "last_offset BIGINT NOT NULL)",
+        "creating " + s_.offsets_table);
   }
 
   // The highest offset loaded for this partition (offsets table), -1 when none.
@@ -434,10 +406,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     const std::string sql = "SELECT COALESCE(MAX(last_offset), -1) FROM " + s_.offsets_table +
                             " WHERE sink = $1 AND topic = $2 AND partition = $3";
     const std::string partition = std::to_string(raw.partition);
-    const char* params[3] = {sink_.c_str(), raw.topic, partition.c_str()};
-    PgResult r(PQexecParams(conn_, sql.c_str(), 3, nullptr, params, nullptr, nullptr, 0));
-    if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading " + s_.offsets_table);
-    const int64_t v = std::atoll(PQgetvalue(r.r, 0, 0));
+    const auto rows = conn_->query(sql, {sink_, raw.topic, partition}, "reading " + s_.offsets_table);
+    const int64_t v = rows.empty() || rows[0].empty() || !rows[0][0] ? -1 : std::atoll(rows[0][0]->c_str());
     loaded_[k] = v;
     if (!s_.keep_staged_files) delete_leftovers(raw);
     return v;
@@ -591,7 +561,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
            "recording the offsets in " + s_.offsets_table);
       exec("COMMIT", "COMMIT");
     } catch (...) {
-      if (conn_ && PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
+      if (conn_) conn_->rollback();
       drop_staged();  // the next attempt stages under new keys
       throw;
     }
@@ -607,7 +577,17 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
            sql_literal(*s_.aws_secret_access_key);
   }
 
+  // COPY of the staged files into the stage table; a refused line is thrown as CopyRefused.
   void copy(const std::string& stage, const std::string& manifest_key) {
+    try {
+      copy_staged(stage, manifest_key);
+    } catch (const sdk::FatalError& e) {
+      if (conn_->last_copy_line() > 0) throw CopyRefused(e.what(), conn_->last_copy_line());
+      throw;
+    }
+  }
+
+  void copy_staged(const std::string& stage, const std::string& manifest_key) {
     if (s_.dialect == Dialect::Redshift) {
       exec("COPY " + stage + " (" + kColumns + ") FROM " + sql_literal("s3://" + s_.s3_bucket + "/" + manifest_key) +
                " " + credentials() + " REGION " + sql_literal(s_.s3_region) + " MANIFEST CSV GZIP" +
@@ -622,39 +602,32 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     simdjson::dom::element root;
     simdjson::dom::array entries;
     if (parser.parse(manifest).get(root) || root["entries"].get_array().get(entries))
-      throw DbError("shim: the manifest s3://" + s_.s3_bucket + "/" + manifest_key + " is not a manifest", "XX000", 0);
+      throw sdk::FatalError("shim: the manifest s3://" + s_.s3_bucket + "/" + manifest_key + " is not a manifest");
     std::string data;
     for (auto e : entries) {
       std::string_view url;
       if (e["url"].get_string().get(url) || url.rfind("s3://" + s_.s3_bucket + "/", 0) != 0)
-        throw DbError("shim: manifest entry without an s3:// url of the bucket", "XX000", 0);
+        throw sdk::FatalError("shim: manifest entry without an s3:// url of the bucket");
       data += gunzip(s3_->get_object(std::string(url.substr(6 + s_.s3_bucket.size()))));
     }
-    PgResult r(PQexec(conn_, ("COPY " + stage + " (" + kColumns + ") FROM STDIN WITH (FORMAT csv)").c_str()));
-    if (PQresultStatus(r.r) != PGRES_COPY_IN) throw error_of(conn_, r.r, "COPY (shim)");
-    if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1 || PQputCopyEnd(conn_, nullptr) != 1)
-      throw error_of(conn_, nullptr, "COPY (shim)");
-    PgResult end(PQgetResult(conn_));
-    if (PQresultStatus(end.r) != PGRES_COMMAND_OK) {
-      DbError e = error_of(conn_, end.r, "COPY (shim of COPY ... FROM 's3://...' MANIFEST)");
-      while (PGresult* more = PQgetResult(conn_)) PQclear(more);
-      throw e;
-    }
-    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    const std::string what = "COPY (shim of COPY ... FROM 's3://...' MANIFEST)";
+    conn_->begin_copy("COPY " + stage + " (" + kColumns + ") FROM STDIN WITH (FORMAT csv)", what);
+    conn_->end_copy(conn_->put_copy_data(data), what);
   }
 
   // Redshift with MAXERROR: the lines COPY skipped, from STL_LOAD_ERRORS, rejected.
   void reject_load_errors() {
-    PgResult r(PQexec(conn_,
-                      "SELECT line_number, TRIM(err_reason) FROM stl_load_errors WHERE query = pg_last_copy_id() ORDER "
-                      "BY line_number"));
-    if (PQresultStatus(r.r) != PGRES_TUPLES_OK) throw error_of(conn_, r.r, "reading STL_LOAD_ERRORS");
-    for (int row = 0; row < PQntuples(r.r); ++row) {
-      const int64_t line = std::atoll(PQgetvalue(r.r, row, 0));
+    const auto rows = conn_->query(
+        "SELECT line_number, TRIM(err_reason) FROM stl_load_errors WHERE query = pg_last_copy_id() ORDER BY "
+        "line_number",
+        {}, "reading STL_LOAD_ERRORS");
+    for (const auto& row : rows) {
+      if (row.size() < 2 || !row[0]) continue;
+      const int64_t line = std::atoll(row[0]->c_str());
       int64_t n = 0;
       for (size_t i : staged_)
         if (++n == line) {
-          reject(i, std::string("COPY refused the row: ") + PQgetvalue(r.r, row, 1));
+          reject(i, "COPY refused the row: " + row[1].value_or(""));
           count("rejected_records");
         }
     }
@@ -677,7 +650,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
 
   Settings s_;
   std::string sink_;
-  PGconn* conn_ = nullptr;
+  std::unique_ptr<kit::pg::Connection> conn_;
   std::map<std::string, int64_t> loaded_;
   std::set<size_t> staged_;
   std::unique_ptr<kit::s3::Client> s3_;

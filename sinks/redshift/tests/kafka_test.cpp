@@ -28,20 +28,21 @@ namespace {
 
 using namespace std::chrono_literals;
 
-
 struct Stage {
   std::string bucket;
   std::string config() const { return SeaweedfsServer::shared().plugin_config(bucket); }
 };
 
-std::string definition(const std::string& key, const std::string& topic, const std::string& db, const std::string& bucket,
-                       const std::string& extra = "", const std::string& block_extra = "") {
+std::string definition(const std::string& key, const std::string& topic, const std::string& db,
+                       const std::string& bucket, const std::string& extra = "", const std::string& block_extra = "") {
   auto& s3 = SeaweedfsServer::shared();
   return plugin_definition(key, "libpicomq_connector_redshift_sink",
                            "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
-                           "connection_string = \"" + Postgres::shared().conninfo(db) + "\"\ntarget_table = \"public.orders\"\n"
-                           "dialect = \"postgres_shim\"\ns3_bucket = \"" + bucket + "\"\ns3_endpoint = \"" + s3.endpoint() +
-                               "\"\naws_access_key_id = \"" + SeaweedfsServer::kAccessKey + "\"\naws_secret_access_key = \"" +
+                           "connection_string = \"" + Postgres::shared().conninfo(db) +
+                               "\"\ntarget_table = \"public.orders\"\n"
+                               "dialect = \"postgres_shim\"\ns3_bucket = \"" +
+                               bucket + "\"\ns3_endpoint = \"" + s3.endpoint() + "\"\naws_access_key_id = \"" +
+                               SeaweedfsServer::kAccessKey + "\"\naws_secret_access_key = \"" +
                                SeaweedfsServer::kSecretKey + "\"\nretry_timeout = \"3s\"\n" + extra);
 }
 
@@ -50,7 +51,8 @@ int64_t count_rows(const std::string& db) {
   return std::stoll(*rows[0][0]);
 }
 std::pair<int64_t, int64_t> rows_and_distinct(const std::string& db) {
-  auto rows = Postgres::shared().query("SELECT count(*), count(DISTINCT (pico_partition, pico_offset)) FROM orders", db);
+  auto rows =
+      Postgres::shared().query("SELECT count(*), count(DISTINCT (pico_partition, pico_offset)) FROM orders", db);
   return {std::stoll(*rows[0][0]), std::stoll(*rows[0][1])};
 }
 
@@ -76,24 +78,36 @@ TEST(RedshiftKafka, RecordsLandOnceAndASigkillReplayMergesToTheSameRows) {
     Runtime rt(kafka.bootstrap(), "kill");
     rt.add_definition("c.toml", def);
     rt.start();
-    ASSERT_TRUE(wait_until([&] { try { return count_rows(db) > 0; } catch (...) { return false; } }, 60s)) << rt.log();
+    ASSERT_TRUE(wait_until(
+        [&] {
+          try {
+            return count_rows(db) > 0;
+          } catch (...) {
+            return false;
+          }
+        },
+        60s))
+        << rt.log();
     rt.kill_hard();
     rt.wait_exit(30s);
-    std::cout << "[          ] killed with " << count_rows(db) << " rows, " << committed_sum(kafka, group_of("rkill"), topic, 2)
-              << " offsets committed\n";
+    std::cout << "[          ] killed with " << count_rows(db) << " rows, "
+              << committed_sum(kafka, group_of("rkill"), topic, 2) << " offsets committed\n";
   }
   Runtime rt(kafka.bootstrap(), "restart");
   rt.add_definition("c.toml", def);
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("rkill"), topic, 2) == 2 * per; }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("rkill"), topic, 2) == 2 * per; }, 90s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{2 * per, 2 * per})) << "exactly the produced rows";
   auto sum = pg.query("SELECT sum((payload::json->>'n')::bigint) FROM orders", db);
   EXPECT_EQ(std::stoll(*sum[0][0]), 2 * int64_t{per} * (per - 1) / 2);
   // The offsets table: every offset of each partition in exactly one loaded range.
-  auto ranges = pg.query("SELECT partition, sum(last_offset - first_offset + 1), min(first_offset), max(last_offset) "
-                         "FROM picomq_offsets GROUP BY partition ORDER BY partition", db);
+  auto ranges = pg.query(
+      "SELECT partition, sum(last_offset - first_offset + 1), min(first_offset), max(last_offset) "
+      "FROM picomq_offsets GROUP BY partition ORDER BY partition",
+      db);
   ASSERT_EQ(ranges.size(), 2u);
   for (const auto& r : ranges) {
     EXPECT_EQ(*r[1], std::to_string(per)) << "no range loaded twice";
@@ -114,6 +128,7 @@ TEST(RedshiftKafka, StagedFilesLeftByACrashAfterTheCommitAreDeletedByTheNextRun)
   const auto topic = unique_name("rs.left");
   kafka.create_topic(topic, 1);
   std::vector<ProducedRecord> first;
+  first.reserve(50);
   for (int n = 0; n < 50; ++n) first.push_back({"{\"n\": " + std::to_string(n) + "}", std::nullopt, {}, 0});
   kafka.produce(topic, first);
   const std::string def = definition("rleft", topic, db, bucket);
@@ -129,9 +144,11 @@ TEST(RedshiftKafka, StagedFilesLeftByACrashAfterTheCommitAreDeletedByTheNextRun)
   // What a crash after the COMMIT of 0..49 leaves, and a file of records not loaded yet (a
   // killed run's, landed late: under keys of its load's own, which no later load's manifest names).
   const std::string prefix = "picomq-staging/rleft/" + kit::url_safe(topic) + "/0/";
-  s3.put_object(bucket, prefix + "0-49.0123456789abcdef.csv.gz", kit::compress(kit::Compression::Gzip, "loaded already\n"));
+  s3.put_object(bucket, prefix + "0-49.0123456789abcdef.csv.gz",
+                kit::compress(kit::Compression::Gzip, "loaded already\n"));
   s3.put_object(bucket, prefix + "0-49.0123456789abcdef.manifest", "{}");
-  s3.put_object(bucket, prefix + "50-99.fedcba9876543210.csv.gz", kit::compress(kit::Compression::Gzip, "not loaded yet\n"));
+  s3.put_object(bucket, prefix + "50-99.fedcba9876543210.csv.gz",
+                kit::compress(kit::Compression::Gzip, "not loaded yet\n"));
   std::vector<ProducedRecord> more;
   for (int n = 50; n < 60; ++n) more.push_back({"{\"n\": " + std::to_string(n) + "}", std::nullopt, {}, 0});
   kafka.produce(topic, more);
@@ -143,7 +160,8 @@ TEST(RedshiftKafka, StagedFilesLeftByACrashAfterTheCommitAreDeletedByTheNextRun)
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   std::set<std::string> keys;
   for (const auto& o : s3.objects(bucket)) keys.insert(o.key);
-  EXPECT_TRUE(keys.empty()) << "the loaded range's files went, and the other one too: no later load reads a file staged before it";
+  EXPECT_TRUE(keys.empty())
+      << "the loaded range's files went, and the other one too: no later load reads a file staged before it";
   EXPECT_EQ(count_rows(db), 60);
 }
 
@@ -164,7 +182,8 @@ TEST(RedshiftKafka, AnotherSinkLoadingTheSameRecordsMergesToTheSameRows) {
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
     EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{300, 300})) << key << ": the same 300 rows, merged";
   }
-  auto sinks = pg.query("SELECT sink, sum(last_offset - first_offset + 1) FROM picomq_offsets GROUP BY sink ORDER BY sink", db);
+  auto sinks =
+      pg.query("SELECT sink, sum(last_offset - first_offset + 1) FROM picomq_offsets GROUP BY sink ORDER BY sink", db);
   ASSERT_EQ(sinks.size(), 2u);
   EXPECT_EQ(*sinks[0][1], "300");
   EXPECT_EQ(*sinks[1][1], "300");
@@ -180,15 +199,25 @@ TEST(RedshiftKafka, MergeOnTheKeyKeepsTheLatestRecordOfEachKey) {
   std::vector<ProducedRecord> records;
   for (int round = 0; round < 3; ++round)
     for (int k = 0; k < 10; ++k)
-      records.push_back({"{\"k\": " + std::to_string(k) + ", \"round\": " + std::to_string(round) + "}", "key-" + std::to_string(k), {}, 0});
+      records.push_back({"{\"k\": " + std::to_string(k) + ", \"round\": " + std::to_string(round) + "}",
+                         "key-" + std::to_string(k),
+                         {},
+                         0});
   kafka.produce(topic, records);
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", definition("rkey", topic, db, bucket, "merge_key = \"key\"", "batch_length = 7"));
+  // A password with a quote, a backslash and a space: given to libpq as a parameter, it needs no
+  // quoting (the test server trusts every login, so any password connects).
+  rt.add_definition(
+      "c.toml", definition("rkey", topic, db, bucket, "merge_key = \"key\"\npassword = \"it's a \\\\ \\\"pass\\\"\"",
+                           "batch_length = 7"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rkey"), topic) == 30; }, 60s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
-  auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), min((payload::json->>'round')::int), max(pico_offset) - min(pico_offset) FROM orders", db);
+  auto rows = pg.query(
+      "SELECT count(*), count(DISTINCT pico_id), min((payload::json->>'round')::int), max(pico_offset) - "
+      "min(pico_offset) FROM orders",
+      db);
   EXPECT_EQ(*rows[0][0], "10") << "one row per key";
   EXPECT_EQ(*rows[0][1], "10");
   EXPECT_EQ(*rows[0][2], "2") << "each key holds its latest record (batches of 7 cut the rounds anywhere)";
@@ -204,9 +233,12 @@ TEST_P(RedshiftBadRecords, ARowTheDatabaseRefusesGoesThroughThePolicyAndTheRestI
   const std::string db = pg.create_database("rs_bad");
   const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-bad");
   // The table made by the user, its payload column narrower than the sink's default.
-  pg.exec("CREATE TABLE orders (pico_id VARCHAR(1024) PRIMARY KEY, pico_topic VARCHAR(512) NOT NULL, pico_partition INTEGER NOT NULL, "
-          "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers VARCHAR(65535), payload VARCHAR(40))",
-          db);
+  pg.exec(
+      "CREATE TABLE orders (pico_id VARCHAR(1024) PRIMARY KEY, pico_topic VARCHAR(512) NOT NULL, pico_partition "
+      "INTEGER NOT NULL, "
+      "pico_offset BIGINT NOT NULL, pico_timestamp BIGINT, pico_key VARCHAR(65535), pico_headers VARCHAR(65535), "
+      "payload VARCHAR(40))",
+      db);
   const auto topic = unique_name("rs.bad"), dead = unique_name("rs.dead");
   kafka.create_topic(topic);
   kafka.create_topic(dead);

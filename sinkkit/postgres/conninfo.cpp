@@ -1,4 +1,6 @@
-#include "postgres/conninfo.h"
+#include "picomq/kit/postgres/conninfo.hpp"
+
+#include <libpq-fe.h>
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +8,7 @@
 #include <climits>
 #include <cstdlib>
 
-namespace picomq::postgres {
+namespace picomq::kit::pg {
 
 namespace {
 
@@ -42,7 +44,8 @@ std::optional<int> parse_libpq_int(const std::string& text) {
 
 std::string shown(const std::string& value, const ConnOptions& options) {
   const std::string* password = find(options, "password");
-  if (password && !password->empty() && value.find(*password) != std::string::npos) return "(hidden: it holds the password)";
+  if (password && !password->empty() && value.find(*password) != std::string::npos)
+    return "(hidden: it holds the password)";
   return "\"" + value + "\"";
 }
 
@@ -124,8 +127,8 @@ bool is_connection_option_error(std::string_view message) {
     if (line.starts_with("invalid ") && line.find(" value") != std::string_view::npos) return true;  // sslmode, ...
     if (line.starts_with("invalid port number")) return true;
     if (line.starts_with("invalid connection option") || line.starts_with("invalid URI")) return true;
-    if (line.starts_with("could not match ")) return true;  // ports or hostaddrs to hosts
-    if (line.starts_with("could not parse network address")) return true;  // hostaddr
+    if (line.starts_with("could not match ")) return true;                   // ports or hostaddrs to hosts
+    if (line.starts_with("could not parse network address")) return true;    // hostaddr
     if (line.find(" invalid when ") != std::string_view::npos) return true;  // sslmode=require without SSL
   }
   return false;
@@ -137,7 +140,8 @@ std::string redact_secrets(std::string message, std::string_view conninfo, const
     if (const std::string* password = find(*options, "password"); password && !password->empty())
       secrets.push_back(*password);
   // The raw text too (the string may not have parsed): password=... and scheme://user:password@.
-  for (std::size_t at = conninfo.find("password"); at != std::string_view::npos; at = conninfo.find("password", at + 1)) {
+  for (std::size_t at = conninfo.find("password"); at != std::string_view::npos;
+       at = conninfo.find("password", at + 1)) {
     std::size_t p = at + 8;
     while (p < conninfo.size() && conninfo[p] == ' ') ++p;
     if (p >= conninfo.size() || conninfo[p] != '=') continue;
@@ -173,4 +177,23 @@ std::string redact_secrets(std::string message, std::string_view conninfo, const
   return message;
 }
 
-}  // namespace picomq::postgres
+Result<ConnOptions> parse_connection_string(const std::string& text) {
+  using R = Result<ConnOptions>;
+  char* err = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(text.c_str(), &err);
+  if (!parsed) {
+    std::string message = err ? err : "out of memory";
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ' || message.back() == '\r'))
+      message.pop_back();
+    if (err) PQfreemem(err);
+    return R::failure("is not a valid libpq connection string: " + redact_secrets(message, text));
+  }
+  ConnOptions options;
+  for (const PQconninfoOption* o = parsed; o->keyword; ++o)
+    if (o->val) options.emplace_back(o->keyword, o->val);
+  PQconninfoFree(parsed);
+  if (auto problem = check_connection_options(options)) return R::failure(redact_secrets(*problem, text, &options));
+  return R::success(std::move(options));
+}
+
+}  // namespace picomq::kit::pg

@@ -1,11 +1,10 @@
 #pragma once
-// One libpq connection of the PostgreSQL sink: a connection attempt bounded by a deadline and cut
-// short by a stop signal (libpq's blocking PQconnectdb waits as long as the server's TCP stack
-// lets it: forever for a server that accepts and never answers, connect_timeout otherwise), the
-// classification of what went wrong (docs/sinks/postgres.md, "Errors"), statements and binary
-// COPY, and the server's notices routed to the sink's log instead of libpq's default, stderr.
-// Failures of statements are thrown as the SDK's outcomes (RetryableError, PartialWriteError,
-// FatalError).
+// One libpq connection (the PostgreSQL sink's pool holds them; the Redshift sink loads over one): a connection attempt
+// bounded by a deadline and cut short by a stop signal (libpq's blocking PQconnectdb waits as long as the server's TCP
+// stack lets it: forever for a server that accepts and never answers, connect_timeout otherwise), the classification of
+// what went wrong (docs/sinks/postgres.md, "Errors"), statements and binary COPY, and the server's notices routed to
+// the sink's log instead of libpq's default, stderr. Failures of statements are thrown as the SDK's outcomes
+// (RetryableError, PartialWriteError, FatalError).
 #include <libpq-fe.h>
 
 #include <chrono>
@@ -16,10 +15,10 @@
 #include <vector>
 
 #include "picomq/kit/backoff.hpp"
+#include "picomq/kit/postgres/conninfo.hpp"
 #include "picomq/sdk.hpp"
-#include "postgres/conninfo.h"
 
-namespace picomq::postgres {
+namespace picomq::kit::pg {
 
 using Clock = std::chrono::steady_clock;
 using LogFn = std::function<void(sdk::LogLevel, const std::string&)>;
@@ -40,10 +39,21 @@ struct ConnectError {
 // Classifies libpq's message of a failed connection (libpq gives no SQLSTATE for one).
 ConnectFailure classify_connect_failure(std::string_view libpq_message);
 
+// What a sink adds to its connection string.
+struct ConnectionExtras {
+  // libpq keywords set over the string's own (password, application_name...): given to libpq
+  // as parameters, so no value needs quoting and a postgresql:// URI works alike. Secret values
+  // are redacted from messages like the string's password.
+  ConnOptions parameters;
+  // Failures worth a retry beyond SQLSTATE's (connection loss, serialization failure, deadlock,
+  // resources, shutdown): e.g. Redshift's serializable isolation violation, XX000.
+  std::function<bool(std::string_view sqlstate, std::string_view message)> retryable;
+};
+
 class Connection {
  public:
   // conninfo: the user's string (secret); options: it parsed (for redaction and connect_timeout).
-  Connection(std::string conninfo, const ConnOptions& options, LogFn log);
+  Connection(std::string conninfo, const ConnOptions& options, LogFn log, ConnectionExtras extras = {});
   ~Connection() { disconnect(); }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -80,6 +90,9 @@ class Connection {
   bool in_transaction() const { return conn_ && (in_copy_ || PQtransactionStatus(conn_) != PQTRANS_IDLE); }
 
   const std::string& last_sqlstate() const { return last_sqlstate_; }
+  // The line of a COPY's data the last failure names ("CONTEXT: COPY t, line 7"), 0 for none:
+  // the row the server refused.
+  int64_t last_copy_line() const { return last_copy_line_; }
   std::string error_message() const;
 
  private:
@@ -90,11 +103,13 @@ class Connection {
   std::string conninfo_;  // secret: never logged
   const ConnOptions& options_;
   LogFn log_;
+  ConnectionExtras extras_;
   std::optional<std::chrono::milliseconds> connect_timeout_;  // the string's connect_timeout
   PGconn* conn_ = nullptr;
   bool in_ddl_ = false;
   bool in_copy_ = false;  // begin_copy() succeeded and end_copy() has not run
   std::string last_sqlstate_;
+  int64_t last_copy_line_ = 0;
 };
 
-}  // namespace picomq::postgres
+}  // namespace picomq::kit::pg

@@ -1,9 +1,9 @@
-// Checks of the connection string that need no server (postgres/conninfo.h).
-#include "postgres/conninfo.h"
-
+// Checks of the connection string that need no server (picomq/kit/postgres/conninfo.hpp).
 #include <gtest/gtest.h>
 
-namespace picomq::postgres {
+#include "picomq/kit/postgres/conninfo.hpp"
+
+namespace picomq::kit::pg {
 namespace {
 
 std::string problem(const ConnOptions& options) { return check_connection_options(options).value_or("(none)"); }
@@ -13,8 +13,10 @@ TEST(PostgresConnInfo, ANonNumericPortIsRefusedNamingTheOption) {
             R"(option "port": "notaport" is not a port number (an integer from 1 to 65535))");
   EXPECT_EQ(problem({{"port", "99999"}}), R"(option "port": "99999" is outside 1-65535)");
   EXPECT_EQ(problem({{"port", "0"}}), R"(option "port": "0" is outside 1-65535)");
-  EXPECT_EQ(problem({{"host", "a,b"}, {"port", "5432,x"}}), R"(option "port": "x" is not a port number (an integer from 1 to 65535))");
-  EXPECT_EQ(problem({{"host", "a"}, {"port", "5432,5433"}}), R"(option "port": 2 ports for 1 hosts (give one port, or one per host))");
+  EXPECT_EQ(problem({{"host", "a,b"}, {"port", "5432,x"}}),
+            R"(option "port": "x" is not a port number (an integer from 1 to 65535))");
+  EXPECT_EQ(problem({{"host", "a"}, {"port", "5432,5433"}}),
+            R"(option "port": 2 ports for 1 hosts (give one port, or one per host))");
 }
 
 TEST(PostgresConnInfo, ValidPortsAndIntegersPassAsLibpqParsesThem) {
@@ -31,7 +33,8 @@ TEST(PostgresConnInfo, ValidPortsAndIntegersPassAsLibpqParsesThem) {
 TEST(PostgresConnInfo, OtherIntegerOptionsAreChecked) {
   EXPECT_EQ(problem({{"connect_timeout", "10s"}}), R"(option "connect_timeout": "10s" is not an integer)");
   EXPECT_EQ(problem({{"keepalives_idle", "x"}}), R"(option "keepalives_idle": "x" is not an integer)");
-  EXPECT_EQ(problem({{"keepalives_count", "99999999999"}}), R"(option "keepalives_count": "99999999999" is not an integer)");
+  EXPECT_EQ(problem({{"keepalives_count", "99999999999"}}),
+            R"(option "keepalives_count": "99999999999" is not an integer)");
 }
 
 TEST(PostgresConnInfo, AValueHoldingThePasswordIsNotQuoted) {
@@ -41,14 +44,18 @@ TEST(PostgresConnInfo, AValueHoldingThePasswordIsNotQuoted) {
 }
 
 TEST(PostgresConnInfo, LibpqOptionErrorsAreToldFromUnreachableServers) {
-  for (const char* bad : {R"(invalid integer value "notaport" for connection option "port")",
-                          R"(invalid port number: "99999")", R"(invalid sslmode value: "bogus")",
-                          R"(invalid target_session_attrs value: "x")", R"(invalid connection option "foo")",
-                          R"(invalid URI query parameter: "foo")", "could not match 2 port numbers to 1 hosts",
-                          R"(could not parse network address "notanip": Name or service not known)",
-                          R"(connection to server at "127.0.0.1", port 5432 failed: invalid integer value "x" for connection option "keepalives")",
-                          "connection to server at \"a\" (1.2.3.4), port 5432 failed: Connection refused\n"
-                          "invalid port number: \"0\""})
+  // Some messages are one literal over two lines.
+  // NOLINTBEGIN(bugprone-suspicious-missing-comma)
+  for (
+      const char* bad :
+      {R"(invalid integer value "notaport" for connection option "port")", R"(invalid port number: "99999")",
+       R"(invalid sslmode value: "bogus")", R"(invalid target_session_attrs value: "x")",
+       R"(invalid connection option "foo")", R"(invalid URI query parameter: "foo")",
+       "could not match 2 port numbers to 1 hosts",
+       R"(could not parse network address "notanip": Name or service not known)",
+       R"(connection to server at "127.0.0.1", port 5432 failed: invalid integer value "x" for connection option "keepalives")",
+       "connection to server at \"a\" (1.2.3.4), port 5432 failed: Connection refused\n"
+       "invalid port number: \"0\""})
     EXPECT_TRUE(is_connection_option_error(bad)) << bad;
   for (const char* transient :
        {"connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n\tIs the server running on that "
@@ -57,6 +64,7 @@ TEST(PostgresConnInfo, LibpqOptionErrorsAreToldFromUnreachableServers) {
         R"(connection to server on socket "/tmp/.s.PGSQL.5432" failed: No such file or directory)",
         "connection to server at \"h\", port 5432 failed: FATAL:  the database system is starting up", "out of memory"})
     EXPECT_FALSE(is_connection_option_error(transient)) << transient;
+  // NOLINTEND(bugprone-suspicious-missing-comma)
 }
 
 TEST(PostgresConnInfo, SecretsAreRedactedFromMessages) {
@@ -73,4 +81,4 @@ TEST(PostgresConnInfo, SecretsAreRedactedFromMessages) {
 }
 
 }  // namespace
-}  // namespace picomq::postgres
+}  // namespace picomq::kit::pg

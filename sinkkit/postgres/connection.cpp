@@ -1,4 +1,4 @@
-#include "postgres/client.h"
+#include "picomq/kit/postgres/connection.hpp"
 
 #include <poll.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-namespace picomq::postgres {
+namespace picomq::kit::pg {
 
 namespace {
 
@@ -43,8 +43,8 @@ ConnectFailure classify_connect_failure(std::string_view m) {
   return ConnectFailure::Unreachable;
 }
 
-Connection::Connection(std::string conninfo, const ConnOptions& options, LogFn log)
-    : conninfo_(std::move(conninfo)), options_(options), log_(std::move(log)) {
+Connection::Connection(std::string conninfo, const ConnOptions& options, LogFn log, ConnectionExtras extras)
+    : conninfo_(std::move(conninfo)), options_(options), log_(std::move(log)), extras_(std::move(extras)) {
   for (const auto& [key, value] : options_)
     if (key == "connect_timeout") {
       // libpq's rule: an integer number of seconds; 0 or less means none; under 2 counts as 2.
@@ -63,11 +63,23 @@ std::optional<ConnectError> Connection::connect(Clock::time_point deadline, cons
   disconnect();
   if (connect_timeout_) deadline = std::min(deadline, Clock::now() + *connect_timeout_);
   auto failed = [&](ConnectFailure kind, const std::string& raw) {
-    ConnectError e{kind, redact_secrets(trim(raw), conninfo_, &options_)};
+    std::string message = redact_secrets(trim(raw), conninfo_, &options_);
+    for (const auto& [key, value] : extras_.parameters)
+      for (size_t at = 0; key == "password" && !value.empty() && (at = message.find(value, at)) != std::string::npos;)
+        message.replace(at, value.size(), "********");
+    ConnectError e{kind, std::move(message)};
     disconnect();
     return e;
   };
-  conn_ = PQconnectStart(conninfo_.c_str());
+  // The string as dbname, expanded (libpq: its options, then the later keywords over them).
+  std::vector<const char*> keys{"dbname"}, values{conninfo_.c_str()};
+  for (const auto& [key, value] : extras_.parameters) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  conn_ = PQconnectStartParams(keys.data(), values.data(), 1);
   if (!conn_) return ConnectError{ConnectFailure::Unreachable, "out of memory"};
   PQsetNoticeReceiver(conn_, &Connection::on_notice, this);
   if (PQstatus(conn_) == CONNECTION_BAD) {
@@ -124,7 +136,12 @@ void Connection::fail(const PGresult* res, const std::string& what, bool maybe_c
   std::string message = res ? trim(PQresultErrorMessage(res)) : "";
   if (message.empty()) message = error_message();
   const bool bad = !ok();
-  bool retry = retryable(sqlstate, bad);
+  bool retry = retryable(sqlstate, bad) || (extras_.retryable && extras_.retryable(sqlstate, message));
+  last_copy_line_ = 0;
+  if (const char* context = res ? PQresultErrorField(res, PG_DIAG_CONTEXT) : nullptr) {
+    const char* at = std::strstr(context, ", line ");
+    if (at && std::strncmp(context, "COPY ", 5) == 0) last_copy_line_ = std::strtoll(at + 7, nullptr, 10);
+  }
   // CREATE TABLE / ADD COLUMN IF NOT EXISTS racing another session (another block, another
   // runtime) for the same name fails on the catalog's unique index instead of waiting; the
   // retry finds the object and goes on.
@@ -160,10 +177,11 @@ std::vector<Connection::Row> Connection::query(const std::string& sql, const std
                                                const std::string& what) {
   if (!conn_) throw sdk::RetryableError(what + " failed: not connected to PostgreSQL");
   std::vector<const char*> values;
+  values.reserve(params.size());
   for (const auto& p : params) values.push_back(p.c_str());
-  ResultPtr res(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                             nullptr, 0),
-                &PQclear);
+  ResultPtr res(
+      PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0),
+      &PQclear);
   check(res.get(), PGRES_TUPLES_OK, what);
   std::vector<Row> rows;
   for (int r = 0; r < PQntuples(res.get()); ++r) {
@@ -232,4 +250,4 @@ void Connection::rollback() {
   if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) disconnect();
 }
 
-}  // namespace picomq::postgres
+}  // namespace picomq::kit::pg
