@@ -19,24 +19,6 @@ std::string between(std::string_view body, std::string_view open, std::string_vi
   return std::string(body.substr(a + open.size(), b - a - open.size()));
 }
 
-void append_utf8(std::string& out, unsigned long cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 }  // namespace
 
 std::string Bucket::object_url(std::string_view key) const {
@@ -111,7 +93,7 @@ std::string xml_text(std::string_view raw) {
       const unsigned long cp = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
       if (digits.empty() || *end != '\0' || cp > 0x10FFFF)
         out += raw.substr(i, semi - i + 1);  // not a reference: as is
-      else append_utf8(out, cp);
+      else append_utf8(out, static_cast<char32_t>(cp));
     } else {
       out += raw.substr(i, semi - i + 1);
     }

@@ -46,6 +46,7 @@ TEST(Base64, UsesStandardAlphabetNotUrlSafe) {
 
 TEST(Base64, RoundTripsEveryByteValueAndLength) {
   std::vector<uint8_t> all;
+  all.reserve(256);
   for (int i = 0; i < 256; ++i) all.push_back(static_cast<uint8_t>(i));
   for (std::size_t n = 0; n <= all.size(); n += 1) {
     const std::vector<uint8_t> prefix(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
@@ -105,6 +106,13 @@ TEST(Utf8, RejectsOverlongsSurrogatesOutOfRangeAndTruncation) {
        }) {
     EXPECT_FALSE(is_valid_utf8(bad)) << "accepted bytes of length " << bad.size();
   }
+}
+
+TEST(Utf8, CodePointsAreAppendedAtEachLength) {
+  std::string out;
+  for (char32_t cp : {U'A', U'\u00e9', U'\u263a', U'\U0001F600', char32_t{0x10FFFF}}) kit::append_utf8(out, cp);
+  EXPECT_EQ(out, "A\xC3\xA9\xE2\x98\xBA\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF");
+  EXPECT_TRUE(kit::is_valid_utf8(out));
 }
 
 TEST(Utf8, SequenceLength) {

@@ -76,8 +76,7 @@ Value& Value::set(std::string_view key, Value value) {
 
 std::size_t Value::erase(std::string_view key) {
   const std::size_t before = items.size();
-  items.erase(std::remove_if(items.begin(), items.end(), [&](const Member& m) { return m.key == key; }),
-              items.end());
+  items.erase(std::remove_if(items.begin(), items.end(), [&](const Member& m) { return m.key == key; }), items.end());
   return before - items.size();
 }
 
@@ -136,9 +135,7 @@ class Reader {
     switch (*p_) {
       case '{': return object(out, depth + 1);
       case '[': return array(out, depth + 1);
-      case '"':
-        out.kind = Kind::String;
-        return string(out.text);
+      case '"': out.kind = Kind::String; return string(out.text);
       case 't':
         out.kind = Kind::Bool;
         out.boolean = true;
@@ -147,9 +144,7 @@ class Reader {
         out.kind = Kind::Bool;
         out.boolean = false;
         return literal("false");
-      case 'n':
-        out.kind = Kind::Null;
-        return literal("null");
+      case 'n': out.kind = Kind::Null; return literal("null");
       default:
         if (*p_ == '-' || (*p_ >= '0' && *p_ <= '9')) return number(out);
         return fail("unexpected character");
@@ -237,24 +232,6 @@ class Reader {
     return true;
   }
 
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   // At the opening quote; leaves p_ after the closing one.
   bool string(std::string& out) {
     ++p_;
@@ -302,7 +279,7 @@ class Reader {
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             return fail("unpaired surrogate in a \\u escape");
           }
-          append_utf8(out, cp);
+          kit::append_utf8(out, cp);
           break;
         }
         default: return fail("invalid escape in a string");
@@ -496,9 +473,7 @@ int compare_numbers(std::string_view a, std::string_view b) {
   return a_neg ? -m : m;
 }
 
-bool is_integer_text(std::string_view number) {
-  return number.find_first_of(".eE") == std::string_view::npos;
-}
+bool is_integer_text(std::string_view number) { return number.find_first_of(".eE") == std::string_view::npos; }
 
 std::optional<std::string> truncate_to_integer(std::string_view number, std::size_t max_digits) {
   Decimal d = decimal(number);

@@ -19,6 +19,8 @@ std::size_t utf8_sequence_length(std::span<const uint8_t> bytes);
 // Strict validation per Unicode table 3-7 (see utf8_sequence_length). Empty is valid.
 bool is_valid_utf8(std::span<const uint8_t> bytes);
 bool is_valid_utf8(std::string_view text);
+// Appends the code point `cp` (at most U+10FFFF; the caller checks) as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
 
 // Standard alphabet, '=' padded (RFC 4648 section 4).
 std::string base64_encode(std::span<const uint8_t> bytes);
