@@ -1,14 +1,13 @@
 #include "picomq/kit/encoding.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 
 namespace picomq::kit {
 namespace {
@@ -27,8 +26,13 @@ std::string json(std::string_view s) {
 
 TEST(Base64, Rfc4648TestVectors) {
   const std::pair<std::string_view, std::string_view> vectors[] = {
-      {"", ""},         {"f", "Zg=="},        {"fo", "Zm8="},       {"foo", "Zm9v"},
-      {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+      {"", ""},
+      {"f", "Zg=="},
+      {"fo", "Zm8="},
+      {"foo", "Zm9v"},
+      {"foob", "Zm9vYg=="},
+      {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"},
   };
   for (const auto& [plain, encoded] : vectors) {
     EXPECT_EQ(base64_encode(plain), encoded) << plain;
@@ -59,8 +63,8 @@ TEST(Base64, RoundTripsEveryByteValueAndLength) {
 }
 
 TEST(Base64, DecodeRejectsMalformedInput) {
-  for (std::string_view bad : {"Zg="sv, "Zg"sv, "Z"sv, "Z==="sv, "===="sv, "Zm9v\n"sv,
-                               "Zm 9v"sv, "Zm=v"sv, "Zg==Zg=="sv, "Zm9v*A=="sv, "Zg\0="sv}) {
+  for (std::string_view bad : {"Zg="sv, "Zg"sv, "Z"sv, "Z==="sv, "===="sv, "Zm9v\n"sv, "Zm 9v"sv, "Zm=v"sv,
+                               "Zg==Zg=="sv, "Zm9v*A=="sv, "Zg\0="sv}) {
     EXPECT_FALSE(base64_decode(bad).has_value()) << "accepted: " << bad;
   }
 }
@@ -75,11 +79,10 @@ TEST(Base64, DecodeRejectsNonZeroPaddingBits) {
 // --- UTF-8 --------------------------------------------------------------------------------
 
 TEST(Utf8, AcceptsWellFormedText) {
-  for (std::string_view ok : {""sv, "abc"sv, "a\0b"sv, "заказы.eu"sv, "\xF0\x9F\x98\x80"sv,
-                              "\xEF\xBF\xBD"sv, "\xED\x9F\xBF"sv /* U+D7FF */,
-                              "\xEE\x80\x80"sv /* U+E000 */, "\xF4\x8F\xBF\xBF"sv /* U+10FFFF */,
-                              "\xC2\x80"sv /* U+0080 */, "\xE0\xA0\x80"sv /* U+0800 */,
-                              "\xF0\x90\x80\x80"sv /* U+10000 */}) {
+  for (std::string_view ok :
+       {""sv, "abc"sv, "a\0b"sv, "заказы.eu"sv, "\xF0\x9F\x98\x80"sv, "\xEF\xBF\xBD"sv, "\xED\x9F\xBF"sv /* U+D7FF */,
+        "\xEE\x80\x80"sv /* U+E000 */, "\xF4\x8F\xBF\xBF"sv /* U+10FFFF */, "\xC2\x80"sv /* U+0080 */,
+        "\xE0\xA0\x80"sv /* U+0800 */, "\xF0\x90\x80\x80"sv /* U+10000 */}) {
     EXPECT_TRUE(is_valid_utf8(ok)) << ok;
   }
 }
@@ -102,7 +105,8 @@ TEST(Utf8, RejectsOverlongsSurrogatesOutOfRangeAndTruncation) {
            "\xE2\x82"sv,          // truncated euro sign
            "\xF0\x9F\x98"sv,      // truncated emoji
            "\xC3\x28"sv,          // bad continuation
-           "a\xE2\x82\xAC" "b\xE2\x82"sv,  // valid, then truncated at the end
+           "a\xE2\x82\xAC"
+           "b\xE2\x82"sv,  // valid, then truncated at the end
        }) {
     EXPECT_FALSE(is_valid_utf8(bad)) << "accepted bytes of length " << bad.size();
   }
@@ -128,8 +132,7 @@ TEST(Utf8, SequenceLength) {
 
 TEST(HeaderValue, ValidUtf8IsKeptAsIs) {
   bool was_base64 = true;
-  EXPECT_EQ(header_value_as_string(bytes_of("text/plain; charset=utf-8"), &was_base64),
-            "text/plain; charset=utf-8");
+  EXPECT_EQ(header_value_as_string(bytes_of("text/plain; charset=utf-8"), &was_base64), "text/plain; charset=utf-8");
   EXPECT_FALSE(was_base64);
   EXPECT_EQ(header_value_as_string(bytes_of("заказ 😀"), &was_base64), "заказ 😀");
   EXPECT_FALSE(was_base64);
@@ -171,10 +174,13 @@ TEST(JsonEscape, KeepsUtf8AsIs) {
 }
 
 TEST(JsonEscape, InvalidUtf8BecomesReplacementCharacter) {
-  EXPECT_EQ(json("a\xFF" "b"), "\"a\xEF\xBF\xBD" "b\"");
-  EXPECT_EQ(json("\xC0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");        // one per byte
+  EXPECT_EQ(json("a\xFF"
+                 "b"),
+            "\"a\xEF\xBF\xBD"
+            "b\"");
+  EXPECT_EQ(json("\xC0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");                  // one per byte
   EXPECT_EQ(json("\xED\xA0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
-  EXPECT_EQ(json("x\xE2\x82"), "\"x\xEF\xBF\xBD\xEF\xBF\xBD\"");      // truncated at end
+  EXPECT_EQ(json("x\xE2\x82"), "\"x\xEF\xBF\xBD\xEF\xBF\xBD\"");                // truncated at end
 }
 
 TEST(JsonEscape, AppendsToExistingOutput) {
@@ -234,7 +240,8 @@ TEST(JsonEscape, WordAtATimeScanAgreesWithAReferenceAtEveryOffset) {
 TEST(PercentEncode, KeepsTheUnreservedCharactersAndEncodesEveryOtherByteInUpperCaseHex) {
   EXPECT_EQ(percent_encode("AZaz09-._~"), "AZaz09-._~");
   EXPECT_EQ(percent_encode("a b/c?d=e&f#g%"), "a%20b%2Fc%3Fd%3De%26f%23g%25");
-  EXPECT_EQ(percent_encode("INSERT INTO `t` (a) FORMAT RowBinary"), "INSERT%20INTO%20%60t%60%20%28a%29%20FORMAT%20RowBinary");
+  EXPECT_EQ(percent_encode("INSERT INTO `t` (a) FORMAT RowBinary"),
+            "INSERT%20INTO%20%60t%60%20%28a%29%20FORMAT%20RowBinary");
   EXPECT_EQ(percent_encode(std::string_view("\xC3\xA9\x00\xFF", 4)), "%C3%A9%00%FF");
   EXPECT_EQ(percent_encode(""), "");
 }

@@ -1,7 +1,8 @@
 #include "clickhouse/config.h"
 
-#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/declared_columns.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_values.hpp"
 
 namespace picomq::clickhouse {
 namespace {
@@ -9,7 +10,8 @@ namespace {
 using namespace std::chrono_literals;
 
 std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(url, {.what = "ClickHouse's HTTP interface, port 8123 or 8443", .credentials = "use user and password",
+  return kit::check_base_url(url, {.what = "ClickHouse's HTTP interface, port 8123 or 8443",
+                                   .credentials = "use user and password",
                                    .query = "the sink sets the query; use the options for settings"});
 }
 
@@ -24,7 +26,8 @@ kit::Result<std::vector<Column>> parse_declared_columns(const std::string& json)
     auto parsed = parse_type(d.type);
     if (!parsed) return R::failure("column '" + d.name + "': " + parsed.error());
     Column c{d.name, parsed.value(), metadata_source(d.name), d.name};
-    if (c.source != Source::Field) return R::failure("column '" + d.name + "' is a metadata column (include_metadata adds it)");
+    if (c.source != Source::Field)
+      return R::failure("column '" + d.name + "' is a metadata column (include_metadata adds it)");
     out.push_back(std::move(c));
   }
   return R::success(std::move(out));
@@ -37,7 +40,9 @@ const kit::OptionTable<Settings>& option_table() {
           .check(check_url)
           .help("ClickHouse's HTTP interface: http://host:8123 or https://host:8443 (no path, query or "
                 "credentials)."),
-      kit::option("user", &Settings::user).fallback(std::string("default")).help("User the sink inserts as (HTTP basic auth)."),
+      kit::option("user", &Settings::user)
+          .fallback(std::string("default"))
+          .help("User the sink inserts as (HTTP basic auth)."),
       kit::option("password", &Settings::password).secret().help("That user's password (never logged). Unset: none."),
       kit::option("database", &Settings::database)
           .fallback(std::string("default"))
@@ -45,7 +50,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Database of the target tables (it must exist)."),
       kit::option("target_table", &Settings::target_table)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) { return kit::NameTemplate::parse(v).problem(); })
+          .check(kit::valid_name_template())
           .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]}. Kept as it is (valid "
                 "UTF-8; control characters become '_'), at most 63 bytes (a hash suffix when cut), always quoted "
                 "with backticks: topic shop.orders-eu is table `shop.orders-eu`."),
@@ -119,15 +124,17 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
   auto target = kit::NameTemplate::parse(s.target_table);
-  if (s.payload_mode != PayloadMode::Columns && s.columns) problems.add("columns", "is only for payload_mode 'columns'");
+  if (s.payload_mode != PayloadMode::Columns && s.columns)
+    problems.add("columns", "is only for payload_mode 'columns'");
   if (s.payload_mode != PayloadMode::Columns && s.auto_add_columns)
     problems.add("auto_add_columns", "is only for payload_mode 'columns'");
   if (s.columns && s.auto_add_columns)
-    problems.add("auto_add_columns", "is for columns read from the table or inferred; it cannot be combined with declared columns");
+    problems.add("auto_add_columns",
+                 "is for columns read from the table or inferred; it cannot be combined with declared columns");
   if (!problems.empty() || !target) return std::nullopt;
   Plan p{std::move(s), {}, std::move(target).value(), {}};
   p.base_url = p.settings.url;
-  while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
+  p.base_url = kit::base_url(std::move(p.base_url));
   if (p.settings.columns) p.declared = parse_declared_columns(p.settings.columns->text).value();
   return p;
 }

@@ -35,13 +35,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "picomq/kit/resend.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/option_values.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/record_id.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/sdk.hpp"
 
@@ -53,7 +54,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxLabelBytes = 128;  // Doris: ^[-_A-Za-z0-9:]{1,128}$
-
 
 struct Settings {
   std::string url;
@@ -78,7 +78,8 @@ struct Settings {
 };
 
 std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(url, {.what = "the FE's HTTP address, e.g. http://fe:8030", .credentials = "use user and password"});
+  return kit::check_base_url(
+      url, {.what = "the FE's HTTP address, e.g. http://fe:8030", .credentials = "use user and password"});
 }
 
 std::optional<std::string> check_name(const std::string& v) {
@@ -91,56 +92,89 @@ std::optional<std::string> check_name(const std::string& v) {
 
 const kit::OptionTable<Settings>& option_table() {
   static const kit::OptionTable<Settings> table{
-      kit::option("url", &Settings::url).required().check(check_url).help("The FE's HTTP address: http(s)://fe-host:8030. Stream Loads go there and follow its 307 to a BE."),
+      kit::option("url", &Settings::url)
+          .required()
+          .check(check_url)
+          .help("The FE's HTTP address: http(s)://fe-host:8030. Stream Loads go there and follow its 307 to a BE."),
       kit::option("database", &Settings::database).required().check(check_name).help("The database of the table."),
-      kit::option("table", &Settings::table).required().check(check_name).help("The table the records are loaded into. Doris cannot create it: it must exist (the sink stops naming it when it does not)."),
-      kit::option("user", &Settings::user).fallback(std::string("root")).check(kit::not_empty()).help("User of the Basic auth (needs LOAD on the table)."),
+      kit::option("table", &Settings::table)
+          .required()
+          .check(check_name)
+          .help("The table the records are loaded into. Doris cannot create it: it must exist (the sink stops naming "
+                "it when it does not)."),
+      kit::option("user", &Settings::user)
+          .fallback(std::string("root"))
+          .check(kit::not_empty())
+          .help("User of the Basic auth (needs LOAD on the table)."),
       kit::option("password", &Settings::password).secret().help("Password of the Basic auth (empty when unset)."),
       kit::option("label_prefix", &Settings::label_prefix)
           .check([](const std::string& v) -> std::optional<std::string> {
             if (v.empty() || v.size() > 40) return std::string("must be 1 to 40 bytes");
             for (unsigned char c : v)
-              if (!(std::isalnum(c) || c == '_' || c == '-' || c == ':') || c >= 0x80) return std::string("must hold only [-_A-Za-z0-9:]");
+              if (!(std::isalnum(c) || c == '_' || c == '-' || c == ':') || c >= 0x80)
+                return std::string("must hold only [-_A-Za-z0-9:]");
             return std::nullopt;
           })
-          .help("Start of every label: {label_prefix}-{topic}-{partition}-{first offset}-{last offset} (topic in the kit's reversible "
-                "[A-Za-z0-9_-] encoding; a label over 128 bytes is cut with a hash). Default: picomq-{sink key}. Two sinks loading "
-                "the same topic into one database need different prefixes; keep it across restarts (replays are recognised by it)."),
+          .help("Start of every label: {label_prefix}-{topic}-{partition}-{first offset}-{last offset} (topic in the "
+                "kit's reversible "
+                "[A-Za-z0-9_-] encoding; a label over 128 bytes is cut with a hash). Default: picomq-{sink key}. Two "
+                "sinks loading "
+                "the same topic into one database need different prefixes; keep it across restarts (replays are "
+                "recognised by it)."),
       kit::option("label_span", &Settings::label_span)
           .fallback(10000)
           .check(kit::at_least(1))
-          .help("Loads never cross a multiple of this many offsets, so a replay's loads start where the earlier run's did. "
+          .help("Loads never cross a multiple of this many offsets, so a replay's loads start where the earlier run's "
+                "did. "
                 "After a restart a partition's first load looks up at most label_span labels (get_load_state, "
                 "probe_parallelism at once) to find what the earlier run loaded. Keep it across restarts."),
-      kit::document_option(&Settings::document,
-                           {.more = "One JSON line per record; Doris takes the fields named like the table's columns (or "
-                                    "as columns / jsonpaths say) and ignores the others."}),
-      kit::option("columns", &Settings::columns).help("Stream Load `columns` header: the table columns the JSON fields go to, e.g. \"id,name,pico_offset\"."),
-      kit::option("jsonpaths", &Settings::jsonpaths).help("Stream Load `jsonpaths` header: [\"$.a\", \"$.b.c\"], one per column (in the order of `columns`)."),
+      kit::document_option(
+          &Settings::document,
+          {.more = "One JSON line per record; Doris takes the fields named like the table's columns (or "
+                   "as columns / jsonpaths say) and ignores the others."}),
+      kit::option("columns", &Settings::columns)
+          .help("Stream Load `columns` header: the table columns the JSON fields go to, e.g. \"id,name,pico_offset\"."),
+      kit::option("jsonpaths", &Settings::jsonpaths)
+          .help("Stream Load `jsonpaths` header: [\"$.a\", \"$.b.c\"], one per column (in the order of `columns`)."),
       kit::option("max_filter_ratio", &Settings::max_filter_ratio)
           .fallback(0.0)
           .check([](double v) -> std::optional<std::string> {
             if (v < 0 || v > 1) return std::string("must be between 0 and 1");
             return std::nullopt;
           })
-          .help("Stream Load `max_filter_ratio`. Rows Doris filters are rejected either way (read from the ErrorURL, through "
-                "the bad-record policy): at 0 a load with a bad row fails and is re-sent without it; above 0 it succeeds "
-                "without them."),
-      kit::option("strict_mode", &Settings::strict_mode).fallback(false).help("Stream Load `strict_mode`: a value that does not convert to its column's type refuses the row (otherwise it becomes NULL)."),
+          .help(
+              "Stream Load `max_filter_ratio`. Rows Doris filters are rejected either way (read from the ErrorURL, "
+              "through "
+              "the bad-record policy): at 0 a load with a bad row fails and is re-sent without it; above 0 it succeeds "
+              "without them."),
+      kit::option("strict_mode", &Settings::strict_mode)
+          .fallback(false)
+          .help("Stream Load `strict_mode`: a value that does not convert to its column's type refuses the row "
+                "(otherwise it becomes NULL)."),
       kit::option("two_phase_commit", &Settings::two_phase_commit)
           .fallback(false)
-          .help("Pre-commit every load of a batch (two_phase_commit: true) and commit them all (_stream_load_2pc) only when the "
-                "whole batch loaded, so a batch becomes visible at once and together with its completion; aborted otherwise."),
+          .help("Pre-commit every load of a batch (two_phase_commit: true) and commit them all (_stream_load_2pc) only "
+                "when the "
+                "whole batch loaded, so a batch becomes visible at once and together with its completion; aborted "
+                "otherwise."),
       kit::option("max_load_bytes", &Settings::max_load_bytes)
           .fallback(kit::ByteSize{100u << 20})
-          .help("Largest Stream Load body; a batch is cut into as many loads as it takes (the cut is a function of the records, so "
+          .help("Largest Stream Load body; a batch is cut into as many loads as it takes (the cut is a function of the "
+                "records, so "
                 "it is the same on a replay). Keep it below the BE's streaming_load_max_mb."),
-      kit::option("load_timeout", &Settings::load_timeout).fallback(600s).help("Stream Load `timeout` header and the request's own timeout."),
+      kit::option("load_timeout", &Settings::load_timeout)
+          .fallback(600s)
+          .help("Stream Load `timeout` header and the request's own timeout."),
       kit::option("retry_timeout", &Settings::retry_timeout)
           .fallback(30s)
-          .help("How long a load refused as transient (transport errors, 5xx, Fail for an internal reason, RUNNING) is re-sent "
-                "with the same label here, back-off 200 ms to 5 s, before the write fails and the runtime's retry takes over."),
-      kit::option("probe_parallelism", &Settings::probe_parallelism).fallback(16).check(kit::at_least(1)).help("get_load_state lookups at once when a restart checks what the earlier run loaded."),
+          .help("How long a load refused as transient (transport errors, 5xx, Fail for an internal reason, RUNNING) is "
+                "re-sent "
+                "with the same label here, back-off 200 ms to 5 s, before the write fails and the runtime's retry "
+                "takes over."),
+      kit::option("probe_parallelism", &Settings::probe_parallelism)
+          .fallback(16)
+          .check(kit::at_least(1))
+          .help("get_load_state lookups at once when a restart checks what the earlier run loaded."),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
   };
@@ -153,7 +187,8 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
   if (s.http.compression != kit::Compression::None)
-    problems.add("compression", "Stream Load takes the body as it is (compress_type applies to CSV files only): use \"none\"");
+    problems.add("compression",
+                 "Stream Load takes the body as it is (compress_type applies to CSV files only): use \"none\"");
   if (s.jsonpaths) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
@@ -161,7 +196,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
       problems.add("jsonpaths", "must be a JSON array of paths, e.g. [\"$.id\", \"$.name\"]");
   }
   if (!problems.empty()) return std::nullopt;
-  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  s.url = kit::base_url(std::move(s.url));
   return s;
 }
 
@@ -193,7 +228,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
       "Loads records into an existing Apache Doris table by Stream Load (JSON lines), with deterministic labels "
-      "that make retries and replays load each record once; rows Doris filters are rejected; optional two-phase commit.";
+      "that make retries and replays load each record once; rows Doris filters are rejected; optional two-phase "
+      "commit.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static inline const kit::OptionTable<Settings>& options = option_table();
@@ -208,7 +244,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
     if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
-    prefix_ = s_.label_prefix ? *s_.label_prefix : "picomq-" + (sink_key().empty() ? std::string("sink") : kit::url_safe(sink_key()));
+    prefix_ = s_.label_prefix ? *s_.label_prefix
+                              : "picomq-" + (sink_key().empty() ? std::string("sink") : kit::url_safe(sink_key()));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
     client.auth = kit::BasicAuth{s_.user, s_.password.value_or("")};
     client.max_in_flight = static_cast<size_t>(s_.probe_parallelism) + 2;
@@ -226,7 +263,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     const std::string tp = std::string(raw.topic) + "\x1f" + std::to_string(raw.partition);
     std::vector<Load> loads = cut(raw);
     if (raw.record_count == 0) return;
-    const int64_t first = pmq_batch_record(&raw, 0)->offset, last = pmq_batch_record(&raw, raw.record_count - 1)->offset;
+    const int64_t first = pmq_batch_record(&raw, 0)->offset,
+                  last = pmq_batch_record(&raw, raw.record_count - 1)->offset;
     bool check = true;
     int64_t skip_until = -1;
     {
@@ -254,14 +292,16 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
           if (!found) break;
           auto [end, state] = *found;
           if (state == "PRECOMMITTED") {
-            if (s_.two_phase_commit && end == load.last) break;  // ours, pre-committed: the load answers Label Already Exists
+            if (s_.two_phase_commit && end == load.last)
+              break;  // ours, pre-committed: the load answers Label Already Exists
             abort_label(label(raw, load.first, end));
             break;
           }
           count("replayed_loads_skipped");
-          log(sdk::LogLevel::Info, "replay: " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] offsets " +
-                                       std::to_string(load.first) + ".." + std::to_string(end) + " were loaded already (label " +
-                                       label(raw, load.first, end) + ", " + state + "): skipped");
+          log(sdk::LogLevel::Info, "replay: " + std::string(raw.topic) + "[" + std::to_string(raw.partition) +
+                                       "] offsets " + std::to_string(load.first) + ".." + std::to_string(end) +
+                                       " were loaded already (label " + label(raw, load.first, end) + ", " + state +
+                                       "): skipped");
           // Drop the records up to `end`; the rest is a load starting at the next record.
           Load rest;
           for (size_t k = 0; k < load.positions.size(); ++k) {
@@ -341,8 +381,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   }
 
   std::string label(const pmq_batch& raw, int64_t first, int64_t last) const {
-    std::string l = prefix_ + "-" + kit::url_safe(raw.topic) + "-" + std::to_string(raw.partition) + "-" + std::to_string(first) + "-" +
-                    std::to_string(last);
+    std::string l = prefix_ + "-" + kit::url_safe(raw.topic) + "-" + std::to_string(raw.partition) + "-" +
+                    std::to_string(first) + "-" + std::to_string(last);
     return kit::fit_name(std::move(l), kMaxLabelBytes);
   }
 
@@ -373,19 +413,23 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       std::condition_variable cv;
       size_t left = n;
       for (size_t k = 0; k < n; ++k) {
-        client_->send_async({.method = "GET", .url = base_ + "/get_load_state?label=" + kit::percent_encode(label(raw, load.first, ends[from + k])), .timeout = 30s},
-                            [&, k](kit::HttpResponse r) {
-                              std::string state, error;
-                              if (!parse_load_state(r, state, error)) state.clear();
-                              std::lock_guard lock(m);
-                              states[k] = state;
-                              if (!error.empty()) errors.push_back(error);
-                              if (--left == 0) cv.notify_all();
-                            });
+        client_->send_async(
+            {.method = "GET",
+             .url = base_ + "/get_load_state?label=" + kit::percent_encode(label(raw, load.first, ends[from + k])),
+             .timeout = 30s},
+            [&, k](const kit::HttpResponse& r) {
+              std::string state, error;
+              if (!parse_load_state(r, state, error)) state.clear();
+              std::lock_guard lock(m);
+              states[k] = state;
+              if (!error.empty()) errors.push_back(error);
+              if (--left == 0) cv.notify_all();
+            });
       }
       std::unique_lock lock(m);
       cv.wait(lock, [&] { return left == 0; });
-      if (!errors.empty()) throw sdk::RetryableError("checking which loads an earlier run made (get_load_state): " + errors.front());
+      if (!errors.empty())
+        throw sdk::RetryableError("checking which loads an earlier run made (get_load_state): " + errors.front());
       for (size_t k = 0; k < n; ++k) {
         std::string st = states[k];
         if (st == "PREPARE") st = await_end(label(raw, load.first, ends[from + k]));  // still running: wait for it
@@ -436,7 +480,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   }
 
   std::string load_state(const std::string& l) {
-    kit::HttpResponse r = client_->send({.method = "GET", .url = base_ + "/get_load_state?label=" + kit::percent_encode(l), .timeout = 30s});
+    kit::HttpResponse r = client_->send(
+        {.method = "GET", .url = base_ + "/get_load_state?label=" + kit::percent_encode(l), .timeout = 30s});
     std::string state, error;
     if (!parse_load_state(r, state, error)) throw Retry("get_load_state of label " + l + ": " + error);
     return state;
@@ -448,7 +493,10 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   kit::HttpResponse put(const std::string& url, const kit::HttpHeaders& headers, const std::string& body) {
     std::string target = url;
     for (int hop = 0; hop < 3; ++hop) {
-      kit::HttpResponse r = client_->send({.method = "PUT", .url = target, .headers = headers, .body = kit::HttpBody::borrowed(body),
+      kit::HttpResponse r = client_->send({.method = "PUT",
+                                           .url = target,
+                                           .headers = headers,
+                                           .body = kit::HttpBody::borrowed(body),
                                            .timeout = s_.load_timeout + 5s});
       if (r.completed() && (r.status == 307 || r.status == 302 || r.status == 301 || r.status == 308)) {
         auto location = r.headers.get("Location");
@@ -497,17 +545,18 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   }
 
   static bool fatal_message(const std::string& m) {
-    for (const char* s : {"Unknown table", "Unknown database", "ANALYSIS_ERROR", "INVALID_ARGUMENT", "Access denied", "denied",
-                          "NOT_AUTHORIZED", "There is no 100-continue header", "Invalid json path", "Label format error"})
+    for (const char* s :
+         {"Unknown table", "Unknown database", "ANALYSIS_ERROR", "INVALID_ARGUMENT", "Access denied", "denied",
+          "NOT_AUTHORIZED", "There is no 100-continue header", "Invalid json path", "Label format error"})
       if (m.find(s) != std::string::npos) return true;
     return false;
   }
 
   void run_load(const pmq_batch& raw, Load load, std::vector<std::string>& precommitted) {
     const std::string l = label(raw, load.first, load.last);
-    const std::string where = "Stream Load of " + std::string(raw.topic) + "[" + std::to_string(raw.partition) + "] offsets " +
-                              std::to_string(load.first) + ".." + std::to_string(load.last) + " (label " + l + ") into " +
-                              s_.database + "." + s_.table;
+    const std::string where = "Stream Load of " + std::string(raw.topic) + "[" + std::to_string(raw.partition) +
+                              "] offsets " + std::to_string(load.first) + ".." + std::to_string(load.last) +
+                              " (label " + l + ") into " + s_.database + "." + s_.table;
     kit::RetryWait retry(stopping(), s_.retry_timeout);
     std::string body;
     bool rebuild = true;
@@ -516,8 +565,9 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
         count("resends");
         log(sdk::LogLevel::Debug, where + ": resending in " + std::to_string(d.count()) + " ms: " + why);
       });
-      if (!waited) throw sdk::RetryableError(where + ": " + bounded(why) + (retry.stopped() ? " (stopping;" : " (") +
-                                             " the same label is re-sent on the retry)");
+      if (!waited)
+        throw sdk::RetryableError(where + ": " + bounded(why) + (retry.stopped() ? " (stopping;" : " (") +
+                                  " the same label is re-sent on the retry)");
     };
     while (true) {
       if (load.positions.empty()) return;
@@ -537,12 +587,15 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
         continue;
       }
       if (!r.completed() || r.status >= 500 || r.status == 429) {
-        wait_or_fail(r.completed() ? "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200) : "no answer: " + r.failure->message);
+        wait_or_fail(r.completed() ? "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200)
+                                   : "no answer: " + r.failure->message);
         continue;
       }
       if (r.status == 401 || r.status == 403)
-        throw sdk::FatalError(where + ": HTTP " + std::to_string(r.status) + " (check user and password, and LOAD on the table): " + r.body_excerpt(200));
-      if (r.status != 200) throw sdk::FatalError(where + ": HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(300));
+        throw sdk::FatalError(where + ": HTTP " + std::to_string(r.status) +
+                              " (check user and password, and LOAD on the table): " + r.body_excerpt(200));
+      if (r.status != 200)
+        throw sdk::FatalError(where + ": HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(300));
       const Answer a = parse_answer(r.body);
       if (a.status == "Success" || a.status == "Publish Timeout") {
         count("loads");
@@ -592,7 +645,9 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
         wait_or_fail("Fail: " + a.message);
         continue;
       }
-      if (a.status.empty()) throw sdk::FatalError(where + ": not a Stream Load answer (is url the FE's HTTP port?): " + r.body_excerpt(300));
+      if (a.status.empty())
+        throw sdk::FatalError(where +
+                              ": not a Stream Load answer (is url the FE's HTTP port?): " + r.body_excerpt(300));
       if (fatal_message(a.message)) throw sdk::FatalError(where + ": " + a.status + ": " + bounded(a.message));
       wait_or_fail(a.status + ": " + a.message);
     }
@@ -609,8 +664,9 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       if (r.completed() && r.status == 200) break;
     } while (retry.wait());
     if (!r.completed() || r.status != 200)
-      throw sdk::RetryableError(where + ": " + std::to_string(a.filtered) + " rows filtered, and their ErrorURL " + kit::redact_url(a.error_url) +
-                                " could not be read: " + (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message));
+      throw sdk::RetryableError(where + ": " + std::to_string(a.filtered) + " rows filtered, and their ErrorURL " +
+                                kit::redact_url(a.error_url) + " could not be read: " +
+                                (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message));
     std::unordered_multimap<std::string_view, size_t> by_line;
     for (size_t k = 0; k < load.lines.size(); ++k) by_line.emplace(load.lines[k], k);
     std::set<size_t> refused;
@@ -634,16 +690,17 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       for (auto it = from; it != to; ++it) {
         if (refused.insert(it->second).second) {
           ++mapped;
-          reject(load.positions[it->second], "Doris refused the row: " + bounded(std::string(reason)) + " (" + where + ")");
+          reject(load.positions[it->second],
+                 "Doris refused the row: " + bounded(std::string(reason)) + " (" + where + ")");
           count("rejected_records");
           break;
         }
       }
     }
     if (mapped == 0 || (keep_rest && static_cast<int64_t>(mapped) < a.filtered))
-      throw sdk::FatalError(where + ": Doris filtered " + std::to_string(a.filtered) + " rows but its error log names " +
-                            std::to_string(mapped) + " of the sent rows (ErrorURL " + kit::redact_url(a.error_url) +
-                            "); nothing is rejected blindly");
+      throw sdk::FatalError(where + ": Doris filtered " + std::to_string(a.filtered) +
+                            " rows but its error log names " + std::to_string(mapped) + " of the sent rows (ErrorURL " +
+                            kit::redact_url(a.error_url) + "); nothing is rejected blindly");
     Load rest;
     rest.first = load.first;
     rest.last = load.last;
@@ -670,7 +727,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       return false;
     }
     if (!r.completed() || r.status != 200) {
-      why = r.completed() ? "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200) : "no answer: " + r.failure->message;
+      why = r.completed() ? "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200)
+                          : "no answer: " + r.failure->message;
       return false;
     }
     const Answer a = parse_answer(r.body);
@@ -687,23 +745,31 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       std::string why;
       while (!two_pc(l, "commit", why))
         if (!retry.wait())
-          throw sdk::RetryableError("committing the pre-committed load " + l + " (_stream_load_2pc) failed: " + bounded(why) +
-                                    (retry.stopped() ? " (stopping; the retry commits it)" : " (the retry commits it)"));
+          throw sdk::RetryableError(
+              "committing the pre-committed load " + l + " (_stream_load_2pc) failed: " + bounded(why) +
+              (retry.stopped() ? " (stopping; the retry commits it)" : " (the retry commits it)"));
       count("commits");
     }
   }
 
   void abort_label(const std::string& l) {
     std::string why;
-    if (!two_pc(l, "abort", why)) throw sdk::RetryableError("aborting the pre-committed load " + l + " of an earlier run failed: " + bounded(why));
+    if (!two_pc(l, "abort", why))
+      throw sdk::RetryableError("aborting the pre-committed load " + l + " of an earlier run failed: " + bounded(why));
     count("aborts");
   }
 
   void abort_quietly(const std::vector<std::string>& labels) {
     for (const auto& l : labels) {
       std::string why;
-      if (two_pc(l, "abort", why)) count("aborts");
-      else log(sdk::LogLevel::Warn, "aborting the pre-committed load " + l + " failed (Doris aborts it at its timeout; a retry aborts or commits it): " + why);
+      if (two_pc(l, "abort", why)) {
+        count("aborts");
+      } else {
+        std::string message = "aborting the pre-committed load " + l;
+        message += " failed (Doris aborts it at its timeout; a retry aborts or commits it): ";
+        message += why;
+        log(sdk::LogLevel::Warn, message);
+      }
     }
   }
 
@@ -712,7 +778,8 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   // The FE's get_load_state with a label nobody uses: connects and checks the credentials.
   // An unreachable FE is a warning (the sink starts; each write retries).
   void health_check() {
-    kit::HttpResponse r = client_->send({.method = "GET", .url = base_ + "/get_load_state?label=picomq-health-check", .timeout = 5s});
+    kit::HttpResponse r =
+        client_->send({.method = "GET", .url = base_ + "/get_load_state?label=picomq-health-check", .timeout = 5s});
     std::string state, error;
     if (!r.completed() || r.status >= 500) {
       count("destination_unreachable");
@@ -720,10 +787,11 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
                                    (r.completed() ? "HTTP " + std::to_string(r.status) : r.failure->message));
       return;
     }
-    if (!parse_load_state(r, state, error)) throw sdk::FatalError("connecting to the Doris FE at " + kit::redact_url(s_.url) + ": " + error);
-    log(sdk::LogLevel::Info, "connected to the Doris FE at " + kit::redact_url(s_.url) + ": table " + s_.database + "." + s_.table +
-                                 ", labels " + prefix_ + "-..., label_span " + std::to_string(s_.label_span) +
-                                 (s_.two_phase_commit ? ", two-phase commit" : ""));
+    if (!parse_load_state(r, state, error))
+      throw sdk::FatalError("connecting to the Doris FE at " + kit::redact_url(s_.url) + ": " + error);
+    log(sdk::LogLevel::Info, "connected to the Doris FE at " + kit::redact_url(s_.url) + ": table " + s_.database +
+                                 "." + s_.table + ", labels " + prefix_ + "-..., label_span " +
+                                 std::to_string(s_.label_span) + (s_.two_phase_commit ? ", two-phase commit" : ""));
   }
 
   Settings s_;

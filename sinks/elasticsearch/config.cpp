@@ -2,8 +2,9 @@
 
 #include <simdjson.h>
 
-#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_values.hpp"
 
 namespace picomq::elasticsearch {
 namespace {
@@ -11,9 +12,10 @@ namespace {
 using namespace std::chrono_literals;
 
 std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(url, {.what = "the cluster's HTTP endpoint, e.g. http://127.0.0.1:9200",
-                                   .credentials = "use auth = \"basic\" with auth_user / auth_password, or auth = \"api_key\"",
-                                   .query = "the sink sets the query; use the options"});
+  return kit::check_base_url(
+      url, {.what = "the cluster's HTTP endpoint, e.g. http://127.0.0.1:9200",
+            .credentials = "use auth = \"basic\" with auth_user / auth_password, or auth = \"api_key\"",
+            .query = "the sink sets the query; use the options"});
 }
 
 // A JSON object option (index_settings, index_mappings): null (unset) or an object.
@@ -39,11 +41,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "query or credentials."),
       kit::option("index", &Settings::index)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
+          .check(kit::valid_name_template())
           .help("Index (or data stream) name template, resolved once per topic: {topic}, {topic_segment[N]}; "
                 "sanitised to the index-name rules (lower case, characters outside [a-z0-9._-] as '_', no "
                 "leading '-', '_', '+' or '.', at most 255 bytes with a hash suffix when cut): topic Shop.Orders "
@@ -168,13 +166,14 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.data_stream && s.document == kit::JsonLayout::PayloadOnly)
     problems.add("document", "payload cannot carry @timestamp in a data stream: use flat or envelope");
   if (s.data_stream && (s.index_settings.text != "null" || s.index_mappings.text != "null"))
-    problems.add("data_stream", "index_settings / index_mappings are for indices; a data stream's come from its "
-                                "index template");
+    problems.add("data_stream",
+                 "index_settings / index_mappings are for indices; a data stream's come from its "
+                 "index template");
   if (!problems.empty()) return std::nullopt;
   kit::NameTemplate index = kit::NameTemplate::parse(s.index).value();
   Plan p{std::move(s), {}, std::move(index), {}, {}, {}};
   p.base_url = p.settings.url;
-  while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
+  p.base_url = kit::base_url(std::move(p.base_url));
   // Only what the sink reads of each item: the response of a large bulk shrinks to a few bytes per item.
   p.bulk_query =
       "?filter_path=errors,items.*.status,items.*.result,items.*.error.type,items.*.error.reason,"
@@ -186,7 +185,8 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     p.create_body = "{";
     if (p.settings.index_settings.text != "null") p.create_body += "\"settings\":" + p.settings.index_settings.text;
     if (p.settings.index_mappings.text != "null")
-      p.create_body += std::string(p.create_body.size() > 1 ? "," : "") + "\"mappings\":" + p.settings.index_mappings.text;
+      p.create_body +=
+          std::string(p.create_body.size() > 1 ? "," : "") + "\"mappings\":" + p.settings.index_mappings.text;
     p.create_body += "}";
   }
   for (size_t from = 0; !p.settings.routing_field.empty();) {

@@ -1,7 +1,8 @@
 #include "influxdb/config.h"
 
-#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_values.hpp"
 
 namespace picomq::influxdb {
 namespace {
@@ -13,7 +14,6 @@ std::optional<std::string> check_url(const std::string& url) {
                                    .credentials = "use token, or auth = \"basic\" with auth_user / auth_password",
                                    .query = "the sink sets the query; use the options"});
 }
-
 
 }  // namespace
 
@@ -51,11 +51,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "database token (Authorization: Bearer ...). Empty: no token (v1 uses auth = \"basic\")."),
       kit::option("measurement", &Settings::measurement)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
+          .check(kit::valid_name_template())
           .help("Measurement name template, resolved once per topic: {topic}, {topic_segment[N]} (used when "
                 "measurement_field is empty)."),
       kit::option("measurement_field", &Settings::measurement_field)
@@ -160,26 +156,28 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   switch (s.api) {
     case Api::V1:
       if (s.database.empty()) problems.add("database", "api = \"v1\" needs the database to write to");
-      if (!s.org.empty() || !s.bucket.empty()) problems.add("bucket", "org / bucket are for api = \"v2\"; v1 uses database");
+      if (!s.org.empty() || !s.bucket.empty())
+        problems.add("bucket", "org / bucket are for api = \"v2\"; v1 uses database");
       break;
     case Api::V2:
       if (s.org.empty()) problems.add("org", "api = \"v2\" needs the organization (name or ID)");
       if (s.bucket.empty()) problems.add("bucket", "api = \"v2\" needs the bucket to write to");
-      if (!s.database.empty()) problems.add("database", "database is for api = \"v1\" / \"v3\"; v2 uses org and bucket");
+      if (!s.database.empty())
+        problems.add("database", "database is for api = \"v1\" / \"v3\"; v2 uses org and bucket");
       break;
     case Api::V3:
       if (s.database.empty()) problems.add("database", "api = \"v3\" needs the database to write to");
-      if (!s.org.empty() || !s.bucket.empty()) problems.add("bucket", "org / bucket are for api = \"v2\"; v3 uses database");
+      if (!s.org.empty() || !s.bucket.empty())
+        problems.add("bucket", "org / bucket are for api = \"v2\"; v3 uses database");
       break;
   }
-  if (!s.retention_policy.empty() && s.api != Api::V1)
-    problems.add("retention_policy", "is for api = \"v1\"");
+  if (!s.retention_policy.empty() && s.api != Api::V1) problems.add("retention_policy", "is for api = \"v1\"");
   if (s.field_separator.empty()) problems.add("field_separator", "must not be empty");
   if (!problems.empty()) return std::nullopt;
   kit::NameTemplate measurement = kit::NameTemplate::parse(s.measurement).value();
   Plan p{std::move(s), {}, {}, std::move(measurement)};
   p.base_url = p.settings.url;
-  while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
+  p.base_url = kit::base_url(std::move(p.base_url));
   const Settings& t = p.settings;
   switch (t.api) {
     case Api::V1:
@@ -189,7 +187,8 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       break;
     case Api::V2:
       p.write_url = p.base_url + "/api/v2/write?org=" + kit::percent_encode(t.org) +
-                    "&bucket=" + kit::percent_encode(t.bucket) + "&precision=" + std::string(precision_name(t.precision));
+                    "&bucket=" + kit::percent_encode(t.bucket) +
+                    "&precision=" + std::string(precision_name(t.precision));
       break;
     case Api::V3:
       // accept_partial=true (the default, written out): the valid lines are written and the

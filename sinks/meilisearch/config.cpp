@@ -4,7 +4,9 @@
 
 #include <cctype>
 
+#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/name_template.hpp"
+#include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
 
 namespace picomq::meilisearch {
@@ -28,11 +30,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Meilisearch's address: http(s)://host:7700 (a path prefix for a proxy is kept)."),
       kit::option("index", &Settings::index)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
+          .check(kit::valid_name_template())
           .help("Index uid template, resolved once per topic: {topic}, {topic_segment[N]}; every byte outside "
                 "[A-Za-z0-9_-] becomes '_', at most 400 bytes (a hash suffix when cut): topic shop.orders is index "
                 "shop_orders."),
@@ -123,7 +121,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   if (s.http.compression != kit::Compression::None && s.http.compression != kit::Compression::Gzip)
     problems.add("compression", "Meilisearch takes gzip, deflate or br request bodies: use \"gzip\" or \"none\"");
   if (!problems.empty()) return std::nullopt;
-  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  s.url = kit::base_url(std::move(s.url));
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
 
 namespace picomq::mongodb {
@@ -57,7 +58,8 @@ kit::Result<std::string> collection_name(std::string_view resolved, std::string_
   // system.* is MongoDB's own; a leading '.' is refused ("Invalid collection name").
   if (out.rfind("system.", 0) == 0 || out[0] == '.') out.insert(out.begin(), '_');
   if (db.size() + 1 + kMinCollectionBytes > kMaxNamespaceBytes)
-    return R::failure("database '" + std::string(db) + "' leaves no room for collection names in MongoDB's 255-byte namespace");
+    return R::failure("database '" + std::string(db) +
+                      "' leaves no room for collection names in MongoDB's 255-byte namespace");
   return R::success(kit::fit_name(std::move(out), std::min(kMaxCollectionBytes, kMaxNamespaceBytes - db.size() - 1)));
 }
 
@@ -94,11 +96,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Database of the target collections (created by MongoDB on the first write)."),
       kit::option("collection", &Settings::collection)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
+          .check(kit::valid_name_template())
           .help("Collection name template, resolved once per topic: {topic}, {topic_segment[N]}. Sanitised to "
                 "MongoDB's namespace rules: control characters and '$' become '_', a name starting with "
                 "\"system.\" or '.' gets a '_' in front; a name longer than 235 bytes (FerretDB's limit) or than "
@@ -121,9 +119,12 @@ const kit::OptionTable<Settings>& option_table() {
           .help("id_strategy field: the top-level payload field whose value becomes _id (kept in the document "
                 "too)."),
       kit::option("write_strategy", &Settings::write_strategy)
-          .choices({{"insert", WriteStrategy::Insert}, {"replace", WriteStrategy::Replace}, {"update", WriteStrategy::Update}})
+          .choices({{"insert", WriteStrategy::Insert},
+                    {"replace", WriteStrategy::Replace},
+                    {"update", WriteStrategy::Update}})
           .fallback(WriteStrategy::Insert)
-          .help("insert: unordered bulk inserts (the fastest; 11000 on _id = already written). replace: replaceOne with upsert, filtered by _id or by business_key "
+          .help("insert: unordered bulk inserts (the fastest; 11000 on _id = already written). replace: replaceOne "
+                "with upsert, filtered by _id or by business_key "
                 "(the last record of a key wins). update: updateOne with upsert and $set of the document's fields "
                 "(fields the record does not carry are kept), plus inserted_at_field / updated_at_field. replace "
                 "and update write one batch at a time per topic block, in order."),

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "picomq/kit/declared_columns.hpp"
+#include "picomq/kit/option_values.hpp"
 #include "postgres/row_encoder.h"
 
 namespace picomq::postgres {
@@ -60,7 +61,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "for another table when all are open commits the oldest stream first. 1: tables take turns."),
       kit::option("target_table", &Settings::target_table)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) { return kit::NameTemplate::parse(v).problem(); })
+          .check(kit::valid_name_template())
           .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]} (N from 0, or "
                 "negative from the end). Sanitised to a PostgreSQL identifier (at most 63 bytes, with a hash "
                 "suffix when cut) and always quoted."),

@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "picomq/kit/encoding.hpp"
+#include "picomq/kit/http_client.hpp"
 #include "picomq/kit/name_template.hpp"
+#include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "quickwit/index_config_yaml.h"
 
@@ -52,11 +54,7 @@ const kit::OptionTable<Settings>& option_table() {
                 "/api/v1)."),
       kit::option("index", &Settings::index)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
+          .check(kit::valid_name_template())
           .help("Index id template, resolved once per topic: {topic}, {topic_segment[N]}; sanitised to Quickwit's "
                 "index id rules (^[a-zA-Z][a-zA-Z0-9-_.]{2,254}$: other bytes become '_', a leading non-letter gets "
                 "the prefix 'i', a shorter id is padded with '_', a longer one cut with a hash suffix)."),
@@ -167,7 +165,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
     problems.add("compression",
                  "must be \"none\": compressed ingest bodies are not part of Quickwit's documented REST API");
   if (!problems.empty()) return std::nullopt;
-  while (!s.url.empty() && s.url.back() == '/') s.url.pop_back();
+  s.url = kit::base_url(std::move(s.url));
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "surrealdb/config.h"
 
 #include "picomq/kit/http_client.hpp"
+#include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
 
 namespace picomq::surrealdb {
@@ -9,7 +10,8 @@ namespace {
 using namespace std::chrono_literals;
 
 std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(url, {.what = "the server's HTTP endpoint, e.g. http://127.0.0.1:8000", .credentials = "use user / password"});
+  return kit::check_base_url(
+      url, {.what = "the server's HTTP endpoint, e.g. http://127.0.0.1:8000", .credentials = "use user / password"});
 }
 
 // Namespace and database names are written into DEFINE statements: plain identifiers only.
@@ -59,11 +61,7 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Database ([A-Za-z0-9_]). Sent as the surreal-db header."),
       kit::option("table", &Settings::table)
           .fallback(std::string("{topic}"))
-          .check([](const std::string& v) -> std::optional<std::string> {
-            auto t = kit::NameTemplate::parse(v);
-            if (!t) return t.error();
-            return std::nullopt;
-          })
+          .check(kit::valid_name_template())
           .help("Table name template, resolved once per topic: {topic}, {topic_segment[N]}; sanitised to a SurrealDB "
                 "identifier: every character outside [A-Za-z0-9_] becomes '_', a leading digit gets the prefix 't', "
                 "at most 63 bytes (cut with a hash suffix). Topic shop.orders-eu is table shop_orders_eu."),
@@ -86,9 +84,9 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them (counted), or (id = key) DELETE the record of their key (one "
                 "already gone counts as deleted)."),
-      kit::document_option(&Settings::document,
-                           {.more = "A payload field `id` is kept as pico_payload_id, since id is the record id.",
-                            .payload = false}),
+      kit::document_option(
+          &Settings::document,
+          {.more = "A payload field `id` is kept as pico_payload_id, since id is the record id.", .payload = false}),
       kit::option("create_namespace", &Settings::create_namespace)
           .fallback(true)
           .help("At start, DEFINE NAMESPACE IF NOT EXISTS / DEFINE DATABASE IF NOT EXISTS (SurrealDB creates neither "
@@ -151,19 +149,22 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
     problems.add("tombstones", "delete needs id = \"key\" (a tombstone names its record by its key)");
   if (s.auth != AuthMode::None && s.password.empty())
-    problems.add("password", "is required with auth = \"" + std::string(s.auth == AuthMode::Basic ? "basic" : "signin") + "\"");
+    problems.add("password",
+                 "is required with auth = \"" + std::string(s.auth == AuthMode::Basic ? "basic" : "signin") + "\"");
   if (s.index_offsets && !s.define_table) problems.add("index_offsets", "needs define_table = true");
   if (s.http.compression != kit::Compression::None)
-    problems.add("compression", "SurrealDB 3.3.5 does not decode compressed request bodies (a gzip body is "
-                                "answered 400 \"Parse error\"): leave it \"none\"");
+    problems.add("compression",
+                 "SurrealDB 3.3.5 does not decode compressed request bodies (a gzip body is "
+                 "answered 400 \"Parse error\"): leave it \"none\"");
   if (s.auth == AuthMode::Basic && s.auth_level != AuthLevel::Root)
-    problems.add("auth_level", "namespace and database users need auth = \"signin\" (SurrealDB 3.3.5 answers 401 to "
-                               "basic auth of a user that is not a root user)");
+    problems.add("auth_level",
+                 "namespace and database users need auth = \"signin\" (SurrealDB 3.3.5 answers 401 to "
+                 "basic auth of a user that is not a root user)");
   if (!problems.empty()) return std::nullopt;
   kit::NameTemplate t = kit::NameTemplate::parse(s.table).value();
   Plan p{std::move(s), {}, std::move(t)};
   p.base_url = p.settings.url;
-  while (!p.base_url.empty() && p.base_url.back() == '/') p.base_url.pop_back();
+  p.base_url = kit::base_url(std::move(p.base_url));
   return p;
 }
 
