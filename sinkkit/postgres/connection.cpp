@@ -63,10 +63,8 @@ std::optional<ConnectError> Connection::connect(Clock::time_point deadline, cons
   disconnect();
   if (connect_timeout_) deadline = std::min(deadline, Clock::now() + *connect_timeout_);
   auto failed = [&](ConnectFailure kind, const std::string& raw) {
-    std::string message = redact_secrets(trim(raw), conninfo_, &options_);
-    for (const auto& [key, value] : extras_.parameters)
-      for (size_t at = 0; key == "password" && !value.empty() && (at = message.find(value, at)) != std::string::npos;)
-        message.replace(at, value.size(), "********");
+    // The string's password and one the sink gave as a parameter.
+    std::string message = redact_secrets(redact_secrets(trim(raw), conninfo_, &options_), {}, &extras_.parameters);
     ConnectError e{kind, std::move(message)};
     disconnect();
     return e;
