@@ -74,11 +74,10 @@ bench_require_kcat() {
   command -v kcat >/dev/null || { echo "kcat not installed (bash scripts/setup.sh)" >&2; exit 2; }
 }
 
-# bench_compile_helper: compiles bench_helper.c against librdkafka into $work/bench_helper.
+# bench_compile_helper: the build's bench_helper (bench/bench_helper.c on the runtime's librdkafka).
 bench_compile_helper() {
-  helper="$work/bench_helper"
-  # shellcheck disable=SC2046
-  cc -O2 -Wall -o "$helper" "$bench/bench_helper.c" $(pkg-config --cflags --libs rdkafka)
+  helper="$repo/build/bench/plugins/bench_helper"
+  [[ -x "$helper" ]] || cmake --build "$repo/build" --target bench_helper >/dev/null
 }
 
 # Prints a port p with p and p+1 free (broker + controller), below the ephemeral range so no

@@ -27,6 +27,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/systemd/picomq-connect.service DES
 # The docs and the quickstart (its config finds the plugins in the default plugin directory).
 set(PICOMQ_DOC_DIR ${CMAKE_INSTALL_DATADIR}/doc/picomq-connect)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${PICOMQ_DOC_DIR} COMPONENT runtime)
+# picomq-connect links librdkafka statically (cmake/PicomqRdkafka.cmake): its licenses go with it.
+install(FILES ${PICOMQ_RDKAFKA_ROOT}/LICENSES.txt DESTINATION ${PICOMQ_DOC_DIR} RENAME librdkafka-LICENSES.txt COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${PICOMQ_DOC_DIR} COMPONENT runtime
         FILES_MATCHING PATTERN "*.md" PATTERN "*.png")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/quickstart/ DESTINATION ${CMAKE_INSTALL_DATADIR}/picomq-connect/quickstart
@@ -101,9 +103,10 @@ ${picomq_heavy_body}")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME picomq-connect-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "librdkafka-dev, libcurl4-openssl-dev, libdeflate-dev, libzstd-dev, libssl-dev, libsimdjson-dev, nlohmann-json3-dev, libgtest-dev, cmake, pkg-config")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libsasl2-dev, zlib1g-dev, libcurl4-openssl-dev, libdeflate-dev, libzstd-dev, libssl-dev, libsimdjson-dev, nlohmann-json3-dev, libgtest-dev, cmake, pkg-config")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "picomq-connect sink SDK
 The stable C ABI (sink_abi.h), the header-only C++ SDK, the sink kit (static library), the CMake
-package (find_package(picomq-sdk)), pkg-config files and the sink conformance suite.")
+package (find_package(picomq-sdk)), pkg-config files and the sink conformance suite (with the
+static librdkafka 2.12.1 it links).")
 
 include(CPack)

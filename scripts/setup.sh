@@ -18,10 +18,11 @@ esac
 # libraries, the kit's HTTP client and the operations API.
 build_packages=(
   build-essential cmake ninja-build pkg-config ccache git
-  librdkafka-dev kcat libtomlplusplus-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev
+  kcat libtomlplusplus-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev
   nlohmann-json3-dev libjemalloc-dev python3
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev  # decoders (src/decoders)
   libzstd-dev libdeflate-dev zlib1g-dev libssl-dev  # sink kit: HTTP client compression, SigV4 hash
+  libsasl2-dev  # librdkafka 2.12.1, built from source (scripts/build-librdkafka.sh): GSSAPI through Cyrus SASL
   libcpp-httplib-dev prometheus-cpp-dev  # operations API (src/runtime/ops)
   libsystemd-dev  # sd_notify: Type=notify readiness (packaging/systemd)
 )

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# librdkafka 2.12.1, the one Kafka client of picomq-connect (runtime, dead-letter producer, embedded
+# broker, tests), built once per machine from its complete source as crates.io serves it: the source
+# of the `rdkafka-sys 4.10.0+2.12.1` crate (pinned by version and SHA-256 below). Static, with
+# position-independent code, SSL, SASL (SCRAM, OAUTHBEARER, and GSSAPI through Cyrus SASL), zstd
+# and zlib; Debian 12's librdkafka is 2.0.2, which has neither KIP-848 nor a fetcher that wakes
+# on its own (docs/runtime.md).
+#   scripts/build-librdkafka.sh [PREFIX]   default ${PICOMQ_DEPS_CACHE:-~/.cache/picomq}/librdkafka-2.12.1
+# Returns at once when PREFIX holds a finished build. CMake runs it at configure time
+# (cmake/PicomqRdkafka.cmake); needs what scripts/setup.sh --build-only installs.
+set -euo pipefail
+version=2.12.1
+crate=rdkafka-sys-4.10.0+${version}
+crate_sha256=e234cf318915c1059d4921ef7f75616b5219b10b46e9f3a511a15eb4b56a3f77
+prefix="${1:-${PICOMQ_DEPS_CACHE:-$HOME/.cache/picomq}/librdkafka-$version}"
+stamp="$prefix/.complete-$crate_sha256"
+[[ -f "$stamp" ]] && exit 0
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/librdkafka-build.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+archive="$work/$crate.crate"
+# The crate cargo already downloaded, else crates.io's download host.
+cached=$(ls "$HOME"/.cargo/registry/cache/*/"$crate.crate" 2>/dev/null | head -1 || true)
+if [[ -n "$cached" ]]; then
+  cp "$cached" "$archive"
+else
+  echo "librdkafka: downloading $crate from crates.io" >&2
+  curl -fsSL --retry 3 -o "$archive" "https://static.crates.io/crates/rdkafka-sys/$crate.crate"
+fi
+actual=$(sha256sum "$archive" | cut -d' ' -f1)
+if [[ "$actual" != "$crate_sha256" ]]; then
+  echo "librdkafka: $crate.crate has SHA-256 $actual, expected $crate_sha256; not building it" >&2
+  exit 1
+fi
+tar -xzf "$archive" -C "$work"
+src="$work/$crate/librdkafka"
+grep -q "define RD_KAFKA_VERSION 0x020c01ff" "$src/src/rdkafka.h" || {
+  echo "librdkafka: $crate does not hold librdkafka $version" >&2
+  exit 1
+}
+
+echo "librdkafka: building $version into $prefix (a few minutes, once per machine)" >&2
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+rm -rf "$prefix"
+cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix" \
+  -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON "${launcher[@]}" \
+  -DRDKAFKA_BUILD_STATIC=ON -DRDKAFKA_BUILD_EXAMPLES=OFF -DRDKAFKA_BUILD_TESTS=OFF \
+  -DWITH_SSL=ON -DWITH_SASL=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_CURL=ON -DENABLE_LZ4_EXT=OFF \
+  >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
+cmake --build "$work/build" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
+cmake --install "$work/build" >/dev/null
+cp "$src/LICENSES.txt" "$prefix/LICENSES.txt"
+touch "$stamp"
+echo "librdkafka: $version ready in $prefix" >&2
