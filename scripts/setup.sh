@@ -22,7 +22,7 @@ build_packages=(
   nlohmann-json3-dev libjemalloc-dev python3
   libprotobuf-dev libprotoc-dev protobuf-compiler libflatbuffers-dev flatbuffers-compiler libavro-dev libcurl4-openssl-dev  # decoders (src/decoders)
   libzstd-dev libdeflate-dev zlib1g-dev libssl-dev  # sink kit: HTTP client compression, SigV4 hash
-  libsasl2-dev  # librdkafka 2.12.1, built from source (scripts/build-librdkafka.sh): GSSAPI through Cyrus SASL
+  libsasl2-dev curl ca-certificates  # librdkafka 2.12.1, built from its source crate (scripts/build-librdkafka.sh): Cyrus SASL, the download
   libcpp-httplib-dev prometheus-cpp-dev  # operations API (src/runtime/ops)
   libsystemd-dev  # sd_notify: Type=notify readiness (packaging/systemd)
 )

@@ -113,6 +113,31 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, const std::
                 "'group_instance_id' must be 1 to 200 characters");
       else config.group_instance_id = std::move(*id);
     }
+    if (auto protocol = b.string("group_protocol")) {
+      const toml::node& where = *broker->get("group_protocol");
+      if (*protocol == "auto") {
+        config.group_protocol = GroupProtocol::Auto;
+      } else if (*protocol == "consumer") {
+        config.group_protocol = GroupProtocol::Consumer;
+        for (const auto& [name, value] : config.client_properties)
+          if (is_classic_group_property(name))
+            b.error(
+                where, "group_protocol",
+                "group_protocol = \"consumer\" (KIP-848) cannot take [broker.properties] '" + name +
+                    "', a property of the classic protocol (the broker decides it under KIP-848); remove one of them");
+        if (config.group_instance_id)
+          b.error(
+              where, "group_protocol",
+              "group_protocol = \"consumer\" (KIP-848) cannot be combined with group_instance_id: under KIP-848 a "
+              "runtime restarted after a crash is fenced (UNRELEASED_INSTANCE_ID) until the broker's session timeout, "
+              "where the classic protocol gives it its partitions back at once; use \"auto\" or \"classic\"");
+      } else if (*protocol == "classic") {
+        config.group_protocol = GroupProtocol::Classic;
+      } else {
+        b.error(where, "group_protocol",
+                "'group_protocol' must be \"auto\", \"consumer\" or \"classic\", got \"" + *protocol + "\"");
+      }
+    }
     b.finish();
   }
 
@@ -235,6 +260,20 @@ RuntimeConfigResult load_runtime_config(const std::filesystem::path& file, const
   }
   std::filesystem::path base_dir = std::filesystem::absolute(file).parent_path();
   return parse_runtime_config(*text, file.string(), base_dir, env);
+}
+
+const char* group_protocol_name(GroupProtocol p) {
+  switch (p) {
+    case GroupProtocol::Consumer: return "consumer";
+    case GroupProtocol::Classic: return "classic";
+    case GroupProtocol::Auto: break;
+  }
+  return "auto";
+}
+
+bool is_classic_group_property(std::string_view property) {
+  return property == "session.timeout.ms" || property == "heartbeat.interval.ms" ||
+         property == "partition.assignment.strategy" || property == "group.protocol.type";
 }
 
 }  // namespace picomq::config

@@ -22,6 +22,11 @@ struct EmbeddedSeed {
   std::string file;  // absolute (resolved against the runtime config's folder)
 };
 
+enum class GroupProtocol { Auto, Consumer, Classic };
+const char* group_protocol_name(GroupProtocol p);
+// Properties of librdkafka's classic group protocol that its `consumer` protocol refuses.
+bool is_classic_group_property(std::string_view property);
+
 struct RuntimeConfig {
   std::string file;
   // [broker]
@@ -40,6 +45,10 @@ struct RuntimeConfig {
   // after the dead member's session timeout. A second runtime with the same id fences the
   // first (docs/runtime.md, "Restarts and static membership").
   std::optional<std::string> group_instance_id;
+  // [broker] group_protocol: how the consumers join their groups (docs/runtime.md, "Group
+  // protocols"). Auto: KIP-848's `consumer` protocol where the broker offers it and nothing in
+  // this config asks for the classic one, else `classic` with the cooperative-sticky assignor.
+  GroupProtocol group_protocol = GroupProtocol::Auto;
   // [plugins] path: a string or an array of strings, absolute. Empty: the runtime's default.
   std::vector<std::filesystem::path> plugin_path;
   // [sinks] dir (required), absolute.

@@ -25,7 +25,10 @@ kafka::ConsumerSettings consumer_settings(const BlockSettings& s, std::string gr
   c.bootstrap_servers = s.bootstrap_servers;
   c.client_properties = s.client_properties;
   // Unique per group: each block has a group of its own, so the group name makes it so.
-  if (s.group_instance_id) c.client_properties.emplace_back("group.instance.id", *s.group_instance_id + "-" + c.group_id);
+  if (s.group_instance_id)
+    c.client_properties.emplace_back("group.instance.id", *s.group_instance_id + "-" + c.group_id);
+  c.static_membership = s.group_instance_id.has_value();
+  c.group_protocol = s.group_protocol;
   c.block_properties = s.block.properties;
   c.auto_offset_reset = s.block.auto_offset_reset;
   c.topics = s.block.topics;
@@ -54,7 +57,8 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   client_.set_commit_listener(&committer_);
   buckets_ = std::make_unique<Bucketer<kafka::MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
   if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
-  const auto decoders = decoders::make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
+  const auto decoders =
+      decoders::make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
   if (!settings_.block.arrow_schema.empty()) {
     std::vector<arrow::DeclaredColumn> declared;
     for (const auto& c : settings_.block.arrow_schema)
@@ -103,7 +107,11 @@ bool BlockPipeline::join() {
 // ---------------------------------------------------------------- consumer thread
 
 void BlockPipeline::consumer_main() {
-  if (auto error = client_.create(); !error.empty()) {
+  const auto keep_waiting = [this] {
+    publish_status();  // the block shows the broker as unreachable meanwhile
+    return !stop_requested_.load();
+  };
+  if (auto error = client_.create(keep_waiting); !error.empty()) {
     fail(error);
     std::lock_guard lock(mutex_);
     delivery_stop_ = true;
@@ -183,7 +191,6 @@ void BlockPipeline::poll_once() {
   buffered_bytes_ += polled_bytes;
   consumed_records_ += polled.size();
   consumed_bytes_ += polled_bytes;
-  client_.watch_fetch_queue(polled.empty() ? 0 : polled_bytes / polled.size());
   flush_due(Clock::now());
 }
 
@@ -307,8 +314,7 @@ void BlockPipeline::set_paused(bool paused, size_t records, size_t bytes) {
   if (paused)
     spdlog::info("{}: {} records / {} bytes buffered (limits {} / {}): pausing the consumer until the sink catches up",
                  log_prefix_, records, bytes, settings_.max_buffered_records, settings_.max_buffered_bytes);
-  else
-    spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
+  else spdlog::info("{}: buffer drained; resuming the consumer", log_prefix_);
   client_.set_paused(paused || operator_pause_applied_);
   publish_status();
 }
@@ -329,8 +335,10 @@ void BlockPipeline::on_revoking(const std::vector<TopicPartition>& revoked, bool
   if (in_flight_.any(revoked)) {
     sink_.flush(settings_.shutdown_timeout);
     if (!in_flight_.wait_idle(revoked, settings_.shutdown_timeout))
-      spdlog::error("{}: writes of revoked partitions still pending after {} ms; handing them over anyway (their "
-                    "records may be written again by the next owner)", log_prefix_, settings_.shutdown_timeout.count());
+      spdlog::error(
+          "{}: writes of revoked partitions still pending after {} ms; handing them over anyway (their "
+          "records may be written again by the next owner)",
+          log_prefix_, settings_.shutdown_timeout.count());
   }
   release(dropped_records, dropped_bytes);
   if (dropped_records)
@@ -362,11 +370,16 @@ void BlockPipeline::publish_status() {
   b.consumed_records = consumed_records_;
   b.rejected_records = counters_.rejected.load(std::memory_order_relaxed);
   b.consumed_bytes = consumed_bytes_;
-  for (size_t i = 0; i < b.write_attempts.size(); ++i) b.write_attempts[i] = counters_.attempts[i].load(std::memory_order_relaxed);
-  for (const auto& bucket : counters_.write_latency.buckets) b.write_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
-  b.write_latency_sum_seconds = static_cast<double>(counters_.write_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
-  for (const auto& bucket : counters_.end_to_end_latency.buckets) b.end_to_end_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
-  b.end_to_end_latency_sum_seconds = static_cast<double>(counters_.end_to_end_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
+  for (size_t i = 0; i < b.write_attempts.size(); ++i)
+    b.write_attempts[i] = counters_.attempts[i].load(std::memory_order_relaxed);
+  for (const auto& bucket : counters_.write_latency.buckets)
+    b.write_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
+  b.write_latency_sum_seconds =
+      static_cast<double>(counters_.write_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
+  for (const auto& bucket : counters_.end_to_end_latency.buckets)
+    b.end_to_end_latency_buckets.push_back(bucket.load(std::memory_order_relaxed));
+  b.end_to_end_latency_sum_seconds =
+      static_cast<double>(counters_.end_to_end_latency.sum_us.load(std::memory_order_relaxed)) / 1e6;
   status_.set_block(settings_.sink_key, settings_.block_index, std::move(b));
   status_.set_counters(settings_.sink_key, sink_.counters());
 }
@@ -382,9 +395,10 @@ void BlockPipeline::shutdown_path() {
     work_cv_.notify_all();
     if (!done_cv_.wait_for(lock, settings_.shutdown_timeout, [&] { return delivery_finished_; })) {
       abandoned_ = true;
-      spdlog::error("{}: the sink did not finish writing within shutdown_timeout ({} ms); "
-                    "giving up on the batch in flight (it stays uncommitted and is delivered again on restart)",
-                    log_prefix_, settings_.shutdown_timeout.count());
+      spdlog::error(
+          "{}: the sink did not finish writing within shutdown_timeout ({} ms); "
+          "giving up on the batch in flight (it stays uncommitted and is delivered again on restart)",
+          log_prefix_, settings_.shutdown_timeout.count());
     }
   }
   done_cv_.notify_all();
@@ -408,21 +422,24 @@ void BlockPipeline::delivery_main() {
   ws.on_bad_record = settings_.block.on_bad_record;
   ws.retry = settings_.retry;
   ws.seal_retry_after = settings_.block.poll_interval;
-  DeliveryWindow window(std::move(ws), DeliveryWindow::Dependencies{
-      .writer = writer_,
-      .offsets = committer_,
-      .waiter = waiter_,
-      .counters = counters_,
-      .prepare = [this](const Job& job) { return delivery_side_->prepare(job.tp, *job.records, sink_.reads_headers()); },
-      .dead_letters = [this](std::string& error) { return dead_letters(error); },
-      .on_failure = [this](const TopicPartition&, const std::string& message) { fail(message); },
-      .on_write_done = [this] {
-        std::lock_guard lock(mutex_);
-        work_cv_.notify_all();
-      },
-      .rewind = [this](const TopicPartition& tp, int64_t offset, uint64_t generation) {
-        request_rewind(tp, offset, generation);
-      }});
+  DeliveryWindow window(
+      std::move(ws),
+      DeliveryWindow::Dependencies{
+          .writer = writer_,
+          .offsets = committer_,
+          .waiter = waiter_,
+          .counters = counters_,
+          .prepare =
+              [this](const Job& job) { return delivery_side_->prepare(job.tp, *job.records, sink_.reads_headers()); },
+          .dead_letters = [this](std::string& error) { return dead_letters(error); },
+          .on_failure = [this](const TopicPartition&, const std::string& message) { fail(message); },
+          .on_write_done =
+              [this] {
+                std::lock_guard lock(mutex_);
+                work_cv_.notify_all();
+              },
+          .rewind = [this](const TopicPartition& tp, int64_t offset,
+                           uint64_t generation) { request_rewind(tp, offset, generation); }});
   bool flushed = false;  // since the last write started
   for (;;) {
     while (!window.full()) {
@@ -481,9 +498,9 @@ void BlockPipeline::await_oldest(DeliveryWindow& window, bool& flushed) {
 
 DeadLetters* BlockPipeline::dead_letters(std::string& error) {
   if (!dead_letter_)
-    dead_letter_ = kafka::DeadLetterProducer::create(settings_.bootstrap_servers, settings_.client_properties,
-                                                     *settings_.block.dead_letter_topic, settings_.sink_key,
-                                                     log_prefix_, error);
+    dead_letter_ =
+        kafka::DeadLetterProducer::create(settings_.bootstrap_servers, settings_.client_properties,
+                                          *settings_.block.dead_letter_topic, settings_.sink_key, log_prefix_, error);
   return dead_letter_.get();
 }
 

@@ -43,7 +43,8 @@ struct BlockSettings {
   config::TopicsBlock block;
   std::string bootstrap_servers;
   std::vector<std::pair<std::string, std::string>> client_properties;  // [broker.properties]
-  std::optional<std::string> group_instance_id;                       // [broker] group_instance_id
+  std::optional<std::string> group_instance_id;                        // [broker] group_instance_id
+  config::GroupProtocol group_protocol = config::GroupProtocol::Auto;  // [broker] group_protocol
   size_t max_buffered_records = 100000;
   size_t max_buffered_bytes = 64u << 20;
   std::chrono::milliseconds shutdown_timeout{30000};
@@ -145,7 +146,7 @@ class BlockPipeline final : private kafka::RebalanceListener {
     int64_t offset;
     uint64_t generation;
   };
-  std::vector<Rewind> rewinds_;  // asked for by the delivery thread, not carried out yet
+  std::vector<Rewind> rewinds_;   // asked for by the delivery thread, not carried out yet
   InFlightPartitions in_flight_;  // jobs the delivery thread took (begun under mutex_), not yet finished
   bool delivery_stop_ = false;
   bool delivery_finished_ = false;

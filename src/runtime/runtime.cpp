@@ -1,20 +1,20 @@
 #include "runtime/runtime.h"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/inotify.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <optional>
-#include <spdlog/spdlog.h>
-
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/embedded_broker.h"
 #include "runtime/kafka/client_logging.h"
+#include "runtime/lag_monitor.h"
 #include "runtime/ops/api_server.h"
 #include "runtime/sink_runner.h"
 #include "runtime/status.h"
@@ -40,7 +40,8 @@ class DirectoryWatch {
     fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd_ < 0) return;
     if (inotify_add_watch(fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE) < 0) {
-      spdlog::warn("cannot watch {} for changes ({}); reload with SIGHUP or POST /reload", dir.string(), std::strerror(errno));
+      spdlog::warn("cannot watch {} for changes ({}); reload with SIGHUP or POST /reload", dir.string(),
+                   std::strerror(errno));
       close(fd_);
       fd_ = -1;
     }
@@ -126,8 +127,7 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
   auto sinks = std::make_unique<Supervisor>(config, bootstrap, status);
   if (!sinks->reload().errors.empty()) exit_code = 1;
   if (sinks->keys().empty()) spdlog::warn("no sink is running (definitions in {})", config.sinks_dir.string());
-  if (embedded)
-    spdlog::info("embedded broker: {} — produce with: kcat -b {} -t orders.eu -P", bootstrap, bootstrap);
+  if (embedded) spdlog::info("embedded broker: {} — produce with: kcat -b {} -t orders.eu -P", bootstrap, bootstrap);
 
   std::unique_ptr<ApiServer> api;
   std::unique_ptr<DirectoryWatch> watch;
@@ -140,8 +140,12 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
       return 2;
     }
     status.set_api_url(api->url());
-    spdlog::info("operations API on {} ({})", api->url(), config.api.token ? "bearer token required" : "no token: open to whoever reaches it");
+    spdlog::info("operations API on {} ({})", api->url(),
+                 config.api.token ? "bearer token required" : "no token: open to whoever reaches it");
   }
+  // With the API on, every sink's group lag is read from the broker for /metrics and GET /sinks.
+  std::unique_ptr<LagMonitor> lag_monitor;
+  if (api) lag_monitor = std::make_unique<LagMonitor>(*sinks, status);
   if (config.api.watch_sinks_dir) watch = std::make_unique<DirectoryWatch>(config.sinks_dir);
   // The readiness contract with systemd (Type=notify; a no-op without NOTIFY_SOCKET): READY=1
   // once the config is loaded, every definition opened or refused and the API listening. Whether
@@ -157,8 +161,9 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
       [&] {
         if (config.keep_running_on_error || status.any_sink_can_progress() || !status.any_sink_failed()) return false;
         gave_up = true;
-        const std::string why = "no sink can make progress (each one is in error or invalid); exiting with 1 "
-                                "([runtime] keep_running_on_error = true keeps the process up)";
+        const std::string why =
+            "no sink can make progress (each one is in error or invalid); exiting with 1 "
+            "([runtime] keep_running_on_error = true keeps the process up)";
         spdlog::error("{}", why);
         status.set_runtime("exiting", why);
         return true;
@@ -171,6 +176,7 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
   if (!gave_up) status.set_runtime("stopping");
   sd_notify(0, "STOPPING=1\nSTATUS=flushing and committing");
   api.reset();  // no operation starts a sink while they stop
+  lag_monitor.reset();
 
   for (const auto& st : status.all())
     if (st.state == SinkState::Error) exit_code = 1;

@@ -69,12 +69,13 @@ bool SinkRunner::start() {
     s.bootstrap_servers = bootstrap_servers_;
     s.client_properties = runtime_config_.client_properties;
     s.group_instance_id = runtime_config_.group_instance_id;
+    s.group_protocol = runtime_config_.group_protocol;
     s.max_buffered_records = runtime_config_.max_buffered_records;
     s.max_buffered_bytes = runtime_config_.max_buffered_bytes;
     s.shutdown_timeout = runtime_config_.shutdown_timeout;
     s.transforms = definition_.transforms;
     blocks_.push_back(std::make_unique<BlockPipeline>(std::move(s), *plugin_, status_,
-                                                       [this, i](const std::string& m) { on_block_error(i, m); }));
+                                                      [this, i](const std::string& m) { on_block_error(i, m); }));
   }
   for (auto& b : blocks_) b->start();
   status_.set_state(definition_.key, definition_.file, SinkState::Running);

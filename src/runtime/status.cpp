@@ -47,6 +47,20 @@ void StatusBoard::set_block(const std::string& key, size_t index, BlockStatus bl
   write_file();
 }
 
+void StatusBoard::set_group_lag(const std::string& key, size_t index, std::vector<GroupLag> lag, std::string error) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sinks_.find(key);
+    if (it == sinks_.end()) return;
+    auto& s = it->second;
+    s.lag_error = std::move(error);
+    if (!s.lag_error.empty()) return;
+    if (s.group_lag.size() <= index) s.group_lag.resize(index + 1);
+    s.group_lag[index] = std::move(lag);
+  }
+  write_file();
+}
+
 std::optional<SinkStatus> StatusBoard::get(const std::string& key) const {
   std::lock_guard lock(mutex_);
   auto it = sinks_.find(key);
@@ -57,7 +71,8 @@ std::optional<SinkStatus> StatusBoard::get(const std::string& key) const {
 namespace {
 nlohmann::json broker_json(int64_t unreachable_since_ms) {
   if (!unreachable_since_ms) return {{"reachable", true}};
-  return {{"reachable", false}, {"unreachable_since", transform::time::to_rfc3339(transform::time::from_millis(unreachable_since_ms))}};
+  return {{"reachable", false},
+          {"unreachable_since", transform::time::to_rfc3339(transform::time::from_millis(unreachable_since_ms))}};
 }
 }  // namespace
 
@@ -134,6 +149,23 @@ bool StatusBoard::any_sink_failed() const {
   });
 }
 
+nlohmann::json group_lag_json(const SinkStatus& s) {
+  if (s.group_lag.empty()) return nullptr;
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const auto& block : s.group_lag) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const auto& l : block)
+      parts.push_back({{"topic", l.topic},
+                       {"partition", l.partition},
+                       {"committed", l.committed < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.committed)},
+                       {"end", l.end},
+                       {"lag", l.records},
+                       {"lag_seconds", l.seconds < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.seconds)}});
+    blocks.push_back(std::move(parts));
+  }
+  return blocks;
+}
+
 std::string StatusBoard::to_json() const {
   nlohmann::json doc;
   std::lock_guard lock(mutex_);
@@ -147,7 +179,10 @@ std::string StatusBoard::to_json() const {
     for (const auto& b : s.blocks) {
       nlohmann::json lag = nlohmann::json::array();
       for (const auto& l : b.lag)
-        lag.push_back({{"topic", l.topic}, {"partition", l.partition}, {"position", l.position}, {"high", l.high},
+        lag.push_back({{"topic", l.topic},
+                       {"partition", l.partition},
+                       {"position", l.position},
+                       {"high", l.high},
                        {"lag", l.position >= 0 && l.high >= 0 ? std::max<int64_t>(0, l.high - l.position) : -1}});
       j["blocks"].push_back({{"group_id", b.group_id},
                              {"assigned", b.assigned},
@@ -168,6 +203,8 @@ std::string StatusBoard::to_json() const {
                              {"consumed_bytes", b.consumed_bytes},
                              {"broker", broker_json(b.broker_unreachable_since_ms)}});
     }
+    j["group_lag"] = group_lag_json(s);
+    if (!s.lag_error.empty()) j["lag_error"] = s.lag_error;
     j["counters"] = s.counters;
     doc["sinks"].push_back(std::move(j));
   }

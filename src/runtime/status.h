@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,11 +26,22 @@ struct PartitionLag {
   int64_t high = -1;
 };
 
+// A consumer group's lag on one partition as the broker has it (kafka::LagReader), whatever the
+// sink is doing: the log end minus the committed offset, and the age of the record there.
+struct GroupLag {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t committed = -1;  // -1: nothing committed (lag counts from the log start)
+  int64_t end = -1;
+  int64_t records = -1;  // -1 while unknown
+  double seconds = -1;   // 0 without lag, -1 while unknown
+};
+
 struct BlockStatus {
   std::string group_id;
   std::vector<std::string> assigned;  // "topic[partition]"
-  bool paused = false;               // paused for back-pressure or by the operator
-  bool paused_by_operator = false;   // POST /sinks/{key}/pause
+  bool paused = false;                // paused for back-pressure or by the operator
+  bool paused_by_operator = false;    // POST /sinks/{key}/pause
   std::vector<PartitionLag> lag;
   uint64_t delivered_records = 0;
   uint64_t stored_batches = 0;     // batch offsets stored after their write (or bad-record handling)
@@ -37,15 +49,15 @@ struct BlockStatus {
   uint64_t commits = 0;            // successful offset commits
   uint64_t failed_commits = 0;
   int64_t broker_unreachable_since_ms = 0;  // epoch ms; 0 while the broker answers
-  uint64_t skipped_records = 0;        // bad records the `skip` policy stepped over
-  uint64_t dead_lettered_records = 0;  // bad records confirmed in the dead-letter topic
-  uint64_t filtered_records = 0;       // records a transform dropped
-  uint64_t buffered_records = 0;  // polled, not yet written (buckets, queue, in flight)
+  uint64_t skipped_records = 0;             // bad records the `skip` policy stepped over
+  uint64_t dead_lettered_records = 0;       // bad records confirmed in the dead-letter topic
+  uint64_t filtered_records = 0;            // records a transform dropped
+  uint64_t buffered_records = 0;            // polled, not yet written (buckets, queue, in flight)
   uint64_t buffered_bytes = 0;
-  uint64_t rejected_records = 0;  // refused by the sink (then handled by on_bad_record)
-  uint64_t consumed_records = 0;  // polled from the broker
-  uint64_t consumed_bytes = 0;    // their key + value bytes
-  std::array<uint64_t, 6> write_attempts{};  // by pmq_write_status (ok, retry, partial, fatal, rejected)
+  uint64_t rejected_records = 0;                // refused by the sink (then handled by on_bad_record)
+  uint64_t consumed_records = 0;                // polled from the broker
+  uint64_t consumed_bytes = 0;                  // their key + value bytes
+  std::array<uint64_t, 6> write_attempts{};     // by pmq_write_status (ok, retry, partial, fatal, rejected)
   std::vector<uint64_t> write_latency_buckets;  // per LatencyHistogram bound, then +Inf (not cumulative)
   double write_latency_sum_seconds = 0;
   std::vector<uint64_t> end_to_end_latency_buckets;  // the same for record timestamp -> offset stored
@@ -61,7 +73,15 @@ struct SinkStatus {
   std::map<std::string, uint64_t> counters;  // what the sink counted (pmq_host_api.count)
   // A changed definition file that failed validation: the running version stays, this says why.
   std::string reload_error;
+  // Per block, the group's lag read from the broker every few seconds (LagMonitor, with the
+  // operations API); `lag_error` when the last reading failed (the previous one is kept).
+  std::vector<std::vector<GroupLag>> group_lag;
+  std::string lag_error;
 };
+
+// The sink's group lag as the status file and GET /sinks show it: one array per block, each entry
+// {topic, partition, committed, end, lag, lag_seconds}; null while unread.
+nlohmann::json group_lag_json(const SinkStatus& s);
 
 class StatusBoard {
  public:
@@ -72,6 +92,8 @@ class StatusBoard {
   // The process as a whole: "running", or "exiting" with why.
   void set_runtime(std::string state, std::string message = {});
   void set_reload_error(const std::string& key, std::string error);
+  // The group lag of block `index` of a known sink (ignored for a sink no longer known).
+  void set_group_lag(const std::string& key, size_t index, std::vector<GroupLag> lag, std::string error);
   // Forgets a sink (its definition was removed); clear_error lets an operator's stop or restart
   // replace a sticky Error.
   void remove(const std::string& key);

@@ -12,8 +12,13 @@
 namespace picomq::test {
 namespace {
 
-
 std::string regex_escape(const std::string& s) { return std::regex_replace(s, std::regex(R"([.\-])"), R"(\$&)"); }
+
+size_t count_lines(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 size_t count_prefix(const std::vector<std::string>& ids, const std::string& prefix) {
   return std::count_if(ids.begin(), ids.end(), [&](const std::string& id) { return id.rfind(prefix, 0) == 0; });
@@ -31,9 +36,10 @@ TEST(Subscription, PatternIsAnchoredReEvaluatedAndUnitedWithTheExplicitList) {
   kafka.produce_values(other, json_values(0, 5));
 
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("p.toml", testkit_definition("pat", "topics = [\"" + other + "\"]\npattern = '" +
-                                                            regex_escape(base) + "\\.[a-z]+'",
-                                                 testkit_config(rt)));
+  rt.add_definition(
+      "p.toml",
+      testkit_definition("pat", "topics = [\"" + other + "\"]\npattern = '" + regex_escape(base) + "\\.[a-z]+'",
+                         testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "records.log").ids.size() >= 10; }, 30s)) << rt.log();
 
@@ -41,14 +47,16 @@ TEST(Subscription, PatternIsAnchoredReEvaluatedAndUnitedWithTheExplicitList) {
   kafka.create_topic(us);
   const auto created = std::chrono::steady_clock::now();
   kafka.produce_values(us, json_values(0, 5));
-  ASSERT_TRUE(wait_until([&] { return count_prefix(TestkitLog::read(rt.dir() / "records.log").ids, us + ":") == 5; }, 30s))
+  ASSERT_TRUE(
+      wait_until([&] { return count_prefix(TestkitLog::read(rt.dir() / "records.log").ids, us + ":") == 5; }, 30s))
       << rt.log();
   const auto took = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - created);
   EXPECT_LE(took.count(), scaled(12s).count()) << "2 s pattern refresh + group rebalance";
   EXPECT_NE(rt.log().find("subscribing to '" + us + "'"), std::string::npos);
 
   kafka.produce_values(eu, json_values(5, 8));
-  ASSERT_TRUE(wait_until([&] { return count_prefix(TestkitLog::read(rt.dir() / "records.log").ids, eu + ":") == 8; }, 20s));
+  ASSERT_TRUE(
+      wait_until([&] { return count_prefix(TestkitLog::read(rt.dir() / "records.log").ids, eu + ":") == 8; }, 20s));
   auto ids = TestkitLog::read(rt.dir() / "records.log").ids;
   EXPECT_EQ(count_prefix(ids, decoy), 0u) << "the pattern is anchored: x<base>.eu must not match";
   EXPECT_EQ(count_prefix(ids, other + ":"), 5u) << "explicit topics are united with the pattern";
@@ -65,9 +73,11 @@ TEST(Subscription, LatestStartsAtTheTailEarliestAtTheBeginning) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 5));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("l.toml", testkit_definition("latest", "topics = [\"" + topic + "\"]\nauto_offset_reset = \"latest\"",
-                                                 testkit_config(rt)));
-  rt.add_definition("e.toml", testkit_definition("earliest", "topics = [\"" + topic + "\"]", testkit_config(rt, "early")));
+  rt.add_definition(
+      "l.toml",
+      testkit_definition("latest", "topics = [\"" + topic + "\"]\nauto_offset_reset = \"latest\"", testkit_config(rt)));
+  rt.add_definition("e.toml",
+                    testkit_definition("earliest", "topics = [\"" + topic + "\"]", testkit_config(rt, "early")));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("latest", 30s)) << rt.log();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "early.log").ids.size() == 5; }, 30s));
@@ -98,7 +108,8 @@ TEST(Subscription, SecondRuntimeWithTheSameDefinitionIdlesThenTakesOver) {
   kafka.produce_values(topic, json_values(0, 50));
   ASSERT_TRUE(wait_until(
       [&] {
-        return TestkitLog::read(a.dir() / "records.log").ids.size() + TestkitLog::read(b.dir() / "records.log").ids.size() ==
+        return TestkitLog::read(a.dir() / "records.log").ids.size() +
+                   TestkitLog::read(b.dir() / "records.log").ids.size() ==
                50;
       },
       30s));
@@ -122,7 +133,21 @@ TEST(Subscription, SecondRuntimeWithTheSameDefinitionIdlesThenTakesOver) {
   EXPECT_EQ(idle.wait_exit(30s), 0);
 }
 
-TEST(Subscription, RebalanceHandsPartitionsOverWithoutGapsOrDuplicates) {
+// The three ways a group can rebalance: KIP-848 (what "auto" picks on the tests' Kafka 4.x), the
+// classic protocol with the cooperative-sticky assignor (the runtime's classic default), and the
+// classic eager one (range, which librdkafka 2.0 used by default).
+struct GroupProtocolCase {
+  std::string name;
+  std::string broker_lines;  // [broker] settings
+  std::string properties;    // [broker.properties] lines
+  std::string logged;        // the consumer's "group protocol ..." line
+  bool incremental = true;   // a join revokes only what moves
+};
+
+class RebalanceByProtocol : public ::testing::TestWithParam<GroupProtocolCase> {};
+
+TEST_P(RebalanceByProtocol, HandsPartitionsOverWithoutGapsOrDuplicates) {
+  const auto& protocol = GetParam();
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("rebal");
   const int partitions = 4, per_partition = 1500;
@@ -135,17 +160,26 @@ TEST(Subscription, RebalanceHandsPartitionsOverWithoutGapsOrDuplicates) {
   // Slow enough that the second runtime joins while the first still has plenty buffered.
   const std::string block = "topics = [\"" + topic + "\"]\nbatch_length = 50";
   Runtime a(kafka.bootstrap(), "rebal-a"), b(kafka.bootstrap(), "rebal-b");
-  a.add_definition("r.toml", testkit_definition("rebal", block, testkit_config(a) + "\ndelay_ms = 60"));
-  b.add_definition("r.toml", testkit_definition("rebal", block, testkit_config(b) + "\ndelay_ms = 60"));
+  for (Runtime* rt : {&a, &b}) {
+    rt->broker_settings(protocol.broker_lines +
+                        (protocol.properties.empty() ? "" : "[broker.properties]\n" + protocol.properties));
+    rt->add_definition("r.toml", testkit_definition("rebal", block, testkit_config(*rt) + "\ndelay_ms = 60"));
+  }
   a.start();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(a.dir() / "records.log").ids.size() >= 300; }, 30s)) << a.log();
+  EXPECT_NE(a.log().find(protocol.logged), std::string::npos) << a.log();
   b.start();
   const std::string group = "picomq-connect-sink-rebal";
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, partitions, per_partition); }, 120s))
       << a.log() << b.log();
   auto ids_a = TestkitLog::read(a.dir() / "records.log").ids, ids_b = TestkitLog::read(b.dir() / "records.log").ids;
   EXPECT_GT(ids_b.size(), 0u) << "the second runtime got partitions";
-  EXPECT_NE(a.log().find("revoked"), std::string::npos);
+  const std::string log_a = a.log();
+  const size_t revoked = count_lines(log_a, ": revoked " + topic);
+  EXPECT_GE(revoked, 1u) << log_a;
+  if (protocol.incremental)
+    EXPECT_LT(revoked, size_t(partitions)) << "an incremental rebalance moves only what changes owner\n" << log_a;
+  else EXPECT_EQ(revoked, size_t(partitions)) << "an eager rebalance revokes everything\n" << log_a;
   std::multiset<std::string> all(ids_a.begin(), ids_a.end());
   all.insert(ids_b.begin(), ids_b.end());
   std::set<std::string> unique(all.begin(), all.end());
@@ -157,6 +191,16 @@ TEST(Subscription, RebalanceHandsPartitionsOverWithoutGapsOrDuplicates) {
   EXPECT_EQ(a.wait_exit(30s), 0);
   EXPECT_EQ(b.wait_exit(30s), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Subscription, RebalanceByProtocol,
+    ::testing::Values(
+        GroupProtocolCase{"Kip848ChosenByAuto", "", "", "group protocol consumer (auto: the broker offers KIP-848)"},
+        GroupProtocolCase{"ClassicCooperativeSticky", "group_protocol = \"classic\"\n", "",
+                          "group protocol classic (group_protocol = \"classic\")"},
+        GroupProtocolCase{"ClassicEager", "", "\"partition.assignment.strategy\" = \"range\"\n",
+                          "group protocol classic (auto: property 'partition.assignment.strategy'", false}),
+    [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace picomq::test

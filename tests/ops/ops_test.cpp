@@ -5,7 +5,6 @@
 // by the Prometheus Python client's parser, the lifecycle events of the sinks left alone.
 #include <gtest/gtest.h>
 #include <httplib.h>
-
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -27,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kToken = "tok-4f9a2c";        // the API's bearer token (through ${OPS_TOKEN})
+const std::string kToken = "tok-4f9a2c";          // the API's bearer token (through ${OPS_TOKEN})
 const std::string kSecret = "hunter2-secret-77";  // a secret plugin option (through ${SINK_SECRET})
 
 // A runtime with the API on a free port, a token, JSON logs and keep_running_on_error.
@@ -42,12 +41,15 @@ struct Api {
   std::unique_ptr<httplib::Client> client;
   std::string url;
   explicit Api(Runtime& rt) {
-    EXPECT_TRUE(wait_until([&] {
-      auto s = rt.status();
-      if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
-      url = s["runtime"]["api"].get<std::string>();
-      return true;
-    }, 30s)) << rt.log();
+    EXPECT_TRUE(wait_until(
+        [&] {
+          auto s = rt.status();
+          if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
+          url = s["runtime"]["api"].get<std::string>();
+          return true;
+        },
+        30s))
+        << rt.log();
     client = std::make_unique<httplib::Client>(url);
     client->set_read_timeout(60, 0);
     client->set_bearer_token_auth(kToken.c_str());
@@ -57,25 +59,35 @@ struct Api {
     std::string body;
     json doc() const { return json::parse(body, nullptr, false); }
   };
-  static Reply of(const httplib::Result& r) { return r ? Reply{r->status, r->body} : Reply{-1, httplib::to_string(r.error())}; }
+  static Reply of(const httplib::Result& r) {
+    return r ? Reply{r->status, r->body} : Reply{-1, httplib::to_string(r.error())};
+  }
   Reply get(const std::string& path) { return of(client->Get(path)); }
-  Reply post(const std::string& path, const std::string& body = "{}") { return of(client->Post(path, body, "application/json")); }
-  Reply put(const std::string& path, const std::string& body) { return of(client->Put(path, body, "application/toml")); }
+  Reply post(const std::string& path, const std::string& body = "{}") {
+    return of(client->Post(path, body, "application/json"));
+  }
+  Reply put(const std::string& path, const std::string& body) {
+    return of(client->Put(path, body, "application/toml"));
+  }
   Reply del(const std::string& path) { return of(client->Delete(path)); }
 };
 
-std::string testkit_def(const Runtime& rt, const std::string& key, const std::string& topic, const std::string& extra = "") {
+std::string testkit_def(const Runtime& rt, const std::string& key, const std::string& topic,
+                        const std::string& extra = "") {
   return testkit_definition(key, "topics = [\"" + topic + "\"]\npoll_interval = \"50ms\"\nbatch_length = 10",
                             testkit_config(rt, key, "secret_token = \"${SINK_SECRET}\"\n" + extra));
 }
 
-std::string lifecycle_def(const Runtime& rt, const std::string& key, const std::string& topic, const std::string& extra = "") {
-  return plugin_definition(key, "libpicomq_connector_lifecycle_sink", "topics = [\"" + topic + "\"]\npoll_interval = \"50ms\"",
+std::string lifecycle_def(const Runtime& rt, const std::string& key, const std::string& topic,
+                          const std::string& extra = "") {
+  return plugin_definition(key, "libpicomq_connector_lifecycle_sink",
+                           "topics = [\"" + topic + "\"]\npoll_interval = \"50ms\"",
                            "events_path = \"" + (rt.dir() / (key + ".events")).string() + "\"\n" + extra);
 }
 
 size_t count_prefix(const std::vector<std::string>& lines, const std::string& prefix) {
-  return static_cast<size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.rfind(prefix, 0) == 0; }));
+  return static_cast<size_t>(
+      std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.rfind(prefix, 0) == 0; }));
 }
 
 // /metrics through the Prometheus Python client's parser: "name{k=v,...} value" per sample, labels sorted.
@@ -86,9 +98,11 @@ std::map<std::string, double> parse_metrics(const std::string& text, std::string
       "import sys\nfrom prometheus_client.parser import text_string_to_metric_families\n"
       "for f in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
       "  for s in f.samples:\n"
-      "    print(s.name + '{' + ','.join(k + '=' + v for k, v in sorted(s.labels.items())) + '} ' + repr(float(s.value)))\n";
+      "    print(s.name + '{' + ','.join(k + '=' + v for k, v in sorted(s.labels.items())) + '} ' + "
+      "repr(float(s.value)))\n";
   { std::ofstream(dir / "parse.py") << script; }
-  const std::string cmd = "/usr/bin/python3 " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1";
+  const std::string cmd =
+      "/usr/bin/python3 " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1";
   std::map<std::string, double> out;
   FILE* p = popen(cmd.c_str(), "r");
   char line[4096];
@@ -100,15 +114,15 @@ std::map<std::string, double> parse_metrics(const std::string& text, std::string
     if (sp == std::string::npos) continue;
     try {
       out[l.substr(0, sp)] = std::stod(l.substr(sp + 1));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   if (pclose(p) != 0) error = all;
   return out;
 }
 
 // Kafka's own tool: kafka-consumer-groups --describe, as "topic:partition" -> CURRENT-OFFSET.
-std::map<std::string, int64_t> kafka_tool_offsets(const std::string& bootstrap, const std::string& group, std::string& raw) {
+std::map<std::string, int64_t> kafka_tool_offsets(const std::string& bootstrap, const std::string& group,
+                                                  std::string& raw) {
   const std::string cmd = std::string(PICOMQ_KAFKA_CONSUMER_GROUPS) + " --bootstrap-server " + bootstrap +
                           " --describe --group " + group + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
@@ -131,8 +145,7 @@ std::map<std::string, int64_t> kafka_tool_offsets(const std::string& bootstrap, 
     };
     try {
       out[col("TOPIC") + ":" + col("PARTITION")] = std::stoll(col("CURRENT-OFFSET"));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   pclose(p);
   return out;
@@ -148,8 +161,11 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   // A second sink that refuses one record (skipped by its policy): the rejected and skipped counters.
   const auto rej_topic = unique_name("ops-rej");
   kafka.create_topic(rej_topic, 1);
-  rt.add_definition("rej.toml", testkit_definition("rej", "topics = [\"" + rej_topic + "\"]\npoll_interval = \"50ms\"\non_bad_record = \"skip\"",
-                                                   testkit_config(rt, "rej", "fail_times = 1\nfail_offset = 3\nfail_status = \"reject\"\nreject_offset = 3\n")));
+  rt.add_definition(
+      "rej.toml",
+      testkit_definition(
+          "rej", "topics = [\"" + rej_topic + "\"]\npoll_interval = \"50ms\"\non_bad_record = \"skip\"",
+          testkit_config(rt, "rej", "fail_times = 1\nfail_offset = 3\nfail_status = \"reject\"\nreject_offset = 3\n")));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("basic", 30s) && rt.wait_assigned("rej", 30s)) << rt.log();
   Api api(rt);
@@ -157,7 +173,8 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
 
   // Without the token, or with a wrong one: 401 with a JSON message, on every endpoint.
   httplib::Client anonymous(api.url);
-  for (const char* path : {"/sinks", "/sinks/basic", "/metrics", "/health/ready", "/health/live", "/sinks/basic/offsets"}) {
+  for (const char* path :
+       {"/sinks", "/sinks/basic", "/metrics", "/health/ready", "/health/live", "/sinks/basic/offsets"}) {
     auto r = anonymous.Get(path);
     ASSERT_TRUE(r) << path;
     EXPECT_EQ(r->status, 401) << path;
@@ -170,8 +187,10 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
 
   kafka.produce_values(topic, json_values(0, 30), 0);
   kafka.produce_values(topic, json_values(30, 50), 1);
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-basic", topic, 0) == 30; }, 20s)) << rt.log();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-basic", topic, 1) == 20; }, 20s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-basic", topic, 0) == 30; }, 20s))
+      << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-basic", topic, 1) == 20; }, 20s))
+      << rt.log();
 
   EXPECT_EQ(api.get("/health/live").status, 200);
   auto ready = api.get("/health/ready");
@@ -179,10 +198,13 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
 
   // GET /sinks/{key}: state, per block group / assignment / counters, definition with the secret masked.
   json sink;
-  ASSERT_TRUE(wait_until([&] {
-    sink = api.get("/sinks/basic").doc();
-    return sink["blocks"][0]["counters"]["written_records"] == 50;
-  }, 10s)) << sink.dump(2);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        sink = api.get("/sinks/basic").doc();
+        return sink["blocks"][0]["counters"]["written_records"] == 50;
+      },
+      10s))
+      << sink.dump(2);
   EXPECT_EQ(sink["state"], "running");
   EXPECT_EQ(sink["blocks"][0]["group_id"], "picomq-connect-sink-basic");
   EXPECT_EQ(sink["blocks"][0]["assigned"].size(), 2u);
@@ -207,17 +229,23 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   // /metrics through a real Prometheus parser, with the values produced.
   std::map<std::string, double> m;
   std::string parse_error;
-  ASSERT_TRUE(wait_until([&] {
-    m = parse_metrics(api.get("/metrics").body, parse_error);
-    return m["picomq_consumer_lag_records{block=0,partition=1,sink=basic,topic=" + topic + "}"] == 0 &&
-           m.count("picomq_consumer_lag_records{block=0,partition=1,sink=basic,topic=" + topic + "}");
-  }, 10s)) << api.get("/metrics").body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        m = parse_metrics(api.get("/metrics").body, parse_error);
+        return m["picomq_consumer_lag_records{block=0,partition=1,sink=basic,topic=" + topic + "}"] == 0 &&
+               m.count("picomq_consumer_lag_records{block=0,partition=1,sink=basic,topic=" + topic + "}");
+      },
+      10s))
+      << api.get("/metrics").body;
   ASSERT_TRUE(parse_error.empty()) << parse_error;
   EXPECT_EQ(m["picomq_records_rejected_total{block=0,sink=basic}"], 0);
-  ASSERT_TRUE(wait_until([&] {
-    m = parse_metrics(api.get("/metrics").body, parse_error);
-    return m["picomq_records_written_total{block=0,sink=rej}"] == 5;
-  }, 10s)) << api.get("/metrics").body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        m = parse_metrics(api.get("/metrics").body, parse_error);
+        return m["picomq_records_written_total{block=0,sink=rej}"] == 5;
+      },
+      10s))
+      << api.get("/metrics").body;
   EXPECT_EQ(m["picomq_records_rejected_total{block=0,sink=rej}"], 1);
   EXPECT_EQ(m["picomq_records_skipped_total{block=0,sink=rej}"], 1);
   EXPECT_EQ(m["picomq_write_attempts_total{block=0,outcome=rejected,sink=rej}"], 1);
@@ -227,11 +255,14 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   EXPECT_EQ(m["picomq_sink_state{sink=basic,state=error}"], 0);
   EXPECT_EQ(m["picomq_broker_up{block=0,sink=basic}"], 1);
   EXPECT_GE(m["picomq_write_attempts_total{block=0,outcome=ok,sink=basic}"], 2);
-  EXPECT_EQ(m["picomq_write_duration_seconds_count{block=0,sink=basic}"], m["picomq_write_attempts_total{block=0,outcome=ok,sink=basic}"]);
+  EXPECT_EQ(m["picomq_write_duration_seconds_count{block=0,sink=basic}"],
+            m["picomq_write_attempts_total{block=0,outcome=ok,sink=basic}"]);
   EXPECT_GE(m["picomq_commits_total{block=0,sink=basic}"], 1);
-  EXPECT_EQ(m["picomq_end_to_end_latency_seconds_count{block=0,sink=basic}"], m["picomq_batches_stored_total{block=0,sink=basic}"]);
+  EXPECT_EQ(m["picomq_end_to_end_latency_seconds_count{block=0,sink=basic}"],
+            m["picomq_batches_stored_total{block=0,sink=basic}"]);
   EXPECT_GT(m["picomq_end_to_end_latency_seconds_sum{block=0,sink=basic}"], 0);
-  EXPECT_LT(m["picomq_end_to_end_latency_seconds_sum{block=0,sink=basic}"], 60 * m["picomq_end_to_end_latency_seconds_count{block=0,sink=basic}"]);
+  EXPECT_LT(m["picomq_end_to_end_latency_seconds_sum{block=0,sink=basic}"],
+            60 * m["picomq_end_to_end_latency_seconds_count{block=0,sink=basic}"]);
   EXPECT_GT(m["process_resident_memory_bytes{}"], 1e6);
 
   rt.signal(SIGTERM);
@@ -253,6 +284,76 @@ TEST(Ops, TokenHealthSinksMetricsAndSecretsMaskedEverywhere) {
   EXPECT_EQ(read_file(rt.dir() / "status.json").find(kSecret), std::string::npos);
 }
 
+// The autoscaling signal (docs/operations.md, "Lag and autoscaling"): a sink that does not write —
+// paused by the operator, stopped — is behind, and /metrics and GET /sinks say by how much, in
+// records and in seconds, read from the broker rather than from its consumer.
+TEST(Ops, LagOfAPausedAndOfAStoppedSinkIsWhatItHasNotWrittenInRecordsAndSeconds) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("lag");
+  kafka.create_topic(topic, 2);
+  Runtime rt(kafka.bootstrap(), "ops-lag");
+  with_api(rt);
+  rt.add_definition("lagging.toml", testkit_def(rt, "lagging", topic));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("lagging", 30s)) << rt.log();
+  Api api(rt);
+  const std::string group = "picomq-connect-sink-lagging";
+  kafka.produce_values(topic, json_values(0, 10), 0);
+  kafka.produce_values(topic, json_values(10, 20), 1);
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 2, 10); }, 30s)) << rt.log();
+
+  std::map<std::string, double> m;
+  std::string parse_error;
+  const auto series = [&](const std::string& name, int partition) {
+    return name + "{block=0,partition=" + std::to_string(partition) + ",sink=lagging,topic=" + topic + "}";
+  };
+  const auto metrics_show = [&](int64_t lag0, int64_t lag1) {
+    return wait_until(
+        [&] {
+          m = parse_metrics(api.get("/metrics").body, parse_error);
+          return m.count(series("picomq_consumer_lag_records", 0)) &&
+                 m[series("picomq_consumer_lag_records", 0)] == lag0 &&
+                 m[series("picomq_consumer_lag_records", 1)] == lag1;
+        },
+        30s);
+  };
+  ASSERT_TRUE(metrics_show(0, 0)) << api.get("/metrics").body;
+  EXPECT_EQ(m[series("picomq_consumer_lag_seconds", 0)], 0);
+
+  // Paused: 600 records arrive and stay unwritten.
+  ASSERT_EQ(api.post("/sinks/lagging/pause").status, 200);
+  ASSERT_TRUE(
+      wait_until([&] { return api.get("/sinks/lagging").doc()["blocks"][0]["paused_by_operator"] == true; }, 10s));
+  kafka.produce_values(topic, json_values(100, 700), 0);
+  std::this_thread::sleep_for(scaled(2000ms));
+  ASSERT_TRUE(metrics_show(600, 0)) << api.get("/metrics").body << rt.log();
+  EXPECT_TRUE(parse_error.empty()) << parse_error;
+  EXPECT_GE(m[series("picomq_consumer_lag_seconds", 0)], 1.5) << "the oldest unwritten record is ~2 s old";
+  EXPECT_LT(m[series("picomq_consumer_lag_seconds", 0)], 60);
+  EXPECT_EQ(m[series("picomq_consumer_lag_seconds", 1)], 0);
+  auto sink = api.get("/sinks/lagging").doc();
+  EXPECT_EQ(sink["group_lag"][0][0]["lag"], 600) << sink.dump(2);
+  EXPECT_EQ(sink["group_lag"][0][0]["committed"], 10) << sink.dump(2);
+  EXPECT_EQ(sink["group_lag"][0][0]["end"], 610) << sink.dump(2);
+  EXPECT_EQ(kafka.committed(group, topic, 0), 10) << "paused: nothing written";
+
+  // Stopped: 400 more on the other partition; the lag still counts both.
+  ASSERT_EQ(api.post("/sinks/lagging/stop").status, 200);
+  kafka.produce_values(topic, json_values(1000, 1400), 1);
+  ASSERT_TRUE(metrics_show(600, 400)) << api.get("/metrics").body << rt.log();
+  EXPECT_EQ(api.get("/sinks/lagging").doc()["state"], "stopped");
+  EXPECT_GE(m[series("picomq_consumer_lag_seconds", 0)], 1.5);
+  const auto status_file = rt.status();
+  EXPECT_TRUE(status_file.dump().find("\"group_lag\"") != std::string::npos) << status_file.dump(2);
+
+  // Started again: it catches up and the lag goes back to 0.
+  ASSERT_EQ(api.post("/sinks/lagging/start").status, 200);
+  ASSERT_TRUE(metrics_show(0, 0)) << api.get("/metrics").body << rt.log();
+  EXPECT_EQ(m[series("picomq_consumer_lag_seconds", 1)], 0);
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
 TEST(Ops, StopStartPauseResumeAndRestartOfASinkInErrorWritesTheFailedBatchFirst) {
   Kafka& kafka = Kafka::shared();
   const auto topic = unique_name("ops");
@@ -261,8 +362,9 @@ TEST(Ops, StopStartPauseResumeAndRestartOfASinkInErrorWritesTheFailedBatchFirst)
   Runtime rt(kafka.bootstrap(), "ops-ctl");
   with_api(rt);
   const auto down = rt.dir() / "destination-down";
-  rt.add_definition("flaky.toml", testkit_def(rt, "flaky", topic,
-                                              "fail_status = \"fatal\"\nfail_while_exists = \"" + down.string() + "\"\n"));
+  rt.add_definition(
+      "flaky.toml",
+      testkit_def(rt, "flaky", topic, "fail_status = \"fatal\"\nfail_while_exists = \"" + down.string() + "\"\n"));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("flaky", 30s)) << rt.log();
   Api api(rt);
@@ -273,7 +375,8 @@ TEST(Ops, StopStartPauseResumeAndRestartOfASinkInErrorWritesTheFailedBatchFirst)
   // pause: nothing more is written; resume: the rest comes.
   auto r = api.post("/sinks/flaky/pause");
   ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(wait_until([&] { return api.get("/sinks/flaky").doc()["blocks"][0]["paused_by_operator"] == true; }, 10s));
+  ASSERT_TRUE(
+      wait_until([&] { return api.get("/sinks/flaky").doc()["blocks"][0]["paused_by_operator"] == true; }, 10s));
   kafka.produce_values(topic, json_values(10, 15), 0);
   std::this_thread::sleep_for(scaled(1500ms));
   EXPECT_EQ(kafka.committed(group, topic), 10) << "paused: nothing consumed";
@@ -339,11 +442,15 @@ TEST(Ops, OffsetResetToATimestampAndToExplicitOffsetsIsWhatKafkasToolReports) {
   kafka.produce_values(topic, json_values(0, 5), 0);
   kafka.produce_values(topic, json_values(5, 10), 1);
   std::this_thread::sleep_for(1100ms);
-  const auto mark = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto mark =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   std::this_thread::sleep_for(100ms);
   kafka.produce_values(topic, json_values(10, 15), 0);
   kafka.produce_values(topic, json_values(15, 25), 1);
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic, 0) == 10 && kafka.committed(group, topic, 1) == 15; }, 30s)) << rt.log();
+  ASSERT_TRUE(
+      wait_until([&] { return kafka.committed(group, topic, 0) == 10 && kafka.committed(group, topic, 1) == 15; }, 30s))
+      << rt.log();
 
   auto r = api.post("/sinks/replay/offsets", R"({"to":"earliest"})");
   EXPECT_EQ(r.status, 409) << "only while stopped: " << r.body;
@@ -372,21 +479,28 @@ TEST(Ops, OffsetResetToATimestampAndToExplicitOffsetsIsWhatKafkasToolReports) {
   EXPECT_EQ(tool[topic + ":1"], 5) << raw;
 
   // To explicit offsets.
-  r = api.post("/sinks/replay/offsets",
-               json{{"offsets", {{{"topic", topic}, {"partition", 0}, {"offset", 2}}, {{"topic", topic}, {"partition", 1}, {"offset", 12}}}}}.dump());
+  r = api.post("/sinks/replay/offsets", json{{"offsets",
+                                              {{{"topic", topic}, {"partition", 0}, {"offset", 2}},
+                                               {{"topic", topic}, {"partition", 1}, {"offset", 12}}}}}
+                                            .dump());
   ASSERT_EQ(r.status, 200) << r.body;
   raw.clear();
   tool = kafka_tool_offsets(kafka.bootstrap(), group, raw);
   EXPECT_EQ(tool[topic + ":0"], 2) << raw;
   EXPECT_EQ(tool[topic + ":1"], 12) << raw;
-  EXPECT_EQ(api.post("/sinks/replay/offsets", json{{"offsets", {{{"topic", topic}, {"partition", 0}, {"offset", 99}}}}}.dump()).status, 409)
+  EXPECT_EQ(api.post("/sinks/replay/offsets",
+                     json{{"offsets", {{{"topic", topic}, {"partition", 0}, {"offset", 99}}}}}.dump())
+                .status,
+            409)
       << "an offset past the end is refused";
   EXPECT_EQ(api.post("/sinks/replay/offsets", R"({"to":"sideways"})").status, 400);
 
   // Started again, the sink reads from there: offsets 2.. of p0 and 12.. of p1 are written again.
   const size_t before = TestkitLog::read(rt.dir() / "replay.log").ids.size();
   ASSERT_EQ(api.post("/sinks/replay/start").status, 200);
-  ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic, 0) == 10 && kafka.committed(group, topic, 1) == 15; }, 30s)) << rt.log();
+  ASSERT_TRUE(
+      wait_until([&] { return kafka.committed(group, topic, 0) == 10 && kafka.committed(group, topic, 1) == 15; }, 30s))
+      << rt.log();
   ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "replay.log").ids.size() == before + 8 + 3; }, 10s));
   const auto ids = TestkitLog::read(rt.dir() / "replay.log").ids;
   std::set<std::string> replayed(ids.begin() + static_cast<long>(before), ids.end());
@@ -411,7 +525,9 @@ TEST(Ops, ReloadOfOneDefinitionRestartsOnlyThatSinkAndTheOthersDoNotRebalance) {
 
   // a's file changes on disk (inotify): a restarts, b keeps its partitions.
   std::ofstream(rt.dir() / "sinks.d" / "a.toml") << lifecycle_def(rt, "a", topic, "max_held = 0");
-  ASSERT_TRUE(wait_until([&] { return count_prefix(events("a"), "open") == 2 && rt.sink_state("a") == "running"; }, 30s)) << rt.log();
+  ASSERT_TRUE(
+      wait_until([&] { return count_prefix(events("a"), "open") == 2 && rt.sink_state("a") == "running"; }, 30s))
+      << rt.log();
   ASSERT_TRUE(rt.wait_assigned("a", 30s));
   ASSERT_TRUE(wait_until([&] { return count_prefix(events("a"), "assigned") == 2; }, 30s)) << rt.log();
 
@@ -427,7 +543,10 @@ TEST(Ops, ReloadOfOneDefinitionRestartsOnlyThatSinkAndTheOthersDoNotRebalance) {
   EXPECT_EQ(count_prefix(events("a"), "open"), 2u);
 
   // PUT adds a sink (validated first), DELETE removes one.
-  auto bad = api.put("/sinks/c", "type = \"sink\"\nkey = \"c\"\nversion = 0\npath = \"libpicomq_connector_lifecycle_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\npoll_interval = \"soon\"\n[plugin_config]\nevents_path = \"x\"\n");
+  auto bad = api.put("/sinks/c",
+                     "type = \"sink\"\nkey = \"c\"\nversion = 0\npath = "
+                     "\"libpicomq_connector_lifecycle_sink\"\n[[topics]]\ntopics = [\"" +
+                         topic + "\"]\npoll_interval = \"soon\"\n[plugin_config]\nevents_path = \"x\"\n");
   ASSERT_EQ(bad.status, 400) << bad.body;
   EXPECT_FALSE(std::filesystem::exists(rt.dir() / "sinks.d" / "c.toml")) << "nothing written";
   auto put = api.put("/sinks/c", lifecycle_def(rt, "c", topic));
@@ -442,7 +561,11 @@ TEST(Ops, ReloadOfOneDefinitionRestartsOnlyThatSinkAndTheOthersDoNotRebalance) {
   EXPECT_EQ(count_prefix(events("a"), "close"), 2u);
 
   // POST /validate: the errors --check gives, with file, line and key.
-  auto v = api.post("/validate?file=new.toml", "type = \"sink\"\nkey = \"v\"\nversion = 0\npath = \"libpicomq_connector_lifecycle_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\n[plugin_config]\nevents_path = \"x\"\nmax_held = \"lots\"\n").doc();
+  auto v = api.post("/validate?file=new.toml",
+                    "type = \"sink\"\nkey = \"v\"\nversion = 0\npath = "
+                    "\"libpicomq_connector_lifecycle_sink\"\n[[topics]]\ntopics = [\"" +
+                        topic + "\"]\n[plugin_config]\nevents_path = \"x\"\nmax_held = \"lots\"\n")
+               .doc();
   EXPECT_EQ(v["valid"], false);
   ASSERT_FALSE(v["errors"].empty()) << v.dump(2);
   EXPECT_EQ(v["errors"][0]["file"], "new.toml");
@@ -464,20 +587,27 @@ TEST(Ops, HttpsWithTheConfiguredCertificate) {
   Kafka& kafka = Kafka::shared();
   Runtime rt(kafka.bootstrap(), "ops-tls");
   const auto crt = rt.dir() / "api.crt", key = rt.dir() / "api.key";
-  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
-                          key.string() + " -out " + crt.string() + " > /dev/null 2>&1";
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+      "-keyout " +
+      key.string() + " -out " + crt.string() + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   rt.env("OPS_TOKEN", kToken);
-  rt.runtime_settings("keep_running_on_error = true\n[api]\nenabled = true\nlisten = \"127.0.0.1:0\"\ntoken = \"${OPS_TOKEN}\"\ntls_cert = \"" +
-                      crt.string() + "\"\ntls_key = \"" + key.string() + "\"\n");
+  rt.runtime_settings(
+      "keep_running_on_error = true\n[api]\nenabled = true\nlisten = \"127.0.0.1:0\"\ntoken = "
+      "\"${OPS_TOKEN}\"\ntls_cert = \"" +
+      crt.string() + "\"\ntls_key = \"" + key.string() + "\"\n");
   rt.start();
   std::string url;
-  ASSERT_TRUE(wait_until([&] {
-    auto s = rt.status();
-    if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
-    url = s["runtime"]["api"].get<std::string>();
-    return true;
-  }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto s = rt.status();
+        if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
+        url = s["runtime"]["api"].get<std::string>();
+        return true;
+      },
+      30s))
+      << rt.log();
   ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
   httplib::Client client(url);
   client.set_ca_cert_path(crt.c_str());
@@ -509,7 +639,9 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
   with_api(rt);
   const auto down = rt.dir() / "destination-down";
   { std::ofstream(down) << "down"; }
-  rt.add_definition("page.toml", testkit_def(rt, "page", topic, "fail_status = \"fatal\"\nfail_while_exists = \"" + down.string() + "\"\n"));
+  rt.add_definition(
+      "page.toml",
+      testkit_def(rt, "page", topic, "fail_status = \"fatal\"\nfail_while_exists = \"" + down.string() + "\"\n"));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("page", 30s)) << rt.log();
   Api api(rt);
@@ -517,7 +649,8 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
   ASSERT_TRUE(rt.wait_state("page", "error", 30s)) << rt.log();
   std::filesystem::remove(down);  // the destination is back; the page's button restarts the sink
 
-  const std::string cmd = std::string(PICOMQ_STATUS_PAGE_PY) + " " + api.url + " " + kToken + " page " + rt.dir().string() + " 2>&1";
+  const std::string cmd =
+      std::string(PICOMQ_STATUS_PAGE_PY) + " " + api.url + " " + kToken + " page " + rt.dir().string() + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -562,12 +695,14 @@ class NotifySocket {
     return got_;
   }
   bool wait_for(const std::string& field, size_t occurrences, Millis timeout) {
-    return wait_until([&] {
-      size_t seen = 0;
-      for (const auto& m : messages())
-        if (m.find(field) != std::string::npos) ++seen;
-      return seen >= occurrences;
-    }, timeout);
+    return wait_until(
+        [&] {
+          size_t seen = 0;
+          for (const auto& m : messages())
+            if (m.find(field) != std::string::npos) ++seen;
+          return seen >= occurrences;
+        },
+        timeout);
   }
 
  private:
@@ -593,7 +728,8 @@ TEST(Service, TypeNotifyReadinessReloadAndStopReachTheServiceManager) {
   rt.start();
   ASSERT_TRUE(notify.wait_for("READY=1", 1, 30s)) << rt.log();
   const auto& first = notify.messages();
-  EXPECT_NE(first.front().find("STATUS=1 sink(s) started - API on http://127.0.0.1:"), std::string::npos) << first.front();
+  EXPECT_NE(first.front().find("STATUS=1 sink(s) started - API on http://127.0.0.1:"), std::string::npos)
+      << first.front();
   EXPECT_TRUE(rt.wait_assigned("a", 30s)) << rt.log();
 
   rt.signal(SIGHUP);
@@ -621,8 +757,9 @@ TEST(Service, TheHealthProbeAnswersZeroOnlyForAReadyRuntimeItMayAsk) {
   ASSERT_TRUE(rt.wait_assigned("a", 30s)) << rt.log();
   const std::string bin = locations().connect_binary.string();
   auto probe = [&](const std::string& url, const std::string& token) {
-    const std::string cmd = (token.empty() ? std::string("env -u PICOMQ_API_TOKEN ") : "env PICOMQ_API_TOKEN=" + token + " ") +
-                            bin + " --health " + url + " 2>/dev/null";
+    const std::string cmd =
+        (token.empty() ? std::string("env -u PICOMQ_API_TOKEN ") : "env PICOMQ_API_TOKEN=" + token + " ") + bin +
+        " --health " + url + " 2>/dev/null";
     const int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   };
@@ -647,7 +784,8 @@ TEST(Ops, TheBearerSchemeIsCaseInsensitiveWithCurl) {
   Api api(rt);
   auto status = [&](const std::string& authorization) {
     return kit::testing::run_shell("curl -s -o /dev/null -w '%{http_code}' -H " +
-                                   kit::testing::shell_quote("Authorization: " + authorization) + " " + api.url + "/sinks");
+                                   kit::testing::shell_quote("Authorization: " + authorization) + " " + api.url +
+                                   "/sinks");
   };
   EXPECT_EQ(status("Bearer " + kToken), "200");
   EXPECT_EQ(status("bearer " + kToken), "200");
@@ -670,9 +808,9 @@ TEST(Ops, ABodilessPostWithCurlIsAnsweredAtOnceByItsRoute) {
   Api api(rt);
   auto post = [&](const std::string& path) {
     const auto start = std::chrono::steady_clock::now();
-    std::string code = kit::testing::run_shell("curl -s --max-time 20 -o /dev/null -w '%{http_code}' -X POST -H " +
-                                               kit::testing::shell_quote("Authorization: Bearer " + kToken) + " " +
-                                               api.url + path);
+    std::string code =
+        kit::testing::run_shell("curl -s --max-time 20 -o /dev/null -w '%{http_code}' -X POST -H " +
+                                kit::testing::shell_quote("Authorization: Bearer " + kToken) + " " + api.url + path);
     return std::pair{std::move(code), std::chrono::steady_clock::now() - start};
   };
   const auto [reload, reload_took] = post("/reload");
@@ -709,7 +847,8 @@ TEST(Service, AConfigMapVolumeSwapReloadsTheChangedDefinition) {
   std::filesystem::create_directory_symlink("..2026_12_04_2", sinks / "..data_tmp");
   std::filesystem::rename(sinks / "..data_tmp", sinks / "..data");
   std::filesystem::remove_all(sinks / "..2026_12_04_1");
-  ASSERT_TRUE(wait_until([&] { return count_prefix(events(), "open") == 2 && rt.sink_state("a") == "running"; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return count_prefix(events(), "open") == 2 && rt.sink_state("a") == "running"; }, 30s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }

@@ -7,27 +7,46 @@ namespace {
 
 const LoggedClient* client_of(const rd_kafka_t* rk) { return static_cast<const LoggedClient*>(rd_kafka_opaque(rk)); }
 
+}  // namespace
+
+spdlog::level::level_enum runtime_level_of(int syslog_level, std::string_view facility) {
+  // Each failed connection attempt: librdkafka logs it at error level (FAIL) and hands the same
+  // error to error_cb below, which says an outage once and each reconnect after it at debug. At
+  // error level here they paged operators for an outage librdkafka rides out by itself.
+  if (facility == "FAIL") return spdlog::level::debug;
+  return syslog_level <= 3   ? spdlog::level::err
+         : syslog_level <= 4 ? spdlog::level::warn
+         : syslog_level <= 6 ? spdlog::level::info
+                             : spdlog::level::debug;
+}
+
+namespace {
+
 void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   const LoggedClient* c = client_of(rk);
   const char* prefix = c ? c->log_prefix.c_str() : "?";
-  const auto lvl = level <= 3 ? spdlog::level::err
-                   : level <= 4 ? spdlog::level::warn
-                   : level <= 6 ? spdlog::level::info
-                                : spdlog::level::debug;
-  spdlog::log(lvl, "{}: kafka {} {}: {}", prefix, rd_kafka_name(rk), fac, buf);
+  spdlog::log(runtime_level_of(level, fac), "{}: kafka {} {}: {}", prefix, rd_kafka_name(rk), fac, buf);
 }
 
 void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   auto* c = static_cast<LoggedClient*>(opaque);
   const char* prefix = c ? c->log_prefix.c_str() : "?";
   const auto code = static_cast<rd_kafka_resp_err_t>(err);
-  if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
-    // Retried by librdkafka forever; said once per outage, and the status shows it.
-    if (c && !c->broker_down.exchange(true)) {
-      c->broker_down_since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch()).count();
-      spdlog::warn("{}: broker unreachable ({}); retrying", prefix, reason);
-    }
+  // The start of an outage: librdkafka 2.12 says ALL_BROKERS_DOWN only once every broker it
+  // knows (bootstrap ones included) has failed, which a consumer that learned its broker from the
+  // bootstrap one may never reach; a connection attempt that fails (not a connection that closed)
+  // says it at once. Retried by librdkafka forever; said once per outage, and the status shows it.
+  const std::string_view text = reason ? reason : "";
+  const bool cannot_connect =
+      code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || code == RD_KAFKA_RESP_ERR__RESOLVE ||
+      (code == RD_KAFKA_RESP_ERR__TRANSPORT && text.find("Connect to ") != std::string_view::npos);
+  if (cannot_connect && c && !c->broker_down.exchange(true)) {
+    c->broker_down_since_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    spdlog::warn("{}: broker unreachable ({}); retrying", prefix, reason);
+  } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+    spdlog::debug("{}: {}", prefix, reason);
   } else if (code == RD_KAFKA_RESP_ERR__TRANSPORT || code == RD_KAFKA_RESP_ERR__RESOLVE) {
     // During an outage each reconnect attempt fails again: said once, at its start.
     spdlog::log(c && c->broker_down ? spdlog::level::debug : spdlog::level::warn,

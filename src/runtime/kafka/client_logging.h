@@ -2,10 +2,12 @@
 // Every librdkafka handle the runtime creates logs through the runtime's logger, with the
 // sink/block it serves, instead of librdkafka's own unformatted stderr lines.
 #include <librdkafka/rdkafka.h>
+#include <spdlog/common.h>
 
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace picomq::runtime::kafka {
 
@@ -17,6 +19,10 @@ struct LoggedClient {
   std::atomic<bool> broker_down{false};
   std::atomic<int64_t> broker_down_since_ms{0};  // system clock, epoch ms
 };
+
+// The runtime's level for a librdkafka log line (syslog level, facility): librdkafka's own, except
+// for lines that the error callback already reports once per outage.
+spdlog::level::level_enum runtime_level_of(int syslog_level, std::string_view facility);
 
 // Sets `client` as the conf's opaque and routes its log and error callbacks to the logger.
 void route_client_logs(rd_kafka_conf_t* conf, LoggedClient* client);

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 #include <set>
 
 #include "runtime/kafka/partition_list.h"
@@ -13,7 +12,7 @@ namespace picomq::runtime::kafka {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-constexpr int kFetchQueueBackoffVersion = 0x020200ff;  // librdkafka 2.2.0
+constexpr std::chrono::milliseconds kProtocolProbeTimeout{3000};
 bool is_internal_topic(const std::string& topic) { return topic.rfind("__", 0) == 0; }
 }  // namespace
 
@@ -29,7 +28,7 @@ ConsumerClient::~ConsumerClient() {
   if (!log_left_behind_) delete log_;
 }
 
-std::string ConsumerClient::create() {
+std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
   std::string error;
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -37,12 +36,41 @@ std::string ConsumerClient::create() {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK && error.empty())
       error = "consumer property '" + k + "': " + errstr;
   };
+  auto all_properties = settings_.client_properties;
+  all_properties.insert(all_properties.end(), settings_.block_properties.begin(), settings_.block_properties.end());
+  // Auto asks the broker first: while it does not answer, the block is in an outage like any other
+  // (logged once, shown in the status), and asks again until it answers or the block stops.
+  std::optional<GroupProtocolChoice> choice;
+  while (!(choice = choose_group_protocol(settings_.group_protocol, settings_.bootstrap_servers, all_properties,
+                                          settings_.static_membership, kProtocolProbeTimeout, log_prefix()))) {
+    if (!log_->broker_down.exchange(true)) {
+      log_->broker_down_since_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      spdlog::warn("{}: broker unreachable (no answer from {} within {} s to choose the group protocol); retrying",
+                   log_prefix(), settings_.bootstrap_servers, kProtocolProbeTimeout.count() / 1000);
+    }
+    if (!keep_waiting || !keep_waiting()) {
+      choice = GroupProtocolChoice{config::GroupProtocol::Classic, "auto: stopped before the broker answered"};
+      break;
+    }
+  }
+  protocol_ = *choice;
+  if (log_->broker_down && choice->why.find("stopped") == std::string::npos) mark_broker_up();
   set("bootstrap.servers", settings_.bootstrap_servers);
   set("client.id", "picomq-connect-" + settings_.sink_key + "-" + std::to_string(settings_.block_index));
+  if (protocol_.protocol == config::GroupProtocol::Consumer) {
+    set("group.protocol", "consumer");
+  } else {
+    set("group.protocol", "classic");
+    // Incremental rebalances: a member joining or leaving moves only the partitions that change
+    // owner, the others keep flowing (librdkafka's default, range + roundrobin, is eager).
+    set("partition.assignment.strategy", "cooperative-sticky");
+  }
   for (const auto& [k, v] : settings_.client_properties) set(k, v);
-  // librdkafka 2.2 made the fetcher's back-off on a full queue configurable (default 1 s);
-  // a short one keeps a consumer that fell behind for a moment from idling that long.
-  if (rd_kafka_version() >= kFetchQueueBackoffVersion) set("fetch.queue.backoff.ms", "10");
+  // The fetcher's back-off once the queue is full (librdkafka's default 1 s): a consumer that fell
+  // behind for a moment would idle that long (bench/README.md, "librdkafka 2.12").
+  set("fetch.queue.backoff.ms", "10");
   set("auto.offset.reset", settings_.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
   for (const auto& [k, v] : settings_.block_properties) set(k, v);
   // Not overridable: these are what commit-after-the-write rests on.
@@ -53,7 +81,6 @@ std::string ConsumerClient::create() {
     rd_kafka_conf_destroy(conf);
     return error;
   }
-  read_fetch_queue_limits(conf);
   route_client_logs(conf, log_);
   rd_kafka_conf_set_rebalance_cb(conf, &ConsumerClient::rebalance_cb);
   // close() serves the group's last events with rd_kafka_queue_poll_callback on the queue
@@ -67,7 +94,8 @@ std::string ConsumerClient::create() {
   rd_kafka_poll_set_consumer(rk_);
   queue_ = rd_kafka_queue_get_consumer(rk_);
   commit_queue_ = rd_kafka_queue_new(rk_);
-  spdlog::info("{}: consumer group '{}' on {}", log_prefix(), settings_.group_id, settings_.bootstrap_servers);
+  spdlog::info("{}: consumer group '{}' on {}, group protocol {} ({})", log_prefix(), settings_.group_id,
+               settings_.bootstrap_servers, config::group_protocol_name(protocol_.protocol), protocol_.why);
   return {};
 }
 
@@ -168,18 +196,6 @@ size_t ConsumerClient::poll(std::chrono::milliseconds wait, size_t max, std::vec
   return records;
 }
 
-// Seeks each partition to the position after the last record taken from it, which wakes the
-// broker thread that fetches it.
-void ConsumerClient::wake_fetcher(const rd_kafka_topic_partition_list_t* assigned) {
-  PartitionList positions = PartitionList::copy_of(assigned);
-  if (rd_kafka_position(rk_, positions.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
-  PartitionList seek(positions.size());
-  for (const auto& p : positions)
-    if (p.offset >= 0) seek.add(p.topic, p.partition, p.offset);
-  if (!seek.empty())
-    if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk_, seek.get(), 0)) rd_kafka_error_destroy(e);
-}
-
 std::vector<ConsumerClient::Lag> ConsumerClient::lags() const {
   std::vector<Lag> out;
   if (!rk_ || assignment_.empty()) return out;
@@ -190,7 +206,8 @@ std::vector<ConsumerClient::Lag> ConsumerClient::lags() const {
     const auto& p = list.get()->elems[i];
     Lag lag{TopicPartition{p.topic, p.partition}, p.offset >= 0 ? p.offset : -1, -1};
     int64_t low = -1, high = -1;
-    if (rd_kafka_get_watermark_offsets(rk_, p.topic, p.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
+    if (rd_kafka_get_watermark_offsets(rk_, p.topic, p.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        high >= 0)
       lag.high = high;
     out.push_back(std::move(lag));
   }
@@ -220,37 +237,6 @@ void ConsumerClient::set_paused(bool paused) {
     rd_kafka_pause_partitions(rk_, list.get());
   } else {
     rd_kafka_resume_partitions(rk_, list.get());
-    // librdkafka 2.0 does not wake its fetcher on resume (it would wait for its 1 s tick).
-    if (rd_kafka_version() < kFetchQueueBackoffVersion) wake_fetcher(list.get());
-  }
-}
-
-// librdkafka before 2.2 stops fetching for a consumer whose queue went over queued.min.messages
-// or queued.max.messages.kbytes, and looks again only on its 1 s broker tick. A consumer that
-// fell behind for a moment (a busy core, a slow batch) would then idle for most of a second.
-// So we watch the queue: once it was near a limit and we have drained it, a seek to the current
-// position wakes the fetcher at once; the queue is empty, so nothing is fetched twice.
-void ConsumerClient::read_fetch_queue_limits(rd_kafka_conf_t* conf) {
-  auto get = [&](const char* name, size_t fallback) {
-    char value[64];
-    size_t size = sizeof value;
-    if (rd_kafka_conf_get(conf, name, value, &size) != RD_KAFKA_CONF_OK) return fallback;
-    return static_cast<size_t>(std::strtoull(value, nullptr, 10));
-  };
-  fetch_queue_max_records_ = get("queued.min.messages", 100000);
-  fetch_queue_max_bytes_ = get("queued.max.messages.kbytes", 65536) * 1024;
-}
-
-void ConsumerClient::watch_fetch_queue(size_t recent_message_bytes) {
-  if (rd_kafka_version() >= kFetchQueueBackoffVersion) return;
-  if (recent_message_bytes) recent_message_bytes_ = recent_message_bytes;
-  const size_t queued = rd_kafka_queue_length(queue_);
-  if (queued * 10 >= fetch_queue_max_records_ * 9 || queued * recent_message_bytes_ * 10 >= fetch_queue_max_bytes_ * 9) {
-    fetcher_may_sleep_ = true;
-  } else if (fetcher_may_sleep_ && queued == 0 && !paused_) {
-    fetcher_may_sleep_ = false;
-    rd_kafka_topic_partition_list_t* raw = nullptr;
-    if (rd_kafka_assignment(rk_, &raw) == RD_KAFKA_RESP_ERR_NO_ERROR && raw) wake_fetcher(PartitionList::adopt(raw).get());
   }
 }
 
@@ -279,9 +265,11 @@ int64_t ConsumerClient::check_broker(std::chrono::milliseconds every) {
 
 void ConsumerClient::mark_broker_up() {
   if (!log_->broker_down.exchange(false)) return;
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(), (now_ms - log_->broker_down_since_ms.load()) / 1000.0);
+  const auto now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(),
+               (now_ms - log_->broker_down_since_ms.load()) / 1000.0);
 }
 
 // ---------------------------------------------------------------- offsets
@@ -296,7 +284,9 @@ std::string ConsumerClient::store_offset(const TopicPartition& tp, int64_t next_
 
 void ConsumerClient::wake() { rd_kafka_queue_yield(queue_); }
 
-void ConsumerClient::commit_async() { rd_kafka_commit_queue(rk_, nullptr, commit_queue_, &ConsumerClient::commit_cb, this); }
+void ConsumerClient::commit_async() {
+  rd_kafka_commit_queue(rk_, nullptr, commit_queue_, &ConsumerClient::commit_cb, this);
+}
 
 void ConsumerClient::serve_commit_results() { rd_kafka_queue_poll_callback(commit_queue_, 0); }
 
@@ -315,8 +305,8 @@ std::string ConsumerClient::commit_sync() {
   rd_kafka_commit_queue(rk_, nullptr, results, nullptr, nullptr);
   std::string error;
   // During an outage a second is enough to see the broker answer again.
-  const auto wait = log_->broker_down ? std::min(settings_.close_timeout, std::chrono::milliseconds(1000))
-                                      : settings_.close_timeout;
+  const auto wait =
+      log_->broker_down ? std::min(settings_.close_timeout, std::chrono::milliseconds(1000)) : settings_.close_timeout;
   rd_kafka_event_t* ev = rd_kafka_queue_poll(results, static_cast<int>(wait.count()));
   if (!ev) {
     error = "not confirmed within " + std::to_string(wait.count()) + " ms" +
@@ -340,7 +330,9 @@ void ConsumerClient::rebalance_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka
 }
 
 void ConsumerClient::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions) {
-  const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
+  // KIP-848 is incremental whatever rd_kafka_rebalance_protocol() says before the first subscribe.
+  const bool cooperative = protocol_.protocol == config::GroupProtocol::Consumer ||
+                           std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
   const auto changed = to_vector(partitions);
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     for (const auto& tp : changed) spdlog::info("{}: assigned {}", log_prefix(), tp.to_string());

@@ -2,7 +2,7 @@
 // The Kafka consumer of one [[topics]] block: owns the rd_kafka_t handle and everything that
 // talks to it — creation with the properties commit-after-the-write rests on, polling,
 // subscription (explicit topics plus a pattern re-evaluated against the broker's topic list),
-// pause / resume with the librdkafka 2.0 fetcher wake, rebalances (eager and cooperative) with
+// pause / resume, the group protocol (KIP-848 or classic), rebalances (eager, cooperative, KIP-848) with
 // concrete start offsets, offset store and commits (the OffsetTransport of the committer), and
 // broker connectivity. Used from the block's consumer thread only, except store_offset() and
 // wake(), which the delivery thread calls.
@@ -20,6 +20,7 @@
 #include "runtime/bucketer.h"
 #include "runtime/delivery/offset_committer.h"
 #include "runtime/kafka/client_logging.h"
+#include "runtime/kafka/group_protocol.h"
 #include "runtime/kafka/kafka_records.h"
 
 namespace picomq::runtime::kafka {
@@ -38,6 +39,9 @@ struct ConsumerSettings {
   std::chrono::milliseconds pattern_refresh{2000};
   // How long a synchronous commit and leaving the group may take (part of shutdown_timeout).
   std::chrono::milliseconds close_timeout{10000};
+  // [broker] group_protocol; auto asks the broker (group_protocol.h).
+  config::GroupProtocol group_protocol = config::GroupProtocol::Auto;
+  bool static_membership = false;  // group.instance.id is among client_properties
 };
 
 // What the consumer tells its block about ownership changes, from inside poll().
@@ -57,8 +61,10 @@ class ConsumerClient final : public OffsetTransport {
   ConsumerClient(const ConsumerClient&) = delete;
   ConsumerClient& operator=(const ConsumerClient&) = delete;
 
-  // Creates the handle: empty, or what is wrong (a bad property names it).
-  std::string create();
+  // Creates the handle: empty, or what is wrong (a bad property names it). With group_protocol
+  // auto it first asks the broker, again and again while `keep_waiting()` (called between
+  // attempts, a few seconds apart) says so; without an answer it takes classic.
+  std::string create(const std::function<bool()>& keep_waiting = {});
   // Subscribes per the explicit topics and (every pattern_refresh, or now when `force`) the
   // pattern's matches; a change re-subscribes, which rebalances the group.
   void refresh_subscription(bool force);
@@ -68,8 +74,8 @@ class ConsumerClient final : public OffsetTransport {
   // Reads `tp` again from `offset`: librdkafka drops what it fetched past it. Empty, or why not.
   std::string seek(const TopicPartition& tp, int64_t offset);
   bool paused() const { return paused_; }
-  // librdkafka 2.0: wakes a fetcher that parked on a full queue once the queue is drained.
-  void watch_fetch_queue(size_t recent_message_bytes);
+  // What create() chose: Consumer (KIP-848) or Classic.
+  config::GroupProtocol group_protocol() const { return protocol_.protocol; }
   const std::vector<TopicPartition>& assignment() const { return assignment_; }
   // Per assigned partition: the fetch position and the broker's high watermark as last seen
   // (no broker round trip); -1 where unknown.
@@ -104,8 +110,6 @@ class ConsumerClient final : public OffsetTransport {
   static void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t*, void*);
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
   void resolve_start_offsets(rd_kafka_topic_partition_list_t* partitions);
-  void wake_fetcher(const rd_kafka_topic_partition_list_t* assigned);
-  void read_fetch_queue_limits(rd_kafka_conf_t* conf);
   void mark_broker_up();
 
   ConsumerSettings settings_;
@@ -123,10 +127,7 @@ class ConsumerClient final : public OffsetTransport {
   std::chrono::steady_clock::time_point next_broker_probe_{};
   std::vector<TopicPartition> assignment_;
   bool paused_ = false;
-  size_t fetch_queue_max_records_ = 100000;   // librdkafka's queued.min.messages
-  size_t fetch_queue_max_bytes_ = 64u << 20;  // librdkafka's queued.max.messages.kbytes
-  size_t recent_message_bytes_ = 0;
-  bool fetcher_may_sleep_ = false;
+  GroupProtocolChoice protocol_;
   std::vector<rd_kafka_message_t*> polled_;
 };
 

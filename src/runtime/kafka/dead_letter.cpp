@@ -110,8 +110,8 @@ bool DeadLetterProducer::send(const Job& job, const std::vector<BadRecord>& bad,
       const rd_kafka_resp_err_t err = rd_kafka_producev(
           rk_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_KEY(m.key.data, m.key.size), RD_KAFKA_V_VALUE(const_cast<uint8_t*>(m.value.data), m.value.size),
-          RD_KAFKA_V_TIMESTAMP(timestamp > 0 ? timestamp : 0), RD_KAFKA_V_HEADERS(headers),
-          RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+          RD_KAFKA_V_TIMESTAMP(timestamp > 0 ? timestamp : 0), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(opaque),
+          RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;  // the producer owns the headers now
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && std::chrono::steady_clock::now() < deadline) {
         rd_kafka_poll(rk_, 10);
@@ -132,11 +132,11 @@ bool DeadLetterProducer::send(const Job& job, const std::vector<BadRecord>& bad,
     if (!slots[i]->done) what = "not confirmed by the broker within " + std::to_string(timeout_ms) + " ms";
     else if (slots[i]->err) what = rd_kafka_err2str(slots[i]->err);
     else continue;
-    error = "dead-letter write of " + job.tp.to_string() + " offset " + std::to_string(job.records->at(bad[i].index).offset) +
-            " to '" + topic_ + "' failed: " + what;
+    error = "dead-letter write of " + job.tp.to_string() + " offset " +
+            std::to_string(job.records->at(bad[i].index).offset) + " to '" + topic_ + "' failed: " + what;
     return false;
   }
   return true;
 }
 
-}  // namespace picomq::runtime
+}  // namespace picomq::runtime::kafka

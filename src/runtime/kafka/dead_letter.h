@@ -17,17 +17,16 @@ namespace picomq::runtime::kafka {
 
 // Names of the headers added to a dead-lettered record (docs/bad-records.md).
 inline constexpr const char* kDeadLetterHeaders[] = {
-    "pico_error_stage",   "pico_error_reason", "pico_error_sink",      "pico_error_topic",
+    "pico_error_stage",     "pico_error_reason", "pico_error_sink",      "pico_error_topic",
     "pico_error_partition", "pico_error_offset", "pico_error_timestamp", "pico_error_time",
 };
 
 class DeadLetterProducer final : public DeadLetters, private LoggedClient {
  public:
   // `client_properties` are the runtime's [broker] properties (TLS, SASL...).
-  static std::unique_ptr<DeadLetterProducer> create(const std::string& bootstrap_servers,
-                                                    const std::vector<std::pair<std::string, std::string>>& client_properties,
-                                                    std::string topic, std::string sink_key, std::string log_prefix,
-                                                    std::string& error);
+  static std::unique_ptr<DeadLetterProducer> create(
+      const std::string& bootstrap_servers, const std::vector<std::pair<std::string, std::string>>& client_properties,
+      std::string topic, std::string sink_key, std::string log_prefix, std::string& error);
   ~DeadLetterProducer() override;
   DeadLetterProducer(const DeadLetterProducer&) = delete;
   DeadLetterProducer& operator=(const DeadLetterProducer&) = delete;

@@ -45,15 +45,26 @@ std::string open(const GroupSpec& spec, Handle& h) {
   return {};
 }
 
-// Every partition of the spec's topics (explicit ones, and the pattern's matches).
 std::string partitions(const GroupSpec& spec, Handle& h, List& out) {
+  std::string error;
+  for (const auto& [t, p] : group_partitions(h.rk, spec, error)) rd_kafka_topic_partition_list_add(out.l, t.c_str(), p);
+  return error;
+}
+
+}  // namespace
+
+// Every partition of the spec's topics (explicit ones, and the pattern's matches), sorted.
+std::vector<std::pair<std::string, int32_t>> group_partitions(rd_kafka_t* rk, const GroupSpec& spec,
+                                                              std::string& error) {
+  std::vector<std::pair<std::string, int32_t>> tps;
   const rd_kafka_metadata_t* md = nullptr;
-  if (auto e = rd_kafka_metadata(h.rk, 1, nullptr, &md, kTimeoutMs); e != RD_KAFKA_RESP_ERR_NO_ERROR)
-    return std::string("broker metadata: ") + rd_kafka_err2str(e);
+  if (auto e = rd_kafka_metadata(rk, 1, nullptr, &md, kTimeoutMs); e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    error = std::string("broker metadata: ") + rd_kafka_err2str(e);
+    return tps;
+  }
   std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> guard(md, rd_kafka_metadata_destroy);
   std::optional<std::regex> re;
   if (spec.anchored_pattern) re.emplace(*spec.anchored_pattern, std::regex::ECMAScript);
-  std::vector<std::pair<std::string, int32_t>> tps;
   for (int i = 0; i < md->topic_cnt; ++i) {
     const auto& t = md->topics[i];
     const std::string name = t.topic;
@@ -64,11 +75,8 @@ std::string partitions(const GroupSpec& spec, Handle& h, List& out) {
     for (int p = 0; p < t.partition_cnt; ++p) tps.emplace_back(name, t.partitions[p].id);
   }
   std::sort(tps.begin(), tps.end());
-  for (const auto& [t, p] : tps) rd_kafka_topic_partition_list_add(out.l, t.c_str(), p);
-  return {};
+  return tps;
 }
-
-}  // namespace
 
 std::vector<PartitionOffsets> read_group_offsets(const GroupSpec& spec, std::string& error) {
   std::vector<PartitionOffsets> out;
@@ -89,7 +97,8 @@ std::vector<PartitionOffsets> read_group_offsets(const GroupSpec& spec, std::str
     o.committed = p.offset >= 0 ? p.offset : -1;
     if (auto e = rd_kafka_query_watermark_offsets(h.rk, p.topic, p.partition, &o.low, &o.high, kTimeoutMs);
         e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      error = std::string("end offsets of ") + p.topic + "[" + std::to_string(p.partition) + "]: " + rd_kafka_err2str(e);
+      error =
+          std::string("end offsets of ") + p.topic + "[" + std::to_string(p.partition) + "]: " + rd_kafka_err2str(e);
       return {};
     }
     out.push_back(std::move(o));
@@ -126,8 +135,9 @@ std::string reset_group_offsets(const GroupSpec& spec, const OffsetTarget& targe
         if (it == target.offsets.end()) continue;
         offset = it->second;
         if (offset < low || offset > high)
-          return std::string("offset ") + std::to_string(offset) + " of " + p.topic + "[" + std::to_string(p.partition) +
-                 "] is outside the log (" + std::to_string(low) + " to " + std::to_string(high) + ")";
+          return std::string("offset ") + std::to_string(offset) + " of " + p.topic + "[" +
+                 std::to_string(p.partition) + "] is outside the log (" + std::to_string(low) + " to " +
+                 std::to_string(high) + ")";
         break;
       }
     }
@@ -136,7 +146,8 @@ std::string reset_group_offsets(const GroupSpec& spec, const OffsetTarget& targe
   if (target.kind == OffsetTarget::Kind::Explicit)
     for (const auto& [tp, offset] : target.offsets)
       if (!rd_kafka_topic_partition_list_find(commit.l, tp.first.c_str(), tp.second))
-        return "partition " + tp.first + "[" + std::to_string(tp.second) + "] is not one of the group's topics' partitions";
+        return "partition " + tp.first + "[" + std::to_string(tp.second) +
+               "] is not one of the group's topics' partitions";
   if (commit.l->cnt == 0) return "no partition to set (the group's topics have none)";
   if (auto e = rd_kafka_commit(h.rk, commit.l, 0); e != RD_KAFKA_RESP_ERR_NO_ERROR)
     return std::string("commit for group '") + spec.group_id + "' refused: " + rd_kafka_err2str(e) +

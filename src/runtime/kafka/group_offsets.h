@@ -3,6 +3,8 @@
 // GET / POST /sinks/{key}/offsets, after KIP-875): a client of its own with the group's id that
 // never joins it. The broker accepts such a commit only while the group has no member, which
 // is why a sink must be stopped before its offsets are reset.
+#include <librdkafka/rdkafka.h>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,6 +29,10 @@ struct PartitionOffsets {
   int64_t low = -1, high = -1;
   int64_t lag() const { return high < 0 ? -1 : committed < 0 ? high - std::max<int64_t>(low, 0) : high - committed; }
 };
+
+// Every partition of the spec's topics (the explicit ones and the pattern's matches), sorted.
+std::vector<std::pair<std::string, int32_t>> group_partitions(rd_kafka_t* rk, const GroupSpec& spec,
+                                                              std::string& error);
 
 // The group's committed offset, and the log's start and end, for every partition of its topics.
 // Empty `error` on success.

@@ -20,7 +20,8 @@ class PartitionList {
     return PartitionList(rd_kafka_topic_partition_list_copy(list));
   }
 
-  rd_kafka_topic_partition_t* add(const std::string& topic, int32_t partition, int64_t offset = RD_KAFKA_OFFSET_INVALID) {
+  rd_kafka_topic_partition_t* add(const std::string& topic, int32_t partition,
+                                  int64_t offset = RD_KAFKA_OFFSET_INVALID) {
     auto* p = rd_kafka_topic_partition_list_add(list_.get(), topic.c_str(), partition);
     p->offset = offset;
     return p;

@@ -1,15 +1,14 @@
 #include "runtime/ops/api_server.h"
 
 #include <httplib.h>
-
-#include <algorithm>
-#include <cctype>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -31,9 +30,10 @@ namespace {
 constexpr const char* kMask = "***";
 
 bool secret_property(const std::string& name) {
-  static const std::regex re("password|secret|token|credential|private|sasl\\.oauthbearer\\.config|ssl\\.key\\.pem|"
-                             "ssl\\.keystore|ssl_key|api[._-]?key",
-                             std::regex::icase);
+  static const std::regex re(
+      "password|secret|token|credential|private|sasl\\.oauthbearer\\.config|ssl\\.key\\.pem|"
+      "ssl\\.keystore|ssl_key|api[._-]?key",
+      std::regex::icase);
   return std::regex_search(name, re);
 }
 
@@ -74,7 +74,11 @@ void reply(httplib::Response& res, int status, const json& body) {
 json config_errors_json(const std::vector<config::ConfigError>& errors) {
   json out = json::array();
   for (const auto& e : errors)
-    out.push_back({{"file", e.file}, {"line", e.line}, {"column", e.column}, {"key", e.key}, {"message", e.message},
+    out.push_back({{"file", e.file},
+                   {"line", e.line},
+                   {"column", e.column},
+                   {"key", e.key},
+                   {"message", e.message},
                    {"text", e.to_string()}});
   return out;
 }
@@ -82,7 +86,10 @@ json config_errors_json(const std::vector<config::ConfigError>& errors) {
 json block_json(const BlockStatus& b) {
   json lag = json::array();
   for (const auto& l : b.lag)
-    lag.push_back({{"topic", l.topic}, {"partition", l.partition}, {"position", l.position}, {"high", l.high},
+    lag.push_back({{"topic", l.topic},
+                   {"partition", l.partition},
+                   {"position", l.position},
+                   {"high", l.high},
                    {"lag", l.position >= 0 && l.high >= 0 ? std::max<int64_t>(0, l.high - l.position) : -1}});
   return {{"group_id", b.group_id},
           {"assigned", b.assigned},
@@ -110,7 +117,8 @@ int64_t parse_timestamp(const json& v, std::string& error) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_string()) {
     std::string why;
-    if (auto t = transform::time::parse_rfc3339(v.get<std::string>(), why)) return t->seconds * 1000 + t->nanos / 1000000;
+    if (auto t = transform::time::parse_rfc3339(v.get<std::string>(), why))
+      return t->seconds * 1000 + t->nanos / 1000000;
     error = "'timestamp' must be epoch milliseconds or an RFC 3339 time, got \"" + v.get<std::string>() + "\": " + why;
     return 0;
   }
@@ -132,7 +140,8 @@ std::string process_cpu_and_rss(double& cpu_seconds, double& rss_bytes) {
 
 }  // namespace
 
-std::string masked_definition_json(const config::SinkDefinition& d, const std::vector<std::filesystem::path>& plugin_path) {
+std::string masked_definition_json(const config::SinkDefinition& d,
+                                   const std::vector<std::filesystem::path>& plugin_path) {
   json plugin_config = json::parse(d.plugin_config_json, nullptr, false);
   if (plugin_config.is_discarded()) plugin_config = json::object();
   std::string error;
@@ -161,7 +170,7 @@ std::string masked_definition_json(const config::SinkDefinition& d, const std::v
     if (b.avro_registry_url) t["avro_registry_url"] = mask_url_credentials(*b.avro_registry_url);
     topics.push_back(std::move(t));
   }
-  json out{{"key", d.key},     {"name", d.name},       {"file", d.file},       {"path", d.path},
+  json out{{"key", d.key},         {"name", d.name},       {"file", d.file},   {"path", d.path},
            {"enabled", d.enabled}, {"version", d.version}, {"topics", topics}, {"plugin_config", plugin_config}};
   return out.dump();
 }
@@ -206,14 +215,16 @@ class ApiServer::Impl {
     // `<scheme> <token>`, the scheme case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" too.
     const std::string header = req.get_header_value("Authorization");
     const size_t space = header.find(' ');
-    if (space == std::string::npos || !std::equal(header.begin(), header.begin() + static_cast<long>(space), "bearer",
-                                                  "bearer" + 6, [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
+    if (space == std::string::npos ||
+        !std::equal(header.begin(), header.begin() + static_cast<long>(space), "bearer", "bearer" + 6,
+                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
       return false;
     const size_t token_at = header.find_first_not_of(' ', space);
     const std::string got = token_at == std::string::npos ? std::string() : header.substr(token_at);
     const std::string& expected = *config_.api.token;
     unsigned char diff = got.size() != expected.size();
-    for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(expected[i] ^ (i < got.size() ? got[i] : 0));
+    for (size_t i = 0; i < expected.size(); ++i)
+      diff |= static_cast<unsigned char>(expected[i] ^ (i < got.size() ? got[i] : 0));
     return diff == 0;
   }
 
@@ -223,9 +234,12 @@ class ApiServer::Impl {
     if (!s.reload_error.empty()) j["reload_error"] = s.reload_error;
     j["blocks"] = json::array();
     for (const auto& b : s.blocks) j["blocks"].push_back(block_json(b));
+    j["group_lag"] = group_lag_json(s);
+    j["lag_error"] = s.lag_error.empty() ? json(nullptr) : json(s.lag_error);
     j["sink_counters"] = s.counters;
     if (with_definition)
-      if (auto d = sinks_.definition(s.key)) j["definition"] = json::parse(masked_definition_json(*d, config_.plugin_path));
+      if (auto d = sinks_.definition(s.key))
+        j["definition"] = json::parse(masked_definition_json(*d, config_.plugin_path));
     return j;
   }
 
@@ -233,7 +247,8 @@ class ApiServer::Impl {
   std::vector<kafka::GroupSpec> groups(const config::SinkDefinition& d) const {
     std::vector<kafka::GroupSpec> out;
     for (const auto& b : d.topics)
-      out.push_back({sinks_.bootstrap_servers(), config_.client_properties, b.group_id(d.key), b.topics, b.anchored_pattern});
+      out.push_back(
+          {sinks_.bootstrap_servers(), config_.client_properties, b.group_id(d.key), b.topics, b.anchored_pattern});
     return out;
   }
 
@@ -276,8 +291,7 @@ class ApiServer::Impl {
         std::rethrow_exception(ep);
       } catch (const std::exception& e) {
         what = e.what();
-      } catch (...) {
-      }
+      } catch (...) {}
       reply(res, 500, error_json(what));
     });
     s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -286,25 +300,32 @@ class ApiServer::Impl {
       else reply(res, res.status, error_json("HTTP " + std::to_string(res.status)));
     });
 
-    s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kStatusPageHtml, "text/html; charset=utf-8"); });
-    s.Get("/health/live", [](const httplib::Request&, httplib::Response& res) { reply(res, 200, {{"status", "live"}}); });
+    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(kStatusPageHtml, "text/html; charset=utf-8");
+    });
+    s.Get("/health/live", [](const httplib::Request&, httplib::Response& res) {
+      reply(res, 200, {{"status", "live"}});
+    });
     s.Get("/health/ready", [this](const httplib::Request&, httplib::Response& res) {
       json why = json::array();
       bool broker_checked = false;
       for (const auto& st : status_.all()) {
         if (st.state == SinkState::Disabled) continue;
-        if (st.state != SinkState::Running) why.push_back("sink '" + st.key + "' is " + std::string(to_string(st.state)));
+        if (st.state != SinkState::Running)
+          why.push_back("sink '" + st.key + "' is " + std::string(to_string(st.state)));
         for (size_t i = 0; i < st.blocks.size(); ++i) {
           broker_checked = broker_checked || !st.blocks[i].group_id.empty();
           if (st.blocks[i].broker_unreachable_since_ms)
             why.push_back("sink '" + st.key + "' topics[" + std::to_string(i) + "]: broker unreachable");
         }
-        if (st.state == SinkState::Running && st.blocks.empty()) why.push_back("sink '" + st.key + "' has not joined its group yet");
+        if (st.state == SinkState::Running && st.blocks.empty())
+          why.push_back("sink '" + st.key + "' has not joined its group yet");
       }
       if (!broker_checked && why.empty()) {
         // No sink tells: ask the broker ourselves.
         std::string error;
-        kafka::read_group_offsets({sinks_.bootstrap_servers(), config_.client_properties, "picomq-connect-health", {}, {}}, error);
+        kafka::read_group_offsets(
+            {sinks_.bootstrap_servers(), config_.client_properties, "picomq-connect-health", {}, {}}, error);
         if (!error.empty()) why.push_back("broker: " + error);
       }
       reply(res, why.empty() ? 200 : 503, {{"status", why.empty() ? "ready" : "not ready"}, {"reasons", why}});
@@ -320,17 +341,18 @@ class ApiServer::Impl {
       if (!st) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
       reply(res, 200, sink_json(*st, true));
     });
-    s.Post(R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string key = req.matches[1], action = req.matches[2];
-      Supervisor::Outcome o;
-      if (action == "stop") o = sinks_.stop(key);
-      else if (action == "start") o = sinks_.start(key);
-      else if (action == "restart") o = sinks_.restart(key);
-      else o = sinks_.pause(key, action == "pause");
-      json body = o.status == 200 ? json{{"message", o.message}} : error_json(o.message);
-      if (auto st = status_.get(key)) body["sink"] = sink_json(*st, false);
-      reply(res, o.status, body);
-    });
+    s.Post(R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             const std::string key = req.matches[1], action = req.matches[2];
+             Supervisor::Outcome o;
+             if (action == "stop") o = sinks_.stop(key);
+             else if (action == "start") o = sinks_.start(key);
+             else if (action == "restart") o = sinks_.restart(key);
+             else o = sinks_.pause(key, action == "pause");
+             json body = o.status == 200 ? json{{"message", o.message}} : error_json(o.message);
+             if (auto st = status_.get(key)) body["sink"] = sink_json(*st, false);
+             reply(res, o.status, body);
+           });
     s.Get(R"(/sinks/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
       auto d = sinks_.definition(req.matches[1]);
       if (!d) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
@@ -344,13 +366,17 @@ class ApiServer::Impl {
       auto d = sinks_.definition(key);
       if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
       if (auto st = status_.get(key); st && st->state != SinkState::Stopped && st->state != SinkState::Disabled)
-        return reply(res, 409, error_json("sink '" + key + "' is " + std::string(to_string(st->state)) +
-                                          ": stop it first (POST /sinks/" + key + "/stop); offsets change only while "
-                                          "no consumer of its groups runs"));
+        return reply(res, 409,
+                     error_json("sink '" + key + "' is " + std::string(to_string(st->state)) +
+                                ": stop it first (POST /sinks/" + key +
+                                "/stop); offsets change only while "
+                                "no consumer of its groups runs"));
       json body = json::parse(req.body, nullptr, false);
       if (body.is_discarded() || !body.is_object())
-        return reply(res, 400, error_json("the body must be a JSON object: {\"to\": \"earliest\"|\"latest\"}, "
-                                          "{\"timestamp\": ms|\"RFC 3339\"} or {\"offsets\": [{\"topic\", \"partition\", \"offset\"}]}"));
+        return reply(
+            res, 400,
+            error_json("the body must be a JSON object: {\"to\": \"earliest\"|\"latest\"}, "
+                       "{\"timestamp\": ms|\"RFC 3339\"} or {\"offsets\": [{\"topic\", \"partition\", \"offset\"}]}"));
       kafka::OffsetTarget target;
       std::string error;
       if (body.contains("to")) {
@@ -365,9 +391,11 @@ class ApiServer::Impl {
       } else if (body.contains("offsets") && body["offsets"].is_array()) {
         target.kind = kafka::OffsetTarget::Kind::Explicit;
         for (const auto& o : body["offsets"]) {
-          if (!o.is_object() || !o.value("topic", json()).is_string() || !o.value("partition", json()).is_number_integer() ||
-              !o.value("offset", json()).is_number_integer())
-            return reply(res, 400, error_json("each of 'offsets' must be {\"topic\": string, \"partition\": int, \"offset\": int}"));
+          if (!o.is_object() || !o.value("topic", json()).is_string() ||
+              !o.value("partition", json()).is_number_integer() || !o.value("offset", json()).is_number_integer())
+            return reply(
+                res, 400,
+                error_json("each of 'offsets' must be {\"topic\": string, \"partition\": int, \"offset\": int}"));
           target.offsets[{o["topic"].get<std::string>(), o["partition"].get<int32_t>()}] = o["offset"].get<int64_t>();
         }
       } else {
@@ -389,7 +417,9 @@ class ApiServer::Impl {
           std::string probe;
           auto parts = kafka::read_group_offsets(gs[i], probe);
           std::erase_if(t.offsets, [&](const auto& kv) {
-            return std::none_of(parts.begin(), parts.end(), [&](const auto& p) { return p.topic == kv.first.first && p.partition == kv.first.second; });
+            return std::none_of(parts.begin(), parts.end(), [&](const auto& p) {
+              return p.topic == kv.first.first && p.partition == kv.first.second;
+            });
           });
           if (t.offsets.empty()) continue;
         }
@@ -405,7 +435,9 @@ class ApiServer::Impl {
       const std::string name = req.has_param("file") ? req.get_param_value("file") : "request.toml";
       auto parsed = config::parse_sink_definition(req.body, name, config::process_env());
       std::vector<config::ConfigError> errors = parsed.errors;
-      const config::SinkDefinition* d = parsed.definition ? &*parsed.definition : parsed.partial ? &*parsed.partial : nullptr;
+      const config::SinkDefinition* d = parsed.definition ? &*parsed.definition
+                                        : parsed.partial  ? &*parsed.partial
+                                                          : nullptr;
       if (d && d->enabled) {
         auto problems = check_sink_plugin(*d, config_.plugin_path);
         errors.insert(errors.end(), problems.begin(), problems.end());
@@ -431,7 +463,11 @@ class ApiServer::Impl {
   void reload_reply(httplib::Response& res, int status) {
     auto r = sinks_.reload();
     reply(res, status,
-          {{"started", r.started}, {"restarted", r.restarted}, {"stopped", r.stopped}, {"unchanged", r.unchanged}, {"errors", r.errors}});
+          {{"started", r.started},
+           {"restarted", r.restarted},
+           {"stopped", r.stopped},
+           {"unchanged", r.unchanged},
+           {"errors", r.errors}});
   }
 
   // PUT /sinks/{key}: the body is the definition's TOML; it is checked as --check does (its key
@@ -446,12 +482,16 @@ class ApiServer::Impl {
     if (parsed.definition && parsed.definition->key != key)
       errors.push_back({target.string(), 0, 0, "key",
                         "the definition's key is '" + parsed.definition->key + "' but the URL names '" + key + "'"});
-    const config::SinkDefinition* d = parsed.definition ? &*parsed.definition : parsed.partial ? &*parsed.partial : nullptr;
+    const config::SinkDefinition* d = parsed.definition ? &*parsed.definition
+                                      : parsed.partial  ? &*parsed.partial
+                                                        : nullptr;
     if (d && d->enabled) {
       auto problems = check_sink_plugin(*d, config_.plugin_path);
       errors.insert(errors.end(), problems.begin(), problems.end());
     }
-    if (!errors.empty()) return reply(res, 400, {{"error", "invalid definition: nothing was written"}, {"errors", config_errors_json(errors)}});
+    if (!errors.empty())
+      return reply(res, 400,
+                   {{"error", "invalid definition: nothing was written"}, {"errors", config_errors_json(errors)}});
     const auto tmp = target.parent_path() / ("." + target.filename().string() + ".tmp");
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -477,7 +517,8 @@ class ApiServer::Impl {
       f.help = help;
       return f;
     };
-    auto add = [&](const std::string& name, MetricType type, const std::string& help, std::vector<ClientMetric::Label> labels, double value) {
+    auto add = [&](const std::string& name, MetricType type, const std::string& help,
+                   std::vector<ClientMetric::Label> labels, double value) {
       ClientMetric m;
       m.label = std::move(labels);
       if (type == MetricType::Counter) m.counter.value = value;
@@ -485,8 +526,9 @@ class ApiServer::Impl {
       family(name, type, help).metric.push_back(std::move(m));
     };
     const auto C = MetricType::Counter, G = MetricType::Gauge;
-    auto histogram = [&](const std::string& name, const std::string& help, const std::vector<ClientMetric::Label>& labels,
-                         const std::vector<uint64_t>& buckets, double sum) {
+    auto histogram = [&](const std::string& name, const std::string& help,
+                         const std::vector<ClientMetric::Label>& labels, const std::vector<uint64_t>& buckets,
+                         double sum) {
       if (buckets.size() != LatencyHistogram::kBounds.size() + 1) return;
       ClientMetric m;
       m.label = labels;
@@ -507,8 +549,24 @@ class ApiServer::Impl {
         add("picomq_sink_state", G, "1 for the state the sink is in", {{"sink", st.key}, {"state", state}},
             to_string(st.state) == state ? 1 : 0);
       for (const auto& [name, value] : st.counters)
-        add("picomq_sink_counter_total", C, "what the sink counted (host API count(), ABI 2.2)", {{"sink", st.key}, {"name", name}},
-            static_cast<double>(value));
+        add("picomq_sink_counter_total", C, "what the sink counted (host API count(), ABI 2.2)",
+            {{"sink", st.key}, {"name", name}}, static_cast<double>(value));
+      // The autoscaling signal: read from the broker for every sink, running or not.
+      for (size_t i = 0; i < st.group_lag.size(); ++i) {
+        for (const auto& p : st.group_lag[i]) {
+          if (p.records < 0) continue;
+          const std::vector<ClientMetric::Label> lp{{"sink", st.key},
+                                                    {"block", std::to_string(i)},
+                                                    {"topic", p.topic},
+                                                    {"partition", std::to_string(p.partition)}};
+          add("picomq_consumer_lag_records", G,
+              "log end offset minus the group's committed offset (records not yet written for good)", lp,
+              static_cast<double>(p.records));
+          if (p.seconds >= 0)
+            add("picomq_consumer_lag_seconds", G, "age of the record at the group's committed offset (0 without lag)",
+                lp, p.seconds);
+        }
+      }
       for (size_t i = 0; i < st.blocks.size(); ++i) {
         const auto& b = st.blocks[i];
         const std::vector<ClientMetric::Label> l{{"sink", st.key}, {"block", std::to_string(i)}};
@@ -518,32 +576,30 @@ class ApiServer::Impl {
         add("picomq_records_written_total", C, "records the sink wrote", l, n(b.delivered_records));
         add("picomq_records_filtered_total", C, "records a transform dropped", l, n(b.filtered_records));
         add("picomq_records_skipped_total", C, "bad records the skip policy stepped over", l, n(b.skipped_records));
-        add("picomq_records_dead_lettered_total", C, "bad records confirmed in the dead-letter topic", l, n(b.dead_lettered_records));
-        add("picomq_records_rejected_total", C, "records the sink refused (then handled by on_bad_record)", l, n(b.rejected_records));
-        add("picomq_batches_stored_total", C, "batches whose offsets were stored after their write", l, n(b.stored_batches));
-        add("picomq_batches_committed_total", C, "stored batches a successful commit covered", l, n(b.committed_batches));
+        add("picomq_records_dead_lettered_total", C, "bad records confirmed in the dead-letter topic", l,
+            n(b.dead_lettered_records));
+        add("picomq_records_rejected_total", C, "records the sink refused (then handled by on_bad_record)", l,
+            n(b.rejected_records));
+        add("picomq_batches_stored_total", C, "batches whose offsets were stored after their write", l,
+            n(b.stored_batches));
+        add("picomq_batches_committed_total", C, "stored batches a successful commit covered", l,
+            n(b.committed_batches));
         add("picomq_commits_total", C, "successful offset commits", l, n(b.commits));
-        add("picomq_commit_failures_total", C, "failed offset commits (made again with the next one)", l, n(b.failed_commits));
+        add("picomq_commit_failures_total", C, "failed offset commits (made again with the next one)", l,
+            n(b.failed_commits));
         add("picomq_buffered_records", G, "records polled and not yet written", l, n(b.buffered_records));
         add("picomq_buffered_bytes", G, "bytes of the records polled and not yet written", l, n(b.buffered_bytes));
         add("picomq_paused", G, "1 while the consumer is paused (back-pressure or operator)", l, b.paused ? 1 : 0);
-        add("picomq_broker_up", G, "1 while the broker answers this block's consumer", l, b.broker_unreachable_since_ms ? 0 : 1);
+        add("picomq_broker_up", G, "1 while the broker answers this block's consumer", l,
+            b.broker_unreachable_since_ms ? 0 : 1);
         for (size_t o = 0; o + 1 < kOutcomes.size(); ++o) {
           auto lo = l;
           lo.push_back({"outcome", kOutcomes[o]});
           add("picomq_write_attempts_total", C, "write attempts by outcome (a retry is an attempt of its own)", lo,
               n(b.write_attempts[o]));
         }
-        for (const auto& p : b.lag) {
-          if (p.position < 0 || p.high < 0) continue;
-          auto lp = l;
-          lp.push_back({"topic", p.topic});
-          lp.push_back({"partition", std::to_string(p.partition)});
-          add("picomq_consumer_lag_records", G, "high watermark minus the consumer's position", lp,
-              static_cast<double>(std::max<int64_t>(0, p.high - p.position)));
-        }
-        histogram("picomq_write_duration_seconds", "from the start of a batch's write to its outcome, retries included", l,
-                  b.write_latency_buckets, b.write_latency_sum_seconds);
+        histogram("picomq_write_duration_seconds", "from the start of a batch's write to its outcome, retries included",
+                  l, b.write_latency_buckets, b.write_latency_sum_seconds);
         histogram("picomq_end_to_end_latency_seconds",
                   "from the Kafka timestamp of a batch's first record to its offset being stored for the commit", l,
                   b.end_to_end_latency_buckets, b.end_to_end_latency_sum_seconds);

@@ -58,7 +58,12 @@ async function refresh() {
   if (!data.sinks) { document.getElementById('msg').textContent = data.error || 'no data'; return; }
   const body = document.getElementById('sinks'), now = Date.now();
   for (const s of data.sinks) {
-    const lag = s.blocks.reduce((a, b) => a + b.lag.reduce((x, p) => x + Math.max(0, p.lag), 0), 0);
+    // The group's lag as the broker has it (right for a paused or stopped sink too); the consumer's
+    // position only until the first reading.
+    const parts = s.group_lag ? s.group_lag.flat() : [];
+    const lag = s.group_lag ? parts.reduce((x, p) => x + Math.max(0, p.lag), 0)
+                            : s.blocks.reduce((a, b) => a + b.lag.reduce((x, p) => x + Math.max(0, p.lag), 0), 0);
+    const age = parts.reduce((x, p) => Math.max(x, p.lag_seconds || 0), 0);
     const written = s.blocks.reduce((a, b) => a + b.counters.written_records, 0);
     const h = history[s.key] = history[s.key] || [];
     h.push({t: now, lag, written}); if (h.length > KEEP) h.shift();
@@ -75,7 +80,7 @@ async function refresh() {
     const st = row.querySelector('.state'); st.textContent = s.state; st.className = 'state ' + s.state;
     row.dataset.state = s.state;
     row.querySelector('.err').textContent = s.error || s.reload_error || '';
-    row.querySelector('.lag').textContent = lag;
+    row.querySelector('.lag').textContent = lag + (age > 0 ? ' (' + age.toFixed(0) + ' s)' : '');
     spark(row.querySelector('.lagc'), h.map(x => x.lag));
     spark(row.querySelector('.ratec'), h.slice(1).map((x, i) => Math.max(0, (x.written - h[i].written) * 1000 / Math.max(1, x.t - h[i].t))));
   }

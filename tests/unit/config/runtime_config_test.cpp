@@ -75,6 +75,7 @@ TEST(RuntimeConfig, AppliesDefaults) {
   EXPECT_EQ(c.shutdown_timeout, 30000ms);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_TRUE(c.client_properties.empty());
+  EXPECT_EQ(c.group_protocol, GroupProtocol::Auto);
 }
 
 TEST(RuntimeConfig, ParsesTheEmbeddedExample) {
@@ -149,27 +150,34 @@ TEST(RuntimeConfig, PluginPathMayBeAStringOrAnArray) {
   auto one = parse("[broker]\nbootstrap_servers = \"h:1\"\n[plugins]\npath = \"plugins\"\n[sinks]\ndir = \"s\"\n");
   ASSERT_TRUE(one.config) << dump(one.errors);
   EXPECT_EQ(one.config->plugin_path, (std::vector<std::filesystem::path>{"/etc/picomq/plugins"}));
-  auto many = parse("[broker]\nbootstrap_servers = \"h:1\"\n[plugins]\npath = [\"a\", \"/opt/b\"]\n[sinks]\ndir = \"s\"\n");
+  auto many =
+      parse("[broker]\nbootstrap_servers = \"h:1\"\n[plugins]\npath = [\"a\", \"/opt/b\"]\n[sinks]\ndir = \"s\"\n");
   ASSERT_TRUE(many.config) << dump(many.errors);
   EXPECT_EQ(many.config->plugin_path, (std::vector<std::filesystem::path>{"/etc/picomq/a", "/opt/b"}));
   auto bad = parse("[broker]\nbootstrap_servers = \"h:1\"\n[plugins]\npath = 3\n[sinks]\ndir = \"s\"\n");
-  EXPECT_EQ(error_for(bad.errors, "plugins.path").message, "'path' must be a string or an array of strings, got integer");
+  EXPECT_EQ(error_for(bad.errors, "plugins.path").message,
+            "'path' must be a string or an array of strings, got integer");
   auto bad_entry = parse("[broker]\nbootstrap_servers = \"h:1\"\n[plugins]\npath = [\"a\", 1]\n[sinks]\ndir = \"s\"\n");
   error_for(bad_entry.errors, "plugins.path[1]");
 }
 
 TEST(RuntimeConfig, ByteSizesAsIntegersOrStrings) {
-  auto as_int = parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = 1048576\n");
+  auto as_int =
+      parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = 1048576\n");
   ASSERT_TRUE(as_int.config) << dump(as_int.errors);
   EXPECT_EQ(as_int.config->max_buffered_bytes, 1048576u);
-  auto as_text = parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = \"10MB\"\n");
+  auto as_text =
+      parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = \"10MB\"\n");
   ASSERT_TRUE(as_text.config) << dump(as_text.errors);
   EXPECT_EQ(as_text.config->max_buffered_bytes, 10'000'000u);
-  auto bad = parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = \"lots\"\n");
-  EXPECT_NE(error_for(bad.errors, "runtime.max_buffered_bytes").message.find("invalid byte size 'lots'"), std::string::npos);
+  auto bad =
+      parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = \"lots\"\n");
+  EXPECT_NE(error_for(bad.errors, "runtime.max_buffered_bytes").message.find("invalid byte size 'lots'"),
+            std::string::npos);
   auto zero = parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = 0\n");
   error_for(zero.errors, "runtime.max_buffered_bytes");
-  auto wrong = parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = 1.5\n");
+  auto wrong =
+      parse("[broker]\nbootstrap_servers = \"h:1\"\n[sinks]\ndir = \"s\"\n[runtime]\nmax_buffered_bytes = 1.5\n");
   EXPECT_NE(error_for(wrong.errors, "runtime.max_buffered_bytes").message.find("got float"), std::string::npos);
 }
 
@@ -227,6 +235,37 @@ dir = "s"
   EXPECT_FALSE(result.config);
   ASSERT_EQ(result.errors.size(), 1u) << dump(result.errors);
   EXPECT_EQ(result.errors[0].key, "broker.properties.\"enable.auto.commit\"");
+}
+
+TEST(RuntimeConfig, GroupProtocolIsAutoConsumerOrClassicAndConsumerRefusesWhatKip848Cannot) {
+  auto config_with = [](std::string_view broker_lines) {
+    return parse("[broker]\nbootstrap_servers = \"h:1\"\n" + std::string(broker_lines) + "[sinks]\ndir = \"s\"\n");
+  };
+  for (auto [text, want] : {std::pair{"auto", GroupProtocol::Auto}, std::pair{"consumer", GroupProtocol::Consumer},
+                            std::pair{"classic", GroupProtocol::Classic}}) {
+    auto result = config_with("group_protocol = \"" + std::string(text) + "\"\n");
+    ASSERT_TRUE(result.config) << dump(result.errors);
+    EXPECT_EQ(result.config->group_protocol, want) << text;
+  }
+  auto bad = config_with("group_protocol = \"eager\"\n");
+  EXPECT_NE(error_for(bad.errors, "broker.group_protocol").message.find("\"auto\", \"consumer\" or \"classic\""),
+            std::string::npos)
+      << dump(bad.errors);
+  // KIP-848 has the broker decide the session timeout and the assignor: librdkafka refuses them.
+  auto classic_property =
+      config_with("group_protocol = \"consumer\"\n[broker.properties]\n\"session.timeout.ms\" = 30000\n");
+  EXPECT_FALSE(classic_property.config);
+  EXPECT_NE(error_for(classic_property.errors, "broker.group_protocol").message.find("'session.timeout.ms'"),
+            std::string::npos)
+      << dump(classic_property.errors);
+  auto fenced = config_with("group_instance_id = \"host-a\"\ngroup_protocol = \"consumer\"\n");
+  EXPECT_NE(error_for(fenced.errors, "broker.group_protocol").message.find("UNRELEASED_INSTANCE_ID"), std::string::npos)
+      << dump(fenced.errors);
+  // The librdkafka property is the runtime's to set.
+  auto managed = config_with("[broker.properties]\n\"group.protocol\" = \"consumer\"\n");
+  EXPECT_NE(error_for(managed.errors, "broker.properties.\"group.protocol\"").message.find("set group_protocol"),
+            std::string::npos)
+      << dump(managed.errors);
 }
 
 TEST(RuntimeConfig, InterpolatesStringValues) {
@@ -293,10 +332,12 @@ listen = "9100"
 token = ""
 tls_cert = "a.crt"
 )");
-  EXPECT_EQ(error_for(bad.errors, "runtime.log_format").message, "'log_format' must be \"text\" or \"json\", got \"xml\"");
+  EXPECT_EQ(error_for(bad.errors, "runtime.log_format").message,
+            "'log_format' must be \"text\" or \"json\", got \"xml\"");
   EXPECT_EQ(error_for(bad.errors, "api.listen").line, 8);
   EXPECT_NE(error_for(bad.errors, "api.token").message.find("must not be empty"), std::string::npos);
-  EXPECT_NE(error_for(bad.errors, "api").message.find("'tls_cert' and 'tls_key' go together"), std::string::npos) << dump(bad.errors);
+  EXPECT_NE(error_for(bad.errors, "api").message.find("'tls_cert' and 'tls_key' go together"), std::string::npos)
+      << dump(bad.errors);
 }
 
 TEST(RuntimeConfig, SyntaxErrorIsOneError) {
@@ -308,7 +349,8 @@ TEST(RuntimeConfig, SyntaxErrorIsOneError) {
 
 TEST(RuntimeConfig, LoadResolvesAgainstTheConfigFolder) {
   testing::TempDir dir;
-  auto file = dir.write("conf/runtime.toml", std::string(kEmbeddedExample) + "[runtime]\nstatus_file = \"state/status.json\"\n");
+  auto file = dir.write("conf/runtime.toml",
+                        std::string(kEmbeddedExample) + "[runtime]\nstatus_file = \"state/status.json\"\n");
   auto result = load_runtime_config(file, fake_env());
   ASSERT_TRUE(result.config) << dump(result.errors);
   EXPECT_EQ(result.config->file, file.string());
