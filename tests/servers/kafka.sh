@@ -32,6 +32,12 @@ offsets.topic.num.partitions=4
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
+# KIP-848 groups: a killed member is dropped after 10 s (the broker's default is 45 s, its
+# minimum too), like the classic groups the tests give session.timeout.ms = 10000 (fleet_test).
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=10000
+group.consumer.min.heartbeat.interval.ms=1000
+group.consumer.heartbeat.interval.ms=2000
 auto.create.topics.enable=true
 PROPS
   cat > "$dir/log4j2.properties" <<'L4J'
