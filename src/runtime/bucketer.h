@@ -16,7 +16,8 @@ namespace picomq::runtime {
 struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
-  auto operator<=>(const TopicPartition&) const = default;
+  // clang-tidy 14 reports the 0 of the comparison it synthesizes here as modernize-use-nullptr.
+  auto operator<=>(const TopicPartition&) const = default;  // NOLINT(modernize-use-nullptr)
   std::string to_string() const { return topic + "[" + std::to_string(partition) + "]"; }
 };
 

@@ -50,7 +50,7 @@ class DirectoryWatch {
     if (fd_ >= 0) close(fd_);
   }
   // True when a *.toml file (not a dot-file) changed since the last call, or a ConfigMap's `..data`.
-  bool changed() {
+  bool changed() const {  // reads the inotify descriptor; no member changes
     bool any = false;
     alignas(inotify_event) char buf[8192];
     for (;;) {

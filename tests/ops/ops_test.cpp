@@ -52,7 +52,7 @@ struct Api {
         << rt.log();
     client = std::make_unique<httplib::Client>(url);
     client->set_read_timeout(60, 0);
-    client->set_bearer_token_auth(kToken.c_str());
+    client->set_bearer_token_auth(kToken);
   }
   struct Reply {
     int status = 0;
@@ -62,14 +62,14 @@ struct Api {
   static Reply of(const httplib::Result& r) {
     return r ? Reply{r->status, r->body} : Reply{-1, httplib::to_string(r.error())};
   }
-  Reply get(const std::string& path) { return of(client->Get(path)); }
-  Reply post(const std::string& path, const std::string& body = "{}") {
+  Reply get(const std::string& path) const { return of(client->Get(path)); }
+  Reply post(const std::string& path, const std::string& body = "{}") const {
     return of(client->Post(path, body, "application/json"));
   }
-  Reply put(const std::string& path, const std::string& body) {
+  Reply put(const std::string& path, const std::string& body) const {
     return of(client->Put(path, body, "application/toml"));
   }
-  Reply del(const std::string& path) { return of(client->Delete(path)); }
+  Reply del(const std::string& path) const { return of(client->Delete(path)); }
 };
 
 std::string testkit_def(const Runtime& rt, const std::string& key, const std::string& topic,
@@ -615,7 +615,7 @@ TEST(Ops, HttpsWithTheConfiguredCertificate) {
   auto anonymous = client.Get("/health/live");
   ASSERT_TRUE(anonymous) << httplib::to_string(anonymous.error());
   EXPECT_EQ(anonymous->status, 401);
-  client.set_bearer_token_auth(kToken.c_str());
+  client.set_bearer_token_auth(kToken);
   auto live = client.Get("/health/live");
   ASSERT_TRUE(live);
   EXPECT_EQ(live->status, 200);

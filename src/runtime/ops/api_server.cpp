@@ -213,10 +213,11 @@ class ApiServer::Impl {
   bool authorized(const httplib::Request& req) const {
     if (!config_.api.token) return true;
     // `<scheme> <token>`, the scheme case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" too.
+    static constexpr std::string_view kBearer = "bearer";
     const std::string header = req.get_header_value("Authorization");
     const size_t space = header.find(' ');
     if (space == std::string::npos ||
-        !std::equal(header.begin(), header.begin() + static_cast<long>(space), "bearer", "bearer" + 6,
+        !std::equal(header.begin(), header.begin() + static_cast<long>(space), kBearer.begin(), kBearer.end(),
                     [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
       return false;
     const size_t token_at = header.find_first_not_of(' ', space);
@@ -288,7 +289,7 @@ class ApiServer::Impl {
     s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "internal error";
       try {
-        std::rethrow_exception(ep);
+        std::rethrow_exception(std::move(ep));
       } catch (const std::exception& e) {
         what = e.what();
       } catch (...) {}
@@ -610,6 +611,7 @@ class ApiServer::Impl {
     add("process_cpu_seconds_total", C, "user and system CPU time of the process", {}, cpu);
     add("process_resident_memory_bytes", G, "resident set size of the process", {}, rss);
     std::vector<MetricFamily> out;
+    out.reserve(fam.size());
     for (auto& [name, f] : fam) out.push_back(std::move(f));
     return prometheus::TextSerializer().Serialize(out);
   }
