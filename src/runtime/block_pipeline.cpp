@@ -123,6 +123,7 @@ void BlockPipeline::consumer_main() {
     while (!stop_requested_ && !failed_) {
       poll_once();
       if (Clock::now() >= next_status) {
+        if (auto refused = client_.refusal(); !refused.empty()) fail(refused);
         client_.check_broker(kStatusEvery);
         publish_status();
         next_status = Clock::now() + kStatusEvery;

@@ -3,6 +3,9 @@
 #   kafka.sh start  <dir> <port>  formats a fresh log dir under <dir>, starts the broker, waits until it answers
 #   kafka.sh resume <dir> <port>  starts it again on its existing log dir (after stop): a broker outage
 #   kafka.sh stop   <dir>         kills it (a test broker's data needs no clean shutdown)
+# PICOMQ_KAFKA_EXTRA_PROPERTIES (a file) is appended to the broker's server.properties (a later key
+# wins: e.g. more listeners), PICOMQ_KAFKA_FORMAT_ARGS is added to the storage format (e.g.
+# --add-scram users); tests/integration/security_test.cpp starts a SASL_SSL listener with them.
 # The broker's jars come from PICOMQ_KAFKA_LIBS (e.g. an Apache Kafka 4.x distribution's libs/)
 # or, in this tree, tools/kafka/libs (scripts/setup.sh fetches them). Installed with the
 # conformance kit as share/picomq-sdk/testing/kafka.sh. Needs Java 17+.
@@ -40,6 +43,7 @@ group.consumer.min.heartbeat.interval.ms=1000
 group.consumer.heartbeat.interval.ms=2000
 auto.create.topics.enable=true
 PROPS
+  if [[ -n "${PICOMQ_KAFKA_EXTRA_PROPERTIES:-}" ]]; then cat "$PICOMQ_KAFKA_EXTRA_PROPERTIES" >> "$dir/server.properties"; fi
   cat > "$dir/log4j2.properties" <<'L4J'
 rootLogger.level=WARN
 rootLogger.appenderRef.stdout.ref=STDOUT
@@ -49,7 +53,7 @@ appender.stdout.layout.type=PatternLayout
 appender.stdout.layout.pattern=[%d] %p %m (%c)%n
 L4J
   java "${java_opts[@]}" kafka.tools.StorageTool format -t "$(java "${java_opts[@]}" kafka.tools.StorageTool random-uuid)" \
-    -c "$dir/server.properties" > "$dir/format.log" 2>&1 || { cat "$dir/format.log"; exit 1; }
+    -c "$dir/server.properties" ${PICOMQ_KAFKA_FORMAT_ARGS:-} > "$dir/format.log" 2>&1 || { cat "$dir/format.log"; exit 1; }
 }
 
 # Up when it answers a metadata request (kcat), or, without kcat, when it accepts connections.

@@ -45,6 +45,9 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     spdlog::warn("{}: broker unreachable ({}); retrying", prefix, reason);
+  } else if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION || code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED) {
+    spdlog::error("{}: {}", prefix, authentication_refusal(reason));
+    if (c) c->refuse(authentication_refusal(reason));
   } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
     spdlog::debug("{}: {}", prefix, reason);
   } else if (code == RD_KAFKA_RESP_ERR__TRANSPORT || code == RD_KAFKA_RESP_ERR__RESOLVE) {
@@ -59,6 +62,11 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
 }
 
 }  // namespace
+
+std::string authentication_refusal(const char* reason) {
+  return std::string("the broker refused the client's credentials: ") + (reason ? reason : "") +
+         " (check sasl.mechanisms, sasl.username and sasl.password in [broker.properties]; not retried)";
+}
 
 namespace {
 std::atomic<size_t> left_behind{0};

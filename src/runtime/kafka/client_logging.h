@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -18,7 +19,25 @@ struct LoggedClient {
   void* owner = nullptr;   // the object serving the handle's other callbacks; null once it let go
   std::atomic<bool> broker_down{false};
   std::atomic<int64_t> broker_down_since_ms{0};  // system clock, epoch ms
+  // Set when the broker refused this client's credentials: librdkafka would retry forever, the
+  // runtime stops the block with this instead (a configuration error, not an outage).
+  std::string refusal() const {
+    std::lock_guard lock(refusal_mutex);
+    return refusal_text;
+  }
+  void refuse(std::string why) {
+    std::lock_guard lock(refusal_mutex);
+    if (refusal_text.empty()) refusal_text = std::move(why);
+  }
+
+ private:
+  mutable std::mutex refusal_mutex;
+  std::string refusal_text;
 };
+
+// What the runtime says when the broker refused a client's SASL credentials (librdkafka's reason,
+// which never holds the password, and where to look).
+std::string authentication_refusal(const char* reason);
 
 // The runtime's level for a librdkafka log line (syslog level, facility): librdkafka's own, except
 // for lines that the error callback already reports once per outage.

@@ -41,8 +41,10 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
   // Auto asks the broker first: while it does not answer, the block is in an outage like any other
   // (logged once, shown in the status), and asks again until it answers or the block stops.
   std::optional<GroupProtocolChoice> choice;
+  std::string refusal;
   while (!(choice = choose_group_protocol(settings_.group_protocol, settings_.bootstrap_servers, all_properties,
-                                          settings_.static_membership, kProtocolProbeTimeout, log_prefix()))) {
+                                          settings_.static_membership, kProtocolProbeTimeout, log_prefix(), refusal))) {
+    if (!refusal.empty()) return refusal;
     if (!log_->broker_down.exchange(true)) {
       log_->broker_down_since_ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -88,6 +88,8 @@ class ConsumerClient final : public OffsetTransport {
   // Whether the broker answers: probes it while it did not (at most once per `every`), logs the
   // recovery. Returns the epoch-ms since when it is unreachable, or 0.
   int64_t check_broker(std::chrono::milliseconds every);
+  // Non-empty once the broker refused the credentials (the block stops with it).
+  std::string refusal() const { return log_->refusal(); }
   int64_t broker_unreachable_since() const { return log_->broker_down ? log_->broker_down_since_ms.load() : 0; }
   // Leaves the group and destroys the handle.
   void close();

@@ -18,6 +18,7 @@ using config::GroupProtocol;
 // them as "  ApiKey ConsumerGroupHeartbeat (68) Versions 0..1" on connecting.
 struct ApiVersionsSeen {
   std::string log_prefix;  // the block's
+  LoggedClient refused;    // the broker refused the credentials
   std::mutex mutex;
   std::optional<int> heartbeat_max_version;  // ConsumerGroupHeartbeat (68)
   bool answered = false;                     // any ApiVersions answer was logged
@@ -43,7 +44,8 @@ void probe_log_cb(const rd_kafka_t* rk, int level, const char* facility, const c
 
 std::optional<bool> broker_offers_consumer_protocol(const std::string& bootstrap_servers,
                                                     const std::vector<std::pair<std::string, std::string>>& properties,
-                                                    std::chrono::milliseconds timeout, const std::string& log_prefix) {
+                                                    std::chrono::milliseconds timeout, const std::string& log_prefix,
+                                                    std::string& refusal) {
   ApiVersionsSeen seen;
   seen.log_prefix = log_prefix;
   char errstr[512];
@@ -58,6 +60,11 @@ std::optional<bool> broker_offers_consumer_protocol(const std::string& bootstrap
   rd_kafka_conf_set(conf, "debug", "feature", errstr, sizeof errstr);
   rd_kafka_conf_set_opaque(conf, &seen);
   rd_kafka_conf_set_log_cb(conf, probe_log_cb);
+  rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t*, int err, const char* reason, void* opaque) {
+    const auto code = static_cast<rd_kafka_resp_err_t>(err);
+    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION || code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
+      static_cast<ApiVersionsSeen*>(opaque)->refused.refuse(authentication_refusal(reason));
+  });
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (!rk) {
     spdlog::debug("group protocol probe: {}", errstr);
@@ -68,7 +75,10 @@ std::optional<bool> broker_offers_consumer_protocol(const std::string& bootstrap
   const bool answered =
       rd_kafka_metadata(rk, 0, nullptr, &md, static_cast<int>(timeout.count())) == RD_KAFKA_RESP_ERR_NO_ERROR;
   if (md) rd_kafka_metadata_destroy(md);
+  // Errors reach error_cb only through a poll.
+  rd_kafka_poll(rk, 0);
   rd_kafka_destroy(rk);
+  refusal = seen.refused.refusal();
   std::lock_guard lock(seen.mutex);
   if (!answered || !seen.answered) return std::nullopt;
   return seen.heartbeat_max_version.value_or(-1) >= 1;
@@ -77,7 +87,7 @@ std::optional<bool> broker_offers_consumer_protocol(const std::string& bootstrap
 std::optional<GroupProtocolChoice> choose_group_protocol(
     GroupProtocol setting, const std::string& bootstrap_servers,
     const std::vector<std::pair<std::string, std::string>>& properties, bool static_membership,
-    std::chrono::milliseconds probe_timeout, const std::string& log_prefix) {
+    std::chrono::milliseconds probe_timeout, const std::string& log_prefix, std::string& refusal) {
   using Choice = GroupProtocolChoice;
   if (setting == GroupProtocol::Consumer) return Choice{GroupProtocol::Consumer, "group_protocol = \"consumer\""};
   if (setting == GroupProtocol::Classic) return Choice{GroupProtocol::Classic, "group_protocol = \"classic\""};
@@ -93,7 +103,8 @@ std::optional<GroupProtocolChoice> choose_group_protocol(
   std::lock_guard lock(mutex);
   auto known = answers.find(bootstrap_servers);
   if (known == answers.end()) {
-    const auto offered = broker_offers_consumer_protocol(bootstrap_servers, properties, probe_timeout, log_prefix);
+    const auto offered =
+        broker_offers_consumer_protocol(bootstrap_servers, properties, probe_timeout, log_prefix, refusal);
     if (!offered) return std::nullopt;
     known = answers.emplace(bootstrap_servers, *offered).first;
   }

@@ -24,13 +24,15 @@ struct GroupProtocolChoice {
 std::optional<GroupProtocolChoice> choose_group_protocol(
     config::GroupProtocol setting, const std::string& bootstrap_servers,
     const std::vector<std::pair<std::string, std::string>>& properties, bool static_membership,
-    std::chrono::milliseconds probe_timeout, const std::string& log_prefix);
+    std::chrono::milliseconds probe_timeout, const std::string& log_prefix, std::string& refusal);
 
 // Whether the broker offers ConsumerGroupHeartbeat v1, what librdkafka's KIP-848 consumer needs
 // (read from the ApiVersions answer librdkafka logs at debug level); nullopt when no broker
-// answered within `timeout`. The probe's own librdkafka lines are logged under `log_prefix`.
+// answered within `timeout`. The probe's own librdkafka lines are logged under `log_prefix`;
+// `refusal` says why when the broker refused the credentials.
 std::optional<bool> broker_offers_consumer_protocol(const std::string& bootstrap_servers,
                                                     const std::vector<std::pair<std::string, std::string>>& properties,
-                                                    std::chrono::milliseconds timeout, const std::string& log_prefix);
+                                                    std::chrono::milliseconds timeout, const std::string& log_prefix,
+                                                    std::string& refusal);
 
 }  // namespace picomq::runtime::kafka
