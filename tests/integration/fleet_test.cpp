@@ -246,8 +246,9 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   const auto owners_at_kill = owners_before(watch.samples(), killed_at);
   watch.departed(2);
   c.kill_hard();
-  std::this_thread::sleep_for(500ms);
-  // What the group had committed when C died: C's partitions stay its own until the broker drops it.
+  std::this_thread::sleep_for(3s);
+  // What the group had committed when C died (its last requests landed): C's partitions stay its
+  // own until the broker drops it, 10 s after its last heartbeat.
   const auto committed_at_kill = watch.samples().back().committed;
   ASSERT_TRUE(wait_until([&] { return all_owned({&a, &d}); }, 60s)) << a.log() << d.log();
   std::this_thread::sleep_for(4s);
@@ -312,7 +313,9 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   const double gap_leave = longest_commit_gap(samples, kept_leave, left_at, left_at + 8s);
   const double gap_kill = longest_commit_gap(samples, kept_kill, killed_at, killed_at + 15s);
   const double again_leave = consumed_again_after(samples, from_b, left_at, b_exited);
-  const double again_kill = consumed_again_after(samples, from_c, killed_at, killed_at + 300ms);
+  // C's last commit requests can still land a moment after its death (a loaded broker took more
+  // than 300 ms in CI); nobody else can own its partitions before the 10 s session timeout.
+  const double again_kill = consumed_again_after(samples, from_c, killed_at, killed_at + 3s);
   const auto quiet_from = joined_at - 4s;
   std::set<int> all;
   for (int p = 0; p < kPartitions; ++p) all.insert(p);
