@@ -11,6 +11,12 @@
 //   dirty_decay_ms:1000     free pages go back within about a second of not being reused. Pages
 //                           recycled faster than that (a steady stream of batches) stay put, so
 //                           the hot path sees neither madvise nor fresh page faults per batch.
+//   narenas:1               one arena instead of 4 per CPU. librdkafka allocates each record
+//                           on its broker thread and we free it on ours; with many arenas the
+//                           freed pages of each wait for their own decay, and the peak RSS of a
+//                           1M-record read was 52-75 MB against 37 MB with one arena, at no
+//                           CPU cost measured (bench/README.md, "Peak memory of the consume
+//                           path"; the threads' caches take the contention).
 //   muzzy_decay_ms:0        purge with MADV_DONTNEED, not MADV_FREE: MADV_FREE'd pages still
 //                           count in RSS until the kernel is short of memory (jemalloc 5.3's
 //                           default, spelled out because RSS is what we promise).
@@ -24,5 +30,5 @@
 #include <jemalloc/jemalloc.h>
 
 extern "C" {
-const char* malloc_conf = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+const char* malloc_conf = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:1";
 }

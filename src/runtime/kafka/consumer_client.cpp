@@ -42,6 +42,7 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
   // (logged once, shown in the status), and asks again until it answers or the block stops.
   std::optional<GroupProtocolChoice> choice;
   std::string refusal;
+  bool stopped = false;  // before the broker answered
   while (!(choice = choose_group_protocol(settings_.group_protocol, settings_.bootstrap_servers, all_properties,
                                           settings_.static_membership, kProtocolProbeTimeout, log_prefix(), refusal))) {
     if (!refusal.empty()) return refusal;
@@ -53,12 +54,13 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
                    log_prefix(), settings_.bootstrap_servers, kProtocolProbeTimeout.count() / 1000);
     }
     if (!keep_waiting || !keep_waiting()) {
+      stopped = true;
       choice = GroupProtocolChoice{config::GroupProtocol::Classic, "auto: stopped before the broker answered"};
       break;
     }
   }
   protocol_ = *choice;
-  if (log_->broker_down && choice->why.find("stopped") == std::string::npos) mark_broker_up();
+  if (log_->broker_down && !stopped) mark_broker_up();
   set("bootstrap.servers", settings_.bootstrap_servers);
   set("client.id", "picomq-connect-" + settings_.sink_key + "-" + std::to_string(settings_.block_index));
   if (protocol_.protocol == config::GroupProtocol::Consumer) {
@@ -69,10 +71,15 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
     // owner, the others keep flowing (librdkafka's default, range + roundrobin, is eager).
     set("partition.assignment.strategy", "cooperative-sticky");
   }
-  for (const auto& [k, v] : settings_.client_properties) set(k, v);
+  // librdkafka's read-ahead: its fetcher fills a partition's queue up to queued.min.messages
+  // (default 100,000: ~55 MB of records and message headers at 200 B per record) before it backs
+  // off. The runtime buffers what a sink needs itself ([runtime] max_buffered_*); this queue
+  // only has to cover a fetch round trip (bench/README.md, "Peak memory of the consume path").
+  set("queued.min.messages", "10000");
   // The fetcher's back-off once the queue is full (librdkafka's default 1 s): a consumer that fell
   // behind for a moment would idle that long (bench/README.md, "librdkafka 2.12").
   set("fetch.queue.backoff.ms", "10");
+  for (const auto& [k, v] : settings_.client_properties) set(k, v);
   set("auto.offset.reset", settings_.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
   for (const auto& [k, v] : settings_.block_properties) set(k, v);
   // Not overridable: these are what commit-after-the-write rests on.
