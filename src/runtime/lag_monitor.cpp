@@ -29,10 +29,10 @@ void LagMonitor::run() {
     for (const auto& key : sinks_.keys()) {
       const auto definition = sinks_.definition(key);
       if (!definition) continue;
-      for (size_t i = 0; i < definition->topics.size(); ++i) {
-        const auto& block = definition->topics[i];
-        const kafka::GroupSpec spec{sinks_.bootstrap_servers(), sinks_.config().client_properties,
-                                    block.group_id(definition->key), block.topics, block.anchored_pattern};
+      const auto groups =
+          kafka::sink_groups(*definition, sinks_.bootstrap_servers(), sinks_.config().client_properties);
+      for (size_t i = 0; i < groups.size(); ++i) {
+        const auto& spec = groups[i];
         std::string error;
         std::vector<GroupLag> lag;
         for (auto& p : reader.read(spec, error))

@@ -1,8 +1,10 @@
-// A fleet: several runtimes with one definition in one consumer group on a 24-partition topic,
-// records produced throughout, runtimes joining, leaving with SIGTERM and dying with SIGKILL,
-// once per group protocol (KIP-848, classic cooperative-sticky, classic eager). Nothing is
-// lost; nothing is written twice across the graceful joins and leaves; after the SIGKILL only
-// what the killed runtime wrote and had not committed is written again. Per protocol it prints
+// A fleet: five runtimes with the same two definitions, each sink a consumer group, on a
+// 24-partition topic, records produced throughout, runtimes joining, leaving with SIGTERM and
+// dying with SIGKILL, once per group protocol (KIP-848, classic cooperative-sticky, classic
+// eager). One sink appends (the testkit's record log), one is idempotent (PostgreSQL, insert
+// mode: pico_id is the primary key). Nothing is lost in either; the append sink writes nothing
+// twice across the graceful joins and leaves, and after the SIGKILL only what the killed runtime
+// wrote and had not committed; the table holds each record once. Per protocol it prints
 // the longest commit gap of the partitions that did not change owner, and how long a departed
 // runtime's partitions wait before someone consumes them again (docs/runtime.md, "Fleets").
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "postgres.h"
 
 namespace picomq::test {
 namespace {
@@ -177,19 +180,26 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("fleet");
   kafka.create_topic(topic, kPartitions);
-  const std::string key = "fleet";
-  const std::string group = "picomq-connect-sink-" + key;
+  const std::string key = "fleet", table_key = "fleetpg";
+  const std::string group = "picomq-connect-sink-" + key, table_group = "picomq-connect-sink-" + table_key;
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("fleet");
 
   std::vector<std::unique_ptr<Runtime>> fleet;
-  for (const char* name : {"fleet-a", "fleet-b", "fleet-c", "fleet-d"}) {
+  for (const char* name : {"fleet-a", "fleet-b", "fleet-c", "fleet-d", "fleet-e"}) {
     auto rt = std::make_unique<Runtime>(kafka.bootstrap(), name);
     rt->broker_settings(protocol.broker_lines);
     rt->add_definition(
         "f.toml", testkit_definition(key, "topics = [\"" + topic + "\"]\nbatch_length = 50\npoll_interval = \"200ms\"",
                                      testkit_config(*rt)));
+    std::string table_definition = "type = \"sink\"\nkey = \"" + table_key + "\"\n";
+    table_definition += "path = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\n";
+    table_definition += "schema = \"json\"\nbatch_length = 50\npoll_interval = \"200ms\"\n[plugin_config]\n";
+    table_definition += "connection_string = \"" + pg.conninfo(db) + "\"\ntarget_table = \"fleet\"\n";
+    rt->add_definition("pg.toml", table_definition);
     fleet.push_back(std::move(rt));
   }
-  Runtime &a = *fleet[0], &b = *fleet[1], &c = *fleet[2], &d = *fleet[3];
+  Runtime &a = *fleet[0], &b = *fleet[1], &c = *fleet[2], &d = *fleet[3], &e = *fleet[4];
 
   // ~1000 records/s over the 24 partitions until told to stop.
   std::atomic<bool> producing{true};
@@ -209,27 +219,33 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   a.start();
   b.start();
   c.start();
-  FleetWatch watch(kafka.bootstrap(), group, topic, {&a, &b, &c, &d}, key);
+  e.start();
+  FleetWatch watch(kafka.bootstrap(), group, topic, {&a, &b, &c, &d, &e}, key);
   auto all_owned = [&](std::initializer_list<Runtime*> members) {
-    size_t total = 0;
-    for (Runtime* rt : members) {
-      const auto n = rt->block_status(key).value("assigned", nlohmann::json::array()).size();
-      if (n == 0) return false;
-      total += n;
+    for (const auto& k : {key, table_key}) {
+      size_t total = 0;
+      for (Runtime* rt : members) {
+        const auto n = rt->block_status(k).value("assigned", nlohmann::json::array()).size();
+        if (n == 0) return false;
+        total += n;
+      }
+      if (total != kPartitions) return false;
     }
-    return total == kPartitions;
+    return true;
   };
-  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &b, &c}); }, 60s)) << a.log() << b.log() << c.log();
+  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &b, &c, &e}); }, 60s)) << a.log() << b.log() << c.log();
   std::this_thread::sleep_for(4s);
 
   const std::string revoked = ": revoked " + topic + "[";
   auto revocations = [&] {
-    return count_of(a.log(), revoked) + count_of(b.log(), revoked) + count_of(c.log(), revoked);
+    // The append sink's block only (each sink's log lines name it).
+    const std::string mine = "sink '" + key + "' topics[0]" + revoked;
+    return count_of(a.log(), mine) + count_of(b.log(), mine) + count_of(c.log(), mine) + count_of(e.log(), mine);
   };
   const size_t revoked_before_join = revocations();
   const auto joined_at = Clock::now();
   d.start();
-  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &b, &c, &d}); }, 60s)) << d.log();
+  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &b, &c, &d, &e}); }, 60s)) << d.log();
   std::this_thread::sleep_for(6s);
   const size_t revoked_by_the_join = revocations() - revoked_before_join;
   const size_t taken_by_d = d.block_status(key).value("assigned", nlohmann::json::array()).size();
@@ -239,7 +255,7 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   b.signal(SIGTERM);
   ASSERT_EQ(b.wait_exit(30s), 0) << b.log();
   const auto b_exited = Clock::now();
-  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &c, &d}); }, 60s)) << a.log();
+  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &c, &d, &e}); }, 60s)) << a.log();
   std::this_thread::sleep_for(6s);
 
   const auto killed_at = Clock::now();
@@ -250,7 +266,7 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   // What the group had committed when C died (its last requests landed): C's partitions stay its
   // own until the broker drops it, 10 s after its last heartbeat.
   const auto committed_at_kill = watch.samples().back().committed;
-  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &d}); }, 60s)) << a.log() << d.log();
+  ASSERT_TRUE(wait_until([&] { return all_owned({&a, &d, &e}); }, 60s)) << a.log() << d.log();
   std::this_thread::sleep_for(4s);
 
   producing = false;
@@ -258,16 +274,26 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   ASSERT_TRUE(wait_until(
       [&] {
         for (int p = 0; p < kPartitions; ++p)
-          if (kafka.committed(group, topic, p) != produced[p]) return false;
+          if (kafka.committed(group, topic, p) != produced[p] || kafka.committed(table_group, topic, p) != produced[p])
+            return false;
         return true;
       },
       90s))
-      << a.log() << d.log();
+      << a.log() << d.log() << e.log();
   const auto samples = watch.samples();
-  a.signal(SIGTERM);
-  d.signal(SIGTERM);
-  EXPECT_EQ(a.wait_exit(30s), 0);
-  EXPECT_EQ(d.wait_exit(30s), 0);
+  for (Runtime* rt : {&a, &d, &e}) rt->signal(SIGTERM);
+  for (Runtime* rt : {&a, &d, &e}) EXPECT_EQ(rt->wait_exit(30s), 0) << rt->log();
+
+  // The idempotent sink: each record once, by its pico_id (topic:partition:offset), whatever was
+  // delivered again after the kill.
+  int64_t total = 0;
+  for (int p = 0; p < kPartitions; ++p) total += produced[p];
+  const auto rows =
+      pg.query("SELECT count(*), count(DISTINCT pico_id), count(*) FILTER (WHERE payload ? 'seq') FROM fleet", db);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(std::stoll(*rows[0][0]), total) << "the table holds every record";
+  EXPECT_EQ(std::stoll(*rows[0][1]), total) << "once each";
+  EXPECT_EQ(std::stoll(*rows[0][2]), total) << "with its payload";
 
   // Every record written at least once; twice only where C was killed, past what it committed.
   std::map<std::pair<int, int64_t>, int> writes;
@@ -321,14 +347,15 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
   for (int p = 0; p < kPartitions; ++p) all.insert(p);
   const double gap_quiet = longest_commit_gap(samples, all, quiet_from, joined_at);
   std::printf(
-      "[ NOTE ] fleet %s: %zu records over %d partitions, lost %lld, duplicates %lld (bound %lld). D joining: %zu "
+      "[ NOTE ] fleet %s: %zu records over %d partitions, lost %lld, duplicates %lld (bound %lld), table rows %lld. D "
+      "joining: %zu "
       "partitions revoked for the %zu it took. Longest commit gap of partitions that kept their owner: no event %.1f "
       "s, "
       "D joins %.1f s, B leaves (SIGTERM) %.1f s, C killed %.1f s. A departed runtime's partitions consumed again "
       "after: SIGTERM %.1f s, SIGKILL %.1f s\n",
       protocol.name.c_str(), writes.size(), kPartitions, static_cast<long long>(lost),
-      static_cast<long long>(duplicates), static_cast<long long>(bound), revoked_by_the_join, taken_by_d, gap_quiet,
-      gap_join, gap_leave, gap_kill, again_leave, again_kill);
+      static_cast<long long>(duplicates), static_cast<long long>(bound), static_cast<long long>(total),
+      revoked_by_the_join, taken_by_d, gap_quiet, gap_join, gap_leave, gap_kill, again_leave, again_kill);
   EXPECT_GE(again_leave, 0) << "B's partitions are consumed again";
   EXPECT_LT(again_leave, 10) << "a SIGTERM leaves the group: no session timeout to wait for";
   EXPECT_GE(again_kill, 5) << "a killed member keeps its partitions until its session times out (10 s)";

@@ -37,19 +37,25 @@ void with_api(Runtime& rt, const std::string& extra_runtime = "") {
                       "\n[api]\nenabled = true\nlisten = \"127.0.0.1:0\"\ntoken = \"${OPS_TOKEN}\"\n");
 }
 
+// The API's URL, once the status file says it (empty after 30 s, a test failure).
+std::string wait_api_url(Runtime& rt) {
+  std::string url;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto s = rt.status();
+        if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
+        url = s["runtime"]["api"].get<std::string>();
+        return true;
+      },
+      30s))
+      << rt.log();
+  return url;
+}
+
 struct Api {
   std::unique_ptr<httplib::Client> client;
   std::string url;
-  explicit Api(Runtime& rt) {
-    EXPECT_TRUE(wait_until(
-        [&] {
-          auto s = rt.status();
-          if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
-          url = s["runtime"]["api"].get<std::string>();
-          return true;
-        },
-        30s))
-        << rt.log();
+  explicit Api(Runtime& rt) : url(wait_api_url(rt)) {
     client = std::make_unique<httplib::Client>(url);
     client->set_read_timeout(60, 0);
     client->set_bearer_token_auth(kToken);
@@ -598,16 +604,7 @@ TEST(Ops, HttpsWithTheConfiguredCertificate) {
       "\"${OPS_TOKEN}\"\ntls_cert = \"" +
       crt.string() + "\"\ntls_key = \"" + key.string() + "\"\n");
   rt.start();
-  std::string url;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto s = rt.status();
-        if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
-        url = s["runtime"]["api"].get<std::string>();
-        return true;
-      },
-      30s))
-      << rt.log();
+  const std::string url = wait_api_url(rt);
   ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
   httplib::Client client(url);
   client.set_ca_cert_path(crt.c_str());

@@ -45,7 +45,7 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     spdlog::warn("{}: broker unreachable ({}); retrying", prefix, reason);
-  } else if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION || code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED) {
+  } else if (is_credentials_refusal(code)) {
     spdlog::error("{}: {}", prefix, authentication_refusal(reason));
     if (c) c->refuse(authentication_refusal(reason));
   } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
@@ -62,6 +62,10 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
 }
 
 }  // namespace
+
+bool is_credentials_refusal(rd_kafka_resp_err_t code) {
+  return code == RD_KAFKA_RESP_ERR__AUTHENTICATION || code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED;
+}
 
 std::string authentication_refusal(const char* reason) {
   return std::string("the broker refused the client's credentials: ") + (reason ? reason : "") +

@@ -35,6 +35,10 @@ struct LoggedClient {
   std::string refusal_text;
 };
 
+// Whether an error librdkafka reports is the broker refusing the client's credentials (SASL or TLS
+// authentication), which librdkafka would retry forever.
+bool is_credentials_refusal(rd_kafka_resp_err_t code);
+
 // What the runtime says when the broker refused a client's SASL credentials (librdkafka's reason,
 // which never holds the password, and where to look).
 std::string authentication_refusal(const char* reason);

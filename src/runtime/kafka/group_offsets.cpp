@@ -6,6 +6,8 @@
 #include <memory>
 #include <regex>
 
+#include "runtime/kafka/client_conf.h"
+
 namespace picomq::runtime::kafka {
 
 namespace {
@@ -25,24 +27,14 @@ struct List {
 };
 
 std::string open(const GroupSpec& spec, Handle& h) {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char err[512];
-  auto set = [&](const std::string& k, const std::string& v) {
-    return rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) == RD_KAFKA_CONF_OK;
-  };
-  for (const auto& [k, v] : spec.client_properties)
-    if (!set(k, v)) {
-      rd_kafka_conf_destroy(conf);
-      return "[broker.properties] " + k + ": " + err;
-    }
-  set("bootstrap.servers", spec.bootstrap_servers);
-  set("group.id", spec.group_id);
-  set("enable.auto.commit", "false");
-  set("enable.auto.offset.store", "false");
-  set("log_level", "3");
-  h.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-  if (!h.rk) return std::string("cannot create a Kafka client: ") + err;
-  return {};
+  ClientConf conf(spec.client_properties, spec.bootstrap_servers);
+  conf.set("group.id", spec.group_id);
+  conf.set("enable.auto.commit", "false");
+  conf.set("enable.auto.offset.store", "false");
+  conf.set("log_level", "3");
+  if (!conf.error().empty()) return conf.error();
+  h.rk = conf.create(RD_KAFKA_CONSUMER);
+  return conf.error();
 }
 
 std::string partitions(const GroupSpec& spec, Handle& h, List& out) {
@@ -76,6 +68,15 @@ std::vector<std::pair<std::string, int32_t>> group_partitions(rd_kafka_t* rk, co
   }
   std::sort(tps.begin(), tps.end());
   return tps;
+}
+
+std::vector<GroupSpec> sink_groups(const config::SinkDefinition& sink, const std::string& bootstrap_servers,
+                                   const std::vector<std::pair<std::string, std::string>>& client_properties) {
+  std::vector<GroupSpec> out;
+  for (const auto& block : sink.topics)
+    out.push_back(
+        {bootstrap_servers, client_properties, block.group_id(sink.key), block.topics, block.anchored_pattern});
+  return out;
 }
 
 std::vector<PartitionOffsets> read_group_offsets(const GroupSpec& spec, std::string& error) {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/sink_definition.h"
+
 namespace picomq::runtime::kafka {
 
 struct GroupSpec {
@@ -21,6 +23,10 @@ struct GroupSpec {
   std::vector<std::string> topics;              // explicit topics of the block
   std::optional<std::string> anchored_pattern;  // and/or the topics matching this
 };
+
+// The groups of a sink's [[topics]] blocks, in block order (block i's group is element i).
+std::vector<GroupSpec> sink_groups(const config::SinkDefinition& sink, const std::string& bootstrap_servers,
+                                   const std::vector<std::pair<std::string, std::string>>& client_properties);
 
 struct PartitionOffsets {
   std::string topic;

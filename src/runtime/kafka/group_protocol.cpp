@@ -7,6 +7,7 @@
 #include <mutex>
 #include <regex>
 
+#include "runtime/kafka/client_conf.h"
 #include "runtime/kafka/client_logging.h"
 
 namespace picomq::runtime::kafka {
@@ -48,26 +49,24 @@ std::optional<bool> broker_offers_consumer_protocol(const std::string& bootstrap
                                                     std::string& refusal) {
   ApiVersionsSeen seen;
   seen.log_prefix = log_prefix;
-  char errstr[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // The consumer's own properties (TLS, SASL...) reach the broker the same way; no group.id, so
-  // this handle joins nothing.
+  // this handle joins nothing. A property librdkafka refuses is the consumer's to report (it names
+  // where the property came from); the probe goes on without it.
+  ClientProperties connection;
   for (const auto& [k, v] : properties)
-    if (k != "group.id" && k != "group.instance.id")
-      rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr);
-  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap_servers.c_str(), errstr, sizeof errstr);
-  rd_kafka_conf_set(conf, "client.id", "picomq-connect-group-protocol-probe", errstr, sizeof errstr);
-  rd_kafka_conf_set(conf, "debug", "feature", errstr, sizeof errstr);
-  rd_kafka_conf_set_opaque(conf, &seen);
-  rd_kafka_conf_set_log_cb(conf, probe_log_cb);
-  rd_kafka_conf_set_error_cb(conf, [](rd_kafka_t*, int err, const char* reason, void* opaque) {
-    const auto code = static_cast<rd_kafka_resp_err_t>(err);
-    if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION || code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
+    if (k != "group.id" && k != "group.instance.id") connection.emplace_back(k, v);
+  ClientConf conf(connection, bootstrap_servers);
+  conf.set("client.id", "picomq-connect-group-protocol-probe");
+  conf.set("debug", "feature");
+  rd_kafka_conf_set_opaque(conf.get(), &seen);
+  rd_kafka_conf_set_log_cb(conf.get(), probe_log_cb);
+  rd_kafka_conf_set_error_cb(conf.get(), [](rd_kafka_t*, int err, const char* reason, void* opaque) {
+    if (is_credentials_refusal(static_cast<rd_kafka_resp_err_t>(err)))
       static_cast<ApiVersionsSeen*>(opaque)->refused.refuse(authentication_refusal(reason));
   });
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  rd_kafka_t* rk = conf.create(RD_KAFKA_CONSUMER);
   if (!rk) {
-    spdlog::debug("group protocol probe: {}", errstr);
+    spdlog::debug("group protocol probe: {}", conf.error());
     return std::nullopt;
   }
   // A metadata round trip: the connection's ApiVersions exchange comes first.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "runtime/kafka/client_conf.h"
 #include "runtime/kafka/partition_list.h"
 
 namespace picomq::runtime::kafka {
@@ -48,29 +49,20 @@ LagReader::~LagReader() {
 
 std::string LagReader::open() {
   if (rk_) return {};
-  char errstr[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  auto set = [&](const std::string& k, const std::string& v) {
-    return rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) == RD_KAFKA_CONF_OK;
-  };
-  for (const auto& [k, v] : client_properties_)
-    if (!set(k, v)) {
-      rd_kafka_conf_destroy(conf);
-      return "[broker.properties] " + k + ": " + errstr;
-    }
-  set("bootstrap.servers", bootstrap_servers_);
-  set("client.id", "picomq-connect-lag-reader");
+  ClientConf conf(client_properties_, bootstrap_servers_);
+  conf.set("client.id", "picomq-connect-lag-reader");
   // A group id for assign() alone: this client never subscribes, joins or commits.
-  set("group.id", "picomq-connect-lag-reader");
-  set("enable.auto.commit", "false");
-  set("enable.auto.offset.store", "false");
+  conf.set("group.id", "picomq-connect-lag-reader");
+  conf.set("enable.auto.commit", "false");
+  conf.set("enable.auto.offset.store", "false");
   // It reads one record per lagging partition: no prefetching of what follows.
-  set("queued.min.messages", "1");
-  set("queued.max.messages.kbytes", "1024");
-  set("max.partition.fetch.bytes", "65536");
-  route_client_logs(conf, &log_);
-  rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-  if (!rk_) return std::string("cannot create a Kafka client: ") + errstr;
+  conf.set("queued.min.messages", "1");
+  conf.set("queued.max.messages.kbytes", "1024");
+  conf.set("max.partition.fetch.bytes", "65536");
+  if (!conf.error().empty()) return conf.error();
+  route_client_logs(conf.get(), &log_);
+  rk_ = conf.create(RD_KAFKA_CONSUMER);
+  if (!rk_) return conf.error();
   rd_kafka_poll_set_consumer(rk_);
   admin_results_ = rd_kafka_queue_new(rk_);
   return {};

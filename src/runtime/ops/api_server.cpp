@@ -246,11 +246,7 @@ class ApiServer::Impl {
 
   // The groups of a sink's blocks, as the offsets endpoints read and set them.
   std::vector<kafka::GroupSpec> groups(const config::SinkDefinition& d) const {
-    std::vector<kafka::GroupSpec> out;
-    for (const auto& b : d.topics)
-      out.push_back(
-          {sinks_.bootstrap_servers(), config_.client_properties, b.group_id(d.key), b.topics, b.anchored_pattern});
-    return out;
+    return kafka::sink_groups(d, sinks_.bootstrap_servers(), config_.client_properties);
   }
 
   json offsets_json(const config::SinkDefinition& d, std::string& error) const {
