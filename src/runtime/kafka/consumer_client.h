@@ -122,6 +122,7 @@ class ConsumerClient final : public OffsetTransport {
   OffsetCommitter* committer_ = nullptr;
   std::optional<std::regex> pattern_;
   rd_kafka_t* rk_ = nullptr;
+  void wake_fetcher(const rd_kafka_topic_partition_list_t* assigned);
   rd_kafka_queue_t* queue_ = nullptr;
   rd_kafka_queue_t* commit_queue_ = nullptr;  // results of our asynchronous commits
   std::vector<std::string> subscribed_;
