@@ -152,11 +152,7 @@ void BlockPipeline::poll_once() {
   const bool paused = apply_backpressure();
   if (!paused) wait_while_sink_behind();
 
-  auto wait = paused ? milliseconds(0) : kMaxPollWait;
-  if (auto deadline = buckets_->next_deadline(); deadline && !paused) {
-    auto until = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
-    wait = std::clamp(until, milliseconds(0), kMaxPollWait);
-  }
+  auto wait = paused ? milliseconds(0) : poll_wait();
   // Offsets wait behind a commit in flight, whose completion does not wake the poll: look
   // again soon, so they go out (and a stopped producer's last records are committed) within
   // a few ms of it rather than at the end of a full poll wait.
@@ -256,6 +252,13 @@ bool BlockPipeline::apply_backpressure() {
   return true;
 }
 
+// The longest the consumer may wait: one poll wait, or less when a bucket's linger ends sooner.
+milliseconds BlockPipeline::poll_wait() const {
+  const auto deadline = buckets_->next_deadline();
+  if (!deadline) return kMaxPollWait;
+  return std::clamp(std::chrono::duration_cast<milliseconds>(*deadline - Clock::now()), milliseconds(0), kMaxPollWait);
+}
+
 // A sink that keeps up needs the consumer only a few batches ahead of it: more read ahead is
 // memory, not speed (the stdout bench read 12,000 records ahead of its sink at 1.6 M records/s).
 // So while kJobsAhead batches wait for the delivery thread, the consumer waits too, leaving
@@ -263,9 +266,7 @@ bool BlockPipeline::apply_backpressure() {
 // instead of reading more). Up to one poll wait at most: group events, commits and a bucket's
 // linger are served meanwhile, and a sink that stays behind meets the buffer limits above.
 void BlockPipeline::wait_while_sink_behind() {
-  auto wait = kMaxPollWait;
-  if (auto deadline = buckets_->next_deadline())
-    wait = std::clamp(std::chrono::duration_cast<milliseconds>(*deadline - Clock::now()), milliseconds(0), wait);
+  const auto wait = poll_wait();
   std::unique_lock lock(mutex_);
   done_cv_.wait_for(lock, wait, [&] { return jobs_.size() < kJobsAhead || !rewinds_.empty() || stop_requested_; });
 }

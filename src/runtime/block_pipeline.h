@@ -79,6 +79,7 @@ class BlockPipeline final : private kafka::RebalanceListener {
   void flush_due(std::chrono::steady_clock::time_point now);  // buckets the flush rules say are ready
   void enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> messages);
   bool apply_backpressure();
+  std::chrono::milliseconds poll_wait() const;
   void wait_while_sink_behind();
   void set_paused(bool paused, size_t records, size_t bytes);
   void on_assigned(const std::vector<TopicPartition>& partitions) override;

@@ -113,6 +113,7 @@ class ConsumerClient final : public OffsetTransport {
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions);
   void resolve_start_offsets(rd_kafka_topic_partition_list_t* partitions);
   void mark_broker_up();
+  void wake_fetcher(const rd_kafka_topic_partition_list_t* assigned);
 
   ConsumerSettings settings_;
   // On the heap: the callbacks of a handle left behind at close still reach it.
@@ -122,7 +123,6 @@ class ConsumerClient final : public OffsetTransport {
   OffsetCommitter* committer_ = nullptr;
   std::optional<std::regex> pattern_;
   rd_kafka_t* rk_ = nullptr;
-  void wake_fetcher(const rd_kafka_topic_partition_list_t* assigned);
   rd_kafka_queue_t* queue_ = nullptr;
   rd_kafka_queue_t* commit_queue_ = nullptr;  // results of our asynchronous commits
   std::vector<std::string> subscribed_;
