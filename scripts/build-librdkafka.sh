@@ -4,7 +4,9 @@
 # of the `rdkafka-sys 4.10.0+2.12.1` crate (pinned by version and SHA-256 below). Static, with
 # position-independent code, SSL, SASL (SCRAM, OAUTHBEARER, and GSSAPI through Cyrus SASL), zstd
 # and zlib; Debian 12's librdkafka is 2.0.2, which has neither KIP-848 nor a fetcher that wakes
-# on its own (docs/runtime.md).
+# on its own (docs/runtime.md). Without libcurl: librdkafka uses it only to fetch OAUTHBEARER
+# tokens from an OIDC endpoint, and loading Debian's libcurl (30 libraries: gnutls, rtmp, ldap,
+# krb5...) costs every runtime 4 MB of memory before its first record (bench/README.md).
 #   scripts/build-librdkafka.sh [PREFIX]   default ${PICOMQ_DEPS_CACHE:-~/.cache/picomq}/librdkafka-2.12.1
 # Returns at once when PREFIX holds a finished build. CMake runs it at configure time
 # (cmake/PicomqRdkafka.cmake); needs what scripts/setup.sh --build-only installs.
@@ -13,7 +15,9 @@ version=2.12.1
 crate=rdkafka-sys-4.10.0+${version}
 crate_sha256=e234cf318915c1059d4921ef7f75616b5219b10b46e9f3a511a15eb4b56a3f77
 prefix="${1:-${PICOMQ_DEPS_CACHE:-$HOME/.cache/picomq}/librdkafka-$version}"
-stamp="$prefix/.complete-$crate_sha256"
+features=(-DWITH_SSL=ON -DWITH_SASL=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_CURL=OFF -DENABLE_LZ4_EXT=OFF)
+# A build with other features is not a finished build.
+stamp="$prefix/.complete-$crate_sha256-$(echo "${features[*]}" | sha256sum | cut -c1-12)"
 [[ -f "$stamp" ]] && exit 0
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/librdkafka-build.XXXXXX")"
@@ -46,7 +50,7 @@ rm -rf "$prefix"
 cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix" \
   -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON "${launcher[@]}" \
   -DRDKAFKA_BUILD_STATIC=ON -DRDKAFKA_BUILD_EXAMPLES=OFF -DRDKAFKA_BUILD_TESTS=OFF \
-  -DWITH_SSL=ON -DWITH_SASL=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_CURL=ON -DENABLE_LZ4_EXT=OFF \
+  "${features[@]}" \
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
 cmake --build "$work/build" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
 cmake --install "$work/build" >/dev/null

@@ -15,7 +15,7 @@
 #include "config/sink_definition.h"
 #include "picomq/kit/plugin_options.hpp"
 #include "runtime/config_check.h"
-#include "runtime/ops/health_probe.h"
+#include "runtime/ops/ops_module.h"
 #include "runtime/plugin_host.h"
 #include "runtime/runtime.h"
 #include "version_info.h"
@@ -158,7 +158,13 @@ int main(int argc, char** argv) {
   if (version) return print_version();
   if (!health.empty()) {
     const char* token = std::getenv("PICOMQ_API_TOKEN");
-    return picomq::runtime::probe_health(health, token ? token : "");
+    std::string error;
+    const auto* ops = picomq::runtime::ops_module(error);
+    if (!ops) {
+      std::cerr << "health: " << error << '\n';
+      return 1;
+    }
+    return ops->probe_health(health, token ? token : "");
   }
   if (!describe.empty()) return describe_plugin(describe);
   if (config_file.empty()) {

@@ -11,10 +11,7 @@
 #include "config/file_text.h"
 #include "config/names.h"
 #include "config/toml_reader.h"
-#include "decoders/avro_decoder.h"
-#include "decoders/flatbuffer_decoder.h"
-#include "decoders/proto_decoder.h"
-#include "decoders/schema_registry.h"
+#include "decoders/schema_decoder_module.h"
 #include "picomq/kit/arrow_export.hpp"
 
 namespace picomq::config {
@@ -239,6 +236,14 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
     return value;
   };
 
+  // The schema decoders' module, loaded when a block first needs it; null when it cannot be (reported).
+  auto decoder_module = [&]() -> const decoders::SchemaDecoderModule* {
+    std::string error;
+    const auto* module = decoders::schema_decoder_module(error);
+    if (!module) r.error(schema_at, "schema", error);
+    return module;
+  };
+
   switch (block.schema) {
     case Schema::Json:
     case Schema::Raw:
@@ -284,8 +289,10 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       options.include_paths = block.proto_include_paths;
       options.descriptor_set = block.proto_descriptor_set.value_or("");
       options.message = block.proto_message;
+      const auto* module = decoder_module();
+      if (!module) return;
       std::string error;
-      if (!decoders::compile_proto(options, error)) {
+      if (!module->compile_proto(options, error)) {
         const std::string_view key = error.rfind("message type", 0) == 0 ? "proto_message"
                                      : set                               ? "proto_descriptor_set"
                                                                          : "proto_files";
@@ -305,8 +312,10 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       options.schema = block.flatbuffer_schema;
       options.root_type = block.flatbuffer_root_type;
       options.include_paths = block.flatbuffer_include_paths;
+      const auto* module = decoder_module();
+      if (!module) return;
       std::string error;
-      if (!decoders::compile_flatbuffer(options, error)) {
+      if (!module->compile_flatbuffer(options, error)) {
         const std::string_view key = error.rfind("root type", 0) == 0 && table.get("flatbuffer_root_type")
                                          ? "flatbuffer_root_type"
                                          : "flatbuffer_schema";
@@ -350,12 +359,14 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
           r.error(schema_at, "schema", "schema = \"avro\" needs 'avro_schema_json' or 'avro_schema_path'");
       }
       if (r.diagnostics().count() != errors_before) return;
+      const auto* module = decoder_module();
+      if (!module) return;
       std::string error;
       if (block.avro_framing == TopicsBlock::AvroFraming::Registry) {
-        if (!decoders::SchemaRegistry::create(*block.avro_registry_url, error))
+        if (!module->create_registry(*block.avro_registry_url, error))
           r.error(at("avro_registry_url"), "avro_registry_url", error);
       } else if (block.avro_schema_json) {
-        if (!decoders::compile_avro(*block.avro_schema_json, error))
+        if (!module->compile_avro(*block.avro_schema_json, error))
           r.error(at("avro_schema_json"), "avro_schema_json", "invalid Avro schema: " + error);
       } else {
         std::string text;
@@ -364,7 +375,7 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
           r.error(at("avro_schema_path"), "avro_schema_path", "'" + *block.avro_schema_path + "': " + error);
           return;
         }
-        if (!decoders::compile_avro(text, error))
+        if (!module->compile_avro(text, error))
           r.error(at("avro_schema_path"), "avro_schema_path",
                   "'" + *block.avro_schema_path + "': invalid Avro schema: " + error);
       }

@@ -1,19 +1,16 @@
 #include "decoders/payload_decoder.h"
 
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include <algorithm>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
-#include "decoders/avro_decoder.h"
-#include "decoders/flatbuffer_decoder.h"
-#include "decoders/proto_decoder.h"
-#include "decoders/schema_registry.h"
+#include "decoders/schema_decoder_module.h"
 
 namespace picomq::decoders {
 namespace {
@@ -110,10 +107,10 @@ class JsonDecoder final : public PayloadDecoder {
           // Grammatical JSON with a number no double holds: say that, not "not valid JSON".
           const std::string_view what = e.what();
           const auto at = what.find("] ");
-          error = "payload holds a number out of range (" + std::string(at == what.npos ? what : what.substr(at + 2)) + ")";
+          error =
+              "payload holds a number out of range (" + std::string(at == what.npos ? what : what.substr(at + 2)) + ")";
           return DecodeStatus::bad_record;
-        } catch (const nlohmann::json::exception&) {
-        }
+        } catch (const nlohmann::json::exception&) {}
       }
     }
     if (doc.error()) {
@@ -172,6 +169,14 @@ class FailingDecoder final : public PayloadDecoder {
 class Factory final : public DecoderFactory {
  public:
   explicit Factory(const config::TopicsBlock& block) : schema_(block.schema) {
+    if (schema_ == config::Schema::Json || schema_ == config::Schema::Raw || schema_ == config::Schema::Text) return;
+    module_ = schema_decoder_module(error_);
+    if (module_) compile(block);
+    if (!error_.empty())
+      error_ = "schema = \"" + std::string(config::to_string(block.schema)) + "\" no longer compiles: " + error_;
+  }
+
+  void compile(const config::TopicsBlock& block) {
     switch (block.schema) {
       case config::Schema::Json:
       case config::Schema::Raw:
@@ -184,7 +189,7 @@ class Factory final : public DecoderFactory {
         o.message = block.proto_message;
         o.int64_as_string = block.proto_int64_as_string;
         o.json_names = block.proto_json_names;
-        proto_ = decoders::compile_proto(o, error_);
+        proto_ = module_->compile_proto(o, error_);
         break;
       }
       case config::Schema::Flatbuffer: {
@@ -192,25 +197,23 @@ class Factory final : public DecoderFactory {
         o.schema = block.flatbuffer_schema;
         o.root_type = block.flatbuffer_root_type;
         o.include_paths = block.flatbuffer_include_paths;
-        flatbuffer_ = decoders::compile_flatbuffer(o, error_);
+        flatbuffer_ = module_->compile_flatbuffer(o, error_);
         break;
       }
       case config::Schema::Avro:
         if (block.avro_framing == config::TopicsBlock::AvroFraming::Registry) {
-          registry_ = decoders::SchemaRegistry::create(block.avro_registry_url.value_or(""), error_);
+          registry_ = module_->create_registry(block.avro_registry_url.value_or(""), error_);
         } else if (block.avro_schema_json) {
-          avro_ = decoders::compile_avro(*block.avro_schema_json, error_);
+          avro_ = module_->compile_avro(*block.avro_schema_json, error_);
         } else {
           std::ifstream in(block.avro_schema_path.value_or(""), std::ios::binary);
           std::stringstream text;
           text << in.rdbuf();
           if (!in) error_ = "cannot read '" + block.avro_schema_path.value_or("") + "'";
-          else avro_ = decoders::compile_avro(text.str(), error_);
+          else avro_ = module_->compile_avro(text.str(), error_);
         }
         break;
     }
-    if (!error_.empty())
-      error_ = "schema = \"" + std::string(config::to_string(block.schema)) + "\" no longer compiles: " + error_;
   }
 
   std::unique_ptr<PayloadDecoder> make() const override {
@@ -220,13 +223,12 @@ class Factory final : public DecoderFactory {
       case config::Schema::Raw:
       case config::Schema::Text: return make_decoder(schema_);
       case config::Schema::Proto:
-        return std::make_unique<SchemaPayloadDecoder>(decoders::make_proto_decoder(proto_), false);
+        return std::make_unique<SchemaPayloadDecoder>(module_->make_proto_decoder(proto_), false);
       case config::Schema::Flatbuffer:
-        return std::make_unique<SchemaPayloadDecoder>(decoders::make_flatbuffer_decoder(flatbuffer_), false);
+        return std::make_unique<SchemaPayloadDecoder>(module_->make_flatbuffer_decoder(flatbuffer_), false);
       case config::Schema::Avro:
-        return std::make_unique<SchemaPayloadDecoder>(registry_ ? decoders::make_avro_registry_decoder(registry_)
-                                                                : decoders::make_avro_decoder(avro_),
-                                                      true);
+        return std::make_unique<SchemaPayloadDecoder>(
+            registry_ ? module_->make_avro_registry_decoder(registry_) : module_->make_avro_decoder(avro_), true);
     }
     throw std::logic_error("unknown schema");
   }
@@ -235,6 +237,7 @@ class Factory final : public DecoderFactory {
  private:
   config::Schema schema_;
   std::string error_;
+  const SchemaDecoderModule* module_ = nullptr;
   std::shared_ptr<const decoders::ProtoSchema> proto_;
   std::shared_ptr<const decoders::FlatbufferSchema> flatbuffer_;
   std::shared_ptr<const decoders::AvroSchema> avro_;

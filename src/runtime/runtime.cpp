@@ -15,7 +15,7 @@
 #include "runtime/embedded_broker.h"
 #include "runtime/kafka/client_logging.h"
 #include "runtime/lag_monitor.h"
-#include "runtime/ops/api_server.h"
+#include "runtime/ops/ops_module.h"
 #include "runtime/sink_runner.h"
 #include "runtime/status.h"
 #include "runtime/supervisor.h"
@@ -133,7 +133,7 @@ int run(const config::RuntimeConfig& config, const RunOptions& options) {
   std::unique_ptr<DirectoryWatch> watch;
   if (config.api.enabled) {
     std::string error;
-    api = ApiServer::start(config, *sinks, status, error);
+    if (const auto* ops = ops_module(error)) api = ops->start_api_server(config, *sinks, status, error);
     if (!api) {
       spdlog::error("{}", error);
       sinks->stop_all();

@@ -175,10 +175,12 @@ std::string masked_definition_json(const config::SinkDefinition& d,
   return out.dump();
 }
 
-class ApiServer::Impl {
+class HttpApiServer final : public ApiServer {
  public:
-  Impl(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status)
+  HttpApiServer(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status)
       : config_(config), sinks_(sinks), status_(status) {}
+
+  std::string url() const override { return url_; }
 
   std::string listen() {
     const auto& api = config_.api;
@@ -202,7 +204,7 @@ class ApiServer::Impl {
     return {};
   }
 
-  ~Impl() {
+  ~HttpApiServer() override {
     if (server_) server_->stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -619,15 +621,11 @@ class ApiServer::Impl {
   std::thread thread_;
 };
 
-ApiServer::ApiServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-ApiServer::~ApiServer() = default;
-std::string ApiServer::url() const { return impl_->url_; }
-
-std::unique_ptr<ApiServer> ApiServer::start(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status,
+std::unique_ptr<ApiServer> start_api_server(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status,
                                             std::string& error) {
-  auto impl = std::make_unique<Impl>(config, sinks, status);
-  if (error = impl->listen(); !error.empty()) return nullptr;
-  return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
+  auto server = std::make_unique<HttpApiServer>(config, sinks, status);
+  if (error = server->listen(); !error.empty()) return nullptr;
+  return server;
 }
 
 }  // namespace picomq::runtime

@@ -2,8 +2,8 @@
 // The operations HTTP API (docs/operations.md): health, sinks and their control, offsets
 // (KIP-875 style), validate, PUT / DELETE of definitions, Prometheus /metrics and the status
 // page at /. Served by cpp-httplib (Debian's libcpp-httplib) on its own threads; off unless
-// [api] enabled = true. Every request but the page itself carries the bearer token when one is
-// configured.
+// [api] enabled = true. Built into the ops module, which the runtime loads only then. Every request but the page itself
+// carries the bearer token when one is configured.
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,19 +14,16 @@
 
 namespace picomq::runtime {
 
+// A running API (made by the ops module, ops_module.h); stops serving when destroyed.
 class ApiServer {
  public:
-  // Binds and starts serving; nullptr with `error` when it cannot (address taken, bad TLS files).
-  static std::unique_ptr<ApiServer> start(const config::RuntimeConfig& config, Supervisor& sinks,
-                                          StatusBoard& status, std::string& error);
-  ~ApiServer();
-  std::string url() const;  // "http://127.0.0.1:8083"
-  class Impl;
-
- private:
-  explicit ApiServer(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  virtual ~ApiServer() = default;
+  virtual std::string url() const = 0;  // "http://127.0.0.1:8083"
 };
+
+// Binds and starts serving; nullptr with `error` when it cannot (address taken, bad TLS files).
+std::unique_ptr<ApiServer> start_api_server(const config::RuntimeConfig& config, Supervisor& sinks, StatusBoard& status,
+                                            std::string& error);
 
 // The definition as GET /sinks/{key} shows it: every option the plugin declares secret, and
 // every property or URL part that holds a credential, replaced by "***".
