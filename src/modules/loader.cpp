@@ -25,9 +25,12 @@ const TableHeader* load(const std::string& name, const char* entry, std::size_t 
   // RTLD_LOCAL: a module's own symbols never interpose on the runtime's or another module's.
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    const char* why = dlerror();
-    error = "module " + name + ": cannot load '" + file.string() + "': " + (why ? why : "unknown error") +
-            " (PICOMQ_MODULE_DIR names another folder)";
+    std::string why = dlerror();
+    if (why.rfind(file.string() + ": ", 0) == 0) why.erase(0, file.string().size() + 2);  // dlerror repeats the path
+    const char* from_env = std::getenv("PICOMQ_MODULE_DIR");
+    error = "module " + name + ": cannot load '" + file.string() + "': " + why +
+            (from_env && *from_env ? " (the folder PICOMQ_MODULE_DIR names)"
+                                   : " (the modules are installed with the executable: is the installation complete?)");
     return nullptr;
   }
   using Entry = const TableHeader* (*)();

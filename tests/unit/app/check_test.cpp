@@ -34,9 +34,11 @@ class Check : public ::testing::Test {
   Check() {
     // A second, empty plugin directory: a missing plugin's error lists both.
     std::filesystem::create_directories(dir.path() / "more-plugins");
-    dir.write("runtime.toml", "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n"
-                              "[plugins]\npath = [\"" PICOMQ_PLUGIN_DIR "\", \"more-plugins\"]\n"
-                              "[sinks]\ndir = \"sinks.d\"\n");
+    dir.write("runtime.toml",
+              "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n"
+              "[plugins]\npath = [\"" PICOMQ_PLUGIN_DIR
+              "\", \"more-plugins\"]\n"
+              "[sinks]\ndir = \"sinks.d\"\n");
     std::filesystem::create_directories(dir.path() / "sinks.d");
   }
 
@@ -45,16 +47,17 @@ class Check : public ::testing::Test {
   //   1 type, 2 key, 3 path, 4 [[topics]], 5 topics, 6 [plugin_config], 7... its keys.
   std::string sink(const std::string& name, const std::string& plugin, const std::string& plugin_config,
                    const std::string& extra_top = "") {
-    auto file = dir.write("sinks.d/" + name + ".toml",
-                          "type = \"sink\"\nkey = \"" + name + "\"\npath = \"" + plugin + "\"\n[[topics]]\ntopics = [\"" +
-                              name + "\"]\n[plugin_config]\n" + plugin_config + extra_top);
+    auto file = dir.write("sinks.d/" + name + ".toml", "type = \"sink\"\nkey = \"" + name + "\"\npath = \"" + plugin +
+                                                           "\"\n[[topics]]\ntopics = [\"" + name +
+                                                           "\"]\n[plugin_config]\n" + plugin_config + extra_top);
     return file.string();
   }
 
-  CheckRun check() {
+  // `env` prefixes the command (VAR=value ...); `mode` is --check, or other arguments.
+  CheckRun check(const std::string& env = "", const std::string& mode = "--check") {
     const auto err = dir.path() / "stderr.txt";
-    const std::string command = "'" PICOMQ_CONNECT_BIN "' --config '" + (dir.path() / "runtime.toml").string() +
-                                "' --check 2>'" + err.string() + "'";
+    const std::string command = env + " '" PICOMQ_CONNECT_BIN "' --config '" + (dir.path() / "runtime.toml").string() +
+                                "' " + mode + " 2>'" + err.string() + "'";
     CheckRun run;
     FILE* pipe = popen(command.c_str(), "r");
     if (!pipe) return run;
@@ -128,11 +131,15 @@ TEST_F(Check, EveryProblemOfAFileIsReportedInLineOrder) {
                                "error: " + both + ":9:8: key 'transforms[0].type': ";
   EXPECT_TRUE(contains(run.err, expected)) << run.err;
   EXPECT_TRUE(contains(run.err, "error: " + cross + ":7:8: key 'plugin_config.mode': \"upsert\" needs key_field\n" +
-                                    "error: " + cross + ":8:9: key 'plugin_config.token': must be at least 8 characters\n"))
+                                    "error: " + cross +
+                                    ":8:9: key 'plugin_config.token': must be at least 8 characters\n"))
       << run.err;
-  EXPECT_TRUE(contains(run.err, "error: " + table + ":7:1: key 'plugin_config.bogus': unknown option for the validating sink") &&
-              contains(run.err, "\nerror: " + table + ":8:8: key 'plugin_config.mode': must be one of insert|upsert, not \"merge\"\n" +
-                                    "error: " + table + ":9:13: key 'plugin_config.key_field': must be a string, not an integer\n"))
+  EXPECT_TRUE(contains(run.err,
+                       "error: " + table + ":7:1: key 'plugin_config.bogus': unknown option for the validating sink") &&
+              contains(run.err, "\nerror: " + table +
+                                    ":8:8: key 'plugin_config.mode': must be one of insert|upsert, not \"merge\"\n" +
+                                    "error: " + table +
+                                    ":9:13: key 'plugin_config.key_field': must be a string, not an integer\n"))
       << run.err;
   EXPECT_FALSE(contains(run.err, "s3cr")) << run.err;
   EXPECT_EQ(run.out, "ok: " + good + " (sink 'good')\n");
@@ -155,6 +162,43 @@ TEST_F(Check, ADisabledSinksPluginIsNotLoaded) {
   auto run = check();
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "ok: " + file + " (sink 'off', disabled: its plugin is not checked)\n");
+}
+
+// The schema decoders are a module (docs/runtime.md, "Memory at start"): loaded for an avro
+// schema, and a missing one is an error at the block's `schema`, naming the file looked for.
+TEST_F(Check, AnAvroSchemaLoadsTheDecoderModuleAndWithoutItIsAnErrorAtSchema) {
+  auto file = dir.write("sinks.d/avro.toml",
+                        "type = \"sink\"\nkey = \"avro\"\npath = \"libpicomq_connector_stdout_sink\"\n[[topics]]\n"
+                        "topics = [\"avro\"]\nschema = \"avro\"\n"
+                        "avro_schema_json = '{\"type\": \"record\", \"name\": \"A\", \"fields\": [{\"name\": \"id\", "
+                        "\"type\": \"long\"}]}'\n");
+  auto run = check();
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "ok: " + file.string() + " (sink 'avro')\n");
+
+  std::filesystem::create_directories(dir.path() / "no-modules");
+  run = check("PICOMQ_MODULE_DIR='" + (dir.path() / "no-modules").string() + "'");
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + file.string() +
+                                    ":6:10: key 'topics[0].schema': module picomq_schema_decoders: cannot load '" +
+                                    (dir.path() / "no-modules/libpicomq_schema_decoders.so").string() +
+                                    "': cannot open shared object file: No such file or directory (the folder "
+                                    "PICOMQ_MODULE_DIR names)"))
+      << run.err;
+}
+
+// The operations API is a module too: without it the runtime does not start (exit 2) and says
+// which file it looked for. The broker address leads nowhere; the API starts before any fetch.
+TEST_F(Check, TheApiWithoutItsModuleStopsTheRuntimeNamingTheFile) {
+  dir.write("runtime.toml",
+            "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n[sinks]\ndir = \"sinks.d\"\n"
+            "[api]\nenabled = true\nlisten = \"127.0.0.1:0\"\n");
+  std::filesystem::create_directories(dir.path() / "no-modules");
+  auto run = check("PICOMQ_MODULE_DIR='" + (dir.path() / "no-modules").string() + "'", "");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(
+      run.err, "module picomq_ops: cannot load '" + (dir.path() / "no-modules/libpicomq_ops.so").string() + "'"))
+      << run.err;
 }
 
 TEST_F(Check, ABadRuntimeConfigExitsWith2) {
