@@ -74,12 +74,13 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
   // librdkafka's read-ahead: its fetcher fills a partition's queue up to queued.min.messages
   // (default 100,000: ~55 MB of records and message headers at 200 B per record) before it backs
   // off. The runtime buffers what a sink needs itself ([runtime] max_buffered_*); this queue
-  // only has to cover a fetch round trip (bench/README.md, "Peak memory of the consume path").
-  set("queued.min.messages", "10000");
+  // only has to cover a fetch round trip. 3,000 is under one 1 MB fetch of 200 B records, so one
+  // fetch response is held, not two (bench/README.md, "Peak memory of the consume path").
+  set("queued.min.messages", "3000");
   // The fetcher's back-off once the queue is full (librdkafka's default 1 s): a consumer that fell
   // behind for a moment would idle that long (bench/README.md, "librdkafka 2.12"). With a short
-  // queue the fetcher meets it often, and 10,000 records last ~6 ms at 1.6 M records/s: 2 ms.
-  set("fetch.queue.backoff.ms", "2");
+  // queue the fetcher meets it often, and 3,000 records last ~2 ms at 1.5 M records/s: 1 ms.
+  set("fetch.queue.backoff.ms", "1");
   for (const auto& [k, v] : settings_.client_properties) set(k, v);
   set("auto.offset.reset", settings_.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
   for (const auto& [k, v] : settings_.block_properties) set(k, v);
