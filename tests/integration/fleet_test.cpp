@@ -192,10 +192,9 @@ TEST_P(Fleet, JoinsLeavesAndAKillLoseNothingAndDuplicateOnlyTheKilledRuntimesUnc
     rt->add_definition(
         "f.toml", testkit_definition(key, "topics = [\"" + topic + "\"]\nbatch_length = 50\npoll_interval = \"200ms\"",
                                      testkit_config(*rt)));
-    std::string table_definition = "type = \"sink\"\nkey = \"" + table_key + "\"\n";
-    table_definition += "path = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\n";
-    table_definition += "schema = \"json\"\nbatch_length = 50\npoll_interval = \"200ms\"\n[plugin_config]\n";
-    table_definition += "connection_string = \"" + pg.conninfo(db) + "\"\ntarget_table = \"fleet\"\n";
+    const std::string table_definition = postgres_definition(
+        table_key, "\"" + topic + "\"", db, "schema = \"json\"\nbatch_length = 50\npoll_interval = \"200ms\"",
+        "target_table = \"fleet\"");
     rt->add_definition("pg.toml", table_definition);
     fleet.push_back(std::move(rt));
   }

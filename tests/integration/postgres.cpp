@@ -83,9 +83,9 @@ std::string Postgres::conninfo(const std::string& database) const {
          " connect_timeout=10 client_encoding=UTF8";
 }
 
-void Postgres::exec(const std::string& sql, const std::string& database) { run(*this, sql, database); }
+void Postgres::exec(const std::string& sql, const std::string& database) const { run(*this, sql, database); }
 
-std::vector<Postgres::Row> Postgres::query(const std::string& sql, const std::string& database) {
+std::vector<Postgres::Row> Postgres::query(const std::string& sql, const std::string& database) const {
   Result res = run(*this, sql, database);
   std::vector<Row> rows;
   const int n = PQntuples(res.get()), cols = PQnfields(res.get());
@@ -102,10 +102,11 @@ std::vector<Postgres::Row> Postgres::query(const std::string& sql, const std::st
   return rows;
 }
 
-std::string Postgres::create_database(const std::string& prefix) {
+std::string Postgres::create_database(const std::string& prefix) const {
   static std::atomic<int> counter{0};
   auto clean = [](std::string s) {
-    for (auto& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
+    for (auto& c : s)
+      c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
     return s;
   };
   std::string test = "t";
@@ -116,6 +117,15 @@ std::string Postgres::create_database(const std::string& prefix) {
   name = name.substr(0, 63 - suffix.size()) + suffix;
   exec("CREATE DATABASE " + name);
   return name;
+}
+
+std::string postgres_definition(const std::string& key, const std::string& topics, const std::string& database,
+                                const std::string& block_lines, const std::string& plugin_config,
+                                const std::string& conninfo) {
+  std::string text = "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n";
+  text += "[[topics]]\ntopics = [" + topics + "]\n" + block_lines + "\n[plugin_config]\n";
+  text += "connection_string = \"" + (conninfo.empty() ? Postgres::shared().conninfo(database) : conninfo) + "\"\n";
+  return text + plugin_config + "\n";
 }
 
 }  // namespace picomq::test

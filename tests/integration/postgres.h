@@ -31,16 +31,23 @@ class Postgres {
   std::string conninfo(const std::string& database = "postgres") const;
 
   // Runs one or more statements; throws std::runtime_error with the server's message.
-  void exec(const std::string& sql, const std::string& database = "postgres");
+  void exec(const std::string& sql, const std::string& database = "postgres") const;
   // Rows of the last statement's result, every value as text.
-  std::vector<Row> query(const std::string& sql, const std::string& database = "postgres");
+  std::vector<Row> query(const std::string& sql, const std::string& database = "postgres") const;
   // A new empty database named <prefix>_<test name>_<n> (lowercase, [a-z0-9_], at most 63
   // chars, no quoting needed); returns its name.
-  std::string create_database(const std::string& prefix);
+  std::string create_database(const std::string& prefix) const;
 
  private:
   std::filesystem::path dir_;
   int port_;
 };
+
+// A definition of the postgres sink: `topics` the TOML array's items, already quoted ("a", "b");
+// `block_lines` the rest of the [[topics]] block; `plugin_config` the lines after the
+// connection string, which is the shared server's for `database` unless `conninfo` names one.
+std::string postgres_definition(const std::string& key, const std::string& topics, const std::string& database,
+                                const std::string& block_lines, const std::string& plugin_config,
+                                const std::string& conninfo = "");
 
 }  // namespace picomq::test

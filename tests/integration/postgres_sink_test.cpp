@@ -17,16 +17,13 @@ namespace {
 
 using Rows = std::vector<Postgres::Row>;
 
-// topics: the TOML array's items, already quoted ("a", "b"). block_extra: more lines for the
-// [[topics]] block.
+// postgres_definition (postgres.h) with this file's block: `schema`, a 200 ms poll, block_extra.
 std::string pg_definition(const std::string& key, const std::string& topics, const std::string& db,
                           const std::string& plugin_config, const std::string& schema = "json",
                           const std::string& block_extra = "") {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [" +
-         topics + "]\nschema = \"" + schema + "\"\npoll_interval = \"200ms\"\n" + block_extra +
-         "\n[plugin_config]\nconnection_string = \"" + Postgres::shared().conninfo(db) + "\"\n" + plugin_config + "\n";
+  return postgres_definition(key, topics, db, "schema = \"" + schema + "\"\npoll_interval = \"200ms\"\n" + block_extra,
+                             plugin_config);
 }
-
 
 // Runs a runtime with one postgres definition until `group` has committed `count` on `topic`.
 void run_until_committed(const std::string& key, const std::string& topic, const std::string& db,
@@ -120,9 +117,9 @@ TEST(PostgresSink, ReplayInInsertModeWritesNothingTwiceAppendWritesAgain) {
   const auto insert_db = pg.create_database("pgins");
   run_until_committed("pgins_a", topic, insert_db, "target_table = \"events\"", 300);
   run_until_committed("pgins_b", topic, insert_db, "target_table = \"events\"", 300);  // new group: all again
-  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), min(pico_offset), max(pico_offset) FROM events",
-                     insert_db),
-            (Rows{{"300", "300", "0", "299"}}));
+  EXPECT_EQ(
+      pg.query("SELECT count(*), count(DISTINCT pico_id), min(pico_offset), max(pico_offset) FROM events", insert_db),
+      (Rows{{"300", "300", "0", "299"}}));
 
   const auto append_db = pg.create_database("pgapp");
   const std::string append = "target_table = \"events\"\nwrite_mode = \"append\"\ninclude_metadata = false";
@@ -147,7 +144,8 @@ TEST(PostgresSink, ConsecutiveBatchesShareATransactionUnlessCommitIntervalIsZero
   const auto streamed = pg.create_database("pgstream");
   run_until_committed("pgstream", topic, streamed, "target_table = \"events\"\ncommit_interval = \"30s\"", 5000,
                       "batch_length = 500");
-  const auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT xmin::text) FROM events", streamed);
+  const auto rows =
+      pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT xmin::text) FROM events", streamed);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0], "5000");
   EXPECT_EQ(rows[0][1], "5000");
@@ -202,14 +200,18 @@ TEST(PostgresSink, HostileTopicNamesAndValuesLandSanitisedAndByteExact) {
   Runtime rt(kafka.bootstrap(), "hostile");
   rt.add_definition("pg.toml", pg_definition("pghostile", "\"" + long_topic + "\", \"" + short_topic + "\"", db, ""));
   rt.start();
-  ASSERT_TRUE(wait_until([&] {
-    return kafka.committed(group_of("pghostile"), long_topic) == 2 &&
-           kafka.committed(group_of("pghostile"), short_topic) == 2;
-  }, 60s)) << rt.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return kafka.committed(group_of("pghostile"), long_topic) == 2 &&
+               kafka.committed(group_of("pghostile"), short_topic) == 2;
+      },
+      60s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
 
-  const auto tables = pg.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY length(tablename)", db);
+  const auto tables =
+      pg.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY length(tablename)", db);
   ASSERT_EQ(tables.size(), 2u);
   EXPECT_EQ(tables[0][0], short_topic) << "a short legal name is kept as it is";
   const std::string long_table = *tables[1][0];
@@ -228,8 +230,9 @@ TEST(PostgresSink, HostileTopicNamesAndValuesLandSanitisedAndByteExact) {
         << table;
     // The stored documents equal the produced ones (jsonb compares values, not whitespace).
     const std::string literal = std::regex_replace(values[0], std::regex("'"), "''");  // the test's SQL, not the sink's
-    EXPECT_EQ(pg.query("SELECT count(*) FROM " + quoted + " WHERE payload = '" + literal + "'::jsonb", db),
-              (Rows{{"1"}}));
+    std::string count_equal = "SELECT count(*) FROM " + quoted;
+    count_equal += " WHERE payload = '" + literal + "'::jsonb";
+    EXPECT_EQ(pg.query(count_equal, db), (Rows{{"1"}}));
   }
 }
 
@@ -241,8 +244,9 @@ TEST(PostgresSink, MissingTableWithoutAutoCreateStopsInErrorNamingIt) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 10));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("pg.toml", pg_definition("pgmissing", "\"" + topic + "\"", db,
-                                             "auto_create_table = false\ntarget_table = \"nowhere_{topic_segment[0]}\""));
+  rt.add_definition("pg.toml",
+                    pg_definition("pgmissing", "\"" + topic + "\"", db,
+                                  "auto_create_table = false\ntarget_table = \"nowhere_{topic_segment[0]}\""));
   rt.start();
   ASSERT_TRUE(rt.wait_state("pgmissing", "error", 30s)) << rt.log();
   const auto message = rt.sink_status("pgmissing").value("message", "");
@@ -277,10 +281,15 @@ TEST(PostgresSink, MalformedConnectionStringValuesStopTheSinkAtOnceNamingTheOpti
            {real + " password=s3cretpw sslmode=bogus", R"(invalid sslmode value: "bogus")"}}) {
     SCOPED_TRACE(c.expected);
     Runtime rt(kafka.bootstrap());
-    rt.add_definition("pg.toml", "type = \"sink\"\nkey = \"pgbadconn\"\npath = \"libpicomq_connector_postgres_sink\"\n"
-                                 "[[topics]]\ntopics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"200ms\"\n"
-                                 "[plugin_config]\nconnection_string = \"" + c.connection_string + "\"\n"
-                                 "reconnect_timeout = \"10s\"\n");
+    rt.add_definition("pg.toml",
+                      "type = \"sink\"\nkey = \"pgbadconn\"\npath = \"libpicomq_connector_postgres_sink\"\n"
+                      "[[topics]]\ntopics = [\"" +
+                          topic +
+                          "\"]\nschema = \"json\"\npoll_interval = \"200ms\"\n"
+                          "[plugin_config]\nconnection_string = \"" +
+                          c.connection_string +
+                          "\"\n"
+                          "reconnect_timeout = \"10s\"\n");
     const auto started = std::chrono::steady_clock::now();
     rt.start();
     ASSERT_TRUE(rt.wait_state("pgbadconn", "error", 15s)) << rt.log();
@@ -330,9 +339,13 @@ TEST(PostgresSink, TextAndByteaModesStoreThePayloadAsItCame) {
   rt.add_definition("b.toml", pg_definition("pgbytea", "\"" + raw_topic + "\"", db,
                                             "payload_mode = \"bytea\"\ntarget_table = \"blobs\"", "raw"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] {
-    return kafka.committed(group_of("pgtext"), text_topic) == 2 && kafka.committed(group_of("pgbytea"), raw_topic) == 1;
-  }, 60s)) << rt.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return kafka.committed(group_of("pgtext"), text_topic) == 2 &&
+               kafka.committed(group_of("pgbytea"), raw_topic) == 1;
+      },
+      60s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(pg.query("SELECT payload, pg_typeof(payload)::text FROM texts ORDER BY pico_offset", db),
@@ -366,7 +379,6 @@ TEST(PostgresSink, DatabaseOutageIsRetriedThenEverythingIsWrittenOnce) {
             (Rows{{"20", "20", "0", "19"}}));
 }
 
-
 // A server restart longer than the runtime's own retries (about 3 s in all): the sink keeps
 // reconnecting within each attempt (reconnect_timeout), so it stays running and loses nothing.
 TEST(PostgresSink, ServerDownLongerThanTheRuntimeRetriesIsWaitedOut) {
@@ -377,8 +389,8 @@ TEST(PostgresSink, ServerDownLongerThanTheRuntimeRetriesIsWaitedOut) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 5));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("pg.toml", pg_definition("pglong", "\"" + topic + "\"", db,
-                                             "target_table = \"t\"\nreconnect_timeout = \"4s\""));
+  rt.add_definition(
+      "pg.toml", pg_definition("pglong", "\"" + topic + "\"", db, "target_table = \"t\"\nreconnect_timeout = \"4s\""));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pglong"), topic) == 5; }, 60s)) << rt.log();
   pg.stop();
@@ -422,14 +434,18 @@ TEST(PostgresSink, TableCreatedConcurrentlyByAnotherSessionIsRetried) {
   PQclear(created);
 
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("pg.toml", pg_definition("pgrace", "\"" + topic + "\"", db,
-                                             "target_table = \"t\"\nwrite_mode = \"append\"\ninclude_metadata = false"));
+  rt.add_definition("pg.toml",
+                    pg_definition("pgrace", "\"" + topic + "\"", db,
+                                  "target_table = \"t\"\nwrite_mode = \"append\"\ninclude_metadata = false"));
   rt.start();
   // The sink's CREATE is now waiting for this transaction.
-  EXPECT_TRUE(wait_until([&] {
-    return !pg.query("SELECT 1 FROM pg_stat_activity WHERE datname = '" + db + "' AND wait_event_type = 'Lock'")
-                .empty();
-  }, 30s)) << rt.log();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return !pg.query("SELECT 1 FROM pg_stat_activity WHERE datname = '" + db + "' AND wait_event_type = 'Lock'")
+                    .empty();
+      },
+      30s))
+      << rt.log();
   PQclear(PQexec(other, "COMMIT"));
   PQfinish(other);
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgrace"), topic) == 5; }, 60s)) << rt.log();
@@ -443,6 +459,7 @@ TEST(PostgresSink, TableCreatedConcurrentlyByAnotherSessionIsRetried) {
 // Produces JSON values {"id": <id>, "v": <v>} in one go.
 std::vector<std::string> id_values(const std::vector<std::pair<std::string, int>>& items) {
   std::vector<std::string> out;
+  out.reserve(items.size());
   for (const auto& [id, v] : items) out.push_back(R"({"id": )" + id + R"(, "v": )" + std::to_string(v) + "}");
   return out;
 }
@@ -457,7 +474,8 @@ TEST(PostgresSink, UpsertKeepsTheLastRecordPerKeyWithinAndAcrossBatchesAndReject
       "target_table = \"t\"\npayload_mode = \"columns\"\nwrite_mode = \"upsert\"\nupsert_key = [\"id\"]\n"
       "columns = [{ name = \"id\", type = \"text\" }, { name = \"v\", type = \"int8\" }]";
   // One batch: keys repeat inside it.
-  kafka.produce_values(topic, id_values({{"\"a\"", 0}, {"\"b\"", 1}, {"\"a\"", 2}, {"\"c\"", 3}, {"\"b\"", 4}, {"\"a\"", 5}}));
+  kafka.produce_values(topic,
+                       id_values({{"\"a\"", 0}, {"\"b\"", 1}, {"\"a\"", 2}, {"\"c\"", 3}, {"\"b\"", 4}, {"\"a\"", 5}}));
   run_until_committed("pgupsert", topic, db, config, 6);
   EXPECT_EQ(pg.query("SELECT id, v::text, pico_offset::text FROM t ORDER BY id", db),
             (Rows{{"a", "5", "5"}, {"b", "4", "4"}, {"c", "3", "3"}}));
@@ -473,7 +491,8 @@ TEST(PostgresSink, UpsertKeepsTheLastRecordPerKeyWithinAndAcrossBatchesAndReject
 
   // A record without the key (offset 10) or with a null one: rejected, Error naming it, the
   // record before it committed.
-  kafka.produce_values(topic, {R"({"id": "d", "v": 20})", R"({"v": 21})", R"({"id": null, "v": 22})", R"({"id": "e", "v": 23})"});
+  kafka.produce_values(
+      topic, {R"({"id": "d", "v": 20})", R"({"v": 21})", R"({"id": null, "v": 22})", R"({"id": "e", "v": 23})"});
   Runtime rt(kafka.bootstrap());
   rt.add_definition("pg.toml", pg_definition("pgupsert", "\"" + topic + "\"", db, config));
   rt.start();
@@ -496,9 +515,12 @@ TEST(PostgresSink, UpsertOnPicoKeyInJsonbModeAndBadUpsertOptionsAreRefusedInOpen
   const auto topic = unique_name("upkey");
   kafka.create_topic(topic);
   std::vector<ProducedRecord> records;
-  for (int i = 0; i < 6; ++i) records.push_back({"{\"n\": " + std::to_string(i) + "}", std::string(i % 2 ? "odd" : "even"), {}});
+  records.reserve(6);
+  for (int i = 0; i < 6; ++i)
+    records.push_back({"{\"n\": " + std::to_string(i) + "}", std::string(i % 2 ? "odd" : "even"), {}});
   kafka.produce(topic, records);
-  run_until_committed("pgupkey", topic, db, "target_table = \"t\"\nwrite_mode = \"upsert\"\nupsert_key = [\"pico_key\"]", 6);
+  run_until_committed("pgupkey", topic, db,
+                      "target_table = \"t\"\nwrite_mode = \"upsert\"\nupsert_key = [\"pico_key\"]", 6);
   EXPECT_EQ(pg.query("SELECT convert_from(pico_key, 'UTF8'), payload->>'n' FROM t ORDER BY 1", db),
             (Rows{{"even", "4"}, {"odd", "5"}}));
 
@@ -526,10 +548,12 @@ TEST(PostgresSink, InferredColumnsGrowWithAutoAddAndATypeConflictStopsInErrorNam
   const auto db = pg.create_database("pgcols");
   const auto topic = unique_name("cols");
   kafka.create_topic(topic);
-  kafka.produce_values(topic, {R"({"id": 1, "name": "a", "amount": 2.5, "tags": ["x"]})", R"({"id": 2, "name": "b", "amount": 3})"});
+  kafka.produce_values(
+      topic, {R"({"id": 1, "name": "a", "amount": 2.5, "tags": ["x"]})", R"({"id": 2, "name": "b", "amount": 3})"});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("pg.toml", pg_definition("pgcols", "\"" + topic + "\"", db,
-                                             "target_table = \"t\"\npayload_mode = \"columns\"\nauto_add_columns = true"));
+  rt.add_definition("pg.toml",
+                    pg_definition("pgcols", "\"" + topic + "\"", db,
+                                  "target_table = \"t\"\npayload_mode = \"columns\"\nauto_add_columns = true"));
   rt.start();
   const auto group = group_of("pgcols");
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 2; }, 60s)) << rt.log();
@@ -542,8 +566,10 @@ TEST(PostgresSink, InferredColumnsGrowWithAutoAddAndATypeConflictStopsInErrorNam
   // A later batch with a new field: the column is added, nullable.
   kafka.produce_values(topic, {R"({"id": 3, "name": "c", "amount": 1, "vip": true})"});
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 3; }, 60s)) << rt.log();
-  EXPECT_EQ(pg.query(columns_sql, db), (Rows{{"id", "bigint"}, {"name", "text"}, {"amount", "double precision"},
-                                             {"tags", "jsonb"}, {"vip", "boolean"}}));
+  EXPECT_EQ(
+      pg.query(columns_sql, db),
+      (Rows{
+          {"id", "bigint"}, {"name", "text"}, {"amount", "double precision"}, {"tags", "jsonb"}, {"vip", "boolean"}}));
   EXPECT_NE(rt.log().find("added columns vip boolean"), std::string::npos) << rt.log();
 
   // A value that conflicts with its column's type: a rejection, never a cast.
@@ -587,12 +613,10 @@ void kill_and_replay(const std::string& key, const std::string& plugin_config, i
   for (int run = 0; run <= 3; ++run) {
     const int64_t before = kafka.committed(group, topic);
     Runtime rt(kafka.bootstrap(), key + "-" + std::to_string(run));
-    rt.add_definition("pg.toml",
-                      "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\n"
-                      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 10\n"
-                      "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }\n"
-                      "[plugin_config]\nconnection_string = \"" + pg.conninfo(db) + "\"\ntarget_table = \"t\"\n" +
-                      plugin_config + "\n");
+    std::string block = "schema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 10\n";
+    block += "properties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
+    rt.add_definition(
+        "pg.toml", postgres_definition(key, "\"" + topic + "\"", db, block, "target_table = \"t\"\n" + plugin_config));
     rt.start();
     if (run < 3 && before < count) {
       // Kill while it is writing: after its first commit, at a random moment.

@@ -1,7 +1,7 @@
 #pragma once
 // The configuration every auxiliary librdkafka handle starts from (the lag reader, the offsets
-// endpoints' client, the group-protocol probe): [broker.properties] — TLS, SASL and the rest reach
-// the broker the same way as the consumer's — then the bootstrap servers and the handle's own.
+// endpoints' client, the group-protocol probe, the dead-letter producer): [broker.properties] — TLS, SASL and the rest
+// reach the broker the same way as the consumer's — then the bootstrap servers and the handle's own.
 #include <librdkafka/rdkafka.h>
 
 #include <string>

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
+#include "runtime/kafka/client_conf.h"
 #include "transform/time.h"
 
 namespace picomq::runtime::kafka {
@@ -35,33 +37,29 @@ std::string utc_now_rfc3339() {
 std::unique_ptr<DeadLetterProducer> DeadLetterProducer::create(
     const std::string& bootstrap_servers, const std::vector<std::pair<std::string, std::string>>& client_properties,
     std::string topic, std::string sink_key, std::string log_prefix, std::string& error) {
-  char errstr[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  auto set = [&](const std::string& k, const std::string& v) {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK && error.empty())
-      error = "dead-letter producer property '" + k + "': " + errstr;
-  };
-  set("bootstrap.servers", bootstrap_servers);
-  set("client.id", "picomq-connect-" + sink_key + "-dead-letter");
-  for (const auto& [k, v] : client_properties) set(k, v);
+  ClientConf conf(client_properties, bootstrap_servers);
+  // The operator's client.id, when [broker.properties] names one, is kept.
+  if (std::none_of(client_properties.begin(), client_properties.end(),
+                   [](const auto& property) { return property.first == "client.id"; }))
+    conf.set("client.id", "picomq-connect-" + sink_key + "-dead-letter");
   // Committing past a dead-lettered record is only safe once it is durably in the topic.
-  set("enable.idempotence", "true");
-  set("acks", "all");
-  set("linger.ms", "5");
+  conf.set("enable.idempotence", "true");
+  conf.set("acks", "all");
+  conf.set("linger.ms", "5");
   // A record not acknowledged by then fails its attempt (send() retries it, so it is not kept
   // queued for librdkafka's default of 5 minutes and then written twice).
-  set("message.timeout.ms", "10000");
-  if (!error.empty()) {
-    rd_kafka_conf_destroy(conf);
+  conf.set("message.timeout.ms", "10000");
+  if (!conf.error().empty()) {
+    error = "dead-letter producer: " + conf.error();
     return nullptr;
   }
-  rd_kafka_conf_set_dr_msg_cb(conf, delivery_report);
+  rd_kafka_conf_set_dr_msg_cb(conf.get(), delivery_report);
   std::unique_ptr<DeadLetterProducer> p(new DeadLetterProducer());
   p->LoggedClient::log_prefix = std::move(log_prefix) + " dead-letter producer";
-  route_client_logs(conf, p.get());
-  p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  route_client_logs(conf.get(), p.get());
+  p->rk_ = conf.create(RD_KAFKA_PRODUCER);
   if (!p->rk_) {
-    error = std::string("cannot create the dead-letter producer: ") + errstr;
+    error = "dead-letter producer: " + conf.error();
     return nullptr;
   }
   p->topic_ = std::move(topic);
