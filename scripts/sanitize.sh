@@ -36,7 +36,8 @@ run_test() {
   shift 3
   local log="$dir/sanitize-$name.log" t0 rc
   t0=$(now)
-  "$bin" --gtest_brief=1 "$@" >"$log" 2>&1
+  # Definitions with proto / avro schemas load the schema decoders' module of this build.
+  PICOMQ_MODULE_DIR="$dir/lib/picomq-connect/modules" "$bin" --gtest_brief=1 "$@" >"$log" 2>&1
   rc=$?
   if [[ $rc -eq 0 ]] && grep -qE 'runtime error:|ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|SUMMARY: (Address|Leak|UndefinedBehavior|Thread)Sanitizer' "$log"; then
     rc=99
