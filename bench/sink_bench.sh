@@ -19,6 +19,7 @@
 #   BENCH_BATCH_LENGTH=1000   batch_length of the sink definition; a comma list (1000,5000,10000)
 #                             runs one picomq entry per value in the same rounds
 #   BENCH_PEER=0              1: also run the adapter's peer systems (e.g. Kafka Connect), if present
+#   BENCH_BASELINES=1         0: leave out the destination's own loaders (bench/peers.sh)
 #   BENCH_SKIP_BUILD=0        1: skip scripts/setup.sh + scripts/build.sh (use the existing build/)
 #   BENCH_KEEP=0              1: keep the work dir (logs, configs, raw results, baseline inputs)
 #   BENCH_DIR=                work dir (default: a new mktemp -d under /tmp)
@@ -100,7 +101,9 @@ for v in "${SINK_VARIANTS[@]}"; do
     entries+=("picomq|$label|$v $b")
   done
 done
-for e in "${SINK_BASELINES[@]}"; do entries+=("baseline|${e%%|*}|${e#*|}"); done
+if [[ "${BENCH_BASELINES:-1}" != 0 ]]; then
+  for e in "${SINK_BASELINES[@]}"; do entries+=("baseline|${e%%|*}|${e#*|}"); done
+fi
 if [[ "$PEER" == 1 ]]; then
   if ((${#SINK_PEERS[@]} == 0)); then log "BENCH_PEER=1 but the $SINK adapter has no peer available (see its log lines above)"; fi
   for e in "${SINK_PEERS[@]}"; do entries+=("peer|${e%%|*}|${e#*|}"); done
