@@ -35,6 +35,10 @@ def summary(rows, n):
     }
 
 
+def server(s):
+    return "-" if math.isnan(s["server"]) else f"{s['server']:.1f}"  # no server process (Delta: files)
+
+
 def main() -> None:
     work, n, load_before, load_after = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     destinations = sys.argv[5:]
@@ -65,7 +69,7 @@ def main() -> None:
 
             print(f"| {dest} | {peer} | {n:,} | {min(p['rounds'], q['rounds'])} | {pair(p['rps'], q['rps'], ',.0f')} "
                   f"| {p['rps_loaded'] / q['rps_loaded']:.2f} | {pair(p['rpcpu'], q['rpcpu'], ',.0f')} "
-                  f"| {pair(p['rss'], q['rss'], '.0f')} | {p['server']:.1f} / {q['server']:.1f} |")
+                  f"| {pair(p['rss'], q['rss'], '.0f')} | {server(p)} / {server(q)} |")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,11 @@ max_buffered_bytes = \"256MiB\""
 SINK_DESCRIPTION="delta sink: orders shape, inferred columns conformed to the table, $DELTA_COMPRESSION Parquet, roll_records $DELTA_ROLL, roll_bytes $DELTA_FILE_BYTES, local filesystem"
 SINK_TARGET="write_deltalake:0.8"
 SINK_BASELINES=("write_deltalake|delta_baseline_write")
+# BENCH_PEER=1 (bench/peers.sh): what a user writes instead, bench/peers/python_delta.py —
+# confluent-kafka -> json.loads -> pyarrow -> write_deltalake, offsets committed after each write,
+# the sink's commit cadence and file size. The baseline above is the encoding floor (its rows are
+# already Arrow in memory); this one consumes and decodes as the sink does.
+SINK_PEERS=("python-deltalake|delta_peer_python")
 delta_python="$repo/tools/venv/bin/python"
 delta_tool="$repo/bench/sinks/delta_tool.py"
 delta_current=""
@@ -73,6 +78,18 @@ delta_baseline_write() {  # RUN
   bench_timed /dev/null write_deltalake -- "$delta_python" "$delta_tool" write "$delta_current" "$delta_input" "$delta_file_bytes" "$DELTA_COMPRESSION"
 }
 
+delta_peer_python() {  # RUN
+  local run="$1" dir="$work/peer-python-r$1" startup
+  mkdir -p "$dir"
+  bench_timed "$dir/peer.json" python-deltalake -- "$delta_python" "$repo/bench/peers/python_delta.py" "$bootstrap" \
+    "$TOPIC" "$N" "$delta_current" "$DELTA_ROLL" "$delta_file_bytes" "$DELTA_COMPRESSION" "bench-peer-python-delta-r$run"
+  cp "$work/timed.stderr" "$dir/peer.stderr"
+  startup="$("$delta_python" -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["startup_s"])' "$dir/peer.json")" ||
+    { echo "python-deltalake run $run: no result line in $dir/peer.json (stderr: $dir/peer.stderr)" >&2; exit 1; }
+  peer_result="$timed_result join_s=$startup"
+}
+
 sink_notes() {
+  [[ "${BENCH_PEER:-0}" == 1 ]] && echo "peer python-deltalake: bench/peers/python_delta.py (confluent-kafka $("$delta_python" -c 'import confluent_kafka; print(confluent_kafka.version()[0])'), json.loads, pyarrow, write_deltalake) with roll $DELTA_ROLL records per commit, target_file_size $delta_file_bytes, $DELTA_COMPRESSION; offsets committed after each write (at least once)"
   echo "reference table: $delta_reference (the sink's files); baseline: write_deltalake (deltalake $("$delta_python" -c 'import deltalake; print(deltalake.__version__)')) of the same rows from an Arrow IPC file, target_file_size = the sink's mean file size, one commit"
 }
