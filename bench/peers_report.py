@@ -13,26 +13,10 @@ the destination server's CPU; then picomq / peer for each.
 import datetime
 import math
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sink_report import parse  # noqa: E402  (one parser for the results format)
-
-
-def summary(rows, n):
-    med = statistics.median
-    cpu = [r.get("user_s", 0) + r.get("sys_s", 0) for r in rows]
-    rss = [(r["hwm_kb"] if r.get("hwm_kb", -1) > 0 else r.get("maxrss_kb", 0)) / 1024 for r in rows]
-    server = [r.get("server_cpu_s", float("nan")) for r in rows]
-    return {
-        "rps": med([n / r["wall_s"] for r in rows]),
-        "rps_loaded": med([n / (r["wall_s"] - r.get("join_s", 0)) for r in rows]),
-        "rpcpu": med([n / c for c in cpu]) if all(c > 0 for c in cpu) else float("nan"),
-        "rss": med(rss),
-        "server": med(server) if not any(math.isnan(s) for s in server) else float("nan"),
-        "rounds": len(rows),
-    }
+from sink_report import parse, summarize  # noqa: E402  (one reading of the results format)
 
 
 def server(s):
@@ -59,16 +43,16 @@ def main() -> None:
         if not peers:
             print(f"| {dest} | none ran: see {dest}.log | | | | | | | |")
             continue
-        p = summary(picomq, n)
+        p = summarize(picomq, "picomq", n, 0)
         for peer in peers:
-            q = summary([r for r in rows if r["entry"] == peer], n)
+            q = summarize([r for r in rows if r["entry"] == peer], "peer", n, 0)
 
             def pair(a, b, fmt):
                 ratio = a / b if b and not math.isnan(a) and not math.isnan(b) else float("nan")
                 return f"{a:{fmt}} / {b:{fmt}} ({ratio:.2f})"
 
-            print(f"| {dest} | {peer} | {n:,} | {min(p['rounds'], q['rounds'])} | {pair(p['rps'], q['rps'], ',.0f')} "
-                  f"| {p['rps_loaded'] / q['rps_loaded']:.2f} | {pair(p['rpcpu'], q['rpcpu'], ',.0f')} "
+            print(f"| {dest} | {peer} | {n:,} | {min(len(p['loads']), len(q['loads']))} | {pair(p['rps_e2e'], q['rps_e2e'], ',.0f')} "
+                  f"| {p['rps'] / q['rps']:.2f} | {pair(p['rpcpu'], q['rpcpu'], ',.0f')} "
                   f"| {pair(p['rss'], q['rss'], '.0f')} | {server(p)} / {server(q)} |")
 
 

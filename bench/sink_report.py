@@ -43,6 +43,36 @@ def parse(path):
     return rows
 
 
+def cpu(r):
+    return r.get("user_s", 0) + r.get("sys_s", 0)
+
+
+def summarize(rs, k, n, payload):
+    """The medians of one entry's runs `rs` (kind `k`: picomq, baseline or peer; see Times above)."""
+    med = statistics.median
+    e2e = [r["wall_s"] for r in rs]
+    load = [r["wall_s"] - r.get("join_s", 0) if k != "baseline" else r["wall_s"] for r in rs]
+    rss = [(r.get("hwm_kb", -1) if r.get("hwm_kb", -1) > 0 else r.get("maxrss_kb", 0)) / 1024 for r in rs]
+    server = [r.get("server_cpu_s", float("nan")) for r in rs]
+    has_server = all(not math.isnan(s) for s in server)
+    s = {
+        "load": med(load), "e2e": med(e2e),
+        "rps": med([n / w for w in load]), "rps_e2e": med([n / w for w in e2e]),
+        "mbps": med([payload / w / 1e6 for w in load]),
+        "cpu": med([cpu(r) for r in rs]),
+        "rpcpu": med([n / cpu(r) for r in rs if cpu(r) > 0]) if any(cpu(r) > 0 for r in rs) else float("nan"),
+        "server": med(server) if has_server else float("nan"),
+        "rpcpu_all": med([n / (cpu(r) + sv) for r, sv in zip(rs, server)]) if has_server else float("nan"),
+        "rss": med(rss), "loads": load,
+        "join": med([r.get("join_s", 0) for r in rs]),
+        "pauses": [int(r.get("pauses", 0)) for r in rs],
+        "batch_length": rs[0].get("batch_length"),
+    }
+    if "load_cpu_s" in rs[0]:  # peers: the CPU spent after the first row (start-up left out)
+        s["load_cpu"] = med([r["load_cpu_s"] for r in rs])
+    return s
+
+
 def main() -> None:
     path, n, payload, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     sink, description, note, notes_file = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8]
@@ -55,34 +85,8 @@ def main() -> None:
             entries.append(r["entry"])
     kind = {r["entry"]: r["kind"] for r in rows}
 
-    def cpu(r):
-        return r.get("user_s", 0) + r.get("sys_s", 0)
 
-    summary = {}
-    for e in entries:
-        rs = [r for r in rows if r["entry"] == e]
-        k = kind[e]
-        e2e = [r["wall_s"] for r in rs]
-        load = [r["wall_s"] - r.get("join_s", 0) if k != "baseline" else r["wall_s"] for r in rs]
-        rss = [(r.get("hwm_kb", -1) if r.get("hwm_kb", -1) > 0 else r.get("maxrss_kb", 0)) / 1024 for r in rs]
-        server = [r.get("server_cpu_s", float("nan")) for r in rs]
-        has_server = all(not math.isnan(s) for s in server)
-        s = {
-            "load": med(load), "e2e": med(e2e),
-            "rps": med([n / w for w in load]), "rps_e2e": med([n / w for w in e2e]),
-            "mbps": med([payload / w / 1e6 for w in load]),
-            "cpu": med([cpu(r) for r in rs]),
-            "rpcpu": med([n / cpu(r) for r in rs if cpu(r) > 0]) if any(cpu(r) > 0 for r in rs) else float("nan"),
-            "server": med(server) if has_server else float("nan"),
-            "rpcpu_all": med([n / (cpu(r) + sv) for r, sv in zip(rs, server)]) if has_server else float("nan"),
-            "rss": med(rss), "loads": load,
-            "join": med([r.get("join_s", 0) for r in rs]),
-            "pauses": [int(r.get("pauses", 0)) for r in rs],
-            "batch_length": rs[0].get("batch_length"),
-        }
-        if "load_cpu_s" in rs[0]:  # peers: the CPU spent after the first row (start-up left out)
-            s["load_cpu"] = med([r["load_cpu_s"] for r in rs])
-        summary[e] = s
+    summary = {e: summarize([r for r in rows if r["entry"] == e], kind[e], n, payload) for e in entries}
 
     def fmt(x, spec):
         return format(x, spec) if not (isinstance(x, float) and math.isnan(x)) else "-".rjust(int(spec.lstrip("<>").split(".")[0].split(",")[0]))
