@@ -1,4 +1,5 @@
-// The entry of libpicomq_schema_decoders.so (schema_decoder_module.h); its only exported symbol.
+// The entry of libpicomq_schema_decoders.so (schema_decoder_module.h); its only exported symbol
+// (src/modules/module.map).
 #include "decoders/schema_decoder_module.h"
 
 namespace picomq::decoders {
@@ -23,6 +24,6 @@ const SchemaDecoderModule kModule{
 }  // namespace
 }  // namespace picomq::decoders
 
-extern "C" __attribute__((visibility("default"))) const picomq::modules::TableHeader* picomq_schema_decoder_module() {
+extern "C" const picomq::modules::TableHeader* picomq_schema_decoder_module() {
   return &picomq::decoders::kModule.header;
 }

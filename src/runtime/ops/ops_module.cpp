@@ -1,4 +1,4 @@
-// The entry of libpicomq_ops.so (ops_module.h); the only symbol it exports (ops_module.map).
+// The entry of libpicomq_ops.so (ops_module.h); the only symbol it exports (src/modules/module.map).
 #include "runtime/ops/ops_module.h"
 
 #include "runtime/ops/health_probe.h"
