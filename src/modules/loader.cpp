@@ -8,8 +8,16 @@
 
 namespace picomq::modules {
 
+namespace {
+// The folder an operator (or a test) named, when one is named.
+const char* module_dir_from_env() {
+  const char* dir = std::getenv("PICOMQ_MODULE_DIR");
+  return dir && *dir ? dir : nullptr;
+}
+}  // namespace
+
 std::filesystem::path module_dir() {
-  if (const char* dir = std::getenv("PICOMQ_MODULE_DIR"); dir && *dir) return dir;
+  if (const char* dir = module_dir_from_env()) return dir;
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return (exe.parent_path() / PICOMQ_MODULE_RELATIVE_DIR).lexically_normal();
@@ -27,10 +35,10 @@ const TableHeader* load(const std::string& name, const char* entry, std::size_t 
   if (!handle) {
     std::string why = dlerror();
     if (why.rfind(file.string() + ": ", 0) == 0) why.erase(0, file.string().size() + 2);  // dlerror repeats the path
-    const char* from_env = std::getenv("PICOMQ_MODULE_DIR");
     error = "module " + name + ": cannot load '" + file.string() + "': " + why +
-            (from_env && *from_env ? " (the folder PICOMQ_MODULE_DIR names)"
-                                   : " (the modules are installed with the executable: is the installation complete?)");
+            (module_dir_from_env() != nullptr
+                 ? " (the folder PICOMQ_MODULE_DIR names)"
+                 : " (the modules are installed with the executable: is the installation complete?)");
     return nullptr;
   }
   using Entry = const TableHeader* (*)();

@@ -2,7 +2,7 @@
 // Modules: shared libraries of the runtime itself (not sink plugins) holding parts that cost memory
 // the moment they are loaded and that most runtimes never use — the schema decoders (protobuf,
 // avro-c, libcurl) and the operations API (cpp-httplib with OpenSSL, prometheus-cpp). The runtime
-// loads one the first time it needs it (docs/runtime.md, "Memory"): a runtime reading JSON with
+// loads one the first time it needs it (docs/runtime.md, "Memory at start"): a runtime reading JSON with
 // the API off never maps them. Found in $PICOMQ_MODULE_DIR when set, else in the folder installed
 // beside the executable (lib/picomq-connect/modules; build/lib/picomq-connect/modules in a build).
 #include <cstddef>
