@@ -224,6 +224,41 @@ bench_run_sink() {
   sink_result+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
 }
 
+# bench_peer LABEL DIR -- CMD [ARGS...]: runs a peer script of bench/peers/ (its one JSON line into
+# DIR/peer.json) under bench_timed, with PEER_SERVER_PID = the destination server, and sets
+# peer_result for sink_bench.sh. What the peer measured of itself (bench/peers/peer_lib.sh: its
+# process tree from launch until the destination held N, start-up, the CPU after the first record,
+# the server's CPU over that time) wins over bench_timed's outer measure, which also holds the
+# script's own polling; a field the peer does not report comes from the outer measure.
+bench_peer() {
+  local label="$1" dir="$2"
+  shift 3
+  mkdir -p "$dir"
+  PEER_SERVER_PID="${bench_server_pid:-}" bench_timed "$dir/peer.json" "$label" -- "$@"
+  cp "$work/timed.stderr" "$dir/peer.stderr"
+  peer_result="$(python3 - "$dir/peer.json" "$timed_result" <<'PY'
+import json, sys
+lines = [l for l in open(sys.argv[1]) if l.strip().startswith("{")]
+j = json.loads(lines[-1])
+outer = dict(kv.split("=", 1) for kv in sys.argv[2].split())
+own = "cpu_s" in j
+fields = {
+    "wall_s": j.get("wall_s", outer["wall_s"]),
+    "join_s": j["startup_s"],  # launch -> the first record at the destination: the peer's start-up
+    "user_s": j["cpu_s"] if own else outer["user_s"],
+    "sys_s": 0 if own else outer["sys_s"],
+    "hwm_kb": j["rss_kb"] if own else outer["maxrss_kb"],
+    "server_cpu_s": j.get("server_cpu_s", outer.get("server_cpu_s", "nan")),
+    "outer_wall_s": outer["wall_s"],
+    "peer_records": j["records"],
+}
+if "load_cpu_s" in j:
+    fields["load_cpu_s"] = j["load_cpu_s"]
+print(" ".join(f"{k}={v}" for k, v in fields.items()))
+PY
+)" || { echo "$label: no result line in $dir/peer.json (stderr: $dir/peer.stderr)" >&2; exit 1; }
+}
+
 # bench_timed STDOUT_FILE LABEL -- CMD [ARGS...]: runs CMD under `bench_helper run` (stdout to
 # STDOUT_FILE, stderr to $work/timed.stderr) and exits 1 (with LABEL and CMD's stderr) unless it
 # exits 0. Sets timed_result to "wall_s=.. user_s=.. sys_s=.. maxrss_kb=.. exit=0", plus

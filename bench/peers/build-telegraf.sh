@@ -10,7 +10,7 @@ set -euo pipefail
 version=1.37.2
 cache="${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/telegraf-$version"
 bin="$cache/telegraf"
-tags="custom,inputs.kafka_consumer,parsers.json,serializers.influx,outputs.influxdb,outputs.influxdb_v2,outputs.file"
+tags="custom,inputs.kafka_consumer,parsers.json,serializers.influx,serializers.json,outputs.influxdb,outputs.influxdb_v2,outputs.file,outputs.http,outputs.elasticsearch,outputs.opensearch,outputs.postgresql"
 built() { [[ -x "$bin" && "$(cat "$cache/tags" 2>/dev/null)" == "$tags" ]] && "$bin" --version >/dev/null 2>&1; }
 if built; then echo "$bin"; exit 0; fi
 command -v go >/dev/null || { echo "telegraf: go is not installed" >&2; exit 1; }

@@ -79,14 +79,8 @@ delta_baseline_write() {  # RUN
 }
 
 delta_peer_python() {  # RUN
-  local run="$1" dir="$work/peer-python-r$1" startup
-  mkdir -p "$dir"
-  bench_timed "$dir/peer.json" python-deltalake -- "$delta_python" "$repo/bench/peers/python_delta.py" "$bootstrap" \
-    "$TOPIC" "$N" "$delta_current" "$DELTA_ROLL" "$delta_file_bytes" "$DELTA_COMPRESSION" "bench-peer-python-delta-r$run"
-  cp "$work/timed.stderr" "$dir/peer.stderr"
-  startup="$("$delta_python" -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["startup_s"])' "$dir/peer.json")" ||
-    { echo "python-deltalake run $run: no result line in $dir/peer.json (stderr: $dir/peer.stderr)" >&2; exit 1; }
-  peer_result="$timed_result join_s=$startup"
+  bench_peer python-deltalake "$work/peer-python-r$1" -- "$delta_python" "$repo/bench/peers/python_delta.py" "$bootstrap" \
+    "$TOPIC" "$N" "$delta_current" "$DELTA_ROLL" "$delta_file_bytes" "$DELTA_COMPRESSION" "bench-peer-python-delta-r$1"
 }
 
 sink_notes() {

@@ -14,6 +14,10 @@
 # baseline table holds N rows.
 #
 # Knobs:
+# BENCH_PEER=1 (bench/peers.sh): Kafka Connect 4.1.1 with Apache Iceberg's sink 1.12.0
+# (bench/peers/kafka_connect_iceberg.sh) into a table of the same catalog with the record's fields
+# alone (no pico_* columns: the connector has none), verified by N distinct order ids.
+#
 #   BENCH_ICEBERG_COMMIT_RECORDS=400000 the sink's commit_records (records per commit)
 #   BENCH_ICEBERG_FILE_BYTES=128MiB     the sink's target_file_size
 #   BENCH_ICEBERG_COMPRESSION=zstd      the sink's compression = the baseline's
@@ -30,6 +34,7 @@ max_buffered_bytes = \"256MiB\""
 SINK_DESCRIPTION="iceberg sink: orders shape, inferred columns conformed to the table, $ICEBERG_COMPRESSION Parquet, commit_records $ICEBERG_COMMIT, target_file_size $ICEBERG_FILE_BYTES, SeaweedFS REST catalog + S3"
 SINK_TARGET="pyiceberg_append:0.8"
 SINK_BASELINES=("pyiceberg_append|iceberg_baseline_write")
+SINK_PEERS=("kafka-connect-iceberg|iceberg_peer_kafka_connect")
 iceberg_python="$repo/tools/venv/bin/python"
 iceberg_tool="$repo/bench/sinks/iceberg_tool.py"
 iceberg_current=""
@@ -66,12 +71,15 @@ sink_plugin_config() {  # VARIANT RUN DIR
 sink_prepare() {  # KIND LABEL RUN
   local label="${2//[^A-Za-z0-9]/_}"
   iceberg_current="bench.${1}_${label}_$3"
-  "$iceberg_python" "$iceberg_tool" "$iceberg_props" create "$iceberg_current"
+  local shape=()
+  [[ "$1" == peer ]] && shape=(plain)   # the connector writes the record's fields alone
+  "$iceberg_python" "$iceberg_tool" "$iceberg_props" create "$iceberg_current" ${shape[@]+"${shape[@]}"}
 }
 
 sink_verify() {  # KIND LABEL RUN
   local got
-  if [[ "$1" == baseline ]]; then got="$("$iceberg_python" "$iceberg_tool" "$iceberg_props" verify "$iceberg_current" "$N")" || return 1
+  if [[ "$1" == peer ]]; then got="$("$iceberg_python" "$iceberg_tool" "$iceberg_props" verify "$iceberg_current" "$N" ids)" || return 1
+  elif [[ "$1" == baseline ]]; then got="$("$iceberg_python" "$iceberg_tool" "$iceberg_props" verify "$iceberg_current" "$N")" || return 1
   else got="$("$iceberg_python" "$iceberg_tool" "$iceberg_props" verify "$iceberg_current" "$N" exact)" || return 1; fi
   echo "$got" | tr ' ' '\n' | sed 's/^/iceberg_/' | tr '\n' ' '
 }
@@ -90,6 +98,12 @@ iceberg_baseline_write() {  # RUN
   bench_timed /dev/null pyiceberg_append -- "$iceberg_python" "$iceberg_tool" "$iceberg_props" write "$iceberg_current" "$iceberg_input" "$iceberg_file_bytes" "$ICEBERG_COMPRESSION"
 }
 
+iceberg_peer_kafka_connect() {  # RUN
+  bench_peer kafka-connect-iceberg "$work/peer-kafka-connect-r$1" -- bash "$repo/bench/peers/kafka_connect_iceberg.sh" \
+    "$bootstrap" "$TOPIC" "$N" "$iceberg_props" "$iceberg_current" "$work/peer-kafka-connect-r$1"
+}
+
 sink_notes() {
+  [[ "${BENCH_PEER:-0}" == 1 ]] && echo "peer kafka-connect-iceberg: Kafka Connect 4.1.1 standalone + iceberg-kafka-connect 1.12.0 (REST catalog, S3FileIO, $ICEBERG_COMPRESSION Parquet, write.target-file-size-bytes 134217728, commit interval ${KC_ICEBERG_COMMIT_MS:-2000} ms, JsonConverter without schemas); its time: JVM launch to N rows in the table's current snapshot"
   echo "reference table: $iceberg_reference (the sink's files); baseline: pyiceberg $("$iceberg_python" -c 'import pyiceberg; print(pyiceberg.__version__)') table.append() of the same rows from an Arrow IPC file, write.target-file-size-bytes = the sink's mean file size, one commit; SeaweedFS 4.53 REST catalog and S3 (sinks/s3/server.sh)"
 }

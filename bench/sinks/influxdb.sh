@@ -30,7 +30,7 @@ INFLUX_TOKEN=picomq-test-token
 SINK_TARGET="curl-lp:0.8"
 SINK_DESCRIPTION="influxdb sink, api v2, measurement orders, tags status/channel/ccy, other fields flattened, time from ts (ms): writes of up to $INFLUX_REQUEST_LINES lines, $INFLUX_IN_FLIGHT in flight, compression $INFLUX_COMPRESSION"
 SINK_BASELINES=("curl-lp|influx_baseline_curl")
-# Telegraf 1.37.2 (bench/peers/telegraf_influxdb.sh, built once by bench/peers/build-telegraf.sh)
+# Telegraf 1.37.2 (bench/peers/telegraf.sh influxdb, built once by bench/peers/build-telegraf.sh)
 # with BENCH_PEER=1.
 SINK_PEERS=("telegraf|influx_peer_telegraf")
 bench_require_positive BENCH_INFLUX_IN_FLIGHT "$INFLUX_IN_FLIGHT"
@@ -129,22 +129,9 @@ influx_baseline_curl() {
 
 # Telegraf: same topic, a new consumer group, the same (emptied) bucket; one JSON line out.
 influx_peer_telegraf() {
-  local run="$1" dir="$work/peer-telegraf-r$1"
-  mkdir -p "$dir"
-  TG_BATCH="$INFLUX_REQUEST_LINES" TG_SERVER_PID="$bench_server_pid" bench_timed "$dir/peer.json" telegraf -- \
-    bash "$repo/bench/peers/telegraf_influxdb.sh" "$bootstrap" "$TOPIC" "$N" "http://127.0.0.1:$influx_port" picomq \
-    "$INFLUX_BUCKET" "$INFLUX_TOKEN" "$dir"
-  cp "$work/timed.stderr" "$dir/peer.stderr"
-  peer_result="$(python3 - "$dir/peer.json" "$timed_result" <<'PY'
-import json, sys
-line = [l for l in open(sys.argv[1]) if l.strip().startswith("{")][-1]
-j = json.loads(line)
-outer = dict(kv.split("=", 1) for kv in sys.argv[2].split())
-print(f"wall_s={j['wall_s']} join_s={j.get('startup_s', 0)} user_s={j['cpu_s']} sys_s=0 hwm_kb={j['rss_kb']} "
-      f"server_cpu_s={j.get('server_cpu_s', 'nan')} outer_wall_s={outer['wall_s']} peer_records={j['records']} "
-      f"load_cpu_s=nan")
-PY
-)" || { echo "telegraf run $run: cannot read $dir/peer.json" >&2; exit 1; }
+  TG_BATCH="$INFLUX_REQUEST_LINES" bench_peer telegraf "$work/peer-telegraf-r$1" -- \
+    bash "$repo/bench/peers/telegraf.sh" influxdb "$bootstrap" "$TOPIC" "$N" "$work/peer-telegraf-r$1" \
+    "http://127.0.0.1:$influx_port" picomq "$INFLUX_BUCKET" "$INFLUX_TOKEN"
 }
 
 sink_notes() {

@@ -114,23 +114,9 @@ for i in range(0, len(docs), chunk):
 # Kafka Connect + mongo-kafka-connect 2.0.1 (bench/peers/kafka_connect_mongo.sh): same topic, the
 # same collection (dropped first by sink_prepare). The script prints one JSON line.
 mongo_peer_kafka_connect() {
-  local run="$1" dir="$work/peer-kafka-connect-r$1"
-  mkdir -p "$dir"
   KC_PG_CONN="host=127.0.0.1 port=$(cat "$mongo_dir/pg_port") user=postgres dbname=postgres" \
-    KC_SERVER_PID="$bench_server_pid" bench_timed "$dir/peer.json" kafka-connect-mongodb -- bash "$mongo_peer_script" \
-    "$bootstrap" "$TOPIC" "$N" "mongodb://127.0.0.1:$mongo_port/" "$MONGO_DB" "$MONGO_COLL" "$dir"
-  cp "$work/timed.stderr" "$dir/peer.stderr"
-  peer_result="$(python3 - "$dir/peer.json" "$timed_result" <<'PY'
-import json, sys
-line = [l for l in open(sys.argv[1]) if l.strip().startswith("{")][-1]
-j = json.loads(line)
-outer = dict(kv.split("=", 1) for kv in sys.argv[2].split())
-startup = j.get("startup_s", 0)
-print(f"wall_s={j['wall_s']} join_s={startup} user_s={j['cpu_s']} sys_s=0 hwm_kb={j['rss_kb']} "
-      f"server_cpu_s={j.get('server_cpu_s', 'nan')} outer_wall_s={outer['wall_s']} peer_records={j['records']} "
-      f"load_cpu_s={j.get('load_cpu_s', 'nan')}")
-PY
-)" || { echo "kafka-connect-mongodb run $run: cannot read $dir/peer.json" >&2; exit 1; }
+    bench_peer kafka-connect-mongodb "$work/peer-kafka-connect-r$1" -- bash "$mongo_peer_script" \
+    "$bootstrap" "$TOPIC" "$N" "mongodb://127.0.0.1:$mongo_port/" "$MONGO_DB" "$MONGO_COLL" "$work/peer-kafka-connect-r$1"
 }
 
 sink_notes() {

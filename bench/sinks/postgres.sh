@@ -210,24 +210,8 @@ pg_baseline_sink_sql() { bench_timed /dev/null psql-sink-sql -- psql -X -q -v ON
 # Kafka Connect + Debezium JDBC sink (bench/peers/kafka_connect_jdbc.sh, another engineer's):
 # same topic, a fresh database bench_peer, table bench_peer. The script prints one JSON line.
 pg_peer_kafka_connect() {
-  local run="$1" dir="$work/peer-kafka-connect-r$1"
-  mkdir -p "$dir"
-  bench_timed "$dir/peer.json" kafka-connect-jdbc -- bash "$pg_peer_script" "$bootstrap" "$TOPIC" "$N" \
-    "jdbc:postgresql://127.0.0.1:$pg_port/bench_peer?user=postgres" bench_peer "$dir"
-  cp "$work/timed.stderr" "$dir/peer.stderr"
-  peer_result="$(python3 - "$dir/peer.json" "$timed_result" <<'PY'
-import json, sys
-line = [l for l in open(sys.argv[1]) if l.strip().startswith("{")][-1]
-j = json.loads(line)
-outer = dict(kv.split("=", 1) for kv in sys.argv[2].split())
-# wall_s: JVM launch -> all N rows visible; join_s: launch -> first row visible (the peer's
-# start-up, the analogue of picomq's group join); CPU and RSS: the Connect JVM's.
-startup = j.get("startup_s", 0)
-print(f"wall_s={j['wall_s']} join_s={startup} user_s={j['cpu_s']} sys_s=0 hwm_kb={j['rss_kb']} "
-      f"server_cpu_s={outer.get('server_cpu_s', 'nan')} outer_wall_s={outer['wall_s']} peer_records={j['records']} "
-      f"load_cpu_s={j.get('load_cpu_s', 'nan')}")
-PY
-)" || { echo "kafka-connect-jdbc run $run: cannot read $dir/peer.json" >&2; exit 1; }
+  bench_peer kafka-connect-jdbc "$work/peer-kafka-connect-r$1" -- bash "$pg_peer_script" "$bootstrap" "$TOPIC" "$N" \
+    "jdbc:postgresql://127.0.0.1:$pg_port/bench_peer?user=postgres" bench_peer "$work/peer-kafka-connect-r$1"
 }
 
 sink_notes() {
