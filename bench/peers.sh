@@ -11,15 +11,16 @@
 #   BENCH_PEERS_DESTINATIONS="postgres influxdb" bash bench/peers.sh
 #
 # Environment:
-#   BENCH_PEERS_DESTINATIONS="postgres mongodb influxdb delta"   sink_bench adapters with a peer
+#   BENCH_PEERS_DESTINATIONS="stdout postgres mongodb influxdb elasticsearch iceberg delta"
+#                             sink_bench adapters with a peer
 #   BENCH_RECORDS=1000000     records per destination (orders shape, ~207 B)
 #   BENCH_RUNS=3              rounds per pair
 #   BENCH_SKIP_BUILD=0        1: use the existing build/
 #   BENCH_DIR=                work dir (default: a new mktemp -d); kept, one folder per destination
-# Smoke mode for CI: BENCH_SKIP_BUILD=1 BENCH_RECORDS=20000 BENCH_RUNS=1 BENCH_PEERS_DESTINATIONS=influxdb.
+# Smoke mode for CI: BENCH_SKIP_BUILD=1 BENCH_RECORDS=20000 BENCH_RUNS=1 BENCH_PEERS_DESTINATIONS=postgres.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-destinations="${BENCH_PEERS_DESTINATIONS:-postgres mongodb influxdb delta}"
+destinations="${BENCH_PEERS_DESTINATIONS:-stdout postgres mongodb influxdb elasticsearch iceberg delta}"
 work="${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/picomq-peers.XXXXXX")}"
 mkdir -p "$work"
 chmod 0755 "$work"   # destination servers run as other users (PostgreSQL as "postgres") under it

@@ -33,6 +33,10 @@ tool="$here/../sinks/iceberg_tool.py"
 bootstrap="$1"; topic="$2"; n="$3"; catalog="$4"; table="$5"; work="$6"
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "kafka_connect_iceberg: N must be a positive integer" >&2; exit 2; }
 commit_ms="${KC_ICEBERG_COMMIT_MS:-2000}"
+# The coordinator and the workers act on control events between the worker's polls, and a poll waits
+# up to offset.flush.interval.ms when no record comes: at the default 10 s the last commit of a run
+# waited that long. The same as the commit interval: it never waits longer than one interval.
+export KC_OFFSET_FLUSH_MS="${KC_OFFSET_FLUSH_MS:-$commit_ms}"
 export PEER_POLL_MS="${PEER_POLL_MS:-500}"
 
 # shellcheck source=bench/peers/peer_lib.sh

@@ -11,7 +11,7 @@
 #   kc_failed                      the connector's task died for good (for peer_wait)
 # Knobs: KC_MAX_POLL_RECORDS (1000: the records one put() gets), KC_HEAP_OPTS (-Xms256m -Xmx2g:
 # connect-standalone.sh's KAFKA_HEAP_OPTS), KC_JVM_OPTS (its KAFKA_JVM_PERFORMANCE_OPTS),
-# KC_LOG_LEVEL (INFO), KC_DISCOVERY (service_load for a plugin with ServiceLoader manifests; the
+# KC_OFFSET_FLUSH_MS (10000), KC_LOG_LEVEL (INFO), KC_DISCOVERY (service_load for a plugin with ServiceLoader manifests; the
 # worker's default hybrid_warn also scans every jar by reflection: ~17 s and ~0.8 GB more at start
 # for Debezium's; mongo-kafka-connect 2.0.1 has none, so its peer sets hybrid_warn).
 
@@ -39,7 +39,9 @@ kc_worker() {  # CONVERTER_LINES
 bootstrap.servers=$bootstrap
 $1
 offset.storage.file.filename=$kc_work/connect.offsets
-offset.flush.interval.ms=10000
+# connect-standalone.properties' 10 s: also the longest the worker's poll waits when no record
+# comes, so a connector acting on its own timer (Iceberg's commits) may set it to that timer.
+offset.flush.interval.ms=${KC_OFFSET_FLUSH_MS:-10000}
 plugin.path=$kc_work/plugins
 plugin.discovery=${KC_DISCOVERY:-service_load}
 # REST API on loopback, any free port (nothing here uses it).

@@ -87,26 +87,16 @@ count_docs() {
 }
 # KC_PG_CONN (libpq conninfo of the PostgreSQL behind FerretDB 1.24): count there instead. Through
 # FerretDB a count reads every document (~10 s per 200k), so polling it loads the very server
-# being measured; PostgreSQL's statistics of the collection's table (n_tup_ins, cheap, at most ~1 s
-# behind) are polled until they reach N, then the exact count(*) until it is N.
+# being measured; the collection's table is counted by peer_pg_count (peer_lib.sh).
 pg_conn="${KC_PG_CONN:-}"
 pg_table=""
-pg_sql() { psql "$pg_conn" -At -v ON_ERROR_STOP=1 -c "$1"; }
 count_docs_pg() {
   if [[ -z "$pg_table" ]]; then
-    pg_table="$(pg_sql "SELECT _jsonb->>'table' FROM \"$db\"._ferretdb_database_metadata WHERE _jsonb->>'_id' = '$coll'" 2>/dev/null || true)"
+    pg_table="$(psql "$pg_conn" -X -qAt -c "SELECT _jsonb->>'table' FROM \"$db\"._ferretdb_database_metadata WHERE _jsonb->>'_id' = '$coll'" 2>/dev/null || true)"
     [[ -n "$pg_table" ]] || { count=0; return; }
   fi
-  answer="$(pg_sql "SELECT n_tup_ins FROM pg_stat_user_tables WHERE schemaname = '$db' AND relname = '$pg_table'")"
-  if [[ "$answer" =~ ^[0-9]+$ ]] && ((answer >= n)); then
-    answer="$(pg_sql "SELECT count(*) FROM \"$db\".\"$pg_table\"")"
-  elif [[ "$answer" =~ ^[0-9]+$ ]] && ((answer > 0)); then
-    answer=1  # documents are there; not yet all (their exact number is not needed before)
-  fi
-  [[ "$answer" =~ ^[0-9]+$ ]] || die "psql: $answer"
-  count="$answer"
+  peer_pg_count "$pg_conn" "\"$db\".\"$pg_table\""
 }
-
 
 log "$topic -> $db.$coll, max.poll.records=$kc_max_poll"
 kc_start

@@ -75,6 +75,23 @@ PY
 peer_now() { date +%s.%N; }
 peer_elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
+# peer_pg_count CONNINFO TABLE: sets count for a PostgreSQL table the peer fills — 0 while TABLE is
+# missing or empty, 1 while its size still grows between two polls, its exact count(*) once it held
+# still. (pg_stat_user_tables is no good here: a backend gone idle reports its inserts up to 10 s
+# late, and a count(*) per poll would load the server being measured.)
+peer_pg_size=-1
+peer_pg_count() {
+  local size
+  size="$(psql "$1" -X -qAt -c "SELECT coalesce(pg_relation_size(to_regclass('$2')), -1)" 2>/dev/null || echo -1)"
+  [[ "$size" =~ ^-?[0-9]+$ ]] || size=-1
+  if ((size <= 0)); then count=0
+  elif ((size != peer_pg_size)); then count=1
+  else
+    count="$(psql "$1" -X -qAt -v ON_ERROR_STOP=1 -c "SELECT count(*) FROM $2")" || die "cannot count $2"
+  fi
+  peer_pg_size="$size"
+}
+
 peer_start() {  # LOGFILE CMD...
   local logfile="$1"
   shift

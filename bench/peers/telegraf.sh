@@ -13,7 +13,7 @@
 #   influxdb    outputs.influxdb_v2 (line protocol), one point per record; counted with a Flux
 #               count of the qty field (every order has one)
 #   postgresql  outputs.postgresql (pgx, COPY per batch): table orders with a column per tag and
-#               field, created by Telegraf; counted from pg_stat_user_tables, then count(*) at N
+#               field, created by Telegraf; counted by peer_pg_count (peer_lib.sh)
 #   opensearch  outputs.opensearch (bulk index, one document per metric: measurement_name, tag,
 #               the fields); counted with _count (the index refreshes every second)
 # Prints ONE line of JSON on stdout (bench/peers/peer_lib.sh's fields) with "output", "batch".
@@ -63,12 +63,8 @@ case "$output" in
   schema = \"public\"
   ## one table per measurement, tags as columns (not a foreign-key tag table), as COPY batches
   tags_as_foreign_keys = false"
-    count_records() {
-      # The statistics are at most ~1 s behind; the exact count(*) only once they reach N.
-      local ins
-      ins="$(pg "SELECT coalesce(sum(n_tup_ins), 0) FROM pg_stat_user_tables WHERE schemaname = 'public' AND relname = 'orders'" 2>/dev/null || echo 0)"
-      if ((ins >= n)); then count="$(pg "SELECT count(*) FROM public.orders")"; else count="$ins"; fi
-    } ;;
+    count_records() { peer_pg_count "$conninfo" public.orders; }
+ ;;
   opensearch)
     (($# == 2)) || { echo "$usage" >&2; exit 2; }
     url="$1"; index="$2"
@@ -78,6 +74,7 @@ case "$output" in
   index_name = \"$index\"
   ## the index as the picomq run's: 1 shard, 0 replicas; Telegraf manages no template
   manage_template = false
+  template_name = \"telegraf\"
   health_check_interval = \"0s\""
     curl -sS -o /dev/null -f -X PUT "$url/$index" -H 'Content-Type: application/json' \
       -d '{"settings":{"number_of_shards":1,"number_of_replicas":0,"refresh_interval":"1s"}}' ||

@@ -13,6 +13,10 @@
 # with --parallel --parallel-max BENCH_ES_IN_FLIGHT over kept-alive connections into a fresh index
 # created with the reference's settings and mapping. Every run is checked: _count equals N and
 # no bulk response had errors.
+# BENCH_PEER=1 (bench/peers.sh, OpenSearch only): Telegraf 1.37.2 with outputs.opensearch
+# (bench/peers/telegraf.sh opensearch) into the same index name, one document per record (Telegraf's
+# metric: tags and fields), the index made with 1 shard, 0 replicas, refresh_interval 1s (its
+# count is polled); checked by _count like the others.
 #
 # Knobs:
 #   BENCH_ES_FLAVOR=opensearch       opensearch | elasticsearch (7.10.2)
@@ -27,6 +31,7 @@ ES_REQUEST_RECORDS="${BENCH_ES_REQUEST_RECORDS:-1000}"
 ES_COMPRESSION="${BENCH_ES_COMPRESSION:-none}"
 ES_INDEX=bench_target
 ES_REF=bench_reference
+[[ "$ES_FLAVOR" == opensearch ]] && SINK_PEERS=("telegraf-opensearch|es_peer_telegraf")
 ES_SETTINGS='{ number_of_shards = 1, number_of_replicas = 0, refresh_interval = "30s" }'
 SINK_TARGET="curl-bulk:0.8"
 SINK_DESCRIPTION="elasticsearch sink defaults (record ids, action index, flat documents with pico_* fields) into $ES_FLAVOR: _bulk requests of up to $ES_REQUEST_RECORDS documents, $ES_IN_FLIGHT in flight, compression $ES_COMPRESSION"
@@ -82,6 +87,11 @@ sink_verify() {  # KIND LABEL RUN
   echo "documents=$got"
 }
 
+es_peer_telegraf() {  # RUN
+  TG_BATCH="$ES_REQUEST_RECORDS" bench_peer telegraf-opensearch "$work/peer-telegraf-r$1" -- bash "$repo/bench/peers/telegraf.sh" \
+    opensearch "$bootstrap" "$TOPIC" "$N" "$work/peer-telegraf-r$1" "http://127.0.0.1:$es_port" "$ES_INDEX"
+}
+
 # After the reference load: the bodies the sink sent, rebuilt from its index; the index's settings
 # and mapping for the baseline's fresh index. Not timed.
 sink_reference_loaded() {
@@ -124,6 +134,7 @@ es_baseline_curl() {
 }
 
 sink_notes() {
+  [[ "${BENCH_PEER:-0}" == 1 && "$ES_FLAVOR" == opensearch ]] && echo "peer telegraf-opensearch: Telegraf 1.37.2 kafka_consumer -> json parser -> outputs.opensearch (bulk of $ES_REQUEST_RECORDS metrics, one document each; index 1 shard, 0 replicas, refresh 1s); its time: launch to _count = N"
   echo "$ES_FLAVOR (sinks/elasticsearch/server.sh: one node, heap 512 MB, data in the work dir); index: 1 shard, 0 replicas, refresh_interval 30s"
   echo "baseline: one curl process replaying the sink's _bulk bodies (rebuilt from its index in offset order, $ES_REQUEST_RECORDS documents each) with --parallel-max $ES_IN_FLIGHT into a fresh index of the same mapping"
 }

@@ -72,12 +72,16 @@ if [[ -n "${BENCH_PG_BASELINES:-}" ]]; then
   done
   SINK_BASELINES=(${pg_keep[@]+"${pg_keep[@]}"})
 fi
+# BENCH_PEER=1 also runs Telegraf 1.37.2 with outputs.postgresql (bench/peers/telegraf.sh postgresql):
+# its own table "orders" in database bench_peer, a column per tag and field, COPY per batch of
+# BATCH_LENGTHS[0] metrics; checked by count(DISTINCT id) = N.
 pg_peer_script="$repo/bench/peers/kafka_connect_jdbc.sh"
 if [[ -f "$pg_peer_script" ]]; then
   SINK_PEERS=("kafka-connect-jdbc|pg_peer_kafka_connect")
 elif [[ "${BENCH_PEER:-0}" == 1 ]]; then
   log "BENCH_PEER=1: $pg_peer_script is not there, the peer is skipped"
 fi
+SINK_PEERS+=("telegraf-postgresql|pg_peer_telegraf")
 
 # pg_sql DB SQL...: runs SQL (psql -c each), prints tuples unaligned; exits 1 on an error.
 pg_sql() {  # (NOTICEs such as "does not exist, skipping" are silenced)
@@ -153,8 +157,9 @@ sink_verify() {  # KIND LABEL RUN
         { echo "$2 run $3: rows differ from the reference load (count checksum $got, expected $pg_expected)" >&2; return 1; }
       echo "rows=${got% *}" ;;
     peer)
-      got="$(pg_sql bench_peer "SELECT count(*) FROM bench_peer")"
-      [[ "$got" == "$N" ]] || { echo "$2 run $3: bench_peer holds $got rows, not $N" >&2; return 1; }
+      if [[ "$2" == telegraf* ]]; then got="$(pg_sql bench_peer "SELECT count(DISTINCT id) FROM orders")"
+      else got="$(pg_sql bench_peer "SELECT count(*) FROM bench_peer")"; fi
+      [[ "$got" == "$N" ]] || { echo "$2 run $3: database bench_peer holds $got distinct records, not $N" >&2; return 1; }
       echo "rows=$got" ;;
   esac
 }
@@ -214,7 +219,16 @@ pg_peer_kafka_connect() {
     "jdbc:postgresql://127.0.0.1:$pg_port/bench_peer?user=postgres" bench_peer "$work/peer-kafka-connect-r$1"
 }
 
+pg_peer_telegraf() {  # RUN
+  TG_BATCH="${BATCH_LENGTHS[0]}" bench_peer telegraf-postgresql "$work/peer-telegraf-r$1" -- bash "$repo/bench/peers/telegraf.sh" \
+    postgresql "$bootstrap" "$TOPIC" "$N" "$work/peer-telegraf-r$1" "host=127.0.0.1 port=$pg_port user=postgres dbname=bench_peer"
+}
+
 sink_notes() {
+  if [[ "${BENCH_PEER:-0}" == 1 ]]; then
+    echo "peer kafka-connect-jdbc: Kafka Connect 4.1.1 standalone + Debezium JDBC sink 3.6.0 (insert.mode insert, primary.key.mode kafka, batch.size 1000, payload jsonb); its time: JVM launch to N rows"
+    echo "peer telegraf-postgresql: Telegraf 1.37.2 kafka_consumer -> json parser -> outputs.postgresql (table orders, a column per tag and field, COPY of ${BATCH_LENGTHS[0]} metrics); its time: launch to N rows"
+  fi
   echo "PostgreSQL 15 (sinks/postgres/server.sh: fsync off, synchronous_commit off, full_page_writes off; plus autovacuum off, max_wal_size 8GB; catalogs vacuumed and CHECKPOINT before every run)"
   echo "profile $PG_PROFILE: $SINK_DESCRIPTION"
   echo "table with indexes after a load: ${pg_table_mb:-?} MB; baselines load the reference load's rows (dumped by the server) with psql over TCP"
