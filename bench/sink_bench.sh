@@ -20,6 +20,7 @@
 #                             runs one picomq entry per value in the same rounds
 #   BENCH_PEER=0              1: also run the adapter's peer systems (e.g. Kafka Connect), if present
 #   BENCH_BASELINES=1         0: leave out the destination's own loaders (bench/peers.sh)
+#   BENCH_PEER_LABELS=        with BENCH_PEER=1: only these peers (labels, space-separated; default all)
 #   BENCH_SKIP_BUILD=0        1: skip scripts/setup.sh + scripts/build.sh (use the existing build/)
 #   BENCH_KEEP=0              1: keep the work dir (logs, configs, raw results, baseline inputs)
 #   BENCH_DIR=                work dir (default: a new mktemp -d under /tmp)
@@ -106,7 +107,9 @@ if [[ "${BENCH_BASELINES:-1}" != 0 ]]; then
 fi
 if [[ "$PEER" == 1 ]]; then
   if ((${#SINK_PEERS[@]} == 0)); then log "BENCH_PEER=1 but the $SINK adapter has no peer available (see its log lines above)"; fi
-  for e in "${SINK_PEERS[@]}"; do entries+=("peer|${e%%|*}|${e#*|}"); done
+  for e in "${SINK_PEERS[@]}"; do
+    [[ -z "${BENCH_PEER_LABELS:-}" || " $BENCH_PEER_LABELS " == *" ${e%%|*} "* ]] && entries+=("peer|${e%%|*}|${e#*|}")
+  done
 fi
 
 run_picomq() {  # <kind: picomq|reference> <label> <variant> <batch_length> <run>
