@@ -63,7 +63,7 @@ def summarize(rs, k, n, payload):
         "rpcpu": med([n / cpu(r) for r in rs if cpu(r) > 0]) if any(cpu(r) > 0 for r in rs) else float("nan"),
         "server": med(server) if has_server else float("nan"),
         "rpcpu_all": med([n / (cpu(r) + sv) for r, sv in zip(rs, server)]) if has_server else float("nan"),
-        "rss": med(rss), "loads": load,
+        "rss": med(rss), "loads": load, "e2es": e2e,
         "join": med([r.get("join_s", 0) for r in rs]),
         "pauses": [int(r.get("pauses", 0)) for r in rs],
         "batch_length": rs[0].get("batch_length"),
