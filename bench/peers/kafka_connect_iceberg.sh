@@ -16,9 +16,9 @@
 # How the connector writes (its design, not a setting): each task writes data files and, every
 # iceberg.control.commit.interval-ms, a coordinator (in the task holding the first partition)
 # collects them over a control topic (transactions: exactly-once into the table) and commits one
-# snapshot. The sink commits per commit_records (or commit_interval) from one process; the
-# interval here, KC_ICEBERG_COMMIT_MS (2000), is about the time the sink takes for its
-# commit_records (400,000) on this machine, so both make a few commits for a million records.
+# snapshot. The sink commits per commit_records (or commit_interval) from one process. Here
+# KC_ICEBERG_COMMIT_MS is 2000: ~8 commits per million records at the connector's rate on this
+# machine; bench/peers.sh runs the sink with commit_records 100,000 (10 per million) beside it.
 # Same table properties as the sink's table: zstd Parquet, write.target-file-size-bytes
 # KC_ICEBERG_FILE_BYTES (134217728). Values: JsonConverter without schemas (the record's JSON object
 # becomes a row; its list and object fields go into the string columns as JSON text).
