@@ -37,6 +37,11 @@ for dest in $destinations; do
     # million, against pyiceberg's one append) would hold 2.5x the records in memory between commits.
     iceberg) matched=("BENCH_ICEBERG_COMMIT_RECORDS=${BENCH_ICEBERG_COMMIT_RECORDS:-100000}"
                       "BENCH_ICEBERG_BUFFER_RECORDS=${BENCH_ICEBERG_BUFFER_RECORDS:-100000}") ;;
+    # mongo-kafka-connect writes the record's fields and an _id of its coordinates, as the sink with
+    # include_metadata = false (its default adds six pico_* fields: more for FerretDB to store); its
+    # bulk write is one put(), max.poll.records, here the sink's max_batch_records (20,000).
+    mongodb) matched=("BENCH_MONGO_METADATA=${BENCH_MONGO_METADATA:-false}"
+                      "KC_MAX_POLL_RECORDS=${KC_MAX_POLL_RECORDS:-20000}") ;;
   esac
   # One build for all: the first destination builds unless told not to.
   env ${matched[@]+"${matched[@]}"} BENCH_PEER=1 BENCH_BASELINES=0 BENCH_SINK="$dest" BENCH_KEEP=1 BENCH_DIR="$work/$dest" \

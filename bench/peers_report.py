@@ -43,7 +43,8 @@ GUARANTEE = {
     "telegraf-postgresql": "at least once and no key: a replay adds the rows again (the sink: once, by pico_id); "
                            "typed columns, not the sink's jsonb + metadata",
     "kafka-connect-mongodb": "_id = topic-partition-offset and unordered inserts, as the sink's record_id; the same "
-                             "once-per-record outcome",
+                             "once-per-record outcome; the same documents (the sink's include_metadata = false) "
+                             "and bulk size (20,000: the sink's max_batch_records, the worker's max.poll.records)",
     "telegraf": "points keyed by series and time as the sink's mapping: a replay overwrites, as the sink's",
     "telegraf-opensearch": "at least once with ids the cluster makes: a replay doubles documents (the sink: _id = "
                            "record id, overwritten); 1000 documents a _bulk as the sink",

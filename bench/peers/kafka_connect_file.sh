@@ -30,14 +30,8 @@ source "$here/kafka_connect_lib.sh"
 kc_setup "" "$work"   # FileStreamSink is on the worker's class path (connect-file)
 kc_worker "key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.storage.StringConverter"
-cat > "$kc_work/connector.properties" <<PROPS
-# Apache Kafka's FileStreamSink (written by bench/peers/kafka_connect_file.sh)
-name=$kc_connector
-connector.class=org.apache.kafka.connect.file.FileStreamSinkConnector
-tasks.max=1
-topics=$topic
-file=$file
-PROPS
+kc_connector org.apache.kafka.connect.file.FileStreamSinkConnector "\
+file=$file"
 
 # Lines in FILE: N once it has all the bytes; 1 as soon as it has any (the first record is there).
 count_lines() {

@@ -51,12 +51,7 @@ control="iceberg-control-${kc_connector##*-}"   # one control topic per run (the
 kc_worker "key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.json.JsonConverter
 value.converter.schemas.enable=false"
-cat > "$kc_work/connector.properties" <<PROPS
-# Apache Iceberg's sink (written by bench/peers/kafka_connect_iceberg.sh)
-name=$kc_connector
-connector.class=org.apache.iceberg.connect.IcebergSinkConnector
-tasks.max=1
-topics=$topic
+kc_connector org.apache.iceberg.connect.IcebergSinkConnector "\
 iceberg.tables=$table
 iceberg.control.topic=$control
 iceberg.control.commit.interval-ms=$commit_ms
@@ -71,8 +66,7 @@ iceberg.catalog.s3.secret-access-key=$(prop s3.secret-access-key)
 iceberg.catalog.s3.path-style-access=true
 iceberg.catalog.client.region=$(prop s3.region)
 iceberg.tables.write-props.write.parquet.compression-codec=${KC_ICEBERG_COMPRESSION:-zstd}
-iceberg.tables.write-props.write.target-file-size-bytes=${KC_ICEBERG_FILE_BYTES:-134217728}
-PROPS
+iceberg.tables.write-props.write.target-file-size-bytes=${KC_ICEBERG_FILE_BYTES:-134217728}"
 
 coproc COUNTER { exec "$py" -u "$tool" "$catalog" count "$table" 2>&1; }
 peer_cleanup_hooks+=("kill $COUNTER_PID 2>/dev/null")

@@ -97,12 +97,7 @@ kc_setup debezium-connector-jdbc "$work"
 # The topic holds plain JSON text without a schema envelope: the value arrives as a STRING.
 kc_worker "key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.storage.StringConverter"
-cat > "$kc_work/connector.properties" <<PROPS
-# Debezium JDBC sink (written by bench/peers/kafka_connect_jdbc.sh)
-name=$kc_connector
-connector.class=io.debezium.connector.jdbc.JdbcSinkConnector
-tasks.max=1
-topics=$topic
+kc_connector io.debezium.connector.jdbc.JdbcSinkConnector "\
 connection.url=$connector_url
 ${pg_user:+connection.username=$pg_user}
 ${pg_password:+connection.password=$pg_password}
@@ -116,13 +111,12 @@ schema.evolution=basic
 collection.name.format=$table
 $batch_line
 # The connector needs a struct with a schema. Each plain-JSON value (a STRING from StringConverter)
-# is wrapped as the one field "payload" of a struct: one row per record, the JSON text in the
+# is wrapped as the one field \"payload\" of a struct: one row per record, the JSON text in the
 # column payload (jsonb or text: KC_PAYLOAD).
 transforms=wrap
 transforms.wrap.type=org.apache.kafka.connect.transforms.HoistField\$Value
 transforms.wrap.field=payload
-${KC_CONNECTOR_EXTRA:-}
-PROPS
+${KC_CONNECTOR_EXTRA:-}"
 
 # --- one psql session for the polling
 coproc PSQL { exec psql -X -qAt 2>&1; }

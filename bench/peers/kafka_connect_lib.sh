@@ -7,6 +7,8 @@
 #   kc_setup PLUGIN_DIR WORKDIR    fetch the jars when missing; PLUGIN_DIR (one of the fetched
 #                                  plugins; "" for one on the worker's class path) is its plugin.path
 #   kc_worker CONVERTER_LINES      writes WORKDIR/worker.properties (converters given by the caller)
+#   kc_connector CLASS LINES       writes WORKDIR/connector.properties: the run's name, CLASS, one
+#                                  task, the topic, then the connector's own LINES
 #   kc_start                       launches the worker with WORKDIR/connector.properties
 #   kc_failed                      the connector's task died for good (for peer_wait)
 # Knobs: KC_MAX_POLL_RECORDS (1000: the records one put() gets), KC_HEAP_OPTS (-Xms256m -Xmx2g:
@@ -58,6 +60,17 @@ appender.stdout.name=STDOUT
 appender.stdout.layout.type=PatternLayout
 appender.stdout.layout.pattern=[%d] %p %m (%c)%n
 L4J
+}
+
+kc_connector() {  # CLASS LINES
+  cat > "$kc_work/connector.properties" <<PROPS
+# $peer_name (written by bench/peers/kafka_connect_lib.sh)
+name=$kc_connector
+connector.class=$1
+tasks.max=1
+topics=$topic
+$2
+PROPS
 }
 
 kc_start() {

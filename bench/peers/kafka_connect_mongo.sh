@@ -50,20 +50,14 @@ kc_setup mongo-kafka-connect "$work"
 kc_worker "key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.json.JsonConverter
 value.converter.schemas.enable=false"
-cat > "$kc_work/connector.properties" <<PROPS
-# MongoDB's sink connector (written by bench/peers/kafka_connect_mongo.sh)
-name=$kc_connector
-connector.class=com.mongodb.kafka.connect.MongoSinkConnector
-tasks.max=1
-topics=$topic
+kc_connector com.mongodb.kafka.connect.MongoSinkConnector "\
 connection.uri=$uri
 database=$db
 collection=$coll
 document.id.strategy=com.mongodb.kafka.connect.sink.processor.id.strategy.KafkaMetaDataStrategy
 writemodel.strategy=com.mongodb.kafka.connect.sink.writemodel.strategy.InsertOneDefaultStrategy
 bulk.write.ordered=false
-max.batch.size=0
-PROPS
+max.batch.size=0"
 
 # One pymongo connection for the counting: a line in, the count out.
 coproc COUNTER { exec "$py" -u -c '

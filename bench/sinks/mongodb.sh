@@ -20,14 +20,18 @@
 # Knobs:
 #   BENCH_MONGO_COMMIT_INTERVAL=200ms  the sink's commit_interval
 #   BENCH_MONGO_CHUNK=20000            the sink's max_batch_records and the baseline's chunk
+#   BENCH_MONGO_METADATA=true          the sink's include_metadata; false: the payload's fields and
+#                                      _id alone, the peer's document shape (bench/peers.sh sets it)
 
 SINK_PLUGIN=libpicomq_connector_mongodb_sink
 MONGO_COMMIT_INTERVAL="${BENCH_MONGO_COMMIT_INTERVAL:-200ms}"
 MONGO_CHUNK="${BENCH_MONGO_CHUNK:-20000}"
+MONGO_METADATA="${BENCH_MONGO_METADATA:-true}"
+[[ "$MONGO_METADATA" == true || "$MONGO_METADATA" == false ]] || { echo "BENCH_MONGO_METADATA must be true or false" >&2; exit 2; }
 MONGO_DB=bench
 MONGO_COLL=bench_target
 SINK_TARGET="pymongo:0.8"
-SINK_DESCRIPTION="mongodb sink defaults (_id = record id, metadata fields, unordered bulk inserts): one bulk write of up to $MONGO_CHUNK documents (commit_interval $MONGO_COMMIT_INTERVAL)"
+SINK_DESCRIPTION="mongodb sink defaults (_id = record id, include_metadata $MONGO_METADATA, unordered bulk inserts): one bulk write of up to $MONGO_CHUNK documents (commit_interval $MONGO_COMMIT_INTERVAL)"
 SINK_BASELINES=("pymongo|mongo_baseline_pymongo")
 # BENCH_PEER=1: Kafka Connect + MongoDB's own sink connector on the same topic into the same server.
 mongo_peer_script="$repo/bench/peers/kafka_connect_mongo.sh"
@@ -59,8 +63,8 @@ sink_server_start() {
 }
 
 sink_plugin_config() {  # VARIANT RUN DIR
-  printf 'connection_uri = "mongodb://127.0.0.1:%s/"\ndatabase = "%s"\ncollection = "%s"\ncommit_interval = "%s"\nmax_batch_records = %s\n' \
-    "$mongo_port" "$MONGO_DB" "$MONGO_COLL" "$MONGO_COMMIT_INTERVAL" "$MONGO_CHUNK"
+  printf 'connection_uri = "mongodb://127.0.0.1:%s/"\ndatabase = "%s"\ncollection = "%s"\ncommit_interval = "%s"\nmax_batch_records = %s\ninclude_metadata = %s\n' \
+    "$mongo_port" "$MONGO_DB" "$MONGO_COLL" "$MONGO_COMMIT_INTERVAL" "$MONGO_CHUNK" "$MONGO_METADATA"
 }
 
 sink_prepare() {  # KIND LABEL RUN
@@ -73,7 +77,9 @@ mongo_pg() {  # SQL: runs it in FerretDB's PostgreSQL, prints the unaligned resu
 
 sink_verify() {  # KIND LABEL RUN
   local got field=pico_offset table
-  [[ "$1" == peer ]] && field=_id   # the peer's documents: _id "topic-partition-offset", no pico_* fields
+  # The peer's documents (_id "topic-partition-offset") and the sink's without metadata (_id the
+  # record id, "topic:partition:offset") have no pico_offset: their distinct _ids then.
+  [[ "$1" == peer || "$MONGO_METADATA" == false ]] && field=_id
   # The count and the distinct values are taken in FerretDB's PostgreSQL, where FerretDB 1.24
   # keeps a database as a schema and each collection as a table of one jsonb column (_jsonb), the
   # table named in the schema's _ferretdb_database_metadata: through FerretDB, reading one field
