@@ -9,7 +9,12 @@
 //!   record the commit holds. On assignment (and on the first batch of a partition, and after any
 //!   failed commit) the sink reads those versions from the table and drops records below them, so
 //!   a batch the runtime replays after a crash between the Delta commit and the offset commit is
-//!   never written twice.
+//!   never written twice. Whenever it reads a newer state of the table it reads the versions of
+//!   every partition it holds, not only those it was after (another commit with this app id, such
+//!   as a killed run's landing late, may hold any of them), and it commits an open window before:
+//!   a commit is conflict-checked only against the commits after the snapshot it is built on.
+//! - On S3, commits are created with If-None-Match: * (put-if-absent); the store is checked to
+//!   refuse a second one once per start, before the first write (storage::check_conditional_writes).
 //! - Writes are pending until the commit that holds them succeeded: the commit happens when the
 //!   held records, bytes or age reach roll_records / roll_bytes / commit_interval, on flush, on
 //!   revoke and at shutdown. A failed commit fails every held write as retryable (the runtime
@@ -64,6 +69,13 @@ pub struct DeltaSink {
     stale: HashSet<Tp>,
     /// Records of failed commits that must come again before later ones are taken.
     resends: Resends,
+    /// s3:// with s3_conditional_commits: the store's name, until the probe passed.
+    probe: Option<String>,
+    /// The probe's fatal answer, given again to any later write without probing again.
+    refused: Option<Error>,
+    /// The last commit found other commits before its version (delta-rs retried it on top of
+    /// them): the versions of the partitions held are read again from the new state.
+    others_committed: bool,
     /// The window: the next offset of each partition it holds, its writes, its size.
     next: BTreeMap<Tp, i64>,
     held: Vec<Pending>,
@@ -80,31 +92,108 @@ impl DeltaSink {
         format!("{}-{}-{}", self.app_id, tp.0, tp.1)
     }
 
-    /// Reads the table's latest state, then the txn versions of `tps`.
+    /// Reads the table's latest state, then the txn versions of `tps` and of every partition
+    /// whose version is held: a newer state may hold a commit of another writer with this app id
+    /// (a killed run's, landing late) for any of them, and a floor left at the older version
+    /// would write its records again.
+    ///
+    /// An open window is committed first, on the snapshot its floors were read from: delta-rs
+    /// conflict-checks a commit only against the commits after the snapshot it is built on, so a
+    /// window committed on a newer snapshot would miss a commit holding its own partitions.
     fn load_versions(&mut self, tps: &[Tp]) -> Result<(), Error> {
-        let table = &mut self.table;
-        self.rt
-            .block_on(table.update_state())
-            .map_err(|e| classify("reading the table's log", e))?;
-        let log_store = self.table.log_store();
-        let state = self
-            .table
-            .snapshot()
-            .map_err(|e| classify("reading the table's log", e))?;
-        for tp in tps {
-            let app_id = format!("{}-{}-{}", self.app_id, tp.0, tp.1);
-            let v = self
-                .rt
-                .block_on(state.transaction_version(log_store.as_ref(), &app_id))
-                .map_err(|e| classify("reading the txn version", e))?;
-            let v = v.unwrap_or(-1);
-            self.versions.insert(tp.clone(), v);
-            self.stale.remove(tp);
-            self.log(
-                LogLevel::Debug,
-                &format!("{}[{}]: committed up to offset {} (txn {app_id})", tp.0, tp.1, v),
-            );
+        if !self.held.is_empty() || !self.next.is_empty() {
+            // Its outcome completes its own writes (a failure marks its partitions stale).
+            let _ = self.commit();
         }
+        let mut all: Vec<Tp> = self.versions.keys().cloned().collect();
+        for tp in tps {
+            if !all.contains(tp) {
+                all.push(tp.clone());
+            }
+        }
+        let table = &mut self.table;
+        if let Err(e) = self.rt.block_on(table.update_state()) {
+            self.stale.extend(all);
+            return Err(classify("reading the table's log", e));
+        }
+        self.read_versions(&all)
+    }
+
+    /// The txn versions of `tps` as the table state held now has them (no refresh). On an error
+    /// every one of them is stale: the next batch reads them again.
+    fn read_versions(&mut self, tps: &[Tp]) -> Result<(), Error> {
+        let log_store = self.table.log_store();
+        let mut read = Vec::with_capacity(tps.len());
+        let result = (|| -> Result<(), Error> {
+            let state = self
+                .table
+                .snapshot()
+                .map_err(|e| classify("reading the table's log", e))?;
+            for tp in tps {
+                let app_id = self.app_id_of(tp);
+                let v = self
+                    .rt
+                    .block_on(state.transaction_version(log_store.as_ref(), &app_id))
+                    .map_err(|e| classify("reading the txn version", e))?;
+                read.push((tp.clone(), app_id, v.unwrap_or(-1)));
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            self.stale.extend(tps.iter().cloned());
+            return Err(e);
+        }
+        for (tp, app_id, v) in read {
+            let before = self.versions.insert(tp.clone(), v);
+            self.stale.remove(&tp);
+            match before {
+                Some(b) if v > b => {
+                    self.host.count("txn_versions_raised", 1);
+                    self.log(
+                        LogLevel::Info,
+                        &format!(
+                            "{}[{}]: the table holds records up to offset {v}, beyond the {b} read before: another commit with txn {app_id} (a killed run's, landing late?); records below it are dropped",
+                            tp.0, tp.1
+                        ),
+                    );
+                }
+                _ => self.log(
+                    LogLevel::Debug,
+                    &format!("{}[{}]: committed up to offset {} (txn {app_id})", tp.0, tp.1, v),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// Before the first write of an s3:// table (s3_conditional_commits): the store must refuse a
+    /// second If-None-Match PUT of one key (storage::check_conditional_writes). Fatal when it does
+    /// not; a retryable failure is asked again at the next write.
+    fn check_store(&mut self) -> Result<(), Error> {
+        if let Some(e) = &self.refused {
+            return Err(e.clone());
+        }
+        let Some(store_name) = self.probe.clone() else {
+            return Ok(());
+        };
+        let store = self.table.log_store().object_store(None);
+        if let Err(e) = self
+            .rt
+            .block_on(storage::check_conditional_writes(store, &store_name))
+        {
+            if e.kind == picomq_sink::ErrorKind::Fatal {
+                self.refused = Some(e.clone());
+            }
+            return Err(e);
+        }
+        self.probe = None;
+        self.log(
+            LogLevel::Info,
+            &format!(
+                "the store ({store_name}) refuses a second If-None-Match: * PUT of one key (checked with {}): each commit version is written once",
+                storage::PROBE
+            ),
+        );
         Ok(())
     }
 
@@ -144,6 +233,18 @@ impl DeltaSink {
                 }
                 for (tp, v) in std::mem::take(&mut self.next) {
                     self.versions.insert(tp, v);
+                }
+                if std::mem::take(&mut self.others_committed) {
+                    // Commits of other writers came before ours: one with this app id (a killed
+                    // run's, landing late) may hold partitions this window did not (those it did
+                    // would have failed it: ConcurrentTransaction). Their floors are read again.
+                    let all: Vec<Tp> = self.versions.keys().cloned().collect();
+                    if let Err(e) = self.read_versions(&all) {
+                        self.log(
+                            LogLevel::Warn,
+                            &format!("reading the txn versions after other writers' commits (read again at the next batch): {e}"),
+                        );
+                    }
                 }
                 self.host.count("commits", 1);
                 self.host.count("records_written", self.held_records as u64);
@@ -211,6 +312,7 @@ impl DeltaSink {
             actions.push(Action::Metadata(metadata));
         }
         let state = self.table.snapshot().map_err(|e| classify("reading the table", e))?;
+        let read_version = state.version();
         let partition_cols: Vec<String> = state.metadata().partition_columns().to_vec();
         let operation = DeltaOperation::Write {
             mode: SaveMode::Append,
@@ -232,6 +334,7 @@ impl DeltaSink {
             LogLevel::Debug,
             &format!("committed version {} of {}", finalized.version(), self.table_uri),
         );
+        self.others_committed = finalized.version() > read_version + 1;
         self.table.state = Some(finalized.snapshot());
         if self.schema_evolution {
             // The writer's window is drained by flush; a widened schema needs a new writer.
@@ -420,6 +523,23 @@ impl Sink for DeltaSink {
             .filter(|s| !s.is_empty())
             .or_else(|| host.sink_key())
             .ok_or_else(|| Error::fatal("app_id: not set and the host gives no sink key"))?;
+        let probe = storage::is_s3(&table_uri).then(|| {
+            let endpoint = host
+                .config_string("s3_endpoint")
+                .filter(|e| !e.is_empty())
+                .unwrap_or_else(|| "AWS S3".to_string());
+            format!("{table_uri} at {endpoint}")
+        });
+        let probe = match probe {
+            Some(store) if !host.config_bool("s3_conditional_commits") => {
+                host.log(
+                    LogLevel::Warn,
+                    &format!("s3_conditional_commits = false: the store ({store}) is not checked to refuse a second If-None-Match: * PUT of one key. If it does not, a killed run's commit that lands late replaces the live run's commit of that version after its offsets were committed (its rows are lost), and two writers' commits of one version can replace each other"),
+                );
+                None
+            }
+            other => other,
+        };
         let sink = DeltaSink {
             host,
             rt,
@@ -439,6 +559,9 @@ impl Sink for DeltaSink {
             versions: HashMap::new(),
             stale: HashSet::new(),
             resends: Resends::default(),
+            probe,
+            refused: None,
+            others_committed: false,
             next: BTreeMap::new(),
             held: Vec::new(),
             held_records: 0,
@@ -469,6 +592,7 @@ impl Sink for DeltaSink {
         if offsets.is_empty() {
             return Ok(());
         }
+        self.check_store()?;
         let mut taken = None;
         if !self.table_exists {
             let rows = self.with_time_column(batch.take()?)?;

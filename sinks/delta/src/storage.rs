@@ -1,7 +1,9 @@
 //! Where the table lives: the local filesystem (deltalake-core's own store) or S3 through
 //! object_store's client, registered with delta-rs for s3:// without the AWS SDK crates. Commits
 //! on S3 use conditional PUT (If-None-Match: *), which SeaweedFS, MinIO and AWS S3 honour, so no
-//! lock service (DynamoDB) is needed.
+//! lock service (DynamoDB) is needed; a store that ignores the header would let two commits of one
+//! log version replace each other, so the sink checks it once per start (check_conditional_writes)
+//! unless s3_conditional_commits = false.
 use std::collections::HashMap;
 use std::sync::{Arc, Once};
 
@@ -11,6 +13,7 @@ use deltalake_core::logstore::{
 };
 use deltalake_core::{DeltaResult, DeltaTable, DeltaTableBuilder, DeltaTableError, Path};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
 use picomq_sink::{Error, Host, OptionSpec};
 use url::Url;
 
@@ -30,13 +33,82 @@ pub fn options() -> Vec<OptionSpec> {
         OptionSpec::boolean("s3_allow_http")
             .default("false")
             .help("For s3:// tables: allow a plain http:// endpoint."),
+        OptionSpec::boolean("s3_conditional_commits").default("true").help(
+            "For s3:// tables: commits (_delta_log/<version>.json) are created with If-None-Match: *, and the store must refuse a second one of a version, so that a killed run's commit landing late never replaces a live run's. Checked once per start, before the first write (a probe object <table>/_picomq/conditional-write-probe put twice): a store that ignores If-None-Match stops the sink. false: not checked (commits still carry the header), for a store known to ignore it, accepting that such a late commit replaces a committed version and loses its rows (docs/sinks/delta.md, Late writes of a killed run).",
+        ),
     ]
+}
+
+/// Whether `uri` names an s3:// table.
+pub fn is_s3(uri: &str) -> bool {
+    uri.starts_with("s3://") || uri.starts_with("s3a://")
+}
+
+/// The probe object, relative to the table's root: outside `_delta_log`, in a folder starting
+/// with `_`, which Delta readers and VACUUM leave alone.
+pub const PROBE: &str = "_picomq/conditional-write-probe";
+
+/// Checks that the store under `store` (the table's root) refuses a second `If-None-Match: *`
+/// PUT of one key, as the S3 sink does (sinks/s3/client.cpp): the probe object is PUT with
+/// object_store's `PutMode::Create` (the mode delta-rs commits with); when that creates it, it is
+/// PUT again, which must be refused (412, object_store's AlreadyExists). A refusal of the first PUT
+/// (the probe of an earlier start) shows the same. `store_name` names the store in messages.
+///
+/// Fatal: a store that answers the second PUT with success, or refuses the header itself (400,
+/// 501), or refuses the credentials. Anything else (5xx after object_store's own retries, a
+/// timeout) is retryable: the runtime sends the batch again and the probe is made again.
+pub async fn check_conditional_writes(store: Arc<dyn ObjectStore>, store_name: &str) -> Result<(), Error> {
+    let path = Path::from(PROBE);
+    let body: &'static [u8] = b"picomq-connect: a probe that the store honours If-None-Match: * (docs/sinks/delta.md)";
+    let unsupported = |what: String| {
+        Error::fatal(format!(
+            "s3_conditional_commits: the store ({store_name}) {what}: it cannot refuse a second commit of one log version, so a killed run's commit that lands late would replace the commit a live run made of that version after its offsets were committed (its rows lost), and two writers' commits could replace each other. Use a store that honours If-None-Match (AWS S3, MinIO, SeaweedFS), or set s3_conditional_commits = false to write without that protection (docs/sinks/delta.md, \"Late writes of a killed run\")"
+        ))
+    };
+    let failed = |attempt: &str, e: object_store::Error| -> Error {
+        let text = e.to_string();
+        match &e {
+            object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+                Error::fatal(format!("s3_conditional_commits: the probe PUT of {PROBE} ({attempt}): {text}"))
+            }
+            object_store::Error::NotImplemented { .. } | object_store::Error::NotSupported { .. } => {
+                unsupported(format!("cannot create an object only if absent ({text})"))
+            }
+            // object_store keeps the status in the message of its request errors.
+            _ if text.contains("status code: 501") || text.contains("status code: 400") => {
+                unsupported(format!("refused If-None-Match: * on PUT ({text})"))
+            }
+            _ => Error::retry(format!(
+                "s3_conditional_commits: checking that the store refuses a second conditional PUT ({attempt} PUT of {PROBE}): {text}"
+            )),
+        }
+    };
+    let put = || {
+        store.put_opts(
+            &path,
+            PutPayload::from_static(body),
+            PutOptions::from(PutMode::Create),
+        )
+    };
+    match put().await {
+        // The probe of an earlier start is there and the store refused to replace it.
+        Err(object_store::Error::AlreadyExists { .. }) => return Ok(()),
+        Err(e) => return Err(failed("the first", e)),
+        Ok(_) => {}
+    }
+    match put().await {
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(()),
+        Ok(_) => Err(unsupported(format!(
+            "ignores If-None-Match: * on PUT (a second conditional PUT of {PROBE} succeeded)"
+        ))),
+        Err(e) => Err(failed("the second", e)),
+    }
 }
 
 pub fn validate(config: &Host) -> Vec<String> {
     let mut problems = Vec::new();
     let uri = config.config_string("table_uri").unwrap_or_default();
-    let s3 = uri.starts_with("s3://") || uri.starts_with("s3a://");
+    let s3 = is_s3(&uri);
     if uri.contains("://") && !s3 && !uri.starts_with("file://") {
         problems.push(format!(
             "table_uri: '{uri}' is neither a local path, a file:// URL nor an s3:// URL"
@@ -102,7 +174,7 @@ fn register_s3() {
 /// Loads the existing table at `uri`. A missing table is fatal and says so, unless `create`: then
 /// the table is returned unloaded (no version yet) with `false`, for the sink to create.
 pub async fn load_table(host: &Host, uri: &str, create: bool) -> Result<(DeltaTable, bool), Error> {
-    let s3 = uri.starts_with("s3://") || uri.starts_with("s3a://");
+    let s3 = is_s3(uri);
     let url = if s3 {
         register_s3();
         Url::parse(uri).map_err(|e| Error::fatal(format!("table_uri: '{uri}' is not a URL: {e}")))?
