@@ -8,6 +8,13 @@
                                                   as base64, maps as objects
   delta_table.py read <uri> [key=value ...]       {"version", "rows": [...], "txn": {appId: version}}
   delta_table.py append <uri> <n> [key=value ...] a second writer's commit (write_deltalake append)
+  delta_table.py commit-as <uri> <app_id> <topic> <partition>:<from>:<to> ... [key=value ...]
+                                                  the commit a run of the sink with this app_id
+                                                  would make (a killed run's, landing late): the
+                                                  rows of offsets [from, to) of each partition
+                                                  (n = partition * 1000 + offset, s = "late") and
+                                                  one txn action <app_id>-<topic>-<partition> =
+                                                  <to> each
 
 key=value pairs are storage options (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...).
 """
@@ -18,7 +25,7 @@ import os
 import sys
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 SCHEMA = pa.schema([
     pa.field("pico_topic", pa.string(), nullable=False),
@@ -83,6 +90,24 @@ def main():
         }, schema=SCHEMA)
         write_deltalake(uri, table, mode="append", storage_options=opts)
         print(json.dumps({"appended": n}))
+    elif cmd == "commit-as":
+        app_id, topic = rest[0], rest[1]
+        ranges = [tuple(int(x) for x in a.split(":")) for a in rest[2:] if "=" not in a]
+        opts = storage([a for a in rest[2:] if "=" in a])
+        rows = [(p, o) for p, start, end in ranges for o in range(start, end)]
+        table = pa.table({
+            "pico_topic": pa.array([topic] * len(rows), pa.string()),
+            "pico_partition": pa.array([p for p, _ in rows], pa.int32()),
+            "pico_offset": pa.array([o for _, o in rows], pa.int64()),
+            "pico_timestamp": pa.array([None] * len(rows), pa.timestamp("us", tz="UTC")),
+            "pico_key": pa.array([None] * len(rows), pa.binary()),
+            "n": pa.array([p * 1000 + o for p, o in rows], pa.int64()),
+            "s": pa.array(["late"] * len(rows), pa.string()),
+        }, schema=SCHEMA)
+        txns = [Transaction(f"{app_id}-{topic}-{p}", end) for p, _, end in ranges]
+        write_deltalake(uri, table, mode="append", storage_options=opts,
+                        commit_properties=CommitProperties(app_transactions=txns))
+        print(json.dumps({"committed": len(rows), "txn": {t.app_id: t.version for t in txns}}))
     elif cmd == "read":
         opts = storage(rest)
         dt = DeltaTable(uri, storage_options=opts)

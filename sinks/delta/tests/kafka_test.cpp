@@ -3,8 +3,10 @@
 // pyarrow (delta_table.py, in tools/venv from scripts/setup.sh). Exactly the produced rows with
 // one txn version per topic-partition; replays dropped below the committed version; SIGKILLs
 // between the Delta commit and the offset commit leave no duplicate and no gap; a second
-// writer's commits are survived; a missing table is a clear fatal error; a value the table
-// cannot hold is a rejected record. Its own binary and broker (ctest delta_kafka).
+// writer's commits are survived; another commit with the sink's app id (a killed run's, landing
+// late) raises the floors of every partition it holds; a missing table is a clear fatal error; a
+// value the table cannot hold is a rejected record; an S3 store that ignores If-None-Match stops
+// the sink unless s3_conditional_commits = false. Its own binary and broker (ctest delta_kafka).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -16,6 +18,7 @@
 
 #include "delta_table.h"
 #include "harness.h"
+#include "picomq/kit/testing/http_stub.hpp"
 #include "picomq/kit/testing/shell.hpp"
 #include "seaweedfs_server.h"
 
@@ -216,6 +219,68 @@ TEST(DeltaSinkKafka, ASecondWritersCommitsAreSurvived) {
   EXPECT_EQ(t["txn"]["c-" + topic + "-0"], 600);
 }
 
+// A commit with the sink's app id that the sink did not make — a killed run's, landing late —
+// holding partitions besides (or instead of) those of the sink's next commit. Its records are in
+// the table, and its txn versions say so: the sink must read them for every partition it holds,
+// not only for the one that made it look, or it writes their records a second time.
+TEST(DeltaSinkKafka, AnotherCommitWithTheAppIdRaisesTheFloorOfEveryPartitionItHolds) {
+  auto& kafka = Kafka::shared();
+  const auto table = create_table("late");
+  const auto topic = unique_name("delta.late");
+  kafka.create_topic(topic, 2);
+  const std::vector<std::string> app_ids = {"late-" + topic + "-0", "late-" + topic + "-1"};
+  // Record o of partition p is {"n": p * 1000 + o}, as commit-as writes the rows it holds.
+  auto produce = [&](int p, int from, int to) { kafka.produce_values(topic, json_values(p * 1000 + from, p * 1000 + to), p); };
+  const auto group = group_of("deltalate");
+  auto committed = [&](int p, int64_t offset) {
+    return wait_until([&] { return kafka.committed(group, topic, p) == offset; }, 60s);
+  };
+  produce(0, 0, 100);
+  produce(1, 0, 100);
+  Runtime rt(kafka.bootstrap(), "late");
+  rt.add_definition("s.toml", definition("deltalate", topic, table, "app_id = \"late\"\ncommit_interval = \"200ms\"\n",
+                                         "batch_length = 50\npoll_interval = \"100ms\""));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 2, 100); }, 90s)) << rt.log();
+
+  // 1. It holds partition 1 alone: the sink's next commit (partition 0's records) does not
+  // conflict with it and is made on top of it; partition 1's floor must come from the new state.
+  table_tool("commit-as " + quote(table) + " late " + quote(topic) + " 1:100:150");
+  produce(0, 100, 110);
+  ASSERT_TRUE(committed(0, 110)) << rt.log();
+  produce(1, 100, 200);
+  ASSERT_TRUE(committed(1, 200)) << rt.log();
+
+  // 2. It holds both: the sink's next commit of partition 0 conflicts with it (the same txn
+  // appId: ConcurrentTransaction), fails, and the table is read again for partition 0; partition
+  // 1's floor must be read with it.
+  table_tool("commit-as " + quote(table) + " late " + quote(topic) + " 0:110:120 1:200:250");
+  produce(0, 110, 130);
+  ASSERT_TRUE(committed(0, 130)) << rt.log();
+  produce(1, 200, 300);
+  ASSERT_TRUE(committed(1, 300)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+
+  const auto t = read_table(table, app_ids);
+  const auto rows = rows_of(t, topic);  // fails on a row found twice
+  EXPECT_EQ(rows.size(), 130u + 300u) << "no duplicate, no gap";
+  for (int p = 0; p < 2; ++p)
+    for (int64_t o = 0; o < (p == 0 ? 130 : 300); ++o) {
+      const auto it = rows.find({p, o});
+      ASSERT_NE(it, rows.end()) << "offset " << o << " of partition " << p << " missing";
+      EXPECT_EQ(it->second, p * 1000 + o);
+    }
+  size_t late = 0;
+  for (const auto& r : t["rows"]) late += r["s"] == "late";
+  EXPECT_EQ(late, 50u + 10u + 50u) << "the other commits' rows are the ones kept";
+  EXPECT_EQ(t["txn"][app_ids[0]], 130) << t["txn"].dump();
+  EXPECT_EQ(t["txn"][app_ids[1]], 300) << t["txn"].dump();
+  const auto log = rt.log();
+  EXPECT_NE(log.find("the table holds records up to offset 150, beyond the 100 read before"), std::string::npos) << log;
+  EXPECT_NE(log.find("the table holds records up to offset 250, beyond the 200 read before"), std::string::npos) << log;
+}
+
 TEST(DeltaSinkKafka, AValueTheTableCannotHoldIsARejectedRecord) {
   auto& kafka = Kafka::shared();
   const auto table = create_table("reject");
@@ -410,6 +475,99 @@ TEST(DeltaSinkKafka, AnS3TableOnSeaweedfsGetsExactlyTheProducedRows) {
   EXPECT_EQ(t["txn"][app_ids[0]], 300);
   EXPECT_EQ(t["txn"][app_ids[1]], 300);
   EXPECT_FALSE(s3.objects(bucket, "lake/orders/_delta_log/").empty()) << "the log is in the bucket";
+  EXPECT_NE(rt.log().find("refuses a second If-None-Match: * PUT of one key"), std::string::npos)
+      << "SeaweedFS passes the check: " << rt.log();
+}
+
+// The kit's receiver in front of SeaweedFS plays a store that ignores If-None-Match: * — it
+// answers every PUT of the sink's probe object with 200 and an ETag (as a store that wrote it
+// would) without forwarding it — and forwards everything else. The sink stops in Error before it writes anything, naming the store, the risk
+// and the opt-out; with s3_conditional_commits = false it writes, through the same receiver.
+TEST(DeltaSinkKafka, AStoreThatIgnoresIfNoneMatchStopsTheSinkUnlessConditionalCommitsIsOff) {
+  auto& kafka = Kafka::shared();
+  auto& s3 = SeaweedfsServer::shared();
+  const auto bucket = s3.create_bucket("deltainm");
+  const auto table = "s3://" + bucket + "/lake/orders";
+  const auto storage = " AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_ACCESS_KEY_ID=" + SeaweedfsServer::kAccessKey +
+                       " AWS_SECRET_ACCESS_KEY=" + SeaweedfsServer::kSecretKey +
+                       " AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true aws_conditional_put=etag";
+  table_tool("create " + quote(table) + storage);
+  kit::testing::HttpReceiver store;
+  store.forward_to(s3.endpoint());
+  const nlohmann::json ignores_if_none_match = {{"method", "PUT"},
+                                                {"path_contains", "_picomq/conditional-write-probe"},
+                                                {"status", 200},
+                                                {"headers", {{"ETag", "\"5d41402abc4b2a76b9719d911017c592\""}}},
+                                                {"count", 0}};
+  store.script(ignores_if_none_match);
+  const auto topic = unique_name("delta.inm");
+  kafka.create_topic(topic, 2);
+  for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 1000, p * 1000 + 100), p);
+  const std::string config = "app_id = \"inm\"\ns3_endpoint = \"" + store.base_url() +
+                             "\"\ns3_allow_http = true\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
+                             "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n";
+  const auto group = group_of("deltainm");
+  {
+    Runtime rt(kafka.bootstrap(), "inm");
+    rt.add_definition("s.toml", definition("deltainm", topic, table, config));
+    rt.start();
+    ASSERT_TRUE(rt.wait_state("deltainm", "error", 60s)) << rt.log();
+    const auto message = rt.sink_status("deltainm").value("message", "");
+    EXPECT_NE(message.find("ignores If-None-Match: * on PUT"), std::string::npos) << message;
+    EXPECT_NE(message.find(table + " at " + store.base_url()), std::string::npos) << "names the store: " << message;
+    EXPECT_NE(message.find("a killed run's commit that lands late would replace"), std::string::npos) << message;
+    EXPECT_NE(message.find("set s3_conditional_commits = false"), std::string::npos) << message;
+    rt.signal(SIGTERM);
+    rt.wait_exit(30s);
+  }
+  for (int p = 0; p < 2; ++p) EXPECT_EQ(kafka.committed(group, topic, p), -1001) << "nothing committed";
+  // Nothing written: the log holds the create alone, no data file (the probe went no further
+  // than the receiver).
+  std::vector<std::string> keys;
+  for (const auto& o : s3.objects(bucket, "lake/orders/")) keys.push_back(o.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"lake/orders/_delta_log/00000000000000000000.json"}));
+  std::vector<std::string> puts;
+  for (const auto& r : store.requests())
+    if (r.method == "PUT" || r.method == "POST") puts.push_back(r.method + " " + r.path);
+  const std::string probe = "PUT /" + bucket + "/lake/orders/_picomq/conditional-write-probe";
+  EXPECT_EQ(puts, (std::vector<std::string>{probe, probe})) << "the probe twice, then nothing";
+  for (const auto& r : store.requests())
+    if (r.method == "PUT") EXPECT_EQ(r.headers.get("If-None-Match").value_or(""), "*") << r.path;
+
+  // The opt-out: not checked, a warning; the commits still carry If-None-Match: * (SeaweedFS
+  // honours it behind the receiver).
+  store.reset();
+  store.forward_to(s3.endpoint());
+  store.script(ignores_if_none_match);
+  {
+    Runtime rt(kafka.bootstrap(), "inm2");
+    rt.add_definition("s.toml", definition("deltainm", topic, table, config + "s3_conditional_commits = false\n"));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 2, 100); }, 90s)) << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+    EXPECT_NE(rt.log().find("s3_conditional_commits = false: the store (" + table + " at " + store.base_url() +
+                            ") is not checked"),
+              std::string::npos)
+        << rt.log();
+  }
+  size_t commits = 0;
+  for (const auto& r : store.requests()) {
+    EXPECT_EQ(r.path.find("_picomq/"), std::string::npos) << "no probe: " << r.path;
+    if (r.method == "PUT" && r.path.find("/_delta_log/") != std::string::npos && r.path.ends_with(".json")) {
+      ++commits;
+      EXPECT_EQ(r.headers.get("If-None-Match").value_or(""), "*") << r.path;
+    }
+  }
+  EXPECT_GE(commits, 1u);
+  const std::vector<std::string> app_ids = {"inm-" + topic + "-0", "inm-" + topic + "-1"};
+  const auto t = read_table(table, app_ids, storage);
+  const auto rows = rows_of(t, topic);
+  ASSERT_EQ(rows.size(), 200u);
+  for (int p = 0; p < 2; ++p)
+    for (int64_t o = 0; o < 100; ++o) EXPECT_EQ(rows.at({p, o}), p * 1000 + o);
+  EXPECT_EQ(t["txn"][app_ids[0]], 100);
+  EXPECT_EQ(t["txn"][app_ids[1]], 100);
 }
 
 }  // namespace
