@@ -21,8 +21,6 @@
 
 #include <array>
 #include <atomic>
-#include <memory>
-#include <mutex>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -30,6 +28,8 @@
 #include <cstdio>
 #include <exception>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -147,7 +147,8 @@ inline std::string_view as_text(Bytes bytes) { return {reinterpret_cast<const ch
 // One record of a batch; a view valid during the write call.
 class Record {
  public:
-  Record(const pmq_batch* batch, size_t index) : batch_(batch), record_(pmq_batch_record(batch, index)), index_(index) {}
+  Record(const pmq_batch* batch, size_t index)
+      : batch_(batch), record_(pmq_batch_record(batch, index)), index_(index) {}
 
   size_t index() const { return index_; }  // position in its batch (what reject() takes)
   std::string_view topic() const { return batch_->topic; }
@@ -281,7 +282,8 @@ class Config {
   // `declared`: the sink's option table (what the SDK passes); without one (a hand-built host in
   // a test) nothing is checked.
   explicit Config(const pmq_host_api* host) : host_(host) {}
-  Config(const pmq_host_api* host, std::span<const pmq_option> declared) : host_(host), declared_(declared), checked_(true) {}
+  Config(const pmq_host_api* host, std::span<const pmq_option> declared)
+      : host_(host), declared_(declared), checked_(true) {}
   bool has(const char* name) const {
     declared(name, {});
     return host_->config_has(host_->host_ctx, name) != 0;
@@ -322,6 +324,13 @@ class Config {
     declared(name, {});
     const char* v = host_->config_json(host_->host_ctx, name);
     return v ? v : "null";
+  }
+  // The definition's [[topics]] blocks as JSON (ABI 2.7 pmq_host_api.subscriptions): what the
+  // instance can be handed, for a sink whose template of destinations must tell the topics
+  // apart. Empty from an older host.
+  std::string_view subscriptions_json() const {
+    constexpr size_t end = offsetof(pmq_host_api, subscriptions) + sizeof(pmq_host_api::subscriptions);
+    return host_ && end <= host_->struct_size && host_->subscriptions ? host_->subscriptions : "";
   }
 
  private:
@@ -519,8 +528,7 @@ struct Exporter {
   static constexpr bool implements_partitions =
       !std::is_same_v<decltype(&S::partitions_assigned), decltype(&Base::partitions_assigned)> ||
       !std::is_same_v<decltype(&S::partitions_revoked), decltype(&Base::partitions_revoked)>;
-  static constexpr bool implements_validate =
-      requires(const Config& c, ConfigProblems& p) { S::validate(c, p); };
+  static constexpr bool implements_validate = requires(const Config& c, ConfigProblems& p) { S::validate(c, p); };
   static constexpr bool implements_stop = !std::is_same_v<decltype(&S::stop), decltype(&Base::stop)>;
   static std::span<const pmq_option> option_table() { return {S::options.data(), S::options.size()}; }
 
@@ -531,7 +539,9 @@ struct Exporter {
     return out;
   }
 
-  static void copy_message(char* errbuf, size_t size, const char* message) { std::snprintf(errbuf, size, "%s", message); }
+  static void copy_message(char* errbuf, size_t size, const char* message) {
+    std::snprintf(errbuf, size, "%s", message);
+  }
 
   static void* open(const pmq_host_api* host, const char*, char* errbuf, size_t errbuf_size) noexcept {
     S* sink = nullptr;
@@ -639,10 +649,12 @@ struct Exporter {
     for (size_t i = 0; i < count; ++i) out.push_back({list[i].topic, list[i].partition});
     return out;
   }
-  static void partitions_assigned(void* instance, uint32_t block, const pmq_topic_partition* list, size_t count) noexcept {
+  static void partitions_assigned(void* instance, uint32_t block, const pmq_topic_partition* list,
+                                  size_t count) noexcept {
     hook(instance, "partitions_assigned", [&](S& s) { s.partitions_assigned(block, partition_list(list, count)); });
   }
-  static void partitions_revoked(void* instance, uint32_t block, const pmq_topic_partition* list, size_t count) noexcept {
+  static void partitions_revoked(void* instance, uint32_t block, const pmq_topic_partition* list,
+                                 size_t count) noexcept {
     hook(instance, "partitions_revoked", [&](S& s) { s.partitions_revoked(block, partition_list(list, count)); });
   }
 
@@ -737,7 +749,7 @@ DataPlaneSpec sink_data_plane_spec(const S&) {
 }  // namespace picomq::sdk
 
 // Exports a BaseSink subclass as a picomq-connect plugin (once per shared library).
-#define PICOMQ_SINK_PLUGIN(SinkClass)                                                                  \
+#define PICOMQ_SINK_PLUGIN(SinkClass)                                                                 \
   extern "C" PMQ_SINK_EXPORT const pmq_sink_plugin* picomq_sink_plugin_entry(uint32_t /*host_abi*/) { \
-    return &::picomq::sdk::descriptor<SinkClass>();                                                    \
+    return &::picomq::sdk::descriptor<SinkClass>();                                                   \
   }

@@ -1,7 +1,9 @@
 #include "picomq/kit/object_key.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 
 #include "picomq/kit/sanitize.hpp"
 
@@ -15,9 +17,9 @@ struct Named {
   Field field;
 };
 constexpr Named kNames[] = {
-    {"topic", Field::Topic},       {"partition", Field::Partition}, {"start_offset", Field::StartOffset},
-    {"sink_key", Field::SinkKey},  {"year", Field::Year},           {"month", Field::Month},
-    {"day", Field::Day},           {"hour", Field::Hour},           {"ext", Field::Ext},
+    {"topic", Field::Topic},      {"partition", Field::Partition}, {"start_offset", Field::StartOffset},
+    {"sink_key", Field::SinkKey}, {"year", Field::Year},           {"month", Field::Month},
+    {"day", Field::Day},          {"hour", Field::Hour},           {"ext", Field::Ext},
 };
 
 // Finer fields rank higher.
@@ -40,7 +42,8 @@ Result<std::string> safe_topic(std::string_view topic) {
     if (c == '/') out += "%2F";
     else out += c;
   }
-  if (out.empty()) return Result<std::string>::failure("topic '" + std::string(topic) + "' leaves an empty key segment");
+  if (out.empty())
+    return Result<std::string>::failure("topic '" + std::string(topic) + "' leaves an empty key segment");
   return Result<std::string>::success(std::move(out));
 }
 
@@ -72,7 +75,8 @@ Result<ObjectKeyTemplate> ObjectKeyTemplate::parse(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     const std::string column = " (column " + std::to_string(i + 1) + ")";
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return R::failure("control character in the key template" + column);
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return R::failure("control character in the key template" + column);
     if (c == '}') {
       if (i + 1 < text.size() && text[i + 1] == '}') {
         literal += '}';
@@ -105,7 +109,8 @@ Result<ObjectKeyTemplate> ObjectKeyTemplate::parse(std::string_view text) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != number.size() || number.empty()) return R::failure("'{" + std::string(name) + "}': the segment index must be an integer" + column);
+      if (used != number.size() || number.empty())
+        return R::failure("'{" + std::string(name) + "}': the segment index must be an integer" + column);
       part.field = Field::Segment;
       part.index = index;
     } else {
@@ -122,6 +127,47 @@ Result<ObjectKeyTemplate> ObjectKeyTemplate::parse(std::string_view text) {
   }
   flush_literal();
   return R::success(std::move(t));
+}
+
+std::string_view ObjectKeyTemplate::name(Field field) {
+  if (field == Field::Segment) return "topic_segment[N]";
+  for (const Named& n : kNames)
+    if (n.field == field) return n.name;
+  return "";
+}
+
+std::vector<ObjectKeyTemplate::Field> ObjectKeyTemplate::after_start_offset() const {
+  std::vector<Field> out;
+  bool after = false;
+  for (const Part& p : parts_) {
+    if (after && p.field != Field::Literal) out.push_back(p.field);
+    if (p.field == Field::StartOffset) after = true;
+  }
+  return out;
+}
+
+std::optional<std::string> ObjectKeyTemplate::topics_problem(const std::vector<Subscription>& blocks) const {
+  std::vector<std::string> topics;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].pattern && !uses(Field::Topic))
+      return "holds no {topic}, and [[topics]] block " + std::to_string(i) + " subscribes by pattern '" +
+             *blocks[i].pattern + "': the objects of two topics it matches could get the same key, and one topic's " +
+             "object be taken for the other's records. Add {topic}";
+    for (const auto& t : blocks[i].topics)
+      if (std::find(topics.begin(), topics.end(), t) == topics.end()) topics.push_back(t);
+  }
+  std::map<std::string, std::string> seen;  // a key every topic resolves (partition 0, offset 0) -> its topic
+  for (const auto& t : topics) {
+    auto key = resolve({.topic = t, .partition = 0, .start_offset = 0, .timestamp_ms = 0, .sink_key = "k", .ext = "x"});
+    if (!key) return key.error();
+    if (uses(Field::Topic)) continue;
+    auto [it, fresh] = seen.emplace(key.value(), t);
+    if (!fresh)
+      return "holds no {topic}, and topics '" + it->second + "' and '" + t +
+             "' of the [[topics]] blocks resolve to the same keys: one topic's object would be taken for the " +
+             "other's records. Add {topic}";
+  }
+  return std::nullopt;
 }
 
 bool ObjectKeyTemplate::uses(Field field) const {

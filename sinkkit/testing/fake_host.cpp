@@ -195,7 +195,8 @@ FakeHost::FakeHost(const pmq_sink_plugin& plugin) : plugin_(&plugin), options_(s
                       .sink_key = nullptr,
                       .count = &HostCallbacks::count,
                       .release = &HostCallbacks::release,
-                      .set_plane = &HostCallbacks::set_plane};
+                      .set_plane = &HostCallbacks::set_plane,
+                      .subscriptions = nullptr};
 }
 
 std::unique_ptr<FakeHost> FakeHost::load(const std::string& path) {
@@ -229,6 +230,7 @@ std::vector<std::string> FakeHost::validate_config(std::string_view config_json,
     // The sink's validate() reads the validated values through a host of its own.
     FakeHost probe(*plugin_);
     probe.options_->values = *values;
+    if (api_.subscriptions) probe.subscriptions(subscriptions_);
     char buffer[4096] = {0};
     if (!plugin_->validate(&probe.api_, "{}", buffer, sizeof buffer))
       for (const auto& p : kit::PluginOptions::plugin_problems(*plugin_, buffer)) errors.push_back(p.to_string());

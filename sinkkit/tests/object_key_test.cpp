@@ -33,7 +33,7 @@ TEST(ObjectKeyTemplate, TimeBucketsFollowTheFinestTimeField) {
   EXPECT_EQ(hourly.time_bucket(3'600'000 * 5 + 1), hourly.time_bucket(3'600'000 * 5 + 3'599'999));
   EXPECT_NE(hourly.time_bucket(3'600'000 * 5), hourly.time_bucket(3'600'000 * 6));
   auto monthly = ObjectKeyTemplate::parse("{year}/{month}/{start_offset}").value();
-  EXPECT_EQ(monthly.time_bucket(1'700'000'000'000), monthly.time_bucket(1'700'000'000'000 + 86'400'000));   // Nov 15
+  EXPECT_EQ(monthly.time_bucket(1'700'000'000'000), monthly.time_bucket(1'700'000'000'000 + 86'400'000));  // Nov 15
   EXPECT_NE(monthly.time_bucket(1'700'000'000'000), monthly.time_bucket(1'700'000'000'000 + 20 * 86'400'000LL));  // Dec
   auto timeless = ObjectKeyTemplate::parse("{start_offset}").value();
   EXPECT_EQ(timeless.time_bucket(0), timeless.time_bucket(1'700'000'000'000));
@@ -78,6 +78,40 @@ TEST(ObjectKeyTemplate, ParseErrorsNameTheProblemAndColumn) {
   auto t = ObjectKeyTemplate::parse("{topic}/{start_offset}").value();
   EXPECT_TRUE(t.uses(ObjectKeyTemplate::Field::StartOffset));
   EXPECT_FALSE(t.uses(ObjectKeyTemplate::Field::Partition));
+}
+
+TEST(ObjectKeyTemplate, ThePlaceholdersAfterTheStartOffsetAreNamed) {
+  using F = ObjectKeyTemplate::Field;
+  EXPECT_TRUE(ObjectKeyTemplate::parse("{topic}/{partition}/{start_offset}.x").value().after_start_offset().empty());
+  EXPECT_EQ(ObjectKeyTemplate::parse("{topic}/{start_offset}-{partition}-{hour}.{ext}").value().after_start_offset(),
+            (std::vector<F>{F::Partition, F::Hour, F::Ext}));
+  EXPECT_EQ(ObjectKeyTemplate::name(F::Partition), "partition");
+  EXPECT_EQ(ObjectKeyTemplate::name(F::Segment), "topic_segment[N]");
+}
+
+TEST(ObjectKeyTemplate, ATemplateMustTellApartTheTopicsItsBlocksSubscribeTo) {
+  const auto by_partition = ObjectKeyTemplate::parse("p{partition}/{start_offset}.{ext}").value();
+  const auto by_segment = ObjectKeyTemplate::parse("{topic_segment[-1]}/p{partition}/{start_offset}.{ext}").value();
+  const auto by_topic = ObjectKeyTemplate::parse("{topic}/p{partition}/{start_offset}.{ext}").value();
+  const std::vector<Subscription> one{{.topics = {"orders.eu"}, .pattern = std::nullopt}};
+  const std::vector<Subscription> two{{.topics = {"orders.eu"}, .pattern = std::nullopt},
+                                      {.topics = {"returns.eu", "orders.eu"}, .pattern = std::nullopt}};
+  const std::vector<Subscription> regions{{.topics = {"orders.eu", "orders.us"}, .pattern = std::nullopt}};
+  const std::vector<Subscription> pattern{{.topics = {}, .pattern = "^orders\\..*"}};
+  EXPECT_FALSE(by_partition.topics_problem(one));
+  EXPECT_NE(by_partition.topics_problem(two).value_or("").find("topics 'orders.eu' and 'returns.eu'"),
+            std::string::npos);
+  EXPECT_TRUE(by_segment.topics_problem(two)) << "both end in 'eu'";
+  EXPECT_FALSE(by_segment.topics_problem(regions));
+  EXPECT_NE(by_segment.topics_problem(pattern).value_or("").find("subscribes by pattern '^orders\\..*'"),
+            std::string::npos);
+  EXPECT_FALSE(by_topic.topics_problem(pattern));
+  EXPECT_FALSE(by_topic.topics_problem(two));
+  const auto deep = ObjectKeyTemplate::parse("{topic_segment[2]}/{topic}/{partition}{start_offset}").value();
+  EXPECT_NE(deep.topics_problem(one).value_or("").find("has no segment 2"), std::string::npos);
+  EXPECT_EQ(parse_subscriptions(R"([{"topics":["a"],"pattern":null},{"topics":[],"pattern":"^b.*"}])")->size(), 2u);
+  EXPECT_FALSE(parse_subscriptions(""));
+  EXPECT_FALSE(parse_subscriptions("{}"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "runtime/config_check.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "picomq/kit/plugin_options.hpp"
 #include "runtime/plugin_host.h"
@@ -15,13 +16,22 @@ config::ConfigError to_error(const config::SinkDefinition& definition, const kit
 
 }  // namespace
 
+std::string subscriptions_json(const config::SinkDefinition& definition) {
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const auto& b : definition.topics)
+    blocks.push_back({{"topics", b.topics},
+                      {"pattern", b.anchored_pattern ? nlohmann::json(*b.anchored_pattern) : nlohmann::json(nullptr)}});
+  return blocks.dump();
+}
+
 PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor) {
   PluginConfigCheck check;
   std::vector<kit::OptionProblem> problems;
   check.options = kit::PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
   if (check.options) {
     // validate() sees the options the table accepted, so it runs only when there is no problem.
-    if (auto text = validate_with_plugin(descriptor, definition.key, *check.options); !text.empty()) {
+    if (auto text = validate_with_plugin(descriptor, definition.key, *check.options, subscriptions_json(definition));
+        !text.empty()) {
       problems = kit::PluginOptions::plugin_problems(descriptor, text);
       check.options.reset();
     }

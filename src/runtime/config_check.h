@@ -6,6 +6,7 @@
 // positioned in the definition file, in the format of the other configuration errors.
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "config/error.h"
@@ -22,6 +23,10 @@ struct PluginConfigCheck {
   // The validated options (what start opens the plugin with): set when there is no error.
   std::optional<kit::PluginOptions> options;
 };
+
+// The definition's [[topics]] blocks as the plugin sees them (sink ABI 2.7
+// pmq_host_api.subscriptions): [{"topics": [...], "pattern": "^..." or null}, ...].
+std::string subscriptions_json(const config::SinkDefinition& definition);
 
 // [plugin_config] against a loaded plugin.
 PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor);

@@ -130,6 +130,7 @@ pmq_host_api make_host_api(HostContext* ctx) {
   host.count = host_count;
   host.release = host_release;
   host.set_plane = host_set_plane;
+  host.subscriptions = ctx->subscriptions.empty() ? nullptr : ctx->subscriptions.c_str();
   return host;
 }
 
@@ -250,13 +251,15 @@ std::unique_ptr<SinkInstance> SinkInstance::open(std::shared_ptr<PluginLibrary> 
 }
 
 std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<PluginLibrary> library, std::string sink_key,
-                                                           kit::PluginOptions options, std::string& error) {
+                                                           kit::PluginOptions options, std::string& error,
+                                                           std::string subscriptions) {
   const pmq_sink_plugin& d = library->descriptor();
   std::unique_ptr<SinkInstance> sink(new SinkInstance());
   sink->library_ = std::move(library);
   sink->sink_key_ = std::move(sink_key);
   sink->context_ = std::make_unique<HostContext>();
   sink->context_->sink_key = sink->sink_key_;
+  sink->context_->subscriptions = std::move(subscriptions);
   sink->context_->options = std::move(options);
   sink->host_ = make_host_api(sink->context_.get());
   const pmq_host_api& host = sink->host_;
@@ -278,10 +281,11 @@ std::unique_ptr<SinkInstance> SinkInstance::open_validated(std::shared_ptr<Plugi
 }
 
 std::string validate_with_plugin(const pmq_sink_plugin& d, const std::string& sink_key,
-                                 const kit::PluginOptions& options) {
+                                 const kit::PluginOptions& options, const std::string& subscriptions) {
   if (!descriptor_has(d, &pmq_sink_plugin::validate)) return {};
   HostContext ctx;
   ctx.sink_key = sink_key;
+  ctx.subscriptions = subscriptions;
   ctx.options = options;
   const pmq_host_api host = make_host_api(&ctx);
   char errbuf[2048] = {0};

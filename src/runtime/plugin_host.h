@@ -116,8 +116,9 @@ std::string check_plugin_descriptor(const pmq_sink_plugin* descriptor, pmq_plane
 
 // The plugin's own cross-option checks (ABI 2.2 validate(), pure) on options the option table
 // accepted: empty when it has none or they pass, else its problems, one per line.
+// `subscriptions`: the definition's [[topics]] blocks as JSON (subscriptions_json), empty when unknown.
 std::string validate_with_plugin(const pmq_sink_plugin& descriptor, const std::string& sink_key,
-                                 const kit::PluginOptions& options);
+                                 const kit::PluginOptions& options, const std::string& subscriptions = {});
 
 // One open instance of a plugin, shared by the [[topics]] blocks of a sink. Calls are
 // serialised, as the ABI promises plugins. Each batch goes out on the plugin's best native
@@ -132,7 +133,8 @@ class SinkInstance {
   // Opens on options that passed both already (kit::PluginOptions::validate, then
   // validate_with_plugin): no check runs again. `error` is open()'s failure.
   static std::unique_ptr<SinkInstance> open_validated(std::shared_ptr<PluginLibrary> library, std::string sink_key,
-                                                      kit::PluginOptions options, std::string& error);
+                                                      kit::PluginOptions options, std::string& error,
+                                                      std::string subscriptions = {});
   ~SinkInstance();
   // Starts writing `batch` (which must stay alive until `call` is done). `arrow` shapes the
   // Arrow batch when the plugin's best plane is arrow (declared columns of the batch's
@@ -164,6 +166,7 @@ class SinkInstance {
   // declared during open().
   struct HostContext {
     std::string sink_key;
+    std::string subscriptions;  // ABI 2.7: the [[topics]] blocks as JSON; empty: not offered
     kit::PluginOptions options;
     bool opening = false;
     uint32_t unread_fields = 0;  // PMQ_FIELD_* bits

@@ -34,7 +34,8 @@ std::unique_ptr<SinkInstance> open_sink_instance(const config::SinkDefinition& d
     error = describe_plugin_config_problems(library->descriptor(), check.errors);
     return nullptr;
   }
-  return SinkInstance::open_validated(std::move(library), definition.key, std::move(*check.options), error);
+  return SinkInstance::open_validated(std::move(library), definition.key, std::move(*check.options), error,
+                                      subscriptions_json(definition));
 }
 
 SinkRunner::SinkRunner(config::SinkDefinition definition, const config::RuntimeConfig& runtime_config,

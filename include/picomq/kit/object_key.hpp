@@ -19,11 +19,13 @@
 // Literal text may not hold control characters or start with '/'. Which placeholders a sink
 // requires (e.g. {start_offset} for unique keys) is its own check, through uses().
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "picomq/kit/result.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::kit {
 
@@ -52,6 +54,14 @@ class ObjectKeyTemplate {
   Result<std::string> resolve_prefix(const ObjectKeyFields& fields) const;
 
   bool uses(Field field) const;
+  // The placeholders after the first {start_offset}, in order: a sink that finds objects by
+  // listing the keys up to {start_offset} (resolve_prefix) cannot narrow the listing by these.
+  std::vector<Field> after_start_offset() const;
+  // Why the keys cannot tell apart every topic `blocks` may hand the sink (a pattern, or two
+  // listed topics resolving to the same keys, without {topic}), or a listed topic the template
+  // cannot resolve ({topic_segment[N]} it lacks); nullopt when they can.
+  std::optional<std::string> topics_problem(const std::vector<Subscription>& blocks) const;
+  static std::string_view name(Field field);
   // Two timestamps that resolve to the same date/hour fields have the same bucket (0 for every
   // timestamp when the template has no time field): a sink starts a new object when a record's
   // bucket differs from its object's, so that every record's time fields match its object's key.

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 
 pub const PMQ_SINK_ABI_VERSION_MAJOR: u32 = 2;
-pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 6;
+pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 7;
 pub const PMQ_SINK_ABI_VERSION: u32 = (PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR;
 
 pub const PMQ_PLANE_ROWS: u32 = 1 << 0;
@@ -152,6 +152,8 @@ pub struct pmq_host_api {
     pub release: Option<unsafe extern "C" fn(*mut pmq_write_result)>,
     /// Since ABI 2.5: during open(), the one native plane this instance takes batches on.
     pub set_plane: Option<unsafe extern "C" fn(*mut c_void, u32)>,
+    /// Since ABI 2.7: the definition's [[topics]] blocks as JSON (see sink_abi.h).
+    pub subscriptions: *const c_char,
 }
 
 pub type OpenFn = unsafe extern "C" fn(*const pmq_host_api, *const c_char, *mut c_char, usize) -> *mut c_void;

@@ -102,7 +102,8 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
         sink_key,
         count,
         release,
-        set_plane
+        set_plane,
+        subscriptions
     );
     check_size!(pmq_sink_plugin, "pmq_sink_plugin");
     check_field!(

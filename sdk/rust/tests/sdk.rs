@@ -120,6 +120,7 @@ fn make_host(config: &[(&str, &str)]) -> (Box<FakeHost>, Box<pmq_host_api>) {
         count: Some(count),
         release: Some(release),
         set_plane: None,
+        subscriptions: std::ptr::null(),
     });
     (host, api)
 }

@@ -3,7 +3,8 @@
  * built: it needs a new major ABI version, not an edit of these numbers. Only a struct growing
  * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight; 2.2 added
  * block_index to the batches, pmq_host_api.sink_key and count, and the descriptor's validate,
- * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas; 2.5 pmq_host_api.set_plane; 2.6 the descriptor's stop). */
+ * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas; 2.5
+ * pmq_host_api.set_plane; 2.6 the descriptor's stop; 2.7 pmq_host_api.subscriptions). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,7 +54,8 @@ PIN(offsetof(pmq_host_api, sink_key), 136);
 PIN(offsetof(pmq_host_api, count), 144);
 PIN(offsetof(pmq_host_api, release), 152);
 PIN(offsetof(pmq_host_api, set_plane), 160);
-PIN(sizeof(pmq_host_api), 168);
+PIN(offsetof(pmq_host_api, subscriptions), 168);
+PIN(sizeof(pmq_host_api), 176);
 PIN(offsetof(pmq_sink_plugin, abi_version), 8);
 PIN(offsetof(pmq_sink_plugin, name), 16);
 PIN(offsetof(pmq_sink_plugin, accepted_planes), 40);
@@ -73,7 +75,7 @@ PIN(offsetof(pmq_sink_plugin, stop), 152);
 PIN(sizeof(pmq_sink_plugin), 160);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20006u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20007u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;
@@ -82,10 +84,9 @@ static pmq_write_status write_record(void *instance, const pmq_batch *batch, siz
 
 int main(void) {
   /* The plane contract works from C too, and explains a refusal. */
-  pmq_sink_plugin d;
+  pmq_sink_plugin d = {0};
   pmq_plane_spec spec;
   char reason[256];
-  memset(&d, 0, sizeof d);
   d.write_record = write_record;
   if (!pmq_sink_plane_spec(&d, &spec, reason, sizeof reason) || spec.best_plane != PMQ_PLANE_ROWS) {
     fprintf(stderr, "a rows sink was refused: %s\n", reason);
@@ -100,8 +101,7 @@ int main(void) {
     /* A 2.4 batch names each record's writer schema; a batch from an older host (a smaller
      * struct_size) has none, whatever lies beyond its end. */
     const char *schemas[2] = {"{\"type\":\"long\"}", NULL};
-    pmq_batch b;
-    memset(&b, 0, sizeof b);
+    pmq_batch b = {0};
     b.struct_size = sizeof b;
     b.writer_schemas = schemas;
     if (pmq_batch_writer_schema(&b, 0) != schemas[0] || pmq_batch_writer_schema(&b, 1) != NULL) {

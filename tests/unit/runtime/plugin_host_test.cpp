@@ -30,9 +30,9 @@ TEST(PluginHost, RefusesOtherMajorOrNewerMinor) {
   d.abi_version = (PMQ_SINK_ABI_VERSION_MAJOR + 1) << 16;
   EXPECT_NE(refusal(d).find("built for sink ABI 3.0"), std::string::npos) << refusal(d);
   d.abi_version = PMQ_SINK_ABI_VERSION + 1;
-  EXPECT_NE(refusal(d).find("built for sink ABI 2.7, this runtime speaks 2.6"), std::string::npos) << refusal(d);
+  EXPECT_NE(refusal(d).find("built for sink ABI 2.8, this runtime speaks 2.7"), std::string::npos) << refusal(d);
   d.abi_version = 1u << 16;
-  EXPECT_NE(refusal(d).find("built for sink ABI 1.0, this runtime speaks 2.6"), std::string::npos) << refusal(d);
+  EXPECT_NE(refusal(d).find("built for sink ABI 1.0, this runtime speaks 2.7"), std::string::npos) << refusal(d);
   d.abi_version = 2u << 16;  // a plugin built before 2.1 added set_unread_fields still loads
   EXPECT_EQ(check_plugin_descriptor(&d), "");
 }
@@ -64,7 +64,8 @@ TEST(PluginHost, PlanesNormaliseToRowsAndEveryNativePlaneMustBeAcceptedAndImplem
   EXPECT_EQ(spec.best_plane, uint32_t(PMQ_PLANE_BATCHES));
 
   d.native_planes = PMQ_PLANE_BATCHES | PMQ_PLANE_ARROW;
-  EXPECT_NE(refusal(d).find("declares native data plane 'arrow' but does not accept it"), std::string::npos) << refusal(d);
+  EXPECT_NE(refusal(d).find("declares native data plane 'arrow' but does not accept it"), std::string::npos)
+      << refusal(d);
   d.accepted_planes |= PMQ_PLANE_ARROW;
   EXPECT_NE(refusal(d).find("declares native data plane 'arrow' but does not implement write_arrow"), std::string::npos)
       << refusal(d);
@@ -84,7 +85,8 @@ TEST(PluginHost, PlanesNormaliseToRowsAndEveryNativePlaneMustBeAcceptedAndImplem
 
 TEST(PluginHost, RefusesABrokenOptionTable) {
   auto d = valid_descriptor();
-  pmq_option options[2] = {{"a", PMQ_OPTION_BOOL, 0, "true", nullptr, "x"}, {"a", PMQ_OPTION_INT, 0, nullptr, nullptr, "y"}};
+  pmq_option options[2] = {{"a", PMQ_OPTION_BOOL, 0, "true", nullptr, "x"},
+                           {"a", PMQ_OPTION_INT, 0, nullptr, nullptr, "y"}};
   d.options = options;
   d.option_count = 2;
   d.option_size = sizeof(pmq_option);
@@ -126,7 +128,8 @@ TEST(PluginHost, OpenFailureCarriesThePluginsMessage) {
   ASSERT_TRUE(lib);
   auto sink = SinkInstance::open(lib, "k", R"({"strem":"stdout"})", error);
   EXPECT_FALSE(sink);
-  EXPECT_NE(error.find("strem: unknown option for the stdout sink; did you mean 'stream'?"), std::string::npos) << error;
+  EXPECT_NE(error.find("strem: unknown option for the stdout sink; did you mean 'stream'?"), std::string::npos)
+      << error;
 
   auto testkit = PluginLibrary::load("libpicomq_connector_testkit_sink", {PICOMQ_PLUGIN_DIR}, error);
   ASSERT_TRUE(testkit) << error;

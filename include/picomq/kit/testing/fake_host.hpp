@@ -46,8 +46,9 @@ class TestBatch {
             int32_t payload_format = PMQ_PAYLOAD_JSON, std::string schema = "json", uint32_t block_index = 0);
   // JSON payloads at offsets first_offset, first_offset + 1, ...
   static TestBatch json(std::string topic, int32_t partition, int64_t first_offset, std::vector<std::string> payloads);
-  TestBatch(const TestBatch& other) : TestBatch(other.topic_, other.raw_.partition, other.records_,
-                                                other.raw_.payload_format, other.schema_, other.raw_.block_index) {}
+  TestBatch(const TestBatch& other)
+      : TestBatch(other.topic_, other.raw_.partition, other.records_, other.raw_.payload_format, other.schema_,
+                  other.raw_.block_index) {}
   TestBatch& operator=(const TestBatch&) = delete;
 
   const pmq_batch& raw() const { return raw_; }
@@ -122,6 +123,12 @@ class FakeHost {
   // Validates like check() (once: the sink opens on the options that passed) and opens the
   // sink; throws std::runtime_error with the problems or the sink's open() error.
   void open(std::string_view config_json = "{}", std::string sink_key = "test");
+  // The definition's [[topics]] blocks the sink sees from now on (ABI 2.7 subscriptions), as the
+  // runtime passes them: [{"topics": ["a", "b"], "pattern": null}, ...]. Unset: not offered.
+  void subscriptions(std::string json) {
+    subscriptions_ = std::move(json);
+    api_.subscriptions = subscriptions_.c_str();
+  }
   bool is_open() const { return instance_ != nullptr; }
 
   // Writes on the plane the runtime would deliver on and waits for the outcome.
@@ -157,6 +164,7 @@ class FakeHost {
   std::unique_ptr<Options> options_;
   pmq_host_api api_{};
   std::string sink_key_;
+  std::string subscriptions_;
   void* instance_ = nullptr;
   uint32_t unread_fields_ = 0;
   uint32_t max_in_flight_ = 1;

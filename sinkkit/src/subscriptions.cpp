@@ -1,0 +1,28 @@
+#include "picomq/kit/subscriptions.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace picomq::kit {
+
+std::optional<std::vector<Subscription>> parse_subscriptions(std::string_view json) {
+  if (json.empty()) return std::nullopt;
+  const auto blocks = nlohmann::json::parse(json, nullptr, false);
+  if (!blocks.is_array()) return std::nullopt;
+  std::vector<Subscription> out;
+  for (const auto& b : blocks) {
+    if (!b.is_object()) return std::nullopt;
+    Subscription s;
+    if (const auto t = b.find("topics"); t != b.end() && t->is_array())
+      for (const auto& topic : *t)
+        if (topic.is_string()) s.topics.push_back(topic.get<std::string>());
+    if (const auto p = b.find("pattern"); p != b.end() && p->is_string()) s.pattern = p->get<std::string>();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::optional<std::vector<Subscription>> subscriptions(const sdk::Config& config) {
+  return parse_subscriptions(config.subscriptions_json());
+}
+
+}  // namespace picomq::kit
