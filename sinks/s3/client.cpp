@@ -13,6 +13,12 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// Who wrote an object, in its metadata (what a HEAD reads back).
+void set_source(kit::HttpRequest& r, const Source& source) {
+  r.headers.set("x-amz-meta-picomq-topic", kit::percent_encode(source.topic));
+  r.headers.set("x-amz-meta-picomq-partition", std::to_string(source.partition));
+}
+
 std::string unquote(std::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
   return std::string(etag);
@@ -82,7 +88,7 @@ Client::Client(const Plan& plan, size_t max_in_flight, Hooks hooks)
 Client::~Client() { close(); }
 
 void Client::put_object(const std::string& key, std::string_view body, const std::string& content_type,
-                        int64_t last_offset) {
+                        int64_t last_offset, const Source& source) {
   const std::string url = plan_.bucket.object_url(key);
   const std::string what = "PUT " + key;
   for (;;) {
@@ -91,6 +97,7 @@ void Client::put_object(const std::string& key, std::string_view body, const std
           kit::HttpRequest r{.method = "PUT", .url = url, .body = kit::HttpBody::borrowed(body)};
           r.headers.set("Content-Type", content_type);
           r.headers.set("x-amz-meta-picomq-last-offset", std::to_string(last_offset));
+          set_source(r, source);
           if (plan_.settings.conditional_create) r.headers.set("If-None-Match", "*");
           return r;
         },
@@ -104,44 +111,46 @@ void Client::put_object(const std::string& key, std::string_view body, const std
       return;
     }
     if (response.status == 412 && plan_.settings.conditional_create) {
-      if (!taken_by_ours(key, md5_hex(body))) continue;  // gone again in between: create it
+      if (taken(key, md5_hex(body), {}, source) == Taken::Free) continue;  // gone again in between: create it
       return;
     }
     throw sdk::FatalError(objects_.reason(response, what));
   }
 }
 
-bool Client::taken_by_ours(const std::string& key, const std::string& ours) {
+Client::Taken Client::taken(const std::string& key, const std::string& ours, const std::string& marker,
+                            const Source& source) {
   const kit::HttpResponse h = objects_.head_object(key);
-  if (h.status == 404) return false;
+  if (h.status == 404) return Taken::Free;
+  if (!marker.empty() && h.headers.get("x-amz-meta-picomq-last-offset-in").value_or("") == marker) {
+    // This very upload, completed by an earlier send whose answer was lost: its marker is the
+    // object's, and stays.
+    if (hooks_.count) hooks_.count("already_written", 1);
+    return Taken::ThisUpload;
+  }
   const std::string there = unquote(h.headers.get("ETag").value_or(""));
+  const int64_t last = end_of(key, h, source);  // throws for an object that is not this partition's
   if (there == ours) {
     // Written before: a resend of ours whose answer was lost, or a run that cut the same object.
     if (hooks_.count) hooks_.count("already_written", 1);
-    return true;
+    return Taken::SameBytes;
   }
-  const auto last = last_offset_of(h);
-  if (!last)
-    throw sdk::FatalError(
-        "conditional_create: " + key + " already exists in bucket '" + plan_.settings.bucket +
-        "' with other content (ETag \"" + there + "\", ours \"" + ours +
-        "\") and without picomq's last-offset metadata, so what it holds is unknown: another writer's "
-        "object, or a changed key template; move it away or change prefix / key_template");
   throw KeyTaken(
-      key, *last,
+      key, last,
       "conditional_create: " + key + " was taken by an object with other content (ETag \"" + there + "\", ours \"" +
           ours + "\": a killed run's late upload, or records cut at other offsets), holding the records up to offset " +
-          std::to_string(*last) + "; the records after it go into the next object");
+          std::to_string(last) + "; the records after it go into the next object");
 }
 
-std::string Client::create_multipart(const std::string& key, const std::string& content_type,
-                                     const std::string& marker) {
+std::string Client::create_multipart(const std::string& key, const std::string& content_type, const std::string& marker,
+                                     const Source& source) {
   const std::string url = plan_.bucket.object_url(key);
   const kit::HttpResponse created = objects_.send(
       [&] {
         kit::HttpRequest r{.method = "POST", .url = url + "?uploads="};
         r.headers.set("Content-Type", content_type);
         r.headers.set("x-amz-meta-picomq-last-offset-in", marker);
+        set_source(r, source);
         return r;
       },
       "CreateMultipartUpload " + key);
@@ -184,8 +193,9 @@ void Client::put_marker(const std::string& marker, int64_t last_offset) {
   if (objects_.classify(r).outcome != kit::Outcome::Written) throw sdk::FatalError(objects_.reason(r, "PUT " + marker));
 }
 
-bool Client::complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml,
-                                const std::string& ours) {
+Client::Completion Client::complete_multipart(const std::string& key, const std::string& upload_id,
+                                              const std::string& parts_xml, const std::string& ours,
+                                              const std::string& marker, const Source& source) {
   const std::string url = plan_.bucket.object_url(key) + "?uploadId=" + kit::percent_encode(upload_id);
   const std::string complete = "<CompleteMultipartUpload>" + parts_xml + "</CompleteMultipartUpload>";
   const kit::HttpResponse done = objects_.send(
@@ -197,15 +207,28 @@ bool Client::complete_multipart(const std::string& key, const std::string& uploa
       },
       "CompleteMultipartUpload " + key);
   if (done.status == 412 && plan_.settings.conditional_create) {
-    if (taken_by_ours(key, ours)) return false;
+    switch (taken(key, ours, marker, source)) {
+      case Taken::ThisUpload: return Completion::Completed;
+      case Taken::SameBytes: return Completion::TakenBySameBytes;
+      case Taken::Free: break;
+    }
     throw sdk::RetryableError("CompleteMultipartUpload " + key +
                               ": 412, and the key is free again; the object goes up again");
+  }
+  if (done.status == 404 && done.body.find("NoSuchUpload") != std::string::npos) {
+    // A store that checks the upload before the condition: the resend of a Complete whose first
+    // send completed it (the answer lost) finds the upload gone, and the object naming its marker.
+    const kit::HttpResponse h = objects_.head_object(key);
+    if (h.status == 200 && h.headers.get("x-amz-meta-picomq-last-offset-in").value_or("") == marker) {
+      if (hooks_.count) hooks_.count("already_written", 1);
+      return Completion::Completed;
+    }
   }
   // S3 can answer 200 and put the error in the body.
   if (done.status != 200 || done.body.find("<Error>") != std::string::npos)
     throw sdk::RetryableError((objects_.reason(done, "CompleteMultipartUpload " + key)) + " " + done.body_excerpt(200));
   if (hooks_.count) hooks_.count("objects", 1);
-  return true;
+  return Completion::Completed;
 }
 
 void Client::abort_multipart(const std::string& key, const std::string& upload_id) {
@@ -298,29 +321,54 @@ void Client::check_conditional_writes() {
 
 std::vector<std::string> Client::list_keys(const std::string& prefix) { return objects_.list_keys(prefix); }
 
-std::optional<int64_t> Client::last_offset(const std::string& key) {
+std::optional<int64_t> Client::last_offset(const std::string& key, const Source& source) {
   const kit::HttpResponse r = objects_.head_object(key);
   if (r.status == 404) return std::nullopt;
-  return last_offset_of(r);
+  return end_of(key, r, source);
 }
 
-std::optional<int64_t> Client::last_offset_of(const kit::HttpResponse& head) {
-  auto v = head.headers.get("x-amz-meta-picomq-last-offset");
-  std::string value = v ? std::string(*v) : "";
-  if (!v) {
-    // A streamed object: its last offset is in the marker written before it was completed.
-    const auto in = head.headers.get("x-amz-meta-picomq-last-offset-in");
-    if (!in) return std::nullopt;
-    const std::string marker = std::string(*in);
-    const kit::HttpResponse m = objects_.get_if_exists(marker);
-    if (m.status == 404) return std::nullopt;
-    value = m.body;
-  }
-  try {
-    return std::stoll(value);
-  } catch (const std::exception&) {
+int64_t Client::end_of(const std::string& key, const kit::HttpResponse& head, const Source& source) {
+  const std::string where = key + " in bucket '" + plan_.settings.bucket + "'";
+  const auto topic = head.headers.get("x-amz-meta-picomq-topic");
+  const auto partition = head.headers.get("x-amz-meta-picomq-partition");
+  // Objects of versions before 2026-12 carry neither: taken as the key's (their key was resolved for it).
+  if ((topic && *topic != kit::percent_encode(source.topic)) ||
+      (partition && *partition != std::to_string(source.partition)))
+    throw sdk::FatalError(
+        where + " holds records of topic '" + std::string(topic.value_or("?")) + "' partition " +
+        std::string(partition.value_or("?")) + " (its picomq metadata), not of '" + source.topic + "' partition " +
+        std::to_string(source.partition) +
+        ": the key template gives both the same keys (two definitions sharing bucket, prefix and key_template, or a "
+        "template that cannot tell them apart), so the sink neither skips records for that object nor replaces it. "
+        "Give each definition its own prefix, or put {topic} and {partition} into key_template");
+  auto parse = [](std::string_view text) -> std::optional<int64_t> {
+    try {
+      size_t used = 0;
+      const int64_t v = std::stoll(std::string(text), &used);
+      if (used == text.size()) return v;
+    } catch (const std::exception&) {}
     return std::nullopt;
+  };
+  if (const auto v = head.headers.get("x-amz-meta-picomq-last-offset")) {
+    if (const auto last = parse(*v)) return *last;
+  } else if (const auto in = head.headers.get("x-amz-meta-picomq-last-offset-in")) {
+    // A streamed object: its last offset is in the marker written before it was completed.
+    const std::string marker(*in);
+    const kit::HttpResponse m = objects_.get_if_exists(marker);
+    if (m.status == 200)
+      if (const auto last = parse(m.body)) return *last;
+    throw sdk::FatalError(
+        where + " is an object of picomq's whose end cannot be read: the marker " + marker +
+        " that its metadata names (x-amz-meta-picomq-last-offset-in) is " +
+        (m.status == 404 ? std::string("gone") : "unreadable (" + objects_.describe(m, "GET " + marker) + ")") +
+        ", so which records it holds is unknown, and the sink will neither skip them nor write them again. Put the "
+        "marker back (its body: the offset of the object's last record, pico_offset of its last line in json_lines), "
+        "or move the object away");
   }
+  throw sdk::FatalError(
+      "conditional_create: " + where +
+      " exists without picomq's last-offset metadata, so what it holds is "
+      "unknown: another writer's object, or a changed key template; move it away or change prefix / key_template");
 }
 
 std::string Client::check_bucket() { return objects_.check_bucket(); }

@@ -5,9 +5,12 @@
 // multipart uploads part by part with the last offset in a marker object; the probe that the
 // store honours conditional writes; and what an object there holds (docs/sinks/s3.md, "Errors"
 // and "Replay and crashes"):
-//   412 on a conditional PUT or          written when the object there has our bytes (same
-//   CompleteMultipartUpload              ETag), else KeyTaken with the last offset the object
-//                                        there holds (from its metadata; fatal when it has none)
+//   412 on a conditional PUT or          written when the object there is this upload (it names
+//   CompleteMultipartUpload              our marker: a resend whose first answer was lost) or has
+//                                        our bytes (same ETag), else KeyTaken with the last offset
+//                                        the object there holds (from its metadata; fatal when it
+//                                        has none, when its marker is gone, or when it holds
+//                                        another topic-partition's records)
 // Each call blocks (the sink calls them from its upload threads).
 #include <chrono>
 #include <functional>
@@ -37,6 +40,14 @@ std::string md5_binary(std::string_view bytes);
 // losing upload's marker cannot change what the winning object's marker says.
 std::string marker_key(const std::string& key, const std::string& token);
 
+// The topic-partition an object holds records of, in its metadata (x-amz-meta-picomq-topic,
+// percent-encoded, and x-amz-meta-picomq-partition): an object of another topic-partition under
+// the same key (two definitions sharing bucket, prefix and template) is never taken for ours.
+struct Source {
+  std::string topic;
+  int32_t partition = 0;
+};
+
 // The key is taken: an object with other content is there (a killed run's upload that landed
 // late, or a run that cut the records at other offsets), holding the records up to
 // `last_offset`. Not written; the sink continues after that offset (docs/sinks/s3.md, "Replay
@@ -63,21 +74,24 @@ class Client {
   // the PUT carries If-None-Match: * (the first upload of a key wins).
   // `last_offset` goes into the object's metadata (x-amz-meta-picomq-last-offset): what a
   // restart reads to find where the object it resumes in ends.
-  void put_object(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset);
+  void put_object(const std::string& key, std::string_view body, const std::string& content_type, int64_t last_offset,
+                  const Source& source);
 
   // A multipart upload step by step, as a streamed object grows (parts in order, each resent on
   // its own). Its last offset is not known when the upload starts: the metadata names a marker
   // object (`marker`, marker_key) that holds it, written by put_marker before the upload is completed.
-  std::string create_multipart(const std::string& key, const std::string& content_type,
-                               const std::string& marker);  // the upload id
+  std::string create_multipart(const std::string& key, const std::string& content_type, const std::string& marker,
+                               const Source& source);  // the upload id
   std::string upload_part(const std::string& key, const std::string& upload_id, size_t number,
                           std::string_view part);  // its ETag
   void put_marker(const std::string& marker, int64_t last_offset);
-  // With conditional_create, If-None-Match: *. Returns false when the key was taken by an object
-  // with our bytes (ETag `ours`: written before, by us or a run that cut the same object): the
-  // upload is then the caller's to abort. Throws KeyTaken when it holds other bytes.
-  bool complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml,
-                          const std::string& ours);
+  // With conditional_create, If-None-Match: *. Completed: written by this call, or by an earlier
+  // send of it whose answer was lost (the object names this upload's `marker`). TakenBySameBytes:
+  // another upload of our bytes (ETag `ours`) has the key; this upload and its marker are then
+  // the caller's to remove. Throws KeyTaken when the object there holds other bytes.
+  enum class Completion { Completed, TakenBySameBytes };
+  Completion complete_multipart(const std::string& key, const std::string& upload_id, const std::string& parts_xml,
+                                const std::string& ours, const std::string& marker, const Source& source);
   // Best effort (counters multipart_aborted / multipart_abort_failed).
   void abort_multipart(const std::string& key, const std::string& upload_id);
   // Best effort: a marker of an upload that lost its key.
@@ -89,9 +103,11 @@ class Client {
   void check_conditional_writes();
   // Keys under `prefix` (ListObjectsV2, every page). Throws like put_object.
   std::vector<std::string> list_keys(const std::string& prefix);
-  // The last offset of an object: its picomq-last-offset metadata, or the one in the marker its
-  // picomq-last-offset-in metadata names; nullopt when it has neither or does not exist.
-  std::optional<int64_t> last_offset(const std::string& key);
+  // The last offset of the object at `key`: its picomq-last-offset metadata, or the one in the
+  // marker its picomq-last-offset-in metadata names; nullopt when there is no object. An object
+  // whose end cannot be read (no picomq metadata, or its marker gone) or that holds another
+  // topic-partition's records is never taken as absent: sdk::FatalError naming it.
+  std::optional<int64_t> last_offset(const std::string& key, const Source& source);
   // A start-up check: throws sdk::FatalError when the bucket does not exist or the credentials
   // are refused; returns a warning text when the server cannot be reached (writes then retry).
   std::string check_bucket();
@@ -101,12 +117,13 @@ class Client {
   const kit::Redactor& redactor() const { return objects_.redactor(); }
 
  private:
-  // After a 412 on a conditional write of `key` (our bytes' ETag `ours`): true when the object
-  // there is ours, false when it is gone again (write it again); else throws KeyTaken (or
-  // sdk::FatalError for an object without picomq's last-offset metadata).
-  bool taken_by_ours(const std::string& key, const std::string& ours);
-  // The last offset named by a HEAD answer's metadata (or its marker), nullopt without either.
-  std::optional<int64_t> last_offset_of(const kit::HttpResponse& head);
+  // After a 412 on a conditional write of `key` (our bytes' ETag `ours`; `marker`: a multipart
+  // upload's own marker): who has the key. Throws KeyTaken when the object there holds other
+  // records, sdk::FatalError when what it holds cannot be read or is another topic-partition's.
+  enum class Taken { Free, ThisUpload, SameBytes };
+  Taken taken(const std::string& key, const std::string& ours, const std::string& marker, const Source& source);
+  // The last offset of the object a HEAD answered for: see last_offset().
+  int64_t end_of(const std::string& key, const kit::HttpResponse& head, const Source& source);
   const Plan& plan_;
   Hooks hooks_;
   kit::s3::Client objects_;

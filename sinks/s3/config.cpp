@@ -227,6 +227,17 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       problem("key_template", "must hold {start_offset}: without it two objects of a partition get the same key");
     if (!key.value().uses(F::Partition))
       problem("key_template", "must hold {partition}: without it objects of two partitions can get the same key");
+    // A restart finds the object it resumes in among the keys that start with the text before
+    // {start_offset}: that text must name one topic-partition and time bucket.
+    for (F f : key.value().after_start_offset())
+      if (f != F::Ext)
+        problem("key_template", "{" + std::string(kit::ObjectKeyTemplate::name(f)) +
+                                    "} comes after {start_offset}: after a restart the sink finds the object it "
+                                    "resumes in among the keys that start with the text before {start_offset}, "
+                                    "which must then name one topic-partition and hour; move it before "
+                                    "{start_offset} (only {ext} may follow)");
+    if (auto blocks = kit::subscriptions(config))
+      if (auto why = key.value().topics_problem(*blocks)) problem("key_template", *why);
     p.key = std::move(key).value();
   }
   if (!s.prefix.empty()) {

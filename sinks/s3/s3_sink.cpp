@@ -450,8 +450,8 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
                                      .sink_key = sink_key(),
                                      .ext = plan_->ext});
       if (!key) throw sdk::FatalError("key_template: " + key.error());
-      const auto last = client_->last_offset(plan_->prefix + key.value());
-      if (!last || *last < r.offset) return found;  // free (or not an object of ours): the search ends
+      const auto last = client_->last_offset(plan_->prefix + key.value(), {std::string(b.topic), b.partition});
+      if (!last || *last < r.offset) return found;  // free: the search ends
       found.through = last;
       ++found.objects;
     }
@@ -477,10 +477,19 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
         const std::string number = key.substr(base.size(), 20);
         if (number.find_first_not_of("0123456789") != std::string::npos) continue;
         const int64_t start = std::stoll(number);
-        if (start <= r.offset && (!best || start > best->first)) best = std::pair{start, key};
+        if (start > r.offset || (best && start <= best->first)) continue;
+        // Only the key this partition's object starting there has: a listed key of another
+        // topic-partition (or with other text after the digits) is never taken for ours.
+        auto own = plan_->key.resolve({.topic = b.topic,
+                                       .partition = b.partition,
+                                       .start_offset = start,
+                                       .timestamp_ms = r.timestamp_ms,
+                                       .sink_key = sink_key(),
+                                       .ext = plan_->ext});
+        if (own && plan_->prefix + own.value() == key) best = std::pair{start, key};
       }
       if (best) {
-        const auto last = client_->last_offset(best->second);
+        const auto last = client_->last_offset(best->second, {std::string(b.topic), b.partition});
         if (last && *last >= r.offset) return last;
         return std::nullopt;
       }
@@ -847,7 +856,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       st.multipart = true;
       // Its own marker: an upload of the same key by another run (that may win it) has another.
       st.marker = s3::marker_key(o.key, kit::random_token());
-      st.upload_id = client_->create_multipart(o.key, plan_->content_type, st.marker);
+      st.upload_id = client_->create_multipart(o.key, plan_->content_type, st.marker, {o.topic, o.partition});
     }
     ++st.parts;
     st.digests += s3::md5_binary(part);
@@ -867,14 +876,17 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   void finish(const s3::Object& o, Stream& st, PartitionState& p, std::unique_lock<std::mutex>& lock) {
     if (!st.started) st.buffer = o.head;  // no chunk (cannot happen: an object has a record)
     if (!st.multipart) {
-      client_->put_object(o.key, st.buffer, plan_->content_type, o.last_offset);
+      client_->put_object(o.key, st.buffer, plan_->content_type, o.last_offset, {o.topic, o.partition});
       st.uploaded += st.buffer.size();
       return;
     }
     upload_part(o, st, st.buffer, p, lock);
     client_->put_marker(st.marker, o.last_offset);
-    if (!client_->complete_multipart(o.key, st.upload_id, st.parts_xml, s3::multipart_etag_of(st.digests, st.parts))) {
-      // The key holds our bytes already (written before): this upload and its marker go.
+    if (client_->complete_multipart(o.key, st.upload_id, st.parts_xml, s3::multipart_etag_of(st.digests, st.parts),
+                                    st.marker, {o.topic, o.partition}) == s3::Client::Completion::TakenBySameBytes) {
+      // Another upload of our bytes has the key, and its object names its own marker: this
+      // upload and its marker go. (When the object is this upload's, completed by a send whose
+      // answer was lost, the marker is the object's: it stays.)
       client_->abort_multipart(o.key, st.upload_id);
       client_->delete_object(st.marker);
       st.upload_id.clear();

@@ -93,7 +93,8 @@ std::vector<std::string> json_values(int from, int to, size_t pad) {
   std::vector<std::string> v;
   v.reserve(to > from ? to - from : 0);
   for (int i = from; i < to; ++i)
-    v.push_back("{\"n\":" + std::to_string(i) + (pad ? ",\"pad\":\"" + std::string(pad, 'x') + "\"" : std::string()) + "}");
+    v.push_back("{\"n\":" + std::to_string(i) + (pad ? ",\"pad\":\"" + std::string(pad, 'x') + "\"" : std::string()) +
+                "}");
   return v;
 }
 
@@ -217,11 +218,14 @@ void Kafka::stop_shared() {
 }
 
 void Kafka::launch(const std::string& command) const {
-  if (external_) throw std::logic_error("the broker at " + *external_ + " was not started by this test run: it cannot be " + command);
+  if (external_)
+    throw std::logic_error("the broker at " + *external_ + " was not started by this test run: it cannot be " +
+                           command);
   const std::string cmd = locations().kafka_launcher.string() + " " + command;
   if (std::system(cmd.c_str()) != 0)
-    throw std::runtime_error("could not " + command.substr(0, command.find(' ')) + " Kafka: " + cmd +
-                             " (its output is above); PICOMQ_CONFORMANCE_BOOTSTRAP=host:port uses a running broker instead");
+    throw std::runtime_error(
+        "could not " + command.substr(0, command.find(' ')) + " Kafka: " + cmd +
+        " (its output is above); PICOMQ_CONFORMANCE_BOOTSTRAP=host:port uses a running broker instead");
 }
 
 void Kafka::start() { launch("start " + dir_.string() + " " + std::to_string(port_)); }
@@ -240,7 +244,9 @@ void Kafka::stop() {
 rd_kafka_t* Kafka::producer() {
   // Idempotent: a retried batch cannot land after the next one, so records keep the order they
   // were produced in (tests read offsets as positions in what they produced).
-  if (!producer_) producer_ = new_client(RD_KAFKA_PRODUCER, bootstrap(), {{"linger.ms", "5"}, {"acks", "all"}, {"enable.idempotence", "true"}});
+  if (!producer_)
+    producer_ = new_client(RD_KAFKA_PRODUCER, bootstrap(),
+                           {{"linger.ms", "5"}, {"acks", "all"}, {"enable.idempotence", "true"}});
   return producer_;
 }
 
@@ -252,7 +258,7 @@ void Kafka::create_topic(const std::string& topic, int partitions,
   if (!nt) throw std::runtime_error(err);
   for (const auto& [name, value] : configs)
     if (rd_kafka_NewTopic_set_config(nt, name.c_str(), value.c_str()))
-      throw std::runtime_error("create topic " + topic + ": bad config " + name);
+      throw std::runtime_error(std::string("create topic ").append(topic).append(": bad config ").append(name));
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
   rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
   rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
@@ -294,8 +300,10 @@ std::optional<std::string> ConsumedRecord::header(const std::string& name) const
   return std::nullopt;
 }
 
-std::vector<ConsumedRecord> Kafka::consume(const std::string& topic, size_t count, Millis timeout) {
-  rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, bootstrap(), {{"group.id", "picomq-test-reader"}, {"enable.auto.commit", "false"}, {"enable.partition.eof", "false"}});
+std::vector<ConsumedRecord> Kafka::consume(const std::string& topic, size_t count, Millis timeout) const {
+  rd_kafka_t* rk = new_client(
+      RD_KAFKA_CONSUMER, bootstrap(),
+      {{"group.id", "picomq-test-reader"}, {"enable.auto.commit", "false"}, {"enable.partition.eof", "false"}});
   std::vector<ConsumedRecord> out;
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
@@ -350,10 +358,10 @@ void Kafka::produce(const std::string& topic, const std::vector<ProducedRecord>&
     const void* key = r.key ? r.key->data() : nullptr;
     const size_t key_size = r.key ? r.key->size() : 0;
     for (;;) {
-      auto err = rd_kafka_producev(
-          rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(r.partition), RD_KAFKA_V_VALUE(value, value_size),
-          RD_KAFKA_V_KEY(key, key_size), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_TIMESTAMP(r.timestamp_ms),
-          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+      auto err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(r.partition),
+                                   RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_KEY(key, key_size),
+                                   RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_TIMESTAMP(r.timestamp_ms),
+                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk, 10);
         continue;
@@ -373,7 +381,7 @@ void Kafka::produce_values(const std::string& topic, const std::vector<std::stri
   produce(topic, records);
 }
 
-int64_t Kafka::committed(const std::string& group, const std::string& topic, int32_t partition) {
+int64_t Kafka::committed(const std::string& group, const std::string& topic, int32_t partition) const {
   rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, bootstrap(), {{"group.id", group}});
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(list, topic.c_str(), partition);
@@ -385,7 +393,26 @@ int64_t Kafka::committed(const std::string& group, const std::string& topic, int
   return offset;
 }
 
-bool Kafka::all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset) {
+void Kafka::commit(const std::string& group, const std::string& topic, int32_t partition, int64_t offset) const {
+  rd_kafka_t* rk = new_client(RD_KAFKA_CONSUMER, bootstrap(), {{"group.id", group}});
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = offset;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  // The coordinator of a group that has not been seen for a while may need a moment.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    err = rd_kafka_commit(rk, list, 0);
+    if (!err && !list->elems[0].err) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  const rd_kafka_resp_err_t partition_err = list->elems[0].err;
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy(rk);
+  if (err || partition_err)
+    throw std::runtime_error("committing offset " + std::to_string(offset) + " for " + group + " on " + topic + "[" +
+                             std::to_string(partition) + "]: " + rd_kafka_err2str(err ? err : partition_err));
+}
+
+bool Kafka::all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset) const {
   for (int p = 0; p < partitions; ++p)
     if (committed(group, topic, p) != offset) return false;
   return true;
@@ -393,7 +420,7 @@ bool Kafka::all_committed(const std::string& group, const std::string& topic, in
 
 // ------------------------------------------------------------------ Runtime
 
-Runtime::Runtime(std::string bootstrap, std::string name)
+Runtime::Runtime(std::string bootstrap, const std::string& name)
     : bootstrap_(std::move(bootstrap)), dir_(make_temp_dir("picomq-" + name)) {
   std::filesystem::create_directories(dir_ / "sinks.d");
 }
@@ -410,10 +437,10 @@ void Runtime::add_definition(const std::string& file, const std::string& toml) {
   std::ofstream(dir_ / "sinks.d" / file) << toml;
 }
 
-void Runtime::start() {
+void Runtime::write_config() {
   std::string plugin_path;
-  for (const auto& dir : locations().plugin_dirs) plugin_path += (plugin_path.empty() ? "\"" : ", \"") + dir.string() + "\"";
-  const std::string binary = locations().connect_binary.string();
+  for (const auto& dir : locations().plugin_dirs)
+    plugin_path += (plugin_path.empty() ? "\"" : ", \"") + dir.string() + "\"";
   {
     std::ofstream cfg(dir_ / "runtime.toml");
     cfg << "[broker]\nbootstrap_servers = \"" << bootstrap_ << "\"\n"
@@ -424,6 +451,20 @@ void Runtime::start() {
         << "log_level = \"" << log_level_ << "\"\n"
         << runtime_extra_ << "\n";
   }
+}
+
+std::pair<int, std::string> Runtime::check() {
+  write_config();
+  const std::string binary = locations().connect_binary.string();
+  const std::string command = "'" + binary + "' --config '" + (dir_ / "runtime.toml").string() + "' --check >'" +
+                              (dir_ / "check.log").string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(dir_ / "check.log")};
+}
+
+void Runtime::start() {
+  write_config();
+  const std::string binary = locations().connect_binary.string();
   exit_code_.reset();
   pid_ = fork();
   if (pid_ == 0) {
@@ -438,7 +479,7 @@ void Runtime::start() {
   }
 }
 
-void Runtime::signal(int sig) {
+void Runtime::signal(int sig) const {
   if (pid_ > 0) ::kill(pid_, sig);
 }
 
@@ -512,7 +553,7 @@ bool Runtime::wait_assigned(const std::string& key, Millis timeout, size_t block
 std::string Runtime::log() { return read_file(dir_ / "stderr.log"); }
 std::string Runtime::out() { return read_file(dir_ / "stdout.log"); }
 
-long Runtime::peak_rss_kb() {
+long Runtime::peak_rss_kb() const {
   std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
   for (std::string line; std::getline(in, line);)
     if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);

@@ -52,6 +52,7 @@ class S3Sink : public ::testing::Test {
   std::vector<S3Object> objects(const std::string& prefix = "") { return server_->objects(bucket_, prefix); }
   static std::vector<std::string> keys(const std::vector<S3Object>& objects) {
     std::vector<std::string> out;
+    out.reserve(objects.size());
     for (const auto& o : objects) out.push_back(o.key);
     return out;
   }
@@ -63,11 +64,12 @@ class S3Sink : public ::testing::Test {
 
 TEST_F(S3Sink, JsonLinesObjectsUnderTheDefaultKeysReadBackExactlyWithBoto3) {
   open({{"compression", "gzip"}, {"max_object_records", 3}});
-  TestBatch batch("shop.orders", 1,
-                  {{.offset = 40, .payload = R"({"id":1})", .key = "k1", .headers = {{"h", "v"}}, .timestamp_ms = 1700000000000},
-                   {.offset = 41, .payload = R"({"id":2})", .timestamp_ms = 1700000000001},
-                   {.offset = 42, .payload = R"({"id":3})", .timestamp_ms = 1700000000002},
-                   {.offset = 43, .payload = std::nullopt, .key = "gone", .timestamp_ms = 1700000000003}});
+  TestBatch batch(
+      "shop.orders", 1,
+      {{.offset = 40, .payload = R"({"id":1})", .key = "k1", .headers = {{"h", "v"}}, .timestamp_ms = 1700000000000},
+       {.offset = 41, .payload = R"({"id":2})", .timestamp_ms = 1700000000001},
+       {.offset = 42, .payload = R"({"id":3})", .timestamp_ms = 1700000000002},
+       {.offset = 43, .payload = std::nullopt, .key = "gone", .timestamp_ms = 1700000000003}});
   auto write = host_->start_write(batch);
   std::this_thread::sleep_for(300ms);
   EXPECT_FALSE(write->completed()) << "offset 43 is in an object that is still open: the batch is not written yet";
@@ -79,8 +81,10 @@ TEST_F(S3Sink, JsonLinesObjectsUnderTheDefaultKeysReadBackExactlyWithBoto3) {
   EXPECT_EQ(o[0].text,
             "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":40,\"pico_timestamp\":1700000000000,"
             "\"pico_key\":\"azE=\",\"pico_headers\":{\"h\":\"v\"},\"payload\":{\"id\":1}}\n"
-            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":41,\"pico_timestamp\":1700000000001,\"payload\":{\"id\":2}}\n"
-            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":42,\"pico_timestamp\":1700000000002,\"payload\":{\"id\":3}}\n");
+            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":41,\"pico_timestamp\":1700000000001,"
+            "\"payload\":{\"id\":2}}\n"
+            "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":42,\"pico_timestamp\":1700000000002,"
+            "\"payload\":{\"id\":3}}\n");
   EXPECT_EQ(o[1].text,
             "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":43,\"pico_timestamp\":1700000000003,"
             "\"pico_key\":\"Z29uZQ==\",\"payload\":null}\n");
@@ -89,8 +93,12 @@ TEST_F(S3Sink, JsonLinesObjectsUnderTheDefaultKeysReadBackExactlyWithBoto3) {
 }
 
 TEST_F(S3Sink, RawPayloadsZstdAndATemplateWithPrefixSinkKeyAndRecordTimeFields) {
-  open({{"format", "raw"}, {"raw_separator", "|"}, {"compression", "zstd"}, {"prefix", "landing"},
-        {"key_template", "{sink_key}/{topic_segment[-1]}/{year}-{month}-{day}/{hour}/{partition}-{start_offset}.{ext}"}});
+  open({{"format", "raw"},
+        {"raw_separator", "|"},
+        {"compression", "zstd"},
+        {"prefix", "landing"},
+        {"key_template",
+         "{sink_key}/{topic_segment[-1]}/{year}-{month}-{day}/{hour}/{partition}-{start_offset}.{ext}"}});
   const int64_t h22 = 1'700'000'000'000;  // 2023-11-14T22:13:20Z
   TestBatch batch("a.b.events", 0,
                   {{.offset = 0, .payload = "one", .timestamp_ms = h22},
@@ -108,9 +116,12 @@ TEST_F(S3Sink, RawPayloadsZstdAndATemplateWithPrefixSinkKeyAndRecordTimeFields) 
 }
 
 TEST_F(S3Sink, CsvObjectsStartWithTheHeaderAndARecordThatIsNoObjectIsRefusedNotDropped) {
-  open({{"format", "csv"}, {"csv_columns", {"pico_offset", "id", "name"}}, {"compression", "gzip"}, {"max_object_records", 2}});
-  auto w = host_->start_write(TestBatch::json("csv", 0, 0, {R"({"id":1,"name":"a,b"})", R"("just a string")", R"({"id":3})",
-                                                            R"({"id":4,"name":"d"})"}));
+  open({{"format", "csv"},
+        {"csv_columns", {"pico_offset", "id", "name"}},
+        {"compression", "gzip"},
+        {"max_object_records", 2}});
+  auto w = host_->start_write(TestBatch::json(
+      "csv", 0, 0, {R"({"id":1,"name":"a,b"})", R"("just a string")", R"({"id":3})", R"({"id":4,"name":"d"})"}));
   host_->flush();
   const auto outcome = w->wait();
   EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
@@ -146,7 +157,8 @@ TEST_F(S3Sink, ARevokedPartitionsOpenObjectIsWrittenAndAReassignmentResumesAfter
 
 TEST_F(S3Sink, VirtualHostedAddressingIsSignedForTheBucketsHostName) {
   // <bucket>.localhost: SeaweedFS's -s3.domainName; libcurl resolves *.localhost to loopback.
-  open({{"endpoint", "http://localhost:" + std::to_string(server_->port())}, {"addressing", "virtual"},
+  open({{"endpoint", "http://localhost:" + std::to_string(server_->port())},
+        {"addressing", "virtual"},
         {"compression", "none"}});
   EXPECT_TRUE(host_->logged("(virtual-hosted)"));
   auto w = host_->start_write(TestBatch::json("vhost", 0, 0, {R"({"v":1})"}));
@@ -158,13 +170,18 @@ TEST_F(S3Sink, VirtualHostedAddressingIsSignedForTheBucketsHostName) {
 // Streaming: parts go up while the object is still open; the batch completes only when
 // CompleteMultipartUpload has answered, and the object's bytes are those of one PUT.
 TEST_F(S3Sink, ALargeObjectStreamsItsPartsWhileOpenAndCompletesItsBatchesOnlyWhenWhole) {
-  const json config = {{"compression", "none"}, {"part_size", "5MiB"}, {"chunk_size", "256KiB"}, {"include_metadata", false},
+  const json config = {{"compression", "none"},
+                       {"part_size", "5MiB"},
+                       {"chunk_size", "256KiB"},
+                       {"include_metadata", false},
                        {"conditional_create", true}};
   open(config);
   std::vector<std::string> payloads;
   const std::string pad(1000, 'p');
+  payloads.reserve(12000);
   for (int i = 0; i < 12000; ++i) payloads.push_back("{\"n\":" + std::to_string(i) + ",\"pad\":\"" + pad + "\"}");
   std::vector<std::shared_ptr<kt::Write>> writes;
+  writes.reserve(12);
   for (int b = 0; b < 12; ++b)  // batches of 1000 records (~1 MB)
     writes.push_back(host_->start_write(TestBatch::json(
         "big", 0, b * 1000, std::vector<std::string>(payloads.begin() + b * 1000, payloads.begin() + (b + 1) * 1000))));
@@ -180,7 +197,9 @@ TEST_F(S3Sink, ALargeObjectStreamsItsPartsWhileOpenAndCompletesItsBatchesOnlyWhe
   ASSERT_EQ(o.size(), 2u);
   // The marker: a name of this upload's own (a token), so another run's upload of the key has another.
   EXPECT_TRUE(o[0].key.starts_with("big/partition=0/_picomq/big+0+00000000000000000000.json.") &&
-              o[0].key.ends_with(".last-offset") && o[0].key.size() == std::string("big/partition=0/_picomq/big+0+00000000000000000000.json.").size() + 16 + 12)
+              o[0].key.ends_with(".last-offset") &&
+              o[0].key.size() ==
+                  std::string("big/partition=0/_picomq/big+0+00000000000000000000.json.").size() + 16 + 12)
       << o[0].key;
   EXPECT_EQ(o[1].key, "big/partition=0/big+0+00000000000000000000.json");
   EXPECT_EQ(o[0].text, "11999") << "the marker holds the streamed object's last offset";
@@ -193,7 +212,8 @@ TEST_F(S3Sink, ALargeObjectStreamsItsPartsWhileOpenAndCompletesItsBatchesOnlyWhe
   // they are written: nothing is uploaded again.
   auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
   open(config, &again);
-  auto w2 = again->start_write(TestBatch::json("big", 0, 3000, std::vector<std::string>(payloads.begin() + 3000, payloads.end())));
+  auto w2 = again->start_write(
+      TestBatch::json("big", 0, 3000, std::vector<std::string>(payloads.begin() + 3000, payloads.end())));
   again->flush();
   EXPECT_EQ(w2->wait(120s).status, PMQ_WRITE_OK) << w2->wait().error;
   EXPECT_EQ(again->counter("resumed_inside_object"), 1u);
@@ -212,10 +232,15 @@ TEST_F(S3Sink, AStreamedObjectsMemoryIsBoundedByThePartsNotTheObject) {
   const std::string pad(1000, 'm');
   for (int b = 0; b < 40; ++b) {
     std::vector<std::string> payloads;
-    for (int i = 0; i < 1000; ++i) payloads.push_back("{\"n\":" + std::to_string(b * 1000 + i) + ",\"pad\":\"" + pad + "\"}");
+    payloads.reserve(1000);
+    for (int i = 0; i < 1000; ++i)
+      payloads.push_back("{\"n\":" + std::to_string(b * 1000 + i) + ",\"pad\":\"" + pad + "\"}");
     batches.push_back(std::make_unique<TestBatch>(TestBatch::json("mem", 0, b * 1000, payloads)));
   }
-  open({{"compression", "none"}, {"part_size", "5MiB"}, {"parts_in_flight", 2}, {"include_metadata", false},
+  open({{"compression", "none"},
+        {"part_size", "5MiB"},
+        {"parts_in_flight", 2},
+        {"include_metadata", false},
         {"max_object_bytes", 0}});
   auto rss = [](const char* field) {  // kB
     std::ifstream status("/proc/self/status");
@@ -239,9 +264,10 @@ TEST_F(S3Sink, AStreamedObjectsMemoryIsBoundedByThePartsNotTheObject) {
   }
   const long grown_mb = (rss("VmHWM:") - before) / 1024;
   const uint64_t peak = host_->counter("peak_unuploaded_bytes");
-  std::printf("40 MB object, parts of 5 MiB, 2 in flight: at most %llu bytes not uploaded, %llu waits for memory; "
-              "this test process's peak RSS grew by %ld MB (the host's copies of the pending batches included)\n",
-              static_cast<unsigned long long>(peak), static_cast<unsigned long long>(host_->counter("memory_waits")), grown_mb);
+  std::printf(
+      "40 MB object, parts of 5 MiB, 2 in flight: at most %llu bytes not uploaded, %llu waits for memory; "
+      "this test process's peak RSS grew by %ld MB (the host's copies of the pending batches included)\n",
+      static_cast<unsigned long long>(peak), static_cast<unsigned long long>(host_->counter("memory_waits")), grown_mb);
   EXPECT_GT(peak, 5u << 20);
   EXPECT_LE(peak, (2u * 5 + 1 + 1) << 20) << "parts_in_flight x part_size, one batch and one chunk";
   EXPECT_EQ(host_->counter("parts"), 8u);
@@ -265,13 +291,18 @@ TEST_F(S3Sink, AvroContainerFilesOfTheDeclaredSchemaReadBackWithFastavroAndRepla
     {"name":"kind","type":{"type":"enum","name":"Kind","symbols":["NEW","PAID"]},"default":"NEW"},
     {"name":"pico_offset","type":"long"},
     {"name":"pico_topic","type":"string"}]})";
-  const json config = {{"format", "avro"}, {"avro_schema", schema}, {"compression", "gzip"}, {"chunk_size", "1KiB"},
+  const json config = {{"format", "avro"},
+                       {"avro_schema", schema},
+                       {"compression", "gzip"},
+                       {"chunk_size", "1KiB"},
                        {"max_object_records", 40}};
   std::vector<std::string> payloads;
+  payloads.reserve(50);
   for (int i = 0; i < 50; ++i)
     payloads.push_back("{\"id\":" + std::to_string(i) + ",\"name\":\"order " + std::to_string(i) +
-                       "\",\"tags\":[\"a\",\"b\"],\"price\":\"" + std::to_string(i) + ".5\",\"at\":\"2026-12-01T21:00:0" +
-                       std::to_string(i % 10) + ".123Z\"" + (i % 2 ? ",\"note\":\"odd\",\"kind\":\"PAID\"" : "") + "}");
+                       "\",\"tags\":[\"a\",\"b\"],\"price\":\"" + std::to_string(i) +
+                       ".5\",\"at\":\"2026-12-01T21:00:0" + std::to_string(i % 10) + ".123Z\"" +
+                       (i % 2 ? ",\"note\":\"odd\",\"kind\":\"PAID\"" : "") + "}");
   payloads[7] = R"({"id":7,"name":"no tags","price":"1.00","at":0})";  // "tags" has no default
   open(config);
   auto w = host_->start_write(TestBatch::json("shop.orders", 0, 0, payloads));
@@ -283,8 +314,9 @@ TEST_F(S3Sink, AvroContainerFilesOfTheDeclaredSchemaReadBackWithFastavroAndRepla
   EXPECT_EQ(outcome.rejected[0].reason, "avro: field 'tags': missing, and the field has no default");
   host_->close();
   const auto before = objects();
-  ASSERT_EQ(keys(before), (std::vector<std::string>{"shop.orders/partition=0/shop.orders+0+00000000000000000000.avro",
-                                                    "shop.orders/partition=0/shop.orders+0+00000000000000000041.avro"}));
+  ASSERT_EQ(keys(before),
+            (std::vector<std::string>{"shop.orders/partition=0/shop.orders+0+00000000000000000000.avro",
+                                      "shop.orders/partition=0/shop.orders+0+00000000000000000041.avro"}));
   const json first = json::parse(before[0].text);
   EXPECT_EQ(first["codec"], "deflate");
   EXPECT_EQ(first["schema"]["name"], "shop.Order");
@@ -297,7 +329,9 @@ TEST_F(S3Sink, AvroContainerFilesOfTheDeclaredSchemaReadBackWithFastavroAndRepla
   EXPECT_EQ(first["sync_hex"], sync_hex) << "the sync marker comes from the key";
   const json& records = first["records"];
   ASSERT_EQ(records.size(), 40u);  // offsets 0-40 but 7
-  EXPECT_EQ(records[0], json::parse(R"({"id":0,"name":"order 0","tags":["a","b"],"price":"0.50","at":"2026-12-01 21:00:00.123000+00:00",
+  EXPECT_EQ(
+      records[0],
+      json::parse(R"({"id":0,"name":"order 0","tags":["a","b"],"price":"0.50","at":"2026-12-01 21:00:00.123000+00:00",
                                         "note":null,"kind":"NEW","pico_offset":0,"pico_topic":"shop.orders"})"));
   EXPECT_EQ(records[1]["note"], "odd");
   EXPECT_EQ(records[1]["kind"], "PAID");
@@ -311,8 +345,10 @@ TEST_F(S3Sink, AvroContainerFilesOfTheDeclaredSchemaReadBackWithFastavroAndRepla
   rconfig["bucket"] = replay;
   auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
   open(rconfig, &again);
-  auto w1 = again->start_write(TestBatch::json("shop.orders", 0, 0, std::vector<std::string>(payloads.begin(), payloads.begin() + 13)));
-  auto w2 = again->start_write(TestBatch::json("shop.orders", 0, 13, std::vector<std::string>(payloads.begin() + 13, payloads.end())));
+  auto w1 = again->start_write(
+      TestBatch::json("shop.orders", 0, 0, std::vector<std::string>(payloads.begin(), payloads.begin() + 13)));
+  auto w2 = again->start_write(
+      TestBatch::json("shop.orders", 0, 13, std::vector<std::string>(payloads.begin() + 13, payloads.end())));
   again->flush();
   EXPECT_EQ(w1->wait().status, PMQ_WRITE_REJECTED);
   EXPECT_EQ(w2->wait().status, PMQ_WRITE_OK) << w2->wait().error;
@@ -365,7 +401,8 @@ TEST_F(S3Sink, AvroWithoutADeclaredSchemaWritesEachRecordByItsWriterSchemaAndAnO
   auto json_topic = host_->start_write(TestBatch::json("plain", 0, 0, {R"({"id":9})"}));
   const auto fatal = json_topic->wait();
   EXPECT_EQ(fatal.status, PMQ_WRITE_FATAL);
-  EXPECT_NE(fatal.error.find("plain gives none: its [[topics]] block has schema = \"json\", not \"avro\". Declare avro_schema."),
+  EXPECT_NE(fatal.error.find(
+                "plain gives none: its [[topics]] block has schema = \"json\", not \"avro\". Declare avro_schema."),
             std::string::npos)
       << fatal.error;
   host_->close();
@@ -375,7 +412,8 @@ TEST_F(S3Sink, AvroWithoutADeclaredSchemaWritesEachRecordByItsWriterSchemaAndAnO
                                                  "readings/partition=0/readings+0+00000000000000000002.avro",
                                                  "readings/partition=0/readings+0+00000000000000000005.avro"}));
   const std::vector<std::string> schemas{v1, v2, v1};
-  const std::vector<json> expected{json::parse(R"([{"id":0},{"id":1}])"), json::parse(R"([{"id":2,"unit":"K"},{"id":4,"unit":"F"}])"),
+  const std::vector<json> expected{json::parse(R"([{"id":0},{"id":1}])"),
+                                   json::parse(R"([{"id":2,"unit":"K"},{"id":4,"unit":"F"}])"),
                                    json::parse(R"([{"id":5}])")};
   for (size_t i = 0; i < got.size(); ++i) {
     const json file = json::parse(got[i].text);  // read by fastavro
@@ -385,11 +423,14 @@ TEST_F(S3Sink, AvroWithoutADeclaredSchemaWritesEachRecordByItsWriterSchemaAndAnO
 }
 
 TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
-  open({{"compression", "none"}, {"include_metadata", false}, {"max_object_bytes", 20}, {"rotate_interval", "1m"},
+  open({{"compression", "none"},
+        {"include_metadata", false},
+        {"max_object_bytes", 20},
+        {"rotate_interval", "1m"},
         {"key_template", "{partition}/{start_offset}"}});
   std::vector<TestRecord> records;  // each line {"n":N}\n is 8 bytes
   const std::vector<std::pair<std::string, int64_t>> in = {
-      {R"({"n":1})", 0}, {R"({"n":2})", 1000}, {R"({"n":3})", 2000},  // 8 bytes each: 2 fit in 20
+      {R"({"n":1})", 0},      {R"({"n":2})", 1000},   {R"({"n":3})", 2000},  // 8 bytes each: 2 fit in 20
       {R"({"n":4})", 59'999}, {R"({"n":5})", 60'000}, {R"({"n":6})", 61'000}};
   for (size_t i = 0; i < in.size(); ++i)
     records.push_back({.offset = static_cast<int64_t>(i), .payload = in[i].first, .timestamp_ms = in[i].second});
@@ -397,7 +438,8 @@ TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
   host_->flush();
   ASSERT_EQ(write->wait().status, PMQ_WRITE_OK) << write->wait().error;
   const auto o = objects();
-  ASSERT_EQ(keys(o), (std::vector<std::string>{"0/00000000000000000000", "0/00000000000000000002", "0/00000000000000000004"}));
+  ASSERT_EQ(keys(o),
+            (std::vector<std::string>{"0/00000000000000000000", "0/00000000000000000002", "0/00000000000000000004"}));
   EXPECT_EQ(o[0].text, "{\"n\":1}\n{\"n\":2}\n") << "max_object_bytes 20: a third line would pass it";
   EXPECT_EQ(o[1].text, "{\"n\":3}\n{\"n\":4}\n") << "59.999 s is still in the first minute";
   EXPECT_EQ(o[2].text, "{\"n\":5}\n{\"n\":6}\n") << "60 s starts the next record-time window";
@@ -406,12 +448,13 @@ TEST_F(S3Sink, RotationByBytesAndByRecordTimeWindow) {
 TEST_F(S3Sink, AReplayFromTheFirstOffsetRewritesTheSameKeysWithTheSameBytes) {
   const json config = {{"max_object_records", 4}};
   std::vector<std::string> payloads;
+  payloads.reserve(10);
   for (int i = 0; i < 10; ++i) payloads.push_back("{\"n\":" + std::to_string(i) + "}");
   open(config);
   for (int first : {0, 3, 6}) {  // batches of 3, 3, 4 records
     const int n = first == 6 ? 4 : 3;
-    auto w = host_->start_write(TestBatch::json("replay", 0, 100 + first,
-                                                std::vector<std::string>(payloads.begin() + first, payloads.begin() + first + n)));
+    auto w = host_->start_write(TestBatch::json(
+        "replay", 0, 100 + first, std::vector<std::string>(payloads.begin() + first, payloads.begin() + first + n)));
     if (first == 6) {
       host_->flush();
       EXPECT_EQ(w->wait().status, PMQ_WRITE_OK) << w->wait().error;
@@ -424,8 +467,10 @@ TEST_F(S3Sink, AReplayFromTheFirstOffsetRewritesTheSameKeysWithTheSameBytes) {
   // A new instance (a restart after a crash) gets everything again in other batches.
   auto again = kt::FakeHost::load(S3_SINK_PLUGIN);
   open(config, &again);
-  auto w1 = again->start_write(TestBatch::json("replay", 0, 100, std::vector<std::string>(payloads.begin(), payloads.begin() + 7)));
-  auto w2 = again->start_write(TestBatch::json("replay", 0, 107, std::vector<std::string>(payloads.begin() + 7, payloads.end())));
+  auto w1 = again->start_write(
+      TestBatch::json("replay", 0, 100, std::vector<std::string>(payloads.begin(), payloads.begin() + 7)));
+  auto w2 = again->start_write(
+      TestBatch::json("replay", 0, 107, std::vector<std::string>(payloads.begin() + 7, payloads.end())));
   again->flush();
   EXPECT_EQ(w1->wait().status, PMQ_WRITE_OK);
   EXPECT_EQ(w2->wait().status, PMQ_WRITE_OK);
@@ -446,7 +491,8 @@ TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndARestartSkipsTheObj
     return w->wait();
   };
   open(config);
-  EXPECT_EQ(write(host_, 0, {"{\"a\":0}", "{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status, PMQ_WRITE_OK);
+  EXPECT_EQ(write(host_, 0, {"{\"a\":0}", "{\"a\":1}", "{\"a\":2}", "{\"a\":3}", "{\"a\":4}", "{\"a\":5}"}).status,
+            PMQ_WRITE_OK);
   host_->close();
   ASSERT_EQ(objects().size(), 2u);  // 0-2, 3-5
 
@@ -475,9 +521,14 @@ TEST_F(S3Sink, ConditionalCreateTakesItsOwnObjectAsWrittenAndARestartSkipsTheObj
 TEST_F(S3Sink, AKeyTakenByAnotherCutOfTheRecordsIsLeftToItAndTheRecordsAfterItGoOn) {
   kt::HttpReceiver store;
   store.forward_to(server_->endpoint());
-  store.script({{"method", "PUT"}, {"path_contains", "taken%2B0%2B00000000000000000000"}, {"action", "hold"}, {"count", 1}});
-  open({{"endpoint", store.base_url()}, {"compression", "none"}, {"max_object_records", 3}, {"include_metadata", false}});
+  store.script(
+      {{"method", "PUT"}, {"path_contains", "taken%2B0%2B00000000000000000000"}, {"action", "hold"}, {"count", 1}});
+  open({{"endpoint", store.base_url()},
+        {"compression", "none"},
+        {"max_object_records", 3},
+        {"include_metadata", false}});
   std::vector<std::string> payloads;
+  payloads.reserve(6);
   for (int i = 0; i < 6; ++i) payloads.push_back("{\"a\":" + std::to_string(i) + "}");
   auto w = host_->start_write(TestBatch::json("taken", 0, 0, payloads));
   for (int i = 0; i < 100 && store.held().empty(); ++i) std::this_thread::sleep_for(100ms);
@@ -513,13 +564,80 @@ TEST_F(S3Sink, AKeyTakenByAnotherCutOfTheRecordsIsLeftToItAndTheRecordsAfterItGo
   other->close();
 }
 
+// Two definitions sharing bucket, prefix and a template without {topic} (each of one topic, so
+// that validate() cannot see it): the object of topic a under a key topic b's object would have
+// is never taken for b's records. Every object carries its topic-partition in its metadata; b's
+// upload refused by a's object, and b's restart from inside a's object, stop the sink naming
+// both, and nothing of b is committed (or skipped).
+TEST_F(S3Sink, AnObjectOfAnotherTopicUnderTheSameKeyIsNeverTakenForThisTopicsRecords) {
+  const json config = {{"compression", "none"}, {"key_template", "p{partition}/{start_offset}.{ext}"}};
+  open(config);
+  std::vector<std::string> payloads;
+  payloads.reserve(10);
+  for (int i = 0; i < 10; ++i) payloads.push_back("{\"a\":" + std::to_string(i) + "}");
+  auto a = host_->start_write(TestBatch::json("orders.a", 0, 0, payloads));
+  host_->flush();
+  ASSERT_EQ(a->wait().status, PMQ_WRITE_OK) << a->wait().error;
+  host_->close();
+
+  auto b = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &b);
+  auto refused = b->start_write(TestBatch::json("orders.b", 0, 0, payloads));
+  b->flush();
+  EXPECT_EQ(refused->wait().status, PMQ_WRITE_FATAL);
+  EXPECT_NE(refused->wait().error.find("holds records of topic 'orders.a' partition 0 (its picomq metadata), not of "
+                                       "'orders.b' partition 0"),
+            std::string::npos)
+      << refused->wait().error;
+  b->close();
+
+  auto restarted = kt::FakeHost::load(S3_SINK_PLUGIN);
+  open(config, &restarted);
+  auto inside = restarted->start_write(TestBatch::json("orders.b", 0, 5, {R"({"b":5})"}));
+  restarted->flush();
+  EXPECT_EQ(inside->wait().status, PMQ_WRITE_FATAL) << "a's object [0, 9] is not where b resumes";
+  EXPECT_NE(inside->wait().error.find("holds records of topic 'orders.a'"), std::string::npos) << inside->wait().error;
+  restarted->close();
+  const auto o = objects();
+  ASSERT_EQ(keys(o), (std::vector<std::string>{"p0/00000000000000000000.json"}));
+  EXPECT_EQ(std::count(o[0].text.begin(), o[0].text.end(), '\n'), 10) << "a's object as a wrote it";
+}
+
+// What validate() sees of the definition's [[topics]] blocks (ABI 2.7): a template that cannot
+// tell their topics apart is refused, saying why.
+TEST_F(S3Sink, AKeyTemplateThatCannotTellTheBlocksTopicsApartIsRefused) {
+  json config = base();
+  config["key_template"] = "p{partition}/{start_offset}.{ext}";
+  EXPECT_TRUE(host_->check(config.dump()).empty()) << "without the blocks (an older host) nothing to compare";
+  host_->subscriptions(R"([{"topics": ["orders.a"], "pattern": null}])");
+  EXPECT_TRUE(host_->check(config.dump()).empty()) << "one topic";
+  host_->subscriptions(R"([{"topics": ["orders.a"], "pattern": null}, {"topics": ["orders.b"], "pattern": null}])");
+  auto problems = host_->check(config.dump());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("key_template: holds no {topic}, and topics 'orders.a' and 'orders.b'"), std::string::npos)
+      << problems[0];
+  host_->subscriptions(R"([{"topics": [], "pattern": "^orders\\..*"}])");
+  problems = host_->check(config.dump());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("subscribes by pattern '^orders\\..*'"), std::string::npos) << problems[0];
+  config["key_template"] = "{topic}/{hour}/{partition}/{start_offset}.{ext}";
+  EXPECT_TRUE(host_->check(config.dump()).empty());
+  config["key_template"] = "{topic}/{start_offset}-{partition}.{ext}";
+  problems = host_->check(config.dump());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("{partition} comes after {start_offset}"), std::string::npos) << problems[0];
+  config["key_template"] = "{topic}/p{partition}/{start_offset}-{hour}.{ext}";
+  EXPECT_EQ(host_->check(config.dump()).size(), 1u) << "a time field after {start_offset}";
+}
+
 // A store that ignores If-None-Match (played by the kit's receiver in front of SeaweedFS, which
 // answers the probe's second conditional PUT itself) would let a late upload replace an object:
 // the sink says so and stops, unless conditional_create = false accepts that.
 TEST_F(S3Sink, AStoreThatIgnoresIfNoneMatchStopsTheSinkUnlessConditionalCreateIsOff) {
   kt::HttpReceiver store;
   store.forward_to(server_->endpoint());
-  store.script({{"method", "PUT"}, {"path_contains", "_picomq/conditional-write-probe"}, {"status", 200}, {"count", 0}});
+  store.script(
+      {{"method", "PUT"}, {"path_contains", "_picomq/conditional-write-probe"}, {"status", 200}, {"count", 0}});
   open({{"endpoint", store.base_url()}, {"compression", "none"}});
   auto w = host_->start_write(TestBatch::json("probe", 0, 0, {R"({"v":1})"}));
   host_->flush();
@@ -560,7 +678,8 @@ TEST_F(S3Sink, AMissingBucketIsFatalAndNamed) {
     host_->open(config.dump());
     FAIL() << "open() should fail";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("the bucket does not exist: bucket 'no-such-bucket-"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the bucket does not exist: bucket 'no-such-bucket-"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -589,7 +708,9 @@ TEST_F(S3Sink, AnOutageIsResentOrRetriedAndNothingIsLostAcknowledgedEarlyOrDoubl
   const std::string patient = server_->create_bucket("patient");
   open({{"bucket", patient}, {"compression", "none"}, {"retry_timeout", "60s"}});
   auto quick = kt::FakeHost::load(S3_SINK_PLUGIN);
-  open({{"compression", "none"}, {"retry_timeout", "500ms"}, {"key_template", "{topic}/{partition}/{start_offset}.{ext}"}},
+  open({{"compression", "none"},
+        {"retry_timeout", "500ms"},
+        {"key_template", "{topic}/{partition}/{start_offset}.{ext}"}},
        &quick);
   auto p0 = host_->start_write(TestBatch::json("outage", 0, 0, {R"({"x":0})"}));
   auto q0 = quick->start_write(TestBatch::json("again", 0, 0, {R"({"x":0})"}));
@@ -638,6 +759,7 @@ TEST_F(S3Sink, AnOutageIsResentOrRetriedAndNothingIsLostAcknowledgedEarlyOrDoubl
 // (a replay) write the same keys with the same bytes.
 TEST_F(S3Sink, ParquetObjectsOfInferredColumnsReadBackWithPyarrowAndReplayToTheSameBytes) {
   std::vector<TestRecord> records;
+  records.reserve(50);
   for (int i = 0; i < 50; ++i)
     records.push_back({.offset = 100 + i,
                        .payload = i == 5 ? std::optional<std::string>()
@@ -648,13 +770,13 @@ TEST_F(S3Sink, ParquetObjectsOfInferredColumnsReadBackWithPyarrowAndReplayToTheS
                        .headers = i == 1 ? std::vector<kt::TestHeader>{{"trace", "t1"}} : std::vector<kt::TestHeader>{},
                        .timestamp_ms = 1'700'000'000'000 + i});
   const json config = {{"format", "parquet"}, {"max_object_records", 30}, {"parquet_row_group_records", 20}};
-  auto write_all = [&](std::unique_ptr<kt::FakeHost>& host, std::vector<size_t> cuts) {
+  auto write_all = [&](std::unique_ptr<kt::FakeHost>& host, const std::vector<size_t>& cuts) {
     open(config, &host);
     std::vector<std::shared_ptr<kt::Write>> writes;
     size_t from = 0;
     for (size_t to : cuts) {
-      writes.push_back(host->start_write(
-          TestBatch("parq", 2, std::vector<TestRecord>(records.begin() + from, records.begin() + to), PMQ_PAYLOAD_JSON, "json")));
+      writes.push_back(host->start_write(TestBatch(
+          "parq", 2, std::vector<TestRecord>(records.begin() + from, records.begin() + to), PMQ_PAYLOAD_JSON, "json")));
       from = to;
     }
     host->flush();
@@ -679,10 +801,12 @@ TEST_F(S3Sink, ParquetObjectsOfInferredColumnsReadBackWithPyarrowAndReplayToTheS
   EXPECT_EQ(first["created_by"], "picomq-connect");
   const json& rows = first["rows"];
   ASSERT_EQ(rows.size(), 30u);
-  EXPECT_EQ(rows[1], json::parse(R"({"pico_topic":"parq","pico_partition":2,"pico_offset":101,"pico_timestamp":1700000000001,
+  EXPECT_EQ(rows[1],
+            json::parse(R"({"pico_topic":"parq","pico_partition":2,"pico_offset":101,"pico_timestamp":1700000000001,
     "pico_key":"azE=","pico_headers":[["trace","dDE="]],"id":1,"name":"n1","amount":1.25,"tags":"[\"a\",1]"})"))
       << rows[1].dump();
-  EXPECT_EQ(rows[5], json::parse(R"({"pico_topic":"parq","pico_partition":2,"pico_offset":105,"pico_timestamp":1700000000005,
+  EXPECT_EQ(rows[5],
+            json::parse(R"({"pico_topic":"parq","pico_partition":2,"pico_offset":105,"pico_timestamp":1700000000005,
     "pico_key":"azU=","pico_headers":[],"id":null,"name":null,"amount":null,"tags":null})"))
       << "a tombstone: a row of nulls";
   EXPECT_EQ(json::parse(o[1].text)["rows"].size(), 20u);
@@ -709,8 +833,10 @@ TEST_F(S3Sink, ParquetDeclaredColumnsRefuseWhatDoesNotConvertAndTakeTheWriterSet
         {"parquet_dictionary", false},
         {"parquet_row_group_records", 4}});
   std::vector<std::string> payloads;
+  payloads.reserve(10);
   for (int i = 0; i < 10; ++i)
-    payloads.push_back("{\"id\":" + std::to_string(i) + ",\"at\":" + std::to_string(1796158800500 + i) + ",\"note\":\"x" + std::to_string(i) + "\",\"extra\":{\"i\":" + std::to_string(i) +
+    payloads.push_back("{\"id\":" + std::to_string(i) + ",\"at\":" + std::to_string(1796158800500 + i) +
+                       ",\"note\":\"x" + std::to_string(i) + "\",\"extra\":{\"i\":" + std::to_string(i) +
                        "},\"dropped\":true}");
   payloads[3] = R"({"id":"three","at":0})";  // at: epoch milliseconds
   auto w = host_->start_write(TestBatch::json("decl", 0, 0, payloads));
@@ -726,12 +852,14 @@ TEST_F(S3Sink, ParquetDeclaredColumnsRefuseWhatDoesNotConvertAndTakeTheWriterSet
   ASSERT_EQ(keys(o), (std::vector<std::string>{"decl/partition=0/decl+0+00000000000000000000.parquet"}));
   const json file = json::parse(o[0].text);
   EXPECT_EQ(file["schema"], json::parse(R"([["id","int64",true,""],["at","timestamp[ms, tz=UTC]",true,""],
-    ["note","string",true,""],["extra","extension<arrow.json>",true,"arrow.json"]])")) << file["schema"].dump();
+    ["note","string",true,""],["extra","extension<arrow.json>",true,"arrow.json"]])"))
+      << file["schema"].dump();
   EXPECT_EQ(file["row_groups"], json::parse("[4,4,1]"));
   EXPECT_EQ(file["codecs"], json::parse(R"(["SNAPPY"])"));
   EXPECT_FALSE(file["dictionary"]);
   ASSERT_EQ(file["rows"].size(), 9u);
-  EXPECT_EQ(file["rows"][0], json::parse(R"({"id":0,"at":1796158800500,"note":"x0","extra":"{\"i\":0}"})")) << file["rows"][0].dump();
+  EXPECT_EQ(file["rows"][0], json::parse(R"({"id":0,"at":1796158800500,"note":"x0","extra":"{\"i\":0}"})"))
+      << file["rows"][0].dump();
   EXPECT_EQ(file["rows"][3]["id"], 4) << "offset 3 was refused";
 }
 

@@ -7,10 +7,10 @@
 //
 // Where the binary, the plugins and the launcher are is given at run time (Locations): by the
 // test executable's main(), each overridable from the environment.
-#include <algorithm>
 #include <librdkafka/rdkafka.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -95,13 +95,16 @@ class Kafka {
                     const std::vector<std::pair<std::string, std::string>>& configs = {});
   // Reads the topic from the beginning of every partition (no group) until `count` records are
   // in or `timeout` (scaled) passes; returns what it read, ordered by partition then offset.
-  std::vector<ConsumedRecord> consume(const std::string& topic, size_t count, Millis timeout);
+  std::vector<ConsumedRecord> consume(const std::string& topic, size_t count, Millis timeout) const;
   void produce(const std::string& topic, const std::vector<ProducedRecord>& records);
   void produce_values(const std::string& topic, const std::vector<std::string>& values, int32_t partition = -1);
   // Offset committed by `group` for topic-partition, -1001 (RD_KAFKA_OFFSET_INVALID) when none.
-  int64_t committed(const std::string& group, const std::string& topic, int32_t partition = 0);
+  int64_t committed(const std::string& group, const std::string& topic, int32_t partition = 0) const;
   // True once `group` has committed `offset` on every one of the topic's `partitions`.
-  bool all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset);
+  bool all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset) const;
+  // Commits `offset` for `group` on topic-partition, as an operator's offset reset does (the
+  // group must have no member running).
+  void commit(const std::string& group, const std::string& topic, int32_t partition, int64_t offset) const;
 
  private:
   rd_kafka_t* producer();
@@ -123,7 +126,7 @@ int run_tests_with_broker(int argc, char** argv, const Locations& built_in, cons
 // One picomq-connect process with a runtime config and a sinks folder of its own.
 class Runtime {
  public:
-  explicit Runtime(std::string bootstrap, std::string name = "rt");
+  explicit Runtime(std::string bootstrap, const std::string& name = "rt");
   ~Runtime();
 
   // Adds sinks.d/<file> with this TOML text.
@@ -137,7 +140,9 @@ class Runtime {
   void log_level(std::string level) { log_level_ = std::move(level); }
 
   void start();
-  void signal(int sig);
+  // `picomq-connect --check` on the same config (no broker needed): its exit code and output.
+  std::pair<int, std::string> check();
+  void signal(int sig) const;
   void kill_hard();  // SIGKILL
   // Waits for the process to exit; its exit code, or nullopt on timeout.
   std::optional<int> wait_exit(Millis timeout);
@@ -154,9 +159,10 @@ class Runtime {
   std::string log();  // the process's stderr
   std::string out();  // the process's stdout
   const std::filesystem::path& dir() const { return dir_; }
-  long peak_rss_kb();
+  long peak_rss_kb() const;
 
  private:
+  void write_config();
   std::string bootstrap_;
   std::filesystem::path dir_;
   std::string runtime_extra_;
