@@ -7,6 +7,7 @@
 #                                  (scripts/build-test-servers.sh; scripts/test.sh runs it beside the build)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$here/scripts/clock.sh"
 mode="${1:-}"
 case "$mode" in
   "" | --build-only | --no-servers) ;;
@@ -52,6 +53,7 @@ for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if ((${#missing[@]})); then
+  clock_begin apt
   echo "setup: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -60,6 +62,7 @@ if ((${#missing[@]})); then
   if [[ " ${missing[*]} " == *" influxdb "* ]] && command -v systemctl >/dev/null; then
     systemctl disable --now influxdb >/dev/null 2>&1 || true
   fi
+  clock_end apt
 fi
 
 if [[ "$mode" == --build-only ]]; then
@@ -68,9 +71,9 @@ if [[ "$mode" == --build-only ]]; then
 fi
 
 # Apache Kafka (KRaft) for the integration tests: the broker's jars from Maven Central.
-"$here/tools/kafka/fetch-kafka.sh"
+clock kafka "$here/tools/kafka/fetch-kafka.sh"
 # OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes (Maven Central), unpacked once per machine outside the clone.
-bash "$here/sinks/elasticsearch/fetch-servers.sh"
+clock search-servers bash "$here/sinks/elasticsearch/fetch-servers.sh"
 # SurrealDB 3.3.5, the SurrealDB sink's test server: unpacked once per machine from the shared servers folder
 # into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (absent elsewhere: its tests say why they skip).
 bash "$here/sinks/surrealdb/fetch-server.sh" >/dev/null || true
@@ -106,10 +109,12 @@ fi
 if ! "$venv/bin/python" -c "import sys, pyarrow, pyarrow.cffi, fastavro, google.protobuf, confluent_kafka.schema_registry.avro, chdb, boto3, zstandard, pymongo, deltalake, pyiceberg, pyiceberg_core, duckdb, duckdb_extension_iceberg, sqlalchemy; sys.exit(pyarrow.__version__ != '$pyarrow_version')" \
     >/dev/null 2>&1; then
   echo "setup: installing ${python_packages[*]} into $venv_target"
+  clock_begin venv
   [[ -x "$venv_target/bin/python" ]] || python3 -m venv "$venv_target"
   "$venv_target/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
+  clock_end venv
 fi
 
-[[ "$mode" == --no-servers ]] || bash "$here/scripts/build-test-servers.sh"
+[[ "$mode" == --no-servers ]] || clock servers bash "$here/scripts/build-test-servers.sh"
 
 echo "setup: ok"
