@@ -5,12 +5,13 @@
 # project's own build. Needs what scripts/setup.sh --no-servers installs.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$here/scripts/clock.sh"
 # FerretDB v1.24.2 (MongoDB wire protocol on PostgreSQL): the MongoDB sink's test server.
-"$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
+clock ferretdb "$here/sinks/mongodb/build-ferretdb.sh" >/dev/null
 # SeaweedFS 4.53, the S3 sink's test server (verifies SigV4), ~7 min the first time.
-bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
+clock seaweedfs bash "$here/sinks/s3/build-seaweedfs.sh" >/dev/null
 # InfluxDB 2.8.0, the InfluxDB sink's v2-API test server (libflux with cargo; the v1 one is Debian's 1.6.7).
-bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
+clock influxdb bash "$here/sinks/influxdb/build-influxdb.sh" >/dev/null
 # Helm v4 (Go module proxy), for the chart's tests (tests/packaging), ~4 min the first time.
-bash "$here/tools/helm/fetch-helm.sh" >/dev/null
+clock helm bash "$here/tools/helm/fetch-helm.sh" >/dev/null
 echo "test servers: ok"

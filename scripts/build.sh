@@ -5,6 +5,12 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/compiler-cache.sh"
-cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+source "$here/scripts/clock.sh"
+clock configure cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$here/build" -j "$(nproc)"
+# The Rust workspace first (cargo keeps both cores busy on its own), then the C++ tree: the clock
+# tells the two apart.
+if ninja -C "$here/build" -t targets all 2>/dev/null | grep -q '^picomq_rust_workspace:'; then
+  clock rust cmake --build "$here/build" -j "$(nproc)" --target picomq_rust_workspace
+fi
+clock cxx cmake --build "$here/build" -j "$(nproc)"
