@@ -10,7 +10,8 @@ clock configure cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="$
   -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" ${CMAKE_ARGS:-} >/dev/null
 # The Rust workspace first (cargo keeps both cores busy on its own), then the C++ tree: the clock
 # tells the two apart.
-if ninja -C "$here/build" -t targets all 2>/dev/null | grep -q '^picomq_rust_workspace:'; then
+# (grep reads the whole list: `grep -q` would end ninja with SIGPIPE, failing the pipeline.)
+if ninja -C "$here/build" -t targets all 2>/dev/null | grep '^picomq_rust_workspace:' >/dev/null; then
   clock rust cmake --build "$here/build" -j "$(nproc)" --target picomq_rust_workspace
 fi
 clock cxx cmake --build "$here/build" -j "$(nproc)"
