@@ -177,10 +177,7 @@ impl DeltaSink {
             return Ok(());
         };
         let store = self.table.log_store().object_store(None);
-        if let Err(e) = self
-            .rt
-            .block_on(storage::check_conditional_writes(store, &store_name))
-        {
+        if let Err(e) = self.rt.block_on(storage::check_conditional_writes(store, &store_name)) {
             if e.kind == picomq_sink::ErrorKind::Fatal {
                 self.refused = Some(e.clone());
             }

@@ -83,13 +83,7 @@ pub async fn check_conditional_writes(store: Arc<dyn ObjectStore>, store_name: &
             )),
         }
     };
-    let put = || {
-        store.put_opts(
-            &path,
-            PutPayload::from_static(body),
-            PutOptions::from(PutMode::Create),
-        )
-    };
+    let put = || store.put_opts(&path, PutPayload::from_static(body), PutOptions::from(PutMode::Create));
     match put().await {
         // The probe of an earlier start is there and the store refused to replace it.
         Err(object_store::Error::AlreadyExists { .. }) => return Ok(()),

@@ -230,7 +230,9 @@ TEST(DeltaSinkKafka, AnotherCommitWithTheAppIdRaisesTheFloorOfEveryPartitionItHo
   kafka.create_topic(topic, 2);
   const std::vector<std::string> app_ids = {"late-" + topic + "-0", "late-" + topic + "-1"};
   // Record o of partition p is {"n": p * 1000 + o}, as commit-as writes the rows it holds.
-  auto produce = [&](int p, int from, int to) { kafka.produce_values(topic, json_values(p * 1000 + from, p * 1000 + to), p); };
+  auto produce = [&](int p, int from, int to) {
+    kafka.produce_values(topic, json_values(p * 1000 + from, p * 1000 + to), p);
+  };
   const auto group = group_of("deltalate");
   auto committed = [&](int p, int64_t offset) {
     return wait_until([&] { return kafka.committed(group, topic, p) == offset; }, 60s);
@@ -481,8 +483,8 @@ TEST(DeltaSinkKafka, AnS3TableOnSeaweedfsGetsExactlyTheProducedRows) {
 
 // The kit's receiver in front of SeaweedFS plays a store that ignores If-None-Match: * — it
 // answers every PUT of the sink's probe object with 200 and an ETag (as a store that wrote it
-// would) without forwarding it — and forwards everything else. The sink stops in Error before it writes anything, naming the store, the risk
-// and the opt-out; with s3_conditional_commits = false it writes, through the same receiver.
+// would) without forwarding it — and forwards everything else. The sink stops in Error before it writes anything,
+// naming the store, the risk and the opt-out; with s3_conditional_commits = false it writes, through the same receiver.
 TEST(DeltaSinkKafka, AStoreThatIgnoresIfNoneMatchStopsTheSinkUnlessConditionalCommitsIsOff) {
   auto& kafka = Kafka::shared();
   auto& s3 = SeaweedfsServer::shared();
