@@ -118,16 +118,18 @@ void Client::put_object(const std::string& key, std::string_view body, const std
   }
 }
 
+bool Client::is_this_upload(const kit::HttpResponse& head, const std::string& marker) const {
+  if (marker.empty() || head.headers.get("x-amz-meta-picomq-last-offset-in").value_or("") != marker) return false;
+  // Completed by an earlier send whose answer was lost: its marker is the object's, and stays.
+  if (hooks_.count) hooks_.count("already_written", 1);
+  return true;
+}
+
 Client::Taken Client::taken(const std::string& key, const std::string& ours, const std::string& marker,
                             const Source& source) {
   const kit::HttpResponse h = objects_.head_object(key);
   if (h.status == 404) return Taken::Free;
-  if (!marker.empty() && h.headers.get("x-amz-meta-picomq-last-offset-in").value_or("") == marker) {
-    // This very upload, completed by an earlier send whose answer was lost: its marker is the
-    // object's, and stays.
-    if (hooks_.count) hooks_.count("already_written", 1);
-    return Taken::ThisUpload;
-  }
+  if (is_this_upload(h, marker)) return Taken::ThisUpload;
   const std::string there = unquote(h.headers.get("ETag").value_or(""));
   const int64_t last = end_of(key, h, source);  // throws for an object that is not this partition's
   if (there == ours) {
@@ -219,10 +221,7 @@ Client::Completion Client::complete_multipart(const std::string& key, const std:
     // A store that checks the upload before the condition: the resend of a Complete whose first
     // send completed it (the answer lost) finds the upload gone, and the object naming its marker.
     const kit::HttpResponse h = objects_.head_object(key);
-    if (h.status == 200 && h.headers.get("x-amz-meta-picomq-last-offset-in").value_or("") == marker) {
-      if (hooks_.count) hooks_.count("already_written", 1);
-      return Completion::Completed;
-    }
+    if (h.status == 200 && is_this_upload(h, marker)) return Completion::Completed;
   }
   // S3 can answer 200 and put the error in the body.
   if (done.status != 200 || done.body.find("<Error>") != std::string::npos)

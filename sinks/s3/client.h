@@ -122,6 +122,9 @@ class Client {
   // records, sdk::FatalError when what it holds cannot be read or is another topic-partition's.
   enum class Taken { Free, ThisUpload, SameBytes };
   Taken taken(const std::string& key, const std::string& ours, const std::string& marker, const Source& source);
+  // Whether the object a HEAD answered for is the multipart upload whose own marker is `marker`
+  // (counted as already_written).
+  bool is_this_upload(const kit::HttpResponse& head, const std::string& marker) const;
   // The last offset of the object a HEAD answered for: see last_offset().
   int64_t end_of(const std::string& key, const kit::HttpResponse& head, const Source& source);
   const Plan& plan_;

@@ -443,26 +443,33 @@ TEST(DeltaSinkKafka, PartitionByWithoutCreateTableIsAConfigurationError) {
   rt.wait_exit(30s);
 }
 
+// The deltalake package's storage options for the tests' SeaweedFS (conditional PUT for its commits).
+std::string seaweedfs_storage() {
+  return " AWS_ENDPOINT_URL=" + SeaweedfsServer::shared().endpoint() +
+         " AWS_ACCESS_KEY_ID=" + SeaweedfsServer::kAccessKey + " AWS_SECRET_ACCESS_KEY=" + SeaweedfsServer::kSecretKey +
+         " AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true aws_conditional_put=etag";
+}
+
+// The sink's options for the tests' SeaweedFS credentials, its requests going to `endpoint`.
+std::string s3_config(const std::string& endpoint) {
+  return "s3_endpoint = \"" + endpoint + "\"\ns3_allow_http = true\ns3_access_key_id = \"" +
+         SeaweedfsServer::kAccessKey + "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n";
+}
+
 TEST(DeltaSinkKafka, AnS3TableOnSeaweedfsGetsExactlyTheProducedRows) {
   auto& kafka = Kafka::shared();
   auto& s3 = SeaweedfsServer::shared();
   const auto bucket = s3.create_bucket("delta");
   const auto table = "s3://" + bucket + "/lake/orders";
-  // The deltalake package's storage options for the same server (conditional PUT for its commits).
-  const auto storage = " AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_ACCESS_KEY_ID=" + SeaweedfsServer::kAccessKey +
-                       " AWS_SECRET_ACCESS_KEY=" + SeaweedfsServer::kSecretKey +
-                       " AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true aws_conditional_put=etag";
+  const auto storage = seaweedfs_storage();
   table_tool("create " + quote(table) + storage);
   const auto topic = unique_name("delta.s3");
   kafka.create_topic(topic, 2);
   for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 1000, p * 1000 + 300), p);
   Runtime rt(kafka.bootstrap(), "s3");
-  rt.add_definition("s.toml",
-                    definition("deltas3", topic, table,
-                               "roll_records = 200\napp_id = \"s3\"\ns3_endpoint = \"" + s3.endpoint() +
-                                   "\"\ns3_allow_http = true\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
-                                   "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n",
-                               "batch_length = 90"));
+  rt.add_definition(
+      "s.toml", definition("deltas3", topic, table, "roll_records = 200\napp_id = \"s3\"\n" + s3_config(s3.endpoint()),
+                           "batch_length = 90"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("deltas3"), topic, 2, 300); }, 90s)) << rt.log();
   rt.signal(SIGTERM);
@@ -490,9 +497,7 @@ TEST(DeltaSinkKafka, AStoreThatIgnoresIfNoneMatchStopsTheSinkUnlessConditionalCo
   auto& s3 = SeaweedfsServer::shared();
   const auto bucket = s3.create_bucket("deltainm");
   const auto table = "s3://" + bucket + "/lake/orders";
-  const auto storage = " AWS_ENDPOINT_URL=" + s3.endpoint() + " AWS_ACCESS_KEY_ID=" + SeaweedfsServer::kAccessKey +
-                       " AWS_SECRET_ACCESS_KEY=" + SeaweedfsServer::kSecretKey +
-                       " AWS_REGION=us-east-1 AWS_ALLOW_HTTP=true aws_conditional_put=etag";
+  const auto storage = seaweedfs_storage();
   table_tool("create " + quote(table) + storage);
   kit::testing::HttpReceiver store;
   store.forward_to(s3.endpoint());
@@ -505,9 +510,7 @@ TEST(DeltaSinkKafka, AStoreThatIgnoresIfNoneMatchStopsTheSinkUnlessConditionalCo
   const auto topic = unique_name("delta.inm");
   kafka.create_topic(topic, 2);
   for (int p = 0; p < 2; ++p) kafka.produce_values(topic, json_values(p * 1000, p * 1000 + 100), p);
-  const std::string config = "app_id = \"inm\"\ns3_endpoint = \"" + store.base_url() +
-                             "\"\ns3_allow_http = true\ns3_access_key_id = \"" + SeaweedfsServer::kAccessKey +
-                             "\"\ns3_secret_access_key = \"" + SeaweedfsServer::kSecretKey + "\"\n";
+  const std::string config = "app_id = \"inm\"\n" + s3_config(store.base_url());
   const auto group = group_of("deltainm");
   {
     Runtime rt(kafka.bootstrap(), "inm");
