@@ -34,9 +34,26 @@ set(PICOMQ_CARGO_TARGET ${picomq_cargo_target_default} CACHE PATH "cargo's targe
 set(PICOMQ_CARGO_PROFILE release CACHE STRING "the cargo profile of the Rust plugins")
 set(PICOMQ_CARGO_WORKSPACE ${CMAKE_CURRENT_LIST_DIR}/..)
 set(PICOMQ_CARGO_OUT ${PICOMQ_CARGO_TARGET}/${PICOMQ_CARGO_PROFILE})
+# Clippy in the build: cargo runs the workspace's own crates through clippy-driver (rustc plus
+# clippy's lints, the same code generated), so one compilation gives the plugins, the test binaries
+# and clippy's findings as warnings. The style check (scripts/style.sh) reruns the same cargo steps,
+# which replay those warnings from cargo's cache, instead of a `cargo clippy` that would check every
+# dependency a second time in another profile (~20 min on a new machine).
+find_program(PICOMQ_CLIPPY_DRIVER clippy-driver HINTS $ENV{HOME}/.cargo/bin $ENV{CARGO_HOME}/bin)
+if(PICOMQ_CLIPPY_DRIVER)
+  set(picomq_clippy_default ON)
+else()
+  set(picomq_clippy_default OFF)
+endif()
+option(PICOMQ_CARGO_CLIPPY "build the Rust workspace's crates through clippy-driver (lints as warnings)" ${picomq_clippy_default})
+set(picomq_cargo_wrapper)
+if(PICOMQ_CARGO_CLIPPY AND PICOMQ_CLIPPY_DRIVER)
+  set(picomq_cargo_wrapper RUSTC_WORKSPACE_WRAPPER=${PICOMQ_CLIPPY_DRIVER})
+endif()
 # The command every cargo step runs: the shared target dir, a locked lock file, this tree's header.
+# (Every step the same environment: a crate built with another wrapper would be built again.)
 set(PICOMQ_CARGO_ENV ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${PICOMQ_CARGO_TARGET}
-    PICOMQ_SDK_INCLUDE_DIR=${PICOMQ_CARGO_WORKSPACE}/include)
+    PICOMQ_SDK_INCLUDE_DIR=${PICOMQ_CARGO_WORKSPACE}/include ${picomq_cargo_wrapper})
 
 if(PICOMQ_CARGO AND NOT TARGET picomq_rust_workspace)
   set(picomq_cargo_args --locked --profile ${PICOMQ_CARGO_PROFILE} --workspace --manifest-path ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml)

@@ -16,8 +16,24 @@ failed=0
 echo "style: rustfmt"
 cargo fmt --all -- --check || { echo "style: rustfmt wants changes (cargo fmt --all)" >&2; failed=1; }
 echo "style: clippy"
-CARGO_TARGET_DIR="${PICOMQ_CARGO_TARGET:-$HOME/.cache/picomq/cargo-target}" \
-  cargo clippy --workspace --all-targets --offline --quiet -- -D warnings || { echo "style: clippy found problems" >&2; failed=1; }
+# build/ compiles the workspace's crates through clippy-driver (PICOMQ_CARGO_CLIPPY,
+# cmake/PicomqCargo.cmake): its cargo steps, run again, do nothing but replay the warnings of that
+# one compilation, and any warning fails the check, as `-D warnings` would. Without such a build,
+# `cargo clippy` in the same release profile and target directory (the build scripts and proc
+# macros shared).
+if grep -q '^PICOMQ_CARGO_CLIPPY:BOOL=ON' build/CMakeCache.txt 2>/dev/null; then
+  clippy_log="$(mktemp -t picomq-clippy.XXXXXX)"
+  if ! cmake --build build --target picomq_rust_workspace >"$clippy_log" 2>&1; then
+    cat "$clippy_log" >&2; echo "style: the Rust workspace does not build" >&2; failed=1
+  elif grep -qE '^(warning|error)(\[|:)' "$clippy_log"; then
+    grep -vE '^\[[0-9]+/[0-9]+\]|^ *(Compiling|Finished|Fresh|Executable) ' "$clippy_log" >&2
+    echo "style: clippy found problems" >&2; failed=1
+  fi
+  rm -f "$clippy_log"
+else
+  CARGO_TARGET_DIR="${PICOMQ_CARGO_TARGET:-$HOME/.cache/picomq/cargo-target}" \
+    cargo clippy --release --workspace --all-targets --offline --quiet -- -D warnings || { echo "style: clippy found problems" >&2; failed=1; }
+fi
 
 base="${STYLE_BASE:-$(cat .style-baseline)}"
 mapfile -t files < <(git diff --name-only --diff-filter=AMR "$base" -- '*.c' '*.cpp' '*.h' '*.hpp' | grep -v '^fuzz/.*/corpus/' || true)
