@@ -5,13 +5,14 @@
 #   scripts/setup.sh --build-only  the Debian packages the build needs (the quickstart's setup)
 #   scripts/setup.sh --no-servers  all but the test servers built from source
 #                                  (scripts/build-test-servers.sh; scripts/test.sh runs it beside the build)
+#   scripts/setup.sh --packages-only  every Debian package, nothing downloaded from elsewhere
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/clock.sh"
 mode="${1:-}"
 case "$mode" in
-  "" | --build-only | --no-servers) ;;
-  *) echo "usage: scripts/setup.sh [--build-only | --no-servers]" >&2; exit 2 ;;
+  "" | --build-only | --no-servers | --packages-only) ;;
+  *) echo "usage: scripts/setup.sh [--build-only | --no-servers | --packages-only]" >&2; exit 2 ;;
 esac
 
 # What the runtime and the stdout sink need to build (the quickstart, -DPICOMQ_SINKS=stdout
@@ -65,8 +66,8 @@ if ((${#missing[@]})); then
   clock_end apt
 fi
 
-if [[ "$mode" == --build-only ]]; then
-  echo "setup: ok (build dependencies)"
+if [[ "$mode" == --build-only || "$mode" == --packages-only ]]; then
+  echo "setup: ok (Debian packages)"
   exit 0
 fi
 

@@ -6,22 +6,41 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/clock.sh"
-clock setup "$here/scripts/setup.sh" --no-servers
+clock setup-packages "$here/scripts/setup.sh" --packages-only
 rm -f "$here/build/.test-build-done"
-# The test servers built from source (a fresh machine: ~17 min of Go builds and module downloads)
-# go up beside the project's build; the tests wait for both.
-servers_log="$(mktemp -t picomq-test-servers.XXXXXX)"
-clock servers bash "$here/scripts/build-test-servers.sh" >"$servers_log" 2>&1 &
-servers_pid=$!
-trap 'kill "$servers_pid" 2>/dev/null || true' EXIT
+# The test servers built from source (scripts/build-test-servers.sh: a new machine's longest
+# phase, Go builds and libflux's cargo build) start first, beside setup's downloads and the
+# project's build, and go on beside ctest: only the tests that use them wait (the CTest fixture
+# test_servers, cmake/PicomqTestServers.cmake). With arguments (a chosen set of tests) the
+# fixture builds what is missing on its own, only when a chosen test needs it.
+jobs="${PICOMQ_TEST_JOBS:-3}"
+servers_pid=
+if (($# == 0)) && ! bash "$here/scripts/build-test-servers.sh" --built 2>/dev/null; then
+  servers_log="$(mktemp -t picomq-test-servers.XXXXXX)"
+  clock servers bash "$here/scripts/build-test-servers.sh" >"$servers_log" 2>&1 &
+  servers_pid=$!
+  trap 'kill "$servers_pid" 2>/dev/null || true' EXIT
+  jobs=$((jobs + 1))   # test_servers holds a slot while it waits for them
+fi
+clock setup "$here/scripts/setup.sh" --no-servers
 clock build "$here/scripts/build.sh"
 touch "$here/build/.test-build-done"   # .ci/run starts its checks that need the build (style) beside the tests
-if ! wait "$servers_pid"; then
-  echo "test servers: the build failed (scripts/build-test-servers.sh); its log:" >&2
-  tail -n 60 "$servers_log" >&2
-  exit 1
-fi
-trap - EXIT
-rm -f "$servers_log"
 cd "$here/build"
-clock ctest ctest --output-on-failure --timeout 1800 -j "${PICOMQ_TEST_JOBS:-3}" "$@"
+# The order of the last run (the longest suites first), kept outside the clone: a clean clone has
+# no CTest cost data, and then schedules by declared COST only.
+costs="${XDG_CACHE_HOME:-$HOME/.cache}/picomq/ctest-costs.txt"
+if [[ -f "$costs" && ! -f Testing/Temporary/CTestCostData.txt ]]; then
+  mkdir -p Testing/Temporary && cp "$costs" Testing/Temporary/CTestCostData.txt
+fi
+rc=0
+clock ctest ctest --output-on-failure --timeout 1800 -j "$jobs" "$@" || rc=$?
+if (($# == 0)) && [[ -f Testing/Temporary/CTestCostData.txt ]]; then
+  mkdir -p "$(dirname "$costs")" && cp Testing/Temporary/CTestCostData.txt "$costs"
+fi
+if [[ -n "$servers_pid" ]]; then
+  wait "$servers_pid" || { echo "test servers: the background build failed (scripts/build-test-servers.sh); its log:" >&2
+                           tail -n 60 "$servers_log" >&2; rc=1; }
+  trap - EXIT
+  rm -f "$servers_log"
+fi
+exit "$rc"

@@ -29,7 +29,7 @@ cp -r "$dir" "$work/src"
 chmod -R u+w "$work/src"
 echo "$version" > "$work/src/build/version/version.txt"
 echo "build-ferretdb: building FerretDB $version into $cache (a few minutes, once per machine)" >&2
-(cd "$work/src" && go build -o "$bin.tmp" ./cmd/ferretdb) >&2
+(cd "$work/src" && go build -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/ferretdb) >&2
 mv "$bin.tmp" "$bin"
 "$bin" --version >/dev/null
 echo "$bin"

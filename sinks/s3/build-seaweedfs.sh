@@ -32,7 +32,7 @@ echo "seaweedfs: building $module@$module_version into $bin (once per machine, ~
 dir="$(go mod download -json "$module@$module_version" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
 cp -r "$dir" "$work/src"
 chmod -R u+w "$work/src"
-(cd "$work/src" && nice -n 10 go build -o "$work/weed" ./weed) >&2
+(cd "$work/src" && nice -n 10 go build -trimpath -ldflags "-s -w" -o "$work/weed" ./weed) >&2
 "$work/weed" version >/dev/null
 mv "$work/weed" "$bin"
 echo "$bin"

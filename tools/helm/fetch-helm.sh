@@ -9,6 +9,11 @@ bin="$cache/helm"
 if [[ ! -x "$bin" ]]; then
   command -v go >/dev/null || { echo "fetch-helm: needs Go (/usr/local/go/bin/go on these machines)" >&2; exit 1; }
   mkdir -p "$cache"
+  # One build at a time (scripts/test.sh builds in the background while ctest's test_servers waits).
+  exec 9>"$cache/.build.lock"
+  flock 9
+fi
+if [[ ! -x "$bin" ]]; then
   # The version is pinned here and in go.sum of the module proxy's answer (GOFLAGS=-mod=mod, GONOSUMDB unset:
   # sums are checked against sum.golang.org's records cached by the proxy).
   GOBIN="$cache.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$version" \
