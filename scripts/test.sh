@@ -22,8 +22,19 @@ if (($# == 0)) && ! bash "$here/scripts/build-test-servers.sh" --built 2>/dev/nu
   trap 'kill "$servers_pid" 2>/dev/null || true' EXIT
   jobs=$((jobs + 1))   # test_servers holds a slot while it waits for them
 fi
-clock setup "$here/scripts/setup.sh" --no-servers
+# Setup's downloads (Kafka's jars, the search nodes, the Python readers' virtualenv: ~3 min of
+# network on a new machine) are for the tests only: they go on beside the build.
+setup_log="$(mktemp -t picomq-test-setup.XXXXXX)"
+clock setup "$here/scripts/setup.sh" --no-servers >"$setup_log" 2>&1 &
+setup_pid=$!
 clock build "$here/scripts/build.sh"
+if ! wait "$setup_pid"; then
+  cat "$setup_log" >&2
+  echo "setup: failed (scripts/setup.sh --no-servers); its log is above" >&2
+  exit 1
+fi
+grep -v '^\[clock\]' "$setup_log" || true
+rm -f "$setup_log"
 touch "$here/build/.test-build-done"   # .ci/run starts its checks that need the build (style) beside the tests
 cd "$here/build"
 # The order of the last run (the longest suites first), kept outside the clone: a clean clone has
