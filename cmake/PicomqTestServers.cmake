@@ -19,3 +19,21 @@ function(picomq_add_test_servers_fixture)
   set_tests_properties(test_servers PROPERTIES FIXTURES_SETUP picomq_test_servers LABELS "servers"
                        TIMEOUT 5400 COST 100000)
 endfunction()
+
+# Every test-only target under `dir` (executables named *_test, the in-tree harness, the test servers'
+# helpers and tools) gets -O0 after the build type's flags (see BUILD_TESTING in CMakeLists.txt).
+function(picomq_unoptimize_test_code dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target IN LISTS targets)
+    if(target MATCHES "(_test|_test_server|_test_table|_test_tool|^picomq_test_harness)$")
+      get_target_property(type ${target} TYPE)
+      if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|OBJECT_LIBRARY)$")
+        target_compile_options(${target} PRIVATE -O0)
+      endif()
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    picomq_unoptimize_test_code(${sub})
+  endforeach()
+endfunction()

@@ -7,7 +7,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/compiler-cache.sh"
 source "$here/scripts/clock.sh"
 clock configure cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-  -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" ${CMAKE_ARGS:-} >/dev/null
+  -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" \
+  ${PICOMQ_CARGO_PROFILE:+-DPICOMQ_CARGO_PROFILE="$PICOMQ_CARGO_PROFILE"} ${CMAKE_ARGS:-} >/dev/null
 # The Rust workspace first (cargo keeps both cores busy on its own), then the C++ tree: the clock
 # tells the two apart.
 # (grep reads the whole list: `grep -q` would end ninja with SIGPIPE, failing the pipeline.)
