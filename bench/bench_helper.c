@@ -39,6 +39,7 @@
  *       reached its N; prints "wait_s=.." (exit 0) or reports the offsets at the timeout (exit 1)
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <librdkafka/rdkafka.h>
@@ -50,7 +51,6 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,7 +85,8 @@ static rd_kafka_t *make_client(const char *bootstrap, const char *group) {
   char err[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof err) != RD_KAFKA_CONF_OK) die(err);
-  if (rd_kafka_conf_set(conf, "group.id", group ? group : "bench-helper", err, sizeof err) != RD_KAFKA_CONF_OK) die(err);
+  if (rd_kafka_conf_set(conf, "group.id", group ? group : "bench-helper", err, sizeof err) != RD_KAFKA_CONF_OK)
+    die(err);
   rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
   rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
@@ -146,14 +147,23 @@ static double tree_cpu_s(pid_t root) {
   double total = 0;
   int found = 0;
   for (int i = 0; i < n; ++i)
-    if (pids[i] == root) { in_tree[i] = 1; total += cpu[i]; found = 1; }
+    if (pids[i] == root) {
+      in_tree[i] = 1;
+      total += cpu[i];
+      found = 1;
+    }
   if (!found) return -1;
   for (int changed = 1; changed;) { /* descendants, any depth */
     changed = 0;
     for (int i = 0; i < n; ++i) {
       if (in_tree[i]) continue;
       for (int j = 0; j < n; ++j)
-        if (in_tree[j] && pids[j] == ppids[i]) { in_tree[i] = 1; total += cpu[i]; changed = 1; break; }
+        if (in_tree[j] && pids[j] == ppids[i]) {
+          in_tree[i] = 1;
+          total += cpu[i];
+          changed = 1;
+          break;
+        }
     }
   }
   return total / sysconf(_SC_CLK_TCK);
@@ -300,11 +310,11 @@ static int cmd_sink(int argc, char **argv) {
   }
   double shutdown = now_s() - term_at;
   if (join >= 0 && first_commit >= 0 && join > first_commit) join = first_commit; /* status file lagged */
-  printf("wall_s=%.4f join_s=%.4f first_commit_s=%.4f user_s=%.3f sys_s=%.3f hwm_kb=%ld maxrss_kb=%ld exit=%d "
-         "shutdown_s=%.3f total_user_s=%.3f total_sys_s=%.3f",
-         done, join, first_commit, user, sys, hwm, ru.ru_maxrss,
-         WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), shutdown, tv_s(ru.ru_utime),
-         tv_s(ru.ru_stime));
+  printf(
+      "wall_s=%.4f join_s=%.4f first_commit_s=%.4f user_s=%.3f sys_s=%.3f hwm_kb=%ld maxrss_kb=%ld exit=%d "
+      "shutdown_s=%.3f total_user_s=%.3f total_sys_s=%.3f",
+      done, join, first_commit, user, sys, hwm, ru.ru_maxrss,
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), shutdown, tv_s(ru.ru_utime), tv_s(ru.ru_stime));
   if (server) printf(" server_cpu_s=%.3f", server_cpu);
   printf("\n");
   rd_kafka_topic_partition_list_destroy(list);
@@ -328,7 +338,8 @@ static int cmd_createtopics(int argc, char **argv) {
   if (!ev) die("createtopics: no answer within 30 s");
   if (rd_kafka_event_error(ev)) die(rd_kafka_event_error_string(ev));
   size_t cnt = 0;
-  const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+  const rd_kafka_topic_result_t **res =
+      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
   int failed = 0;
   for (size_t i = 0; i < cnt; ++i)
     if (rd_kafka_topic_result_error(res[i])) {

@@ -17,10 +17,10 @@
 #include <simdjson.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -30,8 +30,8 @@
 
 #include "decoders/avro_decoder.h"
 #include "decoders/flatbuffer_decoder.h"
-#include "decoders/proto_decoder.h"
 #include "decoders/payload_decoder.h"
+#include "decoders/proto_decoder.h"
 
 namespace {
 
@@ -141,7 +141,8 @@ uint64_t fb_walk_table(const reflection::Schema& s, const reflection::Object& o,
         break;
       }
       case reflection::Union:
-        if (auto* u = flatbuffers::GetFieldT(t, *f)) sum += fb_walk_table(s, flatbuffers::GetUnionType(s, o, *f, t), *u);
+        if (auto* u = flatbuffers::GetFieldT(t, *f))
+          sum += fb_walk_table(s, flatbuffers::GetUnionType(s, o, *f, t), *u);
         break;
       case reflection::Vector: {
         const auto* v = flatbuffers::GetFieldAnyV(t, *f);
@@ -214,7 +215,8 @@ int main(int argc, char** argv) {
     google::protobuf::DynamicMessageFactory factory;
     std::unique_ptr<google::protobuf::Message> m(
         factory.GetPrototype(importer.pool()->FindMessageTypeByName("picomq.test.Order"))->New());
-    const Rate r_lib = measure(batch, seconds, [&](const std::string& p) { return m->ParseFromArray(p.data(), static_cast<int>(p.size())); });
+    const Rate r_lib = measure(
+        batch, seconds, [&](const std::string& p) { return m->ParseFromArray(p.data(), static_cast<int>(p.size())); });
     report("proto", batch, r_ours, r_lib, "libprotobuf DynamicMessage::ParseFromArray");
   }
 
@@ -293,7 +295,8 @@ int main(int argc, char** argv) {
       return ours->decode({reinterpret_cast<const uint8_t*>(p.data()), p.size()}, out, owned, error);
     });
     simdjson::dom::parser parser;
-    const Rate r_lib = measure(batch, seconds, [&](const std::string& p) { return !parser.parse(p.data(), p.size()).error(); });
+    const Rate r_lib =
+        measure(batch, seconds, [&](const std::string& p) { return !parser.parse(p.data(), p.size()).error(); });
     report("json", batch, r_ours, r_lib, "simdjson DOM parse");
   }
   return sink == 42 ? 1 : 0;

@@ -52,11 +52,14 @@ int main(int argc, char** argv) {
                                   {reinterpret_cast<const uint8_t*>(v2.data()), v2.size()}}};
   std::vector<pmq_record> records;
   for (size_t i = 0; i < n; ++i)
-    records.push_back(pmq_record{static_cast<int64_t>(i), 1'735'689'600'000 + static_cast<int64_t>(i),
-                                 {reinterpret_cast<const uint8_t*>(key.data()), key.size()}, headers, 2,
+    records.push_back(pmq_record{static_cast<int64_t>(i),
+                                 1'735'689'600'000 + static_cast<int64_t>(i),
+                                 {reinterpret_cast<const uint8_t*>(key.data()), key.size()},
+                                 headers,
+                                 2,
                                  {reinterpret_cast<const uint8_t*>(payloads[i].data()), payloads[i].size()}});
-  pmq_batch batch{sizeof(pmq_batch), "bench.orders", 3, PMQ_PAYLOAD_JSON, "json", records.data(), records.size(),
-                  sizeof(pmq_record), 0};
+  pmq_batch batch{sizeof(pmq_batch), "bench.orders",     3, PMQ_PAYLOAD_JSON, "json", records.data(),
+                  records.size(),    sizeof(pmq_record), 0};
   pmq_batch bare = batch;
   std::vector<pmq_record> bare_records = records;
   for (auto& r : bare_records) r.key = {nullptr, 0}, r.header_count = 0;

@@ -22,11 +22,10 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/sink_definition.h"
 #include "order_payloads.h"
@@ -101,9 +100,8 @@ std::vector<std::string> load(const char* path) {
 }
 
 pt::Chain compile(std::string_view toml) {
-  auto result = picomq::config::parse_sink_definition(toml, "bench.toml", [](std::string_view) {
-    return std::optional<std::string>();
-  });
+  auto result = picomq::config::parse_sink_definition(toml, "bench.toml",
+                                                      [](std::string_view) { return std::optional<std::string>(); });
   if (!result.definition) die("bad chain: " + picomq::config::format_errors(result.errors));
   return pt::Chain(result.definition->transforms);
 }
@@ -150,7 +148,8 @@ std::size_t rapidjson_chain(const std::string& payload, rapidjson::Document& doc
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> records = argc > 1 && std::string(argv[1]) != "-" ? load(argv[1]) : picomq::bench::order_payloads(100'000);
+  std::vector<std::string> records =
+      argc > 1 && std::string(argv[1]) != "-" ? load(argv[1]) : picomq::bench::order_payloads(100'000);
   const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   if (records.empty()) die("no records");
   std::size_t payload_bytes = 0;
@@ -243,10 +242,10 @@ int main(int argc, char** argv) {
     std::string each;
     for (double r : runs) each += (each.empty() ? "" : ",") + std::to_string(static_cast<long long>(r));
     const auto n = static_cast<double>(records.size());
-    std::printf("transform_cost mode=%s records=%zu payload_bytes=%zu reps=%d ns_per_record=%.1f "
-                "cpu_ns_per_record=%.1f runs_ns=%s\n",
-                mode.name.c_str(), records.size(), payload_bytes, reps, median(runs) / n, median(cpu_runs) / n,
-                each.c_str());
+    std::printf(
+        "transform_cost mode=%s records=%zu payload_bytes=%zu reps=%d ns_per_record=%.1f "
+        "cpu_ns_per_record=%.1f runs_ns=%s\n",
+        mode.name.c_str(), records.size(), payload_bytes, reps, median(runs) / n, median(cpu_runs) / n, each.c_str());
   }
   return 0;
 }

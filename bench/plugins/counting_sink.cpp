@@ -14,13 +14,12 @@
 //                  counted, map entries walked).
 // With `report_path` set, close() writes one line there: "records=<n> bytes=<n> checksum=<n>"
 // (bytes: payload bytes on rows/batches, string and binary bytes on arrow).
-#include <picomq/sdk.hpp>
-
 #include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <picomq/sdk.hpp>
 #include <string>
 
 namespace sdk = picomq::sdk;
@@ -167,8 +166,8 @@ class CountingSink : public sdk::BaseSink<CountingSink> {
         for (size_t c = 0; c < column.num_children(); ++c) read_column(column.child(c), rows);
         break;
       case ColumnType::Other:
-        throw sdk::FatalError("column '" + std::string(column.name()) + "' has a type this sink cannot read: " +
-                              std::string(column.format()));
+        throw sdk::FatalError("column '" + std::string(column.name()) +
+                              "' has a type this sink cannot read: " + std::string(column.format()));
     }
     checksum_ += sum + nulls;
   }

@@ -19,7 +19,8 @@ namespace picomq::fuzz {
 inline void check_json(const std::string& out) {
   static simdjson::dom::parser parser;
   auto doc = parser.parse(out.data(), out.size());
-  if (doc.error()) die("decoder output is not valid JSON", std::string(simdjson::error_message(doc.error())) + ": " + out);
+  if (doc.error())
+    die("decoder output is not valid JSON", std::string(simdjson::error_message(doc.error())) + ": " + out);
 }
 
 // A failure says what failed, prefixed with the decoder's name, and never asks for a retry

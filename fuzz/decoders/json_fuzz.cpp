@@ -3,9 +3,8 @@
 // documents nlohmann::json::accept accepts, and passes them on byte for byte. And the Arrow
 // export's reading of the decoder's parse (read_parsed_object: DOM values, texts from stage 1's
 // positions) gives the members the export's own On-Demand reader gives, texts included.
-#include <nlohmann/json.hpp>
-
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "arrow/json_payload.h"
@@ -22,8 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool reference = std::memchr(data, 0, size) == nullptr &&
                          nlohmann::json::accept(std::string_view(reinterpret_cast<const char*>(data), size));
   if ((status == picomq::decoders::Status::ok) != reference)
-    picomq::fuzz::die(reference ? "json decoder rejects what nlohmann accepts" : "json decoder accepts what nlohmann rejects",
-                      std::string(reinterpret_cast<const char*>(data), size) + " / " + error);
+    picomq::fuzz::die(
+        reference ? "json decoder rejects what nlohmann accepts" : "json decoder accepts what nlohmann rejects",
+        std::string(reinterpret_cast<const char*>(data), size) + " / " + error);
   if (status == picomq::decoders::Status::ok && (out.data != data || out.size != size))
     picomq::fuzz::die("json payload not passed on as is", "");
   if (status == picomq::decoders::Status::ok && decoder->last_json_parse()) {
@@ -32,12 +32,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static std::vector<ad::FlatMember> parsed, flat;
     static ad::FlatObjectReader reader;
     if (ad::read_parsed_object(*decoder->last_json_parse(), payload, parsed)) {
-      if (!reader.read(payload, flat)) picomq::fuzz::die("the decoder's parse reads as an object, On-Demand does not", std::string(payload));
+      if (!reader.read(payload, flat))
+        picomq::fuzz::die("the decoder's parse reads as an object, On-Demand does not", std::string(payload));
       if (flat.size() != parsed.size()) picomq::fuzz::die("member counts differ", std::string(payload));
       for (size_t m = 0; m < flat.size(); ++m) {
         const ad::FlatMember &a = parsed[m], &b = flat[m];
-        if (a.key != b.key || a.kind != b.kind || payload.substr(a.raw_begin, a.raw_size) != payload.substr(b.raw_begin, b.raw_size) ||
-            (a.kind == ad::JsonKind::String && a.text != b.text) || (a.kind == ad::JsonKind::Int64 && a.integer != b.integer) ||
+        if (a.key != b.key || a.kind != b.kind ||
+            payload.substr(a.raw_begin, a.raw_size) != payload.substr(b.raw_begin, b.raw_size) ||
+            (a.kind == ad::JsonKind::String && a.text != b.text) ||
+            (a.kind == ad::JsonKind::Int64 && a.integer != b.integer) ||
             (a.kind == ad::JsonKind::Bool && a.boolean != b.boolean))
           picomq::fuzz::die("a member reads differently from the parse and On-Demand",
                             "member " + std::to_string(m) + " of " + std::string(payload));

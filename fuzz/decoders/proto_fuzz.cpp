@@ -3,11 +3,11 @@
 // Differential: our wire reader must accept exactly what libprotobuf's parser accepts (a
 // DynamicMessage of the same descriptors), except for what we check beyond parsing: the ranges
 // of Timestamp / Duration and the contents of an Any's value (which libprotobuf leaves unparsed).
+#include <google/protobuf/compiler/importer.h>
 #include <google/protobuf/dynamic_message.h>
 
 #include "common.h"
 #include "decoders/proto_decoder.h"
-#include <google/protobuf/compiler/importer.h>
 
 namespace {
 

@@ -10,7 +10,10 @@ bool utf8_reference(const uint8_t* s, size_t n) {
     const uint8_t c = s[i];
     size_t len;
     uint32_t cp;
-    if (c < 0x80) { ++i; continue; }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
     if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
     else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
     else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;

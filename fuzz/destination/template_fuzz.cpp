@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t newline = input.find('\n');
   const std::string_view text = input.substr(0, newline);
-  const std::string_view topic = newline == std::string_view::npos ? std::string_view("orders.eu") : input.substr(newline + 1);
+  const std::string_view topic =
+      newline == std::string_view::npos ? std::string_view("orders.eu") : input.substr(newline + 1);
   auto parsed = dest::NameTemplate::parse(text);
   if (!parsed) {
     if (parsed.error().empty()) std::abort();  // a refusal always says why

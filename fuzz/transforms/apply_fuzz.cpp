@@ -13,11 +13,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/sink_definition.h"
 #include "transform/chain.h"
@@ -157,8 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // nlohmann stops at a NUL byte as if the input ended there ("1\0x" is accepted): a raw NUL
   // is never valid JSON, so such inputs are simply invalid.
   const bool theirs = payload.find('\0') == std::string_view::npos && nlohmann::json::accept(payload);
-  if (theirs && !ours && problem.find("nesting") == std::string::npos)
-    fail("nlohmann accepts what we refuse", problem);
+  if (theirs && !ours && problem.find("nesting") == std::string::npos) fail("nlohmann accepts what we refuse", problem);
   if (ours && !theirs && !has_overflowing_number(doc)) fail("we accept what nlohmann refuses", std::string(payload));
   if (ours) {
     std::string text = pt::json::to_string(doc), again;

@@ -49,8 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     meta.offset = 7;
     meta.timestamp_ms = 1'735'689'600'000;
     meta.key = "k";
-    for (std::string_view payload : {R"({"id":"a","amount":2.50,"ship_to":{"city":"Lyon"},"items":[1,{"x":true}],"ts":1735689600000})",
-                                      R"([1,"two",{"three":3}])", R"("text")", "null"}) {
+    for (std::string_view payload :
+         {R"({"id":"a","amount":2.50,"ship_to":{"city":"Lyon"},"items":[1,{"x":true}],"ts":1735689600000})",
+          R"([1,"two",{"three":3}])", R"("text")", "null"}) {
       std::string p(payload), error;
       auto verdict = chain.apply(meta, p, error);
       if (verdict == picomq::transform::Verdict::Fail && error.empty()) fail("a failure without a message", p);

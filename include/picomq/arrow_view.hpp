@@ -211,7 +211,8 @@ class ColumnView {
     const auto end = load<int32_t>(values(), i + 1);
     if (begin == end && begin >= 0) return out;  // no entries (most records have no headers): no child views to build
     const ColumnView entries_column = child(0);
-    if (entries_column.num_children() != 2) throw std::logic_error("map column '" + std::string(name()) + "' has malformed entries");
+    if (entries_column.num_children() != 2)
+      throw std::logic_error("map column '" + std::string(name()) + "' has malformed entries");
     if (begin < 0 || end < begin || static_cast<size_t>(end) > entries_column.size()) {
       throw std::out_of_range("map column '" + std::string(name()) + "' has offsets beyond its entries");
     }
@@ -278,9 +279,7 @@ class ColumnView {
     if (values_ == nullptr) missing_buffer(1);
     return values_;
   }
-  static bool bit(const void* bits, int64_t i) {
-    return (static_cast<const uint8_t*>(bits)[i / 8] >> (i % 8)) & 1;
-  }
+  static bool bit(const void* bits, int64_t i) { return (static_cast<const uint8_t*>(bits)[i / 8] >> (i % 8)) & 1; }
   template <class T>
   static T load(const void* buffer, int64_t i) {
     T value;
@@ -309,10 +308,10 @@ class ColumnView {
   const ArrowArray* array_;
   int64_t parent_offset_;
   int64_t length_;
-  int64_t base_ = 0;                    // array offset + the parent's: row 0's physical index
-  const uint8_t* validity_ = nullptr;   // the bitmap, when the array may hold nulls
-  const void* values_ = nullptr;        // buffer 1, when there is one
-  const void* data_ = nullptr;          // buffer 2 (variable-size values), when there is one
+  int64_t base_ = 0;                   // array offset + the parent's: row 0's physical index
+  const uint8_t* validity_ = nullptr;  // the bitmap, when the array may hold nulls
+  const void* values_ = nullptr;       // buffer 1, when there is one
+  const void* data_ = nullptr;         // buffer 2 (variable-size values), when there is one
   ColumnType type_ = ColumnType::Other;
 };
 
@@ -321,7 +320,8 @@ class ArrowBatchView {
   // Borrows a struct array (format "+s") with one child per column, as a record batch is
   // exported. Both structs must be alive (not released) and outlive the view.
   ArrowBatchView(const ArrowSchema* schema, const ArrowArray* array) : schema_(schema), array_(array) {
-    if (schema_ == nullptr || array_ == nullptr) throw std::invalid_argument("ArrowBatchView of a NULL schema or array");
+    if (schema_ == nullptr || array_ == nullptr)
+      throw std::invalid_argument("ArrowBatchView of a NULL schema or array");
     if (schema_->release == nullptr || array_->release == nullptr) {
       throw std::invalid_argument("ArrowBatchView of a released schema or array");
     }

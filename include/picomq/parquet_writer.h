@@ -37,9 +37,8 @@ uint32_t pmq_parquet_api_version(void);
  * Returns 0 after handing the whole file to bytes(); -1 after handing a message to error().
  * `schema` and `array` are moved in (released in every case). The bytes depend only on the rows
  * and the options. */
-int32_t pmq_parquet_write_file(const pmq_parquet_options *options, struct ArrowSchema *schema,
-                               struct ArrowArray *array, pmq_parquet_bytes bytes, pmq_parquet_bytes error,
-                               void *ctx);
+int32_t pmq_parquet_write_file(const pmq_parquet_options *options, struct ArrowSchema *schema, struct ArrowArray *array,
+                               pmq_parquet_bytes bytes, pmq_parquet_bytes error, void *ctx);
 
 #ifdef __cplusplus
 }

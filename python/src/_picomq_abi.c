@@ -50,9 +50,15 @@ static PyMethodDef methods[] = {
      "pmq_sink_plane_spec() of the sink ABI over a descriptor with these planes and write functions."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_picomq_abi",
-                                    "The picomq-connect sink ABI's plane normalisation.", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
+                                    "_picomq_abi",
+                                    "The picomq-connect sink ABI's plane normalisation.",
+                                    -1,
+                                    methods,
+                                    NULL,
+                                    NULL,
+                                    NULL,
+                                    NULL};
 
 PyMODINIT_FUNC PyInit__picomq_abi(void) {
   PyObject *m = PyModule_Create(&module);

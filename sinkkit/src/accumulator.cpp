@@ -156,7 +156,8 @@ void Accumulator::append(const std::string& key, sdk::Pending write, AppendSize 
         // Only the segment this batch filled (a timer or another writer may have sealed it).
         if (auto it = open_.find(key); it != open_.end() && it->second == entry) sealed = take(key);
       }
-      if (sealed) commit_sealed(std::move(sealed), limits_.commit_interval.count() <= 0 ? "commit_interval 0" : "limit");
+      if (sealed)
+        commit_sealed(std::move(sealed), limits_.commit_interval.count() <= 0 ? "commit_interval 0" : "limit");
     }
     return;
   }
@@ -257,8 +258,15 @@ void Accumulator::commit(const std::shared_ptr<Entry>& entry, std::string_view t
   entry->done = true;
   if (!entry->segment) return;  // its open() failed: nothing in it
   const auto started = Clock::now();
-  CommitReport report{entry->key, entry->writes.size(), entry->size.records, entry->size.bytes,
-                      since(entry->opened, started), {}, std::string(trigger), true, {}};
+  CommitReport report{entry->key,
+                      entry->writes.size(),
+                      entry->size.records,
+                      entry->size.bytes,
+                      since(entry->opened, started),
+                      {},
+                      std::string(trigger),
+                      true,
+                      {}};
   std::exception_ptr error;
   try {
     entry->segment->commit();

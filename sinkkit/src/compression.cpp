@@ -19,12 +19,12 @@ constexpr int kZstdDefaultLevel = 3;  // ZSTD_CLEVEL_DEFAULT
 
 int checked_level(Compression compression, int level) {
   switch (compression) {
-    case Compression::None:
-      return 0;
+    case Compression::None: return 0;
     case Compression::Gzip:
       if (level == 0) return kGzipDefaultLevel;
       if (level < 1 || level > kGzipMaxLevel)
-        throw std::invalid_argument("gzip level must be 1-" + std::to_string(kGzipMaxLevel) + ", not " + std::to_string(level));
+        throw std::invalid_argument("gzip level must be 1-" + std::to_string(kGzipMaxLevel) + ", not " +
+                                    std::to_string(level));
       return level;
     case Compression::Zstd:
       if (level == 0) return kZstdDefaultLevel;
@@ -40,12 +40,9 @@ int checked_level(Compression compression, int level) {
 
 std::string_view to_string(Compression compression) {
   switch (compression) {
-    case Compression::None:
-      return "none";
-    case Compression::Gzip:
-      return "gzip";
-    case Compression::Zstd:
-      return "zstd";
+    case Compression::None: return "none";
+    case Compression::Gzip: return "gzip";
+    case Compression::Zstd: return "zstd";
   }
   return "?";
 }
@@ -79,14 +76,14 @@ Compressor& Compressor::operator=(Compressor&&) noexcept = default;
 
 std::string Compressor::compress(std::string_view input) {
   switch (compression_) {
-    case Compression::None:
-      return std::string(input);
+    case Compression::None: return std::string(input);
     case Compression::Gzip: {
       if (!codec_->gzip && !(codec_->gzip = libdeflate_alloc_compressor(level_)))
         throw std::runtime_error("gzip: cannot create a compressor (out of memory)");
       std::string out;
       out.resize(libdeflate_gzip_compress_bound(codec_->gzip, input.size()));
-      const size_t produced = libdeflate_gzip_compress(codec_->gzip, input.data(), input.size(), out.data(), out.size());
+      const size_t produced =
+          libdeflate_gzip_compress(codec_->gzip, input.data(), input.size(), out.data(), out.size());
       if (produced == 0) throw std::runtime_error("gzip: compression failed");  // cannot happen with the bound's room
       out.resize(produced);
       return out;

@@ -121,7 +121,9 @@ bool is_token(std::string_view s) {
 }
 
 // A field value must not smuggle a line break (header injection) or a NUL.
-bool is_safe_field_value(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos; }
+bool is_safe_field_value(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
 
 std::string percent_decode(std::string_view s) {
   std::string out;
@@ -195,8 +197,7 @@ std::string sha256_hex(std::string_view bytes) {
 
 TransportError transport_error_of(CURLcode code) {
   switch (code) {
-    case CURLE_OK:
-      return TransportError::None;
+    case CURLE_OK: return TransportError::None;
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
     case CURLE_NOT_BUILT_IN:
@@ -205,15 +206,11 @@ TransportError transport_error_of(CURLcode code) {
     case CURLE_TOO_MANY_REDIRECTS:
     case CURLE_LOGIN_DENIED:
     case CURLE_AUTH_ERROR:
-    case CURLE_FUNCTION_NOT_FOUND:
-      return TransportError::InvalidRequest;
+    case CURLE_FUNCTION_NOT_FOUND: return TransportError::InvalidRequest;
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-      return TransportError::NameResolution;
-    case CURLE_COULDNT_CONNECT:
-      return TransportError::Connect;
-    case CURLE_OPERATION_TIMEDOUT:
-      return TransportError::Timeout;
+    case CURLE_COULDNT_RESOLVE_PROXY: return TransportError::NameResolution;
+    case CURLE_COULDNT_CONNECT: return TransportError::Connect;
+    case CURLE_OPERATION_TIMEDOUT: return TransportError::Timeout;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
@@ -224,40 +221,29 @@ TransportError transport_error_of(CURLcode code) {
     case CURLE_SSL_CIPHER:
     case CURLE_SSL_ENGINE_NOTFOUND:
     case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_ENGINE_INITFAILED:
-      return TransportError::TlsCertificate;
-    case CURLE_SSL_CONNECT_ERROR:
-      return TransportError::Tls;
+    case CURLE_SSL_ENGINE_INITFAILED: return TransportError::TlsCertificate;
+    case CURLE_SSL_CONNECT_ERROR: return TransportError::Tls;
     case CURLE_SEND_ERROR:
-    case CURLE_SEND_FAIL_REWIND:
-      return TransportError::Send;
+    case CURLE_SEND_FAIL_REWIND: return TransportError::Send;
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-      return TransportError::Receive;
+    case CURLE_PARTIAL_FILE: return TransportError::Receive;
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
     case CURLE_HTTP3:
-    case CURLE_BAD_CONTENT_ENCODING:
-      return TransportError::Protocol;
-    default:
-      return TransportError::Other;
+    case CURLE_BAD_CONTENT_ENCODING: return TransportError::Protocol;
+    default: return TransportError::Other;
   }
 }
 
 HttpProtocol protocol_of(long curl_version) {
   switch (curl_version) {
-    case CURL_HTTP_VERSION_1_0:
-      return HttpProtocol::Http1_0;
-    case CURL_HTTP_VERSION_1_1:
-      return HttpProtocol::Http1_1;
-    case CURL_HTTP_VERSION_2_0:
-      return HttpProtocol::Http2;
-    case CURL_HTTP_VERSION_3:
-      return HttpProtocol::Http3;
-    default:
-      return HttpProtocol::Unknown;
+    case CURL_HTTP_VERSION_1_0: return HttpProtocol::Http1_0;
+    case CURL_HTTP_VERSION_1_1: return HttpProtocol::Http1_1;
+    case CURL_HTTP_VERSION_2_0: return HttpProtocol::Http2;
+    case CURL_HTTP_VERSION_3: return HttpProtocol::Http3;
+    default: return HttpProtocol::Unknown;
   }
 }
 
@@ -282,7 +268,8 @@ void validate(const HttpClientOptions& o) {
         using A = std::decay_t<decltype(auth)>;
         if constexpr (std::is_same_v<A, BasicAuth>) {
           if (auth.user.empty()) throw std::invalid_argument("basic auth needs a user");
-          if (auth.user.find(':') != std::string::npos) throw std::invalid_argument("a basic auth user cannot contain ':' (RFC 7617)");
+          if (auth.user.find(':') != std::string::npos)
+            throw std::invalid_argument("a basic auth user cannot contain ':' (RFC 7617)");
         } else if constexpr (std::is_same_v<A, BearerAuth>) {
           if (auth.token.empty()) throw std::invalid_argument("bearer auth needs a token");
           if (!is_safe_field_value(auth.token)) throw std::invalid_argument("the bearer token must be one line");
@@ -291,7 +278,8 @@ void validate(const HttpClientOptions& o) {
           if (auth.value.empty() || !is_safe_field_value(auth.value))
             throw std::invalid_argument("the API key value must be one non-empty line");
         } else if constexpr (std::is_same_v<A, AwsSigV4Auth>) {
-          if (auth.region.empty() || auth.service.empty()) throw std::invalid_argument("AWS SigV4 needs a region and a service");
+          if (auth.region.empty() || auth.service.empty())
+            throw std::invalid_argument("AWS SigV4 needs a region and a service");
           if (auth.access_key_id.empty() || auth.secret_access_key.empty())
             throw std::invalid_argument("AWS SigV4 needs an access key id and a secret access key");
           if (auth.provider.empty() || !is_safe_field_value(auth.session_token))
@@ -371,7 +359,8 @@ std::optional<std::string> check_base_url(const std::string& url, const BaseUrlH
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return "must start with http:// or https:// (" + std::string(hints.what) + ")";
   if (url.find('?') != std::string::npos || url.find('#') != std::string::npos)
-    return "must not hold a query or fragment" + (hints.query.empty() ? std::string() : " (" + std::string(hints.query) + ")");
+    return "must not hold a query or fragment" +
+           (hints.query.empty() ? std::string() : " (" + std::string(hints.query) + ")");
   const size_t authority = url.find("://") + 3, at = url.find('@', authority);
   if (at != std::string::npos && at < url.find('/', authority))
     return "must not hold credentials (" + std::string(hints.credentials) + ")";
@@ -417,58 +406,38 @@ std::vector<std::string_view> HttpHeaders::get_all(std::string_view name) const 
 
 std::string_view to_string(TransportError error) {
   switch (error) {
-    case TransportError::None:
-      return "none";
-    case TransportError::Cancelled:
-      return "cancelled";
-    case TransportError::InvalidRequest:
-      return "invalid request";
-    case TransportError::NameResolution:
-      return "name resolution failed";
-    case TransportError::Connect:
-      return "connect failed";
-    case TransportError::Timeout:
-      return "timeout";
-    case TransportError::TlsCertificate:
-      return "TLS certificate problem";
-    case TransportError::Tls:
-      return "TLS handshake failed";
-    case TransportError::Send:
-      return "send failed";
-    case TransportError::Receive:
-      return "receive failed";
-    case TransportError::Protocol:
-      return "HTTP protocol error";
-    case TransportError::Other:
-      return "transport error";
+    case TransportError::None: return "none";
+    case TransportError::Cancelled: return "cancelled";
+    case TransportError::InvalidRequest: return "invalid request";
+    case TransportError::NameResolution: return "name resolution failed";
+    case TransportError::Connect: return "connect failed";
+    case TransportError::Timeout: return "timeout";
+    case TransportError::TlsCertificate: return "TLS certificate problem";
+    case TransportError::Tls: return "TLS handshake failed";
+    case TransportError::Send: return "send failed";
+    case TransportError::Receive: return "receive failed";
+    case TransportError::Protocol: return "HTTP protocol error";
+    case TransportError::Other: return "transport error";
   }
   return "?";
 }
 
 std::string_view to_string(SendProgress progress) {
   switch (progress) {
-    case SendProgress::Nothing:
-      return "before the request was sent";
-    case SendProgress::Partial:
-      return "after part of the request was sent";
-    case SendProgress::Complete:
-      return "after the request was sent, before a complete response";
+    case SendProgress::Nothing: return "before the request was sent";
+    case SendProgress::Partial: return "after part of the request was sent";
+    case SendProgress::Complete: return "after the request was sent, before a complete response";
   }
   return "?";
 }
 
 std::string_view to_string(HttpProtocol protocol) {
   switch (protocol) {
-    case HttpProtocol::Unknown:
-      return "unknown";
-    case HttpProtocol::Http1_0:
-      return "HTTP/1.0";
-    case HttpProtocol::Http1_1:
-      return "HTTP/1.1";
-    case HttpProtocol::Http2:
-      return "HTTP/2";
-    case HttpProtocol::Http3:
-      return "HTTP/3";
+    case HttpProtocol::Unknown: return "unknown";
+    case HttpProtocol::Http1_0: return "HTTP/1.0";
+    case HttpProtocol::Http1_1: return "HTTP/1.1";
+    case HttpProtocol::Http2: return "HTTP/2";
+    case HttpProtocol::Http3: return "HTTP/3";
   }
   return "?";
 }
@@ -563,8 +532,8 @@ struct HttpClient::Impl {
   size_t outstanding = 0;                       // guarded: queued + on the wire + in a callback
   bool accepting = true;                        // guarded
   std::optional<Clock::time_point> cut_at;      // guarded: when close() cuts what is left
-  std::mutex closing;  // one close() joins, a concurrent one waits for it
-  bool joined = false;  // guarded by closing
+  std::mutex closing;                           // one close() joins, a concurrent one waits for it
+  bool joined = false;                          // guarded by closing
 
   std::mutex compressors_mutex;
   std::vector<std::unique_ptr<Compressor>> compressors;  // idle ones, reused by calling threads
@@ -578,7 +547,8 @@ struct HttpClient::Impl {
   explicit Impl(HttpClientOptions o) : options(std::move(o)) {
     validate(options);
     Compressor(options.compression, options.compression_level);  // rejects a bad level now
-    if (!options.log_error) options.log_error = [](const std::string& m) { std::fprintf(stderr, "picomq http client: %s\n", m.c_str()); };
+    if (!options.log_error)
+      options.log_error = [](const std::string& m) { std::fprintf(stderr, "picomq http client: %s\n", m.c_str()); };
     if (const auto* aws = std::get_if<AwsSigV4Auth>(&options.auth))
       sigv4 = aws->provider + ":" + aws->region + ":" + aws->service;
     redactor = redactor_for(options);
@@ -655,9 +625,11 @@ struct HttpClient::Impl {
         return;
       }
     }
-    if (!r.body.empty() && !r.headers.contains("Content-Type")) r.headers.set("Content-Type", "application/octet-stream");
+    if (!r.body.empty() && !r.headers.contains("Content-Type"))
+      r.headers.set("Content-Type", "application/octet-stream");
     if (const auto* aws = std::get_if<AwsSigV4Auth>(&options.auth)) {
-      if (!r.headers.contains("x-amz-content-sha256")) r.headers.set("x-amz-content-sha256", sha256_hex(r.body.bytes()));
+      if (!r.headers.contains("x-amz-content-sha256"))
+        r.headers.set("x-amz-content-sha256", sha256_hex(r.body.bytes()));
       if (!aws->session_token.empty()) r.headers.set("x-amz-security-token", aws->session_token);
     } else if (const auto* key = std::get_if<ApiKeyAuth>(&options.auth)) {
       if (!r.headers.contains(key->header)) r.headers.set(key->header, key->value);
@@ -676,7 +648,8 @@ struct HttpClient::Impl {
         const std::string_view raw = std::string_view(t->request.url).substr(start, length);
         own->add(raw);
         own->add(percent_decode(raw));
-        if (const size_t colon = raw.find(':'); colon != std::string_view::npos) own->add(percent_decode(raw.substr(colon + 1)));
+        if (const size_t colon = raw.find(':'); colon != std::string_view::npos)
+          own->add(percent_decode(raw.substr(colon + 1)));
       }
       t->redactor = std::move(own);
     }
@@ -729,7 +702,7 @@ struct HttpClient::Impl {
       int wait_ms = 1000;
       {
         std::lock_guard lock(mutex);
-        if (!accepting && queue.empty() && active.empty()) break;  // drained
+        if (!accepting && queue.empty() && active.empty()) break;               // drained
         if (!queue.empty() && active.size() < options.max_in_flight) continue;  // a slot just freed
         if (cut_at) {
           const auto left = duration_cast<milliseconds>(*cut_at - Clock::now()).count();
@@ -768,7 +741,8 @@ struct HttpClient::Impl {
       easy = curl_easy_init();
     }
     if (!easy) {
-      t->response.failure = TransportFailure{TransportError::Other, SendProgress::Nothing, "curl_easy_init failed (out of memory)", 0};
+      t->response.failure =
+          TransportFailure{TransportError::Other, SendProgress::Nothing, "curl_easy_init failed (out of memory)", 0};
       return retire(std::move(t));
     }
     t->easy = easy;
@@ -800,11 +774,12 @@ struct HttpClient::Impl {
     set(CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
     set(CURLOPT_PROTOCOLS_STR, "http,https");
     set(CURLOPT_HTTP_VERSION, o.http_version == HttpVersion::Http1_1 ? static_cast<long>(CURL_HTTP_VERSION_1_1)
-                                                                      : static_cast<long>(CURL_HTTP_VERSION_2TLS));
+                                                                     : static_cast<long>(CURL_HTTP_VERSION_2TLS));
     // Over TLS, wait for a connection that may multiplex (ALPN tells soon) rather than open
     // another. Not over plain HTTP/1.1: there curl would learn it only from the first response,
     // and every other request would wait for it.
-    if (o.http_version == HttpVersion::Http2OverTls && r.url.size() >= 8 && iequals(std::string_view(r.url).substr(0, 8), "https://"))
+    if (o.http_version == HttpVersion::Http2OverTls && r.url.size() >= 8 &&
+        iequals(std::string_view(r.url).substr(0, 8), "https://"))
       set(CURLOPT_PIPEWAIT, 1L);
     set(CURLOPT_TCP_KEEPALIVE, 1L);
     set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
@@ -894,7 +869,8 @@ struct HttpClient::Impl {
   // nginx does it for every early answer. A final status with all of its body is that answer.
   static bool complete_early_answer(const Transfer& t, CURLcode result) {
     const HttpResponse& r = t.response;
-    if ((result != CURLE_HTTP2_STREAM && result != CURLE_SEND_ERROR) || r.protocol != HttpProtocol::Http2 || r.status < 200)
+    if ((result != CURLE_HTTP2_STREAM && result != CURLE_SEND_ERROR) || r.protocol != HttpProtocol::Http2 ||
+        r.status < 200)
       return false;
     if (r.status == 204 || r.status == 304 || t.request.method == "HEAD") return true;  // no body to wait for
     curl_off_t announced = -1, received = 0;
@@ -923,11 +899,13 @@ struct HttpClient::Impl {
     r.timings.total = microseconds(total);
     r.connection_reused = r.status != 0 && new_connections == 0;
     // The final response's fields (request -1: the last one, after any 1xx).
-    for (curl_header* h = curl_easy_nextheader(e, CURLH_HEADER, -1, nullptr); h; h = curl_easy_nextheader(e, CURLH_HEADER, -1, h))
+    for (curl_header* h = curl_easy_nextheader(e, CURLH_HEADER, -1, nullptr); h;
+         h = curl_easy_nextheader(e, CURLH_HEADER, -1, h))
       r.headers.add(h->name, h->value);
     if (result != CURLE_OK && !complete_early_answer(t, result)) {
       const std::string detail = t.error[0] ? t.error : curl_easy_strerror(result);
-      r.failure = TransportFailure{transport_error_of(result), send_progress(t), t.redactor->redact(detail), static_cast<int>(result)};
+      r.failure = TransportFailure{transport_error_of(result), send_progress(t), t.redactor->redact(detail),
+                                   static_cast<int>(result)};
     }
   }
 
@@ -980,7 +958,8 @@ struct HttpClient::Impl {
     if (const auto& stream = t->request.body.stream()) {
       stream->on_data(nullptr);  // no wake-up for a transfer that is gone
       const std::string why = t->response.failure ? t->response.failure->message : "the response came first";
-      if (!stream->finished()) stream->fail("the request ended before its body did: " + why);  // later appends go nowhere
+      if (!stream->finished())
+        stream->fail("the request ended before its body did: " + why);  // later appends go nowhere
     }
     invoke(*t);
     t.reset();
@@ -1006,7 +985,8 @@ struct HttpClient::Impl {
       queued.swap(queue);
     }
     for (auto& t : queued) {
-      t->response.failure = TransportFailure{TransportError::Cancelled, SendProgress::Nothing, "cut by close() before it was sent", 0};
+      t->response.failure =
+          TransportFailure{TransportError::Cancelled, SendProgress::Nothing, "cut by close() before it was sent", 0};
       retire(std::move(t));
     }
   }
@@ -1041,7 +1021,8 @@ HttpResponse HttpClient::send(HttpRequest request) {
 
 // In turn: requests of one caller spread evenly, and each thread keeps its connections warm.
 void HttpClient::send_async(HttpRequest request, Callback callback) {
-  Impl& thread = *threads_[threads_.size() == 1 ? 0 : next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size()];
+  Impl& thread =
+      *threads_[threads_.size() == 1 ? 0 : next_thread_.fetch_add(1, std::memory_order_relaxed) % threads_.size()];
   thread.submit(std::move(request), std::move(callback));
 }
 

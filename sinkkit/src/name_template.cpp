@@ -84,8 +84,7 @@ Result<NameTemplate> NameTemplate::parse(std::string_view text) {
     const std::size_t open = i;
     const std::size_t close = text.find_first_of("{}", open + 1);
     if (close == std::string_view::npos || text[close] == '{') {
-      return R::failure(parse_error(
-          text, open, "unclosed '{': missing '}' (write '{{' for a literal brace)"));
+      return R::failure(parse_error(text, open, "unclosed '{': missing '}' (write '{{' for a literal brace)"));
     }
     const std::string_view body = text.substr(open + 1, close - open - 1);
     i = close + 1;
@@ -96,8 +95,8 @@ Result<NameTemplate> NameTemplate::parse(std::string_view text) {
       continue;
     }
     if (!body.starts_with(kSegmentPrefix)) {
-      std::string problem = body.empty() ? std::string("empty placeholder {}")
-                                         : "unknown placeholder {" + std::string(body) + "}";
+      std::string problem =
+          body.empty() ? std::string("empty placeholder {}") : "unknown placeholder {" + std::string(body) + "}";
       problem.append(" (expected {topic} or {topic_segment[N]})");
       return R::failure(parse_error(text, open, problem));
     }
@@ -108,8 +107,7 @@ Result<NameTemplate> NameTemplate::parse(std::string_view text) {
       return R::failure(parse_error(text, close, "missing ']' in {topic_segment[N]}"));
     }
     if (bracket + 1 != rest.size()) {
-      return R::failure(parse_error(text, index_pos + bracket + 1,
-                                    "unexpected text after ']' in {topic_segment[N]}"));
+      return R::failure(parse_error(text, index_pos + bracket + 1, "unexpected text after ']' in {topic_segment[N]}"));
     }
     const std::string_view digits = rest.substr(0, bracket);
     if (digits.empty()) {
@@ -121,15 +119,15 @@ Result<NameTemplate> NameTemplate::parse(std::string_view text) {
       return R::failure(parse_error(text, index_pos, "segment index out of range"));
     }
     if (ec != std::errc() || end != digits.data() + digits.size()) {
-      return R::failure(parse_error(
-          text, index_pos,
-          "malformed index '" + std::string(digits) + "' in {topic_segment[N]} (expected an "
-          "integer: 0 is the first segment, -1 the last)"));
+      return R::failure(parse_error(text, index_pos,
+                                    "malformed index '" + std::string(digits) +
+                                        "' in {topic_segment[N]} (expected an "
+                                        "integer: 0 is the first segment, -1 the last)"));
     }
     if (digits.starts_with("-0")) {  // -0 would silently mean the first one
       return R::failure(parse_error(
-          text, index_pos, "malformed index '" + std::string(digits) +
-                               "' in {topic_segment[N]} (0 is the first segment, -1 the last)"));
+          text, index_pos,
+          "malformed index '" + std::string(digits) + "' in {topic_segment[N]} (0 is the first segment, -1 the last)"));
     }
     flush_literal();
     tmpl.parts_.push_back({Part::Kind::Segment, {}, index});
@@ -146,20 +144,15 @@ Result<std::string> NameTemplate::resolve(std::string_view topic) const {
   std::string out;
   for (const Part& part : parts_) {
     switch (part.kind) {
-      case Part::Kind::Literal:
-        out.append(part.literal);
-        break;
-      case Part::Kind::Topic:
-        out.append(topic);
-        break;
+      case Part::Kind::Literal: out.append(part.literal); break;
+      case Part::Kind::Topic: out.append(topic); break;
       case Part::Kind::Segment: {
         const int64_t at = part.index < 0 ? count + part.index : part.index;
         if (at < 0 || at >= count) {
           std::string message = "name template \"" + source_ + "\": topic \"";
           message.append(topic);
-          message.append("\" has " + std::to_string(count) +
-                         (count == 1 ? " segment" : " segments") + ", so {topic_segment[" +
-                         std::to_string(part.index) + "]} does not exist (valid: 0.." +
+          message.append("\" has " + std::to_string(count) + (count == 1 ? " segment" : " segments") +
+                         ", so {topic_segment[" + std::to_string(part.index) + "]} does not exist (valid: 0.." +
                          std::to_string(count - 1) + " or -" + std::to_string(count) + "..-1)");
           return Result<std::string>::failure(std::move(message));
         }
@@ -187,7 +180,8 @@ namespace picomq::kit {
 std::string destination_name(const NameTemplate& tmpl, NamePolicy policy, std::string_view topic,
                              std::string_view option) {
   auto resolved = tmpl.resolve(topic);
-  if (!resolved) throw sdk::FatalError(std::string(option) + " for topic '" + std::string(topic) + "': " + resolved.error());
+  if (!resolved)
+    throw sdk::FatalError(std::string(option) + " for topic '" + std::string(topic) + "': " + resolved.error());
   auto name = sanitize_name(resolved.value(), policy);
   if (!name) throw sdk::FatalError(std::string(option) + " for topic '" + std::string(topic) + "': " + name.error());
   return std::move(name).value();

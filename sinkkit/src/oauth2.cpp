@@ -78,7 +78,8 @@ std::string OAuth2ClientCredentials::token() {
   if (json.contains("token_type") && json["token_type"].is_string()) {
     std::string type = json["token_type"];
     for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (type != "bearer") throw sdk::FatalError(where + " issued a '" + type + "' token; only bearer tokens are supported");
+    if (type != "bearer")
+      throw sdk::FatalError(where + " issued a '" + type + "' token; only bearer tokens are supported");
   }
   auto lifetime = settings_.default_lifetime;
   if (json.contains("expires_in") && json["expires_in"].is_number())
@@ -88,7 +89,8 @@ std::string OAuth2ClientCredentials::token() {
   expires_at_ = now + lifetime;
   // Renew at 80% of the lifetime, and at least 30 s before it ends (when it is that long).
   auto renew_in = std::chrono::duration_cast<Clock::duration>(lifetime * 4 / 5);
-  if (lifetime > std::chrono::seconds(60)) renew_in = std::min<Clock::duration>(renew_in, lifetime - std::chrono::seconds(30));
+  if (lifetime > std::chrono::seconds(60))
+    renew_in = std::min<Clock::duration>(renew_in, lifetime - std::chrono::seconds(30));
   renew_at_ = now + renew_in;
   return token_;
 }

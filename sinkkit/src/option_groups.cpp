@@ -44,7 +44,8 @@ const OptionGroup<TlsSettings>& tls_options() {
       "tls_",
       option("ca_file", &TlsSettings::ca_file).help("PEM file of the CAs to trust (default: the system's)."),
       option("ca_dir", &TlsSettings::ca_dir).help("Directory of hashed CA certificates (default: the system's)."),
-      option("client_cert", &TlsSettings::client_cert).help("PEM client certificate, for mutual TLS (with tls_client_key)."),
+      option("client_cert", &TlsSettings::client_cert)
+          .help("PEM client certificate, for mutual TLS (with tls_client_key)."),
       option("client_key", &TlsSettings::client_key).help("PEM private key of tls_client_cert."),
       option("client_key_password", &TlsSettings::client_key_password).secret().help("Password of tls_client_key."),
       option("verify", &TlsSettings::verify)
@@ -76,15 +77,20 @@ const OptionGroup<AuthSettings>& auth_options() {
       option("aws_service", &AuthSettings::aws_service).help("aws_sigv4: the service, e.g. s3, es, aoss."),
       option("aws_access_key_id", &AuthSettings::aws_access_key_id).help("aws_sigv4: the access key id."),
       option("aws_secret_access_key", &AuthSettings::aws_secret_access_key).secret().help("aws_sigv4: the secret key."),
-      option("aws_session_token", &AuthSettings::aws_session_token).secret().help("aws_sigv4: a session token (temporary credentials)."),
-      option("oauth2_token_url", &AuthSettings::oauth2_token_url).help("oauth2: the token endpoint (RFC 6749 section 4.4)."),
+      option("aws_session_token", &AuthSettings::aws_session_token)
+          .secret()
+          .help("aws_sigv4: a session token (temporary credentials)."),
+      option("oauth2_token_url", &AuthSettings::oauth2_token_url)
+          .help("oauth2: the token endpoint (RFC 6749 section 4.4)."),
       option("oauth2_client_id", &AuthSettings::oauth2_client_id).help("oauth2: the client id."),
       option("oauth2_client_secret", &AuthSettings::oauth2_client_secret).secret().help("oauth2: the client secret."),
-      option("oauth2_scope", &AuthSettings::oauth2_scope).help("oauth2: the scope asked for (space-separated); unset: none."),
+      option("oauth2_scope", &AuthSettings::oauth2_scope)
+          .help("oauth2: the scope asked for (space-separated); unset: none."),
       option("oauth2_client_auth", &AuthSettings::oauth2_client_auth)
           .choices({{"basic", OAuth2ClientAuth::Basic}, {"body", OAuth2ClientAuth::Body}})
           .fallback(OAuth2ClientAuth::Basic)
-          .help("oauth2: client credentials in an Authorization: Basic header (RFC 6749 section 2.3.1) or in the body."),
+          .help(
+              "oauth2: client credentials in an Authorization: Basic header (RFC 6749 section 2.3.1) or in the body."),
   };
   return group;
 }
@@ -96,7 +102,8 @@ OptionGroup<BatchingSettings> batching_options(std::chrono::milliseconds commit_
       option("commit_interval", &BatchingSettings::commit_interval)
           .fallback(commit_interval)
           .help("Consecutive batches for one destination are written as one unit for up to this long (or until a "
-                "size limit, " + std::to_string(idle.count()) +
+                "size limit, " +
+                std::to_string(idle.count()) +
                 " ms without a batch, or a flush); each batch is acknowledged when that unit is. 0: each batch on "
                 "its own."),
       option("max_batch_bytes", &BatchingSettings::max_bytes).fallback(max_bytes).help("Largest unit, in bytes."),

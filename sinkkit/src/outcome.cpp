@@ -14,8 +14,7 @@ Outcome transport_outcome(const TransportFailure& failure) {
   const Outcome by_progress = failure.sent == SendProgress::Nothing ? Outcome::Retry : Outcome::MaybeWritten;
   switch (failure.error) {
     case TransportError::InvalidRequest:
-    case TransportError::TlsCertificate:
-      return Outcome::Fatal;
+    case TransportError::TlsCertificate: return Outcome::Fatal;
     case TransportError::None:  // a failure without an error: trust only what the progress says
     case TransportError::Cancelled:
     case TransportError::NameResolution:
@@ -25,8 +24,7 @@ Outcome transport_outcome(const TransportFailure& failure) {
     case TransportError::Send:
     case TransportError::Receive:
     case TransportError::Protocol:
-    case TransportError::Other:
-      return by_progress;
+    case TransportError::Other: return by_progress;
   }
   return by_progress;
 }
@@ -43,15 +41,12 @@ std::string describe_status(const HttpResponse& r) {
 
 [[noreturn]] void throw_for(Outcome outcome, const std::string& reason) {
   switch (outcome) {
-    case Outcome::Retry:
-      throw sdk::RetryableError(reason);
-    case Outcome::MaybeWritten:
-      throw sdk::PartialWriteError(reason);
+    case Outcome::Retry: throw sdk::RetryableError(reason);
+    case Outcome::MaybeWritten: throw sdk::PartialWriteError(reason);
     case Outcome::Written:
     case Outcome::Fatal:
     case Outcome::Rejected:
-    case Outcome::TooLarge:
-      break;
+    case Outcome::TooLarge: break;
   }
   throw sdk::FatalError(reason);
 }
@@ -66,8 +61,9 @@ struct Refusal {
 Refusal refusal_of(const Classification& c, size_t records) {
   if (c.outcome == Outcome::TooLarge) {
     if (records != 1)
-      return {{}, c.reason + ": " + std::to_string(records) +
-                      " records in one request were not split; configure smaller requests for this destination"};
+      return {{},
+              c.reason + ": " + std::to_string(records) +
+                  " records in one request were not split; configure smaller requests for this destination"};
     return {"too large for the destination: " + c.reason, std::nullopt};
   }
   if (records == 0) return {{}, c.reason};
@@ -78,18 +74,12 @@ Refusal refusal_of(const Classification& c, size_t records) {
 
 std::string_view to_string(Outcome outcome) {
   switch (outcome) {
-    case Outcome::Written:
-      return "written";
-    case Outcome::Retry:
-      return "retry";
-    case Outcome::MaybeWritten:
-      return "maybe written";
-    case Outcome::Fatal:
-      return "fatal";
-    case Outcome::Rejected:
-      return "rejected";
-    case Outcome::TooLarge:
-      return "too large";
+    case Outcome::Written: return "written";
+    case Outcome::Retry: return "retry";
+    case Outcome::MaybeWritten: return "maybe written";
+    case Outcome::Fatal: return "fatal";
+    case Outcome::Rejected: return "rejected";
+    case Outcome::TooLarge: return "too large";
   }
   return "?";
 }
@@ -101,28 +91,24 @@ Outcome default_outcome(long status) {
     case 421:
     case 423:
     case 425:
-    case 429:
-      return Outcome::Retry;
-    case 413:
-      return Outcome::TooLarge;
+    case 429: return Outcome::Retry;
+    case 413: return Outcome::TooLarge;
     case 400:
     case 409:
     case 412:
-    case 422:
-      return Outcome::Rejected;
+    case 422: return Outcome::Rejected;
     case 501:
     case 505:
-    case 511:
-      return Outcome::Fatal;
-    default:
-      break;
+    case 511: return Outcome::Fatal;
+    default: break;
   }
   if (status >= 400 && status <= 499) return Outcome::Fatal;
   if (status >= 500 && status <= 599) return Outcome::Retry;
   return Outcome::Fatal;
 }
 
-std::optional<std::chrono::seconds> parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now) {
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
+                                                      std::chrono::system_clock::time_point now) {
   value = trim(value);
   if (value.empty()) return std::nullopt;
   if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -214,8 +200,7 @@ void throw_unless_written(const Classification& c, size_t record_index) {
 
 void throw_unless_written(const Classification& c, std::span<const size_t> records, const RejectRecord& reject) {
   switch (c.outcome) {
-    case Outcome::Written:
-      return;
+    case Outcome::Written: return;
     case Outcome::Rejected:
     case Outcome::TooLarge: {
       const Refusal refusal = refusal_of(c, records.size());
@@ -225,21 +210,16 @@ void throw_unless_written(const Classification& c, std::span<const size_t> recor
     }
     case Outcome::Retry:
     case Outcome::MaybeWritten:
-    case Outcome::Fatal:
-      throw_for(c.outcome, c.reason);
+    case Outcome::Fatal: throw_for(c.outcome, c.reason);
   }
 }
 
 void complete(sdk::Pending& pending, const Classification& c, std::span<const size_t> records) {
   switch (c.outcome) {
-    case Outcome::Written:
-      return pending.done();
-    case Outcome::Retry:
-      return pending.retry(c.reason);
-    case Outcome::MaybeWritten:
-      return pending.partial(c.reason);
-    case Outcome::Fatal:
-      return pending.fatal(c.reason);
+    case Outcome::Written: return pending.done();
+    case Outcome::Retry: return pending.retry(c.reason);
+    case Outcome::MaybeWritten: return pending.partial(c.reason);
+    case Outcome::Fatal: return pending.fatal(c.reason);
     case Outcome::Rejected:
     case Outcome::TooLarge: {
       const Refusal refusal = refusal_of(c, records.size());

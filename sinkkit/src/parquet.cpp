@@ -52,7 +52,8 @@ const Writer& writer() {
       auto version = reinterpret_cast<decltype(&pmq_parquet_api_version)>(dlsym(handle, "pmq_parquet_api_version"));
       auto write = reinterpret_cast<decltype(&pmq_parquet_write_file)>(dlsym(handle, "pmq_parquet_write_file"));
       if (!version || !write || version() / 100 != PMQ_PARQUET_API_VERSION / 100) {
-        tried += "\n  " + path + ": not the Parquet writer of API " + std::to_string(PMQ_PARQUET_API_VERSION / 100) + ".x";
+        tried +=
+            "\n  " + path + ": not the Parquet writer of API " + std::to_string(PMQ_PARQUET_API_VERSION / 100) + ".x";
         dlclose(handle);
         continue;
       }
@@ -61,7 +62,8 @@ const Writer& writer() {
     }
     w.problem = "the Parquet writer (" + std::string(library_name) +
                 ", picomq-connect's heavy component `parquet`: cmake --install <build> --component parquet) is not "
-                "installed; tried:" + tried;
+                "installed; tried:" +
+                tried;
   });
   return w;
 }

@@ -99,8 +99,7 @@ std::string index_name_chars(std::string_view in) {
     }
     char ch = static_cast<char>(c);
     if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-    const bool allowed = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                         ch == '_' || ch == '-';
+    const bool allowed = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
     out.push_back(allowed ? ch : '_');
     ++i;
   }
@@ -113,10 +112,16 @@ std::string index_name_chars(std::string_view in) {
 bool is_object_key_char(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case '!': case '-': case '_': case '.': case '*': case '\'': case '(': case ')': case '/':
-      return true;
-    default:
-      return false;
+    case '!':
+    case '-':
+    case '_':
+    case '.':
+    case '*':
+    case '\'':
+    case '(':
+    case ')':
+    case '/': return true;
+    default: return false;
   }
 }
 
@@ -130,8 +135,7 @@ std::string object_key_chars(std::string_view in) {
     const char c = in[i];
     if (is_object_key_char(c)) {
       encoded.push_back(c);
-    } else if (c == '%' && i + 2 < in.size() && is_upper_hex(in[i + 1]) &&
-               is_upper_hex(in[i + 2])) {
+    } else if (c == '%' && i + 2 < in.size() && is_upper_hex(in[i + 1]) && is_upper_hex(in[i + 2])) {
       encoded.append(in.substr(i, 3));  // already an escape: keep, for idempotence
       i += 2;
     } else {
@@ -150,8 +154,8 @@ std::string object_key_chars(std::string_view in) {
   std::size_t start = first;
   while (true) {
     const std::size_t slash = encoded.find('/', start);
-    const std::string_view segment = std::string_view(encoded).substr(
-        start, slash == std::string::npos ? std::string::npos : slash - start);
+    const std::string_view segment =
+        std::string_view(encoded).substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (segment == ".") {
       out.push_back('_');
     } else if (segment == "..") {
@@ -206,15 +210,13 @@ Result<std::string> sanitize_name(std::string_view resolved, NamePolicy policy) 
   switch (policy) {
     case NamePolicy::SqlIdentifier:
       return Result<std::string>::success(fit(sql_identifier_chars(resolved), kSqlIdentifierMax));
-    case NamePolicy::IndexName:
-      return Result<std::string>::success(fit(index_name_chars(resolved), kIndexNameMax));
+    case NamePolicy::IndexName: return Result<std::string>::success(fit(index_name_chars(resolved), kIndexNameMax));
     case NamePolicy::ObjectKey: {
       std::string key = object_key_chars(resolved);
       if (key.empty()) return empty_error(policy, " once leading '/' are removed");
       return Result<std::string>::success(fit(std::move(key), kObjectKeyMax, Escapes::Percent));
     }
-    case NamePolicy::Verbatim:
-      return Result<std::string>::success(std::string(resolved));
+    case NamePolicy::Verbatim: return Result<std::string>::success(std::string(resolved));
   }
   return Result<std::string>::failure("unknown name policy");
 }

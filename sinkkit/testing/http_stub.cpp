@@ -51,17 +51,19 @@ std::pair<long, std::string> exchange(const char* method, const std::string& url
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(scaled(30s).count()));
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   if (!ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* out) {
-    static_cast<std::string*>(out)->append(data, size * n);
-    return size * n;
-  });
+  curl_easy_setopt(
+      curl, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* out) {
+        static_cast<std::string*>(out)->append(data, size * n);
+        return size * n;
+      });
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
   const CURLcode rc = curl_easy_perform(curl);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
-  if (rc != CURLE_OK) throw std::runtime_error(std::string(method) + " " + url + ": " + (error[0] ? error : curl_easy_strerror(rc)));
+  if (rc != CURLE_OK)
+    throw std::runtime_error(std::string(method) + " " + url + ": " + (error[0] ? error : curl_easy_strerror(rc)));
   return {status, answer};
 }
 
@@ -71,7 +73,8 @@ std::string read_line(int fd, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd p{fd, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <= 0) continue;
     char c = 0;
     const ssize_t n = ::read(fd, &c, 1);
@@ -86,8 +89,7 @@ uint16_t parse_port(const std::string& text, const std::string& who) {
   try {
     const int port = std::stoi(text);
     if (port > 0 && port < 65536) return static_cast<uint16_t>(port);
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw std::runtime_error(who + " did not report a port (got '" + text + "')");
 }
 
@@ -177,22 +179,27 @@ std::string HttpReceiver::url(std::string_view path) const { return base_url() +
 
 nlohmann::json HttpReceiver::control(const char* method, std::string_view endpoint, const std::string& body) const {
   const auto [status, answer] = exchange(method, url("/_control/" + std::string(endpoint)), body);
-  if (status != 200) throw std::runtime_error("receiver: " + std::string(endpoint) + " answered " + std::to_string(status) + ": " + answer);
+  if (status != 200)
+    throw std::runtime_error("receiver: " + std::string(endpoint) + " answered " + std::to_string(status) + ": " +
+                             answer);
   return nlohmann::json::parse(answer);
 }
 
-std::pair<long, std::string> HttpReceiver::call(const char* method, std::string_view path, const std::string& body) const {
+std::pair<long, std::string> HttpReceiver::call(const char* method, std::string_view path,
+                                                const std::string& body) const {
   return exchange(method, url(path), body);
 }
 
 void HttpReceiver::script(const nlohmann::json& rules) { control("POST", "script", rules.dump()); }
 
 void HttpReceiver::set_default_answer(long status, const nlohmann::json& headers, std::string body) {
-  control("POST", "default", nlohmann::json{{"status", status}, {"headers", headers}, {"body", std::move(body)}}.dump());
+  control("POST", "default",
+          nlohmann::json{{"status", status}, {"headers", headers}, {"body", std::move(body)}}.dump());
 }
 
 void HttpReceiver::idempotency(std::optional<std::string> header) {
-  control("POST", "idempotency", nlohmann::json{{"header", header ? nlohmann::json(*header) : nlohmann::json()}}.dump());
+  control("POST", "idempotency",
+          nlohmann::json{{"header", header ? nlohmann::json(*header) : nlohmann::json()}}.dump());
 }
 
 void HttpReceiver::forward_to(std::optional<std::string> target) {
@@ -234,8 +241,15 @@ std::vector<RecordedRequest> HttpReceiver::requests(std::string_view path) const
 ReceiverStats HttpReceiver::stats() const {
   const auto s = control("GET", "stats");
   // The hold counters are http_receiver.py's; another script's control API may not have them.
-  ReceiverStats out{s.at("requests"), s.at("connections"), s.at("in_flight"), s.at("max_in_flight"), s.at("duplicates"),
-                    s.value("held", size_t{0}), s.value("held_now", size_t{0}), s.value("applied_late", size_t{0}), {}};
+  ReceiverStats out{s.at("requests"),
+                    s.at("connections"),
+                    s.at("in_flight"),
+                    s.at("max_in_flight"),
+                    s.at("duplicates"),
+                    s.value("held", size_t{0}),
+                    s.value("held_now", size_t{0}),
+                    s.value("applied_late", size_t{0}),
+                    {}};
   const nlohmann::json late = s.value("late_answers", nlohmann::json::object());  // alive while iterated
   for (const auto& [status, n] : late.items()) out.late_answers[status] = n.get<size_t>();
   return out;
@@ -250,7 +264,8 @@ std::vector<HeldRequest> HttpReceiver::held() const {
 
 std::map<int64_t, long> HttpReceiver::release(const std::vector<int64_t>& ids) {
   std::map<int64_t, long> out;
-  for (const auto& r : control("POST", "release", nlohmann::json{{"ids", ids}}.dump())) out[r.at("id")] = r.at("status").is_number() ? r.at("status").get<long>() : 0;
+  for (const auto& r : control("POST", "release", nlohmann::json{{"ids", ids}}.dump()))
+    out[r.at("id")] = r.at("status").is_number() ? r.at("status").get<long>() : 0;
   return out;
 }
 
@@ -260,8 +275,8 @@ Nginx::Nginx(const Options& options) : tls_(options.tls == Tls::On) {
   std::string dir_template = (std::filesystem::temp_directory_path() / "picomq-nginx-XXXXXX").string();
   if (!::mkdtemp(dir_template.data())) throw std::runtime_error("mkdtemp failed");
   dir_ = dir_template;
-  std::string command = "bash " + quoted(resource("PICOMQ_NGINX_SH", PICOMQ_NGINX_SH)) + " start " + quoted(dir_.string()) +
-                        (tls_ ? " --tls" : "") + " --owner " + std::to_string(::getpid());
+  std::string command = "bash " + quoted(resource("PICOMQ_NGINX_SH", PICOMQ_NGINX_SH)) + " start " +
+                        quoted(dir_.string()) + (tls_ ? " --tls" : "") + " --owner " + std::to_string(::getpid());
   if (!options.proxy_to.empty()) command += " --proxy-to " + quoted(options.proxy_to);
   for (const auto& value : options.authorizations) command += " --authorization " + quoted(value);
   try {
@@ -275,13 +290,16 @@ Nginx::Nginx(const Options& options) : tls_(options.tls == Tls::On) {
 }
 
 Nginx::~Nginx() {
-  const std::string command = "bash " + quoted(resource("PICOMQ_NGINX_SH", PICOMQ_NGINX_SH)) + " stop " + quoted(dir_.string());
+  const std::string command =
+      "bash " + quoted(resource("PICOMQ_NGINX_SH", PICOMQ_NGINX_SH)) + " stop " + quoted(dir_.string());
   if (std::system(command.c_str()) != 0) std::fprintf(stderr, "nginx.sh stop %s failed\n", dir_.c_str());
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
 }
 
-std::string Nginx::base_url() const { return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_); }
+std::string Nginx::base_url() const {
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+}
 
 NginxStats Nginx::stats() const {
   const NginxStats now = raw_stats();

@@ -31,7 +31,7 @@ struct Destination {
   std::mutex gate_mutex;
   std::condition_variable gate;
   bool hold_commits = false;
-  std::string hold_only;  // when set, only that key's commits wait at the gate
+  std::string hold_only;                               // when set, only that key's commits wait at the gate
   std::atomic<int> committing{0}, most_committing{0};  // commits inside commit() at once
   std::vector<std::thread::id> commit_threads;
   void open_gate() {
@@ -54,8 +54,8 @@ struct TestSegment : kit::Segment {
       throw sdk::RetryableError("commit refused");
     }
     const int now = ++destination->committing;
-    for (int most = destination->most_committing; now > most && !destination->most_committing.compare_exchange_weak(most, now);) {
-    }
+    for (int most = destination->most_committing;
+         now > most && !destination->most_committing.compare_exchange_weak(most, now);) {}
     {
       std::unique_lock gate(destination->gate_mutex);
       destination->gate.wait(gate, [&] {
@@ -89,16 +89,17 @@ class AccumulatingSink : public sdk::BaseSink<AccumulatingSink> {
     sdk::Pending write = pending();
     const std::string key(batch.topic());
     const int64_t first = batch[0].offset();
-    accumulator_->append(key, write, {batch.size() * 10, batch.size()},
-                         [&] {
-                           auto s = std::make_unique<TestSegment>();
-                           s->key = key;
-                           return s;
-                         },
-                         [&](kit::Segment& s) {
-                           if (destination->fail_next_fill.exchange(false)) throw sdk::FatalError("cannot encode");
-                           static_cast<TestSegment&>(s).batches.push_back(first);
-                         });
+    accumulator_->append(
+        key, write, {batch.size() * 10, batch.size()},
+        [&] {
+          auto s = std::make_unique<TestSegment>();
+          s->key = key;
+          return s;
+        },
+        [&](kit::Segment& s) {
+          if (destination->fail_next_fill.exchange(false)) throw sdk::FatalError("cannot encode");
+          static_cast<TestSegment&>(s).batches.push_back(first);
+        });
     return write;
   }
   void flush(std::chrono::milliseconds) { accumulator_->flush(); }
@@ -121,7 +122,7 @@ class KitAccumulator : public ::testing::Test {
   }
   // `threads` writers at once, each `per_thread` one-record batches spread over `keys` keys.
   std::vector<std::shared_ptr<kit::testing::Write>> write_from_threads(FakeHost& host, int threads, int per_thread,
-                                                                        int keys) {
+                                                                       int keys) {
     std::vector<std::shared_ptr<kit::testing::Write>> writes;
     std::mutex writes_mutex;
     std::vector<std::thread> writers;

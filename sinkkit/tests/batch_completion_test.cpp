@@ -43,7 +43,9 @@ class KitBatchCompletion : public ::testing::Test {
     g_requests = 3;
     host_.open();
   }
-  std::shared_ptr<kit::testing::Write> start() { return host_.start_write(TestBatch::json("t", 0, 0, {"{}", "{}", "{}"})); }
+  std::shared_ptr<kit::testing::Write> start() {
+    return host_.start_write(TestBatch::json("t", 0, 0, {"{}", "{}", "{}"}));
+  }
   FakeHost host_{sdk::descriptor<SplittingSink>()};
 };
 

@@ -45,7 +45,8 @@ std::string unzstd(const std::string& in) {
 
 std::string sample_json(size_t records) {
   std::string s;
-  for (size_t i = 0; i < records; ++i) s += R"({"id":)" + std::to_string(i) + R"(,"name":"order-)" + std::to_string(i % 97) + "\"}\n";
+  for (size_t i = 0; i < records; ++i)
+    s += R"({"id":)" + std::to_string(i) + R"(,"name":"order-)" + std::to_string(i % 97) + "\"}\n";
   return s;
 }
 

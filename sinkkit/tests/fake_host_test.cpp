@@ -21,9 +21,12 @@ namespace {
 class RowSink : public sdk::BaseSink<RowSink> {
  public:
   static constexpr std::string_view sink_name = "rows";
-  static constexpr std::array options{
-      pmq_option{.name = "refuse", .type = PMQ_OPTION_STRING, .flags = 0, .default_json = "\"bad\"", .allowed = nullptr,
-                 .help = "Payload to refuse."}};
+  static constexpr std::array options{pmq_option{.name = "refuse",
+                                                 .type = PMQ_OPTION_STRING,
+                                                 .flags = 0,
+                                                 .default_json = "\"bad\"",
+                                                 .allowed = nullptr,
+                                                 .help = "Payload to refuse."}};
   void open(const sdk::Config& c) {
     refuse_ = c.string("refuse");
     declare_unread_fields(PMQ_FIELD_HEADERS);
@@ -66,11 +69,18 @@ int g_validations = 0;
 class CheckedSink : public sdk::BaseSink<CheckedSink> {
  public:
   static constexpr std::string_view sink_name = "checked";
-  static constexpr std::array options{
-      pmq_option{.name = "floor", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "1", .allowed = nullptr,
-                 .help = "Lowest limit."},
-      pmq_option{.name = "limit", .type = PMQ_OPTION_INT, .flags = 0, .default_json = "10", .allowed = nullptr,
-                 .help = "At least floor."}};
+  static constexpr std::array options{pmq_option{.name = "floor",
+                                                 .type = PMQ_OPTION_INT,
+                                                 .flags = 0,
+                                                 .default_json = "1",
+                                                 .allowed = nullptr,
+                                                 .help = "Lowest limit."},
+                                      pmq_option{.name = "limit",
+                                                 .type = PMQ_OPTION_INT,
+                                                 .flags = 0,
+                                                 .default_json = "10",
+                                                 .allowed = nullptr,
+                                                 .help = "At least floor."}};
   static void validate(const sdk::Config& c, sdk::ConfigProblems& p) {
     ++g_validations;
     if (c.integer("limit") < c.integer("floor")) p.add("limit", "must be at least floor");
@@ -154,14 +164,13 @@ TEST(KitDestinationCache, ResolvesSanitisesAndPreparesEachTopicOnceAndRetriesAFa
   EXPECT_EQ(cache.get("shop.Orders"), "events_orders");
   EXPECT_EQ(cache.get("shop.Orders"), "events_orders");
   EXPECT_EQ(prepared, 2) << "failure not cached, success cached";
-  kit::DestinationCache<std::string> third(kit::NameTemplate::parse("{topic_segment[2]}").value(),
-                                           kit::NamePolicy::IndexName,
-                                           [](const std::string& name, std::string_view) { return name; }, "index");
+  kit::DestinationCache<std::string> third(
+      kit::NameTemplate::parse("{topic_segment[2]}").value(), kit::NamePolicy::IndexName,
+      [](const std::string& name, std::string_view) { return name; }, "index");
   try {
     third.get("shop.orders");
     ADD_FAILURE() << "a topic whose name the template cannot fill is a configuration error";
   } catch (const sdk::FatalError& e) {
     EXPECT_NE(std::string(e.what()).find("index for topic 'shop.orders'"), std::string::npos) << e.what();
-  } catch (...) {
-  }
+  } catch (...) {}
 }

@@ -60,7 +60,8 @@ std::string sha256_hex(std::string_view bytes) {
 
 std::string lines_of_json(size_t n) {
   std::string s;
-  for (size_t i = 0; i < n; ++i) s += R"({"index":{"_id":")" + std::to_string(i) + "\"}}\n" + R"({"amount":)" + std::to_string(i % 13) + "}\n";
+  for (size_t i = 0; i < n; ++i)
+    s += R"({"index":{"_id":")" + std::to_string(i) + "\"}}\n" + R"({"amount":)" + std::to_string(i % 13) + "}\n";
   return s;
 }
 
@@ -102,13 +103,17 @@ TEST(RedactUrl, UserinfoAndSecretLookingParametersAreHidden) {
   EXPECT_EQ(redact_url("https://user:pw@es.example:9200/_bulk?token=abc&refresh=true"),
             "https://***@es.example:9200/_bulk?token=***&refresh=true");
   EXPECT_EQ(redact_url("http://user@host/"), "http://***@host/");
-  EXPECT_EQ(redact_url("https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%2F20240101"
-                       "&X-Amz-Date=20240101T000000Z&X-Amz-Signature=0a1b&X-Amz-Security-Token=FQo"),
-            "https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
-            "&X-Amz-Date=20240101T000000Z&X-Amz-Signature=***&X-Amz-Security-Token=***");
-  EXPECT_EQ(redact_url("http://h/p?api_key=1&apiKey=2&password=3&access_token=4&client_secret=5&sig=6&AUTH=7&sessionid=8"),
-            "http://h/p?api_key=***&apiKey=***&password=***&access_token=***&client_secret=***&sig=***&AUTH=***&sessionid=***");
-  EXPECT_EQ(redact_url("http://h/p?signal=1&design=2&page=3"), "http://h/p?signal=1&design=2&page=3") << "only names that look secret";
+  EXPECT_EQ(
+      redact_url("https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%2F20240101"
+                 "&X-Amz-Date=20240101T000000Z&X-Amz-Signature=0a1b&X-Amz-Security-Token=FQo"),
+      "https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
+      "&X-Amz-Date=20240101T000000Z&X-Amz-Signature=***&X-Amz-Security-Token=***");
+  EXPECT_EQ(
+      redact_url("http://h/p?api_key=1&apiKey=2&password=3&access_token=4&client_secret=5&sig=6&AUTH=7&sessionid=8"),
+      "http://h/"
+      "p?api_key=***&apiKey=***&password=***&access_token=***&client_secret=***&sig=***&AUTH=***&sessionid=***");
+  EXPECT_EQ(redact_url("http://h/p?signal=1&design=2&page=3"), "http://h/p?signal=1&design=2&page=3")
+      << "only names that look secret";
   EXPECT_EQ(redact_url("http://h/cb#access_token=abc&state=x"), "http://h/cb#access_token=***&state=x");
   EXPECT_EQ(redact_url("http://h/p/with@sign?q=1"), "http://h/p/with@sign?q=1") << "an @ in the path is not userinfo";
   EXPECT_EQ(redact_url("http://h/p?token="), "http://h/p?token=") << "nothing to hide";
@@ -118,12 +123,15 @@ TEST(RedactUrl, UserinfoAndSecretLookingParametersAreHidden) {
 
 // A sink's base URL option: http(s), no query or fragment, no userinfo; an '@' in the path is not one.
 TEST(BaseUrl, OnlyAnHttpAddressWithoutQueryOrCredentialsPasses) {
-  const picomq::kit::BaseUrlHints hints{.what = "e.g. http://h:1", .credentials = "use token", .query = "the sink sets it"};
+  const picomq::kit::BaseUrlHints hints{
+      .what = "e.g. http://h:1", .credentials = "use token", .query = "the sink sets it"};
   EXPECT_EQ(picomq::kit::check_base_url("http://h:1", hints), std::nullopt);
   EXPECT_EQ(picomq::kit::check_base_url("https://h:1/prefix/a@b", hints), std::nullopt);
   EXPECT_EQ(picomq::kit::check_base_url("h:1", hints), "must start with http:// or https:// (e.g. http://h:1)");
-  EXPECT_EQ(picomq::kit::check_base_url("http://h:1/?x=1", hints), "must not hold a query or fragment (the sink sets it)");
-  EXPECT_EQ(picomq::kit::check_base_url("http://h:1/#f", {.what = "w", .credentials = "c"}), "must not hold a query or fragment");
+  EXPECT_EQ(picomq::kit::check_base_url("http://h:1/?x=1", hints),
+            "must not hold a query or fragment (the sink sets it)");
+  EXPECT_EQ(picomq::kit::check_base_url("http://h:1/#f", {.what = "w", .credentials = "c"}),
+            "must not hold a query or fragment");
   EXPECT_EQ(picomq::kit::check_base_url("http://u:p@h:1", hints), "must not hold credentials (use token)");
   EXPECT_EQ(picomq::kit::check_base_url("http://u:p@h:1/x", hints), "must not hold credentials (use token)");
 }
@@ -134,12 +142,19 @@ TEST(Redactor, BoundedReasonsAreRedactedThenCutAtACharacterBoundary) {
   EXPECT_EQ(picomq::kit::bounded(std::string(1000, 'a')), std::string(1000, 'a')) << "exactly the limit: not cut";
   EXPECT_EQ(picomq::kit::bounded(std::string(1001, 'a')), std::string(1000, 'a') + "...");
   // "é" is two bytes: a cut at byte 5 of "abcdé..." would split it; it backs up to byte 4.
-  EXPECT_EQ(picomq::kit::bounded("abcd\xC3\xA9" "fgh", 5), "abcd...");
-  EXPECT_EQ(picomq::kit::bounded("abcd\xC3\xA9" "fgh", 6), "abcd\xC3\xA9...");
+  EXPECT_EQ(picomq::kit::bounded("abcd\xC3\xA9"
+                                 "fgh",
+                                 5),
+            "abcd...");
+  EXPECT_EQ(picomq::kit::bounded("abcd\xC3\xA9"
+                                 "fgh",
+                                 6),
+            "abcd\xC3\xA9...");
   Redactor r;
   r.add("s3cr3t-value");
   const std::string text = std::string(995, 'x') + "s3cr3t-value and more";
-  EXPECT_EQ(r.bounded(text), std::string(995, 'x') + "*** a...") << "redacted before the cut: no prefix of the secret survives";
+  EXPECT_EQ(r.bounded(text), std::string(995, 'x') + "*** a...")
+      << "redacted before the cut: no prefix of the secret survives";
   EXPECT_EQ(r.bounded(text).find("s3cr"), std::string::npos);
 }
 
@@ -326,8 +341,8 @@ TEST_F(HttpClientTest, AFailedStreamCutsTheRequestAndAnEndedRequestDropsLaterByt
     EXPECT_TRUE(seen.body.empty()) << "the server never saw a whole body";
 
   // A refused request (SigV4 cannot sign a stream) ends at once; the stream then takes nothing.
-  HttpClient signing({.auth = AwsSigV4Auth{.region = "eu-west-1", .service = "s3", .access_key_id = "AK",
-                                           .secret_access_key = "SK"}});
+  HttpClient signing(
+      {.auth = AwsSigV4Auth{.region = "eu-west-1", .service = "s3", .access_key_id = "AK", .secret_access_key = "SK"}});
   auto unsigned_stream = std::make_shared<BodyStream>();
   HttpRequest s;
   s.url = receiver.url("/signed");
@@ -359,10 +374,10 @@ TEST_F(HttpClientTest, TheResponseBodyIsCappedAndTheRestDrained) {
 
 TEST_F(HttpClientTest, StatusesFromARealServerMapToOutcomes) {
   const std::vector<std::pair<long, Outcome>> cases = {
-      {200, Outcome::Written}, {201, Outcome::Written}, {204, Outcome::Written},  {400, Outcome::Rejected},
-      {401, Outcome::Fatal},   {403, Outcome::Fatal},   {404, Outcome::Fatal},    {405, Outcome::Fatal},
+      {200, Outcome::Written}, {201, Outcome::Written},  {204, Outcome::Written},  {400, Outcome::Rejected},
+      {401, Outcome::Fatal},   {403, Outcome::Fatal},    {404, Outcome::Fatal},    {405, Outcome::Fatal},
       {408, Outcome::Retry},   {413, Outcome::TooLarge}, {422, Outcome::Rejected}, {429, Outcome::Retry},
-      {500, Outcome::Retry},   {501, Outcome::Fatal},   {502, Outcome::Retry},    {503, Outcome::Retry},
+      {500, Outcome::Retry},   {501, Outcome::Fatal},    {502, Outcome::Retry},    {503, Outcome::Retry},
       {504, Outcome::Retry},   {301, Outcome::Fatal},
   };
   HttpClient client({});
@@ -445,7 +460,8 @@ TEST_F(HttpClientTest, AReusedConnectionThatDiesUnansweredIsResentOnceOnAFreshOn
 }
 
 TEST_F(HttpClientTest, AResponseCutInItsBodyMayBeWritten) {
-  receiver.script({{"path", "/cut"}, {"status", 200}, {"body", std::string(4000, 'r')}, {"action", "reset_mid_response"}});
+  receiver.script(
+      {{"path", "/cut"}, {"status", 200}, {"body", std::string(4000, 'r')}, {"action", "reset_mid_response"}});
   HttpClient client({});
   const HttpResponse r = client.send(post(receiver.url("/cut")));
   ASSERT_TRUE(r.failure);
@@ -476,7 +492,8 @@ TEST(HttpClientTransport, ConnectionRefusedIsRetry) {
   EXPECT_EQ(r.failure->sent, SendProgress::Nothing);
   const Classification c = OutcomeRules().classify(r);
   EXPECT_EQ(c.outcome, Outcome::Retry);
-  EXPECT_NE(c.reason.find("POST " + url + ": connect failed before the request was sent"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("POST " + url + ": connect failed before the request was sent"), std::string::npos)
+      << c.reason;
 }
 
 // A listener whose accept queue is full: Linux drops further SYNs, so a connect hangs until it
@@ -504,7 +521,9 @@ class FullBacklogListener {
     for (int s : fillers_) ::close(s);
     ::close(listener_);
   }
-  std::string url(std::string_view path) const { return "http://127.0.0.1:" + std::to_string(port_) + std::string(path); }
+  std::string url(std::string_view path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  }
 
  private:
   int listener_ = -1;
@@ -590,12 +609,14 @@ TEST_F(HttpClientTest, BasicBearerAndApiKeyAuthReachTheServer) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.url, "http://***@127.0.0.1:" + std::to_string(receiver.port()) + "/userinfo");
 
-  EXPECT_EQ(receiver.requests("/basic").at(0).headers.get("Authorization"), "Basic " + base64_encode(std::string_view("alice:s3cret")));
+  EXPECT_EQ(receiver.requests("/basic").at(0).headers.get("Authorization"),
+            "Basic " + base64_encode(std::string_view("alice:s3cret")));
   EXPECT_EQ(receiver.requests("/bearer").at(0).headers.get("Authorization"), "Bearer tok-123");
   EXPECT_EQ(receiver.requests("/key").at(0).headers.get("X-API-Key"), "key-456");
   EXPECT_FALSE(receiver.requests("/key").at(0).headers.contains("Authorization"));
   EXPECT_EQ(receiver.requests("/es").at(0).headers.get("Authorization"), "ApiKey ZWxhc3RpYw==");
-  EXPECT_EQ(receiver.requests("/userinfo").at(0).headers.get("Authorization"), "Basic " + base64_encode(std::string_view("bob:pw:1")));
+  EXPECT_EQ(receiver.requests("/userinfo").at(0).headers.get("Authorization"),
+            "Basic " + base64_encode(std::string_view("bob:pw:1")));
 }
 
 AwsSigV4Auth aws(std::string session_token = "") {
@@ -615,17 +636,20 @@ TEST_F(HttpClientTest, AwsSigV4SignsWithTheDateAndThePayloadHash) {
   ASSERT_EQ(seen.size(), 1u);
   const std::string authorization(seen[0].headers.get("Authorization").value_or(""));
   std::smatch m;
-  ASSERT_TRUE(std::regex_match(authorization, m,
-                               std::regex(R"(AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/(\d{8})/eu-west-1/s3/aws4_request, )"
-                                          R"(SignedHeaders=([a-z0-9;-]+), Signature=[0-9a-f]{64})")))
+  ASSERT_TRUE(
+      std::regex_match(authorization, m,
+                       std::regex(R"(AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/(\d{8})/eu-west-1/s3/aws4_request, )"
+                                  R"(SignedHeaders=([a-z0-9;-]+), Signature=[0-9a-f]{64})")))
       << authorization;
   const std::string signed_headers = m[2];
   for (const char* name : {"host", "x-amz-content-sha256", "x-amz-date", "x-amz-security-token"})
-    EXPECT_NE((";" + signed_headers + ";").find(";" + std::string(name) + ";"), std::string::npos) << name << " in " << signed_headers;
+    EXPECT_NE((";" + signed_headers + ";").find(";" + std::string(name) + ";"), std::string::npos)
+        << name << " in " << signed_headers;
   const std::string date(seen[0].headers.get("x-amz-date").value_or(""));
   EXPECT_TRUE(std::regex_match(date, std::regex(R"(\d{8}T\d{6}Z)"))) << date;
   EXPECT_EQ(date.substr(0, 8), std::string(m[1])) << "the credential scope is the request's day";
-  EXPECT_EQ(seen[0].headers.get("x-amz-content-sha256"), "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
+  EXPECT_EQ(seen[0].headers.get("x-amz-content-sha256"),
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
       << "SHA-256 of 'hello'";
   EXPECT_EQ(seen[0].headers.get("x-amz-security-token"), "FQoGZXIvYXdzEXAMPLETOKEN");
   EXPECT_EQ(authorization.find("wJalrXUtnFEMI"), std::string::npos) << "the secret key never travels";
@@ -830,7 +854,8 @@ TEST_F(HttpClientTest, CloseCutsWhatIsInFlightAndCallsEveryCallbackOnce) {
   receiver.script({{"path", "/hang"}, {"delay", 120}, {"count", 0}});
   HttpClient client({.max_in_flight = 2});
   Responses responses;
-  for (int i = 0; i < 3; ++i) client.send_async(post(receiver.url("/hang"), "body " + std::to_string(i)), responses.collector());
+  for (int i = 0; i < 3; ++i)
+    client.send_async(post(receiver.url("/hang"), "body " + std::to_string(i)), responses.collector());
   ASSERT_TRUE(eventually([&] { return receiver.stats().in_flight == 2; })) << "two on the wire, one queued";
 
   const auto started = std::chrono::steady_clock::now();
@@ -900,9 +925,9 @@ TEST_F(HttpClientTest, NoSecretReachesAReasonOrALogLine) {
   std::mutex mutex;
   std::vector<std::string> logged;
   HttpClient client({.auth = BearerAuth{token}, .log_error = [&](const std::string& m) {
-    std::lock_guard lock(mutex);
-    logged.push_back(m);
-  }});
+                       std::lock_guard lock(mutex);
+                       logged.push_back(m);
+                     }});
   std::vector<std::string> messages;
   const HttpResponse denied = client.send(post(url));
   const Classification c = OutcomeRules().classify(denied);
@@ -976,7 +1001,8 @@ TEST(HttpClientNginx, PlainHttpWritesAndReuses) {
 // server (the upstream here: the receiver, which records what got through).
 TEST(HttpClientNginx, AProxyFrontPassesOnlyAcceptedAuthorizationsToItsUpstream) {
   HttpReceiver upstream;
-  Nginx proxy({.tls = Nginx::Tls::On, .proxy_to = upstream.base_url(), .authorizations = {"Basic dTpw", "ApiKey a2V5"}});
+  Nginx proxy(
+      {.tls = Nginx::Tls::On, .proxy_to = upstream.base_url(), .authorizations = {"Basic dTpw", "ApiKey a2V5"}});
   HttpClient client({.tls = {.ca_file = proxy.ca_file()}});
   auto with = [&](const std::string& authorization) {
     HttpRequest r = post(proxy.base_url() + "/index/_bulk", "{}\n");
@@ -1027,7 +1053,8 @@ TEST_F(HttpClientTls, VerificationTurnedOffAcceptsTheCertificate) {
 
 TEST_F(HttpClientTls, ClientCertificateWithAnEncryptedKey) {
   HttpClient without({.tls = {.ca_file = nginx.ca_file()}});
-  EXPECT_EQ(outcome_of(without.send(post(nginx.base_url() + "/mtls/doc"))), Outcome::Fatal) << "403 without a certificate";
+  EXPECT_EQ(outcome_of(without.send(post(nginx.base_url() + "/mtls/doc"))), Outcome::Fatal)
+      << "403 without a certificate";
 
   HttpClient with({.tls = {.ca_file = nginx.ca_file(),
                            .client_cert_file = nginx.client_cert_file(),

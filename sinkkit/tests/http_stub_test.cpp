@@ -1,6 +1,8 @@
 // The HTTP stub itself (sinkkit/testing): the receiver speaks strict HTTP/1.1 (checked on a raw
 // socket), its rules match and run out as documented, and its idempotency mode answers a repeated
 // key from its store. The HTTP sinks' tests stand on these.
+#include "picomq/kit/testing/http_stub.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,7 +15,6 @@
 #include "picomq/kit/compression.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/outcome.hpp"
-#include "picomq/kit/testing/http_stub.hpp"
 
 namespace picomq::kit {
 namespace {
@@ -30,7 +31,8 @@ class RawConnection {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     timeval timeout{static_cast<time_t>(testing::scaled(std::chrono::seconds(30)).count() / 1000), 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("connect failed");
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      throw std::runtime_error("connect failed");
   }
   ~RawConnection() { ::close(fd_); }
 
@@ -45,7 +47,8 @@ class RawConnection {
       if (!fill()) return {};
     size_t length = 0;
     const std::string head = buffer_.substr(0, head_end);
-    if (const size_t at = head.find("Content-Length: "); at != std::string::npos) length = std::stoul(head.substr(at + 16));
+    if (const size_t at = head.find("Content-Length: "); at != std::string::npos)
+      length = std::stoul(head.substr(at + 16));
     while (buffer_.size() < head_end + 4 + length)
       if (!fill()) return {};
     std::string response = buffer_.substr(0, head_end + 4 + length);
@@ -141,8 +144,9 @@ TEST_F(HttpReceiverTest, RulesMatchByMethodAndPathAndRunOut) {
 
 TEST_F(HttpReceiverTest, IdempotencyModeAnswersARepeatedKeyFromItsStore) {
   receiver.idempotency("Idempotency-Key");
-  receiver.script({{{"path", "/pay"}, {"status", 503}},                        // not processed: not stored
-                   {{"path", "/pay"}, {"status", 201}, {"body", "id=7"}, {"action", "reset"}}});  // processed, answer lost
+  receiver.script(
+      {{{"path", "/pay"}, {"status", 503}},                                           // not processed: not stored
+       {{"path", "/pay"}, {"status", 201}, {"body", "id=7"}, {"action", "reset"}}});  // processed, answer lost
   auto pay = [&](const std::string& key) {
     HttpClient client({});  // a fresh connection each time: curl resends nothing on its own
     HttpRequest r;

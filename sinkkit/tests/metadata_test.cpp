@@ -1,9 +1,9 @@
 #include "picomq/kit/metadata.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 namespace picomq::kit {
 namespace {
@@ -19,8 +19,7 @@ TEST(Metadata, FieldNamesMatchTheSpec) {
 
 TEST(Metadata, RecordIdJoinsTopicPartitionOffset) {
   EXPECT_EQ(record_id("orders.eu", 0, 42), "orders.eu:0:42");
-  EXPECT_EQ(record_id("t", std::numeric_limits<int32_t>::max(),
-                      std::numeric_limits<int64_t>::max()),
+  EXPECT_EQ(record_id("t", std::numeric_limits<int32_t>::max(), std::numeric_limits<int64_t>::max()),
             "t:2147483647:9223372036854775807");
 }
 

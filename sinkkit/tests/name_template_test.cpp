@@ -1,10 +1,10 @@
 #include "picomq/kit/name_template.hpp"
 
+#include <gtest/gtest.h>
+
 #include <initializer_list>
 #include <string>
 #include <string_view>
-
-#include <gtest/gtest.h>
 
 namespace picomq::kit {
 namespace {
@@ -20,8 +20,7 @@ std::string resolve(std::string_view text, std::string_view topic) {
 }
 
 // Passes when `text` contains every one of `parts`; shows the whole text when it does not.
-testing::AssertionResult contains(const std::string& text,
-                                  std::initializer_list<std::string_view> parts) {
+testing::AssertionResult contains(const std::string& text, std::initializer_list<std::string_view> parts) {
   for (std::string_view part : parts) {
     if (text.find(part) == std::string::npos) {
       return testing::AssertionFailure() << "\"" << part << "\" not in: " << text;
@@ -84,14 +83,11 @@ TEST(NameTemplate, HostileTopicsResolveLiterallyAndAreNotSanitisedHere) {
   EXPECT_EQ(resolve("{topic_segment[-1]}", "../../etc/passwd"), "/etc/passwd");
 }
 
-TEST(NameTemplate, EmptyTemplateIsAnError) {
-  EXPECT_TRUE(contains(parse_error(""), {"empty"}));
-}
+TEST(NameTemplate, EmptyTemplateIsAnError) { EXPECT_TRUE(contains(parse_error(""), {"empty"})); }
 
 TEST(NameTemplate, UnknownPlaceholderNamesItAndItsColumn) {
   EXPECT_TRUE(contains(parse_error("{topik}"), {"unknown placeholder {topik}", "column 1"}));
-  EXPECT_TRUE(
-      contains(parse_error("events_{partition}"), {"unknown placeholder {partition}", "column 8"}));
+  EXPECT_TRUE(contains(parse_error("events_{partition}"), {"unknown placeholder {partition}", "column 8"}));
   EXPECT_TRUE(contains(parse_error("{ topic }"), {"unknown placeholder { topic }"}));
   EXPECT_TRUE(contains(parse_error("{TOPIC}"), {"unknown placeholder {TOPIC}"}));
   EXPECT_TRUE(contains(parse_error("a{}"), {"empty placeholder", "column 2"}));

@@ -48,8 +48,10 @@ class ProbeSink : public sdk::BaseSink<ProbeSink> {
   static constexpr std::string_view sink_name = "options_probe";
   static inline const kit::OptionTable<Settings> options{
       kit::option("url", &Settings::url).required().check(kit::not_empty()).help("Where to send."),
-      kit::option("method", &Settings::method).choices({{"POST", Method::Post}, {"PUT", Method::Put}})
-          .fallback(Method::Post).help("HTTP method."),
+      kit::option("method", &Settings::method)
+          .choices({{"POST", Method::Post}, {"PUT", Method::Put}})
+          .fallback(Method::Post)
+          .help("HTTP method."),
       kit::option("timeout", &Settings::timeout).fallback(30s).check(kit::positive_duration()).help("Timeout."),
       kit::option("max_body", &Settings::max_body).fallback(kit::ByteSize{8 << 20}).help("Body limit."),
       kit::option("max_in_flight", &Settings::max_in_flight).fallback(4).check(kit::at_least(1)).help("Requests."),

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "picomq/kit/testing/http_stub.hpp"  // printers
-
 #include <array>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "picomq/kit/testing/http_stub.hpp"  // printers
 
 namespace {
 
@@ -170,7 +170,8 @@ TEST(RetryAfter, RetryOutcomesCarryItCapped) {
   EXPECT_EQ(OutcomeRules().classify(answer(429, "", {{"Retry-After", "3"}})).retry_after, 3s);
   EXPECT_EQ(OutcomeRules().classify(answer(503, "", {{"retry-after", "3600"}})).retry_after, 60s)
       << "capped at 60 s by default; the header name is case-insensitive";
-  EXPECT_EQ(OutcomeRules().max_retry_after(10min).classify(answer(503, "", {{"Retry-After", "3600"}})).retry_after, 10min);
+  EXPECT_EQ(OutcomeRules().max_retry_after(10min).classify(answer(503, "", {{"Retry-After", "3600"}})).retry_after,
+            10min);
   EXPECT_EQ(OutcomeRules().classify(answer(503)).retry_after, std::nullopt);
   EXPECT_EQ(OutcomeRules().classify(answer(201, "", {{"Retry-After", "3"}})).retry_after, std::nullopt)
       << "only a retry waits";
@@ -197,7 +198,8 @@ TEST(OutcomeTransport, NothingSentRetriesSomethingSentMayBeWritten) {
       {TransportError::InvalidRequest, SendProgress::Nothing, Outcome::Fatal},
   };
   for (const auto& [error, sent, expected] : table)
-    EXPECT_EQ(OutcomeRules().classify(failed(error, sent)).outcome, expected) << to_string(error) << ", " << to_string(sent);
+    EXPECT_EQ(OutcomeRules().classify(failed(error, sent)).outcome, expected)
+        << to_string(error) << ", " << to_string(sent);
 }
 
 TEST(OutcomeTransport, TheReasonSaysWhatFailedAndHowFarTheRequestGot) {
@@ -221,7 +223,8 @@ TEST(OutcomeTransport, AFailureOutranksAStatusAlreadyReceived) {
 TEST(OutcomeExcerpt, BoundedOneLineAndRedacted) {
   auto redactor = std::make_shared<Redactor>();
   redactor->add("hunter2-password");
-  HttpResponse r = answer(401, "bad credentials\r\nfor user x with password hunter2-password\t!" + std::string(2000, 'z'));
+  HttpResponse r =
+      answer(401, "bad credentials\r\nfor user x with password hunter2-password\t!" + std::string(2000, 'z'));
   r.redactor = redactor;
   const Classification c = OutcomeRules().excerpt_bytes(80).classify(r);
   EXPECT_EQ(c.reason.find("hunter2"), std::string::npos) << c.reason;
@@ -345,7 +348,7 @@ Captured run(Outcome outcome, std::vector<size_t> records) {
 
 TEST(OutcomeToSdk, AnAsynchronousWriteCompletesItsPendingOnce) {
   const std::vector<std::pair<Outcome, pmq_write_status>> table = {
-      {Outcome::Written, PMQ_WRITE_OK},       {Outcome::Retry, PMQ_WRITE_RETRY},
+      {Outcome::Written, PMQ_WRITE_OK},           {Outcome::Retry, PMQ_WRITE_RETRY},
       {Outcome::MaybeWritten, PMQ_WRITE_PARTIAL}, {Outcome::Fatal, PMQ_WRITE_FATAL},
       {Outcome::Rejected, PMQ_WRITE_REJECTED},
   };

@@ -15,7 +15,8 @@ TEST(KitRecordId, UrlSafeIdsUseOnlyTheRestrictedAlphabetAndReadBack) {
   for (const std::string topic : {"a-b-1-2", "x.y:z", "__", "-", "T\xc3\xa9st"}) {
     auto encoded = kit::url_safe_record_id(topic, 5, 9000000000);
     ASSERT_TRUE(encoded);
-    for (char c : *encoded) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') << *encoded;
+    for (char c : *encoded)
+      EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') << *encoded;
     auto back = kit::parse_url_safe_record_id(*encoded);
     ASSERT_TRUE(back) << *encoded;
     EXPECT_EQ(*back, (kit::RecordCoordinates{topic, 5, 9000000000}));
@@ -35,10 +36,10 @@ TEST(KitRecordId, TheEncodingIsInjectiveAndRefusesTextThatIsNotOne) {
     ids.insert(*kit::url_safe_record_id(t, 1, 2));
   }
   EXPECT_EQ(ids.size(), topics.size()) << "no two topics share an id";
-  EXPECT_FALSE(kit::from_url_safe("a_2e"));   // lowercase hex is not the spelling
-  EXPECT_FALSE(kit::from_url_safe("a_41"));   // 'A' needs no escape
-  EXPECT_FALSE(kit::from_url_safe("a_2"));    // cut short
-  EXPECT_FALSE(kit::from_url_safe("a.b"));    // outside the alphabet
+  EXPECT_FALSE(kit::from_url_safe("a_2e"));  // lowercase hex is not the spelling
+  EXPECT_FALSE(kit::from_url_safe("a_41"));  // 'A' needs no escape
+  EXPECT_FALSE(kit::from_url_safe("a_2"));   // cut short
+  EXPECT_FALSE(kit::from_url_safe("a.b"));   // outside the alphabet
   EXPECT_FALSE(kit::parse_url_safe_record_id("t-01-2")) << "one spelling per number";
   EXPECT_EQ(*kit::parse_record_id("a:b:3:4"), (kit::RecordCoordinates{"a:b", 3, 4}));
 }

@@ -46,10 +46,12 @@ class EngineSink : public sdk::BaseSink<EngineSink> {
 
   void open(const sdk::Config&) {
     client_ = std::make_unique<kit::HttpClient>(kit::HttpClientOptions{.max_in_flight = 8});
-    engine_ = kit::RequestEngine::for_host(
-        host(), *client_, rules_,
-        {.retry_timeout = g_setup.retry_timeout, .destination = "the receiver", .items = "lines",
-         .written_counter = "lines", .in_order = g_setup.in_order});
+    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                           {.retry_timeout = g_setup.retry_timeout,
+                                            .destination = "the receiver",
+                                            .items = "lines",
+                                            .written_counter = "lines",
+                                            .in_order = g_setup.in_order});
   }
 
   struct Job : kit::RequestJob {
@@ -88,8 +90,8 @@ class EngineSink : public sdk::BaseSink<EngineSink> {
 
 std::vector<std::string> records(int n, int bad = -1) {
   std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back(i == bad ? R"({"n":)" + std::to_string(i) + R"(,"bad":true})"
-                                                     : R"({"n":)" + std::to_string(i) + "}");
+  for (int i = 0; i < n; ++i)
+    out.push_back(i == bad ? R"({"n":)" + std::to_string(i) + R"(,"bad":true})" : R"({"n":)" + std::to_string(i) + "}");
   return out;
 }
 

@@ -1,9 +1,9 @@
 #include "picomq/kit/sanitize.hpp"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <string_view>
-
-#include <gtest/gtest.h>
 
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/name_template.hpp"
@@ -13,15 +13,38 @@ namespace {
 
 using namespace std::string_view_literals;
 
-constexpr NamePolicy kAllPolicies[] = {NamePolicy::SqlIdentifier, NamePolicy::IndexName,
-                                       NamePolicy::ObjectKey, NamePolicy::Verbatim};
+constexpr NamePolicy kAllPolicies[] = {NamePolicy::SqlIdentifier, NamePolicy::IndexName, NamePolicy::ObjectKey,
+                                       NamePolicy::Verbatim};
 
 // Topic names a hostile or careless producer could create.
-constexpr std::string_view kHostileNames[] = {
-    R"("; DROP TABLE x; --)", "it's", "a;b", "заказы.eu", "logs.😀", "Orders.EU",
-    "../../etc/passwd", "a/./b/../c", "/abs", "100%", "a%20b", "a%2fb", "%", "a\0b"sv,
-    "tab\there", "nl\nhere", "del\x7f", "c1\xC2\x85", "bad\xFF\xFE", "trunc\xE2\x82", ".", "..",
-    "_x", "-x", "+x", "a b", "UPPER", "a*b?c<d>e|f,g#h:i\\j"};
+constexpr std::string_view kHostileNames[] = {R"("; DROP TABLE x; --)",
+                                              "it's",
+                                              "a;b",
+                                              "заказы.eu",
+                                              "logs.😀",
+                                              "Orders.EU",
+                                              "../../etc/passwd",
+                                              "a/./b/../c",
+                                              "/abs",
+                                              "100%",
+                                              "a%20b",
+                                              "a%2fb",
+                                              "%",
+                                              "a\0b"sv,
+                                              "tab\there",
+                                              "nl\nhere",
+                                              "del\x7f",
+                                              "c1\xC2\x85",
+                                              "bad\xFF\xFE",
+                                              "trunc\xE2\x82",
+                                              ".",
+                                              "..",
+                                              "_x",
+                                              "-x",
+                                              "+x",
+                                              "a b",
+                                              "UPPER",
+                                              "a*b?c<d>e|f,g#h:i\\j"};
 
 std::string sanitized(std::string_view name, NamePolicy policy) {
   auto result = sanitize_name(name, policy);
@@ -29,9 +52,7 @@ std::string sanitized(std::string_view name, NamePolicy policy) {
   return result.ok() ? result.value() : "<failed>";
 }
 
-bool is_lower_hex(std::string_view s) {
-  return s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
+bool is_lower_hex(std::string_view s) { return s.find_first_not_of("0123456789abcdef") == std::string_view::npos; }
 
 // --- every policy -------------------------------------------------------------------------
 
@@ -81,8 +102,7 @@ TEST(Sanitize, IsIdempotentAndDeterministic) {
 
 TEST(SanitizeSql, KeepsQuotesAndSemicolonsAsDataForTheQuotedIdentifier) {
   EXPECT_EQ(sanitized("orders", NamePolicy::SqlIdentifier), "orders");
-  EXPECT_EQ(sanitized(R"("; DROP TABLE x; --)", NamePolicy::SqlIdentifier),
-            R"("; DROP TABLE x; --)");
+  EXPECT_EQ(sanitized(R"("; DROP TABLE x; --)", NamePolicy::SqlIdentifier), R"("; DROP TABLE x; --)");
   EXPECT_EQ(sanitized("Orders.EU", NamePolicy::SqlIdentifier), "Orders.EU");
 }
 
@@ -93,10 +113,19 @@ TEST(SanitizeSql, KeepsUnicode) {
 
 TEST(SanitizeSql, ReplacesControlCharactersAndInvalidBytes) {
   EXPECT_EQ(sanitized("a\0b"sv, NamePolicy::SqlIdentifier), "a_b");
-  EXPECT_EQ(sanitized("a\x1f" "b\x7f", NamePolicy::SqlIdentifier), "a_b_");
+  EXPECT_EQ(sanitized("a\x1f"
+                      "b\x7f",
+                      NamePolicy::SqlIdentifier),
+            "a_b_");
   EXPECT_EQ(sanitized("tab\there\n", NamePolicy::SqlIdentifier), "tab_here_");
-  EXPECT_EQ(sanitized("a\xC2\x85" "b", NamePolicy::SqlIdentifier), "a_b");  // C1 NEL
-  EXPECT_EQ(sanitized("a\xFF" "b", NamePolicy::SqlIdentifier), "a_b");
+  EXPECT_EQ(sanitized("a\xC2\x85"
+                      "b",
+                      NamePolicy::SqlIdentifier),
+            "a_b");  // C1 NEL
+  EXPECT_EQ(sanitized("a\xFF"
+                      "b",
+                      NamePolicy::SqlIdentifier),
+            "a_b");
   EXPECT_EQ(sanitized("\xC0\x80", NamePolicy::SqlIdentifier), "__");  // overlong NUL
   EXPECT_EQ(sanitized("x\xE2\x82", NamePolicy::SqlIdentifier), "x__");
 }
@@ -105,10 +134,8 @@ TEST(SanitizeSql, LimitIs63BytesWithExactHashSuffix) {
   const std::string at_limit(63, 'a');
   EXPECT_EQ(sanitized(at_limit, NamePolicy::SqlIdentifier), at_limit);
   // FNV-1a 32 of 64 'a' is d96f0f85.
-  EXPECT_EQ(sanitized(std::string(64, 'a'), NamePolicy::SqlIdentifier),
-            std::string(54, 'a') + "_d96f0f85");
-  EXPECT_EQ(sanitized(std::string(200, 'a'), NamePolicy::SqlIdentifier),
-            std::string(54, 'a') + "_4e48052d");
+  EXPECT_EQ(sanitized(std::string(64, 'a'), NamePolicy::SqlIdentifier), std::string(54, 'a') + "_d96f0f85");
+  EXPECT_EQ(sanitized(std::string(200, 'a'), NamePolicy::SqlIdentifier), std::string(54, 'a') + "_4e48052d");
 }
 
 TEST(SanitizeSql, LongNamesDifferingOnlyAtTheEndStayDistinct) {
@@ -137,15 +164,17 @@ TEST(SanitizeSql, TruncatesOnAUtf8Boundary) {
 TEST(SanitizeIndex, LowercasesAndReplacesDisallowedCharacters) {
   EXPECT_EQ(sanitized("Orders.EU", NamePolicy::IndexName), "orders.eu");
   EXPECT_EQ(sanitized("logs-2024.01_x", NamePolicy::IndexName), "logs-2024.01_x");
-  EXPECT_EQ(sanitized("a*b?c<d>e|f,g#h:i\\j/k\"l m", NamePolicy::IndexName),
-            "a_b_c_d_e_f_g_h_i_j_k_l_m");
+  EXPECT_EQ(sanitized("a*b?c<d>e|f,g#h:i\\j/k\"l m", NamePolicy::IndexName), "a_b_c_d_e_f_g_h_i_j_k_l_m");
   EXPECT_EQ(sanitized(R"("; DROP TABLE x; --)", NamePolicy::IndexName), "i___drop_table_x__--");
 }
 
 TEST(SanitizeIndex, OneUnderscorePerNonAsciiCharacterOrInvalidByte) {
   EXPECT_EQ(sanitized("logs😀", NamePolicy::IndexName), "logs_");
   EXPECT_EQ(sanitized("заказы.eu", NamePolicy::IndexName), "i______.eu");
-  EXPECT_EQ(sanitized("a\xFF\xFE" "b", NamePolicy::IndexName), "a__b");
+  EXPECT_EQ(sanitized("a\xFF\xFE"
+                      "b",
+                      NamePolicy::IndexName),
+            "a__b");
   EXPECT_EQ(sanitized("a\0b"sv, NamePolicy::IndexName), "a_b");
 }
 
@@ -179,10 +208,8 @@ TEST(SanitizeKey, KeepsSafeCharactersAndSlashes) {
 }
 
 TEST(SanitizeKey, PercentEncodesEverythingElseUppercase) {
-  EXPECT_EQ(sanitized(R"("; DROP TABLE x; --)", NamePolicy::ObjectKey),
-            "%22%3B%20DROP%20TABLE%20x%3B%20--");
-  EXPECT_EQ(sanitized("заказы.eu", NamePolicy::ObjectKey),
-            "%D0%B7%D0%B0%D0%BA%D0%B0%D0%B7%D1%8B.eu");
+  EXPECT_EQ(sanitized(R"("; DROP TABLE x; --)", NamePolicy::ObjectKey), "%22%3B%20DROP%20TABLE%20x%3B%20--");
+  EXPECT_EQ(sanitized("заказы.eu", NamePolicy::ObjectKey), "%D0%B7%D0%B0%D0%BA%D0%B0%D0%B7%D1%8B.eu");
   EXPECT_EQ(sanitized("a\0\x1f\x7f"sv, NamePolicy::ObjectKey), "a%00%1F%7F");
   EXPECT_EQ(sanitized("bad\xFF", NamePolicy::ObjectKey), "bad%FF");
   EXPECT_EQ(sanitized("a\\b?c#d&e=f+g", NamePolicy::ObjectKey), "a%5Cb%3Fc%23d%26e%3Df%2Bg");

@@ -28,7 +28,10 @@ struct Cells {
 
   Cells() = default;
   Cells(const ArrowSchema* s, const ArrowArray* a, int64_t parent_offset)
-      : schema(s), array(a), type(sdk::column_type_of_format(s->format ? s->format : "")), base(parent_offset + a->offset) {
+      : schema(s),
+        array(a),
+        type(sdk::column_type_of_format(s->format ? s->format : "")),
+        base(parent_offset + a->offset) {
     for (const auto& [key, value] : sdk::decode_metadata(s->metadata))
       if (key == "ARROW:extension:name" && value == "arrow.json") json = true;
     if (a->null_count != 0 && a->n_buffers > 0) validity = static_cast<const uint8_t*>(a->buffers[0]);
@@ -42,7 +45,8 @@ struct Cells {
   template <class T>
   T value(size_t row) const {
     T v;
-    std::memcpy(&v, static_cast<const uint8_t*>(array->buffers[1]) + (base + static_cast<int64_t>(row)) * sizeof(T), sizeof(T));
+    std::memcpy(&v, static_cast<const uint8_t*>(array->buffers[1]) + (base + static_cast<int64_t>(row)) * sizeof(T),
+                sizeof(T));
     return v;
   }
   bool boolean(size_t row) const {
@@ -80,7 +84,7 @@ struct Binding {
   const Column* column = nullptr;
   enum class From { Missing, Topic, Partition, Offset, Cells } from = From::Missing;
   Cells cells;
-  bool copy = false;  // Native: the column's values copied without a per-cell conversion
+  bool copy = false;         // Native: the column's values copied without a per-cell conversion
   bool nested_json = false;  // a JSON column whose every value is an object or an array
 };
 
@@ -119,7 +123,8 @@ Copy copy_kind(const Binding& b) {
 }
 
 // The columns of `columns` bound to the batch; "" or why the batch cannot be encoded.
-std::string bind_columns(const std::vector<Column>& columns, const ArrowInput& in, bool native, std::vector<Binding>& out) {
+std::string bind_columns(const std::vector<Column>& columns, const ArrowInput& in, bool native,
+                         std::vector<Binding>& out) {
   out.clear();
   out.reserve(columns.size());
   for (const Column& c : columns) {
@@ -142,9 +147,17 @@ std::string bind_columns(const std::vector<Column>& columns, const ArrowInput& i
         b.from = Binding::From::Cells;
         b.cells = cells_of(in, *i);
         switch (b.cells.type) {
-          case ColumnType::Null: case ColumnType::Bool: case ColumnType::Int32: case ColumnType::Int64:
-          case ColumnType::Float64: case ColumnType::Utf8: case ColumnType::LargeUtf8: case ColumnType::Binary:
-          case ColumnType::LargeBinary: case ColumnType::TimestampMs: case ColumnType::Map: break;
+          case ColumnType::Null:
+          case ColumnType::Bool:
+          case ColumnType::Int32:
+          case ColumnType::Int64:
+          case ColumnType::Float64:
+          case ColumnType::Utf8:
+          case ColumnType::LargeUtf8:
+          case ColumnType::Binary:
+          case ColumnType::LargeBinary:
+          case ColumnType::TimestampMs:
+          case ColumnType::Map: break;
           default:
             return "Arrow column '" + std::string(name) + "' has the type '" + std::string(b.cells.schema->format) +
                    "', which the sink does not write";
@@ -395,13 +408,17 @@ ArrowRecords::ArrowRecords(const ArrowInput& in) : topic_(in.topic) {
     pmq_record& rec = records_[r];
     rec.offset = in.offsets[r];
     rec.timestamp_ms = timestamp && !timestamp->null(r) ? timestamp->value<int64_t>(r) : -1;
-    auto bytes = [](std::string_view s) { return pmq_bytes{reinterpret_cast<const uint8_t*>(s.data() ? s.data() : ""), s.size()}; };
+    auto bytes = [](std::string_view s) {
+      return pmq_bytes{reinterpret_cast<const uint8_t*>(s.data() ? s.data() : ""), s.size()};
+    };
     if (key && !key->null(r)) rec.key = bytes(key->text(r));
     if (payload && !payload->null(r)) rec.payload = bytes(payload->text(r));
     if (headers && headers->type() == ColumnType::Map) {
       for (const auto& [name, value] : headers->entries(r))
-        headers_[r].push_back({bytes(name), value ? pmq_bytes{value->data ? value->data : reinterpret_cast<const uint8_t*>(""), value->size}
-                                                  : pmq_bytes{nullptr, 0}});
+        headers_[r].push_back(
+            {bytes(name), value
+                              ? pmq_bytes{value->data ? value->data : reinterpret_cast<const uint8_t*>(""), value->size}
+                              : pmq_bytes{nullptr, 0}});
       rec.headers = headers_[r].data();
       rec.header_count = headers_[r].size();
     }

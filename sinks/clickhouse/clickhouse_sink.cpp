@@ -21,15 +21,15 @@
 #include <functional>
 #include <future>
 #include <map>
-#include <tuple>
-#include <utility>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "clickhouse/arrow_encoder.h"
@@ -76,11 +76,11 @@ struct TopicTable {
   std::string display;  // db.table, for messages
   std::string topic;
   bool ready = false;
-  std::shared_ptr<ch::RowBinaryEncoder> encoder;   // the batches plane
-  std::shared_ptr<ch::ArrowEncoder> arrow;         // the Arrow plane
+  std::shared_ptr<ch::RowBinaryEncoder> encoder;           // the batches plane
+  std::shared_ptr<ch::ArrowEncoder> arrow;                 // the Arrow plane
   std::shared_ptr<const std::vector<ch::Column>> columns;  // what an insert writes
   std::string insert_sql;
-  bool native = false;  // format Native, and the columns allow it
+  bool native = false;      // format Native, and the columns allow it
   uint32_t generation = 0;  // bumped when the table is looked up again: older segments stay apart
   std::set<std::string, std::less<>> table_columns;  // every column DESCRIBE showed (written or not)
 };
@@ -172,7 +172,8 @@ class InsertSegment final : public kit::Segment {
     for (const ch::Row& r : rows) p.ends.push_back(r.end);
     if (native_) {
       auto block = ch::native_block(*columns_, data, rows.size());
-      if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
+      if (!block)
+        throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
       add_to_body(std::move(block.value()));
       p.rows_data = std::move(data);
     } else {
@@ -181,7 +182,8 @@ class InsertSegment final : public kit::Segment {
     }
   }
   // One batch's Native block, made from its Arrow columns.
-  void add_block(sdk::Pending write, const Origin& origin, ch::ArrowEncoded& e, std::shared_ptr<const HeldArrow> batch) {
+  void add_block(sdk::Pending write, const Origin& origin, ch::ArrowEncoded& e,
+                 std::shared_ptr<const HeldArrow> batch) {
     Part& p = start_part(std::move(write), origin, e.rows);
     p.block = true;
     p.batch = std::move(batch);
@@ -230,7 +232,8 @@ class InsertSegment final : public kit::Segment {
         continue;
       }
       auto block = ch::native_block(*columns_, rows, b - a);
-      if (!block) throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
+      if (!block)
+        throw sdk::FatalError("table " + table_ + ": cannot make a Native block of its rows: " + block.error());
       scratch += block.value();
     }
     return scratch;
@@ -244,11 +247,11 @@ class InsertSegment final : public kit::Segment {
   };
   struct Part {  // one batch's rows
     Origin origin;
-    size_t first = 0, count = 0;  // its rows in the segment
-    bool block = false;           // a Native block of Arrow columns (else RowBinary rows)
-    std::vector<uint64_t> ends;   // RowBinary: each row's end in its bytes
-    size_t offset = 0;            // RowBinary insert: where its bytes start in body_
-    std::string rows_data;        // Native insert: its RowBinary rows
+    size_t first = 0, count = 0;             // its rows in the segment
+    bool block = false;                      // a Native block of Arrow columns (else RowBinary rows)
+    std::vector<uint64_t> ends;              // RowBinary: each row's end in its bytes
+    size_t offset = 0;                       // RowBinary insert: where its bytes start in body_
+    std::string rows_data;                   // Native insert: its RowBinary rows
     std::shared_ptr<const HeldArrow> batch;  // block: the batch and which of its rows
     std::vector<uint32_t> batch_rows;
   };
@@ -301,7 +304,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       "the Arrow plane's columns); consecutive batches share one insert for up to commit_interval; "
       "ReplacingMergeTree by record id for replays.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
-                                                    sdk::DataPlane::Arrow};
+                                                   sdk::DataPlane::Arrow};
   // Arrow when the inserts are Native columns of fields (format = "Native", payload_mode =
   // "columns"): the runtime's parse laid out in columns already; else batches (open()).
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
@@ -336,9 +339,11 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                  (s.payload_mode == ch::PayloadMode::Columns ? "columns" : "string") +
                                  (plan_->declared.empty() ? "" : " (declared)"));
     health_check();
-    stream_inserts_ = s.stream_inserts && s.format == ch::InsertFormat::Native && s.http.compression == kit::Compression::None;
-    kit::AccumulatorLimits limits = kit::accumulator_limits(
-        s.batching, stream_inserts_ ? kStreamedSegmentBatches : kSegmentBatches, static_cast<size_t>(s.max_open_tables));
+    stream_inserts_ =
+        s.stream_inserts && s.format == ch::InsertFormat::Native && s.http.compression == kit::Compression::None;
+    kit::AccumulatorLimits limits =
+        kit::accumulator_limits(s.batching, stream_inserts_ ? kStreamedSegmentBatches : kSegmentBatches,
+                                static_cast<size_t>(s.max_open_tables));
     limits.idle = ch::kInsertIdle;
     // Each write is released (sink ABI 2.3) once its rows are encoded: the runtime then stops
     // counting the batch against its buffer (max_buffered_records), so the consumer reads on
@@ -449,13 +454,18 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     std::shared_ptr<const ch::ArrowEncoder> arrow;
   };
   static InsertTarget insert_target(const TopicTable& t) {
-    return {t.display + (t.generation ? " #" + std::to_string(t.generation) : ""), t.display, t.insert_sql, t.native,
-            t.columns, t.arrow};
+    return {t.display + (t.generation ? " #" + std::to_string(t.generation) : ""),
+            t.display,
+            t.insert_sql,
+            t.native,
+            t.columns,
+            t.arrow};
   }
   std::unique_ptr<InsertSegment> make_segment(const InsertTarget& target) {
     InsertSegment::StartStream stream;
     if (stream_inserts_)
-      stream = [this, sql = target.insert_sql](std::shared_ptr<kit::BodyStream> body) -> std::optional<std::future<ch::QueryResult>> {
+      stream = [this, sql = target.insert_sql](
+                   std::shared_ptr<kit::BodyStream> body) -> std::optional<std::future<ch::QueryResult>> {
         // A streamed insert holds its connection until it commits, which may wait for a committer.
         // So it starts only on a connection of its own at once (max_streams_); were it to queue
         // behind other streams, a committer waiting for it could wait for ever. Else: sent whole.
@@ -469,8 +479,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                         plan_->settings.http.timeout + plan_->settings.batching.commit_interval,
                                         [this] { streams_.fetch_sub(1); });
       };
-    return std::make_unique<InsertSegment>(target.table, target.insert_sql, target.native, target.columns, target.arrow,
-                                           [this](InsertSegment& s) { commit_insert(s); }, std::move(stream));
+    return std::make_unique<InsertSegment>(
+        target.table, target.insert_sql, target.native, target.columns, target.arrow,
+        [this](InsertSegment& s) { commit_insert(s); }, std::move(stream));
   }
   // Rows the server refused in an insert of released batches: their writes complete with the
   // rejections, and since a released batch cannot be resent, the runtime reads the partition
@@ -493,7 +504,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       dropped.push_back(r.record_index);
     }
     if (dropped.empty()) return dropped;
-    std::sort(rejected.begin(), rejected.end(), [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
+    std::sort(rejected.begin(), rejected.end(),
+              [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
     return dropped;
   }
   // `rows` without the records `dropped` (ascending), and their RowBinary bytes out of `data`
@@ -576,7 +588,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     for (auto [from, count_] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
       count("bisect_inserts");
       std::string scratch;
-      ch::QueryResult r = client_->insert(s.insert_sql(), s.request_body(from, count_, scratch), deadline, insert_params());
+      ch::QueryResult r =
+          client_->insert(s.insert_sql(), s.request_body(from, count_, scratch), deadline, insert_params());
       if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
         bisect(s, from, count_, deadline, written, r.outcome.reason);
         continue;
@@ -595,14 +608,15 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       case kit::Outcome::TooLarge:  // handled by the caller
         return;
       case kit::Outcome::Retry:
-        if (written_before || r.earlier_maybe_written) throw sdk::PartialWriteError("table " + s.table() + ": " + c.reason);
+        if (written_before || r.earlier_maybe_written)
+          throw sdk::PartialWriteError("table " + s.table() + ": " + c.reason);
         throw sdk::RetryableError("table " + s.table() + ": " + c.reason);
       case kit::Outcome::MaybeWritten: throw sdk::PartialWriteError("table " + s.table() + ": " + c.reason);
       case kit::Outcome::Fatal:
         if (r.code == 60 && plan_->settings.auto_create_table) {
           forget_table(s.table());  // dropped while the sink ran: the next attempt creates it again
-          throw sdk::RetryableError("table " + s.table() + " is gone; it is created again on the next attempt: " +
-                                    c.reason);
+          throw sdk::RetryableError("table " + s.table() +
+                                    " is gone; it is created again on the next attempt: " + c.reason);
         }
         if (r.code == 60)
           throw sdk::FatalError("table " + s.table() + " does not exist and auto_create_table is off: " + c.reason);
@@ -613,8 +627,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   void committed(const kit::CommitReport& r) {
     if (!r.ok) {
       count("failed_writes", r.batches);
-      log(sdk::LogLevel::Debug, "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger +
-                                    "): " + r.error);
+      log(sdk::LogLevel::Debug,
+          "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger + "): " + r.error);
       return;
     }
     count("rows", r.records);
@@ -690,7 +704,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     auto described = describe(t);
     if (!described) {
       if (!s.auto_create_table)
-        throw sdk::FatalError("table " + t.display + " does not exist and auto_create_table is off (create it, or turn "
+        throw sdk::FatalError("table " + t.display +
+                              " does not exist and auto_create_table is off (create it, or turn "
                               "auto_create_table on)");
       std::vector<ch::Column> payload;
       if (s.payload_mode == ch::PayloadMode::String) {
@@ -792,8 +807,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       case kit::Outcome::Retry:
       case kit::Outcome::MaybeWritten:
         count("destination_unreachable");
-        log(sdk::LogLevel::Warn, "ClickHouse is not reachable now (the sink starts and retries with each write): " +
-                                     r.outcome.reason);
+        log(sdk::LogLevel::Warn,
+            "ClickHouse is not reachable now (the sink starts and retries with each write): " + r.outcome.reason);
         return;
       default:
         throw sdk::FatalError("connecting to ClickHouse as user '" + plan_->settings.user + "': " + r.outcome.reason);
@@ -811,13 +826,13 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // Rows the server refused in inserts of released batches, rejected when their records come
   // again (the runtime re-reads them: a released batch cannot be resent): kit/refusal_memory.hpp.
   kit::RefusalMemory refused_;
-  bool arrow_plane_ = false;  // batches come as Arrow (set in open())
-  ch::ServerVersion version_;  // set in open() or on a table lookup (mutex_ held)
+  bool arrow_plane_ = false;                       // batches come as Arrow (set in open())
+  ch::ServerVersion version_;                      // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
-  bool stream_inserts_ = false;  // Native inserts go up as their batches join (stream_inserts, no compression)
-  size_t max_streams_ = 0;             // streamed inserts on the wire at most (a connection each)
-  std::atomic<size_t> streams_{0};     // streamed inserts on the wire now
-  std::mutex mutex_;           // tables_ and their encoders
+  bool stream_inserts_ = false;     // Native inserts go up as their batches join (stream_inserts, no compression)
+  size_t max_streams_ = 0;          // streamed inserts on the wire at most (a connection each)
+  std::atomic<size_t> streams_{0};  // streamed inserts on the wire now
+  std::mutex mutex_;                // tables_ and their encoders
   std::unordered_map<std::string, TopicTable> tables_;
   std::unique_ptr<kit::Accumulator> accumulator_;  // last: its threads stop before the rest goes
 };

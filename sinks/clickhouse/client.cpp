@@ -38,7 +38,8 @@ QueryResult Client::classify(kit::HttpResponse response) {
 }
 
 QueryResult Client::query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout) {
-  kit::HttpRequest request{.method = "POST", .url = base_url_ + "/?database=" + kit::percent_encode(database_), .body = sql};
+  kit::HttpRequest request{
+      .method = "POST", .url = base_url_ + "/?database=" + kit::percent_encode(database_), .body = sql};
   request.headers.set("Content-Type", "text/plain; charset=utf-8");
   request.timeout = timeout;
   return classify(http_.send(std::move(request)));
@@ -52,7 +53,8 @@ std::string Client::insert_url(const std::string& insert_sql, const std::string&
 std::future<QueryResult> Client::insert_streamed(const std::string& insert_sql, std::shared_ptr<kit::BodyStream> stream,
                                                  const std::string& extra_params, std::chrono::milliseconds timeout,
                                                  std::function<void()> ended) {
-  kit::HttpRequest request{.method = "POST", .url = insert_url(insert_sql, extra_params),
+  kit::HttpRequest request{.method = "POST",
+                           .url = insert_url(insert_sql, extra_params),
                            .body = kit::HttpBody::streamed(std::move(stream))};
   request.headers.set("Content-Type", "application/octet-stream");
   request.timeout = timeout;

@@ -25,7 +25,8 @@ class ClickHouseAdapter : public SinkAdapter {
   std::string plugin() const override { return "libpicomq_connector_clickhouse_sink"; }
   Capabilities capabilities() const override {
     Capabilities c;
-    c.deduplicates_replays = true;  // ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset), read with FINAL
+    c.deduplicates_replays =
+        true;  // ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset), read with FINAL
     c.destinations_per_topic = true;
     c.binary_keys = true;  // String holds bytes
     return c;
@@ -42,7 +43,8 @@ class ClickHouseAdapter : public SinkAdapter {
   std::vector<WrittenRecord> read_back(const std::vector<Runtime*>&) override {
     auto& ch = ClickHouseServer::shared();
     std::vector<WrittenRecord> out;
-    for (const auto& table : ch.rows("SELECT name FROM system.tables WHERE database = '" + database_ + "' ORDER BY name")) {
+    for (const auto& table :
+         ch.rows("SELECT name FROM system.tables WHERE database = '" + database_ + "' ORDER BY name")) {
       const std::string name = table[0];
       std::vector<std::string> columns, metadata;
       std::string select;
@@ -72,7 +74,8 @@ class ClickHouseAdapter : public SinkAdapter {
         w.partition = row.at("pico_partition").get<int32_t>();
         w.offset = row.at("pico_offset").get<int64_t>();
         if (row.contains("pico_timestamp")) w.timestamp_ms = row["pico_timestamp"].get<int64_t>();
-        if (row.contains("pico_key") && row.value("pico_key_null", 1) == 0) w.key = unhex(row["pico_key"].get<std::string>());
+        if (row.contains("pico_key") && row.value("pico_key_null", 1) == 0)
+          w.key = unhex(row["pico_key"].get<std::string>());
         if (row.contains("pico_headers")) {
           const auto headers = nlohmann::json::parse(row["pico_headers"].get<std::string>());
           for (const auto& [k, v] : headers.items()) w.headers[k] = v.is_string() ? v.get<std::string>() : v.dump();

@@ -76,7 +76,10 @@ std::string code_hint(int code) {
     case 60: return "the table does not exist";
     case 81: return "the database does not exist (create it, or set `database`)";
     case 16: return "a column the sink writes is not in the table (its columns changed?)";
-    case 192: case 193: case 194: case 516: return "authentication failed: check user and password";
+    case 192:
+    case 193:
+    case 194:
+    case 516: return "authentication failed: check user and password";
     case 497: return "the user may not do this (GRANT INSERT / CREATE on the database)";
     case 89: return "the server does not accept this Content-Encoding (18.16 takes gzip, not zstd)";
     case 115: return "the server does not know a setting the sink sent";

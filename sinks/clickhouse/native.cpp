@@ -150,7 +150,6 @@ bool has_low_cardinality(const Type& type) {
   return type.inner && has_low_cardinality(*type.inner);
 }
 
-
 }  // namespace
 
 std::string native_unsupported(const std::vector<Column>& columns) {

@@ -47,10 +47,20 @@ std::string expected(const Type& t, simdjson::dom::element v, std::string_view d
 
 size_t width(Kind k) {
   switch (k) {
-    case Kind::Int8: case Kind::UInt8: case Kind::Bool: return 1;
-    case Kind::Int16: case Kind::UInt16: case Kind::Date: return 2;
-    case Kind::Int32: case Kind::UInt32: case Kind::Float32: case Kind::DateTime: return 4;
-    case Kind::Int64: case Kind::UInt64: case Kind::Float64: case Kind::DateTime64: return 8;
+    case Kind::Int8:
+    case Kind::UInt8:
+    case Kind::Bool: return 1;
+    case Kind::Int16:
+    case Kind::UInt16:
+    case Kind::Date: return 2;
+    case Kind::Int32:
+    case Kind::UInt32:
+    case Kind::Float32:
+    case Kind::DateTime: return 4;
+    case Kind::Int64:
+    case Kind::UInt64:
+    case Kind::Float64:
+    case Kind::DateTime64: return 8;
     case Kind::UUID: return 16;
     default: return 0;
   }
@@ -153,7 +163,8 @@ void append_default(const Type& type, std::string& out) {
   const Type& t = type.wire();
   switch (t.kind) {
     case Kind::Nullable: out += '\x01'; return;
-    case Kind::String: case Kind::Array: out += '\x00'; return;
+    case Kind::String:
+    case Kind::Array: out += '\x00'; return;
     case Kind::FixedString: out.append(t.size, '\0'); return;
     default: out.append(width(t.kind), '\0'); return;
   }
@@ -161,7 +172,9 @@ void append_default(const Type& type, std::string& out) {
 
 namespace {
 
-std::string expected_found(const Type& t, std::string_view what) { return "expected " + t.name() + ", found " + std::string(what); }
+std::string expected_found(const Type& t, std::string_view what) {
+  return "expected " + t.name() + ", found " + std::string(what);
+}
 
 // A present value of `type`: the Nullable flag first, then the inner type (LowCardinality is
 // its inner type on the wire).
@@ -211,14 +224,21 @@ std::string put_double(const Type& t, double d, std::string& out) {
 std::string append_integer(const Type& type, int64_t v, std::string& out) {
   const Type& t = open_value(type, out);
   switch (t.kind) {
-    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
-    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64:
+    case Kind::Int8:
+    case Kind::Int16:
+    case Kind::Int32:
+    case Kind::Int64:
+    case Kind::UInt8:
+    case Kind::UInt16:
+    case Kind::UInt32:
+    case Kind::UInt64:
       if (!put_int64(out, t.kind, v)) return expected_found(t, "an integer out of its range");
       return {};
-    case Kind::Float32: case Kind::Float64: return put_double(t, static_cast<double>(v), out);
+    case Kind::Float32:
+    case Kind::Float64: return put_double(t, static_cast<double>(v), out);
     case Kind::Date: return put_date_days(t, v, out);
     case Kind::DateTime: return put_epoch_seconds(t, v, out);  // epoch seconds
-    case Kind::DateTime64: put(out, v); return {};              // in the column's unit: epoch ms for DateTime64(3)
+    case Kind::DateTime64: put(out, v); return {};             // in the column's unit: epoch ms for DateTime64(3)
     case Kind::String: return put_text(v, out);
     default: return expected_found(t, "integer");
   }
@@ -227,11 +247,18 @@ std::string append_integer(const Type& type, int64_t v, std::string& out) {
 std::string append_unsigned(const Type& type, uint64_t v, std::string& out) {
   const Type& t = open_value(type, out);
   switch (t.kind) {
-    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
-    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64:
+    case Kind::Int8:
+    case Kind::Int16:
+    case Kind::Int32:
+    case Kind::Int64:
+    case Kind::UInt8:
+    case Kind::UInt16:
+    case Kind::UInt32:
+    case Kind::UInt64:
       if (!put_integer(out, t.kind, false, v, 0)) return expected_found(t, "an integer out of its range");
       return {};
-    case Kind::Float32: case Kind::Float64: return put_double(t, static_cast<double>(v), out);
+    case Kind::Float32:
+    case Kind::Float64: return put_double(t, static_cast<double>(v), out);
     case Kind::String: return put_text(v, out);
     default: return expected_found(t, "integer");
   }
@@ -240,9 +267,16 @@ std::string append_unsigned(const Type& type, uint64_t v, std::string& out) {
 std::string append_float(const Type& type, double v, std::string& out, bool integral_as_integer) {
   const Type& t = open_value(type, out);
   switch (t.kind) {
-    case Kind::Float32: case Kind::Float64: return put_double(t, v, out);
-    case Kind::Int8: case Kind::Int16: case Kind::Int32: case Kind::Int64:
-    case Kind::UInt8: case Kind::UInt16: case Kind::UInt32: case Kind::UInt64:
+    case Kind::Float32:
+    case Kind::Float64: return put_double(t, v, out);
+    case Kind::Int8:
+    case Kind::Int16:
+    case Kind::Int32:
+    case Kind::Int64:
+    case Kind::UInt8:
+    case Kind::UInt16:
+    case Kind::UInt32:
+    case Kind::UInt64:
       if (!integral_as_integer) return expected_found(t, "floating-point number");
       if (std::trunc(v) != v) return expected_found(t, "floating-point number with a fractional part");
       // [-2^63, 2^63) as int64, [2^63, 2^64) as uint64; the range check is put_integer's.
@@ -251,7 +285,8 @@ std::string append_float(const Type& type, double v, std::string& out, bool inte
         return {};
       }
       if (v >= 0 && v < 18446744073709551616.0) {
-        if (!put_integer(out, t.kind, false, static_cast<uint64_t>(v), 0)) return expected_found(t, "an integer out of its range");
+        if (!put_integer(out, t.kind, false, static_cast<uint64_t>(v), 0))
+          return expected_found(t, "an integer out of its range");
         return {};
       }
       return expected_found(t, "an integer out of its range");
@@ -291,7 +326,8 @@ std::string append_string(const Type& type, std::string_view s, std::string& out
       int64_t seconds = 0;
       uint32_t nanos;
       int fd;
-      if (!parse_datetime(s, seconds, nanos, fd)) return expected_found(t, "a string that is not an ISO 8601 date-time");
+      if (!parse_datetime(s, seconds, nanos, fd))
+        return expected_found(t, "a string that is not an ISO 8601 date-time");
       if (nanos != 0) return expected_found(t, "a time with fractional seconds (DateTime holds whole seconds)");
       return put_epoch_seconds(t, seconds, out);
     }
@@ -299,7 +335,8 @@ std::string append_string(const Type& type, std::string_view s, std::string& out
       int64_t seconds, ticks;
       uint32_t nanos;
       int fd;
-      if (!parse_datetime(s, seconds, nanos, fd)) return expected_found(t, "a string that is not an ISO 8601 date-time");
+      if (!parse_datetime(s, seconds, nanos, fd))
+        return expected_found(t, "a string that is not an ISO 8601 date-time");
       const int64_t unit = kPow10[9 - t.size];
       if (nanos % unit != 0)
         return expected_found(t, "a time more precise than its " + std::to_string(t.size) + " fraction digits");
@@ -325,7 +362,8 @@ std::string append_timestamp_ms(const Type& type, int64_t ms, std::string& out) 
       put(out, p >= 3 ? ms * kPow10[p - 3] : ms / kPow10[3 - p]);
       return {};
     }
-    case Kind::Int64: case Kind::UInt64:
+    case Kind::Int64:
+    case Kind::UInt64:
       if (!put_int64(out, t.kind, ms)) return expected_found(t, "a time before 1970 (epoch ms)");
       return {};
     default: return expected_found(t, "timestamp");

@@ -35,7 +35,8 @@ kit::Result<std::vector<DescribedColumn>> parse_describe(std::string_view json_l
     std::string_view name, type, kind;
     if (parser.parse(line.data(), line.size()).get_object().get(o) || o["name"].get_string().get(name) ||
         o["type"].get_string().get(type))
-      return R::failure("DESCRIBE TABLE answered something else than name/type rows: " + std::string(line.substr(0, 200)));
+      return R::failure("DESCRIBE TABLE answered something else than name/type rows: " +
+                        std::string(line.substr(0, 200)));
     if (o["default_type"].get_string().get(kind)) kind = {};
     out.push_back({std::string(name), std::string(type), std::string(kind)});
   }
@@ -47,7 +48,8 @@ Layout layout_from_table(const std::vector<DescribedColumn>& table, bool string_
                          const std::vector<Column>& declared) {
   Layout l;
   for (const auto& d : declared) {
-    const bool there = std::any_of(table.begin(), table.end(), [&](const DescribedColumn& c) { return c.name == d.name; });
+    const bool there =
+        std::any_of(table.begin(), table.end(), [&](const DescribedColumn& c) { return c.name == d.name; });
     if (!there) {
       l.error = "declared column '" + d.name + "' is not in the table";
       return l;

@@ -12,10 +12,10 @@ struct Simple {
   Kind kind;
 };
 constexpr Simple kSimple[] = {
-    {"String", Kind::String},   {"Int8", Kind::Int8},       {"Int16", Kind::Int16},     {"Int32", Kind::Int32},
-    {"Int64", Kind::Int64},     {"UInt8", Kind::UInt8},     {"UInt16", Kind::UInt16},   {"UInt32", Kind::UInt32},
-    {"UInt64", Kind::UInt64},   {"Float32", Kind::Float32}, {"Float64", Kind::Float64}, {"Bool", Kind::Bool},
-    {"Date", Kind::Date},       {"DateTime", Kind::DateTime}, {"UUID", Kind::UUID},
+    {"String", Kind::String}, {"Int8", Kind::Int8},         {"Int16", Kind::Int16},     {"Int32", Kind::Int32},
+    {"Int64", Kind::Int64},   {"UInt8", Kind::UInt8},       {"UInt16", Kind::UInt16},   {"UInt32", Kind::UInt32},
+    {"UInt64", Kind::UInt64}, {"Float32", Kind::Float32},   {"Float64", Kind::Float64}, {"Bool", Kind::Bool},
+    {"Date", Kind::Date},     {"DateTime", Kind::DateTime}, {"UUID", Kind::UUID},
 };
 
 std::string_view trim(std::string_view s) {
@@ -127,7 +127,8 @@ kit::Result<Type> parse_type(std::string_view text) {
   }
   if (name == "FixedString") {
     Type t = make(Kind::FixedString);
-    if (!parse_uint(args, t.size) || t.size == 0) return R::failure("'" + std::string(text) + "': FixedString needs a size N > 0");
+    if (!parse_uint(args, t.size) || t.size == 0)
+      return R::failure("'" + std::string(text) + "': FixedString needs a size N > 0");
     return R::success(std::move(t));
   }
   if (name == "DateTime") {

@@ -14,20 +14,32 @@
 namespace picomq::clickhouse {
 
 enum class Kind {
-  String, FixedString,
-  Int8, Int16, Int32, Int64,
-  UInt8, UInt16, UInt32, UInt64,
-  Float32, Float64,
+  String,
+  FixedString,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  UInt64,
+  Float32,
+  Float64,
   Bool,
-  Date, DateTime, DateTime64,
+  Date,
+  DateTime,
+  DateTime64,
   UUID,
-  Nullable, Array, LowCardinality,
+  Nullable,
+  Array,
+  LowCardinality,
 };
 
 struct Type {
   Kind kind = Kind::String;
-  uint32_t size = 0;       // FixedString(N): N; DateTime64(P): P (0-9)
-  std::string timezone;    // DateTime('tz'), DateTime64(P, 'tz'): as declared, empty if none
+  uint32_t size = 0;                  // FixedString(N): N; DateTime64(P): P (0-9)
+  std::string timezone;               // DateTime('tz'), DateTime64(P, 'tz'): as declared, empty if none
   std::shared_ptr<const Type> inner;  // Nullable, Array, LowCardinality
 
   // The ClickHouse spelling: "Nullable(Array(Int64))", "DateTime64(3, 'UTC')".

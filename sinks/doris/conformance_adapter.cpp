@@ -25,17 +25,19 @@ class DorisAdapter final : public SinkAdapter {
 
   std::string prepare(const std::string&, const std::string&) override {
     test::doris_control("reset", nlohmann::json::object());
-    test::doris_create_table("conf", "records",
-                             nlohmann::json::array({{{"name", "pico_topic"}, {"type", "STRING"}, {"nullable", false}},
-                                                    {{"name", "pico_partition"}, {"type", "INT"}, {"nullable", false}},
-                                                    {{"name", "pico_offset"}, {"type", "BIGINT"}, {"nullable", false}},
-                                                    {{"name", "pico_timestamp"}, {"type", "BIGINT"}, {"nullable", true}},
-                                                    {{"name", "pico_key"}, {"type", "STRING"}, {"nullable", true}},
-                                                    {{"name", "pico_headers"}, {"type", "JSON"}, {"nullable", true}},
-                                                    {{"name", "payload"}, {"type", "JSON"}, {"nullable", true}},
-                                                    {{"name", "n"}, {"type", "INT"}, {"nullable", true}}}));
+    test::doris_create_table(
+        "conf", "records",
+        nlohmann::json::array({{{"name", "pico_topic"}, {"type", "STRING"}, {"nullable", false}},
+                               {{"name", "pico_partition"}, {"type", "INT"}, {"nullable", false}},
+                               {{"name", "pico_offset"}, {"type", "BIGINT"}, {"nullable", false}},
+                               {{"name", "pico_timestamp"}, {"type", "BIGINT"}, {"nullable", true}},
+                               {{"name", "pico_key"}, {"type", "STRING"}, {"nullable", true}},
+                               {{"name", "pico_headers"}, {"type", "JSON"}, {"nullable", true}},
+                               {{"name", "payload"}, {"type", "JSON"}, {"nullable", true}},
+                               {{"name", "n"}, {"type", "INT"}, {"nullable", true}}}));
     return "url = \"" + test::doris_contract().base_url() +
-           "\"\ndatabase = \"conf\"\ntable = \"records\"\npassword = \"pw\"\ndocument = \"envelope\"\ntimeout = \"2s\"\n"
+           "\"\ndatabase = \"conf\"\ntable = \"records\"\npassword = \"pw\"\ndocument = \"envelope\"\ntimeout = "
+           "\"2s\"\n"
            "retry_timeout = \"1s\"\nlabel_span = 200\nlabel_prefix = \"conf\"";
   }
 
@@ -58,14 +60,16 @@ class DorisAdapter final : public SinkAdapter {
   }
 
   void inject_transient_failure(bool on) override {
-    if (on) test::doris_control("config", {{"fail_requests", {{{"path_prefix", "/"}, {"status", 503}, {"count", 1000000}}}}});
+    if (on)
+      test::doris_control("config", {{"fail_requests", {{{"path_prefix", "/"}, {"status", 503}, {"count", 1000000}}}}});
     else test::doris_control("config", {{"clear_failures", true}});
   }
   std::pair<std::string, std::string> permanent_failure_config() const override {
     return {"columns = \"pico_topic,no_such_column\"", "no_such_column"};
   }
   std::string rejecting_config() const override {
-    return "strict_mode = true\ncolumns = \"pico_topic,pico_partition,pico_offset,pico_timestamp,pico_key,pico_headers,payload,n\"\n"
+    return "strict_mode = true\ncolumns = "
+           "\"pico_topic,pico_partition,pico_offset,pico_timestamp,pico_key,pico_headers,payload,n\"\n"
            "jsonpaths = '[\"$.pico_topic\",\"$.pico_partition\",\"$.pico_offset\",\"$.pico_timestamp\",\"$.pico_key\","
            "\"$.pico_headers\",\"$.payload\",\"$.payload.n\"]'";
   }

@@ -54,8 +54,8 @@ struct Plan {
   Settings settings;
   std::string base_url;  // url without a trailing '/'
   kit::NameTemplate index;
-  std::string bulk_query;  // "?filter_path=...&pipeline=...&refresh=..."
-  std::string create_body;  // PUT <index> body: {"settings":...,"mappings":...}, "" for none
+  std::string bulk_query;                 // "?filter_path=...&pipeline=...&refresh=..."
+  std::string create_body;                // PUT <index> body: {"settings":...,"mappings":...}, "" for none
   std::vector<std::string> routing_path;  // routing_field split at '.'
 };
 

@@ -41,7 +41,8 @@ class ElasticsearchAdapter final : public SinkAdapter {
     std::vector<WrittenRecord> out;
     os.ok("POST", "/_refresh");
     const auto found = os.ok("POST", "/_search", R"({"size":10000,"query":{"match_all":{}},"sort":["_doc"]})");
-    for (const auto& hit : found["hits"]["hits"]) out.push_back(from_envelope(hit["_source"], hit["_index"].get<std::string>()));
+    for (const auto& hit : found["hits"]["hits"])
+      out.push_back(from_envelope(hit["_source"], hit["_index"].get<std::string>()));
     return out;
   }
 
@@ -51,7 +52,8 @@ class ElasticsearchAdapter final : public SinkAdapter {
     if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
     if (name[0] == '-' || name[0] == '_' || name[0] == '+') return false;
     for (unsigned char c : name)
-      if ((c >= 'A' && c <= 'Z') || std::string_view("\\/*?\"<>| ,#:").find(static_cast<char>(c)) != std::string_view::npos)
+      if ((c >= 'A' && c <= 'Z') ||
+          std::string_view("\\/*?\"<>| ,#:").find(static_cast<char>(c)) != std::string_view::npos)
         return false;
     return true;
   }

@@ -10,18 +10,27 @@ namespace {
 
 // The error types of the table in items.h, by outcome. Types not listed go by status.
 constexpr std::array kRejectedTypes{
-    std::string_view("mapper_parsing_exception"),        std::string_view("document_parsing_exception"),
-    std::string_view("strict_dynamic_mapping_exception"), std::string_view("illegal_argument_exception"),
-    std::string_view("action_request_validation_exception"), std::string_view("parse_exception"),
-    std::string_view("json_parse_exception"),            std::string_view("x_content_parse_exception"),
+    std::string_view("mapper_parsing_exception"),
+    std::string_view("document_parsing_exception"),
+    std::string_view("strict_dynamic_mapping_exception"),
+    std::string_view("illegal_argument_exception"),
+    std::string_view("action_request_validation_exception"),
+    std::string_view("parse_exception"),
+    std::string_view("json_parse_exception"),
+    std::string_view("x_content_parse_exception"),
     std::string_view("document_source_missing_exception"),
 };
 constexpr std::array kRetryTypes{
-    std::string_view("es_rejected_execution_exception"), std::string_view("rejected_execution_exception"),
-    std::string_view("circuit_breaking_exception"),      std::string_view("unavailable_shards_exception"),
-    std::string_view("no_shard_available_action_exception"), std::string_view("node_not_connected_exception"),
-    std::string_view("node_closed_exception"),           std::string_view("process_cluster_event_timeout_exception"),
-    std::string_view("resource_already_exists_exception"), std::string_view("timeout_exception"),
+    std::string_view("es_rejected_execution_exception"),
+    std::string_view("rejected_execution_exception"),
+    std::string_view("circuit_breaking_exception"),
+    std::string_view("unavailable_shards_exception"),
+    std::string_view("no_shard_available_action_exception"),
+    std::string_view("node_not_connected_exception"),
+    std::string_view("node_closed_exception"),
+    std::string_view("process_cluster_event_timeout_exception"),
+    std::string_view("resource_already_exists_exception"),
+    std::string_view("timeout_exception"),
 };
 constexpr std::array kFatalTypes{
     std::string_view("index_not_found_exception"), std::string_view("invalid_index_name_exception"),
@@ -71,7 +80,8 @@ kit::Result<BulkResponse> parse_bulk_response(std::string_view body, size_t expe
   out.items.reserve(expected);
   for (simdjson::dom::element wrapper : items) {
     simdjson::dom::object obj;
-    if (wrapper.get_object().get(obj) || obj.size() != 1) return R::failure("a _bulk response item is not {action: {...}}");
+    if (wrapper.get_object().get(obj) || obj.size() != 1)
+      return R::failure("a _bulk response item is not {action: {...}}");
     const simdjson::dom::element item = (*obj.begin()).value;
     ItemResult r;
     int64_t status = 0;
@@ -106,9 +116,8 @@ ItemOutcome classify_item(const ItemResult& item, Op op, bool external_versions,
   auto why = [&](std::string text) {
     if (reason) *reason = std::move(text);
   };
-  const std::string described =
-      (item.type.empty() ? "status " + std::to_string(item.status) : item.type) +
-      (item.reason.empty() ? "" : ": " + item.reason);
+  const std::string described = (item.type.empty() ? "status " + std::to_string(item.status) : item.type) +
+                                (item.reason.empty() ? "" : ": " + item.reason);
   if (item.status >= 200 && item.status < 300) return ItemOutcome::Written;
   if (op == Op::Delete && item.status == 404 && item.type.empty()) {
     why("already deleted (not_found)");
@@ -134,7 +143,8 @@ ItemOutcome classify_item(const ItemResult& item, Op op, bool external_versions,
     return ItemOutcome::Fatal;
   }
   if (item.status == 429 || item.status >= 500) return ItemOutcome::Retry;
-  if (item.status == 400 || item.status == 409 || item.status == 413 || item.status == 422) return ItemOutcome::Rejected;
+  if (item.status == 400 || item.status == 409 || item.status == 413 || item.status == 422)
+    return ItemOutcome::Rejected;
   return ItemOutcome::Fatal;
 }
 

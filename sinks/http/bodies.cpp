@@ -61,14 +61,13 @@ void render_record(const pmq_record& r, BodyFormat format, const kit::BatchJsonW
   if (r.payload.data) out.append(reinterpret_cast<const char*>(r.payload.data), r.payload.size);  // a tombstone: empty
 }
 
-std::vector<Body> render_bodies(const pmq_batch& batch, const std::vector<size_t>& records, size_t first,
-                                size_t count, BodyFormat format, const kit::BatchJsonWriter& json,
-                                kit::SplitLimits configured) {
+std::vector<Body> render_bodies(const pmq_batch& batch, const std::vector<size_t>& records, size_t first, size_t count,
+                                BodyFormat format, const kit::BatchJsonWriter& json, kit::SplitLimits configured) {
   std::vector<Body> out;
-  for (kit::Chunk& c : kit::split_records(first, count, limits(format, configured), framing(format),
-                                          [&](size_t k, std::string& text) {
-                                            render_record(*pmq_batch_record(&batch, records[k]), format, json, text);
-                                          }))
+  for (kit::Chunk& c :
+       kit::split_records(first, count, limits(format, configured), framing(format), [&](size_t k, std::string&text) {
+         render_record(*pmq_batch_record(&batch, records[k]), format, json, text);
+       }))
     out.push_back(Body{c.first, c.count, std::move(c.body)});
   return out;
 }

@@ -26,8 +26,8 @@ std::string_view default_content_type(BodyFormat format, int32_t payload_format)
 
 // The records of a batch by what happens to them.
 struct BatchPlan {
-  std::vector<size_t> in_bodies;  // indices of records that go into request bodies
-  std::vector<size_t> deletes;    // tombstones sent as DELETE (Tombstones::Delete, with a key)
+  std::vector<size_t> in_bodies;                        // indices of records that go into request bodies
+  std::vector<size_t> deletes;                          // tombstones sent as DELETE (Tombstones::Delete, with a key)
   std::vector<std::pair<size_t, std::string>> refused;  // records that cannot be sent, and why
 };
 BatchPlan plan_batch(const pmq_batch& batch, Tombstones tombstones);
@@ -48,9 +48,8 @@ struct Body {
 
 // Cuts records (indices into the batch) into bodies of at most `limits`, as the sink's requests
 // cut them (the pieces above, through the kit's splitter). Single and Raw put one record in each body.
-std::vector<Body> render_bodies(const pmq_batch& batch, const std::vector<size_t>& records, size_t first,
-                                size_t count, BodyFormat format, const kit::BatchJsonWriter& json,
-                                kit::SplitLimits limits);
+std::vector<Body> render_bodies(const pmq_batch& batch, const std::vector<size_t>& records, size_t first, size_t count,
+                                BodyFormat format, const kit::BatchJsonWriter& json, kit::SplitLimits limits);
 
 // "<topic>-<partition>-<first offset>-<last offset>" of the records a request carries, with the
 // topic in the kit's url-safe encoding (a header value; '-' never splits it ambiguously, since

@@ -92,9 +92,11 @@ class HttpAdapter final : public SinkAdapter {
   kt::HttpReceiver& receiver() {
     if (!receiver_) {
       receiver_ = std::make_unique<kt::HttpReceiver>();
-      receiver_->script(nlohmann::json::array(
-          {{{"method", "PATCH"}, {"status", 405}, {"count", 0}},
-           {{"when_body_contains", "\"not a number\""}, {"status", 400}, {"body", "n must be a number"}, {"count", 0}}}));
+      receiver_->script(nlohmann::json::array({{{"method", "PATCH"}, {"status", 405}, {"count", 0}},
+                                               {{"when_body_contains", "\"not a number\""},
+                                                {"status", 400},
+                                                {"body", "n must be a number"},
+                                                {"count", 0}}}));
     }
     return *receiver_;
   }

@@ -49,8 +49,8 @@ const kit::OptionTable<Settings>& option_table();
 
 struct Plan {
   Settings settings;
-  std::string base_url;    // url without a trailing '/'
-  std::string write_url;   // base_url + the API's write path and query
+  std::string base_url;   // url without a trailing '/'
+  std::string write_url;  // base_url + the API's write path and query
   kit::NameTemplate measurement;
 };
 

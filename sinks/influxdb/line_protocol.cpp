@@ -200,8 +200,14 @@ std::optional<std::string> append_point(std::string& out, BasicPoint<Text>& p) {
     append_key(out, k);
     out += '=';
     switch (v.index()) {
-      case 0: append_int(out, std::get<int64_t>(v)); out += 'i'; break;
-      case 1: append_int(out, std::get<Unsigned>(v).v); out += 'u'; break;
+      case 0:
+        append_int(out, std::get<int64_t>(v));
+        out += 'i';
+        break;
+      case 1:
+        append_int(out, std::get<Unsigned>(v).v);
+        out += 'u';
+        break;
       case 2: append_float(out, std::get<double>(v)); break;
       case 3: out += std::get<bool>(v) ? "true" : "false"; break;
       default: append_string_value(out, std::get<4>(v)); break;

@@ -63,9 +63,9 @@ inline std::string_view type_name(const FieldValue& v) { return type_name(v.inde
 template <class Text>
 struct BasicPoint {
   Text measurement;
-  std::vector<std::pair<Text, Text>> tags;                  // any order; the first of a key wins
+  std::vector<std::pair<Text, Text>> tags;                     // any order; the first of a key wins
   std::vector<std::pair<Text, BasicFieldValue<Text>>> fields;  // in order; the first of a key wins
-  std::optional<int64_t> time;                              // in the write's precision; none: the server's clock
+  std::optional<int64_t> time;                                 // in the write's precision; none: the server's clock
 };
 using Point = BasicPoint<std::string>;
 using PointView = BasicPoint<std::string_view>;

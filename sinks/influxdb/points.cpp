@@ -108,7 +108,8 @@ void PointMapper::flatten(simdjson::dom::element e, Scratch& s, std::string_view
       size_t i = 0;
       char index[24];
       for (simdjson::dom::element v : simdjson::dom::array(e)) {
-        const std::string_view digits(index, static_cast<size_t>(std::to_chars(index, index + sizeof index, i++).ptr - index));
+        const std::string_view digits(index,
+                                      static_cast<size_t>(std::to_chars(index, index + sizeof index, i++).ptr - index));
         const size_t name_at = s.name.size(), dotted_at = s.dotted.size();
         s.name += settings_.field_separator;
         s.name += digits;
@@ -128,7 +129,8 @@ void PointMapper::flatten(simdjson::dom::element e, Scratch& s, std::string_view
       else fields.emplace_back(field_name(), e.get_int64().value());
       return;
     case simdjson::dom::element_type::UINT64:
-      if (settings_.numbers == Numbers::Float || !unsigned_ok_) fields.emplace_back(field_name(), double(e.get_uint64().value()));
+      if (settings_.numbers == Numbers::Float || !unsigned_ok_)
+        fields.emplace_back(field_name(), double(e.get_uint64().value()));
       else fields.emplace_back(field_name(), Unsigned{e.get_uint64().value()});
       return;
     case simdjson::dom::element_type::DOUBLE: fields.emplace_back(field_name(), e.get_double().value()); return;
@@ -138,7 +140,8 @@ void PointMapper::flatten(simdjson::dom::element e, Scratch& s, std::string_view
 std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch& batch, const pmq_record& r,
                                                std::string_view measurement, simdjson::dom::parser& parser,
                                                Scratch& s) const {
-  if (batch.payload_format != PMQ_PAYLOAD_JSON) return std::string("the payload is not JSON (a point needs a JSON object)");
+  if (batch.payload_format != PMQ_PAYLOAD_JSON)
+    return std::string("the payload is not JSON (a point needs a JSON object)");
   simdjson::dom::element root;
   if (parser.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get(root) ||
       root.type() != simdjson::dom::element_type::OBJECT)
@@ -162,7 +165,9 @@ std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch
     switch (e.type()) {
       case simdjson::dom::element_type::NULL_VALUE: break;
       case simdjson::dom::element_type::STRING: p.tags.emplace_back(t.name, e.get_string().value()); break;
-      case simdjson::dom::element_type::BOOL: p.tags.emplace_back(t.name, e.get_bool().value() ? "true" : "false"); break;
+      case simdjson::dom::element_type::BOOL:
+        p.tags.emplace_back(t.name, e.get_bool().value() ? "true" : "false");
+        break;
       case simdjson::dom::element_type::OBJECT:
       case simdjson::dom::element_type::ARRAY:
         return "tag " + t.dotted + " is " + (e.is_object() ? "an object" : "an array") + ", not a value";
@@ -242,8 +247,9 @@ std::optional<std::string> PointMapper::append(std::string& out, const pmq_batch
     } else {
       return "timestamp_field " + timestamp_field_->dotted + " is neither a number nor a date-time string";
     }
-    if (!t) return "timestamp_field " + timestamp_field_->dotted + " is out of range for precision " +
-                   std::string(precision_name(settings_.precision));
+    if (!t)
+      return "timestamp_field " + timestamp_field_->dotted + " is out of range for precision " +
+             std::string(precision_name(settings_.precision));
     p.time = t;
   } else {
     if (r.timestamp_ms < 0) return std::string("the record has no timestamp (set timestamp_field)");

@@ -29,7 +29,7 @@ namespace picomq::influxdb {
 struct BatchLines {
   std::string text;
   struct Line {
-    size_t record;  // index in the batch
+    size_t record;        // index in the batch
     size_t offset, size;  // in text, with the '\n'
   };
   std::vector<Line> lines;

@@ -74,7 +74,8 @@ std::optional<RefusedLines> refused_lines(std::string_view body, const std::vect
       // Up to 100 refused lines are listed: with more, some are not identified.
       if (out.lines.size() >= 100) return std::nullopt;
       std::string_view error;
-      out.rest_written = !root["error"].get_string().get(error) && error.find("partial write") != std::string_view::npos;
+      out.rest_written =
+          !root["error"].get_string().get(error) && error.find("partial write") != std::string_view::npos;
       return out;
     }
   }
@@ -87,7 +88,8 @@ std::optional<RefusedLines> refused_lines(std::string_view body, const std::vect
     out.lines.emplace_back(i, std::move(why));
   };
   // Parse errors name their line: unable to parse '<line>': <why>
-  for (size_t at = text.find("unable to parse '"); at != std::string::npos; at = text.find("unable to parse '", at + 1)) {
+  for (size_t at = text.find("unable to parse '"); at != std::string::npos;
+       at = text.find("unable to parse '", at + 1)) {
     const size_t from = at + 17;
     bool found = false;
     for (size_t i = 0; i < lines.size() && !found; ++i) {
@@ -145,13 +147,13 @@ std::optional<RefusedLines> refused_lines(std::string_view body, const std::vect
     // 1.x reports dropped=0 for parse errors (the count is only of points the engine dropped);
     // a count that is given must match what was found.
     const auto n = dropped(text);
-    const bool only_parse_errors = text.find("field type conflict") == std::string::npos &&
-                                   text.find("invalid field name") == std::string::npos;
+    const bool only_parse_errors =
+        text.find("field type conflict") == std::string::npos && text.find("invalid field name") == std::string::npos;
     if (n && *n != out.lines.size() && !(only_parse_errors && *n == 0)) return std::nullopt;
     // Only one kind of cause named: the rest was written. Other causes in the same answer
     // (a conflict and a beyond-retention drop) are not told apart: resend the rest.
-    out.rest_written = text.find("beyond retention") == std::string::npos &&
-                       text.find("max-values-per-tag") == std::string::npos;
+    out.rest_written =
+        text.find("beyond retention") == std::string::npos && text.find("max-values-per-tag") == std::string::npos;
   }
   return out;
 }

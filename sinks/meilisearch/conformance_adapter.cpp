@@ -55,7 +55,9 @@ class MeilisearchAdapter final : public SinkAdapter {
 
   void inject_transient_failure(bool on) override {
     auto& server = test::meilisearch_contract();
-    if (on) test::contract_control(server, {{"fail_requests", {{{"path_prefix", "/"}, {"status", 503}, {"count", 1000000}}}}});
+    if (on)
+      test::contract_control(server,
+                             {{"fail_requests", {{{"path_prefix", "/"}, {"status", 503}, {"count", 1000000}}}}});
     else test::contract_control(server, {{"clear_failures", true}});
   }
   std::pair<std::string, std::string> permanent_failure_config() const override {

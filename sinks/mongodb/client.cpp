@@ -28,7 +28,8 @@ void route_line(mongoc_log_level_t level, const char* domain, const char* messag
   auto& routes = log_routes();
   std::lock_guard lock(routes.mutex);
   if (routes.live.empty()) return mongoc_log_default_handler(level, domain, message, user_data);
-  routes.live.begin()->second(level, std::string("libmongoc ") + (domain ? domain : "") + ": " + (message ? message : ""));
+  routes.live.begin()->second(level,
+                              std::string("libmongoc ") + (domain ? domain : "") + ": " + (message ? message : ""));
 }
 
 struct PooledClient {
@@ -122,7 +123,9 @@ BulkResult Client::bulk(const std::string& collection, bool ordered, std::span<c
       case OpKind::Update:
         added = mongoc_bulk_operation_update_one_with_opts(bulk, op.filter.get(), op.doc.get(), &upsert_opts, &e);
         break;
-      case OpKind::Delete: added = mongoc_bulk_operation_remove_one_with_opts(bulk, op.filter.get(), nullptr, &e); break;
+      case OpKind::Delete:
+        added = mongoc_bulk_operation_remove_one_with_opts(bulk, op.filter.get(), nullptr, &e);
+        break;
     }
     if (added) sent.push_back(i);
     else out.refused.emplace_back(i, e.message);

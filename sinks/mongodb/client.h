@@ -51,7 +51,8 @@ class Client {
   BulkResult bulk(const std::string& collection, bool ordered, std::span<const Op* const> ops);
   // A command on the database; `reply` filled when given. False with `error` (and its domain /
   // code) on failure.
-  bool command(const bson_t& cmd, bson_t* reply, std::string& error, uint32_t* domain = nullptr, uint32_t* code = nullptr);
+  bool command(const bson_t& cmd, bson_t* reply, std::string& error, uint32_t* domain = nullptr,
+               uint32_t* code = nullptr);
   // Which of the documents' _ids are in `collection` now (one find with $in), in their order;
   // nullopt with `error` when the query fails.
   std::optional<std::vector<bool>> ids_present(const std::string& collection, std::span<const bson_t* const> docs,

@@ -22,8 +22,7 @@ bool is_object_text(std::string_view json) {
 }
 
 bool append_string_or_binary(bson_t* into, const char* name, std::string_view bytes) {
-  if (kit::is_valid_utf8(bytes))
-    return bson_append_utf8(into, name, -1, bytes.data(), static_cast<int>(bytes.size()));
+  if (kit::is_valid_utf8(bytes)) return bson_append_utf8(into, name, -1, bytes.data(), static_cast<int>(bytes.size()));
   return bson_append_binary(into, name, -1, BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(bytes.data()),
                             static_cast<uint32_t>(bytes.size()));
 }
@@ -142,7 +141,8 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
       bson_append_date_time(d, "pico_timestamp", -1, r.timestamp_ms);
     // A record without a key has pico_key null: every document has the same fields.
     if (!payload_has(kit::kKeyField)) {
-      if (r.key.data) bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
+      if (r.key.data)
+        bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
       else bson_append_null(d, "pico_key", -1);
     }
     if (r.header_count && !payload_has(kit::kHeadersField)) {
@@ -175,9 +175,11 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
   } else if (!r.payload.data) {
     bson_append_null(d, payload_field, -1);
   } else if (batch.payload_format == PMQ_PAYLOAD_TEXT) {
-    bson_append_utf8(d, payload_field, -1, reinterpret_cast<const char*>(r.payload.data), static_cast<int>(r.payload.size));
+    bson_append_utf8(d, payload_field, -1, reinterpret_cast<const char*>(r.payload.data),
+                     static_cast<int>(r.payload.size));
   } else {
-    bson_append_binary(d, payload_field, -1, BSON_SUBTYPE_BINARY, r.payload.data, static_cast<uint32_t>(r.payload.size));
+    bson_append_binary(d, payload_field, -1, BSON_SUBTYPE_BINARY, r.payload.data,
+                       static_cast<uint32_t>(r.payload.size));
   }
   if (d->len > kMaxDocumentBytes)
     return R::failure("the document is " + std::to_string(d->len) +
@@ -200,9 +202,11 @@ Encoded DocumentEncoder::encode(const pmq_batch& batch, int64_t now_ms) const {
       op.filter = new_bson();
       if (by_business_key) {
         // The key's JSON object names the document: {"k1": v1, ...}.
-        auto key = r.key.data ? bson_from_json(bytes_of(r.key)) : kit::Result<BsonPtr>::failure("the record has no key");
+        auto key =
+            r.key.data ? bson_from_json(bytes_of(r.key)) : kit::Result<BsonPtr>::failure("the record has no key");
         if (!key) {
-          out.rejected.push_back({index, "tombstone: the business key is read from the record key's JSON: " + key.error()});
+          out.rejected.push_back(
+              {index, "tombstone: the business key is read from the record key's JSON: " + key.error()});
           continue;
         }
         for (const auto& f : s_.business_key) {

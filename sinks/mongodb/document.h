@@ -30,8 +30,8 @@ enum class OpKind { Insert, Replace, Update, Delete };
 
 struct Op {
   OpKind kind = OpKind::Insert;
-  BsonPtr filter;  // Replace / Update / Delete
-  BsonPtr doc;     // Insert: the document; Replace: the replacement; Update: {$set, $setOnInsert}
+  BsonPtr filter;       // Replace / Update / Delete
+  BsonPtr doc;          // Insert: the document; Replace: the replacement; Update: {$set, $setOnInsert}
   uint32_t record = 0;  // index in its batch
   size_t bytes = 0;     // of doc
 };

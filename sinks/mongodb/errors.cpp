@@ -92,9 +92,9 @@ ItemOutcome classify_item(const WriteError& e, bool is_insert) {
     case 13436:  // NotPrimaryOrSecondary
       return ItemOutcome::Retry;
     // The sink cannot write here at all.
-    case 13:     // Unauthorized
-    case 18:     // AuthenticationFailed
-    case 73:     // InvalidNamespace
+    case 13:  // Unauthorized
+    case 18:  // AuthenticationFailed
+    case 73:  // InvalidNamespace
       return ItemOutcome::Fatal;
     default:
       // A code this sink does not know, on one document while the others were written: the
@@ -107,11 +107,11 @@ ItemOutcome classify_item(const WriteError& e, bool is_insert) {
 ItemOutcome classify_command(int32_t code, bool labelled_retryable) {
   if (labelled_retryable) return ItemOutcome::Retry;
   switch (code) {
-    case 13:     // Unauthorized
-    case 18:     // AuthenticationFailed
-    case 73:     // InvalidNamespace
-    case 8000:   // AtlasError (quota, permissions)
-    case 11:     // UserNotFound
+    case 13:    // Unauthorized
+    case 18:    // AuthenticationFailed
+    case 73:    // InvalidNamespace
+    case 8000:  // AtlasError (quota, permissions)
+    case 11:    // UserNotFound
       return ItemOutcome::Fatal;
     default:
       // Network, server selection, shutdown, a primary stepping down, FerretDB's backend gone:
@@ -256,17 +256,18 @@ AttemptVerdict judge_attempt(const BulkAttempt& a, const std::vector<bool>& is_i
   // applied but not acknowledged as the write concern asks; every one without a writeError is
   // resent (inserts then answer 11000, upserts and deletes repeat harmlessly).
   const auto& errors = a.reply.write_errors;
-  const bool explained =
-      a.reply.write_concern_errors.empty() &&
-      (a.executed || (a.server_error && !errors.empty() && std::any_of(errors.begin(), errors.end(), [&](const WriteError& e) {
-                        return static_cast<uint32_t>(e.code) == a.error_code;
-                      })));
+  const bool explained = a.reply.write_concern_errors.empty() &&
+                         (a.executed || (a.server_error && !errors.empty() &&
+                                         std::any_of(errors.begin(), errors.end(), [&](const WriteError& e) {
+                                           return static_cast<uint32_t>(e.code) == a.error_code;
+                                         })));
   if (!a.reply.write_concern_errors.empty()) {
     retry("collection " + collection + ": write concern error " + a.reply.write_concern_errors[0]);
   } else if (!explained) {
-    const ItemOutcome o = a.auth_error     ? ItemOutcome::Fatal
-                          : a.server_error ? classify_command(static_cast<int32_t>(a.error_code), a.reply.retryable_label)
-                                           : ItemOutcome::Retry;
+    const ItemOutcome o = a.auth_error ? ItemOutcome::Fatal
+                          : a.server_error
+                              ? classify_command(static_cast<int32_t>(a.error_code), a.reply.retryable_label)
+                              : ItemOutcome::Retry;
     const std::string what = "collection " + collection + ": " + a.error + " (libmongoc error " +
                              std::to_string(a.error_domain) + "." + std::to_string(a.error_code) + ")";
     if (o == ItemOutcome::Fatal) {

@@ -65,9 +65,9 @@ struct BulkAttempt {
   bool executed = false;  // mongoc_bulk_operation_execute succeeded (no error of any kind)
   BulkReply reply;        // writeErrors etc., also when !executed
   uint32_t error_domain = 0, error_code = 0;
-  std::string error;           // libmongoc's message when !executed
-  bool server_error = false;   // the error is the server's (MONGOC_ERROR_SERVER): error_code is its code
-  bool auth_error = false;     // libmongoc could not authenticate
+  std::string error;          // libmongoc's message when !executed
+  bool server_error = false;  // the error is the server's (MONGOC_ERROR_SERVER): error_code is its code
+  bool auth_error = false;    // libmongoc could not authenticate
   // Operations libmongoc refused before sending (their index into the ops given), with why.
   std::vector<std::pair<size_t, std::string>> refused;
 };
@@ -87,7 +87,8 @@ struct AttemptVerdict {
 
 // Which of the operations at these positions of the attempt have their _id in the collection
 // now (the FerretDB 11000s that name no index); nullopt with `error` when the lookup failed.
-using IdLookup = std::function<std::optional<std::vector<bool>>(const std::vector<size_t>& positions, std::string& error)>;
+using IdLookup =
+    std::function<std::optional<std::vector<bool>>(const std::vector<size_t>& positions, std::string& error)>;
 
 // The decision on one attempt (pure but for `lookup`): per-document outcomes from writeErrors
 // (classify_item); an error of the bulk as a whole that no writeError explains — a network error,

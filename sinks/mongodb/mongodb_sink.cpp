@@ -57,7 +57,8 @@ struct TopicCollection {
 class BulkSegment final : public kit::Segment {
  public:
   using CommitFn = std::function<void(BulkSegment&)>;
-  BulkSegment(std::string collection, CommitFn commit) : collection_(std::move(collection)), commit_(std::move(commit)) {}
+  BulkSegment(std::string collection, CommitFn commit)
+      : collection_(std::move(collection)), commit_(std::move(commit)) {}
 
   void add(sdk::Pending write, mg::Encoded& e) {
     const auto w = static_cast<uint32_t>(writes_.size());
@@ -131,9 +132,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     // Upserts and deletes are ordered: a batch must not land after a later one it was retried
     // behind (the runtime keeps one write per block in flight).
     if (s.write_strategy != mg::WriteStrategy::Insert || s.delete_on_tombstone) declare_max_in_flight(1);
-    log(sdk::LogLevel::Info, "mongodb sink: " + hosts_ + ", database " + s.database + ", collections " +
-                                 s.collection + ", id_strategy " + id_strategy_name() + ", write_strategy " +
-                                 write_strategy_name());
+    log(sdk::LogLevel::Info, "mongodb sink: " + hosts_ + ", database " + s.database + ", collections " + s.collection +
+                                 ", id_strategy " + id_strategy_name() + ", write_strategy " + write_strategy_name());
     health_check();
     kit::AccumulatorLimits limits =
         kit::accumulator_limits(s.batching, kSegmentBatches, static_cast<size_t>(s.max_open_collections));
@@ -203,7 +203,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
   // mg::judge_attempt); rejections are applied once every other operation is written.
   void commit_bulk(BulkSegment& s) {
     using State = mg::OpState;
-    const bool ordered = plan_->settings.write_strategy != mg::WriteStrategy::Insert || plan_->settings.delete_on_tombstone;
+    const bool ordered =
+        plan_->settings.write_strategy != mg::WriteStrategy::Insert || plan_->settings.delete_on_tombstone;
     const auto deadline = Clock::now() + plan_->settings.retry_timeout;
     const auto& ops = s.ops();
     std::vector<State> state(ops.size(), State::Pending);
@@ -225,12 +226,12 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       count("bulk_writes");
       if (attempt) count("resends");
       const mg::BulkResult r = client_->bulk(s.collection(), ordered, batch);
-      const mg::AttemptVerdict v = mg::judge_attempt(
-          r, inserts, ordered, s.collection(), [&](const std::vector<size_t>& at, std::string& error) {
-            std::vector<const bson_t*> docs;
-            for (size_t b : at) docs.push_back(batch[b]->doc.get());
-            return client_->ids_present(s.collection(), docs, error);
-          });
+      const mg::AttemptVerdict v = mg::judge_attempt(r, inserts, ordered, s.collection(),
+                                                     [&](const std::vector<size_t>& at, std::string& error) {
+                                                       std::vector<const bson_t*> docs;
+                                                       for (size_t b : at) docs.push_back(batch[b]->doc.get());
+                                                       return client_->ids_present(s.collection(), docs, error);
+                                                     });
       if (v.looked_up) count("duplicate_lookups");
       if (!v.fatal.empty()) throw sdk::FatalError(v.fatal);
       for (size_t b = 0; b < batch.size(); ++b) {
@@ -259,17 +260,18 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       }
     if (rejected) {
       count("rejected_records", rejected);
-      log(sdk::LogLevel::Info, "collection " + s.collection() + ": " + std::to_string(rejected) +
-                                   " documents refused (the bad-record policy decides): " + reasons[std::distance(
-                                       state.begin(), std::find(state.begin(), state.end(), State::Rejected))]);
+      log(sdk::LogLevel::Info,
+          "collection " + s.collection() + ": " + std::to_string(rejected) +
+              " documents refused (the bad-record policy decides): " +
+              reasons[std::distance(state.begin(), std::find(state.begin(), state.end(), State::Rejected))]);
     }
   }
 
   void committed(const kit::CommitReport& r) {
     if (!r.ok) {
       count("failed_writes", r.batches);
-      log(sdk::LogLevel::Debug, "collection " + r.key + ": " + std::to_string(r.batches) + " batches failed (" +
-                                    r.trigger + "): " + r.error);
+      log(sdk::LogLevel::Debug,
+          "collection " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger + "): " + r.error);
       return;
     }
     count("documents", r.records);
@@ -333,7 +335,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     bson_destroy(&cmd);
     if (!ok) {
       const std::string what = "creating indexes " + names + " on " + s.database + "." + collection + ": " + error;
-      if (domain == MONGOC_ERROR_SERVER && mg::classify_command(static_cast<int32_t>(code), false) == mg::ItemOutcome::Fatal)
+      if (domain == MONGOC_ERROR_SERVER &&
+          mg::classify_command(static_cast<int32_t>(code), false) == mg::ItemOutcome::Fatal)
         throw sdk::FatalError(what);
       // IndexOptionsConflict 85, IndexKeySpecsConflict 86, CannotCreateIndex 67, BadValue 2,
       // InvalidIndexSpecificationOption 197: the index as configured cannot be made.
@@ -364,8 +367,10 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
                       (domain == MONGOC_ERROR_SERVER && (code == 18 || code == 13));
     if (auth) throw sdk::FatalError("connecting to MongoDB at " + hosts_ + ": " + error);
     count("destination_unreachable");
-    log(sdk::LogLevel::Warn, "MongoDB at " + hosts_ + " is not reachable now (the sink starts and retries with each "
-                             "write): " + error);
+    log(sdk::LogLevel::Warn, "MongoDB at " + hosts_ +
+                                 " is not reachable now (the sink starts and retries with each "
+                                 "write): " +
+                                 error);
   }
 
   std::unique_ptr<mg::Plan> plan_;

@@ -43,7 +43,8 @@ class PostgresAdapter final : public SinkAdapter {
       std::vector<std::string> metadata;
       bool has_payload = false;
       for (const auto& col : pg.query("SELECT column_name FROM information_schema.columns WHERE table_schema = "
-                                      "'public' AND table_name = '" + name + "' ORDER BY ordinal_position",
+                                      "'public' AND table_name = '" +
+                                          name + "' ORDER BY ordinal_position",
                                       database_)) {
         if (col[0]->rfind("pico_", 0) == 0) metadata.push_back(*col[0]);
         if (*col[0] == "payload") has_payload = true;
@@ -57,7 +58,8 @@ class PostgresAdapter final : public SinkAdapter {
       const std::string quoted = "\"" + name + "\"";  // sink-made names hold no double quote
       for (const auto& row : pg.query("SELECT pico_topic, pico_partition, pico_offset, "
                                       "(extract(epoch FROM pico_timestamp) * 1000)::bigint, encode(pico_key, 'hex'), "
-                                      "pico_headers::text, " + payload + " FROM " + quoted + " t ORDER BY pico_offset",
+                                      "pico_headers::text, " +
+                                          payload + " FROM " + quoted + " t ORDER BY pico_offset",
                                       database_)) {
         WrittenRecord w;
         w.destination = name;

@@ -16,7 +16,8 @@ constexpr int64_t kEndEpochMs = kEndTimestampUs / 1000 + kPostgresEpochMs;
 
 template <class U>
 void store_be(char* at, U value) {
-  for (std::size_t i = 0; i < sizeof(U); ++i) at[i] = static_cast<char>(static_cast<uint8_t>(value >> (8 * (sizeof(U) - 1 - i))));
+  for (std::size_t i = 0; i < sizeof(U); ++i)
+    at[i] = static_cast<char>(static_cast<uint8_t>(value >> (8 * (sizeof(U) - 1 - i))));
 }
 
 template <class U>

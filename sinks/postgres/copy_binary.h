@@ -88,7 +88,7 @@ class CopyBinaryWriter {
   void check_row() const;
 
   std::string out_;
-  std::string spare_;        // see recycle()
+  std::string spare_;          // see recycle()
   std::size_t row_start_ = 0;  // where the row being built starts in out_
   std::size_t fields_ = 0;
   std::size_t rows_ = 0;

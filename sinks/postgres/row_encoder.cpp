@@ -47,7 +47,9 @@ std::string expected(const Column& c, simdjson::dom::element value, std::string_
   return field_problem(c, out);
 }
 
-std::string too_large(std::string_view what) { return std::string(what) + " is larger than PostgreSQL's 1 GiB field limit"; }
+std::string too_large(std::string_view what) {
+  return std::string(what) + " is larger than PostgreSQL's 1 GiB field limit";
+}
 
 std::string describe_payload_format(int32_t format) {
   switch (format) {
@@ -92,8 +94,9 @@ EncodeResult RowEncoder::encode(const pmq_batch& batch) {
   const bool fits = mode == PayloadMode::Bytea || format == PMQ_PAYLOAD_JSON ||
                     (mode == PayloadMode::Text && format == PMQ_PAYLOAD_TEXT);
   if (!fits) {
-    result.error = "payload mode '" + std::string(to_string(mode)) + "' cannot take " + describe_payload_format(format) +
-                   " payloads (schema '" + std::string(batch.schema ? batch.schema : "") + "')";
+    result.error = "payload mode '" + std::string(to_string(mode)) + "' cannot take " +
+                   describe_payload_format(format) + " payloads (schema '" +
+                   std::string(batch.schema ? batch.schema : "") + "')";
     return result;
   }
   if (!dest::is_valid_utf8(std::string_view(batch.topic))) {
@@ -143,7 +146,8 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
     }
     if (parsed.error()) return std::string("payload is not valid JSON: ") + simdjson::error_message(parsed.error());
     const simdjson::dom::element root = parsed.value_unsafe();
-    if (root.type() != element_type::OBJECT) return "payload is not a JSON object (found " + std::string(found(root)) + ")";
+    if (root.type() != element_type::OBJECT)
+      return "payload is not a JSON object (found " + std::string(found(root)) + ")";
     std::fill(present_.begin(), present_.end(), false);
     const simdjson::dom::object object = root.get_object().value_unsafe();
     for (const simdjson::dom::key_value_pair member : object) {
@@ -169,29 +173,22 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
   for (std::size_t i = 0; i < columns_.size(); ++i) {
     const Column& c = columns_[i];
     switch (c.source) {
-      case Source::RecordId:
-      {
+      case Source::RecordId: {
         char digits[24];
         char* end = std::to_chars(digits, digits + sizeof digits, record.offset).ptr;
         record_id_.resize(record_id_prefix_);
         record_id_.append(digits, end);
         writer_.text(record_id_);
-      }
-        break;
-      case Source::Topic:
-        writer_.text(batch.topic);
-        break;
-      case Source::Partition:
-        writer_.int4(batch.partition);
-        break;
-      case Source::Offset:
-        writer_.int8(record.offset);
-        break;
+      } break;
+      case Source::Topic: writer_.text(batch.topic); break;
+      case Source::Partition: writer_.int4(batch.partition); break;
+      case Source::Offset: writer_.int8(record.offset); break;
       case Source::Timestamp:
         if (record.timestamp_ms == -1) {
           null_or(c, [&] { return "the record has no timestamp, and " + c.name + " is a key column"; });
         } else if (!timestamptz_in_range(record.timestamp_ms)) {
-          problem("record timestamp " + std::to_string(record.timestamp_ms) + " ms is outside PostgreSQL's timestamptz range");
+          problem("record timestamp " + std::to_string(record.timestamp_ms) +
+                  " ms is outside PostgreSQL's timestamptz range");
         } else {
           writer_.timestamptz_from_epoch_ms(record.timestamp_ms);
         }
@@ -208,7 +205,8 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         }
         scratch_.clear();
         dest::append_headers_json(scratch_, {record.headers, record.header_count});
-        if (json_has_nul_escape(scratch_)) problem("a header name or value contains U+0000, which PostgreSQL jsonb cannot store");
+        if (json_has_nul_escape(scratch_))
+          problem("a header name or value contains U+0000, which PostgreSQL jsonb cannot store");
         else if (scratch_.size() >= kMaxFieldBytes) problem(too_large("the headers"));
         else writer_.jsonb(scratch_);
         break;
@@ -222,7 +220,8 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
           if (json_has_nul_escape(payload)) problem("payload contains \\u0000, which PostgreSQL jsonb cannot store");
           else writer_.jsonb(payload);
         } else if (c.type == ColumnType::Text) {
-          if (payload.find('\0') != std::string_view::npos) problem("payload contains a NUL byte, which PostgreSQL text cannot store");
+          if (payload.find('\0') != std::string_view::npos)
+            problem("payload contains a NUL byte, which PostgreSQL text cannot store");
           else writer_.text(payload);
         } else {
           writer_.bytea(payload);
@@ -278,14 +277,16 @@ std::string RowEncoder::encode_field(const Column& c, simdjson::dom::element val
       if (c.type == ColumnType::Bytea) {
         writer_.bytea(s);
       } else {
-        if (s.find('\0') != std::string_view::npos) return field_problem(c, "string contains U+0000, which PostgreSQL text cannot store");
+        if (s.find('\0') != std::string_view::npos)
+          return field_problem(c, "string contains U+0000, which PostgreSQL text cannot store");
         writer_.text(s);
       }
       return {};
     }
     case ColumnType::Jsonb: {
       scratch_ = simdjson::minify(value);
-      if (json_has_nul_escape(scratch_)) return field_problem(c, "value contains \\u0000, which PostgreSQL jsonb cannot store");
+      if (json_has_nul_escape(scratch_))
+        return field_problem(c, "value contains \\u0000, which PostgreSQL jsonb cannot store");
       if (scratch_.size() >= kMaxFieldBytes) return field_problem(c, too_large("the value"));
       writer_.jsonb(scratch_);
       return {};
@@ -306,8 +307,8 @@ std::vector<std::string> reserved_column_names(WriteMode write_mode, bool includ
   std::vector<std::string> out;
   if (write_mode == WriteMode::Insert) out.emplace_back(kIdColumn);
   if (include_metadata) {
-    for (auto name : {dest::kTopicField, dest::kPartitionField, dest::kOffsetField, dest::kTimestampField, dest::kKeyField,
-                      dest::kHeadersField}) {
+    for (auto name : {dest::kTopicField, dest::kPartitionField, dest::kOffsetField, dest::kTimestampField,
+                      dest::kKeyField, dest::kHeadersField}) {
       out.emplace_back(name);
     }
   } else if (write_mode == WriteMode::Upsert) {
@@ -339,7 +340,8 @@ InferResult infer_columns(const pmq_batch& batch, const std::vector<std::string>
     return result;
   }
   if (batch.payload_format != PMQ_PAYLOAD_JSON) {
-    result.notes.push_back("payload format is " + describe_payload_format(batch.payload_format) + ", not JSON: no columns");
+    result.notes.push_back("payload format is " + describe_payload_format(batch.payload_format) +
+                           ", not JSON: no columns");
     return result;
   }
   std::vector<Seen> seen;

@@ -22,10 +22,10 @@ struct Rejection {
 };
 
 struct EncodeResult {
-  std::string copy_data;             // header, one tuple per accepted record, trailer
-  std::size_t rows = 0;              // accepted records
-  std::vector<Rejection> rejected;   // every refused record, in batch order
-  std::string error;                 // the batch cannot be encoded at all (nothing else is set)
+  std::string copy_data;            // header, one tuple per accepted record, trailer
+  std::size_t rows = 0;             // accepted records
+  std::vector<Rejection> rejected;  // every refused record, in batch order
+  std::string error;                // the batch cannot be encoded at all (nothing else is set)
 
   bool ok() const { return error.empty(); }
 };
@@ -55,14 +55,14 @@ class RowEncoder {
   std::string encode_field(const Column& column, simdjson::dom::element value);
 
   TableLayout layout_;
-  std::vector<Column> columns_;                           // copy_columns(layout_)
+  std::vector<Column> columns_;                            // copy_columns(layout_)
   std::unordered_map<std::string, std::size_t> by_field_;  // JSON member -> index in columns_
   std::vector<simdjson::dom::element> values_;             // per column, for one record
   std::vector<bool> present_;
   simdjson::dom::parser parser_;
   CopyBinaryWriter writer_;
   std::string scratch_;
-  std::string record_id_;        // "topic:partition:" of the batch, then each record's offset
+  std::string record_id_;  // "topic:partition:" of the batch, then each record's offset
   std::size_t record_id_prefix_ = 0;
 };
 

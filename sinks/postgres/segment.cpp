@@ -92,8 +92,9 @@ void CopySegment::add(const pmq_batch& batch, std::string_view copy_data, size_t
 void CopySegment::restage(bool conflict) {
   if (conflict) {
     shared_.count("conflict_redos", 1);
-    shared_.log(sdk::LogLevel::Info, "table " + table_.display + ": the COPY met rows written before (SQLSTATE 23505, a " +
-                                         "replay); its " + std::to_string(batches_.size()) + " batch(es) are written " +
+    shared_.log(sdk::LogLevel::Info, "table " + table_.display +
+                                         ": the COPY met rows written before (SQLSTATE 23505, a " + "replay); its " +
+                                         std::to_string(batches_.size()) + " batch(es) are written " +
                                          "again through the staging table, which skips those, in the same write");
     shared_.replays.conflict(partitions_);
   }
@@ -117,8 +118,8 @@ void CopySegment::commit() {
     auto finish = [&] {
       c.end_copy(c.put_copy_data(kTrailer), what());
       if (staged_)
-        inserted = c.run_counting(merge_sql(*table_.name, shared_.staging, *table_.layout),
-                                  "writing into " + table_.display);
+        inserted =
+            c.run_counting(merge_sql(*table_.name, shared_.staging, *table_.layout), "writing into " + table_.display);
     };
     try {
       finish();

@@ -118,7 +118,8 @@ Result<TableLayout> make_layout(const LayoutOptions& options) {
   layout.include_metadata = options.include_metadata;
   auto& cols = layout.columns;
 
-  if (options.write_mode == WriteMode::Insert) cols.push_back(meta(kIdColumn, ColumnType::Text, Source::RecordId, true));
+  if (options.write_mode == WriteMode::Insert)
+    cols.push_back(meta(kIdColumn, ColumnType::Text, Source::RecordId, true));
   if (options.include_metadata) {
     cols.push_back(meta(dest::kTopicField, ColumnType::Text, Source::Topic, true));
     cols.push_back(meta(dest::kPartitionField, ColumnType::Int4, Source::Partition, true));
@@ -132,7 +133,8 @@ Result<TableLayout> make_layout(const LayoutOptions& options) {
   if (options.payload_mode == PayloadMode::Columns) {
     if (options.payload_columns.empty()) return R::failure("payload mode 'columns' needs at least one column");
     for (const Column& c : options.payload_columns) {
-      if (c.source != Source::Field) return R::failure("payload column '" + c.name + "' must come from a payload field");
+      if (c.source != Source::Field)
+        return R::failure("payload column '" + c.name + "' must come from a payload field");
       if (auto e = check_name("column", c.name); !e.empty()) return R::failure(e);
       if (c.field.empty()) return R::failure("payload column '" + c.name + "' names no payload field");
       cols.push_back(c);
@@ -173,12 +175,14 @@ Result<TableLayout> make_layout(const LayoutOptions& options) {
       if (options.upsert_key.empty()) return R::failure("write mode 'upsert' needs a key");
       for (std::size_t k = 0; k < options.upsert_key.size(); ++k) {
         const std::string& name = options.upsert_key[k];
-        if (std::find(options.upsert_key.begin(), options.upsert_key.begin() + k, name) != options.upsert_key.begin() + k) {
+        if (std::find(options.upsert_key.begin(), options.upsert_key.begin() + k, name) !=
+            options.upsert_key.begin() + k) {
           return R::failure("key column '" + name + "' is listed twice");
         }
         auto it = std::find_if(cols.begin(), cols.end(), [&](const Column& c) { return c.name == name; });
         if (it == cols.end()) return R::failure("key column '" + name + "' is not a column of the table");
-        if (it->type == ColumnType::Jsonb) return R::failure("key column '" + name + "' is jsonb, which cannot be a key here");
+        if (it->type == ColumnType::Jsonb)
+          return R::failure("key column '" + name + "' is jsonb, which cannot be a key here");
         it->not_null = true;
       }
       layout.key = options.upsert_key;
@@ -270,9 +274,7 @@ std::string merge_sql(const TableName& target, const TableName& staging, const T
   const std::string cols = column_list(layout.columns);
   std::string out = "INSERT INTO " + target.sql() + " (" + cols + ") SELECT ";
   switch (layout.write_mode) {
-    case WriteMode::Append:
-      out += cols + " FROM " + staging.sql();
-      break;
+    case WriteMode::Append: out += cols + " FROM " + staging.sql(); break;
     case WriteMode::Insert:
       out += cols + " FROM " + staging.sql() + " ON CONFLICT (" + name_list(layout.key) + ") DO NOTHING";
       break;

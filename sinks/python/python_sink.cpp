@@ -27,7 +27,8 @@ const pmq_option kOptions[] = {
     {"class", PMQ_OPTION_STRING, PMQ_OPTION_REQUIRED, nullptr, nullptr,
      "The sink class as \"module:Class\", a subclass of picomq_connect.BaseSink (agora.BaseSink)."},
     {"python_path", PMQ_OPTION_STRING_LIST, 0, "[]", nullptr,
-     "Directories put first on sys.path before the module is imported (relative ones: to the runtime's working directory)."},
+     "Directories put first on sys.path before the module is imported (relative ones: to the runtime's working "
+     "directory)."},
     {"virtualenv", PMQ_OPTION_STRING, 0, nullptr, nullptr,
      "A virtualenv made with Debian's python3.11 whose site-packages the sink imports from (its dependencies)."},
     {"options", PMQ_OPTION_TABLE, 0, "{}", nullptr,
@@ -35,7 +36,8 @@ const pmq_option kOptions[] = {
     {"max_in_flight", PMQ_OPTION_INT, 0, "4", nullptr,
      "Writes of one [[topics]] block whose coroutines run at once (1..64); offsets are still committed in order."},
     {"include_metadata", PMQ_OPTION_BOOL, 0, "true", nullptr,
-     "Whether rows and Arrow batches carry the pico_* metadata (topic, partition, offset, timestamp, key, headers); false saves their cost."},
+     "Whether rows and Arrow batches carry the pico_* metadata (topic, partition, offset, timestamp, key, headers); "
+     "false saves their cost."},
     {"close_timeout", PMQ_OPTION_DURATION, 0, "\"10s\"", nullptr,
      "How long close() may take at shutdown before it is cancelled; keep it under the runtime's shutdown_timeout."},
 };
@@ -66,7 +68,8 @@ std::string fetch_python_error() {
       Py_DECREF(s);
     }
     // ValueError/SinkDefinitionError from the glue carry their whole message; others get their type.
-    if (type && !PyErr_GivenExceptionMatches(type, PyExc_ValueError) && !PyErr_GivenExceptionMatches(type, PyExc_TypeError))
+    if (type && !PyErr_GivenExceptionMatches(type, PyExc_ValueError) &&
+        !PyErr_GivenExceptionMatches(type, PyExc_TypeError))
       text = std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name) + ": " + text;
   }
   PyErr_Clear();
@@ -119,20 +122,26 @@ PyObject* py_complete(PyObject*, PyObject* args) {
     error = "the sink rejected records without naming any";
   }
   Py_BEGIN_ALLOW_THREADS  // the host's locks are never taken under the GIL
-  for (const auto& [index, reason] : rejected) ctx->host->reject_record(ctx->result, index, reason.c_str());
+      for (const auto& [index, reason] : rejected) ctx->host->reject_record(ctx->result, index, reason.c_str());
   if (final_status != PMQ_WRITE_OK && final_status != PMQ_WRITE_REJECTED && !error.empty())
     ctx->host->set_error(ctx->result, error.c_str());
   ctx->host->complete(ctx->result, final_status);
-  Py_END_ALLOW_THREADS
-  delete ctx;
+  Py_END_ALLOW_THREADS delete ctx;
   Py_RETURN_NONE;
 }
 
 PyMethodDef g_host_methods[] = {
     {"complete", py_complete, METH_VARARGS, "Completes one pending write (token, status, message, rejections)."},
     {nullptr, nullptr, 0, nullptr}};
-PyModuleDef g_host_module = {PyModuleDef_HEAD_INIT, "_picomq_host", "picomq-connect's Python sink host", -1,
-                             g_host_methods, nullptr, nullptr, nullptr, nullptr};
+PyModuleDef g_host_module = {PyModuleDef_HEAD_INIT,
+                             "_picomq_host",
+                             "picomq-connect's Python sink host",
+                             -1,
+                             g_host_methods,
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             nullptr};
 PyObject* init_host_module() { return PyModule_Create(&g_host_module); }
 
 std::string package_dir() {
@@ -145,7 +154,8 @@ void start_interpreter() {
   // Extension modules (json's _json, pyarrow) resolve the C API from the global namespace, and
   // the interpreter's threads outlive any instance: libpython goes global and this plugin and
   // libpython are never unloaded.
-  const std::string libpython = "libpython" + std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION) + ".so.1.0";
+  const std::string libpython =
+      "libpython" + std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION) + ".so.1.0";
   if (!dlopen(libpython.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE | RTLD_NOLOAD)) {
     g_py->error = "cannot make " + libpython + " global: " + dlerror();
     return;
@@ -249,7 +259,8 @@ PyObject* build_rows(const pmq_batch* batch, bool metadata, WriteCtx& ctx,
   PyObject* rows = PyList_New(0);
   PyObject* topic = PyUnicode_DecodeUTF8(batch->topic, Py_ssize_t(std::strlen(batch->topic)), "surrogateescape");
   PyObject* partition = PyLong_FromLong(batch->partition);
-  PyObject* const meta_keys[] = {g_py->k_topic, g_py->k_partition, g_py->k_offset, g_py->k_timestamp, g_py->k_key, g_py->k_headers};
+  PyObject* const meta_keys[] = {g_py->k_topic,     g_py->k_partition, g_py->k_offset,
+                                 g_py->k_timestamp, g_py->k_key,       g_py->k_headers};
   bool ok = rows && topic && partition;
   for (size_t i = 0; ok && i < n; ++i) {
     const pmq_record* r = pmq_batch_record(batch, i);
@@ -263,7 +274,7 @@ PyObject* build_rows(const pmq_batch* batch, bool metadata, WriteCtx& ctx,
         const char* collision = nullptr;
         if (metadata)
           for (PyObject* k : meta_keys)
-          if (PyDict_Contains(row, k) == 1) collision = PyUnicode_AsUTF8(k);
+            if (PyDict_Contains(row, k) == 1) collision = PyUnicode_AsUTF8(k);
         if (collision) {
           refused.emplace_back(i, std::string("field '") + collision + "' collides with a metadata column");
           Py_DECREF(row);
@@ -277,7 +288,8 @@ PyObject* build_rows(const pmq_batch* batch, bool metadata, WriteCtx& ctx,
       value = Py_None;
       Py_INCREF(value);
     } else if (batch->payload_format == PMQ_PAYLOAD_TEXT) {
-      value = PyUnicode_DecodeUTF8(reinterpret_cast<const char*>(r->payload.data), Py_ssize_t(r->payload.size), "surrogateescape");
+      value = PyUnicode_DecodeUTF8(reinterpret_cast<const char*>(r->payload.data), Py_ssize_t(r->payload.size),
+                                   "surrogateescape");
     } else {
       value = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(r->payload.data), Py_ssize_t(r->payload.size));
     }
@@ -299,14 +311,17 @@ PyObject* build_rows(const pmq_batch* batch, bool metadata, WriteCtx& ctx,
     }
     PyObject* offset = PyLong_FromLongLong(r->offset);
     PyObject* ts = r->timestamp_ms == -1 ? Py_NewRef(Py_None) : PyLong_FromLongLong(r->timestamp_ms);
-    PyObject* key = r->key.data ? PyBytes_FromStringAndSize(reinterpret_cast<const char*>(r->key.data), Py_ssize_t(r->key.size))
-                                : Py_NewRef(Py_None);
+    PyObject* key = r->key.data
+                        ? PyBytes_FromStringAndSize(reinterpret_cast<const char*>(r->key.data), Py_ssize_t(r->key.size))
+                        : Py_NewRef(Py_None);
     PyObject* headers = PyTuple_New(Py_ssize_t(r->header_count));
     for (size_t h = 0; headers && h < r->header_count; ++h) {
       const pmq_header& hd = r->headers[h];
-      PyObject* name = PyUnicode_DecodeUTF8(reinterpret_cast<const char*>(hd.name.data ? hd.name.data : reinterpret_cast<const uint8_t*>("")),
-                                            Py_ssize_t(hd.name.size), "surrogateescape");
-      PyObject* hv = hd.value.data ? PyBytes_FromStringAndSize(reinterpret_cast<const char*>(hd.value.data), Py_ssize_t(hd.value.size))
+      PyObject* name = PyUnicode_DecodeUTF8(
+          reinterpret_cast<const char*>(hd.name.data ? hd.name.data : reinterpret_cast<const uint8_t*>("")),
+          Py_ssize_t(hd.name.size), "surrogateescape");
+      PyObject* hv = hd.value.data ? PyBytes_FromStringAndSize(reinterpret_cast<const char*>(hd.value.data),
+                                                               Py_ssize_t(hd.value.size))
                                    : Py_NewRef(Py_None);
       PyObject* pair = (name && hv) ? PyTuple_Pack(2, name, hv) : nullptr;
       Py_XDECREF(name);
@@ -352,11 +367,13 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   inst->include_metadata = host->config_bool(host->host_ctx, "include_metadata") != 0;
   const int64_t window = host->config_int(host->host_ctx, "max_in_flight");
   if (window < 1 || window > int64_t(kMaxInFlight)) {
-    fail(errbuf, errbuf_size, "max_in_flight: must be 1.." + std::to_string(kMaxInFlight) + ", not " + std::to_string(window));
+    fail(errbuf, errbuf_size,
+         "max_in_flight: must be 1.." + std::to_string(kMaxInFlight) + ", not " + std::to_string(window));
     delete inst;
     return nullptr;
   }
-  const char* venv = host->config_has(host->host_ctx, "virtualenv") ? host->config_string(host->host_ctx, "virtualenv") : nullptr;
+  const char* venv =
+      host->config_has(host->host_ctx, "virtualenv") ? host->config_string(host->host_ctx, "virtualenv") : nullptr;
   const char* options = host->config_json(host->host_ctx, "options");
   std::string error;
   {
@@ -368,8 +385,8 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
       Py_XDECREF(item);
     }
     if (path) {
-      inst->py = PyObject_CallFunction(g_py->instance_type, "ssOsO", inst->class_spec.c_str(), options ? options : "{}", path,
-                                       venv ? venv : "", g_py->complete_fn);
+      inst->py = PyObject_CallFunction(g_py->instance_type, "ssOsO", inst->class_spec.c_str(), options ? options : "{}",
+                                       path, venv ? venv : "", g_py->complete_fn);
       Py_DECREF(path);
     }
     if (inst->py) {
@@ -395,15 +412,17 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
     delete inst;
     return nullptr;
   }
-  if (host->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof(host->set_max_in_flight) && host->set_max_in_flight)
+  if (host->struct_size >= offsetof(pmq_host_api, set_max_in_flight) + sizeof(host->set_max_in_flight) &&
+      host->set_max_in_flight)
     host->set_max_in_flight(host->host_ctx, uint32_t(window));
   // A host that loads this plugin speaks ABI 2.5 or later (an older one refuses a newer minor), so it has set_plane.
   host->set_plane(host->host_ctx, inst->plane == PMQ_PLANE_ARROW ? PMQ_PLANE_ARROW : PMQ_PLANE_BATCHES);
-  if (!inst->include_metadata && host->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof(host->set_unread_fields) &&
+  if (!inst->include_metadata &&
+      host->struct_size >= offsetof(pmq_host_api, set_unread_fields) + sizeof(host->set_unread_fields) &&
       host->set_unread_fields)
     host->set_unread_fields(host->host_ctx, PMQ_FIELD_HEADERS);
-  inst->log(PMQ_LOG_INFO, "python sink " + inst->class_spec + " open; plane " + pmq_plane_name(inst->plane) + ", max_in_flight " +
-                              std::to_string(window));
+  inst->log(PMQ_LOG_INFO, "python sink " + inst->class_spec + " open; plane " + pmq_plane_name(inst->plane) +
+                              ", max_in_flight " + std::to_string(window));
   return inst;
 }
 
@@ -416,7 +435,8 @@ pmq_write_status python_failure(Instance* inst, pmq_write_result* result, const 
 
 // Hands the data to the loop, which owns the ctx from then on; PENDING, or what went wrong.
 pmq_write_status submit(Instance* inst, PyObject* data, std::unique_ptr<WriteCtx> ctx, pmq_write_result* result) {
-  PyObject* token = PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(ctx.get())));
+  PyObject* token =
+      PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(ctx.get())));
   PyObject* r = token ? PyObject_CallFunctionObjArgs(inst->submit, data, token, nullptr) : nullptr;
   Py_XDECREF(token);
   Py_DECREF(data);
@@ -456,10 +476,11 @@ pmq_write_status python_write_arrow(void* instance, const pmq_arrow_batch* batch
   try {
     auto ctx = std::make_unique<WriteCtx>(WriteCtx{inst->host, result, {}, false});
     Gil gil;
-    PyObject* rb = PyObject_CallMethod(inst->py, "import_arrow", "KKO",
-                                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_array)),
-                                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_schema)),
-                                       inst->include_metadata ? Py_True : Py_False);
+    PyObject* rb =
+        PyObject_CallMethod(inst->py, "import_arrow", "KKO",
+                            static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_array)),
+                            static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(batch->arrow_schema)),
+                            inst->include_metadata ? Py_True : Py_False);
     // Whatever pyarrow did not take, the host releases after the call.
     if (!rb) return python_failure(inst, result, "cannot import the Arrow batch into pyarrow");
     return submit(inst, rb, std::move(ctx), result);

@@ -6,10 +6,10 @@
 // replay writes records again (at-least-once, declared). The outage: every request answered 503;
 // the permanent error: a token an authenticating front refuses (403); the refused record: a
 // document the doc mapping refuses (n is an i64).
+#include <regex>
+
 #include "conformance.h"
 #include "contract_servers.h"
-
-#include <regex>
 
 namespace picomq::conformance {
 namespace {
@@ -32,8 +32,10 @@ class QuickwitAdapter final : public SinkAdapter {
     auto& server = test::quickwit_contract();
     server.call("POST", "/_control/reset", "{}");
     test::contract_control(server, {{"refused_authorization", std::string("Bearer ") + kRefusedToken}});
-    return "url = \"" + server.base_url() + "\"\nindex = \"" + target + "\"\ntimeout = \"2s\"\nretry_timeout = \"1s\"\n"
-           "commit = \"force\"\nindex_config = { version = \"0.8\", doc_mapping = { mode = \"dynamic\", field_mappings = "
+    return "url = \"" + server.base_url() + "\"\nindex = \"" + target +
+           "\"\ntimeout = \"2s\"\nretry_timeout = \"1s\"\n"
+           "commit = \"force\"\nindex_config = { version = \"0.8\", doc_mapping = { mode = \"dynamic\", field_mappings "
+           "= "
            "[{ name = \"n\", type = \"i64\" }] } }";
   }
 
@@ -60,7 +62,9 @@ class QuickwitAdapter final : public SinkAdapter {
 
   void inject_transient_failure(bool on) override {
     auto& server = test::quickwit_contract();
-    if (on) test::contract_control(server, {{"fail_requests", {{{"path_prefix", "/"}, {"status", 503}, {"count", 1000000}}}}});
+    if (on)
+      test::contract_control(server,
+                             {{"fail_requests", {{{"path_prefix", "/"}, {"status", 503}, {"count", 1000000}}}}});
     else test::contract_control(server, {{"clear_failures", true}});
   }
   std::pair<std::string, std::string> permanent_failure_config() const override {

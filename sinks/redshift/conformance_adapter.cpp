@@ -30,20 +30,24 @@ class RedshiftAdapter final : public SinkAdapter {
     database_ = Postgres::shared().create_database("rsconf");
     auto& s3 = SeaweedfsServer::shared();
     const std::string bucket = s3.create_bucket("rsconf");
-    return "connection_string = \"" + Postgres::shared().conninfo(database_) + "\"\ntarget_table = \"records\"\n"
-           "dialect = \"postgres_shim\"\ns3_bucket = \"" + bucket + "\"\ns3_endpoint = \"" + s3.endpoint() +
-           "\"\naws_access_key_id = \"" + SeaweedfsServer::kAccessKey + "\"\naws_secret_access_key = \"" +
-           SeaweedfsServer::kSecretKey + "\"\nretry_timeout = \"1s\"";
+    return "connection_string = \"" + Postgres::shared().conninfo(database_) +
+           "\"\ntarget_table = \"records\"\n"
+           "dialect = \"postgres_shim\"\ns3_bucket = \"" +
+           bucket + "\"\ns3_endpoint = \"" + s3.endpoint() + "\"\naws_access_key_id = \"" +
+           SeaweedfsServer::kAccessKey + "\"\naws_secret_access_key = \"" + SeaweedfsServer::kSecretKey +
+           "\"\nretry_timeout = \"1s\"";
   }
 
   std::vector<WrittenRecord> read_back(const std::vector<Runtime*>&) override {
     std::vector<WrittenRecord> out;
     auto& pg = Postgres::shared();
     if (pg.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'records'", database_).empty()) return out;
-    for (const auto& row : pg.query("SELECT pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, payload, pico_headers FROM records "
+    for (const auto& row : pg.query("SELECT pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
+                                    "payload, pico_headers FROM records "
                                     "ORDER BY pico_topic, pico_partition, pico_offset",
                                     database_)) {
-      nlohmann::json e = {{"pico_topic", *row[0]}, {"pico_partition", std::stoi(*row[1])}, {"pico_offset", std::stoll(*row[2])}};
+      nlohmann::json e = {
+          {"pico_topic", *row[0]}, {"pico_partition", std::stoi(*row[1])}, {"pico_offset", std::stoll(*row[2])}};
       if (row[3]) e["pico_timestamp"] = std::stoll(*row[3]);
       if (row[4]) e["pico_key"] = *row[4];
       e["payload"] = row[5] ? nlohmann::json::parse(*row[5]) : nlohmann::json();
@@ -63,7 +67,9 @@ class RedshiftAdapter final : public SinkAdapter {
   void inject_transient_failure(bool on) override {
     auto& pg = Postgres::shared();
     pg.exec("ALTER DATABASE " + database_ + " ALLOW_CONNECTIONS " + (on ? "false" : "true"));
-    if (on) pg.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + database_ + "' AND pid <> pg_backend_pid()");
+    if (on)
+      pg.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + database_ +
+               "' AND pid <> pg_backend_pid()");
   }
   std::pair<std::string, std::string> permanent_failure_config() const override {
     return {"offsets_table = \"no_such_schema.offsets\"", "no_such_schema"};

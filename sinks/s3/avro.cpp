@@ -6,8 +6,8 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -32,7 +32,22 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-enum class Type : uint8_t { null_, boolean, int_, long_, float_, double_, bytes, string, record, enum_, array, map, union_, fixed };
+enum class Type : uint8_t {
+  null_,
+  boolean,
+  int_,
+  long_,
+  float_,
+  double_,
+  bytes,
+  string,
+  record,
+  enum_,
+  array,
+  map,
+  union_,
+  fixed
+};
 enum class Logical : uint8_t { none, decimal, date, time_millis, time_micros, ts_millis, ts_micros, duration };
 
 struct Node {
@@ -48,8 +63,8 @@ struct Node {
 };
 
 const char* type_name(Type t) {
-  static constexpr const char* names[] = {"null", "boolean", "int", "long", "float", "double", "bytes",
-                                          "string", "record", "enum", "array", "map", "union", "fixed"};
+  static constexpr const char* names[] = {"null",   "boolean", "int",  "long",  "float", "double", "bytes",
+                                          "string", "record",  "enum", "array", "map",   "union",  "fixed"};
   return names[static_cast<int>(t)];
 }
 
@@ -97,8 +112,8 @@ struct AvroEncoder::Impl {
 
   const Node* parse(const nlohmann::json& j, const std::string& ns) {
     static const std::map<std::string, Type> primitives{
-        {"null", Type::null_},     {"boolean", Type::boolean}, {"int", Type::int_},     {"long", Type::long_},
-        {"float", Type::float_},   {"double", Type::double_},  {"bytes", Type::bytes},  {"string", Type::string}};
+        {"null", Type::null_},   {"boolean", Type::boolean}, {"int", Type::int_},    {"long", Type::long_},
+        {"float", Type::float_}, {"double", Type::double_},  {"bytes", Type::bytes}, {"string", Type::string}};
     if (j.is_string()) {
       const std::string t = j.get<std::string>();
       if (auto p = primitives.find(t); p != primitives.end()) return &add(p->second);
@@ -115,14 +130,17 @@ struct AvroEncoder::Impl {
     const auto& t = j["type"];
     if (!t.is_string()) return parse(t, ns);
     const std::string type = t.get<std::string>();
-    const std::string logical = j.contains("logicalType") && j["logicalType"].is_string() ? j["logicalType"].get<std::string>() : "";
+    const std::string logical =
+        j.contains("logicalType") && j["logicalType"].is_string() ? j["logicalType"].get<std::string>() : "";
     if (auto p = primitives.find(type); p != primitives.end()) {
       Node& n = add(p->second);
       if (logical == "date" && n.type == Type::int_) n.logical = Logical::date;
       if (logical == "time-millis" && n.type == Type::int_) n.logical = Logical::time_millis;
       if (logical == "time-micros" && n.type == Type::long_) n.logical = Logical::time_micros;
-      if ((logical == "timestamp-millis" || logical == "local-timestamp-millis") && n.type == Type::long_) n.logical = Logical::ts_millis;
-      if ((logical == "timestamp-micros" || logical == "local-timestamp-micros") && n.type == Type::long_) n.logical = Logical::ts_micros;
+      if ((logical == "timestamp-millis" || logical == "local-timestamp-millis") && n.type == Type::long_)
+        n.logical = Logical::ts_millis;
+      if ((logical == "timestamp-micros" || logical == "local-timestamp-micros") && n.type == Type::long_)
+        n.logical = Logical::ts_micros;
       if (logical == "decimal" && n.type == Type::bytes) decimal(n, j);
       return &n;
     }
@@ -201,7 +219,9 @@ struct AvroEncoder::Impl {
     error = "avro: " + (path.empty() ? std::string() : "field '" + path + "': ") + m;
     return false;
   }
-  bool expected(const Node& n, const element& v) { return fail(std::string("expected ") + type_name(n.type) + ", got " + kind(v)); }
+  bool expected(const Node& n, const element& v) {
+    return fail(std::string("expected ") + type_name(n.type) + ", got " + kind(v));
+  }
 
   static bool integer(const element& v, int64_t& out) {
     if (v.is_int64()) return out = v.get_int64().value(), true;
@@ -232,8 +252,9 @@ struct AvroEncoder::Impl {
         } else if (!v.is_number()) {
           return expected(n, v);
         } else {
-          d = v.is_double() ? v.get_double().value() : v.is_int64() ? static_cast<double>(v.get_int64().value())
-                                                                     : static_cast<double>(v.get_uint64().value());
+          d = v.is_double()  ? v.get_double().value()
+              : v.is_int64() ? static_cast<double>(v.get_int64().value())
+                             : static_cast<double>(v.get_uint64().value());
         }
         if (n.type == Type::float_) {
           const float f = static_cast<float>(d);
@@ -303,7 +324,8 @@ struct AvroEncoder::Impl {
           out.resize(at);
         }
         std::string branches;
-        for (const Node* c : n.children) branches += std::string(branches.empty() ? "" : ", ") + (c->name.empty() ? type_name(c->type) : c->name);
+        for (const Node* c : n.children)
+          branches += std::string(branches.empty() ? "" : ", ") + (c->name.empty() ? type_name(c->type) : c->name);
         return fail(std::string("no branch of the union [") + branches + "] takes " + kind(v));
       }
     }
@@ -324,18 +346,21 @@ struct AvroEncoder::Impl {
           break;
         case Logical::time_millis:
         case Logical::time_micros:
-          if (!kit::parse_datetime("1970-01-01T" + std::string(s), seconds, nanos, digits) || seconds < 0 || seconds >= 86400)
+          if (!kit::parse_datetime("1970-01-01T" + std::string(s), seconds, nanos, digits) || seconds < 0 ||
+              seconds >= 86400)
             return fail("'" + std::string(s) + "' is no time of day (HH:MM:SS[.fraction])");
           x = n.logical == Logical::time_millis ? seconds * 1000 + nanos / 1000000 : seconds * 1000000 + nanos / 1000;
           break;
         default:
-          if (!kit::parse_datetime(s, seconds, nanos, digits)) return fail("'" + std::string(s) + "' is no RFC 3339 date-time");
+          if (!kit::parse_datetime(s, seconds, nanos, digits))
+            return fail("'" + std::string(s) + "' is no RFC 3339 date-time");
           x = n.logical == Logical::ts_millis ? seconds * 1000 + nanos / 1000000 : seconds * 1000000 + nanos / 1000;
       }
     } else if (!integer(v, x)) {
       return expected(n, v);
     }
-    if (n.type == Type::int_ && (x < INT32_MIN || x > INT32_MAX)) return fail(std::to_string(x) + " does not fit an int");
+    if (n.type == Type::int_ && (x < INT32_MIN || x > INT32_MAX))
+      return fail(std::to_string(x) + " does not fit an int");
     append_avro_long(out, x);
     return true;
   }
@@ -352,8 +377,10 @@ struct AvroEncoder::Impl {
         for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<uint8_t>(x >> (8 * i)));
       }
     } else if (n.logical == Logical::decimal && (v.is_string() || v.is_int64())) {
-      const std::string text = v.is_string() ? std::string(v.get_string().value()) : std::to_string(v.get_int64().value());
-      if (!unscaled(text, n.scale, bytes)) return fail("'" + text + "' is no decimal of scale " + std::to_string(n.scale));
+      const std::string text =
+          v.is_string() ? std::string(v.get_string().value()) : std::to_string(v.get_int64().value());
+      if (!unscaled(text, n.scale, bytes))
+        return fail("'" + text + "' is no decimal of scale " + std::to_string(n.scale));
       if (n.type == Type::fixed) {
         if (bytes.size() > n.fixed_size) return fail("'" + text + "' does not fit fixed " + n.name);
         bytes.insert(bytes.begin(), n.fixed_size - bytes.size(), (bytes[0] & 0x80) ? 0xFF : 0x00);
@@ -366,7 +393,8 @@ struct AvroEncoder::Impl {
     }
     if (n.type == Type::fixed) {
       if (bytes.size() != n.fixed_size)
-        return fail(std::to_string(bytes.size()) + " bytes for fixed " + n.name + " of " + std::to_string(n.fixed_size));
+        return fail(std::to_string(bytes.size()) + " bytes for fixed " + n.name + " of " +
+                    std::to_string(n.fixed_size));
     } else {
       append_avro_long(out, static_cast<int64_t>(bytes.size()));
     }
@@ -383,8 +411,11 @@ struct AvroEncoder::Impl {
     }
     std::string digits;
     const size_t dot = text.find('.');
-    const std::string_view whole = text.substr(0, dot), fraction = dot == std::string_view::npos ? "" : text.substr(dot + 1);
-    if (whole.empty() || fraction.size() > static_cast<size_t>(scale) || (dot != std::string_view::npos && fraction.empty())) return false;
+    const std::string_view whole = text.substr(0, dot),
+                           fraction = dot == std::string_view::npos ? "" : text.substr(dot + 1);
+    if (whole.empty() || fraction.size() > static_cast<size_t>(scale) ||
+        (dot != std::string_view::npos && fraction.empty()))
+      return false;
     digits.append(whole).append(fraction).append(scale - fraction.size(), '0');
     std::vector<uint8_t> magnitude{0};  // big-endian
     for (char c : digits) {
@@ -444,7 +475,8 @@ struct AvroEncoder::Impl {
     return false;
   }
 
-  // pico_topic (string), pico_partition / pico_offset / pico_timestamp (int, long, timestamp), pico_key (bytes or string).
+  // pico_topic (string), pico_partition / pico_offset / pico_timestamp (int, long, timestamp), pico_key (bytes or
+  // string).
   bool metadata(const Node& n, const std::string& field, const Meta& m, std::string& out) {
     if (n.type == Type::union_) {
       for (size_t i = 0; i < n.children.size(); ++i) {
@@ -539,8 +571,9 @@ std::optional<std::string> AvroEncoder::append(std::string& out, const pmq_batch
     return "avro: the payload is not JSON (the topic's schema is '" + std::string(batch.schema ? batch.schema : "") +
            "'; use json, or a decoded schema such as avro)";
   element v;
-  const bool bad = r.payload.data ? bool(m.parser.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get(v))
-                                  : bool(m.parser.parse("null", 4).get(v));
+  const bool bad = r.payload.data
+                       ? bool(m.parser.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get(v))
+                       : bool(m.parser.parse("null", 4).get(v));
   if (bad) return "avro: the payload is not JSON";
   m.path.clear();
   const size_t at = out.size();

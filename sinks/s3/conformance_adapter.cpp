@@ -31,7 +31,8 @@ class S3Adapter final : public SinkAdapter {
 
   // Avro files of a schema whose "n" is a long: a record whose "n" is a string is refused.
   std::string rejecting_config() const override {
-    return "format = \"avro\"\navro_schema = '{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"n\",\"type\":\"long\"},"
+    return "format = \"avro\"\navro_schema = "
+           "'{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"n\",\"type\":\"long\"},"
            "{\"name\":\"pico_topic\",\"type\":\"string\"},{\"name\":\"pico_partition\",\"type\":\"int\"},"
            "{\"name\":\"pico_offset\",\"type\":\"long\"},{\"name\":\"pico_timestamp\",\"type\":\"long\"}]}'";
   }
@@ -56,8 +57,10 @@ class S3Adapter final : public SinkAdapter {
       if (o.key.size() > 5 && o.key.compare(o.key.size() - 5, 5, ".avro") == 0) {  // read by fastavro
         const auto file = nlohmann::json::parse(o.text);
         for (const auto& r : file["records"]) {
-          nlohmann::json envelope = {{"pico_topic", r["pico_topic"]}, {"pico_partition", r["pico_partition"]},
-                                     {"pico_offset", r["pico_offset"]}, {"pico_timestamp", r["pico_timestamp"]},
+          nlohmann::json envelope = {{"pico_topic", r["pico_topic"]},
+                                     {"pico_partition", r["pico_partition"]},
+                                     {"pico_offset", r["pico_offset"]},
+                                     {"pico_timestamp", r["pico_timestamp"]},
                                      {"payload", {{"n", r["n"]}}}};
           out.push_back(from_envelope(envelope, destination));
         }
@@ -76,7 +79,8 @@ class S3Adapter final : public SinkAdapter {
 
   // An S3 key segment: UTF-8 without control characters, not "." or "..", within 1024 bytes.
   bool legal_destination(const std::string& name) const override {
-    if (name.empty() || name.size() > 1024 || name == "." || name == ".." || name.find('/') != std::string::npos) return false;
+    if (name.empty() || name.size() > 1024 || name == "." || name == ".." || name.find('/') != std::string::npos)
+      return false;
     for (unsigned char c : name)
       if (c < 0x20 || c == 0x7f) return false;
     return true;
@@ -88,7 +92,8 @@ class S3Adapter final : public SinkAdapter {
     else SeaweedfsServer::shared().start();
   }
   std::pair<std::string, std::string> permanent_failure_config() const override {
-    return {"aws_access_key_id = \"picomq-test\"\naws_secret_access_key = \"not-the-secret\"", "S3 refused the credentials"};
+    return {"aws_access_key_id = \"picomq-test\"\naws_secret_access_key = \"not-the-secret\"",
+            "S3 refused the credentials"};
   }
 
  private:

@@ -47,7 +47,8 @@ std::optional<std::string> CsvEncoder::append(std::string& out, const pmq_batch&
     if (parsed) return std::nullopt;
     parsed = true;
     if (!r.payload.data) return "csv: a tombstone (null payload) has no fields for the columns";
-    if (batch.payload_format != PMQ_PAYLOAD_JSON) return "csv: the payload is not JSON (the topic's schema is not json)";
+    if (batch.payload_format != PMQ_PAYLOAD_JSON)
+      return "csv: the payload is not JSON (the topic's schema is not json)";
     if (parser_->parser.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get_object().get(object))
       return "csv: the payload is not a JSON object";
     return std::nullopt;

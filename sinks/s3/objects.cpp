@@ -15,8 +15,12 @@ void PartitionObjects::start(int64_t offset, int64_t timestamp_ms, std::string_v
     const int64_t ts = timestamp_ms < 0 ? 0 : timestamp_ms;
     o->window_end = (ts / rotation_.interval_ms + 1) * rotation_.interval_ms;
   }
-  auto key = keys_.key_template->resolve({.topic = topic_, .partition = partition_, .start_offset = offset,
-                                          .timestamp_ms = timestamp_ms, .sink_key = keys_.sink_key, .ext = keys_.ext});
+  auto key = keys_.key_template->resolve({.topic = topic_,
+                                          .partition = partition_,
+                                          .start_offset = offset,
+                                          .timestamp_ms = timestamp_ms,
+                                          .sink_key = keys_.sink_key,
+                                          .ext = keys_.ext});
   if (!key) throw sdk::FatalError("key_template: " + key.error());
   o->key = keys_.prefix + key.value();
   o->staging = keys_.object_header;
@@ -33,7 +37,8 @@ void PartitionObjects::append(int64_t offset, int64_t timestamp_ms, std::string_
     const char* why = nullptr;
     if (schema != open_->schema) why = "schema";
     else if (keys_.key_template->time_bucket(timestamp_ms) != open_->bucket) why = "time_field";
-    else if (rotation_.interval_ms > 0 && (timestamp_ms < 0 ? 0 : timestamp_ms) >= open_->window_end) why = "rotate_interval";
+    else if (rotation_.interval_ms > 0 && (timestamp_ms < 0 ? 0 : timestamp_ms) >= open_->window_end)
+      why = "rotate_interval";
     else if (rotation_.max_bytes > 0 && open_->bytes + encoded.size() > rotation_.max_bytes) why = "max_bytes";
     if (why) seal(why);
   }

@@ -17,9 +17,9 @@
 namespace picomq::s3 {
 
 struct Rotation {
-  uint64_t max_records = 0;     // 0: no limit
-  uint64_t max_bytes = 0;       // of the encoded records, before compression; 0: no limit
-  int64_t interval_ms = 0;      // record-time windows aligned to the epoch; 0: off
+  uint64_t max_records = 0;  // 0: no limit
+  uint64_t max_bytes = 0;    // of the encoded records, before compression; 0: no limit
+  int64_t interval_ms = 0;   // record-time windows aligned to the epoch; 0: off
   // Streaming: the encoded records are cut into chunks of about this size (after the record
   // that reaches it: the cut depends on the records alone), each compressed on its own (a gzip
   // member, a zstd frame, an Avro block) and uploaded while the object grows. 0: one chunk at the seal.
@@ -46,18 +46,18 @@ struct Object {
   int64_t first_offset = 0, last_offset = 0;
   int64_t first_timestamp_ms = -1;
   uint64_t records = 0;
-  uint64_t bytes = 0;          // encoded so far (a CSV header included), before compression: max_bytes
-  std::string head;            // bytes uploaded as they are before the first chunk (an Avro container header)
-  std::string sync;            // an Avro container's sync marker
-  std::string schema;          // the writer schema its records are encoded by (Avro from the topic), or empty
-  std::string staging;         // encoded records not cut into a chunk yet
+  uint64_t bytes = 0;   // encoded so far (a CSV header included), before compression: max_bytes
+  std::string head;     // bytes uploaded as they are before the first chunk (an Avro container header)
+  std::string sync;     // an Avro container's sync marker
+  std::string schema;   // the writer schema its records are encoded by (Avro from the topic), or empty
+  std::string staging;  // encoded records not cut into a chunk yet
   uint64_t staging_records = 0;
-  std::deque<Chunk> chunks;    // cut, not yet taken by the uploader
-  uint64_t chunk_bytes = 0;    // of `chunks`
-  bool sealed = false;         // complete: every record is in `chunks` (or taken)
-  bool dropped = false;        // failed while the uploader had it: it aborts what it started
+  std::deque<Chunk> chunks;                    // cut, not yet taken by the uploader
+  uint64_t chunk_bytes = 0;                    // of `chunks`
+  bool sealed = false;                         // complete: every record is in `chunks` (or taken)
+  bool dropped = false;                        // failed while the uploader had it: it aborts what it started
   std::vector<std::shared_ptr<Owner>> owners;  // each once, in append order
-  std::string sealed_by;                       // "max_records", "max_bytes", "rotate_interval", "time_field", "schema", "flush"
+  std::string sealed_by;  // "max_records", "max_bytes", "rotate_interval", "time_field", "schema", "flush"
   // Rotation state of the open object.
   int64_t bucket = 0;
   int64_t window_end = 0;
@@ -82,8 +82,12 @@ class PartitionObjects {
   // `sealed`: an object is complete (its last chunk cut); `chunked`: the open object has a new chunk.
   PartitionObjects(std::string topic, int32_t partition, Rotation rotation, KeyContext keys, Sealed sealed,
                    std::function<void()> chunked = {})
-      : topic_(std::move(topic)), partition_(partition), rotation_(rotation), keys_(std::move(keys)),
-        sealed_(std::move(sealed)), chunked_(std::move(chunked)) {}
+      : topic_(std::move(topic)),
+        partition_(partition),
+        rotation_(rotation),
+        keys_(std::move(keys)),
+        sealed_(std::move(sealed)),
+        chunked_(std::move(chunked)) {}
 
   // Adds one encoded record (its bytes as they go into the object, separator included) owned by
   // `owner`, encoded by writer schema `schema` (Avro from the topic; else empty). Seals the open

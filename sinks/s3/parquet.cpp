@@ -70,7 +70,8 @@ std::unordered_map<size_t, std::string> ParquetEncoder::refusals(const pmq_batch
   held.result = arrow::export_batch(batch, export_, &held.schema, &held.array);
   std::unordered_map<size_t, std::string> out;
   for (auto& r : held.result.rejected) out.emplace(r.record_index, std::move(r.reason));
-  if (!held.result.ok && out.empty()) throw sdk::FatalError("parquet: the records cannot be exported to Arrow: " + held.result.error);
+  if (!held.result.ok && out.empty())
+    throw sdk::FatalError("parquet: the records cannot be exported to Arrow: " + held.result.error);
   return out;
 }
 
@@ -123,9 +124,10 @@ std::string ParquetEncoder::file(std::string_view kept, uint64_t records, const 
     // named like a metadata column, once no payload of the object is a non-object) stops the sink
     // rather than go missing from the file.
     if (!result.rejected.empty())
-      throw sdk::FatalError("parquet: the record at offset " + std::to_string(rows[result.rejected.front().record_index].offset) +
-                            " of " + topic + "[" + std::to_string(partition) + "] does not fit its object's columns: " +
-                            result.rejected.front().reason);
+      throw sdk::FatalError("parquet: the record at offset " +
+                            std::to_string(rows[result.rejected.front().record_index].offset) + " of " + topic + "[" +
+                            std::to_string(partition) +
+                            "] does not fit its object's columns: " + result.rejected.front().reason);
     throw sdk::FatalError("parquet: the records cannot be exported to Arrow: " + result.error);
   }
   return kit::write_parquet(options_, &arrow_schema, &arrow_array);

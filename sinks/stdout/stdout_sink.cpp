@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -169,7 +169,8 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
 
  private:
   static void check(pmq_write_status status) {
-    if (status != PMQ_WRITE_OK) throw picomq::sdk::PartialWriteError(std::string("cannot write to the stream: ") + std::strerror(errno));
+    if (status != PMQ_WRITE_OK)
+      throw picomq::sdk::PartialWriteError(std::string("cannot write to the stream: ") + std::strerror(errno));
   }
   Output out_;
 };

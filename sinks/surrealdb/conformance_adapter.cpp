@@ -45,7 +45,8 @@ class SurrealDbAdapter final : public SinkAdapter {
     if (!info.contains("tables")) return out;
     for (const auto& [table, definition] : info["tables"].items()) {
       (void)definition;
-      for (const auto& row : server().result(ns_, "db", "SELECT * FROM `" + table + "` ORDER BY pico_partition, pico_offset")) {
+      for (const auto& row :
+           server().result(ns_, "db", "SELECT * FROM `" + table + "` ORDER BY pico_partition, pico_offset")) {
         WrittenRecord w;
         w.destination = table;
         w.topic = row.value("pico_topic", "");
@@ -54,7 +55,8 @@ class SurrealDbAdapter final : public SinkAdapter {
         if (row.contains("pico_timestamp")) w.timestamp_ms = row["pico_timestamp"].get<int64_t>();
         if (row.contains("pico_key") && row["pico_key"].is_string()) w.key = row["pico_key"].get<std::string>();
         if (row.contains("pico_headers"))
-          for (const auto& [k, v] : row["pico_headers"].items()) w.headers[k] = v.is_string() ? v.get<std::string>() : v.dump();
+          for (const auto& [k, v] : row["pico_headers"].items())
+            w.headers[k] = v.is_string() ? v.get<std::string>() : v.dump();
         nlohmann::json payload = nlohmann::json::object();
         for (const auto& [k, v] : row.items()) {
           if (k == "pico_payload_id") payload["id"] = v;

@@ -25,8 +25,9 @@ std::string ops_statement(Mode mode, std::string_view over) {
 }
 
 bool contains_ci(std::string_view text, std::string_view what) {
-  auto it = std::search(text.begin(), text.end(), what.begin(), what.end(),
-                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); });
+  auto it = std::search(text.begin(), text.end(), what.begin(), what.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
   return it != text.end();
 }
 
@@ -47,7 +48,8 @@ void append_array_header(std::string& out, uint64_t n) {
 bool has_unsigned_beyond_int64(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
   if (v.is_structured())
-    for (const auto& e : v) if (has_unsigned_beyond_int64(e)) return true;
+    for (const auto& e : v)
+      if (has_unsigned_beyond_int64(e)) return true;
   return false;
 }
 
@@ -67,9 +69,10 @@ std::string statement_text(Shape shape, Mode mode, size_t count, bool per_item) 
 std::string rpc_body(uint64_t id, std::string_view text, std::string_view table, size_t count, std::string_view items) {
   // Keys in order ("id" < "method" < "params"; "tb" < "v"): the serialised form ends with the
   // empty array of "v" (0x80), replaced by the items.
-  const json envelope = {{"id", id},
-                         {"method", "query"},
-                         {"params", json::array({std::string(text), json{{"tb", std::string(table)}, {"v", json::array()}}})}};
+  const json envelope = {
+      {"id", id},
+      {"method", "query"},
+      {"params", json::array({std::string(text), json{{"tb", std::string(table)}, {"v", json::array()}}})}};
   std::string out;
   json::to_cbor(envelope, out);
   out.pop_back();
@@ -107,7 +110,8 @@ kit::Result<RpcResponse> parse_rpc_response(std::string_view cbor) {
     st.ok = s["status"] == "OK";
     if (!st.ok) {
       if (s.contains("kind") && s["kind"].is_string()) st.kind = s["kind"].get<std::string>();
-      if (s.contains("result")) st.message = s["result"].is_string() ? s["result"].get<std::string>() : s["result"].dump();
+      if (s.contains("result"))
+        st.message = s["result"].is_string() ? s["result"].get<std::string>() : s["result"].dump();
     }
     r.statements.push_back(std::move(st));
   }
@@ -138,12 +142,9 @@ ErrorClass classify_error(const StatementResult& r) {
   return ErrorClass::Record;
 }
 
-Encoder::Encoder(const Settings& settings)
-    : settings_(settings),
-      writer_({.layout = settings.document}) {}
+Encoder::Encoder(const Settings& settings) : settings_(settings), writer_({.layout = settings.document}) {}
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 ItemPlan Encoder::plan(const pmq_batch& batch) const {
   ItemPlan p;
@@ -190,8 +191,9 @@ ItemPlan Encoder::plan(const pmq_batch& batch) const {
       continue;
     }
     if (has_unsigned_beyond_int64(content)) {
-      p.refused.emplace_back(i, "an integer above 9223372036854775807: SurrealDB's int is 64-bit signed (a larger one "
-                                "would be stored wrapped to a negative number)");
+      p.refused.emplace_back(i,
+                             "an integer above 9223372036854775807: SurrealDB's int is 64-bit signed (a larger one "
+                             "would be stored wrapped to a negative number)");
       continue;
     }
     if (settings_.id == IdMode::Field) {
@@ -202,7 +204,8 @@ ItemPlan Encoder::plan(const pmq_batch& batch) const {
       }
       id = *f;
     }
-    if (auto own = content.find("id"); own != content.end() && !(settings_.id == IdMode::Field && settings_.id_field == "id")) {
+    if (auto own = content.find("id");
+        own != content.end() && !(settings_.id == IdMode::Field && settings_.id_field == "id")) {
       content["pico_payload_id"] = *own;
     }
     content.erase("id");

@@ -17,8 +17,7 @@ bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 
 bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
 }  // namespace
 
-std::optional<std::string> interpolate_env(std::string_view text, const EnvLookup& env,
-                                           std::string* error) {
+std::optional<std::string> interpolate_env(std::string_view text, const EnvLookup& env, std::string* error) {
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;

@@ -18,7 +18,6 @@ EnvLookup process_env();
 // a '$' not followed by '{' is kept as is. NAME is [A-Za-z_][A-Za-z0-9_]*.
 // Errors (unset variable, "${" without "}", bad name) return nullopt and set *error.
 // Values are inserted verbatim and not scanned again.
-std::optional<std::string> interpolate_env(std::string_view text, const EnvLookup& env,
-                                           std::string* error);
+std::optional<std::string> interpolate_env(std::string_view text, const EnvLookup& env, std::string* error);
 
 }  // namespace picomq::config

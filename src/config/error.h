@@ -9,9 +9,9 @@ namespace picomq::config {
 
 struct ConfigError {
   std::string file;
-  int line = 0;    // 1-based; 0 when the error is about the whole file (unreadable, missing)
-  int column = 0;  // 1-based; 0 when unknown
-  std::string key; // dotted key, e.g. "topics[0].poll_interval"; empty for syntax errors
+  int line = 0;     // 1-based; 0 when the error is about the whole file (unreadable, missing)
+  int column = 0;   // 1-based; 0 when unknown
+  std::string key;  // dotted key, e.g. "topics[0].poll_interval"; empty for syntax errors
   std::string message;
 
   // "file:line:column: key 'topics[0].poll_interval': message"

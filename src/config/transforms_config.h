@@ -41,9 +41,9 @@ struct Predicate {
   FieldPath field;     // Subject::Field
   std::string header;  // Subject::Header
   std::optional<bool> exists;
-  std::optional<std::string> equals;  // a JSON value (the TOML value converted)
-  std::vector<std::string> in;        // JSON values
-  std::optional<std::string> matches; // ECMAScript regular expression, whole-string match
+  std::optional<std::string> equals;   // a JSON value (the TOML value converted)
+  std::vector<std::string> in;         // JSON values
+  std::optional<std::string> matches;  // ECMAScript regular expression, whole-string match
   // Numeric comparisons, each a JSON number.
   std::optional<std::string> gt, gte, lt, lte;
 
@@ -88,8 +88,8 @@ struct ValueSource {
   Kind kind = Kind::Static;
   std::string json = "null";  // Static: a JSON value
   Compute compute = Compute::NowMs;
-  std::string header;         // Compute::Header
-  FieldPath from;             // CopyFrom
+  std::string header;  // Compute::Header
+  FieldPath from;      // CopyFrom
 };
 std::string_view to_string(ValueSource::Compute compute);  // "now_ms", ...
 
@@ -123,7 +123,7 @@ struct TransformSpec {
   int index = 0;  // position in the [[transforms]] array (0-based): the order of application
   int line = 0;   // line of its [[transforms]] header
   TransformType type = TransformType::AddFields;
-  std::string key;  // "transforms[2]"
+  std::string key;                // "transforms[2]"
   std::optional<Predicate> when;  // every type but filter: apply only to matching records
 
   // add_fields, update_fields

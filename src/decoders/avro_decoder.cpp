@@ -1,13 +1,13 @@
 #include "decoders/avro_decoder.h"
 
 #include <avro.h>
-#include <nlohmann/json.hpp>
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "decoders/json_out.h"
@@ -17,10 +17,34 @@ namespace picomq::decoders {
 
 namespace {
 
-enum class Type : uint8_t { null_, boolean, int_, long_, float_, double_, bytes, string, record, enum_, array, map, union_, fixed };
+enum class Type : uint8_t {
+  null_,
+  boolean,
+  int_,
+  long_,
+  float_,
+  double_,
+  bytes,
+  string,
+  record,
+  enum_,
+  array,
+  map,
+  union_,
+  fixed
+};
 enum class Logical : uint8_t {
-  none, decimal, uuid, date, time_millis, time_micros, timestamp_millis, timestamp_micros,
-  local_timestamp_millis, local_timestamp_micros, duration,
+  none,
+  decimal,
+  uuid,
+  date,
+  time_millis,
+  time_micros,
+  timestamp_millis,
+  timestamp_micros,
+  local_timestamp_millis,
+  local_timestamp_micros,
+  duration,
 };
 
 struct Node {
@@ -28,17 +52,17 @@ struct Node {
   Logical logical = Logical::none;
   int scale = 0;
   size_t fixed_size = 0;
-  std::string name;                    // full name of records, enums, fixed
-  std::vector<const Node*> children;   // record fields, union branches, array items, map values
-  std::vector<std::string> keys;       // record: "\"field\":"
-  std::vector<std::string> symbols;    // enum: "\"SYMBOL\""
-  bool min_zero = false;               // may be encoded in zero bytes (null, empty record, ...)
+  std::string name;                   // full name of records, enums, fixed
+  std::vector<const Node*> children;  // record fields, union branches, array items, map values
+  std::vector<std::string> keys;      // record: "\"field\":"
+  std::vector<std::string> symbols;   // enum: "\"SYMBOL\""
+  bool min_zero = false;              // may be encoded in zero bytes (null, empty record, ...)
 };
 
 const std::map<std::string, Type, std::less<>>& primitives() {
   static const std::map<std::string, Type, std::less<>> p{
-      {"null", Type::null_}, {"boolean", Type::boolean}, {"int", Type::int_},       {"long", Type::long_},
-      {"float", Type::float_}, {"double", Type::double_}, {"bytes", Type::bytes}, {"string", Type::string}};
+      {"null", Type::null_},   {"boolean", Type::boolean}, {"int", Type::int_},    {"long", Type::long_},
+      {"float", Type::float_}, {"double", Type::double_},  {"bytes", Type::bytes}, {"string", Type::string}};
   return p;
 }
 
@@ -68,7 +92,8 @@ class Compiler {
       for (const auto& branch : j) n.children.push_back(parse(branch, ns));
       return error.empty() ? &n : nullptr;
     }
-    if (!j.is_object() || !j.contains("type")) return fail("a schema must be a name, an array (union) or an object with \"type\"");
+    if (!j.is_object() || !j.contains("type"))
+      return fail("a schema must be a name, an array (union) or an object with \"type\"");
     const json& t = j["type"];
     if (!t.is_string()) return parse(t, ns);  // {"type": {...}} / {"type": [...]}
     const std::string type = t.get<std::string>();
@@ -80,7 +105,8 @@ class Compiler {
     if (type == "record" || type == "error") {
       Node& n = named(Type::record, j, ns);
       const std::string inner_ns = namespace_of(n.name);
-      if (!j.contains("fields") || !j["fields"].is_array()) return fail("record '" + n.name + "' has no \"fields\" array");
+      if (!j.contains("fields") || !j["fields"].is_array())
+        return fail("record '" + n.name + "' has no \"fields\" array");
       for (const auto& f : j["fields"]) {
         if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("type"))
           return fail("a field of record '" + n.name + "' needs \"name\" and \"type\"");
@@ -91,7 +117,8 @@ class Compiler {
     }
     if (type == "enum") {
       Node& n = named(Type::enum_, j, ns);
-      if (!j.contains("symbols") || !j["symbols"].is_array()) return fail("enum '" + n.name + "' has no \"symbols\" array");
+      if (!j.contains("symbols") || !j["symbols"].is_array())
+        return fail("enum '" + n.name + "' has no \"symbols\" array");
       for (const auto& s : j["symbols"]) {
         if (!s.is_string()) return fail("enum '" + n.name + "' has a symbol that is not a string");
         JsonOut q;
@@ -184,7 +211,8 @@ class Compiler {
     if (!j.contains("logicalType") || !j["logicalType"].is_string()) return;
     const std::string lt = j["logicalType"].get<std::string>();
     if (lt == "decimal" && (n.type == Type::bytes || n.type == Type::fixed)) {
-      const int64_t precision = j.contains("precision") && j["precision"].is_number_integer() ? j["precision"].get<int64_t>() : 0;
+      const int64_t precision =
+          j.contains("precision") && j["precision"].is_number_integer() ? j["precision"].get<int64_t>() : 0;
       const int64_t scale = j.contains("scale") && j["scale"].is_number_integer() ? j["scale"].get<int64_t>() : 0;
       if (precision < 1 || scale < 0 || scale > precision) return;
       if (n.type == Type::fixed) {
@@ -343,8 +371,8 @@ class Reader {
       if (zero_items_ > kMaxZeroSizeItems)
         return fail(at, "more than " + std::to_string(kMaxZeroSizeItems) + " items of a zero-byte type");
     } else if (static_cast<uint64_t>(count) > static_cast<uint64_t>(end_ - p_)) {
-      return fail(at, "block of " + std::to_string(count) + " items exceeds the " + std::to_string(end_ - p_) +
-                          " bytes left");
+      return fail(
+          at, "block of " + std::to_string(count) + " items exceeds the " + std::to_string(end_ - p_) + " bytes left");
     }
     return true;
   }

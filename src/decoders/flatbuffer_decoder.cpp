@@ -29,8 +29,8 @@ struct EnumPlan {
 };
 
 struct FieldPlan {
-  std::string key;   // "\"name\":"
-  std::string name;  // for errors
+  std::string key;      // "\"name\":"
+  std::string name;     // for errors
   uint16_t offset = 0;  // table: vtable offset; struct: byte offset
   BaseType base = BaseType::None;
   BaseType element = BaseType::None;
@@ -111,7 +111,8 @@ void build_plans(FlatbufferSchema& s) {
       q.string(v->name()->str());
       plan.names.emplace_back(v->value(), std::move(q.str()));
     }
-    std::stable_sort(plan.names.begin(), plan.names.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(plan.names.begin(), plan.names.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     if (en->is_union()) {
       int64_t max_value = 0;
       for (const reflection::EnumVal* v : *en->values()) max_value = std::max(max_value, v->value());
@@ -338,7 +339,8 @@ class FlatbufferDecoder final : public SchemaDecoder {
           if (!v.VerifyString(reinterpret_cast<const flatbuffers::String*>(p))) return false;
           break;
         case BaseType::Obj:
-          if (!verify_table(v, s_->objects[static_cast<size_t>(f.index)], reinterpret_cast<const flatbuffers::Table*>(p)))
+          if (!verify_table(v, s_->objects[static_cast<size_t>(f.index)],
+                            reinterpret_cast<const flatbuffers::Table*>(p)))
             return false;
           break;
         case BaseType::Union:
@@ -454,8 +456,8 @@ class FlatbufferDecoder final : public SchemaDecoder {
       } else if (f.base == BaseType::Array) {
         out_.ch('[');
         const bool objs = f.element == BaseType::Obj;
-        const size_t size = objs ? s_->objects[static_cast<size_t>(f.index)].bytesize
-                                 : flatbuffers::GetTypeSize(f.element);
+        const size_t size =
+            objs ? s_->objects[static_cast<size_t>(f.index)].bytesize : flatbuffers::GetTypeSize(f.element);
         for (uint16_t i = 0; i < f.fixed_length; ++i) {
           if (objs) {
             if (!structure(s_->objects[static_cast<size_t>(f.index)], at + i * size)) return false;
@@ -509,13 +511,15 @@ class FlatbufferDecoder final : public SchemaDecoder {
             break;
           case BaseType::Obj: {
             const bool is_struct = s_->objects[static_cast<size_t>(f.index)].is_struct;
-            const uint8_t* p = is_struct ? at : reinterpret_cast<const uint8_t*>(t->GetPointer<const flatbuffers::Table*>(f.offset));
+            const uint8_t* p =
+                is_struct ? at : reinterpret_cast<const uint8_t*>(t->GetPointer<const flatbuffers::Table*>(f.offset));
             if (!object(f.index, p, is_struct)) return false;
             break;
           }
           case BaseType::Union: {
             const uint8_t type = t->GetField<uint8_t>(f.utype_offset, 0);
-            if (!union_value(f, type, reinterpret_cast<const uint8_t*>(t->GetPointer<const void*>(f.offset)))) return false;
+            if (!union_value(f, type, reinterpret_cast<const uint8_t*>(t->GetPointer<const void*>(f.offset))))
+              return false;
             break;
           }
           case BaseType::Vector:

@@ -176,7 +176,8 @@ std::string decimal_from_twos_complement(const uint8_t* data, size_t size, int s
     }
   }
   if (scale > 0) {
-    if (digits.size() <= static_cast<size_t>(scale)) digits.insert(0, static_cast<size_t>(scale) + 1 - digits.size(), '0');
+    if (digits.size() <= static_cast<size_t>(scale))
+      digits.insert(0, static_cast<size_t>(scale) + 1 - digits.size(), '0');
     digits.insert(digits.size() - static_cast<size_t>(scale), 1, '.');
   }
   if (negative && digits.find_first_not_of("0.") != std::string::npos) digits.insert(0, 1, '-');

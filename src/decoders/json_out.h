@@ -116,7 +116,7 @@ inline bool valid_utf8(std::string_view s) { return valid_utf8(s.data(), s.size(
 
 // Civil date from days since 1970-01-01 (proleptic Gregorian), and the RFC 3339 renderings the
 // decoders use. Each returns false when the year falls outside 0001..9999.
-bool format_date(int64_t days, std::string& out);                                  // 2024-01-31
+bool format_date(int64_t days, std::string& out);                                   // 2024-01-31
 bool format_timestamp(int64_t seconds, uint32_t nanos, int frac_digits, bool zulu,  // 2024-01-31T12:34:56.789Z
                       std::string& out);
 // Time of day from a count of units since midnight; digits: 3 (millis) or 6 (micros).

@@ -36,7 +36,16 @@ using FD = gp::FieldDescriptor;
 namespace {
 
 enum class Wkt : uint8_t {
-  none, timestamp, duration, wrapper, struct_, value, list_value, empty, field_mask, any,
+  none,
+  timestamp,
+  duration,
+  wrapper,
+  struct_,
+  value,
+  list_value,
+  empty,
+  field_mask,
+  any,
 };
 
 struct EnumInfo {
@@ -57,7 +66,7 @@ struct FieldInfo {
   FD::Type type = FD::TYPE_INT32;
   uint8_t wire = 0;  // expected wire type
   bool repeated = false, packable = false, presence = false, required = false, map = false;
-  int oneof = -1;  // index of its (real) oneof within the message
+  int oneof = -1;    // index of its (real) oneof within the message
   std::string key;   // "\"name\":"
   std::string name;  // full name, for errors
   std::string json_name;
@@ -68,15 +77,16 @@ struct FieldInfo {
 struct MsgInfo {
   std::string full_name;
   Wkt wkt = Wkt::none;
-  std::vector<FieldInfo> fields;  // declaration order
-  std::vector<int32_t> dense;     // field number -> index + 1 (0: unknown), for small numbers
+  std::vector<FieldInfo> fields;                     // declaration order
+  std::vector<int32_t> dense;                        // field number -> index + 1 (0: unknown), for small numbers
   std::vector<std::pair<uint32_t, int32_t>> sparse;  // (number, index) sorted, for the rest
   int oneofs = 0;
   bool has_required = false;
 
   int index_of(uint32_t number) const {
     if (number < dense.size()) return dense[number] - 1;
-    auto it = std::lower_bound(sparse.begin(), sparse.end(), number, [](const auto& e, uint32_t n) { return e.first < n; });
+    auto it =
+        std::lower_bound(sparse.begin(), sparse.end(), number, [](const auto& e, uint32_t n) { return e.first < n; });
     return it != sparse.end() && it->first == number ? it->second : -1;
   }
 };
@@ -99,14 +109,22 @@ uint8_t wire_type_of(FD::Type t) {
 
 Wkt wkt_of(const std::string& name) {
   static const std::map<std::string, Wkt, std::less<>> known{
-      {"google.protobuf.Timestamp", Wkt::timestamp},   {"google.protobuf.Duration", Wkt::duration},
-      {"google.protobuf.DoubleValue", Wkt::wrapper},   {"google.protobuf.FloatValue", Wkt::wrapper},
-      {"google.protobuf.Int64Value", Wkt::wrapper},    {"google.protobuf.UInt64Value", Wkt::wrapper},
-      {"google.protobuf.Int32Value", Wkt::wrapper},    {"google.protobuf.UInt32Value", Wkt::wrapper},
-      {"google.protobuf.BoolValue", Wkt::wrapper},     {"google.protobuf.StringValue", Wkt::wrapper},
-      {"google.protobuf.BytesValue", Wkt::wrapper},    {"google.protobuf.Struct", Wkt::struct_},
-      {"google.protobuf.Value", Wkt::value},           {"google.protobuf.ListValue", Wkt::list_value},
-      {"google.protobuf.Empty", Wkt::empty},           {"google.protobuf.FieldMask", Wkt::field_mask},
+      {"google.protobuf.Timestamp", Wkt::timestamp},
+      {"google.protobuf.Duration", Wkt::duration},
+      {"google.protobuf.DoubleValue", Wkt::wrapper},
+      {"google.protobuf.FloatValue", Wkt::wrapper},
+      {"google.protobuf.Int64Value", Wkt::wrapper},
+      {"google.protobuf.UInt64Value", Wkt::wrapper},
+      {"google.protobuf.Int32Value", Wkt::wrapper},
+      {"google.protobuf.UInt32Value", Wkt::wrapper},
+      {"google.protobuf.BoolValue", Wkt::wrapper},
+      {"google.protobuf.StringValue", Wkt::wrapper},
+      {"google.protobuf.BytesValue", Wkt::wrapper},
+      {"google.protobuf.Struct", Wkt::struct_},
+      {"google.protobuf.Value", Wkt::value},
+      {"google.protobuf.ListValue", Wkt::list_value},
+      {"google.protobuf.Empty", Wkt::empty},
+      {"google.protobuf.FieldMask", Wkt::field_mask},
       {"google.protobuf.Any", Wkt::any},
   };
   auto it = known.find(name);
@@ -169,9 +187,9 @@ bool ProtoSchema::build_tables(const gp::Descriptor* root_descriptor) {
     for (int i = 0; i < f->dependency_count(); ++i) todo.push_back(f->dependency(i));
   }
   // Well-known types are always resolvable inside Any.
-  for (const gp::Descriptor* d : {gp::Timestamp::descriptor(), gp::Duration::descriptor(), gp::Struct::descriptor(),
-                                  gp::Empty::descriptor(), gp::FieldMask::descriptor(), gp::Any::descriptor(),
-                                  gp::DoubleValue::descriptor()}) {
+  for (const gp::Descriptor* d :
+       {gp::Timestamp::descriptor(), gp::Duration::descriptor(), gp::Struct::descriptor(), gp::Empty::descriptor(),
+        gp::FieldMask::descriptor(), gp::Any::descriptor(), gp::DoubleValue::descriptor()}) {
     const gp::FileDescriptor* f = pool->FindFileByName(d->file()->name());
     if (f && seen.insert(f).second) files.push_back(f);
   }
@@ -191,7 +209,8 @@ bool ProtoSchema::build_tables(const gp::Descriptor* root_descriptor) {
         info.names.emplace_back(v->number(), std::move(s.str()));
       }
     }
-    std::stable_sort(info.names.begin(), info.names.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(info.names.begin(), info.names.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     enum_of[e] = &info;
   };
   std::vector<const gp::Descriptor*> stack;
@@ -328,7 +347,8 @@ std::shared_ptr<const ProtoSchema> compile_proto(const ProtoOptions& options, st
       }
       loaded.push_back(file.name());
     }
-    schema->merged_db = std::make_unique<gp::MergedDescriptorDatabase>(schema->set_db.get(), schema->generated_db.get());
+    schema->merged_db =
+        std::make_unique<gp::MergedDescriptorDatabase>(schema->set_db.get(), schema->generated_db.get());
     PoolErrors errors;
     schema->pool = std::make_unique<gp::DescriptorPool>(schema->merged_db.get(), &errors);
     for (const auto& name : loaded) {
@@ -368,8 +388,8 @@ std::shared_ptr<const ProtoSchema> compile_proto(const ProtoOptions& options, st
         std::make_unique<gp::compiler::SourceTreeDescriptorDatabase>(schema->tree.get(), schema->generated_db.get());
     FileErrors file_errors;
     schema->source_db->RecordErrorsTo(&file_errors);
-    schema->pool = std::make_unique<gp::DescriptorPool>(schema->source_db.get(),
-                                                        schema->source_db->GetValidationErrorCollector());
+    schema->pool =
+        std::make_unique<gp::DescriptorPool>(schema->source_db.get(), schema->source_db->GetValidationErrorCollector());
     for (size_t i = 0; i < virtual_names.size(); ++i) {
       if (!schema->pool->FindFileByName(virtual_names[i])) {
         error = file_errors.text.empty() ? "'" + options.files[i] + "' does not compile" : file_errors.text;
@@ -382,7 +402,8 @@ std::shared_ptr<const ProtoSchema> compile_proto(const ProtoOptions& options, st
 
   const gp::Descriptor* root = schema->pool->FindMessageTypeByName(options.message);
   if (!root) {
-    error = "message type '" + options.message + "' is not defined (messages: " + list_messages(*schema->pool, loaded) + ")";
+    error = "message type '" + options.message + "' is not defined (messages: " + list_messages(*schema->pool, loaded) +
+            ")";
     return nullptr;
   }
   if (!schema->build_tables(root)) {
@@ -958,8 +979,8 @@ class ProtoDecoder final : public SchemaDecoder {
         if (nanos < 0 || nanos > 999999999)
           return fail(nullptr, "Timestamp nanos " + std::to_string(nanos) + " out of range 0..999999999");
         out_.ch('"');
-        if (!format_timestamp(seconds, static_cast<uint32_t>(nanos), canonical_fraction_digits(static_cast<uint32_t>(nanos)),
-                              true, out_.str()))
+        if (!format_timestamp(seconds, static_cast<uint32_t>(nanos),
+                              canonical_fraction_digits(static_cast<uint32_t>(nanos)), true, out_.str()))
           return fail(nullptr, "Timestamp seconds " + std::to_string(seconds) + " outside years 0001..9999");
         out_.ch('"');
         return true;
@@ -971,7 +992,8 @@ class ProtoDecoder final : public SchemaDecoder {
         const int32_t nanos = n ? static_cast<int32_t>(static_cast<uint32_t>(n->v)) : 0;
         if (seconds < -315576000000 || seconds > 315576000000 || nanos < -999999999 || nanos > 999999999 ||
             (seconds > 0 && nanos < 0) || (seconds < 0 && nanos > 0))
-          return fail(nullptr, "Duration " + std::to_string(seconds) + "s " + std::to_string(nanos) + "ns out of range");
+          return fail(nullptr,
+                      "Duration " + std::to_string(seconds) + "s " + std::to_string(nanos) + "ns out of range");
         out_.ch('"');
         if (seconds < 0 || nanos < 0) out_.ch('-');
         out_.integer(seconds < 0 ? -static_cast<uint64_t>(seconds) : static_cast<uint64_t>(seconds));
@@ -1078,7 +1100,7 @@ class ProtoDecoder final : public SchemaDecoder {
       ok = message(packed_type, sb, sb + 1, depth + 1);
       if (ok) {
         std::string& s = out_.str();
-        s.erase(mark, 1);                     // its '{'
+        s.erase(mark, 1);                                      // its '{'
         if (s[s.size() - 2] == ',') s.erase(s.size() - 2, 1);  // no members: drop the ',' after "@type"
       }
     }

@@ -1,6 +1,7 @@
 #include "decoders/schema_registry.h"
 
 #include <curl/curl.h>
+
 #include <nlohmann/json.hpp>
 
 #include "decoders/avro_decoder.h"
@@ -140,7 +141,8 @@ Status SchemaRegistry::fetch(uint32_t id, std::string& body, std::string& error)
   if (status != 200) {
     std::string detail;
     auto j = nlohmann::json::parse(body, nullptr, false);
-    if (j.is_object() && j.contains("message") && j["message"].is_string()) detail = ": " + j["message"].get<std::string>();
+    if (j.is_object() && j.contains("message") && j["message"].is_string())
+      detail = ": " + j["message"].get<std::string>();
     error = "avro: " + where + " answered HTTP " + std::to_string(status) + detail;
     return Status::retry;
   }

@@ -29,8 +29,7 @@ class SchemaRegistry {
  public:
   // Checks the URL: http or https, a host, no query or fragment. Null + `error` otherwise (the
   // error never repeats the credentials).
-  static std::shared_ptr<SchemaRegistry> create(const std::string& url, std::string& error,
-                                                size_t max_entries = 1000);
+  static std::shared_ptr<SchemaRegistry> create(const std::string& url, std::string& error, size_t max_entries = 1000);
 
   Status lookup(uint32_t id, std::shared_ptr<const AvroSchema>& schema, std::string& error);
   const std::string& redacted_url() const { return redacted_; }

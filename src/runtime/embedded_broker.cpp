@@ -57,9 +57,8 @@ bool EmbeddedBroker::produce_seed(const config::EmbeddedSeed& seed, std::string&
   size_t count = 0;
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
-    auto err = rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(seed.topic.c_str()),
-                                 RD_KAFKA_V_VALUE(line.data(), line.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                 RD_KAFKA_V_END);
+    auto err = rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(seed.topic.c_str()), RD_KAFKA_V_VALUE(line.data(), line.size()),
+                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     if (err) {
       error = "embedded broker: cannot produce seed record to '" + seed.topic + "': " + rd_kafka_err2str(err);
       return false;

@@ -8,9 +8,9 @@
 
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
+#include "runtime/block_pipeline.h"
 #include "runtime/plugin_host.h"
 #include "runtime/status.h"
-#include "runtime/block_pipeline.h"
 
 namespace picomq::runtime {
 

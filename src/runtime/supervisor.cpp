@@ -49,7 +49,8 @@ Supervisor::Outcome Supervisor::stop_locked(Entry& e) {
 
 Supervisor::Outcome Supervisor::start_locked(Entry& e) {
   const auto& key = e.definition.key;
-  if (!e.definition.enabled) return {409, "sink '" + key + "' is disabled (enabled = false in " + e.definition.file + ")"};
+  if (!e.definition.enabled)
+    return {409, "sink '" + key + "' is disabled (enabled = false in " + e.definition.file + ")"};
   if (e.runner) {
     if (running_locked(key)) return {409, "sink '" + key + "' is already running"};
     // In Error: its blocks have stopped; join them and close the instance before a new one opens.
@@ -149,7 +150,9 @@ Supervisor::ReloadReport Supervisor::reload() {
     }
     const bool was_running = e.runner != nullptr;
     spdlog::info("sink '{}': definition {} changed: {}", def.key, def.file,
-                 !def.enabled ? "disabled" : was_running ? "restarting this sink only" : "kept stopped");
+                 !def.enabled  ? "disabled"
+                 : was_running ? "restarting this sink only"
+                               : "kept stopped");
     stop_locked(e);
     e.definition = std::move(def);
     e.text = std::move(text);

@@ -17,8 +17,7 @@ RecordMeta record_meta(std::string_view topic, std::int32_t partition, const pmq
   meta.partition = partition;
   meta.offset = record.offset;
   meta.timestamp_ms = record.timestamp_ms;
-  if (record.key.data)
-    meta.key = std::string_view(reinterpret_cast<const char*>(record.key.data), record.key.size);
+  if (record.key.data) meta.key = std::string_view(reinterpret_cast<const char*>(record.key.data), record.key.size);
   if (record.headers && record.header_count) meta.headers = {record.headers, record.header_count};
   return meta;
 }
@@ -48,9 +47,7 @@ std::string_view bytes_view(const pmq_bytes& b) {
   return b.data ? std::string_view(reinterpret_cast<const char*>(b.data), b.size) : std::string_view();
 }
 
-std::span<const uint8_t> as_span(std::string_view s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
+std::span<const uint8_t> as_span(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 // A value for an error message: JSON text, cut at 60 bytes (on a UTF-8 boundary).
 std::string describe(const Value& v) {
@@ -209,7 +206,7 @@ constexpr std::size_t kMaxMatchBytes = 1024;
 
 struct Pred {
   Predicate::Kind kind = Predicate::Kind::Test;
-  std::string key;      // config key of the condition, for messages
+  std::string key;           // config key of the condition, for messages
   std::string subject_name;  // 'field "email"', 'header "x"', 'the topic', for messages
   Predicate::Subject subject = Predicate::Subject::Field;
   Segments field;
@@ -408,8 +405,7 @@ Value computed(const config::ValueSource& src, Ctx& ctx) {
     case C::Offset: return Value::number(number_text(m.offset));
     case C::TimestampMs: return m.timestamp_ms < 0 ? Value::null() : Value::number(number_text(m.timestamp_ms));
     case C::TimestampRfc3339: return m.timestamp_ms < 0 ? Value::null() : rfc3339_or_null(m.timestamp_ms);
-    case C::Key:
-      return m.key ? Value::string(kit::header_value_as_string(as_span(*m.key))) : Value::null();
+    case C::Key: return m.key ? Value::string(kit::header_value_as_string(as_span(*m.key))) : Value::null();
     case C::KeyBase64: return m.key ? Value::string(kit::base64_encode(*m.key)) : Value::null();
     case C::Header: {
       const pmq_header* h = ctx.header(src.header);
@@ -609,7 +605,8 @@ Outcome flatten(const Step& s, Ctx& ctx, std::string& error) {
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
     s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -730,8 +727,8 @@ std::optional<time::Instant> read_time(const Value& v, config::TimeFormat from, 
     t = time::parse_rfc3339(v.text, problem);
   } else {
     if (!numeric) {
-      reason = describe(v) + " is not a number of " +
-               std::string(from == F::Auto ? "unix_ms" : config::to_string(from));
+      reason =
+          describe(v) + " is not a number of " + std::string(from == F::Auto ? "unix_ms" : config::to_string(from));
       return std::nullopt;
     }
     t = time::from_number(v.text, unit_of(from), problem);
@@ -770,9 +767,7 @@ Outcome extract_field(const Step& s, Ctx& ctx, std::string& error) {
     switch (s.spec.on_missing) {
       case config::OnMissing::Skip: return Outcome::Unchanged;
       case config::OnMissing::Drop: return Outcome::Drop;
-      case config::OnMissing::Fail:
-        error = s.field_error(s.spec.field, "is missing");
-        return Outcome::Fail;
+      case config::OnMissing::Fail: error = s.field_error(s.spec.field, "is missing"); return Outcome::Fail;
     }
   }
   if (!s.spec.merge) {
@@ -781,9 +776,9 @@ Outcome extract_field(const Step& s, Ctx& ctx, std::string& error) {
     return Outcome::Changed;
   }
   if (!v->is_object() || !root.is_object()) {
-    error = s.field_error(s.spec.field,
-                          "cannot merge " + a_kind(v->kind) + " " + describe(*v) + " into " + a_kind(root.kind) +
-                              " payload: only an object's fields merge into an object");
+    error =
+        s.field_error(s.spec.field, "cannot merge " + a_kind(v->kind) + " " + describe(*v) + " into " +
+                                        a_kind(root.kind) + " payload: only an object's fields merge into an object");
     return Outcome::Fail;
   }
   std::optional<Value> taken = take(root, path);
@@ -857,7 +852,8 @@ Chain::Chain(const std::vector<TransformSpec>& specs, ChainOptions options) : im
       case TransformType::RenameFields:
         if (spec.renames.empty()) throw std::invalid_argument(key + ": 'fields' is empty");
         for (const auto& r : spec.renames)
-          if (r.from.segments.empty() || r.to.segments.empty()) throw std::invalid_argument(key + ": an empty field path");
+          if (r.from.segments.empty() || r.to.segments.empty())
+            throw std::invalid_argument(key + ": an empty field path");
         break;
       case TransformType::Filter: step.filter = compile(spec.predicate); break;
       case TransformType::Flatten:

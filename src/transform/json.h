@@ -29,8 +29,8 @@ struct Member;
 struct Value {
   Kind kind = Kind::Null;
   bool boolean = false;
-  std::string text;            // Number: its JSON text, exactly as read; String: decoded UTF-8
-  std::vector<Member> items;   // Array: elements (keys unused); Object: members in order
+  std::string text;           // Number: its JSON text, exactly as read; String: decoded UTF-8
+  std::vector<Member> items;  // Array: elements (keys unused); Object: members in order
 
   static Value null();
   static Value from_bool(bool b);

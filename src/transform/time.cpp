@@ -224,12 +224,9 @@ std::string to_rfc3339(Instant t) {
   int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(y), m, d,
                         static_cast<int>(rem / 3600), static_cast<int>(rem / 60 % 60), static_cast<int>(rem % 60));
   std::string out(buf, static_cast<std::size_t>(n));
-  if (t.nanos % 1'000'000 == 0)
-    n = std::snprintf(buf, sizeof buf, ".%03dZ", t.nanos / 1'000'000);
-  else if (t.nanos % 1'000 == 0)
-    n = std::snprintf(buf, sizeof buf, ".%06dZ", t.nanos / 1'000);
-  else
-    n = std::snprintf(buf, sizeof buf, ".%09dZ", t.nanos);
+  if (t.nanos % 1'000'000 == 0) n = std::snprintf(buf, sizeof buf, ".%03dZ", t.nanos / 1'000'000);
+  else if (t.nanos % 1'000 == 0) n = std::snprintf(buf, sizeof buf, ".%06dZ", t.nanos / 1'000);
+  else n = std::snprintf(buf, sizeof buf, ".%09dZ", t.nanos);
   out.append(buf, static_cast<std::size_t>(n));
   return out;
 }

@@ -14,8 +14,9 @@ namespace picomq::test {
 namespace {
 
 std::string async_definition(const std::string& key, const std::string& topic, const std::string& plugin_config) {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_testkit_async_sink\"\n[[topics]]\ntopics = [\"" +
-         topic + "\"]\nbatch_length = 10\n[plugin_config]\n" + plugin_config + "\n";
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_testkit_async_sink\"\n[[topics]]\ntopics = [\"" + topic +
+         "\"]\nbatch_length = 10\n[plugin_config]\n" + plugin_config + "\n";
 }
 
 TEST(Async, SeveralWritesAreInFlightAndEverythingIsCommittedInOrder) {
@@ -49,8 +50,8 @@ TEST(Async, AnInstanceThatLowersItsWindowToOneWritesOneBatchAtATime) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 40));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml",
-                    async_definition("async1", topic, testkit_config(rt, "records", "delay_ms = 300\nmax_in_flight = 1")));
+  rt.add_definition(
+      "s.toml", async_definition("async1", topic, testkit_config(rt, "records", "delay_ms = 300\nmax_in_flight = 1")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-async1", topic) == 40; }, 30s)) << rt.log();
   auto calls = read_calls(rt.dir() / "records.calls");
@@ -91,8 +92,9 @@ TEST(Async, AFailedWriteIsRetriedAndNoLaterOffsetIsCommittedBeforeIt) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 60));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml", async_definition("asyncretry", topic,
-                                               testkit_config(rt, "records", "delay_ms = 200\nfail_offset = 20\nfail_times = 2")));
+  rt.add_definition(
+      "s.toml", async_definition("asyncretry", topic,
+                                 testkit_config(rt, "records", "delay_ms = 200\nfail_offset = 20\nfail_times = 2")));
   rt.start();
   const std::string group = "picomq-connect-sink-asyncretry";
   const std::string id20 = topic + ":0:20";
@@ -126,8 +128,11 @@ TEST(Async, APermanentFailureCommitsOnlyWhatCameBeforeIt) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 60));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml", async_definition("asyncfatal", topic,
-                                               testkit_config(rt, "records", "delay_ms = 200\nfail_offset = 20\nfail_times = 1\nfail_status = \"fatal\"")));
+  rt.add_definition(
+      "s.toml",
+      async_definition(
+          "asyncfatal", topic,
+          testkit_config(rt, "records", "delay_ms = 200\nfail_offset = 20\nfail_times = 1\nfail_status = \"fatal\"")));
   rt.start();
   ASSERT_TRUE(rt.wait_state("asyncfatal", "error", 30s)) << rt.log();
   EXPECT_NE(rt.sink_status("asyncfatal").value("message", "").find("failed permanently"), std::string::npos);

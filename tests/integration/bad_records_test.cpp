@@ -11,7 +11,6 @@
 namespace picomq::test {
 namespace {
 
-
 // {"n":0} .. {"n":9}, with undecodable payloads at `bad` offsets.
 std::vector<std::string> values_with_bad(std::initializer_list<int> bad) {
   auto values = json_values(0, 10);
@@ -29,7 +28,8 @@ TEST(BadRecords, SkipStepsOverUndecodableRecordsLogsThemAndCommitsPastThem) {
                                                  testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("skipper"), topic) == 10; }, 30s))
-      << "the committed offset moves past the skipped records, the last one too\n" << rt.log();
+      << "the committed offset moves past the skipped records, the last one too\n"
+      << rt.log();
   EXPECT_EQ(rt.sink_state("skipper"), "running");
   const auto ids = TestkitLog::read(rt.dir() / "records.log").ids;
   ASSERT_EQ(ids.size(), 8u);
@@ -37,8 +37,9 @@ TEST(BadRecords, SkipStepsOverUndecodableRecordsLogsThemAndCommitsPastThem) {
   ASSERT_TRUE(wait_until([&] { return rt.block_status("skipper").value("skipped_records", 0) == 2; }, 10s))
       << rt.status().dump();
   const auto log = rt.log();
-  EXPECT_NE(log.find("skipped bad record " + topic + "[0] at offset 3 (decode): schema json: payload is not valid JSON"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("skipped bad record " + topic + "[0] at offset 3 (decode): schema json: payload is not valid JSON"),
+      std::string::npos)
       << log;
   EXPECT_NE(log.find("skipped bad record " + topic + "[0] at offset 9 (decode)"), std::string::npos) << log;
   rt.signal(SIGTERM);
@@ -93,12 +94,13 @@ TEST(BadRecords, DeadLetterTopicGetsTheOriginalRecordAndWhyWhereAndWhenBeforeThe
 
   Runtime rt(kafka.bootstrap());
   // Offset 2 cannot be decoded; the sink refuses offset 5 (and writes the rest of its batch).
-  rt.add_definition("s.toml", testkit_definition("dlq", "topics = [\"" + topic +
-                                                            "\"]\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
-                                                            dead + "\"",
-                                                 testkit_config(rt, "records",
-                                                                "fail_times = 1000\nfail_offset = 5\nfail_status = "
-                                                                "\"reject\"\nreject_offset = 5")));
+  rt.add_definition(
+      "s.toml",
+      testkit_definition(
+          "dlq", "topics = [\"" + topic + "\"]\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+          testkit_config(rt, "records",
+                         "fail_times = 1000\nfail_offset = 5\nfail_status = "
+                         "\"reject\"\nreject_offset = 5")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("dlq"), topic) == 10; }, 30s)) << rt.log();
   EXPECT_EQ(rt.sink_state("dlq"), "running") << rt.log();
@@ -141,9 +143,11 @@ TEST(BadRecords, AFailedDeadLetterWriteFailsTheBatchAndCommitsNothingFromTheBadR
   values[4] = "{\"n\": 4, \"pad\": \"" + std::string(600, 'x') + "\", broken";
   kafka.produce_values(topic, values);
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml", testkit_definition("dlqfail", "topics = [\"" + topic +
-                                                                "\"]\nbatch_length = 100\non_bad_record = "
-                                                                "\"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+  rt.add_definition("s.toml", testkit_definition("dlqfail",
+                                                 "topics = [\"" + topic +
+                                                     "\"]\nbatch_length = 100\non_bad_record = "
+                                                     "\"dead_letter\"\ndead_letter_topic = \"" +
+                                                     dead + "\"",
                                                  testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(rt.wait_state("dlqfail", "error", 60s)) << rt.log();

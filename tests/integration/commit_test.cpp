@@ -11,7 +11,6 @@
 namespace picomq::test {
 namespace {
 
-
 struct Fixture {
   Kafka& kafka = Kafka::shared();
   std::string topic;

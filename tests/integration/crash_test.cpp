@@ -34,7 +34,8 @@ TEST(Crash, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyTheUncommittedWin
   kafka.create_topic(topic, partitions);
   std::vector<ProducedRecord> records;
   for (int p = 0; p < partitions; ++p)
-    for (int64_t i = 0; i < per_partition; ++i) records.push_back({"{\"i\":" + std::to_string(i) + "}", std::nullopt, {}, p});
+    for (int64_t i = 0; i < per_partition; ++i)
+      records.push_back({"{\"i\":" + std::to_string(i) + "}", std::nullopt, {}, p});
   kafka.produce(topic, records);
 
   const std::string group = "picomq-connect-sink-crash";
@@ -55,8 +56,9 @@ TEST(Crash, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyTheUncommittedWin
     for (int p = 0; p < partitions; ++p) start_at[p] = committed(p);
     const bool last_run = run >= iterations();
     Runtime rt(kafka.bootstrap(), "crash-" + std::to_string(run));
-    rt.add_definition("c.toml", testkit_definition("crash", block, "log_path = \"" + (rt.dir() / "records.log").string() +
-                                                                       "\"\ndelay_ms = 15"));
+    rt.add_definition("c.toml",
+                      testkit_definition("crash", block,
+                                         "log_path = \"" + (rt.dir() / "records.log").string() + "\"\ndelay_ms = 15"));
     rt.start();
     if (!last_run) {
       // Kill while it is consuming: after its first write, at a random moment.
@@ -73,14 +75,16 @@ TEST(Crash, SigkillAtRandomMomentsLosesNothingAndDuplicatesOnlyTheUncommittedWin
     // Per partition, this run's records are one contiguous range that starts exactly at the
     // offset committed before it started: nothing skipped, nothing replayed from before it.
     std::map<int32_t, std::vector<int64_t>> offsets;
-    for (const auto& id : TestkitLog::read(rt.dir() / "records.log").ids) offsets[partition_of(id)].push_back(offset_of(id));
+    for (const auto& id : TestkitLog::read(rt.dir() / "records.log").ids)
+      offsets[partition_of(id)].push_back(offset_of(id));
     std::cout << "run " << run << ":";
     for (auto& [p, list] : offsets) std::cout << " p" << p << " " << list.front() << ".." << list.back();
     std::cout << "\n";
     for (auto& [p, list] : offsets) {
       ASSERT_FALSE(list.empty());
       EXPECT_EQ(list.front(), start_at[p]) << "run " << run << " partition " << p;
-      for (size_t i = 1; i < list.size(); ++i) ASSERT_EQ(list[i], list[i - 1] + 1) << "run " << run << " partition " << p;
+      for (size_t i = 1; i < list.size(); ++i)
+        ASSERT_EQ(list[i], list[i - 1] + 1) << "run " << run << " partition " << p;
       for (auto o : list) {
         ++delivered;
         if (!seen[p].insert(o).second) ++duplicates;

@@ -24,7 +24,8 @@ const std::filesystem::path& payload_dir() {
     auto d = make_temp_dir("picomq-decoder-payloads");
     const std::string cmd = std::string(PICOMQ_VENV_PYTHON) + " " + kData + "/make_payloads.py " + d.string() + " > " +
                             (d / "make.log").string() + " 2>&1";
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("make_payloads.py failed: " + read_file(d / "make.log"));
+    if (std::system(cmd.c_str()) != 0)
+      throw std::runtime_error("make_payloads.py failed: " + read_file(d / "make.log"));
     return d;
   }();
   return dir;
@@ -35,8 +36,9 @@ std::string payload(const std::string& format, const std::string& name) {
 }
 
 std::string stdout_definition(const std::string& key, const std::string& topic, const std::string& schema_keys) {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_stdout_sink\"\n[[topics]]\ntopics = [\"" +
-         topic + "\"]\n" + schema_keys + "\n[plugin_config]\ninclude_metadata = false\n";
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_stdout_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\n" + schema_keys +
+         "\n[plugin_config]\ninclude_metadata = false\n";
 }
 
 std::vector<nlohmann::json> lines(Runtime& rt) {
@@ -98,9 +100,10 @@ TEST(Decoders, AvroPlainPayloadsFromFastavro) {
   Runtime rt(kafka.bootstrap());
   // The schema file next to the definition, named relative to it.
   std::filesystem::copy_file(payload_dir() / "order.avsc", rt.dir() / "sinks.d" / "order.avsc");
-  rt.add_definition("a.toml", testkit_definition("avro", "topics = [\"" + topic +
-                                                             "\"]\nschema = \"avro\"\navro_schema_path = \"order.avsc\"",
-                                                 testkit_config(rt)));
+  rt.add_definition(
+      "a.toml",
+      testkit_definition("avro", "topics = [\"" + topic + "\"]\nschema = \"avro\"\navro_schema_path = \"order.avsc\"",
+                         testkit_config(rt)));
   rt.start();
   const auto log_path = rt.dir() / "records.log";
   ASSERT_TRUE(wait_until([&] { return read_lines(log_path).size() == 2; }, 30s)) << rt.log();
@@ -154,10 +157,12 @@ TEST(Decoders, FlatbufferPayloadsFromFlatcAndACorruptedOneStopsTheSink) {
 TEST(Decoders, ABadSchemaFileIsAConfigErrorNamingIt) {
   auto& kafka = Kafka::shared();
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("b.toml", stdout_definition("bad", "t", "schema = \"proto\"\nproto_files = \"" + kData +
-                                                                 "/broken.proto\"\nproto_message = \"picomq.broken.Broken\"\n"));
+  rt.add_definition("b.toml", stdout_definition("bad", "t",
+                                                "schema = \"proto\"\nproto_files = \"" + kData +
+                                                    "/broken.proto\"\nproto_message = \"picomq.broken.Broken\"\n"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return rt.sink_status("b.toml").value("state", "") == "invalid" || !rt.running(); }, 30s))
+  ASSERT_TRUE(
+      wait_until([&] { return rt.sink_status("b.toml").value("state", "") == "invalid" || !rt.running(); }, 30s))
       << rt.log();
   const auto message = rt.sink_status("b.toml").value("message", "");
   EXPECT_NE(message.find("b.toml:7:"), std::string::npos) << message;
@@ -172,7 +177,8 @@ TEST(Decoders, ABadSchemaFileIsAConfigErrorNamingIt) {
 using Registry = SchemaRegistry;
 
 std::string registry_block(const std::string& topic, const std::string& url) {
-  return "topics = [\"" + topic + "\"]\nschema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"" + url + "\"";
+  return "topics = [\"" + topic + "\"]\nschema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"" + url +
+         "\"";
 }
 
 TEST(Decoders, RegistryFramedAvroFromConfluentSerializerWithACachedSchema) {
@@ -188,8 +194,9 @@ TEST(Decoders, RegistryFramedAvroFromConfluentSerializerWithACachedSchema) {
 
   Runtime rt(kafka.bootstrap());
   rt.env("REGISTRY_URL", registry.url());
-  rt.add_definition("r.toml", testkit_definition("reg", registry_block(topic, "${REGISTRY_URL}") + "\nbatch_length = 50",
-                                                 testkit_config(rt)));
+  rt.add_definition(
+      "r.toml",
+      testkit_definition("reg", registry_block(topic, "${REGISTRY_URL}") + "\nbatch_length = 50", testkit_config(rt)));
   rt.start();
   const auto log_path = rt.dir() / "records.log";
   ASSERT_TRUE(wait_until([&] { return read_lines(log_path).size() == values.size(); }, 30s)) << rt.log();
@@ -233,9 +240,10 @@ TEST(Decoders, RegistryCredentialsNeverReachTheLogOrStatus) {
   kafka.produce_values(topic, {std::string("\0\0\0\x03\xe7\x02", 6)});
   Runtime rt(kafka.bootstrap());
   rt.env("REG_PASSWORD", "hunter2-secret");
-  rt.add_definition("c.toml", testkit_definition("creds", registry_block(topic, "http://svc:${REG_PASSWORD}@127.0.0.1:" +
-                                                                                    registry.url().substr(17)),
-                                                 testkit_config(rt)));
+  rt.add_definition(
+      "c.toml", testkit_definition(
+                    "creds", registry_block(topic, "http://svc:${REG_PASSWORD}@127.0.0.1:" + registry.url().substr(17)),
+                    testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(rt.wait_state("creds", "error", 30s)) << rt.log();
   EXPECT_EQ(rt.log().find("hunter2-secret"), std::string::npos) << rt.log();

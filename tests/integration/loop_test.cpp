@@ -9,7 +9,6 @@
 namespace picomq::test {
 namespace {
 
-
 TEST(Loop, BusyTopicMovesInFullBatchesAndEverythingIsCommitted) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("busy");
@@ -18,11 +17,13 @@ TEST(Loop, BusyTopicMovesInFullBatchesAndEverythingIsCommitted) {
 
   Runtime rt(kafka.bootstrap());
   const auto key = "busy";
-  rt.add_definition("busy.toml", testkit_definition(key, "topics = [\"" + topic + "\"]\nbatch_length = 500",
-                                                    "log_path = \"" + (rt.dir() / "records.log").string() +
-                                                        "\"\ncalls_path = \"" + (rt.dir() / "calls.log").string() + "\""));
+  rt.add_definition("busy.toml",
+                    testkit_definition(key, "topics = [\"" + topic + "\"]\nbatch_length = 500",
+                                       "log_path = \"" + (rt.dir() / "records.log").string() + "\"\ncalls_path = \"" +
+                                           (rt.dir() / "calls.log").string() + "\""));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "records.log").ids.size() >= 2300; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "records.log").ids.size() >= 2300; }, 30s))
+      << rt.log();
   const std::string group = "picomq-connect-sink-busy";
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group, topic) == 2300; }, 10s))
       << "committed " << kafka.committed(group, topic);
@@ -45,9 +46,10 @@ TEST(Loop, QuietTopicIsFlushedAfterPollInterval) {
   const auto topic = unique_name("quiet");
   kafka.create_topic(topic);
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("quiet.toml", testkit_definition("quiet", "topics = [\"" + topic + "\"]\npoll_interval = \"700ms\"",
-                                                     "log_path = \"" + (rt.dir() / "records.log").string() +
-                                                         "\"\ncalls_path = \"" + (rt.dir() / "calls.log").string() + "\""));
+  rt.add_definition("quiet.toml",
+                    testkit_definition("quiet", "topics = [\"" + topic + "\"]\npoll_interval = \"700ms\"",
+                                       "log_path = \"" + (rt.dir() / "records.log").string() + "\"\ncalls_path = \"" +
+                                           (rt.dir() / "calls.log").string() + "\""));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("quiet", 30s)) << rt.log();
   const auto produced_at = std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch());
@@ -72,13 +74,13 @@ TEST(Loop, MultiPartitionTopicIsBatchedPerPartitionAndCommittedPerPartition) {
   kafka.produce(topic, records);
 
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("multi.toml", testkit_definition("multi", "topics = [\"" + topic + "\"]\nbatch_length = 40",
-                                                     "log_path = \"" + (rt.dir() / "records.log").string() +
-                                                         "\"\ncalls_path = \"" + (rt.dir() / "calls.log").string() + "\""));
+  rt.add_definition("multi.toml",
+                    testkit_definition("multi", "topics = [\"" + topic + "\"]\nbatch_length = 40",
+                                       "log_path = \"" + (rt.dir() / "records.log").string() + "\"\ncalls_path = \"" +
+                                           (rt.dir() / "calls.log").string() + "\""));
   rt.start();
   const std::string group = "picomq-connect-sink-multi";
-  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 3, 100); }, 30s))
-      << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group, topic, 3, 100); }, 30s)) << rt.log();
   auto log = TestkitLog::read(rt.dir() / "records.log");
   EXPECT_EQ(log.ids.size(), 300u);
   std::set<std::string> unique(log.ids.begin(), log.ids.end());
@@ -104,8 +106,8 @@ TEST(Loop, RecordsCarryTheirHeadersUnlessTheSinkDeclaresItNeverReadsThem) {
   Runtime rt(kafka.bootstrap());
   const std::string block = "topics = [\"" + topic + "\"]";
   auto config = [&](const std::string& name, bool unread) {
-    return "log_path = \"" + (rt.dir() / (name + ".log")).string() + "\"\nlog_headers = true\nunread_headers = " +
-           (unread ? "true" : "false");
+    return "log_path = \"" + (rt.dir() / (name + ".log")).string() +
+           "\"\nlog_headers = true\nunread_headers = " + (unread ? "true" : "false");
   };
   rt.add_definition("reader.toml", testkit_definition("reader", block, config("reader", false)));
   rt.add_definition("skipper.toml", testkit_definition("skipper", block, config("skipper", true)));
@@ -116,7 +118,8 @@ TEST(Loop, RecordsCarryTheirHeadersUnlessTheSinkDeclaresItNeverReadsThem) {
   rt.start();
   for (const auto* key : {"reader", "skipper", "filtering"})
     ASSERT_TRUE(wait_until([&] { return kafka.committed(std::string("picomq-connect-sink-") + key, topic) == 3; }, 30s))
-        << key << "\n" << rt.log();
+        << key << "\n"
+        << rt.log();
 
   EXPECT_EQ(read_lines(rt.dir() / "reader.log"),
             (std::vector<std::string>{topic + ":0:0\t{\"n\":0}\theaders=2", topic + ":0:1\t{\"n\":1}\theaders=0",

@@ -69,15 +69,16 @@ TEST_P(PlaneOutcome, IsHandledAsTheAbiSays) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Planes, PlaneOutcome,
-    testing::Values(Case{"testkit_rows", "retry"}, Case{"testkit_rows", "partial"}, Case{"testkit_rows", "fatal"},
-                    Case{"testkit_rows", "reject"}, Case{"testkit", "retry"}, Case{"testkit", "partial"},
-                    Case{"testkit", "fatal"}, Case{"testkit", "reject"}, Case{"testkit_arrow", "retry"},
-                    Case{"testkit_arrow", "partial"}, Case{"testkit_arrow", "fatal"}, Case{"testkit_arrow", "reject"},
-                    Case{"testkit_async", "retry"}, Case{"testkit_async", "partial"}, Case{"testkit_async", "fatal"},
-                    Case{"testkit_async", "reject"}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Planes, PlaneOutcome,
+                         testing::Values(Case{"testkit_rows", "retry"}, Case{"testkit_rows", "partial"},
+                                         Case{"testkit_rows", "fatal"}, Case{"testkit_rows", "reject"},
+                                         Case{"testkit", "retry"}, Case{"testkit", "partial"}, Case{"testkit", "fatal"},
+                                         Case{"testkit", "reject"}, Case{"testkit_arrow", "retry"},
+                                         Case{"testkit_arrow", "partial"}, Case{"testkit_arrow", "fatal"},
+                                         Case{"testkit_arrow", "reject"}, Case{"testkit_async", "retry"},
+                                         Case{"testkit_async", "partial"}, Case{"testkit_async", "fatal"},
+                                         Case{"testkit_async", "reject"}),
+                         case_name);
 
 }  // namespace
 }  // namespace picomq::test

@@ -11,8 +11,9 @@ namespace picomq::test {
 namespace {
 
 std::string rows_definition(const std::string& key, const std::string& topic, const std::string& plugin_config) {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_testkit_rows_sink\"\n[[topics]]\ntopics = [\"" +
-         topic + "\"]\nbatch_length = 10\n[plugin_config]\n" + plugin_config + "\n";
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_testkit_rows_sink\"\n[[topics]]\ntopics = [\"" + topic +
+         "\"]\nbatch_length = 10\n[plugin_config]\n" + plugin_config + "\n";
 }
 
 TEST(Planes, RowsOnlyPluginGetsOneCallPerRecordAndEverythingIsCommitted) {
@@ -41,9 +42,11 @@ TEST(Planes, RowsFailureMidBatchCommitsTheWrittenPrefixAndRetriesFromTheFailedRe
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 10));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml", rows_definition("rowsfail", topic, testkit_config(rt, "records", "fail_offset = 5\nfail_times = 2")));
+  rt.add_definition(
+      "s.toml", rows_definition("rowsfail", topic, testkit_config(rt, "records", "fail_offset = 5\nfail_times = 2")));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-rowsfail", topic) == 10; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-rowsfail", topic) == 10; }, 30s))
+      << rt.log();
   auto log = TestkitLog::read(rt.dir() / "records.log");
   EXPECT_EQ(log.ids.size(), 10u) << "every record written exactly once: the prefix is not written again";
   auto calls = read_calls(rt.dir() / "records.calls");
@@ -63,11 +66,14 @@ TEST(Planes, RowsPermanentFailureStopsInErrorWithThePrefixCommitted) {
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 10));
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml", rows_definition("rowsfatal", topic,
-                                              testkit_config(rt, "records", "fail_offset = 3\nfail_times = 1\nfail_status = \"fatal\"")));
+  rt.add_definition(
+      "s.toml",
+      rows_definition("rowsfatal", topic,
+                      testkit_config(rt, "records", "fail_offset = 3\nfail_times = 1\nfail_status = \"fatal\"")));
   rt.start();
   ASSERT_TRUE(rt.wait_state("rowsfatal", "error", 30s)) << rt.log();
-  EXPECT_NE(rt.sink_status("rowsfatal").dump().find("failed permanently"), std::string::npos) << rt.sink_status("rowsfatal");
+  EXPECT_NE(rt.sink_status("rowsfatal").dump().find("failed permanently"), std::string::npos)
+      << rt.sink_status("rowsfatal");
   rt.signal(SIGTERM);
   rt.wait_exit(30s);
   EXPECT_EQ(kafka.committed("picomq-connect-sink-rowsfatal", topic), 3) << "records 0..2 were written";
@@ -75,8 +81,9 @@ TEST(Planes, RowsPermanentFailureStopsInErrorWithThePrefixCommitted) {
 
 std::string arrow_definition(const std::string& key, const std::string& topic, const std::string& plugin_config,
                              const std::string& block_extra = "") {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_testkit_arrow_sink\"\n[[topics]]\ntopics = [\"" +
-         topic + "\"]\nbatch_length = 10\n" + block_extra + "[plugin_config]\n" + plugin_config + "\n";
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_testkit_arrow_sink\"\n[[topics]]\ntopics = [\"" + topic +
+         "\"]\nbatch_length = 10\n" + block_extra + "[plugin_config]\n" + plugin_config + "\n";
 }
 
 TEST(Planes, ArrowPluginReceivesArrowBatchesWithInferredColumnsAndEverythingIsCommitted) {
@@ -111,8 +118,9 @@ TEST(Planes, ArrowDeclaredColumnsRejectWhatTheyCannotHoldNamingTheRecord) {
   values[6] = R"({"n":"six"})";
   kafka.produce_values(topic, values);
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("s.toml", arrow_definition("arrowdecl", topic, testkit_config(rt),
-                                               "arrow_schema = [ { name = \"n\", type = \"float64\", nullable = false } ]\n"));
+  rt.add_definition("s.toml",
+                    arrow_definition("arrowdecl", topic, testkit_config(rt),
+                                     "arrow_schema = [ { name = \"n\", type = \"float64\", nullable = false } ]\n"));
   rt.start();
   ASSERT_TRUE(rt.wait_state("arrowdecl", "error", 30s)) << rt.log();
   const auto message = rt.sink_status("arrowdecl").value("message", "");
@@ -131,16 +139,19 @@ TEST(Planes, PluginConfigIsCheckedAgainstTheOptionTableBeforeTheSinkStarts) {
   const auto topic = unique_name("opts");
   kafka.create_topic(topic);
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("bad.toml", rows_definition("badopts", topic, testkit_config(rt) + "\nfail_tmies = 3\ndelay_ms = \"soon\""));
+  rt.add_definition("bad.toml",
+                    rows_definition("badopts", topic, testkit_config(rt) + "\nfail_tmies = 3\ndelay_ms = \"soon\""));
   rt.add_definition("good.toml", rows_definition("goodopts", topic, testkit_config(rt, "good")));
   kafka.produce_values(topic, json_values(0, 3));
   rt.start();
   ASSERT_TRUE(rt.wait_state("badopts", "error", 30s)) << rt.log();
   const auto status = rt.sink_status("badopts").dump();
-  EXPECT_NE(status.find("fail_tmies: unknown option for the testkit sink; did you mean 'fail_times'?"), std::string::npos)
+  EXPECT_NE(status.find("fail_tmies: unknown option for the testkit sink; did you mean 'fail_times'?"),
+            std::string::npos)
       << status;
   EXPECT_NE(status.find("delay_ms: must be an integer, not a string"), std::string::npos) << status;
-  EXPECT_NE(status.find("bad.toml:"), std::string::npos) << "each problem says where in the definition file: " << status;
+  EXPECT_NE(status.find("bad.toml:"), std::string::npos)
+      << "each problem says where in the definition file: " << status;
   EXPECT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-goodopts", topic) == 3; }, 30s))
       << "the other sink runs: " << rt.log();
   rt.signal(SIGTERM);

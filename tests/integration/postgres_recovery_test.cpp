@@ -23,13 +23,13 @@ namespace {
 using Rows = std::vector<Postgres::Row>;
 using Clock = std::chrono::steady_clock;
 
-
 // A definition of the postgres sink; `conninfo` empty: the test server's for `db`.
 std::string definition(const std::string& key, const std::string& topics, const std::string& db,
                        const std::string& plugin_config, const std::string& block_extra = "",
                        const std::string& conninfo = "") {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [" +
-         topics + "]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra + "\n[plugin_config]\n" +
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [" + topics +
+         "]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra + "\n[plugin_config]\n" +
          "connection_string = \"" + (conninfo.empty() ? Postgres::shared().conninfo(db) : conninfo) + "\"\n" +
          plugin_config + "\n";
 }
@@ -93,8 +93,8 @@ TEST(PostgresRecovery, SigkillMidLoadThenRestartReplaysWithoutAFailedAttemptAndE
     produced += chunk;
   };
   const std::string key = "pgreplay";
-  const std::string block = "batch_length = 200\nproperties = { \"group.instance.id\" = \"" + key +
-                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string block =
+      "batch_length = 200\nproperties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
   auto committed = [&] {
     int64_t sum = 0;
     for (int p = 0; p < 2; ++p) sum += std::max<int64_t>(0, kafka.committed(group_of(key), topic, p));
@@ -118,8 +118,7 @@ TEST(PostgresRecovery, SigkillMidLoadThenRestartReplaysWithoutAFailedAttemptAndE
     rt.kill_hard();
     rt.wait_exit(30s);
     window = rows() - committed();
-    std::cout << "[          ] run " << run << ": killed with " << rows() << " rows, " << committed()
-              << " committed\n";
+    std::cout << "[          ] run " << run << ": killed with " << rows() << " rows, " << committed() << " committed\n";
   }
   ASSERT_GT(window, 0) << "no kill left written rows uncommitted";
   produce_chunk();  // records after the replayed window: the replay ends and straight COPY resumes
@@ -142,8 +141,9 @@ TEST(PostgresRecovery, SigkillMidLoadThenRestartReplaysWithoutAFailedAttemptAndE
   EXPECT_EQ(log.find("NOTICE:"), std::string::npos) << "a raw libpq notice on stderr\n" << log;
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
-  EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT (pico_partition, pico_offset)) FROM t", db),
-            (Rows{{std::to_string(2 * produced), std::to_string(2 * produced), std::to_string(2 * produced)}}));
+  EXPECT_EQ(
+      pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT (pico_partition, pico_offset)) FROM t", db),
+      (Rows{{std::to_string(2 * produced), std::to_string(2 * produced), std::to_string(2 * produced)}}));
 }
 
 // A row already there that no assignment announced (another writer put it there): the direct
@@ -212,10 +212,11 @@ TEST(PostgresRecovery, NoticesGoThroughTheRuntimeLogNotRawToStderr) {
       EXPECT_EQ(line.find("already exists, skipping"), std::string::npos) << "not at info level: " << line;
     }
     if (run == 0) {
-      pg.exec("CREATE FUNCTION say() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-              "RAISE NOTICE 'row % arrived', NEW.pico_offset; RAISE WARNING 'careful with %', NEW.pico_offset; "
-              "RETURN NEW; END $$; CREATE TRIGGER say BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION say()",
-              db);
+      pg.exec(
+          "CREATE FUNCTION say() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+          "RAISE NOTICE 'row % arrived', NEW.pico_offset; RAISE WARNING 'careful with %', NEW.pico_offset; "
+          "RETURN NEW; END $$; CREATE TRIGGER say BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION say()",
+          db);
     } else {
       EXPECT_NE(log.find("PostgreSQL NOTICE: NOTICE:  row 5 arrived"), std::string::npos) << log;
       EXPECT_NE(log.find("PostgreSQL WARNING: WARNING:  careful with 9"), std::string::npos) << log;
@@ -240,10 +241,14 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
   kafka.create_topic(b);
   const std::string key = "pgjoin";
   auto define = [&](Runtime& rt) {
-    rt.add_definition("pg.toml", "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n"
-                                 "[[topics]]\ntopics = [\"" + a + "\", \"" + b + "\"]\nschema = \"json\"\n"
-                                 "batch_length = 1000\npoll_interval = \"300ms\"\n[plugin_config]\nconnection_string = \"" +
-                                 pg.conninfo(db) + "\"\ntarget_table = \"t\"\ncommit_interval = \"30s\"\n");
+    rt.add_definition("pg.toml",
+                      "type = \"sink\"\nkey = \"" + key +
+                          "\"\npath = \"libpicomq_connector_postgres_sink\"\n"
+                          "[[topics]]\ntopics = [\"" +
+                          a + "\", \"" + b +
+                          "\"]\nschema = \"json\"\n"
+                          "batch_length = 1000\npoll_interval = \"300ms\"\n[plugin_config]\nconnection_string = \"" +
+                          pg.conninfo(db) + "\"\ntarget_table = \"t\"\ncommit_interval = \"30s\"\n");
   };
   {  // the table, as the sink makes it
     Runtime rt(kafka.bootstrap(), "create");
@@ -269,10 +274,14 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
   rt.log_level("debug");  // the segments' commits in the log, should it fail
   define(rt);
   rt.start();
-  const bool waiting = wait_until([&] {
-    return !pg.query("SELECT 1 FROM pg_stat_activity WHERE datname = '" + db + "' AND query LIKE 'COPY %' AND "
-                     "wait_event_type = 'Lock'").empty();
-  }, 60s);
+  const bool waiting = wait_until(
+      [&] {
+        return !pg.query("SELECT 1 FROM pg_stat_activity WHERE datname = '" + db +
+                         "' AND query LIKE 'COPY %' AND "
+                         "wait_event_type = 'Lock'")
+                    .empty();
+      },
+      60s);
   if (waiting) {
     kafka.produce_values(b, json_values(0, 100));
     std::this_thread::sleep_for(3s);  // fetched and queued behind the waiting writer (poll_interval 300 ms)
@@ -280,9 +289,9 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
   PQclear(PQexec(holder, "COMMIT"));
   PQfinish(holder);
   ASSERT_TRUE(waiting) << "the COPY never waited for the lock\n" << rt.log();
-  ASSERT_TRUE(wait_until([&] {
-    return kafka.committed(group_of(key), a) == 60001 && kafka.committed(group_of(key), b) == 100;
-  }, 120s)) << rt.log();
+  ASSERT_TRUE(wait_until(
+      [&] { return kafka.committed(group_of(key), a) == 60001 && kafka.committed(group_of(key), b) == 100; }, 120s))
+      << rt.log();
   let_status_catch_up();
   const std::string log = rt.log();
   EXPECT_NE(log.find("[0], which replays, joins the COPY"), std::string::npos) << log;
@@ -309,7 +318,8 @@ TEST(PostgresOutage, TimeToErrorIsFiveReconnectTimeoutsPlusTheRuntimeBackoffsWit
   kafka.create_topic(topic);
   const std::string key = "pgtte";
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("pg.toml", definition(key, "\"" + topic + "\"", db, "target_table = \"t\"\nreconnect_timeout = \"2s\""));
+  rt.add_definition("pg.toml",
+                    definition(key, "\"" + topic + "\"", db, "target_table = \"t\"\nreconnect_timeout = \"2s\""));
   rt.start();
   kafka.produce_values(topic, json_values(0, 5));
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 5; }, 60s)) << rt.log();
@@ -348,8 +358,8 @@ TEST(PostgresOutage, AServerThatAcceptsAndNeverAnswersStillReachesErrorOnTheRule
   ASSERT_EQ(::listen(listener, 64), 0);  // never accept()ed: the kernel completes handshakes, nobody answers
   socklen_t len = sizeof addr;
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(ntohs(addr.sin_port)) +
-                               " user=postgres dbname=x connect_timeout=10";
+  const std::string conninfo =
+      "host=127.0.0.1 port=" + std::to_string(ntohs(addr.sin_port)) + " user=postgres dbname=x connect_timeout=10";
   const std::string key = "pgblackhole";
   Runtime rt(kafka.bootstrap());
   rt.add_definition("pg.toml", definition(key, "\"" + topic + "\"", "", "reconnect_timeout = \"1s\"", "", conninfo));
@@ -457,7 +467,8 @@ TEST(PostgresHealth, ConfigurationMistakesFailTheSinkAtStartOnAnEmptyTopic) {
     std::string conninfo, config, expected;
   };
   for (const Case& c : std::vector<Case>{
-           {base + " dbname=" + db + " user=" + pw_role + " password=wrong-s3cret", "", "password authentication failed"},
+           {base + " dbname=" + db + " user=" + pw_role + " password=wrong-s3cret", "",
+            "password authentication failed"},
            {base + " dbname=no_such_db_" + suffix + " user=postgres", "", "does not exist"},
            {base + " dbname=" + rejected_db + " user=postgres", "", "pg_hba.conf rejects connection"},
            {base + " dbname=" + db + " user=postgres", "schema = \"nowhere\"", "schema \"nowhere\" does not exist"},
@@ -481,8 +492,8 @@ TEST(PostgresHealth, ConfigurationMistakesFailTheSinkAtStartOnAnEmptyTopic) {
   }
   // The right password, and a role that may use and create in the schema: running.
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("pg.toml", definition("pghealthok", "\"" + topic + "\"", db, "",
-                                          "", base + " dbname=" + db + " user=" + pw_role + " password=right-s3cret"));
+  rt.add_definition("pg.toml", definition("pghealthok", "\"" + topic + "\"", db, "", "",
+                                          base + " dbname=" + db + " user=" + pw_role + " password=right-s3cret"));
   rt.start();
   ASSERT_TRUE(rt.wait_state("pghealthok", "running", 30s)) << rt.log();
   EXPECT_NE(rt.log().find("connected to PostgreSQL 15"), std::string::npos) << rt.log();
@@ -541,14 +552,15 @@ TEST(PostgresStreams, EachTableKeepsItsOwnStreamOnItsOwnConnectionUpToMaxOpenTab
     Runtime rt(kafka.bootstrap(), key);
     rt.add_definition("pg.toml", definition(key, "\"" + a + "\", \"" + b + "\"", db,
                                             "target_table = \"t_{topic_segment[0]}\"\ncommit_interval = \"30s\"\n"
-                                            "max_open_tables = " + std::to_string(open_tables),
+                                            "max_open_tables = " +
+                                                std::to_string(open_tables),
                                             "batch_length = 200"));
     rt.start();
-    ASSERT_TRUE(wait_until([&] {
-      return kafka.committed(group_of(key), a) == 4000 && kafka.committed(group_of(key), b) == 4000;
-    }, 60s)) << rt.log();
-    const auto connections = pg.query("SELECT count(*) FROM pg_stat_activity WHERE datname = '" + db +
-                                      "' AND pid <> pg_backend_pid()");
+    ASSERT_TRUE(wait_until(
+        [&] { return kafka.committed(group_of(key), a) == 4000 && kafka.committed(group_of(key), b) == 4000; }, 60s))
+        << rt.log();
+    const auto connections =
+        pg.query("SELECT count(*) FROM pg_stat_activity WHERE datname = '" + db + "' AND pid <> pg_backend_pid()");
     ASSERT_EQ(connections.size(), 1u);
     std::cout << "[          ] max_open_tables " << open_tables << ": " << *connections[0][0] << " connections\n";
     EXPECT_GE(std::stoi(*connections[0][0]), 1);
@@ -558,7 +570,8 @@ TEST(PostgresStreams, EachTableKeepsItsOwnStreamOnItsOwnConnectionUpToMaxOpenTab
     EXPECT_EQ(rt.wait_exit(30s), 0);
     for (const auto& topic : {a, b}) {
       const std::string table = "\"t_" + topic.substr(0, topic.find('.')) + "\"";
-      const auto rows = pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT xmin::text) FROM " + table, db);
+      const auto rows =
+          pg.query("SELECT count(*), count(DISTINCT pico_id), count(DISTINCT xmin::text) FROM " + table, db);
       ASSERT_EQ(rows.size(), 1u);
       EXPECT_EQ(rows[0][0], "4000");
       EXPECT_EQ(rows[0][1], "4000");
@@ -589,10 +602,11 @@ TEST(PostgresStreams, TheNextCopyIntoATableStreamsWhileItsPreviousCommitRuns) {
     rt.signal(SIGTERM);
     ASSERT_EQ(rt.wait_exit(30s), 0);
   }
-  pg.exec("CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); "
-          "RETURN NULL; END $$; CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON t DEFERRABLE INITIALLY "
-          "DEFERRED FOR EACH ROW WHEN (NEW.pico_offset % 5000 = 0) EXECUTE FUNCTION slow_commit()",
-          db);
+  pg.exec(
+      "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.5); "
+      "RETURN NULL; END $$; CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON t DEFERRABLE INITIALLY "
+      "DEFERRED FOR EACH ROW WHEN (NEW.pico_offset % 5000 = 0) EXECUTE FUNCTION slow_commit()",
+      db);
   kafka.produce_values(topic, json_values(1, 30001));
   Runtime rt(kafka.bootstrap(), "load");
   rt.add_definition("pg.toml", definition(key, "\"" + topic + "\"", db, config, "batch_length = 100"));
@@ -602,8 +616,10 @@ TEST(PostgresStreams, TheNextCopyIntoATableStreamsWhileItsPreviousCommitRuns) {
   const auto deadline = Clock::now() + scaled(60s);
   while (kafka.committed(group_of(key), topic) < 30001 && Clock::now() < deadline) {
     for (int i = 0; i < 20 && !overlap; ++i) {
-      const auto r = pg.query("SELECT count(*) FILTER (WHERE query = 'COMMIT'), count(*) FILTER (WHERE query LIKE "
-                              "'COPY %') FROM pg_stat_activity WHERE datname = '" + db + "' AND state = 'active'");
+      const auto r = pg.query(
+          "SELECT count(*) FILTER (WHERE query = 'COMMIT'), count(*) FILTER (WHERE query LIKE "
+          "'COPY %') FROM pg_stat_activity WHERE datname = '" +
+          db + "' AND state = 'active'");
       overlap = r.size() == 1 && r[0][0] != "0" && r[0][1] != "0";
       std::this_thread::sleep_for(20ms);
     }

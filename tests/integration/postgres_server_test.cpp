@@ -20,9 +20,10 @@ TEST(PostgresServer, AnswersOnItsPortAsSuperuserWithUtf8) {
   EXPECT_GE(pg.port(), 20000);
   EXPECT_LT(pg.port(), 32000);
   EXPECT_NE(pg.conninfo("x").find("port=" + std::to_string(pg.port())), std::string::npos);
-  auto rows = pg.query("SELECT current_user, current_setting('server_version_num')::int / 10000, "
-                       "pg_encoding_to_char(encoding), current_setting('listen_addresses') "
-                       "FROM pg_database WHERE datname = current_database()");
+  auto rows = pg.query(
+      "SELECT current_user, current_setting('server_version_num')::int / 10000, "
+      "pg_encoding_to_char(encoding), current_setting('listen_addresses') "
+      "FROM pg_database WHERE datname = current_database()");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0], "postgres");
   EXPECT_EQ(rows[0][1], "15");
@@ -35,15 +36,17 @@ TEST(PostgresServer, TableRowsRoundTripWithNullAndUnicode) {
   const auto db = pg.create_database("rows");
   EXPECT_LE(db.size(), 63u);
   pg.exec("CREATE TABLE events (id bigint PRIMARY KEY, name text, amount numeric(10,2), at timestamptz)", db);
-  pg.exec("INSERT INTO events VALUES (1, 'plain', 12.50, '2024-01-02T03:04:05Z'),"
-          " (2, NULL, NULL, NULL),"
-          " (3, 'Zürich – 東京 🚀', -0.01, '2024-06-30T23:59:59.123456Z'),"
-          " (4, '', 0, NULL)",
-          db);
+  pg.exec(
+      "INSERT INTO events VALUES (1, 'plain', 12.50, '2024-01-02T03:04:05Z'),"
+      " (2, NULL, NULL, NULL),"
+      " (3, 'Zürich – 東京 🚀', -0.01, '2024-06-30T23:59:59.123456Z'),"
+      " (4, '', 0, NULL)",
+      db);
   pg.exec("SET TIME ZONE 'UTC'", db);  // its own connection: the next query is not affected
-  auto rows = pg.query("SELECT id, name, amount, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') "
-                       "FROM events ORDER BY id",
-                       db);
+  auto rows = pg.query(
+      "SELECT id, name, amount, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') "
+      "FROM events ORDER BY id",
+      db);
   const Rows expected = {
       {"1", "plain", "12.50", "2024-01-02 03:04:05"},
       {"2", std::nullopt, std::nullopt, std::nullopt},
@@ -52,8 +55,7 @@ TEST(PostgresServer, TableRowsRoundTripWithNullAndUnicode) {
   };
   EXPECT_EQ(rows, expected);
   // Length in characters, not bytes: the server stored UTF-8 text as text.
-  EXPECT_EQ(pg.query("SELECT length(name), octet_length(name) FROM events WHERE id = 3", db),
-            (Rows{{"13", "23"}}));
+  EXPECT_EQ(pg.query("SELECT length(name), octet_length(name) FROM events WHERE id = 3", db), (Rows{{"13", "23"}}));
   // Statements without rows give no rows; several statements in one call run in order.
   EXPECT_TRUE(pg.query("UPDATE events SET name = 'x' WHERE id = 4; DELETE FROM events WHERE id = 1", db).empty());
   EXPECT_EQ(pg.query("SELECT count(*) FROM events", db), (Rows{{"3"}}));
@@ -118,8 +120,7 @@ TEST(PostgresServer, OutageThenRecoveryKeepsTheData) {
 
   const auto t0 = std::chrono::steady_clock::now();
   pg.start();  // same port and data dir
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "[          ] postgres restart took " << ms << " ms\n";
   pg.start();  // already running: fine
   pg.exec("INSERT INTO t VALUES ('after')", db);

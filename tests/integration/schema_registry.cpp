@@ -3,9 +3,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "harness.h"
 
@@ -25,16 +24,19 @@ void SchemaRegistry::stop() { (void)std::system((std::string(PICOMQ_REGISTRY_SH)
 
 std::filesystem::path SchemaRegistry::encode() {
   auto out = dir_ / "payloads";
-  const std::string cmd = std::string(PICOMQ_VENV_PYTHON) + " " + PICOMQ_DECODERS_DATA + "/make_payloads.py --registry " +
-                          url() + " " + out.string() + " > " + (dir_ / "make.log").string() + " 2>&1";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("registry encoding failed: " + read_file(dir_ / "make.log"));
+  const std::string cmd = std::string(PICOMQ_VENV_PYTHON) + " " + PICOMQ_DECODERS_DATA +
+                          "/make_payloads.py --registry " + url() + " " + out.string() + " > " +
+                          (dir_ / "make.log").string() + " 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("registry encoding failed: " + read_file(dir_ / "make.log"));
   return out / "registry";
 }
 
 std::string SchemaRegistry::schema(int id) {
   const auto body = dir_ / ("schema-" + std::to_string(id) + ".json");
   const std::string cmd = "curl -sf " + url() + "/schemas/ids/" + std::to_string(id) + " -o " + body.string();
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot read schema id " + std::to_string(id) + ": " + cmd);
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("cannot read schema id " + std::to_string(id) + ": " + cmd);
   return nlohmann::json::parse(read_file(body))["schema"].get<std::string>();
 }
 

@@ -10,8 +10,9 @@ namespace {
 
 std::string stdout_definition(const std::string& key, const std::string& topic, const std::string& schema,
                               const std::string& plugin_config) {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_stdout_sink\"\n[[topics]]\ntopics = [\"" +
-         topic + "\"]\nschema = \"" + schema + "\"\n[plugin_config]\n" + plugin_config + "\n";
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_stdout_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\nschema = \"" +
+         schema + "\"\n[plugin_config]\n" + plugin_config + "\n";
 }
 
 std::vector<nlohmann::json> stdout_lines(Runtime& rt) {
@@ -27,7 +28,8 @@ TEST(StdoutSink, OneJsonLinePerRecordWithMetadataKeysHeadersAndTombstones) {
   topic += std::string(200 - topic.size(), 'z');
   kafka.create_topic(topic);
   std::vector<ProducedRecord> records;
-  records.push_back({"{\n  \"a\": 1,\n  \"s\": \"line\\nbreak\"\n}", std::string("\x00\xff k", 4),
+  records.push_back({"{\n  \"a\": 1,\n  \"s\": \"line\\nbreak\"\n}",
+                     std::string("\x00\xff k", 4),
                      {{"trace", "abc-é"}, {"bin", std::string("\xff\xfe", 2)}}});
   records.push_back({"", std::nullopt, {}, -1, /*null_value=*/true});
   records.push_back({"[1,2,3]", std::string("plain"), {}});
@@ -96,7 +98,8 @@ TEST(StdoutSink, PayloadOnlyJsonLinesAreThePayloadsAsProduced) {
   Runtime rt(kafka.bootstrap());
   rt.add_definition("s.toml", stdout_definition("lines", topic, "json", "include_metadata = false"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == records.size(); }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == records.size(); }, 30s))
+      << rt.log();
   const auto lines = read_lines(rt.dir() / "stdout.log");
   for (size_t i = 0; i < records.size(); ++i) {
     if (i == 7) EXPECT_EQ(lines[i], "{    \"multi\": [1,  2] }");

@@ -52,7 +52,8 @@ TEST(Transforms, RewriteRecordsFilteredOnesStillMoveTheOffsetAndFailuresAreBadRe
   rt.add_definition("s.toml", definition("tx", topic, "skip", testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-tx", topic) == 5; }, 30s))
-      << "past the filtered last record too\n" << rt.log();
+      << "past the filtered last record too\n"
+      << rt.log();
   EXPECT_EQ(rt.sink_state("tx"), "running");
   const auto log = TestkitLog::read(rt.dir() / "records.log");
   ASSERT_EQ(log.payloads.size(), 2u) << "offsets 1 and 4 filtered, 2 a bad record";
@@ -64,10 +65,13 @@ TEST(Transforms, RewriteRecordsFilteredOnesStillMoveTheOffsetAndFailuresAreBadRe
   EXPECT_NE(rt.log().find("skipped bad record " + topic + "[0] at offset 2 (transform): transforms[2] (cast)"),
             std::string::npos)
       << rt.log();
-  EXPECT_TRUE(wait_until([&] {
-    auto b = rt.block_status("tx");
-    return b.value("filtered_records", 0) == 2 && b.value("skipped_records", 0) == 1;
-  }, 10s)) << rt.status().dump();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto b = rt.block_status("tx");
+        return b.value("filtered_records", 0) == 2 && b.value("skipped_records", 0) == 1;
+      },
+      10s))
+      << rt.status().dump();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }

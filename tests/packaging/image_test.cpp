@@ -69,8 +69,8 @@ const std::string& image(std::string& why) {
   return tag;
 }
 
-#define REQUIRE_IMAGE(var)        \
-  std::string why_;               \
+#define REQUIRE_IMAGE(var)             \
+  std::string why_;                    \
   const std::string var = image(why_); \
   if (var.empty()) GTEST_SKIP() << why_
 
@@ -98,14 +98,16 @@ TEST(Image, TheQuickstartRunsInsideAndTheHealthcheckSaysHealthy) {
   // with its API on: the quickstart's config plus [api], mounted as the config volume.
   const auto cfg = make_temp_dir("image-health");
   std::string quick = read_file(std::filesystem::path(PICOMQ_SOURCE_DIR) / "examples/quickstart/runtime.toml");
-  quick = std::regex_replace(quick, std::regex(R"(file = "orders)"), "file = \"/usr/share/picomq-connect/quickstart/orders");
+  quick = std::regex_replace(quick, std::regex(R"(file = "orders)"),
+                             "file = \"/usr/share/picomq-connect/quickstart/orders");
   quick = std::regex_replace(quick, std::regex(R"(\[plugins\]\npath = [^\n]*\n)"), "");
   quick = std::regex_replace(quick, std::regex(R"(dir = "sinks.d")"), "dir = \"/etc/picomq-connect/sinks.d\"");
   write(cfg / "runtime.toml", quick + "\n[api]\nenabled = true\nlisten = \"127.0.0.1:8083\"\n");
   std::filesystem::copy(std::filesystem::path(PICOMQ_SOURCE_DIR) / "examples/quickstart/sinks.d", cfg / "sinks.d");
   open_to_all(cfg);
   const std::string name = "picomq-health-" + std::to_string(getpid());
-  auto started = sh(kPodman + " run -d --name " + name + " --network none -v " + cfg.string() + ":/etc/picomq-connect:ro " + tag);
+  auto started =
+      sh(kPodman + " run -d --name " + name + " --network none -v " + cfg.string() + ":/etc/picomq-connect:ro " + tag);
   ASSERT_EQ(started.rc, 0) << started.out;
   bool healthy = wait_until([&] { return sh(kPodman + " healthcheck run " + name).rc == 0; }, scaled(60s));
   auto logs = sh(kPodman + " logs " + name);
@@ -121,30 +123,39 @@ TEST(Image, ConsumesTheBrokerIntoPostgresAndASigtermFlushesAndCommits) {
   const auto topic = unique_name("image");
   kafka.create_topic(topic, 3);
   std::vector<std::string> values;
-  for (int i = 0; i < 900; ++i) values.push_back("{\"id\": " + std::to_string(i) + ", \"amount\": " + std::to_string(i * 3) + "}");
+  for (int i = 0; i < 900; ++i)
+    values.push_back("{\"id\": " + std::to_string(i) + ", \"amount\": " + std::to_string(i * 3) + "}");
   kafka.produce_values(topic, values);
 
   // Big batches and a long poll interval: the records wait in the runtime's buckets until the
   // stop, so only the SIGTERM path can write and commit them.
   const auto cfg = make_temp_dir("image-pg");
   const int api_port = free_port();
-  write(cfg / "runtime.toml", "[broker]\nbootstrap_servers = \"" + kafka.bootstrap() +
-                                  "\"\n[sinks]\ndir = \"/etc/picomq-connect/sinks.d\"\n[runtime]\nshutdown_timeout = \"30s\"\n"
-                                  "[api]\nenabled = true\nlisten = \"127.0.0.1:" + std::to_string(api_port) + "\"\n");
-  write(cfg / "sinks.d" / "pg.toml", "type = \"sink\"\nkey = \"orders_pg\"\nversion = 0\npath = \"libpicomq_connector_postgres_sink\"\n"
-                                     "[[topics]]\ntopics = [\"" + topic + "\"]\nschema = \"json\"\nbatch_length = 100000\n"
-                                     "poll_interval = \"10m\"\n[plugin_config]\nconnection_string = \"" + pg.conninfo(db) +
-                                     "\"\ntarget_table = \"orders\"\npayload_mode = \"columns\"\n");
+  write(cfg / "runtime.toml",
+        "[broker]\nbootstrap_servers = \"" + kafka.bootstrap() +
+            "\"\n[sinks]\ndir = \"/etc/picomq-connect/sinks.d\"\n[runtime]\nshutdown_timeout = \"30s\"\n"
+            "[api]\nenabled = true\nlisten = \"127.0.0.1:" +
+            std::to_string(api_port) + "\"\n");
+  write(cfg / "sinks.d" / "pg.toml",
+        "type = \"sink\"\nkey = \"orders_pg\"\nversion = 0\npath = \"libpicomq_connector_postgres_sink\"\n"
+        "[[topics]]\ntopics = [\"" +
+            topic +
+            "\"]\nschema = \"json\"\nbatch_length = 100000\n"
+            "poll_interval = \"10m\"\n[plugin_config]\nconnection_string = \"" +
+            pg.conninfo(db) + "\"\ntarget_table = \"orders\"\npayload_mode = \"columns\"\n");
   open_to_all(cfg);
   const std::string name = "picomq-pg-" + std::to_string(getpid());
-  auto started = sh(kPodman + " run -d --name " + name + " --network host -v " + cfg.string() + ":/etc/picomq-connect:ro " + tag);
+  auto started =
+      sh(kPodman + " run -d --name " + name + " --network host -v " + cfg.string() + ":/etc/picomq-connect:ro " + tag);
   ASSERT_EQ(started.rc, 0) << started.out;
   const std::string group = "picomq-connect-sink-orders_pg";
   // Ready: every partition assigned and its records read (the API says so); nothing written yet.
-  const bool ready = wait_until([&] {
-    auto r = sh("curl -sf http://127.0.0.1:" + std::to_string(api_port) + "/sinks/orders_pg");
-    return r.rc == 0 && r.out.find("\"running\"") != std::string::npos;
-  }, scaled(60s));
+  const bool ready = wait_until(
+      [&] {
+        auto r = sh("curl -sf http://127.0.0.1:" + std::to_string(api_port) + "/sinks/orders_pg");
+        return r.rc == 0 && r.out.find("\"running\"") != std::string::npos;
+      },
+      scaled(60s));
   std::this_thread::sleep_for(scaled(3s));
   EXPECT_TRUE(ready) << sh(kPodman + " logs " + name).out;
   EXPECT_LT(kafka.committed(group, topic, 0), 0) << "nothing committed before the stop";
@@ -176,7 +187,8 @@ TEST(Image, HeavySinkTarballsLoadInItAndDeltaMountedIntoThePluginDirectoryWrites
     auto sum = sh("cd " + e.path().parent_path().string() + " && sha256sum -c " + file + ".sha256");
     ASSERT_EQ(sum.rc, 0) << sum.out;
     auto unpacked = sh("tar -C " + work.string() + " -xzf " + e.path().string() + " && cd " + work.string() + "/" +
-                       file.substr(0, file.size() - 7) + " && sha256sum -c SHA256SUMS && test -f LICENSE -a -f " + m[1].str() + ".md");
+                       file.substr(0, file.size() - 7) + " && sha256sum -c SHA256SUMS && test -f LICENSE -a -f " +
+                       m[1].str() + ".md");
     ASSERT_EQ(unpacked.rc, 0) << unpacked.out;
     plugins[m[1]] = work / file.substr(0, file.size() - 7) / ("libpicomq_connector_" + m[1].str() + "_sink.so");
   }
@@ -184,10 +196,12 @@ TEST(Image, HeavySinkTarballsLoadInItAndDeltaMountedIntoThePluginDirectoryWrites
   std::string mounts, describe;
   for (const auto& [name, so] : plugins) {
     mounts += " -v " + so.string() + ":/usr/lib/picomq-connect/plugins/" + so.filename().string() + ":ro";
-    describe += "picomq-connect --describe-plugin /usr/lib/picomq-connect/plugins/" + so.filename().string() + " | head -1 && ";
+    describe +=
+        "picomq-connect --describe-plugin /usr/lib/picomq-connect/plugins/" + so.filename().string() + " | head -1 && ";
   }
   open_to_all(work);
-  auto loads = sh(kPodman + " run --rm --network none" + mounts + " --entrypoint sh " + tag + " -c '" + describe + "true'");
+  auto loads =
+      sh(kPodman + " run --rm --network none" + mounts + " --entrypoint sh " + tag + " -c '" + describe + "true'");
   ASSERT_EQ(loads.rc, 0) << loads.out;
   for (const char* name : {"doris", "redshift", "delta", "iceberg"})
     EXPECT_NE(loads.out.find(std::string("Sink `") + name + "`"), std::string::npos) << loads.out;
@@ -197,21 +211,28 @@ TEST(Image, HeavySinkTarballsLoadInItAndDeltaMountedIntoThePluginDirectoryWrites
   const auto topic = unique_name("image");
   kafka.create_topic(topic, 2);
   std::vector<std::string> values;
-  for (int i = 0; i < 500; ++i) values.push_back("{\"id\": " + std::to_string(i) + ", \"name\": \"n" + std::to_string(i) + "\"}");
+  for (int i = 0; i < 500; ++i)
+    values.push_back("{\"id\": " + std::to_string(i) + ", \"name\": \"n" + std::to_string(i) + "\"}");
   kafka.produce_values(topic, values);
   const auto cfg = work / "config", lake = work / "lake";
   std::filesystem::create_directories(lake);
-  write(cfg / "runtime.toml", "[broker]\nbootstrap_servers = \"" + kafka.bootstrap() + "\"\n[sinks]\ndir = \"/etc/picomq-connect/sinks.d\"\n");
-  write(cfg / "sinks.d" / "lake.toml", "type = \"sink\"\nkey = \"lake\"\nversion = 0\npath = \"libpicomq_connector_delta_sink\"\n"
-                                       "[[topics]]\ntopics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"200ms\"\n"
-                                       "[plugin_config]\ntable_uri = \"/lake/orders\"\ncreate_table = true\n");
+  write(cfg / "runtime.toml", "[broker]\nbootstrap_servers = \"" + kafka.bootstrap() +
+                                  "\"\n[sinks]\ndir = \"/etc/picomq-connect/sinks.d\"\n");
+  write(cfg / "sinks.d" / "lake.toml",
+        "type = \"sink\"\nkey = \"lake\"\nversion = 0\npath = \"libpicomq_connector_delta_sink\"\n"
+        "[[topics]]\ntopics = [\"" +
+            topic +
+            "\"]\nschema = \"json\"\npoll_interval = \"200ms\"\n"
+            "[plugin_config]\ntable_uri = \"/lake/orders\"\ncreate_table = true\n");
   open_to_all(work);
-  auto run = sh(kPodman + " run --rm --network host -v " + cfg.string() + ":/etc/picomq-connect:ro -v " + lake.string() +
-                ":/lake -v " + so.string() + ":/usr/lib/picomq-connect/plugins/libpicomq_connector_delta_sink.so:ro " + tag +
-                " --config /etc/picomq-connect/runtime.toml --stop-after 15s");
+  auto run =
+      sh(kPodman + " run --rm --network host -v " + cfg.string() + ":/etc/picomq-connect:ro -v " + lake.string() +
+         ":/lake -v " + so.string() + ":/usr/lib/picomq-connect/plugins/libpicomq_connector_delta_sink.so:ro " + tag +
+         " --config /etc/picomq-connect/runtime.toml --stop-after 15s");
   ASSERT_EQ(run.rc, 0) << run.out;
   EXPECT_NE(run.out.find("plugin delta"), std::string::npos) << run.out;
-  auto read = sh(std::string(PICOMQ_VENV_PYTHON) + " -c \"import deltalake; t = deltalake.DeltaTable('" + (lake / "orders").string() +
+  auto read = sh(std::string(PICOMQ_VENV_PYTHON) + " -c \"import deltalake; t = deltalake.DeltaTable('" +
+                 (lake / "orders").string() +
                  "').to_pyarrow_table(); print(t.num_rows, len(set(t.column('id').to_pylist())), flush=True); "
                  "import os; os._exit(0)\"");  // deltalake's threads may abort the interpreter's teardown
   EXPECT_EQ(read.out, "500 500\n") << read.out << run.out;

@@ -23,7 +23,8 @@ namespace sdk = picomq::sdk;
 constexpr std::array kOptions{
     pmq_option{"events_path", PMQ_OPTION_STRING, PMQ_OPTION_REQUIRED, nullptr, nullptr, "one line per lifecycle call"},
     pmq_option{"accumulate", PMQ_OPTION_BOOL, 0, "false", nullptr, "hold batch writes pending until flush()"},
-    pmq_option{"max_held", PMQ_OPTION_INT, 0, "0", nullptr, "with accumulate: complete once this many are held (0: only flush)"},
+    pmq_option{"max_held", PMQ_OPTION_INT, 0, "0", nullptr,
+               "with accumulate: complete once this many are held (0: only flush)"},
     pmq_option{"validations_path", PMQ_OPTION_STRING, 0, nullptr, nullptr, "one line per validate() call"},
 };
 
@@ -37,7 +38,8 @@ class Lifecycle : public sdk::BaseSink<Lifecycle> {
 
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) {
     if (config.has("validations_path")) append_line(config.string("validations_path"), "validate");
-    if (config.integer("max_held") > 0 && !config.boolean("accumulate")) problems.add("max_held", "needs accumulate = true");
+    if (config.integer("max_held") > 0 && !config.boolean("accumulate"))
+      problems.add("max_held", "needs accumulate = true");
     if (config.integer("max_held") < 0) problems.add("max_held", "must not be negative");
   }
 

@@ -10,8 +10,8 @@
 // plugin_config:
 //   log_path       file that receives one line per written record: "topic:partition:offset<TAB>payload"
 //                  (appended with one write() per call, before the call returns OK)
-//   calls_path     optional file that receives one line per call: "<epoch ms> <call#> <topic>[<p>] <first>..<last> <n> <status>"
-//   fail_while_exists  calls fail (fail_status) while this file exists: a destination down, then back
+//   calls_path     optional file that receives one line per call: "<epoch ms> <call#> <topic>[<p>] <first>..<last> <n>
+//   <status>" fail_while_exists  calls fail (fail_status) while this file exists: a destination down, then back
 //   secret_token   a secret option that is never used (the operations API masks it)
 //   fail_times     the first N calls fail (default 0); fail_topic limits that to one topic,
 //                  fail_offset to calls that carry that offset
@@ -34,8 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -65,8 +65,10 @@ constexpr std::array kOptions{
     pmq_option{"fail_offset", PMQ_OPTION_INT, 0, "-1", nullptr, "only calls carrying this offset fail"},
     pmq_option{"fail_status", PMQ_OPTION_STRING, 0, "\"retry\"", "retry|partial|fatal|reject", "how they fail"},
     pmq_option{"reject_offset", PMQ_OPTION_INT, 0, "-1", nullptr, "the offset rejected by fail_status = reject"},
-    pmq_option{"fail_while_exists", PMQ_OPTION_STRING, 0, nullptr, nullptr, "calls fail (fail_status) while this file exists"},
-    pmq_option{"secret_token", PMQ_OPTION_STRING, PMQ_OPTION_SECRET, nullptr, nullptr, "a secret that is never used (masking tests)"},
+    pmq_option{"fail_while_exists", PMQ_OPTION_STRING, 0, nullptr, nullptr,
+               "calls fail (fail_status) while this file exists"},
+    pmq_option{"secret_token", PMQ_OPTION_STRING, PMQ_OPTION_SECRET, nullptr, nullptr,
+               "a secret that is never used (masking tests)"},
     pmq_option{"delay_ms", PMQ_OPTION_INT, 0, "0", nullptr, "every call sleeps this long first"},
     pmq_option{"hang_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call never returns"},
     pmq_option{"crash_on_call", PMQ_OPTION_INT, 0, "-1", nullptr, "that call aborts the process"},
@@ -86,14 +88,16 @@ class Testkit : public sdk::BaseSink<Testkit> {
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows};
   static constexpr std::array native_data_planes{sdk::DataPlane::Rows};
 #elif defined(TESTKIT_PLANES_ARROW)
-  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
+                                                   sdk::DataPlane::Arrow};
   static constexpr std::array native_data_planes = accepted_data_planes;
 #elif defined(TESTKIT_ASYNC)
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes = accepted_data_planes;
   static constexpr uint32_t max_in_flight = 4;
 #elif defined(TESTKIT_BAD_NATIVE)
-  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
+                                                   sdk::DataPlane::Arrow};
   static constexpr std::array native_data_planes = accepted_data_planes;  // but no write_arrow_batch
 #else
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
@@ -118,10 +122,13 @@ class Testkit : public sdk::BaseSink<Testkit> {
     hang_in_close_ = config.boolean("hang_in_close");
     log_headers_ = config.boolean("log_headers");
     if (config.boolean("unread_headers")) declare_unread_fields(PMQ_FIELD_HEADERS);
-    if (config.integer("max_in_flight") > 0) declare_max_in_flight(static_cast<uint32_t>(config.integer("max_in_flight")));
+    if (config.integer("max_in_flight") > 0)
+      declare_max_in_flight(static_cast<uint32_t>(config.integer("max_in_flight")));
     if (config.has("plane")) {
       const std::string plane = config.string("plane");
-      declare_plane(plane == "rows" ? sdk::DataPlane::Rows : plane == "batches" ? sdk::DataPlane::Batches : sdk::DataPlane::Arrow);
+      declare_plane(plane == "rows"      ? sdk::DataPlane::Rows
+                    : plane == "batches" ? sdk::DataPlane::Batches
+                                         : sdk::DataPlane::Arrow);
     }
   }
 
@@ -154,7 +161,12 @@ class Testkit : public sdk::BaseSink<Testkit> {
 #if defined(TESTKIT_PLANES_ARROW)
   void write_arrow_batch(const sdk::ArrowBatch& batch) {
     sdk::ArrowBatchView view(batch.schema(), batch.array());
-    Call call{std::string(batch.topic()), batch.partition(), 0, {}, {}, {}};  // no header counts: log_headers does not apply to Arrow
+    Call call{std::string(batch.topic()),
+              batch.partition(),
+              0,
+              {},
+              {},
+              {}};  // no header counts: log_headers does not apply to Arrow
     for (size_t row = 0; row < view.num_rows(); ++row) {
       if (view.column("pico_offset").as_int64(row) != batch.offsets()[row])
         throw sdk::FatalError("pico_offset column disagrees with the batch offsets");
@@ -237,8 +249,9 @@ class Testkit : public sdk::BaseSink<Testkit> {
       if (reject_at == SIZE_MAX) status = "ok";  // the offset is not in this call
     }
     if (calls_fd_ >= 0) {
-      const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch()).count();
+      const auto now =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       char line[512];
       std::snprintf(line, sizeof line, "%lld %lld %s[%d] %lld..%lld %zu %s\n", (long long)now, (long long)call,
                     c.topic.c_str(), c.partition, (long long)c.offsets.front(), (long long)c.offsets.back(),

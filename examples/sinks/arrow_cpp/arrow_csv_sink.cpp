@@ -3,9 +3,8 @@
 // Arrow column (metadata columns first, then the payload's fields as docs/arrow.md infers
 // them), with a header line whenever the columns change; rows and batches (what it would get
 // from a runtime that cannot export Arrow) are written as id and raw payload.
-#include <picomq/sdk.hpp>
-
 #include <cstdio>
+#include <picomq/sdk.hpp>
 #include <string>
 
 namespace sdk = picomq::sdk;
@@ -14,7 +13,8 @@ class ArrowCsvSink : public sdk::BaseSink<ArrowCsvSink> {
  public:
   static constexpr std::string_view sink_name = "example_arrow_csv";
   static constexpr std::string_view description = "Writes Arrow batches as CSV files (SDK example).";
-  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
+  static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
+                                                   sdk::DataPlane::Arrow};
   static constexpr std::array native_data_planes = accepted_data_planes;
   static constexpr std::array options{
       pmq_option{"path", PMQ_OPTION_STRING, PMQ_OPTION_REQUIRED, nullptr, nullptr, "The CSV file to append to."},
@@ -36,7 +36,8 @@ class ArrowCsvSink : public sdk::BaseSink<ArrowCsvSink> {
   void write_arrow_batch(const sdk::ArrowBatch& batch) {
     const sdk::ArrowBatchView view = batch.view();
     std::string out, header;
-    for (size_t c = 0; c < view.num_columns(); ++c) header += (c ? "," : "") + quote(std::string(view.column(c).name()));
+    for (size_t c = 0; c < view.num_columns(); ++c)
+      header += (c ? "," : "") + quote(std::string(view.column(c).name()));
     if (header != header_) out += (header_ = header) + "\n";
     for (size_t row = 0; row < view.num_rows(); ++row) {
       for (size_t c = 0; c < view.num_columns(); ++c) out += (c ? "," : "") + cell(view.column(c), row);
@@ -68,8 +69,8 @@ class ArrowCsvSink : public sdk::BaseSink<ArrowCsvSink> {
     }
   }
   static std::string plain_line(const sdk::Record& r) {
-    return quote(std::string(r.topic()) + ":" + std::to_string(r.partition()) + ":" + std::to_string(r.offset())) + "," +
-           quote(r.is_tombstone() ? "" : std::string(r.payload_text())) + "\n";
+    return quote(std::string(r.topic()) + ":" + std::to_string(r.partition()) + ":" + std::to_string(r.offset())) +
+           "," + quote(r.is_tombstone() ? "" : std::string(r.payload_text())) + "\n";
   }
   void append(const std::string& text) {
     if (std::fputs(text.c_str(), file_) < 0 || std::fflush(file_) != 0)

@@ -2,12 +2,12 @@
 // and makes it durable with one fsync() before returning: one round trip per batch instead of
 // per record, the spec's advice for destinations that can write many records at once.
 #include <fcntl.h>
-#include <picomq/kit/metadata.hpp>  // record_id: header-only, no kit library needed
-#include <picomq/sdk.hpp>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <picomq/kit/metadata.hpp>  // record_id: header-only, no kit library needed
+#include <picomq/sdk.hpp>
 #include <string>
 
 namespace sdk = picomq::sdk;
@@ -15,7 +15,8 @@ namespace sdk = picomq::sdk;
 class FsyncBatchSink : public sdk::BaseSink<FsyncBatchSink> {
  public:
   static constexpr std::string_view sink_name = "example_fsync_batch";
-  static constexpr std::string_view description = "Appends each batch to a file with one write and one fsync (SDK example).";
+  static constexpr std::string_view description =
+      "Appends each batch to a file with one write and one fsync (SDK example).";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes = accepted_data_planes;
   static constexpr std::array options{

@@ -50,8 +50,7 @@ static pmq_write_status c_write_batch(void *instance, const pmq_batch *batch, pm
     if (sink->with_payload)
       fprintf(sink->file, "%s:%d:%lld\t%zu\n", batch->topic, batch->partition, (long long)r->offset,
               r->payload.data ? r->payload.size : (size_t)0);
-    else
-      fprintf(sink->file, "%s:%d:%lld\n", batch->topic, batch->partition, (long long)r->offset);
+    else fprintf(sink->file, "%s:%d:%lld\n", batch->topic, batch->partition, (long long)r->offset);
   }
   if (fflush(sink->file) != 0) {
     sink->host->set_error(result, strerror(errno));

@@ -11,14 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <string>
-#include <utility>
-
 #include <picomq/kit/accumulator.hpp>
 #include <picomq/kit/destination_cache.hpp>
 #include <picomq/kit/options.hpp>
 #include <picomq/kit/record_json.hpp>
 #include <picomq/sdk.hpp>
+#include <string>
+#include <utility>
 
 namespace kit = picomq::kit;
 namespace sdk = picomq::sdk;
@@ -92,9 +91,16 @@ class FilesSink : public sdk::BaseSink<FilesSink> {
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 16;
   static inline const kit::OptionTable<Settings> options{
-      kit::option("directory", &Settings::directory).required().check(kit::not_empty()).help("Where the files go (created)."),
-      kit::option("file", &Settings::file).fallback("{topic}.ndjson").help("File name template: {topic}, {topic_segment[N]}."),
-      kit::option("commit_interval", &Settings::commit_interval).fallback(200ms).help("Batches of a file share one fsync for up to this long."),
+      kit::option("directory", &Settings::directory)
+          .required()
+          .check(kit::not_empty())
+          .help("Where the files go (created)."),
+      kit::option("file", &Settings::file)
+          .fallback("{topic}.ndjson")
+          .help("File name template: {topic}, {topic_segment[N]}."),
+      kit::option("commit_interval", &Settings::commit_interval)
+          .fallback(200ms)
+          .help("Batches of a file share one fsync for up to this long."),
       kit::option("idle", &Settings::idle).fallback(10ms).help("... or until no batch has come for this long."),
       kit::option("include_headers", &Settings::include_headers).fallback(true).help("Add pico_headers."),
   };
@@ -118,11 +124,14 @@ class FilesSink : public sdk::BaseSink<FilesSink> {
           return File(std::move(path), fd);
         },
         "file");
-    accumulator_ = std::make_unique<kit::Accumulator>(
-        kit::AccumulatorLimits{.commit_interval = settings_.commit_interval, .idle = settings_.idle, .max_batches = max_in_flight, .max_open = 8},
-        [this](const kit::CommitReport& r) {
-          if (r.ok) count("fsyncs");
-        });
+    accumulator_ =
+        std::make_unique<kit::Accumulator>(kit::AccumulatorLimits{.commit_interval = settings_.commit_interval,
+                                                                  .idle = settings_.idle,
+                                                                  .max_batches = max_in_flight,
+                                                                  .max_open = 8},
+                                           [this](const kit::CommitReport& r) {
+                                             if (r.ok) count("fsyncs");
+                                           });
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {

@@ -24,7 +24,8 @@ TEST(FilesSink, BatchesOfAFileShareOneFsyncAndAreAcknowledgedOnlyAfterIt) {
   std::filesystem::remove_all(dir);
   auto host = testing_kit::FakeHost::load(FILES_SINK_PLUGIN);
   EXPECT_FALSE(host->check(R"({"file": "{topic_segment[-1]}.ndjson"})").empty()) << "directory is required";
-  host->open(R"({"directory": ")" + dir.string() + R"(", "file": "{topic_segment[-1]}.ndjson", "commit_interval": "1m", "idle": "1m"})");
+  host->open(R"({"directory": ")" + dir.string() +
+             R"(", "file": "{topic_segment[-1]}.ndjson", "commit_interval": "1m", "idle": "1m"})");
   auto a = host->start_write(testing_kit::TestBatch::json("shop.orders", 0, 0, {R"({"id":1})", R"({"id":2})"}));
   auto b = host->start_write(testing_kit::TestBatch::json("shop.orders", 0, 2, {R"({"id":3})"}));
   auto c = host->start_write(testing_kit::TestBatch::json("shop.refunds", 1, 7, {R"({"id":9})"}));
@@ -33,7 +34,8 @@ TEST(FilesSink, BatchesOfAFileShareOneFsyncAndAreAcknowledgedOnlyAfterIt) {
   for (auto& w : {a, b, c}) EXPECT_EQ(w->wait(5s).status, PMQ_WRITE_OK);
   EXPECT_EQ(host->counter("fsyncs"), 2u) << "one per file";
   const std::string orders = read(dir / "orders.ndjson");
-  EXPECT_NE(orders.find(R"("pico_offset":2,"pico_timestamp":1700000000000,"payload":{"id":3})"), std::string::npos) << orders;
+  EXPECT_NE(orders.find(R"("pico_offset":2,"pico_timestamp":1700000000000,"payload":{"id":3})"), std::string::npos)
+      << orders;
   EXPECT_EQ(std::count(orders.begin(), orders.end(), '\n'), 3);
   EXPECT_NE(read(dir / "refunds.ndjson").find(R"("pico_partition":1,"pico_offset":7)"), std::string::npos);
   host->close();

@@ -1,10 +1,9 @@
 // Example: the spec's minimum shape. Rows only: write() appends one JSON line per record to a
 // file, flushed before it returns (so OK means written). Each line carries the record id
 // topic:partition:offset, so a reader can drop what a replay writes twice.
+#include <cstdio>
 #include <picomq/kit/metadata.hpp>  // record_id: header-only
 #include <picomq/sdk.hpp>
-
-#include <cstdio>
 #include <string>
 
 namespace sdk = picomq::sdk;
@@ -25,8 +24,8 @@ class JsonlSink : public sdk::BaseSink<JsonlSink> {
   void write(const sdk::Record& record) {
     // topic:partition:offset; JSON-safe here only for topics without '"' or '\\' (a real sink
     // escapes it: picomq/kit/encoding.hpp, or the kit's record JSON writer).
-    std::string line = "{\"id\":\"" + picomq::kit::record_id(record.topic(), record.partition(), record.offset()) +
-                       "\",\"payload\":";
+    std::string line =
+        "{\"id\":\"" + picomq::kit::record_id(record.topic(), record.partition(), record.offset()) + "\",\"payload\":";
     // A JSON payload is embedded as is; this example leaves other formats out.
     if (record.is_tombstone() || record.format() != sdk::PayloadFormat::Json) line += "null";
     else line += record.payload_text();

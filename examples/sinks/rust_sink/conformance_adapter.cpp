@@ -40,10 +40,8 @@ class ExampleRustAdapter final : public SinkAdapter {
 
   void inject_transient_failure(bool on) override {
     const fs::path away = dir_.string() + ".away";
-    if (on)
-      fs::rename(dir_, away);
-    else
-      fs::rename(away, dir_);
+    if (on) fs::rename(dir_, away);
+    else fs::rename(away, dir_);
   }
   std::pair<std::string, std::string> permanent_failure_config() const override {
     return {"file = \"blocked\"", "Is a directory"};

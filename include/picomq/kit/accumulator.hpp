@@ -172,7 +172,7 @@ class Accumulator {
     std::vector<sdk::Pending> writes;
     AppendSize size;
     Clock::time_point opened, last_append;
-    bool done = false;  // committed or abandoned: no more appends
+    bool done = false;     // committed or abandoned: no more appends
     uint64_t handoff = 0;  // background_commits: its number among the segments handed off
   };
 
@@ -205,10 +205,10 @@ class Accumulator {
   // background_commits: sealed segments waiting for a committer, oldest first.
   std::deque<std::pair<std::shared_ptr<Entry>, std::string>> sealed_;
   std::condition_variable sealed_wake_, sealed_done_;
-  uint64_t handed_off_ = 0;               // segments given to the committers so far (their numbers)
-  std::set<uint64_t> unfinished_;         // numbers of those not committed yet (queued or committing)
+  uint64_t handed_off_ = 0;                          // segments given to the committers so far (their numbers)
+  std::set<uint64_t> unfinished_;                    // numbers of those not committed yet (queued or committing)
   std::unordered_set<std::string> committing_keys_;  // ordered_per_key: keys a committer holds
-  bool committer_stopped_ = false;        // close(): later seals commit on their own thread
+  bool committer_stopped_ = false;                   // close(): later seals commit on their own thread
   std::thread timer_;
   std::vector<std::thread> committers_;
 };

@@ -33,7 +33,8 @@ class Backoff {
  public:
   // seed 0: a different sequence per back-off, without a system call (a back-off is made per
   // request on hot paths; std::random_device costs one each time).
-  explicit Backoff(BackoffPolicy policy = {}, uint64_t seed = 0) : policy_(policy), state_(seed ? seed : fresh_seed()) {}
+  explicit Backoff(BackoffPolicy policy = {}, uint64_t seed = 0)
+      : policy_(policy), state_(seed ? seed : fresh_seed()) {}
 
   // The delay before the next attempt: initial, initial*m, ... capped at max (each with jitter).
   std::chrono::milliseconds next() {

@@ -71,8 +71,9 @@ inline std::string format_duration(std::chrono::nanoseconds d) {
   char out[48];
   if (ms < 1000) std::snprintf(out, sizeof out, "%lld ms", static_cast<long long>(ms));
   else if (ms < 60000) std::snprintf(out, sizeof out, "%.1f s", static_cast<double>(ms) / 1000.0);
-  else std::snprintf(out, sizeof out, "%lld min %lld s", static_cast<long long>(ms / 60000),
-                     static_cast<long long>(ms / 1000 % 60));
+  else
+    std::snprintf(out, sizeof out, "%lld min %lld s", static_cast<long long>(ms / 60000),
+                  static_cast<long long>(ms / 1000 % 60));
   return out;
 }
 

@@ -229,7 +229,7 @@ struct TransportFailure {
   TransportError error = TransportError::None;
   SendProgress sent = SendProgress::Nothing;
   std::string message{};  // libcurl's explanation, redacted
-  int curl_code = 0;    // CURLcode; 0 for Cancelled and the client's own checks
+  int curl_code = 0;      // CURLcode; 0 for Cancelled and the client's own checks
 };
 
 enum class HttpProtocol { Unknown, Http1_0, Http1_1, Http2, Http3 };
@@ -245,8 +245,8 @@ struct HttpTimings {
 
 struct HttpResponse {
   std::string method;
-  std::string url;  // redacted (redact_url)
-  long status = 0;  // 0: no response; see failure
+  std::string url;          // redacted (redact_url)
+  long status = 0;          // 0: no response; see failure
   std::string status_line;  // as received, e.g. "HTTP/1.1 503 Service Unavailable" ("HTTP/2 503")
   HttpHeaders headers;      // of the final response (after any 100 Continue)
   std::string body;         // the first max_response_body bytes (decoded if Content-Encoding was set)
@@ -286,14 +286,14 @@ struct AwsSigV4Auth {
   std::string service{};  // e.g. "s3", "es", "aoss"
   std::string access_key_id{};
   std::string secret_access_key{};
-  std::string session_token{};        // temporary credentials (STS); empty: none
+  std::string session_token{};       // temporary credentials (STS); empty: none
   std::string provider = "aws:amz";  // curl's provider1:provider2 (other S3-compatible signers)
 };
 using HttpAuth = std::variant<std::monostate, BasicAuth, BearerAuth, ApiKeyAuth, AwsSigV4Auth>;
 
 struct TlsOptions {
-  std::string ca_file{};  // PEM bundle; empty: the system's
-  std::string ca_dir{};   // hashed directory (c_rehash); empty: the system's
+  std::string ca_file{};           // PEM bundle; empty: the system's
+  std::string ca_dir{};            // hashed directory (c_rehash); empty: the system's
   std::string client_cert_file{};  // PEM; with client_key_file for mutual TLS
   std::string client_key_file{};
   std::string client_key_password{};
@@ -304,7 +304,7 @@ struct TlsOptions {
 };
 
 enum class HttpVersion {
-  Http1_1,     // always HTTP/1.1
+  Http1_1,       // always HTTP/1.1
   Http2OverTls,  // HTTP/2 when a TLS server offers it (ALPN), else HTTP/1.1 (CURL_HTTP_VERSION_2TLS)
 };
 
@@ -320,12 +320,12 @@ struct HttpClientOptions {
   // Abort a transfer slower than low_speed_bytes_per_second for low_speed_time (0: off).
   uint32_t low_speed_bytes_per_second = 0;
   std::chrono::seconds low_speed_time{30};
-  size_t max_in_flight = 8;                // requests on the wire at once
+  size_t max_in_flight = 8;  // requests on the wire at once
   // I/O threads, each with its own curl multi handle and connections; requests go to them in
   // turn and max_in_flight is shared among them (at most max_in_flight threads). More than one
   // helps when one thread's request handling (syscalls, loopback) is the limit, not the endpoint.
   size_t io_threads = 1;
-  size_t max_response_body = 4u << 20;     // kept of each response body; the rest is read and dropped
+  size_t max_response_body = 4u << 20;  // kept of each response body; the rest is read and dropped
   HttpVersion http_version = HttpVersion::Http2OverTls;
   std::string user_agent = "picomq-connect";
   // Other secrets the client's messages must never show (secret header values, an OAuth2 client

@@ -70,10 +70,11 @@ void validate_auth(const sdk::Config& config, sdk::ConfigProblems& problems);
 
 // What a sink says in the `document` option's help beside the shared text.
 struct DocumentHelp {
-  std::string_view first = {};         // put first in flat / envelope documents, e.g. "the primary key, "
-  std::string_view payload_adds = {};  // after "payload = the payload object alone", e.g. " (plus id_field unless empty)"
-  std::string_view more = {};          // a sentence of the sink's own
-  bool payload = true;                 // offer `payload` (a sink that must add fields may not)
+  std::string_view first = {};  // put first in flat / envelope documents, e.g. "the primary key, "
+  std::string_view payload_adds =
+      {};                      // after "payload = the payload object alone", e.g. " (plus id_field unless empty)"
+  std::string_view more = {};  // a sentence of the sink's own
+  bool payload = true;         // offer `payload` (a sink that must add fields may not)
 };
 std::string document_help(const DocumentHelp& help);
 
@@ -85,8 +86,7 @@ OptionBuilder<Settings, JsonLayout> document_option(JsonLayout Settings::*member
   auto o = option("document", member).fallback(JsonLayout::Flat).help(document_help(help));
   if (help.payload)
     o.choices({{"flat", JsonLayout::Flat}, {"envelope", JsonLayout::Envelope}, {"payload", JsonLayout::PayloadOnly}});
-  else
-    o.choices({{"flat", JsonLayout::Flat}, {"envelope", JsonLayout::Envelope}});
+  else o.choices({{"flat", JsonLayout::Flat}, {"envelope", JsonLayout::Envelope}});
   return o;
 }
 

@@ -245,8 +245,8 @@ class OptionGroup {
     const std::string prefix = std::string(outer_prefix) + prefix_;
     for (const auto& b : binders_) {
       auto bound = b(prefix);  // bound into Sub, then re-pointed at Outer through `path`
-      BoundOption<Outer> o{bound.name, bound.default_json, bound.allowed, bound.help, bound.has_default,
-                           bound.has_allowed, bound.type, bound.flags, nullptr};
+      BoundOption<Outer> o{bound.name,        bound.default_json, bound.allowed, bound.help, bound.has_default,
+                           bound.has_allowed, bound.type,         bound.flags,   nullptr};
       o.read = [read = bound.read, path](const sdk::Config& c, Outer& outer) { return read(c, path(outer)); };
       out.push_back(std::move(o));
     }
@@ -282,9 +282,12 @@ class OptionTable {
   explicit OptionTable(Parts&&... parts) {
     (add(std::forward<Parts>(parts)), ...);
     for (const auto& o : bound_)
-      table_.push_back(pmq_option{.name = o.name.c_str(), .type = o.type, .flags = o.flags,
+      table_.push_back(pmq_option{.name = o.name.c_str(),
+                                  .type = o.type,
+                                  .flags = o.flags,
                                   .default_json = o.has_default ? o.default_json.c_str() : nullptr,
-                                  .allowed = o.has_allowed ? o.allowed.c_str() : nullptr, .help = o.help.c_str()});
+                                  .allowed = o.has_allowed ? o.allowed.c_str() : nullptr,
+                                  .help = o.help.c_str()});
   }
   OptionTable(const OptionTable&) = delete;  // the descriptors point into it
   OptionTable& operator=(const OptionTable&) = delete;

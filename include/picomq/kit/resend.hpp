@@ -10,7 +10,8 @@
 //   void send(WritePtr w, std::vector<size_t> items, kit::ResendBudget budget) { ...
 //     case kit::Outcome::Retry:
 //       if (auto delay = budget.next_delay(c); delay && !closing_)
-//         return scheduler_.after(*delay, [=, this](bool run) mutable { run ? send(w, items, budget) : give_up(w, c); });
+//         return scheduler_.after(*delay, [=, this](bool run) mutable { run ? send(w, items, budget) : give_up(w, c);
+//         });
 //       return give_up(w, c);
 //     case kit::Outcome::TooLarge:
 //       for (auto& half : kit::halve(items)) send(w, std::move(half), kit::ResendBudget(s_.retry_timeout));
@@ -70,8 +71,7 @@ class RetryWait {
   // Waits the next back-off (at least `refusal`'s Retry-After); `before` hears the delay first
   // (a log line, a counter). False, at once, when the budget would be passed or the sink is
   // stopping; false as soon as a stop comes during the wait.
-  bool wait(const Classification& refusal = {},
-            const std::function<void(std::chrono::milliseconds)>& before = {}) {
+  bool wait(const Classification& refusal = {}, const std::function<void(std::chrono::milliseconds)>& before = {}) {
     if (stop_.stopped()) return false;
     const auto delay = budget_.next_delay(refusal);
     if (!delay) return false;

@@ -31,8 +31,7 @@ class [[nodiscard]] Result {
   }
 
  private:
-  Result(std::optional<T> value, std::string error)
-      : value_(std::move(value)), error_(std::move(error)) {}
+  Result(std::optional<T> value, std::string error) : value_(std::move(value)), error_(std::move(error)) {}
 
   std::optional<T> value_;
   std::string error_;

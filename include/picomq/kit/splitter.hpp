@@ -26,8 +26,8 @@ struct Framing {
 };
 
 struct SplitLimits {
-  uint64_t max_bytes = 0;   // 0: no limit
-  size_t max_records = 0;   // 0: no limit
+  uint64_t max_bytes = 0;  // 0: no limit
+  size_t max_records = 0;  // 0: no limit
 };
 
 struct Chunk {

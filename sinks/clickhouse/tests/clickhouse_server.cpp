@@ -71,7 +71,8 @@ std::string ClickHouseServer::query(const std::string& sql, const std::string& u
   kit::HttpRequest r{.method = "POST", .url = url, .body = sql};
   const kit::HttpResponse response = client().send(std::move(r));
   if (!response.completed())
-    throw std::runtime_error("clickhouse: no answer: " + response.failure->message + " [sql: " + sql.substr(0, 300) + "]");
+    throw std::runtime_error("clickhouse: no answer: " + response.failure->message + " [sql: " + sql.substr(0, 300) +
+                             "]");
   if (response.status != 200)
     throw std::runtime_error("clickhouse: " + response.body + " [sql: " + sql.substr(0, 300) + "]");
   return response.body;
@@ -101,7 +102,8 @@ std::vector<std::vector<std::string>> ClickHouseServer::rows(const std::string& 
 std::string ClickHouseServer::create_database(const std::string& prefix) const {
   static std::atomic<int> counter{0};
   auto clean = [](std::string s) {
-    for (auto& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
+    for (auto& c : s)
+      c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
     return s;
   };
   std::string test = "t";

@@ -46,10 +46,30 @@ std::string one(const std::string& t, const std::string& json) {
 }  // namespace
 
 TEST(ClickHouseTypes, ParsesAndPrintsTheTypesTheSinkWrites) {
-  for (const char* name : {"String", "FixedString(16)", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32",
-                           "UInt64", "Float32", "Float64", "Bool", "Date", "DateTime", "DateTime('Europe/Berlin')",
-                           "DateTime64(3)", "DateTime64(6, 'UTC')", "UUID", "Nullable(String)", "Array(Int64)",
-                           "Array(Nullable(String))", "Array(Array(Float64))", "LowCardinality(String)",
+  for (const char* name : {"String",
+                           "FixedString(16)",
+                           "Int8",
+                           "Int16",
+                           "Int32",
+                           "Int64",
+                           "UInt8",
+                           "UInt16",
+                           "UInt32",
+                           "UInt64",
+                           "Float32",
+                           "Float64",
+                           "Bool",
+                           "Date",
+                           "DateTime",
+                           "DateTime('Europe/Berlin')",
+                           "DateTime64(3)",
+                           "DateTime64(6, 'UTC')",
+                           "UUID",
+                           "Nullable(String)",
+                           "Array(Int64)",
+                           "Array(Nullable(String))",
+                           "Array(Array(Float64))",
+                           "LowCardinality(String)",
                            "LowCardinality(Nullable(String))"})
     EXPECT_EQ(type(name).name(), name);
   EXPECT_EQ(type(" Nullable( Int64 ) ").name(), "Nullable(Int64)");
@@ -115,8 +135,10 @@ TEST(ClickHouseRowBinary, RefusesWhatDoesNotConvertSaying) {
   EXPECT_EQ(one("Date", R"j("2026-02-30")j"), "!expected Date, found a string that is not YYYY-MM-DD");
   EXPECT_EQ(one("DateTime", R"j("2026-12-01T10:00:00.5Z")j"),
             "!expected DateTime, found a time with fractional seconds (DateTime holds whole seconds)");
-  EXPECT_EQ(one("DateTime", R"j("yesterday")j"), "!expected DateTime, found a string that is not an ISO 8601 date-time");
-  EXPECT_EQ(one("DateTime", R"j("1969-12-31T23:59:59Z")j"), "!expected DateTime, found a time outside 1970-01-01..2106-02-07");
+  EXPECT_EQ(one("DateTime", R"j("yesterday")j"),
+            "!expected DateTime, found a string that is not an ISO 8601 date-time");
+  EXPECT_EQ(one("DateTime", R"j("1969-12-31T23:59:59Z")j"),
+            "!expected DateTime, found a time outside 1970-01-01..2106-02-07");
   EXPECT_EQ(one("DateTime64(3)", R"j("2026-12-01T10:00:00.1234Z")j"),
             "!expected DateTime64(3), found a time more precise than its 3 fraction digits");
   EXPECT_EQ(one("UUID", R"j("not-a-uuid")j"), "!expected UUID, found a string that is not a UUID");
@@ -158,10 +180,10 @@ TEST(ClickHouseRowBinary, EncodesABatchWithMetadataAndRejectsRecordsAlone) {
   EXPECT_EQ(e.rejected[1].record_index, 2u);
   EXPECT_EQ(e.rejected[1].reason, "payload is not a JSON object (payload_mode 'columns' writes its fields)");
   const std::string row0 = str("t.x") + le<int32_t>(2) + le<int64_t>(10) + le<int64_t>(1'700'000'000'000) +
-                           std::string(1, '\0') + str("k") + str(R"j({"h":"v"})j") + le<int64_t>(1) + std::string(1, '\0') +
-                           str("a");
-  const std::string row3 = str("t.x") + le<int32_t>(2) + le<int64_t>(13) + le<int64_t>(5) + "\x01" + str("{}") +
-                           le<int64_t>(0) + "\x01";
+                           std::string(1, '\0') + str("k") + str(R"j({"h":"v"})j") + le<int64_t>(1) +
+                           std::string(1, '\0') + str("a");
+  const std::string row3 =
+      str("t.x") + le<int32_t>(2) + le<int64_t>(13) + le<int64_t>(5) + "\x01" + str("{}") + le<int64_t>(0) + "\x01";
   EXPECT_EQ(e.data, row0 + row3);
   ASSERT_EQ(e.rows.size(), 2u);
   EXPECT_EQ(e.rows[0].end, row0.size());
@@ -207,14 +229,18 @@ TEST(ClickHouseErrors, ReadsTheCodeFromTheHeaderOrEitherGenerationsBody) {
 }
 
 TEST(ClickHouseErrors, ClassifiesByCodeNotByStatus) {
-  EXPECT_EQ(ch::classify(response(500, "Code: 252, e.displayText() = DB::Exception: Too many parts")).outcome, Outcome::Retry);
+  EXPECT_EQ(ch::classify(response(500, "Code: 252, e.displayText() = DB::Exception: Too many parts")).outcome,
+            Outcome::Retry);
   EXPECT_EQ(ch::classify(response(500, "Code: 319, ...")).outcome, Outcome::MaybeWritten);
-  EXPECT_EQ(ch::classify(response(400, "Code: 6, e.displayText() = DB::Exception: Cannot parse")).outcome, Outcome::Rejected);
+  EXPECT_EQ(ch::classify(response(400, "Code: 6, e.displayText() = DB::Exception: Cannot parse")).outcome,
+            Outcome::Rejected);
   EXPECT_EQ(ch::classify(response(500, "Code: 117, ...")).outcome, Outcome::Rejected);
   EXPECT_EQ(ch::classify(response(404, "Code: 60, ...")).outcome, Outcome::Fatal);
-  const auto auth = ch::classify(response(401, "Code: 193, e.displayText() = DB::Exception: Wrong password for user w"));
+  const auto auth =
+      ch::classify(response(401, "Code: 193, e.displayText() = DB::Exception: Wrong password for user w"));
   EXPECT_EQ(auth.outcome, Outcome::Fatal);
-  EXPECT_NE(auth.reason.find("ClickHouse error 193 (authentication failed: check user and password)"), std::string::npos)
+  EXPECT_NE(auth.reason.find("ClickHouse error 193 (authentication failed: check user and password)"),
+            std::string::npos)
       << auth.reason;
   // No code (a proxy in front): the kit's HTTP table.
   EXPECT_EQ(ch::classify(response(503, "Service Unavailable")).outcome, Outcome::Retry);
@@ -222,14 +248,17 @@ TEST(ClickHouseErrors, ClassifiesByCodeNotByStatus) {
   for (int code : {3, 107, 159, 164, 202, 203, 209, 210, 241, 242, 252, 285, 425, 999})
     EXPECT_EQ(ch::code_outcome(code), Outcome::Retry) << code;
   for (int code : {26, 27, 53, 117}) EXPECT_EQ(ch::code_outcome(code), Outcome::Rejected) << code;
-  for (int code : {16, 60, 81, 89, 115, 192, 193, 194, 497, 516}) EXPECT_EQ(ch::code_outcome(code), Outcome::Fatal) << code;
+  for (int code : {16, 60, 81, 89, 115, 192, 193, 194, 497, 516})
+    EXPECT_EQ(ch::code_outcome(code), Outcome::Fatal) << code;
 }
 
 TEST(ClickHouseSchema, ParsesDescribeOfBothGenerations) {
   // 18.16 and current servers (which add codec_expression, ttl_expression).
   auto cols = ch::parse_describe(
-      R"j({"name":"id","type":"String","default_type":"","default_expression":"","comment_expression":""})j" "\n"
-      R"j({"name":"m","type":"UInt8","default_type":"MATERIALIZED","default_expression":"1","comment":"","codec_expression":"","ttl_expression":""})j" "\n");
+      R"j({"name":"id","type":"String","default_type":"","default_expression":"","comment_expression":""})j"
+      "\n"
+      R"j({"name":"m","type":"UInt8","default_type":"MATERIALIZED","default_expression":"1","comment":"","codec_expression":"","ttl_expression":""})j"
+      "\n");
   ASSERT_TRUE(cols) << cols.error();
   ASSERT_EQ(cols.value().size(), 2u);
   EXPECT_EQ(cols.value()[1].name, "m");
@@ -238,8 +267,10 @@ TEST(ClickHouseSchema, ParsesDescribeOfBothGenerations) {
 }
 
 TEST(ClickHouseSchema, LayoutOfAnExistingTable) {
-  std::vector<ch::DescribedColumn> table{{"pico_offset", "Int64", ""},   {"n", "Int64", ""},
-                                         {"d", "Decimal(9, 2)", ""},    {"m", "UInt8", "MATERIALIZED"},
+  std::vector<ch::DescribedColumn> table{{"pico_offset", "Int64", ""},
+                                         {"n", "Int64", ""},
+                                         {"d", "Decimal(9, 2)", ""},
+                                         {"m", "UInt8", "MATERIALIZED"},
                                          {"payload", "String", ""}};
   ch::Layout l = ch::layout_from_table(table, false, {});
   ASSERT_TRUE(l.error.empty()) << l.error;
@@ -322,7 +353,8 @@ TEST(ClickHouseSchema, ReadsServerVersions) {
 }
 
 TEST(ClickHouseConfig, ParsesDeclaredColumnsAndRefusesMistakes) {
-  auto cols = ch::parse_declared_columns(R"j([{"name": "id", "type": "String"}, {"name": "n", "type": "Nullable(Int64)"}])j");
+  auto cols =
+      ch::parse_declared_columns(R"j([{"name": "id", "type": "String"}, {"name": "n", "type": "Nullable(Int64)"}])j");
   ASSERT_TRUE(cols) << cols.error();
   EXPECT_EQ(cols.value()[1].type.name(), "Nullable(Int64)");
   EXPECT_FALSE(ch::parse_declared_columns(R"j([{"name": "d", "type": "Decimal(9, 2)"}])j"));

@@ -62,8 +62,8 @@ class Golden : public ::testing::Test {
   }
   std::vector<json> parse(const std::string& body, const std::vector<ch::Column>& cols,
                           const std::string& format = "RowBinary") {
-    const Result r = run_command(std::string(PICOMQ_CHDB_PYTHON) + " " + PICOMQ_CHDB_GOLDEN + " parse " + body_file(body) + " " +
-                      quoted(structure(cols)) + " " + format);
+    const Result r = run_command(std::string(PICOMQ_CHDB_PYTHON) + " " + PICOMQ_CHDB_GOLDEN + " parse " +
+                                 body_file(body) + " " + quoted(structure(cols)) + " " + format);
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<json> rows;
     size_t pos = 0;
@@ -137,20 +137,57 @@ TEST_F(Golden, ACurrentClickHouseReadsEveryTypeAsTheSinkMeantIt) {
   ASSERT_TRUE(e.rejected.empty()) << e.rejected[0].reason;
   const auto rows = parse(e.data, cols);
   ASSERT_EQ(rows.size(), 2u);
-  const json first = {{"pico_topic", "shop.orders"}, {"pico_offset", 41}, {"pico_timestamp", "2023-11-14 22:13:20.000"},
-                      {"pico_key", "k\u0001"}, {"s", "é\"\n"}, {"lc", "red"}, {"fs", std::string("ab\0", 3)}, {"i8", -128},
-                      {"i16", -32768}, {"i32", 2147483647}, {"u8", 255}, {"u16", 65535}, {"u32", 4294967295u},
-                      {"u64", 18446744073709551615ull}, {"f32", 0.5}, {"f64", -1.25e-7}, {"b", true},
-                      {"d", "2149-06-06"}, {"dt", "2106-02-07 06:28:15"}, {"dt64", "2026-12-01 14:04:05.123456"},
-                      {"u", "aabbccdd-eeff-0011-2233-445566778899"}, {"n", INT64_MIN}, {"a", {"x", nullptr, ""}},
-                      {"aa", {{1, 2}, json::array(), {3}}}, {"nested", R"j({"k":[true,null]})j"}};
+  const json first = {{"pico_topic", "shop.orders"},
+                      {"pico_offset", 41},
+                      {"pico_timestamp", "2023-11-14 22:13:20.000"},
+                      {"pico_key", "k\u0001"},
+                      {"s", "é\"\n"},
+                      {"lc", "red"},
+                      {"fs", std::string("ab\0", 3)},
+                      {"i8", -128},
+                      {"i16", -32768},
+                      {"i32", 2147483647},
+                      {"u8", 255},
+                      {"u16", 65535},
+                      {"u32", 4294967295u},
+                      {"u64", 18446744073709551615ull},
+                      {"f32", 0.5},
+                      {"f64", -1.25e-7},
+                      {"b", true},
+                      {"d", "2149-06-06"},
+                      {"dt", "2106-02-07 06:28:15"},
+                      {"dt64", "2026-12-01 14:04:05.123456"},
+                      {"u", "aabbccdd-eeff-0011-2233-445566778899"},
+                      {"n", INT64_MIN},
+                      {"a", {"x", nullptr, ""}},
+                      {"aa", {{1, 2}, json::array(), {3}}},
+                      {"nested", R"j({"k":[true,null]})j"}};
   EXPECT_EQ(rows[0], first) << rows[0].dump(1);
-  const json second = {{"pico_topic", "shop.orders"}, {"pico_offset", 42}, {"pico_timestamp", "2023-11-14 22:13:20.123"},
-                       {"pico_key", nullptr}, {"s", ""}, {"lc", nullptr}, {"fs", std::string(3, '\0')}, {"i8", 0},
-                       {"i16", 0}, {"i32", 0}, {"u8", 0}, {"u16", 0}, {"u32", 0}, {"u64", 0}, {"f32", 0}, {"f64", 0},
-                       {"b", false}, {"d", "1970-01-01"}, {"dt", "1970-01-01 00:00:00"},
-                       {"dt64", "1970-01-01 00:00:00.000001"}, {"u", "00000000-0000-0000-0000-000000000000"},
-                       {"n", nullptr}, {"a", json::array()}, {"aa", json::array()}, {"nested", ""}};
+  const json second = {{"pico_topic", "shop.orders"},
+                       {"pico_offset", 42},
+                       {"pico_timestamp", "2023-11-14 22:13:20.123"},
+                       {"pico_key", nullptr},
+                       {"s", ""},
+                       {"lc", nullptr},
+                       {"fs", std::string(3, '\0')},
+                       {"i8", 0},
+                       {"i16", 0},
+                       {"i32", 0},
+                       {"u8", 0},
+                       {"u16", 0},
+                       {"u32", 0},
+                       {"u64", 0},
+                       {"f32", 0},
+                       {"f64", 0},
+                       {"b", false},
+                       {"d", "1970-01-01"},
+                       {"dt", "1970-01-01 00:00:00"},
+                       {"dt64", "1970-01-01 00:00:00.000001"},
+                       {"u", "00000000-0000-0000-0000-000000000000"},
+                       {"n", nullptr},
+                       {"a", json::array()},
+                       {"aa", json::array()},
+                       {"nested", ""}};
   EXPECT_EQ(rows[1], second) << rows[1].dump(1);
 }
 
@@ -189,7 +226,7 @@ TEST_F(Golden, ACutShortBodyIsRefusedByTheParserNotReadAsOtherRows) {
   ch::Encoded e = encoder.encode(kt::TestBatch::json("t", 0, 0, {R"j({"n": 1, "s": "abc"})j"}).raw());
   ASSERT_TRUE(e.ok());
   const Result r = run_command(std::string(PICOMQ_CHDB_PYTHON) + " " + PICOMQ_CHDB_GOLDEN + " parse " +
-                    body_file(e.data.substr(0, e.data.size() - 1)) + " " + quoted(structure(cols)));
+                               body_file(e.data.substr(0, e.data.size() - 1)) + " " + quoted(structure(cols)));
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("CANNOT_READ_ALL_DATA"), std::string::npos) << r.out;
 }
@@ -208,8 +245,8 @@ TEST_F(Golden, OnACurrentServerATokenDropsAnIdenticalResendButNotARecutReplayWhi
   ASSERT_TRUE(e.ok());
   std::string cuts;
   for (const auto& row : e.rows) cuts += (cuts.empty() ? "" : ",") + std::to_string(row.end);
-  const Result r = run_command(std::string(PICOMQ_CHDB_PYTHON) + " " + PICOMQ_CHDB_GOLDEN + " dedup " + body_file(e.data) + " " +
-                    cuts + " " + quoted(structure(cols)));
+  const Result r = run_command(std::string(PICOMQ_CHDB_PYTHON) + " " + PICOMQ_CHDB_GOLDEN + " dedup " +
+                               body_file(e.data) + " " + cuts + " " + quoted(structure(cols)));
   ASSERT_EQ(r.status, 0) << r.out;
   const json got = json::parse(r.out.substr(r.out.find('{')));
   std::cout << "[          ] chDB " << got["version"] << ": " << got.dump() << "\n";

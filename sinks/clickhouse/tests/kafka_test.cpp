@@ -19,13 +19,12 @@ namespace {
 
 using Rows = std::vector<std::vector<std::string>>;
 
-
 std::string definition(const std::string& key, const std::string& topic, const std::string& db,
                        const std::string& plugin_config, const std::string& block_extra = "") {
-  return plugin_definition(key, "libpicomq_connector_clickhouse_sink",
-                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
-                           "url = \"" + ClickHouseServer::shared().url() + "\"\ndatabase = \"" + db + "\"\n" +
-                               plugin_config);
+  return plugin_definition(
+      key, "libpicomq_connector_clickhouse_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+      "url = \"" + ClickHouseServer::shared().url() + "\"\ndatabase = \"" + db + "\"\n" + plugin_config);
 }
 
 int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {
@@ -45,9 +44,10 @@ const char* kColumns =
     "{ name = \"at\", type = \"DateTime\" }, { name = \"note\", type = \"Nullable(String)\" }]";
 
 std::string order(int i) {
-  return "{\"id\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) + "\", \"price\": " +
-         std::to_string(i) + ".25, \"tags\": [\"t" + std::to_string(i % 3) + "\"], \"at\": " +
-         std::to_string(1'700'000'000 + i) + (i % 5 == 0 ? ", \"note\": null" : ", \"note\": \"n\"") + "}";
+  return "{\"id\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) +
+         "\", \"price\": " + std::to_string(i) + ".25, \"tags\": [\"t" + std::to_string(i % 3) +
+         "\"], \"at\": " + std::to_string(1'700'000'000 + i) + (i % 5 == 0 ? ", \"note\": null" : ", \"note\": \"n\"") +
+         "}";
 }
 
 TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsOneRowPerRecordWithFinal) {
@@ -63,7 +63,8 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
   const std::string config = std::string("target_table = \"orders\"\n") + kColumns;
   {
     Runtime rt(kafka.bootstrap(), "first");
-    rt.add_definition("c.toml", definition("chorders", topic, db, config + "\nformat = \"RowBinary\"", "batch_length = 250"));
+    rt.add_definition("c.toml",
+                      definition("chorders", topic, db, config + "\nformat = \"RowBinary\"", "batch_length = 250"));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("chorders"), topic, 2) == n; }, 90s)) << rt.log();
     rt.signal(SIGTERM);
@@ -71,17 +72,19 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
     EXPECT_LT(counter(rt, "chorders", "inserts"), n / 250) << "batches were gathered into fewer inserts";
   }
   EXPECT_EQ(one("SELECT count() FROM " + db + ".orders"), std::to_string(n));
-  EXPECT_EQ(ch.rows("SELECT pico_partition, pico_offset, pico_key, pico_headers, id, name, price, tags, at, note FROM " +
-                    db + ".orders WHERE id IN (0, 7) ORDER BY id"),
-            (Rows{{"0", "0", "k0", R"({"h":"v"})", "0", "order-0", "0.25", "['t0']", "2023-11-14 22:13:20", "\\N"},
-                  {"1", "3", "k7", R"({"h":"v"})", "7", "order-7", "7.25", "['t1']", "2023-11-14 22:13:27", "n"}}));
+  EXPECT_EQ(
+      ch.rows("SELECT pico_partition, pico_offset, pico_key, pico_headers, id, name, price, tags, at, note FROM " + db +
+              ".orders WHERE id IN (0, 7) ORDER BY id"),
+      (Rows{{"0", "0", "k0", R"({"h":"v"})", "0", "order-0", "0.25", "['t0']", "2023-11-14 22:13:20", "\\N"},
+            {"1", "3", "k7", R"({"h":"v"})", "7", "order-7", "7.25", "['t1']", "2023-11-14 22:13:27", "n"}}));
   EXPECT_EQ(one("SELECT sum(id) FROM " + db + ".orders"), std::to_string(int64_t{n} * (n - 1) / 2));
 
   // Another consumer group reads both partitions from the start into the same table, with Native
   // inserts made from the Arrow plane's columns: the rows replace the first group's exactly.
   {
     Runtime rt(kafka.bootstrap(), "replay");
-    rt.add_definition("c.toml", definition("chreplay", topic, db, config + "\nformat = \"Native\"", "batch_length = 250"));
+    rt.add_definition("c.toml",
+                      definition("chreplay", topic, db, config + "\nformat = \"Native\"", "batch_length = 250"));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("chreplay"), topic, 2) == n; }, 90s)) << rt.log();
     rt.signal(SIGTERM);
@@ -90,14 +93,16 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
   EXPECT_EQ(one("SELECT count() FROM " + db + ".orders FINAL"), std::to_string(n)) << "one row per record with FINAL";
   EXPECT_EQ(one("SELECT uniqExact(pico_partition, pico_offset) FROM " + db + ".orders"), std::to_string(n));
   EXPECT_EQ(one("SELECT sum(id) FROM " + db + ".orders FINAL"), std::to_string(int64_t{n} * (n - 1) / 2));
-  EXPECT_EQ(ch.rows("SELECT pico_partition, pico_offset, pico_key, pico_headers, id, name, price, tags, at, note FROM " +
-                    db + ".orders FINAL WHERE id IN (0, 7) ORDER BY id"),
-            (Rows{{"0", "0", "k0", R"({"h":"v"})", "0", "order-0", "0.25", "['t0']", "2023-11-14 22:13:20", "\\N"},
-                  {"1", "3", "k7", R"({"h":"v"})", "7", "order-7", "7.25", "['t1']", "2023-11-14 22:13:27", "n"}}));
-  EXPECT_EQ(one("SELECT count() FROM (SELECT pico_partition, pico_offset, groupUniqArray(cityHash64(id, name, price, tags, "
-                "at, ifNull(note, 'NULL'), ifNull(pico_key, 'NULL'), pico_headers, pico_timestamp)) AS h FROM " + db +
-                ".orders GROUP BY pico_partition, pico_offset HAVING length(h) != 1)"),
-            "0")
+  EXPECT_EQ(
+      ch.rows("SELECT pico_partition, pico_offset, pico_key, pico_headers, id, name, price, tags, at, note FROM " + db +
+              ".orders FINAL WHERE id IN (0, 7) ORDER BY id"),
+      (Rows{{"0", "0", "k0", R"({"h":"v"})", "0", "order-0", "0.25", "['t0']", "2023-11-14 22:13:20", "\\N"},
+            {"1", "3", "k7", R"({"h":"v"})", "7", "order-7", "7.25", "['t1']", "2023-11-14 22:13:27", "n"}}));
+  EXPECT_EQ(
+      one("SELECT count() FROM (SELECT pico_partition, pico_offset, groupUniqArray(cityHash64(id, name, price, tags, "
+          "at, ifNull(note, 'NULL'), ifNull(pico_key, 'NULL'), pico_headers, pico_timestamp)) AS h FROM " +
+          db + ".orders GROUP BY pico_partition, pico_offset HAVING length(h) != 1)"),
+      "0")
       << "every record's RowBinary row and Native row hold the same values";
 }
 
@@ -115,8 +120,8 @@ TEST(ClickHouseSinkKafka, SigkillMidLoadThenRestartLeavesEveryRecordOnceWithFina
     produced += chunk;
   };
   const std::string key = "chkill";
-  const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key +
-                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string block =
+      "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
   const std::string config = "target_table = \"t\"\ncommit_interval = \"300ms\"";
   auto rows = [&]() -> int64_t {  // 0 until the sink created the table
     if (one("EXISTS TABLE " + db + ".t") != "1") return 0;
@@ -183,7 +188,8 @@ TEST(ClickHouseSinkKafka, AServerCrashDuringALoadCommitsNothingUnwrittenAndLoses
   ch.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 1500; }, 90s)) << rt.log();
   // The status file is rewritten once a second.
-  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "resends") > 0; }, 5s)) << "resent here, not failed\n" << rt.log();
+  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "resends") > 0; }, 5s)) << "resent here, not failed\n"
+                                                                               << rt.log();
   EXPECT_EQ(rt.log().find("failed (attempt"), std::string::npos) << "no write attempt failed\n" << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
@@ -269,21 +275,24 @@ TEST(ClickHouseSinkKafka, RowsTheServerRefusesInReleasedBatchesGoToTheDeadLetter
     const auto topic = unique_name("ch.refuse"), dead = unique_name("ch.refdead");
     kafka.create_topic(topic, 2);
     kafka.create_topic(dead);
-    ch.query("CREATE TABLE " + db + ".t (pico_partition Int32, pico_offset Int64, s String, v UInt8 MATERIALIZED "
+    ch.query("CREATE TABLE " + db +
+             ".t (pico_partition Int32, pico_offset Int64, s String, v UInt8 MATERIALIZED "
              "toUInt8(s)) ENGINE = ReplacingMergeTree ORDER BY (pico_partition, pico_offset)");
     std::vector<ProducedRecord> records;
     const int n = 2000;
     std::set<int> refused = {3, 777, 1500, 1999};
     for (int i = 0; i < n; ++i)
       records.push_back({"{\"s\": \"" + (refused.count(i) ? std::string("x") : std::to_string(i % 200)) + "\"}",
-                         "k" + std::to_string(i), {}, i % 2});
+                         "k" + std::to_string(i),
+                         {},
+                         i % 2});
     kafka.produce(topic, records);
     const std::string key = "chrefuse" + format;
     Runtime rt(kafka.bootstrap());
-    rt.add_definition("c.toml", definition(key, topic, db,
-                                           "target_table = \"t\"\nauto_create_table = false\nformat = \"" + format + "\"",
-                                           "batch_length = 100\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
-                                               dead + "\""));
+    rt.add_definition(
+        "c.toml",
+        definition(key, topic, db, "target_table = \"t\"\nauto_create_table = false\nformat = \"" + format + "\"",
+                   "batch_length = 100\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\""));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == n; }, 90s)) << rt.log();
     const auto dlq = kafka.consume(dead, refused.size(), 30s);
@@ -310,12 +319,14 @@ TEST(ClickHouseSinkKafka, AutoCreatedFromTheFirstBatchThenAutoAddColumnsForField
   for (int i = 0; i < 30; ++i) {
     std::string v = "{\"id\": " + std::to_string(i);
     if (i >= 10) v += ", \"city\": \"c" + std::to_string(i) + "\"";
-    if (i >= 20) v += ", \"vip\": " + std::string(i % 2 ? "true" : "false") + ", \"score\": " + std::to_string(i) + ".5";
+    if (i >= 20)
+      v += ", \"vip\": " + std::string(i % 2 ? "true" : "false") + ", \"score\": " + std::to_string(i) + ".5";
     values.push_back(v + "}");
   }
   const std::string key = "chgrow";
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", definition(key, topic, db, "target_table = \"t\"\nauto_add_columns = true", "batch_length = 10"));
+  rt.add_definition("c.toml",
+                    definition(key, topic, db, "target_table = \"t\"\nauto_add_columns = true", "batch_length = 10"));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned(key, 30s)) << rt.log();
   for (int from : {0, 10, 20}) {  // one batch each: the fields come later
@@ -324,8 +335,11 @@ TEST(ClickHouseSinkKafka, AutoCreatedFromTheFirstBatchThenAutoAddColumnsForField
   }
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
-  EXPECT_EQ(ch.rows("SELECT name, type FROM system.columns WHERE database = '" + db + "' AND table = 't' AND name NOT LIKE 'pico_%'"),
-            (Rows{{"id", "Nullable(Int64)"}, {"city", "Nullable(String)"}, {"vip", "Nullable(UInt8)"},
+  EXPECT_EQ(ch.rows("SELECT name, type FROM system.columns WHERE database = '" + db +
+                    "' AND table = 't' AND name NOT LIKE 'pico_%'"),
+            (Rows{{"id", "Nullable(Int64)"},
+                  {"city", "Nullable(String)"},
+                  {"vip", "Nullable(UInt8)"},
                   {"score", "Nullable(Float64)"}}));
   EXPECT_EQ(ch.rows("SELECT id, city, vip, score FROM " + db + ".t FINAL WHERE id IN (5, 15, 25) ORDER BY id"),
             (Rows{{"5", "\\N", "\\N", "\\N"}, {"15", "c15", "\\N", "\\N"}, {"25", "c25", "1", "25.5"}}));
@@ -360,11 +374,11 @@ TEST(ClickHouseSinkKafka, BothPlanesCreateTheSameTableFromTheSharedInferenceCase
         << format;
   }
   // kit::testing::inference_fields() on the 18.16 server (booleans are UInt8 before 21.12).
-  const Rows want = {{"b", "Nullable(UInt8)"},   {"i", "Nullable(Int64)"},   {"f", "Nullable(Float64)"},
+  const Rows want = {{"b", "Nullable(UInt8)"},    {"i", "Nullable(Int64)"},   {"f", "Nullable(Float64)"},
                      {"if", "Nullable(Float64)"}, {"s", "Nullable(String)"},  {"o", "Nullable(String)"},
                      {"a", "Nullable(String)"},   {"u", "Nullable(String)"},  {"bi", "Nullable(String)"},
                      {"bs", "Nullable(String)"},  {"is", "Nullable(String)"}, {"so", "Nullable(String)"},
-                     {"sn", "Nullable(String)"},  {"n", "Nullable(String)"},   {"late", "Nullable(Int64)"}};
+                     {"sn", "Nullable(String)"},  {"n", "Nullable(String)"},  {"late", "Nullable(Int64)"}};
   ASSERT_EQ(want.size(), kit::testing::inference_fields().size());
   EXPECT_EQ(tables[0], want) << "Native (the Arrow plane)";
   EXPECT_EQ(tables[1], want) << "RowBinary (the batches plane)";

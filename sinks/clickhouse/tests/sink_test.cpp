@@ -3,9 +3,8 @@
 // (sinks/clickhouse/server.sh, started once). No broker: tests/integration runs it through Kafka.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "clickhouse_server.h"
@@ -66,7 +65,8 @@ TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
     SCOPED_TRACE(format);
     if (host_->is_open()) host_->close();
     host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
-    server_->query("CREATE TABLE " + db_ + ".typed_" + format + " (pico_offset Int64, s String, i8 Int8, u64 UInt64, f Float64, "
+    server_->query("CREATE TABLE " + db_ + ".typed_" + format +
+                   " (pico_offset Int64, s String, i8 Int8, u64 UInt64, f Float64, "
                    "b UInt8, d Date, ts DateTime, ns Nullable(String), a Array(Int32), u UUID, fs FixedString(3), "
                    "f32 Float32, nested String) ENGINE = MergeTree ORDER BY pico_offset");
     open({{"target_table", "typed_" + format}, {"format", format}, {"auto_create_table", false}});
@@ -87,9 +87,9 @@ TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
                                               "2026-12-01 14:04:05", "n", "[1,-2,2147483647]",
                                               "aabbccdd-eeff-0011-2233-445566778899", std::string("ab\0", 3), "1.5",
                                               R"({"k":[1,{"z":null}]})"}));
-    EXPECT_EQ(r[1], (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", "0000-00-00", "0000-00-00 00:00:00",
-                                              "\\N", "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'),
-                                              "0", ""}));
+    EXPECT_EQ(r[1],
+              (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", "0000-00-00", "0000-00-00 00:00:00", "\\N",
+                                        "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'), "0", ""}));
   }
 }
 
@@ -98,7 +98,9 @@ TEST_F(ClickHouseSink, ARecordThatDoesNotConvertIsRejectedAndTheRestWritten) {
     SCOPED_TRACE(format);
     if (host_->is_open()) host_->close();
     host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
-    open({{"columns", json::array({{{"name", "n"}, {"type", "Int64"}}})}, {"format", format}, {"target_table", "t_" + format}});
+    open({{"columns", json::array({{{"name", "n"}, {"type", "Int64"}}})},
+          {"format", format},
+          {"target_table", "t_" + format}});
     auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "two"})", R"({"n": 3})"}));
     EXPECT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
     ASSERT_EQ(outcome.rejected.size(), 1u);
@@ -117,9 +119,13 @@ TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
     if (host_->is_open()) host_->close();
     host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
     // The server converts s itself (a MATERIALIZED column): 'x' fails there (code 6), not in the sink.
-    server_->query("CREATE TABLE " + db_ + ".conv_" + format + " (pico_offset Int64, s String, v UInt8 MATERIALIZED toUInt8(s)) "
+    server_->query("CREATE TABLE " + db_ + ".conv_" + format +
+                   " (pico_offset Int64, s String, v UInt8 MATERIALIZED toUInt8(s)) "
                    "ENGINE = MergeTree ORDER BY pico_offset");
-    open({{"target_table", "conv_" + format}, {"format", format}, {"auto_create_table", false}, {"commit_interval", "1m"}});
+    open({{"target_table", "conv_" + format},
+          {"format", format},
+          {"auto_create_table", false},
+          {"commit_interval", "1m"}});
     std::vector<std::string> payloads;
     for (int i = 0; i < 10; ++i) payloads.push_back(json{{"s", i == 3 || i == 8 ? "x" : std::to_string(i)}}.dump());
     auto a = host_->start_write(TestBatch::json("t", 0, 0, {payloads.begin(), payloads.begin() + 5}));
@@ -134,8 +140,10 @@ TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
     EXPECT_EQ(oa.rejected[0].record_index, 3u);
     EXPECT_EQ(ob.rejected[0].record_index, 3u);
     EXPECT_NE(oa.rejected[0].reason.find("ClickHouse error 6"), std::string::npos) << oa.rejected[0].reason;
-    EXPECT_NE(oa.rejected[0].reason.find("Cannot parse string 'x' as UInt8"), std::string::npos) << oa.rejected[0].reason;
-    EXPECT_EQ(one("SELECT groupArray(v) FROM (SELECT v FROM " + db_ + ".conv_" + format + " ORDER BY pico_offset)"), "[0,1,2,4,5,6,7,9]");
+    EXPECT_NE(oa.rejected[0].reason.find("Cannot parse string 'x' as UInt8"), std::string::npos)
+        << oa.rejected[0].reason;
+    EXPECT_EQ(one("SELECT groupArray(v) FROM (SELECT v FROM " + db_ + ".conv_" + format + " ORDER BY pico_offset)"),
+              "[0,1,2,4,5,6,7,9]");
     EXPECT_GT(host_->counter("bisect_inserts"), 0u);
   }
 }
@@ -151,14 +159,15 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerReco
     open({{"format", format}, {"target_table", table}});
     std::vector<TestRecord> records;
     for (int i = 0; i < 5; ++i)
-      records.push_back({.offset = i, .payload = json{{"n", i}, {"name", "r" + std::to_string(i)}, {"ok", i % 2 == 0}}.dump(),
+      records.push_back({.offset = i,
+                         .payload = json{{"n", i}, {"name", "r" + std::to_string(i)}, {"ok", i % 2 == 0}}.dump(),
                          .key = i % 2 ? std::optional<std::string>(std::string("\0\xff", 2)) : std::nullopt,
                          .headers = {{"h", "v" + std::to_string(i)}}});
     TestBatch batch("shop.orders-eu", 0, records);
     ASSERT_TRUE(host_->write(batch).ok());
-    EXPECT_EQ(rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ +
-                   "' AND name = '" + table + "'"),
-              (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "pico_topic, pico_partition, pico_offset"}}));
+    EXPECT_EQ(
+        rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ + "' AND name = '" + table + "'"),
+        (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "pico_topic, pico_partition, pico_offset"}}));
     EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + table + "'"),
               (std::vector<std::vector<std::string>>{{"pico_topic", "String"},
                                                      {"pico_partition", "Int32"},
@@ -172,8 +181,8 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerReco
     ASSERT_TRUE(host_->write(batch).ok()) << "the same records again (a replay)";
     EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "`"), "10") << "before a merge, both inserts are there";
     EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "` FINAL"), "5");
-    EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " + db_ +
-                   ".`" + table + "` FINAL WHERE pico_offset = 1"),
+    EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " +
+                   db_ + ".`" + table + "` FINAL WHERE pico_offset = 1"),
               (std::vector<std::vector<std::string>>{
                   {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", "0"}}));
     server_->query("OPTIMIZE TABLE " + db_ + ".`" + table + "` FINAL");
@@ -198,10 +207,11 @@ TEST_F(ClickHouseSink, ANativeInsertGoesUpWithItsFirstBatchAndCommitsOnlyWhenItE
     int64_t offset = 0;
     for (int batch = 0; batch < 100 && !(streamed && seen_running && batch >= 10); ++batch) {
       std::vector<std::string> payloads;
-      for (int i = 0; i < 10; ++i, ++offset) payloads.push_back(json{{"n", offset}, {"s", std::string(30000, 'a' + i)}}.dump());
+      for (int i = 0; i < 10; ++i, ++offset)
+        payloads.push_back(json{{"n", offset}, {"s", std::string(30000, 'a' + i)}}.dump());
       writes.push_back(host_->start_write(TestBatch::json("t", 0, offset - 10, payloads)));
-      const auto running = rows("SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO `" + db_ + "`.`" +
-                                table + "`%'");
+      const auto running =
+          rows("SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO `" + db_ + "`.`" + table + "`%'");
       if (streamed && running[0][0] == "1" && !writes.back()->completed()) seen_running = true;
       std::this_thread::sleep_for(10ms);
     }
@@ -210,7 +220,8 @@ TEST_F(ClickHouseSink, ANativeInsertGoesUpWithItsFirstBatchAndCommitsOnlyWhenItE
     for (auto& w : writes) EXPECT_TRUE(w->wait().ok());
     const auto n = static_cast<int64_t>(writes.size()) * 10;
     EXPECT_EQ(rows("SELECT count(), sum(n), uniqExact(pico_offset) FROM " + db_ + ".`" + table + "`"),
-              (std::vector<std::vector<std::string>>{{std::to_string(n), std::to_string(n * (n - 1) / 2), std::to_string(n)}}));
+              (std::vector<std::vector<std::string>>{
+                  {std::to_string(n), std::to_string(n * (n - 1) / 2), std::to_string(n)}}));
     EXPECT_GE(host_->counter("inserts"), 1u);
     EXPECT_EQ(host_->counter("streamed_inserts"), streamed ? host_->counter("inserts") : 0u);
   }
@@ -220,7 +231,10 @@ TEST_F(ClickHouseSink, ManyTablesAtOnceNeverWaitForAConnectionAStreamHolds) {
   // Six tables through two open inserts and one committer: streamed inserts hold their
   // connections until they commit, so no more start than have a connection of their own at once
   // (max_open_tables + max_concurrent_inserts); the others are sent whole. Every write completes.
-  open({{"format", "Native"}, {"target_table", "many_{topic}"}, {"max_open_tables", 2}, {"max_concurrent_inserts", 1},
+  open({{"format", "Native"},
+        {"target_table", "many_{topic}"},
+        {"max_open_tables", 2},
+        {"max_concurrent_inserts", 1},
         {"commit_interval", "1m"}});
   std::vector<std::shared_ptr<kt::Write>> writes;
   std::map<std::string, int64_t> next;
@@ -228,7 +242,8 @@ TEST_F(ClickHouseSink, ManyTablesAtOnceNeverWaitForAConnectionAStreamHolds) {
     for (int t = 0; t < 6; ++t) {
       const std::string topic = "t" + std::to_string((t * 7 + round) % 6);
       std::vector<std::string> payloads;
-      for (int i = 0; i < 50; ++i) payloads.push_back(json{{"n", next[topic] + i}, {"s", std::string(2000, 'x')}}.dump());
+      for (int i = 0; i < 50; ++i)
+        payloads.push_back(json{{"n", next[topic] + i}, {"s", std::string(2000, 'x')}}.dump());
       writes.push_back(host_->start_write(TestBatch::json(topic, 0, next[topic], payloads)));
       next[topic] += 50;
     }
@@ -256,7 +271,8 @@ TEST_F(ClickHouseSink, AMissingTableWithoutAutoCreateStopsTheSinkNamingIt) {
   auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"n": 1})"}));
   EXPECT_EQ(outcome.status, PMQ_WRITE_FATAL);
   EXPECT_NE(outcome.error.find("table " + db_ + ".nowhere does not exist and auto_create_table is off"),
-            std::string::npos) << outcome.error;
+            std::string::npos)
+      << outcome.error;
 }
 
 TEST_F(ClickHouseSink, AWrongPasswordStopsTheSinkAtOpenWithoutShowingIt) {
@@ -293,7 +309,8 @@ TEST_F(ClickHouseSink, AutoAddColumnsAddsAFieldFirstSeenInALaterBatch) {
     if (host_->is_open()) host_->close();
     host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
     const std::string grow = "grow_" + format;
-    server_->query("CREATE TABLE " + db_ + "." + grow + " (pico_offset Int64, a Int64, m UInt8 MATERIALIZED 7) "
+    server_->query("CREATE TABLE " + db_ + "." + grow +
+                   " (pico_offset Int64, a Int64, m UInt8 MATERIALIZED 7) "
                    "ENGINE = MergeTree ORDER BY pico_offset");
     open({{"target_table", grow}, {"format", format}, {"auto_add_columns", true}, {"commit_interval", "1m"}});
     auto first = host_->start_write(TestBatch::json("t", 0, 0, {R"({"a": 1, "m": 1})"}));
@@ -302,8 +319,11 @@ TEST_F(ClickHouseSink, AutoAddColumnsAddsAFieldFirstSeenInALaterBatch) {
     EXPECT_TRUE(first->wait().ok());
     EXPECT_TRUE(second->wait().ok());
     EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + grow + "'"),
-              (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"}, {"a", "Int64"}, {"b", "Nullable(String)"},
-                                                     {"c", "Nullable(Float64)"}, {"m", "UInt8"}}))
+              (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"},
+                                                     {"a", "Int64"},
+                                                     {"b", "Nullable(String)"},
+                                                     {"c", "Nullable(Float64)"},
+                                                     {"m", "UInt8"}}))
         << "m is there already (MATERIALIZED, listed last by 18.16): not added again";
     EXPECT_EQ(rows("SELECT pico_offset, a, b, c, m FROM " + db_ + "." + grow + " ORDER BY pico_offset"),
               (std::vector<std::vector<std::string>>{{"0", "1", "\\N", "\\N", "7"}, {"1", "2", "x", "2.5", "7"}}));

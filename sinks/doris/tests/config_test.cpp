@@ -26,13 +26,16 @@ TEST(DorisConfig, BadOptionsAreRefusedNamingTheOption) {
   EXPECT_NE(creds.find("must not hold credentials"), std::string::npos) << creds;
   const auto name = joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t; DROP"})"));
   EXPECT_NE(name.find("table: must be a Doris name"), std::string::npos) << name;
-  const auto prefix = joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "label_prefix": "a b"})"));
+  const auto prefix =
+      joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "label_prefix": "a b"})"));
   EXPECT_NE(prefix.find("label_prefix: must hold only [-_A-Za-z0-9:]"), std::string::npos) << prefix;
   const auto paths = joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "jsonpaths": "$.a"})"));
   EXPECT_NE(paths.find("jsonpaths: must be a JSON array"), std::string::npos) << paths;
-  const auto ratio = joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "max_filter_ratio": 2.0})"));
+  const auto ratio =
+      joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "max_filter_ratio": 2.0})"));
   EXPECT_NE(ratio.find("max_filter_ratio: must be between 0 and 1"), std::string::npos) << ratio;
-  const auto gzip = joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "compression": "gzip"})"));
+  const auto gzip =
+      joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "compression": "gzip"})"));
   EXPECT_NE(gzip.find("compression"), std::string::npos) << gzip;
   const auto span = joined(host->check(R"({"url": "http://fe", "database": "db", "table": "t", "label_span": 0})"));
   EXPECT_NE(span.find("label_span"), std::string::npos) << span;
@@ -40,15 +43,18 @@ TEST(DorisConfig, BadOptionsAreRefusedNamingTheOption) {
 
 TEST(RedshiftConfig, BadOptionsAreRefusedNamingTheOption) {
   auto host = FakeHost::load(REDSHIFT_SINK_PLUGIN);
-  const std::string ok = R"("connection_string": "host=x dbname=dev user=u", "target_table": "public.orders", "s3_bucket": "b")";
+  const std::string ok =
+      R"("connection_string": "host=x dbname=dev user=u", "target_table": "public.orders", "s3_bucket": "b")";
   EXPECT_TRUE(host->check("{" + ok + R"(, "aws_access_key_id": "k", "aws_secret_access_key": "s"})").empty());
   const auto keys = joined(host->check("{" + ok + "}"));
   EXPECT_NE(keys.find("aws_access_key_id"), std::string::npos) << keys;
   const auto half = joined(host->check("{" + ok + R"(, "aws_access_key_id": "k"})"));
   EXPECT_NE(half.find("go together"), std::string::npos) << half;
-  const auto table = joined(host->check(R"({"connection_string": "host=x", "target_table": "a.b.c", "s3_bucket": "b", "aws_access_key_id": "k", "aws_secret_access_key": "s"})"));
+  const auto table = joined(host->check(
+      R"({"connection_string": "host=x", "target_table": "a.b.c", "s3_bucket": "b", "aws_access_key_id": "k", "aws_secret_access_key": "s"})"));
   EXPECT_NE(table.find("target_table: must be table or schema.table"), std::string::npos) << table;
-  const auto dialect = joined(host->check("{" + ok + R"(, "aws_access_key_id": "k", "aws_secret_access_key": "s", "dialect": "mysql"})"));
+  const auto dialect = joined(
+      host->check("{" + ok + R"(, "aws_access_key_id": "k", "aws_secret_access_key": "s", "dialect": "mysql"})"));
   EXPECT_NE(dialect.find("dialect"), std::string::npos) << dialect;
 }
 

@@ -9,7 +9,8 @@ kit::testing::HttpReceiver& doris_contract() {
 
 void doris_control(const std::string& what, const nlohmann::json& body) {
   auto [status, text] = doris_contract().call("POST", "/_control/" + what, body.dump());
-  if (status != 200) throw std::runtime_error("doris contract /_control/" + what + ": " + std::to_string(status) + " " + text);
+  if (status != 200)
+    throw std::runtime_error("doris contract /_control/" + what + ": " + std::to_string(status) + " " + text);
 }
 
 void doris_create_table(const std::string& db, const std::string& table, const nlohmann::json& columns) {

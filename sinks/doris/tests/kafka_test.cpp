@@ -31,26 +31,27 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-
 const json kColumns = json::array({{{"name", "pico_partition"}, {"type", "INT"}, {"nullable", false}},
                                    {{"name", "pico_offset"}, {"type", "BIGINT"}, {"nullable", false}},
                                    {{"name", "n"}, {"type", "INT"}, {"nullable", false}},
                                    {{"name", "name"}, {"type", "VARCHAR(64)"}, {"nullable", true}}});
 
-std::string definition(const std::string& key, const std::string& topic, const std::string& table, const std::string& config = "",
-                       const std::string& block_extra = "") {
+std::string definition(const std::string& key, const std::string& topic, const std::string& table,
+                       const std::string& config = "", const std::string& block_extra = "") {
   return plugin_definition(key, "libpicomq_connector_doris_sink",
                            "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
                            "url = \"" + doris_contract().base_url() + "\"\ndatabase = \"kdb\"\ntable = \"" + table +
                                "\"\npassword = \"pw\"\ntimeout = \"5s\"\nlabel_span = 500\n" +
-                               (config.find("retry_timeout") == std::string::npos ? "retry_timeout = \"3s\"\n" : "") + config);
+                               (config.find("retry_timeout") == std::string::npos ? "retry_timeout = \"3s\"\n" : "") +
+                               config);
 }
 
 std::vector<ProducedRecord> two_partitions(int per_partition) {
   std::vector<ProducedRecord> records;
   for (int p = 0; p < 2; ++p)
     for (int n = 0; n < per_partition; ++n)
-      records.push_back({"{\"n\": " + std::to_string(n) + ", \"name\": \"order-" + std::to_string(n) + "\"}", std::nullopt, {}, p});
+      records.push_back(
+          {"{\"n\": " + std::to_string(n) + ", \"name\": \"order-" + std::to_string(n) + "\"}", std::nullopt, {}, p});
   return records;
 }
 
@@ -72,8 +73,9 @@ int64_t settled(const std::function<int64_t()>& count) {
   return last;
 }
 
-std::pair<int64_t, int64_t> kill_and_restart(Kafka& kafka, const std::string& key, const std::string& topic, const std::string& def,
-                                             const std::function<int64_t()>& rows, int64_t total) {
+std::pair<int64_t, int64_t> kill_and_restart(Kafka& kafka, const std::string& key, const std::string& topic,
+                                             const std::string& def, const std::function<int64_t()>& rows,
+                                             int64_t total) {
   int64_t at_kill = 0, committed = 0;
   {
     Runtime rt(kafka.bootstrap(), "kill");
@@ -105,8 +107,9 @@ void kill_replay_case(const std::string& key, const std::string& table, const st
   const int per = 2000;
   kafka.produce(topic, two_partitions(per));
   auto rows = [&] { return static_cast<int64_t>(doris_rows("kdb", table).size()); };
-  const auto [at_kill, committed] =
-      kill_and_restart(kafka, key, topic, definition(key, topic, table, extra, "batch_length = 250\n" + static_member(key)), rows, 2 * per);
+  const auto [at_kill, committed] = kill_and_restart(
+      kafka, key, topic, definition(key, topic, table, extra, "batch_length = 250\n" + static_member(key)), rows,
+      2 * per);
   EXPECT_LE(committed, at_kill) << "no offset is committed before its load is visible";
   const auto all = doris_rows("kdb", table);
   EXPECT_EQ(rows_and_distinct(all), (std::pair<size_t, size_t>{2u * per, 2u * per}))
@@ -119,7 +122,8 @@ void kill_replay_case(const std::string& key, const std::string& table, const st
   const json labels = doris_labels("kdb");
   for (auto it = labels.begin(); it != labels.end(); ++it)
     if (it.key().find(kit::url_safe(topic)) != std::string::npos)
-      EXPECT_TRUE(it.value()["state"] == "VISIBLE" || it.value()["state"] == "ABORTED") << it.key() << " " << it.value().dump();
+      EXPECT_TRUE(it.value()["state"] == "VISIBLE" || it.value()["state"] == "ABORTED")
+          << it.key() << " " << it.value().dump();
 }
 
 TEST(DorisKafka, RecordsLandOnceAndASigkillReplayLoadsEachRecordOnce) { kill_replay_case("dkill", "orders_kill", ""); }
@@ -127,7 +131,8 @@ TEST(DorisKafka, RecordsLandOnceAndASigkillReplayLoadsEachRecordOnce) { kill_rep
 TEST(DorisKafka, TwoPhaseCommitMakesLoadsVisibleOnlyWhenCommittedAndASigkillReplayIsExact) {
   kill_replay_case("d2pc", "orders_2pc", "two_phase_commit = true");
   const auto stats = json::parse(doris_contract().call("GET", "/_control/stats").second);
-  EXPECT_GE(stats["requests"]["fe PUT /api/{db}/_stream_load_2pc"].get<int>(), 16) << "every load committed by _stream_load_2pc";
+  EXPECT_GE(stats["requests"]["fe PUT /api/{db}/_stream_load_2pc"].get<int>(), 16)
+      << "every load committed by _stream_load_2pc";
 }
 
 TEST(DorisKafka, TwoPhaseCommitFailuresAreRetriedAndABatchIsVisibleOnlyOnceCommitted) {
@@ -136,9 +141,11 @@ TEST(DorisKafka, TwoPhaseCommitFailuresAreRetriedAndABatchIsVisibleOnlyOnceCommi
   kafka.create_topic(topic);
   doris_create_table("kdb", "twopc_fail", kColumns);
   kafka.produce_values(topic, json_values(0, 300));
-  doris_control("config", {{"fail_requests", {{{"path_prefix", "/api/kdb/_stream_load_2pc"}, {"status", 503}, {"count", 1000}}}}});
+  doris_control("config", {{"fail_requests",
+                            {{{"path_prefix", "/api/kdb/_stream_load_2pc"}, {"status", 503}, {"count", 1000}}}}});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", definition("d2pcf", topic, "twopc_fail", "two_phase_commit = true", "batch_length = 100"));
+  rt.add_definition("c.toml",
+                    definition("d2pcf", topic, "twopc_fail", "two_phase_commit = true", "batch_length = 100"));
   rt.start();
   std::this_thread::sleep_for(scaled(4s));
   EXPECT_TRUE(doris_rows("kdb", "twopc_fail").empty()) << "pre-committed loads are invisible until committed";
@@ -151,7 +158,8 @@ TEST(DorisKafka, TwoPhaseCommitFailuresAreRetriedAndABatchIsVisibleOnlyOnceCommi
   int precommitted = 0;
   const json labels = doris_labels("kdb");
   for (auto it = labels.begin(); it != labels.end(); ++it)
-    if (it.key().find(kit::url_safe(topic)) != std::string::npos && it.value()["state"] == "PRECOMMITTED") ++precommitted;
+    if (it.key().find(kit::url_safe(topic)) != std::string::npos && it.value()["state"] == "PRECOMMITTED")
+      ++precommitted;
   EXPECT_EQ(precommitted, 0) << "every pre-committed load was committed or aborted";
 }
 
@@ -164,11 +172,13 @@ TEST(DorisKafka, AReplayCutDifferentlyFromTheEarlierRunLoadsEachRecordOnce) {
   // An earlier run loaded offsets 0..149 in one load (its label as the sink makes them) and
   // died before committing: the replay comes in batches of 100.
   std::string body;
-  for (int i = 0; i < 150; ++i) body += "{\"pico_partition\":0,\"pico_offset\":" + std::to_string(i) + ",\"n\":" + std::to_string(i) + "}\n";
+  for (int i = 0; i < 150; ++i)
+    body += "{\"pico_partition\":0,\"pico_offset\":" + std::to_string(i) + ",\"n\":" + std::to_string(i) + "}\n";
   const std::string label = "picomq-dcut-" + kit::url_safe(topic) + "-0-0-149";
   kit::HttpClient client({.auth = kit::BasicAuth{"root", "pw"}});
   kit::HttpHeaders h{{"Expect", "100-continue"}, {"label", label}, {"format", "json"}, {"read_json_by_line", "true"}};
-  auto r = client.send({.method = "PUT", .url = doris_contract().url("/api/kdb/cut/_stream_load"), .headers = h, .body = body});
+  auto r = client.send(
+      {.method = "PUT", .url = doris_contract().url("/api/kdb/cut/_stream_load"), .headers = h, .body = body});
   ASSERT_EQ(r.status, 307) << "the FE hands the load to a BE";
   r = client.send({.method = "PUT", .url = std::string(*r.headers.get("Location")), .headers = h, .body = body});
   ASSERT_EQ(json::parse(r.body)["Status"], "Success") << r.body;
@@ -179,7 +189,8 @@ TEST(DorisKafka, AReplayCutDifferentlyFromTheEarlierRunLoadsEachRecordOnce) {
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto all = doris_rows("kdb", "cut");
-  EXPECT_EQ(rows_and_distinct(all), (std::pair<size_t, size_t>{400, 400})) << "0..149 once (the earlier load), 150..399 once";
+  EXPECT_EQ(rows_and_distinct(all), (std::pair<size_t, size_t>{400, 400}))
+      << "0..149 once (the earlier load), 150..399 once";
   EXPECT_NE(rt.log().find("were loaded already"), std::string::npos) << rt.log();
 }
 
@@ -190,10 +201,12 @@ TEST(DorisKafka, LostAnswersAndOutagesAreResentWithTheSameLabelNothingLostOrDoub
   doris_create_table("kdb", "outage", kColumns);
   kafka.produce_values(topic, json_values(0, 600));
   // Loads applied whose answers never come, 503s from the FE and the BE, a load still running.
-  doris_control("config", {{"drop_after_load", 3},
-                           {"publish_timeout", 1},
-                           {"fail_requests", {{{"where", "fe"}, {"path_prefix", "/api/kdb/outage/_stream_load"}, {"status", 503}, {"count", 3}},
-                                              {{"where", "be"}, {"path_prefix", "/api/kdb/outage/_stream_load"}, {"status", 0}, {"count", 2}}}}});
+  doris_control("config",
+                {{"drop_after_load", 3},
+                 {"publish_timeout", 1},
+                 {"fail_requests",
+                  {{{"where", "fe"}, {"path_prefix", "/api/kdb/outage/_stream_load"}, {"status", 503}, {"count", 3}},
+                   {{"where", "be"}, {"path_prefix", "/api/kdb/outage/_stream_load"}, {"status", 0}, {"count", 2}}}}});
   Runtime rt(kafka.bootstrap());
   rt.add_definition("c.toml", definition("doutage", topic, "outage", "", "batch_length = 100"));
   rt.start();
@@ -236,14 +249,18 @@ TEST(DorisKafka, ASigtermDuringAResendWaitStopsAtOnceAndTheNextStartLoadsEveryRe
   kafka.create_topic(topic);
   doris_create_table("kdb", "stopping", kColumns);
   kafka.produce_values(topic, json_values(0, 50));
-  doris_control("config", {{"fail_requests", {{{"where", "fe"}, {"path_prefix", "/api/kdb/stopping/_stream_load"},
-                                               {"status", 503}, {"count", 100000}}}}});
+  doris_control(
+      "config",
+      {{"fail_requests",
+        {{{"where", "fe"}, {"path_prefix", "/api/kdb/stopping/_stream_load"}, {"status", 503}, {"count", 100000}}}}});
   const std::string def = definition("dstop", topic, "stopping", "retry_timeout = \"60s\"");
   {
     Runtime rt(kafka.bootstrap());
     rt.add_definition("c.toml", def);
     rt.start();
-    ASSERT_TRUE(wait_until([&] { return rt.sink_status("dstop").value("counters", json::object()).value("resends", 0) >= 2; }, 60s)) << rt.log();
+    ASSERT_TRUE(wait_until(
+        [&] { return rt.sink_status("dstop").value("counters", json::object()).value("resends", 0) >= 2; }, 60s))
+        << rt.log();
     const auto start = std::chrono::steady_clock::now();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();

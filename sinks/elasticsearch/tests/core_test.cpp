@@ -30,7 +30,8 @@ Settings settings() {
 }
 
 TEST(ElasticsearchBulk, RecordIdsAreTopicPartitionOffsetEscapedForJson) {
-  const TestBatch b("shop.\"orders\"", 3, {{.offset = 41, .payload = R"({"a":1})"}, {.offset = 42, .payload = R"({"a":2})"}});
+  const TestBatch b("shop.\"orders\"", 3,
+                    {{.offset = 41, .payload = R"({"a":1})"}, {.offset = 42, .payload = R"({"a":2})"}});
   EXPECT_EQ(render(settings(), b),
             "{\"index\":{\"_index\":\"idx\",\"_id\":\"shop.\\\"orders\\\":3:41\"}}\n{\"a\":1}\n"
             "{\"index\":{\"_index\":\"idx\",\"_id\":\"shop.\\\"orders\\\":3:42\"}}\n{\"a\":2}\n");
@@ -49,28 +50,32 @@ TEST(ElasticsearchBulk, KeyIdsWithExternalVersionsAndTombstoneDeletes) {
   s.id = IdMode::Key;
   s.version_type = VersionType::External;
   s.tombstones = Tombstones::Delete;
-  const TestBatch b("t", 0, {{.offset = 5, .payload = R"({"a":1})", .key = "k\"1"}, {.offset = 6, .payload = std::nullopt, .key = "k2"}});
-  EXPECT_EQ(render(s, b),
-            "{\"index\":{\"_index\":\"idx\",\"_id\":\"k\\\"1\",\"version\":5,\"version_type\":\"external\"}}\n{\"a\":1}\n"
-            "{\"delete\":{\"_index\":\"idx\",\"_id\":\"k2\",\"version\":6,\"version_type\":\"external\"}}\n");
+  const TestBatch b(
+      "t", 0,
+      {{.offset = 5, .payload = R"({"a":1})", .key = "k\"1"}, {.offset = 6, .payload = std::nullopt, .key = "k2"}});
+  EXPECT_EQ(
+      render(s, b),
+      "{\"index\":{\"_index\":\"idx\",\"_id\":\"k\\\"1\",\"version\":5,\"version_type\":\"external\"}}\n{\"a\":1}\n"
+      "{\"delete\":{\"_index\":\"idx\",\"_id\":\"k2\",\"version\":6,\"version_type\":\"external\"}}\n");
 }
 
 TEST(ElasticsearchBulk, RefusesWhatCannotBeADocumentAndSaysWhy) {
   Settings s = settings();
   s.id = IdMode::Key;
   const TestBatch b("t", 0,
-                    {{.offset = 0, .payload = R"({"a":1})"},                            // no key
+                    {{.offset = 0, .payload = R"({"a":1})"},                                  // no key
                      {.offset = 1, .payload = R"({"a":1})", .key = std::string("\xff\xfe")},  // not UTF-8
                      {.offset = 2, .payload = R"({"a":1})", .key = std::string(513, 'k')},
-                     {.offset = 3, .payload = R"([1,2])", .key = "arr"},               // not an object
-                     {.offset = 4, .payload = std::nullopt, .key = "gone"},            // tombstone: skipped
+                     {.offset = 3, .payload = R"([1,2])", .key = "arr"},     // not an object
+                     {.offset = 4, .payload = std::nullopt, .key = "gone"},  // tombstone: skipped
                      {.offset = 5, .payload = R"({"ok":true})", .key = "fine"}});
   BulkEncoder encoder(s, {});
   const BatchPlan plan = encoder.plan(b.raw());
   ASSERT_EQ(plan.refused.size(), 4u);
   EXPECT_EQ(plan.refused[0], (std::pair<size_t, std::string>{0, "id = \"key\": the record has no key"}));
   EXPECT_EQ(plan.refused[1].second, "id = \"key\": the record key is not valid UTF-8");
-  EXPECT_EQ(plan.refused[2].second, "id = \"key\": the record key is 513 bytes, longer than a document _id may be (512)");
+  EXPECT_EQ(plan.refused[2].second,
+            "id = \"key\": the record key is 513 bytes, longer than a document _id may be (512)");
   EXPECT_EQ(plan.refused[3].second, "document = \"payload\": the payload is not a JSON object");
   EXPECT_EQ(plan.skipped, 1u);
   ASSERT_EQ(plan.items.size(), 1u);
@@ -112,7 +117,8 @@ TEST(ElasticsearchItems, EveryItemOfAMixedResponseGetsItsOutcome) {
   std::string reason;
   EXPECT_EQ(classify_item(items[0], Op::Index, false, &reason), ItemOutcome::Written);
   EXPECT_EQ(classify_item(items[1], Op::Create, false, &reason), ItemOutcome::AlreadyThere);
-  EXPECT_EQ(reason, "version_conflict_engine_exception: [a]: version conflict, document already exists (current version [1])");
+  EXPECT_EQ(reason,
+            "version_conflict_engine_exception: [a]: version conflict, document already exists (current version [1])");
   EXPECT_EQ(classify_item(items[1], Op::Index, true, &reason), ItemOutcome::AlreadyThere) << "external versioning";
   EXPECT_EQ(classify_item(items[1], Op::Index, false, &reason), ItemOutcome::Rejected);
   EXPECT_EQ(classify_item(items[2], Op::Index, false, &reason), ItemOutcome::Rejected);
@@ -141,9 +147,11 @@ TEST(ElasticsearchItems, TypesByNameThenUnknownTypesByStatus) {
   EXPECT_EQ(outcome(401, "something_new_exception"), ItemOutcome::Fatal);
   // A missing ingest pipeline comes back on every item as an illegal_argument_exception (OpenSearch
   // 2.19.6's text): configuration, not a bad document. A processor's own refusal stays Rejected.
-  const ItemResult missing{.status = 400, .type = "illegal_argument_exception", .reason = "pipeline with id [enrich] does not exist"};
+  const ItemResult missing{
+      .status = 400, .type = "illegal_argument_exception", .reason = "pipeline with id [enrich] does not exist"};
   EXPECT_EQ(classify_item(missing, Op::Index, false, nullptr), ItemOutcome::Fatal);
-  const ItemResult convert{.status = 400, .type = "illegal_argument_exception", .reason = "unable to convert [many] to integer"};
+  const ItemResult convert{
+      .status = 400, .type = "illegal_argument_exception", .reason = "unable to convert [many] to integer"};
   EXPECT_EQ(classify_item(convert, Op::Index, false, nullptr), ItemOutcome::Rejected);
 }
 

@@ -8,10 +8,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <thread>
-
 #include <cstring>
 #include <span>
+#include <thread>
 
 #include "harness.h"
 #include "picomq/kit/encoding.hpp"
@@ -22,7 +21,6 @@ namespace picomq::test {
 namespace {
 
 using Flavor = SearchServer::Flavor;
-
 
 int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {
   const auto s = rt.sink_status(key);
@@ -36,9 +34,10 @@ class ElasticsearchKafka : public ::testing::TestWithParam<Flavor> {
   // A definition of sink `key` for `topic` (one block) writing into `index`.
   std::string definition(const std::string& key, const std::string& topic, const std::string& index,
                          const std::string& plugin_config = "", const std::string& block_extra = "") {
-    return plugin_definition(key, "libpicomq_connector_elasticsearch_sink",
-                             "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n" + block_extra,
-                             "url = \"" + server().url() + "\"\nindex = \"" + index + "\"\n" + plugin_config);
+    return plugin_definition(
+        key, "libpicomq_connector_elasticsearch_sink",
+        "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n" + block_extra,
+        "url = \"" + server().url() + "\"\nindex = \"" + index + "\"\n" + plugin_config);
   }
   // A unique key per flavor: the consumer groups of the two runs stay apart.
   std::string key(const std::string& base) { return base + flavor_name(GetParam()).substr(0, 2); }
@@ -52,8 +51,8 @@ TEST_P(ElasticsearchKafka, SigkillMidLoadThenRestartLeavesOneDocumentPerRecord) 
   const int n = 20000;
   kafka.produce_values(topic, json_values(0, n, 100));
   const std::string k = key("eskill");
-  const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + k +
-                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string block =
+      "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + k + "\", \"session.timeout.ms\" = \"6000\" }";
   const std::string config = "index_settings = { number_of_replicas = 0, refresh_interval = \"200ms\" }";
   auto documents = [&]() -> int64_t {
     const auto r = server().call("GET", "/" + index + "/_count");
@@ -97,8 +96,9 @@ TEST_P(ElasticsearchKafka, ARefusedDocumentGoesToTheDeadLetterTopicAndTheRestIsW
   kafka.produce_values(topic, values);
   const std::string k = key("esdlq");
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
-                                         "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\""));
+  rt.add_definition("e.toml",
+                    definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                               "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\""));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 50; }, 60s)) << rt.log();
   const auto dlq = kafka.consume(dead, 1, 20s);
@@ -124,8 +124,9 @@ TEST_P(ElasticsearchKafka, UnderTheFailPolicyARefusedDocumentStopsTheSinkAndOnly
   kafka.produce_values(topic, values);
   const std::string k = key("esfail");
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
-                                         "on_bad_record = \"fail\"\nbatch_length = 10"));
+  rt.add_definition("e.toml",
+                    definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                               "on_bad_record = \"fail\"\nbatch_length = 10"));
   rt.start();
   ASSERT_TRUE(rt.wait_state(k, "error", 60s)) << rt.log();
   const std::string message = rt.sink_status(k).value("message", "");
@@ -143,7 +144,8 @@ TEST_P(ElasticsearchKafka, KeyedRecordsAndTombstonesEndAsTheLastStateOfEachKey) 
   kafka.create_topic(topic);
   std::vector<ProducedRecord> records;
   for (int i = 0; i < 30; ++i) records.push_back({"{\"v\": " + std::to_string(i) + "}", "k" + std::to_string(i % 10)});
-  for (int i = 0; i < 10; i += 3) records.push_back({"", "k" + std::to_string(i), {}, -1, true});  // tombstones k0 k3 k6 k9
+  for (int i = 0; i < 10; i += 3)
+    records.push_back({"", "k" + std::to_string(i), {}, -1, true});  // tombstones k0 k3 k6 k9
   kafka.produce(topic, records);
   const std::string k = key("eskeys");
   Runtime rt(kafka.bootstrap());
@@ -175,7 +177,8 @@ TEST_P(ElasticsearchKafka, UnderCreateASecondGroupsReplayFindsEveryDocumentAlrea
     // The status file is rewritten once a second.
     const std::string counter_name = base == "escreatea" ? "documents" : "already_there";
     EXPECT_TRUE(wait_until([&] { return counter(rt, k, counter_name) == n; }, 5s))
-        << counter_name << ": " << counter(rt, k, counter_name) << "\n" << rt.log();
+        << counter_name << ": " << counter(rt, k, counter_name) << "\n"
+        << rt.log();
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0);
   }
@@ -193,8 +196,9 @@ TEST_P(ElasticsearchKafka, UnderTheSkipPolicyARefusedDocumentIsSkippedAndEveryth
   kafka.produce_values(topic, values);
   const std::string k = key("esskip");
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("e.toml", definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
-                                         "on_bad_record = \"skip\""));
+  rt.add_definition("e.toml",
+                    definition(k, topic, index, "index_mappings = { properties = { n = { type = \"long\" } } }",
+                               "on_bad_record = \"skip\""));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 40; }, 60s)) << rt.log();
   EXPECT_TRUE(wait_until([&] { return counter(rt, k, "rejected_records") == 2; }, 5s)) << rt.log();
@@ -223,8 +227,10 @@ TEST_P(ElasticsearchKafka, ItemsRefusedWith429AreRetriedWithoutLoss) {
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
   EXPECT_TRUE(wait_until([&] { return counter(rt, k, "item_retries") > 0; }, 5s))
-      << "the queue refused items (else this test shows nothing)\n" << rt.log();
-  EXPECT_EQ(rt.log().find("failed (attempt"), std::string::npos) << "resent here: no write attempt failed\n" << rt.log();
+      << "the queue refused items (else this test shows nothing)\n"
+      << rt.log();
+  EXPECT_EQ(rt.log().find("failed (attempt"), std::string::npos) << "resent here: no write attempt failed\n"
+                                                                 << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(server().count(index), n);
@@ -248,14 +254,18 @@ TEST_P(ElasticsearchKafka, HostileTopicNamesThroughTheBrokerGetLegalDistinctIndi
   Runtime rt(kafka.bootstrap());
   rt.add_definition("e.toml", plugin_definition(k, "libpicomq_connector_elasticsearch_sink",
                                                 "topics = [" + list + "]\nschema = \"json\"\npoll_interval = \"50ms\"",
-                                                "url = \"" + server().url() + "\"\nindex = \"{topic}\"\n"
-                                                "index_settings = { number_of_replicas = 0 }"));
+                                                "url = \"" + server().url() +
+                                                    "\"\nindex = \"{topic}\"\n"
+                                                    "index_settings = { number_of_replicas = 0 }"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] {
-    for (const auto& t : topics)
-      if (kafka.committed(group_of(k), t) != 3) return false;
-    return true;
-  }, 90s)) << rt.log();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& t : topics)
+          if (kafka.committed(group_of(k), t) != 3) return false;
+        return true;
+      },
+      90s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   const std::vector<std::string> expected{"shop.orders-eu." + u, "i_private.topic." + u, "i-dash.leading." + u,
@@ -276,7 +286,8 @@ TEST_P(ElasticsearchKafka, OverTlsWithBasicAuthTheRuntimeWritesAndNeverShowsTheP
   const std::string password = "Kafka-pw-Secret-9931";
   const std::string basic = kit::base64_encode(std::span<const uint8_t>(
       reinterpret_cast<const uint8_t*>("writer:Kafka-pw-Secret-9931"), std::strlen("writer:Kafka-pw-Secret-9931")));
-  kit::testing::Nginx proxy({.tls = kit::testing::Nginx::Tls::On, .proxy_to = server().url(), .authorizations = {"Basic " + basic}});
+  kit::testing::Nginx proxy(
+      {.tls = kit::testing::Nginx::Tls::On, .proxy_to = server().url(), .authorizations = {"Basic " + basic}});
   const auto topic = unique_name("es.tls"), dead = unique_name("es.tlsdead");
   const auto index = server().unique_index("tls");
   kafka.create_topic(topic);
@@ -287,13 +298,18 @@ TEST_P(ElasticsearchKafka, OverTlsWithBasicAuthTheRuntimeWritesAndNeverShowsTheP
   const std::string k = key("estls");
   Runtime rt(kafka.bootstrap());
   rt.env("PICOMQ_TEST_SEARCH_PASSWORD", password);
-  rt.add_definition("e.toml", plugin_definition(
-      k, "libpicomq_connector_elasticsearch_sink",
-      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n"
-      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
-      "url = \"" + proxy.base_url() + "\"\nindex = \"" + index + "\"\ntls_ca_file = \"" + proxy.ca_file().string() + "\"\n"
-      "auth = \"basic\"\nauth_user = \"writer\"\nauth_password = \"${PICOMQ_TEST_SEARCH_PASSWORD}\"\n"
-      "index_mappings = { properties = { n = { type = \"long\" } } }"));
+  rt.add_definition(
+      "e.toml",
+      plugin_definition(
+          k, "libpicomq_connector_elasticsearch_sink",
+          "topics = [\"" + topic +
+              "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\n"
+              "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
+              dead + "\"",
+          "url = \"" + proxy.base_url() + "\"\nindex = \"" + index + "\"\ntls_ca_file = \"" + proxy.ca_file().string() +
+              "\"\n"
+              "auth = \"basic\"\nauth_user = \"writer\"\nauth_password = \"${PICOMQ_TEST_SEARCH_PASSWORD}\"\n"
+              "index_mappings = { properties = { n = { type = \"long\" } } }"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == 200; }, 60s)) << rt.log();
   const auto dlq = kafka.consume(dead, 1, 20s);
@@ -307,7 +323,8 @@ TEST_P(ElasticsearchKafka, OverTlsWithBasicAuthTheRuntimeWritesAndNeverShowsTheP
   for (const std::string& secret : {password, basic}) {
     EXPECT_EQ(log.find(secret), std::string::npos) << "the runtime's log shows a secret";
     EXPECT_EQ(status.find(secret), std::string::npos) << status;
-    for (const auto& [name, value] : dlq[0].headers) EXPECT_EQ(value.find(secret), std::string::npos) << name << ": " << value;
+    for (const auto& [name, value] : dlq[0].headers)
+      EXPECT_EQ(value.find(secret), std::string::npos) << name << ": " << value;
   }
 }
 
@@ -322,35 +339,42 @@ TEST(ElasticsearchKafkaOpenSearch, AnIngestPipelineRoutingFromAFieldAndWaitForRe
   // The pipeline's effects are visible in each document: a field set, a field lower-cased, a
   // string converted to an integer (a value that does not convert is the pipeline's refusal).
   os.ok("PUT", "/_ingest/pipeline/" + pipeline,
-        "{\"processors\": [{\"set\": {\"field\": \"via\", \"value\": \"" + pipeline + "\"}}, "
-        "{\"lowercase\": {\"field\": \"name\"}}, {\"convert\": {\"field\": \"qty\", \"type\": \"integer\"}}]}");
+        "{\"processors\": [{\"set\": {\"field\": \"via\", \"value\": \"" + pipeline +
+            "\"}}, "
+            "{\"lowercase\": {\"field\": \"name\"}}, {\"convert\": {\"field\": \"qty\", \"type\": \"integer\"}}]}");
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   const int n = 60;
   std::vector<std::string> values;
   for (int i = 0; i < n; ++i)
-    values.push_back("{\"name\": \"Item-" + std::to_string(i) + "-ABC\", \"qty\": \"" + (i == 42 ? std::string("many") : std::to_string(i)) +
-                     "\", \"customer\": {\"id\": \"c" + std::to_string(i % 5) + "\"}}");
+    values.push_back("{\"name\": \"Item-" + std::to_string(i) + "-ABC\", \"qty\": \"" +
+                     (i == 42 ? std::string("many") : std::to_string(i)) + "\", \"customer\": {\"id\": \"c" +
+                     std::to_string(i % 5) + "\"}}");
   kafka.produce_values(topic, values);
   const std::string k = "espipe";
   Runtime rt(kafka.bootstrap());
   // refresh_interval 5s: without wait_for, the last documents would not be searchable at the commit.
-  rt.add_definition("e.toml", plugin_definition(
-      k, "libpicomq_connector_elasticsearch_sink",
-      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 20\n"
-      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
-      "url = \"" + os.url() + "\"\nindex = \"" + index + "\"\npipeline = \"" + pipeline + "\"\n"
-      "routing_field = \"customer.id\"\nrefresh = \"wait_for\"\n"
-      "index_settings = { number_of_shards = 3, number_of_replicas = 0, refresh_interval = \"5s\" }\n"
-      // 6 requests, all waiting for the same refresh (index.max_refresh_listeners is 1000 per shard).
-      "max_request_records = 10\nmax_in_flight = 8"));
+  rt.add_definition(
+      "e.toml", plugin_definition(
+                    k, "libpicomq_connector_elasticsearch_sink",
+                    "topics = [\"" + topic +
+                        "\"]\nschema = \"json\"\npoll_interval = \"50ms\"\nbatch_length = 20\n"
+                        "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
+                        dead + "\"",
+                    "url = \"" + os.url() + "\"\nindex = \"" + index + "\"\npipeline = \"" + pipeline +
+                        "\"\n"
+                        "routing_field = \"customer.id\"\nrefresh = \"wait_for\"\n"
+                        "index_settings = { number_of_shards = 3, number_of_replicas = 0, refresh_interval = \"5s\" }\n"
+                        // 6 requests, all waiting for the same refresh (index.max_refresh_listeners is 1000 per shard).
+                        "max_request_records = 10\nmax_in_flight = 8"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 120s)) << rt.log();
   // No _refresh: what the commit covers was made searchable by the index's own refresh, which
   // each request's wait_for waited for.
   const auto found = os.ok("POST", "/" + index + "/_search", R"({"size": 100, "sort": [{"pico_offset": "asc"}]})");
   const auto& hits = found["hits"]["hits"];
-  ASSERT_EQ(hits.size(), static_cast<size_t>(n - 1)) << "searchable at the commit, all but the refused one\n" << found.dump();
+  ASSERT_EQ(hits.size(), static_cast<size_t>(n - 1)) << "searchable at the commit, all but the refused one\n"
+                                                     << found.dump();
   for (const auto& hit : hits) {
     const int64_t offset = hit["_source"]["pico_offset"];
     SCOPED_TRACE("offset " + std::to_string(offset));
@@ -370,7 +394,8 @@ TEST(ElasticsearchKafkaOpenSearch, AnIngestPipelineRoutingFromAFieldAndWaitForRe
 }
 
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
-INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchKafka, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchKafka, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch),
+                         name_of);
 
 }  // namespace
 }  // namespace picomq::test

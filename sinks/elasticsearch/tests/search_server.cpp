@@ -8,8 +8,8 @@
 #include <cctype>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -62,7 +62,9 @@ int finish_start(FILE* p, SearchServer::Flavor f) {
   std::string out;
   char buf[256];
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  if (pclose(p) != 0) throw std::runtime_error("could not start " + flavor_name(f) + " (sinks/elasticsearch/server.sh; see its output above)");
+  if (pclose(p) != 0)
+    throw std::runtime_error("could not start " + flavor_name(f) +
+                             " (sinks/elasticsearch/server.sh; see its output above)");
   return std::stoi(out);
 }
 
@@ -90,7 +92,9 @@ kit::HttpClient& client() {
 
 }  // namespace
 
-std::string flavor_name(SearchServer::Flavor f) { return f == SearchServer::Flavor::OpenSearch ? "opensearch" : "elasticsearch"; }
+std::string flavor_name(SearchServer::Flavor f) {
+  return f == SearchServer::Flavor::OpenSearch ? "opensearch" : "elasticsearch";
+}
 
 void SearchServer::start_early(std::initializer_list<Flavor> flavors) {
   std::lock_guard lock(g_mutex);
@@ -155,7 +159,8 @@ std::string SearchServer::unique_index(const std::string& prefix) const {
   std::string test = "t";
   if (auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) test = info->name();
   std::string name = prefix + "-" + test;
-  for (auto& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '-';
+  for (auto& c : name)
+    c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '-';
   const std::string suffix = "-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
   return name.substr(0, 120) + suffix;
 }

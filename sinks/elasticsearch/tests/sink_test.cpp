@@ -4,7 +4,6 @@
 // shape (compatibility media types, responses without _type, document_parsing_exception) against
 // the kit's HTTP stub, since no 8.x server exists here.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <regex>
@@ -47,12 +46,16 @@ TEST(ElasticsearchConfig, ProblemsAcrossOptionsAreNamedByKey) {
                           "data_stream: needs action = \"create\""));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "index_mappings": [1]})"),
                           "index_mappings: must be a table"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "compatible_with": 9})"), "compatible_with: must be"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "auth": "oauth2", "oauth2_token_url": "http://t/token",
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:9200", "compatible_with": 9})"), "compatible_with: must be"));
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:9200", "auth": "oauth2", "oauth2_token_url": "http://t/token",
                                           "oauth2_client_id": "c", "oauth2_client_secret": "s"})"),
-                          "auth: oauth2 is not supported"));
+                  "auth: oauth2 is not supported"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:9200", "index": "{topic_segment[x]}"})"), "index:"));
-  EXPECT_TRUE(host->check(R"({"url": "http://h:9200", "id": "key", "version_type": "external", "tombstones": "delete"})").empty());
+  EXPECT_TRUE(
+      host->check(R"({"url": "http://h:9200", "id": "key", "version_type": "external", "tombstones": "delete"})")
+          .empty());
 }
 
 TEST(ElasticsearchConfig, AnUnreachableClusterIsARetryNotAnError) {
@@ -68,7 +71,8 @@ class ElasticsearchSink : public ::testing::TestWithParam<Flavor> {
  protected:
   SearchServer& server() { return SearchServer::shared(GetParam()); }
   std::string config(const std::string& index, const std::string& extra = "") {
-    return "{\"url\": \"" + server().url() + "\", \"index\": \"" + index + "\"" + (extra.empty() ? "" : ", " + extra) + "}";
+    return "{\"url\": \"" + server().url() + "\", \"index\": \"" + index + "\"" + (extra.empty() ? "" : ", " + extra) +
+           "}";
   }
 };
 
@@ -99,11 +103,13 @@ TEST_P(ElasticsearchSink, AMalformedDocumentIsRejectedWithItsReasonAndTheRestIsW
   auto host = load();
   host->open(config(index, R"("index_mappings": {"properties": {"n": {"type": "long"}}},
                                "index_settings": {"number_of_replicas": 0})"));
-  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})", R"({"n": "two"})", R"({"n": 3})"}));
+  const auto out =
+      host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})", R"({"n": "two"})", R"({"n": 3})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 1u);
   EXPECT_EQ(out.rejected[0].record_index, 2u);
-  EXPECT_NE(out.rejected[0].reason.find("index " + index + ": mapper_parsing_exception: failed to parse field [n] of type [long]"),
+  EXPECT_NE(out.rejected[0].reason.find("index " + index +
+                                        ": mapper_parsing_exception: failed to parse field [n] of type [long]"),
             std::string::npos)
       << out.rejected[0].reason;
   EXPECT_EQ(server().count(index), 3);
@@ -127,16 +133,19 @@ TEST_P(ElasticsearchSink, CreateCountsReplayedDocumentsAsAlreadyThere) {
 TEST_P(ElasticsearchSink, ExternalVersionsKeepTheNewerDocumentAndTombstonesDeleteByKey) {
   const std::string index = server().unique_index("keys");
   auto host = load();
-  host->open(config(index, R"("id": "key", "version_type": "external", "tombstones": "delete", "document": "payload")"));
-  ASSERT_EQ(host->write(TestBatch("t", 0, {{.offset = 10, .payload = R"({"v": "new"})", .key = "a"},
-                                           {.offset = 11, .payload = R"({"v": "b"})", .key = "b"},
-                                           {.offset = 12, .payload = R"({"v": "c"})", .key = "c"}}))
+  host->open(
+      config(index, R"("id": "key", "version_type": "external", "tombstones": "delete", "document": "payload")"));
+  ASSERT_EQ(host->write(TestBatch("t", 0,
+                                  {{.offset = 10, .payload = R"({"v": "new"})", .key = "a"},
+                                   {.offset = 11, .payload = R"({"v": "b"})", .key = "b"},
+                                   {.offset = 12, .payload = R"({"v": "c"})", .key = "c"}}))
                 .status,
             PMQ_WRITE_OK);
   // An older record of key a (a replay from before) and tombstones for b and for a key never written.
-  const auto out = host->write(TestBatch("t", 0, {{.offset = 5, .payload = R"({"v": "old"})", .key = "a"},
-                                                  {.offset = 13, .payload = std::nullopt, .key = "b"},
-                                                  {.offset = 14, .payload = std::nullopt, .key = "never"}}));
+  const auto out = host->write(TestBatch("t", 0,
+                                         {{.offset = 5, .payload = R"({"v": "old"})", .key = "a"},
+                                          {.offset = 13, .payload = std::nullopt, .key = "b"},
+                                          {.offset = 14, .payload = std::nullopt, .key = "never"}}));
   EXPECT_EQ(out.status, PMQ_WRITE_OK) << out.error;
   EXPECT_EQ(server().document(index, "a"), nlohmann::json::parse(R"({"v": "new"})"));
   EXPECT_FALSE(server().document(index, "b"));
@@ -173,7 +182,8 @@ TEST_P(ElasticsearchSink, AMappingTheClusterRefusesStopsTheSinkNamingTheIndex) {
   host->open(config(index, R"("index_mappings": {"properties": {"n": {"type": "no_such_type"}}})"));
   const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})"}));
   EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
-  EXPECT_NE(out.error.find("creating index " + index + " with index_settings / index_mappings"), std::string::npos) << out.error;
+  EXPECT_NE(out.error.find("creating index " + index + " with index_settings / index_mappings"), std::string::npos)
+      << out.error;
   EXPECT_NE(out.error.find("no_such_type"), std::string::npos) << out.error;
 }
 
@@ -182,7 +192,8 @@ TEST_P(ElasticsearchSink, BatchesSplitIntoBoundedGzippedRequestsAllLand) {
   auto host = load();
   host->open(config(index, R"("max_request_records": 7, "max_request_bytes": "2KiB", "compression": "gzip")"));
   std::vector<std::string> payloads;
-  for (int i = 0; i < 100; ++i) payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
+  for (int i = 0; i < 100; ++i)
+    payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
   ASSERT_EQ(host->write(TestBatch::json("t", 0, 0, payloads)).status, PMQ_WRITE_OK);
   EXPECT_GE(host->counter("requests"), 15u);  // 100 / 7, and 2 KiB holds ~14 of these
   EXPECT_EQ(server().count(index), 100);
@@ -193,8 +204,8 @@ TEST_P(ElasticsearchSink, RoutingComesFromAPayloadFieldAndRefreshTrueMakesWrites
   auto host = load();
   host->open(config(index, R"("routing_field": "customer.id", "refresh": "true",
                                "index_settings": {"number_of_shards": 3, "refresh_interval": "1h"})"));
-  const auto out = host->write(
-      TestBatch::json("t", 0, 0, {R"({"customer": {"id": "eu-7"}})", R"({"customer": {"id": "us-42"}})", R"({"other": 1})"}));
+  const auto out = host->write(TestBatch::json(
+      "t", 0, 0, {R"({"customer": {"id": "eu-7"}})", R"({"customer": {"id": "us-42"}})", R"({"other": 1})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error << (out.rejected.empty() ? "" : out.rejected[0].reason);
   // No _refresh here: with refresh_interval 1h only the requests' refresh made them searchable.
   const auto found = server().ok("POST", "/" + index + "/_search", R"({"size":10,"sort":[{"pico_offset":"asc"}]})");
@@ -208,9 +219,13 @@ TEST_P(ElasticsearchSink, AnIndexTemplateTheSinkPutsGivesIndicesTheClusterCreate
   const std::string index = server().unique_index("tpl");
   auto host = load();
   // auto_create_index off: the cluster creates the index on the first write, from the template.
-  host->open(config(index, "\"auto_create_index\": false, \"index_template_name\": \"" + index + "\", "
-                           "\"index_template\": {\"index_patterns\": [\"" + index + "\"], \"template\": "
-                           "{\"settings\": {\"number_of_replicas\": 0}, \"mappings\": {\"properties\": {\"n\": {\"type\": \"long\"}}}}}"));
+  host->open(config(index, "\"auto_create_index\": false, \"index_template_name\": \"" + index +
+                               "\", "
+                               "\"index_template\": {\"index_patterns\": [\"" +
+                               index +
+                               "\"], \"template\": "
+                               "{\"settings\": {\"number_of_replicas\": 0}, \"mappings\": {\"properties\": {\"n\": "
+                               "{\"type\": \"long\"}}}}}"));
   const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "one"})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 1u);
@@ -227,9 +242,13 @@ TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndARe
   const std::string stream = os.unique_index("logs-ds");
   auto host = load();
   // The sink puts the stream's template itself (index_template).
-  host->open("{\"url\": \"" + os.url() + "\", \"index\": \"" + stream + "\", \"action\": \"create\", \"data_stream\": true, "
-             "\"index_template\": {\"index_patterns\": [\"" + stream + "\"], \"data_stream\": {}, "
-             "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}", "dslogs");
+  host->open("{\"url\": \"" + os.url() + "\", \"index\": \"" + stream +
+                 "\", \"action\": \"create\", \"data_stream\": true, "
+                 "\"index_template\": {\"index_patterns\": [\"" +
+                 stream +
+                 "\"], \"data_stream\": {}, "
+                 "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}",
+             "dslogs");
   const TestBatch batch("app.logs", 0, {{.offset = 3, .payload = R"({"msg": "hi"})", .timestamp_ms = 1700000000123}});
   ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
   const auto again = host->write(batch);
@@ -296,8 +315,8 @@ class ElasticsearchSecured : public ElasticsearchSink {
 TEST_P(ElasticsearchSecured, BasicAuthOverTlsWithACaFileWritesAndNeverLogsThePassword) {
   const std::string index = server().unique_index("tlsbasic");
   auto host = load();
-  host->open(secured(index, std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser + "\", \"auth_password\": \"" +
-                                kPassword + "\""));
+  host->open(secured(index, std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser +
+                                "\", \"auth_password\": \"" + kPassword + "\""));
   EXPECT_TRUE(host->logged("connected to " + server().name().substr(0, server().name().find(' '))));
   const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": 2})", R"({"n": 3})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
@@ -322,8 +341,8 @@ TEST_P(ElasticsearchSecured, AWrongPasswordStopsTheSinkAtStartWithoutShowingIt) 
   auto host = load();
   const std::string wrong = std::string(kPassword) + "-wrong";
   try {
-    host->open(secured(server().unique_index("tlswrong"),
-                       std::string("\"auth\": \"basic\", \"auth_user\": \"") + kUser + "\", \"auth_password\": \"" + wrong + "\""));
+    host->open(secured(server().unique_index("tlswrong"), std::string("\"auth\": \"basic\", \"auth_user\": \"") +
+                                                              kUser + "\", \"auth_password\": \"" + wrong + "\""));
     FAIL() << "open() should fail";
   } catch (const std::exception& e) {
     const std::string what = e.what();
@@ -348,24 +367,35 @@ TEST_P(ElasticsearchSecured, WithoutTheCaFileTheCertificateIsRefusedAtStart) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<Flavor>& info) { return flavor_name(info.param); }
-INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSecured, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
-INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch), name_of);
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSecured, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch),
+                         name_of);
+INSTANTIATE_TEST_SUITE_P(Servers, ElasticsearchSink, ::testing::Values(Flavor::OpenSearch, Flavor::Elasticsearch),
+                         name_of);
 
 // ------------------------------------------------------------------ Elasticsearch 8.x shape
 
 TEST(ElasticsearchEightShape, CompatibilityMediaTypesAndEightStyleItemsAgainstTheStub) {
   kit::testing::HttpReceiver stub;
-  stub.script({{"path", "/"}, {"method", "GET"}, {"count", 0}, {"status", 200},
-               {"body", R"({"version":{"number":"8.15.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
+  stub.script(
+      {{"path", "/"},
+       {"method", "GET"},
+       {"count", 0},
+       {"status", 200},
+       {"body", R"({"version":{"number":"8.15.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
   stub.script({{"path", "/logs"}, {"method", "HEAD"}, {"count", 0}, {"status", 200}});
   // 8.x: no _type; document_parsing_exception (8.8+) for a document that does not fit.
-  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"count", 0}, {"status", 200},
+  stub.script({{"path", "/_bulk"},
+               {"method", "POST"},
+               {"count", 0},
+               {"status", 200},
                {"body", R"({"errors":true,"items":[{"create":{"status":201,"result":"created"}},)"
                         R"({"create":{"status":400,"error":{"type":"document_parsing_exception",)"
                         R"("reason":"[1:7] failed to parse field [n] of type [long] in document with id 'x'"}}}]})"}});
   auto host = load();
-  host->open("{\"url\": \"" + stub.base_url() + "\", \"index\": \"logs\", \"action\": \"create\", \"compatible_with\": 8, "
-             "\"auth\": \"api_key\", \"auth_header\": \"Authorization\", \"auth_api_key\": \"ApiKey c2VjcmV0LWtleQ==\"}");
+  host->open(
+      "{\"url\": \"" + stub.base_url() +
+      "\", \"index\": \"logs\", \"action\": \"create\", \"compatible_with\": 8, "
+      "\"auth\": \"api_key\", \"auth_header\": \"Authorization\", \"auth_api_key\": \"ApiKey c2VjcmV0LWtleQ==\"}");
   EXPECT_TRUE(host->logged("connected to Elasticsearch 8.15.0"));
   const auto out = host->write(TestBatch::json("logs", 0, 0, {R"({"n": 1})", R"({"n": "x"})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
@@ -389,34 +419,57 @@ TEST(ElasticsearchEightShape, CompatibilityMediaTypesAndEightStyleItemsAgainstTh
 // replay's 409 version_conflict_engine_exception counted as already there.
 TEST(ElasticsearchEightShape, DataStreamCreatesResendsOnlyTheRefusedItemAndReplaysAreAlreadyThere) {
   kit::testing::HttpReceiver stub;
-  stub.script({{"path", "/"}, {"method", "GET"}, {"count", 0}, {"status", 200},
-               {"body", R"({"version":{"number":"9.1.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
-  stub.script({{"path", "/_index_template/picomq-ds8"}, {"method", "PUT"}, {"status", 200}, {"body", R"({"acknowledged":true})"}});
+  stub.script(
+      {{"path", "/"},
+       {"method", "GET"},
+       {"count", 0},
+       {"status", 200},
+       {"body", R"({"version":{"number":"9.1.0","build_flavor":"default"},"tagline":"You Know, for Search"})"}});
+  stub.script({{"path", "/_index_template/picomq-ds8"},
+               {"method", "PUT"},
+               {"status", 200},
+               {"body", R"({"acknowledged":true})"}});
   const std::string backing = ".ds-logs-app-2026.12.01-000001";
-  const std::string created = R"({"create":{"_index":")" + backing + R"(","_id":"ID","_version":1,"result":"created",)"
-                              R"("_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}})";
+  const std::string created =
+      R"({"create":{"_index":")" + backing +
+      R"(","_id":"ID","_version":1,"result":"created",)"
+      R"("_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1,"status":201}})";
   auto item = [&](const std::string& id) { return std::regex_replace(created, std::regex("ID"), id); };
-  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
-               {"body", R"({"took":3,"errors":true,"items":[)" + item("logs-app:0:0") +
-                            R"(,{"create":{"_index":")" + backing + R"(","_id":"logs-app:0:1","status":429,"error":{"type":)"
-                            R"("es_rejected_execution_exception","reason":"rejected execution of coordinating operation"}}}]})"}});
-  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
+  stub.script(
+      {{"path", "/_bulk"},
+       {"method", "POST"},
+       {"status", 200},
+       {"body",
+        R"({"took":3,"errors":true,"items":[)" + item("logs-app:0:0") + R"(,{"create":{"_index":")" + backing +
+            R"(","_id":"logs-app:0:1","status":429,"error":{"type":)"
+            R"("es_rejected_execution_exception","reason":"rejected execution of coordinating operation"}}}]})"}});
+  stub.script({{"path", "/_bulk"},
+               {"method", "POST"},
+               {"status", 200},
                {"body", R"({"took":1,"errors":false,"items":[)" + item("logs-app:0:1") + "]}"}});
-  stub.script({{"path", "/_bulk"}, {"method", "POST"}, {"status", 200},
-               {"body", R"({"took":1,"errors":true,"items":[{"create":{"_index":")" + backing +
-                            R"(","_id":"logs-app:0:0","status":409,"error":{"type":"version_conflict_engine_exception",)"
-                            R"x("reason":"[logs-app:0:0]: version conflict, document already exists (current version [1])"}}}]})x"}});
+  stub.script(
+      {{"path", "/_bulk"},
+       {"method", "POST"},
+       {"status", 200},
+       {"body",
+        R"({"took":1,"errors":true,"items":[{"create":{"_index":")" + backing +
+            R"(","_id":"logs-app:0:0","status":409,"error":{"type":"version_conflict_engine_exception",)"
+            R"x("reason":"[logs-app:0:0]: version conflict, document already exists (current version [1])"}}}]})x"}});
   auto host = load();
-  host->open("{\"url\": \"" + stub.base_url() + "\", \"index\": \"{topic}\", \"action\": \"create\", \"data_stream\": true, "
-             "\"compatible_with\": 8, \"index_template\": {\"index_patterns\": [\"logs-*\"], \"data_stream\": {}, "
-             "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}", "ds8");
+  host->open("{\"url\": \"" + stub.base_url() +
+                 "\", \"index\": \"{topic}\", \"action\": \"create\", \"data_stream\": true, "
+                 "\"compatible_with\": 8, \"index_template\": {\"index_patterns\": [\"logs-*\"], \"data_stream\": {}, "
+                 "\"template\": {\"settings\": {\"number_of_replicas\": 0}}}}",
+             "ds8");
   EXPECT_TRUE(host->logged("connected to Elasticsearch 9.1.0"));
-  const TestBatch two("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000},
-                                      {.offset = 1, .payload = R"({"msg": "b"})", .timestamp_ms = 1764547200001}});
+  const TestBatch two("logs-app", 0,
+                      {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000},
+                       {.offset = 1, .payload = R"({"msg": "b"})", .timestamp_ms = 1764547200001}});
   const auto out = host->write(two);
   ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
   EXPECT_EQ(host->counter("item_retries"), 1u);
-  const auto replay = host->write(TestBatch("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000}}));
+  const auto replay = host->write(
+      TestBatch("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000}}));
   EXPECT_EQ(replay.status, PMQ_WRITE_OK) << replay.error;
   EXPECT_EQ(host->counter("already_there"), 1u);
 
@@ -433,7 +486,8 @@ TEST(ElasticsearchEightShape, DataStreamCreatesResendsOnlyTheRefusedItemAndRepla
   };
   const auto first = lines(bulks[0].body);
   ASSERT_EQ(first.size(), 4u);
-  EXPECT_EQ(first[0], nlohmann::json::parse(R"({"create":{"_index":"logs-app","_id":"logs-app:0:0"}})")) << "create, no _type";
+  EXPECT_EQ(first[0], nlohmann::json::parse(R"({"create":{"_index":"logs-app","_id":"logs-app:0:0"}})"))
+      << "create, no _type";
   EXPECT_EQ(first[1]["@timestamp"], 1764547200000);
   EXPECT_EQ(first[3]["@timestamp"], 1764547200001);
   const auto resent = lines(bulks[1].body);
@@ -444,11 +498,14 @@ TEST(ElasticsearchEightShape, DataStreamCreatesResendsOnlyTheRefusedItemAndRepla
 
 TEST(ElasticsearchEightShape, WrongCredentialsStopTheSinkAtStartWithoutShowingThem) {
   kit::testing::HttpReceiver stub;
-  stub.script({{"path", "/"}, {"count", 0}, {"status", 401},
+  stub.script({{"path", "/"},
+               {"count", 0},
+               {"status", 401},
                {"body", R"({"error":{"type":"security_exception","reason":"unable to authenticate user [writer]"}})"}});
   auto host = load();
   try {
-    host->open("{\"url\": \"" + stub.base_url() + "\", \"auth\": \"basic\", \"auth_user\": \"writer\", "
+    host->open("{\"url\": \"" + stub.base_url() +
+               "\", \"auth\": \"basic\", \"auth_user\": \"writer\", "
                "\"auth_password\": \"hunter2-secret\"}");
     FAIL() << "open() should fail";
   } catch (const std::exception& e) {

@@ -38,7 +38,8 @@ TEST(HttpBodies, TombstonesAreSkippedSentOrTurnedIntoDeletesAndAKeylessDeleteIsR
 }
 
 TEST(HttpBodies, NdjsonAndArrayBodiesRespectTheLimitsAndSingleAndRawCarryOneRecordEach) {
-  TestBatch batch = TestBatch::json("t", 0, 100, {R"({"a":1})", R"({"a":2})", R"({"a":3})", R"({"a":4})", R"({"a":5})"});
+  TestBatch batch =
+      TestBatch::json("t", 0, 100, {R"({"a":1})", R"({"a":2})", R"({"a":3})", R"({"a":4})", R"({"a":5})"});
   kit::RecordJsonWriter payload_only({.layout = kit::JsonLayout::PayloadOnly});
   const auto json = payload_only.begin(batch.raw());
   std::vector<size_t> all{0, 1, 2, 3, 4};

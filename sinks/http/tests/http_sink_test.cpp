@@ -126,8 +126,8 @@ TEST_F(HttpSink, AnEndpointThatKeepsFailingFailsTheWriteAsRetryableAfterRetryTim
 
 TEST_F(HttpSink, WhenSomeRequestsOfABatchLandedAFailureIsMaybeWritten) {
   // The first request succeeds, every later one fails: the batch's retry resends the first too.
-  receiver_.script(json::array({{{"path", "/in/orders"}, {"status", 200}},
-                                {{"path", "/in/orders"}, {"status", 503}, {"count", 0}}}));
+  receiver_.script(json::array(
+      {{{"path", "/in/orders"}, {"status", 200}}, {{"path", "/in/orders"}, {"status", 503}, {"count", 0}}}));
   open({{"max_request_records", 2}, {"retry_timeout", "0s"}, {"max_in_flight", 1}});
   auto outcome = host_->write(orders(0, 6));
   EXPECT_EQ(outcome.status, PMQ_WRITE_PARTIAL) << outcome.error;
@@ -222,11 +222,14 @@ TEST_F(HttpSink, TombstonesBecomeDeletesOfTheKeyAndAKeylessOneIsRefused) {
 }
 
 TEST_F(HttpSink, OAuth2TokensAreFetchedOnceReusedAndRenewedWhenTheEndpointRefusesOne) {
-  receiver_.script(json::array(
-      {{{"path", "/token"}, {"status", 200}, {"body", R"({"access_token":"t1","token_type":"Bearer","expires_in":3600})"}},
-       {{"path", "/token"}, {"status", 200}, {"body", R"({"access_token":"t2","token_type":"bearer","expires_in":3600})"}},
-       {{"path", "/in/orders"}, {"status", 200}},
-       {{"path", "/in/orders"}, {"status", 401}}}));
+  receiver_.script(json::array({{{"path", "/token"},
+                                 {"status", 200},
+                                 {"body", R"({"access_token":"t1","token_type":"Bearer","expires_in":3600})"}},
+                                {{"path", "/token"},
+                                 {"status", 200},
+                                 {"body", R"({"access_token":"t2","token_type":"bearer","expires_in":3600})"}},
+                                {{"path", "/in/orders"}, {"status", 200}},
+                                {{"path", "/in/orders"}, {"status", 401}}}));
   open({{"auth", "oauth2"},
         {"oauth2_token_url", receiver_.url("/token")},
         {"oauth2_client_id", "picomq"},
@@ -281,13 +284,14 @@ TEST_F(HttpSink, RequestsGoInParallelUpToMaxInFlight) {
 }
 
 TEST_F(HttpSink, ConfigurationMistakesAreReportedUnderTheirKeys) {
-  auto problems = host_->check(json{{"url", "http://x/{topic_segment[}"},
-                                    {"success_statuses", {"2xy"}},
-                                    {"auth", "basic"},
-                                    {"auth_user", "u"},
-                                    {"auth_token", "t"},
-                                    {"headers", {{"Bad Name", "v"}}}}
-                                   .dump());
+  auto problems = host_->check(json{
+      {"url", "http://x/{topic_segment[}"},
+      {"success_statuses", {"2xy"}},
+      {"auth", "basic"},
+      {"auth_user", "u"},
+      {"auth_token", "t"},
+      {"headers",
+       {{"Bad Name", "v"}}}}.dump());
   const std::string all = ::testing::PrintToString(problems);
   EXPECT_NE(all.find("url:"), std::string::npos) << all;
   EXPECT_NE(all.find("success_statuses:"), std::string::npos) << all;

@@ -1,7 +1,7 @@
 // The HTTP sink through a real Kafka broker and the runtime: records of a 3-partition topic land
-// once each, with requests (and batches of a partition) in parallel and the offsets committed; a record the endpoint refuses
-// reaches the dead-letter topic and the rest is written; an outage holds the offsets back and
-// loses nothing; nginx takes a load. Compiled into tests/integration (one broker for the run).
+// once each, with requests (and batches of a partition) in parallel and the offsets committed; a record the endpoint
+// refuses reaches the dead-letter topic and the rest is written; an outage holds the offsets back and loses nothing;
+// nginx takes a load. Compiled into tests/integration (one broker for the run).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -47,8 +47,9 @@ TEST(HttpSinkKafka, RecordsOfEveryPartitionArriveOnceWithRequestsInParallelAndEv
   // answer let a loaded CI machine finish every request before the next was sent (max_in_flight 1).
   receiver.script({{"path", "/in"}, {"delay", 0.05}, {"count", 0}});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("h.toml", http_definition("hooks", "topics = [\"" + topic + "\"]\nbatch_length = 40",
-                                              "url = \"" + receiver.url("/in") + "\"\nmax_request_records = 16\nmax_in_flight = 4"));
+  rt.add_definition(
+      "h.toml", http_definition("hooks", "topics = [\"" + topic + "\"]\nbatch_length = 40",
+                                "url = \"" + receiver.url("/in") + "\"\nmax_request_records = 16\nmax_in_flight = 4"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("hooks"), topic, 3, 100); }, 60s)) << rt.log();
   const auto got = accepted(receiver, "/in");
@@ -73,13 +74,17 @@ TEST(HttpSinkKafka, ARecordTheEndpointRefusesGoesToTheDeadLetterTopicAndTheRestI
   values[17] = R"({"n": "seventeen"})";
   kafka.produce_values(topic, values);
   kt::HttpReceiver receiver;
-  receiver.script({{"path", "/in"}, {"when_body_contains", "seventeen"}, {"status", 422},
-                   {"body", R"({"error":"n must be a number"})"}, {"count", 0}});
+  receiver.script({{"path", "/in"},
+                   {"when_body_contains", "seventeen"},
+                   {"status", 422},
+                   {"body", R"({"error":"n must be a number"})"},
+                   {"count", 0}});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("h.toml", http_definition("refusing", "topics = [\"" + topic +
-                                                              "\"]\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
-                                                              dead + "\"",
-                                              "url = \"" + receiver.url("/in") + "\""));
+  rt.add_definition("h.toml",
+                    http_definition("refusing",
+                                    "topics = [\"" + topic +
+                                        "\"]\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"",
+                                    "url = \"" + receiver.url("/in") + "\""));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("refusing"), topic) == 50; }, 60s)) << rt.log();
   const auto got = accepted(receiver, "/in");
@@ -126,15 +131,17 @@ TEST(HttpSinkKafka, ASigtermDuringAResendWaitStopsAtOnceAndTheRecordsComeAgainOn
   kafka.create_topic(topic);
   kt::HttpReceiver receiver;
   receiver.set_default_answer(503, {{"Retry-After", "25"}});
-  const std::string definition = http_definition(
-      "stopping", "topics = [\"" + topic + "\"]", "url = \"" + receiver.url("/in") + "\"\nretry_timeout = \"60s\"");
+  const std::string definition = http_definition("stopping", "topics = [\"" + topic + "\"]",
+                                                 "url = \"" + receiver.url("/in") + "\"\nretry_timeout = \"60s\"");
   {
     Runtime rt(kafka.bootstrap());
     rt.add_definition("h.toml", definition);
     rt.start();
     ASSERT_TRUE(rt.wait_assigned("stopping", 30s)) << rt.log();
     kafka.produce_values(topic, json_values(0, 20));
-    ASSERT_TRUE(wait_until([&] { return rt.sink_status("stopping").value("counters", nlohmann::json::object()).value("resends", 0) >= 1; }, 30s))
+    ASSERT_TRUE(wait_until(
+        [&] { return rt.sink_status("stopping").value("counters", nlohmann::json::object()).value("resends", 0) >= 1; },
+        30s))
         << rt.log();
     const auto start = std::chrono::steady_clock::now();
     rt.signal(SIGTERM);
@@ -157,12 +164,14 @@ TEST(HttpSinkKafka, NginxTakesALoadAndEveryOffsetIsCommitted) {
   const auto topic = unique_name("http.nginx");
   kafka.create_topic(topic, 2);
   std::vector<std::string> values;
-  for (int i = 0; i < 20000; ++i) values.push_back(R"({"id":)" + std::to_string(i) + R"(,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})");
+  for (int i = 0; i < 20000; ++i)
+    values.push_back(R"({"id":)" + std::to_string(i) + R"(,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})");
   kafka.produce_values(topic, values);
   kt::Nginx nginx;
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("h.toml", http_definition("nginx", "topics = [\"" + topic + "\"]",
-                                              "url = \"" + nginx.base_url() + "/ingest/{topic}\"\ncompression = \"gzip\""));
+  rt.add_definition("h.toml",
+                    http_definition("nginx", "topics = [\"" + topic + "\"]",
+                                    "url = \"" + nginx.base_url() + "/ingest/{topic}\"\ncompression = \"gzip\""));
   rt.start();
   ASSERT_TRUE(wait_until(
       [&] {

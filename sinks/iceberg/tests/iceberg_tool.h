@@ -2,7 +2,6 @@
 // The Iceberg sink's independent side for C++ tests: iceberg_table.py (pyiceberg and DuckDB from
 // PyPI, in tools/venv; PICOMQ_ICEBERG_PYTHON overrides the interpreter), never the sink's code.
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 

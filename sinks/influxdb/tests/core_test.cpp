@@ -34,8 +34,10 @@ TEST(InfluxdbLineProtocol, EscapesEachPartByItsOwnRules) {
 TEST(InfluxdbLineProtocol, ValueTypesAndSuffixes) {
   Point p;
   p.measurement = "m";
-  p.fields = {{"i", int64_t{-42}}, {"u", Unsigned{18446744073709551615u}}, {"f", 1.5}, {"whole", 3.0},
-              {"tiny", 1e-300}, {"t", true}, {"n", false}, {"s", std::string("")}};
+  p.fields = {{"i", int64_t{-42}}, {"u", Unsigned{18446744073709551615u}},
+              {"f", 1.5},          {"whole", 3.0},
+              {"tiny", 1e-300},    {"t", true},
+              {"n", false},        {"s", std::string("")}};
   EXPECT_EQ(line(p), "m i=-42i,u=18446744073709551615u,f=1.5,whole=3,tiny=1e-300,t=true,n=false,s=\"\"\n");
 }
 
@@ -67,7 +69,8 @@ TEST(InfluxdbLineProtocol, RefusesWhatLineProtocolCannotCarry) {
             "no field to write (a point needs at least one)");
   EXPECT_EQ(refused({.measurement = "m", .tags = {}, .fields = {{"", 1.0}}, .time = {}}), "a field key is empty");
   // A string field value may span lines (it is quoted).
-  EXPECT_EQ(line({.measurement = "m", .tags = {}, .fields = {{"s", std::string("a\nb")}}, .time = 5}), "m s=\"a\nb\" 5\n");
+  EXPECT_EQ(line({.measurement = "m", .tags = {}, .fields = {{"s", std::string("a\nb")}}, .time = 5}),
+            "m s=\"a\nb\" 5\n");
 }
 
 TEST(InfluxdbLineProtocol, PrecisionArithmetic) {
@@ -111,8 +114,10 @@ BatchLines map(const Settings& s, const TestBatch& b, std::string_view measureme
 }
 
 TEST(InfluxdbMapping, AllScalarsFlattenedNullsLeftOutRecordTimestamp) {
-  const TestBatch b("t", 0, {{.offset = 1, .payload = R"({"a":1,"b":{"c":2.5,"d":{"e":"x"}},"arr":[1,true],"n":null})",
-                              .timestamp_ms = 1'700'000'000'123}});
+  const TestBatch b("t", 0,
+                    {{.offset = 1,
+                      .payload = R"({"a":1,"b":{"c":2.5,"d":{"e":"x"}},"arr":[1,true],"n":null})",
+                      .timestamp_ms = 1'700'000'000'123}});
   const BatchLines l = map(mapping(), b);
   ASSERT_EQ(l.lines.size(), 1u);
   EXPECT_EQ(l.line(0), "m a=1i,b_c=2.5,b_d_e=\"x\",arr_0=1i,arr_1=true 1700000000123\n");
@@ -126,8 +131,11 @@ TEST(InfluxdbMapping, TagsFromFieldsKeyHeadersMetadataAreNotFieldsToo) {
   s.tag_metadata = {"pico_topic", "pico_partition", "pico_offset"};
   s.fields = {};
   const TestBatch b("shop.cpu", 3,
-                    {{.offset = 7, .payload = R"({"host":"h 1","loc":{"dc":"eu","row":4},"rack":12,"v":0.5})",
-                      .key = "k1", .headers = {{"source", "agent"}, {"other", "x"}}, .timestamp_ms = 1000}});
+                    {{.offset = 7,
+                      .payload = R"({"host":"h 1","loc":{"dc":"eu","row":4},"rack":12,"v":0.5})",
+                      .key = "k1",
+                      .headers = {{"source", "agent"}, {"other", "x"}},
+                      .timestamp_ms = 1000}});
   const BatchLines l = map(s, b, "cpu");
   ASSERT_EQ(l.lines.size(), 1u) << (l.refused.empty() ? "" : l.refused[0].second);
   EXPECT_EQ(l.line(0),
@@ -138,12 +146,17 @@ TEST(InfluxdbMapping, TagsFromFieldsKeyHeadersMetadataAreNotFieldsToo) {
 TEST(InfluxdbMapping, MetadataAsFieldsKeyBase64HeadersAsJson) {
   Settings s = mapping();
   s.metadata_fields = {"pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key", "pico_headers"};
-  const TestBatch b("t.x", 1, {{.offset = 9, .payload = R"({"v":1})", .key = std::string("\x00\xff", 2),
-                                .headers = {{"h", "a\"b"}, {"bin", std::string("\xff", 1)}}, .timestamp_ms = 42}});
+  const TestBatch b("t.x", 1,
+                    {{.offset = 9,
+                      .payload = R"({"v":1})",
+                      .key = std::string("\x00\xff", 2),
+                      .headers = {{"h", "a\"b"}, {"bin", std::string("\xff", 1)}},
+                      .timestamp_ms = 42}});
   const BatchLines l = map(s, b);
   ASSERT_EQ(l.lines.size(), 1u) << (l.refused.empty() ? "" : l.refused[0].second);
-  EXPECT_EQ(l.line(0), "m v=1i,pico_topic=\"t.x\",pico_partition=1i,pico_offset=9i,pico_timestamp=42i,pico_key=\"AP8=\","
-                       "pico_headers=\"{\\\"h\\\":\\\"a\\\\\\\"b\\\",\\\"bin\\\":\\\"/w==\\\"}\" 42\n");
+  EXPECT_EQ(l.line(0),
+            "m v=1i,pico_topic=\"t.x\",pico_partition=1i,pico_offset=9i,pico_timestamp=42i,pico_key=\"AP8=\","
+            "pico_headers=\"{\\\"h\\\":\\\"a\\\\\\\"b\\\",\\\"bin\\\":\\\"/w==\\\"}\" 42\n");
   // Metadata alone is no point: a payload without fields is still refused.
   EXPECT_EQ(map(s, TestBatch::json("t", 0, 0, {"{}"})).refused.size(), 1u);
 }
@@ -156,7 +169,8 @@ TEST(InfluxdbMapping, ListedFieldsMeasurementFieldTimestampFieldAndNumbersAsFloa
   s.timestamp_unit = Precision::S;
   s.precision = Precision::Ns;
   s.numbers = Numbers::Float;
-  const TestBatch b = TestBatch::json("t", 0, 0, {R"({"kind":"weather","temp":21,"meta":{"q":1},"other":5,"at":1700000000})"});
+  const TestBatch b =
+      TestBatch::json("t", 0, 0, {R"({"kind":"weather","temp":21,"meta":{"q":1},"other":5,"at":1700000000})"});
   const BatchLines l = map(s, b);
   ASSERT_EQ(l.lines.size(), 1u) << (l.refused.empty() ? "" : l.refused[0].second);
   EXPECT_EQ(l.line(0), "weather temp=21,meta_q=1 1700000000000000000\n");
@@ -166,9 +180,10 @@ TEST(InfluxdbMapping, TimestampsFromRfc3339AndFractionalEpochs) {
   Settings s = mapping();
   s.timestamp_field = "ts";
   s.precision = Precision::Us;
-  const TestBatch b = TestBatch::json("t", 0, 0, {R"({"v":1,"ts":"2023-11-14T22:13:20.123456789Z"})",
-                                                  R"({"v":1,"ts":"2023-11-14T23:13:20.5+01:00"})",
-                                                  R"({"v":1,"ts":1700000000123.5})"});
+  const TestBatch b =
+      TestBatch::json("t", 0, 0,
+                      {R"({"v":1,"ts":"2023-11-14T22:13:20.123456789Z"})",
+                       R"({"v":1,"ts":"2023-11-14T23:13:20.5+01:00"})", R"({"v":1,"ts":1700000000123.5})"});
   const BatchLines l = map(s, b);
   ASSERT_EQ(l.lines.size(), 3u);
   EXPECT_EQ(l.line(0), "m v=1i 1700000000123456\n");
@@ -221,9 +236,7 @@ TEST(InfluxdbMapping, NoRecordTimestampIsRefused) {
 
 // ------------------------------------------------------------------ refused lines
 
-std::vector<std::string_view> views(const std::vector<std::string>& lines) {
-  return {lines.begin(), lines.end()};
-}
+std::vector<std::string_view> views(const std::vector<std::string>& lines) { return {lines.begin(), lines.end()}; }
 
 TEST(InfluxdbWriteErrors, V1ParseErrorsNameTheirLines) {
   const std::vector<std::string> lines{"m v=1i 1\n", "m v= 2\n", "m v=3i 3\n", "m,t=x v=\"a 4\n"};
@@ -249,8 +262,9 @@ TEST(InfluxdbWriteErrors, FieldTypeConflictsFindTheLinesOfThatTypeV1AndV2) {
   ASSERT_EQ(r->lines.size(), 2u);
   EXPECT_EQ(r->lines[0].first, 1u);
   EXPECT_EQ(r->lines[1].first, 3u);
-  EXPECT_EQ(r->lines[0].second,
-            "field type conflict: input field \"v\" on measurement \"cpu\" is type string, already exists as type integer");
+  EXPECT_EQ(
+      r->lines[0].second,
+      "field type conflict: input field \"v\" on measurement \"cpu\" is type string, already exists as type integer");
   EXPECT_TRUE(r->rest_written);
   const std::string v2 =
       R"({"code":"unprocessable entity","message":"failure writing points to database: partial write: field type conflict: input field \"v\" on measurement \"cpu\" is type string, already exists as type integer dropped=2"})";
@@ -279,7 +293,8 @@ TEST(InfluxdbWriteErrors, AFieldNamedTimeIsFoundBy2xsAnswer) {
 
 TEST(InfluxdbWriteErrors, A2xParseErrorWritesNothingSoTheRestIsResent) {
   const std::vector<std::string> lines{"p v=1i 1\n", "p v= 2\n", "p v=3i 3\n"};
-  auto r = refused_lines(R"({"code":"invalid","message":"unable to parse 'p v= 2': missing field value"})", views(lines));
+  auto r =
+      refused_lines(R"({"code":"invalid","message":"unable to parse 'p v= 2': missing field value"})", views(lines));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->lines.size(), 1u);
   EXPECT_EQ(r->lines[0].first, 1u);

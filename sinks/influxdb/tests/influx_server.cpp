@@ -111,9 +111,8 @@ InfluxServer& InfluxServer::shared(int version) {
 }
 
 void InfluxServer::start() {
-  const std::string out = run_script("start " + dir_.string() + " " + std::to_string(version_) + " --owner " +
-                                         std::to_string(getpid()),
-                                     "start");
+  const std::string out = run_script(
+      "start " + dir_.string() + " " + std::to_string(version_) + " --owner " + std::to_string(getpid()), "start");
   port_ = std::stoi(out);
 }
 void InfluxServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir_.string()).c_str()); }
@@ -122,7 +121,8 @@ void InfluxServer::kill() { run_script("kill " + dir_.string(), "kill"); }
 std::string InfluxServer::fresh_database(const std::string& prefix) const {
   static std::atomic<int> counter{0};
   auto clean = [](std::string s) {
-    for (auto& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
+    for (auto& c : s)
+      c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
     return s;
   };
   std::string test = "t";
@@ -135,7 +135,8 @@ std::string InfluxServer::fresh_database(const std::string& prefix) const {
     orgs.headers.set("Authorization", std::string("Token ") + kToken);
     const auto found = nlohmann::json::parse(checked(client().send(std::move(orgs)), "looking up org"));
     const std::string org_id = found.at("orgs").at(0).at("id");
-    kit::HttpRequest create{.method = "POST", .url = url() + "/api/v2/buckets",
+    kit::HttpRequest create{.method = "POST",
+                            .url = url() + "/api/v2/buckets",
                             .body = nlohmann::json{{"orgID", org_id}, {"name", name}}.dump()};
     create.headers.set("Authorization", std::string("Token ") + kToken);
     create.headers.set("Content-Type", "application/json");
@@ -152,7 +153,8 @@ std::vector<nlohmann::json> InfluxServer::influxql(const std::string& db, const 
   const auto j = nlohmann::json::parse(checked(client().send(std::move(r)), "InfluxQL " + statement));
   std::vector<nlohmann::json> out;
   for (const auto& result : j.at("results")) {
-    if (result.contains("error")) throw std::runtime_error("test: InfluxQL " + statement + ": " + result["error"].dump());
+    if (result.contains("error"))
+      throw std::runtime_error("test: InfluxQL " + statement + ": " + result["error"].dump());
     if (result.contains("series"))
       for (const auto& s : result["series"]) out.push_back(s);
   }
@@ -166,7 +168,8 @@ std::vector<std::string> InfluxServer::tag_keys(const std::string& db, const std
   return out;
 }
 
-std::map<std::string, std::string> InfluxServer::field_types(const std::string& db, const std::string& measurement) const {
+std::map<std::string, std::string> InfluxServer::field_types(const std::string& db,
+                                                             const std::string& measurement) const {
   std::map<std::string, std::string> out;
   for (const auto& s : influxql(db, "SHOW FIELD KEYS FROM \"" + measurement + "\""))
     for (const auto& v : s.at("values")) out[v.at(0)] = v.at(1);
@@ -174,7 +177,8 @@ std::map<std::string, std::string> InfluxServer::field_types(const std::string& 
 }
 
 std::vector<InfluxServer::Row> InfluxServer::flux(const std::string& query) const {
-  kit::HttpRequest r{.method = "POST", .url = url() + "/api/v2/query?org=" + kOrg,
+  kit::HttpRequest r{.method = "POST",
+                     .url = url() + "/api/v2/query?org=" + kOrg,
                      .body = nlohmann::json{{"query", query}, {"dialect", {{"annotations", {"datatype"}}}}}.dump()};
   r.headers.set("Authorization", std::string("Token ") + kToken);
   r.headers.set("Content-Type", "application/json");
@@ -205,7 +209,8 @@ std::vector<InfluxServer::Row> InfluxServer::flux(const std::string& query) cons
   return out;
 }
 
-std::vector<InfluxServer::Row> InfluxServer::flux_points(const std::string& bucket, const std::string& measurement) const {
+std::vector<InfluxServer::Row> InfluxServer::flux_points(const std::string& bucket,
+                                                         const std::string& measurement) const {
   return flux("from(bucket: \"" + bucket + "\") |> range(start: 0) |> filter(fn: (r) => r._measurement == \"" +
               measurement + "\")");  // one table per series and field (a group() cannot mix field types)
 }
@@ -213,13 +218,15 @@ std::vector<InfluxServer::Row> InfluxServer::flux_points(const std::string& buck
 int64_t InfluxServer::point_count(const std::string& db, const std::string& measurement) const {
   if (version_ == 1) {
     int64_t n = 0;
-    for (const auto& s : influxql(db, "SELECT * FROM \"" + measurement + "\"")) n += static_cast<int64_t>(s.at("values").size());
+    for (const auto& s : influxql(db, "SELECT * FROM \"" + measurement + "\""))
+      n += static_cast<int64_t>(s.at("values").size());
     return n;
   }
   // One row per point (series and time) once the fields are pivoted into columns, counted by the server.
-  const auto rows = flux("from(bucket: \"" + db + "\") |> range(start: 0) |> filter(fn: (r) => r._measurement == \"" +
-                         measurement + "\") |> pivot(rowKey: [\"_time\"], columnKey: [\"_field\"], valueColumn: \"_value\") "
-                         "|> keep(columns: [\"_time\"]) |> group() |> map(fn: (r) => ({r with one: 1})) |> count(column: \"one\")");
+  const auto rows =
+      flux("from(bucket: \"" + db + "\") |> range(start: 0) |> filter(fn: (r) => r._measurement == \"" + measurement +
+           "\") |> pivot(rowKey: [\"_time\"], columnKey: [\"_field\"], valueColumn: \"_value\") "
+           "|> keep(columns: [\"_time\"]) |> group() |> map(fn: (r) => ({r with one: 1})) |> count(column: \"one\")");
   return rows.empty() ? 0 : std::stoll(rows.at(0).at("one"));
 }
 

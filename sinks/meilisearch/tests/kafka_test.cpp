@@ -15,8 +15,8 @@
 #include <signal.h>
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -32,7 +32,6 @@ using kit::testing::HttpReceiver;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-
 HttpReceiver& meili() { return meilisearch_contract(); }
 HttpReceiver& quickwit() { return quickwit_contract(); }
 void control(HttpReceiver& server, const json& c) { contract_control(server, c); }
@@ -40,17 +39,21 @@ std::vector<json> meili_documents(const std::string& index) { return meilisearch
 
 std::string meili_definition(const std::string& key, const std::string& topic, const std::string& index,
                              const std::string& config = "", const std::string& block_extra = "") {
-  return plugin_definition(key, "libpicomq_connector_meilisearch_sink",
-                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
-                           "url = \"" + meili().base_url() + "\"\nindex = \"" + index + "\"\ntimeout = \"3s\"\n" + config);
+  return plugin_definition(
+      key, "libpicomq_connector_meilisearch_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+      "url = \"" + meili().base_url() + "\"\nindex = \"" + index + "\"\ntimeout = \"3s\"\n" + config);
 }
 std::string quickwit_definition(const std::string& key, const std::string& topic, const std::string& index,
                                 const std::string& config = "", const std::string& block_extra = "") {
-  return plugin_definition(key, "libpicomq_connector_quickwit_sink",
-                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
-                           "url = \"" + quickwit().base_url() + "\"\nindex = \"" + index + "\"\ntimeout = \"3s\"\ncommit = \"force\"\n"
-                           "index_config = { version = \"0.8\", doc_mapping = { mode = \"lenient\", field_mappings = "
-                           "[{ name = \"n\", type = \"i64\" }] } }\n" + config);
+  return plugin_definition(
+      key, "libpicomq_connector_quickwit_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+      "url = \"" + quickwit().base_url() + "\"\nindex = \"" + index +
+          "\"\ntimeout = \"3s\"\ncommit = \"force\"\n"
+          "index_config = { version = \"0.8\", doc_mapping = { mode = \"lenient\", field_mappings = "
+          "[{ name = \"n\", type = \"i64\" }] } }\n" +
+          config);
 }
 
 // (partition, n) pairs once each and the sum of n over them.
@@ -58,7 +61,8 @@ std::pair<int64_t, int64_t> distinct_and_sum(const std::vector<json>& docs, cons
   std::set<std::pair<int, int64_t>> pairs;
   int64_t total = 0;
   for (const auto& d : docs)
-    if (pairs.emplace(d.at("pico_partition").get<int>(), d.at(n_field).get<int64_t>()).second) total += d.at(n_field).get<int64_t>();
+    if (pairs.emplace(d.at("pico_partition").get<int>(), d.at(n_field).get<int64_t>()).second)
+      total += d.at(n_field).get<int64_t>();
   return {static_cast<int64_t>(pairs.size()), total};
 }
 
@@ -66,7 +70,8 @@ std::vector<ProducedRecord> two_partitions(int per_partition) {
   std::vector<ProducedRecord> records;
   for (int p = 0; p < 2; ++p)
     for (int n = 0; n < per_partition; ++n)
-      records.push_back({"{\"n\": " + std::to_string(n) + ", \"name\": \"order-" + std::to_string(n) + "\"}", std::nullopt, {}, p});
+      records.push_back(
+          {"{\"n\": " + std::to_string(n) + ", \"name\": \"order-" + std::to_string(n) + "\"}", std::nullopt, {}, p});
   return records;
 }
 
@@ -119,7 +124,8 @@ TEST(MeilisearchKafka, RecordsLandOnceAndASigkillReplayReplacesTheSameIds) {
   kafka.produce(topic, two_partitions(per));
   auto docs = [&] { return static_cast<int64_t>(meili_documents(index).size()); };
   const auto [at_kill, committed] = kill_and_restart(
-      kafka, "mkill", topic, meili_definition("mkill", topic, index, "", "batch_length = 250\n" + static_member("mkill")), docs, 2 * per);
+      kafka, "mkill", topic,
+      meili_definition("mkill", topic, index, "", "batch_length = 250\n" + static_member("mkill")), docs, 2 * per);
   EXPECT_LE(committed, at_kill) << "no offset is committed before its task succeeded";
   const auto all = meili_documents(index);
   EXPECT_EQ(all.size(), 2u * per) << "exactly the produced documents: the replay replaced the same ids";
@@ -127,7 +133,8 @@ TEST(MeilisearchKafka, RecordsLandOnceAndASigkillReplayReplacesTheSameIds) {
   // Every document holds the record at its offset (read back from the broker: the order records
   // were produced in is the producer's business) under the id made from that offset.
   std::map<std::pair<int, int64_t>, json> at;
-  for (const auto& r : kafka.consume(topic, 2 * per, 30s)) at[{r.partition, r.offset}] = json::parse(r.value.value_or("null"));
+  for (const auto& r : kafka.consume(topic, 2 * per, 30s))
+    at[{r.partition, r.offset}] = json::parse(r.value.value_or("null"));
   ASSERT_EQ(at.size(), 2u * per);
   for (const auto& d : all) {
     const int partition = d.at("pico_partition").get<int>();
@@ -150,15 +157,18 @@ TEST(MeilisearchKafka, EnqueuedTasksHoldTheOffsetsAndFailedTasksAndAnOutageAreRe
   std::this_thread::sleep_for(300ms);
   control(meili(), {{"paused", true}});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", meili_definition("moutage", topic, index, "retry_timeout = \"2s\"", "batch_length = 100"));
+  rt.add_definition("c.toml",
+                    meili_definition("moutage", topic, index, "retry_timeout = \"2s\"", "batch_length = 100"));
   rt.start();
   std::this_thread::sleep_for(scaled(5s));
   EXPECT_LT(kafka.committed(group_of("moutage"), topic), 0) << "tasks enqueued (202) are no writes: nothing committed";
   EXPECT_TRUE(meili_documents(index).empty());
   // Then: the next tasks fail as internal, the next enqueues answer 503, and processing resumes.
-  control(meili(), {{"fail_tasks", 3},
-                    {"fail_requests", {{{"method", "POST"}, {"path_prefix", "/indexes/outage/documents"}, {"status", 503}, {"count", 8}}}},
-                    {"paused", false}});
+  control(meili(),
+          {{"fail_tasks", 3},
+           {"fail_requests",
+            {{{"method", "POST"}, {"path_prefix", "/indexes/outage/documents"}, {"status", 503}, {"count", 8}}}},
+           {"paused", false}});
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("moutage"), topic) == 600; }, 90s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
@@ -178,14 +188,16 @@ TEST_P(MeilisearchBadRecords, ADocumentATaskFailsOnGoesThroughThePolicyAndTheRes
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   std::vector<std::string> values;
-  for (int i = 0; i < 50; ++i) values.push_back("{\"sku\": \"s" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
+  for (int i = 0; i < 50; ++i)
+    values.push_back("{\"sku\": \"s" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
   values[17] = R"({"sku": "not a valid id", "n": 17})";
   kafka.produce_values(topic, values);
   const std::string key = "mbad" + policy, index = "bad-" + policy;
   std::string block = "on_bad_record = \"" + policy + "\"";
   if (policy == "dead_letter") block += "\ndead_letter_topic = \"" + dead + "\"";
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", meili_definition(key, topic, index, "id = \"field\"\nprimary_key = \"sku\"\ndocument = \"payload\"", block));
+  rt.add_definition("c.toml", meili_definition(key, topic, index,
+                                               "id = \"field\"\nprimary_key = \"sku\"\ndocument = \"payload\"", block));
   rt.start();
   if (policy == "fail") {
     ASSERT_TRUE(rt.wait_state(key, "error", 60s)) << rt.log();
@@ -220,7 +232,8 @@ TEST(QuickwitKafka, RecordsLandOnceAndASigkillReplayDuplicatesExactlyTheReplayed
   kafka.produce(topic, two_partitions(per));
   auto docs = [&] { return static_cast<int64_t>(quickwit_documents(index).size()); };
   const auto [at_kill, committed] = kill_and_restart(
-      kafka, "qkill", topic, quickwit_definition("qkill", topic, index, "", "batch_length = 250\n" + static_member("qkill")), docs, 2 * per);
+      kafka, "qkill", topic,
+      quickwit_definition("qkill", topic, index, "", "batch_length = 250\n" + static_member("qkill")), docs, 2 * per);
   const auto all = quickwit_documents(index);
   EXPECT_EQ(static_cast<int64_t>(all.size()), 2 * per + (at_kill - committed))
       << "Quickwit keeps no ids: the replayed window (written, not committed at the kill) is there twice, nothing else";
@@ -235,10 +248,12 @@ TEST(QuickwitKafka, RateLimitingAndUnavailabilityAreRetriedWithNothingLostOrDoub
   const auto topic = unique_name("qw.outage");
   kafka.create_topic(topic);
   kafka.produce_values(topic, json_values(0, 400));
-  control(quickwit(), {{"fail_requests", {{{"path_prefix", "/api/v1/outage/ingest"}, {"status", 429}, {"count", 4}, {"retry_after", 1}},
-                                          {{"path_prefix", "/api/v1/outage/ingest"}, {"status", 503}, {"count", 4}}}}});
+  control(quickwit(), {{"fail_requests",
+                        {{{"path_prefix", "/api/v1/outage/ingest"}, {"status", 429}, {"count", 4}, {"retry_after", 1}},
+                         {{"path_prefix", "/api/v1/outage/ingest"}, {"status", 503}, {"count", 4}}}}});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", quickwit_definition("qoutage", topic, "outage", "retry_timeout = \"1s\"", "batch_length = 100"));
+  rt.add_definition("c.toml",
+                    quickwit_definition("qoutage", topic, "outage", "retry_timeout = \"1s\"", "batch_length = 100"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("qoutage"), topic) == 400; }, 90s)) << rt.log();
   rt.signal(SIGTERM);

@@ -78,10 +78,14 @@ TEST(MeilisearchConfig, ProblemsAreNamedByKey) {
   auto host = load();
   EXPECT_TRUE(has_problem(host->check(R"({})"), "url: missing required option"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://k:p@h:7700"})"), "url: must not hold credentials"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "tombstones": "delete"})"), "tombstones: delete needs id = \"key\""));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "id": "field", "document": "envelope"})"), "id: field needs"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "compression": "zstd"})"), "compression: Meilisearch takes gzip"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "index_settings": [1]})"), "index_settings: must be a table"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "tombstones": "delete"})"),
+                          "tombstones: delete needs id = \"key\""));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "id": "field", "document": "envelope"})"),
+                          "id: field needs"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "compression": "zstd"})"),
+                          "compression: Meilisearch takes gzip"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7700", "index_settings": [1]})"),
+                          "index_settings: must be a table"));
   EXPECT_TRUE(host->check(R"({"url": "http://h:7700", "id": "key", "tombstones": "delete", "api_key": "k"})").empty());
 }
 
@@ -134,9 +138,10 @@ TEST(MeilisearchSink, ADocumentTheTaskFailsOnIsRejectedAloneByBisection) {
   auto host = load();
   host->open(config(m.url(), index, R"("id": "field", "primary_key": "sku", "document": "payload")"));
   std::vector<std::string> payloads;
-  for (int i = 0; i < 16; ++i) payloads.push_back("{\"sku\": \"p" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
-  payloads[5] = R"({"sku": "not valid!", "n": 5})";   // invalid_document_id
-  payloads[11] = R"({"n": 11})";                       // missing_document_id
+  for (int i = 0; i < 16; ++i)
+    payloads.push_back("{\"sku\": \"p" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
+  payloads[5] = R"({"sku": "not valid!", "n": 5})";  // invalid_document_id
+  payloads[11] = R"({"n": 11})";                     // missing_document_id
   auto out = host->write(TestBatch::json("t", 0, 0, payloads));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 2u);
@@ -144,7 +149,8 @@ TEST(MeilisearchSink, ADocumentTheTaskFailsOnIsRejectedAloneByBisection) {
   std::sort(out.rejected.begin(), out.rejected.end(),
             [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
   EXPECT_EQ(out.rejected[0].record_index, 5u);
-  EXPECT_NE(out.rejected[0].reason.find("invalid_document_id: Document identifier `\"not valid!\"` is invalid"), std::string::npos)
+  EXPECT_NE(out.rejected[0].reason.find("invalid_document_id: Document identifier `\"not valid!\"` is invalid"),
+            std::string::npos)
       << out.rejected[0].reason;
   EXPECT_EQ(out.rejected[1].record_index, 11u);
   EXPECT_NE(out.rejected[1].reason.find("missing_document_id"), std::string::npos) << out.rejected[1].reason;
@@ -185,8 +191,10 @@ TEST(MeilisearchSink, TransientAnswersToTheEnqueueAreResent) {
   auto host = load();
   host->open(config(m.url(), index));
   ASSERT_EQ(host->write(TestBatch::json("t", 0, 0, {R"({"a":0})"})).status, PMQ_WRITE_OK);
-  m.config({{"fail_requests", {{{"method", "POST"}, {"path_prefix", "/indexes/" + index + "/documents"}, {"status", 503}, {"count", 2}},
-                               {{"method", "POST"}, {"path_prefix", "/indexes/" + index + "/documents"}, {"status", 0}, {"count", 1}}}}});
+  m.config(
+      {{"fail_requests",
+        {{{"method", "POST"}, {"path_prefix", "/indexes/" + index + "/documents"}, {"status", 503}, {"count", 2}},
+         {{"method", "POST"}, {"path_prefix", "/indexes/" + index + "/documents"}, {"status", 0}, {"count", 1}}}}});
   EXPECT_EQ(host->write(TestBatch::json("t", 0, 1, {R"({"a":1})", R"({"a":2})"})).status, PMQ_WRITE_OK);
   EXPECT_EQ(m.documents(index).size(), 3u);
   // 2 resends at least: libcurl itself sends again once on a reused connection closed unanswered.
@@ -197,17 +205,20 @@ TEST(MeilisearchSink, KeyIdsUpdateAndTombstonesDeleteInRecordOrder) {
   auto& m = Meili::shared();
   const auto index = m.index("keys");
   auto host = load();
-  host->open(config(m.url(), index, R"("id": "key", "tombstones": "delete", "method": "update", "document": "payload")"));
-  ASSERT_EQ(host->write(TestBatch("t", 0, {{.offset = 1, .payload = R"({"v": 1, "keep": true})", .key = "a.1"},
-                                           {.offset = 2, .payload = R"({"v": 1})", .key = "b"}}))
+  host->open(
+      config(m.url(), index, R"("id": "key", "tombstones": "delete", "method": "update", "document": "payload")"));
+  ASSERT_EQ(host->write(TestBatch("t", 0,
+                                  {{.offset = 1, .payload = R"({"v": 1, "keep": true})", .key = "a.1"},
+                                   {.offset = 2, .payload = R"({"v": 1})", .key = "b"}}))
                 .status,
             PMQ_WRITE_OK);
   // An update of a.1, b deleted then written again, and a tombstone for a key never written.
-  const auto out = host->write(TestBatch("t", 0, {{.offset = 3, .payload = R"({"v": 2})", .key = "a.1"},
-                                                  {.offset = 4, .payload = std::nullopt, .key = "b"},
-                                                  {.offset = 5, .payload = R"({"v": 3})", .key = "b"},
-                                                  {.offset = 6, .payload = std::nullopt, .key = "never"},
-                                                  {.offset = 7, .payload = R"({"v": 4})"}}));
+  const auto out = host->write(TestBatch("t", 0,
+                                         {{.offset = 3, .payload = R"({"v": 2})", .key = "a.1"},
+                                          {.offset = 4, .payload = std::nullopt, .key = "b"},
+                                          {.offset = 5, .payload = R"({"v": 3})", .key = "b"},
+                                          {.offset = 6, .payload = std::nullopt, .key = "never"},
+                                          {.offset = 7, .payload = R"({"v": 4})"}}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 1u);
   EXPECT_EQ(out.rejected[0].record_index, 4u);
@@ -226,13 +237,15 @@ TEST(MeilisearchSink, BatchesAreSplitByRecordsAndBytesAndGzipped) {
   auto host = load();
   host->open(config(m.url(), index, R"("max_request_records": 7, "max_request_bytes": "2KiB", "compression": "gzip")"));
   std::vector<std::string> payloads;
-  for (int i = 0; i < 50; ++i) payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(i == 9 ? 3000 : 10, 'x') + "\"}");
+  for (int i = 0; i < 50; ++i)
+    payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(i == 9 ? 3000 : 10, 'x') + "\"}");
   const auto before = m.stats()["requests"].value("POST /indexes/{uid}/documents", 0);
   ASSERT_EQ(host->write(TestBatch::json("t", 0, 0, payloads)).status, PMQ_WRITE_OK);
   const auto docs = m.documents(index);
   ASSERT_EQ(docs.size(), 50u);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(docs[static_cast<size_t>(i)]["n"], i);
-  EXPECT_GE(m.stats()["requests"].value("POST /indexes/{uid}/documents", 0) - before, 8) << "50 records / 7, the big one alone";
+  EXPECT_GE(m.stats()["requests"].value("POST /indexes/{uid}/documents", 0) - before, 8)
+      << "50 records / 7, the big one alone";
 }
 
 TEST(MeilisearchSink, TheApiKeyIsSentAndAWrongOneStopsTheSinkAtStart) {
@@ -243,7 +256,8 @@ TEST(MeilisearchSink, TheApiKeyIsSentAndAWrongOneStopsTheSinkAtStart) {
     FAIL() << "a wrong key: the sink must not start";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("invalid_api_key"), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find("wrong-key"), std::string::npos) << "the key is never in a message: " << e.what();
+    EXPECT_EQ(std::string(e.what()).find("wrong-key"), std::string::npos)
+        << "the key is never in a message: " << e.what();
   }
   auto none = load();
   try {
@@ -257,7 +271,8 @@ TEST(MeilisearchSink, TheApiKeyIsSentAndAWrongOneStopsTheSinkAtStart) {
   host->open(config(m.url(), "keyed", R"("api_key": "s3cret-key")"));
   for (const auto& line : host->logs()) EXPECT_EQ(line.find("s3cret-key"), std::string::npos) << line;
   // The server's payload limit is 4000 bytes: a larger document alone is rejected as too large.
-  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"a":1})", "{\"big\": \"" + std::string(5000, 'x') + "\"}"}));
+  const auto out =
+      host->write(TestBatch::json("t", 0, 0, {R"({"a":1})", "{\"big\": \"" + std::string(5000, 'x') + "\"}"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 1u);
   EXPECT_EQ(out.rejected[0].record_index, 1u);

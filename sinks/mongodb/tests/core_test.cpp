@@ -33,8 +33,10 @@ mg::Encoded encode(const mg::Settings& s, const TestBatch& b, int64_t now = 1'80
 
 TEST(MongoDocument, RecordIdMetadataAndPayloadFields) {
   TestBatch b("shop.orders", 3,
-              {TestRecord{.offset = 42, .payload = R"({"_id": "theirs", "n": 1, "big": 9007199254740993, "s": "é"})",
-                          .key = std::string("k\0\xff", 3), .headers = {{"h", "v"}, {"h", "w"}, {"nul", std::nullopt}},
+              {TestRecord{.offset = 42,
+                          .payload = R"({"_id": "theirs", "n": 1, "big": 9007199254740993, "s": "é"})",
+                          .key = std::string("k\0\xff", 3),
+                          .headers = {{"h", "v"}, {"h", "w"}, {"nul", std::nullopt}},
                           .timestamp_ms = 1'700'000'000'123}});
   auto e = encode(settings(), b);
   ASSERT_TRUE(e.rejected.empty());
@@ -117,8 +119,7 @@ TEST(MongoDocument, TimestampFieldsBecomeDatesAndAValueThatIsNoDateRejectsItsRec
                                       R"({"at": "yesterday"})", R"({"at": true})", R"({"other": 1})",
                                       R"({"at": {"$date": "2026-01-01T00:00:00Z"}})"}));
   ASSERT_EQ(e.ops.size(), 3u);
-  EXPECT_EQ(doc_json(e.ops[0].doc.get()),
-            json::parse(R"({"_id": "t:0:0", "at": {"$date": "2023-11-14T22:13:20.123Z"},
+  EXPECT_EQ(doc_json(e.ops[0].doc.get()), json::parse(R"({"_id": "t:0:0", "at": {"$date": "2023-11-14T22:13:20.123Z"},
                             "when": {"$date": "2026-12-01T14:04:05.500Z"}, "n": 1})"));
   EXPECT_EQ(doc_json(e.ops[1].doc.get()), json::parse(R"({"_id": "t:0:3", "other": 1})"));
   EXPECT_EQ(doc_json(e.ops[2].doc.get())["at"], json::parse(R"({"$date": "2026-01-01T00:00:00Z"})"))
@@ -135,7 +136,8 @@ TEST(MongoDocument, ADocumentOver16MiBIsRejectedWithItsSizeAndTheRestOfTheBatchG
   ASSERT_EQ(e.ops.size(), 2u);
   ASSERT_EQ(e.rejected.size(), 1u);
   EXPECT_EQ(e.rejected[0].record, 1u);
-  EXPECT_NE(e.rejected[0].reason.find("over MongoDB's 16 MiB document limit"), std::string::npos) << e.rejected[0].reason;
+  EXPECT_NE(e.rejected[0].reason.find("over MongoDB's 16 MiB document limit"), std::string::npos)
+      << e.rejected[0].reason;
   const auto bad = encode(settings(), TestBatch::json("t", 0, 0, {R"({"n": 1e999999})"}));
   EXPECT_EQ(bad.rejected.size(), bad.ops.empty() ? 1u : 0u);
 }
@@ -203,9 +205,14 @@ TEST(MongoErrors, WhichIndexADuplicateKeyIsOnFromMongoDbsAndFerretDbsReplies) {
   auto other = mg::bson_from_json(R"({"sku": 1})").value();
   EXPECT_EQ(mg::duplicate_on(11000, pattern.get(), "whatever"), D::Id);
   EXPECT_EQ(mg::duplicate_on(11000, other.get(), "whatever"), D::Other);
-  EXPECT_EQ(mg::duplicate_on(11000, nullptr, "E11000 duplicate key error collection: db.c index: _id_ dup key: { _id: 1 }"), D::Id);
-  EXPECT_EQ(mg::duplicate_on(11000, nullptr, "E11000 duplicate key error collection: db.c index: sku_1 dup key: { sku: 1 }"), D::Other);
-  EXPECT_EQ(mg::duplicate_on(11000, nullptr, "E11000 duplicate key error collection: t.c"), D::Unnamed) << "FerretDB 1.24";
+  EXPECT_EQ(
+      mg::duplicate_on(11000, nullptr, "E11000 duplicate key error collection: db.c index: _id_ dup key: { _id: 1 }"),
+      D::Id);
+  EXPECT_EQ(
+      mg::duplicate_on(11000, nullptr, "E11000 duplicate key error collection: db.c index: sku_1 dup key: { sku: 1 }"),
+      D::Other);
+  EXPECT_EQ(mg::duplicate_on(11000, nullptr, "E11000 duplicate key error collection: t.c"), D::Unnamed)
+      << "FerretDB 1.24";
   EXPECT_EQ(mg::duplicate_on(2, nullptr, "index: _id_"), D::None);
 }
 
@@ -247,7 +254,7 @@ mg::BulkAttempt attempt(const std::string& reply_json, bool executed, uint32_t s
     a.error_code = server_code;
     // libmongoc's message is the server's errmsg (of the command, or of the first writeError).
     const json j = json::parse(reply_json);
-    a.error = j.contains("errmsg") ? j["errmsg"].get<std::string>()
+    a.error = j.contains("errmsg")        ? j["errmsg"].get<std::string>()
               : j.contains("writeErrors") ? j["writeErrors"][0]["errmsg"].get<std::string>()
                                           : "server error";
   }
@@ -322,15 +329,18 @@ TEST(MongoAttempts, NotWritablePrimaryAndRetryableWriteErrorLabelsResendTheUnack
   EXPECT_NE(v.retry.find("not primary"), std::string::npos) << v.retry;
   EXPECT_TRUE(v.fatal.empty());
   // The label decides for a code that would otherwise stop the sink.
-  auto b = attempt(R"({"ok": 0, "errmsg": "interrupted", "code": 13, "errorLabels": ["RetryableWriteError"]})", false, 13);
+  auto b =
+      attempt(R"({"ok": 0, "errmsg": "interrupted", "code": 13, "errorLabels": ["RetryableWriteError"]})", false, 13);
   EXPECT_FALSE(mg::judge_attempt(b, {true}, false, "c", no_lookup).retry.empty());
-  auto c = attempt(R"({"ok": 0, "errmsg": "not authorized on db to execute command", "code": 13, "codeName": "Unauthorized"})",
-                   false, 13);
+  auto c = attempt(
+      R"({"ok": 0, "errmsg": "not authorized on db to execute command", "code": 13, "codeName": "Unauthorized"})",
+      false, 13);
   v = mg::judge_attempt(c, {true}, false, "c", no_lookup);
   EXPECT_NE(v.fatal.find("not authorized"), std::string::npos) << v.fatal;
   // A per-document NotWritablePrimary (the primary stepped down mid-batch, unordered): only
   // that document again, the others are written.
-  auto d = attempt(R"({"nInserted": 2, "writeErrors": [{"index": 2, "code": 10107, "errmsg": "not primary"}]})", false, 10107);
+  auto d = attempt(R"({"nInserted": 2, "writeErrors": [{"index": 2, "code": 10107, "errmsg": "not primary"}]})", false,
+                   10107);
   v = mg::judge_attempt(d, std::vector<bool>(3, true), false, "c", no_lookup);
   EXPECT_EQ(states(v), "DDP");
   EXPECT_FALSE(v.retry.empty());
@@ -348,12 +358,14 @@ TEST(MongoAttempts, NotWritablePrimaryAndRetryableWriteErrorLabelsResendTheUnack
 }
 
 TEST(MongoAttempts, OrderedWritesStopAtTheFirstErrorAndResumeAfterARefusalOrAtARetry) {
-  auto refused = attempt(R"({"nUpserted": 2, "writeErrors": [{"index": 2, "code": 66, "errmsg": "immutable _id"}]})", false, 66);
+  auto refused =
+      attempt(R"({"nUpserted": 2, "writeErrors": [{"index": 2, "code": 66, "errmsg": "immutable _id"}]})", false, 66);
   auto v = mg::judge_attempt(refused, std::vector<bool>(5, false), true, "c", no_lookup);
   EXPECT_EQ(states(v), "DDRPP") << "3 and 4 were not run: sent again at once";
   EXPECT_EQ(v.resume, 3u);
   EXPECT_TRUE(v.retry.empty());
-  auto shutdown = attempt(R"({"nUpserted": 1, "writeErrors": [{"index": 1, "code": 91, "errmsg": "shutting down"}]})", false, 91);
+  auto shutdown =
+      attempt(R"({"nUpserted": 1, "writeErrors": [{"index": 1, "code": 91, "errmsg": "shutting down"}]})", false, 91);
   v = mg::judge_attempt(shutdown, std::vector<bool>(3, false), true, "c", no_lookup);
   EXPECT_EQ(states(v), "DPP");
   EXPECT_EQ(v.resume, 1u);

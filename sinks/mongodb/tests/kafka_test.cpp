@@ -20,13 +20,12 @@
 namespace picomq::test {
 namespace {
 
-
 std::string definition(const std::string& key, const std::string& topic, const std::string& db,
                        const std::string& plugin_config, const std::string& block_extra = "") {
-  return plugin_definition(key, "libpicomq_connector_mongodb_sink",
-                           "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
-                           "connection_uri = \"" + MongoServer::shared().uri() + "\"\ndatabase = \"" + db + "\"\n" +
-                               plugin_config);
+  return plugin_definition(
+      key, "libpicomq_connector_mongodb_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\npoll_interval = \"100ms\"\n" + block_extra,
+      "connection_uri = \"" + MongoServer::shared().uri() + "\"\ndatabase = \"" + db + "\"\n" + plugin_config);
 }
 
 int64_t counter(Runtime& rt, const std::string& key, const std::string& name) {
@@ -58,7 +57,9 @@ TEST(MongoSinkKafka, DocumentsOfEveryPartitionLandOnceAndASecondGroupsReplayIsAl
   const int n = 3000;
   for (int i = 0; i < n; ++i)
     records.push_back({"{\"n\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) + "\"}",
-                       "k" + std::to_string(i), {{"h", "v"}}, i % 2});
+                       "k" + std::to_string(i),
+                       {{"h", "v"}},
+                       i % 2});
   kafka.produce(topic, records);
   const std::string config = "collection = \"orders\"";
   {
@@ -122,8 +123,8 @@ TEST_P(MongoKill, SigkillMidLoadThenRestartReplaysTheWindowAsTheIdStrategySays) 
   // A group and static member of its own per strategy: a static member that stopped stays in its
   // group for session.timeout.ms, and the next case subscribes another topic.
   const std::string key = "mkill_" + strategy;
-  const std::string block = "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key +
-                            "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string block =
+      "batch_length = 500\nproperties = { \"group.instance.id\" = \"" + key + "\", \"session.timeout.ms\" = \"6000\" }";
   std::string config = "collection = \"t\"\ncommit_interval = \"300ms\"\nid_strategy = \"" + strategy + "\"";
   if (strategy == "field") config += "\nid_field = \"uid\"";
   auto docs = [&] { return mongo.count(db, "t"); };
@@ -190,8 +191,8 @@ INSTANTIATE_TEST_SUITE_P(IdStrategies, MongoKill, ::testing::Values("record_id",
 // Two topics (two topic blocks of one sink) into two collections: a PostgreSQL lock on the first
 // collection's table (FerretDB keeps each collection as one) stalls its bulk write on the server.
 // With max_concurrent_writes 2 the second collection's bulk write goes on beside it, lands and
-// commits its offsets while the first one waits; with 1 it queues behind it. Either way the stalled collection's offsets are
-// not committed before its own write lands, and nothing is lost once the lock goes.
+// commits its offsets while the first one waits; with 1 it queues behind it. Either way the stalled collection's
+// offsets are not committed before its own write lands, and nothing is lost once the lock goes.
 class MongoConcurrentWrites : public ::testing::TestWithParam<int> {};
 
 TEST_P(MongoConcurrentWrites, ASecondCollectionsBulkWriteIsInFlightBesideAStalledOne) {
@@ -209,42 +210,45 @@ TEST_P(MongoConcurrentWrites, ASecondCollectionsBulkWriteIsInFlightBesideAStalle
   // even though its documents landed), one sink instance for both.
   const std::string block = "schema = \"json\"\npoll_interval = \"100ms\"";
   rt.add_definition("c.toml", plugin_definition(key, "libpicomq_connector_mongodb_sink",
-                                                "topics = [\"" + slow + "\"]\n" + block + "\n\n[[topics]]\ntopics = [\"" +
-                                                    fast + "\"]\n" + block,
+                                                "topics = [\"" + slow + "\"]\n" + block +
+                                                    "\n\n[[topics]]\ntopics = [\"" + fast + "\"]\n" + block,
                                                 "connection_uri = \"" + mongo.uri() + "\"\ndatabase = \"" + db +
                                                     "\"\nmax_concurrent_writes = " + std::to_string(writers)));
   rt.start();
   ASSERT_TRUE(rt.wait_assigned(key, 30s)) << rt.log();
   // Each block's consumer group, from the log ("topics[i]: consumer group '...'").
   std::string slow_group, fast_group;
-  ASSERT_TRUE(wait_until([&] {
-    auto group_of_block = [&](int i) {
-      const std::string log = rt.log(), tag = "topics[" + std::to_string(i) + "]: consumer group '";
-      const auto at = log.find(tag);
-      if (at == std::string::npos) return std::string();
-      return log.substr(at + tag.size(), log.find('\'', at + tag.size()) - at - tag.size());
-    };
-    slow_group = group_of_block(0);
-    fast_group = group_of_block(1);
-    return !slow_group.empty() && !fast_group.empty();
-  }, 30s)) << rt.log();
-  auto committed = [&](const std::string& topic) { return kafka.committed(topic == slow ? slow_group : fast_group, topic); };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto group_of_block = [&](int i) {
+          const std::string log = rt.log(), tag = "topics[" + std::to_string(i) + "]: consumer group '";
+          const auto at = log.find(tag);
+          if (at == std::string::npos) return std::string();
+          return log.substr(at + tag.size(), log.find('\'', at + tag.size()) - at - tag.size());
+        };
+        slow_group = group_of_block(0);
+        fast_group = group_of_block(1);
+        return !slow_group.empty() && !fast_group.empty();
+      },
+      30s))
+      << rt.log();
+  auto committed = [&](const std::string& topic) {
+    return kafka.committed(topic == slow ? slow_group : fast_group, topic);
+  };
   // First writes: both collections (and their tables) exist.
   kafka.produce_values(slow, json_values(0, 100));
   kafka.produce_values(fast, json_values(0, 100));
-  ASSERT_TRUE(wait_until([&] { return committed(slow) == 100 && committed(fast) == 100; },
-                         60s))
-      << rt.log();
+  ASSERT_TRUE(wait_until([&] { return committed(slow) == 100 && committed(fast) == 100; }, 60s)) << rt.log();
   MongoServer::TableLock lock(mongo, db, slow);
   auto waiting = [&] { return mongo.backend_locks(db, lock.table(), false); };
   kafka.produce_values(slow, json_values(100, 300));
-  ASSERT_TRUE(wait_until([&] { return waiting() > 0; }, 30s))
-      << "the slow collection's bulk write waits on the lock\n" << rt.log();
+  ASSERT_TRUE(wait_until([&] { return waiting() > 0; }, 30s)) << "the slow collection's bulk write waits on the lock\n"
+                                                              << rt.log();
   kafka.produce_values(fast, json_values(100, 300));
   if (writers > 1) {
     EXPECT_TRUE(wait_until([&] { return committed(fast) == 300; }, 30s))
-        << "the fast collection's write lands beside the stalled one: committed "
-        << committed(fast) << "\n" << rt.log();
+        << "the fast collection's write lands beside the stalled one: committed " << committed(fast) << "\n"
+        << rt.log();
     EXPECT_EQ(mongo.count(db, fast), 300);
   } else {
     std::this_thread::sleep_for(scaled(4s));
@@ -255,9 +259,7 @@ TEST_P(MongoConcurrentWrites, ASecondCollectionsBulkWriteIsInFlightBesideAStalle
   EXPECT_EQ(committed(slow), 100) << "nothing of the stalled write is committed";
   EXPECT_EQ(mongo.count(db, slow), 100);
   lock.release();
-  ASSERT_TRUE(wait_until([&] { return committed(slow) == 300 && committed(fast) == 300; },
-                         60s))
-      << rt.log();
+  ASSERT_TRUE(wait_until([&] { return committed(slow) == 300 && committed(fast) == 300; }, 60s)) << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(mongo.count(db, slow), 300);
@@ -346,8 +348,11 @@ TEST(MongoSinkKafka, TombstonesDeleteTheDocumentOfTheirKeyAndReplaceKeepsTheLast
   const auto db = mongo.fresh_database("mtomb");
   const auto topic = unique_name("mongo.users");
   kafka.create_topic(topic);
-  kafka.produce(topic, {{R"({"name": "a1"})", "a"}, {R"({"name": "b1"})", "b"}, {R"({"name": "a2"})", "a"},
-                        {"", "b", {}, -1, true}, {R"({"name": "c1"})", "c"}});
+  kafka.produce(topic, {{R"({"name": "a1"})", "a"},
+                        {R"({"name": "b1"})", "b"},
+                        {R"({"name": "a2"})", "a"},
+                        {"", "b", {}, -1, true},
+                        {R"({"name": "c1"})", "c"}});
   const std::string key = "mtomb";
   Runtime rt(kafka.bootstrap());
   rt.add_definition("c.toml", definition(key, topic, db,
@@ -374,9 +379,11 @@ TEST(MongoSinkKafka, UpdateByBusinessKeySetsTheFieldsOfEachRecordAndKeepsTheOthe
                                R"({"sku": "A", "qty": 3})"});
   const std::string key = "mupdate";
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("c.toml", definition(key, topic, db,
-                                         "collection = \"stock\"\nwrite_strategy = \"update\"\nbusiness_key = [\"sku\"]\n"
-                                         "include_metadata = false\ninserted_at_field = \"created\"\nupdated_at_field = \"updated\""));
+  rt.add_definition(
+      "c.toml",
+      definition(key, topic, db,
+                 "collection = \"stock\"\nwrite_strategy = \"update\"\nbusiness_key = [\"sku\"]\n"
+                 "include_metadata = false\ninserted_at_field = \"created\"\nupdated_at_field = \"updated\""));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 4; }, 60s)) << rt.log();
   rt.signal(SIGTERM);
@@ -427,7 +434,8 @@ TEST(MongoSinkKafka, RefusedCredentialsPutTheSinkInErrorAtStartAndThePasswordIsN
   rt.start();
   ASSERT_TRUE(rt.wait_state("mauth", "error", 30s)) << rt.log();
   const std::string error = rt.sink_status("mauth").value("message", "");
-  EXPECT_NE(error.find("connecting to MongoDB at 127.0.0.1:" + std::to_string(mongo.port())), std::string::npos) << error;
+  EXPECT_NE(error.find("connecting to MongoDB at 127.0.0.1:" + std::to_string(mongo.port())), std::string::npos)
+      << error;
   EXPECT_NE(error.find("uthentication"), std::string::npos) << error;
   EXPECT_EQ(rt.log().find("wrong-secret-42"), std::string::npos) << "the password is never shown";
   EXPECT_EQ(error.find("wrong-secret-42"), std::string::npos);

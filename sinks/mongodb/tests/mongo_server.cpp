@@ -26,7 +26,8 @@ std::string run_script(const std::string& args, const std::string& what) {
 }
 
 struct Pooled {
-  explicit Pooled(void* pool) : pool(static_cast<mongoc_client_pool_t*>(pool)), client(mongoc_client_pool_pop(this->pool)) {}
+  explicit Pooled(void* pool)
+      : pool(static_cast<mongoc_client_pool_t*>(pool)), client(mongoc_client_pool_pop(this->pool)) {}
   ~Pooled() { mongoc_client_pool_push(pool, client); }
   mongoc_client_pool_t* pool;
   mongoc_client_t* client;
@@ -108,14 +109,15 @@ std::string MongoServer::backend_table(const std::string& db, const std::string&
     for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
     return q + "'";
   };
-  return backend_sql("SELECT _jsonb->>'table' FROM \"" + db + "\"._ferretdb_database_metadata WHERE _jsonb->>'_id' = " +
-                     literal(collection));
+  return backend_sql("SELECT _jsonb->>'table' FROM \"" + db +
+                     "\"._ferretdb_database_metadata WHERE _jsonb->>'_id' = " + literal(collection));
 }
 
 int MongoServer::backend_locks(const std::string& db, const std::string& table, bool granted) const {
-  return std::stoi(backend_sql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace s "
-                               "ON s.oid = c.relnamespace WHERE s.nspname = '" + db + "' AND c.relname = '" + table +
-                               "' AND " + (granted ? "l.granted" : "NOT l.granted")));
+  return std::stoi(
+      backend_sql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace s "
+                  "ON s.oid = c.relnamespace WHERE s.nspname = '" +
+                  db + "' AND c.relname = '" + table + "' AND " + (granted ? "l.granted" : "NOT l.granted")));
 }
 
 MongoServer::TableLock::TableLock(const MongoServer& server, const std::string& db, const std::string& collection)
@@ -154,7 +156,8 @@ void* MongoServer::client_pool() const {
 std::string MongoServer::fresh_database(const std::string& prefix) const {
   static std::atomic<int> counter{0};
   auto clean = [](std::string s) {
-    for (auto& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
+    for (auto& c : s)
+      c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) : '_';
     return s;
   };
   std::string test = "t";

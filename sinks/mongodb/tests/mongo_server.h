@@ -7,10 +7,9 @@
 // Kafka tests and the conformance adapter.
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace picomq::test {
 
@@ -67,6 +66,7 @@ class MongoServer {
     TableLock& operator=(const TableLock&) = delete;
     void release();
     const std::string& table() const { return table_; }
+
    private:
     FILE* psql_ = nullptr;
     std::string table_;

@@ -30,7 +30,8 @@ class MongoSink : public ::testing::Test {
     if (host_ && host_->is_open()) host_->close();
   }
   json base() const {
-    return {{"connection_uri", server_->uri()}, {"database", db_}, {"commit_interval", "50ms"}, {"retry_timeout", "2s"}};
+    return {
+        {"connection_uri", server_->uri()}, {"database", db_}, {"commit_interval", "50ms"}, {"retry_timeout", "2s"}};
   }
   void open(json config = json::object()) {
     const json defaults = base();  // items() of a temporary would dangle
@@ -38,7 +39,9 @@ class MongoSink : public ::testing::Test {
       if (!config.contains(k)) config[k] = v;
     host_->open(config.dump());
   }
-  std::vector<json> docs(const std::string& coll, const std::string& filter = "{}") { return server_->find(db_, coll, filter); }
+  std::vector<json> docs(const std::string& coll, const std::string& filter = "{}") {
+    return server_->find(db_, coll, filter);
+  }
   static std::vector<std::string> ids(const std::vector<json>& docs) {
     std::vector<std::string> out;
     for (const auto& d : docs) out.push_back(d["_id"].is_string() ? d["_id"].get<std::string>() : d["_id"].dump());
@@ -59,21 +62,25 @@ TEST_F(MongoSink, OptionsAreCheckedBeforeAnythingConnects) {
   EXPECT_TRUE(has(host_->check(R"({"database": "d"})"), "connection_uri")) << "connection_uri is required";
   EXPECT_TRUE(has(host_->check(R"({"connection_uri": "http://x", "database": "d"})"), "must start with mongodb://"));
   EXPECT_TRUE(has(host_->check(R"({"connection_uri": "mongodb://h", "database": "a.b"})"), "database"));
-  EXPECT_TRUE(has(host_->check(R"({"connection_uri": "mongodb://h", "database": "d", "id_strategy": "field"})"),
-                  "id_field"));
+  EXPECT_TRUE(
+      has(host_->check(R"({"connection_uri": "mongodb://h", "database": "d", "id_strategy": "field"})"), "id_field"));
   EXPECT_TRUE(has(host_->check(R"({"connection_uri": "mongodb://h", "database": "d", "business_key": ["a"]})"),
                   "business_key"));
   EXPECT_TRUE(has(host_->check(R"({"connection_uri": "mongodb://h", "database": "d", "delete_on_tombstone": true})"),
                   "delete_on_tombstone"));
-  EXPECT_TRUE(has(host_->check(R"({"connection_uri": "mongodb://h:notaport", "database": "d"})"), "libmongoc cannot read it"));
+  EXPECT_TRUE(
+      has(host_->check(R"({"connection_uri": "mongodb://h:notaport", "database": "d"})"), "libmongoc cannot read it"));
   EXPECT_TRUE(host_->check(R"({"connection_uri": "mongodb://u:p@h:27017/?tls=true", "database": "d"})").empty());
 }
 
 TEST_F(MongoSink, DocumentsLandWithRecordIdsMetadataAndTypesReadBackExactly) {
   open();
   TestBatch b("shop.orders", 1,
-              {TestRecord{.offset = 10, .payload = R"({"n": 1, "price": 2.5, "tags": ["a"], "big": 9007199254740993})",
-                          .key = std::string("k\xff", 2), .headers = {{"h", "v"}}, .timestamp_ms = 1'700'000'000'000},
+              {TestRecord{.offset = 10,
+                          .payload = R"({"n": 1, "price": 2.5, "tags": ["a"], "big": 9007199254740993})",
+                          .key = std::string("k\xff", 2),
+                          .headers = {{"h", "v"}},
+                          .timestamp_ms = 1'700'000'000'000},
                TestRecord{.offset = 11, .payload = R"([1, 2])"}});
   auto outcome = host_->write(b);
   ASSERT_TRUE(outcome.ok()) << outcome.error;
@@ -84,10 +91,12 @@ TEST_F(MongoSink, DocumentsLandWithRecordIdsMetadataAndTypesReadBackExactly) {
       "pico_key": {"$binary": {"base64": "a/8=", "subType": "00"}}, "pico_headers": {"h": "v"},
       "n": 1, "price": 2.5, "tags": ["a"], "big": 9007199254740993})"));
   EXPECT_EQ(d[1]["payload"], json::parse("[1, 2]"));
-  EXPECT_TRUE(d[1].contains("pico_key") && d[1]["pico_key"].is_null()) << "no key: pico_key null, every document the same fields";
+  EXPECT_TRUE(d[1].contains("pico_key") && d[1]["pico_key"].is_null())
+      << "no key: pico_key null, every document the same fields";
   // Queried by type too ($gte a date matches dates only: MongoDB compares within a BSON type).
   // ({"$type": ...} in a filter is read by libbson's Extended JSON parser as legacy binary.)
-  EXPECT_EQ(server_->count(db_, "shop.orders", R"({"pico_timestamp": {"$gte": {"$date": "1970-01-01T00:00:00Z"}}})"), 2);
+  EXPECT_EQ(server_->count(db_, "shop.orders", R"({"pico_timestamp": {"$gte": {"$date": "1970-01-01T00:00:00Z"}}})"),
+            2);
   EXPECT_EQ(server_->count(db_, "shop.orders", R"({"pico_key": {"$binary": {"base64": "a/8=", "subType": "00"}}})"), 1);
 }
 
@@ -130,7 +139,8 @@ TEST_F(MongoSink, ADocumentOver16MiBIsRejectedBeforeSendingAndTheRestIsWritten) 
 TEST_F(MongoSink, ADuplicateOnAnotherUniqueIndexIsARejectionNotAWrite) {
   // FerretDB's 11000 names no index (MongoDB's has keyPattern {sku: 1}): the sink looks the _ids
   // up, so a conflict on another unique index is never taken for "already written".
-  server_->command(db_, R"({"createIndexes": "dup", "indexes": [{"key": {"sku": 1}, "name": "sku_u", "unique": true}]})");
+  server_->command(db_,
+                   R"({"createIndexes": "dup", "indexes": [{"key": {"sku": 1}, "name": "sku_u", "unique": true}]})");
   open();
   auto outcome = host_->write(TestBatch::json("dup", 0, 0, {R"({"sku": "A"})", R"({"sku": "A"})", R"({"sku": "B"})"}));
   ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
@@ -186,9 +196,14 @@ TEST_F(MongoSink, ReplaceUpsertsByIdAndByBusinessKeyLastRecordWins) {
   host_->close();
 
   host_ = kt::FakeHost::load(MONGODB_SINK_PLUGIN);
-  open({{"write_strategy", "replace"}, {"business_key", {"sku"}}, {"collection", "rep_bk"}, {"include_metadata", false}});
-  ASSERT_TRUE(host_->write(TestBatch::json("t", 0, 0, {R"({"sku": "X", "q": 1})", R"({"sku": "Y", "q": 1})",
-                                                      R"({"sku": "X", "q": 2})", R"({"q": 9})"}))
+  open({{"write_strategy", "replace"},
+        {"business_key", {"sku"}},
+        {"collection", "rep_bk"},
+        {"include_metadata", false}});
+  ASSERT_TRUE(host_
+                  ->write(TestBatch::json(
+                      "t", 0, 0,
+                      {R"({"sku": "X", "q": 1})", R"({"sku": "Y", "q": 1})", R"({"sku": "X", "q": 2})", R"({"q": 9})"}))
                   .rejected.size() == 1);
   const auto bk = docs("rep_bk", "{}");
   ASSERT_EQ(bk.size(), 2u);
@@ -198,8 +213,12 @@ TEST_F(MongoSink, ReplaceUpsertsByIdAndByBusinessKeyLastRecordWins) {
 }
 
 TEST_F(MongoSink, UpdateSetsFieldsKeepsOthersAndStampsInsertAndUpdateTimes) {
-  open({{"write_strategy", "update"}, {"id_strategy", "key"}, {"collection", "upd"}, {"include_metadata", false},
-        {"inserted_at_field", "created"}, {"updated_at_field", "modified"}});
+  open({{"write_strategy", "update"},
+        {"id_strategy", "key"},
+        {"collection", "upd"},
+        {"include_metadata", false},
+        {"inserted_at_field", "created"},
+        {"updated_at_field", "modified"}});
   TestBatch first("t", 0, {TestRecord{.offset = 0, .payload = R"({"a": 1, "b": 1})", .key = "k"}});
   ASSERT_TRUE(host_->write(first).ok());
   const auto before = docs("upd");
@@ -229,8 +248,8 @@ TEST_F(MongoSink, TombstonesDeleteTheDocumentOfTheirKey) {
 
 TEST_F(MongoSink, TimestampFieldsAreDates) {
   open({{"timestamp_fields", {"at"}}, {"collection", "ts"}});
-  auto o = host_->write(TestBatch::json("t", 0, 0, {R"({"at": "2026-12-01T15:04:05Z"})", R"({"at": 1700000000000})",
-                                                   R"({"at": "soon"})"}));
+  auto o = host_->write(TestBatch::json(
+      "t", 0, 0, {R"({"at": "2026-12-01T15:04:05Z"})", R"({"at": 1700000000000})", R"({"at": "soon"})"}));
   ASSERT_EQ(o.status, PMQ_WRITE_REJECTED);
   EXPECT_EQ(server_->count(db_, "ts", R"({"at": {"$gte": {"$date": "1970-01-01T00:00:00Z"}}})"), 2);
   EXPECT_EQ(server_->count(db_, "ts", R"({"at": {"$date": "2026-12-01T15:04:05Z"}})"), 1);
@@ -278,7 +297,8 @@ TEST_F(MongoSink, TwoCollectionsBulkWritesAreInFlightAtOnceWhileOneIsStalled) {
   ASSERT_TRUE(host_->write(TestBatch::json("fast", 0, 0, {R"({"n": 0})"})).ok());
   MongoServer::TableLock lock(*server_, db_, "slow");
   auto slow = host_->start_write(TestBatch::json("slow", 0, 1, {R"({"n": 1})", R"({"n": 2})"}));
-  for (int i = 0; i < 200 && server_->backend_locks(db_, lock.table(), false) == 0; ++i) std::this_thread::sleep_for(50ms);
+  for (int i = 0; i < 200 && server_->backend_locks(db_, lock.table(), false) == 0; ++i)
+    std::this_thread::sleep_for(50ms);
   ASSERT_GT(server_->backend_locks(db_, lock.table(), false), 0) << "the slow collection's insert waits on the lock";
   auto fast = host_->write(TestBatch::json("fast", 0, 1, {R"({"n": 1})"}), 10s);
   EXPECT_TRUE(fast.ok()) << "the fast collection's bulk write lands beside the stalled one: " << fast.error;
@@ -298,7 +318,8 @@ TEST_F(MongoSink, LibmongocsOwnLogLinesGoThroughTheHostLogNotStderr) {
   open({{"connection_uri", uri + glue + "picomqNoSuchOption=1"}});
   bool routed = false;
   for (const auto& line : host_->logs())
-    routed = routed || (line.find("libmongoc") != std::string::npos && line.find("picomqnosuchoption") != std::string::npos);
+    routed =
+        routed || (line.find("libmongoc") != std::string::npos && line.find("picomqnosuchoption") != std::string::npos);
   EXPECT_TRUE(routed) << "no libmongoc line in the host log";
 }
 

@@ -48,7 +48,8 @@ TEST_F(PostgresConfig, EachCrossOptionMistakeIsReportedUnderItsKey) {
   for (const Case& c : std::vector<Case>{
            {R"("write_mode": "upsert")", "write_mode: 'upsert' needs upsert_key"},
            {R"("upsert_key": ["pico_key"])", "upsert_key: is only for write_mode 'upsert' (write_mode is 'insert')"},
-           {R"("write_mode": "upsert", "upsert_key": ["nope"])", "upsert_key: table layout: key column 'nope' is not a column"},
+           {R"("write_mode": "upsert", "upsert_key": ["nope"])",
+            "upsert_key: table layout: key column 'nope' is not a column"},
            {R"("write_mode": "upsert", "upsert_key": ["pico_headers"])", "upsert_key: table layout: "},
            {R"("columns": [{"name": "a", "type": "text"}])", "columns: is only for payload_mode 'columns'"},
            {R"("auto_add_columns": true)", "auto_add_columns: is only for payload_mode 'columns'"},
@@ -77,7 +78,8 @@ TEST_F(PostgresConfig, ValueChecksNameTheOptionAndNeverShowThePassword) {
            {config(R"("payload_mode": "columns", "columns": [{"name": "a", "type": "money"}])"),
             "columns: 'a' has unknown type 'money' (text, int4, int8, float8, boolean, jsonb, bytea, timestamptz)"},
            {config(R"("payload_mode": "columns", "columns": [])"), "columns: no columns declared"},
-           {config(R"("payload_mode": "columns", "columns": [{"type": "text"}])"), "columns: each item must be a table"},
+           {config(R"("payload_mode": "columns", "columns": [{"type": "text"}])"),
+            "columns: each item must be a table"},
            {R"({"connection_string": "postgres://u:s3cretpw@127.0.0.1:notaport/db"})",
             R"(connection_string: option "port": "notaport" is not a port number)"},
            {R"({"connection_string": "postgres://u:s3cretpw@127.0.0.1:5432/db?foo=bar"})",
@@ -110,17 +112,18 @@ TEST(PostgresConfigCheck, PicomqConnectCheckReportsTheSinksProblemsAtTheirFilePo
   std::ofstream(dir / "runtime.toml") << "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n[plugins]\npath = [\""
                                       << PICOMQ_PLUGIN_DIR << "\"]\n[sinks]\ndir = \"sinks.d\"\n";
   const auto file = dir / "sinks.d" / "pg.toml";
-  std::ofstream(file) << "type = \"sink\"\n"                                        // 1
-                         "key = \"pg\"\n"                                           // 2
-                         "path = \"libpicomq_connector_postgres_sink\"\n"           // 3
-                         "[[topics]]\n"                                             // 4
-                         "topics = [\"t\"]\n"                                       // 5
-                         "[plugin_config]\n"                                        // 6
+  std::ofstream(file) << "type = \"sink\"\n"                                         // 1
+                         "key = \"pg\"\n"                                            // 2
+                         "path = \"libpicomq_connector_postgres_sink\"\n"            // 3
+                         "[[topics]]\n"                                              // 4
+                         "topics = [\"t\"]\n"                                        // 5
+                         "[plugin_config]\n"                                         // 6
                          "connection_string = \"host=127.0.0.1 port=1 dbname=x\"\n"  // 7
-                         "write_mode = \"append\"\n"                                // 8
-                         "upsert_key = [\"id\"]\n"                                  // 9
-                         "auto_add_columns = true\n";                               // 10
-  const std::string command = "'" PICOMQ_CONNECT_BIN "' --config '" + (dir / "runtime.toml").string() + "' --check 2>&1";
+                         "write_mode = \"append\"\n"                                 // 8
+                         "upsert_key = [\"id\"]\n"                                   // 9
+                         "auto_add_columns = true\n";                                // 10
+  const std::string command =
+      "'" PICOMQ_CONNECT_BIN "' --config '" + (dir / "runtime.toml").string() + "' --check 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string out;
@@ -129,12 +132,14 @@ TEST(PostgresConfigCheck, PicomqConnectCheckReportsTheSinksProblemsAtTheirFilePo
   const int status = pclose(pipe);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << out;
-  EXPECT_NE(out.find("error: " + file.string() + ":9:14: key 'plugin_config.upsert_key': is only for write_mode "
-                                                 "'upsert' (write_mode is 'append')"),
+  EXPECT_NE(out.find("error: " + file.string() +
+                     ":9:14: key 'plugin_config.upsert_key': is only for write_mode "
+                     "'upsert' (write_mode is 'append')"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("error: " + file.string() + ":10:20: key 'plugin_config.auto_add_columns': is only for "
-                                                 "payload_mode 'columns'"),
+  EXPECT_NE(out.find("error: " + file.string() +
+                     ":10:20: key 'plugin_config.auto_add_columns': is only for "
+                     "payload_mode 'columns'"),
             std::string::npos)
       << out;
 }

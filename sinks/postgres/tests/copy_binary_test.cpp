@@ -41,7 +41,9 @@ TEST(CopyBinary, HeaderAndTrailerOfAnEmptyStream) {
   EXPECT_EQ(data.substr(0, 11), std::string("PGCOPY\n\377\r\n\0", 11));
 }
 
-TEST(CopyBinary, Null) { EXPECT_EQ(one_field([](auto& w) { w.null(); }), "00 01 ff ff ff ff"); }
+TEST(CopyBinary, Null) {
+  EXPECT_EQ(one_field([](auto& w) { w.null(); }), "00 01 ff ff ff ff");
+}
 
 TEST(CopyBinary, Int2) {
   EXPECT_EQ(one_field([](auto& w) { w.int2(1); }), "00 01 00 00 00 02 00 01");
@@ -109,9 +111,9 @@ TEST(CopyBinary, TimestamptzMicrosecondsSince2000) {
 
 TEST(CopyBinary, TimestampRange) {
   EXPECT_TRUE(timestamptz_in_range(0));
-  EXPECT_TRUE(timestamptz_in_range(-210866803200000));   // 4714-11-24 BC
+  EXPECT_TRUE(timestamptz_in_range(-210866803200000));  // 4714-11-24 BC
   EXPECT_FALSE(timestamptz_in_range(-210866803200001));
-  EXPECT_TRUE(timestamptz_in_range(9224318015999999));   // last ms before 294277-01-01
+  EXPECT_TRUE(timestamptz_in_range(9224318015999999));  // last ms before 294277-01-01
   EXPECT_FALSE(timestamptz_in_range(9224318016000000));
   EXPECT_FALSE(timestamptz_in_range(std::numeric_limits<int64_t>::max()));
   EXPECT_FALSE(timestamptz_in_range(std::numeric_limits<int64_t>::min()));

@@ -55,7 +55,8 @@ TEST(RowEncoder, JsonbInsertWithoutMetadataByteForByte) {
 TEST(RowEncoder, MetadataColumns) {
   Batch b("shop.orders", PMQ_PAYLOAD_JSON);
   b.offset(42);
-  b.add({R"({"a":1})", 1700000000123, "k1", {{"trace", "abc"}, {"bin", "\xff\xfe"}, {"none", nullptr}, {"q\"", "x\ny"}}});
+  b.add(
+      {R"({"a":1})", 1700000000123, "k1", {{"trace", "abc"}, {"bin", "\xff\xfe"}, {"none", nullptr}, {"q\"", "x\ny"}}});
   b.add({R"([1])", -1, nullptr, {}});
   b.add({R"(2)", 0, "", {}});  // empty key: "" not NULL; 1970 timestamp
   RowEncoder enc(layout(PayloadMode::Jsonb, WriteMode::Insert, true));
@@ -143,8 +144,9 @@ TEST(RowEncoder, TextMode) {
   auto r = enc.encode(b.get());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(reasons(r), "2: payload contains a NUL byte, which PostgreSQL text cannot store\n");
-  EXPECT_EQ(hex(r.copy_data), hex(stream([](CopyBinaryWriter& w) { w.text("héllo"); }, [](CopyBinaryWriter& w) { w.text(""); },
-                                         [](CopyBinaryWriter& w) { w.null(); })));
+  EXPECT_EQ(hex(r.copy_data),
+            hex(stream([](CopyBinaryWriter& w) { w.text("héllo"); }, [](CopyBinaryWriter& w) { w.text(""); },
+                       [](CopyBinaryWriter& w) { w.null(); })));
   // JSON is text too; RAW is not.
   Batch j("t", PMQ_PAYLOAD_JSON);
   j.json("[1]");
@@ -204,20 +206,22 @@ TEST(RowEncoder, HonoursTheRecordStride) {
   pmq_batch batch{sizeof(pmq_batch), "t", 0, PMQ_PAYLOAD_JSON, "json", &wide[0].record, 2, sizeof(Wide)};
   RowEncoder enc(layout(PayloadMode::Jsonb, WriteMode::Append, false));
   auto r = enc.encode(batch);
-  EXPECT_EQ(hex(r.copy_data), hex(stream([](CopyBinaryWriter& w) { w.jsonb("1"); }, [](CopyBinaryWriter& w) { w.jsonb("2"); })));
+  EXPECT_EQ(hex(r.copy_data),
+            hex(stream([](CopyBinaryWriter& w) { w.jsonb("1"); }, [](CopyBinaryWriter& w) { w.jsonb("2"); })));
 }
 
 // ---- columns -------------------------------------------------------------------------------
 
 std::vector<Column> all_types() {
-  return {field("i", ColumnType::Int8),   field("f", ColumnType::Float8),      field("b", ColumnType::Bool),
-          field("s", ColumnType::Text),   field("j", ColumnType::Jsonb),       field("t", ColumnType::Timestamptz),
-          field("n", ColumnType::Int4),   field("raw", ColumnType::Bytea)};
+  return {field("i", ColumnType::Int8), field("f", ColumnType::Float8), field("b", ColumnType::Bool),
+          field("s", ColumnType::Text), field("j", ColumnType::Jsonb),  field("t", ColumnType::Timestamptz),
+          field("n", ColumnType::Int4), field("raw", ColumnType::Bytea)};
 }
 
 TEST(RowEncoder, ColumnsStrictConversions) {
   Batch b("t", PMQ_PAYLOAD_JSON);
-  b.json(R"({"i": -5, "f": 2, "b": true, "s": "é", "j": {"x": [1, 2.50, "y"]}, "t": 946684800001, "n": -2147483648, "raw": "ab", "extra": 1})");
+  b.json(
+      R"({"i": -5, "f": 2, "b": true, "s": "é", "j": {"x": [1, 2.50, "y"]}, "t": 946684800001, "n": -2147483648, "raw": "ab", "extra": 1})");
   b.json(R"({"f": 1.5, "j": "str", "s": null})");  // missing and null: NULL
   b.json(R"({"i": 1, "i": 2, "j": 7})");           // duplicate member: the last wins
   b.tombstone();
@@ -260,18 +264,18 @@ TEST(RowEncoder, ColumnsStrictConversions) {
 
 TEST(RowEncoder, ColumnsRejectionsAreCollectedForEveryBadRecord) {
   Batch b("t", PMQ_PAYLOAD_JSON);
-  b.json(R"({"i": 1.5})");                                   // 0
-  b.json(R"({"i": "1", "f": "x", "b": 1})");                // 1: three problems in one record
-  b.json(R"({"i": 18446744073709551615})");                 // 2
-  b.json(R"({"n": 2147483648, "t": 1.0})");                 // 3
-  b.json(R"({"t": 9223372036854775807})");                  // 4
-  b.json(R"({"s": "a\u0000b"})");                           // 5
-  b.json(R"({"j": {"k": "\u0000"}})");                      // 6
-  b.json(R"([1, 2])");                                      // 7
-  b.json(R"({"i": 1e400})");                                // 8: simdjson cannot represent it
-  b.json(R"({"s": {}, "raw": 5})");                         // 9
-  b.json(R"({"i": 3})");                                    // 10: fine
-  b.json(R"({"b": false)");                                 // 11: not JSON (the runtime would have refused it)
+  b.json(R"({"i": 1.5})");                    // 0
+  b.json(R"({"i": "1", "f": "x", "b": 1})");  // 1: three problems in one record
+  b.json(R"({"i": 18446744073709551615})");   // 2
+  b.json(R"({"n": 2147483648, "t": 1.0})");   // 3
+  b.json(R"({"t": 9223372036854775807})");    // 4
+  b.json(R"({"s": "a\u0000b"})");             // 5
+  b.json(R"({"j": {"k": "\u0000"}})");        // 6
+  b.json(R"([1, 2])");                        // 7
+  b.json(R"({"i": 1e400})");                  // 8: simdjson cannot represent it
+  b.json(R"({"s": {}, "raw": 5})");           // 9
+  b.json(R"({"i": 3})");                      // 10: fine
+  b.json(R"({"b": false)");                   // 11: not JSON (the runtime would have refused it)
   RowEncoder enc(layout(PayloadMode::Columns, WriteMode::Append, false, all_types()));
   auto r = enc.encode(b.get());
   ASSERT_TRUE(r.ok());
@@ -279,9 +283,11 @@ TEST(RowEncoder, ColumnsRejectionsAreCollectedForEveryBadRecord) {
   ASSERT_EQ(r.rejected.size(), 11u) << reasons(r);
   EXPECT_EQ(reasons(r).substr(0, reasons(r).find("11: ")),
             "0: field 'i': expected int8, found floating-point number\n"
-            "1: field 'i': expected int8, found string; field 'f': expected float8, found string; field 'b': expected boolean, found integer\n"
+            "1: field 'i': expected int8, found string; field 'f': expected float8, found string; field 'b': expected "
+            "boolean, found integer\n"
             "2: field 'i': expected int8, found integer out of int64 range\n"
-            "3: field 't': expected timestamptz, found floating-point number; field 'n': expected int4, found integer out of int4 range\n"
+            "3: field 't': expected timestamptz, found floating-point number; field 'n': expected int4, found integer "
+            "out of int4 range\n"
             "4: field 't': expected timestamptz, found integer out of timestamptz range\n"
             "5: field 's': string contains U+0000, which PostgreSQL text cannot store\n"
             "6: field 'j': value contains \\u0000, which PostgreSQL jsonb cannot store\n"
@@ -322,9 +328,15 @@ TEST(RowEncoder, HostileFieldNamesMapByTheirJsonName) {
 }
 
 TEST(RowEncoder, UpsertKeyMustBePresent) {
-  RowEncoder enc(layout(PayloadMode::Columns, WriteMode::Upsert, false, {field("id", ColumnType::Int8), field("v", ColumnType::Text)}, {"id"}));
+  RowEncoder enc(layout(PayloadMode::Columns, WriteMode::Upsert, false,
+                        {field("id", ColumnType::Int8), field("v", ColumnType::Text)}, {"id"}));
   Batch b("t", PMQ_PAYLOAD_JSON);
-  b.offset(5).json(R"({"id": 1, "v": "a"})").json(R"({"v": "b"})").json(R"({"id": null})").tombstone().json(R"({"id": 1, "v": "c"})");
+  b.offset(5)
+      .json(R"({"id": 1, "v": "a"})")
+      .json(R"({"v": "b"})")
+      .json(R"({"id": null})")
+      .tombstone()
+      .json(R"({"id": 1, "v": "c"})");
   auto r = enc.encode(b.get());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(reasons(r),
@@ -385,9 +397,9 @@ TEST(Infer, TypesInFirstAppearanceOrder) {
     got.emplace_back(c.name, c.type);
   }
   const std::vector<std::pair<std::string, ColumnType>> want = {
-      {"id", ColumnType::Int8},    {"price", ColumnType::Float8}, {"ok", ColumnType::Bool},   {"name", ColumnType::Text},
-      {"tags", ColumnType::Jsonb}, {"mixed", ColumnType::Jsonb},  {"none", ColumnType::Jsonb}, {"extra", ColumnType::Jsonb},
-      {"big", ColumnType::Jsonb}};
+      {"id", ColumnType::Int8},    {"price", ColumnType::Float8}, {"ok", ColumnType::Bool},
+      {"name", ColumnType::Text},  {"tags", ColumnType::Jsonb},   {"mixed", ColumnType::Jsonb},
+      {"none", ColumnType::Jsonb}, {"extra", ColumnType::Jsonb},  {"big", ColumnType::Jsonb}};
   EXPECT_EQ(got, want);
   EXPECT_TRUE(r.notes.empty());
 }
@@ -401,7 +413,8 @@ TEST(Infer, AgreesWithTheKitsLatticeOnTheSharedCases) {
   auto r = infer_columns(b.get());
   std::vector<std::pair<std::string, ColumnType>> got, want;
   for (const auto& c : r.columns) got.emplace_back(c.name, c.type);
-  for (const auto& [field, type] : picomq::kit::testing::inference_fields()) want.emplace_back(field, column_type(type));
+  for (const auto& [field, type] : picomq::kit::testing::inference_fields())
+    want.emplace_back(field, column_type(type));
   EXPECT_EQ(got, want);
   EXPECT_EQ(column_type(picomq::kit::InferredType::Json), ColumnType::Jsonb);
   EXPECT_EQ(column_type(picomq::kit::InferredType::None), ColumnType::Jsonb);

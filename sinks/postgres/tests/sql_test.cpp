@@ -18,7 +18,8 @@ const std::string kMetaDdl =
     R"("pico_timestamp" timestamptz, "pico_key" bytea, "pico_headers" jsonb NOT NULL)";
 const std::string kMetaStage =
     R"("pico_topic" text, "pico_partition" int4, "pico_offset" int8, "pico_timestamp" timestamptz, "pico_key" bytea, "pico_headers" jsonb)";
-const std::string kMetaCols = R"("pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key", "pico_headers")";
+const std::string kMetaCols =
+    R"("pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key", "pico_headers")";
 
 TableName target() { return TableName::make("public", "orders_eu").value(); }
 TableName staging() { return TableName::temp(kStagingTable).value(); }
@@ -89,11 +90,13 @@ TEST(Quote, LongHostileTopicThroughTemplateAndSanitiser) {
   const std::string q = TableName::make("public", name).value().sql();
   EXPECT_EQ(q, "\"public\".\"orders_" + std::string(2 * 47, '"') + "_" + name.substr(name.size() - 8) + "\"");
   // A layout refuses a column name the server would truncate.
-  auto bad = make_layout(LayoutOptions{PayloadMode::Columns, WriteMode::Append, false, {field(std::string(64, 'c'), ColumnType::Text)}, {}});
+  auto bad = make_layout(LayoutOptions{
+      PayloadMode::Columns, WriteMode::Append, false, {field(std::string(64, 'c'), ColumnType::Text)}, {}});
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("63 bytes"), std::string::npos);
   // A unicode name cut on a character boundary.
-  const std::string uni = dest::sanitize_name(std::string(40, 'a') + "ééééééééééééé", dest::NamePolicy::SqlIdentifier).value();
+  const std::string uni =
+      dest::sanitize_name(std::string(40, 'a') + "ééééééééééééé", dest::NamePolicy::SqlIdentifier).value();
   EXPECT_LE(uni.size(), 63u);
   EXPECT_TRUE(quote_identifier(uni).ok());
 }
@@ -109,7 +112,8 @@ TEST(Layout, ColumnOrderAndKeys) {
   EXPECT_EQ(l.columns[7].type, ColumnType::Jsonb);
   EXPECT_EQ(l.key, std::vector<std::string>{"pico_id"});
   EXPECT_TRUE(layout(PayloadMode::Text, WriteMode::Append, false).key.empty());
-  auto u = layout(PayloadMode::Columns, WriteMode::Upsert, false, {field("id", ColumnType::Int8), field("v", ColumnType::Text)}, {"id"});
+  auto u = layout(PayloadMode::Columns, WriteMode::Upsert, false,
+                  {field("id", ColumnType::Int8), field("v", ColumnType::Text)}, {"id"});
   EXPECT_TRUE(u.columns[0].not_null);
   EXPECT_FALSE(u.columns[1].not_null);
   // The staging-only pico_offset of upsert without metadata.
@@ -124,25 +128,42 @@ TEST(Layout, Errors) {
     EXPECT_FALSE(l.ok());
     return l.ok() ? std::string() : l.error();
   };
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Insert, true, {}, {}}).find("at least one column"), std::string::npos);
-  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Insert, true, {field("a", ColumnType::Text)}, {}}).find("only for payload mode 'columns'"),
+  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Insert, true, {}, {}}).find("at least one column"),
             std::string::npos);
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Insert, true, {field("pico_offset", ColumnType::Int8)}, {}}).find("collides with a metadata column"),
+  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Insert, true, {field("a", ColumnType::Text)}, {}})
+                .find("only for payload mode 'columns'"),
             std::string::npos);
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Insert, false, {field("pico_id", ColumnType::Text)}, {}}).find("collides"), std::string::npos);
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Upsert, false, {field("pico_offset", ColumnType::Int8)}, {"pico_offset"}}).find("staging"),
+  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Insert, true, {field("pico_offset", ColumnType::Int8)}, {}})
+                .find("collides with a metadata column"),
             std::string::npos);
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Append, false, {field("a", ColumnType::Text), field("a", ColumnType::Int8)}, {}}).find("twice"),
+  EXPECT_NE(
+      err({PayloadMode::Columns, WriteMode::Insert, false, {field("pico_id", ColumnType::Text)}, {}}).find("collides"),
+      std::string::npos);
+  EXPECT_NE(
+      err({PayloadMode::Columns, WriteMode::Upsert, false, {field("pico_offset", ColumnType::Int8)}, {"pico_offset"}})
+          .find("staging"),
+      std::string::npos);
+  EXPECT_NE(err({PayloadMode::Columns,
+                 WriteMode::Append,
+                 false,
+                 {field("a", ColumnType::Text), field("a", ColumnType::Int8)},
+                 {}})
+                .find("twice"),
             std::string::npos);
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Append, false, {field("", ColumnType::Text)}, {}}).find("empty"), std::string::npos);
-  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Append, false, {field(std::string("a\0", 2), ColumnType::Text)}, {}}).find("NUL"),
+  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Append, false, {field("", ColumnType::Text)}, {}}).find("empty"),
+            std::string::npos);
+  EXPECT_NE(err({PayloadMode::Columns, WriteMode::Append, false, {field(std::string("a\0", 2), ColumnType::Text)}, {}})
+                .find("NUL"),
             std::string::npos);
   EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Upsert, true, {}, {}}).find("needs a key"), std::string::npos);
   EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Upsert, true, {}, {"nope"}}).find("not a column"), std::string::npos);
   EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Upsert, true, {}, {"payload"}}).find("jsonb"), std::string::npos);
-  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Upsert, true, {}, {"pico_key", "pico_key"}}).find("twice"), std::string::npos);
-  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Insert, true, {}, {"pico_key"}}).find("only for write mode 'upsert'"), std::string::npos);
-  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Append, true, {}, {"pico_key"}}).find("only for write mode 'upsert'"), std::string::npos);
+  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Upsert, true, {}, {"pico_key", "pico_key"}}).find("twice"),
+            std::string::npos);
+  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Insert, true, {}, {"pico_key"}}).find("only for write mode 'upsert'"),
+            std::string::npos);
+  EXPECT_NE(err({PayloadMode::Jsonb, WriteMode::Append, true, {}, {"pico_key"}}).find("only for write mode 'upsert'"),
+            std::string::npos);
 }
 
 TEST(Layout, ParseNames) {
@@ -154,8 +175,8 @@ TEST(Layout, ParseNames) {
   EXPECT_EQ(parse_column_type("double precision"), ColumnType::Float8);
   EXPECT_EQ(parse_column_type("bool"), ColumnType::Bool);
   EXPECT_EQ(parse_column_type("varchar"), std::nullopt);
-  for (auto t : {ColumnType::Text, ColumnType::Int4, ColumnType::Int8, ColumnType::Float8, ColumnType::Bool, ColumnType::Jsonb,
-                 ColumnType::Bytea, ColumnType::Timestamptz}) {
+  for (auto t : {ColumnType::Text, ColumnType::Int4, ColumnType::Int8, ColumnType::Float8, ColumnType::Bool,
+                 ColumnType::Jsonb, ColumnType::Bytea, ColumnType::Timestamptz}) {
     EXPECT_EQ(parse_column_type(sql_type(t)), t);
   }
 }
@@ -175,7 +196,8 @@ TEST(CreateTable, EveryMode) {
   const std::string cols = R"("id" int8, "amount" float8)";
   const std::vector<Column> payload_cols = {field("id", ColumnType::Int8), field("amount", ColumnType::Float8)};
   const std::vector<DdlCase> cases = {
-      {PayloadMode::Jsonb, WriteMode::Insert, true, T + id + kMetaDdl + R"(, "payload" jsonb, PRIMARY KEY ("pico_id")))"},
+      {PayloadMode::Jsonb, WriteMode::Insert, true,
+       T + id + kMetaDdl + R"(, "payload" jsonb, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Jsonb, WriteMode::Insert, false, T + id + R"("payload" jsonb, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Jsonb, WriteMode::Append, true, T + kMetaDdl + R"(, "payload" jsonb))"},
       {PayloadMode::Jsonb, WriteMode::Append, false, T + R"("payload" jsonb))"},
@@ -186,39 +208,47 @@ TEST(CreateTable, EveryMode) {
       {PayloadMode::Text, WriteMode::Insert, false, T + id + R"("payload" text, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Text, WriteMode::Append, true, T + kMetaDdl + R"(, "payload" text))"},
       {PayloadMode::Text, WriteMode::Append, false, T + R"("payload" text))"},
-      {PayloadMode::Bytea, WriteMode::Insert, true, T + id + kMetaDdl + R"(, "payload" bytea, PRIMARY KEY ("pico_id")))"},
+      {PayloadMode::Bytea, WriteMode::Insert, true,
+       T + id + kMetaDdl + R"(, "payload" bytea, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Bytea, WriteMode::Insert, false, T + id + R"("payload" bytea, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Bytea, WriteMode::Append, true, T + kMetaDdl + R"(, "payload" bytea))"},
       {PayloadMode::Bytea, WriteMode::Append, false, T + R"("payload" bytea))"},
-      {PayloadMode::Columns, WriteMode::Insert, true, T + id + kMetaDdl + ", " + cols + R"(, PRIMARY KEY ("pico_id")))"},
+      {PayloadMode::Columns, WriteMode::Insert, true,
+       T + id + kMetaDdl + ", " + cols + R"(, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Columns, WriteMode::Insert, false, T + id + cols + R"(, PRIMARY KEY ("pico_id")))"},
       {PayloadMode::Columns, WriteMode::Append, true, T + kMetaDdl + ", " + cols + ")"},
       {PayloadMode::Columns, WriteMode::Append, false, T + cols + ")"},
-      {PayloadMode::Columns, WriteMode::Upsert, true, T + kMetaDdl + R"(, "id" int8 NOT NULL, "amount" float8, PRIMARY KEY ("id")))"},
-      {PayloadMode::Columns, WriteMode::Upsert, false, T + R"("id" int8 NOT NULL, "amount" float8, PRIMARY KEY ("id")))"},
+      {PayloadMode::Columns, WriteMode::Upsert, true,
+       T + kMetaDdl + R"(, "id" int8 NOT NULL, "amount" float8, PRIMARY KEY ("id")))"},
+      {PayloadMode::Columns, WriteMode::Upsert, false,
+       T + R"("id" int8 NOT NULL, "amount" float8, PRIMARY KEY ("id")))"},
   };
   for (const auto& c : cases) {
     const bool columns = c.payload == PayloadMode::Columns;
     std::vector<std::string> key;
     if (c.write == WriteMode::Upsert) key = {columns ? "id" : "pico_key"};
     auto l = layout(c.payload, c.write, c.meta, columns ? payload_cols : std::vector<Column>{}, key);
-    EXPECT_EQ(create_table_sql(target(), l), c.expected) << to_string(c.payload) << " " << to_string(c.write) << " " << c.meta;
+    EXPECT_EQ(create_table_sql(target(), l), c.expected)
+        << to_string(c.payload) << " " << to_string(c.write) << " " << c.meta;
   }
 }
 
 TEST(CreateTable, CompositeUpsertKeyAndEveryType) {
-  auto l = layout(PayloadMode::Columns, WriteMode::Upsert, false,
-                  {field("tenant", ColumnType::Text), field("id", ColumnType::Int4), field("ok", ColumnType::Bool),
-                   field("at", ColumnType::Timestamptz), field("doc", ColumnType::Jsonb), field("blob", ColumnType::Bytea)},
-                  {"tenant", "id"});
-  EXPECT_EQ(create_table_sql(target(), l),
-            R"(CREATE TABLE IF NOT EXISTS "public"."orders_eu" ("tenant" text NOT NULL, "id" int4 NOT NULL, "ok" boolean, )"
-            R"("at" timestamptz, "doc" jsonb, "blob" bytea, PRIMARY KEY ("tenant", "id")))");
+  auto l =
+      layout(PayloadMode::Columns, WriteMode::Upsert, false,
+             {field("tenant", ColumnType::Text), field("id", ColumnType::Int4), field("ok", ColumnType::Bool),
+              field("at", ColumnType::Timestamptz), field("doc", ColumnType::Jsonb), field("blob", ColumnType::Bytea)},
+             {"tenant", "id"});
+  EXPECT_EQ(
+      create_table_sql(target(), l),
+      R"(CREATE TABLE IF NOT EXISTS "public"."orders_eu" ("tenant" text NOT NULL, "id" int4 NOT NULL, "ok" boolean, )"
+      R"("at" timestamptz, "doc" jsonb, "blob" bytea, PRIMARY KEY ("tenant", "id")))");
 }
 
 TEST(CreateTable, HostileColumnAndTableNames) {
   auto l = layout(PayloadMode::Columns, WriteMode::Append, false,
-                  {field(R"(a"); DROP TABLE x; --)", ColumnType::Text), field("é 💥", ColumnType::Int8), field(R"(\)", ColumnType::Bool)});
+                  {field(R"(a"); DROP TABLE x; --)", ColumnType::Text), field("é 💥", ColumnType::Int8),
+                   field(R"(\)", ColumnType::Bool)});
   auto t = TableName::make(R"(s"c)", R"(t"; --)").value();
   EXPECT_EQ(create_table_sql(t, l),
             R"(CREATE TABLE IF NOT EXISTS "s""c"."t""; --" ("a""); DROP TABLE x; --" text, "é 💥" int8, "\" boolean))");
@@ -230,7 +260,8 @@ TEST(Statements, InsertMode) {
   auto l = layout(PayloadMode::Jsonb, WriteMode::Insert, true);
   const std::string cols = R"("pico_id", )" + kMetaCols + R"(, "payload")";
   auto w = write_statements(target(), staging(), l);
-  EXPECT_EQ(w.create_staging, R"(CREATE TEMP TABLE pg_temp."pico_staging" ("pico_id" text, )" + kMetaStage + R"(, "payload" jsonb) ON COMMIT DROP)");
+  EXPECT_EQ(w.create_staging, R"(CREATE TEMP TABLE pg_temp."pico_staging" ("pico_id" text, )" + kMetaStage +
+                                  R"(, "payload" jsonb) ON COMMIT DROP)");
   EXPECT_EQ(w.copy, R"(COPY pg_temp."pico_staging" ()" + cols + ") FROM STDIN (FORMAT binary)");
   EXPECT_EQ(w.merge, R"(INSERT INTO "public"."orders_eu" ()" + cols + ") SELECT " + cols +
                          R"( FROM pg_temp."pico_staging" ON CONFLICT ("pico_id") DO NOTHING)");
@@ -239,35 +270,46 @@ TEST(Statements, InsertMode) {
 TEST(Statements, InsertModeWithoutMetadata) {
   auto l = layout(PayloadMode::Bytea, WriteMode::Insert, false);
   auto w = write_statements(target(), staging(), l);
-  EXPECT_EQ(w.create_staging, R"(CREATE TEMP TABLE pg_temp."pico_staging" ("pico_id" text, "payload" bytea) ON COMMIT DROP)");
+  EXPECT_EQ(w.create_staging,
+            R"(CREATE TEMP TABLE pg_temp."pico_staging" ("pico_id" text, "payload" bytea) ON COMMIT DROP)");
   EXPECT_EQ(w.copy, R"(COPY pg_temp."pico_staging" ("pico_id", "payload") FROM STDIN (FORMAT binary))");
-  EXPECT_EQ(w.merge, R"(INSERT INTO "public"."orders_eu" ("pico_id", "payload") SELECT "pico_id", "payload" FROM pg_temp."pico_staging" )"
-                     R"(ON CONFLICT ("pico_id") DO NOTHING)");
+  EXPECT_EQ(
+      w.merge,
+      R"(INSERT INTO "public"."orders_eu" ("pico_id", "payload") SELECT "pico_id", "payload" FROM pg_temp."pico_staging" )"
+      R"(ON CONFLICT ("pico_id") DO NOTHING)");
 }
 
 TEST(Statements, UpsertLastRecordPerKeyWins) {
-  auto l = layout(PayloadMode::Columns, WriteMode::Upsert, true, {field("id", ColumnType::Int8), field("name", ColumnType::Text)}, {"id"});
+  auto l = layout(PayloadMode::Columns, WriteMode::Upsert, true,
+                  {field("id", ColumnType::Int8), field("name", ColumnType::Text)}, {"id"});
   const std::string cols = kMetaCols + R"(, "id", "name")";
   auto w = write_statements(target(), staging(), l);
-  EXPECT_EQ(w.create_staging, R"(CREATE TEMP TABLE pg_temp."pico_staging" ()" + kMetaStage + R"(, "id" int8, "name" text) ON COMMIT DROP)");
+  EXPECT_EQ(w.create_staging, R"(CREATE TEMP TABLE pg_temp."pico_staging" ()" + kMetaStage +
+                                  R"(, "id" int8, "name" text) ON COMMIT DROP)");
   EXPECT_EQ(w.copy, R"(COPY pg_temp."pico_staging" ()" + cols + ") FROM STDIN (FORMAT binary)");
-  EXPECT_EQ(w.merge, R"(INSERT INTO "public"."orders_eu" ()" + cols + R"() SELECT DISTINCT ON ("id") )" + cols +
-                         R"( FROM pg_temp."pico_staging" ORDER BY "id", "pico_offset" DESC ON CONFLICT ("id") DO UPDATE SET )"
-                         R"("pico_topic" = EXCLUDED."pico_topic", "pico_partition" = EXCLUDED."pico_partition", )"
-                         R"("pico_offset" = EXCLUDED."pico_offset", "pico_timestamp" = EXCLUDED."pico_timestamp", )"
-                         R"("pico_key" = EXCLUDED."pico_key", "pico_headers" = EXCLUDED."pico_headers", "name" = EXCLUDED."name")");
+  EXPECT_EQ(
+      w.merge,
+      R"(INSERT INTO "public"."orders_eu" ()" + cols + R"() SELECT DISTINCT ON ("id") )" + cols +
+          R"( FROM pg_temp."pico_staging" ORDER BY "id", "pico_offset" DESC ON CONFLICT ("id") DO UPDATE SET )"
+          R"("pico_topic" = EXCLUDED."pico_topic", "pico_partition" = EXCLUDED."pico_partition", )"
+          R"("pico_offset" = EXCLUDED."pico_offset", "pico_timestamp" = EXCLUDED."pico_timestamp", )"
+          R"("pico_key" = EXCLUDED."pico_key", "pico_headers" = EXCLUDED."pico_headers", "name" = EXCLUDED."name")");
 }
 
 TEST(Statements, UpsertWithoutMetadataOrdersByAStagingOnlyOffset) {
   auto l = layout(PayloadMode::Columns, WriteMode::Upsert, false,
-                  {field("tenant", ColumnType::Text), field("id", ColumnType::Int8), field("v", ColumnType::Jsonb)}, {"tenant", "id"});
+                  {field("tenant", ColumnType::Text), field("id", ColumnType::Int8), field("v", ColumnType::Jsonb)},
+                  {"tenant", "id"});
   auto w = write_statements(target(), staging(), l);
-  EXPECT_EQ(w.create_staging,
-            R"(CREATE TEMP TABLE pg_temp."pico_staging" ("tenant" text, "id" int8, "v" jsonb, "pico_offset" int8) ON COMMIT DROP)");
+  EXPECT_EQ(
+      w.create_staging,
+      R"(CREATE TEMP TABLE pg_temp."pico_staging" ("tenant" text, "id" int8, "v" jsonb, "pico_offset" int8) ON COMMIT DROP)");
   EXPECT_EQ(w.copy, R"(COPY pg_temp."pico_staging" ("tenant", "id", "v", "pico_offset") FROM STDIN (FORMAT binary))");
-  EXPECT_EQ(w.merge, R"(INSERT INTO "public"."orders_eu" ("tenant", "id", "v") SELECT DISTINCT ON ("tenant", "id") "tenant", "id", "v" )"
-                     R"(FROM pg_temp."pico_staging" ORDER BY "tenant", "id", "pico_offset" DESC )"
-                     R"(ON CONFLICT ("tenant", "id") DO UPDATE SET "v" = EXCLUDED."v")");
+  EXPECT_EQ(
+      w.merge,
+      R"(INSERT INTO "public"."orders_eu" ("tenant", "id", "v") SELECT DISTINCT ON ("tenant", "id") "tenant", "id", "v" )"
+      R"(FROM pg_temp."pico_staging" ORDER BY "tenant", "id", "pico_offset" DESC )"
+      R"(ON CONFLICT ("tenant", "id") DO UPDATE SET "v" = EXCLUDED."v")");
 }
 
 TEST(Statements, UpsertWhereEveryColumnIsKeyDoesNothing) {
@@ -279,11 +321,13 @@ TEST(Statements, UpsertWhereEveryColumnIsKeyDoesNothing) {
 
 TEST(Statements, UpsertOnRecordKeyInJsonbMode) {
   auto l = layout(PayloadMode::Jsonb, WriteMode::Upsert, true, {}, {"pico_key"});
-  EXPECT_EQ(merge_sql(target(), staging(), l),
-            R"(INSERT INTO "public"."orders_eu" ()" + kMetaCols + R"(, "payload") SELECT DISTINCT ON ("pico_key") )" + kMetaCols +
-                R"(, "payload" FROM pg_temp."pico_staging" ORDER BY "pico_key", "pico_offset" DESC ON CONFLICT ("pico_key") DO UPDATE SET )"
-                R"("pico_topic" = EXCLUDED."pico_topic", "pico_partition" = EXCLUDED."pico_partition", "pico_offset" = EXCLUDED."pico_offset", )"
-                R"("pico_timestamp" = EXCLUDED."pico_timestamp", "pico_headers" = EXCLUDED."pico_headers", "payload" = EXCLUDED."payload")");
+  EXPECT_EQ(
+      merge_sql(target(), staging(), l),
+      R"(INSERT INTO "public"."orders_eu" ()" + kMetaCols + R"(, "payload") SELECT DISTINCT ON ("pico_key") )" +
+          kMetaCols +
+          R"(, "payload" FROM pg_temp."pico_staging" ORDER BY "pico_key", "pico_offset" DESC ON CONFLICT ("pico_key") DO UPDATE SET )"
+          R"("pico_topic" = EXCLUDED."pico_topic", "pico_partition" = EXCLUDED."pico_partition", "pico_offset" = EXCLUDED."pico_offset", )"
+          R"("pico_timestamp" = EXCLUDED."pico_timestamp", "pico_headers" = EXCLUDED."pico_headers", "payload" = EXCLUDED."payload")");
 }
 
 TEST(Statements, AppendCopiesStraightIntoTheTarget) {
@@ -293,23 +337,26 @@ TEST(Statements, AppendCopiesStraightIntoTheTarget) {
   EXPECT_EQ(w.merge, "");
   EXPECT_EQ(w.copy, R"(COPY "public"."orders_eu" ()" + kMetaCols + R"(, "payload") FROM STDIN (FORMAT binary))");
   // merge_sql for append (a staged append, if a caller wants one) is a plain INSERT ... SELECT.
-  EXPECT_EQ(merge_sql(target(), staging(), l), R"(INSERT INTO "public"."orders_eu" ()" + kMetaCols + R"(, "payload") SELECT )" +
-                                                   kMetaCols + R"(, "payload" FROM pg_temp."pico_staging")");
+  EXPECT_EQ(merge_sql(target(), staging(), l), R"(INSERT INTO "public"."orders_eu" ()" + kMetaCols +
+                                                   R"(, "payload") SELECT )" + kMetaCols +
+                                                   R"(, "payload" FROM pg_temp."pico_staging")");
 }
 
 TEST(Statements, HostileStagingAndTargetNames) {
   auto l = layout(PayloadMode::Jsonb, WriteMode::Insert, false);
   auto t = TableName::make("", R"(x"; DROP TABLE y; --)").value();
   auto s = TableName::temp(R"(st"g)").value();
-  EXPECT_EQ(merge_sql(t, s, l), R"(INSERT INTO "x""; DROP TABLE y; --" ("pico_id", "payload") SELECT "pico_id", "payload" )"
-                                R"(FROM pg_temp."st""g" ON CONFLICT ("pico_id") DO NOTHING)");
+  EXPECT_EQ(merge_sql(t, s, l),
+            R"(INSERT INTO "x""; DROP TABLE y; --" ("pico_id", "payload") SELECT "pico_id", "payload" )"
+            R"(FROM pg_temp."st""g" ON CONFLICT ("pico_id") DO NOTHING)");
 }
 
 // ---- ALTER TABLE ---------------------------------------------------------------------------
 
 TEST(AddColumns, OneStatementForAll) {
-  EXPECT_EQ(add_columns_sql(target(), {field("note", ColumnType::Text), field(R"(q"x)", ColumnType::Timestamptz)}).value(),
-            R"(ALTER TABLE "public"."orders_eu" ADD COLUMN IF NOT EXISTS "note" text, ADD COLUMN IF NOT EXISTS "q""x" timestamptz)");
+  EXPECT_EQ(
+      add_columns_sql(target(), {field("note", ColumnType::Text), field(R"(q"x)", ColumnType::Timestamptz)}).value(),
+      R"(ALTER TABLE "public"."orders_eu" ADD COLUMN IF NOT EXISTS "note" text, ADD COLUMN IF NOT EXISTS "q""x" timestamptz)");
   EXPECT_FALSE(add_columns_sql(target(), {}).ok());
   EXPECT_FALSE(add_columns_sql(target(), {field(std::string("a\0b", 3), ColumnType::Text)}).ok());
   EXPECT_FALSE(add_columns_sql(target(), {field(std::string(64, 'x'), ColumnType::Text)}).ok());

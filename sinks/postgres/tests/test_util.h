@@ -73,7 +73,7 @@ class Batch {
     int64_t timestamp_ms = 1700000000123;
     const char* key = nullptr;
     std::vector<std::pair<std::string, const char*>> headers;  // nullptr value: null header
-    std::size_t payload_size = std::string::npos;  // npos: strlen
+    std::size_t payload_size = std::string::npos;              // npos: strlen
   };
 
   Batch& add(Rec r) {
@@ -82,7 +82,8 @@ class Batch {
     rec.timestamp_ms = r.timestamp_ms;
     if (r.key) rec.key = bytes(r.key);
     if (r.payload) {
-      rec.payload = r.payload_size == std::string::npos ? bytes(r.payload) : bytes(std::string(r.payload, r.payload_size));
+      rec.payload =
+          r.payload_size == std::string::npos ? bytes(r.payload) : bytes(std::string(r.payload, r.payload_size));
     }
     auto& hs = headers_.emplace_back();
     for (auto& [name, value] : r.headers) {
@@ -104,7 +105,8 @@ class Batch {
   }
 
   pmq_batch get() const {
-    return pmq_batch{sizeof(pmq_batch), topic_.c_str(), 0, format_, "json", records_.data(), records_.size(), sizeof(pmq_record)};
+    return pmq_batch{sizeof(pmq_batch), topic_.c_str(),    0, format_, "json", records_.data(),
+                     records_.size(),   sizeof(pmq_record)};
   }
 
  private:

@@ -2,10 +2,10 @@
 // examples (examples/python), every outcome, overlapping writes with in-order commits, a slow and a
 // CPU-bound Python sink beside a C++ sink, refusals at load, close at shutdown, pyarrow values.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "harness.h"
@@ -19,10 +19,11 @@ const std::string kVenv = kSource + "/tools/venv";
 std::string python_definition(const std::string& key, const std::string& topic, const std::string& klass,
                               const std::string& options, const std::string& extra = "",
                               const std::string& block_extra = "batch_length = 5\n") {
-  return "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_python_sink\"\n[[topics]]\ntopics = [\"" +
-         topic + "\"]\n" + block_extra + "[plugin_config]\nclass = \"" + klass + "\"\npython_path = [\"" + kSource +
-         "/examples/python\", \"" + kSource + "/sinks/python/tests/python\"]\nvirtualenv = \"" + kVenv + "\"\n" + extra +
-         "options = " + options + "\n";
+  return "type = \"sink\"\nkey = \"" + key +
+         "\"\npath = \"libpicomq_connector_python_sink\"\n[[topics]]\ntopics = [\"" + topic + "\"]\n" + block_extra +
+         "[plugin_config]\nclass = \"" + klass + "\"\npython_path = [\"" + kSource + "/examples/python\", \"" +
+         kSource + "/sinks/python/tests/python\"]\nvirtualenv = \"" + kVenv + "\"\n" + extra + "options = " + options +
+         "\n";
 }
 
 std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& p) {
@@ -47,8 +48,9 @@ TEST(PythonSpecExamples, MinimumShapeNativeBatchAndArrowBoundaryWriteEveryRecord
   std::vector<ProducedRecord> records;
   for (int i = 0; i < 12; ++i) {
     ProducedRecord r;
-    r.value = i % 5 == 3 ? "{\"n\":null}" : "{\"n\":" + std::to_string(i) + ",\"s\":\"v" + std::to_string(i) + "\",\"f\":" +
-                                                std::to_string(i) + ".5,\"ok\":" + (i % 2 ? "false" : "true") + "}";
+    r.value = i % 5 == 3 ? "{\"n\":null}"
+                         : "{\"n\":" + std::to_string(i) + ",\"s\":\"v" + std::to_string(i) +
+                               "\",\"f\":" + std::to_string(i) + ".5,\"ok\":" + (i % 2 ? "false" : "true") + "}";
     r.key = "k" + std::to_string(i);
     r.headers = {{"trace", "t" + std::to_string(i)}};
     r.partition = 0;
@@ -62,8 +64,10 @@ TEST(PythonSpecExamples, MinimumShapeNativeBatchAndArrowBoundaryWriteEveryRecord
   rt.add_definition("arrow.toml", python_definition("spec-arrow", topic, "arrow_boundary:MyArrowSinkDemo", "{}"));
   rt.start();
   for (const auto* key : {"spec-min", "spec-batch", "spec-arrow"})
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(std::string("picomq-connect-sink-") + key, topic) == 12; }, 60s))
-        << key << "\n" << rt.log();
+    ASSERT_TRUE(
+        wait_until([&] { return kafka.committed(std::string("picomq-connect-sink-") + key, topic) == 12; }, 60s))
+        << key << "\n"
+        << rt.log();
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_NE(rt.log().find("minimum_shape:MySink open; plane rows"), std::string::npos) << rt.log();
@@ -88,7 +92,8 @@ TEST(PythonSpecExamples, MinimumShapeNativeBatchAndArrowBoundaryWriteEveryRecord
       EXPECT_EQ(row["pico_headers"], nlohmann::json::parse("[[\"trace\",\"t" + std::to_string(i) + "\"]]"));
       if (i % 5 == 3) {
         EXPECT_TRUE(row["n"].is_null());
-        if (std::string(call) == "send_arrow") EXPECT_TRUE(row["s"].is_null()) << "a field absent from a record is null in Arrow";
+        if (std::string(call) == "send_arrow")
+          EXPECT_TRUE(row["s"].is_null()) << "a field absent from a record is null in Arrow";
         else EXPECT_FALSE(row.contains("s")) << "and absent from its dict";
       } else {
         EXPECT_EQ(row["n"], i);
@@ -125,11 +130,12 @@ TEST(PythonRows, PayloadShapesTombstonesAndMetadataCollisions) {
                                                      "batch_length = 10\non_bad_record = \"skip\"\n"));
   rt.add_definition("bare.toml", python_definition("py-bare", topic, "test_sinks:Record", out_option(rt, "bare.jsonl"),
                                                    "include_metadata = false\n", "batch_length = 10\n"));
-  rt.add_definition("zc.toml", python_definition("py-zc", topic, "test_sinks:ArrowCheck", out_option(rt, "zc.jsonl"), "",
-                                                 "batch_length = 10\non_bad_record = \"skip\"\n"));
+  rt.add_definition("zc.toml", python_definition("py-zc", topic, "test_sinks:ArrowCheck", out_option(rt, "zc.jsonl"),
+                                                 "", "batch_length = 10\non_bad_record = \"skip\"\n"));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-zc", topic) == 6; }, 30s)) << rt.log();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-shapes", topic) == 6; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-shapes", topic) == 6; }, 30s))
+      << rt.log();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-bare", topic) == 6; }, 30s)) << rt.log();
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
@@ -177,12 +183,15 @@ TEST(PythonArrow, TheRuntimesExportWithTheDeclaredSchemaAndWithoutMetadataColumn
   kafka.create_topic(topic);
   kafka.produce_values(topic, {R"({"n":1,"s":"a"})", R"({"n":"two","s":"b"})", R"({"n":3,"s":"c","extra":true})"});
   Runtime rt(kafka.bootstrap());
-  rt.add_definition("a.toml", python_definition("py-arrow-declared", topic, "test_sinks:ArrowCheck", out_option(rt, "a.jsonl"),
-                                                 "include_metadata = false\n",
-                                                 "batch_length = 10\non_bad_record = \"skip\"\n"
-                                                 "arrow_schema = [ { name = \"n\", type = \"int64\" }, { name = \"s\", type = \"utf8\" } ]\n"));
+  rt.add_definition(
+      "a.toml",
+      python_definition("py-arrow-declared", topic, "test_sinks:ArrowCheck", out_option(rt, "a.jsonl"),
+                        "include_metadata = false\n",
+                        "batch_length = 10\non_bad_record = \"skip\"\n"
+                        "arrow_schema = [ { name = \"n\", type = \"int64\" }, { name = \"s\", type = \"utf8\" } ]\n"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-arrow-declared", topic) == 3; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-arrow-declared", topic) == 3; }, 30s))
+      << rt.log();
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto batches = read_json_lines(rt.dir() / "a.jsonl");
@@ -209,22 +218,30 @@ TEST(PythonOutcomes, RetryFatalFlakyAndRejectedRecords) {
   Runtime rt(kafka.bootstrap());
   rt.runtime_settings("keep_running_on_error = true");
   auto options = [&](const std::string& name, const std::string& mode, int at) {
-    return "{ out = \"" + (rt.dir() / (name + ".jsonl")).string() + "\", mode = \"" + mode + "\", at = " + std::to_string(at) + " }";
+    return "{ out = \"" + (rt.dir() / (name + ".jsonl")).string() + "\", mode = \"" + mode +
+           "\", at = " + std::to_string(at) + " }";
   };
-  rt.add_definition("retry.toml", python_definition("py-retry", topic, "test_sinks:Outcomes", options("retry", "retry", 6)));
-  rt.add_definition("fatal.toml", python_definition("py-fatal", topic, "test_sinks:Outcomes", options("fatal", "fatal", 7)));
-  rt.add_definition("flaky.toml", python_definition("py-flaky", topic, "test_sinks:Outcomes", options("flaky", "flaky", 2)));
-  rt.add_definition("reject.toml", python_definition("py-reject", topic, "test_sinks:Outcomes", options("reject", "reject", 8), "",
-                                                     "batch_length = 5\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
-                                                         dead + "\"\n"));
-  rt.add_definition("rejectfail.toml", python_definition("py-rejectfail", topic, "test_sinks:Outcomes", options("rejectfail", "reject", 8)));
+  rt.add_definition("retry.toml",
+                    python_definition("py-retry", topic, "test_sinks:Outcomes", options("retry", "retry", 6)));
+  rt.add_definition("fatal.toml",
+                    python_definition("py-fatal", topic, "test_sinks:Outcomes", options("fatal", "fatal", 7)));
+  rt.add_definition("flaky.toml",
+                    python_definition("py-flaky", topic, "test_sinks:Outcomes", options("flaky", "flaky", 2)));
+  rt.add_definition(
+      "reject.toml",
+      python_definition("py-reject", topic, "test_sinks:Outcomes", options("reject", "reject", 8), "",
+                        "batch_length = 5\non_bad_record = \"dead_letter\"\ndead_letter_topic = \"" + dead + "\"\n"));
+  rt.add_definition("rejectfail.toml", python_definition("py-rejectfail", topic, "test_sinks:Outcomes",
+                                                         options("rejectfail", "reject", 8)));
   rt.start();
 
   ASSERT_TRUE(rt.wait_state("py-fatal", "error", 30s)) << rt.log();
   EXPECT_NE(rt.sink_status("py-fatal").dump().find("FatalError: table dropped at offset 7"), std::string::npos)
       << rt.sink_status("py-fatal");
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-flaky", topic) == 10; }, 30s)) << rt.log();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-reject", topic) == 10; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-flaky", topic) == 10; }, 30s))
+      << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-reject", topic) == 10; }, 30s))
+      << rt.log();
   ASSERT_TRUE(rt.wait_state("py-rejectfail", "error", 30s)) << rt.log();
   ASSERT_TRUE(rt.wait_state("py-retry", "error", 60s)) << "retries run out: " << rt.log();
   EXPECT_NE(rt.sink_status("py-retry").dump().find("RetryableError: destination busy at offset 6"), std::string::npos)
@@ -258,10 +275,12 @@ TEST(PythonOutcomes, RetryFatalFlakyAndRejectedRecords) {
   const auto dead_letters = kafka.consume(dead, 1, 20s);
   ASSERT_EQ(dead_letters.size(), 1u);
   EXPECT_EQ(dead_letters[0].value.value_or(""), "{\"n\":8}");
-  EXPECT_NE(rt.sink_status("py-rejectfail").dump().find("offset 8"), std::string::npos) << rt.sink_status("py-rejectfail");
+  EXPECT_NE(rt.sink_status("py-rejectfail").dump().find("offset 8"), std::string::npos)
+      << rt.sink_status("py-rejectfail");
   EXPECT_NE(rt.sink_status("py-rejectfail").dump().find("offset 8 is too large for the destination"), std::string::npos)
       << rt.sink_status("py-rejectfail");
-  EXPECT_EQ(kafka.committed("picomq-connect-sink-py-rejectfail", topic), 8) << "fail policy: records before the rejected one";
+  EXPECT_EQ(kafka.committed("picomq-connect-sink-py-rejectfail", topic), 8)
+      << "fail policy: records before the rejected one";
 }
 
 // Several writes in flight: their coroutines overlap on the one loop, and offsets are committed in
@@ -274,11 +293,12 @@ TEST(PythonAsync, WritesOverlapCommitsStayInOrderAndCloseComesLast) {
   kafka.produce_values(topic, json_values(0, 20), 0);
   Runtime rt(kafka.bootstrap());
   const auto out = rt.dir() / "overlap.jsonl";
-  rt.add_definition("overlap.toml",
-                    python_definition("py-overlap", topic, "test_sinks:Overlap",
-                                      "{ out = \"" + out.string() + "\", delay = 0.2, first_delay = 4.0 }", "max_in_flight = 4\n"));
-  rt.add_definition("hang.toml", python_definition("py-hang", topic, "test_sinks:HangingClose", out_option(rt, "hang.jsonl"),
-                                                   "close_timeout = \"1s\"\n"));
+  rt.add_definition(
+      "overlap.toml",
+      python_definition("py-overlap", topic, "test_sinks:Overlap",
+                        "{ out = \"" + out.string() + "\", delay = 0.2, first_delay = 4.0 }", "max_in_flight = 4\n"));
+  rt.add_definition("hang.toml", python_definition("py-hang", topic, "test_sinks:HangingClose",
+                                                   out_option(rt, "hang.jsonl"), "close_timeout = \"1s\"\n"));
   rt.start();
   ASSERT_TRUE(wait_until(
       [&] {
@@ -289,13 +309,15 @@ TEST(PythonAsync, WritesOverlapCommitsStayInOrderAndCloseComesLast) {
       << rt.log();
   EXPECT_EQ(kafka.committed("picomq-connect-sink-py-overlap", topic), -1001)
       << "batches after the first completed, but the first is still pending: nothing is committed";
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-overlap", topic) == 20; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-overlap", topic) == 20; }, 30s))
+      << rt.log();
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-hang", topic) == 20; }, 30s)) << rt.log();
   const auto stop = std::chrono::steady_clock::now();
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   EXPECT_LT(std::chrono::steady_clock::now() - stop, 10s) << "the hanging close() was bounded";
-  EXPECT_NE(rt.log().find("close() of test_sinks:HangingClose did not finish within close_timeout (1000 ms)"), std::string::npos)
+  EXPECT_NE(rt.log().find("close() of test_sinks:HangingClose did not finish within close_timeout (1000 ms)"),
+            std::string::npos)
       << rt.log();
 
   auto lines = read_json_lines(out);
@@ -323,17 +345,19 @@ TEST(PythonAsync, AHangingCloseIsBoundedByTheRuntimesShutdownTimeout) {
   kafka.produce_values(topic, json_values(0, 5), 0);
   Runtime rt(kafka.bootstrap());
   rt.runtime_settings("shutdown_timeout = \"2s\"");
-  rt.add_definition("hang.toml", python_definition("py-hang-long", topic, "test_sinks:HangingClose", out_option(rt, "hang.jsonl"),
-                                                   "close_timeout = \"60s\"\n"));
+  rt.add_definition("hang.toml", python_definition("py-hang-long", topic, "test_sinks:HangingClose",
+                                                   out_option(rt, "hang.jsonl"), "close_timeout = \"60s\"\n"));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-hang-long", topic) == 5; }, 30s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-hang-long", topic) == 5; }, 30s))
+      << rt.log();
   const auto stop = std::chrono::steady_clock::now();
   rt.signal(SIGTERM);
   const auto code = rt.wait_exit(30s);
   ASSERT_TRUE(code.has_value()) << rt.log();
   EXPECT_EQ(*code, 3) << rt.log();
   EXPECT_LT(std::chrono::steady_clock::now() - stop, 10s) << "shutdown_timeout (2 s), not close_timeout (60 s)";
-  EXPECT_NE(rt.log().find("the plugin's close() did not return within shutdown_timeout (2000 ms)"), std::string::npos) << rt.log();
+  EXPECT_NE(rt.log().find("the plugin's close() did not return within shutdown_timeout (2000 ms)"), std::string::npos)
+      << rt.log();
 }
 
 // A Python sink that holds the GIL for 10 s in a pure-Python loop does not stall a C++ sink of the
@@ -353,7 +377,8 @@ TEST(PythonGil, ACpuBoundPythonSinkStallsNeitherACppSinkNorItsConsumerGroup) {
                                                    "{ out = \"" + out.string() + "\", seconds = 10.0 }", "",
                                                    "batch_length = 5\nproperties = { \"session.timeout.ms\" = 6000, "
                                                    "\"heartbeat.interval.ms\" = 500 }\n"));
-  rt.add_definition("cxx.toml", testkit_definition("cxx", "topics = [\"" + cxx_topic + "\"]\nbatch_length = 10\n", testkit_config(rt)));
+  rt.add_definition("cxx.toml", testkit_definition("cxx", "topics = [\"" + cxx_topic + "\"]\nbatch_length = 10\n",
+                                                   testkit_config(rt)));
   rt.start();
   ASSERT_TRUE(wait_until(
       [&] {
@@ -365,7 +390,8 @@ TEST(PythonGil, ACpuBoundPythonSinkStallsNeitherACppSinkNorItsConsumerGroup) {
   ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-cxx", cxx_topic) == 50; }, 8s))
       << "the C++ sink writes while the Python one holds the GIL: " << rt.log();
   EXPECT_EQ(kafka.committed("picomq-connect-sink-py-busy", busy_topic), -1001) << "the Python sink is still busy";
-  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-busy", busy_topic) == 10; }, 40s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-sink-py-busy", busy_topic) == 10; }, 40s))
+      << rt.log();
   rt.signal(SIGTERM);
   ASSERT_EQ(rt.wait_exit(30s), 0) << rt.log();
   const auto log = rt.log();
@@ -392,9 +418,11 @@ TEST(PythonRefusals, LegacyFlagsUnimplementedAndUnacceptedPlanesAndBadClassesAre
   rt.runtime_settings("keep_running_on_error = true");
   const std::map<std::string, std::pair<std::string, std::string>> cases = {
       {"r-legacy", {"test_sinks:Legacy", "Legacy sets the legacy flag 'supports_arrow'"}},
-      {"r-arrow", {"test_sinks:UnimplementedArrow",
-                   "UnimplementedArrow declares native data plane 'arrow_batches' but does not implement write_arrow_batch()"}},
-      {"r-accept", {"test_sinks:NotAccepted", "NotAccepted declares native data plane 'python_batches' but does not accept it"}},
+      {"r-arrow",
+       {"test_sinks:UnimplementedArrow",
+        "UnimplementedArrow declares native data plane 'arrow_batches' but does not implement write_arrow_batch()"}},
+      {"r-accept",
+       {"test_sinks:NotAccepted", "NotAccepted declares native data plane 'python_batches' but does not accept it"}},
       {"r-module", {"no_such_module:Sink", "cannot import module 'no_such_module'"}},
       {"r-class", {"test_sinks:Nope", "module 'test_sinks'"}},
       {"r-notsink", {"json:JSONDecoder", "'json:JSONDecoder' is not a subclass of picomq_connect.BaseSink"}},

@@ -41,9 +41,10 @@ class Quickwit {
     return body["hits"].get<std::vector<json>>();
   }
   void create(const std::string& index, const std::string& doc_mapping, int commit_timeout_secs = 1) const {
-    const auto [status, body] = call("POST", "/api/v1/indexes",
-                                     R"({"version": "0.8", "index_id": ")" + index + R"(", "doc_mapping": )" + doc_mapping +
-                                         R"(, "indexing_settings": {"commit_timeout_secs": )" + std::to_string(commit_timeout_secs) + "}}");
+    const auto [status, body] =
+        call("POST", "/api/v1/indexes",
+             R"({"version": "0.8", "index_id": ")" + index + R"(", "doc_mapping": )" + doc_mapping +
+                 R"(, "indexing_settings": {"commit_timeout_secs": )" + std::to_string(commit_timeout_secs) + "}}");
     if (status != 200) throw std::runtime_error("create " + index + ": " + body.dump());
   }
   void config(const json& c) const { server_.call("POST", "/_control/config", c.dump()); }
@@ -72,10 +73,16 @@ TEST(QuickwitConfig, ProblemsAreNamedByKey) {
   auto host = load();
   EXPECT_TRUE(has_problem(host->check(R"({})"), "url: missing required option"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "commit": "later"})"), "commit:"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "max_request_bytes": "20MiB"})"), "max_request_bytes: must be between"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config": {"version": "0.8"}})"), "index_config: must hold doc_mapping"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "compression": "gzip"})"), "compression: must be \"none\""));
-  EXPECT_TRUE(host->check(R"({"url": "http://h:7280", "commit": "wait_for", "index_config": {"doc_mapping": {"mode": "dynamic"}}})").empty());
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "max_request_bytes": "20MiB"})"),
+                          "max_request_bytes: must be between"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config": {"version": "0.8"}})"),
+                          "index_config: must hold doc_mapping"));
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:7280", "compression": "gzip"})"), "compression: must be \"none\""));
+  EXPECT_TRUE(
+      host->check(
+              R"({"url": "http://h:7280", "commit": "wait_for", "index_config": {"doc_mapping": {"mode": "dynamic"}}})")
+          .empty());
 }
 
 TEST(QuickwitSink, WaitForAnswersWhenTheDocumentsAreSearchableWithTheirRecordIds) {
@@ -122,15 +129,19 @@ TEST(QuickwitSink, AutoAnswersOnceInTheWriteAheadLogAndForceCommitsAtOnce) {
 TEST(QuickwitSink, DocumentsTheMappingRefusesAreRejectedAloneAndTheRestIsWritten) {
   auto& q = Quickwit::shared();
   const auto index = q.index("strict");
-  q.create(index, R"({"mode": "lenient", "field_mappings": [{"name": "n", "type": "i64"}, {"name": "when", "type": "datetime", "fast": true}]})");
+  q.create(
+      index,
+      R"({"mode": "lenient", "field_mappings": [{"name": "n", "type": "i64"}, {"name": "when", "type": "datetime", "fast": true}]})");
   auto host = load();
   host->open(config(q.url(), index, R"("commit": "force", "document": "payload", "id_field": "")"));
-  const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"n": 1})", R"({"n": "two"})", R"({"n": 3})", R"({"n": 1})",
-                                                           R"({"when": "yesterday"})", R"({"n": 6})"}));
+  const auto out = host->write(TestBatch::json(
+      "t", 0, 0,
+      {R"({"n": 1})", R"({"n": "two"})", R"({"n": 3})", R"({"n": 1})", R"({"when": "yesterday"})", R"({"n": 6})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
   ASSERT_EQ(out.rejected.size(), 2u);
   EXPECT_EQ(out.rejected[0].record_index, 1u);
-  EXPECT_NE(out.rejected[0].reason.find("index " + index + ": invalid_schema: "), std::string::npos) << out.rejected[0].reason;
+  EXPECT_NE(out.rejected[0].reason.find("index " + index + ": invalid_schema: "), std::string::npos)
+      << out.rejected[0].reason;
   EXPECT_EQ(out.rejected[1].record_index, 4u);
   const auto docs = q.search(index);
   ASSERT_EQ(docs.size(), 4u);
@@ -144,17 +155,20 @@ TEST(QuickwitSink, RateLimitedAndUnavailableAnswersAreResentAndADocumentOverTheL
   q.create(index, R"({"mode": "dynamic"})");
   auto host = load();
   host->open(config(q.url(), index, R"("commit": "force", "max_request_bytes": "1KiB")"));
-  q.config({{"fail_requests", {{{"path_prefix", "/api/v1/" + index + "/ingest"}, {"status", 429}, {"count", 2}, {"retry_after", 1}},
-                               {{"path_prefix", "/api/v1/" + index + "/ingest"}, {"status", 503}, {"count", 1}}}}});
+  q.config({{"fail_requests",
+             {{{"path_prefix", "/api/v1/" + index + "/ingest"}, {"status", 429}, {"count", 2}, {"retry_after", 1}},
+              {{"path_prefix", "/api/v1/" + index + "/ingest"}, {"status", 503}, {"count", 1}}}}});
   std::vector<std::string> payloads;
-  for (int i = 0; i < 30; ++i) payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
+  for (int i = 0; i < 30; ++i)
+    payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(host->write(TestBatch::json("t", 0, 0, payloads)).status, PMQ_WRITE_OK);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s) << "Retry-After honoured";
   auto docs = q.search(index);
   ASSERT_EQ(docs.size(), 30u) << "every document once: a 429 / 503 wrote nothing";
   EXPECT_GE(host->counter("resends"), 3u);
-  EXPECT_GE(q.stats()["requests"]["POST /api/v1/{index}/ingest"].get<int>(), 7) << "30 documents of ~190 bytes in 1 KiB bodies";
+  EXPECT_GE(q.stats()["requests"]["POST /api/v1/{index}/ingest"].get<int>(), 7)
+      << "30 documents of ~190 bytes in 1 KiB bodies";
   // Without time to resend, a 429 fails the write as a retry.
   auto quick = load();
   quick->open(config(q.url(), index, R"("retry_timeout": "0s")"));
@@ -164,12 +178,13 @@ TEST(QuickwitSink, RateLimitedAndUnavailableAnswersAreResentAndADocumentOverTheL
   EXPECT_EQ(out.status, PMQ_WRITE_RETRY) << out.error;
   EXPECT_NE(out.error.find("429"), std::string::npos) << out.error;
   // A document larger than Quickwit's 10 MiB ingest limit: 413, refused alone.
-  const auto big = host->write(TestBatch::json("t", 0, 200, {R"({"n": 200})", "{\"big\": \"" + std::string(11u << 20, 'x') + "\"}",
-                                                             R"({"n": 202})"}));
+  const auto big = host->write(TestBatch::json(
+      "t", 0, 200, {R"({"n": 200})", "{\"big\": \"" + std::string(11u << 20, 'x') + "\"}", R"({"n": 202})"}));
   ASSERT_EQ(big.status, PMQ_WRITE_REJECTED) << big.error;
   ASSERT_EQ(big.rejected.size(), 1u);
   EXPECT_EQ(big.rejected[0].record_index, 1u);
-  EXPECT_NE(big.rejected[0].reason.find("larger than Quickwit's ingest limit"), std::string::npos) << big.rejected[0].reason;
+  EXPECT_NE(big.rejected[0].reason.find("larger than Quickwit's ingest limit"), std::string::npos)
+      << big.rejected[0].reason;
   EXPECT_EQ(q.search(index).size(), 32u);
 }
 
@@ -188,7 +203,8 @@ TEST(QuickwitSink, IndexesAreCreatedFromIndexConfigOrAMissingOneStopsTheSink) {
   EXPECT_EQ(host->counter("created_indexes"), 1u);
 
   auto bad = load();
-  bad->open(config(q.url(), "{topic}", R"("index_config": {"doc_mapping": {"field_mappings": [{"name": "n", "type": "no_such_type"}]}})"));
+  bad->open(config(q.url(), "{topic}",
+                   R"("index_config": {"doc_mapping": {"field_mappings": [{"name": "n", "type": "no_such_type"}]}})"));
   auto out = bad->write(TestBatch::json("badmapping", 0, 0, {R"({"a":1})"}));
   EXPECT_EQ(out.status, PMQ_WRITE_FATAL);
   EXPECT_NE(out.error.find("creating index badmapping from index_config"), std::string::npos) << out.error;
@@ -203,21 +219,31 @@ TEST(QuickwitSink, IndexesAreCreatedFromIndexConfigOrAMissingOneStopsTheSink) {
 
 TEST(QuickwitConfig, YamlIndexConfigsAreCheckedWithWhereTheProblemIs) {
   auto host = load();
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping:\n  mode: [dynamic\n"})"),
-                          "index_config_yaml: index config not valid YAML:"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping:\n  mode: [dynamic\n"})"), "line 3"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "version: 0.8\n"})"), "must hold doc_mapping"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "- doc_mapping\n"})"), "must be a mapping"));
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping: {}\n---\ndoc_mapping: {}\n"})"),
-                          "more than one YAML document"));
+  EXPECT_TRUE(
+      has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping:\n  mode: [dynamic\n"})"),
+                  "index_config_yaml: index config not valid YAML:"));
+  EXPECT_TRUE(has_problem(
+      host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping:\n  mode: [dynamic\n"})"), "line 3"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "version: 0.8\n"})"),
+                          "must hold doc_mapping"));
+  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "- doc_mapping\n"})"),
+                          "must be a mapping"));
+  EXPECT_TRUE(has_problem(
+      host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping: {}\n---\ndoc_mapping: {}\n"})"),
+      "more than one YAML document"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_file": "/nonexistent/index.yaml"})"),
                           "index_config_file: cannot read /nonexistent/index.yaml"));
   const std::string file = ::testing::TempDir() + "quickwit-check.yaml";
   std::ofstream(file) << "doc_mapping: {}\n";
-  EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping: {}", "index_config_file": ")" + file + "\"}"),
-                          "index_config_file: set one of"));
+  EXPECT_TRUE(has_problem(
+      host->check(R"({"url": "http://h:7280", "index_config_yaml": "doc_mapping: {}", "index_config_file": ")" + file +
+                  "\"}"),
+      "index_config_file: set one of"));
   EXPECT_TRUE(has_problem(host->check(R"({"url": "http://h:7280", "endpoint": "bulk"})"), "endpoint:"));
-  EXPECT_TRUE(host->check(R"({"url": "http://h:7280", "endpoint": "elastic_bulk", "index_config_yaml": "doc_mapping:\n  mode: dynamic\n"})").empty());
+  EXPECT_TRUE(
+      host->check(
+              R"({"url": "http://h:7280", "endpoint": "elastic_bulk", "index_config_yaml": "doc_mapping:\n  mode: dynamic\n"})")
+          .empty());
 }
 
 TEST(QuickwitSink, IndexesAreCreatedFromYamlInlineOrInAFileWithTheSinksIndexId) {
@@ -266,10 +292,13 @@ TEST(QuickwitSink, TheElasticBulkEndpointWritesTheSameDocumentsAndResendsRefused
   const auto index = q.index("bulk");
   q.create(index, R"({"mode": "lenient", "field_mappings": [{"name": "n", "type": "i64"}]})");
   auto host = load();
-  host->open(config(q.url(), index, R"("endpoint": "elastic_bulk", "commit": "force", "max_request_records": 2, "max_in_flight": 1)"));
+  host->open(config(q.url(), index,
+                    R"("endpoint": "elastic_bulk", "commit": "force", "max_request_records": 2, "max_in_flight": 1)"));
   const auto before = q.stats()["requests"];
-  q.config({{"fail_requests", {{{"path_prefix", "/api/v1/_elastic/" + index + "/_bulk"}, {"status", 429}, {"count", 1}}}}});
-  const auto out = host->write(TestBatch::json("shop", 1, 10, {R"({"n": 1})", R"({"n": 2})", R"({"n": "three"})", R"({"n": 4})"}));
+  q.config(
+      {{"fail_requests", {{{"path_prefix", "/api/v1/_elastic/" + index + "/_bulk"}, {"status", 429}, {"count", 1}}}}});
+  const auto out =
+      host->write(TestBatch::json("shop", 1, 10, {R"({"n": 1})", R"({"n": 2})", R"({"n": "three"})", R"({"n": 4})"}));
   ASSERT_EQ(out.status, PMQ_WRITE_OK) << out.error;
   auto docs = q.search(index);
   std::sort(docs.begin(), docs.end(), [](const json& a, const json& b) { return a["pico_offset"] < b["pico_offset"]; });
@@ -282,13 +311,17 @@ TEST(QuickwitSink, TheElasticBulkEndpointWritesTheSameDocumentsAndResendsRefused
   EXPECT_EQ(host->counter("documents"), 4u);
   EXPECT_EQ(host->counter("resends"), 1u);
   const auto stats = q.stats()["requests"];
-  EXPECT_EQ(stats["POST /api/v1/_elastic/{index}/_bulk"].get<int>() - before.value("POST /api/v1/_elastic/{index}/_bulk", 0), 3)
+  EXPECT_EQ(
+      stats["POST /api/v1/_elastic/{index}/_bulk"].get<int>() - before.value("POST /api/v1/_elastic/{index}/_bulk", 0),
+      3)
       << stats.dump() << ": two requests of two documents, one resent";
-  EXPECT_EQ(stats.value("POST /api/v1/{index}/ingest", 0), before.value("POST /api/v1/{index}/ingest", 0)) << stats.dump();
+  EXPECT_EQ(stats.value("POST /api/v1/{index}/ingest", 0), before.value("POST /api/v1/{index}/ingest", 0))
+      << stats.dump();
 
   auto missing = load();
   missing->open(config(q.url(), "absent-index", R"("endpoint": "elastic_bulk")"));
-  q.call("POST", "/api/v1/indexes", R"({"version": "0.8", "index_id": "absent-index", "doc_mapping": {"mode": "dynamic"}})");
+  q.call("POST", "/api/v1/indexes",
+         R"({"version": "0.8", "index_id": "absent-index", "doc_mapping": {"mode": "dynamic"}})");
   const auto created = missing->write(TestBatch::json("t", 0, 0, {R"({"a": 1})"}));
   ASSERT_EQ(created.status, PMQ_WRITE_OK) << created.error;
   q.call("DELETE", "/api/v1/indexes/absent-index");

@@ -36,7 +36,8 @@ TEST(S3AvroRoundTrip, EveryTypeDecodedByTheRuntimeIsWrittenBackByteForByteByItsW
     const std::string datum = decoders::test::payload("avro", name);
     const auto decoded = decoders::test::run(*decoder, datum);
     ASSERT_EQ(decoded.status, decoders::Status::ok) << decoded.error;
-    kit::testing::TestBatch batch("t", 0, {{.offset = 0, .payload = decoded.json, .writer_schema = schema}}, PMQ_PAYLOAD_JSON, "avro");
+    kit::testing::TestBatch batch("t", 0, {{.offset = 0, .payload = decoded.json, .writer_schema = schema}},
+                                  PMQ_PAYLOAD_JSON, "avro");
     std::string out;
     const auto refused = encoder.append(out, batch.raw(), batch.raw().records[0]);
     ASSERT_FALSE(refused) << *refused << "\n" << decoded.json;

@@ -1,7 +1,5 @@
 #include "seaweedfs_server.h"
 
-#include "picomq/kit/testing/shell.hpp"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +13,7 @@
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/testing/shared_server.hpp"
+#include "picomq/kit/testing/shell.hpp"
 
 namespace picomq::test {
 namespace {
@@ -40,10 +39,12 @@ std::string run(const std::string& cmd, const std::string& what) {
 }
 
 kit::HttpClient& admin() {
-  static kit::HttpClient c(kit::HttpClientOptions{
-      .auth = kit::AwsSigV4Auth{.region = "us-east-1", .service = "s3", .access_key_id = SeaweedfsServer::kAccessKey,
-                                .secret_access_key = SeaweedfsServer::kSecretKey},
-      .request_timeout = std::chrono::seconds(30)});
+  static kit::HttpClient c(
+      kit::HttpClientOptions{.auth = kit::AwsSigV4Auth{.region = "us-east-1",
+                                                       .service = "s3",
+                                                       .access_key_id = SeaweedfsServer::kAccessKey,
+                                                       .secret_access_key = SeaweedfsServer::kSecretKey},
+                             .request_timeout = std::chrono::seconds(30)});
   return c;
 }
 
@@ -98,7 +99,8 @@ void SeaweedfsServer::put_object(const std::string& bucket, const std::string& k
   std::string path;
   for (size_t at = 0;;) {
     const size_t slash = key.find('/', at);
-    path += kit::percent_encode(std::string_view(key).substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    path += kit::percent_encode(
+        std::string_view(key).substr(at, slash == std::string::npos ? std::string::npos : slash - at));
     if (slash == std::string::npos) break;
     path += '/';
     at = slash + 1;
@@ -112,9 +114,8 @@ void SeaweedfsServer::put_object(const std::string& bucket, const std::string& k
 }
 
 std::vector<S3Object> SeaweedfsServer::objects(const std::string& bucket, const std::string& prefix) const {
-  const std::string out = run(python() + " " + (kTests / "s3_objects.py").string() + " " +
-                                  quote(endpoint()) + " " + kAccessKey + " " + kSecretKey + " " + quote(bucket) + " " +
-                                  quote(prefix),
+  const std::string out = run(python() + " " + (kTests / "s3_objects.py").string() + " " + quote(endpoint()) + " " +
+                                  kAccessKey + " " + kSecretKey + " " + quote(bucket) + " " + quote(prefix),
                               "list objects with boto3");
   std::vector<S3Object> objects;
   for (const auto& o : nlohmann::json::parse(out)) {
@@ -124,7 +125,8 @@ std::vector<S3Object> SeaweedfsServer::objects(const std::string& bucket, const 
       auto d = kit::base64_decode(v.get<std::string>());
       return d ? std::string(d->begin(), d->end()) : std::string();
     };
-    objects.push_back({o["key"].get<std::string>(), b64(o["bytes_b64"]), b64(o["text_b64"]), o["etag"].get<std::string>()});
+    objects.push_back(
+        {o["key"].get<std::string>(), b64(o["bytes_b64"]), b64(o["text_b64"]), o["etag"].get<std::string>()});
   }
   return objects;
 }

@@ -62,10 +62,12 @@ TEST(SurrealCore, TheBodyIsACborQueryWithTheItemsAsAVariable) {
 
 TEST(SurrealCore, AnswersAreReadPerStatementAndClassified) {
   std::string body;
-  json::to_cbor(json{{"id", 1},
-                     {"result", json::array({json{{"status", "OK"}, {"result", json::array()}},
-                                             json{{"status", "ERR"}, {"kind", "Internal"}, {"result", "Couldn't coerce value"}}})}},
-                body);
+  json::to_cbor(
+      json{{"id", 1},
+           {"result",
+            json::array({json{{"status", "OK"}, {"result", json::array()}},
+                         json{{"status", "ERR"}, {"kind", "Internal"}, {"result", "Couldn't coerce value"}}})}},
+      body);
   auto r = sr::parse_rpc_response(body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r.value().statements.size(), 2u);
@@ -74,19 +76,24 @@ TEST(SurrealCore, AnswersAreReadPerStatementAndClassified) {
   EXPECT_EQ(r.value().statements[1].kind, "Internal");
   EXPECT_EQ(sr::classify_error(r.value().statements[1]), sr::ErrorClass::Record);
   body.clear();
-  json::to_cbor(json{{"id", 1}, {"error", {{"code", -32000}, {"kind", "Validation"}, {"message", "Parse error"}}}}, body);
+  json::to_cbor(json{{"id", 1}, {"error", {{"code", -32000}, {"kind", "Validation"}, {"message", "Parse error"}}}},
+                body);
   auto e = sr::parse_rpc_response(body);
   ASSERT_TRUE(e);
   EXPECT_EQ(e.value().error, "Validation: Parse error");
   EXPECT_FALSE(sr::parse_rpc_response("not cbor"));
   using C = sr::ErrorClass;
   EXPECT_EQ(sr::classify_error({false, "AlreadyExists", "Database record `t:a` already exists"}), C::AlreadyThere);
-  EXPECT_EQ(sr::classify_error({false, "Internal", "Transaction conflict: Resource busy. This transaction can be retried"}), C::Retry);
-  EXPECT_EQ(sr::classify_error({false, "Internal", "The query was not executed because it exceeded the timeout"}), C::Retry);
+  EXPECT_EQ(
+      sr::classify_error({false, "Internal", "Transaction conflict: Resource busy. This transaction can be retried"}),
+      C::Retry);
+  EXPECT_EQ(sr::classify_error({false, "Internal", "The query was not executed because it exceeded the timeout"}),
+            C::Retry);
   EXPECT_EQ(sr::classify_error({false, "NotFound", "The namespace 'x' does not exist"}), C::Fatal);
   EXPECT_EQ(sr::classify_error({false, "NotFound", "The table 'x' does not exist"}), C::TableGone);
   EXPECT_EQ(sr::classify_error({false, "NotAllowed", "Not enough permissions to perform this action"}), C::Fatal);
-  EXPECT_EQ(sr::classify_error({false, "Internal", "Found 'x' for field `v`, with record `t:1`, but expected a int"}), C::Record);
+  EXPECT_EQ(sr::classify_error({false, "Internal", "Found 'x' for field `v`, with record `t:1`, but expected a int"}),
+            C::Record);
 }
 
 sr::Settings settings(sr::Mode mode, sr::IdMode id, sr::Tombstones t = sr::Tombstones::Skip) {

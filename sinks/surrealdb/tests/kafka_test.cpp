@@ -17,7 +17,6 @@
 namespace picomq::test {
 namespace {
 
-
 std::string definition(const std::string& key, const std::string& topic, const std::string& ns,
                        const std::string& plugin_config, const std::string& block_extra = "") {
   return plugin_definition(key, "libpicomq_connector_surrealdb_sink",
@@ -28,7 +27,8 @@ std::string definition(const std::string& key, const std::string& topic, const s
 
 // 0 while the namespace or the table does not exist yet (NotFound).
 int64_t rows(const std::string& ns, const std::string& table, const std::string& where = "") {
-  const auto all = SurrealServer::shared()->sql(ns, "db", "SELECT count() AS n FROM `" + table + "` " + where + " GROUP ALL");
+  const auto all =
+      SurrealServer::shared()->sql(ns, "db", "SELECT count() AS n FROM `" + table + "` " + where + " GROUP ALL");
   const auto& st = all.back();
   if (st.value("status", "") != "OK") {
     if (st.value("kind", "") == "NotFound") return 0;
@@ -39,9 +39,10 @@ int64_t rows(const std::string& ns, const std::string& table, const std::string&
 
 // Distinct (partition, n) pairs and the sum of n: every produced value once.
 std::pair<int64_t, int64_t> distinct_and_sum(const std::string& ns, const std::string& table) {
-  const auto r = SurrealServer::shared()->result(
-      ns, "db", "SELECT count() AS c, math::sum(n) AS s FROM (SELECT pico_partition, n FROM `" + table +
-                    "` GROUP BY pico_partition, n) GROUP ALL");
+  const auto r =
+      SurrealServer::shared()->result(ns, "db",
+                                      "SELECT count() AS c, math::sum(n) AS s FROM (SELECT pico_partition, n FROM `" +
+                                          table + "` GROUP BY pico_partition, n) GROUP ALL");
   if (r.empty()) return {0, 0};
   return {r[0]["c"].get<int64_t>(), r[0]["s"].get<int64_t>()};
 }
@@ -57,7 +58,9 @@ TEST(SurrealSinkKafka, RecordsOfEveryPartitionLandOnceExactlyAndASecondGroupsRep
   const int n = 3000;
   for (int i = 0; i < n; ++i)
     records.push_back({"{\"n\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) + "\"}",
-                       "k" + std::to_string(i), {{"h", "v"}}, i % 2});
+                       "k" + std::to_string(i),
+                       {{"h", "v"}},
+                       i % 2});
   kafka.produce(topic, records);
   const std::string config = "table = \"orders\"";
   {
@@ -98,7 +101,8 @@ TEST(SurrealSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedRecords)
   auto produce_chunk = [&] {
     std::vector<ProducedRecord> records;
     for (int p = 0; p < 2; ++p)
-      for (int64_t n = produced; n < produced + chunk; ++n) records.push_back({"{\"n\": " + std::to_string(n) + "}", "", {}, p});
+      for (int64_t n = produced; n < produced + chunk; ++n)
+        records.push_back({"{\"n\": " + std::to_string(n) + "}", "", {}, p});
     kafka.produce(topic, records);
     produced += chunk;
   };
@@ -139,7 +143,8 @@ TEST(SurrealSinkKafka, SigkillMidLoadThenRestartLeavesExactlyTheProducedRecords)
   Runtime rt(kafka.bootstrap(), "restart");
   rt.add_definition("c.toml", definition(key, topic, ns, config, block));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == 2 * produced; }, 120s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == 2 * produced; }, 120s))
+      << rt.log();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(count(), 2 * produced) << "exactly the produced records, no duplicates (window replayed: " << window << ")";
@@ -156,9 +161,10 @@ TEST_P(SurrealBadRecords, ARefusedRecordGoesThroughThePolicyAndTheRestIsWritten)
   auto& server = *SurrealServer::shared();
   const auto ns = server.fresh_namespace("sbad");
   server.create(ns, "db");
-  server.result(ns, "db", "DEFINE TABLE t SCHEMAFULL; DEFINE FIELD n ON t TYPE int; DEFINE FIELD pico_topic ON t TYPE string;"
-                          "DEFINE FIELD pico_partition ON t TYPE int; DEFINE FIELD pico_offset ON t TYPE int;"
-                          "DEFINE FIELD pico_timestamp ON t TYPE int; DEFINE FIELD pico_key ON t TYPE any;");
+  server.result(ns, "db",
+                "DEFINE TABLE t SCHEMAFULL; DEFINE FIELD n ON t TYPE int; DEFINE FIELD pico_topic ON t TYPE string;"
+                "DEFINE FIELD pico_partition ON t TYPE int; DEFINE FIELD pico_offset ON t TYPE int;"
+                "DEFINE FIELD pico_timestamp ON t TYPE int; DEFINE FIELD pico_key ON t TYPE any;");
   const auto topic = unique_name("surreal.bad"), dead = unique_name("surreal.dead");
   kafka.create_topic(topic);
   kafka.create_topic(dead);
@@ -219,8 +225,10 @@ TEST(SurrealSinkKafka, HostileTopicNamesAndSurrealQlLookingContentStayData) {
   ASSERT_EQ(tables.size(), 1u) << tables.dump();
   const std::string table = tables.begin().key();
   EXPECT_EQ(table.rfind("x_1_DELETE_y_z_", 0), 0u) << table;
-  const auto r = server.result(ns, "db", "SELECT *, type::is_string(ref) AS ref_s, type::is_string(pico_payload_id) AS id_s FROM `" +
-                                             table + "` ORDER BY pico_offset");
+  const auto r =
+      server.result(ns, "db",
+                    "SELECT *, type::is_string(ref) AS ref_s, type::is_string(pico_payload_id) AS id_s FROM `" + table +
+                        "` ORDER BY pico_offset");
   ASSERT_EQ(r.size(), 2u) << r.dump();
   EXPECT_EQ(r[0]["ref"], "person:tobie");
   EXPECT_EQ(r[0]["ref_s"], true);

@@ -31,7 +31,8 @@ class SurrealSink : public ::testing::Test {
     if (host_ && host_->is_open()) host_->close();
   }
   json base() const {
-    return {{"url", server_->url()}, {"namespace", ns_}, {"database", "db"}, {"password", "root"}, {"retry_timeout", "2s"}};
+    return {
+        {"url", server_->url()}, {"namespace", ns_}, {"database", "db"}, {"password", "root"}, {"retry_timeout", "2s"}};
   }
   void open(json config = json::object()) {
     const json defaults = base();
@@ -74,8 +75,11 @@ TEST_F(SurrealSink, RecordsLandWithIdsMetadataAndTypesReadBackExactly) {
   open();
   EXPECT_TRUE(host_->logged("connected to SurrealDB"));
   TestBatch b("shop.orders", 1,
-              {TestRecord{.offset = 10, .payload = R"({"n": 1, "price": 2.5, "tags": ["a"], "id": 7})",
-                          .key = std::string("k"), .headers = {{"h", "v"}}, .timestamp_ms = 1'700'000'000'000},
+              {TestRecord{.offset = 10,
+                          .payload = R"({"n": 1, "price": 2.5, "tags": ["a"], "id": 7})",
+                          .key = std::string("k"),
+                          .headers = {{"h", "v"}},
+                          .timestamp_ms = 1'700'000'000'000},
                TestRecord{.offset = 11, .payload = R"([1, 2])"}});
   auto outcome = host_->write(b);
   ASSERT_TRUE(outcome.ok()) << outcome.error;
@@ -93,7 +97,8 @@ TEST_F(SurrealSink, RecordsLandWithIdsMetadataAndTypesReadBackExactly) {
   EXPECT_EQ(rows[0]["tags"], json::parse(R"(["a"])"));
   EXPECT_EQ(rows[0]["pico_payload_id"], 7) << "the payload's own id is kept beside the record id";
   EXPECT_EQ(rows[1]["payload"], json::parse("[1, 2]"));
-  EXPECT_TRUE(rows[1].contains("pico_key") && rows[1]["pico_key"].is_null()) << "no key: pico_key NULL, every record the same fields";
+  EXPECT_TRUE(rows[1].contains("pico_key") && rows[1]["pico_key"].is_null())
+      << "no key: pico_key NULL, every record the same fields";
   // The id is the array [topic, partition, offset]: a record is found by its position.
   EXPECT_EQ(select("SELECT VALUE n FROM type::record('shop_orders', ['shop.orders', 1, 10])"), json::parse("[1]"));
   EXPECT_EQ(host_->counter("records"), 2u);
@@ -102,13 +107,15 @@ TEST_F(SurrealSink, RecordsLandWithIdsMetadataAndTypesReadBackExactly) {
 TEST_F(SurrealSink, SurrealQlLookingContentAndHostileTopicsStayData) {
   SURREAL_OR_SKIP();
   open();
-  const std::string evil = R"x({"ref": "t:0:1", "when": "2024-01-01T00:00:00Z", "u": "018cc251-3e2a-7000-8000-000000000000",)x"
-                           R"x( "q": "'; DELETE `weird_topic_x`; --", "b": "⟩`}])", "obj": {"id": "user:42"}})x";
+  const std::string evil =
+      R"x({"ref": "t:0:1", "when": "2024-01-01T00:00:00Z", "u": "018cc251-3e2a-7000-8000-000000000000",)x"
+      R"x( "q": "'; DELETE `weird_topic_x`; --", "b": "⟩`}])", "obj": {"id": "user:42"}})x";
   auto outcome = host_->write(TestBatch::json("weird topic;x", 0, 0, {evil, R"({"v": 2})"}));
   ASSERT_TRUE(outcome.ok()) << outcome.error;
-  const json rows = select("SELECT *, type::is_string(ref) AS ref_is_string, type::is_string(when) AS when_is_string, "
-                           "type::is_string(u) AS u_is_string, type::is_string(obj.id) AS obj_id_is_string "
-                           "FROM weird_topic_x ORDER BY pico_offset");
+  const json rows = select(
+      "SELECT *, type::is_string(ref) AS ref_is_string, type::is_string(when) AS when_is_string, "
+      "type::is_string(u) AS u_is_string, type::is_string(obj.id) AS obj_id_is_string "
+      "FROM weird_topic_x ORDER BY pico_offset");
   ASSERT_EQ(rows.size(), 2u) << rows.dump();
   EXPECT_EQ(rows[0]["ref"], "t:0:1") << "a string that looks like a record id stays that string";
   EXPECT_EQ(rows[0]["when"], "2024-01-01T00:00:00Z");
@@ -142,11 +149,14 @@ TEST_F(SurrealSink, AReplayOfTheSameRecordsWritesNothingTwice) {
 TEST_F(SurrealSink, ARecordTheServerRefusesIsRejectedAloneAndTheRestIsWritten) {
   SURREAL_OR_SKIP();
   server_->create(ns_, "db");
-  select("DEFINE TABLE strict SCHEMAFULL; DEFINE FIELD v ON strict TYPE int; DEFINE FIELD pico_topic ON strict TYPE string;"
-         "DEFINE FIELD pico_partition ON strict TYPE int; DEFINE FIELD pico_offset ON strict TYPE int;"
-         "DEFINE FIELD pico_timestamp ON strict TYPE int; DEFINE FIELD pico_key ON strict TYPE any;");
+  select(
+      "DEFINE TABLE strict SCHEMAFULL; DEFINE FIELD v ON strict TYPE int; DEFINE FIELD pico_topic ON strict TYPE "
+      "string;"
+      "DEFINE FIELD pico_partition ON strict TYPE int; DEFINE FIELD pico_offset ON strict TYPE int;"
+      "DEFINE FIELD pico_timestamp ON strict TYPE int; DEFINE FIELD pico_key ON strict TYPE any;");
   open();
-  auto outcome = host_->write(TestBatch::json("strict", 0, 0, {R"({"v": 1})", R"({"v": "not a number"})", R"({"v": 3})"}));
+  auto outcome =
+      host_->write(TestBatch::json("strict", 0, 0, {R"({"v": 1})", R"({"v": "not a number"})", R"({"v": 3})"}));
   ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
   ASSERT_EQ(outcome.rejected.size(), 1u);
   EXPECT_EQ(outcome.rejected[0].record_index, 1u);
@@ -178,7 +188,8 @@ TEST_F(SurrealSink, UpsertByKeyKeepsTheLastValueAndTombstonesDelete) {
 TEST_F(SurrealSink, IdFromAPayloadField) {
   SURREAL_OR_SKIP();
   open({{"id", "field"}, {"id_field", "sku"}, {"table", "items"}});
-  auto outcome = host_->write(TestBatch::json("t", 0, 0, {R"({"sku": "A-1", "n": 1})", R"({"n": 2})", R"({"sku": 5})"}));
+  auto outcome =
+      host_->write(TestBatch::json("t", 0, 0, {R"({"sku": "A-1", "n": 1})", R"({"n": 2})", R"({"sku": 5})"}));
   ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED);
   ASSERT_EQ(outcome.rejected.size(), 1u);
   EXPECT_EQ(outcome.rejected[0].record_index, 1u);
@@ -211,7 +222,10 @@ TEST_F(SurrealSink, SigninTokensForRootNamespaceAndDatabaseUsers) {
   SURREAL_OR_SKIP();
   server_->create(ns_, "db");
   select("DEFINE USER writer ON DATABASE PASSWORD 'w-secret' ROLES EDITOR;");
-  open({{"auth", "signin"}, {"auth_level", "database"}, {"user", "writer"}, {"password", "w-secret"},
+  open({{"auth", "signin"},
+        {"auth_level", "database"},
+        {"user", "writer"},
+        {"password", "w-secret"},
         {"create_namespace", false}});
   ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 0, {R"({"a": 1})"})).ok());
   EXPECT_EQ(host_->counter("signins"), 1u);
@@ -219,7 +233,10 @@ TEST_F(SurrealSink, SigninTokensForRootNamespaceAndDatabaseUsers) {
   host_->close();
   server_->result(ns_, "", "DEFINE USER nsw ON NAMESPACE PASSWORD 'n-secret' ROLES EDITOR;");
   host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
-  open({{"auth", "signin"}, {"auth_level", "namespace"}, {"user", "nsw"}, {"password", "n-secret"},
+  open({{"auth", "signin"},
+        {"auth_level", "namespace"},
+        {"user", "nsw"},
+        {"password", "n-secret"},
         {"create_namespace", false}});
   ASSERT_TRUE(host_->write(TestBatch::json("signed", 0, 10, {R"({"a": 10})"})).ok()) << "a namespace user";
   host_->close();
@@ -279,7 +296,8 @@ TEST_F(SurrealSink, TablesAreDefinedOnFirstUseWithTheOptionalOffsetIndex) {
   EXPECT_EQ(host_->counter("defined_tables"), 1u) << "once per topic";
   const json info = select("INFO FOR TABLE idx_a_b;");
   ASSERT_TRUE(info["indexes"].contains("pico_offsets")) << info.dump();
-  EXPECT_NE(info["indexes"]["pico_offsets"].get<std::string>().find("pico_topic, pico_partition, pico_offset"), std::string::npos);
+  EXPECT_NE(info["indexes"]["pico_offsets"].get<std::string>().find("pico_topic, pico_partition, pico_offset"),
+            std::string::npos);
   EXPECT_EQ(count("idx_a_b"), 2);
 }
 
@@ -287,8 +305,12 @@ TEST_F(SurrealSink, AnExpiredTokenIsARetryAndTheNextAttemptSignsInAgain) {
   SURREAL_OR_SKIP();
   server_->create(ns_, "db");
   select("DEFINE USER brief ON DATABASE PASSWORD 'b-secret' ROLES EDITOR DURATION FOR TOKEN 1s, FOR SESSION 1s;");
-  open({{"auth", "signin"}, {"auth_level", "database"}, {"user", "brief"}, {"password", "b-secret"},
-        {"create_namespace", false}, {"retry_timeout", "0s"}});
+  open({{"auth", "signin"},
+        {"auth_level", "database"},
+        {"user", "brief"},
+        {"password", "b-secret"},
+        {"create_namespace", false},
+        {"retry_timeout", "0s"}});
   ASSERT_TRUE(host_->write(TestBatch::json("expiring", 0, 0, {R"({"a": 1})"})).ok());
   std::this_thread::sleep_for(2200ms);  // the token expires (the server answers 401 "The token has expired")
   const TestBatch second = TestBatch::json("expiring", 0, 1, {R"({"a": 2})"});
@@ -346,9 +368,10 @@ TEST_F(SurrealSink, ABodyOverTheServersLimitIsSplitAndARecordOverItAloneIsReject
 TEST_F(SurrealSink, InUpsertModeTooARefusedRecordIsRejectedAloneAndTheOthersApplyInOrder) {
   SURREAL_OR_SKIP();
   server_->create(ns_, "db");
-  select("DEFINE TABLE kv SCHEMAFULL; DEFINE FIELD v ON kv TYPE int; DEFINE FIELD pico_topic ON kv TYPE string;"
-         "DEFINE FIELD pico_partition ON kv TYPE int; DEFINE FIELD pico_offset ON kv TYPE int;"
-         "DEFINE FIELD pico_timestamp ON kv TYPE int; DEFINE FIELD pico_key ON kv TYPE any;");
+  select(
+      "DEFINE TABLE kv SCHEMAFULL; DEFINE FIELD v ON kv TYPE int; DEFINE FIELD pico_topic ON kv TYPE string;"
+      "DEFINE FIELD pico_partition ON kv TYPE int; DEFINE FIELD pico_offset ON kv TYPE int;"
+      "DEFINE FIELD pico_timestamp ON kv TYPE int; DEFINE FIELD pico_key ON kv TYPE any;");
   open({{"mode", "upsert"}, {"id", "key"}, {"tombstones", "delete"}, {"table", "kv"}});
   TestBatch b("kv", 0,
               {TestRecord{.offset = 0, .payload = R"({"v": 1})", .key = "a"},
@@ -361,15 +384,17 @@ TEST_F(SurrealSink, InUpsertModeTooARefusedRecordIsRejectedAloneAndTheOthersAppl
   ASSERT_EQ(outcome.rejected.size(), 1u);
   EXPECT_EQ(outcome.rejected[0].record_index, 1u);
   EXPECT_EQ(host_->counter("record_hunts"), 1u);
-  EXPECT_EQ(select("SELECT record::id(id) AS k, v FROM kv ORDER BY k"), json::parse(R"([{"k": "a", "v": 1}, {"k": "c", "v": 5}])"));
+  EXPECT_EQ(select("SELECT record::id(id) AS k, v FROM kv ORDER BY k"),
+            json::parse(R"([{"k": "a", "v": 1}, {"k": "c", "v": 5}])"));
 }
 
 TEST_F(SurrealSink, IntegersKeepTheirValuesAndOnesBeyondInt64AreRefusedNotWrapped) {
   SURREAL_OR_SKIP();
   open();
-  auto outcome = host_->write(TestBatch::json(
-      "ints", 0, 0, {R"({"a": 9223372036854775807, "b": -9223372036854775808, "c": 9007199254740993})",
-                     R"({"a": 18446744073709551615})"}));
+  auto outcome =
+      host_->write(TestBatch::json("ints", 0, 0,
+                                   {R"({"a": 9223372036854775807, "b": -9223372036854775808, "c": 9007199254740993})",
+                                    R"({"a": 18446744073709551615})"}));
   ASSERT_EQ(outcome.status, PMQ_WRITE_REJECTED) << outcome.error;
   ASSERT_EQ(outcome.rejected.size(), 1u);
   EXPECT_EQ(outcome.rejected[0].record_index, 1u);

@@ -70,7 +70,9 @@ SurrealServer* SurrealServer::shared() {
 
 void SurrealServer::start() {
   const ScriptResult r = run_script("start " + dir_.string() + " --owner " + std::to_string(getpid()));
-  if (r.status != 0) throw std::runtime_error("could not start SurrealDB (" + kScript + " start, exit " + std::to_string(r.status) + ")");
+  if (r.status != 0)
+    throw std::runtime_error("could not start SurrealDB (" + kScript + " start, exit " + std::to_string(r.status) +
+                             ")");
   port_ = std::stoi(r.out);
 }
 void SurrealServer::stop() { (void)run_script("stop " + dir_.string()); }
@@ -105,7 +107,8 @@ nlohmann::json SurrealServer::sql(const std::string& ns, const std::string& db, 
   curl_slist_free_all(headers);
   curl_easy_cleanup(c);
   if (rc != CURLE_OK) throw std::runtime_error(std::string("test: /sql failed: ") + curl_easy_strerror(rc));
-  if (status != 200) throw std::runtime_error("test: /sql answered " + std::to_string(status) + ": " + body + " to " + text);
+  if (status != 200)
+    throw std::runtime_error("test: /sql answered " + std::to_string(status) + ": " + body + " to " + text);
   return nlohmann::json::parse(body);
 }
 
@@ -117,7 +120,9 @@ nlohmann::json SurrealServer::result(const std::string& ns, const std::string& d
 }
 
 void SurrealServer::create(const std::string& ns, const std::string& db) const {
-  result("", "", "DEFINE NAMESPACE IF NOT EXISTS `" + ns + "`; USE NS `" + ns + "`; DEFINE DATABASE IF NOT EXISTS `" + db + "`;");
+  result(
+      "", "",
+      "DEFINE NAMESPACE IF NOT EXISTS `" + ns + "`; USE NS `" + ns + "`; DEFINE DATABASE IF NOT EXISTS `" + db + "`;");
 }
 
 }  // namespace picomq::test

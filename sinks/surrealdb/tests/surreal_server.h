@@ -7,10 +7,9 @@
 // servers folder is absent: sinks/surrealdb/fetch-server.sh), shared() returns nullptr and
 // unavailable() says why: tests skip with SURREAL_OR_SKIP(), which prints the reason.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace picomq::test {
 
@@ -48,10 +47,10 @@ class SurrealServer {
 }  // namespace picomq::test
 
 // In a test body: skips (with the reason, printed) when this machine has no SurrealDB server.
-#define SURREAL_OR_SKIP()                                                                   \
-  do {                                                                                      \
-    if (!::picomq::test::SurrealServer::shared()) {                                         \
+#define SURREAL_OR_SKIP()                                                                          \
+  do {                                                                                             \
+    if (!::picomq::test::SurrealServer::shared()) {                                                \
       std::fprintf(stderr, "SKIPPED: %s\n", ::picomq::test::SurrealServer::unavailable().c_str()); \
-      GTEST_SKIP() << ::picomq::test::SurrealServer::unavailable();                         \
-    }                                                                                       \
+      GTEST_SKIP() << ::picomq::test::SurrealServer::unavailable();                                \
+    }                                                                                              \
   } while (0)

@@ -57,9 +57,11 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     r.offset = in.offset;
     const char* writer_schema = nullptr;
     if (in.value.data) {
-      const decoders::DecodeStatus status = decoder_->decode_record({in.value.data, in.value.size}, r.payload, batch.owned, error);
+      const decoders::DecodeStatus status =
+          decoder_->decode_record({in.value.data, in.value.size}, r.payload, batch.owned, error);
       if (status == decoders::DecodeStatus::retry) {
-        out.retry_error = "cannot decode record " + where(in.offset) + " for now (schema " + batch.schema + "): " + error;
+        out.retry_error =
+            "cannot decode record " + where(in.offset) + " for now (schema " + batch.schema + "): " + error;
         out.commit_to = in.offset;
         break;
       }
@@ -116,7 +118,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     header_ranges.emplace_back(first_header, batch.headers.size() - first_header);
     if (parsed_export) {
       if (r.payload.data) {
-        parsed_export->add_parsed({reinterpret_cast<const char*>(r.payload.data), r.payload.size}, decoder_->last_json_parse());
+        parsed_export->add_parsed({reinterpret_cast<const char*>(r.payload.data), r.payload.size},
+                                  decoder_->last_json_parse());
       } else {
         parsed_export->add_tombstone();
       }

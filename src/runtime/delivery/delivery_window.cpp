@@ -14,7 +14,9 @@ std::string offsets_of(const DecodedBatch& batch) {
 }  // namespace
 
 DeliveryWindow::DeliveryWindow(Settings settings, Dependencies deps)
-    : settings_(std::move(settings)), deps_(std::move(deps)), capacity_(std::max<size_t>(1, deps_.writer.max_in_flight())) {}
+    : settings_(std::move(settings)),
+      deps_(std::move(deps)),
+      capacity_(std::max<size_t>(1, deps_.writer.max_in_flight())) {}
 
 std::unique_ptr<WriteCall> DeliveryWindow::new_call() const {
   auto call = std::make_unique<WriteCall>();
@@ -73,8 +75,10 @@ Job DeliveryWindow::finish_oldest() {
   if (entry->call) entry->call->wait();
   if (failed_.count(job.tp)) {
     if (entry->call && entry->call->outcome.status == PMQ_WRITE_OK)
-      spdlog::warn("{}: a batch of {} completed after an earlier one failed; it is not committed and is written "
-                   "again on restart", settings_.log_prefix, job.tp.to_string());
+      spdlog::warn(
+          "{}: a batch of {} completed after an earlier one failed; it is not committed and is written "
+          "again on restart",
+          settings_.log_prefix, job.tp.to_string());
     return std::move(job);
   }
   // A rewind reads these records again: whatever this write came to counts for nothing.
@@ -84,8 +88,8 @@ Job DeliveryWindow::finish_oldest() {
     std::vector<std::pair<int64_t, std::string>> rejected;
     const bool written =
         job.released ? finish_released(*entry) : retry_write(job, std::move(entry->call->outcome), rejected);
-    deps_.counters.write_latency.observe(std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - entry->started));
+    deps_.counters.write_latency.observe(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entry->started));
     if (!written) return std::move(job);
     rewind_attempts_.erase(job.tp);
     if (!job.released) {
@@ -103,8 +107,9 @@ Job DeliveryWindow::finish_oldest() {
   if (!job.records->empty() && p.commit_to > job.records->first_offset()) {
     deps_.offsets.store(job.tp, p.commit_to);
     if (const int64_t ts = job.records->at(0).timestamp_ms; ts > 0) {
-      const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch()).count();
+      const auto now_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       deps_.counters.end_to_end_latency.observe(std::chrono::microseconds(std::max<int64_t>(0, now_ms - ts) * 1000));
     }
   }
@@ -159,8 +164,7 @@ bool DeliveryWindow::finish_released(Entry& entry) {
     return true;
   }
   std::string reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
-  if (out.status == PMQ_WRITE_REJECTED)
-    reason = "the sink rejected records after releasing the batch (" + reason + ")";
+  if (out.status == PMQ_WRITE_REJECTED) reason = "the sink rejected records after releasing the batch (" + reason + ")";
   if (out.status == PMQ_WRITE_FATAL) {
     fail(job.tp, "write of " + entry.where + " failed permanently: " + reason);
     return false;
@@ -175,13 +179,16 @@ bool DeliveryWindow::finish_released(Entry& entry) {
   valid_generation_[job.tp] = std::max(valid_generation_[job.tp], next);
   const auto delay = settings_.retry.delay_before(attempt + 1);
   const int64_t from = job.records->first_offset();
-  spdlog::warn("{}: write of {} failed (attempt {}/{}): {}; the sink had released the batch, so its records are "
-               "read again from offset {} in {} ms", settings_.log_prefix, entry.where, attempt,
-               settings_.retry.max_attempts, reason, from, delay.count());
+  spdlog::warn(
+      "{}: write of {} failed (attempt {}/{}): {}; the sink had released the batch, so its records are "
+      "read again from offset {} in {} ms",
+      settings_.log_prefix, entry.where, attempt, settings_.retry.max_attempts, reason, from, delay.count());
   if (!deps_.waiter.wait(delay)) {
     failed_.insert(job.tp);
-    spdlog::warn("{}: stopping while the write of {} waits to be read again: it stays uncommitted and is delivered "
-                 "again on restart", settings_.log_prefix, entry.where);
+    spdlog::warn(
+        "{}: stopping while the write of {} waits to be read again: it stays uncommitted and is delivered "
+        "again on restart",
+        settings_.log_prefix, entry.where);
     return false;
   }
   deps_.rewind(job.tp, from, next);
@@ -250,8 +257,10 @@ bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::
     // Stopping: the batch stays uncommitted and is the first delivered on restart; nothing
     // later of this partition may be committed before it.
     failed_.insert(job.tp);
-    spdlog::warn("{}: stopping while the write of {} waits for a retry: it stays uncommitted and is delivered "
-                 "again on restart", settings_.log_prefix, where);
+    spdlog::warn(
+        "{}: stopping while the write of {} waits for a retry: it stays uncommitted and is delivered "
+        "again on restart",
+        settings_.log_prefix, where);
     return false;
   }
   if (!rejected.empty() && !fail_policy) return true;
@@ -272,7 +281,8 @@ std::string DeliveryWindow::describe(const Job& job, const BadRecord& b) const {
 bool DeliveryWindow::route_bad_records(Job& job) {
   const auto& bad = job.out.bad;
   if (settings_.on_bad_record == config::BadRecordPolicy::Skip) {
-    for (const auto& b : bad) spdlog::warn("{}: skipped bad record {}: {}", settings_.log_prefix, describe(job, b), b.reason);
+    for (const auto& b : bad)
+      spdlog::warn("{}: skipped bad record {}: {}", settings_.log_prefix, describe(job, b), b.reason);
     deps_.counters.skipped += bad.size();
     return true;
   }

@@ -107,10 +107,10 @@ class DeliveryWindow {
     OffsetSink& offsets;
     Waiter& waiter;
     DeliveryCounters& counters;
-    std::function<PreparedBatch(const Job&)> prepare;                 // for jobs not prepared yet
-    std::function<DeadLetters*(std::string& error)> dead_letters;     // created on first use
+    std::function<PreparedBatch(const Job&)> prepare;                           // for jobs not prepared yet
+    std::function<DeadLetters*(std::string& error)> dead_letters;               // created on first use
     std::function<void(const TopicPartition&, const std::string&)> on_failure;  // the block fails
-    std::function<void()> on_write_done;                              // any thread: an outcome is known
+    std::function<void()> on_write_done;                                        // any thread: an outcome is known
     // Read the partition again from `offset`; jobs consumed from then on carry `generation`.
     // Without it the window keeps released batches (a failure resends them as usual).
     std::function<void(const TopicPartition&, int64_t offset, uint64_t generation)> rewind;

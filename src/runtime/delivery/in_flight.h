@@ -37,7 +37,8 @@ class InFlightPartitions {
 
  private:
   bool busy(const std::vector<TopicPartition>& partitions) const {
-    return std::any_of(partitions.begin(), partitions.end(), [&](const TopicPartition& tp) { return count_.count(tp) != 0; });
+    return std::any_of(partitions.begin(), partitions.end(),
+                       [&](const TopicPartition& tp) { return count_.count(tp) != 0; });
   }
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;

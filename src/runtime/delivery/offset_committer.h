@@ -73,8 +73,8 @@ class OffsetCommitter : public OffsetSink {
   std::atomic<uint64_t> committed_{0};
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> failed_commits_{0};
-  bool in_flight_ = false;        // committing thread only
-  uint64_t covering_ = 0;         // stored_ when the commit in flight was issued
+  bool in_flight_ = false;  // committing thread only
+  uint64_t covering_ = 0;   // stored_ when the commit in flight was issued
 };
 
 }  // namespace picomq::runtime

@@ -58,10 +58,22 @@ static void abi21_close(void *instance) {
 }
 
 static const pmq_sink_plugin kPlugin = {
-    sizeof(pmq_sink_plugin), PMQ_SINK_ABI_VERSION, "abi21", "2.1.0", "A plugin built against ABI 2.1.",
-    PMQ_PLANE_ROWS | PMQ_PLANE_BATCHES, PMQ_PLANE_BATCHES,
-    kOptions, sizeof kOptions / sizeof kOptions[0], sizeof(pmq_option),
-    abi21_open, NULL, abi21_write_batch, NULL, abi21_close, 1,
+    sizeof(pmq_sink_plugin),
+    PMQ_SINK_ABI_VERSION,
+    "abi21",
+    "2.1.0",
+    "A plugin built against ABI 2.1.",
+    PMQ_PLANE_ROWS | PMQ_PLANE_BATCHES,
+    PMQ_PLANE_BATCHES,
+    kOptions,
+    sizeof kOptions / sizeof kOptions[0],
+    sizeof(pmq_option),
+    abi21_open,
+    NULL,
+    abi21_write_batch,
+    NULL,
+    abi21_close,
+    1,
 };
 
 PMQ_SINK_EXPORT const pmq_sink_plugin *picomq_sink_plugin_entry(uint32_t host_abi_version) {

@@ -38,10 +38,13 @@ TEST(Version, NamesTheVersionCommitBuildTypeAbiLibrdkafkaAndThePluginDirectory) 
   EXPECT_EQ(out.substr(0, out.find('\n')), "picomq-connect " PICOMQ_EXPECTED_VERSION) << "the CMake project version";
   EXPECT_TRUE(std::regex_match(line_of(out, "commit"), std::regex("[0-9a-f]{12}(-dirty)?|unknown"))) << out;
   EXPECT_EQ(line_of(out, "build type"), PICOMQ_EXPECTED_BUILD_TYPE);
-  EXPECT_EQ(line_of(out, "sink ABI"), std::to_string(PMQ_SINK_ABI_VERSION_MAJOR) + "." + std::to_string(PMQ_SINK_ABI_VERSION_MINOR));
+  EXPECT_EQ(line_of(out, "sink ABI"),
+            std::to_string(PMQ_SINK_ABI_VERSION_MAJOR) + "." + std::to_string(PMQ_SINK_ABI_VERSION_MINOR));
   EXPECT_EQ(line_of(out, "librdkafka"), rd_kafka_version_str());
-  const auto expected_dir = (fs::path(PICOMQ_CONNECT_BIN).parent_path() / ".." / "lib" / "picomq-connect" / "plugins").lexically_normal();
-  EXPECT_EQ(line_of(out, "plugin directory"), expected_dir.string() + " (searched after the runtime config's [plugins] path)");
+  const auto expected_dir =
+      (fs::path(PICOMQ_CONNECT_BIN).parent_path() / ".." / "lib" / "picomq-connect" / "plugins").lexically_normal();
+  EXPECT_EQ(line_of(out, "plugin directory"),
+            expected_dir.string() + " (searched after the runtime config's [plugins] path)");
 }
 
 // Installed as the packages lay it out, the binary finds its plugins without a [plugins] path.
@@ -54,12 +57,13 @@ TEST(Version, AnInstalledBinaryFindsThePluginsInstalledBesideIt) {
                 prefix.path() / "lib/picomq-connect/plugins/libpicomq_connector_stdout_sink.so");
   prefix.write("runtime.toml", "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n[sinks]\ndir = \"sinks.d\"\n");
   fs::create_directories(prefix.path() / "sinks.d");
-  prefix.write("sinks.d/out.toml", "type = \"sink\"\nkey = \"out\"\npath = \"libpicomq_connector_stdout_sink\"\n"
-                                   "[[topics]]\ntopics = [\"orders\"]\n");
+  prefix.write("sinks.d/out.toml",
+               "type = \"sink\"\nkey = \"out\"\npath = \"libpicomq_connector_stdout_sink\"\n"
+               "[[topics]]\ntopics = [\"orders\"]\n");
   const std::string bin = "'" + (prefix.path() / "bin/picomq-connect").string() + "'";
   const auto [version_code, version] = run(bin + " --version");
-  EXPECT_EQ(line_of(version, "plugin directory"),
-            (prefix.path() / "lib/picomq-connect/plugins").string() + " (searched after the runtime config's [plugins] path)");
+  EXPECT_EQ(line_of(version, "plugin directory"), (prefix.path() / "lib/picomq-connect/plugins").string() +
+                                                      " (searched after the runtime config's [plugins] path)");
   const auto [code, out] = run(bin + " --config '" + (prefix.path() / "runtime.toml").string() + "' --check");
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("ok: " + (prefix.path() / "sinks.d/out.toml").string()), std::string::npos) << out;

@@ -13,7 +13,8 @@ namespace {
 TEST(ArrowExportDeclared, ExactlyTheDeclaredColumnsInDeclaredOrder) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
   batch.payload(R"({"extra":1,"b":"x","a":true})");
-  auto out = run_export(batch, declared({{"a", ColumnType::Bool, false}, {"missing", ColumnType::Utf8}, {"b", ColumnType::Utf8}}));
+  auto out = run_export(
+      batch, declared({{"a", ColumnType::Bool, false}, {"missing", ColumnType::Utf8}, {"b", ColumnType::Utf8}}));
   ASSERT_TRUE(out->result.ok) << out->result.error;
   EXPECT_EQ(out->names(), (std::vector<std::string>{"a", "missing", "b"})) << "undeclared fields are dropped";
   EXPECT_EQ(out->field("a").flags & ARROW_FLAG_NULLABLE, 0);
@@ -120,18 +121,19 @@ TEST(ArrowExportDeclared, LastDuplicateKeyWins) {
 
 TEST(ArrowExportDeclared, EveryRejectionKindIsCollected) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
-  batch.payload(R"({"amount":"12.5","id":1})")                    // 0 wrong kind
-      .payload(R"({"amount":1.5,"id":1.5})")                      // 1 fractional int64
-      .payload(R"({"amount":1,"id":18446744073709551615})")       // 2 uint64 beyond int64
-      .payload(R"({"amount":1,"id":1e19})")                       // 3 double beyond int64
-      .payload(R"({"amount":1})")                                 // 4 missing non-nullable
-      .payload(R"({"amount":1,"id":null})")                       // 5 null non-nullable
-      .payload(R"({"amount":1,"id":1,"at":1.5})")                 // 6 timestamp from a float
-      .payload("[1,2]")                                           // 7 not an object
-      .tombstone()                                                // 8 tombstone, id not nullable
-      .payload(R"({"amount":1,"id":)")                            // 9 not JSON
-      .payload(R"({"amount":true,"id":"7","ok":1,"raw":2,"at":"now"})")  // 10 several at once
-      .payload(R"({"amount":1,"id":123456789012345678901234567890})")     // 11 beyond 64 bits
+  batch
+      .payload(R"({"amount":"12.5","id":1})")                                  // 0 wrong kind
+      .payload(R"({"amount":1.5,"id":1.5})")                                   // 1 fractional int64
+      .payload(R"({"amount":1,"id":18446744073709551615})")                    // 2 uint64 beyond int64
+      .payload(R"({"amount":1,"id":1e19})")                                    // 3 double beyond int64
+      .payload(R"({"amount":1})")                                              // 4 missing non-nullable
+      .payload(R"({"amount":1,"id":null})")                                    // 5 null non-nullable
+      .payload(R"({"amount":1,"id":1,"at":1.5})")                              // 6 timestamp from a float
+      .payload("[1,2]")                                                        // 7 not an object
+      .tombstone()                                                             // 8 tombstone, id not nullable
+      .payload(R"({"amount":1,"id":)")                                         // 9 not JSON
+      .payload(R"({"amount":true,"id":"7","ok":1,"raw":2,"at":"now"})")        // 10 several at once
+      .payload(R"({"amount":1,"id":123456789012345678901234567890})")          // 11 beyond 64 bits
       .payload(R"({"amount":1,"id":1,"ok":true,"raw":"r","at":5,"doc":{}})");  // 12 fine
   auto out = run_export(batch, declared({{"amount", ColumnType::Float64},
                                          {"id", ColumnType::Int64, false},
@@ -210,15 +212,14 @@ TEST(ArrowExportDeclared, ValidatedPayloadsInOnePassGiveExactlyWhatTheValidating
   const std::vector<std::string> payloads = {
       R"({"b": true, "i": 42, "f": 1.5, "s": "x\u00e9\"", "z": "bytes", "t": 1700000000123, "j": {"a" : [1, 2.50]}})",
       R"({ "i" : 3.0 , "f" : 7 , "j" : "text" , "extra" : [1] })",
-      R"({"i": 2.5, "f": "no", "b": 1, "s": 5, "t": 1.5})",               // rejections of each kind
+      R"({"i": 2.5, "f": "no", "b": 1, "s": 5, "t": 1.5})",                              // rejections of each kind
       R"({"i": 1e30, "f": 18446744073709551615, "j": 123456789012345678901234567890})",  // beyond int64 / double
       R"({"i": null, "b": false, "s": ""})",
       R"([1])",
   };
-  const std::vector<DeclaredColumn> columns = {{"b", ColumnType::Bool},        {"i", ColumnType::Int64},
-                                               {"f", ColumnType::Float64},     {"s", ColumnType::Utf8},
-                                               {"z", ColumnType::Binary},      {"t", ColumnType::TimestampMs},
-                                               {"j", ColumnType::Json}};
+  const std::vector<DeclaredColumn> columns = {
+      {"b", ColumnType::Bool},   {"i", ColumnType::Int64},       {"f", ColumnType::Float64}, {"s", ColumnType::Utf8},
+      {"z", ColumnType::Binary}, {"t", ColumnType::TimestampMs}, {"j", ColumnType::Json}};
   TestBatch batch(PMQ_PAYLOAD_JSON);
   for (const auto& p : payloads) batch.payload(p);
   ExportOptions validated = declared(columns);

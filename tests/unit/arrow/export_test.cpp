@@ -22,7 +22,7 @@ TEST(ArrowExportMetadata, ColumnsComeFirstWithTheirArrowTypes) {
   ASSERT_TRUE(out->result.ok) << out->result.error;
   EXPECT_STREQ(out->schema.format, "+s");
   EXPECT_EQ(out->names(), (std::vector<std::string>{"pico_topic", "pico_partition", "pico_offset", "pico_timestamp",
-                                                     "pico_key", "pico_headers", "payload"}));
+                                                    "pico_key", "pico_headers", "payload"}));
   struct Expected {
     const char* name;
     const char* format;
@@ -40,9 +40,9 @@ TEST(ArrowExportMetadata, ColumnsComeFirstWithTheirArrowTypes) {
 TEST(ArrowExportMetadata, ValuesAndNulls) {
   TestBatch batch(PMQ_PAYLOAD_TEXT, "shop.orders", 7);
   batch.add({"a", std::string("k1"), {}, 1700000000123, 42});
-  batch.add({"b", std::nullopt, {}, -1, 43});                      // no key, no timestamp
-  batch.add({"c", std::string("\0\xff", 2), {}, 0, 44});            // binary key; epoch 0 is a time
-  batch.add({"d", std::string(), {}, -5, 45});                      // empty key is not absent
+  batch.add({"b", std::nullopt, {}, -1, 43});             // no key, no timestamp
+  batch.add({"c", std::string("\0\xff", 2), {}, 0, 44});  // binary key; epoch 0 is a time
+  batch.add({"d", std::string(), {}, -5, 45});            // empty key is not absent
   auto out = run_export(batch);
   ASSERT_TRUE(out->result.ok) << out->result.error;
   const auto view = out->view();
@@ -71,7 +71,10 @@ TEST(ArrowExportMetadata, ValuesAndNulls) {
 
 TEST(ArrowExportMetadata, HeadersKeepOrderDuplicatesNullsAndBinaryValues) {
   TestBatch batch(PMQ_PAYLOAD_RAW);
-  batch.add({"x", std::nullopt, {{"trace", "t1"}, {"dup", "1"}, {"dup", "2"}, {"gone", std::nullopt}, {"bin", std::string("\x00\x80", 2)}}});
+  batch.add(
+      {"x",
+       std::nullopt,
+       {{"trace", "t1"}, {"dup", "1"}, {"dup", "2"}, {"gone", std::nullopt}, {"bin", std::string("\x00\x80", 2)}}});
   batch.add({"y"});  // no headers
   batch.add({"z", std::nullopt, {{"dup", ""}}});
   auto out = run_export(batch);
@@ -137,7 +140,9 @@ TEST(ArrowExportMetadata, LeftOutOnRequest) {
 
 TEST(ArrowExportMetadata, RecordStrideIsHonoured) {
   TestBatch batch(PMQ_PAYLOAD_TEXT, "t", 0, sizeof(pmq_record) + 24);  // a newer host's larger records
-  batch.add({"one", std::nullopt, {}, -1, 10}).add({"two", std::nullopt, {}, -1, 11}).add({"three", std::nullopt, {}, -1, 12});
+  batch.add({"one", std::nullopt, {}, -1, 10})
+      .add({"two", std::nullopt, {}, -1, 11})
+      .add({"three", std::nullopt, {}, -1, 12});
   auto out = run_export(batch);
   ASSERT_TRUE(out->result.ok) << out->result.error;
   const auto view = out->view();
@@ -249,7 +254,9 @@ TEST(ArrowExportInfer, StringsMakeAUtf8ColumnWithEscapesDecoded) {
 
 TEST(ArrowExportInfer, NestedValuesMakeAJsonColumnOfTheirOriginalText) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
-  batch.payload(R"({"obj":{"a": [1, 2.50]},"arr":[true]})").payload(R"({"obj":{},"arr":[]})").payload(R"({"obj":null})");
+  batch.payload(R"({"obj":{"a": [1, 2.50]},"arr":[true]})")
+      .payload(R"({"obj":{},"arr":[]})")
+      .payload(R"({"obj":null})");
   auto out = run_export(batch, without_metadata());
   ASSERT_TRUE(out->result.ok) << out->result.error;
   for (const char* name : {"obj", "arr"}) {
@@ -267,7 +274,9 @@ TEST(ArrowExportInfer, NestedValuesMakeAJsonColumnOfTheirOriginalText) {
 
 TEST(ArrowExportInfer, ConflictingKindsMakeAJsonColumnOfEachValuesText) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
-  batch.payload(R"({"mixed":"abc","flag":true})").payload(R"({"mixed":5,"flag":1})").payload(R"({"mixed":null,"flag":"x"})");
+  batch.payload(R"({"mixed":"abc","flag":true})")
+      .payload(R"({"mixed":5,"flag":1})")
+      .payload(R"({"mixed":null,"flag":"x"})");
   auto out = run_export(batch, without_metadata());
   ASSERT_TRUE(out->result.ok) << out->result.error;
   const auto view = out->view();
@@ -314,7 +323,8 @@ TEST(ArrowExportInfer, ColumnsInOrderOfFirstAppearanceAcrossTheBatch) {
   auto out = run_export(batch);
   ASSERT_TRUE(out->result.ok) << out->result.error;
   const auto names = out->names();
-  EXPECT_EQ(std::vector<std::string>(names.begin() + 6, names.end()), (std::vector<std::string>{"b", "a", "c", "d", "e"}));
+  EXPECT_EQ(std::vector<std::string>(names.begin() + 6, names.end()),
+            (std::vector<std::string>{"b", "a", "c", "d", "e"}));
 }
 
 TEST(ArrowExportInfer, LastDuplicateKeyWins) {
@@ -406,13 +416,17 @@ TEST(ArrowExportInfer, BigNumberOutsideAnObjectGoesToThePayloadColumn) {
 
 TEST(ArrowExportInfer, InvalidJsonIsRejectedEvenWithBigNumbersInside) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
-  batch.payload(R"({"a":1})").payload(R"({"a":})").payload(R"({"a":123456789012345678901234567890,})").payload(R"({"a":01})");
+  batch.payload(R"({"a":1})")
+      .payload(R"({"a":})")
+      .payload(R"({"a":123456789012345678901234567890,})")
+      .payload(R"({"a":01})");
   auto out = run_export(batch, without_metadata());
   EXPECT_FALSE(out->result.ok);
   ASSERT_EQ(out->result.rejected.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(out->result.rejected[i].record_index, i + 1);
-    EXPECT_EQ(out->result.rejected[i].reason.rfind("payload is not valid JSON", 0), 0u) << out->result.rejected[i].reason;
+    EXPECT_EQ(out->result.rejected[i].reason.rfind("payload is not valid JSON", 0), 0u)
+        << out->result.rejected[i].reason;
   }
 }
 
@@ -487,8 +501,8 @@ TEST(ArrowExportBatch, MalformedBatchesAreErrors) {
 }
 
 TEST(ArrowExportTypes, NamesRoundTrip) {
-  for (auto type : {ColumnType::Bool, ColumnType::Int64, ColumnType::Float64, ColumnType::Utf8,
-                    ColumnType::Binary, ColumnType::TimestampMs, ColumnType::Json}) {
+  for (auto type : {ColumnType::Bool, ColumnType::Int64, ColumnType::Float64, ColumnType::Utf8, ColumnType::Binary,
+                    ColumnType::TimestampMs, ColumnType::Json}) {
     EXPECT_EQ(parse_column_type(to_string(type)), type);
   }
   EXPECT_EQ(to_string(ColumnType::TimestampMs), "timestamp_ms");
@@ -498,7 +512,6 @@ TEST(ArrowExportTypes, NamesRoundTrip) {
   EXPECT_FALSE(parse_column_type("Bool"));
   EXPECT_FALSE(parse_column_type(""));
 }
-
 
 // ---- one-pass reading of validated payloads ----------------------------------------------------
 
@@ -527,7 +540,8 @@ void expect_same_columns(const Exported& a, const Exported& b, size_t rows, cons
     EXPECT_EQ(a.field(name).flags, b.field(name).flags) << what << ": " << name;
     const std::string meta_a = a.field(name).metadata ? "m" : "", meta_b = b.field(name).metadata ? "m" : "";
     EXPECT_EQ(meta_a, meta_b) << what << ": " << name << ": both JSON-typed or neither";
-    for (size_t row = 0; row < rows; ++row) EXPECT_EQ(cell(a, name, row), cell(b, name, row)) << what << ": " << name << " row " << row;
+    for (size_t row = 0; row < rows; ++row)
+      EXPECT_EQ(cell(a, name, row), cell(b, name, row)) << what << ": " << name << " row " << row;
   }
 }
 
@@ -586,7 +600,8 @@ TEST(ArrowExportInfer, AgreesWithTheKitsLatticeOnTheSharedCases) {
   general.one_pass_columns = false;
   ExportOptions one_pass = general;
   one_pass.one_pass_columns = true;
-  for (const auto& [what, options] : {std::pair{"validating reader", checked}, {"general", general}, {"one pass", one_pass}}) {
+  for (const auto& [what, options] :
+       {std::pair{"validating reader", checked}, {"general", general}, {"one pass", one_pass}}) {
     auto out = run_export(batch, options);
     ASSERT_TRUE(out->result.ok) << what << ": " << out->result.error;
     std::vector<std::string> names;
@@ -606,7 +621,8 @@ TEST(ArrowExportInferOnePass, BuildsColumnsAsItReadsAndGivesWayWhereTheGeneralRe
                       R"({"b": "y", "a": 2, "e": null, "late": {"k": 1}})", R"({"a": -3, "c": false})", "{}",
                       std::nullopt, R"({"a": 4, "b": "", "d": {"x": [1, {"y": 2}]}, "e": null})"});
   // Integers then floats, floats then integers, in the same batch: float64.
-  expect_same_export({R"({"n": 1, "m": 1.5})", R"({"n": 2.25, "m": 3})", R"({"n": null, "m": -0.0})", R"({"n": 9007199254740993})"});
+  expect_same_export(
+      {R"({"n": 1, "m": 1.5})", R"({"n": 2.25, "m": 3})", R"({"n": null, "m": -0.0})", R"({"n": 9007199254740993})"});
   // Where the one-pass columns give way: a mixed family, a duplicate key, a collision, a
   // number beyond int64, a payload that is not an object, an integer column turning into text.
   expect_same_export({R"({"v": 1})", R"({"v": "one"})"});
@@ -614,14 +630,16 @@ TEST(ArrowExportInferOnePass, BuildsColumnsAsItReadsAndGivesWayWhereTheGeneralRe
   expect_same_export({R"({"v": 2})", R"({"v": {"a": 1}})"});
   expect_same_export({R"({"k": 1, "k": 2})", R"({"k": 3})"});
   expect_same_export({R"({"k": 1})", R"({"k": 2, "pico_offset": 7})"});
-  expect_same_export({R"({"big": 1})", R"({"big": 18446744073709551615})", R"({"big": 123456789012345678901234567890})"});
+  expect_same_export(
+      {R"({"big": 1})", R"({"big": 18446744073709551615})", R"({"big": 123456789012345678901234567890})"});
   expect_same_export({R"({"a": 1})", R"([1, 2])", R"("text")"});
   expect_same_export({std::nullopt, std::nullopt});
   // Many rows: the buffers grow past what the first record's sizes reserved.
   std::vector<std::optional<std::string>> many;
   for (int i = 0; i < 3000; ++i) {
     many.push_back("{\"id\": " + std::to_string(i) + ", \"s\": \"" + std::string(static_cast<size_t>(i % 97), 'x') +
-                   "\", \"f\": " + std::to_string(i) + ".5" + (i % 7 == 0 ? ", \"opt\": [" + std::to_string(i) + "]" : "") + "}");
+                   "\", \"f\": " + std::to_string(i) + ".5" +
+                   (i % 7 == 0 ? ", \"opt\": [" + std::to_string(i) + "]" : "") + "}");
   }
   expect_same_export(many);
 }
@@ -638,8 +656,8 @@ TEST(ArrowExportInferOnePass, ReadsValidatedPayloadsExactlyAsTheValidatingReader
 
 TEST(ArrowExportInferOnePass, MixedKindsGiveJsonColumnsOfTheOriginalTextOfEveryValue) {
   // Scalars in a JSON column are their original text too (quotes, exponent and spacing kept).
-  one_pass::expect_same_export({R"({"v": 1.50e2 , "w": "x"})", R"({"v": "one", "w": [1 ,2]})", R"({"v": true, "w": null})",
-                                R"({"v": {"a" : 1}, "w": 7})"});
+  one_pass::expect_same_export({R"({"v": 1.50e2 , "w": "x"})", R"({"v": "one", "w": [1 ,2]})",
+                                R"({"v": true, "w": null})", R"({"v": {"a" : 1}, "w": 7})"});
 }
 
 TEST(ArrowExportInferOnePass, WhatOneOnDemandPassDoesNotReadFallsBackToTheValidatingReader) {

@@ -52,13 +52,18 @@ void expect_same_members(const std::string& payload) {
 }
 
 TEST(ReadParsedObject, GivesTheMembersTheOnePassReaderGivesWithTheirOriginalText) {
-  for (const std::string payload : {
-           R"({"id": 1, "name": "a\"b\\c\u00e9\ud83d\ude00", "price": 12.50, "ok": true, "none": null,
+  for (
+      const std::string payload : {
+          R"({"id": 1, "name": "a\"b\\c\u00e9\ud83d\ude00", "price": 12.50, "ok": true, "none": null,
                "items": [ {"sku": "x]}", "qty": 2} , [1, 2.0e3, "s{"] ],   "ship_to": {"city" : "Z\u00fcrich", "zip": "8000"}})",
-           R"(  { "id" : -9223372036854775808 , "name" : "" , "price" : -0.0 , "ok" : false , "items" : [ ] , "ship_to" : { } }  )",
-           R"({"id": 3, "price": 1e-300, "extra": {"deep": [[[]]]}, "zero": -0, "negzero": -0.0, "e": 1E2})",
-           "{}", " {\n\t} ", R"({"k":1,"k":"dup","k":[{}]})", R"({"last": [1,2,3]})", R"({"s":"}","t":"]"})",
-       }) {
+          R"(  { "id" : -9223372036854775808 , "name" : "" , "price" : -0.0 , "ok" : false , "items" : [ ] , "ship_to" : { } }  )",
+          R"({"id": 3, "price": 1e-300, "extra": {"deep": [[[]]]}, "zero": -0, "negzero": -0.0, "e": 1E2})",
+          "{}",
+          " {\n\t} ",
+          R"({"k":1,"k":"dup","k":[{}]})",
+          R"({"last": [1,2,3]})",
+          R"({"s":"}","t":"]"})",
+      }) {
     expect_same_members(payload);
   }
 }

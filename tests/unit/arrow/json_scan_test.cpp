@@ -16,14 +16,15 @@ TEST(ArrowJsonScan, FindsTheEndOfEachKindOfValue) {
 }
 
 TEST(ArrowJsonScan, RefusesMalformedText) {
-  for (const char* bad : {"", "{", "[1,]", "{\"a\"1}", "{\"a\":}", "1.", "-", "1e", "tru", "\"\\x\"",
-                          "\"\\u12g4\"", "\"a", "{\"a\":1,}", "[1 2]", "{1:2}", "\"\x01\""}) {
+  for (const char* bad : {"", "{", "[1,]", "{\"a\"1}", "{\"a\":}", "1.", "-", "1e", "tru", "\"\\x\"", "\"\\u12g4\"",
+                          "\"a", "{\"a\":1,}", "[1 2]", "{1:2}", "\"\x01\""}) {
     EXPECT_EQ(scan_value(bad, 0), kScanFailed) << bad;
   }
 }
 
 TEST(ArrowJsonScan, NumberGrammar) {
-  for (const char* good : {"0", "-0", "1e400", "-1.25E-7", "18446744073709551616"}) EXPECT_TRUE(is_json_number(good)) << good;
+  for (const char* good : {"0", "-0", "1e400", "-1.25E-7", "18446744073709551616"})
+    EXPECT_TRUE(is_json_number(good)) << good;
   for (const char* bad : {"", "+1", "01", ".5", "1.e3", "0x10", "1 "}) EXPECT_FALSE(is_json_number(bad)) << bad;
 }
 

@@ -52,8 +52,11 @@ namespace {
 
 // A batch that uses every kind of buffer: metadata, headers, JSON, nested JSON, nulls.
 TestBatch& rich(TestBatch& batch) {
-  batch.add({R"({"a":1,"b":"x","c":{"d":[1,2]},"e":true,"f":1.5,"g":null,"big":123456789012345678901234567890})",
-             std::string("key"), {{"h", "v"}, {"n", std::nullopt}}, 1700000000000})
+  batch
+      .add({R"({"a":1,"b":"x","c":{"d":[1,2]},"e":true,"f":1.5,"g":null,"big":123456789012345678901234567890})",
+            std::string("key"),
+            {{"h", "v"}, {"n", std::nullopt}},
+            1700000000000})
       .add({R"({"a":2,"b":"y"})"})
       .tombstone();
   return batch;
@@ -125,7 +128,11 @@ TEST(ArrowExportMemory, ChildMovedOutOutlivesItsParent) {
 TEST(ArrowExportMemory, RejectedOrFailedExportsOwnNothing) {
   TestBatch batch(PMQ_PAYLOAD_JSON);
   batch.payload(R"({"pico_key":1})");
-  { ArrowSchema s; ArrowArray a; (void)export_batch(batch.get(), {}, &s, &a); }
+  {
+    ArrowSchema s;
+    ArrowArray a;
+    (void)export_batch(batch.get(), {}, &s, &a);
+  }
   const long before = g_live_allocations.load();
   ArrowSchema schema;
   ArrowArray array;
@@ -150,21 +157,25 @@ TEST(ArrowExportMemory, StringDataBeyondTwoGibibytesIsAnError) {
     records[i].timestamp_ms = -1;
     records[i].payload = {static_cast<const uint8_t*>(region), kGiB};
   }
-  pmq_batch batch{sizeof(pmq_batch), "t", 0, PMQ_PAYLOAD_RAW, "raw", records.data(), records.size(), sizeof(pmq_record)};
+  pmq_batch batch{sizeof(pmq_batch), "t", 0, PMQ_PAYLOAD_RAW, "raw", records.data(), records.size(),
+                  sizeof(pmq_record)};
   ArrowSchema schema;
   ArrowArray array;
   ExportResult result = export_batch(batch, {}, &schema, &array);
   EXPECT_FALSE(result.ok);
-  EXPECT_EQ(result.error, "column 'payload' would hold more than 2 GiB of string data, beyond what int32 offsets address");
+  EXPECT_EQ(result.error,
+            "column 'payload' would hold more than 2 GiB of string data, beyond what int32 offsets address");
   EXPECT_EQ(schema.release, nullptr);
 
   // The same limit for data the export repeats: a 1 MiB topic on 2049 records.
   const std::string topic(size_t{1} << 20, 't');
   std::vector<pmq_record> many(2049);
   for (auto& r : many) r.timestamp_ms = -1;
-  pmq_batch repeated{sizeof(pmq_batch), topic.c_str(), 0, PMQ_PAYLOAD_RAW, "raw", many.data(), many.size(), sizeof(pmq_record)};
+  pmq_batch repeated{sizeof(pmq_batch), topic.c_str(),     0, PMQ_PAYLOAD_RAW, "raw", many.data(),
+                     many.size(),       sizeof(pmq_record)};
   result = export_batch(repeated, {}, &schema, &array);
-  EXPECT_EQ(result.error, "column 'pico_topic' would hold more than 2 GiB of string data, beyond what int32 offsets address");
+  EXPECT_EQ(result.error,
+            "column 'pico_topic' would hold more than 2 GiB of string data, beyond what int32 offsets address");
   munmap(region, kGiB);
 }
 

@@ -223,8 +223,8 @@ TEST(ArrowView, HonoursOffsetsAndValidityBitmapsAtEveryLevel) {
 // Malformed arrays from another producer: the accessors' out-of-line error paths name the column
 // and what is wrong (a missing value buffer, a missing data buffer, offsets going backwards).
 TEST(ArrowView, MalformedBuffersAreNamedByTheAccessors) {
-  std::vector<const void*> only_validity{nullptr};               // int64 without its values
-  const int32_t offsets[] = {0, 2, 1};                            // the second value ends before it starts
+  std::vector<const void*> only_validity{nullptr};  // int64 without its values
+  const int32_t offsets[] = {0, 2, 1};              // the second value ends before it starts
   const char data[] = "ab";
   std::vector<const void*> backwards{nullptr, offsets, data};
   const int32_t offsets_ok[] = {0, 2};

@@ -11,8 +11,8 @@ using testing::error_for;
 using testing::fake_env;
 
 SinkDefinitionResult parse_block(const std::string& block_body) {
-  return parse_sink_definition("type = \"sink\"\nkey = \"s\"\npath = \"libx\"\n[[topics]]\n" + block_body,
-                               "s.toml", fake_env());
+  return parse_sink_definition("type = \"sink\"\nkey = \"s\"\npath = \"libx\"\n[[topics]]\n" + block_body, "s.toml",
+                               fake_env());
 }
 
 TEST(BadRecordPolicy, DefaultsToFail) {

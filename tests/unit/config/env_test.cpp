@@ -1,8 +1,8 @@
 #include "config/env.h"
 
-#include <cstdlib>
-
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "test_support.h"
 

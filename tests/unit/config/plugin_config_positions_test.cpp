@@ -68,7 +68,8 @@ TEST(PluginConfigPositions, ErrorsPointAtTheValueTheKeyOrTheTable) {
   // About the table as a whole.
   EXPECT_EQ(def.plugin_config_error("", "refused").to_string(), "sinks.d/s.toml:7:1: key 'plugin_config': refused");
   // A path into a table option: the position of its top-level key.
-  EXPECT_EQ(def.plugin_config_error("auth.user", "x").to_string(), "sinks.d/s.toml:11:1: key 'plugin_config.auth.user': x");
+  EXPECT_EQ(def.plugin_config_error("auth.user", "x").to_string(),
+            "sinks.d/s.toml:11:1: key 'plugin_config.auth.user': x");
   EXPECT_EQ(def.path_error("plugin not found").to_string(), "sinks.d/s.toml:3:8: key 'path': plugin not found");
 }
 
@@ -80,13 +81,15 @@ TEST(PluginConfigPositions, WithoutTheTableErrorsPointAtTheDefinitionStart) {
 }
 
 TEST(PluginConfigPositions, InlineTableAndDottedKeys) {
-  auto inline_def = parse("type = \"sink\"\nkey = \"s1\"\npath = \"libx\"\nplugin_config = { a = 1, b = 2 }\n"
-                          "[[topics]]\ntopics = [\"a\"]\n");
+  auto inline_def = parse(
+      "type = \"sink\"\nkey = \"s1\"\npath = \"libx\"\nplugin_config = { a = 1, b = 2 }\n"
+      "[[topics]]\ntopics = [\"a\"]\n");
   ASSERT_EQ(inline_def.positions.keys.size(), 2u);
   EXPECT_EQ(inline_def.positions.table.line, 4);
   EXPECT_EQ(inline_def.plugin_config_error("b", "x").to_string(), "sinks.d/s.toml:4:30: key 'plugin_config.b': x");
-  auto dotted = parse("type = \"sink\"\nkey = \"s1\"\npath = \"libx\"\nplugin_config.a = 1\n"
-                      "[[topics]]\ntopics = [\"a\"]\n");
+  auto dotted = parse(
+      "type = \"sink\"\nkey = \"s1\"\npath = \"libx\"\nplugin_config.a = 1\n"
+      "[[topics]]\ntopics = [\"a\"]\n");
   ASSERT_EQ(dotted.positions.keys.size(), 1u);
   EXPECT_EQ(dotted.plugin_config_error("a", "x").line, 4);
 }
@@ -94,8 +97,10 @@ TEST(PluginConfigPositions, InlineTableAndDottedKeys) {
 constexpr std::string_view kHead = "type = \"sink\"\nkey = \"s1\"\npath = \"libx\"\n";
 
 TEST(PartialDefinition, ABadFileKeepsItsPluginPartWhenThatWasReadWithoutError) {
-  auto result = parse_sink_definition(std::string(kHead) + "[[topics]]\ntopics = [\"a\"]\nbach_length = 3\n"
-                                      "[plugin_config]\nmdoe = 1\n", "s.toml", fake_env());
+  auto result = parse_sink_definition(std::string(kHead) +
+                                          "[[topics]]\ntopics = [\"a\"]\nbach_length = 3\n"
+                                          "[plugin_config]\nmdoe = 1\n",
+                                      "s.toml", fake_env());
   EXPECT_FALSE(result.definition);
   ASSERT_EQ(result.errors.size(), 1u) << dump(result.errors);
   ASSERT_TRUE(result.partial);
@@ -107,10 +112,10 @@ TEST(PartialDefinition, ABadFileKeepsItsPluginPartWhenThatWasReadWithoutError) {
 TEST(PartialDefinition, NoneWhenPathOrPluginConfigHasAnError) {
   const std::string topics = "[[topics]]\ntopics = [\"a\"]\n";
   for (const std::string text : {
-           "type = \"sink\"\nkey = \"s1\"\n" + topics,                          // no path
-           "type = \"sink\"\nkey = \"s1\"\npath = \"a/b\"\n" + topics,          // a file path
+           "type = \"sink\"\nkey = \"s1\"\n" + topics,                           // no path
+           "type = \"sink\"\nkey = \"s1\"\npath = \"a/b\"\n" + topics,           // a file path
            std::string(kHead) + topics + "[plugin_config]\nx = \"${UNSET}\"\n",  // unset variable
-           std::string(kHead) + "plugin_config = 5\n" + topics,                // not a table
+           std::string(kHead) + "plugin_config = 5\n" + topics,                  // not a table
        }) {
     auto result = parse_sink_definition(text, "s.toml", fake_env());
     EXPECT_FALSE(result.errors.empty()) << text;

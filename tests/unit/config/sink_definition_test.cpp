@@ -124,10 +124,9 @@ auto_offset_reset = "latest"
   EXPECT_EQ(block.group_id(def.key), "my-group");
   EXPECT_EQ(block.auto_offset_reset, OffsetReset::Latest);
   using P = std::pair<std::string, std::string>;
-  EXPECT_EQ(block.properties, (std::vector<P>{{"check.crcs", "true"},
-                                              {"client.rack", "r1"},
-                                              {"fetch.min.bytes", "1024"},
-                                              {"some.ratio", "0.5"}}));
+  EXPECT_EQ(block.properties,
+            (std::vector<P>{
+                {"check.crcs", "true"}, {"client.rack", "r1"}, {"fetch.min.bytes", "1024"}, {"some.ratio", "0.5"}}));
 }
 
 TEST(SinkDefinition, SchemaRawIsAccepted) {
@@ -199,7 +198,8 @@ properties = "x"
   EXPECT_EQ(error_for(result.errors, "version").message, "'version' must be an integer, got float");
   EXPECT_EQ(error_for(result.errors, "name").message, "'name' must be a string, got integer");
   EXPECT_EQ(error_for(result.errors, "topics[0].topics").message, "'topics' must be an array of strings, got string");
-  EXPECT_EQ(error_for(result.errors, "topics[0].batch_length").message, "'batch_length' must be an integer, got string");
+  EXPECT_EQ(error_for(result.errors, "topics[0].batch_length").message,
+            "'batch_length' must be an integer, got string");
   EXPECT_NE(error_for(result.errors, "topics[0].poll_interval").message.find("must be a duration string"),
             std::string::npos);
   EXPECT_EQ(error_for(result.errors, "topics[0].auto_offset_reset").message,
@@ -248,8 +248,7 @@ x = 1
   EXPECT_EQ(result.errors[1].key, "topics[0].bach_length");
   EXPECT_EQ(result.errors[2].key, "topics[0].poll_interval");
   EXPECT_EQ(result.errors[3].key, "plugni_config");
-  for (std::size_t i = 1; i < result.errors.size(); ++i)
-    EXPECT_LT(result.errors[i - 1].line, result.errors[i].line);
+  for (std::size_t i = 1; i < result.errors.size(); ++i) EXPECT_LT(result.errors[i - 1].line, result.errors[i].line);
 }
 
 TEST(SinkDefinition, RequiredKeysAreReported) {
@@ -266,9 +265,9 @@ TEST(SinkDefinition, RequiredKeysAreReported) {
 
 TEST(SinkDefinition, KeyMustBeNonEmptyAndGroupIdSafe) {
   for (const char* key : {"", "a b", "a/b", "ä", "x:y"}) {
-    auto result = parse_sink_definition(std::string("type = \"sink\"\nkey = \"") + key +
-                                            "\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\n",
-                                        "f.toml", fake_env());
+    auto result = parse_sink_definition(
+        std::string("type = \"sink\"\nkey = \"") + key + "\"\npath = \"p\"\n[[topics]]\ntopics = [\"a\"]\n", "f.toml",
+        fake_env());
     EXPECT_FALSE(result.definition) << key;
     error_for(result.errors, "key");
   }
@@ -340,12 +339,14 @@ TEST(SinkDefinition, SchemasWithoutTheirSchemaKeysAreErrorsNotRaw) {
   for (const char* schema : {"proto", "flatbuffer"}) {
     auto result = parse_with_head(std::string("[[topics]]\ntopics = [\"a\"]\nschema = \"") + schema + "\"\n");
     EXPECT_FALSE(result.definition);
-    EXPECT_EQ(error_for(result.errors, "topics[0].schema").message.rfind(std::string("schema = \"") + schema + "\" needs '", 0),
+    EXPECT_EQ(error_for(result.errors, "topics[0].schema")
+                  .message.rfind(std::string("schema = \"") + schema + "\" needs '", 0),
               0u);
   }
   auto avro = parse_with_head("[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\navro_schema_path = \"a.avsc\"\n");
   EXPECT_FALSE(avro.definition);
-  EXPECT_EQ(error_for(avro.errors, "topics[0].avro_schema_path").message, "'a.avsc': cannot open file: No such file or directory");
+  EXPECT_EQ(error_for(avro.errors, "topics[0].avro_schema_path").message,
+            "'a.avsc': cannot open file: No such file or directory");
 }
 
 TEST(SinkDefinition, AvroSchemaKeysNeedSchemaAvro) {
@@ -393,7 +394,8 @@ TEST(SinkDefinition, EachBlockGetsItsOwnConsumerGroup) {
   EXPECT_NE(e.message.find("consumer group 'g' is already used by topics[0]"), std::string::npos) << e.message;
   EXPECT_EQ(e.line, 9);
 
-  auto distinct = parse_with_head("[[topics]]\ntopics = [\"a\"]\n[[topics]]\ntopics = [\"b\"]\nconsumer_group = \"g2\"\n");
+  auto distinct =
+      parse_with_head("[[topics]]\ntopics = [\"a\"]\n[[topics]]\ntopics = [\"b\"]\nconsumer_group = \"g2\"\n");
   ASSERT_TRUE(distinct.definition) << dump(distinct.errors);
   EXPECT_EQ(distinct.definition->topics[0].group_id("s1"), "picomq-connect-sink-s1");
   EXPECT_EQ(distinct.definition->topics[1].group_id("s1"), "g2");
@@ -412,8 +414,9 @@ topics = ["a"]
 )");
   EXPECT_FALSE(result.definition);
   EXPECT_EQ(result.errors.size(), 5u) << dump(result.errors);
-  EXPECT_NE(error_for(result.errors, "topics[0].properties.\"enable.auto.commit\"").message.find("managed by the runtime"),
-            std::string::npos);
+  EXPECT_NE(
+      error_for(result.errors, "topics[0].properties.\"enable.auto.commit\"").message.find("managed by the runtime"),
+      std::string::npos);
   EXPECT_NE(error_for(result.errors, "topics[0].properties.\"group.id\"").message.find("consumer_group"),
             std::string::npos);
 }
@@ -606,19 +609,26 @@ TEST(SinkDefinition, ArrowSchemaProblemsAreNamedWithTheirKey) {
 ]
 )");
   EXPECT_FALSE(result.definition);
-  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[0].type").message.find("unknown column type 'int32'"),
-            std::string::npos) << testing::dump(result.errors);
-  EXPECT_EQ(testing::error_for(result.errors, "topics[0].arrow_schema[1].name").message, "column 'a' is declared twice");
-  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[2].name").message.find("collide with the metadata"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::error_for(result.errors, "topics[0].arrow_schema[0].type").message.find("unknown column type 'int32'"),
+      std::string::npos)
+      << testing::dump(result.errors);
+  EXPECT_EQ(testing::error_for(result.errors, "topics[0].arrow_schema[1].name").message,
+            "column 'a' is declared twice");
+  EXPECT_NE(
+      testing::error_for(result.errors, "topics[0].arrow_schema[2].name").message.find("collide with the metadata"),
+      std::string::npos);
   EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[3].name").message, "");
-  EXPECT_NE(testing::error_for(result.errors, "topics[0].arrow_schema[4].nulable").message.find("did you mean 'nullable'"),
-            std::string::npos) << testing::dump(result.errors);
+  EXPECT_NE(
+      testing::error_for(result.errors, "topics[0].arrow_schema[4].nulable").message.find("did you mean 'nullable'"),
+      std::string::npos)
+      << testing::dump(result.errors);
   EXPECT_EQ(testing::error_for(result.errors, "topics[0].arrow_schema").message,
             "entry 5 must be a table { name = \"...\", type = \"...\" }");
   auto not_array = parse_block("arrow_schema = { a = \"utf8\" }\n");
   EXPECT_NE(testing::error_for(not_array.errors, "topics[0].arrow_schema").message.find("must be an array of tables"),
-            std::string::npos) << testing::dump(not_array.errors);
+            std::string::npos)
+      << testing::dump(not_array.errors);
 }
 
 }  // namespace

@@ -1,14 +1,13 @@
 // A fresh directory per test, removed afterwards.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace picomq::config::testing {
 

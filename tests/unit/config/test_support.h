@@ -1,13 +1,13 @@
 // Helpers shared by the config unit tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "config/env.h"
 #include "config/error.h"

@@ -98,7 +98,8 @@ TEST(DecodersAvro, PrimitiveRootsAndLogicalTypeEdges) {
   EXPECT_EQ(run(*dec, zz(1) + "\x80").json, "\"-1.28\"");
   EXPECT_EQ(run(*dec, zz(0)).json, "\"0.00\"") << "no bytes: zero";
   EXPECT_EQ(run(*dec, zz(16) + std::string("\x7f") + std::string(15, '\xff')).json,
-            "\"1701411834604692317316873037158841057.27\"") << "2^127 - 1, scale 2";
+            "\"1701411834604692317316873037158841057.27\"")
+      << "2^127 - 1, scale 2";
   // A logical type that does not fit its type is ignored (the spec): bytes stay base64.
   auto bad_decimal = decoder_for(R"({"type":"bytes","logicalType":"decimal","precision":2,"scale":3})");
   EXPECT_EQ(run(*bad_decimal, zz(1) + "\x01").json, "\"AQ==\"");
@@ -106,7 +107,8 @@ TEST(DecodersAvro, PrimitiveRootsAndLogicalTypeEdges) {
   EXPECT_EQ(run(*uuid_fixed, std::string("\x12\x3e\x45\x67\xe8\x9b\x12\xd3\xa4\x56\x42\x66\x14\x17\x40\x00", 16)).json,
             "\"123e4567-e89b-12d3-a456-426614174000\"");
   auto duration = decoder_for(R"({"type":"fixed","name":"D","size":12,"logicalType":"duration"})");
-  EXPECT_EQ(run(*duration, std::string("\x01\0\0\0\x02\0\0\0\x03\0\0\0", 12)).json, R"({"months":1,"days":2,"millis":3})");
+  EXPECT_EQ(run(*duration, std::string("\x01\0\0\0\x02\0\0\0\x03\0\0\0", 12)).json,
+            R"({"months":1,"days":2,"millis":3})");
   auto map_blocks = decoder_for(R"({"type":"map","values":"int"})");
   // Two blocks, the second with a byte count (negative count).
   EXPECT_EQ(run(*map_blocks, zz(1) + zz(1) + "a" + zz(5) + zz(-1) + zz(3) + zz(1) + "b" + zz(-5) + zz(0)).json,
@@ -120,7 +122,8 @@ TEST(DecodersAvro, MalformedPayloadsAreBadRecordsWithAPosition) {
   const std::vector<Case> cases = {
       {R"(["null","string"])", zz(7), "avro: union branch 7 out of range (2 branches) at byte 0"},
       {R"(["null","string"])", zz(-1), "avro: union branch -1 out of range (2 branches) at byte 0"},
-      {R"({"type":"enum","name":"E","symbols":["A","B"]})", zz(2), "avro: enum index 2 out of range (2 symbols in E) at byte 0"},
+      {R"({"type":"enum","name":"E","symbols":["A","B"]})", zz(2),
+       "avro: enum index 2 out of range (2 symbols in E) at byte 0"},
       {R"("string")", zz(5) + "ab", "avro: length 5 exceeds the 2 bytes left at byte 0"},
       {R"("string")", zz(-2), "avro: negative length -2 at byte 0"},
       {R"("string")", zz(2) + "\xc3\x28", "avro: invalid UTF-8 in a string at byte 1"},

@@ -54,31 +54,38 @@ TEST(DecodersConfig, ProtoErrorsNameTheFileAndTheReason) {
   EXPECT_NE(error_for(no_message.errors, "topics[0].schema").message.find("needs 'proto_message'"), std::string::npos);
   auto nothing = parse("schema = \"proto\"\nproto_message = \"a.B\"\n");
   EXPECT_NE(error_for(nothing.errors, "topics[0].schema").message.find("needs 'proto_files'"), std::string::npos);
-  auto both = parse("schema = \"proto\"\nproto_files = \"all_types.proto\"\nproto_descriptor_set = \"x.pb\"\n"
-                    "proto_message = \"a.B\"\n");
+  auto both = parse(
+      "schema = \"proto\"\nproto_files = \"all_types.proto\"\nproto_descriptor_set = \"x.pb\"\n"
+      "proto_message = \"a.B\"\n");
   EXPECT_EQ(error_for(both.errors, "topics[0].proto_descriptor_set").message,
             "set only one of 'proto_files' and 'proto_descriptor_set'");
-  auto bad_option = parse("schema = \"proto\"\nproto_files = \"all_types.proto\"\nproto_message = \"picomq.test.Order\"\n"
-                          "proto_int64 = \"text\"\n");
+  auto bad_option = parse(
+      "schema = \"proto\"\nproto_files = \"all_types.proto\"\nproto_message = \"picomq.test.Order\"\n"
+      "proto_int64 = \"text\"\n");
   EXPECT_EQ(error_for(bad_option.errors, "topics[0].proto_int64").message,
             "'proto_int64' must be \"number\" or \"string\", got \"text\"");
 }
 
 TEST(DecodersConfig, KeysOfAnotherSchemaAreErrors) {
-  auto r = parse("schema = \"json\"\nproto_message = \"a.B\"\nflatbuffer_schema = \"x.fbs\"\navro_framing = \"plain\"\n");
-  EXPECT_EQ(error_for(r.errors, "topics[0].proto_message").message, "'proto_message' is only valid with schema = \"proto\"");
+  auto r =
+      parse("schema = \"json\"\nproto_message = \"a.B\"\nflatbuffer_schema = \"x.fbs\"\navro_framing = \"plain\"\n");
+  EXPECT_EQ(error_for(r.errors, "topics[0].proto_message").message,
+            "'proto_message' is only valid with schema = \"proto\"");
   EXPECT_EQ(error_for(r.errors, "topics[0].flatbuffer_schema").message,
             "'flatbuffer_schema' is only valid with schema = \"flatbuffer\"");
-  EXPECT_EQ(error_for(r.errors, "topics[0].avro_framing").message, "'avro_framing' is only valid with schema = \"avro\"");
+  EXPECT_EQ(error_for(r.errors, "topics[0].avro_framing").message,
+            "'avro_framing' is only valid with schema = \"avro\"");
   auto typo = parse("schema = \"proto\"\nproto_files = \"all_types.proto\"\nproto_mesage = \"a.B\"\n");
-  EXPECT_NE(error_for(typo.errors, "topics[0].proto_mesage").message.find("did you mean 'proto_message'"), std::string::npos);
+  EXPECT_NE(error_for(typo.errors, "topics[0].proto_mesage").message.find("did you mean 'proto_message'"),
+            std::string::npos);
 }
 
 TEST(DecodersConfig, FlatbufferKeys) {
   auto ok = parse("schema = \"flatbuffer\"\nflatbuffer_schema = \"inventory.fbs\"\n");
   ASSERT_TRUE(ok.definition) << testing::dump(ok.errors);
   EXPECT_EQ(ok.definition->topics[0].flatbuffer_schema, kDir + "/inventory.fbs");
-  auto root = parse("schema = \"flatbuffer\"\nflatbuffer_schema = \"inventory.fbs\"\nflatbuffer_root_type = \"Nope\"\n");
+  auto root =
+      parse("schema = \"flatbuffer\"\nflatbuffer_schema = \"inventory.fbs\"\nflatbuffer_root_type = \"Nope\"\n");
   EXPECT_EQ(error_for(root.errors, "topics[0].flatbuffer_root_type").message,
             "root type 'Nope' is not a table of '" + kDir + "/inventory.fbs'");
   auto broken = parse("schema = \"flatbuffer\"\nflatbuffer_schema = \"broken.fbs\"\n");
@@ -88,7 +95,8 @@ TEST(DecodersConfig, FlatbufferKeys) {
 }
 
 TEST(DecodersConfig, AvroPlainKeys) {
-  auto inline_schema = parse("schema = \"avro\"\navro_schema_json = '{\"type\":\"record\",\"name\":\"R\",\"fields\":[]}'\n");
+  auto inline_schema =
+      parse("schema = \"avro\"\navro_schema_json = '{\"type\":\"record\",\"name\":\"R\",\"fields\":[]}'\n");
   ASSERT_TRUE(inline_schema.definition) << testing::dump(inline_schema.errors);
   EXPECT_EQ(inline_schema.definition->topics[0].avro_framing, TopicsBlock::AvroFraming::Plain);
   auto bad = parse("schema = \"avro\"\navro_schema_json = '{\"type\":\"record\",\"name\":\"R\"}'\n");
@@ -97,7 +105,9 @@ TEST(DecodersConfig, AvroPlainKeys) {
   EXPECT_EQ(error_for(missing.errors, "topics[0].avro_schema_path").message,
             "'" + kDir + "/none.avsc': cannot open file: No such file or directory");
   auto unparsable = parse("schema = \"avro\"\navro_schema_path = \"broken.proto\"\n");
-  EXPECT_EQ(error_for(unparsable.errors, "topics[0].avro_schema_path").message.rfind("'" + kDir + "/broken.proto': invalid Avro schema: ", 0), 0u);
+  EXPECT_EQ(error_for(unparsable.errors, "topics[0].avro_schema_path")
+                .message.rfind("'" + kDir + "/broken.proto': invalid Avro schema: ", 0),
+            0u);
   auto url = parse("schema = \"avro\"\navro_schema_json = '\"long\"'\navro_registry_url = \"http://r:8081\"\n");
   EXPECT_EQ(error_for(url.errors, "topics[0].avro_registry_url").message,
             "'avro_registry_url' is only used with avro_framing = \"registry\"");
@@ -106,15 +116,19 @@ TEST(DecodersConfig, AvroPlainKeys) {
 }
 
 TEST(DecodersConfig, AvroRegistryKeys) {
-  auto ok = parse("schema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"http://${REG_USER}:${REG_PASS}@reg:8081\"\n",
-                  {{"REG_USER", "u"}, {"REG_PASS", "s3cret"}});
+  auto ok = parse(
+      "schema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = "
+      "\"http://${REG_USER}:${REG_PASS}@reg:8081\"\n",
+      {{"REG_USER", "u"}, {"REG_PASS", "s3cret"}});
   ASSERT_TRUE(ok.definition) << testing::dump(ok.errors);
   EXPECT_EQ(ok.definition->topics[0].avro_framing, TopicsBlock::AvroFraming::Registry);
   EXPECT_EQ(*ok.definition->topics[0].avro_registry_url, "http://u:s3cret@reg:8081");
   auto no_url = parse("schema = \"avro\"\navro_framing = \"registry\"\n");
-  EXPECT_EQ(error_for(no_url.errors, "topics[0].avro_framing").message, "avro_framing = \"registry\" needs 'avro_registry_url'");
-  auto with_schema = parse("schema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"http://r\"\n"
-                           "avro_schema_json = '\"long\"'\n");
+  EXPECT_EQ(error_for(no_url.errors, "topics[0].avro_framing").message,
+            "avro_framing = \"registry\" needs 'avro_registry_url'");
+  auto with_schema = parse(
+      "schema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"http://r\"\n"
+      "avro_schema_json = '\"long\"'\n");
   EXPECT_NE(error_for(with_schema.errors, "topics[0].avro_schema_json").message.find("comes from the registry"),
             std::string::npos);
   auto bad_url = parse("schema = \"avro\"\navro_framing = \"registry\"\navro_registry_url = \"ftp://u:s3cret@r\"\n");

@@ -90,7 +90,8 @@ TEST(DecodersFlatbuffer, UnalignedPayloadsDecodeTheSame) {
   std::string shifted = "x" + bytes;
   auto d = make_flatbuffer_decoder(schema());
   std::string out, error;
-  ASSERT_EQ(d->decode({reinterpret_cast<const uint8_t*>(shifted.data()) + 1, bytes.size()}, out, error), Status::ok) << error;
+  ASSERT_EQ(d->decode({reinterpret_cast<const uint8_t*>(shifted.data()) + 1, bytes.size()}, out, error), Status::ok)
+      << error;
   EXPECT_EQ(out, item("item_full").json);
 }
 

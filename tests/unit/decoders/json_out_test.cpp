@@ -1,10 +1,10 @@
 // The JSON writing helpers every schema decoder shares.
+#include "decoders/json_out.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-
-#include "decoders/json_out.h"
 
 namespace picomq::decoders {
 namespace {
@@ -28,7 +28,9 @@ TEST(DecodersJsonOut, NumbersStringsAndBase64) {
   o.real(-std::numeric_limits<float>::infinity());
   o.ch(' ');
   o.string("a\"b\\c\n\x01\x7f\xc3\xa9");
-  EXPECT_EQ(o.str(), "-9223372036854775808 18446744073709551615 0.1 1e+300 3.689349e+19 123456789012345 \"NaN\" \"-Infinity\" \"a\\\"b\\\\c\\n\\u0001\x7f\xc3\xa9\"");
+  EXPECT_EQ(o.str(),
+            "-9223372036854775808 18446744073709551615 0.1 1e+300 3.689349e+19 123456789012345 \"NaN\" \"-Infinity\" "
+            "\"a\\\"b\\\\c\\n\\u0001\x7f\xc3\xa9\"");
   for (auto [in, out] : std::vector<std::pair<std::string, std::string>>{
            {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"\xff\xfe\xfd", "//79"}}) {
     JsonOut b;

@@ -20,10 +20,12 @@ Decoded decode(config::Schema schema, std::string_view payload) {
   std::deque<std::string> owned;
   pmq_bytes out{};
   std::string error;
-  const bool ok = decoder->decode({reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, out, owned, error);
+  const bool ok =
+      decoder->decode({reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, out, owned, error);
   if (ok) {
     EXPECT_EQ(out.size, payload.size());
-    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data), out.size), payload) << "payload passed on as is";
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data), out.size), payload)
+        << "payload passed on as is";
   }
   return {ok, error};
 }
@@ -49,8 +51,10 @@ TEST(Decoder, JsonAcceptsIntegersBeyond64BitsButNotNumbersBeyondADouble) {
   const auto huge = decode(config::Schema::Json, R"({"huge":1e400})");
   EXPECT_FALSE(huge.ok);
   EXPECT_NE(huge.error.find("number out of range (number overflow parsing '1e400')"), std::string::npos) << huge.error;
-  EXPECT_FALSE(decode(config::Schema::Json, R"({"id":123456789012345678901234567890,)").ok) << "still a full grammar check";
-  EXPECT_FALSE(decode(config::Schema::Json, "{\"id\":123456789012345678901234567890,\"s\":\"\xff\"}").ok) << "and UTF-8";
+  EXPECT_FALSE(decode(config::Schema::Json, R"({"id":123456789012345678901234567890,)").ok)
+      << "still a full grammar check";
+  EXPECT_FALSE(decode(config::Schema::Json, "{\"id\":123456789012345678901234567890,\"s\":\"\xff\"}").ok)
+      << "and UTF-8";
 }
 
 TEST(Decoder, JsonRejectsWhatIsNotOneDocumentAndSaysWhy) {
@@ -75,7 +79,8 @@ TEST(Decoder, TextNeedsUtf8AndRawTakesAnything) {
 // (via a copy), not fault; so must a truncated one that makes the parser look further.
 TEST(Decoder, JsonPayloadEndingAtAnUnmappedPageIsCopiedNotOverRead) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  auto* area = static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* area =
+      static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(area, MAP_FAILED);
   ASSERT_EQ(mprotect(area + page, page, PROT_NONE), 0);
   auto decoder = make_decoder(config::Schema::Json);

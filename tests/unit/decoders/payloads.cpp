@@ -15,8 +15,8 @@ const std::filesystem::path& generated() {
     const std::string cmd = std::string(PICOMQ_VENV_PYTHON) + " " + PICOMQ_DECODERS_DATA + "/make_payloads.py " + tmpl +
                             " > " + tmpl + "/make_payloads.log 2>&1";
     if (std::system(cmd.c_str()) != 0)
-      throw std::runtime_error("cannot generate the test payloads (run scripts/setup.sh for tools/venv): " + cmd + "\n" +
-                               read_text(tmpl + "/make_payloads.log"));
+      throw std::runtime_error("cannot generate the test payloads (run scripts/setup.sh for tools/venv): " + cmd +
+                               "\n" + read_text(tmpl + "/make_payloads.log"));
     return std::filesystem::path(tmpl);
   }();
   return dir;

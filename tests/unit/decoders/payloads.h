@@ -1,11 +1,10 @@
 #pragma once
 // Test payloads made by independent encoders (tests/decoders_data/make_payloads.py), generated
 // once per process into a temporary folder, and small helpers to decode and inspect them.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

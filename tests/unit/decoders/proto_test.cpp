@@ -24,7 +24,8 @@ std::shared_ptr<const ProtoSchema> compile(const std::string& message, bool int6
   return schema;
 }
 
-Result decode(const std::string& message, std::string_view bytes, bool int64_as_string = false, bool json_names = false) {
+Result decode(const std::string& message, std::string_view bytes, bool int64_as_string = false,
+              bool json_names = false) {
   auto d = make_proto_decoder(compile(message, int64_as_string, json_names));
   return run(*d, bytes);
 }
@@ -88,16 +89,19 @@ TEST(DecodersProto, RepeatedMapsNestedAndOneof) {
   EXPECT_EQ(v["quantities"], json::parse("[1,-1,9223372036854775807]")) << "packed int64";
   EXPECT_EQ(v["tags"], json::parse(R"(["a",""])"));
   EXPECT_EQ(v["colors"], json::parse(R"(["RED","MINUS_ONE"])"));
-  EXPECT_EQ(v["lines"], json::parse(R"([{"sku":"s1","quantity":2,"prices":[1.25,-0.0]},{"sku":"","quantity":0,"prices":[]}])"));
+  EXPECT_EQ(v["lines"],
+            json::parse(R"([{"sku":"s1","quantity":2,"prices":[1.25,-0.0]},{"sku":"","quantity":0,"prices":[]}])"));
   EXPECT_NE(r.json.find("[1.25,-0]"), std::string::npos) << "negative zero kept";
   EXPECT_EQ(v["counters"], json::parse(R"({"x":-7,"y":9007199254740993})"));
   EXPECT_NE(r.json.find("9007199254740993"), std::string::npos) << "beyond 2^53, exact";
-  EXPECT_EQ(v["lines_by_number"], json::parse(R"({"-3":{"sku":"neg","quantity":0,"prices":[]}})")) << "int keys as text";
+  EXPECT_EQ(v["lines_by_number"], json::parse(R"({"-3":{"sku":"neg","quantity":0,"prices":[]}})"))
+      << "int keys as text";
   EXPECT_EQ(v["flags"], json::parse(R"({"true":"yes"})")) << "bool keys as text";
   EXPECT_EQ(v["voucher"], json::parse(R"({"sku":"v","quantity":0,"prices":[]})"));
   EXPECT_FALSE(v.contains("card")) << "only the oneof member that is set";
   EXPECT_FALSE(v.contains("points"));
-  EXPECT_EQ(v["ship_to"], json::parse(R"({"street":"Main","city":"Z\u00fcrich","country_code":""})")) << "imported file";
+  EXPECT_EQ(v["ship_to"], json::parse(R"({"street":"Main","city":"Z\u00fcrich","country_code":""})"))
+      << "imported file";
   EXPECT_EQ(v["parent"]["order_id"], "p") << "recursive message";
   EXPECT_TRUE(v["parent"]["parent"].is_null());
   EXPECT_EQ(v["camel_case_field"], 5) << "proto names by default";
@@ -117,7 +121,8 @@ TEST(DecodersProto, WellKnownTypes) {
   EXPECT_EQ(v["attributes"], json::parse(R"({"a":1,"b":[true,null,"x"],"c":{"d":-1.5}})")) << "Struct";
   EXPECT_EQ(v["any_value"], "str") << "Value";
   EXPECT_EQ(v["list"], json::parse(R"([1,"two",null])")) << "ListValue";
-  EXPECT_EQ(v["detail"], json::parse(R"({"@type":"type.googleapis.com/picomq.test.Line","sku":"in-any","quantity":3,"prices":[]})"))
+  EXPECT_EQ(v["detail"],
+            json::parse(R"({"@type":"type.googleapis.com/picomq.test.Line","sku":"in-any","quantity":3,"prices":[]})"))
       << "Any with a known type: its fields next to @type";
   EXPECT_EQ(v["nothing"], json::object()) << "Empty";
   EXPECT_EQ(v["mask"], "a.b,camel_case") << "FieldMask, proto names";
@@ -162,7 +167,8 @@ TEST(DecodersProto, AnyOfUnknownTypeIsBase64AndAnyOfWellKnownTypeHasValue) {
   auto w = order("order_any_wkt");
   ASSERT_EQ(w.status, Status::ok) << w.error;
   EXPECT_EQ(w.value()["detail"],
-            json::parse(R"({"@type":"type.googleapis.com/google.protobuf.Timestamp","value":"1970-01-01T00:00:00.000005Z"})"));
+            json::parse(
+                R"({"@type":"type.googleapis.com/google.protobuf.Timestamp","value":"1970-01-01T00:00:00.000005Z"})"));
 }
 
 TEST(DecodersProto, ConcatenatedMessagesMergeAsLibprotobufDoes) {
@@ -198,12 +204,14 @@ TEST(DecodersProto, Int64AsStringAndJsonNamesOptions) {
 TEST(DecodersProto, Proto2RequiredClosedEnumsGroupsAndPresence) {
   auto full = decode("picomq.legacy.Legacy", payload("proto", "legacy_full"));
   ASSERT_EQ(full.status, Status::ok) << full.error;
-  EXPECT_EQ(full.value(), json::parse(R"({"id":1,"name":"n","level":"HIGH","levels":["LOW","HIGH"],"extra":{"a":5,"b":"g"}})"));
+  EXPECT_EQ(full.value(),
+            json::parse(R"({"id":1,"name":"n","level":"HIGH","levels":["LOW","HIGH"],"extra":{"a":5,"b":"g"}})"));
   auto missing = decode("picomq.legacy.Legacy", payload("proto", "legacy_missing_required"));
   EXPECT_EQ(missing.status, Status::bad_record);
   EXPECT_EQ(missing.error, "proto: missing required field 'picomq.legacy.Legacy.id'");
   // level = 7 is not a Level: a closed enum keeps it out (an unknown field), as libprotobuf does.
-  auto unknown = decode("picomq.legacy.Legacy", Wire().tag(1, 0).varint(3).tag(3, 0).varint(7).tag(4, 0).varint(9).tag(4, 0).varint(2).b);
+  auto unknown = decode("picomq.legacy.Legacy",
+                        Wire().tag(1, 0).varint(3).tag(3, 0).varint(7).tag(4, 0).varint(9).tag(4, 0).varint(2).b);
   ASSERT_EQ(unknown.status, Status::ok) << unknown.error;
   EXPECT_EQ(unknown.value(), json::parse(R"({"id":3,"name":null,"level":null,"levels":["HIGH"],"extra":null})"))
       << "unset proto2 optionals are null (not their declared default)";
@@ -211,11 +219,18 @@ TEST(DecodersProto, Proto2RequiredClosedEnumsGroupsAndPresence) {
 
 TEST(DecodersProto, UnknownFieldsAndWireTypeMismatchesAreSkipped) {
   const auto bytes = Wire()
-                         .tag(99, 0).varint(5)                  // unknown varint
-                         .tag(100, 2).bytes("xyz")              // unknown bytes
-                         .tag(101, 3).tag(1, 0).varint(1).tag(101, 4)  // unknown group
-                         .tag(1, 0).varint(7)                   // order_id as a varint: unknown to libprotobuf too
-                         .tag(28, 0).varint(3)
+                         .tag(99, 0)
+                         .varint(5)  // unknown varint
+                         .tag(100, 2)
+                         .bytes("xyz")  // unknown bytes
+                         .tag(101, 3)
+                         .tag(1, 0)
+                         .varint(1)
+                         .tag(101, 4)  // unknown group
+                         .tag(1, 0)
+                         .varint(7)  // order_id as a varint: unknown to libprotobuf too
+                         .tag(28, 0)
+                         .varint(3)
                          .b;
   auto r = decode("picomq.test.Order", bytes);
   ASSERT_EQ(r.status, Status::ok) << r.error;
@@ -225,7 +240,7 @@ TEST(DecodersProto, UnknownFieldsAndWireTypeMismatchesAreSkipped) {
 
 TEST(DecodersProto, PackedAndUnpackedRepeatedFieldsMix) {
   Wire packed;
-  packed.tag(3, 0).varint(1);                          // unpacked element
+  packed.tag(3, 0).varint(1);                            // unpacked element
   packed.tag(3, 2).bytes(Wire().varint(2).varint(3).b);  // packed run
   auto r = decode("picomq.test.Order", packed.b);
   ASSERT_EQ(r.status, Status::ok) << r.error;
@@ -240,7 +255,8 @@ TEST(DecodersProto, MalformedPayloadsAreBadRecordsWithAPosition) {
   const std::vector<Case> cases = {
       {Wire().tag(28, 0).raw("\x80").b, "proto: truncated varint of field 28 at byte 2"},
       {Wire().tag(1, 2).varint(5).raw("ab").b, "proto: length 5 of field 1 exceeds the 2 bytes left at byte 1"},
-      {Wire().tag(1, 2).bytes("\xc3\x28").b, "proto: invalid UTF-8 in string field 'picomq.test.Order.order_id' at byte 2"},
+      {Wire().tag(1, 2).bytes("\xc3\x28").b,
+       "proto: invalid UTF-8 in string field 'picomq.test.Order.order_id' at byte 2"},
       {Wire().raw("\x0f").b, "proto: invalid wire type 7 (field 1) at byte 0"},
       {Wire().raw("\x02\x00").b, "proto: field number 0 at byte 0"},
       {Wire().tag(1, 4).b, "proto: end-group tag of field 1 outside a group at byte 0"},
@@ -249,7 +265,8 @@ TEST(DecodersProto, MalformedPayloadsAreBadRecordsWithAPosition) {
        "proto: packed field 'picomq.test.Line.prices' is not a whole number of 8-byte values at byte 4"},
       {Wire().tag(13, 2).bytes(Wire().tag(2, 0).varint(static_cast<uint64_t>(-1)).b).b,
        "proto: Timestamp nanos -1 out of range 0..999999999"},
-      {Wire().tag(28, 0).raw("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01").b, "proto: overlong varint of field 28 at byte 2"},
+      {Wire().tag(28, 0).raw("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01").b,
+       "proto: overlong varint of field 28 at byte 2"},
       {Wire().raw("\x80\x80\x80\x80\x80\x01").b, "proto: truncated or overlong tag at byte 0"},
   };
   for (const auto& c : cases) {
@@ -298,8 +315,9 @@ TEST(DecodersProto, CompileErrorsNameTheFileAndPosition) {
   o.include_paths = {PICOMQ_DECODERS_DATA};
   o.message = "picomq.test.Nope";
   EXPECT_FALSE(compile_proto(o, error));
-  EXPECT_EQ(error, "message type 'picomq.test.Nope' is not defined (messages: picomq.test.Line, picomq.test.Order, "
-                   "picomq.test.Scalars)");
+  EXPECT_EQ(error,
+            "message type 'picomq.test.Nope' is not defined (messages: picomq.test.Line, picomq.test.Order, "
+            "picomq.test.Scalars)");
   o.include_paths.clear();  // the import of nested/address.proto is then still found next to the file
   o.message = "picomq.test.Order";
   EXPECT_TRUE(compile_proto(o, error)) << error;

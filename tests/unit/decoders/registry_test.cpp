@@ -3,8 +3,8 @@
 // makes every record bad with the reason.
 #include <gtest/gtest.h>
 
-#include "payloads.h"
 #include "decoders/payload_decoder.h"
+#include "payloads.h"
 
 namespace picomq::decoders {
 namespace {
@@ -28,7 +28,8 @@ TEST(DecodersRuntime, FactoryDecodersWriteJsonIntoOwnedStorage) {
             DecodeStatus::ok)
       << error;
   ASSERT_EQ(owned.size(), 1u);
-  EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data), out.size), R"({"sku":"s1","quantity":5,"prices":[]})");
+  EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(out.data), out.size),
+            R"({"sku":"s1","quantity":5,"prices":[]})");
   EXPECT_EQ(reinterpret_cast<const char*>(out.data), owned.back().data());
   const std::string bad("\x0a\x09", 2);
   EXPECT_EQ(b->decode_record({reinterpret_cast<const uint8_t*>(bad.data()), bad.size()}, out, owned, error),

@@ -59,7 +59,8 @@ TEST(BatchPreparer, HeadersAreReadOnlyWhenSomebodyWantsThem) {
 
 TEST(BatchPreparer, ForAnArrowPlaneSinkTheKeptRecordsAreExportedAsTheBatchIsPrepared) {
   const arrow::ExportOptions options;
-  BatchPreparer p({config::Schema::Json, Policy::Skip, 3, &options}, decoders::make_decoder(config::Schema::Json), nullptr);
+  BatchPreparer p({config::Schema::Json, Policy::Skip, 3, &options}, decoders::make_decoder(config::Schema::Json),
+                  nullptr);
   const auto records = mixed();
   PreparedBatch out = p.prepare(A, records, true);
   ASSERT_TRUE(out.batch.arrow_export);
@@ -112,12 +113,9 @@ TEST(BatchPreparer, TheArrowExportReadsTheDecodersParseAndGivesWhatExportBatchGi
   arrow::ExportOptions inferred;
   inferred.payloads_validated = true;  // as the runtime sets it: its decoder validated them
   arrow::ExportOptions declared = inferred;
-  declared.declared = std::vector<arrow::DeclaredColumn>{{"id", arrow::ColumnType::Int64, false},
-                                                         {"s", arrow::ColumnType::Utf8},
-                                                         {"f", arrow::ColumnType::Float64},
-                                                         {"items", arrow::ColumnType::Json},
-                                                         {"v", arrow::ColumnType::Int64},
-                                                         {"late", arrow::ColumnType::Json}};
+  declared.declared = std::vector<arrow::DeclaredColumn>{
+      {"id", arrow::ColumnType::Int64, false}, {"s", arrow::ColumnType::Utf8},  {"f", arrow::ColumnType::Float64},
+      {"items", arrow::ColumnType::Json},      {"v", arrow::ColumnType::Int64}, {"late", arrow::ColumnType::Json}};
   const std::vector<VectorRecords> batches = {
       // shape-stable, with a bad record skipped, a tombstone, and fields missing or late
       VectorRecords({{0, R"({"id": 1, "s": "a", "f": 1.5, "items": [ {"k": "]"} ], "b": true})", {{"h", "1"}}},
@@ -136,14 +134,16 @@ TEST(BatchPreparer, TheArrowExportReadsTheDecodersParseAndGivesWhatExportBatchGi
       // a duplicate key (the last one wins), after a record that set the columns up
       VectorRecords({{0, R"({"id": 1, "s": "x"})", {}}, {1, R"({"id": 2, "s": "y", "s": "z"})", {}}}),
       // fields in another order, one of a new name, one absent
-      VectorRecords({{0, R"({"id": 1, "s": "x", "f": 1})", {}}, {1, R"({"s": "y", "id": 2, "g": true})", {}},
+      VectorRecords({{0, R"({"id": 1, "s": "x", "f": 1})", {}},
+                     {1, R"({"s": "y", "id": 2, "g": true})", {}},
                      {2, R"({"f": 2.5})", {}}}),
   };
   for (const arrow::ExportOptions* options : {&inferred, &declared}) {
     ASSERT_TRUE(arrow::ParsedBatchExport::applies(*options));
     for (size_t b = 0; b < batches.size(); ++b) {
       SCOPED_TRACE((options->declared ? "declared, batch " : "inferred, batch ") + std::to_string(b));
-      BatchPreparer p({config::Schema::Json, Policy::Skip, 3, options}, decoders::make_decoder(config::Schema::Json), nullptr);
+      BatchPreparer p({config::Schema::Json, Policy::Skip, 3, options}, decoders::make_decoder(config::Schema::Json),
+                      nullptr);
       PreparedBatch out = p.prepare(A, batches[b], true);
       ASSERT_TRUE(out.batch.arrow_export);
       const arrow::HeldExport& held = *out.batch.arrow_export;
@@ -174,7 +174,9 @@ topics = ["orders"]
 [[transforms]]
 type = "filter"
 drop_when = { field = "a", equals = 2 }
-)", "sink.toml", [](std::string_view) -> std::optional<std::string> { return std::nullopt; });
+)",
+                                           "sink.toml",
+                                           [](std::string_view) -> std::optional<std::string> { return std::nullopt; });
   ASSERT_TRUE(def.definition) << config::format_errors(def.errors);
   transform::Chain chain(def.definition->transforms);
   auto p = preparer(Policy::Skip, &chain);
@@ -194,9 +196,11 @@ TEST(BatchPreparer, AnAvroBatchCarriesEachRecordsWriterSchemaTextParallelToItsRe
   block.avro_schema_json = R"({"type":"record","name":"R","fields":[{"name":"n","type":"long"}]})";
   auto factory = decoders::make_decoder_factory(block);
   ASSERT_EQ(factory->error(), "");
-  auto p = std::make_unique<BatchPreparer>(BatchPreparer::Settings{config::Schema::Avro, Policy::Skip, 0}, factory->make(), nullptr);
+  auto p = std::make_unique<BatchPreparer>(BatchPreparer::Settings{config::Schema::Avro, Policy::Skip, 0},
+                                           factory->make(), nullptr);
   // n = 1, then a long cut short (0x80 promises another byte), then n = -2.
-  const VectorRecords records({{0, std::string("\x02", 1), {}}, {1, std::string("\x80", 1), {}}, {2, std::string("\x03", 1), {}}});
+  const VectorRecords records(
+      {{0, std::string("\x02", 1), {}}, {1, std::string("\x80", 1), {}}, {2, std::string("\x03", 1), {}}});
   PreparedBatch out = p->prepare(A, records, false);
   ASSERT_EQ(out.batch.records.size(), 2u);
   ASSERT_EQ(out.bad.size(), 1u);
@@ -211,7 +215,8 @@ TEST(BatchPreparer, AnAvroBatchCarriesEachRecordsWriterSchemaTextParallelToItsRe
   EXPECT_EQ(out.batch.writer_schema_texts.size(), 1u) << "one text kept alive for the batch";
   p.reset();  // the decoder and the factory held the schema too
   factory.reset();
-  EXPECT_EQ(std::string(pmq_batch_writer_schema(&view, 0)), *block.avro_schema_json) << "the batch keeps the text alive";
+  EXPECT_EQ(std::string(pmq_batch_writer_schema(&view, 0)), *block.avro_schema_json)
+      << "the batch keeps the text alive";
 
   const auto json = preparer(Policy::Skip).prepare(A, mixed(), false);
   EXPECT_TRUE(json.batch.writer_schemas.empty());

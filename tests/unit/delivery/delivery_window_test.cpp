@@ -101,7 +101,8 @@ TEST(DeliveryWindow, TheFifthFailureFailsThePartitionAfter200To1600msOfBackoff) 
   EXPECT_TRUE(rig.offsets.stored().empty());
   ASSERT_EQ(rig.failures.size(), 1u);
   EXPECT_NE(rig.failures[0].second.find("failed 5 times; last error: retryable failure: connection refused"),
-            std::string::npos) << rig.failures[0].second;
+            std::string::npos)
+      << rig.failures[0].second;
 }
 
 TEST(DeliveryWindow, FilteredAndSkippedRecordsAtTheEndOfABatchAreCommittedPast) {
@@ -149,8 +150,10 @@ TEST(DeliveryWindow, UnderFailARejectedRecordCommitsWhatPrecedesItAndNamesIt) {
   rig.drain();
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{13}));
   ASSERT_EQ(rig.failures.size(), 1u);
-  EXPECT_NE(rig.failures[0].second.find("rejected record orders[0] at offset 13: null in a NOT NULL column (and 1 more)"),
-            std::string::npos) << rig.failures[0].second;
+  EXPECT_NE(
+      rig.failures[0].second.find("rejected record orders[0] at offset 13: null in a NOT NULL column (and 1 more)"),
+      std::string::npos)
+      << rig.failures[0].second;
 }
 
 TEST(DeliveryWindow, RejectedRecordsAreDeadLetteredWithRetriesBeforeTheOffsetMoves) {
@@ -351,7 +354,8 @@ TEST(DeliveryWindow, RewindsOfAReleasedBatchUseTheRetryPolicysAttemptsThenThePar
   EXPECT_EQ(rig.rewinds.size(), 4u);
   EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
   ASSERT_EQ(rig.failures.size(), 1u);
-  EXPECT_NE(rig.failures[0].second.find("orders[0] offsets 0..9 failed 5 times; last error: failure, possibly partly written: timeout"),
+  EXPECT_NE(rig.failures[0].second.find(
+                "orders[0] offsets 0..9 failed 5 times; last error: failure, possibly partly written: timeout"),
             std::string::npos)
       << rig.failures[0].second;
   EXPECT_TRUE(rig.offsets.stored().empty());

@@ -229,9 +229,10 @@ struct WindowRig {
                .dead_letters = [this](std::string&) -> DeadLetters* { return &dead_letters; },
                .on_failure = [this](const TopicPartition& tp, const std::string& m) { failures.emplace_back(tp, m); },
                .on_write_done = [] {},
-               .rewind = [this](const TopicPartition& tp, int64_t offset, uint64_t generation) {
-                 rewinds.push_back({tp, offset, generation});
-               }});
+               .rewind =
+                   [this](const TopicPartition& tp, int64_t offset, uint64_t generation) {
+                     rewinds.push_back({tp, offset, generation});
+                   }});
   }
   struct Rewind {
     TopicPartition tp;

@@ -33,14 +33,16 @@ class CountingWaiter : public Waiter {
 TEST(Retry, RunsUntilDoneGiveUpOrOutOfAttempts) {
   CountingWaiter w;
   int calls = 0;
-  auto end = run_with_retries(RetryPolicy{}, w, [&](int) { return ++calls == 3 ? Attempt::Done : Attempt::Retry; },
-                              [](int, auto) {});
+  auto end = run_with_retries(
+      RetryPolicy{}, w, [&](int) { return ++calls == 3 ? Attempt::Done : Attempt::Retry; }, [](int, auto) {});
   EXPECT_TRUE(end.done());
   EXPECT_EQ(end.attempts, 3);
-  end = run_with_retries(RetryPolicy{}, w, [&](int) { return Attempt::Retry; }, [](int, auto) {});
+  end = run_with_retries(
+      RetryPolicy{}, w, [&](int) { return Attempt::Retry; }, [](int, auto) {});
   EXPECT_TRUE(end.exhausted(RetryPolicy{}));
   EXPECT_EQ(end.attempts, 5);
-  end = run_with_retries(RetryPolicy{}, w, [&](int) { return Attempt::GiveUp; }, [](int, auto) {});
+  end = run_with_retries(
+      RetryPolicy{}, w, [&](int) { return Attempt::GiveUp; }, [](int, auto) {});
   EXPECT_EQ(end.attempts, 1);
   EXPECT_FALSE(end.exhausted(RetryPolicy{}));
 }
@@ -48,7 +50,8 @@ TEST(Retry, RunsUntilDoneGiveUpOrOutOfAttempts) {
 TEST(Retry, UnlimitedAttemptsEndOnlyWhenTheWaiterStops) {
   CountingWaiter w;
   w.stop_after = 12;
-  auto end = run_with_retries(RetryPolicy{0}, w, [&](int) { return Attempt::Retry; }, [](int, auto) {});
+  auto end = run_with_retries(
+      RetryPolicy{0}, w, [&](int) { return Attempt::Retry; }, [](int, auto) {});
   EXPECT_TRUE(end.stopped);
   EXPECT_EQ(end.attempts, 12);
 }

@@ -7,11 +7,10 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -134,7 +133,7 @@ struct Message {
   int64_t timestamp_ms;
   std::optional<std::string> key;
   std::vector<std::pair<std::string, std::optional<std::string>>> headers;  // nullopt: null value
-  std::optional<std::string> payload;                                      // nullopt: tombstone
+  std::optional<std::string> payload;                                       // nullopt: tombstone
   std::string arrow_render;  // what testkit_arrow logs for it (its payload columns)
 };
 
@@ -157,7 +156,8 @@ class TestBatch {
       r.key = m.key ? pmq_bytes{bytes(*m.key), m.key->size()} : pmq_bytes{nullptr, 0};
       const size_t first = batch_.headers.size();
       for (const auto& [name, value] : m.headers)
-        batch_.headers.push_back({{bytes(name), name.size()}, value ? pmq_bytes{bytes(*value), value->size()} : pmq_bytes{nullptr, 0}});
+        batch_.headers.push_back(
+            {{bytes(name), name.size()}, value ? pmq_bytes{bytes(*value), value->size()} : pmq_bytes{nullptr, 0}});
       header_ranges.emplace_back(first, batch_.headers.size() - first);
       if (m.payload) {
         std::string error;
@@ -191,22 +191,39 @@ class TestBatch {
 // JSON records with every shape of key and header: a key, no key, an empty key; a null header
 // value, a repeated header, a binary header value; a tombstone; a nested field in one record.
 std::unique_ptr<TestBatch> json_batch() {
-  return std::make_unique<TestBatch>(
-      "orders", 3, config::Schema::Json,
-      std::vector<Message>{
-          {100, 1700000000100, "k100", {{"trace", "t-100"}, {"nullh", std::nullopt}},
-           R"({"id":100,"name":"a","ok":true,"amount":100.25})",
-           "id=100 name=a ok=true amount=100.250000 extra=null"},
-          {101, 1700000000101, std::nullopt, {}, R"({"id":101,"name":"b\u00e9","ok":false,"amount":7})",
-           "id=101 name=b\xc3\xa9 ok=false amount=7.000000 extra=null"},
-          {102, 1700000000102, "", {{"dup", "1"}, {"dup", "2"}}, R"({"id":102,"name":"c","ok":true,"amount":-1.5})",
-           "id=102 name=c ok=true amount=-1.500000 extra=null"},
-          {103, 1700000000103, "k103", {{"trace", "t-103"}}, std::nullopt,
-           "id=null name=null ok=null amount=null extra=null"},
-          {104, -1, "k104", {{"bin", std::string("\x00\xff", 2)}},
-           R"({"id":104,"name":"e","ok":true,"amount":0.5,"extra":{"n":[1,2]}})",
-           R"(id=104 name=e ok=true amount=0.500000 extra={"n":[1,2]})"},
-      });
+  return std::make_unique<TestBatch>("orders", 3, config::Schema::Json,
+                                     std::vector<Message>{
+                                         {100,
+                                          1700000000100,
+                                          "k100",
+                                          {{"trace", "t-100"}, {"nullh", std::nullopt}},
+                                          R"({"id":100,"name":"a","ok":true,"amount":100.25})",
+                                          "id=100 name=a ok=true amount=100.250000 extra=null"},
+                                         {101,
+                                          1700000000101,
+                                          std::nullopt,
+                                          {},
+                                          R"({"id":101,"name":"b\u00e9","ok":false,"amount":7})",
+                                          "id=101 name=b\xc3\xa9 ok=false amount=7.000000 extra=null"},
+                                         {102,
+                                          1700000000102,
+                                          "",
+                                          {{"dup", "1"}, {"dup", "2"}},
+                                          R"({"id":102,"name":"c","ok":true,"amount":-1.5})",
+                                          "id=102 name=c ok=true amount=-1.500000 extra=null"},
+                                         {103,
+                                          1700000000103,
+                                          "k103",
+                                          {{"trace", "t-103"}},
+                                          std::nullopt,
+                                          "id=null name=null ok=null amount=null extra=null"},
+                                         {104,
+                                          -1,
+                                          "k104",
+                                          {{"bin", std::string("\x00\xff", 2)}},
+                                          R"({"id":104,"name":"e","ok":true,"amount":0.5,"extra":{"n":[1,2]}})",
+                                          R"(id=104 name=e ok=true amount=0.500000 extra={"n":[1,2]})"},
+                                     });
 }
 
 std::unique_ptr<TestBatch> text_batch() {
@@ -230,11 +247,12 @@ std::unique_ptr<TestBatch> raw_batch() {
 // For the declared Arrow schema below: fits it (an undeclared field is dropped, a missing
 // nullable one is null) ...
 std::unique_ptr<TestBatch> declared_ok_batch() {
-  return std::make_unique<TestBatch>("orders", 3, config::Schema::Json,
-                                     std::vector<Message>{
-                                         {200, 1, std::nullopt, {}, R"({"id":200,"name":"x","dropped":1})", "id=200 name=x"},
-                                         {201, 2, std::nullopt, {}, R"({"id":201})", "id=201 name=null"},
-                                     });
+  return std::make_unique<TestBatch>(
+      "orders", 3, config::Schema::Json,
+      std::vector<Message>{
+          {200, 1, std::nullopt, {}, R"({"id":200,"name":"x","dropped":1})", "id=200 name=x"},
+          {201, 2, std::nullopt, {}, R"({"id":201})", "id=201 name=null"},
+      });
 }
 // ... does not, after one record that does ...
 std::unique_ptr<TestBatch> declared_bad_batch() {
@@ -257,7 +275,7 @@ std::unique_ptr<TestBatch> declared_bad_first_batch() {
 arrow::ExportOptions declared_schema() {
   arrow::ExportOptions options;
   options.declared = std::vector<arrow::DeclaredColumn>{{"id", arrow::ColumnType::Int64, false},
-                                                         {"name", arrow::ColumnType::Utf8, true}};
+                                                        {"name", arrow::ColumnType::Utf8, true}};
   return options;
 }
 
@@ -371,20 +389,25 @@ void testkit_cycle(const std::shared_ptr<PluginLibrary>& library, uint32_t plane
       expect_status(sink->write(fits->get(), declared), PMQ_WRITE_OK, "declared schema");
       auto bad = sink->write(misfits->get(), declared);
       expect_status(bad, PMQ_WRITE_REJECTED, "declared schema, records that do not fit");
-      EXPECT_EQ(bad.rejections,
-                (std::vector<std::pair<size_t, std::string>>{
-                    {1, "arrow export: field 'id': expected int64, found string"},
-                    {2, "arrow export: field 'id': expected int64, found floating-point number with a fractional part"}}));
+      EXPECT_EQ(
+          bad.rejections,
+          (std::vector<std::pair<size_t, std::string>>{
+              {1, "arrow export: field 'id': expected int64, found string"},
+              {2, "arrow export: field 'id': expected int64, found floating-point number with a fractional part"}}));
       auto bad_first = sink->write(first_misfits->get(), declared);
       expect_status(bad_first, PMQ_WRITE_REJECTED, "declared schema, the first record does not fit");
       EXPECT_EQ(bad_first.rejections, (std::vector<std::pair<size_t, std::string>>{
                                           {0, "arrow export: field 'id': missing, and the column is not nullable"}}));
       auto tombstone = sink->write(json->get(), declared);
       expect_status(tombstone, PMQ_WRITE_REJECTED, "declared schema, tombstone in a non-nullable column");
-      EXPECT_EQ(tombstone.rejections,
-                (std::vector<std::pair<size_t, std::string>>{{3, "arrow export: tombstone: field 'id' is not nullable"}}));
-      expected = concat({expected, testkit_lines(*fits, true), {"orders:3:300\tid=300 name=p"},
-                         {"orders:3:100\tid=100 name=a", "orders:3:101\tid=101 name=b\xc3\xa9", "orders:3:102\tid=102 name=c"}});
+      EXPECT_EQ(
+          tombstone.rejections,
+          (std::vector<std::pair<size_t, std::string>>{{3, "arrow export: tombstone: field 'id' is not nullable"}}));
+      expected = concat(
+          {expected,
+           testkit_lines(*fits, true),
+           {"orders:3:300\tid=300 name=p"},
+           {"orders:3:100\tid=100 name=a", "orders:3:101\tid=101 name=b\xc3\xa9", "orders:3:102\tid=102 name=c"}});
       expected_calls += 3;  // the batch rejected from its first record never reaches the plugin
     }
     sink->close();
@@ -410,7 +433,8 @@ void testkit_cycle(const std::shared_ptr<PluginLibrary>& library, uint32_t plane
   }
 
   {  // A partial failure at offset 102: one call on batches/arrow, the third call on rows.
-    auto sink = open_sink(library, "{" + log_path + ",\"fail_times\":1,\"fail_status\":\"partial\",\"fail_offset\":102}");
+    auto sink =
+        open_sink(library, "{" + log_path + ",\"fail_times\":1,\"fail_status\":\"partial\",\"fail_offset\":102}");
     ASSERT_TRUE(sink);
     auto failed = sink->write(json->get());
     expect_status(failed, PMQ_WRITE_PARTIAL, "partial");
@@ -437,7 +461,8 @@ void testkit_cycle(const std::shared_ptr<PluginLibrary>& library, uint32_t plane
 
   {  // One record rejected, the rest written.
     auto sink = open_sink(
-        library, "{" + log_path + ",\"fail_times\":1,\"fail_status\":\"reject\",\"fail_offset\":101,\"reject_offset\":101}");
+        library,
+        "{" + log_path + ",\"fail_times\":1,\"fail_status\":\"reject\",\"fail_offset\":101,\"reject_offset\":101}");
     ASSERT_TRUE(sink);
     auto out = sink->write(json->get());
     expect_status(out, PMQ_WRITE_REJECTED, "reject");
@@ -493,7 +518,8 @@ TEST(PluginCycles, AnInstanceTakesItsBatchesOnTheNativePlaneItChoseAtOpen) {
   with_library("libpicomq_connector_testkit_sink", [&](const std::shared_ptr<PluginLibrary>& library) {
     std::string error;
     EXPECT_FALSE(SinkInstance::open(library, "cycles", "{" + log_path + ",\"plane\":\"arrow\"}", error));
-    EXPECT_NE(error.find("chose the data plane 4 (arrow) with set_plane(), which is not one of its native planes"), std::string::npos)
+    EXPECT_NE(error.find("chose the data plane 4 (arrow) with set_plane(), which is not one of its native planes"),
+              std::string::npos)
         << error;
   });
 }
@@ -531,7 +557,8 @@ TEST(PluginCycles, StdoutSinkOnStderr) {
         StderrCapture capture(captured);
         auto sink = open_sink(library, config);
         if (!sink) return;
-        for (const TestBatch* b : {json.get(), text.get(), raw.get(), multiline.get()}) outcomes.push_back(sink->write(b->get()));
+        for (const TestBatch* b : {json.get(), text.get(), raw.get(), multiline.get()})
+          outcomes.push_back(sink->write(b->get()));
         sink->close();
       }
       for (const auto& out : outcomes) expect_status(out, PMQ_WRITE_OK, "stdout write");
@@ -542,11 +569,11 @@ TEST(PluginCycles, StdoutSinkOnStderr) {
       std::vector<std::string> got;
       for (std::string line; std::getline(in, line);) got.push_back(line);
       ASSERT_EQ(got.size(), 12u) << out;
-      EXPECT_EQ(got[0],
-                R"({"pico_topic":"orders","pico_partition":3,"pico_offset":100,"pico_timestamp":1700000000100,)"
-                R"("pico_key":"azEwMA==","pico_headers":{"trace":"t-100","nullh":null},)"
-                R"("payload":{"id":100,"name":"a","ok":true,"amount":100.25}})");
-      EXPECT_NE(got[1].find(R"("pico_offset":101,"pico_timestamp":1700000000101,"payload":)"), std::string::npos) << got[1];
+      EXPECT_EQ(got[0], R"({"pico_topic":"orders","pico_partition":3,"pico_offset":100,"pico_timestamp":1700000000100,)"
+                        R"("pico_key":"azEwMA==","pico_headers":{"trace":"t-100","nullh":null},)"
+                        R"("payload":{"id":100,"name":"a","ok":true,"amount":100.25}})");
+      EXPECT_NE(got[1].find(R"("pico_offset":101,"pico_timestamp":1700000000101,"payload":)"), std::string::npos)
+          << got[1];
       EXPECT_NE(got[2].find(R"("pico_key":"","pico_headers":{"dup":["1","2"]})"), std::string::npos) << got[2];
       EXPECT_TRUE(got[3].ends_with(R"("payload":null})")) << got[3];
       EXPECT_NE(got[4].find(R"("pico_timestamp":-1,"pico_key":"azEwNA==","pico_headers":{"bin":"AP8="})"),
@@ -575,7 +602,8 @@ TEST(PluginCycles, StdoutSinkOnStderr) {
 }
 
 // A sink whose open() cannot open its file: refused, and nothing leaks.
-void expect_refused_open(const std::shared_ptr<PluginLibrary>& library, const TempDir& dir, const std::string& extra = "") {
+void expect_refused_open(const std::shared_ptr<PluginLibrary>& library, const TempDir& dir,
+                         const std::string& extra = "") {
   std::string error;
   const fs::path nowhere = dir.file("no-such-dir") / "out";
   EXPECT_FALSE(SinkInstance::open(library, "cycles", "{\"path\":" + json_string(nowhere) + extra + "}", error));
@@ -618,7 +646,8 @@ TEST(PluginCycles, ExampleFsyncBatchSinkOnTheBatchesPlane) {
       EXPECT_EQ(library->planes().best_plane, uint32_t(PMQ_PLANE_BATCHES));
       const auto json = json_batch(), text = text_batch(), raw = raw_batch();
       // fsync once in a while: it is the slow part, and it only differs in the syscall.
-      auto sink = open_sink(library, "{\"path\":" + json_string(file) + ",\"fsync\":" + (cycle % 10 == 0 ? "true" : "false") + "}");
+      auto sink = open_sink(
+          library, "{\"path\":" + json_string(file) + ",\"fsync\":" + (cycle % 10 == 0 ? "true" : "false") + "}");
       ASSERT_TRUE(sink);
       for (const TestBatch* b : {json.get(), text.get(), raw.get()})
         expect_status(sink->write(b->get()), PMQ_WRITE_OK, "fsync_batch write");
@@ -641,8 +670,8 @@ TEST(PluginCycles, ExampleCSinkOnTheBatchesPlane) {
     with_library("libpicomq_connector_example_c_sink", [&](const std::shared_ptr<PluginLibrary>& library) {
       EXPECT_EQ(library->planes().best_plane, uint32_t(PMQ_PLANE_BATCHES));
       const auto json = json_batch(), text = text_batch(), raw = raw_batch();
-      auto sink =
-          open_sink(library, "{\"path\":" + json_string(file) + ",\"with_payload\":" + (with_payload ? "true" : "false") + "}");
+      auto sink = open_sink(
+          library, "{\"path\":" + json_string(file) + ",\"with_payload\":" + (with_payload ? "true" : "false") + "}");
       ASSERT_TRUE(sink);
       std::vector<std::string> expected;
       for (const TestBatch* b : {json.get(), text.get(), raw.get()}) {
@@ -656,7 +685,8 @@ TEST(PluginCycles, ExampleCSinkOnTheBatchesPlane) {
       EXPECT_EQ(take_lines(file), expected);
       expect_refused_open(library, dir, ",\"with_payload\":true");
     });
-    EXPECT_NE(logs.text().find("info sink 'cycles': c sink closing after 11 records"), std::string::npos) << logs.text();
+    EXPECT_NE(logs.text().find("info sink 'cycles': c sink closing after 11 records"), std::string::npos)
+        << logs.text();
     if (::testing::Test::HasFailure()) return;
   }
 }

@@ -30,10 +30,14 @@ class SinkStart : public ::testing::Test {
  protected:
   // Line 9 of the definition is `extra`: the positions below depend on it.
   config::SinkDefinition definition(const std::string& extra) {
-    const std::string text = "type = \"sink\"\nkey = \"lc\"\npath = \"libpicomq_connector_lifecycle_sink\"\n"
-                             "[[topics]]\ntopics = [\"t\"]\n[plugin_config]\n"
-                             "events_path = \"" + events().string() + "\"\n"
-                             "validations_path = \"" + validations().string() + "\"\n" + extra + "\n";
+    const std::string text =
+        "type = \"sink\"\nkey = \"lc\"\npath = \"libpicomq_connector_lifecycle_sink\"\n"
+        "[[topics]]\ntopics = [\"t\"]\n[plugin_config]\n"
+        "events_path = \"" +
+        events().string() +
+        "\"\n"
+        "validations_path = \"" +
+        validations().string() + "\"\n" + extra + "\n";
     auto parsed = config::parse_sink_definition(text, "sinks.d/lc.toml", fake_env());
     EXPECT_TRUE(parsed.definition) << config::testing::dump(parsed.errors);
     return parsed.definition ? *parsed.definition : config::SinkDefinition{};

@@ -129,7 +129,9 @@ pmq_host_api fake_host() {
   h.set_error = [](pmq_write_result* r, const char* m) { r->captured->error = m; };
   h.reject_record = [](pmq_write_result* r, size_t i, const char* m) { r->captured->rejections.emplace_back(i, m); };
   h.config_has = [](void*, const char* name) { return int(std::string(name) == "mode"); };
-  h.config_string = [](void*, const char* name) -> const char* { return std::string(name) == "mode" ? "fail" : nullptr; };
+  h.config_string = [](void*, const char* name) -> const char* {
+    return std::string(name) == "mode" ? "fail" : nullptr;
+  };
   h.config_int = [](void*, const char*) -> int64_t { return 0; };
   h.config_float = [](void*, const char*) { return 0.0; };
   h.config_bool = [](void*, const char*) { return 0; };
@@ -210,7 +212,8 @@ TEST(SdkOutcomes, ExceptionsBecomeStatusesWithTheirMessages) {
   EXPECT_EQ(captured.error, "oops");
   EXPECT_EQ(run("odd"), PMQ_WRITE_PARTIAL);
   EXPECT_EQ(run("reject"), PMQ_WRITE_REJECTED);
-  EXPECT_EQ(captured.rejections, (std::vector<std::pair<size_t, std::string>>{{1, "odd offset 1"}, {3, "odd offset 3"}}));
+  EXPECT_EQ(captured.rejections,
+            (std::vector<std::pair<size_t, std::string>>{{1, "odd offset 1"}, {3, "odd offset 3"}}));
   EXPECT_EQ(run("ok"), PMQ_WRITE_OK) << "rejections do not leak into the next call";
 
   BatchFixture eight("rows", 8);
@@ -313,7 +316,8 @@ TEST(SdkAsync, PendingWritesCompleteExactlyOnceFromAnyThread) {
   EXPECT_TRUE(captured.completions.empty()) << "and the handle taken before it never completes";
 
   EXPECT_EQ(d.write_batch(instance, &dropped.batch, &r_drop), PMQ_WRITE_PENDING);
-  EXPECT_EQ(captured.completions, std::vector{PMQ_WRITE_PARTIAL}) << "a dropped handle reports a possible partial write";
+  EXPECT_EQ(captured.completions, std::vector{PMQ_WRITE_PARTIAL})
+      << "a dropped handle reports a possible partial write";
   EXPECT_EQ(captured.error, "the sink dropped a pending write without completing it");
   d.close(instance);
 }
@@ -324,8 +328,9 @@ TEST(SdkRecords, RecordAndBatchViewsReadThroughTheStride) {
     uint64_t extra;
   };
   const uint8_t key[] = {0, 0xff};
-  const pmq_header headers[] = {{{reinterpret_cast<const uint8_t*>("h"), 1}, {reinterpret_cast<const uint8_t*>("v"), 1}},
-                                {{reinterpret_cast<const uint8_t*>("n"), 1}, {nullptr, 0}}};
+  const pmq_header headers[] = {
+      {{reinterpret_cast<const uint8_t*>("h"), 1}, {reinterpret_cast<const uint8_t*>("v"), 1}},
+      {{reinterpret_cast<const uint8_t*>("n"), 1}, {nullptr, 0}}};
   Wide wide[2]{};
   wide[0].r.offset = 10;
   wide[0].r.timestamp_ms = 1700000000000;
@@ -406,7 +411,8 @@ struct LifecycleSink : sdk::BaseSink<LifecycleSink> {
   static constexpr std::array native_data_planes{DataPlane::Batches};
   static constexpr auto options = kTypedOptions;
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) {
-    if (config.integer("limit") > 10 && config.string("mode") == "fail") problems.add("limit", "must be at most 10 in fail mode");
+    if (config.integer("limit") > 10 && config.string("mode") == "fail")
+      problems.add("limit", "must be at most 10 in fail mode");
     if (config.integer("limit") < 0) problems.add("limit", "must not be negative");
   }
   void open(const sdk::Config&) { g_events.push_back("open " + std::string(sink_key())); }
@@ -457,7 +463,8 @@ TEST(SdkLifecycle, HooksAreExportedOnlyWhenShadowedAndReachTheSink) {
   EXPECT_EQ(d.write_batch(instance, &f.batch, &result), PMQ_WRITE_OK);
   d.flush(instance, 1500);
   d.close(instance);
-  EXPECT_EQ(g_events, (std::vector<std::string>{"open orders_pg", "assigned 1 orders[2]", "write block 1", "flush 1500"}));
+  EXPECT_EQ(g_events,
+            (std::vector<std::string>{"open orders_pg", "assigned 1 orders[2]", "write block 1", "flush 1500"}));
   EXPECT_EQ(g_counts["batches"], 1u);
   EXPECT_EQ(g_counts["records"], f.batch.record_count);
 

@@ -10,10 +10,10 @@
 namespace picomq::transform {
 namespace {
 
-using testing::transformed;
 using testing::chain_of;
 using testing::Record;
 using testing::run;
+using testing::transformed;
 
 constexpr std::string_view kOrder =
     R"({"id":"eu-000000001","customer":4711,"status":"paid","channel":"web","amount":12.50,"ccy":"EUR",)"
@@ -104,7 +104,8 @@ fields = [ { path = "a", to = "string" } ]
 )");
   EXPECT_EQ(transformed(chain, "{\"a\":1"),
             "FAIL: transforms[1] (cast): payload is not valid JSON: unexpected end of input in an object at byte 6");
-  EXPECT_EQ(transformed(chain, "{\"a\":01}"), "FAIL: transforms[1] (cast): payload is not valid JSON: expected ',' or '}' at byte 6");
+  EXPECT_EQ(transformed(chain, "{\"a\":01}"),
+            "FAIL: transforms[1] (cast): payload is not valid JSON: expected ',' or '}' at byte 6");
   // A metadata filter that drops decides before anything parses the payload.
   Record other;
   other.topic = "other";
@@ -211,8 +212,9 @@ fields = [ { path = "meta.source.name", value = "kafka" }, { path = "ship_to.cou
 )");
   EXPECT_EQ(transformed(chain, R"({"ship_to":{"city":"Lyon"}})"),
             R"({"ship_to":{"city":"Lyon","country":"FR"},"meta":{"source":{"name":"kafka"}}})");
-  EXPECT_EQ(transformed(chain, R"({"meta":"flat","ship_to":{}})"),
-            R"(FAIL: transforms[0] (add_fields): field "meta.source.name": cannot set it: "meta" is a string, not an object)");
+  EXPECT_EQ(
+      transformed(chain, R"({"meta":"flat","ship_to":{}})"),
+      R"(FAIL: transforms[0] (add_fields): field "meta.source.name": cannot set it: "meta" is a string, not an object)");
 }
 
 TEST(AddFields, OverwriteOrKeep) {
@@ -273,8 +275,10 @@ TEST(DeleteFields, TopNestedIndexedAndMissing) {
 type = "delete_fields"
 fields = ["channel", "ship_to.zip", "items.0", "nope", "nope.deeper", "status.x"]
 )");
-  EXPECT_EQ(transformed(chain, R"({"channel":"web","status":"paid","ship_to":{"city":"Lyon","zip":"69001"},"items":["a","b"]})"),
-            R"({"status":"paid","ship_to":{"city":"Lyon"},"items":["b"]})");
+  EXPECT_EQ(
+      transformed(chain,
+                  R"({"channel":"web","status":"paid","ship_to":{"city":"Lyon","zip":"69001"},"items":["a","b"]})"),
+      R"({"status":"paid","ship_to":{"city":"Lyon"},"items":["b"]})");
 }
 
 TEST(DeleteFields, EveryDuplicateGoes) {
@@ -287,7 +291,8 @@ TEST(DeleteFields, KeysWithDotsAndUnicode) {
 type = "delete_fields"
 fields = ['a\.b', "ключ", 'x.y\\z']
 )");
-  EXPECT_EQ(transformed(chain, R"({"a.b":1,"a":{"b":2},"ключ":3,"x":{"y\\z":4,"k":5}})"), R"({"a":{"b":2},"x":{"k":5}})");
+  EXPECT_EQ(transformed(chain, R"({"a.b":1,"a":{"b":2},"ключ":3,"x":{"y\\z":4,"k":5}})"),
+            R"({"a":{"b":2},"x":{"k":5}})");
 }
 
 TEST(DeleteFields, NonObjectPayloadsPassUnchanged) {
@@ -325,8 +330,9 @@ fields = [ { from = "a", to = "b.c" } ]
 )");
   EXPECT_EQ(transformed(chain, R"({"a":1,"b":[]})"),
             R"(FAIL: transforms[0] (rename_fields): field "a" -> "b.c": cannot move it: an array has no field "c")");
-  EXPECT_EQ(transformed(chain, R"({"a":1,"b":5})"),
-            R"(FAIL: transforms[0] (rename_fields): field "a" -> "b.c": cannot move it: "b" is a number, not an object)");
+  EXPECT_EQ(
+      transformed(chain, R"({"a":1,"b":5})"),
+      R"(FAIL: transforms[0] (rename_fields): field "a" -> "b.c": cannot move it: "b" is a number, not an object)");
 }
 
 // ---- keep_fields ----
@@ -336,7 +342,8 @@ TEST(KeepFields, KeepsListedFieldsInRecordOrder) {
 type = "keep_fields"
 fields = ["amount", "id", "ship_to.city", "missing", "status.x"]
 )");
-  EXPECT_EQ(transformed(chain, std::string(kOrder)), R"({"id":"eu-000000001","amount":12.50,"ship_to":{"city":"Lyon"}})");
+  EXPECT_EQ(transformed(chain, std::string(kOrder)),
+            R"({"id":"eu-000000001","amount":12.50,"ship_to":{"city":"Lyon"}})");
   EXPECT_EQ(transformed(chain, "[1,2]"), "[1,2]");  // not an object: left alone
   EXPECT_EQ(transformed(chain, "7"), "7");
 }
@@ -346,7 +353,8 @@ TEST(KeepFields, AWholeObjectWinsOverItsParts) {
 type = "keep_fields"
 fields = ["ship_to.city", "ship_to", "items.1"]
 )");
-  EXPECT_EQ(transformed(chain, std::string(kOrder)), R"({"items":["SKU-00002"],"ship_to":{"city":"Lyon","zip":"69001"}})");
+  EXPECT_EQ(transformed(chain, std::string(kOrder)),
+            R"({"items":["SKU-00002"],"ship_to":{"city":"Lyon","zip":"69001"}})");
 }
 
 // ---- update_fields ----
@@ -451,7 +459,8 @@ keep_when = { all = [
 )");
   EXPECT_EQ(transformed(chain, R"({"region":"eu","amount":150})"), R"({"region":"eu","amount":150})");
   EXPECT_EQ(transformed(chain, R"({"region":"eu","amount":50})"), "DROP");
-  EXPECT_EQ(transformed(chain, R"({"region":"uk","amount":50,"vip":null})"), R"({"region":"uk","amount":50,"vip":null})");
+  EXPECT_EQ(transformed(chain, R"({"region":"uk","amount":50,"vip":null})"),
+            R"({"region":"uk","amount":50,"vip":null})");
   EXPECT_EQ(transformed(chain, R"({"region":"uk","amount":150,"test":true})"), "DROP");
   EXPECT_EQ(transformed(chain, R"({"region":"us","amount":150})"), "DROP");
 }
@@ -527,8 +536,9 @@ keep_when = { header = "h", matches = "a+" }
   meta.headers = headers;
   std::string error;
   EXPECT_EQ(header.apply_without_payload(meta, error), Verdict::Fail);
-  EXPECT_EQ(error, "transforms[1] (filter): condition transforms[1].keep_when: header \"h\" is 2000 bytes long; "
-                   "'matches' reads at most 1024");
+  EXPECT_EQ(error,
+            "transforms[1] (filter): condition transforms[1].keep_when: header \"h\" is 2000 bytes long; "
+            "'matches' reads at most 1024");
 }
 
 TEST(Filter, WithoutPayloadOnlyFiltersRun) {
@@ -601,16 +611,19 @@ keep_last = 4
 keep_first = 1
 mask_char = "•"
 )");
-  EXPECT_EQ(transformed(chain, R"({"card":"4111111111111111","name":"Zoë Ünal","short":"abcde","n":123456,"flag":true})"),
-            R"({"card":"4•••••••••••1111","name":"Z•••Ünal","short":"•••••","n":"1•3456","flag":"****"})");
+  EXPECT_EQ(
+      transformed(chain, R"({"card":"4111111111111111","name":"Zoë Ünal","short":"abcde","n":123456,"flag":true})"),
+      R"({"card":"4•••••••••••1111","name":"Z•••Ünal","short":"•••••","n":"1•3456","flag":"****"})");
 }
 
 // ---- flatten ----
 
 TEST(Flatten, NestedObjectsWithSeparator) {
   auto chain = chain_of("[[transforms]]\ntype = \"flatten\"\n");
-  EXPECT_EQ(transformed(chain, R"({"id":1,"ship_to":{"city":"Lyon","geo":{"lat":45.76,"lon":4.83}},"items":[{"a":1}],"e":{}})"),
-            R"({"id":1,"ship_to_city":"Lyon","ship_to_geo_lat":45.76,"ship_to_geo_lon":4.83,"items":[{"a":1}],"e":{}})");
+  EXPECT_EQ(
+      transformed(chain,
+                  R"({"id":1,"ship_to":{"city":"Lyon","geo":{"lat":45.76,"lon":4.83}},"items":[{"a":1}],"e":{}})"),
+      R"({"id":1,"ship_to_city":"Lyon","ship_to_geo_lat":45.76,"ship_to_geo_lon":4.83,"items":[{"a":1}],"e":{}})");
   auto dotted = chain_of("[[transforms]]\ntype = \"flatten\"\nseparator = \".\"\n");
   EXPECT_EQ(transformed(dotted, R"({"a":{"b":{"c":1}}})"), R"({"a.b.c":1})");
   EXPECT_EQ(transformed(dotted, R"({"a":1})"), R"({"a":1})");
@@ -658,10 +671,13 @@ fields = [
   { path = "n", to = "integer" },
 ]
 )");
-  EXPECT_EQ(transformed(chain, R"({"customer":4711,"amount":2.50,"flag":true,"obj":{"a":[1,"x"]},"qty":"12","price":"9.99",)"
-                         R"("neg":-0.5,"sci":1.5e3,"f1":3,"f2":" 2.50 ","b1":0,"b2":"true","b3":0.1,"j":"{\"k\":[1,2]}","n":null})"),
-            R"({"customer":"4711","amount":"2.50","flag":"true","obj":"{\"a\":[1,\"x\"]}","qty":12,"price":9,)"
-            R"("neg":0,"sci":1500,"f1":3.0,"f2":2.50,"b1":false,"b2":true,"b3":true,"j":{"k":[1,2]},"n":null})");
+  EXPECT_EQ(
+      transformed(
+          chain,
+          R"({"customer":4711,"amount":2.50,"flag":true,"obj":{"a":[1,"x"]},"qty":"12","price":"9.99",)"
+          R"("neg":-0.5,"sci":1.5e3,"f1":3,"f2":" 2.50 ","b1":0,"b2":"true","b3":0.1,"j":"{\"k\":[1,2]}","n":null})"),
+      R"({"customer":"4711","amount":"2.50","flag":"true","obj":"{\"a\":[1,\"x\"]}","qty":12,"price":9,)"
+      R"("neg":0,"sci":1500,"f1":3.0,"f2":2.50,"b1":false,"b2":true,"b3":true,"j":{"k":[1,2]},"n":null})");
 }
 
 TEST(Cast, BigNumbersStayExact) {
@@ -669,8 +685,10 @@ TEST(Cast, BigNumbersStayExact) {
 type = "cast"
 fields = [ { path = "a", to = "string" }, { path = "b", to = "integer" }, { path = "c", to = "float" } ]
 )");
-  EXPECT_EQ(transformed(chain, R"({"a":123456789012345678901234567890,"b":"98765432109876543210.99","c":18446744073709551617})"),
-            R"({"a":"123456789012345678901234567890","b":98765432109876543210,"c":18446744073709551617.0})");
+  EXPECT_EQ(
+      transformed(chain,
+                  R"({"a":123456789012345678901234567890,"b":"98765432109876543210.99","c":18446744073709551617})"),
+      R"({"a":"123456789012345678901234567890","b":98765432109876543210,"c":18446744073709551617.0})");
 }
 
 TEST(Cast, Errors) {
@@ -681,10 +699,12 @@ fields = [ { path = "x", value = 1 } ]
 type = "cast"
 fields = [ { path = "amount", to = "integer" } ]
 )");
-  EXPECT_EQ(transformed(chain, R"({"amount":"abc"})"), R"(FAIL: transforms[1] (cast): field "amount": "abc" is not a number)");
+  EXPECT_EQ(transformed(chain, R"({"amount":"abc"})"),
+            R"(FAIL: transforms[1] (cast): field "amount": "abc" is not a number)");
   EXPECT_EQ(transformed(chain, R"({"amount":[1]})"),
             R"(FAIL: transforms[1] (cast): field "amount": cannot cast an array [1] to a number)");
-  EXPECT_EQ(transformed(chain, R"({"amount":1e500})"), R"(FAIL: transforms[1] (cast): field "amount": 1e500 is too large for an integer)");
+  EXPECT_EQ(transformed(chain, R"({"amount":1e500})"),
+            R"(FAIL: transforms[1] (cast): field "amount": 1e500 is too large for an integer)");
   std::string long_text(100, 'x');
   EXPECT_EQ(transformed(chain, R"({"amount":")" + long_text + "\"}"),
             "FAIL: transforms[1] (cast): field \"amount\": \"" + std::string(56, 'x') + "... is not a number");
@@ -692,7 +712,8 @@ fields = [ { path = "amount", to = "integer" } ]
 type = "cast"
 fields = [ { path = "a", to = "boolean" } ]
 )");
-  EXPECT_EQ(transformed(boolean, R"({"a":"yes"})"), R"(FAIL: transforms[0] (cast): field "a": "yes" is not true or false)");
+  EXPECT_EQ(transformed(boolean, R"({"a":"yes"})"),
+            R"(FAIL: transforms[0] (cast): field "a": "yes" is not true or false)");
   auto json = chain_of(R"([[transforms]]
 type = "cast"
 fields = [ { path = "a", to = "json" } ]
@@ -708,15 +729,20 @@ TEST(ConvertTimestamp, BetweenFormats) {
 type = "convert_timestamp"
 fields = ["ms", "text", "numeric_text", "micro"]
 )");
-  EXPECT_EQ(transformed(to_text, R"({"ms":1735689600123,"text":"2025-01-01T01:00:00+01:00","numeric_text":"0","micro":null})"),
-            R"({"ms":"2025-01-01T00:00:00.123Z","text":"2025-01-01T00:00:00.000Z","numeric_text":"1970-01-01T00:00:00.000Z","micro":null})");
+  EXPECT_EQ(
+      transformed(to_text,
+                  R"({"ms":1735689600123,"text":"2025-01-01T01:00:00+01:00","numeric_text":"0","micro":null})"),
+      R"({"ms":"2025-01-01T00:00:00.123Z","text":"2025-01-01T00:00:00.000Z","numeric_text":"1970-01-01T00:00:00.000Z","micro":null})");
   auto to_ms = chain_of(R"([[transforms]]
 type = "convert_timestamp"
 fields = ["a", "b", "c", "d"]
 to = "unix_ms"
 )");
-  EXPECT_EQ(transformed(to_ms, R"({"a":"2025-01-01T00:00:00.123456Z","b":"1969-12-31T23:59:59.999Z","c":"2025-01-01","d":"2024-02-29 12:00:00"})"),
-            R"({"a":1735689600123,"b":-1,"c":1735689600000,"d":1709208000000})");
+  EXPECT_EQ(
+      transformed(
+          to_ms,
+          R"({"a":"2025-01-01T00:00:00.123456Z","b":"1969-12-31T23:59:59.999Z","c":"2025-01-01","d":"2024-02-29 12:00:00"})"),
+      R"({"a":1735689600123,"b":-1,"c":1735689600000,"d":1709208000000})");
   auto seconds = chain_of(R"([[transforms]]
 type = "convert_timestamp"
 fields = ["s", "frac", "us"]
@@ -753,10 +779,12 @@ TEST(ConvertTimestamp, Errors) {
 type = "convert_timestamp"
 fields = ["ts"]
 )");
-  EXPECT_EQ(transformed(chain, R"({"ts":"yesterday"})"),
-            R"(FAIL: transforms[0] (convert_timestamp): field "ts": "yesterday" is not an RFC 3339 timestamp such as "2025-01-01T10:00:00Z")");
-  EXPECT_EQ(transformed(chain, R"({"ts":"2025-02-30T00:00:00Z"})"),
-            R"(FAIL: transforms[0] (convert_timestamp): field "ts": "2025-02-30T00:00:00Z" is not an RFC 3339 timestamp such as "2025-01-01T10:00:00Z")");
+  EXPECT_EQ(
+      transformed(chain, R"({"ts":"yesterday"})"),
+      R"(FAIL: transforms[0] (convert_timestamp): field "ts": "yesterday" is not an RFC 3339 timestamp such as "2025-01-01T10:00:00Z")");
+  EXPECT_EQ(
+      transformed(chain, R"({"ts":"2025-02-30T00:00:00Z"})"),
+      R"(FAIL: transforms[0] (convert_timestamp): field "ts": "2025-02-30T00:00:00Z" is not an RFC 3339 timestamp such as "2025-01-01T10:00:00Z")");
   EXPECT_EQ(transformed(chain, R"({"ts":true})"),
             R"(FAIL: transforms[0] (convert_timestamp): field "ts": a boolean true is not a timestamp)");
   EXPECT_EQ(transformed(chain, R"({"ts":1e30})"),
@@ -777,7 +805,8 @@ TEST(ExtractField, ReplacesThePayload) {
 type = "extract_field"
 field = "payload.after"
 )");
-  EXPECT_EQ(transformed(chain, R"({"payload":{"before":null,"after":{"id":1,"name":"x"},"op":"c"}})"), R"({"id":1,"name":"x"})");
+  EXPECT_EQ(transformed(chain, R"({"payload":{"before":null,"after":{"id":1,"name":"x"},"op":"c"}})"),
+            R"({"id":1,"name":"x"})");
   EXPECT_EQ(transformed(chain, R"({"payload":{"after":null}})"), "null");
   EXPECT_EQ(transformed(chain, R"({"payload":{"after":[1,2]}})"), "[1,2]");
   EXPECT_EQ(transformed(chain, R"({"other":1})"), R"({"other":1})");  // on_missing = "skip"
@@ -789,9 +818,11 @@ type = "extract_field"
 field = "after"
 merge = true
 )");
-  EXPECT_EQ(transformed(chain, R"({"op":"u","id":0,"after":{"id":1,"name":"x"},"ts":5})"), R"({"op":"u","id":1,"ts":5,"name":"x"})");
-  EXPECT_EQ(transformed(chain, R"({"after":"text"})"),
-            R"(FAIL: transforms[0] (extract_field): field "after": cannot merge a string "text" into an object payload: only an object's fields merge into an object)");
+  EXPECT_EQ(transformed(chain, R"({"op":"u","id":0,"after":{"id":1,"name":"x"},"ts":5})"),
+            R"({"op":"u","id":1,"ts":5,"name":"x"})");
+  EXPECT_EQ(
+      transformed(chain, R"({"after":"text"})"),
+      R"(FAIL: transforms[0] (extract_field): field "after": cannot merge a string "text" into an object payload: only an object's fields merge into an object)");
 }
 
 TEST(ExtractField, OnMissing) {
@@ -811,8 +842,9 @@ fields = [ { path = "k", value = "✓" } ]
 )");
   EXPECT_EQ(transformed(chain, R"({"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t \u0001","ключ":"значение"})"),
             "{\"s\":\"café 😀 \\\"q\\\" \\\\ / \\b\\f\\n\\r\\t \\u0001\",\"ключ\":\"значение\",\"k\":\"✓\"}");
-  EXPECT_EQ(transformed(chain, R"({"s":"\ud83d"})"),
-            "FAIL: transforms[0] (add_fields): payload is not valid JSON: unpaired surrogate in a \\u escape at byte 12");
+  EXPECT_EQ(
+      transformed(chain, R"({"s":"\ud83d"})"),
+      "FAIL: transforms[0] (add_fields): payload is not valid JSON: unpaired surrogate in a \\u escape at byte 12");
   EXPECT_EQ(transformed(chain, "{\"s\":\"\xff\"}"),
             "FAIL: transforms[0] (add_fields): payload is not valid JSON: invalid UTF-8 in a string at byte 6");
 }
@@ -822,8 +854,11 @@ TEST(Payload, NumbersKeepTheirText) {
 type = "add_fields"
 fields = [ { path = "x", value = 1 } ]
 )");
-  EXPECT_EQ(transformed(chain, R"({"a":2.50,"b":1E+2,"c":-0.0,"d":123456789012345678901234567890,"e":1e400,"f":[0.1000000000000000055511151231257827]})"),
-            R"({"a":2.50,"b":1E+2,"c":-0.0,"d":123456789012345678901234567890,"e":1e400,"f":[0.1000000000000000055511151231257827],"x":1})");
+  EXPECT_EQ(
+      transformed(
+          chain,
+          R"({"a":2.50,"b":1E+2,"c":-0.0,"d":123456789012345678901234567890,"e":1e400,"f":[0.1000000000000000055511151231257827]})"),
+      R"({"a":2.50,"b":1E+2,"c":-0.0,"d":123456789012345678901234567890,"e":1e400,"f":[0.1000000000000000055511151231257827],"x":1})");
 }
 
 TEST(Payload, WhitespaceIsDroppedWhenRewritten) {

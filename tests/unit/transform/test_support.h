@@ -1,13 +1,13 @@
 // Helpers shared by the transform tests: definitions from TOML, chains, records.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "config/sink_definition.h"
 #include "transform/chain.h"

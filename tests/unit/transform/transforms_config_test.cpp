@@ -260,7 +260,8 @@ fields = ["ok", "a..b", "", 'x\y', "end."]
   result = parse("[[transforms]]\ntype = \"keep_fields\"\nfields = []\n");
   EXPECT_EQ(error_for(result.errors, "transforms[0].fields").message, "'fields' must not be empty");
   result = parse("[[transforms]]\ntype = \"keep_fields\"\nfields = \"id\"\n");
-  EXPECT_EQ(error_for(result.errors, "transforms[0].fields").message, "'fields' must be an array of strings, got string");
+  EXPECT_EQ(error_for(result.errors, "transforms[0].fields").message,
+            "'fields' must be an array of strings, got string");
   result = parse("[[transforms]]\ntype = \"extract_field\"\nfield = \".after\"\n");
   EXPECT_EQ(error_for(result.errors, "transforms[0].field").line, 8);
 }
@@ -303,7 +304,8 @@ fields = [
             "offset, timestamp_ms, timestamp_rfc3339, key, key_base64, header, record_id)");
   EXPECT_EQ(error_for(result.errors, "transforms[0].fields[3].header").message,
             "missing required key 'header' (the header name, with compute = \"header\")");
-  EXPECT_EQ(error_for(result.errors, "transforms[0].fields[4].header").message, "'header' goes with compute = \"header\"");
+  EXPECT_EQ(error_for(result.errors, "transforms[0].fields[4].header").message,
+            "'header' goes with compute = \"header\"");
   EXPECT_EQ(error_for(result.errors, "transforms[0].fields[5].path").message, "missing required key 'path'");
   // copy_from is update_fields only.
   EXPECT_EQ(error_for(result.errors, "transforms[0].fields[6].copy_from").message, "unknown key 'copy_from'");
@@ -330,10 +332,12 @@ drop_when = { all = [
   ASSERT_FALSE(result.definition);
   const std::string k = "transforms[0].drop_when.all";
   EXPECT_EQ(error_for(result.errors, k + "[0]").message.substr(0, 30), "a condition needs a subject: '");
-  EXPECT_EQ(error_for(result.errors, k + "[1]").message,
-            "a condition has exactly one subject: 'field', 'header' or 'metadata' (combine several with 'all' or 'any')");
-  EXPECT_EQ(error_for(result.errors, k + "[2].equal").to_string(),
-            "sink.toml:11:18: key 'transforms[0].drop_when.all[2].equal': unknown key 'equal' (did you mean 'equals'?)");
+  EXPECT_EQ(
+      error_for(result.errors, k + "[1]").message,
+      "a condition has exactly one subject: 'field', 'header' or 'metadata' (combine several with 'all' or 'any')");
+  EXPECT_EQ(
+      error_for(result.errors, k + "[2].equal").to_string(),
+      "sink.toml:11:18: key 'transforms[0].drop_when.all[2].equal': unknown key 'equal' (did you mean 'equals'?)");
   EXPECT_NE(error_for(result.errors, k + "[3].matches").message.find("invalid regular expression '([a-z'"),
             std::string::npos);
   EXPECT_EQ(error_for(result.errors, k + "[4].metadata").message,
@@ -451,7 +455,8 @@ drop_when = { field = "a", exists = true }
   EXPECT_EQ(error_for(result.errors, "transforms[0].type").to_string(),
             "sink.toml:11:8: key 'transforms[0].type': 'cast' works on payload fields, but topics[1] has schema = "
             "\"raw\" (not JSON); with raw or text payloads only 'filter' on header and metadata conditions applies");
-  EXPECT_EQ(error_for(result.errors, "transforms[1].type").message.substr(0, 41), "this filter tests payload fields, but top");
+  EXPECT_EQ(error_for(result.errors, "transforms[1].type").message.substr(0, 41),
+            "this filter tests payload fields, but top");
 }
 
 TEST(TransformsConfig, EveryProblemOfAFileInOnePass) {

@@ -47,13 +47,13 @@ struct RecordedRequest {
   std::string path;
   std::string query;
   HttpHeaders headers;
-  std::string body;          // decompressed
-  size_t wire_size = 0;      // bytes as received
+  std::string body;      // decompressed
+  size_t wire_size = 0;  // bytes as received
   std::string content_encoding;
   bool chunked = false;
-  int connection = 0;        // which TCP connection (1, 2, ... in accept order)
-  bool duplicate = false;    // answered from the idempotency store
-  nlohmann::json answer;     // the status sent, or the action ("reset", "close"...)
+  int connection = 0;      // which TCP connection (1, 2, ... in accept order)
+  bool duplicate = false;  // answered from the idempotency store
+  nlohmann::json answer;   // the status sent, or the action ("reset", "close"...)
 };
 
 struct ReceiverStats {
@@ -62,9 +62,9 @@ struct ReceiverStats {
   size_t in_flight = 0;
   size_t max_in_flight = 0;  // most requests being answered at once
   size_t duplicates = 0;
-  size_t held = 0;          // requests a "hold" rule took
-  size_t held_now = 0;      // of those, not forwarded yet
-  size_t applied_late = 0;  // forwarded after their client had gone (killed, or gave up)
+  size_t held = 0;                             // requests a "hold" rule took
+  size_t held_now = 0;                         // of those, not forwarded yet
+  size_t applied_late = 0;                     // forwarded after their client had gone (killed, or gave up)
   std::map<std::string, size_t> late_answers;  // the forward target's statuses to those ("412": 3)
 };
 
@@ -89,7 +89,7 @@ class HttpReceiver {
   HttpReceiver& operator=(const HttpReceiver&) = delete;
 
   uint16_t port() const { return port_; }
-  std::string base_url() const;                 // http://127.0.0.1:<port>
+  std::string base_url() const;                  // http://127.0.0.1:<port>
   std::string url(std::string_view path) const;  // base_url() + path
 
   // One rule object or an array of them (POST /_control/script).
@@ -164,7 +164,7 @@ class Nginx {
   std::filesystem::path dir_;
   bool tls_;
   uint16_t port_ = 0;
-  NginxStats baseline_;                 // startup's readiness checks and the first raw_stats()
+  NginxStats baseline_;                   // startup's readiness checks and the first raw_stats()
   mutable uint64_t status_requests_ = 0;  // raw_stats() calls since the baseline
 };
 

@@ -5,7 +5,6 @@
 //
 //   for (const auto& [field, type] : kit::testing::inference_fields()) ...
 #include <picomq/kit/inferred_type.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>

@@ -2,9 +2,9 @@
 // One test server of a kind per test process, the way every sink's tests keep theirs: made in a
 // fresh temporary directory and started on first use; a start that failed is remembered (later
 // calls throw the same error, nothing is retried, so each test fails with the reason rather than
-// waiting again; the directory of a failed start is kept for its logs); stopped and its directory removed when the process that started it exits (a
-// forked child, such as a runtime started by the harness, never stops it). And the call of a
-// server's control script (`server.sh start|stop|kill ...`) with its output.
+// waiting again; the directory of a failed start is kept for its logs); stopped and its directory removed when the
+// process that started it exits (a forked child, such as a runtime started by the harness, never stops it). And the
+// call of a server's control script (`server.sh start|stop|kill ...`) with its output.
 //
 //   ClickHouseServer& ClickHouseServer::shared() {
 //     return kit::testing::SharedServer<ClickHouseServer>::get("picomq-ch");
@@ -66,7 +66,8 @@ class SharedServer {
     const std::filesystem::path dir = detail::fresh_server_dir(prefix);
     std::unique_ptr<Server> server;
     if (make) server = make(dir);
-    else if constexpr (std::is_constructible_v<Server, const std::filesystem::path&>) server = std::make_unique<Server>(dir);
+    else if constexpr (std::is_constructible_v<Server, const std::filesystem::path&>)
+      server = std::make_unique<Server>(dir);
     else throw std::logic_error("SharedServer: a Server without a constructor from its directory needs `make`");
     try {
       server->start();

@@ -145,12 +145,12 @@ typedef struct pmq_option {
 
 /* The outcome of a write; the host decides what happens to the offset from it. */
 typedef enum pmq_write_status {
-  PMQ_WRITE_OK = 0,        /* every record is durably written: the offset moves past the batch */
-  PMQ_WRITE_RETRY = 1,     /* nothing was written and the same batch may be retried */
-  PMQ_WRITE_PARTIAL = 2,   /* possibly partly written; a retry relies on the sink being idempotent */
-  PMQ_WRITE_FATAL = 3,     /* permanent failure: retrying cannot help; the sink stops in Error */
-  PMQ_WRITE_REJECTED = 4,  /* the records named through reject_record were refused, the rest written */
-  PMQ_WRITE_PENDING = 5    /* started; the outcome follows through host->complete() (see max_in_flight) */
+  PMQ_WRITE_OK = 0,       /* every record is durably written: the offset moves past the batch */
+  PMQ_WRITE_RETRY = 1,    /* nothing was written and the same batch may be retried */
+  PMQ_WRITE_PARTIAL = 2,  /* possibly partly written; a retry relies on the sink being idempotent */
+  PMQ_WRITE_FATAL = 3,    /* permanent failure: retrying cannot help; the sink stops in Error */
+  PMQ_WRITE_REJECTED = 4, /* the records named through reject_record were refused, the rest written */
+  PMQ_WRITE_PENDING = 5   /* started; the outcome follows through host->complete() (see max_in_flight) */
 } pmq_write_status;
 
 /* Record fields an instance can declare it never reads (set_unread_fields), so the host can
@@ -160,12 +160,7 @@ typedef enum pmq_write_status {
 /* Opaque, owned by the host; filled through the host API during a write call. */
 typedef struct pmq_write_result pmq_write_result;
 
-typedef enum pmq_log_level {
-  PMQ_LOG_DEBUG = 0,
-  PMQ_LOG_INFO = 1,
-  PMQ_LOG_WARN = 2,
-  PMQ_LOG_ERROR = 3
-} pmq_log_level;
+typedef enum pmq_log_level { PMQ_LOG_DEBUG = 0, PMQ_LOG_INFO = 1, PMQ_LOG_WARN = 2, PMQ_LOG_ERROR = 3 } pmq_log_level;
 
 /* Services the host offers a plugin. Valid from open() until close() returns. */
 typedef struct pmq_host_api {
@@ -181,14 +176,14 @@ typedef struct pmq_host_api {
   /* The validated [plugin_config] (defaults filled in) of this instance. Strings returned stay
    * valid until close() returns. Asking for an option the descriptor does not declare, or with
    * the wrong type, returns the "unset" value (0 / NULL). */
-  int (*config_has)(void *host_ctx, const char *name);               /* set, or has a default */
-  const char *(*config_string)(void *host_ctx, const char *name);     /* STRING; NULL when unset */
-  int64_t (*config_int)(void *host_ctx, const char *name);            /* INT, DURATION (ms), BYTE_SIZE */
-  double (*config_float)(void *host_ctx, const char *name);           /* FLOAT (or INT) */
-  int (*config_bool)(void *host_ctx, const char *name);               /* BOOL: 0 or 1 */
-  size_t (*config_list_size)(void *host_ctx, const char *name);       /* STRING_LIST */
+  int (*config_has)(void *host_ctx, const char *name);            /* set, or has a default */
+  const char *(*config_string)(void *host_ctx, const char *name); /* STRING; NULL when unset */
+  int64_t (*config_int)(void *host_ctx, const char *name);        /* INT, DURATION (ms), BYTE_SIZE */
+  double (*config_float)(void *host_ctx, const char *name);       /* FLOAT (or INT) */
+  int (*config_bool)(void *host_ctx, const char *name);           /* BOOL: 0 or 1 */
+  size_t (*config_list_size)(void *host_ctx, const char *name);   /* STRING_LIST */
   const char *(*config_list_item)(void *host_ctx, const char *name, size_t index);
-  const char *(*config_json)(void *host_ctx, const char *name);       /* any option, as JSON text */
+  const char *(*config_json)(void *host_ctx, const char *name); /* any option, as JSON text */
 
   /* Completes a write that returned PMQ_WRITE_PENDING, exactly once, from any thread, with
    * any status but PENDING; set_error / reject_record on the same result go before it. Until
@@ -280,7 +275,8 @@ static inline int pmq_sink_plane_spec(const pmq_sink_plugin *plugin, pmq_plane_s
   uint32_t native = plugin->native_planes ? plugin->native_planes : (uint32_t)PMQ_PLANE_ROWS;
   uint32_t plane;
   if ((accepted | native) & ~PMQ_PLANES_ALL) {
-    snprintf(errbuf, errbuf_size, "declares unknown data plane bits 0x%x", (unsigned)((accepted | native) & ~PMQ_PLANES_ALL));
+    snprintf(errbuf, errbuf_size, "declares unknown data plane bits 0x%x",
+             (unsigned)((accepted | native) & ~PMQ_PLANES_ALL));
     return 0;
   }
   accepted |= PMQ_PLANE_ROWS;
@@ -288,19 +284,24 @@ static inline int pmq_sink_plane_spec(const pmq_sink_plugin *plugin, pmq_plane_s
     const int implemented = plane == PMQ_PLANE_ROWS      ? plugin->write_record != NULL
                             : plane == PMQ_PLANE_BATCHES ? plugin->write_batch != NULL
                                                          : plugin->write_arrow != NULL;
-    const char *fn = plane == PMQ_PLANE_ROWS ? "write_record" : plane == PMQ_PLANE_BATCHES ? "write_batch" : "write_arrow";
+    const char *fn = plane == PMQ_PLANE_ROWS      ? "write_record"
+                     : plane == PMQ_PLANE_BATCHES ? "write_batch"
+                                                  : "write_arrow";
     if ((native & plane) && !(accepted & plane)) {
       snprintf(errbuf, errbuf_size, "declares native data plane '%s' but does not accept it", pmq_plane_name(plane));
       return 0;
     }
     if ((native & plane) && !implemented) {
-      snprintf(errbuf, errbuf_size, "declares native data plane '%s' but does not implement %s", pmq_plane_name(plane), fn);
+      snprintf(errbuf, errbuf_size, "declares native data plane '%s' but does not implement %s", pmq_plane_name(plane),
+               fn);
       return 0;
     }
   }
   spec->accepted_planes = accepted;
   spec->native_planes = native;
-  spec->best_plane = (native & PMQ_PLANE_ARROW) ? PMQ_PLANE_ARROW : (native & PMQ_PLANE_BATCHES) ? PMQ_PLANE_BATCHES : PMQ_PLANE_ROWS;
+  spec->best_plane = (native & PMQ_PLANE_ARROW)     ? PMQ_PLANE_ARROW
+                     : (native & PMQ_PLANE_BATCHES) ? PMQ_PLANE_BATCHES
+                                                    : PMQ_PLANE_ROWS;
   return 1;
 }
 
