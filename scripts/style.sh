@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The style check (.ci/run): the Rust workspace with rustfmt (rustfmt.toml) and clippy
-# (-D warnings) whole; the C and C++ files added or changed since the style baseline
-# (.style-baseline, a commit) with clang-format (.clang-format, 120 columns) and their .cpp / .c
-# with clang-tidy (.clang-tidy, each disabled check with its reason), on build/'s compile
-# database. Files older than the baseline follow the style when they are next touched: a file
-# changed after it is checked whole (`clang-format -i <file>` fixes the format).
+# (-D warnings) whole; every C and C++ file of the tree with clang-format (.clang-format, 120
+# columns; the tree was formatted once, in the commit listed in .git-blame-ignore-revs); the .cpp /
+# .c files added or changed since the style baseline (.style-baseline, a commit) with clang-tidy
+# (.clang-tidy, each disabled check with its reason), on build/'s compile database (~15 s a file:
+# the whole tree would be hours on 2 cores). A file older than the baseline is brought to
+# clang-tidy's checks when it is next touched.
 #
 #   bash scripts/style.sh            # needs a configured build/ (scripts/build.sh) for clang-tidy
-#   STYLE_BASE=<commit> bash scripts/style.sh   # another baseline, e.g. main~10
+#   STYLE_BASE=<commit> bash scripts/style.sh   # another baseline for clang-tidy, e.g. main~10
+#   clang-format -i <file>           # fixes a file's format
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -35,11 +37,15 @@ else
     cargo clippy --release --workspace --all-targets --offline --quiet -- -D warnings || { echo "style: clippy found problems" >&2; failed=1; }
 fi
 
+mapfile -t tree < <(git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | grep -v '^fuzz/.*/corpus/' || true)
+echo "style: clang-format on the ${#tree[@]} C/C++ files of the tree"
+printf '%s\0' "${tree[@]}" | xargs -0 -n 64 -P "$(nproc)" clang-format --dry-run --Werror ||
+  { echo "style: clang-format wants changes (clang-format -i <file>)" >&2; failed=1; }
+
 base="${STYLE_BASE:-$(cat .style-baseline)}"
 mapfile -t files < <(git diff --name-only --diff-filter=AMR "$base" -- '*.c' '*.cpp' '*.h' '*.hpp' | grep -v '^fuzz/.*/corpus/' || true)
-echo "style: clang-format and clang-tidy on ${#files[@]} C/C++ file(s) changed since ${base:0:12}"
+echo "style: clang-tidy on the C/C++ files changed since ${base:0:12} (${#files[@]})"
 if ((${#files[@]})); then
-  clang-format --dry-run --Werror "${files[@]}" || { echo "style: clang-format wants changes (clang-format -i <file>)" >&2; failed=1; }
   mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '\.(c|cpp)$' || true)
   if ((${#sources[@]})); then
     [[ -f build/compile_commands.json ]] || { echo "style: build/compile_commands.json is missing (scripts/build.sh)" >&2; exit 1; }
