@@ -31,7 +31,7 @@
 #include "runtime/delivery/retry.h"
 #include "runtime/kafka/consumer_client.h"
 #include "runtime/kafka/dead_letter.h"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 #include "runtime/status.h"
 #include "transform/chain.h"
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "picomq/kit/plugin_options.hpp"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 
 namespace picomq::runtime {
 namespace {

@@ -9,7 +9,7 @@
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
 #include "runtime/block_pipeline.h"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 #include "runtime/status.h"
 
 namespace picomq::runtime {

@@ -34,7 +34,7 @@
 #include "runtime/delivery/job.h"
 #include "runtime/delivery/offset_committer.h"
 #include "runtime/delivery/retry.h"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/write_call.h"
 
 namespace picomq::runtime {
 

@@ -18,7 +18,7 @@
 #include "runtime/config_check.h"
 #include "runtime/delivery/delivery_window.h"
 #include "runtime/kafka/group_offsets.h"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 #include "transform/time.h"
 
 namespace picomq::runtime {
