@@ -16,7 +16,7 @@
 #include "picomq/kit/plugin_options.hpp"
 #include "runtime/config_check.h"
 #include "runtime/ops/ops_module.h"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 #include "runtime/runtime.h"
 #include "version_info.h"
 

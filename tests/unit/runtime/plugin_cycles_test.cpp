@@ -30,7 +30,7 @@
 
 #include "config/sink_definition.h"
 #include "decoders/payload_decoder.h"
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 
 // From <sanitizer/common_interface_defs.h>; null when no sanitizer runtime is linked.
 extern "C" void __sanitizer_set_report_fd(void* fd) __attribute__((weak));

@@ -1,5 +1,5 @@
 // Loading plugins: the search path, ABI version checks and refusals with a clear reason.
-#include "runtime/plugin_host.h"
+#include "runtime/plugin_host/sink_instance.h"
 
 #include <gtest/gtest.h>
 
