@@ -1,23 +1,30 @@
-# The test servers built from source once per machine (scripts/build-test-servers.sh: FerretDB,
-# SeaweedFS, InfluxDB 2.8, Helm) as one CTest fixture: the test `test_servers` runs that script
-# (at once when they are built; else it builds them, or waits on the build scripts' locks while
-# scripts/test.sh builds them in the background), and only the tests that use one of these
-# servers wait for it. ctest starts the moment the project is built; on a new machine the suites
-# that need no such server run while the last server still compiles.
+# The test servers that are not Debian packages (scripts/build-test-servers.sh: SeaweedFS from
+# PyPI; FerretDB, InfluxDB 2.8 and Helm built from the Go module proxy) as CTest fixtures, one per
+# server: the test `test_server_<name>` runs that server's script (at once when it is there; else
+# it builds it, or waits on the script's lock while scripts/test.sh builds it in the background),
+# and only the tests that use the server wait for it. ctest starts the moment the project is
+# built; on a new machine the suites that need no such server, or one that is ready, run while
+# the last one still compiles.
 #
-#   picomq_test_needs_servers(s3_kafka s3_sink)   # in the directory that added the tests
+#   picomq_test_needs_server(seaweedfs s3_kafka s3_sink)   # in the directory that added the tests
 include_guard(GLOBAL)
 
-function(picomq_test_needs_servers)
-  set_property(TEST ${ARGN} APPEND PROPERTY FIXTURES_REQUIRED picomq_test_servers)
+function(picomq_test_needs_server server)
+  set_property(TEST ${ARGN} APPEND PROPERTY FIXTURES_REQUIRED picomq_server_${server})
 endfunction()
 
-# The fixture's setup test (tests/CMakeLists.txt). COST: scheduled first, so that its wait is spent
+# The fixtures' setup tests (tests/CMakeLists.txt). COST: scheduled first, so that a wait is spent
 # beside the other suites and not after them.
-function(picomq_add_test_servers_fixture)
-  add_test(NAME test_servers COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/build-test-servers.sh)
-  set_tests_properties(test_servers PROPERTIES FIXTURES_SETUP picomq_test_servers LABELS "servers"
-                       TIMEOUT 5400 COST 100000)
+function(picomq_add_test_server_fixtures)
+  set(seaweedfs bash ${PROJECT_SOURCE_DIR}/sinks/s3/fetch-seaweedfs.sh)
+  set(ferretdb bash ${PROJECT_SOURCE_DIR}/sinks/mongodb/build-ferretdb.sh)
+  set(influxdb bash ${PROJECT_SOURCE_DIR}/sinks/influxdb/build-influxdb.sh 2)
+  set(helm bash ${PROJECT_SOURCE_DIR}/tools/helm/fetch-helm.sh)
+  foreach(server seaweedfs ferretdb influxdb helm)
+    add_test(NAME test_server_${server} COMMAND ${${server}})
+    set_tests_properties(test_server_${server} PROPERTIES FIXTURES_SETUP picomq_server_${server} LABELS "servers"
+                         TIMEOUT 5400 COST 100000)
+  endforeach()
 endfunction()
 
 # Every test-only target under `dir` (executables named *_test, the in-tree harness, the test servers'

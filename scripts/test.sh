@@ -8,11 +8,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/clock.sh"
 clock setup-packages "$here/scripts/setup.sh" --packages-only
 rm -f "$here/build/.test-build-done"
-# The test servers built from source (scripts/build-test-servers.sh: a new machine's longest
-# phase, Go builds and libflux's cargo build) start first, beside setup's downloads and the
-# project's build, and go on beside ctest: only the tests that use them wait (the CTest fixture
-# test_servers, cmake/PicomqTestServers.cmake). With arguments (a chosen set of tests) the
-# fixture builds what is missing on its own, only when a chosen test needs it.
+# The test servers that are not Debian packages (scripts/build-test-servers.sh: a new machine's
+# longest phase, Go builds and libflux's cargo build) start first, beside setup's downloads and
+# the project's build, and go on beside ctest: only the tests that use a server wait for it (the
+# CTest fixtures test_server_<name>, cmake/PicomqTestServers.cmake). With arguments (a chosen set
+# of tests) a fixture builds what is missing on its own, only when a chosen test needs it.
 jobs="${PICOMQ_TEST_JOBS:-3}"
 servers_pid=
 if (($# == 0)) && ! bash "$here/scripts/build-test-servers.sh" --built 2>/dev/null; then
@@ -20,7 +20,7 @@ if (($# == 0)) && ! bash "$here/scripts/build-test-servers.sh" --built 2>/dev/nu
   clock servers bash "$here/scripts/build-test-servers.sh" >"$servers_log" 2>&1 &
   servers_pid=$!
   trap 'kill "$servers_pid" 2>/dev/null || true' EXIT
-  jobs=$((jobs + 1))   # test_servers holds a slot while it waits for them
+  jobs=$((jobs + 1))   # a test_server_<name> holds a slot while it waits for its server
 fi
 # Setup's downloads (Kafka's jars, the search nodes, the Python readers' virtualenv: ~3 min of
 # network on a new machine) are for the tests only: they go on beside the build.

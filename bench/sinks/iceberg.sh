@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034,SC2154  # sourced by sink_bench.sh: its globals come from there, and it reads ours
 # sink_bench.sh adapter: the Iceberg sink (libpicomq_connector_iceberg_sink, Rust on iceberg-rust)
-# appending the orders shape to an Iceberg table of SeaweedFS 4.53's REST catalog (data files on
+# appending the orders shape to an Iceberg table of SeaweedFS 4.48's REST catalog (data files on
 # its S3), against pyiceberg's table.append() of the very same rows (the reference run's table,
 # dumped to an Arrow IPC file) into a fresh table of the same catalog, with the same target file
 # size and codec, in one commit. Sourced by bench/sink_bench.sh; the interface is described in
@@ -105,5 +105,5 @@ iceberg_peer_kafka_connect() {  # RUN
 
 sink_notes() {
   [[ "${BENCH_PEER:-0}" == 1 ]] && echo "peer kafka-connect-iceberg: Kafka Connect 4.1.1 standalone + iceberg-kafka-connect 1.12.0 (REST catalog, S3FileIO, $ICEBERG_COMPRESSION Parquet, write.target-file-size-bytes 134217728, commit interval ${KC_ICEBERG_COMMIT_MS:-2000} ms, JsonConverter without schemas); its time: JVM launch to N rows in the table's current snapshot"
-  echo "reference table: $iceberg_reference (the sink's files); baseline: pyiceberg $("$iceberg_python" -c 'import pyiceberg; print(pyiceberg.__version__)') table.append() of the same rows from an Arrow IPC file, write.target-file-size-bytes = the sink's mean file size, one commit; SeaweedFS 4.53 REST catalog and S3 (sinks/s3/server.sh)"
+  echo "reference table: $iceberg_reference (the sink's files); baseline: pyiceberg $("$iceberg_python" -c 'import pyiceberg; print(pyiceberg.__version__)') table.append() of the same rows from an Arrow IPC file, write.target-file-size-bytes = the sink's mean file size, one commit; SeaweedFS 4.48 REST catalog and S3 (sinks/s3/server.sh)"
 }

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034,SC2154  # sourced by sink_bench.sh: its globals come from there, and it reads ours
 # sink_bench.sh adapter: the S3 sink (libpicomq_connector_s3_sink) writing gzip JSON lines objects
-# (metadata envelope) into SeaweedFS 4.53 (sinks/s3/server.sh, SigV4 checked), against boto3
+# (metadata envelope) into SeaweedFS 4.48 (sinks/s3/server.sh, SigV4 checked), against boto3
 # uploading the very same object bytes as the same objects (same keys, same count) into the same
 # server with as many uploads at once as the sink. Sourced by bench/sink_bench.sh; the interface
 # is described in bench/sinks/postgres.sh and bench/README.md.
@@ -44,8 +44,8 @@ s3_tool="$repo/bench/sinks/s3_tool.py"
 
 sink_check() {
   "$s3_python" -c 'import boto3, zstandard' 2>/dev/null || { echo "boto3 is missing in tools/venv: run scripts/setup.sh" >&2; exit 2; }
-  [[ -x "${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/seaweedfs-4.53/weed" ]] ||
-    { echo "SeaweedFS is not built: run scripts/setup.sh (sinks/s3/build-seaweedfs.sh)" >&2; exit 2; }
+  [[ -x "${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/seaweedfs-4.48/weed" ]] ||
+    { echo "SeaweedFS is not built: run scripts/setup.sh (sinks/s3/fetch-seaweedfs.sh)" >&2; exit 2; }
 }
 
 sink_server_start() {
@@ -96,6 +96,6 @@ s3_baseline_boto3() {  # RUN
 }
 
 sink_notes() {
-  echo "SeaweedFS 4.53 (sinks/s3/server.sh: weed server -s3, one process, data in the work dir); reference objects: $s3_expected_objects"
+  echo "SeaweedFS 4.48 (sinks/s3/server.sh: weed server -s3, one process, data in the work dir); reference objects: $s3_expected_objects"
   echo "baseline: boto3 put_object of the reference run's object files (already JSON + $S3_COMPRESSION), the same keys, $S3_UPLOADS threads; it does not consume, encode or compress"
 }

@@ -50,7 +50,7 @@ build_v2() {
   if [[ -x "$dir/influxd" ]] && "$dir/influxd" version >/dev/null 2>&1; then echo "$dir/influxd"; return; fi
   need_go
   mkdir -p "$dir"
-  # One build at a time (scripts/test.sh builds in the background while ctest's test_servers waits).
+  # One build at a time (scripts/test.sh builds in the background while ctest's test_server_* fixture waits).
   exec 9>"$dir/.build.lock"
   flock 9
   if [[ -x "$dir/influxd" ]] && "$dir/influxd" version >/dev/null 2>&1; then echo "$dir/influxd"; return; fi

@@ -1,4 +1,4 @@
-// The S3 sink in the conformance suite: a fresh bucket per test on the test run's SeaweedFS 4.53
+// The S3 sink in the conformance suite: a fresh bucket per test on the test run's SeaweedFS 4.48
 // server (sinks/s3/server.sh; it verifies SigV4), read back with boto3. The suite's destination
 // template is the key's folder ("<target>/{partition}-{start_offset}.{ext}"); every object's
 // JSON lines are records in the envelope layout. Credentials come from the standard AWS

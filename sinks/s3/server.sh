@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts / stops a throwaway SeaweedFS 4.53 server (S3 API that verifies SigV4 signatures) for the
-# S3 sink's tests. The binary is built once per machine by build-seaweedfs.sh (scripts/setup.sh).
+# Starts / stops a throwaway SeaweedFS 4.48 server (S3 API that verifies SigV4 signatures) for the
+# S3 sink's tests. The binary is fetched once per machine by fetch-seaweedfs.sh (scripts/build-test-servers.sh).
 #   server.sh start  <dir> [--owner <pid>]
 #       first time: identities.json (access key "picomq-test", secret "picomq-test-secret", every
 #       right), data under <dir>, master / volume / filer / S3 on free 127.0.0.1 ports (each also
@@ -18,7 +18,7 @@
 #   server.sh iceberg-port <dir>   the Iceberg REST catalog's port
 set -euo pipefail
 here="$(dirname "$(realpath "${BASH_SOURCE[0]}")")"
-weed="${PICOMQ_SEAWEEDFS:-${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/seaweedfs-4.53/weed}"
+weed="${PICOMQ_SEAWEEDFS:-${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/seaweedfs-4.48/weed}"
 cmd="${1:?start|stop|kill|status}"; dir="${2:?dir}"
 dir="$(realpath -m "$dir")"
 source "$here/../../sinkkit/testing/server-watchdog.sh"
@@ -100,7 +100,7 @@ start)
       *) echo "seaweedfs: unknown option $1" >&2; exit 2 ;;
     esac
   done
-  [[ -x "$weed" ]] || { echo "seaweedfs: $weed missing: run scripts/setup.sh (sinks/s3/build-seaweedfs.sh builds it once)" >&2; exit 1; }
+  [[ -x "$weed" ]] || { echo "seaweedfs: $weed missing: run sinks/s3/fetch-seaweedfs.sh (once per machine)" >&2; exit 1; }
   mkdir -p "$dir"
   if running; then
     echo "seaweedfs: already running in $dir" >&2

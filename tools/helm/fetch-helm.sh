@@ -9,7 +9,7 @@ bin="$cache/helm"
 if [[ ! -x "$bin" ]]; then
   command -v go >/dev/null || { echo "fetch-helm: needs Go (/usr/local/go/bin/go on these machines)" >&2; exit 1; }
   mkdir -p "$cache"
-  # One build at a time (scripts/test.sh builds in the background while ctest's test_servers waits).
+  # One build at a time (scripts/test.sh builds in the background while ctest's test_server_* fixture waits).
   exec 9>"$cache/.build.lock"
   flock 9
 fi

@@ -1,5 +1,5 @@
 // The Iceberg sink through a real Kafka broker and the runtime, into Iceberg tables of two real
-// catalogs — SeaweedFS 4.53's REST catalog with data files on its S3, and a SQL catalog in SQLite
+// catalogs — SeaweedFS 4.48's REST catalog with data files on its S3, and a SQL catalog in SQLite
 // with data files on the local filesystem — read back with two independent readers: pyiceberg
 // through the same catalog and DuckDB's iceberg extension from the table's metadata file (iceberg_table.py, in
 // tools/venv from scripts/setup.sh). Exactly the produced rows with the next offset of every partition in the snapshot

@@ -1,4 +1,4 @@
-// The S3 sink through a real Kafka broker and the runtime, into the real SeaweedFS 4.53 server of
+// The S3 sink through a real Kafka broker and the runtime, into the real SeaweedFS 4.48 server of
 // the test process (sinks/s3/server.sh, started once), objects read back with boto3: keys and
 // contents exactly with rotation by records over batches that do not line up with objects; an
 // outage commits nothing before the objects are written and loses nothing; a SIGKILL mid-load

@@ -1,5 +1,5 @@
 #pragma once
-// A real SeaweedFS 4.53 S3 server (sinks/s3/server.sh; it verifies SigV4 signatures) for the
+// A real SeaweedFS 4.48 S3 server (sinks/s3/server.sh; it verifies SigV4 signatures) for the
 // tests, and what they check the sink's objects with: boto3 (PyPI, tools/venv), an independent
 // S3 client. One server per test process, started on first use on free ports, stopped when the
 // process exits (and by the script's watchdog should the process crash). Used by the sink's own

@@ -1,5 +1,5 @@
 // The S3 sink in the kit's fake host (the runtime's option checks, pending writes, flush,
-// partition notifications) against the real SeaweedFS 4.53 server of this test process
+// partition notifications) against the real SeaweedFS 4.48 server of this test process
 // (sinks/s3/server.sh, started once; it verifies SigV4), everything read back with boto3. No
 // broker: the integration tests run it through Kafka.
 #include <gtest/gtest.h>
