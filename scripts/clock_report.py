@@ -3,8 +3,8 @@
 
     clock_report.py CLOCK_FILE [--previous FILE] [--warm] [--fresh-budget-min 60] [--warm-budget-min 25]
 
-Prints every phase in start order (start and end as minutes:seconds since the run began, the
-duration, nested phases indented under the one they ran in), the five longest phases that hold
+Prints every phase as a tree (start and end as minutes:seconds since the run began, the
+duration, nested phases indented under the one they ran in, siblings in start order), the five longest phases that hold
 no other, and the fresh-machine budget left. A warm run (--warm: the machine had built and run
 this before) over the warm budget gets a loud warning naming the phases that took longer than in
 the previous run (--previous, the last run's clock file). It only warns: the exit code is 0
@@ -50,7 +50,20 @@ def main():
     begin = min(p["start"] for p in phases)
     end = max(p["end"] for p in phases)
     total = end - begin
-    phases.sort(key=lambda p: (p["start"], -p["end"], p["name"]))
+    # As a tree: each phase right under the one it ran in (its name's prefix), siblings in start
+    # order (a phase whose parent was not clocked sorts by its own start).
+    by_name = {p["name"]: p for p in phases}
+
+    def tree_key(p):
+        parts = p["name"].split("/")
+        key = []
+        for i in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            q = by_name.get(prefix, p)
+            key.append((q["start"], -q["end"], prefix))
+        return key
+
+    phases.sort(key=tree_key)
     width = max(len(p["name"]) for p in phases) + 2
     print("[clock] phases (start and end since the run began, min:s):")
     print("  %-*s %7s %7s %8s" % (width, "phase", "start", "end", "took"))
