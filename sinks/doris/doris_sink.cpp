@@ -35,6 +35,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "doris/answers.h"
+#include "doris/config.h"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
@@ -52,153 +54,15 @@ namespace kit = picomq::kit;
 namespace sdk = picomq::sdk;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using picomq::doris::Answer;
+using picomq::doris::fatal_message;
+using picomq::doris::option_table;
+using picomq::doris::parse_answer;
+using picomq::doris::parse_load_state;
+using picomq::doris::plan;
+using picomq::doris::Settings;
 
 constexpr size_t kMaxLabelBytes = 128;  // Doris: ^[-_A-Za-z0-9:]{1,128}$
-
-struct Settings {
-  std::string url;
-  std::string database;
-  std::string table;
-  std::string user;
-  std::optional<std::string> password;
-  std::optional<std::string> label_prefix;
-  int64_t label_span = 0;
-  kit::JsonLayout document = kit::JsonLayout::Flat;
-  std::optional<std::string> columns;
-  std::optional<std::string> jsonpaths;
-  double max_filter_ratio = 0;
-  bool strict_mode = false;
-  bool two_phase_commit = false;
-  kit::ByteSize max_load_bytes{};
-  std::chrono::milliseconds load_timeout{};
-  std::chrono::milliseconds retry_timeout{};
-  int64_t probe_parallelism = 0;
-  kit::HttpSettings http;
-  kit::TlsSettings tls;
-};
-
-std::optional<std::string> check_url(const std::string& url) {
-  return kit::check_base_url(
-      url, {.what = "the FE's HTTP address, e.g. http://fe:8030", .credentials = "use user and password"});
-}
-
-std::optional<std::string> check_name(const std::string& v) {
-  if (v.empty()) return "must not be empty";
-  for (unsigned char c : v)
-    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '$') || c >= 0x80)
-      return "must be a Doris name: letters, digits, '_', '-', '$' (the sink writes into one existing table)";
-  return std::nullopt;
-}
-
-const kit::OptionTable<Settings>& option_table() {
-  static const kit::OptionTable<Settings> table{
-      kit::option("url", &Settings::url)
-          .required()
-          .check(check_url)
-          .help("The FE's HTTP address: http(s)://fe-host:8030. Stream Loads go there and follow its 307 to a BE."),
-      kit::option("database", &Settings::database).required().check(check_name).help("The database of the table."),
-      kit::option("table", &Settings::table)
-          .required()
-          .check(check_name)
-          .help("The table the records are loaded into. Doris cannot create it: it must exist (the sink stops naming "
-                "it when it does not)."),
-      kit::option("user", &Settings::user)
-          .fallback(std::string("root"))
-          .check(kit::not_empty())
-          .help("User of the Basic auth (needs LOAD on the table)."),
-      kit::option("password", &Settings::password).secret().help("Password of the Basic auth (empty when unset)."),
-      kit::option("label_prefix", &Settings::label_prefix)
-          .check([](const std::string& v) -> std::optional<std::string> {
-            if (v.empty() || v.size() > 40) return std::string("must be 1 to 40 bytes");
-            for (unsigned char c : v)
-              if (!(std::isalnum(c) || c == '_' || c == '-' || c == ':') || c >= 0x80)
-                return std::string("must hold only [-_A-Za-z0-9:]");
-            return std::nullopt;
-          })
-          .help("Start of every label: {label_prefix}-{topic}-{partition}-{first offset}-{last offset} (topic in the "
-                "kit's reversible "
-                "[A-Za-z0-9_-] encoding; a label over 128 bytes is cut with a hash). Default: picomq-{sink key}. Two "
-                "sinks loading "
-                "the same topic into one database need different prefixes; keep it across restarts (replays are "
-                "recognised by it)."),
-      kit::option("label_span", &Settings::label_span)
-          .fallback(10000)
-          .check(kit::at_least(1))
-          .help("Loads never cross a multiple of this many offsets, so a replay's loads start where the earlier run's "
-                "did. "
-                "After a restart a partition's first load looks up at most label_span labels (get_load_state, "
-                "probe_parallelism at once) to find what the earlier run loaded. Keep it across restarts."),
-      kit::document_option(
-          &Settings::document,
-          {.more = "One JSON line per record; Doris takes the fields named like the table's columns (or "
-                   "as columns / jsonpaths say) and ignores the others."}),
-      kit::option("columns", &Settings::columns)
-          .help("Stream Load `columns` header: the table columns the JSON fields go to, e.g. \"id,name,pico_offset\"."),
-      kit::option("jsonpaths", &Settings::jsonpaths)
-          .help("Stream Load `jsonpaths` header: [\"$.a\", \"$.b.c\"], one per column (in the order of `columns`)."),
-      kit::option("max_filter_ratio", &Settings::max_filter_ratio)
-          .fallback(0.0)
-          .check([](double v) -> std::optional<std::string> {
-            if (v < 0 || v > 1) return std::string("must be between 0 and 1");
-            return std::nullopt;
-          })
-          .help(
-              "Stream Load `max_filter_ratio`. Rows Doris filters are rejected either way (read from the ErrorURL, "
-              "through "
-              "the bad-record policy): at 0 a load with a bad row fails and is re-sent without it; above 0 it succeeds "
-              "without them."),
-      kit::option("strict_mode", &Settings::strict_mode)
-          .fallback(false)
-          .help("Stream Load `strict_mode`: a value that does not convert to its column's type refuses the row "
-                "(otherwise it becomes NULL)."),
-      kit::option("two_phase_commit", &Settings::two_phase_commit)
-          .fallback(false)
-          .help("Pre-commit every load of a batch (two_phase_commit: true) and commit them all (_stream_load_2pc) only "
-                "when the "
-                "whole batch loaded, so a batch becomes visible at once and together with its completion; aborted "
-                "otherwise."),
-      kit::option("max_load_bytes", &Settings::max_load_bytes)
-          .fallback(kit::ByteSize{100u << 20})
-          .help("Largest Stream Load body; a batch is cut into as many loads as it takes (the cut is a function of the "
-                "records, so "
-                "it is the same on a replay). Keep it below the BE's streaming_load_max_mb."),
-      kit::option("load_timeout", &Settings::load_timeout)
-          .fallback(600s)
-          .help("Stream Load `timeout` header and the request's own timeout."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a load refused as transient (transport errors, 5xx, Fail for an internal reason, RUNNING) is "
-                "re-sent "
-                "with the same label here, back-off 200 ms to 5 s, before the write fails and the runtime's retry "
-                "takes over."),
-      kit::option("probe_parallelism", &Settings::probe_parallelism)
-          .fallback(16)
-          .check(kit::at_least(1))
-          .help("get_load_state lookups at once when a restart checks what the earlier run loaded."),
-      kit::group(&Settings::http, kit::http_options()),
-      kit::group(&Settings::tls, kit::tls_options()),
-  };
-  return table;
-}
-
-std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
-  const auto& table = option_table();
-  table.validate(config, problems);
-  if (!problems.empty()) return std::nullopt;
-  Settings s = table.parse(config);
-  if (s.http.compression != kit::Compression::None)
-    problems.add("compression",
-                 "Stream Load takes the body as it is (compress_type applies to CSV files only): use \"none\"");
-  if (s.jsonpaths) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    if (parser.parse(*s.jsonpaths).get(root) || root.type() != simdjson::dom::element_type::ARRAY)
-      problems.add("jsonpaths", "must be a JSON array of paths, e.g. [\"$.id\", \"$.name\"]");
-  }
-  if (!problems.empty()) return std::nullopt;
-  s.url = kit::base_url(std::move(s.url));
-  return s;
-}
 
 using kit::bounded;
 
@@ -208,12 +72,6 @@ struct Load {
   std::vector<std::string> lines;
   int64_t first = 0, last = 0;
   bool ends_at_batch_end = false;
-};
-
-// What a Stream Load answered.
-struct Answer {
-  std::string status, message, existing, error_url;
-  int64_t txn_id = -1, filtered = 0;
 };
 
 class Retry : public std::runtime_error {
@@ -440,28 +298,6 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     return found;
   }
 
-  bool parse_load_state(const kit::HttpResponse& r, std::string& state, std::string& error) {
-    if (!r.completed() || r.status >= 500) {
-      error = r.completed() ? "HTTP " + std::to_string(r.status) : "no answer";
-      return false;
-    }
-    if (r.status == 401 || r.status == 403) {
-      error = "HTTP " + std::to_string(r.status) + " (check user and password)";
-      return false;
-    }
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    std::string_view v;
-    int64_t code = -1;
-    if (r.status != 200 || parser.parse(r.body).get(root) || root["code"].get_int64().get(code) || code != 0 ||
-        root["data"].get_string().get(v)) {
-      error = "HTTP " + std::to_string(r.status) + ": " + r.body_excerpt(200);
-      return false;
-    }
-    state = std::string(v);
-    return true;
-  }
-
   // The state of a running load (PREPARE) once it ended, waiting with back-off up to retry_timeout.
   std::string await_end(const std::string& l) {
     kit::RetryWait retry(stopping(), s_.retry_timeout, {.initial = 200ms, .max = 2s});
@@ -524,32 +360,6 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     if (s_.jsonpaths) h.set("jsonpaths", *s_.jsonpaths);
     if (s_.two_phase_commit) h.set("two_phase_commit", "true");
     return h;
-  }
-
-  static Answer parse_answer(const std::string& body) {
-    Answer a;
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    if (parser.parse(body).get(root) || root.type() != simdjson::dom::element_type::OBJECT) return a;
-    std::string_view v;
-    if (!root["Status"].get_string().get(v)) a.status = v;
-    else if (!root["status"].get_string().get(v)) a.status = v;  // the FE's own refusals
-    if (!root["Message"].get_string().get(v)) a.message = v;
-    else if (!root["msg"].get_string().get(v)) a.message = v;
-    if (!root["ExistingJobStatus"].get_string().get(v)) a.existing = v;
-    if (!root["ErrorURL"].get_string().get(v)) a.error_url = v;
-    int64_t n = 0;
-    if (!root["TxnId"].get_int64().get(n)) a.txn_id = n;
-    if (!root["NumberFilteredRows"].get_int64().get(n)) a.filtered = n;
-    return a;
-  }
-
-  static bool fatal_message(const std::string& m) {
-    for (const char* s :
-         {"Unknown table", "Unknown database", "ANALYSIS_ERROR", "INVALID_ARGUMENT", "Access denied", "denied",
-          "NOT_AUTHORIZED", "There is no 100-continue header", "Invalid json path", "Label format error"})
-      if (m.find(s) != std::string::npos) return true;
-    return false;
   }
 
   void run_load(const pmq_batch& raw, Load load, std::vector<std::string>& precommitted) {
