@@ -17,7 +17,8 @@ jobs="${PICOMQ_TEST_JOBS:-3}"
 servers_pid=
 if (($# == 0)) && ! bash "$here/scripts/build-test-servers.sh" --built 2>/dev/null; then
   servers_log="$(mktemp -t picomq-test-servers.XXXXXX)"
-  clock servers bash "$here/scripts/build-test-servers.sh" >"$servers_log" 2>&1 &
+  # Niced: the project's build comes first, the servers take what it leaves.
+  clock servers nice -n 10 bash "$here/scripts/build-test-servers.sh" >"$servers_log" 2>&1 &
   servers_pid=$!
   trap 'kill "$servers_pid" 2>/dev/null || true' EXIT
   jobs=$((jobs + 1))   # a test_server_<name> holds a slot while it waits for its server
