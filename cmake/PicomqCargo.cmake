@@ -55,15 +55,22 @@ endif()
 set(PICOMQ_CARGO_ENV ${CMAKE_COMMAND} -E env CARGO_TARGET_DIR=${PICOMQ_CARGO_TARGET}
     PICOMQ_SDK_INCLUDE_DIR=${PICOMQ_CARGO_WORKSPACE}/include ${picomq_cargo_wrapper})
 
+# --timings: cargo writes where its build's time went (target/cargo-timings/, one page per build;
+# scripts/build.sh prints the slowest units of the last one). CI turns it on.
+option(PICOMQ_CARGO_TIMINGS "cargo build --timings (target/cargo-timings/)" OFF)
 if(PICOMQ_CARGO AND NOT TARGET picomq_rust_workspace)
   set(picomq_cargo_args --locked --profile ${PICOMQ_CARGO_PROFILE} --workspace --manifest-path ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml)
+  set(picomq_cargo_build_args ${picomq_cargo_args})
+  if(PICOMQ_CARGO_TIMINGS)
+    list(APPEND picomq_cargo_build_args --timings)
+  endif()
   set(picomq_cargo_tests_cmd)
   if(BUILD_TESTING)
     # The test binaries too, in the same invocation's feature set (ctest rust_tests runs them).
     set(picomq_cargo_tests_cmd COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} test ${picomq_cargo_args} --no-run)
   endif()
   add_custom_target(picomq_rust_workspace ALL
-    COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} build ${picomq_cargo_args}
+    COMMAND ${PICOMQ_CARGO_ENV} ${PICOMQ_CARGO} build ${picomq_cargo_build_args}
     ${picomq_cargo_tests_cmd}
     WORKING_DIRECTORY ${PICOMQ_CARGO_WORKSPACE}
     USES_TERMINAL

@@ -8,11 +8,13 @@ source "$here/scripts/compiler-cache.sh"
 source "$here/scripts/clock.sh"
 clock configure cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" \
-  ${PICOMQ_CARGO_PROFILE:+-DPICOMQ_CARGO_PROFILE="$PICOMQ_CARGO_PROFILE"} ${CMAKE_ARGS:-} >/dev/null
+  ${PICOMQ_CARGO_PROFILE:+-DPICOMQ_CARGO_PROFILE="$PICOMQ_CARGO_PROFILE"} -DPICOMQ_CARGO_TIMINGS="${CI:+ON}" \
+  ${CMAKE_ARGS:-} >/dev/null
 # The Rust workspace first (cargo keeps both cores busy on its own), then the C++ tree: the clock
 # tells the two apart.
 # (grep reads the whole list: `grep -q` would end ninja with SIGPIPE, failing the pipeline.)
 if ninja -C "$here/build" -t targets all 2>/dev/null | grep '^picomq_rust_workspace:' >/dev/null; then
   clock rust cmake --build "$here/build" -j "$(nproc)" --target picomq_rust_workspace
+  python3 "$here/scripts/cargo_timings.py" "${PICOMQ_CARGO_TARGET:-$HOME/.cache/picomq/cargo-target}/cargo-timings" || true
 fi
 clock cxx cmake --build "$here/build" -j "$(nproc)"
