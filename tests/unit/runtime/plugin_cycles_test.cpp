@@ -32,8 +32,10 @@
 #include "decoders/payload_decoder.h"
 #include "runtime/plugin_host/sink_instance.h"
 
-// From <sanitizer/common_interface_defs.h>; null when no sanitizer runtime is linked.
-extern "C" void __sanitizer_set_report_fd(void* fd) __attribute__((weak));
+// From <sanitizer/common_interface_defs.h>; null when no sanitizer runtime is linked. Its name is
+// the sanitizer runtime's, and it takes the descriptor as a pointer.
+extern "C" void __sanitizer_set_report_fd(void* fd)  // NOLINT(bugprone-reserved-identifier)
+    __attribute__((weak));
 
 namespace picomq::runtime {
 namespace {
@@ -332,13 +334,16 @@ class StderrCapture {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 2);
     ::close(fd);
-    if (__sanitizer_set_report_fd) __sanitizer_set_report_fd(reinterpret_cast<void*>(static_cast<intptr_t>(saved_)));
+    if (__sanitizer_set_report_fd)
+      __sanitizer_set_report_fd(
+          reinterpret_cast<void*>(static_cast<intptr_t>(saved_)));  // NOLINT(performance-no-int-to-ptr)
   }
   ~StderrCapture() {
     std::fflush(stderr);
     ::dup2(saved_, 2);
     ::close(saved_);
-    if (__sanitizer_set_report_fd) __sanitizer_set_report_fd(reinterpret_cast<void*>(intptr_t{2}));
+    if (__sanitizer_set_report_fd)
+      __sanitizer_set_report_fd(reinterpret_cast<void*>(intptr_t{2}));  // NOLINT(performance-no-int-to-ptr)
   }
   StderrCapture(const StderrCapture&) = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;

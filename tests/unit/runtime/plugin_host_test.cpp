@@ -1,7 +1,7 @@
 // Loading plugins: the search path, ABI version checks and refusals with a clear reason.
-#include "runtime/plugin_host/sink_instance.h"
-
 #include <gtest/gtest.h>
+
+#include "runtime/plugin_host/sink_instance.h"
 
 namespace picomq::runtime {
 namespace {
