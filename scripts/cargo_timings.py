@@ -33,7 +33,7 @@ def main():
     print("[cargo] %d units, %.0f s of compile in %.0f s of wall time (%s); the slowest:" % (
         len(units), total, wall, os.path.basename(pages[-1])))
     for u in sorted(units, key=lambda u: -u["duration"])[:n]:
-        what = u.get("target", "").strip() or u.get("mode", "")
+        what = u.get("target", "").strip()  # e.g. "build-script"; empty for a library ("mode" says nothing useful)
         print("  %7.1f s  %s %s%s" % (u["duration"], u["name"], u.get("version", ""), (" " + what) if what else ""))
     return 0
 
