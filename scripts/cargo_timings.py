@@ -30,6 +30,8 @@ def main():
         return 0
     wall = max(u["start"] + u["duration"] for u in units)
     total = sum(u["duration"] for u in units)
+    if total < 1:
+        return 0  # nothing was compiled
     print("[cargo] %d units, %.0f s of compile in %.0f s of wall time (%s); the slowest:" % (
         len(units), total, wall, os.path.basename(pages[-1])))
     for u in sorted(units, key=lambda u: -u["duration"])[:n]:
