@@ -4,7 +4,8 @@
 # columns; the tree was formatted once, in the commit listed in .git-blame-ignore-revs); the .cpp /
 # .c files added or changed since the style baseline (.style-baseline, a commit) with clang-tidy
 # (.clang-tidy, each disabled check with its reason), on build/'s compile database (~15 s a file:
-# the whole tree would be hours on 2 cores). A file older than the baseline is brought to
+# the whole tree would be hours on 2 cores), skipping those that passed before with the same
+# headers and flags (scripts/tidy_cache.py). A file older than the baseline is brought to
 # clang-tidy's checks when it is next touched.
 #
 #   bash scripts/style.sh            # needs a configured build/ (scripts/build.sh) for clang-tidy
@@ -14,6 +15,15 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 failed=0
+
+# clang-tidy on one `<source>\t<pass file>` line (scripts/tidy_cache.py), on the compile database in
+# $DB; prints the findings and fails, or records the pass.
+tidy_one() {
+  local file="${1%%$'\t'*}" pass="${1#*$'\t'}" out
+  out="$(clang-tidy --quiet -p "$DB" "$file" 2>/dev/null)" || { printf '%s\nstyle: clang-tidy: %s\n' "$out" "$file" >&2; return 1; }
+  if [[ -n "$pass" ]]; then : >"$pass"; fi
+}
+export -f tidy_one
 
 echo "style: rustfmt"
 cargo fmt --all -- --check || { echo "style: rustfmt wants changes (cargo fmt --all)" >&2; failed=1; }
@@ -58,12 +68,18 @@ if ((${#files[@]})); then
       if grep -q "\"file\": \"$here/$f\"" "$db/compile_commands.json"; then compiled+=("$f")
       else echo "style: $f is not compiled in build/ (skipped by clang-tidy)"; fi
     done
-    # One clang-tidy per core (~15 s a file, most of it parsing the headers); each failing file
-    # is named with its findings.
+    # A source that passed before with the same headers, flags and checks is not checked again
+    # (scripts/tidy_cache.py; the passes are kept in $tidy_cache).
+    tidy_cache="${PICOMQ_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/picomq/clang-tidy}"
+    pending=()
     if ((${#compiled[@]})); then
-      printf '%s\0' "${compiled[@]}" | xargs -0 -P "$(nproc)" -I{} bash -c \
-        'out="$(clang-tidy --quiet -p "$1" "$2" 2>/dev/null)" || { printf "%s\nstyle: clang-tidy: %s\n" "$out" "$2" >&2; exit 1; }' \
-        _ "$db" {} || failed=1
+      mapfile -t pending < <(python3 scripts/tidy_cache.py build "$db/compile_commands.json" "$tidy_cache" "${compiled[@]}")
+    fi
+    echo "style: clang-tidy: ${#pending[@]} of ${#compiled[@]} not passed before with these headers and flags"
+    # One clang-tidy per core (~15 s a file, most of it parsing the headers); each failing file
+    # is named with its findings, each passing one recorded.
+    if ((${#pending[@]})); then
+      printf '%s\0' "${pending[@]}" | DB="$db" xargs -0 -P "$(nproc)" -I{} bash -c 'tidy_one "$1"' _ {} || failed=1
     fi
   fi
 fi

@@ -2,13 +2,14 @@
 // primitive, unions, enums, fixed, arrays, maps, recursion, each logical type).
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "common.h"
 #include "decoders/avro_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static auto decoder = [] {
-    std::ifstream in(PICOMQ_DECODERS_DATA "/order.avsc");
+    std::ifstream in(std::string(PICOMQ_DECODERS_DATA) + "/order.avsc");
     std::stringstream text;
     text << in.rdbuf();
     std::string error;

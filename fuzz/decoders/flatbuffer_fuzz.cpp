@@ -2,13 +2,15 @@
 // inventory.fbs: tables, structs with arrays, enums, unions, vectors of each). Whatever the
 // verifier lets through must be walked without reading out of bounds (ASan) and become JSON;
 // the only failure after verification is a string that is not UTF-8.
+#include <string>
+
 #include "common.h"
 #include "decoders/flatbuffer_decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static auto decoder = [] {
     picomq::decoders::FlatbufferOptions o;
-    o.schema = PICOMQ_DECODERS_DATA "/inventory.fbs";
+    o.schema = std::string(PICOMQ_DECODERS_DATA) + "/inventory.fbs";
     std::string error;
     auto schema = picomq::decoders::compile_flatbuffer(o, error);
     if (!schema) picomq::fuzz::die("compile", error);

@@ -6,6 +6,8 @@
 #include <google/protobuf/compiler/importer.h>
 #include <google/protobuf/dynamic_message.h>
 
+#include <string>
+
 #include "common.h"
 #include "decoders/proto_decoder.h"
 
@@ -20,7 +22,7 @@ struct Setup {
 
   Setup() {
     picomq::decoders::ProtoOptions o;
-    o.files = {PICOMQ_DECODERS_DATA "/all_types.proto"};
+    o.files = {std::string(PICOMQ_DECODERS_DATA) + "/all_types.proto"};
     o.include_paths = {PICOMQ_DECODERS_DATA};
     o.message = "picomq.test.Order";
     std::string error;

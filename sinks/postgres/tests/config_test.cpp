@@ -123,7 +123,7 @@ TEST(PostgresConfigCheck, PicomqConnectCheckReportsTheSinksProblemsAtTheirFilePo
                          "upsert_key = [\"id\"]\n"                                   // 9
                          "auto_add_columns = true\n";                                // 10
   const std::string command =
-      "'" PICOMQ_CONNECT_BIN "' --config '" + (dir / "runtime.toml").string() + "' --check 2>&1";
+      "'" + std::string(PICOMQ_CONNECT_BIN) + "' --config '" + (dir / "runtime.toml").string() + "' --check 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string out;

@@ -36,9 +36,10 @@ class Check : public ::testing::Test {
     std::filesystem::create_directories(dir.path() / "more-plugins");
     dir.write("runtime.toml",
               "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n"
-              "[plugins]\npath = [\"" PICOMQ_PLUGIN_DIR
-              "\", \"more-plugins\"]\n"
-              "[sinks]\ndir = \"sinks.d\"\n");
+              "[plugins]\npath = [\"" +
+                  std::string(PICOMQ_PLUGIN_DIR) +
+                  "\", \"more-plugins\"]\n"
+                  "[sinks]\ndir = \"sinks.d\"\n");
     std::filesystem::create_directories(dir.path() / "sinks.d");
   }
 
@@ -56,8 +57,8 @@ class Check : public ::testing::Test {
   // `env` prefixes the command (VAR=value ...); `mode` is --check, or other arguments.
   CheckRun check(const std::string& env = "", const std::string& mode = "--check") {
     const auto err = dir.path() / "stderr.txt";
-    const std::string command = env + " '" PICOMQ_CONNECT_BIN "' --config '" + (dir.path() / "runtime.toml").string() +
-                                "' " + mode + " 2>'" + err.string() + "'";
+    const std::string command = env + " '" + PICOMQ_CONNECT_BIN + "' --config '" +
+                                (dir.path() / "runtime.toml").string() + "' " + mode + " 2>'" + err.string() + "'";
     CheckRun run;
     FILE* pipe = popen(command.c_str(), "r");
     if (!pipe) return run;
@@ -93,7 +94,8 @@ TEST_F(Check, AMissingPluginIsAnErrorAtPathListingTheFilesTried) {
   EXPECT_EQ(run.exit_code, 1) << run.err;
   EXPECT_TRUE(contains(run.err, "error: " + file +
                                     ":3:8: key 'path': plugin 'libpicomq_connector_nowhere_sink' not found; looked "
-                                    "for: " PICOMQ_PLUGIN_DIR "/libpicomq_connector_nowhere_sink.so " +
+                                    "for: " +
+                                    std::string(PICOMQ_PLUGIN_DIR) + "/libpicomq_connector_nowhere_sink.so " +
                                     (dir.path() / "more-plugins/libpicomq_connector_nowhere_sink.so").string()))
       << run.err;
   EXPECT_FALSE(contains(run.out, "ok:")) << run.out;

@@ -33,7 +33,7 @@ std::string line_of(const std::string& text, const std::string& name) {
 }
 
 TEST(Version, NamesTheVersionCommitBuildTypeAbiLibrdkafkaAndThePluginDirectory) {
-  const auto [code, out] = run("'" PICOMQ_CONNECT_BIN "' --version");
+  const auto [code, out] = run("'" + std::string(PICOMQ_CONNECT_BIN) + "' --version");
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(out.substr(0, out.find('\n')), "picomq-connect " PICOMQ_EXPECTED_VERSION) << "the CMake project version";
   EXPECT_TRUE(std::regex_match(line_of(out, "commit"), std::regex("[0-9a-f]{12}(-dirty)?|unknown"))) << out;
@@ -53,7 +53,7 @@ TEST(Version, AnInstalledBinaryFindsThePluginsInstalledBesideIt) {
   fs::create_directories(prefix.path() / "bin");
   fs::create_directories(prefix.path() / "lib/picomq-connect/plugins");
   fs::copy_file(PICOMQ_CONNECT_BIN, prefix.path() / "bin/picomq-connect");
-  fs::copy_file(PICOMQ_PLUGIN_DIR "/libpicomq_connector_stdout_sink.so",
+  fs::copy_file(fs::path(PICOMQ_PLUGIN_DIR) / "libpicomq_connector_stdout_sink.so",
                 prefix.path() / "lib/picomq-connect/plugins/libpicomq_connector_stdout_sink.so");
   prefix.write("runtime.toml", "[broker]\nbootstrap_servers = \"127.0.0.1:9\"\n[sinks]\ndir = \"sinks.d\"\n");
   fs::create_directories(prefix.path() / "sinks.d");
