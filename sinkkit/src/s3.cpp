@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "picomq/kit/encoding.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/sdk.hpp"
 
 namespace picomq::kit::s3 {
@@ -151,20 +152,17 @@ std::string Client::reason(const HttpResponse& response, const std::string& what
 }
 
 HttpResponse Client::send(const std::function<HttpRequest()>& make, const std::string& what) {
-  const auto deadline = Clock::now() + options_.retry_timeout;
-  Backoff backoff({.initial = 200ms, .max = 5s});
+  RetryWait retry(stop_, options_.retry_timeout, {.initial = 200ms, .max = 5s});
   for (;;) {
     if (options_.count) options_.count("requests", 1);
     HttpResponse response = http_->send(make());
     const Classification c = classify(response);
     if (c.outcome != Outcome::Retry && c.outcome != Outcome::MaybeWritten) return response;
-    auto delay = backoff.next();
-    if (c.retry_after) delay = std::max<std::chrono::milliseconds>(delay, *c.retry_after);
     const std::string why = reason(response, what);
-    if (Clock::now() + delay > deadline || stop_.stopped())
-      throw sdk::RetryableError(why + (stop_.stopped() ? " (closing)" : " (resent for up to retry_timeout)"));
-    if (options_.count) options_.count("resends", 1);
-    if (!stop_.wait_for(delay)) throw sdk::RetryableError(why + " (closing)");
+    if (!retry.wait(c, [&](std::chrono::milliseconds) {
+          if (options_.count) options_.count("resends", 1);
+        }))
+      throw sdk::RetryableError(why + (retry.stopped() ? " (closing)" : " (resent for up to retry_timeout)"));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "clickhouse/errors.h"
 #include "picomq/kit/encoding.hpp"
+#include "picomq/kit/resend.hpp"
 
 namespace picomq::clickhouse {
 
@@ -70,7 +71,7 @@ std::future<QueryResult> Client::insert_streamed(const std::string& insert_sql, 
 QueryResult Client::insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,
                            const std::string& extra_params, uint64_t* resends) {
   const std::string url = insert_url(insert_sql, extra_params);
-  kit::Backoff backoff({.initial = 200ms, .max = 5s});
+  kit::RetryWait retry(stop_, deadline, {.initial = 200ms, .max = 5s});
   bool maybe = false;
   for (;;) {
     kit::HttpRequest request{.method = "POST", .url = url, .body = kit::HttpBody::borrowed(body)};
@@ -82,9 +83,7 @@ QueryResult Client::insert(const std::string& insert_sql, std::string_view body,
     if (o != kit::Outcome::Retry && o != kit::Outcome::MaybeWritten) return r;
     // MaybeWritten is resent too: the same rows again, which the table's ReplacingMergeTree
     // folds (docs/sinks/clickhouse.md, "Replays").
-    const auto delay = backoff.next();
-    if (stop_.stopped() || Clock::now() + delay > deadline) return r;
-    if (!stop_.wait_for(delay)) return r;
+    if (!retry.wait()) return r;
     if (resends) ++*resends;
   }
 }

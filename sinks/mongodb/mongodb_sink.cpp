@@ -25,8 +25,8 @@
 #include "mongodb/document.h"
 #include "mongodb/errors.h"
 #include "picomq/kit/accumulator.hpp"
-#include "picomq/kit/backoff.hpp"
 #include "picomq/kit/option_groups.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -205,11 +205,10 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     using State = mg::OpState;
     const bool ordered =
         plan_->settings.write_strategy != mg::WriteStrategy::Insert || plan_->settings.delete_on_tombstone;
-    const auto deadline = Clock::now() + plan_->settings.retry_timeout;
+    kit::RetryWait retry(stop_, plan_->settings.retry_timeout, {.initial = 100ms, .max = 5s});
     const auto& ops = s.ops();
     std::vector<State> state(ops.size(), State::Pending);
     std::vector<std::string> reasons(ops.size());
-    kit::Backoff backoff({.initial = 100ms, .max = 5s});
     size_t start = 0;  // ordered: the first operation not yet applied
     uint64_t already = 0;
     for (int attempt = 0;; ++attempt) {
@@ -242,8 +241,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       already += v.already_written;
       if (ordered) start = v.resume < batch.size() ? index[v.resume] : ops.size();
       if (v.retry.empty()) continue;
-      const auto wait = backoff.next();
-      if (Clock::now() + wait >= deadline || !stop_.wait_for(wait)) {
+      if (!retry.wait()) {
         // Some of this segment may be written: a replay is idempotent with deterministic ids.
         throw sdk::PartialWriteError(v.retry + " (resent for " + std::to_string(plan_->settings.retry_timeout.count()) +
                                      " ms)");

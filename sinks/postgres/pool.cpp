@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "picomq/kit/resend.hpp"
 #include "picomq/sdk.hpp"
 
 namespace picomq::postgres {
@@ -99,7 +100,7 @@ ConnectionPool::Lease ConnectionPool::acquire(Clock::time_point deadline) {
 // restart takes longer than the runtime's own retries (about 3 s in all) would wait.
 void ConnectionPool::connect(Connection& conn, Clock::time_point deadline) {
   if (conn.ok()) return;
-  kit::Backoff backoff({.initial = 250ms, .max = 2000ms});
+  kit::RetryWait retry(stop_, deadline, {.initial = 250ms, .max = 2000ms});
   for (;;) {
     auto error = conn.connect(std::max(deadline, Clock::now() + kMinConnectAttempt), stop_);
     if (!error) {
@@ -111,12 +112,11 @@ void ConnectionPool::connect(Connection& conn, Clock::time_point deadline) {
       throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
     note_unreachable(error->message);
     // (An attempt that ran to the deadline ends a hair before it: that is the end too.)
-    const auto left = deadline - Clock::now();
-    if (left < 50ms)
+    if (deadline - Clock::now() < 50ms || !retry.wait_until_deadline()) {
+      if (retry.stopped()) throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
       throw sdk::RetryableError("cannot connect to PostgreSQL (tried for reconnect_timeout, " +
                                 kit::format_duration(reconnect_timeout_) + "): " + error->message);
-    if (!stop_.wait_for(std::min<Clock::duration>(backoff.next(), left)))
-      throw sdk::RetryableError("cannot connect to PostgreSQL: the sink is closing");
+    }
   }
 }
 

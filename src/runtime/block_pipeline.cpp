@@ -71,11 +71,12 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   arrow_options_.payloads_validated = true;
   // An arrow-plane sink's batches are exported as they are prepared: the export, the costliest
   // step of that plane, is then shared between the two threads like decoding.
-  const BatchPreparer::Settings prep{settings_.block.schema, settings_.block.on_bad_record,
-                                     static_cast<uint32_t>(settings_.block_index),
-                                     sink_.plane() == PMQ_PLANE_ARROW ? &arrow_options_ : nullptr};
-  consumer_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
-  delivery_side_ = std::make_unique<BatchPreparer>(prep, decoders->make(), transforms_.get());
+  PreparationStage::Settings prep;
+  prep.preparer = {settings_.block.schema, settings_.block.on_bad_record, static_cast<uint32_t>(settings_.block_index),
+                   sink_.plane() == PMQ_PLANE_ARROW ? &arrow_options_ : nullptr};
+  prep.reads_headers = sink_.reads_headers();
+  prep.log_prefix = log_prefix_;
+  preparation_ = std::make_unique<PreparationStage>(std::move(prep), *decoders, transforms_.get(), waiter_);
 }
 
 BlockPipeline::~BlockPipeline() {
@@ -197,28 +198,26 @@ void BlockPipeline::flush_due(Clock::time_point now) {
   for (auto& ready : buckets_->take_ready(now)) enqueue(std::move(ready.tp), std::move(ready.records));
 }
 
-// Decoding + transforming a batch is done by whichever thread has time: the consumer thread
-// does it here while the delivery thread has work queued (the sink is the bottleneck),
-// otherwise the delivery thread does it before the write (the consumer is the bottleneck).
-// Each job is prepared exactly once, by the thread that owns it at that moment.
+// Preparing a batch is done by whichever thread has time: the consumer thread does it here
+// while the delivery thread has work queued (the sink is the bottleneck), otherwise the delivery
+// thread does it as it takes the job (the consumer is the bottleneck). Each job is prepared
+// exactly once, by the thread that owns it at that moment.
 void BlockPipeline::enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> messages) {
-  Job job;
+  QueuedJob queued;
+  Job& job = queued.job;
   job.tp = std::move(tp);
   for (const auto& m : messages) job.bytes += kafka::message_bytes(m.get());
   job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
   if (const auto g = generation_.find(job.tp); g != generation_.end()) job.generation = g->second;
-  size_t queued;
+  size_t waiting;
   {
     std::lock_guard lock(mutex_);
-    queued = jobs_.size();
+    waiting = jobs_.size();
   }
-  if (queued >= kPrepareAheadQueue) {
-    job.out = consumer_side_->prepare(job.tp, *job.records, sink_.reads_headers());
-    job.prepared = true;
-  }
+  if (waiting >= kPrepareAheadQueue) preparation_->prepare_ahead(queued);
   {
     std::lock_guard lock(mutex_);
-    jobs_.push_back(std::move(job));
+    jobs_.push_back(std::move(queued));
   }
   work_cv_.notify_one();
 }
@@ -281,9 +280,9 @@ void BlockPipeline::drop_buffered(const TopicPartition& tp, size_t& records, siz
   // Under mutex_, so no job is between the queue and in_flight_ meanwhile.
   std::lock_guard lock(mutex_);
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (it->tp == tp) {
-      records += it->records->size();
-      bytes += it->bytes;
+    if (it->job.tp == tp) {
+      records += it->job.records->size();
+      bytes += it->job.bytes;
       it = jobs_.erase(it);
     } else {
       ++it;
@@ -440,38 +439,24 @@ void BlockPipeline::delivery_main() {
   ws.on_bad_record = settings_.block.on_bad_record;
   ws.retry = settings_.retry;
   ws.seal_retry_after = settings_.block.poll_interval;
-  DeliveryWindow window(
-      std::move(ws),
-      DeliveryWindow::Dependencies{
-          .writer = writer_,
-          .offsets = committer_,
-          .waiter = waiter_,
-          .counters = counters_,
-          .prepare =
-              [this](const Job& job) { return delivery_side_->prepare(job.tp, *job.records, sink_.reads_headers()); },
-          .dead_letters = [this](std::string& error) { return dead_letters(error); },
-          .on_failure = [this](const TopicPartition&, const std::string& message) { fail(message); },
-          .on_write_done =
-              [this] {
-                std::lock_guard lock(mutex_);
-                work_cv_.notify_all();
-              },
-          .rewind = [this](const TopicPartition& tp, int64_t offset,
-                           uint64_t generation) { request_rewind(tp, offset, generation); }});
+  DeliveryWindow window(std::move(ws),
+                        DeliveryWindow::Dependencies{.writer = writer_, .offsets = committer_, .host = *this});
   bool flushed = false;  // since the last write started
   for (;;) {
     while (!window.full()) {
-      Job job;
+      QueuedJob queued;
       {
         std::unique_lock lock(mutex_);
         if (window.empty()) work_cv_.wait(lock, [&] { return !jobs_.empty() || delivery_stop_; });
         if (jobs_.empty()) break;
-        job = std::move(jobs_.front());
+        queued = std::move(jobs_.front());
         jobs_.pop_front();
-        in_flight_.begin(job.tp);
+        in_flight_.begin(queued.job.tp);
       }
       done_cv_.notify_all();  // room in the queue for a consumer waiting on it
-      window.start(std::move(job));
+      // A job of a failed or rewound partition is not prepared: it only keeps its place.
+      window.start(window.accepts(queued.job) ? preparation_->ready(std::move(queued))
+                                              : PreparedJob(std::move(queued.job), {}));
       flushed = false;
     }
     if (window.empty()) break;  // stopping, and everything is written
@@ -483,10 +468,10 @@ void BlockPipeline::delivery_main() {
       await_oldest(window, flushed);
       if (!window.oldest_done()) continue;  // a job came: start it
     }
-    Job done = window.finish_oldest();
+    PreparedJob done = window.finish_oldest();
     if (!done.released) release(done.records->size(), done.bytes);
     const TopicPartition tp = done.tp;
-    done = Job{};  // drops the batch and the messages it pointed into
+    done = PreparedJob{};  // drops the batch and the messages it pointed into
     in_flight_.end(tp);
     done_cv_.notify_all();
   }
@@ -521,6 +506,11 @@ DeadLetters* BlockPipeline::dead_letters(std::string& error) {
         kafka::DeadLetterProducer::create(settings_.bootstrap_servers, settings_.client_properties,
                                           *settings_.block.dead_letter_topic, settings_.sink_key, log_prefix_, error);
   return dead_letter_.get();
+}
+
+void BlockPipeline::write_done() {
+  std::lock_guard lock(mutex_);
+  work_cv_.notify_all();
 }
 
 void BlockPipeline::fail(const std::string& message) {

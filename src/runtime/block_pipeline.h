@@ -1,13 +1,13 @@
 #pragma once
 // One [[topics]] block of a sink definition at run time, wired from its parts:
 //
-//   ConsumerClient --poll--> Bucketer --flush rules--> jobs --> BatchPreparer --> DeliveryWindow --> sink
-//        ^                                                                          |
-//        +------------- OffsetCommitter (store on the delivery thread, commit here) <+
+//   ConsumerClient --poll--> Bucketer --flush rules--> jobs --> PreparationStage --> DeliveryWindow --> sink
+//        ^                                                                             |
+//        +--------------- OffsetCommitter (store on the delivery thread, commit here) <+
 //
 // Threads: the consumer thread owns the Kafka client: it polls, buckets, decides flushes,
 // commits, serves rebalances and pauses the partitions while the buffer is full; the delivery
-// thread drives the delivery window (writes, retries, bad records, offset stores). Decoding a
+// thread drives the delivery window (writes, retries, bad records, offset stores). Preparing a
 // batch is done by whichever of the two has time (see enqueue()). A slow write never stops the
 // consumer from serving its group; what sits between the two is bounded.
 #include <atomic>
@@ -24,10 +24,10 @@
 
 #include "config/sink_definition.h"
 #include "runtime/bucketer.h"
-#include "runtime/delivery/batch_preparer.h"
 #include "runtime/delivery/delivery_window.h"
 #include "runtime/delivery/in_flight.h"
 #include "runtime/delivery/offset_committer.h"
+#include "runtime/delivery/preparation_stage.h"
 #include "runtime/delivery/retry.h"
 #include "runtime/kafka/consumer_client.h"
 #include "runtime/kafka/dead_letter.h"
@@ -53,7 +53,7 @@ struct BlockSettings {
   std::vector<config::TransformSpec> transforms;  // the definition's [[transforms]], in order
 };
 
-class BlockPipeline final : private kafka::RebalanceListener {
+class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHost {
  public:
   using ErrorCallback = std::function<void(const std::string& message)>;
 
@@ -92,7 +92,17 @@ class BlockPipeline final : private kafka::RebalanceListener {
   // Waits until the oldest write is done or another job can start; seals what the sink holds
   // (flush) when nothing else comes within poll_interval, or at once when stopping.
   void await_oldest(DeliveryWindow& window, bool& flushed);
-  DeadLetters* dead_letters(std::string& error);
+
+  // What the delivery window needs from the block (delivery thread, write_done from any).
+  Waiter& waiter() override { return waiter_; }
+  DeliveryCounters& counters() override { return counters_; }
+  DeadLetters* dead_letters(std::string& error) override;
+  void partition_failed(const TopicPartition&, const std::string& message) override { fail(message); }
+  void write_done() override;
+  bool can_rewind() const override { return true; }
+  void rewind(const TopicPartition& tp, int64_t offset, uint64_t generation) override {
+    request_rewind(tp, offset, generation);
+  }
 
   // The delivery window's view of the sink instance.
   struct SinkWriter final : BatchWriter {
@@ -127,12 +137,9 @@ class BlockPipeline final : private kafka::RebalanceListener {
   bool paused_ = false;
   std::map<TopicPartition, uint64_t> generation_;  // consumer thread: each partition's read generation
 
-  // Decoders keep state (parser buffers), and both threads prepare batches: one preparer each.
-  // The transform chain is immutable and shared.
   std::unique_ptr<const transform::Chain> transforms_;  // null without [[transforms]]
-  std::unique_ptr<BatchPreparer> consumer_side_;
-  std::unique_ptr<BatchPreparer> delivery_side_;
-  arrow::ExportOptions arrow_options_;  // the block's declared columns, for arrow-plane sinks
+  arrow::ExportOptions arrow_options_;                  // the block's declared columns, for arrow-plane sinks
+  std::unique_ptr<PreparationStage> preparation_;
   SinkWriter writer_{sink_, arrow_options_, settings_.shutdown_timeout};
   std::unique_ptr<kafka::DeadLetterProducer> dead_letter_;  // delivery thread, created on first use
   DeliveryCounters counters_;
@@ -142,7 +149,7 @@ class BlockPipeline final : private kafka::RebalanceListener {
   std::mutex mutex_;
   std::condition_variable work_cv_;  // delivery thread waits for jobs / outcomes / stop
   std::condition_variable done_cv_;  // consumer thread waits for buffer room / the delivery thread to finish
-  std::deque<Job> jobs_;
+  std::deque<QueuedJob> jobs_;
   struct Rewind {
     TopicPartition tp;
     int64_t offset;

@@ -23,9 +23,9 @@ struct DecodedBatch {
   // `writer_schema_texts` keeps the distinct texts alive (the registry's cache may drop them).
   std::vector<const char*> writer_schemas;
   std::vector<std::shared_ptr<const std::string>> writer_schema_texts;
-  // Arrow-plane sinks: the batch exported as it was prepared, by whichever thread had time, so
-  // the delivery thread only hands it over. Taken by the first write (a retry exports again).
-  mutable std::unique_ptr<arrow::HeldExport> arrow_export;
+  // Arrow-plane sinks: the batch exported as it was prepared, by whichever thread had time; each
+  // write (a retry too) hands the sink a copy of it (arrow::lend_export), not a new export.
+  std::shared_ptr<const arrow::HeldExport> arrow_export;
 
   pmq_batch abi_view() const {
     pmq_batch b{};

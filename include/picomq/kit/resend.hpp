@@ -38,6 +38,9 @@ class ResendBudget {
   // retry_timeout 0: never resent here (the runtime's retry does it).
   explicit ResendBudget(std::chrono::milliseconds retry_timeout, BackoffPolicy policy = kDefaultPolicy)
       : deadline_(Clock::now() + retry_timeout), backoff_(policy) {}
+  // Until a point in time (a budget shared with other steps).
+  explicit ResendBudget(Clock::time_point deadline, BackoffPolicy policy = kDefaultPolicy)
+      : deadline_(deadline), backoff_(policy) {}
 
   // How long to wait before resending a request refused this way; nullopt when that resend would
   // come after the deadline.
@@ -55,18 +58,23 @@ class ResendBudget {
   Backoff backoff_;
 };
 
-// The waits of a synchronous retry loop (an index created, a load's state polled, a file staged):
-// a ResendBudget's back-off, on a stop signal (a sink's stopping()), so that the host's stop()
-// and close() end them at once instead of after the budget.
+// The waits of a synchronous retry loop (an index created, a load's state polled, a file staged,
+// a request resent, a connection made again): a ResendBudget's back-off, on a stop signal (a
+// sink's stopping()), so that the host's stop() and close() end them at once instead of after the
+// budget. The one retry loop of the kit and its sinks.
 //
 //   kit::RetryWait retry(stopping(), s_.retry_timeout);
 //   while (!try_commit(label))
 //     if (!retry.wait()) throw sdk::RetryableError(what + (retry.stopped() ? ": stopping" : ": still failing"));
 class RetryWait {
  public:
+  using Clock = ResendBudget::Clock;
+
   RetryWait(const StopSignal& stop, std::chrono::milliseconds budget,
             BackoffPolicy policy = ResendBudget::kDefaultPolicy)
       : stop_(stop), budget_(budget, policy) {}
+  RetryWait(const StopSignal& stop, Clock::time_point deadline, BackoffPolicy policy = ResendBudget::kDefaultPolicy)
+      : stop_(stop), budget_(deadline, policy) {}
 
   // Waits the next back-off (at least `refusal`'s Retry-After); `before` hears the delay first
   // (a log line, a counter). False, at once, when the budget would be passed or the sink is
@@ -78,8 +86,18 @@ class RetryWait {
     if (before) before(*delay);
     return stop_.wait_for(*delay);
   }
+  // Like wait(), but a back-off that would pass the deadline is cut to it: one last attempt at the
+  // deadline (a server that comes back just then is still reached). False once it has passed.
+  bool wait_until_deadline() {
+    if (stop_.stopped()) return false;
+    const auto left = budget_.deadline() - Clock::now();
+    if (left <= Clock::duration::zero()) return false;
+    const auto delay = budget_.next_delay({});
+    return stop_.wait_for(delay ? *delay : std::chrono::duration_cast<std::chrono::milliseconds>(left));
+  }
   // The last wait() gave up because of a stop (not the budget).
   bool stopped() const { return stop_.stopped(); }
+  Clock::time_point deadline() const { return budget_.deadline(); }
 
  private:
   const StopSignal& stop_;

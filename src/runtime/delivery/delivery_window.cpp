@@ -24,41 +24,19 @@ std::unique_ptr<WriteCall> DeliveryWindow::new_call() const {
   return call;
 }
 
-void DeliveryWindow::start(Job job) {
+void DeliveryWindow::start(PreparedJob job) {
   auto entry = std::make_unique<Entry>();
   entry->job = std::move(job);
   entry->started = std::chrono::steady_clock::now();
-  Job& j = entry->job;
-  if (!failed_.count(j.tp) && !stale(j)) {
-    if (!j.prepared) {
-      j.out = deps_.prepare(j);
-      j.prepared = true;
-    }
-    // A record that cannot be decoded for now (the schema registry is down) is not a bad record:
-    // like an unreachable broker it is waited for, until the decode goes through or the block
-    // stops (then the records before it are written and committed, and it is the first one read
-    // on restart).
-    if (!j.out.retry_error.empty()) {
-      run_with_retries(
-          settings_.decode_retry, deps_.waiter,
-          [&](int attempt) {
-            if (attempt > 1) j.out = deps_.prepare(j);
-            return j.out.retry_error.empty() ? Attempt::Done : Attempt::Retry;
-          },
-          [&](int attempt, std::chrono::milliseconds delay) {
-            spdlog::warn("{}: {}; decoding again in {} ms (attempt {})", settings_.log_prefix, j.out.retry_error,
-                         delay.count(), attempt);
-          });
-    }
-    if (!j.out.batch.records.empty()) {
-      entry->call = new_call();
-      entry->call->on_done = deps_.on_write_done;
-      entry->call->on_released = [this, notify = deps_.on_write_done] {
-        release_signals_.fetch_add(1);
-        if (notify) notify();
-      };
-      deps_.writer.start(j.out.batch, *entry->call);
-    }
+  PreparedJob& j = entry->job;
+  if (accepts(j) && !j.out.batch.records.empty()) {
+    entry->call = new_call();
+    entry->call->on_done = [&host = deps_.host] { host.write_done(); };
+    entry->call->on_released = [this] {
+      release_signals_.fetch_add(1);
+      deps_.host.write_done();
+    };
+    deps_.writer.start(j.out.batch, *entry->call);
   }
   pending_.push_back(std::move(entry));
 }
@@ -68,10 +46,10 @@ bool DeliveryWindow::oldest_done() const {
   return !e.call || e.call->done();
 }
 
-Job DeliveryWindow::finish_oldest() {
+PreparedJob DeliveryWindow::finish_oldest() {
   std::unique_ptr<Entry> entry = std::move(pending_.front());
   pending_.pop_front();
-  Job& job = entry->job;
+  PreparedJob& job = entry->job;
   if (entry->call) entry->call->wait();
   if (failed_.count(job.tp)) {
     if (entry->call && entry->call->outcome.status == PMQ_WRITE_OK)
@@ -88,7 +66,7 @@ Job DeliveryWindow::finish_oldest() {
     std::vector<std::pair<int64_t, std::string>> rejected;
     const bool written =
         job.released ? finish_released(*entry) : retry_write(job, std::move(entry->call->outcome), rejected);
-    deps_.counters.write_latency.observe(
+    deps_.host.counters().write_latency.observe(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entry->started));
     if (!written) return std::move(job);
     rewind_attempts_.erase(job.tp);
@@ -98,11 +76,11 @@ Job DeliveryWindow::finish_oldest() {
         if (size_t index = job.records->index_of(offset); index < job.records->size())
           p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
       std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
-      deps_.counters.delivered += p.batch.records.size() - rejected.size();
-      if (!rejected.empty()) deps_.counters.rejected += rejected.size();
+      deps_.host.counters().delivered += p.batch.records.size() - rejected.size();
+      if (!rejected.empty()) deps_.host.counters().rejected += rejected.size();
     }
   }
-  if (p.filtered) deps_.counters.filtered += p.filtered;
+  if (p.filtered) deps_.host.counters().filtered += p.filtered;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
   if (!job.records->empty() && p.commit_to > job.records->first_offset()) {
     deps_.offsets.store(job.tp, p.commit_to);
@@ -110,7 +88,8 @@ Job DeliveryWindow::finish_oldest() {
       const auto now_ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
               .count();
-      deps_.counters.end_to_end_latency.observe(std::chrono::microseconds(std::max<int64_t>(0, now_ms - ts) * 1000));
+      deps_.host.counters().end_to_end_latency.observe(
+          std::chrono::microseconds(std::max<int64_t>(0, now_ms - ts) * 1000));
     }
   }
   if (!p.failure.empty()) fail(job.tp, p.failure);
@@ -124,10 +103,11 @@ DeliveryWindow::Freed DeliveryWindow::collect_released() {
   for (auto& e : pending_) {
     if (!e->call || e->release_checked || !e->call->release_requested()) continue;
     e->release_checked = true;
-    Job& j = e->job;
+    PreparedJob& j = e->job;
     // Kept when some of its records go to the bad-record policy (their bytes are needed) or the
     // plugin rejected records before releasing: a failure then resends the batch as usual.
-    if (!deps_.rewind || !j.out.bad.empty() || e->call->rejections_at_release() > 0 || j.records->empty()) continue;
+    if (!deps_.host.can_rewind() || !j.out.bad.empty() || e->call->rejections_at_release() > 0 || j.records->empty())
+      continue;
     e->where = offsets_of(j.out.batch);
     e->batch_records = j.out.batch.records.size();
     freed.records += j.records->size();
@@ -146,8 +126,8 @@ DeliveryWindow::Freed DeliveryWindow::collect_released() {
 }
 
 void DeliveryWindow::count_attempt(pmq_write_status status) {
-  if (status >= 0 && status < static_cast<int>(deps_.counters.attempts.size()))
-    deps_.counters.attempts[status].fetch_add(1, std::memory_order_relaxed);
+  if (status >= 0 && status < static_cast<int>(deps_.host.counters().attempts.size()))
+    deps_.host.counters().attempts[status].fetch_add(1, std::memory_order_relaxed);
 }
 
 bool DeliveryWindow::stale(const Job& job) const {
@@ -156,11 +136,11 @@ bool DeliveryWindow::stale(const Job& job) const {
 }
 
 bool DeliveryWindow::finish_released(Entry& entry) {
-  Job& job = entry.job;
+  PreparedJob& job = entry.job;
   const WriteOutcome& out = entry.call->outcome;
   count_attempt(out.status);
   if (out.status == PMQ_WRITE_OK) {
-    deps_.counters.delivered += entry.batch_records;
+    deps_.host.counters().delivered += entry.batch_records;
     return true;
   }
   std::string reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
@@ -183,7 +163,7 @@ bool DeliveryWindow::finish_released(Entry& entry) {
       "{}: write of {} failed (attempt {}/{}): {}; the sink had released the batch, so its records are "
       "read again from offset {} in {} ms",
       settings_.log_prefix, entry.where, attempt, settings_.retry.max_attempts, reason, from, delay.count());
-  if (!deps_.waiter.wait(delay)) {
+  if (!deps_.host.waiter().wait(delay)) {
     failed_.insert(job.tp);
     spdlog::warn(
         "{}: stopping while the write of {} waits to be read again: it stays uncommitted and is delivered "
@@ -191,20 +171,21 @@ bool DeliveryWindow::finish_released(Entry& entry) {
         settings_.log_prefix, entry.where);
     return false;
   }
-  deps_.rewind(job.tp, from, next);
+  deps_.host.rewind(job.tp, from, next);
   return false;
 }
 
 // The spec's rule: the same batch up to max_attempts times with a doubling back-off; a
 // permanent failure or rejected records end it at once.
-bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected) {
+bool DeliveryWindow::retry_write(PreparedJob& job, WriteOutcome first,
+                                 std::vector<std::pair<int64_t, std::string>>& rejected) {
   DecodedBatch& batch = job.out.batch;
   const std::string where = offsets_of(batch);
   const bool fail_policy = settings_.on_bad_record == config::BadRecordPolicy::Fail;
   std::string reason, error;
   size_t written_prefix = 0;  // with rejections: leading records known written
   const RetryEnd end = run_with_retries(
-      settings_.retry, deps_.waiter,
+      settings_.retry, deps_.host.waiter(),
       [&](int attempt) {
         WriteOutcome out;
         if (attempt == 1) {
@@ -235,7 +216,7 @@ bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::
         if (out.written > 0 && out.written < batch.records.size()) {
           // Rows plane: the records before the failed one are written; commit them, retry the rest.
           deps_.offsets.store(batch.tp, batch.records[out.written - 1].offset + 1);
-          deps_.counters.delivered += out.written;
+          deps_.host.counters().delivered += out.written;
           batch.records.erase(batch.records.begin(), batch.records.begin() + static_cast<std::ptrdiff_t>(out.written));
         }
         reason = std::string(to_string(out.status)) + (out.message.empty() ? "" : ": " + out.message);
@@ -271,27 +252,27 @@ bool DeliveryWindow::retry_write(Job& job, WriteOutcome first, std::vector<std::
   return false;
 }
 
-std::string DeliveryWindow::describe(const Job& job, const BadRecord& b) const {
+std::string DeliveryWindow::describe(const PreparedJob& job, const BadRecord& b) const {
   return job.tp.to_string() + " at offset " + std::to_string(job.records->at(b.index).offset) + " (" +
          std::string(to_string(b.stage)) + ")";
 }
 
 // Skips or dead-letters the job's bad records. False when the dead-letter write failed: the
 // offset is then left at the first of them (the block fails, or is stopping).
-bool DeliveryWindow::route_bad_records(Job& job) {
+bool DeliveryWindow::route_bad_records(PreparedJob& job) {
   const auto& bad = job.out.bad;
   if (settings_.on_bad_record == config::BadRecordPolicy::Skip) {
     for (const auto& b : bad)
       spdlog::warn("{}: skipped bad record {}: {}", settings_.log_prefix, describe(job, b), b.reason);
-    deps_.counters.skipped += bad.size();
+    deps_.host.counters().skipped += bad.size();
     return true;
   }
   std::string error;
-  DeadLetters* letters = deps_.dead_letters(error);
+  DeadLetters* letters = deps_.host.dead_letters(error);
   RetryEnd end;
   if (letters) {
     end = run_with_retries(
-        settings_.retry, deps_.waiter,
+        settings_.retry, deps_.host.waiter(),
         [&](int) { return letters->send(job, bad, error) ? Attempt::Done : Attempt::Retry; },
         [&](int attempt, std::chrono::milliseconds delay) {
           spdlog::warn("{}: {} (attempt {}/{}); retrying in {} ms", settings_.log_prefix, error, attempt,
@@ -301,7 +282,7 @@ bool DeliveryWindow::route_bad_records(Job& job) {
       for (const auto& b : bad)
         spdlog::warn("{}: bad record {} produced to dead-letter topic '{}'; reason: {}", settings_.log_prefix,
                      describe(job, b), letters->topic(), b.reason);
-      deps_.counters.dead_lettered += bad.size();
+      deps_.host.counters().dead_lettered += bad.size();
       return true;
     }
   }
@@ -320,7 +301,7 @@ bool DeliveryWindow::route_bad_records(Job& job) {
 
 void DeliveryWindow::fail(const TopicPartition& tp, const std::string& message) {
   failed_.insert(tp);
-  if (deps_.on_failure) deps_.on_failure(tp, message);
+  deps_.host.partition_failed(tp, message);
 }
 
 }  // namespace picomq::runtime

@@ -16,14 +16,14 @@
 //    from the batch's first offset, after the same back-off, within the same attempts) and
 //    every later write of it already under way counts for nothing.
 //
-// Pure over its dependencies (the sink instance, the offset store, the dead-letter producer,
-// the waiter), so the rules are unit-tested without a broker. One thread drives it (the block's
-// delivery thread); WriteCall completions may come from any.
+// It takes prepared jobs only (runtime/delivery/preparation_stage.h). Pure over its three
+// dependencies (the sink, the offset store, the block it delivers for), so the rules are
+// unit-tested without a broker. One thread drives it (the block's delivery thread); WriteCall
+// completions may come from any.
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -56,7 +56,7 @@ class DeadLetters {
   virtual ~DeadLetters() = default;
   // Produces the job's bad records and waits for the broker's acknowledgement: false, with the
   // reason, when any of them is not confirmed.
-  virtual bool send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) = 0;
+  virtual bool send(const PreparedJob& job, const std::vector<BadRecord>& bad, std::string& error) = 0;
   virtual std::string topic() const = 0;
 };
 
@@ -90,6 +90,22 @@ struct DeliveryCounters {
   std::atomic<uint64_t> filtered{0};       // records a transform dropped
 };
 
+// What the window needs from the block it delivers for (the block pipeline at run time).
+class DeliveryHost {
+ public:
+  virtual ~DeliveryHost() = default;
+  virtual Waiter& waiter() = 0;  // back-off waits, ended by a stop
+  virtual DeliveryCounters& counters() = 0;
+  virtual DeadLetters* dead_letters(std::string& error) = 0;  // created on first use; null with `error`
+  virtual void partition_failed(const TopicPartition& tp, const std::string& message) = 0;  // the block fails
+  virtual void write_done() = 0;  // any thread: an outcome is known
+  // Read the partition again from `offset`; jobs consumed from then on carry `generation`.
+  // A host that cannot (can_rewind() false) makes the window keep released batches (a failure
+  // resends them as usual).
+  virtual bool can_rewind() const = 0;
+  virtual void rewind(const TopicPartition& tp, int64_t offset, uint64_t generation) = 0;
+};
+
 class DeliveryWindow {
  public:
   struct Settings {
@@ -99,21 +115,11 @@ class DeliveryWindow {
     // A resent write still pending after this long is sealed with the sink's flush(): a sink that
     // holds writes open to accumulate gets nothing else while a batch is retried alone.
     std::chrono::milliseconds seal_retry_after{100};
-    // Between attempts to decode a record that cannot be decoded for now: unlimited attempts.
-    RetryPolicy decode_retry{0, std::chrono::milliseconds(200), std::chrono::milliseconds(1600)};
   };
   struct Dependencies {
     BatchWriter& writer;
     OffsetSink& offsets;
-    Waiter& waiter;
-    DeliveryCounters& counters;
-    std::function<PreparedBatch(const Job&)> prepare;                           // for jobs not prepared yet
-    std::function<DeadLetters*(std::string& error)> dead_letters;               // created on first use
-    std::function<void(const TopicPartition&, const std::string&)> on_failure;  // the block fails
-    std::function<void()> on_write_done;                                        // any thread: an outcome is known
-    // Read the partition again from `offset`; jobs consumed from then on carry `generation`.
-    // Without it the window keeps released batches (a failure resends them as usual).
-    std::function<void(const TopicPartition&, int64_t offset, uint64_t generation)> rewind;
+    DeliveryHost& host;
   };
   struct Freed {
     size_t records = 0, bytes = 0;
@@ -126,14 +132,17 @@ class DeliveryWindow {
   bool empty() const { return pending_.empty(); }
   bool full() const { return pending_.size() >= capacity_; }
 
-  // Prepares the job if nobody did (waiting out records that cannot be decoded for now), and
-  // starts its write, unless its partition failed or nothing in it is left to write.
-  void start(Job job);
+  // Whether a job of this partition and generation is still written: its partition did not
+  // fail and was not rewound past it (else there is no use preparing it).
+  bool accepts(const Job& job) const { return !failed_.count(job.tp) && !stale(job); }
+  // Starts the job's write, unless it is not accepted or nothing in it is left to write; either
+  // way it takes its place in the order.
+  void start(PreparedJob job);
   // Whether the oldest write's outcome is known (true when it wrote nothing).
   bool oldest_done() const;
   // Takes the oldest write's outcome (waiting for it) and applies the rules above; returns the
   // finished job (its records can be released).
-  Job finish_oldest();
+  PreparedJob finish_oldest();
 
   bool partition_failed(const TopicPartition& tp) const { return failed_.count(tp) != 0; }
 
@@ -145,7 +154,7 @@ class DeliveryWindow {
 
  private:
   struct Entry {
-    Job job;
+    PreparedJob job;
     std::unique_ptr<WriteCall> call;  // null when nothing was written (failed partition, no records)
     std::chrono::steady_clock::time_point started;
     bool release_checked = false;  // a release the plugin asked for was looked at (job.released: and honoured)
@@ -155,15 +164,15 @@ class DeliveryWindow {
   std::unique_ptr<WriteCall> new_call() const;
   // The rest of the retry policy after a failed first attempt. True when the batch is written
   // (maybe with rejections); false when the partition failed or the block is stopping.
-  bool retry_write(Job& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected);
+  bool retry_write(PreparedJob& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected);
   // The outcome of a released batch: true when written; else the partition failed, or is
   // being read again from the batch (a rewind), or the block is stopping.
   bool finish_released(Entry& entry);
   void count_attempt(pmq_write_status status);
   bool stale(const Job& job) const;
-  bool route_bad_records(Job& job);
+  bool route_bad_records(PreparedJob& job);
   void fail(const TopicPartition& tp, const std::string& message);
-  std::string describe(const Job& job, const BadRecord& b) const;
+  std::string describe(const PreparedJob& job, const BadRecord& b) const;
 
   Settings settings_;
   Dependencies deps_;

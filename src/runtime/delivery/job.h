@@ -35,15 +35,22 @@ struct PreparedBatch {
   int64_t commit_to = -1;
 };
 
+// A batch as the consumer read it, on its way to the preparation stage.
 struct Job {
   TopicPartition tp;
   std::unique_ptr<ConsumedRecords> records;
   size_t bytes = 0;  // keys + values, for the buffer limit
-  bool prepared = false;
-  PreparedBatch out;
   // The partition's read generation when the records were consumed: a rewind (a released
   // write failed, its records are read again) makes every job of an older one stale.
   uint64_t generation = 0;
+};
+
+// A job the preparation stage is done with (runtime/delivery/preparation_stage.h): what the
+// delivery window takes.
+struct PreparedJob : Job {
+  PreparedJob() = default;
+  PreparedJob(Job job, PreparedBatch prepared) : Job(std::move(job)), out(std::move(prepared)) {}
+  PreparedBatch out;
   // The sink released the batch (ABI 2.3): its records are freed and no longer counted in
   // the buffer; `records` only knows their number and first / last offsets.
   bool released = false;

@@ -75,7 +75,7 @@ DeadLetterProducer::~DeadLetterProducer() {
   rd_kafka_destroy(rk_);
 }
 
-bool DeadLetterProducer::send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) {
+bool DeadLetterProducer::send(const PreparedJob& job, const std::vector<BadRecord>& bad, std::string& error) {
   std::vector<std::shared_ptr<Slot>> slots;
   slots.reserve(bad.size());
   const std::string now = utc_now_rfc3339();

@@ -34,7 +34,7 @@ class DeadLetterProducer final : public DeadLetters, private LoggedClient {
   // Produces the job's bad records (original key, value, headers, plus the pico_error_* ones)
   // and waits for the broker to confirm each, at most timeout(). False, with the first
   // failure in `error`, when any of them was not confirmed.
-  bool send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) override;
+  bool send(const PreparedJob& job, const std::vector<BadRecord>& bad, std::string& error) override;
   std::string topic() const override { return topic_; }
   static constexpr int timeout_ms = 15000;  // per attempt: produce and wait for the broker's acks
 

@@ -151,10 +151,9 @@ void SinkInstance::call_plugin(WriteCall& call, Write&& write) {
 // released when the write is done unless the plugin moved them out.
 void SinkInstance::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
   arrow::ExportResult exported;
-  if (std::unique_ptr<arrow::HeldExport> held = std::move(batch.arrow_export)) {
-    exported = std::move(held->result);  // exported when the batch was prepared
-    call.schema_ = std::exchange(held->schema, ArrowSchema{});
-    call.array_ = std::exchange(held->array, ArrowArray{});
+  if (batch.arrow_export) {
+    exported = batch.arrow_export->result;  // exported when the batch was prepared
+    if (exported.ok) arrow::lend_export(batch.arrow_export, &call.schema_, &call.array_);
   } else {
     exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
   }

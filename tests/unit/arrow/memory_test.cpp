@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -123,6 +124,46 @@ TEST(ArrowExportMemory, ChildMovedOutOutlivesItsParent) {
   child_array.release(&child_array);
   EXPECT_EQ(child_schema.release, nullptr);
   EXPECT_EQ(g_live_allocations.load(), before);
+}
+
+// A write retry hands the sink the prepared export again: each lent copy reads the same data,
+// may be released (or have children moved out) in any order, and the last release of all frees it.
+TEST(ArrowExportMemory, LentCopiesShareOneExportThatTheLastReleaseFrees) {
+  TestBatch batch(PMQ_PAYLOAD_JSON);
+  rich(batch);
+  { auto warm_up = run_export(batch); }
+  const long before = g_live_allocations.load();
+  auto held = std::make_shared<HeldExport>();
+  held->result = export_batch(batch.get(), {}, &held->schema, &held->array);
+  ASSERT_TRUE(held->result.ok);
+  const long exported = g_live_allocations.load();
+
+  ArrowSchema first_schema, second_schema;
+  ArrowArray first_array, second_array;
+  lend_export(held, &first_schema, &first_array);
+  lend_export(held, &second_schema, &second_array);
+  held.reset();  // the prepared batch is gone; the copies keep the export
+  EXPECT_EQ(sdk::ArrowBatchView(&first_schema, &first_array).column("b").as_string(0), "x");
+  EXPECT_EQ(sdk::ArrowBatchView(&second_schema, &second_array).column("b").as_string(1), "y");
+
+  // The first consumer moves column "b" out and releases the rest; the second releases all.
+  ArrowSchema moved_schema = *first_schema.children[7];
+  first_schema.children[7]->release = nullptr;
+  ArrowArray moved_array = *first_array.children[7];
+  first_array.children[7]->release = nullptr;
+  first_schema.release(&first_schema);
+  first_array.release(&first_array);
+  EXPECT_EQ(first_array.release, nullptr);
+  second_schema.release(&second_schema);
+  second_array.release(&second_array);
+  EXPECT_GE(g_live_allocations.load(), exported) << "the moved-out column still holds the export";
+  const auto* offsets = static_cast<const int32_t*>(moved_array.buffers[1]);
+  const auto* data = static_cast<const char*>(moved_array.buffers[2]);
+  EXPECT_EQ(std::string(data + offsets[0], data + offsets[1]), "x");
+  EXPECT_STREQ(moved_schema.name, "b");
+  moved_schema.release(&moved_schema);
+  moved_array.release(&moved_array);
+  EXPECT_EQ(g_live_allocations.load(), before) << "the last release freed the export";
 }
 
 TEST(ArrowExportMemory, RejectedOrFailedExportsOwnNothing) {

@@ -32,7 +32,7 @@ TEST(DeliveryWindow, OutOfOrderCompletionsAreTakenInOrderAndStoreOffsetsInOrder)
   rig.sink.complete(0);
   rig.drain();
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10, 20, 30}));
-  EXPECT_EQ(rig.counters.delivered, 30u);
+  EXPECT_EQ(rig.counted.delivered, 30u);
   EXPECT_TRUE(rig.failures.empty());
 }
 
@@ -52,7 +52,7 @@ TEST(DeliveryWindow, AFailureBehindSuccessesCommitsOnlyTheSuccessesAndStopsThePa
   EXPECT_NE(rig.failures[0].second.find("orders[0] offsets 20..29 failed permanently"), std::string::npos)
       << rig.failures[0].second;
   EXPECT_NE(rig.failures[0].second.find("table is gone"), std::string::npos);
-  EXPECT_TRUE(rig.waiter.delays.empty()) << "a permanent failure is not retried";
+  EXPECT_TRUE(rig.recording_waiter.delays.empty()) << "a permanent failure is not retried";
 
   // Nothing later of the failed partition is written: its failed batch stays first on restart.
   rig.window->start(prepared_job(A, 30, 10));
@@ -67,7 +67,7 @@ TEST(DeliveryWindow, RetryableFailuresAreRetriedOnTheScheduleAndTheOffsetHoldsUn
   rig.window->start(prepared_job(A, 0, 10));
   rig.drain();
   EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 0, 0})) << "the same batch, three times";
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
+  EXPECT_EQ(rig.recording_waiter.delays, (std::vector<int64_t>{200, 400}));
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10}));
   EXPECT_TRUE(rig.failures.empty());
 }
@@ -97,7 +97,7 @@ TEST(DeliveryWindow, TheFifthFailureFailsThePartitionAfter200To1600msOfBackoff) 
   rig.window->start(prepared_job(A, 0, 10));
   rig.drain();
   EXPECT_EQ(rig.sink.starts().size(), 5u);
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
+  EXPECT_EQ(rig.recording_waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
   EXPECT_TRUE(rig.offsets.stored().empty());
   ASSERT_EQ(rig.failures.size(), 1u);
   EXPECT_NE(rig.failures[0].second.find("failed 5 times; last error: retryable failure: connection refused"),
@@ -108,21 +108,21 @@ TEST(DeliveryWindow, TheFifthFailureFailsThePartitionAfter200To1600msOfBackoff) 
 TEST(DeliveryWindow, FilteredAndSkippedRecordsAtTheEndOfABatchAreCommittedPast) {
   WindowRig rig(Policy::Skip);
   // Offsets 0..4: the sink gets 0..2; 3 was filtered, 4 was undecodable (skip policy).
-  Job job = prepared_job(A, 0, 5);
+  PreparedJob job = prepared_job(A, 0, 5);
   job.out.batch.records.resize(3);
   job.out.filtered = 1;
   job.out.bad.push_back({4, BadRecordStage::Decode, "schema json: trailing garbage"});
   rig.window->start(std::move(job));
   rig.drain();
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{5}));
-  EXPECT_EQ(rig.counters.filtered, 1u);
-  EXPECT_EQ(rig.counters.skipped, 1u);
-  EXPECT_EQ(rig.counters.delivered, 3u);
+  EXPECT_EQ(rig.counted.filtered, 1u);
+  EXPECT_EQ(rig.counted.skipped, 1u);
+  EXPECT_EQ(rig.counted.delivered, 3u);
 }
 
 TEST(DeliveryWindow, ABatchWhoseRecordsWereAllFilteredIsCommittedWithoutAWrite) {
   WindowRig rig;
-  Job job = prepared_job(A, 0, 4);
+  PreparedJob job = prepared_job(A, 0, 4);
   job.out.batch.records.clear();
   job.out.filtered = 4;
   rig.window->start(std::move(job));
@@ -138,8 +138,8 @@ TEST(DeliveryWindow, ARejectedLastRecordIsSkippedAndTheRestCommitted) {
   rig.window->start(prepared_job(A, 0, 5));
   rig.drain();
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{5}));
-  EXPECT_EQ(rig.counters.skipped, 1u);
-  EXPECT_EQ(rig.counters.delivered, 4u);
+  EXPECT_EQ(rig.counted.skipped, 1u);
+  EXPECT_EQ(rig.counted.delivered, 4u);
   EXPECT_TRUE(rig.failures.empty());
 }
 
@@ -158,26 +158,26 @@ TEST(DeliveryWindow, UnderFailARejectedRecordCommitsWhatPrecedesItAndNamesIt) {
 
 TEST(DeliveryWindow, RejectedRecordsAreDeadLetteredWithRetriesBeforeTheOffsetMoves) {
   WindowRig rig(Policy::DeadLetter);
-  rig.dead_letters.failures_left = 2;
+  rig.letters.failures_left = 2;
   rig.sink.script({{PMQ_WRITE_REJECTED, "", {{1, "bad date"}}}});
   rig.window->start(prepared_job(A, 0, 3));
   rig.drain();
-  EXPECT_EQ(rig.dead_letters.attempts, 3);
-  EXPECT_EQ(rig.dead_letters.sent, (std::vector<int64_t>{1}));
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
+  EXPECT_EQ(rig.letters.attempts, 3);
+  EXPECT_EQ(rig.letters.sent, (std::vector<int64_t>{1}));
+  EXPECT_EQ(rig.recording_waiter.delays, (std::vector<int64_t>{200, 400}));
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{3}));
-  EXPECT_EQ(rig.counters.dead_lettered, 1u);
+  EXPECT_EQ(rig.counted.dead_lettered, 1u);
 }
 
 TEST(DeliveryWindow, ADeadLetterTopicThatStaysDownFailsAtTheFirstBadRecord) {
   WindowRig rig(Policy::DeadLetter);
-  rig.dead_letters.failures_left = 100;
-  Job job = prepared_job(A, 0, 6);
+  rig.letters.failures_left = 100;
+  PreparedJob job = prepared_job(A, 0, 6);
   job.out.batch.records.erase(job.out.batch.records.begin() + 2);  // offset 2 did not decode
   job.out.bad.push_back({2, BadRecordStage::Decode, "not JSON"});
   rig.window->start(std::move(job));
   rig.drain();
-  EXPECT_EQ(rig.dead_letters.attempts, 5);
+  EXPECT_EQ(rig.letters.attempts, 5);
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{2})) << "written before the bad record, nothing from it on";
   ASSERT_EQ(rig.failures.size(), 1u);
   EXPECT_NE(rig.failures[0].second.find("dead-letter topic 'dlq'"), std::string::npos);
@@ -185,7 +185,7 @@ TEST(DeliveryWindow, ADeadLetterTopicThatStaysDownFailsAtTheFirstBadRecord) {
 
 TEST(DeliveryWindow, AStopDuringARetryEndsTheWaitLeavesTheBatchUncommittedAndIsNoError) {
   WindowRig rig;
-  rig.waiter.stop_at_wait = 2;
+  rig.recording_waiter.stop_at_wait = 2;
   rig.sink.script(std::vector<Outcome>(5, {PMQ_WRITE_RETRY, "down"}));
   rig.window->start(prepared_job(A, 0, 10));
   rig.drain();
@@ -206,49 +206,7 @@ TEST(DeliveryWindow, ARowsPlanePrefixIsCommittedAndTheRetryStartsAtTheFailedReco
   EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 4}));
   EXPECT_EQ(rig.sink.sizes(), (std::vector<size_t>{10, 6}));
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{4, 10}));
-  EXPECT_EQ(rig.counters.delivered, 10u);
-}
-
-TEST(DeliveryWindow, ARecordThatCannotBeDecodedForNowIsWaitedForThenWritten) {
-  WindowRig rig;
-  int calls = 0;
-  rig.prepare = [&](const Job& job) {
-    PreparedBatch p = prepared_job(job.tp, 0, 3).out;
-    if (++calls < 3) {
-      p.batch.records.resize(1);
-      p.retry_error = "schema registry unreachable";
-      p.commit_to = 1;
-    }
-    return p;
-  };
-  Job job;
-  job.tp = A;
-  job.records = records(0, 3);
-  rig.window->start(std::move(job));
-  rig.drain();
-  EXPECT_EQ(calls, 3);
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400}));
-  EXPECT_EQ(rig.sink.sizes(), (std::vector<size_t>{3}));
-  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{3}));
-}
-
-TEST(DeliveryWindow, AStopWhileARecordCannotBeDecodedWritesTheRecordsBeforeItAndCommitsUpToIt) {
-  WindowRig rig;
-  rig.waiter.stop_at_wait = 1;
-  rig.prepare = [&](const Job& job) {
-    PreparedBatch p = prepared_job(job.tp, 0, 3).out;
-    p.batch.records.resize(2);
-    p.retry_error = "schema registry unreachable";
-    p.commit_to = 2;
-    return p;
-  };
-  Job job;
-  job.tp = A;
-  job.records = records(0, 3);
-  rig.window->start(std::move(job));
-  rig.drain();
-  EXPECT_EQ(rig.sink.sizes(), (std::vector<size_t>{2}));
-  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{2})) << "the undecodable record is read first on restart";
+  EXPECT_EQ(rig.counted.delivered, 10u);
 }
 
 TEST(DeliveryWindow, CompletionsFromAnotherThreadAreTakenInOrder) {
@@ -277,8 +235,8 @@ TEST(DeliveryWindow, CompletionsFromAnotherThreadAreTakenInOrder) {
 
 // ---------------------------------------------------------------- released batches (ABI 2.3)
 
-Job job_of(const TopicPartition& tp, int64_t first, int n, uint64_t generation = 0) {
-  Job job = prepared_job(tp, first, n);
+PreparedJob job_of(const TopicPartition& tp, int64_t first, int n, uint64_t generation = 0) {
+  PreparedJob job = prepared_job(tp, first, n);
   job.bytes = static_cast<size_t>(n) * 100;
   job.generation = generation;
   return job;
@@ -296,7 +254,7 @@ TEST(DeliveryWindow, ReleasedBatchesAreFreedAtOnceAndCommittedInOrderWhenWritten
   EXPECT_FALSE(rig.window->release_waiting());
   EXPECT_EQ(rig.window->collect_released().records, 0u) << "each batch is freed once";
   for (size_t i = 0; i < 3; ++i) rig.sink.complete(i);
-  std::vector<Job> done;
+  std::vector<PreparedJob> done;
   while (!rig.window->empty()) done.push_back(rig.window->finish_oldest());
   ASSERT_EQ(done.size(), 3u);
   EXPECT_TRUE(done[1].released);
@@ -306,7 +264,7 @@ TEST(DeliveryWindow, ReleasedBatchesAreFreedAtOnceAndCommittedInOrderWhenWritten
   EXPECT_EQ(done[1].records->last_offset(), 19);
   EXPECT_TRUE(done[1].out.batch.records.empty()) << "the decoded batch is gone";
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10, 20, 30}));
-  EXPECT_EQ(rig.counters.delivered, 30u);
+  EXPECT_EQ(rig.counted.delivered, 30u);
 }
 
 TEST(DeliveryWindow, AReleasedBatchThatFailsIsReadAgainFromItsFirstOffsetAndLaterWritesOfItsPartitionCountForNothing) {
@@ -324,7 +282,8 @@ TEST(DeliveryWindow, AReleasedBatchThatFailsIsReadAgainFromItsFirstOffsetAndLate
   EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 10, 0})) << "nothing is resent: the batch was released";
   ASSERT_EQ(rig.rewinds.size(), 1u);
   EXPECT_EQ(rig.rewinds[0], (WindowRig::Rewind{A, 0, 1}));
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200})) << "the retry policy's back-off before the rewind";
+  EXPECT_EQ(rig.recording_waiter.delays, (std::vector<int64_t>{200}))
+      << "the retry policy's back-off before the rewind";
   EXPECT_EQ(rig.offsets.stored(), (std::vector<std::pair<TopicPartition, int64_t>>{{B, 5}}));
   EXPECT_TRUE(rig.failures.empty());
 
@@ -338,7 +297,7 @@ TEST(DeliveryWindow, AReleasedBatchThatFailsIsReadAgainFromItsFirstOffsetAndLate
   EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 10, 0, 0}));
   EXPECT_EQ(rig.sink.sizes().back(), 15u) << "read again, cut anew";
   EXPECT_EQ(rig.offsets.stored().back(), (std::pair<TopicPartition, int64_t>{A, 15}));
-  EXPECT_EQ(rig.counters.delivered, 20u) << "B's 5 and A's 15; the stale write is not counted";
+  EXPECT_EQ(rig.counted.delivered, 20u) << "B's 5 and A's 15; the stale write is not counted";
 }
 
 TEST(DeliveryWindow, RewindsOfAReleasedBatchUseTheRetryPolicysAttemptsThenThePartitionFails) {
@@ -352,7 +311,7 @@ TEST(DeliveryWindow, RewindsOfAReleasedBatchUseTheRetryPolicysAttemptsThenThePar
     rig.drain();
   }
   EXPECT_EQ(rig.rewinds.size(), 4u);
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
+  EXPECT_EQ(rig.recording_waiter.delays, (std::vector<int64_t>{200, 400, 800, 1600}));
   ASSERT_EQ(rig.failures.size(), 1u);
   EXPECT_NE(rig.failures[0].second.find(
                 "orders[0] offsets 0..9 failed 5 times; last error: failure, possibly partly written: timeout"),
@@ -375,7 +334,7 @@ TEST(DeliveryWindow, ASuccessfulWriteAfterARewindStartsTheAttemptsAgain) {
   write(0, 0, {PMQ_WRITE_RETRY, "down"});
   write(0, 1, {});
   write(10, 1, {PMQ_WRITE_RETRY, "down"});
-  EXPECT_EQ(rig.waiter.delays, (std::vector<int64_t>{200, 200})) << "attempt 1 again, not 2";
+  EXPECT_EQ(rig.recording_waiter.delays, (std::vector<int64_t>{200, 200})) << "attempt 1 again, not 2";
   EXPECT_EQ(rig.rewinds.back(), (WindowRig::Rewind{A, 10, 2}));
 }
 
@@ -398,7 +357,7 @@ TEST(DeliveryWindow, AStopDuringTheBackOffBeforeARewindLeavesTheBatchUncommitted
   WindowRig rig(Policy::Fail, 2);
   rig.sink.hold();
   rig.sink.release_on_start();
-  rig.waiter.stop_at_wait = 1;
+  rig.recording_waiter.stop_at_wait = 1;
   rig.window->start(job_of(A, 0, 10));
   rig.window->start(job_of(A, 10, 10));
   rig.window->collect_released();
@@ -428,7 +387,7 @@ TEST(DeliveryWindow, ABatchWithRecordsForTheBadRecordPolicyIsKeptThroughARelease
   rig.sink.hold_until_flush();
   rig.sink.release_on_start();
   rig.sink.script({{PMQ_WRITE_RETRY, "down"}, {}});
-  Job job = job_of(A, 0, 10);
+  PreparedJob job = job_of(A, 0, 10);
   job.out.batch.records.erase(job.out.batch.records.begin() + 4);
   job.out.bad.push_back({4, BadRecordStage::Decode, "not JSON"});
   rig.window->start(std::move(job));
@@ -438,7 +397,7 @@ TEST(DeliveryWindow, ABatchWithRecordsForTheBadRecordPolicyIsKeptThroughARelease
   EXPECT_TRUE(rig.rewinds.empty());
   EXPECT_EQ(rig.sink.starts(), (std::vector<int64_t>{0, 0})) << "resent as usual";
   EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10}));
-  EXPECT_EQ(rig.counters.skipped, 1u);
+  EXPECT_EQ(rig.counted.skipped, 1u);
 }
 
 }  // namespace

@@ -48,11 +48,10 @@ inline std::unique_ptr<VectorRecords> records(int64_t first, int n) {
 }
 
 // A job already prepared: every record goes to the sink, the commit goes past the last.
-inline Job prepared_job(const TopicPartition& tp, int64_t first, int n) {
-  Job job;
+inline PreparedJob prepared_job(const TopicPartition& tp, int64_t first, int n) {
+  PreparedJob job;
   job.tp = tp;
   job.records = records(first, n);
-  job.prepared = true;
   job.out.batch.tp = tp;
   job.out.batch.format = PMQ_PAYLOAD_JSON;
   for (int i = 0; i < n; ++i) {
@@ -196,7 +195,7 @@ class RecordingWaiter final : public Waiter {
 
 class FakeDeadLetters final : public DeadLetters {
  public:
-  bool send(const Job& job, const std::vector<BadRecord>& bad, std::string& error) override {
+  bool send(const PreparedJob& job, const std::vector<BadRecord>& bad, std::string& error) override {
     ++attempts;
     if (failures_left > 0) {
       --failures_left;
@@ -212,27 +211,24 @@ class FakeDeadLetters final : public DeadLetters {
   std::vector<int64_t> sent;
 };
 
-// A window over the fakes, with what its callbacks reported.
-struct WindowRig {
+// A window over the fakes, its host recording what it was told.
+struct WindowRig final : DeliveryHost {
   explicit WindowRig(config::BadRecordPolicy policy = config::BadRecordPolicy::Fail, size_t max_in_flight = 1)
       : sink(max_in_flight) {
     DeliveryWindow::Settings s;
     s.log_prefix = "test";
     s.on_bad_record = policy;
     window = std::make_unique<DeliveryWindow>(
-        s, DeliveryWindow::Dependencies{
-               .writer = sink,
-               .offsets = offsets,
-               .waiter = waiter,
-               .counters = counters,
-               .prepare = [this](const Job& job) { return prepare(job); },
-               .dead_letters = [this](std::string&) -> DeadLetters* { return &dead_letters; },
-               .on_failure = [this](const TopicPartition& tp, const std::string& m) { failures.emplace_back(tp, m); },
-               .on_write_done = [] {},
-               .rewind =
-                   [this](const TopicPartition& tp, int64_t offset, uint64_t generation) {
-                     rewinds.push_back({tp, offset, generation});
-                   }});
+        s, DeliveryWindow::Dependencies{.writer = sink, .offsets = offsets, .host = *this});
+  }
+  Waiter& waiter() override { return recording_waiter; }
+  DeliveryCounters& counters() override { return counted; }
+  DeadLetters* dead_letters(std::string&) override { return &letters; }
+  void partition_failed(const TopicPartition& tp, const std::string& m) override { failures.emplace_back(tp, m); }
+  void write_done() override {}
+  bool can_rewind() const override { return true; }
+  void rewind(const TopicPartition& tp, int64_t offset, uint64_t generation) override {
+    rewinds.push_back({tp, offset, generation});
   }
   struct Rewind {
     TopicPartition tp;
@@ -247,10 +243,9 @@ struct WindowRig {
   }
   FakeSink sink;
   RecordingOffsets offsets;
-  RecordingWaiter waiter;
-  DeliveryCounters counters;
-  FakeDeadLetters dead_letters;
-  std::function<PreparedBatch(const Job&)> prepare = [](const Job&) { return PreparedBatch{}; };
+  RecordingWaiter recording_waiter;
+  DeliveryCounters counted;
+  FakeDeadLetters letters;
   std::vector<std::pair<TopicPartition, std::string>> failures;
   std::unique_ptr<DeliveryWindow> window;
 };
