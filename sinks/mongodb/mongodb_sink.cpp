@@ -228,6 +228,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       const mg::AttemptVerdict v = mg::judge_attempt(r, inserts, ordered, s.collection(),
                                                      [&](const std::vector<size_t>& at, std::string& error) {
                                                        std::vector<const bson_t*> docs;
+                                                       docs.reserve(at.size());
                                                        for (size_t b : at) docs.push_back(batch[b]->doc.get());
                                                        return client_->ids_present(s.collection(), docs, error);
                                                      });

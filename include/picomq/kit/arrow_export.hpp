@@ -70,7 +70,7 @@ struct HeldExport {
 // node, child and dictionary its own, as the C Data Interface lets a consumer move children out
 // and release them alone) over the same buffers and strings, which `held` keeps alive until the
 // last copy is released. What a write retry hands the sink again instead of exporting again.
-void lend_export(std::shared_ptr<const HeldExport> held, ArrowSchema* schema, ArrowArray* array);
+void lend_export(const std::shared_ptr<const HeldExport>& held, ArrowSchema* schema, ArrowArray* array);
 
 // On success fills *schema and *array (a struct array, one row per record, in record order);
 // the caller owns them and calls their release callbacks (C Data Interface move semantics).

@@ -49,7 +49,7 @@ void lend(const Node& source, const std::shared_ptr<const HeldExport>& keep, Nod
 
 }  // namespace
 
-void lend_export(std::shared_ptr<const HeldExport> held, ArrowSchema* schema, ArrowArray* array) {
+void lend_export(const std::shared_ptr<const HeldExport>& held, ArrowSchema* schema, ArrowArray* array) {
   lend(held->schema, held, schema);
   lend(held->array, held, array);
 }

@@ -7,12 +7,7 @@
 namespace {
 
 using picomq::kit::testing::FakeHost;
-
-std::string joined(const std::vector<std::string>& problems) {
-  std::string out;
-  for (const auto& p : problems) out += p + "\n";
-  return out;
-}
+using picomq::kit::testing::joined;
 
 TEST(DorisConfig, BadOptionsAreRefusedNamingTheOption) {
   auto host = FakeHost::load(DORIS_SINK_PLUGIN);

@@ -18,17 +18,12 @@
 namespace {
 
 using picomq::kit::testing::FakeHost;
+using picomq::kit::testing::joined;
 
 // A [plugin_config] as JSON: the connection string every case shares plus `more` members.
 std::string config(const std::string& more = "") {
   return R"({"connection_string": "host=127.0.0.1 port=1 dbname=x user=u password=s3cretpw")" +
          (more.empty() ? "" : ", " + more) + "}";
-}
-
-std::string joined(const std::vector<std::string>& problems) {
-  std::string out;
-  for (const auto& p : problems) out += p + "\n";
-  return out;
 }
 
 class PostgresConfig : public ::testing::Test {

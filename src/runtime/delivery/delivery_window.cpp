@@ -14,9 +14,7 @@ std::string offsets_of(const DecodedBatch& batch) {
 }  // namespace
 
 DeliveryWindow::DeliveryWindow(Settings settings, Dependencies deps)
-    : settings_(std::move(settings)),
-      deps_(std::move(deps)),
-      capacity_(std::max<size_t>(1, deps_.writer.max_in_flight())) {}
+    : settings_(std::move(settings)), deps_(deps), capacity_(std::max<size_t>(1, deps_.writer.max_in_flight())) {}
 
 std::unique_ptr<WriteCall> DeliveryWindow::new_call() const {
   auto call = std::make_unique<WriteCall>();

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <span>
 #include <thread>
 
 #include "config/env.h"
@@ -139,6 +140,41 @@ std::string process_cpu_and_rss(double& cpu_seconds, double& rss_bytes) {
 }
 
 }  // namespace
+
+// The body of POST /sinks/{key}/offsets: where to set the offsets (`to`, `timestamp` or
+// `offsets`) and, optionally, of which block; the error for a 400 answer, else empty.
+std::string offsets_request(const json& body, size_t blocks, kafka::OffsetTarget& target, int& block) {
+  if (body.is_discarded() || !body.is_object())
+    return "the body must be a JSON object: {\"to\": \"earliest\"|\"latest\"}, "
+           "{\"timestamp\": ms|\"RFC 3339\"} or {\"offsets\": [{\"topic\", \"partition\", \"offset\"}]}";
+  std::string error;
+  if (body.contains("to")) {
+    const auto to = body["to"].is_string() ? body["to"].get<std::string>() : "";
+    if (to == "earliest") target.kind = kafka::OffsetTarget::Kind::Earliest;
+    else if (to == "latest") target.kind = kafka::OffsetTarget::Kind::Latest;
+    else return "'to' must be \"earliest\" or \"latest\"";
+  } else if (body.contains("timestamp")) {
+    target.kind = kafka::OffsetTarget::Kind::Timestamp;
+    target.timestamp_ms = parse_timestamp(body["timestamp"], error);
+    if (!error.empty()) return error;
+  } else if (body.contains("offsets") && body["offsets"].is_array()) {
+    target.kind = kafka::OffsetTarget::Kind::Explicit;
+    for (const auto& o : body["offsets"]) {
+      if (!o.is_object() || !o.value("topic", json()).is_string() ||
+          !o.value("partition", json()).is_number_integer() || !o.value("offset", json()).is_number_integer())
+        return "each of 'offsets' must be {\"topic\": string, \"partition\": int, \"offset\": int}";
+      target.offsets[{o["topic"].get<std::string>(), o["partition"].get<int32_t>()}] = o["offset"].get<int64_t>();
+    }
+  } else {
+    return "give one of 'to', 'timestamp' or 'offsets'";
+  }
+  if (body.contains("block")) {
+    if (!body["block"].is_number_integer() || body["block"].get<int>() < 0 || body["block"].get<size_t>() >= blocks)
+      return "'block' must be the index of one of the sink's [[topics]] blocks";
+    block = body["block"].get<int>();
+  }
+  return {};
+}
 
 std::string masked_definition_json(const config::SinkDefinition& d,
                                    const std::vector<std::filesystem::path>& plugin_path) {
@@ -299,164 +335,178 @@ class HttpApiServer final : public ApiServer {
       else reply(res, res.status, error_json("HTTP " + std::to_string(res.status)));
     });
 
-    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(kStatusPageHtml, "text/html; charset=utf-8");
-    });
-    s.Get("/health/live", [](const httplib::Request&, httplib::Response& res) {
-      reply(res, 200, {{"status", "live"}});
-    });
-    s.Get("/health/ready", [this](const httplib::Request&, httplib::Response& res) {
-      json why = json::array();
-      bool broker_checked = false;
-      for (const auto& st : status_.all()) {
-        if (st.state == SinkState::Disabled) continue;
-        if (st.state != SinkState::Running)
-          why.push_back("sink '" + st.key + "' is " + std::string(to_string(st.state)));
-        for (size_t i = 0; i < st.blocks.size(); ++i) {
-          broker_checked = broker_checked || !st.blocks[i].group_id.empty();
-          if (st.blocks[i].broker_unreachable_since_ms)
-            why.push_back("sink '" + st.key + "' topics[" + std::to_string(i) + "]: broker unreachable");
-        }
-        if (st.state == SinkState::Running && st.blocks.empty())
-          why.push_back("sink '" + st.key + "' has not joined its group yet");
-      }
-      if (!broker_checked && why.empty()) {
-        // No sink tells: ask the broker ourselves.
-        std::string error;
-        kafka::read_group_offsets(
-            {sinks_.bootstrap_servers(), config_.client_properties, "picomq-connect-health", {}, {}}, error);
-        if (!error.empty()) why.push_back("broker: " + error);
-      }
-      reply(res, why.empty() ? 200 : 503, {{"status", why.empty() ? "ready" : "not ready"}, {"reasons", why}});
-    });
+    for (const Route& route : route_table()) {
+      auto handler = [this, h = route.handler](const httplib::Request& req, httplib::Response& res) {
+        (this->*h)(req, res);
+      };
+      const std::string_view method = route.method;
+      if (method == "GET") s.Get(route.pattern, handler);
+      else if (method == "POST") s.Post(route.pattern, handler);
+      else if (method == "PUT") s.Put(route.pattern, handler);
+      else s.Delete(route.pattern, handler);
+    }
+  }
 
-    s.Get("/sinks", [this](const httplib::Request&, httplib::Response& res) {
-      json out = json::array();
-      for (const auto& st : status_.all()) out.push_back(sink_json(st, true));
-      reply(res, 200, {{"sinks", out}});
-    });
-    s.Get(R"(/sinks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      auto st = status_.get(req.matches[1]);
-      if (!st) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
-      reply(res, 200, sink_json(*st, true));
-    });
-    s.Post(R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))",
-           [this](const httplib::Request& req, httplib::Response& res) {
-             const std::string key = req.matches[1], action = req.matches[2];
-             Supervisor::Outcome o;
-             if (action == "stop") o = sinks_.stop(key);
-             else if (action == "start") o = sinks_.start(key);
-             else if (action == "restart") o = sinks_.restart(key);
-             else o = sinks_.pause(key, action == "pause");
-             json body = o.status == 200 ? json{{"message", o.message}} : error_json(o.message);
-             if (auto st = status_.get(key)) body["sink"] = sink_json(*st, false);
-             reply(res, o.status, body);
-           });
-    s.Get(R"(/sinks/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
-      auto d = sinks_.definition(req.matches[1]);
-      if (!d) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
-      std::string error;
-      json out = offsets_json(*d, error);
-      if (!error.empty()) return reply(res, 502, error_json(error));
-      reply(res, 200, out);
-    });
-    s.Post(R"(/sinks/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string key = req.matches[1];
-      auto d = sinks_.definition(key);
-      if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
-      if (auto st = status_.get(key); st && st->state != SinkState::Stopped && st->state != SinkState::Disabled)
-        return reply(res, 409,
-                     error_json("sink '" + key + "' is " + std::string(to_string(st->state)) +
-                                ": stop it first (POST /sinks/" + key +
-                                "/stop); offsets change only while "
-                                "no consumer of its groups runs"));
-      json body = json::parse(req.body, nullptr, false);
-      if (body.is_discarded() || !body.is_object())
-        return reply(
-            res, 400,
-            error_json("the body must be a JSON object: {\"to\": \"earliest\"|\"latest\"}, "
-                       "{\"timestamp\": ms|\"RFC 3339\"} or {\"offsets\": [{\"topic\", \"partition\", \"offset\"}]}"));
-      kafka::OffsetTarget target;
-      std::string error;
-      if (body.contains("to")) {
-        const auto to = body["to"].is_string() ? body["to"].get<std::string>() : "";
-        if (to == "earliest") target.kind = kafka::OffsetTarget::Kind::Earliest;
-        else if (to == "latest") target.kind = kafka::OffsetTarget::Kind::Latest;
-        else return reply(res, 400, error_json("'to' must be \"earliest\" or \"latest\""));
-      } else if (body.contains("timestamp")) {
-        target.kind = kafka::OffsetTarget::Kind::Timestamp;
-        target.timestamp_ms = parse_timestamp(body["timestamp"], error);
-        if (!error.empty()) return reply(res, 400, error_json(error));
-      } else if (body.contains("offsets") && body["offsets"].is_array()) {
-        target.kind = kafka::OffsetTarget::Kind::Explicit;
-        for (const auto& o : body["offsets"]) {
-          if (!o.is_object() || !o.value("topic", json()).is_string() ||
-              !o.value("partition", json()).is_number_integer() || !o.value("offset", json()).is_number_integer())
-            return reply(
-                res, 400,
-                error_json("each of 'offsets' must be {\"topic\": string, \"partition\": int, \"offset\": int}"));
-          target.offsets[{o["topic"].get<std::string>(), o["partition"].get<int32_t>()}] = o["offset"].get<int64_t>();
-        }
-      } else {
-        return reply(res, 400, error_json("give one of 'to', 'timestamp' or 'offsets'"));
+  // ------------------------------------------------------------------ the endpoints
+
+  using Handler = void (HttpApiServer::*)(const httplib::Request&, httplib::Response&);
+  struct Route {
+    const char* method;
+    const char* pattern;  // a regex of the whole path; its groups are req.matches[1..]
+    Handler handler;
+  };
+  // The API, in the order of docs/operations.md's reference.
+  static std::span<const Route> route_table() {
+    static constexpr Route kRoutes[] = {
+        {"GET", "/health/live", &HttpApiServer::live},
+        {"GET", "/health/ready", &HttpApiServer::ready},
+        {"GET", "/sinks", &HttpApiServer::list_sinks},
+        {"GET", R"(/sinks/([^/]+))", &HttpApiServer::get_sink},
+        {"POST", R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))", &HttpApiServer::control_sink},
+        {"GET", R"(/sinks/([^/]+)/offsets)", &HttpApiServer::get_offsets},
+        {"POST", R"(/sinks/([^/]+)/offsets)", &HttpApiServer::set_offsets},
+        {"POST", "/validate", &HttpApiServer::validate},
+        {"PUT", R"(/sinks/([^/]+))", &HttpApiServer::put},
+        {"DELETE", R"(/sinks/([^/]+))", &HttpApiServer::delete_sink},
+        {"POST", "/reload", &HttpApiServer::reload},
+        {"GET", "/metrics", &HttpApiServer::metrics_page},
+        {"GET", "/", &HttpApiServer::status_page},
+    };
+    return kRoutes;
+  }
+
+  void status_page(const httplib::Request&, httplib::Response& res) {
+    res.set_content(kStatusPageHtml, "text/html; charset=utf-8");
+  }
+
+  void live(const httplib::Request&, httplib::Response& res) { reply(res, 200, {{"status", "live"}}); }
+
+  // Ready when every enabled sink runs and its blocks reach the broker (or, with no sink to tell,
+  // when the broker answers us).
+  void ready(const httplib::Request&, httplib::Response& res) {
+    json why = json::array();
+    bool broker_checked = false;
+    for (const auto& st : status_.all()) {
+      if (st.state == SinkState::Disabled) continue;
+      if (st.state != SinkState::Running) why.push_back("sink '" + st.key + "' is " + std::string(to_string(st.state)));
+      for (size_t i = 0; i < st.blocks.size(); ++i) {
+        broker_checked = broker_checked || !st.blocks[i].group_id.empty();
+        if (st.blocks[i].broker_unreachable_since_ms)
+          why.push_back("sink '" + st.key + "' topics[" + std::to_string(i) + "]: broker unreachable");
       }
-      int block = -1;
-      if (body.contains("block")) {
-        if (!body["block"].is_number_integer() || body["block"].get<int>() < 0 ||
-            body["block"].get<size_t>() >= d->topics.size())
-          return reply(res, 400, error_json("'block' must be the index of one of the sink's [[topics]] blocks"));
-        block = body["block"].get<int>();
-      }
-      auto gs = groups(*d);
-      for (size_t i = 0; i < gs.size(); ++i) {
-        if (block >= 0 && static_cast<size_t>(block) != i) continue;
-        kafka::OffsetTarget t = target;
-        if (t.kind == kafka::OffsetTarget::Kind::Explicit && gs.size() > 1) {
-          // Each block gets the partitions of its own topics.
-          std::string probe;
-          auto parts = kafka::read_group_offsets(gs[i], probe);
-          std::erase_if(t.offsets, [&](const auto& kv) {
-            return std::none_of(parts.begin(), parts.end(), [&](const auto& p) {
-              return p.topic == kv.first.first && p.partition == kv.first.second;
-            });
+      if (st.state == SinkState::Running && st.blocks.empty())
+        why.push_back("sink '" + st.key + "' has not joined its group yet");
+    }
+    if (!broker_checked && why.empty()) {
+      std::string error;
+      kafka::read_group_offsets(
+          {sinks_.bootstrap_servers(), config_.client_properties, "picomq-connect-health", {}, {}}, error);
+      if (!error.empty()) why.push_back("broker: " + error);
+    }
+    reply(res, why.empty() ? 200 : 503, {{"status", why.empty() ? "ready" : "not ready"}, {"reasons", why}});
+  }
+
+  void list_sinks(const httplib::Request&, httplib::Response& res) {
+    json out = json::array();
+    for (const auto& st : status_.all()) out.push_back(sink_json(st, true));
+    reply(res, 200, {{"sinks", out}});
+  }
+
+  void get_sink(const httplib::Request& req, httplib::Response& res) {
+    auto st = status_.get(req.matches[1]);
+    if (!st) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
+    reply(res, 200, sink_json(*st, true));
+  }
+
+  // POST /sinks/{key}/stop|start|restart|pause|resume
+  void control_sink(const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1], action = req.matches[2];
+    Supervisor::Outcome o;
+    if (action == "stop") o = sinks_.stop(key);
+    else if (action == "start") o = sinks_.start(key);
+    else if (action == "restart") o = sinks_.restart(key);
+    else o = sinks_.pause(key, action == "pause");
+    json body = o.status == 200 ? json{{"message", o.message}} : error_json(o.message);
+    if (auto st = status_.get(key)) body["sink"] = sink_json(*st, false);
+    reply(res, o.status, body);
+  }
+
+  void get_offsets(const httplib::Request& req, httplib::Response& res) {
+    auto d = sinks_.definition(req.matches[1]);
+    if (!d) return reply(res, 404, error_json("no sink '" + std::string(req.matches[1]) + "'"));
+    std::string error;
+    json out = offsets_json(*d, error);
+    if (!error.empty()) return reply(res, 502, error_json(error));
+    reply(res, 200, out);
+  }
+
+  // POST /sinks/{key}/offsets: sets the committed offsets of a stopped sink's groups (all its
+  // blocks, or the one `block` names), then answers as GET does.
+  void set_offsets(const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1];
+    auto d = sinks_.definition(key);
+    if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
+    if (auto st = status_.get(key); st && st->state != SinkState::Stopped && st->state != SinkState::Disabled)
+      return reply(res, 409,
+                   error_json("sink '" + key + "' is " + std::string(to_string(st->state)) +
+                              ": stop it first (POST /sinks/" + key +
+                              "/stop); offsets change only while "
+                              "no consumer of its groups runs"));
+    json body = json::parse(req.body, nullptr, false);
+    kafka::OffsetTarget target;
+    int block = -1;
+    if (std::string error = offsets_request(body, d->topics.size(), target, block); !error.empty())
+      return reply(res, 400, error_json(error));
+    auto gs = groups(*d);
+    for (size_t i = 0; i < gs.size(); ++i) {
+      if (block >= 0 && static_cast<size_t>(block) != i) continue;
+      kafka::OffsetTarget t = target;
+      if (t.kind == kafka::OffsetTarget::Kind::Explicit && gs.size() > 1) {
+        // Each block gets the partitions of its own topics.
+        std::string probe;
+        auto parts = kafka::read_group_offsets(gs[i], probe);
+        std::erase_if(t.offsets, [&](const auto& kv) {
+          return std::none_of(parts.begin(), parts.end(), [&](const auto& p) {
+            return p.topic == kv.first.first && p.partition == kv.first.second;
           });
-          if (t.offsets.empty()) continue;
-        }
-        if (auto e = kafka::reset_group_offsets(gs[i], t); !e.empty()) return reply(res, 409, error_json(e));
-        spdlog::info("sink '{}': offsets of group '{}' set by the operator", key, gs[i].group_id);
+        });
+        if (t.offsets.empty()) continue;
       }
-      json out = offsets_json(*d, error);
-      if (!error.empty()) return reply(res, 502, error_json(error));
-      reply(res, 200, out);
-    });
+      if (auto e = kafka::reset_group_offsets(gs[i], t); !e.empty()) return reply(res, 409, error_json(e));
+      spdlog::info("sink '{}': offsets of group '{}' set by the operator", key, gs[i].group_id);
+    }
+    get_offsets(req, res);
+  }
 
-    s.Post("/validate", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string name = req.has_param("file") ? req.get_param_value("file") : "request.toml";
-      auto parsed = config::parse_sink_definition(req.body, name, config::process_env());
-      std::vector<config::ConfigError> errors = parsed.errors;
-      const config::SinkDefinition* d = parsed.definition ? &*parsed.definition
-                                        : parsed.partial  ? &*parsed.partial
-                                                          : nullptr;
-      if (d && d->enabled) {
-        auto problems = check_sink_plugin(*d, config_.plugin_path);
-        errors.insert(errors.end(), problems.begin(), problems.end());
-      }
-      reply(res, 200, {{"valid", errors.empty()}, {"errors", config_errors_json(errors)}});
-    });
-    s.Put(R"(/sinks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) { put(req, res); });
-    s.Delete(R"(/sinks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string key = req.matches[1];
-      auto d = sinks_.definition(key);
-      if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
-      std::error_code ec;
-      std::filesystem::remove(d->file, ec);
-      if (ec) return reply(res, 500, error_json("cannot remove " + d->file + ": " + ec.message()));
-      reload_reply(res, 200);
-    });
-    s.Post("/reload", [this](const httplib::Request&, httplib::Response& res) { reload_reply(res, 200); });
-    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
-    });
+  // POST /validate: a definition's TOML checked as --check does, nothing written.
+  void validate(const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.has_param("file") ? req.get_param_value("file") : "request.toml";
+    auto parsed = config::parse_sink_definition(req.body, name, config::process_env());
+    std::vector<config::ConfigError> errors = parsed.errors;
+    const config::SinkDefinition* d = parsed.definition ? &*parsed.definition
+                                      : parsed.partial  ? &*parsed.partial
+                                                        : nullptr;
+    if (d && d->enabled) {
+      auto problems = check_sink_plugin(*d, config_.plugin_path);
+      errors.insert(errors.end(), problems.begin(), problems.end());
+    }
+    reply(res, 200, {{"valid", errors.empty()}, {"errors", config_errors_json(errors)}});
+  }
+
+  void delete_sink(const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1];
+    auto d = sinks_.definition(key);
+    if (!d) return reply(res, 404, error_json("no sink '" + key + "'"));
+    std::error_code ec;
+    std::filesystem::remove(d->file, ec);
+    if (ec) return reply(res, 500, error_json("cannot remove " + d->file + ": " + ec.message()));
+    reload_reply(res, 200);
+  }
+
+  void reload(const httplib::Request&, httplib::Response& res) { reload_reply(res, 200); }
+
+  void metrics_page(const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   void reload_reply(httplib::Response& res, int status) {

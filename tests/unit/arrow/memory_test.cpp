@@ -198,8 +198,8 @@ TEST(ArrowExportMemory, StringDataBeyondTwoGibibytesIsAnError) {
     records[i].timestamp_ms = -1;
     records[i].payload = {static_cast<const uint8_t*>(region), kGiB};
   }
-  pmq_batch batch{sizeof(pmq_batch), "t", 0, PMQ_PAYLOAD_RAW, "raw", records.data(), records.size(),
-                  sizeof(pmq_record)};
+  pmq_batch batch{sizeof(pmq_batch),  "t", 0,      PMQ_PAYLOAD_RAW, "raw", records.data(), records.size(),
+                  sizeof(pmq_record), 0,   nullptr};
   ArrowSchema schema;
   ArrowArray array;
   ExportResult result = export_batch(batch, {}, &schema, &array);
@@ -212,8 +212,8 @@ TEST(ArrowExportMemory, StringDataBeyondTwoGibibytesIsAnError) {
   const std::string topic(size_t{1} << 20, 't');
   std::vector<pmq_record> many(2049);
   for (auto& r : many) r.timestamp_ms = -1;
-  pmq_batch repeated{sizeof(pmq_batch), topic.c_str(),     0, PMQ_PAYLOAD_RAW, "raw", many.data(),
-                     many.size(),       sizeof(pmq_record)};
+  pmq_batch repeated{sizeof(pmq_batch), topic.c_str(),      0, PMQ_PAYLOAD_RAW, "raw", many.data(),
+                     many.size(),       sizeof(pmq_record), 0, nullptr};
   result = export_batch(repeated, {}, &schema, &array);
   EXPECT_EQ(result.error,
             "column 'pico_topic' would hold more than 2 GiB of string data, beyond what int32 offsets address");

@@ -65,6 +65,10 @@ inline PreparedJob prepared_job(const TopicPartition& tp, int64_t first, int n) 
 
 // An outcome a scripted write completes with.
 struct Outcome {
+  Outcome() = default;
+  Outcome(pmq_write_status s, std::string why = {}, std::vector<std::pair<size_t, std::string>> refused = {},
+          size_t wrote = 0)
+      : status(s), message(std::move(why)), rejections(std::move(refused)), written(wrote) {}
   pmq_write_status status = PMQ_WRITE_OK;
   std::string message;
   std::vector<std::pair<size_t, std::string>> rejections;

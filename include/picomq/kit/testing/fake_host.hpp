@@ -107,6 +107,13 @@ class Write {
   std::vector<uint8_t> arrow_storage_;      // the exported schema and array when the plane is arrow
 };
 
+// check()'s problems one per line, for a test's failure message or a find().
+inline std::string joined(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += p + "\n";
+  return out;
+}
+
 class FakeHost {
  public:
   // A descriptor in this process (picomq::sdk::descriptor<MySink>()), or from load().
