@@ -6,8 +6,20 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/compiler-cache.sh"
 source "$here/scripts/clock.sh"
+# Debug info of the RelWithDebInfo build: full (-g, the release's debug packages) unless
+# PICOMQ_DEBUG_INFO=lines (-g1: file and line in backtraces and sanitizer reports, what the tests
+# need; scripts/test.sh sets it): full debug info is ~30% of a new machine's C++ compile time.
+debug_flags=()
+if [[ "${BUILD_TYPE:-RelWithDebInfo}" == RelWithDebInfo ]]; then
+  case "${PICOMQ_DEBUG_INFO:-full}" in
+    full) g=-g ;;
+    lines) g=-g1 ;;
+    *) echo "build: PICOMQ_DEBUG_INFO must be full or lines, not '$PICOMQ_DEBUG_INFO'" >&2; exit 2 ;;
+  esac
+  debug_flags=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 $g -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $g -DNDEBUG")
+fi
 clock configure cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-  -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" \
+  -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" "${debug_flags[@]}" \
   ${PICOMQ_CARGO_PROFILE:+-DPICOMQ_CARGO_PROFILE="$PICOMQ_CARGO_PROFILE"} -DPICOMQ_CARGO_TIMINGS="${CI:+ON}" \
   ${CMAKE_ARGS:-} >/dev/null
 # The Rust workspace first (cargo keeps both cores busy on its own), then the C++ tree: the clock

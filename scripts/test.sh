@@ -28,6 +28,7 @@ fi
 setup_log="$(mktemp -t picomq-test-setup.XXXXXX)"
 clock setup "$here/scripts/setup.sh" --no-servers >"$setup_log" 2>&1 &
 setup_pid=$!
+export PICOMQ_DEBUG_INFO="${PICOMQ_DEBUG_INFO:-lines}"  # line tables only (scripts/build.sh)
 clock build "$here/scripts/build.sh"
 if ! wait "$setup_pid"; then
   cat "$setup_log" >&2
