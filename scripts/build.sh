@@ -20,7 +20,7 @@ if [[ "${BUILD_TYPE:-RelWithDebInfo}" == RelWithDebInfo ]]; then
 fi
 clock configure cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DPICOMQ_SINKS=all -DBUILD_TESTING=ON "${compiler_launcher[@]}" "${debug_flags[@]}" \
-  ${PICOMQ_CARGO_PROFILE:+-DPICOMQ_CARGO_PROFILE="$PICOMQ_CARGO_PROFILE"} -DPICOMQ_CARGO_TIMINGS="${CI:+ON}" \
+  -DPICOMQ_CARGO_PROFILE="${PICOMQ_CARGO_PROFILE:-release}" -DPICOMQ_CARGO_TIMINGS="${CI:+ON}" \
   ${CMAKE_ARGS:-} >/dev/null
 # The Rust workspace first (cargo keeps both cores busy on its own), then the C++ tree: the clock
 # tells the two apart.

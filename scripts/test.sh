@@ -28,7 +28,10 @@ fi
 setup_log="$(mktemp -t picomq-test-setup.XXXXXX)"
 clock setup "$here/scripts/setup.sh" --no-servers >"$setup_log" 2>&1 &
 setup_pid=$!
-export PICOMQ_DEBUG_INFO="${PICOMQ_DEBUG_INFO:-lines}"  # line tables only (scripts/build.sh)
+# The tests' build: line tables only (scripts/build.sh), the Rust workspace in its CI profile
+# (Cargo.toml: unoptimized, a quarter of the release profile's compile time). A benchmark's build
+# (bench/lib.sh) goes back to full debug info and the release profile.
+export PICOMQ_DEBUG_INFO="${PICOMQ_DEBUG_INFO:-lines}" PICOMQ_CARGO_PROFILE="${PICOMQ_CARGO_PROFILE:-ci}"
 clock build "$here/scripts/build.sh"
 if ! wait "$setup_pid"; then
   cat "$setup_log" >&2

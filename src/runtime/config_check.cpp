@@ -52,4 +52,15 @@ std::vector<config::ConfigError> check_sink_plugin(const config::SinkDefinition&
   return check_plugin_config(definition, library->descriptor()).errors;
 }
 
+std::vector<config::ConfigError> check_definition(const config::SinkDefinitionResult& parsed,
+                                                  const std::vector<std::filesystem::path>& search_path) {
+  std::vector<config::ConfigError> errors = parsed.errors;
+  const auto& definition = parsed.definition ? parsed.definition : parsed.partial;
+  if (definition && definition->enabled) {
+    auto problems = check_sink_plugin(*definition, search_path);
+    errors.insert(errors.end(), problems.begin(), problems.end());
+  }
+  return errors;
+}
+
 }  // namespace picomq::runtime

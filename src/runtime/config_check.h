@@ -36,4 +36,10 @@ PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, 
 std::vector<config::ConfigError> check_sink_plugin(const config::SinkDefinition& definition,
                                                    const std::vector<std::filesystem::path>& search_path);
 
+// A definition read from TOML (the API's PUT /sinks/{key} and POST /validate): its own errors,
+// then, when it is enabled, check_sink_plugin() of it, also for a file with errors (as far as it
+// was read: SinkDefinitionResult::partial), so that one answer shows every problem.
+std::vector<config::ConfigError> check_definition(const config::SinkDefinitionResult& parsed,
+                                                  const std::vector<std::filesystem::path>& search_path);
+
 }  // namespace picomq::runtime

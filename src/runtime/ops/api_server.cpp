@@ -482,14 +482,7 @@ class HttpApiServer final : public ApiServer {
   void validate(const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.has_param("file") ? req.get_param_value("file") : "request.toml";
     auto parsed = config::parse_sink_definition(req.body, name, config::process_env());
-    std::vector<config::ConfigError> errors = parsed.errors;
-    const config::SinkDefinition* d = parsed.definition ? &*parsed.definition
-                                      : parsed.partial  ? &*parsed.partial
-                                                        : nullptr;
-    if (d && d->enabled) {
-      auto problems = check_sink_plugin(*d, config_.plugin_path);
-      errors.insert(errors.end(), problems.begin(), problems.end());
-    }
+    auto errors = check_definition(parsed, config_.plugin_path);
     reply(res, 200, {{"valid", errors.empty()}, {"errors", config_errors_json(errors)}});
   }
 
@@ -527,17 +520,10 @@ class HttpApiServer final : public ApiServer {
     if (auto existing = sinks_.definition(key)) target = existing->file;
     else target = config_.sinks_dir / (key + ".toml");
     auto parsed = config::parse_sink_definition(req.body, target.string(), config::process_env());
-    std::vector<config::ConfigError> errors = parsed.errors;
+    auto errors = check_definition(parsed, config_.plugin_path);
     if (parsed.definition && parsed.definition->key != key)
       errors.push_back({target.string(), 0, 0, "key",
                         "the definition's key is '" + parsed.definition->key + "' but the URL names '" + key + "'"});
-    const config::SinkDefinition* d = parsed.definition ? &*parsed.definition
-                                      : parsed.partial  ? &*parsed.partial
-                                                        : nullptr;
-    if (d && d->enabled) {
-      auto problems = check_sink_plugin(*d, config_.plugin_path);
-      errors.insert(errors.end(), problems.begin(), problems.end());
-    }
     if (!errors.empty())
       return reply(res, 400,
                    {{"error", "invalid definition: nothing was written"}, {"errors", config_errors_json(errors)}});

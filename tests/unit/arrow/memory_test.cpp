@@ -51,6 +51,19 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p
 namespace picomq::arrow::testing {
 namespace {
 
+// Moves child `index` out of both trees, as the C Data Interface allows: the caller owns it and
+// releases it on its own; the parents' release skips it.
+struct MovedChild {
+  ArrowSchema schema;
+  ArrowArray array;
+};
+MovedChild move_child_out(ArrowSchema& schema, ArrowArray& array, int64_t index) {
+  MovedChild child{*schema.children[index], *array.children[index]};
+  schema.children[index]->release = nullptr;
+  array.children[index]->release = nullptr;
+  return child;
+}
+
 // A batch that uses every kind of buffer: metadata, headers, JSON, nested JSON, nulls.
 TestBatch& rich(TestBatch& batch) {
   batch
@@ -107,11 +120,7 @@ TEST(ArrowExportMemory, ChildMovedOutOutlivesItsParent) {
   ArrowArray array;
   ASSERT_TRUE(export_batch(batch.get(), {}, &schema, &array).ok);
 
-  // Move column "b" (index 7) out of both trees, as the C Data Interface allows.
-  ArrowSchema child_schema = *schema.children[7];
-  schema.children[7]->release = nullptr;
-  ArrowArray child_array = *array.children[7];
-  array.children[7]->release = nullptr;
+  auto [child_schema, child_array] = move_child_out(schema, array, 7);  // column "b"
   schema.release(&schema);
   array.release(&array);
 
@@ -147,10 +156,7 @@ TEST(ArrowExportMemory, LentCopiesShareOneExportThatTheLastReleaseFrees) {
   EXPECT_EQ(sdk::ArrowBatchView(&second_schema, &second_array).column("b").as_string(1), "y");
 
   // The first consumer moves column "b" out and releases the rest; the second releases all.
-  ArrowSchema moved_schema = *first_schema.children[7];
-  first_schema.children[7]->release = nullptr;
-  ArrowArray moved_array = *first_array.children[7];
-  first_array.children[7]->release = nullptr;
+  auto [moved_schema, moved_array] = move_child_out(first_schema, first_array, 7);
   first_schema.release(&first_schema);
   first_array.release(&first_array);
   EXPECT_EQ(first_array.release, nullptr);
