@@ -4,7 +4,7 @@
 // last offset and, with conditional_create, If-None-Match: * (the first upload of a key wins);
 // multipart uploads part by part with the last offset in a marker object; the probe that the
 // store honours conditional writes; and what an object there holds (docs/sinks/s3.md, "Errors"
-// and "Replay and crashes"):
+// and "Behaviour under replay and crashes"):
 //   412 on a conditional PUT or          written when the object there is this upload (it names
 //   CompleteMultipartUpload              our marker: a resend whose first answer was lost) or has
 //                                        our bytes (same ETag), else KeyTaken with the last offset

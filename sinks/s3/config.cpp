@@ -174,8 +174,8 @@ const kit::OptionTable<Settings>& option_table() {
               "run's upload landing late never replaces an object. A 412 counts as written when the object there has "
               "this object's bytes (same ETag); when it holds other records (another cut), the records after its last "
               "offset go into the next object. Checked once per start (a probe object under <prefix>_picomq/): a "
-              "store that ignores If-None-Match stops the sink. false: overwrite (docs/sinks/s3.md, Replay and "
-              "crashes)."),
+              "store that ignores If-None-Match stops the sink. false: overwrite (docs/sinks/s3.md, Behaviour under "
+              "replay and crashes)."),
       kit::option("part_size", &Settings::part_size)
           .fallback(kit::ByteSize{16u << 20})
           .help("An object larger than this (as uploaded, after compression) goes up as a multipart upload of parts of "

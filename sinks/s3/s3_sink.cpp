@@ -4,7 +4,7 @@
 // max bytes, record-time window, the key's time fields) or on flush (quiet poll_interval, revoke,
 // shutdown). A batch's write completes only when every object holding its records is written
 // (PUT 200), so its offset moves only then; after a crash the replay from the committed offset
-// rebuilds the same objects under the same keys (docs/sinks/s3.md, "Replay and crashes"). The first
+// rebuilds the same objects under the same keys (docs/sinks/s3.md, "Behaviour under replay and crashes"). The first
 // upload of a key wins (If-None-Match: *): a killed run's upload that the store applies late never
 // replaces an object, and a key taken by another cut of the records is left to it, the records
 // after its last offset going into the next object. One partition's

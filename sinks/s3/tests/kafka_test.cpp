@@ -633,7 +633,7 @@ TEST(S3SinkKafka, AnOutageMidObjectReadsTheReleasedRecordsAgainFromTheBrokerAndL
   std::printf("%zu objects after the outage\n", objects.size());
 }
 
-// Late uploads (docs/sinks/s3.md, "Replay and crashes"): a store can apply a killed run's upload
+// Late uploads (docs/sinks/s3.md, "Behaviour under replay and crashes"): a store can apply a killed run's upload
 // after a newer run's (a restarted server holding requests, a slow node, a resend inside a proxy).
 // The kit's receiver stands in front of SeaweedFS and holds chosen uploads, read whole, until the
 // test releases them: after the run that sent them was SIGKILLed, after or before a newer run's
