@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Docs that run: every ```toml example in README.md and docs/ goes through `picomq-connect --check`.
+"""Docs that run: every ```toml example in README.md and docs/, and every definition shown in the
+Helm chart's values.yaml comments, goes through `picomq-connect --check`.
   - a sink definition (type = "sink", or a `path` naming a plugin) is checked as a file of a
     sinks directory, under a runtime config naming the build's plugins;
   - a runtime config ([broker] / [broker.embedded] / [sinks]) is checked as the runtime config, its
@@ -109,6 +110,30 @@ for rel in files:
             print(f"ok   {where}: a TOML expression the page explains (parsed only)")
             continue
         print(("ok   " if ok else "FAIL ") + f"{where} ({k})" + ("" if ok else "\n     | " + out.replace("\n", "\n     | ")))
+        if not ok:
+            failures.append(where)
+
+# The chart's values.yaml shows definitions in comments (`#  name.toml: |` and the TOML indented
+# under it): each is checked as a definition too.
+for values in sorted(glob.glob(os.path.join(ROOT, "deploy", "helm", "*", "values.yaml"))):
+    rel = os.path.relpath(values, ROOT)
+    lines = open(values).read().splitlines()
+    for i, l in enumerate(lines):
+        m = re.match(r"#(\s+)[\w.-]+\.toml: \|\s*$", l)
+        if not m:
+            continue
+        indent = len(m.group(1))
+        body = []
+        for nxt in lines[i + 1:]:
+            inner = re.match(r"#( *)(.*)$", nxt)
+            if not inner or (inner.group(2) and len(inner.group(1)) <= indent):
+                break
+            body.append(nxt[1 + indent + 2:] if inner.group(2) else "")
+        block = "\n".join(body).strip() + "\n"
+        where = f"{rel}:{i + 1}"
+        count += 1
+        ok, out = check_runtime(RUNTIME, [("example.toml", block)])
+        print(("ok   " if ok else "FAIL ") + f"{where} (definition in a comment)" + ("" if ok else "\n     | " + out.replace("\n", "\n     | ")))
         if not ok:
             failures.append(where)
 
