@@ -31,8 +31,20 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DEST
 install(FILES ${PICOMQ_RDKAFKA_ROOT}/LICENSES.txt DESTINATION ${PICOMQ_DOC_DIR} RENAME librdkafka-LICENSES.txt COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${PICOMQ_DOC_DIR} COMPONENT runtime
         FILES_MATCHING PATTERN "*.md" PATTERN "*.png")
+# The installed quickstart's runtime.toml without the source tree's plugin folders: the package's
+# plugin directory is searched by default.
+file(READ ${PROJECT_SOURCE_DIR}/examples/quickstart/runtime.toml picomq_quickstart)
+string(REGEX REPLACE "\n\\[plugins\\]\npath = [^\n]*\n"
+       "\n# [plugins]: none; the package's plugin directory (/usr/lib/picomq-connect/plugins) is searched by default.\n"
+       picomq_quickstart_installed "${picomq_quickstart}")
+if(picomq_quickstart_installed STREQUAL picomq_quickstart)
+  message(FATAL_ERROR "examples/quickstart/runtime.toml: no [plugins] path line to take out for the installed copy")
+endif()
+file(WRITE ${PROJECT_BINARY_DIR}/packaging/quickstart/runtime.toml "${picomq_quickstart_installed}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/quickstart/ DESTINATION ${CMAKE_INSTALL_DATADIR}/picomq-connect/quickstart
-        COMPONENT runtime)
+        COMPONENT runtime PATTERN runtime.toml EXCLUDE)
+install(FILES ${PROJECT_BINARY_DIR}/packaging/quickstart/runtime.toml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/picomq-connect/quickstart COMPONENT runtime)
 
 # The Python package beside Debian's python3 (the host embeds Debian's CPython 3.11 and finds it
 # on its default path), with _picomq_abi so the package also imports outside the host.
@@ -42,6 +54,40 @@ if(TARGET picomq_python_abi)
           DESTINATION ${PICOMQ_PYTHON_SITE} COMPONENT python PATTERN "__pycache__" EXCLUDE)
   install(TARGETS picomq_python_abi LIBRARY DESTINATION ${PICOMQ_PYTHON_SITE} COMPONENT python)
 endif()
+
+# Every package's /usr/share/doc/<package>/copyright (Debian Policy 12.5), written when the
+# component is installed (packaging/debian/copyright.py: picomq-connect's licence, librdkafka's
+# where it is linked statically, and the Rust crates linked into a cdylib, from cargo metadata after
+# the build). RDKAFKA names the file that links librdkafka; CRATES crate=file pairs.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+function(picomq_install_copyright component package)
+  cmake_parse_arguments(PARSE_ARGV 2 CR "" "RDKAFKA" "CRATES")
+  set(args --out "\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/doc/${package}/copyright")
+  if(CR_RDKAFKA)
+    list(APPEND args --rdkafka ${CR_RDKAFKA} --rdkafka-licenses ${PICOMQ_RDKAFKA_ROOT}/LICENSES.txt)
+  endif()
+  foreach(crate IN LISTS CR_CRATES)
+    list(APPEND args --crate ${crate})
+  endforeach()
+  if(CR_CRATES)
+    list(APPEND args --cargo ${PICOMQ_CARGO} --manifest ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml)
+  endif()
+  list(JOIN args "\" \"" quoted)
+  install(CODE "file(MAKE_DIRECTORY \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/doc/${package}\")
+    execute_process(COMMAND \"${Python3_EXECUTABLE}\" \"${PROJECT_SOURCE_DIR}/packaging/debian/copyright.py\" \"${quoted}\"
+                    COMMAND_ERROR_IS_FATAL ANY)" COMPONENT ${component} EXCLUDE_FROM_ALL)
+endfunction()
+set(picomq_plugins_path lib/picomq-connect/plugins)
+picomq_install_copyright(runtime picomq-connect RDKAFKA usr/bin/picomq-connect
+  CRATES picomq-parquet=usr/${picomq_plugins_path}/libpicomq_parquet.so)
+picomq_install_copyright(python picomq-connect-python)
+picomq_install_copyright(sink-doris picomq-connect-sink-doris)
+picomq_install_copyright(sink-redshift picomq-connect-sink-redshift)
+picomq_install_copyright(sink-delta picomq-connect-sink-delta
+  CRATES picomq-delta-sink=usr/${picomq_plugins_path}/libpicomq_connector_delta_sink.so)
+picomq_install_copyright(sink-iceberg picomq-connect-sink-iceberg
+  CRATES picomq-iceberg-sink=usr/${picomq_plugins_path}/libpicomq_connector_iceberg_sink.so)
+picomq_install_copyright(dev picomq-connect-dev RDKAFKA usr/${CMAKE_INSTALL_LIBDIR}/picomq-sdk/librdkafka/*)
 
 set(CPACK_PACKAGE_NAME picomq-connect)
 set(CPACK_PACKAGE_VENDOR "picomq-connect")

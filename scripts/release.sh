@@ -5,13 +5,13 @@
 #   picomq-connect-sink-<heavy>_<v>_amd64.deb       doris, redshift, delta, iceberg
 #   picomq-connect-dev_<v>_amd64.deb                SDK, kit, CMake package, conformance suite
 #   picomq-connect-sink-<heavy>-<v>-linux-amd64.tar.gz (+ .sha256)  the heavy sinks as tarballs:
-#                                                   the .so, its doc page, the licence, SHA256SUMS
+#                                                   the .so, its doc page, the licence, its copyright, SHA256SUMS
 #   picomq_connect-<v>.tar.gz, picomq_connect-<v>-cp311-*.whl       the Python package
 #   picomq-connect-image-<v>.oci.tar / .docker.tar.gz  the image (light sinks in it)
 # Usage: scripts/release.sh [--out DIR] [--skip-build] [--no-image]
 #   --skip-build  use build/ as it is (CI: the test step built it)
 #   --no-image    everything but the image (no mmdebstrap / podman needed)
-# docs/install.md says how each one is installed.
+# docs/install.md says how each one is installed; its size table is rewritten from this build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$here/dist" build=1 image=1
@@ -50,7 +50,7 @@ for heavy in doris redshift delta iceberg; do
   dpkg-deb -x "$out/picomq-connect-sink-${heavy}_${version}_amd64.deb" "$stage/deb"
   mkdir "$stage/$name"
   cp "$stage/deb/usr/lib/picomq-connect/plugins/libpicomq_connector_${heavy}_sink.so" "$stage/$name/"
-  cp "$here/docs/sinks/$heavy.md" "$here/LICENSE" "$stage/$name/"
+  cp "$here/docs/sinks/$heavy.md" "$here/LICENSE" "$stage/deb/usr/share/doc/picomq-connect-sink-$heavy/copyright" "$stage/$name/"
   cat >"$stage/$name/README" <<TXT
 picomq-connect sink '$heavy' $version (sink ABI $(sed -n 's/^sink ABI: //p' < <("$here/build/bin/picomq-connect" --version)), linux amd64, Debian 12 libraries.
 Put libpicomq_connector_${heavy}_sink.so into a plugin directory of the runtime: the default one
@@ -93,5 +93,28 @@ if ((image)); then
 fi
 
 (cd "$out" && sha256sum -- * | grep -v ' SHA256SUMS$' >SHA256SUMS)
+# docs/install.md's size table: every artifact's size (and a package's installed size), from this build.
+python3 - "$out" "$here/docs/install.md" "$version" <<'PY'
+import glob, os, re, subprocess, sys
+out, doc, version = sys.argv[1:4]
+def human(n):
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{max(1, round(n / 2**10))} KB"
+rows = []
+for path in sorted(glob.glob(os.path.join(out, "*"))):
+    name = os.path.basename(path)
+    if name == "SHA256SUMS" or name.endswith(".sha256"):
+        continue
+    installed = ""
+    if name.endswith((".deb", ".ddeb")):
+        kib = subprocess.run(["dpkg-deb", "-f", path, "Installed-Size"], capture_output=True, text=True).stdout.strip()
+        installed = human(int(kib) * 1024) if kib.isdigit() else ""
+    rows.append(f"| `{name}` | {human(os.path.getsize(path))} | {installed} |")
+table = f"| Artifact ({version}) | Size | Installed |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+text = open(doc).read()
+new = re.sub(r"(<!-- BEGIN sizes: scripts/release.sh -->\n).*?(<!-- END sizes -->)", lambda m: m.group(1) + table + m.group(2), text, flags=re.S)
+if new == text and table not in text:
+    sys.exit(f"release: no size table markers in {doc}")
+open(doc, "w").write(new)
+PY
 phase "done in $((SECONDS - t_start)) s: $out"
 (cd "$out" && ls -l --block-size=K | awk 'NR > 1 { printf "  %8s  %s\n", $5, $9 }') >&2

@@ -76,22 +76,44 @@ def load_class(class_spec: str) -> type:
     return obj
 
 
+def _loadable(class_spec: str, python_path: list[str], virtualenv: str):
+    """The class and its best plane, as an instance would take them, without making one."""
+    _add_paths(python_path, virtualenv)
+    cls = load_class(class_spec)
+    plane = sink_data_plane_spec(cls).best_plane  # refuses what the runtime refuses, saying why
+    if plane is DataPlane.ARROW_BATCHES:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError as e:
+            raise ValueError(f"class: {class_spec} takes arrow_batches, but pyarrow cannot be imported ({e}); "
+                             "install it in the sink's virtualenv") from None
+    return cls, plane
+
+
+def check(class_spec: str, python_path: list[str], virtualenv: str) -> str:
+    """The plugin's validate() (and so `picomq-connect --check`): what starting the sink would refuse
+    before the class is called: python_path, virtualenv, the module's import, the class and its
+    planes. Imports the module (its top-level code runs, as at start); makes no instance. Returns the
+    problem as "<option>: <message>", or "" when there is none."""
+    try:
+        _loadable(class_spec, python_path, virtualenv)
+    except Exception as e:  # noqa: BLE001 - reported as the option's problem
+        message = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+        option = message.split(":", 1)[0]
+        return message if option in ("class", "python_path", "virtualenv") else f"class: {class_spec}: {message}"
+    return ""
+
+
 class Instance:
     """One sink instance: the user's object, its plane, and its writes."""
 
     def __init__(self, class_spec: str, options_json: str, python_path: list[str], virtualenv: str, complete):
-        _add_paths(python_path, virtualenv)
-        cls = load_class(class_spec)
-        spec = sink_data_plane_spec(cls)  # refuses what the runtime refuses, saying why
-        self.plane = spec.best_plane
+        cls, self.plane = _loadable(class_spec, python_path, virtualenv)
         self.plane_bit = _PLANE_BITS[self.plane]
         self.class_spec = class_spec
         if self.plane is DataPlane.ARROW_BATCHES:
-            try:
-                import pyarrow
-            except ImportError as e:
-                raise ValueError(f"{class_spec} takes arrow_batches, but pyarrow cannot be imported ({e}); "
-                                 "install it in the sink's virtualenv") from None
+            import pyarrow
+
             self._import_arrow = pyarrow.RecordBatch._import_from_c
         options = json.loads(options_json) if options_json else {}
         try:

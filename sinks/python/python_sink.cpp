@@ -354,6 +354,50 @@ PyObject* build_rows(const pmq_batch* batch, bool metadata, WriteCtx& ctx,
   return rows;
 }
 
+// The strings of a string-list option as a Python list (nullptr with a Python error set).
+PyObject* string_list(const pmq_host_api* host, const char* key) {
+  PyObject* list = PyList_New(0);
+  for (size_t i = 0, n = host->config_list_size(host->host_ctx, key); list && i < n; ++i) {
+    PyObject* item = PyUnicode_FromString(host->config_list_item(host->host_ctx, key, i));
+    if (!item || PyList_Append(list, item) != 0) Py_CLEAR(list);
+    Py_XDECREF(item);
+  }
+  return list;
+}
+
+// validate() (ABI 2.2; `picomq-connect --check` and before each open): the class imported as
+// open() would import it (python_path, virtualenv, the module, a BaseSink subclass whose planes
+// the runtime takes, pyarrow for an Arrow class), without calling it (_host.check).
+int python_validate(const pmq_host_api* host, const char*, char* errbuf, size_t errbuf_size) {
+  std::call_once(g_py_once, start_interpreter);
+  if (!g_py->error.empty()) {
+    fail(errbuf, errbuf_size, "class: " + g_py->error);
+    return 0;
+  }
+  const std::string class_spec = host->config_string(host->host_ctx, "class");
+  const char* venv =
+      host->config_has(host->host_ctx, "virtualenv") ? host->config_string(host->host_ctx, "virtualenv") : "";
+  std::string problem;
+  {
+    Gil gil;
+    PyObject* result = nullptr;
+    if (PyObject* path = string_list(host, "python_path")) {
+      result = PyObject_CallMethod(g_py->host_module, "check", "sOs", class_spec.c_str(), path, venv);
+      Py_DECREF(path);
+    }
+    if (!result) {
+      problem = "class: " + fetch_python_error();
+    } else {
+      if (const char* text = PyUnicode_AsUTF8(result)) problem = text;
+      else problem = "class: " + fetch_python_error();
+      Py_DECREF(result);
+    }
+  }
+  if (problem.empty()) return 1;
+  fail(errbuf, errbuf_size, problem);
+  return 0;
+}
+
 void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t errbuf_size) {
   std::call_once(g_py_once, start_interpreter);
   if (!g_py->error.empty()) {
@@ -378,13 +422,7 @@ void* python_open(const pmq_host_api* host, const char*, char* errbuf, size_t er
   std::string error;
   {
     Gil gil;
-    PyObject* path = PyList_New(0);
-    for (size_t i = 0, n = host->config_list_size(host->host_ctx, "python_path"); path && i < n; ++i) {
-      PyObject* item = PyUnicode_FromString(host->config_list_item(host->host_ctx, "python_path", i));
-      if (item) PyList_Append(path, item);
-      Py_XDECREF(item);
-    }
-    if (path) {
+    if (PyObject* path = string_list(host, "python_path")) {
       inst->py = PyObject_CallFunction(g_py->instance_type, "ssOsO", inst->class_spec.c_str(), options ? options : "{}",
                                        path, venv ? venv : "", g_py->complete_fn);
       Py_DECREF(path);
@@ -529,6 +567,7 @@ pmq_sink_plugin make_descriptor() {
   d.write_arrow = python_write_arrow;
   d.close = python_close;
   d.max_in_flight = kMaxInFlight;
+  d.validate = python_validate;
   return d;
 }
 

@@ -95,7 +95,8 @@ class JsonDecoder final : public PayloadDecoder {
       if (std::memchr(in.data(), 0, in.size()) == nullptr) {
         const std::string_view text(reinterpret_cast<const char*>(in.data()), in.size());
         try {
-          (void)nlohmann::json::parse(text);
+          // (Held in a variable: GCC's warn_unused_result ignores a cast to void.)
+          [[maybe_unused]] const auto grammatical = nlohmann::json::parse(text);
           // The same depth limit as simdjson's (its document counts as a level).
           if (nesting_depth(text) >= simdjson::DEFAULT_MAX_DEPTH) {
             error = std::string("payload is not valid JSON: ") + simdjson::error_message(simdjson::DEPTH_ERROR);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Debian packages in a clean Debian 12 root: mmdebstrap makes a minbase root (plus systemd
-# and procps, for `systemd-analyze verify` and the unit's /bin/kill), `apt-get install ./*.deb`
+# The Debian packages in a clean Debian 12 root: mmdebstrap makes a minbase root (plus systemd,
+# for `systemd-analyze verify`; no procps: the unit must not need it), `apt-get install ./*.deb`
 # installs every package of DIST with its dependencies from Debian, then in_debian_root.sh runs
 # the checks inside (mmdebstrap's hooks run in the root with /proc and /dev mounted).
 #   tests/packaging/debian_root_test.sh DIST
@@ -13,7 +13,7 @@ apt_cache="${PICOMQ_APT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/picomq/apt-archiv
 mkdir -p "$apt_cache"
 debs=("$dist"/*.deb)
 echo "installing ${#debs[@]} packages into a Debian 12 minbase root" >&2
-mmdebstrap --quiet --variant=minbase --include=ca-certificates,systemd,procps \
+mmdebstrap --quiet --variant=minbase --include=ca-certificates,systemd \
   --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
   --setup-hook="sync-in $apt_cache /var/cache/apt/archives/" \
   --customize-hook='mkdir -p "$1"/tmp/debs' \

@@ -17,6 +17,16 @@ for p in picomq-connect picomq-connect-python picomq-connect-sink-doris picomq-c
          picomq-connect-sink-delta picomq-connect-sink-iceberg picomq-connect-dev; do
   check "$p $v installed" sh -c "dpkg-query -W -f='\${Status} \${Version}' $p | grep -qx 'install ok installed $v'"
 done
+# Debian Policy 12.5: a copyright file per package; the Rust sinks' lists the crates linked into them.
+for p in picomq-connect picomq-connect-python picomq-connect-sink-doris picomq-connect-sink-redshift \
+         picomq-connect-sink-delta picomq-connect-sink-iceberg picomq-connect-dev; do
+  check "$p: /usr/share/doc/$p/copyright" grep -q '^License: Apache-2.0$' /usr/share/doc/$p/copyright
+done
+for p in picomq-connect-sink-delta picomq-connect-sink-iceberg picomq-connect; do
+  check "$p: its copyright lists the Rust crates linked in" grep -q '^ arrow-array [0-9.]*: ' /usr/share/doc/$p/copyright
+done
+check "picomq-connect: its copyright has librdkafka's licence" grep -q '^License: librdkafka$' /usr/share/doc/picomq-connect/copyright
+check "no procps in the root: the unit does without /bin/kill" sh -c "! dpkg-query -W -f='\${Status}' procps 2>/dev/null | grep -q 'install ok installed'"
 check "--version: $v, plugin directory /usr/lib/picomq-connect/plugins" sh -c \
   "picomq-connect --version | grep -qx 'picomq-connect $v' && picomq-connect --version | grep -q '^plugin directory: /usr/lib/picomq-connect/plugins '"
 check "binary stripped, debug symbols in -dbgsym" sh -c "! od -A n -c /usr/bin/picomq-connect | tr -d ' \\n' | grep -q debug_info"
@@ -32,6 +42,7 @@ for so in /usr/lib/picomq-connect/plugins/libpicomq_connector_*_sink.so; do
   check "plugin loads: $(basename "$so")" picomq-connect --describe-plugin "$so"
 done
 
+check "the installed quickstart names no source-tree plugin folder" sh -c "! grep -q 'build/plugins' /usr/share/picomq-connect/quickstart/runtime.toml"
 # The quickstart, as the service's user: 10 records as JSON lines.
 runuser -u picomq-connect -- picomq-connect --config /usr/share/picomq-connect/quickstart/runtime.toml --stop-after 4s \
   >/tmp/quickstart.out 2>/tmp/quickstart.err
