@@ -60,6 +60,14 @@ def with_plugins(runtime_text):
         return re.sub(r"^\[plugins\]\n(path\s*=\s*\[)", lambda m: f'[plugins]\n{m.group(1)}"{PLUGINS}", ', runtime_text, flags=re.M)
     return runtime_text + f'\n[plugins]\npath = ["{PLUGINS}"]\n'
 
+def python_module_only(block, out):
+    """A Python sink's example: --check imports its class (the reader's module, not in this tree),
+    so the errors about where the class comes from are expected; any other error still fails."""
+    if not re.search(r'^path\s*=\s*"libpicomq_connector_python_sink"', block, re.M):
+        return False
+    errors = [l for l in out.splitlines() if l.startswith("error:")]
+    return bool(errors) and all(re.search(r"key 'plugin_config\.(class|python_path|virtualenv)'", l) for l in errors)
+
 def replace_plugin_config(definition, fragment):
     head = re.split(r"^\[plugin_config", definition, maxsplit=1, flags=re.M)[0]
     return head.rstrip() + "\n\n" + fragment
@@ -95,6 +103,9 @@ for rel in files:
         if k == "definition":
             first_definition = first_definition or block
             ok, out = check_runtime(RUNTIME, [("example.toml", block)])
+            if not ok and python_module_only(block, out):
+                print(f"ok   {where} (definition; its Python module is the reader's, not here)")
+                continue
         elif k == "runtime":
             # A part of a runtime config (the page shows the tables it is about): the rest added.
             full = block if re.search(r"^\[sinks\]", block, re.M) else block + '\n[sinks]\ndir = "sinks.d"\n'
