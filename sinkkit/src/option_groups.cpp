@@ -114,6 +114,41 @@ OptionGroup<BatchingSettings> batching_options(std::chrono::milliseconds commit_
   };
 }
 
+OptionGroup<RequestSettings> request_options(const RequestOptionDefaults& d) {
+  const std::string items(d.items), item(d.item), request(d.request);
+  const uint64_t limit = d.max_request_bytes_limit;
+  const std::string limit_text(d.limit_text);
+  return OptionGroup<RequestSettings>{
+      "",
+      option("max_request_bytes", &RequestSettings::max_request_bytes)
+          .fallback(d.max_request_bytes)
+          .check([limit, limit_text](const ByteSize& b) -> std::optional<std::string> {
+            if (limit != 0 && (b.bytes == 0 || b.bytes > limit)) return "must be between 1 B and " + limit_text;
+            return std::nullopt;
+          })
+          .help("Largest " + request +
+                " body before compression; a batch is cut into as many requests as it takes (a " + item +
+                " larger than this goes alone)." + (d.bytes_note.empty() ? "" : " " + std::string(d.bytes_note))),
+      option(std::string(d.records_key), &RequestSettings::max_request_records)
+          .fallback(d.max_request_records)
+          .check(at_least(1))
+          .help("Most " + items + " in one " + request +
+                (d.records_note.empty() ? "" : " (" + std::string(d.records_note) + ")") + "."),
+      option("max_in_flight", &RequestSettings::max_in_flight)
+          .fallback(d.max_in_flight)
+          .check(at_least(1))
+          .help(d.in_flight_help.empty()
+                    ? "Requests on the wire at once (and batches of a block pending); offsets still "
+                      "commit in order."
+                    : std::string(d.in_flight_help)),
+      option("retry_timeout", &RequestSettings::retry_timeout)
+          .fallback(d.retry_timeout)
+          .help("How long a " + request + " refused as transient (" + std::string(d.transient) +
+                ") is resent here, back-off 200 ms to 5 s with jitter (at least the server's Retry-After), before the "
+                "write fails and the runtime's retry takes over. 0: not resent here."),
+  };
+}
+
 void validate_auth(const sdk::Config& config, sdk::ConfigProblems& problems) {
   const std::string type = config.string("auth");
   struct Need {

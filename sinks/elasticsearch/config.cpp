@@ -120,24 +120,15 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Elasticsearch 8 / 9 REST compatibility: 7 or 8 sends Accept and Content-Type "
                 "application/vnd.elasticsearch+json;compatible-with=N. 0: plain JSON media types (OpenSearch, "
                 "Elasticsearch 7 and 8)."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{5u << 20})
-          .help("Largest _bulk body before compression; a batch is cut into as many requests as it takes (a "
-                "document larger than this goes alone). Keep it below the cluster's http.max_content_length."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(1000)
-          .check(kit::at_least(1))
-          .help("Most documents in one _bulk request."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(4)
-          .check(kit::at_least(1))
-          .help("_bulk requests on the wire at once (and batches of a block pending); offsets still commit in "
-                "order."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long items refused as transient (429, es_rejected_execution_exception, 5xx, transport "
-                "errors) are resent here, only those items, back-off 200 ms to 5 s with jitter, before the write "
-                "fails and the runtime's retry takes over. 0: not resent here."),
+      kit::group(&Settings::requests,
+                 kit::request_options({.max_request_bytes = kit::ByteSize{5u << 20},
+                                       .max_request_records = 1000,
+                                       .items = "documents",
+                                       .item = "document",
+                                       .request = "_bulk request",
+                                       .transient = "429, es_rejected_execution_exception, 5xx, transport errors; "
+                                                    "only the refused items",
+                                       .bytes_note = "Keep it below the cluster's http.max_content_length."})),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
       kit::group(&Settings::auth, kit::auth_options()),

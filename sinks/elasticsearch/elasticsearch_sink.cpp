@@ -64,7 +64,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     const es::Settings& s = plan_->settings;
     encoder_ = std::make_unique<es::BulkEncoder>(s, plan_->routing_path);
     if (s.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(s.max_in_flight));
+    declare_max_in_flight(static_cast<uint32_t>(s.requests.max_in_flight));
     if (s.compatible_with) {
       const std::string v = std::to_string(s.compatible_with);
       accept_ = "application/vnd.elasticsearch+json; compatible-with=" + v;
@@ -73,13 +73,14 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     }
 
     kit::HttpClientOptions client = kit::client_options(s.http, s.tls, s.auth);
-    client.max_in_flight = static_cast<size_t>(s.max_in_flight) + 1;  // +1: an index lookup beside a full window
+    client.max_in_flight =
+        static_cast<size_t>(s.requests.max_in_flight) + 1;  // +1: an index lookup beside a full window
     client.max_response_body = 64u << 20;
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
     engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
-                                           {.retry_timeout = s.retry_timeout,
+                                           {.retry_timeout = s.requests.retry_timeout,
                                             .destination = "the cluster",
                                             .items = "documents",
                                             .written_counter = "documents"});
@@ -99,7 +100,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
       job->index = indexes_->get(raw.topic).name;  // throws an SDK outcome when it cannot be prepared
       job->items = std::move(plan.items);
       job->renderer.emplace(encoder_->begin(raw, job->index));
-      job->limits = {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
+      job->limits = plan_->settings.requests.limits();
     }
     engine_->submit(job, job->items.size());
     return job->result();
@@ -296,7 +297,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     log(sdk::LogLevel::Info, "connected to " + server_ + " at " + kit::redact_url(plan_->base_url) + ": index " +
                                  plan_->settings.index + ", action " +
                                  std::string(es::to_string(plan_->settings.action)) + ", " +
-                                 std::to_string(plan_->settings.max_in_flight) + " requests in flight");
+                                 std::to_string(plan_->settings.requests.max_in_flight) + " requests in flight");
   }
 
   std::unique_ptr<es::Plan> plan_;

@@ -39,14 +39,8 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(true)
           .help("JSON bodies: each record as {pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, "
                 "pico_headers, payload}. Off: the payload alone."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{1 << 20})
-          .help("Largest request body before compression; a batch is cut into as many requests as it takes (a "
-                "record larger than this is sent alone)."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(500)
-          .check(kit::at_least(1))
-          .help("Most records in one request."),
+      kit::group(&Settings::requests,
+                 kit::request_options({.max_request_bytes = kit::ByteSize{1u << 20}, .max_request_records = 500})),
       kit::option("success_statuses", &Settings::success_statuses)
           .fallback(std::vector<std::string>{"2xx"})
           .help("Statuses that mean written: codes (200), classes (2xx), ranges (200-204). A 2xx outside them is "
@@ -60,15 +54,6 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them; send them (null payload); or send DELETE <url>/<key> (a "
                 "tombstone without a key is refused)."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(4)
-          .check(kit::at_least(1))
-          .help("Requests on the wire at once (and batches of a block pending); offsets still commit in order."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a request refused with 408, 429, 5xx or a transport error is resent here (back-off 200 ms "
-                "to 5 s with jitter, at least the server's Retry-After) before the write fails and the runtime's "
-                "retry takes over. 0: not resent here."),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
       kit::group(&Settings::auth, kit::auth_options()),

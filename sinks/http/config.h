@@ -29,13 +29,10 @@ struct Settings {
   BodyFormat body = BodyFormat::Ndjson;
   std::optional<std::string> content_type;
   bool include_metadata = true;
-  kit::ByteSize max_request_bytes{};
-  int64_t max_request_records = 0;
+  kit::RequestSettings requests;  // max_request_bytes, max_request_records, max_in_flight, retry_timeout
   std::vector<std::string> success_statuses;
   std::string idempotency_header;
   Tombstones tombstones = Tombstones::Skip;
-  int64_t max_in_flight = 0;
-  std::chrono::milliseconds retry_timeout{};
   kit::HttpSettings http;
   kit::TlsSettings tls;
   kit::AuthSettings auth;

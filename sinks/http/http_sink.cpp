@@ -64,21 +64,21 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
     writer_ = kit::RecordJsonWriter(
         {.layout = settings_.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
     if (!settings_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(settings_.max_in_flight));
+    declare_max_in_flight(static_cast<uint32_t>(settings_.requests.max_in_flight));
 
     kit::HttpClientOptions client = kit::client_options(settings_.http, settings_.tls, settings_.auth);
-    client.max_in_flight = static_cast<size_t>(settings_.max_in_flight);
+    client.max_in_flight = static_cast<size_t>(settings_.requests.max_in_flight);
     client.secrets.insert(client.secrets.end(), plan->secrets.begin(), plan->secrets.end());
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!settings_.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     if (settings_.auth.type == kit::AuthType::OAuth2ClientCredentials)
       oauth_ = std::make_unique<kit::OAuth2ClientCredentials>(client, kit::oauth2_settings(settings_.auth));
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
-    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
-                                           {.retry_timeout = settings_.retry_timeout, .destination = "the endpoint"});
+    engine_ = kit::RequestEngine::for_host(
+        host(), *client_, rules_, {.retry_timeout = settings_.requests.retry_timeout, .destination = "the endpoint"});
     log(sdk::LogLevel::Info, "http sink: " + std::string(hs::method_name(settings_.method)) + " " +
-                                 kit::redact_url(settings_.url) + ", " + std::to_string(settings_.max_in_flight) +
-                                 " requests in flight");
+                                 kit::redact_url(settings_.url) + ", " +
+                                 std::to_string(settings_.requests.max_in_flight) + " requests in flight");
   }
 
   sdk::Pending write_batch(const sdk::Batch& batch) {
@@ -98,8 +98,7 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       job->records.push_back(index);
     }
     job->framing = hs::framing(settings_.body);
-    job->limits = hs::limits(settings_.body,
-                             {settings_.max_request_bytes.bytes, static_cast<size_t>(settings_.max_request_records)});
+    job->limits = hs::limits(settings_.body, settings_.requests.limits());
     engine_->submit(job, in_bodies, std::move(deletes));
     return job->result();
   }

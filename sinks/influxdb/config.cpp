@@ -116,24 +116,16 @@ const kit::OptionTable<Settings>& option_table() {
           .help("JSON numbers as fields: auto = integers as integers (i; above 2^63-1 as unsigned u on v2 / v3, as "
                 "float on v1), others as floats; float = every number as a float (a field that is sometimes 1 and "
                 "sometimes 1.5 then never conflicts)."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{8u << 20})
-          .help("Largest write body before compression; a batch is cut into as many requests as it takes (a line "
-                "larger than this goes alone). 413 answers are split further."),
-      kit::option("max_request_lines", &Settings::max_request_lines)
-          .fallback(5000)
-          .check(kit::at_least(1))
-          .help("Most lines (points) in one write request (InfluxDB's advice: 5000)."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(4)
-          .check(kit::at_least(1))
-          .help("Write requests on the wire at once (and batches of a block pending); offsets still commit in "
-                "order."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a write refused as transient (429, 503 with Retry-After, other 5xx, transport errors) is "
-                "resent here, back-off 200 ms to 5 s with jitter, before the write fails and the runtime's retry "
-                "takes over. 0: not resent here."),
+      kit::group(&Settings::requests,
+                 kit::request_options({.max_request_bytes = kit::ByteSize{8u << 20},
+                                       .max_request_records = 5000,
+                                       .records_key = "max_request_lines",
+                                       .items = "lines (points)",
+                                       .item = "line",
+                                       .request = "write request",
+                                       .transient = "429, 503 with Retry-After, other 5xx, transport errors",
+                                       .bytes_note = "413 answers are split further.",
+                                       .records_note = "InfluxDB's advice: 5000"})),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
       kit::group(&Settings::auth, kit::auth_options()),

@@ -36,10 +36,7 @@ struct Settings {
   Precision timestamp_unit = Precision::Ms;
   Precision precision = Precision::Ms;
   Numbers numbers = Numbers::Auto;
-  kit::ByteSize max_request_bytes{};
-  int64_t max_request_lines = 0;
-  int64_t max_in_flight = 0;
-  std::chrono::milliseconds retry_timeout{};
+  kit::RequestSettings requests;  // max_request_bytes, max_request_lines, max_in_flight, retry_timeout
   kit::HttpSettings http;
   kit::TlsSettings tls;
   kit::AuthSettings auth;

@@ -57,20 +57,22 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     const bool headers_read = !s.tag_headers.empty() || std::find(s.metadata_fields.begin(), s.metadata_fields.end(),
                                                                   "pico_headers") != s.metadata_fields.end();
     if (!headers_read) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(s.max_in_flight));
+    declare_max_in_flight(static_cast<uint32_t>(s.requests.max_in_flight));
 
     kit::HttpClientOptions client = kit::client_options(s.http, s.tls, s.auth);
     if (!s.token.empty()) {
       // 2.x: "Token"; 3.x documents "Bearer" (and takes "Token" too).
       client.auth = kit::ApiKeyAuth{"Authorization", (s.api == influx::Api::V3 ? "Bearer " : "Token ") + s.token};
     }
-    client.max_in_flight = static_cast<size_t>(s.max_in_flight);
+    client.max_in_flight = static_cast<size_t>(s.requests.max_in_flight);
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
-    engine_ = kit::RequestEngine::for_host(
-        host(), *client_, rules_,
-        {.retry_timeout = s.retry_timeout, .destination = "the server", .items = "lines", .written_counter = "points"});
+    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                           {.retry_timeout = s.requests.retry_timeout,
+                                            .destination = "the server",
+                                            .items = "lines",
+                                            .written_counter = "points"});
     // 1.x: 400 on a partial write; 2.x: 422 (the default table: Rejected); 3.x: 400.
     rules_.on(500, "retention policy not found", kit::Outcome::Fatal,
               "InfluxDB 1.x: the retention policy does not exist (configuration)");
@@ -93,7 +95,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     for (auto& [index, reason] : job->lines.refused) job->reject(index, reason);
     if (job->lines.skipped) count("skipped_tombstones", job->lines.skipped);
     if (!job->lines.refused.empty()) count("refused_records", job->lines.refused.size());
-    job->limits = {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_lines)};
+    job->limits = plan_->settings.requests.limits();
     engine_->submit(job, job->lines.lines.size());
     return job->result();
   }
@@ -210,7 +212,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
     log(sdk::LogLevel::Info, "connected to InfluxDB " + std::string(version ? *version : "(version not reported)") +
                                  " at " + kit::redact_url(plan_->base_url) + ": api " +
                                  std::string(influx::to_string(plan_->settings.api)) + ", " +
-                                 std::to_string(plan_->settings.max_in_flight) + " requests in flight");
+                                 std::to_string(plan_->settings.requests.max_in_flight) + " requests in flight");
   }
 
   std::unique_ptr<influx::Plan> plan_;

@@ -81,26 +81,21 @@ const kit::OptionTable<Settings>& option_table() {
           .help("API key (Authorization: Bearer). Needs the actions documents.add (and documents.delete with "
                 "tombstones = delete), tasks.get, indexes.get, indexes.create (create_index) and settings.update "
                 "(index_settings)."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{10u << 20})
-          .help("Largest request body before compression (one task); a batch is cut into as many as it takes. "
-                "Keep it below the server's --http-payload-size-limit (100 MB by default)."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(10000)
-          .check(kit::at_least(1))
-          .help("Most documents in one request (one task)."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(8)
-          .check(kit::at_least(1))
-          .help("Batches pending at once (their tasks enqueued and awaited together); offsets still commit in order."),
+      kit::group(&Settings::requests,
+                 kit::request_options({.max_request_bytes = kit::ByteSize{10u << 20},
+                                       .max_request_records = 10000,
+                                       .max_in_flight = 8,
+                                       .items = "documents",
+                                       .item = "document",
+                                       .transient = "429, 5xx, transport errors, a task failed as internal",
+                                       .bytes_note = "Each request is one task. Keep it below the server's "
+                                                     "--http-payload-size-limit (100 MB by default).",
+                                       .in_flight_help = "Batches pending at once (their tasks enqueued and awaited "
+                                                         "together); offsets still commit in order."})),
       kit::option("task_timeout", &Settings::task_timeout)
           .fallback(120s)
           .help("How long a task is awaited (polled with back-off, 10 ms to 1 s) before its write fails as maybe "
                 "written (the runtime retries it; the same ids are replaced)."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a request refused as transient (429, 5xx, transport errors, a task failed as internal) is "
-                "resent here, back-off 200 ms to 5 s, before the write fails and the runtime's retry takes over."),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
   };

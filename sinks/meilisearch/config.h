@@ -33,11 +33,8 @@ struct Settings {
   bool create_index = true;
   kit::JsonValue index_settings;
   std::optional<std::string> api_key;
-  kit::ByteSize max_request_bytes{};
-  int64_t max_request_records = 0;
-  int64_t max_in_flight = 0;
+  kit::RequestSettings requests;  // max_request_bytes, max_request_records, max_in_flight, retry_timeout
   std::chrono::milliseconds task_timeout{};
-  std::chrono::milliseconds retry_timeout{};
   kit::HttpSettings http;
   kit::TlsSettings tls;
 };

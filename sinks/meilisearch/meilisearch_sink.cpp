@@ -64,16 +64,18 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
     if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(s_.max_in_flight));
+    declare_max_in_flight(static_cast<uint32_t>(s_.requests.max_in_flight));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
     if (s_.api_key) client.auth = kit::BearerAuth{*s_.api_key};
-    client.max_in_flight = static_cast<size_t>(s_.max_in_flight) + 2;
+    client.max_in_flight = static_cast<size_t>(s_.requests.max_in_flight) + 2;
     client.max_response_body = 1u << 20;
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
-    engine_ = kit::RequestEngine::for_host(
-        host(), *client_, rules_,
-        {.retry_timeout = s_.retry_timeout, .destination = "Meilisearch", .items = "documents", .in_order = true});
+    engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                           {.retry_timeout = s_.requests.retry_timeout,
+                                            .destination = "Meilisearch",
+                                            .items = "documents",
+                                            .in_order = true});
     key_query_ = "?primaryKey=" + kit::percent_encode(s_.primary_key);
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         kit::NameTemplate::parse(s_.index).value(), kit::NamePolicy::Verbatim,
@@ -92,7 +94,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     if (!job->items.empty()) {
       job->index = indexes_->get(raw.topic).uid;  // throws an SDK outcome when it cannot be prepared
       job->json.emplace(writer_.begin(raw));
-      job->limits = {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)};
+      job->limits = s_.requests.limits();
     }
     // Runs of the same operation, in record order, each cut by the limits.
     std::vector<kit::RequestEngine::Segment> segments;
@@ -384,7 +386,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     if (c.outcome != kit::Outcome::Written)
       throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + with_hint(c).reason);
     log(sdk::LogLevel::Info, "connected to Meilisearch at " + kit::redact_url(s_.url) + ": index " + s_.index +
-                                 ", primary key " + s_.primary_key + ", " + std::to_string(s_.max_in_flight) +
+                                 ", primary key " + s_.primary_key + ", " + std::to_string(s_.requests.max_in_flight) +
                                  " batches in flight");
   }
 

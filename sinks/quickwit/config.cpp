@@ -120,28 +120,16 @@ const kit::OptionTable<Settings>& option_table() {
           })
           .help("A file holding Quickwit's index config as YAML (or JSON), e.g. the one given to `quickwit index "
                 "create --index-config`; read when the sink opens, used as index_config is (index_id replaced)."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{8u << 20})
-          .check([](const kit::ByteSize& b) -> std::optional<std::string> {
-            if (b.bytes == 0 || b.bytes > kMaxBody)
-              return std::string("must be between 1 B and 10 MiB (Quickwit's ingest limit)");
-            return std::nullopt;
-          })
-          .help(
-              "Largest ingest body; a batch is cut into as many requests as it takes. Quickwit takes at most 10 MiB."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(10000)
-          .check(kit::at_least(1))
-          .help("Most documents in one ingest request."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(4)
-          .check(kit::at_least(1))
-          .help("Ingest requests on the wire at once (and batches of a block pending); offsets still commit in order."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long requests refused as transient (429 rate limited or write-ahead log full, 503, 5xx, "
-                "transport errors) are resent here, back-off 200 ms to 5 s with jitter (at least Retry-After), before "
-                "the write fails and the runtime's retry takes over. 0: not resent here."),
+      kit::group(&Settings::requests,
+                 kit::request_options({.max_request_bytes = kit::ByteSize{8u << 20},
+                                       .max_request_records = 10000,
+                                       .items = "documents",
+                                       .item = "document",
+                                       .request = "ingest request",
+                                       .transient = "429 rate limited or write-ahead log full, 503, 5xx, transport "
+                                                    "errors",
+                                       .max_request_bytes_limit = kMaxBody,
+                                       .limit_text = "10 MiB (Quickwit's ingest limit)"})),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
       kit::group(&Settings::auth, kit::auth_options()),

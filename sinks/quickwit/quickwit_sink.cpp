@@ -65,14 +65,15 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
     if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(s_.max_in_flight));
+    declare_max_in_flight(static_cast<uint32_t>(s_.requests.max_in_flight));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, s_.auth);
-    client.max_in_flight = static_cast<size_t>(s_.max_in_flight) + 1;
+    client.max_in_flight = static_cast<size_t>(s_.requests.max_in_flight) + 1;
     client.max_response_body = 64u << 20;  // parse_failures quote the refused documents
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
     engine_ = kit::RequestEngine::for_host(
-        host(), *client_, rules_, {.retry_timeout = s_.retry_timeout, .destination = "Quickwit", .items = "documents"});
+        host(), *client_, rules_,
+        {.retry_timeout = s_.requests.retry_timeout, .destination = "Quickwit", .items = "documents"});
     write_path_ = write_path(s_);
     write_query_ = write_query(s_);
     index_config_ = index_config(s_);
@@ -107,7 +108,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
     if (!job->records.empty()) {
       job->index = indexes_->get(raw.topic).id;  // throws an SDK outcome when it cannot be prepared
       job->json.emplace(writer_.begin(raw));
-      job->limits = {s_.max_request_bytes.bytes, static_cast<size_t>(s_.max_request_records)};
+      job->limits = s_.requests.limits();
     }
     engine_->submit(job, job->records.size());
     return job->result();

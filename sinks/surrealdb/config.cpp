@@ -116,23 +116,11 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("token_refresh", &Settings::token_refresh)
           .fallback(30min)
           .help("auth = signin: sign in again after this long (keep it below the user's token / session duration)."),
-      kit::option("max_request_bytes", &Settings::max_request_bytes)
-          .fallback(kit::ByteSize{1u << 20})
-          .help("Largest request body (CBOR); a batch is cut into as many requests as it takes (a record larger than "
-                "this goes alone)."),
-      kit::option("max_request_records", &Settings::max_request_records)
-          .fallback(1000)
-          .check(kit::at_least(1))
-          .help("Most records in one request."),
-      kit::option("max_in_flight", &Settings::max_in_flight)
-          .fallback(4)
-          .check(kit::at_least(1))
-          .help("Requests on the wire at once (and batches of a block pending); offsets still commit in order."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a request that failed as transient (transaction conflict, timeout, 408, 429, 5xx, transport "
-                "errors) is resent here, back-off 200 ms to 5 s with jitter, before the write fails and the runtime's "
-                "retry takes over. 0: not resent here."),
+      kit::group(&Settings::requests,
+                 kit::request_options({.max_request_bytes = kit::ByteSize{1u << 20},
+                                       .max_request_records = 1000,
+                                       .transient = "transaction conflict, timeout, 408, 429, 5xx, transport errors",
+                                       .bytes_note = "Bodies are CBOR."})),
       kit::group(&Settings::http, kit::http_options()),
       kit::group(&Settings::tls, kit::tls_options()),
   };

@@ -35,10 +35,7 @@ struct Settings {
   std::string user;
   std::string password;
   std::chrono::milliseconds token_refresh{};
-  kit::ByteSize max_request_bytes{};
-  int64_t max_request_records = 0;
-  int64_t max_in_flight = 0;
-  std::chrono::milliseconds retry_timeout{};
+  kit::RequestSettings requests;  // max_request_bytes, max_request_records, max_in_flight, retry_timeout
   kit::HttpSettings http;
   kit::TlsSettings tls;
 };

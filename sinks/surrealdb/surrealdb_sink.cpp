@@ -62,16 +62,16 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     plan_ = std::make_unique<sr::Plan>(std::move(*plan));
     const sr::Settings& s = plan_->settings;
     encoder_ = std::make_unique<sr::Encoder>(s);
-    declare_max_in_flight(static_cast<uint32_t>(std::min<int64_t>(s.max_in_flight, max_in_flight)));
+    declare_max_in_flight(static_cast<uint32_t>(std::min<int64_t>(s.requests.max_in_flight, max_in_flight)));
     kit::HttpClientOptions client = kit::client_options(s.http, s.tls, kit::AuthSettings{});
-    client.max_in_flight = static_cast<size_t>(s.max_in_flight);  // a DEFINE waits for a free slot
+    client.max_in_flight = static_cast<size_t>(s.requests.max_in_flight);  // a DEFINE waits for a free slot
     client.max_response_body = 16u << 20;
     if (!s.password.empty()) client.secrets.push_back(s.password);
     client.log_error = [this](const std::string& m) { log(sdk::LogLevel::Error, m); };
     if (!s.tls.verify) log(sdk::LogLevel::Warn, "tls_verify is off: the server's certificate is not checked");
     client_ = std::make_unique<kit::HttpClient>(std::move(client));
     engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
-                                           {.retry_timeout = s.retry_timeout,
+                                           {.retry_timeout = s.requests.retry_timeout,
                                             .destination = "the server",
                                             .items = "records",
                                             .written_counter = "records"});
@@ -99,7 +99,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     job->table = tables_->get(raw.topic).name;  // throws an SDK outcome when it cannot be defined
     job->shape = encoder_->shape(plan);
     job->items = std::move(plan.items);
-    job->limits = {plan_->settings.max_request_bytes.bytes, static_cast<size_t>(plan_->settings.max_request_records)};
+    job->limits = plan_->settings.requests.limits();
     engine_->submit(job, job->items.size());
     return job->result();
   }
@@ -361,7 +361,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
                               (s.create_namespace ? "" : " (create_namespace is off)"));
       log(sdk::LogLevel::Info, "connected to SurrealDB at " + kit::redact_url(plan_->base_url) + ": namespace " + s.ns +
                                    ", database " + s.database + ", table " + s.table + ", " +
-                                   std::to_string(s.max_in_flight) + " requests in flight");
+                                   std::to_string(s.requests.max_in_flight) + " requests in flight");
       ready_ = true;
     }
   }

@@ -11,6 +11,8 @@
 //                                 oauth2_client_auth (basic | body)
 //   batching_options()  commit_interval, max_batch_bytes, max_batch_records (the accumulator's limits)
 //   document_option()   document = flat | envelope | payload (a record as one JSON document)
+//   request_options()   max_request_bytes, max_request_records, max_in_flight, retry_timeout (the
+//                       request engine's limits and resend time; defaults and wording per sink)
 // client_options() turns the first three into the HTTP client's options; validate_auth() checks
 // that the chosen auth type has what it needs (for a sink's validate()).
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/splitter.hpp"
 
 namespace picomq::kit {
 
@@ -54,6 +57,37 @@ struct BatchingSettings {
   ByteSize max_bytes{};
   int64_t max_records = 0;
 };
+
+// The request engine's settings (request_engine.hpp), read by request_options().
+struct RequestSettings {
+  ByteSize max_request_bytes{};
+  int64_t max_request_records = 0;
+  int64_t max_in_flight = 0;
+  std::chrono::milliseconds retry_timeout{};
+
+  // What the splitter cuts a batch's requests by.
+  SplitLimits limits() const { return {max_request_bytes.bytes, static_cast<size_t>(max_request_records)}; }
+};
+
+// What differs between the sinks on the engine: their defaults, what they send, what their
+// destination refuses as transient, and its limits.
+struct RequestOptionDefaults {
+  ByteSize max_request_bytes;
+  int64_t max_request_records = 0;
+  int64_t max_in_flight = 4;
+  std::chrono::milliseconds retry_timeout = std::chrono::seconds(30);
+  std::string_view records_key = "max_request_records";  // the key of the record limit (InfluxDB: max_request_lines)
+  std::string_view items = "records";                    // what a request carries: "documents", "lines (points)"
+  std::string_view item = "record";                      // one of them
+  std::string_view request = "request";                  // a request's name: "_bulk request", "write request"
+  std::string_view transient = "408, 429, 5xx, transport errors";  // the refusals resent here
+  std::string_view bytes_note = {};                                // a sentence after max_request_bytes' help
+  std::string_view records_note = {};                              // a parenthesis after max_request_records' help
+  std::string_view in_flight_help = {};                            // replaces max_in_flight's help
+  uint64_t max_request_bytes_limit = 0;                            // the destination's own limit (0: none)
+  std::string_view limit_text = {};                                // it in words: "10 MiB (Quickwit's ingest limit)"
+};
+OptionGroup<RequestSettings> request_options(const RequestOptionDefaults& defaults);
 
 const OptionGroup<HttpSettings>& http_options();
 const OptionGroup<TlsSettings>& tls_options();
