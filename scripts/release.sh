@@ -93,8 +93,10 @@ if ((image)); then
 fi
 
 (cd "$out" && sha256sum -- * | grep -v ' SHA256SUMS$' >SHA256SUMS)
-# docs/install.md's size table: every artifact's size (and a package's installed size), from this build.
-python3 - "$out" "$here/docs/install.md" "$version" <<'PY'
+# docs/install.md's size table: every artifact's size (and a package's installed size), written
+# only by a release's own build (--skip-build packs whatever build/ holds: the tests' build has
+# line tables only and unoptimized Rust plugins, whose sizes are not the release's).
+((build)) && python3 - "$out" "$here/docs/install.md" "$version" <<'PY'
 import glob, os, re, subprocess, sys
 out, doc, version = sys.argv[1:4]
 def human(n):

@@ -17,7 +17,8 @@
 
 #include "picomq/sink_abi.h"
 
-extern "C" PyObject* PyInit__picomq_abi(void);  // python/src/_picomq_abi.c, compiled in
+// python/src/_picomq_abi.c, compiled in; CPython names a module's init function PyInit_<module>.
+extern "C" PyObject* PyInit__picomq_abi(void);  // NOLINT(bugprone-reserved-identifier)
 
 namespace {
 
@@ -98,7 +99,8 @@ PyObject* py_complete(PyObject*, PyObject* args) {
     PyErr_Print();
     return nullptr;
   }
-  auto* ctx = reinterpret_cast<WriteCtx*>(static_cast<uintptr_t>(token));
+  // The token is the WriteCtx's address, passed through Python as an integer by submit().
+  auto* ctx = reinterpret_cast<WriteCtx*>(static_cast<uintptr_t>(token));  // NOLINT(performance-no-int-to-ptr)
   std::vector<std::pair<size_t, std::string>> rejected;
   std::string error = message ? message : "";
   if (PyList_Check(rejections)) {
@@ -480,8 +482,8 @@ pmq_write_status submit(Instance* inst, PyObject* data, std::unique_ptr<WriteCtx
   Py_DECREF(data);
   if (!r) return python_failure(inst, result, "cannot start the write");
   Py_DECREF(r);
-  (void)ctx.release();  // python_complete() deletes it
-  return PMQ_WRITE_PENDING;
+  (void)ctx.release();       // python_complete() deletes it
+  return PMQ_WRITE_PENDING;  // NOLINT(clang-analyzer-cplusplus.NewDeleteLeaks): owned by the loop now
 }
 
 pmq_write_status python_write_batch(void* instance, const pmq_batch* batch, pmq_write_result* result) {

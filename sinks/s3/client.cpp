@@ -262,7 +262,8 @@ void Client::check_conditional_writes() {
         "conditional_create: the store (" + where + ") " + what +
         ": it cannot refuse a killed run's upload that lands late, which could replace a committed object with "
         "another cut of its records. Use a store that honours If-None-Match (AWS S3, MinIO, SeaweedFS), or set "
-        "conditional_create = false to write without that protection (docs/sinks/s3.md, \"Behaviour under replay and crashes\")");
+        "conditional_create = false to write without that protection (docs/sinks/s3.md, \"Behaviour under replay and "
+        "crashes\")");
   };
   auto fails = [&](const kit::HttpResponse& r, const std::string& what) -> sdk::FatalError {
     if (r.status == 501 || r.status == 400)

@@ -165,11 +165,12 @@ TEST_F(Check, APythonSinksClassIsImportedAsAtStartAndEachProblemIsAtItsOption) {
 #endif
   constexpr const char* kPython = "libpicomq_connector_python_sink";
   const std::string module_dir = std::string(PICOMQ_SOURCE_DIR) + "/sinks/python/tests/python";
-  auto good = sink("good", kPython, "class = \"test_sinks:Batches\"\npython_path = [\"" + module_dir + "\"]\n");
+  auto good = sink("good", kPython, "class = \"test_sinks:Record\"\npython_path = [\"" + module_dir + "\"]\n");
   auto lost = sink("lost", kPython, "class = \"no_such_module:Sink\"\n");
   auto missing = sink("missing", kPython, "class = \"test_sinks:Batches\"\npython_path = [\"/nowhere/at/all\"]\n");
   auto not_a_sink = sink("plain", kPython, "class = \"json:JSONDecoder\"\n");
-  auto no_class = sink("noclass", kPython, "class = \"test_sinks:NoSuchClass\"\npython_path = [\"" + module_dir + "\"]\n");
+  auto no_class =
+      sink("noclass", kPython, "class = \"test_sinks:NoSuchClass\"\npython_path = [\"" + module_dir + "\"]\n");
   auto run = check();
   EXPECT_EQ(run.exit_code, 1) << run.err;
   EXPECT_TRUE(contains(run.out, "ok: " + good + " (sink 'good')\n")) << run.out << run.err;
@@ -177,14 +178,15 @@ TEST_F(Check, APythonSinksClassIsImportedAsAtStartAndEachProblemIsAtItsOption) {
                                     ":7:9: key 'plugin_config.class': cannot import module 'no_such_module': "
                                     "ModuleNotFoundError"))
       << run.err;
-  EXPECT_TRUE(contains(run.err, "error: " + missing +
-                                    ":8:15: key 'plugin_config.python_path': /nowhere/at/all is not a directory"))
+  EXPECT_TRUE(contains(
+      run.err, "error: " + missing + ":8:15: key 'plugin_config.python_path': /nowhere/at/all is not a directory"))
       << run.err;
   EXPECT_TRUE(contains(run.err, "error: " + not_a_sink +
                                     ":7:9: key 'plugin_config.class': 'json:JSONDecoder' is not a subclass of "
                                     "picomq_connect.BaseSink"))
       << run.err;
-  EXPECT_TRUE(contains(run.err, "error: " + no_class + ":7:9: key 'plugin_config.class': module 'test_sinks' (")) << run.err;
+  EXPECT_TRUE(contains(run.err, "error: " + no_class + ":7:9: key 'plugin_config.class': module 'test_sinks' ("))
+      << run.err;
   EXPECT_TRUE(contains(run.err, "has no 'NoSuchClass'")) << run.err;
 }
 
