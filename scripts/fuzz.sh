@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan, build-fuzz/) and runs each for
+# Builds the libFuzzer targets (clang, ASan + UBSan, build-asan-ubsan/: the tree scripts/sanitize.sh
+# builds its ASan+UBSan check in) and runs each for
 # FUZZ_SECONDS (default 15: the CI smoke; a real session is e.g. FUZZ_SECONDS=1800) on a
 # scratch copy of its seed corpus. Exits non-zero when a target finds a crash; the crashing
-# input is kept in build-fuzz/artifacts/. Targets and corpora: fuzz/README.md.
+# input is kept in build-asan-ubsan/artifacts/. Targets and corpora: fuzz/README.md.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${FUZZ_SECONDS:-15}"
-build="$here/build-fuzz"
+build="$here/build-asan-ubsan"  # shared with scripts/sanitize.sh's ASan+UBSan check: one cold build
 source "$here/scripts/compiler-cache.sh"  # compiler_launcher: through ccache (the build was cold in every clone)
+source "$here/scripts/sanitizer-build.sh"  # sanitizer_configure: clang, OSS-Fuzz's -O1 and line tables
 
-# OSS-Fuzz's flags: -O1 and line tables only (at -O2 -g a new machine spent ~15 CPU-minutes on
-# this build: ASan, UBSan and the coverage instrumentation multiply the optimizer's work).
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${compiler_launcher[@]}" \
-  -DPICOMQ_FUZZ=ON -DPICOMQ_SANITIZE=address -DBUILD_TESTING=OFF >/dev/null
+mkdir -p "$build"
+sanitizer_configure "$build" address,undefined >"$build/fuzz-configure.log" 2>&1 || { cat "$build/fuzz-configure.log" >&2; exit 1; }
 targets=(fuzz_transform_config fuzz_transform_apply fuzz_destination_template
          fuzz_decoder_json fuzz_decoder_text fuzz_decoder_proto fuzz_decoder_flatbuffer fuzz_decoder_avro)
 cmake --build "$build" --target "${targets[@]}"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sanitizer check of the plugin boundary and the commit rules: builds runtime_test, sdk_test,
 # arrow_test, delivery_test and the sink plugins runtime_test loads (testkit variants, stdout, the
-# examples) in one Debug build carrying ASan + LeakSanitizer and UBSan, build-asan-ubsan/
+# examples) in one clang build carrying ASan + LeakSanitizer and UBSan, build-asan-ubsan/
 # (-DPICOMQ_SANITIZE=address,undefined: one cold build instead of two on a fresh machine; each
-# also runs alone: `scripts/sanitize.sh address`, `undefined`), and runs PluginCycles* (load/open/write/close/unload cycles on every
+# also runs alone: `scripts/sanitize.sh address`, `undefined`; the fuzz targets share this tree,
+# scripts/sanitizer-build.sh), and runs PluginCycles* (load/open/write/close/unload cycles on every
 # plane, failing outcomes, refused opens and plugins), PluginHost*, PluginOptions*, Decoder*, sdk_test,
 # arrow_test (Arrow export/release) and delivery_test (delivery window, committer, retries). A
 # third build, build-tsan/ (thread: TSan), runs delivery_test: completions from other threads,
@@ -62,12 +63,13 @@ canary() {
       undefined) printf '#include <limits.h>\nint main(int c, char **v) { int x = INT_MAX; (void)v; x += c; return x == 0; }\n' ;;
       thread) printf '#include <pthread.h>\nint n;\nvoid *run(void *a) { (void)a; n++; return 0; }\nint main(void) { pthread_t t; pthread_create(&t, 0, run, 0); n++; pthread_join(t, 0); return 0; }\n' ;;
     esac >"$src"
-    cc -g -fsanitize="$san" -fno-omit-frame-pointer "$src" -o "$bin" -lpthread || return 1
+    clang -g -fsanitize="$san" -fno-omit-frame-pointer "$src" -o "$bin" -lpthread || return 1
     ! ("$bin" >"$bin.log" 2>&1; exit $?) 2>/dev/null && grep -qE 'ERROR: LeakSanitizer|runtime error|WARNING: ThreadSanitizer' "$bin.log" || return 1
   done
 }
 
 source "$here/scripts/compiler-cache.sh"
+source "$here/scripts/sanitizer-build.sh"  # sanitizer_configure: clang, -O1, line tables, assertions on
 
 for san in "${sanitizers[@]}"; do
   case "$san" in
@@ -81,11 +83,7 @@ for san in "${sanitizers[@]}"; do
   echo "== $san: $dir"
   t0=$(now)
   mkdir -p "$dir"
-  # Debug (assertions on), with line tables only (-g1): the reports' file:line, without the
-  # full debug info's share of a cold build.
-  if ! cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPICOMQ_SANITIZE="$san" "${compiler_launcher[@]}" \
-    -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-    >"$dir/sanitize-configure.log" 2>&1; then
+  if ! sanitizer_configure "$dir" "$san" >"$dir/sanitize-configure.log" 2>&1; then
     cat "$dir/sanitize-configure.log" >&2
     echo "!! configure failed" >&2
     exit 1
