@@ -13,6 +13,7 @@
 
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
+#include "decoders/payload_decoder.h"
 #include "picomq/kit/plugin_options.hpp"
 #include "runtime/config_check.h"
 #include "runtime/ops/ops_module.h"
@@ -59,7 +60,7 @@ int describe_plugin(const std::filesystem::path& file) {
 // starting it would refuse before consuming anything: the plugin, and its [plugin_config]
 // against the plugin's option table and validate(). Nothing connects anywhere.
 int check(const picomq::config::RuntimeConfig& config, const picomq::config::EnvLookup& env) {
-  auto dir = picomq::config::load_sink_directory(config.sinks_dir, env);
+  auto dir = picomq::config::load_sink_directory(config.sinks_dir, env, picomq::decoders::compile_block_schema);
   std::vector<picomq::config::ConfigError> errors = std::move(dir.errors);
   std::vector<std::string> ok;
   for (const auto& d : dir.definitions) {

@@ -11,7 +11,6 @@
 #include "config/file_text.h"
 #include "config/names.h"
 #include "config/toml_reader.h"
-#include "decoders/schema_decoder_module.h"
 #include "picomq/kit/arrow_export.hpp"
 
 namespace picomq::config {
@@ -209,11 +208,12 @@ std::vector<std::string> resolved_list(TableReader& r, std::string_view key, con
   return out;
 }
 
-// Reads and validates the schema keys of a block: every file must exist and compile, the
-// message / root type must exist, the Avro schema must parse, the registry URL must be well
-// formed. Errors name the file and the compiler's reason (protoc's file:line:column).
+// Reads and validates the schema keys of a block (which are set, with which schema, paths resolved),
+// then, when they read without error, has `compile_schema` compile the schema: a problem is an
+// error at the key it names (files that do not exist or compile, a message / root type that is not
+// there, an Avro schema that does not parse, a registry URL that is not sound).
 void read_schema_keys(TableReader& r, const toml::table& table, const toml::node* schema_node, TopicsBlock& block,
-                      const std::filesystem::path& base_dir) {
+                      const std::filesystem::path& base_dir, const SchemaCompiler& compile_schema) {
   const std::size_t errors_before = r.diagnostics().count();
   for (const auto& [key, schema] : kSchemaKeys) {
     const toml::node* n = table.get(key);
@@ -236,12 +236,10 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
     return value;
   };
 
-  // The schema decoders' module, loaded when a block first needs it; null when it cannot be (reported).
-  auto decoder_module = [&]() -> const decoders::SchemaDecoderModule* {
-    std::string error;
-    const auto* module = decoders::schema_decoder_module(error);
-    if (!module) r.error(schema_at, "schema", error);
-    return module;
+  // Once the keys read cleanly: compiled by the decoders' side, the problem placed at its key.
+  auto compile = [&] {
+    if (r.diagnostics().count() != errors_before || !compile_schema) return;
+    if (auto problem = compile_schema(block)) r.error(at(problem->key), problem->key, problem->message);
   };
 
   switch (block.schema) {
@@ -283,21 +281,7 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       if (!table.get("proto_message") && (files || set))
         r.error(schema_at, "schema",
                 "schema = \"proto\" needs 'proto_message', the fully qualified message type (e.g. \"shop.v1.Order\")");
-      if (r.diagnostics().count() != errors_before) return;
-      decoders::ProtoOptions options;
-      options.files = block.proto_files;
-      options.include_paths = block.proto_include_paths;
-      options.descriptor_set = block.proto_descriptor_set.value_or("");
-      options.message = block.proto_message;
-      const auto* module = decoder_module();
-      if (!module) return;
-      std::string error;
-      if (!module->compile_proto(options, error)) {
-        const std::string_view key = error.rfind("message type", 0) == 0 ? "proto_message"
-                                     : set                               ? "proto_descriptor_set"
-                                                                         : "proto_files";
-        r.error(at(key), key, error);
-      }
+      compile();
       return;
     }
 
@@ -307,20 +291,7 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       block.flatbuffer_include_paths = resolved_list(r, "flatbuffer_include_paths", base_dir);
       if (!table.get("flatbuffer_schema"))
         r.error(schema_at, "schema", "schema = \"flatbuffer\" needs 'flatbuffer_schema' (a .fbs or .bfbs file)");
-      if (r.diagnostics().count() != errors_before) return;
-      decoders::FlatbufferOptions options;
-      options.schema = block.flatbuffer_schema;
-      options.root_type = block.flatbuffer_root_type;
-      options.include_paths = block.flatbuffer_include_paths;
-      const auto* module = decoder_module();
-      if (!module) return;
-      std::string error;
-      if (!module->compile_flatbuffer(options, error)) {
-        const std::string_view key = error.rfind("root type", 0) == 0 && table.get("flatbuffer_root_type")
-                                         ? "flatbuffer_root_type"
-                                         : "flatbuffer_schema";
-        r.error(at(key), key, error);
-      }
+      compile();
       return;
     }
 
@@ -358,34 +329,15 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
         else if (!json && !path)
           r.error(schema_at, "schema", "schema = \"avro\" needs 'avro_schema_json' or 'avro_schema_path'");
       }
-      if (r.diagnostics().count() != errors_before) return;
-      const auto* module = decoder_module();
-      if (!module) return;
-      std::string error;
-      if (block.avro_framing == TopicsBlock::AvroFraming::Registry) {
-        if (!module->create_registry(*block.avro_registry_url, error))
-          r.error(at("avro_registry_url"), "avro_registry_url", error);
-      } else if (block.avro_schema_json) {
-        if (!module->compile_avro(*block.avro_schema_json, error))
-          r.error(at("avro_schema_json"), "avro_schema_json", "invalid Avro schema: " + error);
-      } else {
-        std::string text;
-        if (auto read = detail::read_file_text(*block.avro_schema_path, &error)) text = std::move(*read);
-        else {
-          r.error(at("avro_schema_path"), "avro_schema_path", "'" + *block.avro_schema_path + "': " + error);
-          return;
-        }
-        if (!module->compile_avro(text, error))
-          r.error(at("avro_schema_path"), "avro_schema_path",
-                  "'" + *block.avro_schema_path + "': invalid Avro schema: " + error);
-      }
+      compile();
       return;
     }
   }
 }
 
 TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path, Diagnostics& diag,
-                               const EnvLookup& env, const std::filesystem::path& base_dir) {
+                               const EnvLookup& env, const std::filesystem::path& base_dir,
+                               const SchemaCompiler& compile_schema) {
   TableReader r(table, path, diag, env);
   TopicsBlock block;
   block.index = index;
@@ -435,7 +387,7 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
       block.schema = *it;
     }
   }
-  read_schema_keys(r, table, schema_node, block, base_dir);
+  read_schema_keys(r, table, schema_node, block, base_dir, compile_schema);
 
   if (auto n = r.integer("batch_length")) {
     if (*n < 1)
@@ -469,7 +421,7 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
 }
 
 SinkDefinitionResult parse_impl(std::string_view toml_text, const std::string& file_name, const EnvLookup& env,
-                                Positions* positions) {
+                                const SchemaCompiler& compile_schema, Positions* positions) {
   SinkDefinitionResult result;
   Diagnostics diag(file_name, result.errors);
   const std::filesystem::path base_dir = std::filesystem::path(file_name).parent_path();
@@ -533,7 +485,7 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, const std::string& f
       for (std::size_t i = 0; i < blocks->size(); ++i) {
         const toml::table& table = *blocks->get(i)->as_table();
         std::string path = detail::index_key("topics", i);
-        def.topics.push_back(parse_topics_block(table, static_cast<int>(i), path, diag, env, base_dir));
+        def.topics.push_back(parse_topics_block(table, static_cast<int>(i), path, diag, env, base_dir, compile_schema));
         if (positions) {
           if (const toml::node* group = table.get("consumer_group"))
             positions->groups.push_back({group->source(), path + ".consumer_group"});
@@ -594,7 +546,8 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, const std::string& f
   return result;
 }
 
-SinkDefinitionResult load_impl(const std::filesystem::path& file, const EnvLookup& env, Positions* positions) {
+SinkDefinitionResult load_impl(const std::filesystem::path& file, const EnvLookup& env,
+                               const SchemaCompiler& compile_schema, Positions* positions) {
   std::string problem;
   auto text = detail::read_file_text(file, &problem);
   if (!text) {
@@ -602,21 +555,23 @@ SinkDefinitionResult load_impl(const std::filesystem::path& file, const EnvLooku
     result.errors.push_back(ConfigError{file.string(), 0, 0, "", problem});
     return result;
   }
-  return parse_impl(*text, file.string(), env, positions);
+  return parse_impl(*text, file.string(), env, compile_schema, positions);
 }
 
 }  // namespace
 
 SinkDefinitionResult parse_sink_definition(std::string_view toml_text, const std::string& file_name,
-                                           const EnvLookup& env) {
-  return parse_impl(toml_text, file_name, env, nullptr);
+                                           const EnvLookup& env, const SchemaCompiler& compile_schema) {
+  return parse_impl(toml_text, file_name, env, compile_schema, nullptr);
 }
 
-SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env) {
-  return load_impl(file, env, nullptr);
+SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env,
+                                          const SchemaCompiler& compile_schema) {
+  return load_impl(file, env, compile_schema, nullptr);
 }
 
-SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env) {
+SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env,
+                                  const SchemaCompiler& compile_schema) {
   SinkDirectory out;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
@@ -643,7 +598,7 @@ SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLoo
   std::map<std::string, std::string> group_owner;  // group id -> "file (key 'k')"
   for (const auto& file : files) {
     Positions positions;
-    auto result = load_impl(file, env, &positions);
+    auto result = load_impl(file, env, compile_schema, &positions);
     out.errors.insert(out.errors.end(), result.errors.begin(), result.errors.end());
     if (result.partial) out.rejected.push_back(std::move(*result.partial));
     if (!result.definition) continue;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +40,7 @@ struct TopicsBlock {
   Schema schema = Schema::Json;
   std::optional<std::string> avro_schema_json, avro_schema_path;  // the path resolved against the file's folder
   // Schema keys of proto / flatbuffer / avro (docs/decoders.md). Paths are resolved against the
-  // definition file's folder; each schema is compiled once at load time to validate it.
+  // definition file's folder; each schema is compiled once at load time to validate it (SchemaCompiler).
   std::vector<std::string> proto_files, proto_include_paths;
   std::optional<std::string> proto_descriptor_set;
   std::string proto_message;           // fully qualified
@@ -124,9 +125,21 @@ struct SinkDefinitionResult {
   std::optional<SinkDefinition> partial;
 };
 
+// A block's schema compiled, to validate it when the definition loads (proto, flatbuffer and avro;
+// json, raw and text have nothing to compile): decoders::compile_block_schema, on the decoders'
+// side, which this library does not link. It is called once the block's schema keys read without
+// error; a problem names the key it is about ("schema" for the block as a whole) and becomes an
+// error there. Without one the keys are read and checked, but no schema file is opened.
+struct SchemaProblem {
+  std::string key;
+  std::string message;
+};
+using SchemaCompiler = std::function<std::optional<SchemaProblem>(const TopicsBlock& block)>;
+
 SinkDefinitionResult parse_sink_definition(std::string_view toml_text, const std::string& file_name,
-                                           const EnvLookup& env);
-SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env);
+                                           const EnvLookup& env, const SchemaCompiler& compile_schema = {});
+SinkDefinitionResult load_sink_definition(const std::filesystem::path& file, const EnvLookup& env,
+                                          const SchemaCompiler& compile_schema = {});
 
 // All regular "*.toml" files of a directory (names starting with '.' are skipped), in name
 // order. A file with errors contributes its errors only. A sink whose key or one of whose
@@ -140,6 +153,7 @@ struct SinkDirectory {
   // group taken earlier. --check checks their plugins too, so a file's problems come in one pass.
   std::vector<SinkDefinition> rejected;
 };
-SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env);
+SinkDirectory load_sink_directory(const std::filesystem::path& dir, const EnvLookup& env,
+                                  const SchemaCompiler& compile_schema = {});
 
 }  // namespace picomq::config

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 
+#include "config/file_text.h"
 #include "decoders/schema_decoder_module.h"
 
 namespace picomq::decoders {
@@ -167,55 +166,22 @@ class FailingDecoder final : public PayloadDecoder {
   std::string error_;
 };
 
+// Compiles a block's schema through the module. A problem names the schema key it is about, in
+// the words a definition's error at that key uses (config::SchemaCompiler).
 class Factory final : public DecoderFactory {
  public:
   explicit Factory(const config::TopicsBlock& block) : schema_(block.schema) {
     if (schema_ == config::Schema::Json || schema_ == config::Schema::Raw || schema_ == config::Schema::Text) return;
-    module_ = schema_decoder_module(error_);
-    if (module_) compile(block);
-    if (!error_.empty())
-      error_ = "schema = \"" + std::string(config::to_string(block.schema)) + "\" no longer compiles: " + error_;
+    std::string error;
+    module_ = schema_decoder_module(error);
+    if (!module_) problem_ = config::SchemaProblem{"schema", error};
+    else compile(block);
+    if (problem_)
+      error_ =
+          "schema = \"" + std::string(config::to_string(block.schema)) + "\" no longer compiles: " + problem_->message;
   }
 
-  void compile(const config::TopicsBlock& block) {
-    switch (block.schema) {
-      case config::Schema::Json:
-      case config::Schema::Raw:
-      case config::Schema::Text: return;
-      case config::Schema::Proto: {
-        decoders::ProtoOptions o;
-        o.files = block.proto_files;
-        o.include_paths = block.proto_include_paths;
-        o.descriptor_set = block.proto_descriptor_set.value_or("");
-        o.message = block.proto_message;
-        o.int64_as_string = block.proto_int64_as_string;
-        o.json_names = block.proto_json_names;
-        proto_ = module_->compile_proto(o, error_);
-        break;
-      }
-      case config::Schema::Flatbuffer: {
-        decoders::FlatbufferOptions o;
-        o.schema = block.flatbuffer_schema;
-        o.root_type = block.flatbuffer_root_type;
-        o.include_paths = block.flatbuffer_include_paths;
-        flatbuffer_ = module_->compile_flatbuffer(o, error_);
-        break;
-      }
-      case config::Schema::Avro:
-        if (block.avro_framing == config::TopicsBlock::AvroFraming::Registry) {
-          registry_ = module_->create_registry(block.avro_registry_url.value_or(""), error_);
-        } else if (block.avro_schema_json) {
-          avro_ = module_->compile_avro(*block.avro_schema_json, error_);
-        } else {
-          std::ifstream in(block.avro_schema_path.value_or(""), std::ios::binary);
-          std::stringstream text;
-          text << in.rdbuf();
-          if (!in) error_ = "cannot read '" + block.avro_schema_path.value_or("") + "'";
-          else avro_ = module_->compile_avro(text.str(), error_);
-        }
-        break;
-    }
-  }
+  const std::optional<config::SchemaProblem>& problem() const { return problem_; }
 
   std::unique_ptr<PayloadDecoder> make() const override {
     if (!error_.empty()) return std::make_unique<FailingDecoder>(error_);
@@ -236,7 +202,64 @@ class Factory final : public DecoderFactory {
   const std::string& error() const override { return error_; }
 
  private:
+  void fail(std::string key, std::string message) {
+    problem_ = config::SchemaProblem{std::move(key), std::move(message)};
+  }
+
+  void compile(const config::TopicsBlock& block) {
+    std::string error;
+    switch (block.schema) {
+      case config::Schema::Json:
+      case config::Schema::Raw:
+      case config::Schema::Text: return;
+      case config::Schema::Proto: {
+        decoders::ProtoOptions o;
+        o.files = block.proto_files;
+        o.include_paths = block.proto_include_paths;
+        o.descriptor_set = block.proto_descriptor_set.value_or("");
+        o.message = block.proto_message;
+        o.int64_as_string = block.proto_int64_as_string;
+        o.json_names = block.proto_json_names;
+        proto_ = module_->compile_proto(o, error);
+        if (!proto_)
+          fail(error.rfind("message type", 0) == 0 ? "proto_message"
+               : block.proto_descriptor_set        ? "proto_descriptor_set"
+                                                   : "proto_files",
+               error);
+        return;
+      }
+      case config::Schema::Flatbuffer: {
+        decoders::FlatbufferOptions o;
+        o.schema = block.flatbuffer_schema;
+        o.root_type = block.flatbuffer_root_type;
+        o.include_paths = block.flatbuffer_include_paths;
+        flatbuffer_ = module_->compile_flatbuffer(o, error);
+        if (!flatbuffer_)
+          fail(error.rfind("root type", 0) == 0 && !block.flatbuffer_root_type.empty() ? "flatbuffer_root_type"
+                                                                                       : "flatbuffer_schema",
+               error);
+        return;
+      }
+      case config::Schema::Avro:
+        if (block.avro_framing == config::TopicsBlock::AvroFraming::Registry) {
+          registry_ = module_->create_registry(block.avro_registry_url.value_or(""), error);
+          if (!registry_) fail("avro_registry_url", error);
+        } else if (block.avro_schema_json) {
+          avro_ = module_->compile_avro(*block.avro_schema_json, error);
+          if (!avro_) fail("avro_schema_json", "invalid Avro schema: " + error);
+        } else {
+          const std::string path = block.avro_schema_path.value_or("");
+          auto text = config::detail::read_file_text(path, &error);
+          if (!text) fail("avro_schema_path", "'" + path + "': " + error);
+          else if (avro_ = module_->compile_avro(*text, error); !avro_)
+            fail("avro_schema_path", "'" + path + "': invalid Avro schema: " + error);
+        }
+        return;
+    }
+  }
+
   config::Schema schema_;
+  std::optional<config::SchemaProblem> problem_;
   std::string error_;
   const SchemaDecoderModule* module_ = nullptr;
   std::shared_ptr<const decoders::ProtoSchema> proto_;
@@ -263,6 +286,10 @@ std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema) {
 
 std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsBlock& block) {
   return std::make_shared<Factory>(block);
+}
+
+std::optional<config::SchemaProblem> compile_block_schema(const config::TopicsBlock& block) {
+  return Factory(block).problem();
 }
 
 }  // namespace picomq::decoders

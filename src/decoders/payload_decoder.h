@@ -5,6 +5,7 @@
 // into compact JSON (PMQ_PAYLOAD_JSON) stored in `owned` (src/decoders, docs/decoders.md).
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -67,6 +68,10 @@ class DecoderFactory {
 };
 
 std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsBlock& block);
+
+// The block's schema compiled to validate it, as a definition loads (config::SchemaCompiler: pass
+// it to config::load_sink_directory / parse_sink_definition): the problem at its key, or nothing.
+std::optional<config::SchemaProblem> compile_block_schema(const config::TopicsBlock& block);
 
 // json, raw and text need no compiled state (throws std::logic_error for the other schemas).
 std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema);

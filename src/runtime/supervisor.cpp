@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "config/env.h"
+#include "decoders/payload_decoder.h"
 #include "runtime/config_check.h"
 
 namespace picomq::runtime {
@@ -102,7 +103,7 @@ Supervisor::Outcome Supervisor::pause(const std::string& key, bool paused) {
 }
 
 Supervisor::ReloadReport Supervisor::reload() {
-  auto dir = config::load_sink_directory(config_.sinks_dir, config::process_env());
+  auto dir = config::load_sink_directory(config_.sinks_dir, config::process_env(), decoders::compile_block_schema);
   std::lock_guard lock(mutex_);
   ReloadReport report;
   std::map<std::string, std::vector<config::ConfigError>> errors_by_file;

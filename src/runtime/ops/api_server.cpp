@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "config/env.h"
+#include "decoders/payload_decoder.h"
 #include "runtime/config_check.h"
 #include "runtime/delivery/delivery_window.h"
 #include "runtime/kafka/group_offsets.h"
@@ -481,7 +482,7 @@ class HttpApiServer final : public ApiServer {
   // POST /validate: a definition's TOML checked as --check does, nothing written.
   void validate(const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.has_param("file") ? req.get_param_value("file") : "request.toml";
-    auto parsed = config::parse_sink_definition(req.body, name, config::process_env());
+    auto parsed = config::parse_sink_definition(req.body, name, config::process_env(), decoders::compile_block_schema);
     auto errors = check_definition(parsed, config_.plugin_path);
     reply(res, 200, {{"valid", errors.empty()}, {"errors", config_errors_json(errors)}});
   }
@@ -519,7 +520,8 @@ class HttpApiServer final : public ApiServer {
     std::filesystem::path target;
     if (auto existing = sinks_.definition(key)) target = existing->file;
     else target = config_.sinks_dir / (key + ".toml");
-    auto parsed = config::parse_sink_definition(req.body, target.string(), config::process_env());
+    auto parsed =
+        config::parse_sink_definition(req.body, target.string(), config::process_env(), decoders::compile_block_schema);
     auto errors = check_definition(parsed, config_.plugin_path);
     if (parsed.definition && parsed.definition->key != key)
       errors.push_back({target.string(), 0, 0, "key",

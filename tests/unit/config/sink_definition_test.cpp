@@ -343,10 +343,6 @@ TEST(SinkDefinition, SchemasWithoutTheirSchemaKeysAreErrorsNotRaw) {
                   .message.rfind(std::string("schema = \"") + schema + "\" needs '", 0),
               0u);
   }
-  auto avro = parse_with_head("[[topics]]\ntopics = [\"a\"]\nschema = \"avro\"\navro_schema_path = \"a.avsc\"\n");
-  EXPECT_FALSE(avro.definition);
-  EXPECT_EQ(error_for(avro.errors, "topics[0].avro_schema_path").message,
-            "'a.avsc': cannot open file: No such file or directory");
 }
 
 TEST(SinkDefinition, AvroSchemaKeysNeedSchemaAvro) {

@@ -7,6 +7,7 @@
 
 #include "../config/test_support.h"
 #include "config/sink_definition.h"
+#include "decoders/payload_decoder.h"
 #include "payloads.h"
 
 namespace picomq::config {
@@ -19,7 +20,7 @@ const std::string kFile = kDir + "/sink.toml";  // relative paths resolve agains
 
 SinkDefinitionResult parse(const std::string& block, std::map<std::string, std::string> env = {}) {
   const std::string text = "type = \"sink\"\nkey = \"k\"\npath = \"libx\"\n[[topics]]\ntopics = [\"t\"]\n" + block;
-  return parse_sink_definition(text, kFile, testing::fake_env(std::move(env)));
+  return parse_sink_definition(text, kFile, testing::fake_env(std::move(env)), decoders::compile_block_schema);
 }
 
 TEST(DecodersConfig, ProtoKeysResolveAndCompile) {
