@@ -1,3 +1,6 @@
+// One [[topics]] block at run time (block_pipeline.h): its consumer thread and its delivery thread.
+// Past the ~350 lines of the runtime's other files because the two threads share one lock, one
+// buffer bound and one stop sequence: split apart, each half would have to explain the other.
 #include "runtime/block_pipeline.h"
 
 #include <spdlog/spdlog.h>
@@ -350,7 +353,7 @@ void BlockPipeline::on_revoking(const std::vector<TopicPartition>& revoked, bool
   size_t dropped_records = 0, dropped_bytes = 0;
   for (const auto& tp : revoked) drop_buffered(tp, dropped_records, dropped_bytes);
   if (in_flight_.any(revoked)) {
-    sink_.flush(settings_.shutdown_timeout);
+    seal("partitions are revoked with writes under way");
     if (!in_flight_.wait_idle(revoked, settings_.shutdown_timeout))
       spdlog::error(
           "{}: writes of revoked partitions still pending after {} ms; handing them over anyway (their "
@@ -441,7 +444,6 @@ void BlockPipeline::delivery_main() {
   ws.seal_retry_after = settings_.block.poll_interval;
   DeliveryWindow window(std::move(ws),
                         DeliveryWindow::Dependencies{.writer = writer_, .offsets = committer_, .host = *this});
-  bool flushed = false;  // since the last write started
   for (;;) {
     while (!window.full()) {
       QueuedJob queued;
@@ -457,7 +459,7 @@ void BlockPipeline::delivery_main() {
       // A job of a failed or rewound partition is not prepared: it only keeps its place.
       window.start(window.accepts(queued.job) ? preparation_->ready(std::move(queued))
                                               : PreparedJob(std::move(queued.job), {}));
-      flushed = false;
+      sealed_ = false;
     }
     if (window.empty()) break;  // stopping, and everything is written
     if (const auto freed = window.collect_released(); freed.records) {
@@ -465,7 +467,7 @@ void BlockPipeline::delivery_main() {
       done_cv_.notify_all();
     }
     if (!window.oldest_done()) {
-      await_oldest(window, flushed);
+      await_oldest(window);
       if (!window.oldest_done()) continue;  // a job came: start it
     }
     PreparedJob done = window.finish_oldest();
@@ -475,7 +477,7 @@ void BlockPipeline::delivery_main() {
     in_flight_.end(tp);
     done_cv_.notify_all();
   }
-  sink_.flush(settings_.shutdown_timeout);  // stopping: whatever the sink still holds
+  seal("the block stops");  // whatever the sink still holds
   {
     std::lock_guard lock(mutex_);
     delivery_finished_ = true;
@@ -486,18 +488,24 @@ void BlockPipeline::delivery_main() {
 // An asynchronous sink may hold its writes open for more (one COPY for many batches): a batch
 // that comes meanwhile is started, not kept waiting for the oldest. When none comes within
 // poll_interval (or the block is stopping), the sink is asked once to seal what it holds.
-void BlockPipeline::await_oldest(DeliveryWindow& window, bool& flushed) {
+void BlockPipeline::await_oldest(DeliveryWindow& window) {
   std::unique_lock lock(mutex_);
   auto ready = [&] { return window.oldest_done() || (!window.full() && !jobs_.empty()) || window.release_waiting(); };
-  if (flushed) {
+  if (sealed_) {
     work_cv_.wait(lock, ready);  // sealed already: wait for the outcome
     return;
   }
   work_cv_.wait_for(lock, settings_.block.poll_interval, [&] { return ready() || delivery_stop_; });
   if (ready()) return;
+  const bool stopping = delivery_stop_;
   lock.unlock();
+  seal(stopping ? "the block stops" : "the oldest write waited poll_interval");
+}
+
+void BlockPipeline::seal(std::string_view why) {
+  spdlog::debug("{}: asking the sink to seal the writes it holds: {}", log_prefix_, why);
+  sealed_ = true;
   sink_.flush(settings_.shutdown_timeout);
-  flushed = true;
 }
 
 DeadLetters* BlockPipeline::dead_letters(std::string& error) {

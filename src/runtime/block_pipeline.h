@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -91,7 +92,7 @@ class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHo
   void delivery_main();
   // Waits until the oldest write is done or another job can start; seals what the sink holds
   // (flush) when nothing else comes within poll_interval, or at once when stopping.
-  void await_oldest(DeliveryWindow& window, bool& flushed);
+  void await_oldest(DeliveryWindow& window);
 
   // What the delivery window needs from the block (delivery thread, write_done from any).
   Waiter& waiter() override { return waiter_; }
@@ -104,17 +105,21 @@ class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHo
     request_rewind(tp, offset, generation);
   }
 
-  // The delivery window's view of the sink instance.
+  // The delivery window's view of the sink instance; its seal is the block's (seal()).
   struct SinkWriter final : BatchWriter {
-    SinkWriter(SinkInstance& sink, const arrow::ExportOptions& arrow, const std::chrono::milliseconds& flush_timeout)
-        : sink(sink), arrow(arrow), flush_timeout(flush_timeout) {}
-    void start(const DecodedBatch& batch, WriteCall& call) override { sink.start(batch, arrow, call); }
-    size_t max_in_flight() const override { return sink.max_in_flight(); }
-    void flush() override { sink.flush(flush_timeout); }
-    SinkInstance& sink;
-    const arrow::ExportOptions& arrow;
-    const std::chrono::milliseconds& flush_timeout;
+    explicit SinkWriter(BlockPipeline& block) : block(block) {}
+    void start(const DecodedBatch& batch, WriteCall& call) override { block.sink_.start(batch, call); }
+    size_t max_in_flight() const override { return block.sink_.max_in_flight(); }
+    void flush() override { block.seal("a resend waited poll_interval"); }
+    BlockPipeline& block;
   };
+
+  // Every seal of the writes the sink holds open (its flush(), ABI 2.2) goes through here, for one
+  // of four reasons: the oldest write waited poll_interval with no batch to start beside it
+  // (await_oldest), a resend waited as long (the delivery window, through SinkWriter), partitions
+  // are revoked with writes of theirs under way (on_revoking), the block stops (delivery_main).
+  // Up to shutdown_timeout. Any thread.
+  void seal(std::string_view why);
 
   // The block fails: logged, and the sink hears it once (it stops every block).
   void fail(const std::string& message);
@@ -140,7 +145,8 @@ class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHo
   std::unique_ptr<const transform::Chain> transforms_;  // null without [[transforms]]
   arrow::ExportOptions arrow_options_;                  // the block's declared columns, for arrow-plane sinks
   std::unique_ptr<PreparationStage> preparation_;
-  SinkWriter writer_{sink_, arrow_options_, settings_.shutdown_timeout};
+  SinkWriter writer_{*this};
+  std::atomic<bool> sealed_{false};                         // the sink was asked to seal since the last write started
   std::unique_ptr<kafka::DeadLetterProducer> dead_letter_;  // delivery thread, created on first use
   DeliveryCounters counters_;
   StopWaiter waiter_;  // interrupts the delivery thread's retry waits at stop

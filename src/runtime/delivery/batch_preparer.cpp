@@ -1,5 +1,6 @@
 #include "runtime/delivery/batch_preparer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -14,6 +15,77 @@ std::string_view to_string(BadRecordStage stage) {
   }
   return "unknown";
 }
+
+namespace {
+
+// Keeps the batch's records for which `keep(i)` holds (and their writer schemas beside them).
+template <class Keep>
+void keep_records(DecodedBatch& batch, std::vector<size_t>& source_index, Keep&& keep) {
+  size_t kept = 0;
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    if (!keep(i)) continue;
+    batch.records[kept] = batch.records[i];
+    source_index[kept] = source_index[i];
+    if (!batch.writer_schemas.empty()) batch.writer_schemas[kept] = batch.writer_schemas[i];
+    ++kept;
+  }
+  batch.records.resize(kept);
+  source_index.resize(kept);
+  if (!batch.writer_schemas.empty()) batch.writer_schemas.resize(kept);
+}
+
+// The Arrow export, once per batch: each write of it (a retry too) lends the sink this one
+// (arrow::lend_export). Records the block's declared columns cannot hold are bad records of the
+// sink's stage (docs/bad-records.md), sorted out here as undecodable ones are: under `fail` the
+// batch stops at the first of them, otherwise the rest is exported again without them.
+void export_arrow(PreparedBatch& out, std::vector<size_t>& source_index, const arrow::ExportOptions& options,
+                  arrow::ParsedBatchExport* parsed, bool fail_policy) {
+  DecodedBatch& batch = out.batch;
+  // The export copies what it reads: it stays valid however the batch moves.
+  auto held = std::make_unique<arrow::HeldExport>();
+  held->result = parsed ? parsed->finish(batch.abi_view(), &held->schema, &held->array)
+                        : arrow::export_batch(batch.abi_view(), options, &held->schema, &held->array);
+  if (!held->result.ok && !held->result.rejected.empty()) {
+    auto refused = std::move(held->result.rejected);
+    std::sort(refused.begin(), refused.end(),
+              [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
+    if (fail_policy) {
+      const size_t first = refused.front().record_index;
+      const int64_t offset = batch.records.at(first).offset;
+      out.failure = "the sink rejected record " + batch.tp.to_string() + " at offset " + std::to_string(offset) +
+                    ": arrow export: " + refused.front().reason +
+                    (refused.size() > 1 ? " (and " + std::to_string(refused.size() - 1) + " more)" : "");
+      out.commit_to = offset;
+      keep_records(batch, source_index, [&](size_t i) { return i < first; });
+    } else {
+      std::vector<bool> is_refused(batch.records.size());
+      for (const auto& r : refused) {
+        is_refused.at(r.record_index) = true;
+        out.bad.push_back({source_index[r.record_index], BadRecordStage::Sink, "arrow export: " + r.reason});
+      }
+      std::sort(out.bad.begin(), out.bad.end(),
+                [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
+      keep_records(batch, source_index, [&](size_t i) { return !is_refused[i]; });
+    }
+    if (batch.records.empty()) return;
+    held = std::make_unique<arrow::HeldExport>();
+    held->result = arrow::export_batch(batch.abi_view(), options, &held->schema, &held->array);
+  }
+  if (!held->result.ok) {
+    // Not one record's fault (a declared column that collides with a metadata one...): nothing of
+    // the batch is written, and it stops at its first record under every policy.
+    const int64_t first = batch.records.front().offset;
+    out.failure = "cannot export the batch as Arrow: " +
+                  (held->result.error.empty() ? held->result.rejected.at(0).reason : held->result.error);
+    out.commit_to = std::min(out.commit_to, first);
+    std::erase_if(out.bad, [&](const BadRecord& b) { return b.index >= source_index.front(); });
+    keep_records(batch, source_index, [](size_t) { return false; });
+    return;
+  }
+  batch.arrow_export = std::move(held);
+}
+
+}  // namespace
 
 BatchPreparer::BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder,
                              const transform::Chain* transforms)
@@ -49,6 +121,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   std::string error;
   std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
   header_ranges.reserve(records.size());
+  std::vector<size_t> source_index;  // per record of the batch: its index in `records`
+  source_index.reserve(records.size());
   const bool with_writer_schemas = decoder_->has_writer_schemas();
   if (with_writer_schemas) batch.writer_schemas.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
@@ -125,20 +199,15 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
       }
     }
     batch.records.push_back(r);
+    source_index.push_back(i);
     if (with_writer_schemas) batch.writer_schemas.push_back(writer_schema);
   }
   for (size_t i = 0; i < batch.records.size(); ++i) {
     batch.records[i].headers = header_ranges[i].second ? batch.headers.data() + header_ranges[i].first : nullptr;
     batch.records[i].header_count = header_ranges[i].second;
   }
-  if (settings_.arrow_export && !batch.records.empty()) {
-    // The export copies what it reads: it stays valid however the batch moves.
-    auto held = std::make_unique<arrow::HeldExport>();
-    const pmq_batch view = batch.abi_view();
-    held->result = parsed_export ? parsed_export->finish(view, &held->schema, &held->array)
-                                 : arrow::export_batch(view, *settings_.arrow_export, &held->schema, &held->array);
-    batch.arrow_export = std::move(held);
-  }
+  if (settings_.arrow_export && !batch.records.empty())
+    export_arrow(out, source_index, *settings_.arrow_export, parsed_export ? &*parsed_export : nullptr, fail_policy);
   return out;
 }
 

@@ -16,19 +16,13 @@ std::string offsets_of(const DecodedBatch& batch) {
 DeliveryWindow::DeliveryWindow(Settings settings, Dependencies deps)
     : settings_(std::move(settings)), deps_(deps), capacity_(std::max<size_t>(1, deps_.writer.max_in_flight())) {}
 
-std::unique_ptr<WriteCall> DeliveryWindow::new_call() const {
-  auto call = std::make_unique<WriteCall>();
-  call->write_past_rejections = settings_.on_bad_record != config::BadRecordPolicy::Fail;
-  return call;
-}
-
 void DeliveryWindow::start(PreparedJob job) {
   auto entry = std::make_unique<Entry>();
   entry->job = std::move(job);
   entry->started = std::chrono::steady_clock::now();
   PreparedJob& j = entry->job;
   if (accepts(j) && !j.out.batch.records.empty()) {
-    entry->call = new_call();
+    entry->call = std::make_unique<WriteCall>();
     entry->call->on_done = [&host = deps_.host] { host.write_done(); };
     entry->call->on_released = [this] {
       release_signals_.fetch_add(1);
@@ -60,6 +54,8 @@ PreparedJob DeliveryWindow::finish_oldest() {
   // A rewind reads these records again: whatever this write came to counts for nothing.
   if (stale(job)) return std::move(job);
   PreparedBatch& p = job.out;
+  const auto refused_by_export = static_cast<uint64_t>(
+      std::count_if(p.bad.begin(), p.bad.end(), [](const BadRecord& b) { return b.stage == BadRecordStage::Sink; }));
   if (entry->call) {
     std::vector<std::pair<int64_t, std::string>> rejected;
     const bool written =
@@ -79,6 +75,8 @@ PreparedJob DeliveryWindow::finish_oldest() {
     }
   }
   if (p.filtered) deps_.host.counters().filtered += p.filtered;
+  // The records the Arrow export refused as the batch was prepared count as the sink's refusals.
+  deps_.host.counters().rejected += refused_by_export;
   if (!p.bad.empty() && !route_bad_records(job)) return std::move(job);
   if (!job.records->empty() && p.commit_to > job.records->first_offset()) {
     deps_.offsets.store(job.tp, p.commit_to);
@@ -189,7 +187,7 @@ bool DeliveryWindow::retry_write(PreparedJob& job, WriteOutcome first,
         if (attempt == 1) {
           out = std::move(first);
         } else {
-          auto call = new_call();
+          auto call = std::make_unique<WriteCall>();
           deps_.writer.start(batch, *call);
           if (!call->wait_for(settings_.seal_retry_after)) {
             deps_.writer.flush();

@@ -161,7 +161,6 @@ class DeliveryWindow {
     std::string where;             // a released batch's topic-partition and offsets, for the log
     size_t batch_records = 0;      // ... and how many records the sink was handed
   };
-  std::unique_ptr<WriteCall> new_call() const;
   // The rest of the retry policy after a failed first attempt. True when the batch is written
   // (maybe with rejections); false when the partition failed or the block is stopping.
   bool retry_write(PreparedJob& job, WriteOutcome first, std::vector<std::pair<int64_t, std::string>>& rejected);

@@ -102,19 +102,17 @@ uint32_t SinkInstance::max_in_flight() const {
   return context_->max_in_flight ? std::min(declared, context_->max_in_flight) : declared;
 }
 
-WriteOutcome SinkInstance::write(const DecodedBatch& batch, const arrow::ExportOptions& arrow,
-                                 bool write_past_rejections) {
+WriteOutcome SinkInstance::write(const DecodedBatch& batch) {
   WriteCall call;
-  call.write_past_rejections = write_past_rejections;
-  start(batch, arrow, call);
+  start(batch, call);
   call.wait();
   return std::move(call.outcome);
 }
 
-void SinkInstance::start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call) {
+void SinkInstance::start(const DecodedBatch& batch, WriteCall& call) {
   call.view_ = batch.abi_view();
   const uint32_t plane = this->plane();
-  if (plane == PMQ_PLANE_ARROW) return start_arrow(batch, arrow, call);
+  if (plane == PMQ_PLANE_ARROW) return start_arrow(batch, call);
   if (plane == PMQ_PLANE_ROWS) {
     {
       std::lock_guard lock(call_mutex_);
@@ -146,53 +144,16 @@ void SinkInstance::call_plugin(WriteCall& call, Write&& write) {
   if (status != PMQ_WRITE_PENDING) call.complete(status);
 }
 
-// The arrow plane: the batch is exported through the C Data Interface first. Records the
-// declared columns cannot hold are rejections (the bad-record policy applies); the structs are
-// released when the write is done unless the plugin moved them out.
-void SinkInstance::start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call) {
-  arrow::ExportResult exported;
-  if (batch.arrow_export) {
-    exported = batch.arrow_export->result;  // exported when the batch was prepared
-    if (exported.ok) arrow::lend_export(batch.arrow_export, &call.schema_, &call.array_);
-  } else {
-    exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
-  }
-  if (!exported.ok && !exported.rejected.empty()) {
-    // The refused records go to the bad-record policy. Under `fail`, as with an undecodable
-    // record, the records before the first refused one are written (and then committed);
-    // otherwise all the others are.
-    size_t first = exported.rejected.front().record_index;
-    for (const auto& r : exported.rejected) {
-      first = std::min(first, r.record_index);
-      call.export_rejections_.emplace_back(r.record_index, "arrow export: " + r.reason);
-    }
-    if (call.write_past_rejections) {
-      std::vector<bool> refused(batch.records.size());
-      for (const auto& r : exported.rejected) refused.at(r.record_index) = true;
-      for (size_t i = 0; i < batch.records.size(); ++i) {
-        if (refused[i]) continue;
-        call.kept_.push_back(batch.records[i]);
-        call.kept_index_.push_back(i);
-      }
-      call.view_.records = call.kept_.data();
-      call.view_.record_count = call.kept_.size();
-      call.view_.writer_schemas = nullptr;  // not parallel to kept_ (the Arrow export does not read them)
-    } else {
-      call.view_.record_count = first;
-    }
-    if (call.view_.record_count == 0) {
-      call.complete(PMQ_WRITE_OK);  // nothing to write: becomes REJECTED
-      return;
-    }
-    exported = arrow::export_batch(call.view_, options, &call.schema_, &call.array_);
-  }
-  if (!exported.ok) {
-    call.export_rejections_.clear();
-    call.outcome.message = "cannot export the batch as Arrow: " +
-                           (exported.error.empty() ? exported.rejected.at(0).reason : exported.error);
+// The arrow plane: the sink gets the export made as the batch was prepared (BatchPreparer: the
+// records the declared columns cannot hold were sorted out there), lent to this write; the
+// structs are released when the write is done unless the plugin moved them out.
+void SinkInstance::start_arrow(const DecodedBatch& batch, WriteCall& call) {
+  if (!batch.arrow_export || !batch.arrow_export->result.ok) {
+    call.outcome.message = "the batch reached an Arrow-plane sink without its Arrow export";
     call.complete(PMQ_WRITE_FATAL);
     return;
   }
+  arrow::lend_export(batch.arrow_export, &call.schema_, &call.array_);
   call.offsets_.reserve(call.view_.record_count);
   for (size_t i = 0; i < call.view_.record_count; ++i) call.offsets_.push_back(call.view_.records[i].offset);
   pmq_arrow_batch& ab = call.arrow_batch_;

@@ -41,13 +41,11 @@ class SinkInstance {
                                                       kit::PluginOptions options, std::string& error,
                                                       std::string subscriptions = {});
   ~SinkInstance();
-  // Starts writing `batch` (which must stay alive until `call` is done). `arrow` shapes the
-  // Arrow batch when the plugin's best plane is arrow (declared columns of the batch's
-  // [[topics]] block); the export runs before the call, outside the call lock.
-  void start(const DecodedBatch& batch, const arrow::ExportOptions& arrow, WriteCall& call);
+  // Starts writing `batch` (which must stay alive until `call` is done). On the arrow plane the
+  // batch carries its Arrow export (DecodedBatch::arrow_export, made as it was prepared).
+  void start(const DecodedBatch& batch, WriteCall& call);
   // start() and wait.
-  WriteOutcome write(const DecodedBatch& batch, const arrow::ExportOptions& arrow = {},
-                     bool write_past_rejections = false);
+  WriteOutcome write(const DecodedBatch& batch);
   // How many writes per block may be pending at once (the plugin's max_in_flight, at least 1).
   uint32_t max_in_flight() const;
   // ABI 2.6: tells the instance the host is stopping it, now, beside a call in progress (not
@@ -70,7 +68,7 @@ class SinkInstance {
  private:
   SinkInstance() = default;
   WriteOutcome write_rows(const pmq_batch& view);
-  void start_arrow(const DecodedBatch& batch, const arrow::ExportOptions& options, WriteCall& call);
+  void start_arrow(const DecodedBatch& batch, WriteCall& call);
   template <class Write>
   void call_plugin(WriteCall& call, Write&& write);
   std::shared_ptr<PluginLibrary> library_;

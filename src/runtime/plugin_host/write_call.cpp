@@ -46,14 +46,6 @@ void WriteCall::complete(pmq_write_status status) {
       return;
     }
     outcome.status = status;
-    if (!kept_index_.empty())
-      for (auto& r : outcome.rejections)
-        if (r.first < kept_index_.size()) r.first = kept_index_[r.first];
-    if ((status == PMQ_WRITE_OK || status == PMQ_WRITE_REJECTED) && !export_rejections_.empty()) {
-      outcome.status = PMQ_WRITE_REJECTED;
-      outcome.rejections.insert(outcome.rejections.end(), export_rejections_.begin(), export_rejections_.end());
-      export_rejections_.clear();
-    }
     if (status == PMQ_WRITE_PENDING) {
       outcome.status = PMQ_WRITE_FATAL;
       outcome.message = "plugin completed a write with PMQ_WRITE_PENDING";
@@ -101,7 +93,6 @@ void WriteCall::drop_batch() {
   arrow_batch_.arrow_array = nullptr;
   if (schema_.release) schema_.release(&schema_);
   if (array_.release) array_.release(&array_);
-  std::vector<pmq_record>().swap(kept_);
   std::vector<int64_t>().swap(offsets_);
 }
 

@@ -39,10 +39,6 @@ class WriteCall {
   bool done();
   // Called (from any thread) when this write's outcome is known.
   std::function<void()> on_done;
-  // Set before start(). Records the Arrow export refuses end the batch there when false (the
-  // `fail` bad-record policy: nothing past a bad record is of use); when true the plugin gets
-  // every other record, as a batch-plane sink that rejects records writes the rest.
-  bool write_past_rejections = false;
   WriteOutcome outcome;  // read it after wait()
 
   // Host side: the final status of the write (checked for plugin bugs).
@@ -52,7 +48,8 @@ class WriteCall {
   void request_release();
   std::function<void()> on_released;
   // Whether the plugin released the batch (before or after its outcome), and how many records
-  // it had rejected by then (a rejection after the release cannot be mapped to kept records).
+  // it had rejected by then (a batch with rejections is kept: its records go to the bad-record
+  // policy).
   bool release_requested();
   size_t rejections_at_release();
   // The owner freed the batch the write was handed: the Arrow structs go too.
@@ -71,13 +68,6 @@ class WriteCall {
   std::vector<int64_t> offsets_;
   pmq_arrow_batch arrow_batch_{};
   pmq_write_result* result_ = nullptr;  // what the plugin reports through; owned, lives as long as the call
-  // Records the Arrow export refused: the plugin got the records before the first of them, and
-  // a successful write of those becomes REJECTED with these.
-  std::vector<std::pair<size_t, std::string>> export_rejections_;
-  // With write_past_rejections: the records exported (the batch minus the refused ones) and
-  // their indices in the batch, to map the plugin's own rejections back.
-  std::vector<pmq_record> kept_;
-  std::vector<size_t> kept_index_;
 };
 
 // A plugin's answer, checked: unknown statuses and unnamed rejections are plugin bugs (FATAL).

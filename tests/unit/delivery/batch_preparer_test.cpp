@@ -74,6 +74,73 @@ TEST(BatchPreparer, ForAnArrowPlaneSinkTheKeptRecordsAreExportedAsTheBatchIsPrep
   EXPECT_FALSE(preparer(Policy::Skip).prepare(A, records, true).batch.arrow_export) << "other planes export nothing";
 }
 
+// Declared columns (docs/arrow.md) that some of these records cannot hold: 21 has a string id,
+// 22 is undecodable, 23 no id, 24 a tombstone (the id is not nullable); 20 and 25 fit.
+arrow::ExportOptions declared_id() {
+  arrow::ExportOptions options;
+  options.declared = std::vector<arrow::DeclaredColumn>{{"id", arrow::ColumnType::Int64, false}};
+  return options;
+}
+VectorRecords misfits() {
+  return VectorRecords({{20, R"({"id":20})", {}},
+                        {21, R"({"id":"twenty-one"})", {}},
+                        {22, "not json", {}},
+                        {23, R"({"name":"no id"})", {}},
+                        {24, "", {}, true},
+                        {25, R"({"id":25})", {}}});
+}
+
+TEST(BatchPreparer, ArrowExportRefusalsAreTheSinksBadRecordsAndTheRestIsExportedWithoutThem) {
+  const auto options = declared_id();
+  BatchPreparer p({config::Schema::Json, Policy::DeadLetter, 0, &options}, decoders::make_decoder(config::Schema::Json),
+                  nullptr);
+  const auto records = misfits();
+  PreparedBatch out = p.prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 2u);
+  EXPECT_EQ(out.batch.records[0].offset, 20);
+  EXPECT_EQ(out.batch.records[1].offset, 25);
+  ASSERT_TRUE(out.batch.arrow_export);
+  ASSERT_TRUE(out.batch.arrow_export->result.ok) << out.batch.arrow_export->result.error;
+  EXPECT_EQ(out.batch.arrow_export->array.length, 2);
+  ASSERT_EQ(out.bad.size(), 4u);  // in offset order, the decode failure among the refusals
+  EXPECT_EQ(out.bad[0].index, 1u);
+  EXPECT_EQ(out.bad[0].stage, BadRecordStage::Sink);
+  EXPECT_EQ(out.bad[0].reason, "arrow export: field 'id': expected int64, found string");
+  EXPECT_EQ(out.bad[1].index, 2u);
+  EXPECT_EQ(out.bad[1].stage, BadRecordStage::Decode);
+  EXPECT_EQ(out.bad[2].index, 3u);
+  EXPECT_EQ(out.bad[2].reason, "arrow export: field 'id': missing, and the column is not nullable");
+  EXPECT_EQ(out.bad[3].index, 4u);
+  EXPECT_EQ(out.bad[3].reason, "arrow export: tombstone: field 'id' is not nullable");
+  EXPECT_EQ(out.commit_to, 26);
+  EXPECT_TRUE(out.failure.empty());
+}
+
+TEST(BatchPreparer, UnderFailAnArrowExportRefusalStopsTheBatchThereAndThePrefixIsExported) {
+  const auto options = declared_id();
+  BatchPreparer p({config::Schema::Json, Policy::Fail, 0, &options}, decoders::make_decoder(config::Schema::Json),
+                  nullptr);
+  const auto records = misfits();
+  PreparedBatch out = p.prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 1u);
+  ASSERT_TRUE(out.batch.arrow_export);
+  EXPECT_EQ(out.batch.arrow_export->array.length, 1);
+  EXPECT_EQ(out.commit_to, 21);
+  EXPECT_EQ(out.failure,
+            "the sink rejected record orders.eu[2] at offset 21: arrow export: field 'id': expected int64, found "
+            "string");
+  EXPECT_TRUE(out.bad.empty());
+
+  const VectorRecords first_refused({{30, R"({"id":"x"})", {}}, {31, R"({"id":31})", {}}, {32, R"({"id":"y"})", {}}});
+  PreparedBatch none = p.prepare(A, first_refused, false);
+  EXPECT_TRUE(none.batch.records.empty());
+  EXPECT_FALSE(none.batch.arrow_export) << "nothing to write: no export";
+  EXPECT_EQ(none.commit_to, 30);
+  EXPECT_EQ(none.failure,
+            "the sink rejected record orders.eu[2] at offset 30: arrow export: field 'id': expected int64, found "
+            "string (and 1 more)");
+}
+
 // Every column's format, name, metadata and cells as text: what two exports must agree on.
 std::vector<std::string> cells_of(const ArrowSchema& schema, const ArrowArray& array) {
   const sdk::ArrowBatchView view(&schema, &array);
