@@ -84,7 +84,10 @@ void wait_for_stop(const RunOptions& options, const std::function<bool()>& give_
   const auto deadline = options.stop_after ? std::chrono::steady_clock::now() + *options.stop_after
                                            : std::chrono::steady_clock::time_point::max();
   timespec tick{0, 100 * 1000 * 1000};
-  std::optional<std::chrono::steady_clock::time_point> reload_at;
+  // When a change in the sinks directory is due to be read (max: none pending). Not an optional:
+  // GCC 12 takes an engaged optional's time_point for uninitialized (-Wmaybe-uninitialized).
+  constexpr auto kNoReload = std::chrono::steady_clock::time_point::max();
+  auto reload_at = kNoReload;
   while (std::chrono::steady_clock::now() < deadline) {
     int sig = sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) {
@@ -98,8 +101,8 @@ void wait_for_stop(const RunOptions& options, const std::function<bool()>& give_
       sd_notify(0, "READY=1");
     }
     if (watch && watch->changed()) reload_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-    if (reload_at && std::chrono::steady_clock::now() >= *reload_at) {
-      reload_at.reset();
+    if (reload_at != kNoReload && std::chrono::steady_clock::now() >= reload_at) {
+      reload_at = kNoReload;
       reload("a change in the sinks directory");
     }
     if (give_up()) return;

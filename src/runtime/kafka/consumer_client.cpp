@@ -1,3 +1,6 @@
+// The Kafka consumer of one [[topics]] block (consumer_client.h). Past the ~350 lines of the
+// runtime's other files because it is everything that touches one rd_kafka_t handle: its
+// rebalance callbacks, commits and pauses call into each other and into the same handle.
 #include "runtime/kafka/consumer_client.h"
 
 #include <spdlog/spdlog.h>

@@ -1,17 +1,18 @@
+// The operations API's server: the route table (in the order of docs/operations.md's reference)
+// and one named handler per endpoint. Past the ~350 lines of the runtime's other files because it
+// is that reference: each handler is short, and reading them in one place is reading the API.
+// GET /metrics' exposition and GET /sinks/{key}'s masking are in metrics_exposition.cpp and
+// masked_definition.cpp.
 #include "runtime/ops/api_server.h"
 
 #include <httplib.h>
-#include <prometheus/metric_family.h>
-#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <span>
 #include <thread>
 
@@ -28,43 +29,6 @@ namespace picomq::runtime {
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kMask = "***";
-
-bool secret_property(const std::string& name) {
-  static const std::regex re(
-      "password|secret|token|credential|private|sasl\\.oauthbearer\\.config|ssl\\.key\\.pem|"
-      "ssl\\.keystore|ssl_key|api[._-]?key",
-      std::regex::icase);
-  return std::regex_search(name, re);
-}
-
-// "https://user:pass@host/x" -> "https://***@host/x"
-std::string mask_url_credentials(const std::string& url) {
-  static const std::regex re("^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@");
-  return std::regex_replace(url, re, "$1***@");
-}
-
-// Masks `dotted` ("auth.password") in a JSON object.
-void mask_path(json& j, const std::string& dotted) {
-  const auto dot = dotted.find('.');
-  const std::string head = dotted.substr(0, dot);
-  auto it = j.find(head);
-  if (it == j.end()) return;
-  if (dot == std::string::npos) *it = kMask;
-  else if (it->is_object()) mask_path(*it, dotted.substr(dot + 1));
-}
-
-// Values under names that look like credentials, at any depth (options the plugin does not
-// declare secret, such as a table passed through as JSON).
-void mask_by_name(json& j) {
-  if (!j.is_object()) return;
-  for (auto& [k, v] : j.items()) {
-    if (secret_property(k) && !v.is_object()) v = kMask;
-    else if (v.is_string()) v = mask_url_credentials(v.get<std::string>());
-    else mask_by_name(v);
-  }
-}
 
 json error_json(const std::string& message) { return {{"error", message}}; }
 
@@ -128,18 +92,6 @@ int64_t parse_timestamp(const json& v, std::string& error) {
   return 0;
 }
 
-std::string process_cpu_and_rss(double& cpu_seconds, double& rss_bytes) {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  rss_bytes = static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  return {};
-}
-
 }  // namespace
 
 // The body of POST /sinks/{key}/offsets: where to set the offsets (`to`, `timestamp` or
@@ -175,41 +127,6 @@ std::string offsets_request(const json& body, size_t blocks, kafka::OffsetTarget
     block = body["block"].get<int>();
   }
   return {};
-}
-
-std::string masked_definition_json(const config::SinkDefinition& d,
-                                   const std::vector<std::filesystem::path>& plugin_path) {
-  json plugin_config = json::parse(d.plugin_config_json, nullptr, false);
-  if (plugin_config.is_discarded()) plugin_config = json::object();
-  std::string error;
-  if (auto lib = PluginLibrary::load(d.path, plugin_path, error)) {
-    const auto& desc = lib->descriptor();
-    for (size_t i = 0; i < desc.option_count; ++i) {
-      const pmq_option* o = pmq_plugin_option(&desc, i);
-      if (o->flags & PMQ_OPTION_SECRET) mask_path(plugin_config, o->name);
-    }
-  }
-  mask_by_name(plugin_config);
-  json topics = json::array();
-  for (const auto& b : d.topics) {
-    json props = json::object();
-    for (const auto& [k, v] : b.properties) props[k] = secret_property(k) ? kMask : v;
-    json t{{"topics", b.topics},
-           {"group_id", b.group_id(d.key)},
-           {"schema", config::to_string(b.schema)},
-           {"batch_length", b.batch_length},
-           {"poll_interval_ms", b.poll_interval.count()},
-           {"auto_offset_reset", config::to_string(b.auto_offset_reset)},
-           {"on_bad_record", config::to_string(b.on_bad_record)},
-           {"properties", props}};
-    if (b.pattern) t["pattern"] = *b.pattern;
-    if (b.dead_letter_topic) t["dead_letter_topic"] = *b.dead_letter_topic;
-    if (b.avro_registry_url) t["avro_registry_url"] = mask_url_credentials(*b.avro_registry_url);
-    topics.push_back(std::move(t));
-  }
-  json out{{"key", d.key},         {"name", d.name},       {"file", d.file},   {"path", d.path},
-           {"enabled", d.enabled}, {"version", d.version}, {"topics", topics}, {"plugin_config", plugin_config}};
-  return out.dump();
 }
 
 class HttpApiServer final : public ApiServer {
@@ -500,7 +417,7 @@ class HttpApiServer final : public ApiServer {
   void reload(const httplib::Request&, httplib::Response& res) { reload_reply(res, 200); }
 
   void metrics_page(const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(metrics_exposition(status_.all()), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   void reload_reply(httplib::Response& res, int status) {
@@ -540,116 +457,6 @@ class HttpApiServer final : public ApiServer {
     std::filesystem::rename(tmp, target, ec);
     if (ec) return reply(res, 500, error_json("cannot replace " + target.string() + ": " + ec.message()));
     reload_reply(res, 200);
-  }
-
-  std::string metrics() const {
-    using prometheus::ClientMetric;
-    using prometheus::MetricFamily;
-    using prometheus::MetricType;
-    std::map<std::string, MetricFamily> fam;
-    auto family = [&](const std::string& name, MetricType type, const std::string& help) -> MetricFamily& {
-      auto& f = fam[name];
-      f.name = name;
-      f.type = type;
-      f.help = help;
-      return f;
-    };
-    auto add = [&](const std::string& name, MetricType type, const std::string& help,
-                   std::vector<ClientMetric::Label> labels, double value) {
-      ClientMetric m;
-      m.label = std::move(labels);
-      if (type == MetricType::Counter) m.counter.value = value;
-      else m.gauge.value = value;
-      family(name, type, help).metric.push_back(std::move(m));
-    };
-    const auto C = MetricType::Counter, G = MetricType::Gauge;
-    auto histogram = [&](const std::string& name, const std::string& help,
-                         const std::vector<ClientMetric::Label>& labels, const std::vector<uint64_t>& buckets,
-                         double sum) {
-      if (buckets.size() != LatencyHistogram::kBounds.size() + 1) return;
-      ClientMetric m;
-      m.label = labels;
-      uint64_t cumulative = 0;
-      for (size_t k = 0; k < LatencyHistogram::kBounds.size(); ++k) {
-        cumulative += buckets[k];
-        m.histogram.bucket.push_back({cumulative, LatencyHistogram::kBounds[k]});
-      }
-      cumulative += buckets.back();
-      m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
-      m.histogram.sample_count = cumulative;
-      m.histogram.sample_sum = sum;
-      family(name, MetricType::Histogram, help).metric.push_back(std::move(m));
-    };
-    static constexpr std::array<const char*, 6> kOutcomes{"ok", "retry", "partial", "fatal", "rejected", "pending"};
-    for (const auto& st : status_.all()) {
-      for (const auto* state : {"starting", "running", "stopping", "stopped", "error", "invalid", "disabled"})
-        add("picomq_sink_state", G, "1 for the state the sink is in", {{"sink", st.key}, {"state", state}},
-            to_string(st.state) == state ? 1 : 0);
-      for (const auto& [name, value] : st.counters)
-        add("picomq_sink_counter_total", C, "what the sink counted (host API count(), ABI 2.2)",
-            {{"sink", st.key}, {"name", name}}, static_cast<double>(value));
-      // The autoscaling signal: read from the broker for every sink, running or not.
-      for (size_t i = 0; i < st.group_lag.size(); ++i) {
-        for (const auto& p : st.group_lag[i]) {
-          if (p.records < 0) continue;
-          const std::vector<ClientMetric::Label> lp{{"sink", st.key},
-                                                    {"block", std::to_string(i)},
-                                                    {"topic", p.topic},
-                                                    {"partition", std::to_string(p.partition)}};
-          add("picomq_consumer_lag_records", G,
-              "log end offset minus the group's committed offset (records not yet written for good)", lp,
-              static_cast<double>(p.records));
-          if (p.seconds >= 0)
-            add("picomq_consumer_lag_seconds", G, "age of the record at the group's committed offset (0 without lag)",
-                lp, p.seconds);
-        }
-      }
-      for (size_t i = 0; i < st.blocks.size(); ++i) {
-        const auto& b = st.blocks[i];
-        const std::vector<ClientMetric::Label> l{{"sink", st.key}, {"block", std::to_string(i)}};
-        auto n = [](uint64_t v) { return static_cast<double>(v); };
-        add("picomq_records_consumed_total", C, "records polled from the broker", l, n(b.consumed_records));
-        add("picomq_consumed_bytes_total", C, "key + value bytes of the records polled", l, n(b.consumed_bytes));
-        add("picomq_records_written_total", C, "records the sink wrote", l, n(b.delivered_records));
-        add("picomq_records_filtered_total", C, "records a transform dropped", l, n(b.filtered_records));
-        add("picomq_records_skipped_total", C, "bad records the skip policy stepped over", l, n(b.skipped_records));
-        add("picomq_records_dead_lettered_total", C, "bad records confirmed in the dead-letter topic", l,
-            n(b.dead_lettered_records));
-        add("picomq_records_rejected_total", C, "records the sink refused (then handled by on_bad_record)", l,
-            n(b.rejected_records));
-        add("picomq_batches_stored_total", C, "batches whose offsets were stored after their write", l,
-            n(b.stored_batches));
-        add("picomq_batches_committed_total", C, "stored batches a successful commit covered", l,
-            n(b.committed_batches));
-        add("picomq_commits_total", C, "successful offset commits", l, n(b.commits));
-        add("picomq_commit_failures_total", C, "failed offset commits (made again with the next one)", l,
-            n(b.failed_commits));
-        add("picomq_buffered_records", G, "records polled and not yet written", l, n(b.buffered_records));
-        add("picomq_buffered_bytes", G, "bytes of the records polled and not yet written", l, n(b.buffered_bytes));
-        add("picomq_paused", G, "1 while the consumer is paused (back-pressure or operator)", l, b.paused ? 1 : 0);
-        add("picomq_broker_up", G, "1 while the broker answers this block's consumer", l,
-            b.broker_unreachable_since_ms ? 0 : 1);
-        for (size_t o = 0; o + 1 < kOutcomes.size(); ++o) {
-          auto lo = l;
-          lo.push_back({"outcome", kOutcomes[o]});
-          add("picomq_write_attempts_total", C, "write attempts by outcome (a retry is an attempt of its own)", lo,
-              n(b.write_attempts[o]));
-        }
-        histogram("picomq_write_duration_seconds", "from the start of a batch's write to its outcome, retries included",
-                  l, b.write_latency_buckets, b.write_latency_sum_seconds);
-        histogram("picomq_end_to_end_latency_seconds",
-                  "from the Kafka timestamp of a batch's first record to its offset being stored for the commit", l,
-                  b.end_to_end_latency_buckets, b.end_to_end_latency_sum_seconds);
-      }
-    }
-    double cpu = 0, rss = 0;
-    process_cpu_and_rss(cpu, rss);
-    add("process_cpu_seconds_total", C, "user and system CPU time of the process", {}, cpu);
-    add("process_resident_memory_bytes", G, "resident set size of the process", {}, rss);
-    std::vector<MetricFamily> out;
-    out.reserve(fam.size());
-    for (auto& [name, f] : fam) out.push_back(std::move(f));
-    return prometheus::TextSerializer().Serialize(out);
   }
 
   const config::RuntimeConfig& config_;

@@ -26,9 +26,13 @@ std::unique_ptr<ApiServer> start_api_server(const config::RuntimeConfig& config,
                                             std::string& error);
 
 // The definition as GET /sinks/{key} shows it: every option the plugin declares secret, and
-// every property or URL part that holds a credential, replaced by "***".
+// every property or URL part that holds a credential, replaced by "***" (masked_definition.cpp).
 std::string masked_definition_json(const config::SinkDefinition& definition,
                                    const std::vector<std::filesystem::path>& plugin_path);
+
+// The Prometheus text exposition of GET /metrics: every sink's state, counters, lag and latency
+// histograms, and the process's CPU and resident memory (metrics_exposition.cpp).
+std::string metrics_exposition(const std::vector<SinkStatus>& sinks);
 
 // The status page (static HTML + JavaScript on the JSON API).
 extern const char* const kStatusPageHtml;
