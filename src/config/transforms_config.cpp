@@ -277,14 +277,30 @@ class Parser {
     TableReader r(*table, key, diag_, env_);
     Predicate p;
     p.key = key;
+    if (auto combined = combination(*table, r, p, depth)) return std::move(*combined);
+    // A test: one subject, one or more operators.
+    const std::size_t before = diag_.count();
+    const int subjects = read_subject(*table, r, p);
+    const int operators = read_operators(*table, r, p);
+    if (subjects == 1 && operators == 0)
+      r.error_here("a condition needs at least one test: exists, equals, in, matches, gt, gte, lt, lte");
+    r.finish();
+    if (diag_.count() != before) return std::nullopt;
+    return p;
+  }
+
+  // { all = [...] } | { any = [...] } | { not = {...} }: the combined conditions (empty inside when
+  // they do not read), or nullopt when the table is a single test.
+  std::optional<std::optional<Predicate>> combination(const toml::table& table, TableReader& r, Predicate& p,
+                                                      int depth) {
     for (std::string_view combinator : {"all", "any", "not"}) {
-      if (!table->get(combinator)) continue;
-      if (table->size() != 1) {
+      if (!table.get(combinator)) continue;
+      if (table.size() != 1) {
         r.error_here("'" + std::string(combinator) +
                      "' must be the only key of its table (put tests inside it, e.g. { all = [ {...}, {...} ] })");
-        return std::nullopt;
+        return std::optional<Predicate>();
       }
-      const toml::node& inner = *table->get(combinator);
+      const toml::node& inner = *table.get(combinator);
       r.node(combinator);
       std::string inner_key = r.key_path(combinator);
       bool ok = true;
@@ -299,7 +315,7 @@ class Parser {
           r.error(inner, combinator,
                   "'" + std::string(combinator) +
                       "' must be a non-empty array of conditions, e.g. [ { field = \"a\", exists = true } ]");
-          return std::nullopt;
+          return std::optional<Predicate>();
         }
         for (std::size_t i = 0; i < items->size(); ++i) {
           if (auto child = predicate(*items->get(i), detail::index_key(inner_key, i), depth + 1))
@@ -307,25 +323,27 @@ class Parser {
           else ok = false;
         }
       }
-      if (!ok) return std::nullopt;
-      return p;
+      if (!ok) return std::optional<Predicate>();
+      return std::optional<Predicate>(std::move(p));
     }
+    return std::nullopt;
+  }
 
-    // A test: one subject, one or more operators.
-    const std::size_t before = diag_.count();
+  // The test's subject: `field`, `header` or `metadata`. Returns how many it names (one is right).
+  int read_subject(const toml::table& table, TableReader& r, Predicate& p) {
     int subjects = 0;
     if (auto field = path(r, "field", false)) {
       p.subject = Predicate::Subject::Field;
       p.field = std::move(*field);
       ++subjects;
-    } else if (table->get("field")) {
+    } else if (table.get("field")) {
       ++subjects;
     }
     if (auto header = r.string("header")) {
       p.subject = Predicate::Subject::Header;
       p.header = std::move(*header);
       ++subjects;
-    } else if (table->get("header")) {
+    } else if (table.get("header")) {
       ++subjects;
     }
     if (auto metadata = r.string("metadata")) {
@@ -339,10 +357,10 @@ class Parser {
       }};
       auto it = std::find_if(kMeta.begin(), kMeta.end(), [&](const auto& m) { return m.first == *metadata; });
       if (it == kMeta.end())
-        r.error(*table->get("metadata"), "metadata",
+        r.error(*table.get("metadata"), "metadata",
                 "unknown metadata '" + *metadata + "' (one of topic, key, partition, offset, timestamp)");
       else p.subject = it->second;
-    } else if (table->get("metadata")) {
+    } else if (table.get("metadata")) {
       ++subjects;
     }
     if (subjects == 0) {
@@ -353,6 +371,12 @@ class Parser {
       r.error_here(
           "a condition has exactly one subject: 'field', 'header' or 'metadata' (combine several with 'all' or 'any')");
     }
+    return subjects;
+  }
+
+  // The test's operators (exists, equals, in, matches, gt, gte, lt, lte), each checked against the
+  // subject's kind (text, number, any JSON value). Returns how many it names.
+  int read_operators(const toml::table& table, TableReader& r, Predicate& p) {
     const bool is_number_meta = p.subject == Predicate::Subject::Partition || p.subject == Predicate::Subject::Offset ||
                                 p.subject == Predicate::Subject::Timestamp;
     const bool is_bytes = p.subject == Predicate::Subject::Header || p.subject == Predicate::Subject::Topic ||
@@ -365,7 +389,7 @@ class Parser {
 
     int operators = 0;
     p.exists = r.boolean("exists");
-    if (table->get("exists")) ++operators;
+    if (table.get("exists")) ++operators;
     // equals / in: any value for a field; strings for header/topic/key; integers for the numbers.
     auto check_comparable = [&](const toml::node& n, const std::string& k) {
       if (p.subject == Predicate::Subject::Field) return true;
@@ -398,7 +422,7 @@ class Parser {
         }
       }
     }
-    if (const toml::node* n = table->get("matches")) {
+    if (const toml::node* n = table.get("matches")) {
       ++operators;
       if (auto re = r.string("matches")) {
         if (is_number_meta) {
@@ -420,7 +444,7 @@ class Parser {
                               {"gte", &p.gte},
                               {"lt", &p.lt},
                               {"lte", &p.lte}}) {
-      const toml::node* n = table->get(name);
+      const toml::node* n = table.get(name);
       auto number = number_value(r, name);
       if (!n) continue;
       ++operators;
@@ -430,11 +454,7 @@ class Parser {
       }
       *slot = std::move(number);
     }
-    if (subjects == 1 && operators == 0)
-      r.error_here("a condition needs at least one test: exists, equals, in, matches, gt, gte, lt, lte");
-    r.finish();
-    if (diag_.count() != before) return std::nullopt;
-    return p;
+    return operators;
   }
 
   std::optional<Predicate> optional_predicate(TableReader& r, std::string_view key) {
@@ -501,127 +521,147 @@ class Parser {
     return a;
   }
 
+  // What each type of transform reads besides `type` and `when` (docs/transforms.md).
   void fields_specific(TableReader& r, TransformSpec& s) {
     switch (s.type) {
       case TransformType::AddFields:
-      case TransformType::UpdateFields: {
-        const bool update = s.type == TransformType::UpdateFields;
-        table_list(r,
-                   update ? "{ path = \"status\", value = \"void\", when = {...} }"
-                          : "{ path = \"source\", value = \"kafka\" }",
-                   [&](const toml::table& t, const std::string& key) {
-                     if (auto a = assignment(t, key, update)) s.assignments.push_back(std::move(*a));
-                   });
-        if (update) {
-          if (auto create = r.boolean("create")) s.create = *create;
-        } else {
-          if (auto overwrite = r.boolean("overwrite")) s.overwrite = *overwrite;
-        }
-        break;
-      }
+      case TransformType::UpdateFields: return read_assignments(r, s);
       case TransformType::DeleteFields:
-      case TransformType::KeepFields: s.fields = path_list(r); break;
-      case TransformType::RenameFields:
-        table_list(r, "{ from = \"old\", to = \"new\" }", [&](const toml::table& t, const std::string& key) {
-          TableReader e(t, key, diag_, env_);
-          const std::size_t before = diag_.count();
-          RenameSpec rename;
-          rename.key = key;
-          if (auto from = path(e, "from", true)) rename.from = std::move(*from);
-          if (auto to = path(e, "to", true)) rename.to = std::move(*to);
-          e.finish();
-          if (diag_.count() == before) s.renames.push_back(std::move(rename));
+      case TransformType::KeepFields: s.fields = path_list(r); return;
+      case TransformType::RenameFields: return read_renames(r, s);
+      case TransformType::Filter: return read_filter(r, s);
+      case TransformType::MaskFields: return read_mask(r, s);
+      case TransformType::Flatten: return read_flatten(r, s);
+      case TransformType::Cast: return read_casts(r, s);
+      case TransformType::ConvertTimestamp: return read_timestamp_conversion(r, s);
+      case TransformType::ExtractField: return read_extract(r, s);
+    }
+  }
+
+  // add_fields / update_fields: `fields` of assignments; `overwrite` / `create`.
+  void read_assignments(TableReader& r, TransformSpec& s) {
+    const bool update = s.type == TransformType::UpdateFields;
+    table_list(
+        r,
+        update ? "{ path = \"status\", value = \"void\", when = {...} }" : "{ path = \"source\", value = \"kafka\" }",
+        [&](const toml::table& t, const std::string& key) {
+          if (auto a = assignment(t, key, update)) s.assignments.push_back(std::move(*a));
         });
-        break;
-      case TransformType::Filter: {
-        const toml::node* drop = r.node("drop_when");
-        const toml::node* keep = r.node("keep_when");
-        if (drop && keep) {
-          r.error(*keep, "keep_when", "give either 'drop_when' or 'keep_when', not both");
-        } else if (!drop && !keep) {
-          r.missing("drop_when", "a condition: the records it matches are dropped (or 'keep_when' to keep only those)");
-        } else {
-          s.keep_matching = keep != nullptr;
-          if (auto p = predicate(keep ? *keep : *drop, r.key_path(keep ? "keep_when" : "drop_when")))
-            s.predicate = std::move(*p);
-        }
-        break;
+    if (update) {
+      if (auto create = r.boolean("create")) s.create = *create;
+    } else {
+      if (auto overwrite = r.boolean("overwrite")) s.overwrite = *overwrite;
+    }
+  }
+
+  // rename_fields: `fields` of { from, to }.
+  void read_renames(TableReader& r, TransformSpec& s) {
+    table_list(r, "{ from = \"old\", to = \"new\" }", [&](const toml::table& t, const std::string& key) {
+      TableReader e(t, key, diag_, env_);
+      const std::size_t before = diag_.count();
+      RenameSpec rename;
+      rename.key = key;
+      if (auto from = path(e, "from", true)) rename.from = std::move(*from);
+      if (auto to = path(e, "to", true)) rename.to = std::move(*to);
+      e.finish();
+      if (diag_.count() == before) s.renames.push_back(std::move(rename));
+    });
+  }
+
+  // filter: exactly one of `drop_when` and `keep_when`.
+  void read_filter(TableReader& r, TransformSpec& s) {
+    const toml::node* drop = r.node("drop_when");
+    const toml::node* keep = r.node("keep_when");
+    if (drop && keep) {
+      r.error(*keep, "keep_when", "give either 'drop_when' or 'keep_when', not both");
+    } else if (!drop && !keep) {
+      r.missing("drop_when", "a condition: the records it matches are dropped (or 'keep_when' to keep only those)");
+    } else {
+      s.keep_matching = keep != nullptr;
+      if (auto p = predicate(keep ? *keep : *drop, r.key_path(keep ? "keep_when" : "drop_when")))
+        s.predicate = std::move(*p);
+    }
+  }
+
+  // mask_fields: `fields`, `replacement`, or a partial mask (`keep_first`, `keep_last`, `mask_char`).
+  void read_mask(TableReader& r, TransformSpec& s) {
+    s.fields = path_list(r);
+    if (const toml::node* n = r.node("replacement"))
+      if (auto json = json_value(*n, r.key_path("replacement"))) s.replacement = std::move(*json);
+    for (auto [name, slot] :
+         {std::pair<std::string_view, std::int64_t*>{"keep_first", &s.keep_first}, {"keep_last", &s.keep_last}}) {
+      if (auto n = r.integer(name)) {
+        if (*n < 0 || *n > 1000)
+          r.error(*r.toml_table().get(name), name, "'" + std::string(name) + "' must be between 0 and 1000");
+        else *slot = *n;
       }
-      case TransformType::MaskFields: {
-        s.fields = path_list(r);
-        if (const toml::node* n = r.node("replacement"))
-          if (auto json = json_value(*n, r.key_path("replacement"))) s.replacement = std::move(*json);
-        for (auto [name, slot] :
-             {std::pair<std::string_view, std::int64_t*>{"keep_first", &s.keep_first}, {"keep_last", &s.keep_last}}) {
-          if (auto n = r.integer(name)) {
-            if (*n < 0 || *n > 1000)
-              r.error(*r.toml_table().get(name), name, "'" + std::string(name) + "' must be between 0 and 1000");
-            else *slot = *n;
-          }
-        }
-        if (auto c = r.string("mask_char")) {
-          // Exactly one UTF-8 character.
-          std::size_t chars = 0;
-          for (unsigned char b : *c) chars += (b & 0xC0) != 0x80;
-          if (chars != 1)
-            r.error(*r.toml_table().get("mask_char"), "mask_char",
-                    "'mask_char' must be exactly one character, got \"" + *c + "\"");
-          else s.mask_char = std::move(*c);
-        }
-        if (r.toml_table().get("mask_char") && !r.toml_table().get("keep_first") && !r.toml_table().get("keep_last"))
-          r.error(*r.toml_table().get("mask_char"), "mask_char", "'mask_char' goes with 'keep_first' or 'keep_last'");
-        break;
+    }
+    if (auto c = r.string("mask_char")) {
+      // Exactly one UTF-8 character.
+      std::size_t chars = 0;
+      for (unsigned char b : *c) chars += (b & 0xC0) != 0x80;
+      if (chars != 1)
+        r.error(*r.toml_table().get("mask_char"), "mask_char",
+                "'mask_char' must be exactly one character, got \"" + *c + "\"");
+      else s.mask_char = std::move(*c);
+    }
+    if (r.toml_table().get("mask_char") && !r.toml_table().get("keep_first") && !r.toml_table().get("keep_last"))
+      r.error(*r.toml_table().get("mask_char"), "mask_char", "'mask_char' goes with 'keep_first' or 'keep_last'");
+  }
+
+  // flatten: `separator`.
+  void read_flatten(TableReader& r, TransformSpec& s) {
+    if (auto sep = r.string("separator")) {
+      if (sep->empty()) r.error(*r.toml_table().get("separator"), "separator", "'separator' must not be empty");
+      else s.separator = std::move(*sep);
+    }
+  }
+
+  // cast: `fields` of { path, to }.
+  void read_casts(TableReader& r, TransformSpec& s) {
+    table_list(r, "{ path = \"amount\", to = \"float\" }", [&](const toml::table& t, const std::string& key) {
+      TableReader e(t, key, diag_, env_);
+      const std::size_t before = diag_.count();
+      CastSpec cast;
+      cast.key = key;
+      if (auto p = path(e, "path", true)) cast.path = std::move(*p);
+      if (auto to = e.string("to", true)) {
+        if (auto c = find_named(*to, kCasts)) cast.to = *c;
+        else e.error(*t.get("to"), "to", "unknown type '" + *to + "' (" + choices(*to, kCasts) + ")");
       }
-      case TransformType::Flatten:
-        if (auto sep = r.string("separator")) {
-          if (sep->empty()) r.error(*r.toml_table().get("separator"), "separator", "'separator' must not be empty");
-          else s.separator = std::move(*sep);
-        }
-        break;
-      case TransformType::Cast:
-        table_list(r, "{ path = \"amount\", to = \"float\" }", [&](const toml::table& t, const std::string& key) {
-          TableReader e(t, key, diag_, env_);
-          const std::size_t before = diag_.count();
-          CastSpec cast;
-          cast.key = key;
-          if (auto p = path(e, "path", true)) cast.path = std::move(*p);
-          if (auto to = e.string("to", true)) {
-            if (auto c = find_named(*to, kCasts)) cast.to = *c;
-            else e.error(*t.get("to"), "to", "unknown type '" + *to + "' (" + choices(*to, kCasts) + ")");
-          }
-          e.finish();
-          if (diag_.count() == before) s.casts.push_back(std::move(cast));
-        });
-        break;
-      case TransformType::ConvertTimestamp: {
-        s.fields = path_list(r);
-        for (auto [name, slot] : {std::pair<std::string_view, TimeFormat*>{"from", &s.from}, {"to", &s.to}}) {
-          auto text = r.string(name);
-          if (!text) continue;
-          auto f = find_named(*text, kTimeFormats);
-          if (!f || (name == "to" && *f == TimeFormat::Auto))
-            r.error(*r.toml_table().get(name), name,
-                    "unknown time format '" + *text + "' (" +
-                        (name == "to" ? "one of rfc3339, date, unix_s, unix_ms, unix_us, unix_ns"
-                                      : choices(*text, kTimeFormats)) +
-                        ")");
-          else *slot = *f;
-        }
-        break;
-      }
-      case TransformType::ExtractField: {
-        if (auto p = path(r, "field", true)) s.field = std::move(*p);
-        if (auto merge = r.boolean("merge")) s.merge = *merge;
-        if (auto missing = r.string("on_missing")) {
-          if (*missing == "skip") s.on_missing = OnMissing::Skip;
-          else if (*missing == "fail") s.on_missing = OnMissing::Fail;
-          else if (*missing == "drop") s.on_missing = OnMissing::Drop;
-          else
-            r.error(*r.toml_table().get("on_missing"), "on_missing",
-                    "'on_missing' must be \"skip\", \"fail\" or \"drop\", got \"" + *missing + "\"");
-        }
-        break;
-      }
+      e.finish();
+      if (diag_.count() == before) s.casts.push_back(std::move(cast));
+    });
+  }
+
+  // convert_timestamp: `fields`, `from`, `to`.
+  void read_timestamp_conversion(TableReader& r, TransformSpec& s) {
+    s.fields = path_list(r);
+    for (auto [name, slot] : {std::pair<std::string_view, TimeFormat*>{"from", &s.from}, {"to", &s.to}}) {
+      auto text = r.string(name);
+      if (!text) continue;
+      auto f = find_named(*text, kTimeFormats);
+      if (!f || (name == "to" && *f == TimeFormat::Auto))
+        r.error(*r.toml_table().get(name), name,
+                "unknown time format '" + *text + "' (" +
+                    (name == "to" ? "one of rfc3339, date, unix_s, unix_ms, unix_us, unix_ns"
+                                  : choices(*text, kTimeFormats)) +
+                    ")");
+      else *slot = *f;
+    }
+  }
+
+  // extract_field: `field`, `merge`, `on_missing`.
+  void read_extract(TableReader& r, TransformSpec& s) {
+    if (auto p = path(r, "field", true)) s.field = std::move(*p);
+    if (auto merge = r.boolean("merge")) s.merge = *merge;
+    if (auto missing = r.string("on_missing")) {
+      if (*missing == "skip") s.on_missing = OnMissing::Skip;
+      else if (*missing == "fail") s.on_missing = OnMissing::Fail;
+      else if (*missing == "drop") s.on_missing = OnMissing::Drop;
+      else
+        r.error(*r.toml_table().get("on_missing"), "on_missing",
+                "'on_missing' must be \"skip\", \"fail\" or \"drop\", got \"" + *missing + "\"");
     }
   }
 
