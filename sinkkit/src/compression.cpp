@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace picomq::kit {
 
@@ -108,6 +110,79 @@ std::string Compressor::compress(std::string_view input) {
 
 std::string compress(Compression compression, std::string_view input, int level) {
   return Compressor(compression, level).compress(input);
+}
+
+namespace {
+
+// gzip members one after another. libdeflate wants the output's room up front: the member's
+// trailer says its size modulo 2^32 (the last member's is a first guess), doubled until it fits.
+std::string gunzip(std::string_view input) {
+  std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(libdeflate_alloc_decompressor(),
+                                                                                      &libdeflate_free_decompressor);
+  if (!d) throw std::runtime_error("gzip: cannot create a decompressor (out of memory)");
+  if (input.empty()) throw std::runtime_error("gzip: empty input, not a gzip stream");
+  std::string out;
+  size_t room = 64 * 1024;
+  if (input.size() >= 4) {
+    const auto* tail = reinterpret_cast<const unsigned char*>(input.data() + input.size() - 4);
+    room = std::max<size_t>(room, tail[0] | (tail[1] << 8) | (tail[2] << 16) | (size_t{tail[3]} << 24));
+  }
+  size_t used = 0;
+  while (used < input.size()) {
+    const size_t start = out.size();
+    for (;;) {
+      out.resize(start + room);
+      size_t in_used = 0, out_used = 0;
+      const auto rc = libdeflate_gzip_decompress_ex(d.get(), input.data() + used, input.size() - used,
+                                                    out.data() + start, room, &in_used, &out_used);
+      if (rc == LIBDEFLATE_SUCCESS) {
+        out.resize(start + out_used);
+        used += in_used;
+        break;
+      }
+      if (rc != LIBDEFLATE_INSUFFICIENT_SPACE || room > std::numeric_limits<size_t>::max() / 4)
+        throw std::runtime_error("gzip: not a valid gzip stream (at byte " + std::to_string(used) + " of " +
+                                 std::to_string(input.size()) + ")");
+      room *= 2;
+    }
+  }
+  return out;
+}
+
+// zstd frames one after another, streamed (a frame need not say its size).
+std::string unzstd(std::string_view input) {
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> d(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  if (!d) throw std::runtime_error("zstd: cannot create a decompression context");
+  if (input.empty()) throw std::runtime_error("zstd: empty input, not a zstd frame");
+  std::string out;
+  std::string chunk(ZSTD_DStreamOutSize(), '\0');
+  ZSTD_inBuffer in{input.data(), input.size(), 0};
+  size_t left = 0;  // 0: the last frame is complete
+  while (in.pos < in.size) {
+    ZSTD_outBuffer o{chunk.data(), chunk.size(), 0};
+    left = ZSTD_decompressStream(d.get(), &o, &in);
+    if (ZSTD_isError(left)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(left));
+    out.append(chunk.data(), o.pos);
+  }
+  for (ZSTD_outBuffer o{chunk.data(), chunk.size(), chunk.size()}; left != 0 && o.pos == o.size;) {
+    o.pos = 0;  // what the last call could not put out yet
+    left = ZSTD_decompressStream(d.get(), &o, &in);
+    if (ZSTD_isError(left)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(left));
+    out.append(chunk.data(), o.pos);
+  }
+  if (left != 0) throw std::runtime_error("zstd: the input ends inside a frame");
+  return out;
+}
+
+}  // namespace
+
+std::string decompress(Compression compression, std::string_view input) {
+  switch (compression) {
+    case Compression::None: return std::string(input);
+    case Compression::Gzip: return gunzip(input);
+    case Compression::Zstd: return unzstd(input);
+  }
+  throw std::logic_error("unknown compression");
 }
 
 }  // namespace picomq::kit

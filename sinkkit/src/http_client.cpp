@@ -66,6 +66,7 @@ std::optional<size_t> BodyStream::read(char* out, size_t max, bool& more) {
   while (n < max && !chunks_.empty()) {
     const std::string& front = chunks_.front();
     const size_t take = std::min(max - n, front.size() - front_read_);
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): bytes of a body, not a C string
     std::memcpy(out + n, front.data() + front_read_, take);
     n += take;
     front_read_ += take;
@@ -546,7 +547,8 @@ struct HttpClient::Impl {
 
   explicit Impl(HttpClientOptions o) : options(std::move(o)) {
     validate(options);
-    Compressor(options.compression, options.compression_level);  // rejects a bad level now
+    [[maybe_unused]] const Compressor level_check(options.compression,
+                                                  options.compression_level);  // throws for a bad level now
     if (!options.log_error)
       options.log_error = [](const std::string& m) { std::fprintf(stderr, "picomq http client: %s\n", m.c_str()); };
     if (const auto* aws = std::get_if<AwsSigV4Auth>(&options.auth))
@@ -823,8 +825,12 @@ struct HttpClient::Impl {
       set(CURLOPT_CUSTOMREQUEST, r.method.c_str());
     }
 
-    for (const auto& [name, value] : r.headers)  // "Name;" is curl's way to send an empty value
-      t.header_list = curl_slist_append(t.header_list, (value.empty() ? name + ";" : name + ": " + value).c_str());
+    for (const auto& [name, value] : r.headers) {  // "Name;" is curl's way to send an empty value
+      std::string line = name;
+      line += value.empty() ? ";" : ": ";
+      line += value;
+      t.header_list = curl_slist_append(t.header_list, line.c_str());
+    }
     if (t.header_list) set(CURLOPT_HTTPHEADER, t.header_list);
 
     if (const auto* basic = std::get_if<BasicAuth>(&o.auth)) {
@@ -879,7 +885,7 @@ struct HttpClient::Impl {
     return announced >= 0 && received == announced;
   }
 
-  void read_response(Transfer& t, CURLcode result) {
+  void read_response(Transfer& t, CURLcode result) const {
     HttpResponse& r = t.response;
     CURL* e = t.easy;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
@@ -942,7 +948,7 @@ struct HttpClient::Impl {
   }
 
   // Runs the callback (never inside the lock).
-  void invoke(Transfer& t) {
+  void invoke(Transfer& t) const {
     try {
       t.callback(std::move(t.response));
     } catch (const std::exception& e) {
@@ -1017,6 +1023,24 @@ HttpResponse HttpClient::send(HttpRequest request) {
   std::future<HttpResponse> response = done.get_future();
   send_async(std::move(request), [&done](HttpResponse r) { done.set_value(std::move(r)); });
   return response.get();
+}
+
+std::vector<HttpResponse> HttpClient::send_all(std::vector<HttpRequest> requests) {
+  if (on_io_thread())
+    throw std::logic_error("HttpClient::send_all() from a response callback would wait for itself: use send_async()");
+  std::vector<HttpResponse> responses(requests.size());
+  std::mutex mutex;
+  std::condition_variable answered;
+  size_t left = requests.size();
+  for (size_t i = 0; i < requests.size(); ++i)
+    send_async(std::move(requests[i]), [&, i](HttpResponse r) {
+      std::lock_guard lock(mutex);
+      responses[i] = std::move(r);
+      if (--left == 0) answered.notify_all();
+    });
+  std::unique_lock lock(mutex);
+  answered.wait(lock, [&] { return left == 0; });
+  return responses;
 }
 
 // In turn: requests of one caller spread evenly, and each thread keeps its connections warm.

@@ -86,6 +86,68 @@ TEST(Compression, IncompressibleAndBinaryInputSurvive) {
   EXPECT_EQ(unzstd(compress(Compression::Zstd, noise, 19)), noise);
 }
 
+// Independent encoders for decompress(): zlib's deflate (gzip wrapper) and libzstd's one-shot
+// compression.
+std::string zlib_gzip(const std::string& in) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, in.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string libzstd(const std::string& in) {
+  std::string out(ZSTD_compressBound(in.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+TEST(Compression, DecompressReadsWhatZlibAndLibzstdWrote) {
+  const std::string input = sample_json(20000);
+  EXPECT_EQ(decompress(Compression::Gzip, zlib_gzip(input)), input);
+  EXPECT_EQ(decompress(Compression::Zstd, libzstd(input)), input);
+  EXPECT_EQ(decompress(Compression::Gzip, compress(Compression::Gzip, input)), input) << "and our own";
+  EXPECT_EQ(decompress(Compression::Zstd, compress(Compression::Zstd, input)), input);
+  EXPECT_EQ(decompress(Compression::None, input), input);
+  // Members and frames one after another are the concatenation (RFC 1952 2.2, RFC 8878 3).
+  EXPECT_EQ(decompress(Compression::Gzip, zlib_gzip("first ") + zlib_gzip("second")), "first second");
+  EXPECT_EQ(decompress(Compression::Zstd, libzstd("first ") + libzstd("second")), "first second");
+  // A member larger than its trailer's first guess, and one of incompressible bytes.
+  std::mt19937 rng(7);
+  std::string noise(3 << 20, '\0');
+  for (auto& c : noise) c = static_cast<char>(rng());
+  EXPECT_EQ(decompress(Compression::Gzip, zlib_gzip(noise)), noise);
+  EXPECT_EQ(decompress(Compression::Zstd, libzstd(noise)), noise);
+}
+
+TEST(Compression, DecompressRefusesTruncatedDamagedAndForeignInput) {
+  const std::string input = sample_json(2000);
+  for (Compression c : {Compression::Gzip, Compression::Zstd}) {
+    const std::string wire = c == Compression::Gzip ? zlib_gzip(input) : libzstd(input);
+    const std::string name(to_string(c));
+    EXPECT_THROW(decompress(c, wire.substr(0, wire.size() / 2)), std::runtime_error) << name << ": truncated";
+    std::string damaged = compress(c, input);  // ours: a gzip CRC-32 and ISIZE, a zstd checksum
+    damaged[damaged.size() / 2] ^= 0x5a;
+    damaged[damaged.size() - 2] ^= 0x5a;  // the trailer too: caught even where the data still decodes
+    EXPECT_THROW(decompress(c, damaged), std::runtime_error) << name << ": damaged";
+    EXPECT_THROW(decompress(c, input), std::runtime_error) << name << ": not compressed at all";
+    EXPECT_THROW(decompress(c, ""), std::runtime_error) << name << ": empty";
+    try {
+      decompress(c, input);
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(name + ":", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(Compression, NoneIsTheInputUnchanged) {
   EXPECT_EQ(compress(Compression::None, "as is"), "as is");
   EXPECT_EQ(content_encoding(Compression::None), "");

@@ -241,6 +241,25 @@ TEST_F(HttpClientTest, PostsAndReadsTheWholeResponse) {
   EXPECT_EQ(seen[0].headers.get("User-Agent"), "picomq-connect");
 }
 
+TEST_F(HttpClientTest, SendAllPutsEveryRequestOnTheWireAtOnceAndAnswersInTheirOrder) {
+  // The first request is answered last: the responses still come back in the requests' order.
+  receiver.script(nlohmann::json::array({{{"path", "/state/0"}, {"status", 200}, {"body", "zero"}, {"delay", 0.6}},
+                                         {{"path", "/state/1"}, {"status", 200}, {"body", "one"}, {"delay", 0.4}},
+                                         {{"path", "/state/2"}, {"status", 404}, {"body", "two"}, {"delay", 0.3}}}));
+  HttpClient client({.max_in_flight = 3});
+  std::vector<HttpRequest> requests;
+  requests.reserve(3);
+  for (int i = 0; i < 3; ++i) requests.push_back({.method = "GET", .url = receiver.url("/state/" + std::to_string(i))});
+  const std::vector<HttpResponse> answers = client.send_all(std::move(requests));
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0].body, "zero");
+  EXPECT_EQ(answers[1].body, "one");
+  EXPECT_EQ(answers[2].body, "two");
+  EXPECT_EQ(answers[2].status, 404);
+  EXPECT_EQ(receiver.stats().max_in_flight, 3u) << "all three on the wire together";
+  EXPECT_TRUE(client.send_all({}).empty());
+}
+
 TEST_F(HttpClientTest, EveryMethodWithAndWithoutABody) {
   HttpClient client({});
   auto request = [&](std::string method, std::string body) {
@@ -512,7 +531,8 @@ class FullBacklogListener {
     port_ = ntohs(addr.sin_port);
     for (int i = 0; i < 3; ++i) {  // fill the queue; never accepted
       const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-      ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+      (void)::connect(s, reinterpret_cast<sockaddr*>(&addr),
+                      sizeof addr);  // refused or not: the test reads what follows
       fillers_.push_back(s);
     }
     std::this_thread::sleep_for(100ms);
@@ -723,7 +743,7 @@ TEST_F(HttpClientTest, AsyncSendsCompleteExactlyOnceWithBoundedInFlight) {
   std::mutex threads_mutex;
   std::set<std::thread::id> callback_threads;
   for (size_t i = 0; i < kRequests; ++i)
-    client.send_async(post(receiver.url("/slow?i=" + std::to_string(i))), [&, i](HttpResponse r) {
+    client.send_async(post(receiver.url("/slow?i=" + std::to_string(i))), [&, i](const HttpResponse& r) {
       ++calls[i];
       statuses[i] = r.status;
       std::lock_guard lock(threads_mutex);
@@ -756,7 +776,7 @@ TEST_F(HttpClientTest, SeveralIoThreadsShareTheInFlightLimitAndCompleteEveryRequ
   std::mutex threads_mutex;
   std::map<std::thread::id, size_t> per_thread;
   for (size_t i = 0; i < kRequests; ++i)
-    client.send_async(post(receiver.url("/slow?i=" + std::to_string(i))), [&, i](HttpResponse r) {
+    client.send_async(post(receiver.url("/slow?i=" + std::to_string(i))), [&, i](const HttpResponse& r) {
       EXPECT_EQ(r.status, 200);
       ++calls[i];
       std::lock_guard lock(threads_mutex);
@@ -779,7 +799,7 @@ TEST_F(HttpClientTest, SeveralIoThreadsShareTheInFlightLimitAndCompleteEveryRequ
   receiver.script({{"path", "/hang"}, {"delay", 120}, {"count", 0}});
   std::atomic<int> refused{0}, cut{0};
   for (int i = 0; i < 2; ++i)
-    client.send_async(post(receiver.url("/probe")), [&](HttpResponse) {
+    client.send_async(post(receiver.url("/probe")), [&](const HttpResponse&) {
       try {
         client.wait_idle(1s);
       } catch (const std::logic_error&) {
@@ -802,7 +822,7 @@ TEST_F(HttpClientTest, ACallbackMaySendAgainButNotWaitOnItsClient) {
   HttpClient client({});
   std::atomic<int> hops{0};
   std::atomic<bool> send_refused{false}, close_refused{false}, wait_refused{false};
-  std::function<void(HttpResponse)> hop = [&](HttpResponse r) {
+  std::function<void(HttpResponse)> hop = [&](const HttpResponse& r) {
     EXPECT_EQ(r.status, 200);
     if (++hops == 1) {
       try {
@@ -840,7 +860,8 @@ TEST_F(HttpClientTest, ACallbackThatThrowsIsReportedAndTheClientGoesOn) {
     std::lock_guard lock(mutex);
     errors.push_back(m);
   }});
-  client.send_async(post(receiver.url("/a")), [](HttpResponse) { throw std::runtime_error("boom in the sink"); });
+  client.send_async(post(receiver.url("/a")),
+                    [](const HttpResponse&) { throw std::runtime_error("boom in the sink"); });
   ASSERT_TRUE(client.wait_idle(scaled(30s)));
   EXPECT_EQ(client.send(post(receiver.url("/b"))).status, 200);
   std::lock_guard lock(mutex);
@@ -936,7 +957,7 @@ TEST_F(HttpClientTest, NoSecretReachesAReasonOrALogLine) {
   EXPECT_NE(c.reason.find("denied: Bearer ***, password ***, api_key=***"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("http://***@127.0.0.1:"), std::string::npos) << c.reason;
 
-  client.send_async(post(url), [](HttpResponse) { throw std::runtime_error("callback failure"); });
+  client.send_async(post(url), [](const HttpResponse&) { throw std::runtime_error("callback failure"); });
   ASSERT_TRUE(client.wait_idle(scaled(30s)));
   receiver.stop();  // and a transport failure on the same URL
   const Classification refused = OutcomeRules().classify(client.send(post(url)));

@@ -37,6 +37,7 @@
 
 #include "doris/answers.h"
 #include "doris/config.h"
+#include "doris/loads.h"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_groups.hpp"
@@ -56,23 +57,15 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using picomq::doris::Answer;
 using picomq::doris::fatal_message;
+using picomq::doris::Load;
 using picomq::doris::option_table;
 using picomq::doris::parse_answer;
 using picomq::doris::parse_load_state;
 using picomq::doris::plan;
 using picomq::doris::Settings;
-
-constexpr size_t kMaxLabelBytes = 128;  // Doris: ^[-_A-Za-z0-9:]{1,128}$
+using picomq::doris::trim_below;
 
 using kit::bounded;
-
-// One Stream Load: records of a batch (positions), their JSON lines, the offsets they span.
-struct Load {
-  std::vector<size_t> positions;
-  std::vector<std::string> lines;
-  int64_t first = 0, last = 0;
-  bool ends_at_batch_end = false;
-};
 
 class Retry : public std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -155,28 +148,19 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
             abort_label(label(raw, load.first, end));
             break;
           }
-          count("replayed_loads_skipped");
+          count("already_written_loads");
           log(sdk::LogLevel::Info, "replay: " + std::string(raw.topic) + "[" + std::to_string(raw.partition) +
                                        "] offsets " + std::to_string(load.first) + ".." + std::to_string(end) +
                                        " were loaded already (label " + label(raw, load.first, end) + ", " + state +
                                        "): skipped");
           // Drop the records up to `end`; the rest is a load starting at the next record.
-          Load rest;
-          for (size_t k = 0; k < load.positions.size(); ++k) {
-            if (pmq_batch_record(&raw, load.positions[k])->offset <= end) continue;
-            rest.positions.push_back(load.positions[k]);
-            rest.lines.push_back(std::move(load.lines[k]));
-          }
-          if (rest.positions.empty() && end > load.last) {
+          trim_below(raw, load, end + 1);
+          if (load.positions.empty() && end > load.last) {
             // The earlier load reached beyond this one (a longer batch, a byte cut that moved):
             // its records in the next loads and batches are loaded too.
             for (size_t j = i + 1; j < loads.size(); ++j) trim_below(raw, loads[j], end + 1);
             loaded_beyond = std::max(loaded_beyond, end);
           }
-          rest.first = rest.positions.empty() ? 0 : pmq_batch_record(&raw, rest.positions.front())->offset;
-          rest.last = load.last;
-          rest.ends_at_batch_end = load.ends_at_batch_end;
-          load = std::move(rest);
         }
         if (load.positions.empty()) continue;
         check = false;
@@ -193,55 +177,16 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   }
 
  private:
-  // ------------------------------------------------------------------ cutting and labels
+  // ------------------------------------------------------------------ loads and labels (doris/loads.h)
 
   std::vector<Load> cut(const pmq_batch& raw) {
-    std::vector<Load> loads;
-    auto json = writer_.begin(raw);
-    size_t bytes = 0;
-    for (size_t i = 0; i < raw.record_count; ++i) {
-      const pmq_record& r = *pmq_batch_record(&raw, i);
-      if (r.payload.data == nullptr) {
-        count("skipped_tombstones");
-        continue;
-      }
-      std::string line;
-      json.append(line, r);
-      const bool new_block = loads.empty() || r.offset / s_.label_span != loads.back().first / s_.label_span ||
-                             bytes + line.size() + 1 > s_.max_load_bytes.bytes;
-      if (new_block) {
-        loads.emplace_back();
-        loads.back().first = r.offset;
-        bytes = 0;
-      }
-      bytes += line.size() + 1;
-      loads.back().positions.push_back(i);
-      loads.back().lines.push_back(std::move(line));
-      loads.back().last = r.offset;
-    }
-    if (!loads.empty()) loads.back().ends_at_batch_end = true;
-    // A batch's last load ends at its end unless that is the last offset of a block.
-    if (!loads.empty() && (loads.back().last + 1) % s_.label_span == 0) loads.back().ends_at_batch_end = false;
-    return loads;
-  }
-
-  void trim_below(const pmq_batch& raw, Load& load, int64_t from) {
-    Load rest;
-    for (size_t k = 0; k < load.positions.size(); ++k) {
-      if (pmq_batch_record(&raw, load.positions[k])->offset < from) continue;
-      rest.positions.push_back(load.positions[k]);
-      rest.lines.push_back(std::move(load.lines[k]));
-    }
-    rest.first = rest.positions.empty() ? 0 : pmq_batch_record(&raw, rest.positions.front())->offset;
-    rest.last = load.last;
-    rest.ends_at_batch_end = load.ends_at_batch_end;
-    load = std::move(rest);
+    picomq::doris::Cut c = picomq::doris::cut_loads(raw, writer_, s_.label_span, s_.max_load_bytes.bytes);
+    if (c.tombstones) count("skipped_tombstones", c.tombstones);
+    return std::move(c.loads);
   }
 
   std::string label(const pmq_batch& raw, int64_t first, int64_t last) const {
-    std::string l = prefix_ + "-" + kit::url_safe(raw.topic) + "-" + std::to_string(raw.partition) + "-" +
-                    std::to_string(first) + "-" + std::to_string(last);
-    return kit::fit_name(std::move(l), kMaxLabelBytes);
+    return picomq::doris::load_label(prefix_, raw, first, last);
   }
 
   // ------------------------------------------------------------------ replay check
@@ -265,29 +210,19 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     const size_t step = static_cast<size_t>(s_.probe_parallelism);
     for (size_t from = 0; from < ends.size() && !found; from += step) {
       const size_t n = std::min(step, ends.size() - from);
-      std::vector<std::string> states(n);
-      std::vector<std::string> errors;
-      std::mutex m;
-      std::condition_variable cv;
-      size_t left = n;
-      for (size_t k = 0; k < n; ++k) {
-        client_->send_async(
+      std::vector<kit::HttpRequest> requests;
+      for (size_t k = 0; k < n; ++k)
+        requests.push_back(
             {.method = "GET",
              .url = base_ + "/get_load_state?label=" + kit::percent_encode(label(raw, load.first, ends[from + k])),
-             .timeout = 30s},
-            [&, k](const kit::HttpResponse& r) {
-              std::string state, error;
-              if (!parse_load_state(r, state, error)) state.clear();
-              std::lock_guard lock(m);
-              states[k] = state;
-              if (!error.empty()) errors.push_back(error);
-              if (--left == 0) cv.notify_all();
-            });
+             .timeout = 30s});
+      const std::vector<kit::HttpResponse> answers = client_->send_all(std::move(requests));
+      std::vector<std::string> states(n);
+      for (size_t k = 0; k < n; ++k) {
+        std::string error;
+        if (!parse_load_state(answers[k], states[k], error))
+          throw sdk::RetryableError("checking which loads an earlier run made (get_load_state): " + error);
       }
-      std::unique_lock lock(m);
-      cv.wait(lock, [&] { return left == 0; });
-      if (!errors.empty())
-        throw sdk::RetryableError("checking which loads an earlier run made (get_load_state): " + errors.front());
       for (size_t k = 0; k < n; ++k) {
         std::string st = states[k];
         if (st == "PREPARE") st = await_end(label(raw, load.first, ends[from + k]));  // still running: wait for it
@@ -409,14 +344,14 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       const Answer a = parse_answer(r.body);
       if (a.status == "Success" || a.status == "Publish Timeout") {
         count("loads");
-        count("rows", load.positions.size() - static_cast<size_t>(std::max<int64_t>(0, a.filtered)));
+        count("written_records", load.positions.size() - static_cast<size_t>(std::max<int64_t>(0, a.filtered)));
         if (a.filtered > 0) reject_filtered(raw, load, a, where, false);
         if (s_.two_phase_commit) precommitted.push_back(l);
         return;
       }
       if (a.status == "Label Already Exists") {
         if (a.existing == "FINISHED" || a.existing == "VISIBLE" || a.existing == "COMMITTED") {
-          count("loads_already_there");
+          count("already_written_loads");
           return;
         }
         if (a.existing == "PRECOMMITTED") {
@@ -436,7 +371,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
           continue;
         }
         if (state == "VISIBLE" || state == "COMMITTED") {
-          count("loads_already_there");
+          count("already_written_loads");
           return;
         }
         if (state == "ABORTED" || state == "UNKNOWN") continue;  // free again: send it

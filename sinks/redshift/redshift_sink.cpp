@@ -21,7 +21,6 @@
 // (FORMAT csv) in the same transaction. Every other statement is the same text in both dialects.
 // Docs: docs/sinks/redshift.md.
 #include <simdjson.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <map>
@@ -44,6 +43,8 @@
 #include "picomq/kit/resend.hpp"
 #include "picomq/kit/s3.hpp"
 #include "picomq/sdk.hpp"
+#include "redshift/config.h"
+#include "redshift/staging_text.h"
 
 namespace {
 
@@ -52,199 +53,14 @@ namespace sdk = picomq::sdk;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-enum class Dialect { Redshift, PostgresShim };
-enum class MergeKey { Record, Key };
-
-struct Settings {
-  std::string connection_string;
-  kit::pg::ConnOptions conn_options;  // connection_string parsed (plan()); holds the password too: never logged
-  std::optional<std::string> password;
-  std::string target_table;
-  std::string offsets_table;
-  bool create_tables = true;
-  MergeKey merge_key = MergeKey::Record;
-  Dialect dialect = Dialect::Redshift;
-  std::string s3_bucket;
-  std::string s3_prefix;
-  std::string s3_region;
-  std::optional<std::string> s3_endpoint;
-  kit::s3::Bucket stage;  // the bucket, its endpoint and the credentials (plan())
-  std::optional<std::string> aws_access_key_id;
-  std::optional<std::string> aws_secret_access_key;
-  std::optional<std::string> iam_role;
-  int64_t max_errors = 0;
-  kit::ByteSize max_field_bytes{};
-  std::chrono::milliseconds retry_timeout{};
-  bool keep_staged_files = false;
-};
-
-std::optional<std::string> check_table(const std::string& v) {
-  if (v.empty()) return "must not be empty";
-  int dots = 0;
-  for (unsigned char c : v) {
-    if (c == '.') {
-      ++dots;
-      continue;
-    }
-    if (!(std::isalnum(c) || c == '_') || c >= 0x80)
-      return "must be [schema.]table of letters, digits and '_' (no quoting)";
-  }
-  if (dots > 1 || v.front() == '.' || v.back() == '.') return "must be table or schema.table";
-  return std::nullopt;
-}
-
-const kit::OptionTable<Settings>& option_table() {
-  static const kit::OptionTable<Settings> table{
-      kit::option("connection_string", &Settings::connection_string)
-          .required()
-          .secret()
-          .check([](const std::string& v) { return kit::pg::parse_connection_string(v).problem(); })
-          .help("libpq connection string of the cluster: \"host=... port=5439 dbname=dev user=... "
-                "sslmode=verify-full\" (TLS by "
-                "sslmode / sslrootcert; IAM: a temporary password from GetClusterCredentials in password)."),
-      kit::option("password", &Settings::password)
-          .secret()
-          .help("The user's password (or an IAM temporary password); given to libpq over the connection string's own "
-                "(no quoting needed; a postgresql:// URI works too)."),
-      kit::option("target_table", &Settings::target_table)
-          .required()
-          .check(check_table)
-          .help("[schema.]table the records are merged into (pico_id, pico_topic, pico_partition, pico_offset, "
-                "pico_timestamp, pico_key, pico_headers, payload)."),
-      kit::option("offsets_table", &Settings::offsets_table)
-          .fallback(std::string("picomq_offsets"))
-          .check(check_table)
-          .help("[schema.]table recording each loaded offset range (sink, topic, partition, first_offset, "
-                "last_offset), written in the load's transaction."),
-      kit::option("create_tables", &Settings::create_tables)
-          .fallback(true)
-          .help("Create the target and offsets tables when missing (CREATE TABLE IF NOT EXISTS, the layout above; "
-                "payload VARCHAR(65535))."),
-      kit::option("merge_key", &Settings::merge_key)
-          .choices({{"record", MergeKey::Record}, {"key", MergeKey::Key}})
-          .fallback(MergeKey::Record)
-          .help("pico_id, the MERGE key: record = topic:partition:offset in the kit's reversible encoding (a replay "
-                "merges to the "
-                "same rows); key = the record key (base64; one row per key, the latest record wins; a record without a "
-                "key is refused)."),
-      kit::option("dialect", &Settings::dialect)
-          .choices({{"redshift", Dialect::Redshift}, {"postgres_shim", Dialect::PostgresShim}})
-          .fallback(Dialect::Redshift)
-          .help(
-              "redshift: COPY ... FROM 's3://...' MANIFEST. postgres_shim (tests, PostgreSQL 15 as the stand-in): that "
-              "COPY is "
-              "done by the sink (manifest and files read from S3, COPY FROM STDIN), every other statement unchanged."),
-      kit::option("s3_bucket", &Settings::s3_bucket)
-          .required()
-          .check(kit::not_empty())
-          .help("Bucket the batches are staged in."),
-      kit::option("s3_prefix", &Settings::s3_prefix)
-          .fallback(std::string("picomq-staging"))
-          .help("Key prefix of the staged files: {s3_prefix}/{sink}/{topic}/{partition}/{first}-{last}.{token}.csv.gz "
-                "and .manifest (token: random, of the load: a key is written once)."),
-      kit::option("s3_region", &Settings::s3_region)
-          .fallback(std::string("us-east-1"))
-          .check(kit::not_empty())
-          .help("Region of the bucket (SigV4)."),
-      kit::option("s3_endpoint", &Settings::s3_endpoint)
-          .help("S3 endpoint, path-style (default https://s3.{s3_region}.amazonaws.com)."),
-      kit::option("aws_access_key_id", &Settings::aws_access_key_id)
-          .help("Key the sink stages with (and, without iam_role, that COPY reads with)."),
-      kit::option("aws_secret_access_key", &Settings::aws_secret_access_key).secret().help("Its secret."),
-      kit::option("iam_role", &Settings::iam_role)
-          .help("IAM_ROLE 'arn:...' for COPY (otherwise ACCESS_KEY_ID / SECRET_ACCESS_KEY)."),
-      kit::option("max_errors", &Settings::max_errors)
-          .fallback(0)
-          .check(kit::at_least(0))
-          .help(
-              "COPY MAXERROR: rows Redshift refuses are read from STL_LOAD_ERRORS and rejected through the bad-record "
-              "policy (0: COPY fails on the first; the refused line is rejected and the batch reloaded without it)."),
-      kit::option("max_field_bytes", &Settings::max_field_bytes)
-          .fallback(kit::ByteSize{65535})
-          .help("Largest payload / key text; a longer record is refused before staging (VARCHAR(65535))."),
-      kit::option("retry_timeout", &Settings::retry_timeout)
-          .fallback(30s)
-          .help("How long a transient failure (connection loss, serialization conflict, S3 5xx) is retried here before "
-                "the write fails and the runtime's retry takes over."),
-      kit::option("keep_staged_files", &Settings::keep_staged_files)
-          .fallback(false)
-          .help("Keep the staged files after the commit (default: deleted)."),
-  };
-  return table;
-}
-
-std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems) {
-  const auto& table = option_table();
-  table.validate(config, problems);
-  if (!problems.empty()) return std::nullopt;
-  Settings s = table.parse(config);
-  if (!s.aws_access_key_id != !s.aws_secret_access_key)
-    problems.add("aws_access_key_id", "aws_access_key_id and aws_secret_access_key go together");
-  if (!s.aws_access_key_id)
-    problems.add("aws_access_key_id", "the sink stages files in S3 with these credentials: set both");
-  if (!problems.empty()) return std::nullopt;
-  while (!s.s3_prefix.empty() && s.s3_prefix.back() == '/') s.s3_prefix.pop_back();
-  s.conn_options = kit::pg::parse_connection_string(s.connection_string).value();
-  s.stage = {.name = s.s3_bucket,
-             .region = s.s3_region,
-             .path_style = true,
-             .access_key_id = *s.aws_access_key_id,
-             .secret_access_key = *s.aws_secret_access_key};
-  if (auto problem =
-          kit::s3::set_endpoint(s.stage, s.s3_endpoint.value_or("https://s3." + s.s3_region + ".amazonaws.com"))) {
-    problems.add("s3_endpoint", *problem);
-    return std::nullopt;
-  }
-  return s;
-}
-
-// One CSV field, RFC 4180 quoted (COPY CSV in PostgreSQL and Redshift read it back as is).
-void csv_field(std::string& out, std::string_view v) {
-  out += '"';
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-}
-
-std::string sql_literal(std::string_view v) {
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'') out += '\'';
-    out += c;
-  }
-  return out + "'";
-}
-
-std::string last_part(const std::string& table) {
-  const size_t dot = table.rfind('.');
-  return dot == std::string::npos ? table : table.substr(dot + 1);
-}
-
-// Gunzips a whole buffer (zlib); throws on corrupt input.
-std::string gunzip(std::string_view in) {
-  z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("zlib init");
-  std::string out;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&z);
-      throw std::runtime_error("not a gzip stream");
-    }
-    out.append(buf, sizeof buf - z.avail_out);
-    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break;
-  }
-  inflateEnd(&z);
-  return out;
-}
+using picomq::redshift::csv_field;
+using picomq::redshift::Dialect;
+using picomq::redshift::last_part;
+using picomq::redshift::MergeKey;
+using picomq::redshift::option_table;
+using picomq::redshift::plan;
+using picomq::redshift::Settings;
+using picomq::redshift::sql_literal;
 
 constexpr const char* kColumns =
     "pico_id, pico_topic, pico_partition, pico_offset, pico_timestamp, pico_key, pico_headers, payload";
@@ -416,7 +232,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
   // A crash leaves staged files behind: between a load's COMMIT and their deletion (the replay
   // skips those records as loaded), or before the COMMIT (the replay stages them again under new
   // keys). Each load's keys are its own, so no later load reads a file staged before it: when a
-  // partition is first loaded, every staged file of it goes (counter leftover_staged_files_deleted).
+  // partition is first loaded, every staged file of it goes (counter deleted_leftover_staged_files).
   // One a previous owner is still loading during a rebalance makes that load fail and its records
   // come again to the new owner. A killed run's upload the store applies after this stays until
   // the next start.
@@ -425,7 +241,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     try {
       for (const std::string& key : s3_->list_keys(prefix)) {
         delete_object(key);
-        count("leftover_staged_files_deleted");
+        count("deleted_leftover_staged_files");
       }
     } catch (const std::exception& e) {
       log(sdk::LogLevel::Warn,
@@ -454,7 +270,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     for (size_t i = 0; i < raw.record_count; ++i) {
       const pmq_record& r = *pmq_batch_record(&raw, i);
       if (r.offset <= done) {
-        count("replayed_records_skipped");
+        count("already_written_records");
         continue;
       }
       if (first < 0) first = r.offset;
@@ -567,7 +383,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     }
     loaded_[std::string(raw.topic) + "\x1f" + std::to_string(raw.partition)] = last;
     count("loads");
-    count("rows", staged_.size());
+    count("written_records", staged_.size());
     drop_staged();
   }
 
@@ -608,7 +424,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       std::string_view url;
       if (e["url"].get_string().get(url) || url.rfind("s3://" + s_.s3_bucket + "/", 0) != 0)
         throw sdk::FatalError("shim: manifest entry without an s3:// url of the bucket");
-      data += gunzip(s3_->get_object(std::string(url.substr(6 + s_.s3_bucket.size()))));
+      data +=
+          kit::decompress(kit::Compression::Gzip, s3_->get_object(std::string(url.substr(6 + s_.s3_bucket.size()))));
     }
     const std::string what = "COPY (shim of COPY ... FROM 's3://...' MANIFEST)";
     conn_->begin_copy("COPY " + stage + " (" + kColumns + ") FROM STDIN WITH (FORMAT csv)", what);

@@ -1,7 +1,8 @@
 #pragma once
 // Whole-buffer compression of request bodies and objects: gzip (libdeflate) and zstd (libzstd). The
 // HTTP client compresses bodies with it (and sets Content-Encoding); the S3 and ClickHouse sinks
-// use it for objects and inserts.
+// use it for objects and inserts; decompress() reads such a buffer back (the Redshift sink's
+// PostgreSQL stand-in reads the files it staged).
 //
 //   kit::Compressor gzip(kit::Compression::Gzip);
 //   std::string wire = gzip.compress(body);      // one gzip member (RFC 1952)
@@ -46,5 +47,10 @@ class Compressor {
 
 // One-off compression (a fresh Compressor).
 std::string compress(Compression compression, std::string_view input, int level = 0);
+
+// The whole of `input` decompressed: every gzip member (RFC 1952) or zstd frame in it, one after
+// another; None returns it unchanged. Throws std::runtime_error naming the codec for input that
+// is not a complete, valid stream (a truncated or damaged one, trailing garbage).
+std::string decompress(Compression compression, std::string_view input);
 
 }  // namespace picomq::kit

@@ -350,6 +350,9 @@ class HttpClient {
 
   // Sends and waits for the response (or the transport failure). Not from a callback.
   HttpResponse send(HttpRequest request);
+  // Sends them all at once (as many on the wire as max_in_flight allows) and waits for every
+  // response: the responses in the requests' order. Not from a callback.
+  std::vector<HttpResponse> send_all(std::vector<HttpRequest> requests);
   // Queues the request; `callback` runs once on the I/O thread with its response. After
   // close() began, the callback runs at once on the calling thread (Cancelled, nothing sent).
   void send_async(HttpRequest request, Callback callback);
