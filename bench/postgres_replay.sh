@@ -129,7 +129,7 @@ status_counters="$(python3 - "$dir/status.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 c = s["sinks"][0].get("counters", {})
-print(" ".join(f"{k}={c.get(k, 0)}" for k in ("failed_writes", "conflict_redos", "replayed_rows_skipped", "destination_unreachable")))
+print(" ".join(f"{k}={c.get(k, 0)}" for k in ("failed_writes", "conflict_redos", "already_written_records", "destination_unreachable")))
 PY
 )"
 kill -TERM "$pid"

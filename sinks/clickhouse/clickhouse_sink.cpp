@@ -631,7 +631,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
           "table " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger + "): " + r.error);
       return;
     }
-    count("rows", r.records);
+    count("written_records", r.records);
     log(sdk::LogLevel::Debug, "table " + r.key + ": inserted " + std::to_string(r.records) + " rows of " +
                                   std::to_string(r.batches) + " batches (" + r.trigger + "; open " +
                                   std::to_string(r.open_for.count()) + " ms, insert " + std::to_string(r.took.count()) +

@@ -83,7 +83,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
                                            {.retry_timeout = s.requests.retry_timeout,
                                             .destination = "the cluster",
                                             .items = "documents",
-                                            .written_counter = "documents"});
+                                            .written_counter = "written_records"});
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         plan_->index, kit::NamePolicy::IndexName,
         [this](const std::string& name, std::string_view) { return prepare_index(name); }, "index");
@@ -193,7 +193,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     }
     if (written) reply.written(written);
     if (already) {
-      count("already_there", already);
+      count("already_written_records", already);
       reply.maybe_written();
     }
     if (again.empty()) return;
@@ -223,7 +223,7 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     c = rules_.classify(created);
     if (c.outcome == kit::Outcome::Written) {
       log(sdk::LogLevel::Info, "created index " + name + (plan_->create_body.empty() ? "" : ": " + plan_->create_body));
-      count("created_indices");
+      count("created_indexes");
       return Index{name};
     }
     // Another writer created it first.

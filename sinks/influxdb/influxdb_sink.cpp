@@ -72,7 +72,7 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
                                            {.retry_timeout = s.requests.retry_timeout,
                                             .destination = "the server",
                                             .items = "lines",
-                                            .written_counter = "points"});
+                                            .written_counter = "written_records"});
     // 1.x: 400 on a partial write; 2.x: 422 (the default table: Rejected); 3.x: 400.
     rules_.on(500, "retention policy not found", kit::Outcome::Fatal,
               "InfluxDB 1.x: the retention policy does not exist (configuration)");

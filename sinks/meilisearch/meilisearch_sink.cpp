@@ -251,7 +251,7 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
     switch (verdict(task)) {
       case TaskVerdict::Written:
-        count(reply->run().variant == kDelete ? "deleted" : "documents", reply->size());
+        count(reply->run().variant == kDelete ? "deleted_records" : "written_records", reply->size());
         reply->written(reply->size());
         break;
       case TaskVerdict::Canceled:  // nothing of it was written

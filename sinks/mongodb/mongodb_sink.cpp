@@ -250,7 +250,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       log(sdk::LogLevel::Debug, "resending " + std::to_string(std::count(state.begin(), state.end(), State::Pending)) +
                                     " operations: " + v.retry);
     }
-    if (already) count("already_written", already);
+    if (already) count("already_written_records", already);
     size_t rejected = 0;
     for (size_t i = 0; i < ops.size(); ++i)
       if (state[i] == State::Rejected) {
@@ -273,7 +273,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
           "collection " + r.key + ": " + std::to_string(r.batches) + " batches failed (" + r.trigger + "): " + r.error);
       return;
     }
-    count("documents", r.records);
+    count("written_records", r.records);
     log(sdk::LogLevel::Debug, "collection " + r.key + ": wrote " + std::to_string(r.records) + " operations of " +
                                   std::to_string(r.batches) + " batches (" + r.trigger + "; " +
                                   std::to_string(r.took.count()) + " ms)");

@@ -130,7 +130,7 @@ void CopySegment::commit() {
     }
     c.commit(table_.display);
     if (!staged_ || table_.layout->write_mode != WriteMode::Insert) return;
-    if (inserted < rows_) shared_.count("replayed_rows_skipped", rows_ - inserted);
+    if (inserted < rows_) shared_.count("already_written_records", rows_ - inserted);
     for (const auto& [topic, partition] : shared_.replays.merged(partitions_, rows_, inserted))
       shared_.log(sdk::LogLevel::Info, "table " + table_.display + ": " + topic + "[" + std::to_string(partition) +
                                            "] is past the replay; straight COPY again");

@@ -194,7 +194,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
                          .reason = job.context() +
                                    "an answer that is not Quickwit's ingest response: " + response.body_excerpt(200)});
     for (const auto& [item, why] : answer->failures) reply.reject(item, job.context() + bounded(why));
-    if (answer->ingested) count("documents", answer->ingested);
+    if (answer->ingested) count("written_records", answer->ingested);
     if (answer->rejected > answer->failures.size())
       reply.fail({.outcome = kit::Outcome::Fatal,
                   .reason = job.context() + "Quickwit refused " + std::to_string(answer->rejected) +
@@ -227,7 +227,7 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
       return reply.fail({.outcome = c.outcome, .reason = reply.reason(c.reason), .status = c.status});
     }
     reply.maybe_written();
-    count("documents", answer->taken);
+    count("written_records", answer->taken);
   }
 
   void index_not_found(IngestJob& job, kit::Reply& reply, const std::string& reason) {

@@ -106,7 +106,7 @@ void Client::put_object(const std::string& key, std::string_view body, const std
     if (c.outcome == kit::Outcome::Written) {
       if (hooks_.count) {
         hooks_.count("objects", 1);
-        hooks_.count("bytes_uploaded", body.size());
+        hooks_.count("uploaded_bytes", body.size());
       }
       return;
     }
@@ -121,7 +121,7 @@ void Client::put_object(const std::string& key, std::string_view body, const std
 bool Client::is_this_upload(const kit::HttpResponse& head, const std::string& marker) const {
   if (marker.empty() || head.headers.get("x-amz-meta-picomq-last-offset-in").value_or("") != marker) return false;
   // Completed by an earlier send whose answer was lost: its marker is the object's, and stays.
-  if (hooks_.count) hooks_.count("already_written", 1);
+  if (hooks_.count) hooks_.count("already_written_objects", 1);
   return true;
 }
 
@@ -134,7 +134,7 @@ Client::Taken Client::taken(const std::string& key, const std::string& ours, con
   const int64_t last = end_of(key, h, source);  // throws for an object that is not this partition's
   if (there == ours) {
     // Written before: a resend of ours whose answer was lost, or a run that cut the same object.
-    if (hooks_.count) hooks_.count("already_written", 1);
+    if (hooks_.count) hooks_.count("already_written_objects", 1);
     return Taken::SameBytes;
   }
   throw KeyTaken(
@@ -176,7 +176,7 @@ std::string Client::upload_part(const std::string& key, const std::string& uploa
   if (r.status != 200 || !etag) throw sdk::FatalError(objects_.reason(r, what));
   if (hooks_.count) {
     hooks_.count("parts", 1);
-    hooks_.count("bytes_uploaded", part.size());
+    hooks_.count("uploaded_bytes", part.size());
   }
   return std::string(*etag);
 }

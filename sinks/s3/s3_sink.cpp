@@ -391,7 +391,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
       slot->objects = std::make_unique<s3::PartitionObjects>(
           std::string(topic), partition, rotation_, key_context(),
           [this, raw](std::shared_ptr<s3::Object> o) {  // called with mutex_ held
-            count("objects_sealed");
+            count("sealed_objects");
             raw->queue.push_back(std::move(o));
             schedule(raw);
           },
@@ -792,7 +792,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
           p.listed = true;
         }
       } else {
-        count("records_written", o->records);
+        count("written_records", o->records);
         log(sdk::LogLevel::Debug, "s3 sink: wrote " + o->key + " (" + std::to_string(o->records) + " records, " +
                                       std::to_string(st.uploaded) + " bytes" +
                                       (st.multipart ? " in " + std::to_string(st.parts) + " parts" : "") +

@@ -74,7 +74,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
                                            {.retry_timeout = s.requests.retry_timeout,
                                             .destination = "the server",
                                             .items = "records",
-                                            .written_counter = "records"});
+                                            .written_counter = "written_records"});
     if (s.auth == sr::AuthMode::Basic)
       basic_ = "Basic " + kit::base64_encode(std::string_view(s.user + ":" + s.password));
     tables_ = std::make_unique<kit::DestinationCache<Table>>(
@@ -234,7 +234,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     }
     if (written) reply.written(written);
     if (already) {
-      count("already_there", already);
+      count("already_written_records", already);
       reply.maybe_written();
     }
     if (fatal) return reply.fail(*fatal);
@@ -281,7 +281,7 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
       if (sr::classify_error(st) == sr::ErrorClass::Retry) throw sdk::RetryableError(why);
       throw sdk::FatalError(why);
     }
-    count("defined_tables");
+    count("created_tables");
     log(sdk::LogLevel::Info, "table " + name + " defined (IF NOT EXISTS)");
     return Table{name};
   }

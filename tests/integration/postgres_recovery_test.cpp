@@ -135,7 +135,7 @@ TEST(PostgresRecovery, SigkillMidLoadThenRestartReplaysWithoutAFailedAttemptAndE
   EXPECT_EQ(log.find("failed (attempt"), std::string::npos) << "a write attempt failed\n" << log;
   EXPECT_EQ(counter(rt, key, "failed_writes"), 0) << log;
   EXPECT_EQ(counter(rt, key, "conflict_redos"), 0) << "the replay was seen coming, not met\n" << log;
-  EXPECT_GT(counter(rt, key, "replayed_rows_skipped"), 0) << log;
+  EXPECT_GT(counter(rt, key, "already_written_records"), 0) << log;
   EXPECT_NE(log.find("was written before (a replay"), std::string::npos) << log;
   EXPECT_NE(log.find("is past the replay; straight COPY again"), std::string::npos) << log;
   EXPECT_EQ(log.find("NOTICE:"), std::string::npos) << "a raw libpq notice on stderr\n" << log;
@@ -180,7 +180,7 @@ TEST(PostgresRecovery, ADuplicateKeyOnTheDirectPathIsRedoneThroughStagingWithout
   EXPECT_EQ(log.find("failed (attempt"), std::string::npos) << log;
   EXPECT_EQ(counter(rt, key, "failed_writes"), 0) << log;
   EXPECT_GE(counter(rt, key, "conflict_redos"), 1) << log;
-  EXPECT_EQ(counter(rt, key, "replayed_rows_skipped"), 1) << log;
+  EXPECT_EQ(counter(rt, key, "already_written_records"), 1) << log;
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_offset), min(pico_offset), max(pico_offset) FROM t", db),
@@ -298,7 +298,7 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
   EXPECT_EQ(log.find("failed (attempt"), std::string::npos) << log;
   EXPECT_EQ(counter(rt, key, "failed_writes"), 0) << log;
   EXPECT_EQ(counter(rt, key, "conflict_redos"), 0) << log;
-  EXPECT_EQ(counter(rt, key, "replayed_rows_skipped"), 100) << log;
+  EXPECT_EQ(counter(rt, key, "already_written_records"), 100) << log;
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(pg.query("SELECT count(*), count(DISTINCT pico_id), count(*) FILTER (WHERE payload ? 'before') FROM t", db),
@@ -466,14 +466,18 @@ TEST(PostgresHealth, ConfigurationMistakesFailTheSinkAtStartOnAnEmptyTopic) {
   struct Case {
     std::string conninfo, config, expected;
   };
+  auto conninfo = [&](const std::string& dbname, const std::string& user, std::string_view extra = "") {
+    std::string out = base;
+    out.append(" dbname=").append(dbname).append(" user=").append(user).append(extra);
+    return out;
+  };
   for (const Case& c : std::vector<Case>{
-           {base + " dbname=" + db + " user=" + pw_role + " password=wrong-s3cret", "",
-            "password authentication failed"},
-           {base + " dbname=no_such_db_" + suffix + " user=postgres", "", "does not exist"},
-           {base + " dbname=" + rejected_db + " user=postgres", "", "pg_hba.conf rejects connection"},
-           {base + " dbname=" + db + " user=postgres", "schema = \"nowhere\"", "schema \"nowhere\" does not exist"},
-           {base + " dbname=" + db + " user=" + plain_role, "schema = \"locked\"", "has no USAGE privilege on schema"},
-           {base + " dbname=" + db + " user=" + plain_role, "schema = \"readonly\"", "has no CREATE privilege"},
+           {conninfo(db, pw_role, " password=wrong-s3cret"), "", "password authentication failed"},
+           {conninfo("no_such_db_" + suffix, "postgres"), "", "does not exist"},
+           {conninfo(rejected_db, "postgres"), "", "pg_hba.conf rejects connection"},
+           {conninfo(db, "postgres"), "schema = \"nowhere\"", "schema \"nowhere\" does not exist"},
+           {conninfo(db, plain_role), "schema = \"locked\"", "has no USAGE privilege on schema"},
+           {conninfo(db, plain_role), "schema = \"readonly\"", "has no CREATE privilege"},
        }) {
     SCOPED_TRACE(c.expected);
     const std::string key = "pghealthbad";
@@ -550,11 +554,11 @@ TEST(PostgresStreams, EachTableKeepsItsOwnStreamOnItsOwnConnectionUpToMaxOpenTab
     const auto db = pg.create_database("pgstreams");
     const std::string key = "pgstreams" + std::to_string(open_tables);
     Runtime rt(kafka.bootstrap(), key);
-    rt.add_definition("pg.toml", definition(key, "\"" + a + "\", \"" + b + "\"", db,
-                                            "target_table = \"t_{topic_segment[0]}\"\ncommit_interval = \"30s\"\n"
-                                            "max_open_tables = " +
-                                                std::to_string(open_tables),
-                                            "batch_length = 200"));
+    std::string topics = "\"";
+    topics.append(a).append("\", \"").append(b).append("\"");
+    std::string options = "target_table = \"t_{topic_segment[0]}\"\ncommit_interval = \"30s\"\nmax_open_tables = ";
+    options += std::to_string(open_tables);
+    rt.add_definition("pg.toml", definition(key, topics, db, options, "batch_length = 200"));
     rt.start();
     ASSERT_TRUE(wait_until(
         [&] { return kafka.committed(group_of(key), a) == 4000 && kafka.committed(group_of(key), b) == 4000; }, 60s))

@@ -58,6 +58,7 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayIsO
   kafka.create_topic(topic, 2);
   std::vector<ProducedRecord> records;
   const int n = 3000;
+  records.reserve(n);
   for (int i = 0; i < n; ++i) records.push_back({order(i), "k" + std::to_string(i), {{"h", "v"}}, i % 2});
   kafka.produce(topic, records);
   const std::string config = std::string("target_table = \"orders\"\n") + kColumns;
@@ -154,9 +155,9 @@ TEST(ClickHouseSinkKafka, SigkillMidLoadThenRestartLeavesEveryRecordOnceWithFina
   ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of(key), topic, 2) == 2 * produced; }, 120s))
       << rt.log();
   // The status file is rewritten once a second.
-  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "rows") == 2 * produced - committed_before; }, 5s))
+  EXPECT_TRUE(wait_until([&] { return counter(rt, key, "written_records") == 2 * produced - committed_before; }, 5s))
       << "the restart inserted everything after the committed offsets, the replayed window included: "
-      << counter(rt, key, "rows") << " rows";
+      << counter(rt, key, "written_records") << " rows";
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(one("SELECT count() FROM " + db + ".t FINAL"), std::to_string(2 * produced));
@@ -281,6 +282,7 @@ TEST(ClickHouseSinkKafka, RowsTheServerRefusesInReleasedBatchesGoToTheDeadLetter
     std::vector<ProducedRecord> records;
     const int n = 2000;
     std::set<int> refused = {3, 777, 1500, 1999};
+    records.reserve(n);
     for (int i = 0; i < n; ++i)
       records.push_back({"{\"s\": \"" + (refused.count(i) ? std::string("x") : std::to_string(i % 200)) + "\"}",
                          "k" + std::to_string(i),

@@ -148,7 +148,7 @@ impl DeltaSink {
             self.stale.remove(&tp);
             match before {
                 Some(b) if v > b => {
-                    self.host.count("txn_versions_raised", 1);
+                    self.host.count("raised_txn_versions", 1);
                     self.log(
                         LogLevel::Info,
                         &format!(
@@ -244,7 +244,7 @@ impl DeltaSink {
                     }
                 }
                 self.host.count("commits", 1);
-                self.host.count("records_written", self.held_records as u64);
+                self.host.count("written_records", self.held_records as u64);
                 held.iter().for_each(|p| {
                     p.done();
                 });
@@ -610,7 +610,7 @@ impl Sink for DeltaSink {
         let last = *offsets.last().unwrap();
         if last < floor {
             // Everything here is in the table (or in this window) already: a replay.
-            self.host.count("records_skipped", offsets.len() as u64);
+            self.host.count("already_written_records", offsets.len() as u64);
             return Ok(());
         }
         let imported = match taken {
@@ -752,7 +752,7 @@ impl DeltaSink {
         let version = table.version().map(|v| v.to_string()).unwrap_or_else(|| "none".into());
         self.table = table;
         self.table_exists = true;
-        self.host.count("tables_created", 1);
+        self.host.count("created_tables", 1);
         self.log(
             LogLevel::Info,
             &format!(

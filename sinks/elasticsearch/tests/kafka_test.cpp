@@ -143,6 +143,7 @@ TEST_P(ElasticsearchKafka, KeyedRecordsAndTombstonesEndAsTheLastStateOfEachKey) 
   const auto index = server().unique_index("keys");
   kafka.create_topic(topic);
   std::vector<ProducedRecord> records;
+  records.reserve(30);
   for (int i = 0; i < 30; ++i) records.push_back({"{\"v\": " + std::to_string(i) + "}", "k" + std::to_string(i % 10)});
   for (int i = 0; i < 10; i += 3)
     records.push_back({"", "k" + std::to_string(i), {}, -1, true});  // tombstones k0 k3 k6 k9
@@ -175,7 +176,7 @@ TEST_P(ElasticsearchKafka, UnderCreateASecondGroupsReplayFindsEveryDocumentAlrea
     rt.start();
     ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == n; }, 60s)) << rt.log();
     // The status file is rewritten once a second.
-    const std::string counter_name = base == "escreatea" ? "documents" : "already_there";
+    const std::string counter_name = base == "escreatea" ? "written_records" : "already_written_records";
     EXPECT_TRUE(wait_until([&] { return counter(rt, k, counter_name) == n; }, 5s))
         << counter_name << ": " << counter(rt, k, counter_name) << "\n"
         << rt.log();
@@ -346,6 +347,7 @@ TEST(ElasticsearchKafkaOpenSearch, AnIngestPipelineRoutingFromAFieldAndWaitForRe
   kafka.create_topic(dead);
   const int n = 60;
   std::vector<std::string> values;
+  values.reserve(n);
   for (int i = 0; i < n; ++i)
     values.push_back("{\"name\": \"Item-" + std::to_string(i) + "-ABC\", \"qty\": \"" +
                      (i == 42 ? std::string("many") : std::to_string(i)) + "\", \"customer\": {\"id\": \"c" +

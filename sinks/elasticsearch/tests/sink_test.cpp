@@ -20,7 +20,6 @@ namespace {
 
 using kit::testing::FakeHost;
 using kit::testing::TestBatch;
-using kit::testing::TestRecord;
 using Flavor = SearchServer::Flavor;
 
 std::unique_ptr<FakeHost> load() { return FakeHost::load(ELASTICSEARCH_SINK_PLUGIN); }
@@ -94,8 +93,8 @@ TEST_P(ElasticsearchSink, WritesDocumentsWithRecordIdsAndAReplayOverwritesThem) 
   EXPECT_EQ(server().document(index, "shop.orders:2:42")->at("payload"), "not an object");
   ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);  // a replay
   EXPECT_EQ(server().count(index), 3) << "the same ids: overwritten, nothing doubles";
-  EXPECT_EQ(host->counter("documents"), 6u);
-  EXPECT_EQ(host->counter("created_indices"), 1u);
+  EXPECT_EQ(host->counter("written_records"), 6u);
+  EXPECT_EQ(host->counter("created_indexes"), 1u);
 }
 
 TEST_P(ElasticsearchSink, AMalformedDocumentIsRejectedWithItsReasonAndTheRestIsWritten) {
@@ -126,7 +125,7 @@ TEST_P(ElasticsearchSink, CreateCountsReplayedDocumentsAsAlreadyThere) {
   const auto again = host->write(batch);
   EXPECT_EQ(again.status, PMQ_WRITE_OK) << again.error;
   EXPECT_TRUE(again.rejected.empty());
-  EXPECT_EQ(host->counter("already_there"), 2u);
+  EXPECT_EQ(host->counter("already_written_records"), 2u);
   EXPECT_EQ(server().count(index), 2);
 }
 
@@ -150,7 +149,7 @@ TEST_P(ElasticsearchSink, ExternalVersionsKeepTheNewerDocumentAndTombstonesDelet
   EXPECT_EQ(server().document(index, "a"), nlohmann::json::parse(R"({"v": "new"})"));
   EXPECT_FALSE(server().document(index, "b"));
   EXPECT_EQ(server().count(index), 2);
-  EXPECT_EQ(host->counter("already_there"), 1u);
+  EXPECT_EQ(host->counter("already_written_records"), 1u);
 }
 
 TEST_P(ElasticsearchSink, HostileTopicNamesGetLegalIndicesAndKeepTheirName) {
@@ -192,6 +191,7 @@ TEST_P(ElasticsearchSink, BatchesSplitIntoBoundedGzippedRequestsAllLand) {
   auto host = load();
   host->open(config(index, R"("max_request_records": 7, "max_request_bytes": "2KiB", "compression": "gzip")"));
   std::vector<std::string> payloads;
+  payloads.reserve(100);
   for (int i = 0; i < 100; ++i)
     payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
   ASSERT_EQ(host->write(TestBatch::json("t", 0, 0, payloads)).status, PMQ_WRITE_OK);
@@ -231,7 +231,7 @@ TEST_P(ElasticsearchSink, AnIndexTemplateTheSinkPutsGivesIndicesTheClusterCreate
   ASSERT_EQ(out.rejected.size(), 1u);
   EXPECT_EQ(out.rejected[0].record_index, 1u) << "the template's mapping refused it";
   EXPECT_EQ(server().count(index), 1);
-  EXPECT_EQ(host->counter("created_indices"), 0u);
+  EXPECT_EQ(host->counter("created_indexes"), 0u);
   EXPECT_EQ(server().ok("GET", "/" + index + "/_mapping")[index]["mappings"]["properties"]["n"]["type"], "long");
 }
 
@@ -253,7 +253,7 @@ TEST(ElasticsearchDataStream, OpenSearchDataStreamsGetTimestampedDocumentsAndARe
   ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
   const auto again = host->write(batch);
   EXPECT_EQ(again.status, PMQ_WRITE_OK) << again.error;
-  EXPECT_EQ(host->counter("already_there"), 1u);
+  EXPECT_EQ(host->counter("already_written_records"), 1u);
   const auto docs = os.documents(stream);
   ASSERT_EQ(docs.size(), 1u);
   EXPECT_EQ(docs[0]["@timestamp"], 1700000000123);
@@ -471,7 +471,7 @@ TEST(ElasticsearchEightShape, DataStreamCreatesResendsOnlyTheRefusedItemAndRepla
   const auto replay = host->write(
       TestBatch("logs-app", 0, {{.offset = 0, .payload = R"({"msg": "a"})", .timestamp_ms = 1764547200000}}));
   EXPECT_EQ(replay.status, PMQ_WRITE_OK) << replay.error;
-  EXPECT_EQ(host->counter("already_there"), 1u);
+  EXPECT_EQ(host->counter("already_written_records"), 1u);
 
   const auto put = stub.requests("/_index_template/picomq-ds8");
   ASSERT_EQ(put.size(), 1u);

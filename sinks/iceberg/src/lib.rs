@@ -342,7 +342,7 @@ impl IcebergSink {
                 }
                 self.versions.extend(next);
                 self.host.count("commits", 1);
-                self.host.count("records_written", records as u64);
+                self.host.count("written_records", records as u64);
                 held.iter().for_each(|p| {
                     p.done();
                 });
@@ -783,7 +783,7 @@ impl Sink for IcebergSink {
         let last = *offsets.last().expect("not empty");
         if last < floor {
             // Everything here is in the table (or in this window) already: a replay.
-            self.host.count("records_skipped", offsets.len() as u64);
+            self.host.count("already_written_records", offsets.len() as u64);
             return Ok(());
         }
         let imported = batch.take()?;

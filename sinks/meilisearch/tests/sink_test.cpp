@@ -111,7 +111,7 @@ TEST(MeilisearchSink, WritesDocumentsWithEncodedRecordIdsAndAReplayReplacesThem)
   EXPECT_EQ(m.get("/indexes/" + index)["primaryKey"], "pico_id");
   ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);  // a replay
   EXPECT_EQ(m.documents(index).size(), 3u) << "the same ids: replaced, nothing doubles";
-  EXPECT_EQ(host->counter("documents"), 6u);
+  EXPECT_EQ(host->counter("written_records"), 6u);
   EXPECT_EQ(host->counter("created_indexes"), 1u);
 }
 
@@ -138,6 +138,7 @@ TEST(MeilisearchSink, ADocumentTheTaskFailsOnIsRejectedAloneByBisection) {
   auto host = load();
   host->open(config(m.url(), index, R"("id": "field", "primary_key": "sku", "document": "payload")"));
   std::vector<std::string> payloads;
+  payloads.reserve(16);
   for (int i = 0; i < 16; ++i)
     payloads.push_back("{\"sku\": \"p" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
   payloads[5] = R"({"sku": "not valid!", "n": 5})";  // invalid_document_id
@@ -228,7 +229,7 @@ TEST(MeilisearchSink, KeyIdsUpdateAndTombstonesDeleteInRecordOrder) {
   EXPECT_EQ(m.get("/indexes/" + index + "/documents/b"), json::parse(R"({"pico_id":"b","v":3})"))
       << "the delete ran before the later write of the same key";
   EXPECT_EQ(m.documents(index).size(), 2u);
-  EXPECT_EQ(host->counter("deleted"), 2u);
+  EXPECT_EQ(host->counter("deleted_records"), 2u);
 }
 
 TEST(MeilisearchSink, BatchesAreSplitByRecordsAndBytesAndGzipped) {
@@ -237,6 +238,7 @@ TEST(MeilisearchSink, BatchesAreSplitByRecordsAndBytesAndGzipped) {
   auto host = load();
   host->open(config(m.url(), index, R"("max_request_records": 7, "max_request_bytes": "2KiB", "compression": "gzip")"));
   std::vector<std::string> payloads;
+  payloads.reserve(50);
   for (int i = 0; i < 50; ++i)
     payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(i == 9 ? 3000 : 10, 'x') + "\"}");
   const auto before = m.stats()["requests"].value("POST /indexes/{uid}/documents", 0);

@@ -55,6 +55,7 @@ TEST(MongoSinkKafka, DocumentsOfEveryPartitionLandOnceAndASecondGroupsReplayIsAl
   kafka.create_topic(topic, 2);
   std::vector<ProducedRecord> records;
   const int n = 3000;
+  records.reserve(n);
   for (int i = 0; i < n; ++i)
     records.push_back({"{\"n\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) + "\"}",
                        "k" + std::to_string(i),
@@ -86,8 +87,8 @@ TEST(MongoSinkKafka, DocumentsOfEveryPartitionLandOnceAndASecondGroupsReplayIsAl
     rt.add_definition("c.toml", definition("mreplay", topic, db, config, "batch_length = 250"));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("mreplay"), topic, 2) == n; }, 90s)) << rt.log();
-    EXPECT_TRUE(wait_until([&] { return counter(rt, "mreplay", "already_written") == n; }, 5s))
-        << "every replayed record's 11000 counted as written: " << counter(rt, "mreplay", "already_written");
+    EXPECT_TRUE(wait_until([&] { return counter(rt, "mreplay", "already_written_records") == n; }, 5s))
+        << "every replayed record's 11000 counted as written: " << counter(rt, "mreplay", "already_written_records");
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
   }
@@ -166,12 +167,12 @@ TEST_P(MongoKill, SigkillMidLoadThenRestartReplaysTheWindowAsTheIdStrategySays) 
   if (strategy == "generated") {
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0);
-    EXPECT_EQ(counter(rt, key, "already_written"), 0) << "new ObjectIds: nothing is found already there";
+    EXPECT_EQ(counter(rt, key, "already_written_records"), 0) << "new ObjectIds: nothing is found already there";
     EXPECT_EQ(docs(), 2 * produced + window) << "the replayed window inserted a second time, and nothing else";
   } else {
-    EXPECT_TRUE(wait_until([&] { return counter(rt, key, "already_written") >= window; }, 5s))
-        << "the replayed window's documents were already there: " << counter(rt, key, "already_written") << " < "
-        << window;
+    EXPECT_TRUE(wait_until([&] { return counter(rt, key, "already_written_records") >= window; }, 5s))
+        << "the replayed window's documents were already there: " << counter(rt, key, "already_written_records")
+        << " < " << window;
     rt.signal(SIGTERM);
     EXPECT_EQ(rt.wait_exit(30s), 0);
     EXPECT_EQ(docs(), 2 * produced) << "exactly the produced documents, no duplicates";

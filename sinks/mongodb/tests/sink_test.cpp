@@ -44,6 +44,7 @@ class MongoSink : public ::testing::Test {
   }
   static std::vector<std::string> ids(const std::vector<json>& docs) {
     std::vector<std::string> out;
+    out.reserve(docs.size());
     for (const auto& d : docs) out.push_back(d["_id"].is_string() ? d["_id"].get<std::string>() : d["_id"].dump());
     return out;
   }
@@ -103,6 +104,7 @@ TEST_F(MongoSink, DocumentsLandWithRecordIdsMetadataAndTypesReadBackExactly) {
 TEST_F(MongoSink, AReplayOfTheSameRecordsIsAlreadyWrittenNotDuplicated) {
   open();
   std::vector<std::string> payloads;
+  payloads.reserve(200);
   for (int i = 0; i < 200; ++i) payloads.push_back(R"({"i": )" + std::to_string(i) + "}");
   ASSERT_TRUE(host_->write(TestBatch::json("replay", 0, 0, payloads)).ok());
   // The same offsets again (a restart before the commit), overlapping 100 new ones.
@@ -112,7 +114,7 @@ TEST_F(MongoSink, AReplayOfTheSameRecordsIsAlreadyWrittenNotDuplicated) {
   ASSERT_TRUE(again.ok()) << again.error;
   EXPECT_TRUE(again.rejected.empty());
   EXPECT_EQ(server_->count(db_, "replay"), 300);
-  EXPECT_EQ(host_->counter("already_written"), 200u) << "each replayed _id's 11000 counted as written";
+  EXPECT_EQ(host_->counter("already_written_records"), 200u) << "each replayed _id's 11000 counted as written";
 }
 
 TEST_F(MongoSink, ARefusedDocumentIsRejectedWithTheServersReasonAndTheRestIsWritten) {
@@ -153,7 +155,7 @@ TEST_F(MongoSink, ADuplicateOnAnotherUniqueIndexIsARejectionNotAWrite) {
   ASSERT_EQ(replay.status, PMQ_WRITE_REJECTED);
   ASSERT_EQ(replay.rejected.size(), 1u);
   EXPECT_EQ(replay.rejected[0].record_index, 1u);
-  EXPECT_EQ(host_->counter("already_written"), 2u);
+  EXPECT_EQ(host_->counter("already_written_records"), 2u);
 }
 
 TEST_F(MongoSink, IdStrategiesKeyFieldAndGenerated) {

@@ -102,7 +102,7 @@ TEST(QuickwitSink, WaitForAnswersWhenTheDocumentsAreSearchableWithTheirRecordIds
   EXPECT_EQ(docs[0], json::parse(R"({"pico_id":"shop.orders:2:40","pico_topic":"shop.orders","pico_partition":2,
       "pico_offset":40,"pico_timestamp":1700000000000,"pico_key":"azE=","pico_headers":{"h":"v"},"id":1,"name":"a"})"));
   EXPECT_EQ(host->counter("skipped_tombstones"), 1u);
-  EXPECT_EQ(host->counter("documents"), 2u);
+  EXPECT_EQ(host->counter("written_records"), 2u);
   // A replay writes the records again: Quickwit has no document ids. Readers drop repeats by pico_id.
   ASSERT_EQ(host->write(batch).status, PMQ_WRITE_OK);
   const auto again = q.search(index);
@@ -159,6 +159,7 @@ TEST(QuickwitSink, RateLimitedAndUnavailableAnswersAreResentAndADocumentOverTheL
              {{{"path_prefix", "/api/v1/" + index + "/ingest"}, {"status", 429}, {"count", 2}, {"retry_after", 1}},
               {{"path_prefix", "/api/v1/" + index + "/ingest"}, {"status", 503}, {"count", 1}}}}});
   std::vector<std::string> payloads;
+  payloads.reserve(30);
   for (int i = 0; i < 30; ++i)
     payloads.push_back("{\"n\": " + std::to_string(i) + ", \"pad\": \"" + std::string(100, 'x') + "\"}");
   const auto t0 = std::chrono::steady_clock::now();
@@ -308,7 +309,7 @@ TEST(QuickwitSink, TheElasticBulkEndpointWritesTheSameDocumentsAndResendsRefused
   EXPECT_EQ(docs[0]["pico_id"], "shop:1:10");
   EXPECT_EQ(docs[0]["n"], 1);
   EXPECT_EQ(docs[2]["pico_id"], "shop:1:13");
-  EXPECT_EQ(host->counter("documents"), 4u);
+  EXPECT_EQ(host->counter("written_records"), 4u);
   EXPECT_EQ(host->counter("resends"), 1u);
   const auto stats = q.stats()["requests"];
   EXPECT_EQ(

@@ -812,7 +812,7 @@ TEST(S3SinkKafka, ALostAnswerToItsOwnCompleteKeepsTheMarkerAndReplaysFromInsideO
     auto first = t.run("first");
     ASSERT_TRUE(t.committed(8000)) << first->log();
     // (The status file follows the counters within a second.)
-    EXPECT_TRUE(wait_until([&] { return t.counter(*first, "already_written") == 1; }, 10s))
+    EXPECT_TRUE(wait_until([&] { return t.counter(*first, "already_written_objects") == 1; }, 10s))
         << "the resend found the object its first send made";
     EXPECT_EQ(t.counter(*first, "multipart_abort_failed"), 0) << "a completed upload is not aborted";
     (void)t.stop_and_read(*first);
