@@ -55,14 +55,18 @@ if(TARGET picomq_python_abi)
   install(TARGETS picomq_python_abi LIBRARY DESTINATION ${PICOMQ_PYTHON_SITE} COMPONENT python)
 endif()
 
-# Every package's /usr/share/doc/<package>/copyright (Debian Policy 12.5), written when the
-# component is installed (packaging/debian/copyright.py: picomq-connect's licence, librdkafka's
-# where it is linked statically, and the Rust crates linked into a cdylib, from cargo metadata after
-# the build). RDKAFKA names the file that links librdkafka; CRATES crate=file pairs.
+# Every package's /usr/share/doc/<package>/copyright (Debian Policy 12.5) and changelog.gz (12.7),
+# written when the component is installed: packaging/debian/copyright.py (picomq-connect's
+# licence, librdkafka's where it is linked statically, and the Rust crates linked into a cdylib,
+# from cargo metadata after the build; RDKAFKA names the file that links librdkafka, CRATES
+# crate=file pairs) and packaging/debian/changelog.py (this version's items of CHANGELOG.md).
+# tests/packaging/lintian_test.sh runs lintian over every .deb.
+set(CPACK_PACKAGE_CONTACT "picomq-connect maintainers <maintainers@picomq-connect.dev>")
 find_package(Python3 COMPONENTS Interpreter QUIET)
-function(picomq_install_copyright component package)
+function(picomq_install_package_docs component package)
   cmake_parse_arguments(PARSE_ARGV 2 CR "" "RDKAFKA" "CRATES")
-  set(args --out "\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/doc/${package}/copyright")
+  set(doc "\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/doc/${package}")
+  set(args --out "${doc}/copyright")
   if(CR_RDKAFKA)
     list(APPEND args --rdkafka ${CR_RDKAFKA} --rdkafka-licenses ${PICOMQ_RDKAFKA_ROOT}/LICENSES.txt)
   endif()
@@ -73,26 +77,34 @@ function(picomq_install_copyright component package)
     list(APPEND args --cargo ${PICOMQ_CARGO} --manifest ${PICOMQ_CARGO_WORKSPACE}/Cargo.toml)
   endif()
   list(JOIN args "\" \"" quoted)
-  install(CODE "file(MAKE_DIRECTORY \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/doc/${package}\")
+  install(CODE "file(MAKE_DIRECTORY \"${doc}\")
     execute_process(COMMAND \"${Python3_EXECUTABLE}\" \"${PROJECT_SOURCE_DIR}/packaging/debian/copyright.py\" \"${quoted}\"
+                    COMMAND_ERROR_IS_FATAL ANY)
+    execute_process(COMMAND \"${Python3_EXECUTABLE}\" \"${PROJECT_SOURCE_DIR}/packaging/debian/changelog.py\"
+                            --out \"${doc}/changelog.gz\" --source \"${PROJECT_SOURCE_DIR}/CHANGELOG.md\"
+                            --version ${PROJECT_VERSION} \"--maintainer=${CPACK_PACKAGE_CONTACT}\"
                     COMMAND_ERROR_IS_FATAL ANY)" COMPONENT ${component} EXCLUDE_FROM_ALL)
 endfunction()
+# What lintian reports and is meant (each with its reason, in the file): packaging/debian/*.lintian-overrides.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/runtime.lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME picomq-connect COMPONENT runtime EXCLUDE_FROM_ALL)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/debian/dev.lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME picomq-connect-dev COMPONENT dev EXCLUDE_FROM_ALL)
 set(picomq_plugins_path lib/picomq-connect/plugins)
-picomq_install_copyright(runtime picomq-connect RDKAFKA usr/bin/picomq-connect
+picomq_install_package_docs(runtime picomq-connect RDKAFKA usr/bin/picomq-connect
   CRATES picomq-parquet=usr/${picomq_plugins_path}/libpicomq_parquet.so)
-picomq_install_copyright(python picomq-connect-python)
-picomq_install_copyright(sink-doris picomq-connect-sink-doris)
-picomq_install_copyright(sink-redshift picomq-connect-sink-redshift)
-picomq_install_copyright(sink-delta picomq-connect-sink-delta
+picomq_install_package_docs(python picomq-connect-python)
+picomq_install_package_docs(sink-doris picomq-connect-sink-doris)
+picomq_install_package_docs(sink-redshift picomq-connect-sink-redshift)
+picomq_install_package_docs(sink-delta picomq-connect-sink-delta
   CRATES picomq-delta-sink=usr/${picomq_plugins_path}/libpicomq_connector_delta_sink.so)
-picomq_install_copyright(sink-iceberg picomq-connect-sink-iceberg
+picomq_install_package_docs(sink-iceberg picomq-connect-sink-iceberg
   CRATES picomq-iceberg-sink=usr/${picomq_plugins_path}/libpicomq_connector_iceberg_sink.so)
-picomq_install_copyright(dev picomq-connect-dev RDKAFKA usr/${CMAKE_INSTALL_LIBDIR}/picomq-sdk/librdkafka/*)
+picomq_install_package_docs(dev picomq-connect-dev RDKAFKA usr/${CMAKE_INSTALL_LIBDIR}/picomq-sdk/librdkafka/*)
 
 set(CPACK_PACKAGE_NAME picomq-connect)
 set(CPACK_PACKAGE_VENDOR "picomq-connect")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "picomq-connect maintainers <maintainers@picomq-connect.dev>")
 set(CPACK_PACKAGE_HOMEPAGE_URL "https://github.com/picomq/picomq-connect")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
@@ -109,12 +121,14 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(picomq_same_version "picomq-connect (= ${PROJECT_VERSION})")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME picomq-connect)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "passwd, ca-certificates")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "passwd, ca-certificates, init-system-helpers (>= 1.54~)")  # deb-systemd-invoke
+# Descriptions: lines of at most 80 columns (Debian Policy 3.4.1; lintian checks).
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Sink connector runtime for Kafka-protocol brokers
-Turns topics on PicoMQ, Apache Kafka or Redpanda into writes against PostgreSQL, ClickHouse,
-Elasticsearch/OpenSearch, Quickwit, MongoDB, Meilisearch, SurrealDB, InfluxDB, S3, HTTP and
-stdout, committing offsets only after the write. The heavy sinks (Doris, Redshift, Delta Lake,
-Iceberg) and Python sinks come in packages of their own.")
+Turns topics on PicoMQ, Apache Kafka or Redpanda into writes against
+PostgreSQL, ClickHouse, Elasticsearch/OpenSearch, Quickwit, MongoDB,
+Meilisearch, SurrealDB, InfluxDB, S3, HTTP and stdout, committing offsets only
+after the write. The heavy sinks (Doris, Redshift, Delta Lake, Iceberg) and
+Python sinks come in packages of their own.")
 foreach(script postinst prerm postrm)
   configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/runtime-${script} ${PROJECT_BINARY_DIR}/packaging/runtime/${script} COPYONLY)
 endforeach()
@@ -125,14 +139,15 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME picomq-connect-python)
-set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "${picomq_same_version}")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "${picomq_same_version}, python3")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
 set(CPACK_DEBIAN_PYTHON_DESCRIPTION "picomq-connect sinks written in Python
-The Python sink host (libpicomq_connector_python_sink.so, on Debian's CPython 3.11) and the
-picomq_connect package: BaseSink, DataPlane, sink_data_plane_spec.")
+The Python sink host (libpicomq_connector_python_sink.so, on Debian's
+CPython 3.11) and the picomq_connect package: BaseSink, DataPlane,
+sink_data_plane_spec.")
 
-set(picomq_heavy_body "One of picomq-connect's heavy sinks, shipped apart from the runtime: its plugin goes into
-/usr/lib/picomq-connect/plugins, where the runtime finds it.")
+set(picomq_heavy_body "One of picomq-connect's heavy sinks, shipped apart from the runtime: its
+plugin goes into /usr/lib/picomq-connect/plugins, where the runtime finds it.")
 foreach(heavy doris redshift delta iceberg)
   string(TOUPPER "SINK-${heavy}" c)
   set(CPACK_DEBIAN_${c}_PACKAGE_NAME picomq-connect-sink-${heavy})
@@ -149,10 +164,10 @@ ${picomq_heavy_body}")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME picomq-connect-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libsasl2-dev, zlib1g-dev, libcurl4-openssl-dev, libdeflate-dev, libzstd-dev, libssl-dev, libsimdjson-dev, nlohmann-json3-dev, libgtest-dev, cmake, pkg-config")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libsasl2-dev, zlib1g-dev, libcurl4-openssl-dev, libdeflate-dev, libzstd-dev, libssl-dev, libsimdjson-dev, nlohmann-json3-dev, libgtest-dev, cmake, pkg-config, python3")  # python3: the testing library's HTTP receiver
 set(CPACK_DEBIAN_DEV_DESCRIPTION "picomq-connect sink SDK
-The stable C ABI (sink_abi.h), the header-only C++ SDK, the sink kit (static library), the CMake
-package (find_package(picomq-sdk)), pkg-config files and the sink conformance suite (with the
-static librdkafka 2.12.1 it links).")
+The stable C ABI (sink_abi.h), the header-only C++ SDK, the sink kit (static
+library), the CMake package (find_package(picomq-sdk)), pkg-config files and
+the sink conformance suite (with the static librdkafka 2.12.1 it links).")
 
 include(CPack)

@@ -10,10 +10,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$here/scripts/setup.sh" --build-only  # no test servers: the quickstart needs none
 source "$here/scripts/compiler-cache.sh"
 # A build tree made by scripts/build.sh is used as it is (the two targets are in it); otherwise
-# one with only the stdout sink and no tests, so configuring needs no other sink's libraries.
+# one with only the stdout sink, no tests and none of the modules the quickstart never loads
+# (schema decoders, operations API), so configuring needs no other sink's libraries.
 if [[ ! -f "$here/build/CMakeCache.txt" ]]; then
   cmake -S "$here" -B "$here/build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-    -DPICOMQ_SINKS=stdout -DBUILD_TESTING=OFF "${compiler_launcher[@]}" >/dev/null
+    -DPICOMQ_SINKS=stdout -DBUILD_TESTING=OFF -DPICOMQ_MODULES=OFF "${compiler_launcher[@]}" >/dev/null
 fi
 cmake --build "$here/build" -j "$(nproc)" --target picomq-connect picomq_connector_stdout_sink
 args=(--config "$here/examples/quickstart/runtime.toml")

@@ -44,7 +44,7 @@ debian_packages=(
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server
   python3-prometheus-client chromium chromium-driver python3-selenium  # /metrics parser and status page browser in the operations tests (docs/operations.md)
-  dpkg-dev mmdebstrap podman runc uidmap  # the release: packages (dpkg-shlibdeps), the Debian root and the image they are tested in (tests/packaging)
+  dpkg-dev lintian mmdebstrap podman runc uidmap  # the release: packages (dpkg-shlibdeps), lintian, the Debian root and the image they are tested in (tests/packaging)
 )
 
 missing=()

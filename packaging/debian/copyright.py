@@ -21,7 +21,7 @@ Upstream-Name: picomq-connect
 Source: https://github.com/picomq/picomq-connect
 
 Files: *
-Copyright: the picomq-connect authors
+Copyright: 2026 the picomq-connect authors
 License: Apache-2.0
 """
 
@@ -91,7 +91,7 @@ def main():
         crates = linked_crates(args.cargo, args.manifest, crate)
         lines = "\n".join(f" {name} {version}: {lic}" for name, version, lic in crates)
         parts.append(f"""Files: {path}
-Copyright: the picomq-connect authors; the authors of the Rust crates below
+Copyright: 2026 the picomq-connect authors; the authors of the Rust crates below
 License: Apache-2.0 and crates-licences
 Comment: {len(crates)} Rust crates are linked statically into this file (crate version: its licence, an
  SPDX expression, as its Cargo.toml declares it; the licence texts are in each crate's sources on

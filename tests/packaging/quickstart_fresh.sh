@@ -3,7 +3,8 @@
 # mmdebstrap (nothing installed beyond Debian's essential packages; empty apt and compiler
 # caches), this checkout's HEAD copied in (git archive), then `bash scripts/quickstart.sh` run
 # inside it as a new user would, stopping after 3 s. Prints the wall time of the quickstart alone
-# (setup + build + run) and asserts the 10 records came out. Network: Debian's mirror only.
+# (setup + build + run) and the targets it compiled, and asserts the 10 records came out and that
+# the build printed no compiler warning. Network: Debian's mirror only.
 #   tests/packaging/quickstart_fresh.sh [LIMIT_SECONDS]   (default 300: fails above it)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,8 +20,11 @@ start=$(date +%s.%N)
 QUICKSTART_SECONDS=3 bash scripts/quickstart.sh >/tmp/quickstart.out 2>/tmp/quickstart.err </dev/null
 end=$(date +%s.%N)
 records=$(grep -c '"pico_topic"' /tmp/quickstart.out || true)
-echo "quickstart on a fresh Debian 12 root: $(echo "$end - $start" | bc) s, $records records, load $(cut -d' ' -f1-3 /proc/loadavg)"
+steps=$(grep -oE '^\[[0-9]+/[0-9]+\]' /tmp/quickstart.out | tail -n 1 || true)
+warnings=$(cat /tmp/quickstart.out /tmp/quickstart.err | grep -c 'warning:' || true)
+echo "quickstart on a fresh Debian 12 root: $(echo "$end - $start" | bc) s, $records records, build steps $steps, $warnings compiler warnings, load $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$records" -eq 10 ] || { tail -n 30 /tmp/quickstart.err; exit 1; }
+[ "$warnings" -eq 0 ] || { cat /tmp/quickstart.out /tmp/quickstart.err | grep -A3 'warning:' | head -n 40; exit 1; }
 SH
 mmdebstrap --quiet --variant=minbase --include=ca-certificates,bc \
   --customize-hook="copy-in $work/src.tar $work/run.sh /tmp" \
