@@ -164,11 +164,10 @@ std::string decimal_from_twos_complement(const uint8_t* data, size_t size, int s
     limbs.push_back(static_cast<uint32_t>(rem));
     while (start < mag.size() && mag[start] == 0) ++start;
   }
-  std::string digits;
-  if (limbs.empty()) {
-    digits = "0";
-  } else {
-    digits = std::to_string(limbs.back());
+  // Made, not assigned: GCC 12 takes a std::string assigned a literal here for an overlapping copy
+  // (-Wrestrict, a false positive of its inliner; the quickstart's build printed it).
+  std::string digits = limbs.empty() ? std::string(1, '0') : std::to_string(limbs.back());
+  if (!limbs.empty()) {
     for (size_t i = limbs.size() - 1; i-- > 0;) {
       std::string part = std::to_string(limbs[i]);
       digits.append(9 - part.size(), '0');
