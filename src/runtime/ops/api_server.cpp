@@ -7,7 +7,6 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "picomq/kit/arrow_export.hpp"  // lend_export
+
 namespace picomq::runtime {
 
 std::unique_ptr<SinkInstance> SinkInstance::open(std::shared_ptr<PluginLibrary> library, std::string sink_key,

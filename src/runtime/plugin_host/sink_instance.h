@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "picomq/kit/arrow_export.hpp"
 #include "picomq/kit/plugin_options.hpp"
 #include "picomq/sink_abi.h"
 #include "runtime/decoded_batch.h"
