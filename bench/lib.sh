@@ -59,15 +59,18 @@ bench_cleanup() {
 }
 
 # bench_build SKIP_BUILD: runs scripts/setup.sh + scripts/build.sh unless SKIP_BUILD is 1.
-# Sets bin and plugins; the caller checks that what it needs is there.
+# Sets bin and plugins; the caller checks that what it needs is there. BENCH_PICOMQ_BUILD names
+# another build dir whose bin/picomq-connect and plugins/ run instead (an older commit's, built
+# alone, to compare two builds against the same baseline; with BENCH_SKIP_BUILD=1).
 bench_build() {
   if [[ "$1" != 1 ]]; then
     log "setup + build"
     bash "$repo/scripts/setup.sh" >&2
     bash "$repo/scripts/build.sh" >&2
   fi
-  bin="$repo/build/bin/picomq-connect"
-  plugins="$repo/build/plugins"
+  local build="${BENCH_PICOMQ_BUILD:-$repo/build}"
+  bin="$build/bin/picomq-connect"
+  plugins="$build/plugins"
 }
 
 bench_require_kcat() {

@@ -22,6 +22,8 @@
 #   BENCH_BASELINES=1         0: leave out the destination's own loaders (bench/peers.sh)
 #   BENCH_PEER_LABELS=        with BENCH_PEER=1: only these peers (labels, space-separated; default all)
 #   BENCH_SKIP_BUILD=0        1: skip scripts/setup.sh + scripts/build.sh (use the existing build/)
+#   BENCH_PICOMQ_BUILD=       another build dir to run picomq-connect and its plugins from (e.g. an
+#                             older commit's, to compare two builds; with BENCH_SKIP_BUILD=1)
 #   BENCH_KEEP=0              1: keep the work dir (logs, configs, raw results, baseline inputs)
 #   BENCH_DIR=                work dir (default: a new mktemp -d under /tmp)
 #   BENCH_WRAP=               a command prefix for the timed picomq runs (e.g. "perf record -g -o F --")
