@@ -181,6 +181,13 @@ class Record {
     return s ? std::string_view(s) : std::string_view();
   }
   bool is_tombstone() const { return record_->payload.data == nullptr; }
+  // ABI 2.8, a block with `changes` (docs/changes.md): what the record asks of the destination
+  // (PMQ_OP_APPEND for plain records), and the row's key as a JSON object (empty: none).
+  pmq_change_op op() const { return static_cast<pmq_change_op>(pmq_record_op(batch_, record_)); }
+  std::string_view key_json() const {
+    const pmq_bytes key = pmq_record_key_json(batch_, record_);
+    return key.data ? std::string_view(reinterpret_cast<const char*>(key.data), key.size) : std::string_view();
+  }
   Bytes payload() const { return {record_->payload.data, record_->payload.size}; }
   // JSON and text payloads are UTF-8: this is the payload as text.
   std::string_view payload_text() const { return as_text(payload()); }
@@ -530,6 +537,12 @@ struct Exporter {
       !std::is_same_v<decltype(&S::partitions_revoked), decltype(&Base::partitions_revoked)>;
   static constexpr bool implements_validate = requires(const Config& c, ConfigProblems& p) { S::validate(c, p); };
   static constexpr bool implements_stop = !std::is_same_v<decltype(&S::stop), decltype(&Base::stop)>;
+  // ABI 2.8: `static constexpr uint32_t change_ops` (PMQ_CHANGE_OP_BIT of each operation it
+  // applies) in a sink that applies change events; none: plain records only.
+  static constexpr uint32_t change_ops = [] {
+    if constexpr (requires { S::change_ops; }) return static_cast<uint32_t>(S::change_ops);
+    else return uint32_t{0};
+  }();
   static std::span<const pmq_option> option_table() { return {S::options.data(), S::options.size()}; }
 
   template <class Planes>
@@ -701,6 +714,7 @@ struct Exporter {
         .partitions_assigned = implements_partitions ? &Exporter::partitions_assigned : nullptr,
         .partitions_revoked = implements_partitions ? &Exporter::partitions_revoked : nullptr,
         .stop = &Exporter::stop,
+        .change_ops = change_ops,
     };
     return d;
   }

@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 7
+#define PMQ_SINK_ABI_VERSION_MINOR 8
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -79,6 +79,20 @@ typedef enum pmq_payload_format {
   PMQ_PAYLOAD_RAW = 2   /* bytes exactly as on the broker */
 } pmq_payload_format;
 
+/* Since ABI 2.8: what a record asks of the destination (pmq_record.op). Plain records (every
+ * batch of a block without `changes`) are PMQ_OP_APPEND; a block with `changes` (docs/changes.md)
+ * turns each record into a change of one row, named by its key. A sink declares the operations
+ * it applies in pmq_sink_plugin.change_ops; the host hands it no other. */
+typedef enum pmq_change_op {
+  PMQ_OP_APPEND = 0,  /* a record, not a change: write it as the sink writes records */
+  PMQ_OP_UPSERT = 1,  /* payload: the row (a JSON object); key_json: its key. Insert or replace */
+  PMQ_OP_DELETE = 2,  /* payload absent; key_json: the key of the row to delete (absent: no-op) */
+  PMQ_OP_TRUNCATE = 3 /* every row of the record's destination goes; payload and key_json absent */
+} pmq_change_op;
+#define PMQ_CHANGE_OP_BIT(op) ((uint32_t)1u << (op))
+/* The operations a sink must apply to be handed changes at all. */
+#define PMQ_CHANGE_OPS_KEYED (PMQ_CHANGE_OP_BIT(PMQ_OP_UPSERT) | PMQ_CHANGE_OP_BIT(PMQ_OP_DELETE))
+
 typedef struct pmq_record {
   int64_t offset;
   int64_t timestamp_ms; /* record timestamp, epoch milliseconds; -1 when the broker has none */
@@ -86,6 +100,11 @@ typedef struct pmq_record {
   const pmq_header *headers;
   size_t header_count;
   pmq_bytes payload; /* decoded payload in the batch's payload_format; data == NULL: tombstone */
+  /* Since ABI 2.8: read them through pmq_record_op() / pmq_record_key_json(), which check the
+   * batch's record_size (a host of 2.7 or older hands shorter records). */
+  int32_t op;         /* pmq_change_op; PMQ_OP_APPEND unless the batch has changes */
+  pmq_bytes key_json; /* the record key decoded per the block's [topics.key] as one JSON value; under
+                         `changes` the row's key as a JSON object ({"id": 7}); data NULL: none */
 } pmq_record;
 
 /* One batch: records from one topic-partition, in offset order. */
@@ -109,6 +128,9 @@ typedef struct pmq_batch {
    * the decoder made of the datum (docs/decoders.md), before any transform rewrote it. Valid for
    * the call, as the records. */
   const char *const *writer_schemas;
+  /* Since ABI 2.8 (check struct_size; pmq_batch_has_changes() does): 1 when the block has
+   * `changes` and every record's op is a change (UPSERT / DELETE / TRUNCATE), else 0. */
+  uint32_t changes;
 } pmq_batch;
 
 /* One batch as an Arrow record batch: a struct array with one row per record, in offset order
@@ -342,6 +364,16 @@ typedef struct pmq_sink_plugin {
    * those writes complete as usual, within the host's shutdown_timeout. It must not block.
    * flush() and close() follow as usual. */
   void (*stop)(void *instance);
+
+  /* ---- Since ABI 2.8 (the host checks struct_size). ---- */
+
+  /* The change operations this sink applies (PMQ_CHANGE_OP_BIT of each pmq_change_op): at least
+   * PMQ_CHANGE_OPS_KEYED to be given a block with `changes` (the host refuses such a definition
+   * at --check otherwise, naming the block), plus PMQ_OP_TRUNCATE if it empties a destination.
+   * A truncate for a sink without it is a bad record of the sink's stage. 0: plain records only.
+   * validate() sees each block's `changes` in host->subscriptions and may refuse a setting it
+   * cannot honour. */
+  uint32_t change_ops;
 } pmq_sink_plugin;
 
 typedef const pmq_sink_plugin *(*pmq_sink_entry_fn)(uint32_t host_abi_version);
@@ -355,6 +387,25 @@ static inline const pmq_record *pmq_batch_record(const pmq_batch *batch, size_t 
 static inline const char *pmq_batch_writer_schema(const pmq_batch *batch, size_t index) {
   if (batch->struct_size < offsetof(pmq_batch, writer_schemas) + sizeof(const char *const *)) return NULL;
   return batch->writer_schemas ? batch->writer_schemas[index] : NULL;
+}
+
+/* Whether the batch's records are changes (ABI 2.8, see pmq_batch.changes). */
+static inline int pmq_batch_has_changes(const pmq_batch *batch) {
+  if (batch->struct_size < offsetof(pmq_batch, changes) + sizeof(uint32_t)) return 0;
+  return batch->changes != 0;
+}
+
+/* A record's op (ABI 2.8); PMQ_OP_APPEND from an older host. */
+static inline int32_t pmq_record_op(const pmq_batch *batch, const pmq_record *record) {
+  if (batch->record_size < offsetof(pmq_record, op) + sizeof(int32_t)) return PMQ_OP_APPEND;
+  return record->op;
+}
+
+/* A record's decoded key (ABI 2.8), or absent (data NULL). */
+static inline pmq_bytes pmq_record_key_json(const pmq_batch *batch, const pmq_record *record) {
+  pmq_bytes none = {NULL, 0};
+  if (batch->record_size < offsetof(pmq_record, key_json) + sizeof(pmq_bytes)) return none;
+  return record->key_json;
 }
 
 static inline const pmq_option *pmq_plugin_option(const pmq_sink_plugin *plugin, size_t index) {

@@ -102,6 +102,21 @@ void BatchJsonWriter::append_metadata(std::string& out, const pmq_record& r) con
     out += kHeaders;
     append_headers_json(out, {r.headers, r.header_count});
   }
+  // A change (ABI 2.8) carries its operation and its row's key as data.
+  if (pmq_batch_has_changes(batch_)) {
+    static constexpr std::string_view kOp = ",\"pico_op\":\"", kRowKey = ",\"pico_row_key\":";
+    const int32_t op = pmq_record_op(batch_, &r);
+    out += kOp;
+    out += op == PMQ_OP_UPSERT     ? "upsert"
+           : op == PMQ_OP_DELETE   ? "delete"
+           : op == PMQ_OP_TRUNCATE ? "truncate"
+                                   : "append";
+    out += '"';
+    if (const pmq_bytes key = pmq_record_key_json(batch_, &r); key.data) {
+      out += kRowKey;
+      out.append(view(key));
+    }
+  }
 }
 
 void BatchJsonWriter::append(std::string& out, const pmq_record& r) const {

@@ -16,9 +16,16 @@ std::optional<std::vector<Subscription>> parse_subscriptions(std::string_view js
       for (const auto& topic : *t)
         if (topic.is_string()) s.topics.push_back(topic.get<std::string>());
     if (const auto p = b.find("pattern"); p != b.end() && p->is_string()) s.pattern = p->get<std::string>();
+    if (const auto c = b.find("changes"); c != b.end() && c->is_string()) s.changes = c->get<std::string>();
     out.push_back(std::move(s));
   }
   return out;
+}
+
+bool has_changes(const std::vector<Subscription>& blocks) {
+  for (const auto& b : blocks)
+    if (b.changes != "none") return true;
+  return false;
 }
 
 std::optional<std::vector<Subscription>> subscriptions(const sdk::Config& config) {

@@ -42,8 +42,17 @@ void TestBatch::build() {
     auto& hs = headers_.emplace_back();
     for (const TestHeader& h : r.headers)
       hs.push_back(pmq_header{{reinterpret_cast<const uint8_t*>(h.name.data()), h.name.size()}, bytes(h.value)});
-    pmq_records_.push_back(pmq_record{r.offset, r.timestamp_ms, bytes(r.key), hs.empty() ? nullptr : hs.data(),
-                                      hs.size(), bytes(r.payload)});
+    pmq_record record{};
+    record.offset = r.offset;
+    record.timestamp_ms = r.timestamp_ms;
+    record.key = bytes(r.key);
+    record.headers = hs.empty() ? nullptr : hs.data();
+    record.header_count = hs.size();
+    record.payload = bytes(r.payload);
+    record.op = r.op;
+    record.key_json = bytes(r.key_json);
+    if (r.op != PMQ_OP_APPEND) raw_.changes = 1;
+    pmq_records_.push_back(record);
   }
   raw_.struct_size = sizeof raw_;
   raw_.topic = topic_.c_str();

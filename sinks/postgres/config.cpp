@@ -4,6 +4,7 @@
 
 #include "picomq/kit/declared_columns.hpp"
 #include "picomq/kit/option_values.hpp"
+#include "picomq/kit/subscriptions.hpp"
 #include "postgres/row_encoder.h"
 
 namespace picomq::postgres {
@@ -131,6 +132,14 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (!columns && s.auto_add_columns) problems.add("auto_add_columns", "is only for payload_mode 'columns'");
   if (s.columns && s.auto_add_columns)
     problems.add("auto_add_columns", "is for inferred columns; it cannot be combined with declared columns");
+  // Change events (docs/changes.md) are applied by key: upserts, and deletes in the same merge.
+  const auto blocks = kit::subscriptions(config);
+  const bool changes = blocks && kit::has_changes(*blocks);
+  if (changes && !upsert)
+    problems.add("write_mode",
+                 "change events (changes = ... in [[topics]]) are applied by key: set write_mode = \"upsert\" and "
+                 "upsert_key to the key's columns (write_mode is '" +
+                     write_mode + "')");
   if (!problems.empty()) return std::nullopt;
 
   LayoutOptions& lo = p.layout;
@@ -138,6 +147,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   lo.write_mode = s.write_mode;
   lo.include_metadata = s.include_metadata;
   lo.upsert_key = s.upsert_key;
+  lo.changes = changes;
   p.infer_columns = columns && !s.columns;
   if (s.columns) lo.payload_columns = parse_declared_columns(s.columns->text).value();
   // Inferred columns come with each topic's first batch; check the rest of the layout now with a

@@ -83,6 +83,9 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // Writes per block pending at once: a full segment of 64 batches committing, and as many again
   // streaming into the next one meanwhile.
   static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  // Change events (docs/changes.md): upserts and deletes by upsert_key, and truncates, each
+  // batch's in its transaction (write_mode upsert).
+  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE);
   static inline const kit::OptionTable<pg::Settings>& options = pg::option_table();
   // Cross-option checks, with file positions (picomq-connect --check; the runtime before open()).
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { pg::plan(config, problems); }

@@ -112,7 +112,17 @@ EncodeResult RowEncoder::encode(const pmq_batch& batch) {
   record_id_ += std::to_string(batch.partition);
   record_id_ += ':';
   record_id_prefix_ = record_id_.size();
-  for (std::size_t i = 0; i < batch.record_count; ++i) {
+  // Change events: a truncate wipes what the batch holds before it.
+  std::size_t first = 0;
+  if (layout_.changes && pmq_batch_has_changes(&batch)) {
+    for (std::size_t i = batch.record_count; i-- > 0;) {
+      if (pmq_record_op(&batch, pmq_batch_record(&batch, i)) != PMQ_OP_TRUNCATE) continue;
+      result.truncate = true;
+      first = i + 1;
+      break;
+    }
+  }
+  for (std::size_t i = first; i < batch.record_count; ++i) {
     const pmq_record& record = *pmq_batch_record(&batch, i);
     writer_.begin_row();
     std::string reason;
@@ -136,8 +146,10 @@ EncodeResult RowEncoder::encode(const pmq_batch& batch) {
 }
 
 std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& record) {
-  const bool tombstone = record.payload.data == nullptr;
-  const std::string_view payload = as_view(record.payload);
+  // A delete (change events) names its row by its key object, whose fields fill the columns.
+  const bool deleted = layout_.changes && pmq_record_op(&batch, &record) == PMQ_OP_DELETE;
+  const bool tombstone = record.payload.data == nullptr && !deleted;
+  const std::string_view payload = deleted ? as_view(pmq_record_key_json(&batch, &record)) : as_view(record.payload);
 
   if (layout_.payload_mode == PayloadMode::Columns && !tombstone) {
     auto parsed = parser_.parse(payload.data(), payload.size(), /*realloc_if_needed=*/true);
@@ -211,8 +223,11 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         else writer_.jsonb(scratch_);
         break;
       }
+      case Source::Deleted: writer_.boolean(deleted); break;
       case Source::Payload:
-        if (tombstone) {
+        if (deleted) {
+          null_or(c, [&] { return "a delete has no payload, and " + c.name + " is a key column"; });
+        } else if (tombstone) {
           null_or(c, [&] { return "tombstone: " + c.name + " is a key column"; });
         } else if (payload.size() >= kMaxFieldBytes) {
           problem(too_large("the payload"));

@@ -26,6 +26,9 @@ struct EncodeResult {
   std::size_t rows = 0;             // accepted records
   std::vector<Rejection> rejected;  // every refused record, in batch order
   std::string error;                // the batch cannot be encoded at all (nothing else is set)
+  // Change events: the batch truncates its table; only the records after its last truncate are
+  // encoded (what comes before it is wiped by it).
+  bool truncate = false;
 
   bool ok() const { return error.empty(); }
 };
@@ -42,6 +45,8 @@ class RowEncoder {
   // NULL in every payload column. A NULL in a NOT NULL (key) column rejects the record.
   // Errors (whole batch): a payload format the mode cannot take (jsonb / columns need JSON,
   // text needs TEXT or JSON, bytea takes any), a topic that is not valid UTF-8, a bad pmq_batch.
+  // Change events (layout.changes, docs/changes.md): an upsert is its row; a delete has its key
+  // object's fields in the columns they name (the other payload columns NULL) and pico_deleted.
   EncodeResult encode(const pmq_batch& batch);
   // Hands back an EncodeResult::copy_data that was sent: later encodes reuse its memory.
   void recycle(std::string copy_data) { writer_.recycle(std::move(copy_data)); }

@@ -115,11 +115,21 @@ void CopySegment::commit() {
   guarded(std::nullopt, [&] {
     Connection& c = *lease_;
     size_t inserted = rows_;
+    size_t deleted = 0;
     auto finish = [&] {
       c.end_copy(c.put_copy_data(kTrailer), what());
-      if (staged_)
+      if (!staged_) return;
+      if (!table_.layout->changes) {
         inserted =
             c.run_counting(merge_sql(*table_.name, shared_.staging, *table_.layout), "writing into " + table_.display);
+        return;
+      }
+      // Change events: upsert mode holds one batch per transaction, so a truncate in it wipes the
+      // table before its later changes (the encoder staged only those).
+      const auto statements = change_statements(*table_.name, shared_.staging, *table_.layout, truncates());
+      if (!statements.truncate.empty()) c.run(statements.truncate, "truncating " + table_.display);
+      deleted = c.run_counting(statements.remove, "deleting from " + table_.display);
+      inserted = c.run_counting(statements.upsert, "writing into " + table_.display);
     };
     try {
       finish();
@@ -129,6 +139,7 @@ void CopySegment::commit() {
       finish();
     }
     c.commit(table_.display);
+    if (deleted) shared_.count("deleted_records", deleted);
     if (!staged_ || table_.layout->write_mode != WriteMode::Insert) return;
     if (inserted < rows_) shared_.count("already_written_records", rows_ - inserted);
     for (const auto& [topic, partition] : shared_.replays.merged(partitions_, rows_, inserted))
@@ -136,6 +147,15 @@ void CopySegment::commit() {
                                            "] is past the replay; straight COPY again");
   });
   lease_.release();
+}
+
+bool CopySegment::truncates() const {
+  for (const pmq_batch* b : batches_) {
+    if (!pmq_batch_has_changes(b)) continue;
+    for (size_t i = 0; i < b->record_count; ++i)
+      if (pmq_record_op(b, pmq_batch_record(b, i)) == PMQ_OP_TRUNCATE) return true;
+  }
+  return false;
 }
 
 void CopySegment::abandon() noexcept {

@@ -62,6 +62,7 @@ class CopySegment final : public kit::Segment {
   void begin();                           // BEGIN; [staging;] COPY
   bool send(std::string_view copy_data);  // the tuples, with the header first; false: the COPY broke
   void restage(bool conflict);            // direct -> staged in place (see above)
+  bool truncates() const;                 // change events: a batch of it truncates the table
   bool redoable() const;                  // the failure was a row written before on a direct insert COPY
   std::string what() const;
   // Runs `step`; a lost connection waits for the server before the failure goes on.

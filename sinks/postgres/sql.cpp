@@ -150,7 +150,11 @@ Result<TableLayout> make_layout(const LayoutOptions& options) {
     cols.push_back(Column{std::string(kPayloadColumn), type, Source::Payload, {}, false});
   }
 
-  // The staging-only pico_offset of upsert-without-metadata is reserved too.
+  if (options.changes && options.write_mode != WriteMode::Upsert)
+    return R::failure("change events need write mode 'upsert' (a key to delete by), not '" +
+                      std::string(to_string(options.write_mode)) + "'");
+  layout.changes = options.changes;
+  // The staging-only pico_offset of upsert-without-metadata is reserved too, as is pico_deleted.
   const bool staging_offset = options.write_mode == WriteMode::Upsert && !options.include_metadata;
   for (std::size_t i = reserved; i < cols.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
@@ -161,6 +165,8 @@ Result<TableLayout> make_layout(const LayoutOptions& options) {
     if (staging_offset && cols[i].name == dest::kOffsetField) {
       return R::failure("column '" + cols[i].name + "' collides with the staging column upsert orders by");
     }
+    if (options.changes && cols[i].name == kDeletedColumn)
+      return R::failure("column '" + cols[i].name + "' collides with the staging column that marks deletes");
   }
 
   switch (options.write_mode) {
@@ -196,6 +202,7 @@ std::vector<Column> copy_columns(const TableLayout& layout) {
   if (layout.write_mode == WriteMode::Upsert && !layout.include_metadata) {
     out.push_back(meta(dest::kOffsetField, ColumnType::Int8, Source::Offset, true));
   }
+  if (layout.changes) out.push_back(meta(kDeletedColumn, ColumnType::Bool, Source::Deleted, true));
   return out;
 }
 
@@ -270,6 +277,23 @@ std::string copy_sql(const TableName& table, const TableLayout& layout) {
   return "COPY " + table.sql() + " (" + column_list(copy_columns(layout)) + ") FROM STDIN (FORMAT binary)";
 }
 
+namespace {
+
+// An upsert's conflict action: every column but the key's from the new row, or NOTHING when every
+// column is key.
+std::string on_conflict_action(const TableLayout& layout) {
+  std::string set;
+  for (const Column& c : layout.columns) {
+    if (std::find(layout.key.begin(), layout.key.end(), c.name) != layout.key.end()) continue;
+    if (!set.empty()) set += ", ";
+    const std::string q = quote(c.name);
+    set += q + " = EXCLUDED." + q;
+  }
+  return set.empty() ? "NOTHING" : "UPDATE SET " + set;
+}
+
+}  // namespace
+
 std::string merge_sql(const TableName& target, const TableName& staging, const TableLayout& layout) {
   const std::string cols = column_list(layout.columns);
   std::string out = "INSERT INTO " + target.sql() + " (" + cols + ") SELECT ";
@@ -282,17 +306,35 @@ std::string merge_sql(const TableName& target, const TableName& staging, const T
       const std::string key = name_list(layout.key);
       out += "DISTINCT ON (" + key + ") " + cols + " FROM " + staging.sql() + " ORDER BY " + key + ", " +
              quote(dest::kOffsetField) + " DESC ON CONFLICT (" + key + ") DO ";
-      std::string set;
-      for (const Column& c : layout.columns) {
-        if (std::find(layout.key.begin(), layout.key.end(), c.name) != layout.key.end()) continue;
-        if (!set.empty()) set += ", ";
-        const std::string q = quote(c.name);
-        set += q + " = EXCLUDED." + q;
-      }
-      out += set.empty() ? "NOTHING" : "UPDATE SET " + set;
+      out += on_conflict_action(layout);
       break;
     }
   }
+  return out;
+}
+
+ChangeStatements change_statements(const TableName& target, const TableName& staging, const TableLayout& layout,
+                                   bool truncate) {
+  const std::string key = name_list(layout.key), cols = column_list(layout.columns),
+                    deleted = "last." + quote(kDeletedColumn);
+  // The last change per key of the batch: its records are of one partition, in offset order.
+  const std::string last = "(SELECT DISTINCT ON (" + key + ") * FROM " + staging.sql() + " ORDER BY " + key + ", " +
+                           quote(dest::kOffsetField) + " DESC) AS last";
+  ChangeStatements out;
+  if (truncate) out.truncate = "TRUNCATE " + target.sql();
+  std::string match;
+  for (const std::string& k : layout.key) {
+    const std::string q = quote(k);
+    match += " AND t." + q + " = last." + q;
+  }
+  out.remove = "DELETE FROM " + target.sql() + " AS t USING " + last + " WHERE " + deleted + match;
+  std::string qualified_cols;
+  for (const Column& c : layout.columns) {
+    if (!qualified_cols.empty()) qualified_cols += ", ";
+    qualified_cols += "last." + quote(c.name);
+  }
+  out.upsert = "INSERT INTO " + target.sql() + " (" + cols + ") SELECT " + qualified_cols + " FROM " + last +
+               " WHERE NOT " + deleted + " ON CONFLICT (" + key + ") DO " + on_conflict_action(layout);
   return out;
 }
 

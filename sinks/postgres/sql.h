@@ -49,7 +49,8 @@ enum class Source : uint8_t {
   Key,        // pico_key (NULL when the record has no key)
   Headers,    // pico_headers: kit::append_headers_json (a repeated name: an array)
   Payload,    // the whole payload (jsonb / text / bytea modes)
-  Field       // one top-level field of a JSON object payload (columns mode)
+  Field,      // one top-level field of a JSON object payload (columns mode)
+  Deleted     // the staging-only pico_deleted of change events: the record deletes its key
 };
 
 struct Column {
@@ -65,6 +66,7 @@ struct Column {
 inline constexpr std::string_view kIdColumn = "pico_id";
 inline constexpr std::string_view kPayloadColumn = "payload";
 inline constexpr std::string_view kStagingTable = "pico_staging";
+inline constexpr std::string_view kDeletedColumn = "pico_deleted";
 
 struct LayoutOptions {
   PayloadMode payload_mode = PayloadMode::Jsonb;
@@ -74,6 +76,8 @@ struct LayoutOptions {
   std::vector<Column> payload_columns;
   // Upsert: the conflict key, column names of the layout (e.g. {"id"} or {"pico_key"}).
   std::vector<std::string> upsert_key;
+  // Upsert: the records are change events (docs/changes.md): deletes by key, truncates.
+  bool changes = false;
 };
 
 struct TableLayout {
@@ -82,6 +86,7 @@ struct TableLayout {
   bool include_metadata = true;
   std::vector<Column> columns;   // the target table's columns, in order
   std::vector<std::string> key;  // primary key / conflict target; empty for append
+  bool changes = false;          // upsert of change events: staging carries pico_deleted
 };
 
 // Order: pico_id (insert mode), the metadata columns (include_metadata), then the payload
@@ -92,7 +97,8 @@ struct TableLayout {
 Result<TableLayout> make_layout(const LayoutOptions& options);
 
 // The columns a COPY carries: the layout's, plus, in upsert mode without metadata, a
-// staging-only pico_offset (the last-wins order needs it; it never reaches the target).
+// staging-only pico_offset (the last-wins order needs it; it never reaches the target), and
+// under changes a staging-only pico_deleted.
 std::vector<Column> copy_columns(const TableLayout& layout);
 
 // "name" with inner quotes doubled; refuses an empty name and NUL (the only byte PostgreSQL
@@ -136,6 +142,20 @@ std::string copy_sql(const TableName& table, const TableLayout& layout);
 //           (the last record per key in the batch wins; DO NOTHING when every column is key)
 //   append: INSERT INTO t (cols) SELECT cols FROM s
 std::string merge_sql(const TableName& target, const TableName& staging, const TableLayout& layout);
+
+// Change events (layout.changes), after the COPY into staging, in the batch's transaction:
+//   truncate (when the batch truncates; the rows staged are those after its last truncate):
+//           TRUNCATE t
+//   remove: DELETE FROM t USING (the last change per key) last WHERE last."pico_deleted" AND t.key = last.key
+//   upsert: INSERT INTO t (cols) SELECT cols FROM (the last change per key) last
+//           WHERE NOT last."pico_deleted" ON CONFLICT (key) DO UPDATE SET ...
+struct ChangeStatements {
+  std::string truncate;
+  std::string remove;
+  std::string upsert;
+};
+ChangeStatements change_statements(const TableName& target, const TableName& staging, const TableLayout& layout,
+                                   bool truncate);
 
 // The statements of one batch write, in order, in one transaction (empty ones are skipped):
 // append copies straight into the target (no staging, no merge).

@@ -2,7 +2,8 @@
 // Options: the table below (and docs/sinks/stdout.md, generated from it). Records are rendered
 // by the kit's record JSON writer (envelope, or payload only): a JSON payload is embedded as is
 // (line breaks in its whitespace become spaces, so a record stays on one line); text becomes a
-// JSON string; raw bytes a base64 string; a tombstone null.
+// JSON string; raw bytes a base64 string; a tombstone null. Change events (docs/changes.md) are
+// printed as data: pico_op and pico_row_key beside the metadata, a delete with a null payload.
 #include <poll.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "picomq/kit/options.hpp"
 #include "picomq/kit/record_json.hpp"
+#include "picomq/kit/subscriptions.hpp"
 #include "picomq/sdk.hpp"
 
 namespace {
@@ -140,6 +142,7 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
   // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{picomq::sdk::DataPlane::Rows, picomq::sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{picomq::sdk::DataPlane::Batches};
+  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE);
   static inline const kit::OptionTable<Settings> options{
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
@@ -155,7 +158,19 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
           .help("Where to print."),
   };
 
+  // Without the metadata a change would print as its row alone, and a delete as null.
+  static void validate(const picomq::sdk::Config& config, picomq::sdk::ConfigProblems& problems) {
+    const auto blocks = kit::subscriptions(config);
+    if (blocks && kit::has_changes(*blocks) && !options.parse(config).include_metadata)
+      problems.add("include_metadata",
+                   "must stay on for change events (changes = ... in [[topics]]): pico_op and pico_row_key say what "
+                   "each line does, a delete has no payload");
+  }
+
   void open(const picomq::sdk::Config& config) {
+    picomq::sdk::ConfigProblems problems;
+    validate(config, problems);
+    problems.throw_if_any();
     const Settings settings = options.parse(config);
     out_.include_metadata = settings.include_metadata;
     if (!out_.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);

@@ -24,6 +24,15 @@ std::string_view to_string(BadRecordPolicy policy) {
   return "?";
 }
 
+std::string_view to_string(ChangeEvents changes) {
+  switch (changes) {
+    case ChangeEvents::None: return "none";
+    case ChangeEvents::Keyed: return "keyed";
+    case ChangeEvents::Debezium: return "debezium";
+  }
+  return "?";
+}
+
 std::string_view to_string(Schema schema) {
   switch (schema) {
     case Schema::Json: return "json";
@@ -212,7 +221,7 @@ std::vector<std::string> resolved_list(TableReader& r, std::string_view key, con
 // then, when they read without error, has `compile_schema` compile the schema: a problem is an
 // error at the key it names (files that do not exist or compile, a message / root type that is not
 // there, an Avro schema that does not parse, a registry URL that is not sound).
-void read_schema_keys(TableReader& r, const toml::table& table, const toml::node* schema_node, TopicsBlock& block,
+void read_schema_keys(TableReader& r, const toml::table& table, const toml::node* schema_node, PayloadSchema& block,
                       const std::filesystem::path& base_dir, const SchemaCompiler& compile_schema) {
   const std::size_t errors_before = r.diagnostics().count();
   for (const auto& [key, schema] : kSchemaKeys) {
@@ -301,8 +310,8 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
           (key == "avro_schema_json" ? block.avro_schema_json : block.avro_schema_path) =
               key == "avro_schema_path" ? resolve_path(base_dir, *value) : *value;
       if (auto framing = r.string("avro_framing")) {
-        if (*framing == "plain") block.avro_framing = TopicsBlock::AvroFraming::Plain;
-        else if (*framing == "registry") block.avro_framing = TopicsBlock::AvroFraming::Registry;
+        if (*framing == "plain") block.avro_framing = PayloadSchema::AvroFraming::Plain;
+        else if (*framing == "registry") block.avro_framing = PayloadSchema::AvroFraming::Registry;
         else
           r.error(at("avro_framing"), "avro_framing",
                   "'avro_framing' must be \"plain\" (Avro binary) or \"registry\" (magic byte + schema id), got \"" +
@@ -310,7 +319,7 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       }
       if (auto url = r.string("avro_registry_url")) block.avro_registry_url = *url;
       const bool json = table.get("avro_schema_json") != nullptr, path = table.get("avro_schema_path") != nullptr;
-      if (block.avro_framing == TopicsBlock::AvroFraming::Registry) {
+      if (block.avro_framing == PayloadSchema::AvroFraming::Registry) {
         for (std::string_view key : {"avro_schema_json", "avro_schema_path"})
           if (table.get(key))
             r.error(at(key), key,
@@ -333,6 +342,76 @@ void read_schema_keys(TableReader& r, const toml::table& table, const toml::node
       return;
     }
   }
+}
+
+// `schema` and the keys that go with it: a block's payload, or its [topics.key].
+void read_payload_schema(TableReader& r, const toml::table& table, PayloadSchema& out,
+                         const std::filesystem::path& base_dir, const SchemaCompiler& compile_schema) {
+  const toml::node* schema_node = table.get("schema");
+  if (auto schema = r.string("schema")) {
+    auto it = std::find_if(kSchemas.begin(), kSchemas.end(), [&](Schema s) { return to_string(s) == *schema; });
+    if (it == kSchemas.end()) {
+      r.error(*schema_node, "schema",
+              "unknown schema '" + *schema + "' (one of json, raw, text, proto, flatbuffer, avro)");
+    } else {
+      out.schema = *it;
+    }
+  }
+  read_schema_keys(r, table, schema_node, out, base_dir, compile_schema);
+}
+
+// changes = "keyed" | "debezium", the record key's schema ([topics.key]) and key_fields
+// (docs/changes.md).
+void read_changes(TableReader& r, const toml::table& table, TopicsBlock& block, const std::string& path,
+                  Diagnostics& diag, const EnvLookup& env, const std::filesystem::path& base_dir,
+                  const SchemaCompiler& compile_schema) {
+  if (auto changes = r.string("changes")) {
+    const toml::node& at = *table.get("changes");
+    if (*changes == "none") block.changes = ChangeEvents::None;
+    else if (*changes == "keyed") block.changes = ChangeEvents::Keyed;
+    else if (*changes == "debezium") block.changes = ChangeEvents::Debezium;
+    else
+      r.error(at, "changes",
+              "'changes' must be \"keyed\" (a record upserts its key, a tombstone deletes it), \"debezium\" "
+              "(Debezium's change events) or \"none\", got \"" +
+                  *changes + "\"");
+    block.changes_line = static_cast<int>(at.source().begin.line);
+    block.changes_column = static_cast<int>(at.source().begin.column);
+    if (block.changes != ChangeEvents::None && (block.schema == Schema::Raw || block.schema == Schema::Text))
+      r.error(at, "changes",
+              "change events need payloads decoded to JSON (schema json, avro, proto or flatbuffer), not schema = \"" +
+                  std::string(to_string(block.schema)) + "\"");
+  }
+  if (const toml::node* key = r.node("key")) {
+    if (!key->is_table()) {
+      r.error(*key, "key", "'key' is how record keys are decoded, a table such as key = { schema = \"json\" }");
+    } else {
+      TableReader kr(*key->as_table(), path + ".key", diag, env);
+      PayloadSchema schema;
+      read_payload_schema(kr, *key->as_table(), schema, base_dir, compile_schema);
+      kr.finish();
+      if (schema.schema == Schema::Raw)
+        r.error(*key, "key",
+                "schema = \"raw\" leaves keys as they are, which they are without a key table: decode them (schema = "
+                "\"text\", \"json\", \"avro\", ...)");
+      block.key_schema = std::move(schema);
+    }
+  }
+  if (auto fields = r.string_list("key_fields")) {
+    std::set<std::string> seen;
+    for (auto& field : *fields) {
+      if (field.value.empty()) diag.error(field.where, field.key, "a key field name must not be empty");
+      else if (!seen.insert(field.value).second)
+        diag.error(field.where, field.key, "key field '" + field.value + "' is listed twice");
+      else block.key_fields.push_back(std::move(field.value));
+    }
+    if (block.changes == ChangeEvents::None)
+      r.error(*table.get("key_fields"), "key_fields",
+              "'key_fields' name the key of change events: set 'changes' too (\"keyed\" or \"debezium\")");
+  }
+  // Debezium's default converter writes JSON keys.
+  if (block.changes != ChangeEvents::None && !block.key_schema && block.key_fields.empty())
+    block.key_schema = PayloadSchema{};
 }
 
 TopicsBlock parse_topics_block(const toml::table& table, int index, const std::string& path, Diagnostics& diag,
@@ -377,17 +456,8 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
     r.error_here(
         "a [[topics]] block needs 'topics' (a list of topic names) or 'pattern' (a regular expression), or both");
 
-  const toml::node* schema_node = table.get("schema");
-  if (auto schema = r.string("schema")) {
-    auto it = std::find_if(kSchemas.begin(), kSchemas.end(), [&](Schema s) { return to_string(s) == *schema; });
-    if (it == kSchemas.end()) {
-      r.error(*schema_node, "schema",
-              "unknown schema '" + *schema + "' (one of json, raw, text, proto, flatbuffer, avro)");
-    } else {
-      block.schema = *it;
-    }
-  }
-  read_schema_keys(r, table, schema_node, block, base_dir, compile_schema);
+  read_payload_schema(r, table, block, base_dir, compile_schema);
+  read_changes(r, table, block, path, diag, env, base_dir, compile_schema);
 
   if (auto n = r.integer("batch_length")) {
     if (*n < 1)

@@ -30,17 +30,12 @@ std::string_view to_string(OffsetReset reset);  // "earliest" | "latest"
 enum class BadRecordPolicy { Fail, Skip, DeadLetter };
 std::string_view to_string(BadRecordPolicy policy);  // "fail" | "skip" | "dead_letter"
 
-// One [[topics]] block: one consumer in its own consumer group.
-struct TopicsBlock {
-  int index = 0;                                // position of the [[topics]] table in the file (0-based)
-  int line = 0;                                 // line of its [[topics]] header
-  std::vector<std::string> topics;              // explicit list, validated Kafka topic names
-  std::optional<std::string> pattern;           // as written by the user
-  std::optional<std::string> anchored_pattern;  // '^' prepended when the user did not anchor it
+// How a payload (or a record key) is decoded: `schema` and the keys that go with it
+// (docs/decoders.md). Paths are resolved against the definition file's folder; each schema is
+// compiled once at load time to validate it (SchemaCompiler).
+struct PayloadSchema {
   Schema schema = Schema::Json;
   std::optional<std::string> avro_schema_json, avro_schema_path;  // the path resolved against the file's folder
-  // Schema keys of proto / flatbuffer / avro (docs/decoders.md). Paths are resolved against the
-  // definition file's folder; each schema is compiled once at load time to validate it (SchemaCompiler).
   std::vector<std::string> proto_files, proto_include_paths;
   std::optional<std::string> proto_descriptor_set;
   std::string proto_message;           // fully qualified
@@ -52,6 +47,29 @@ struct TopicsBlock {
   enum class AvroFraming { Plain, Registry };
   AvroFraming avro_framing = AvroFraming::Plain;
   std::optional<std::string> avro_registry_url;  // after ${ENV}; may hold credentials: never log it
+};
+
+// What a block's records are (docs/changes.md): plain records (none), or changes of rows by key —
+// `keyed`: a record with a payload is an upsert of its key, a tombstone a delete; `debezium`: the
+// Debezium envelope (op c / r / u: upsert of `after`, d: delete, t: truncate), wrapped in
+// {"schema", "payload"} or not, or already unwrapped by ExtractNewRecordState.
+enum class ChangeEvents { None, Keyed, Debezium };
+std::string_view to_string(ChangeEvents changes);  // "none" | "keyed" | "debezium"
+
+// One [[topics]] block: one consumer in its own consumer group. Its payload schema is the base.
+struct TopicsBlock : PayloadSchema {
+  int index = 0;                                // position of the [[topics]] table in the file (0-based)
+  int line = 0;                                 // line of its [[topics]] header
+  std::vector<std::string> topics;              // explicit list, validated Kafka topic names
+  std::optional<std::string> pattern;           // as written by the user
+  std::optional<std::string> anchored_pattern;  // '^' prepended when the user did not anchor it
+  // [topics.key]: how record keys are decoded (the same keys as the payload's schema); unset: keys
+  // stay bytes. Under `changes` without key_fields it defaults to json (Debezium's converter).
+  std::optional<PayloadSchema> key_schema;
+  ChangeEvents changes = ChangeEvents::None;
+  int changes_line = 0, changes_column = 0;  // where `changes` is written (a sink that cannot apply them)
+  // Under `changes`: the row's key from these payload fields instead of the record key.
+  std::vector<std::string> key_fields;
   std::size_t batch_length = 1000;
   kit::Millis poll_interval{100};
   std::optional<std::string> consumer_group;
@@ -134,7 +152,7 @@ struct SchemaProblem {
   std::string key;
   std::string message;
 };
-using SchemaCompiler = std::function<std::optional<SchemaProblem>(const TopicsBlock& block)>;
+using SchemaCompiler = std::function<std::optional<SchemaProblem>(const PayloadSchema& schema)>;
 
 SinkDefinitionResult parse_sink_definition(std::string_view toml_text, const std::string& file_name,
                                            const EnvLookup& env, const SchemaCompiler& compile_schema = {});

@@ -170,7 +170,7 @@ class FailingDecoder final : public PayloadDecoder {
 // the words a definition's error at that key uses (config::SchemaCompiler).
 class Factory final : public DecoderFactory {
  public:
-  explicit Factory(const config::TopicsBlock& block) : schema_(block.schema) {
+  explicit Factory(const config::PayloadSchema& block) : schema_(block.schema) {
     if (schema_ == config::Schema::Json || schema_ == config::Schema::Raw || schema_ == config::Schema::Text) return;
     std::string error;
     module_ = schema_decoder_module(error);
@@ -206,7 +206,7 @@ class Factory final : public DecoderFactory {
     problem_ = config::SchemaProblem{std::move(key), std::move(message)};
   }
 
-  void compile(const config::TopicsBlock& block) {
+  void compile(const config::PayloadSchema& block) {
     std::string error;
     switch (block.schema) {
       case config::Schema::Json:
@@ -241,7 +241,7 @@ class Factory final : public DecoderFactory {
         return;
       }
       case config::Schema::Avro:
-        if (block.avro_framing == config::TopicsBlock::AvroFraming::Registry) {
+        if (block.avro_framing == config::PayloadSchema::AvroFraming::Registry) {
           registry_ = module_->create_registry(block.avro_registry_url.value_or(""), error);
           if (!registry_) fail("avro_registry_url", error);
         } else if (block.avro_schema_json) {
@@ -284,11 +284,11 @@ std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema) {
   throw std::logic_error("unknown schema");
 }
 
-std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsBlock& block) {
+std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::PayloadSchema& block) {
   return std::make_shared<Factory>(block);
 }
 
-std::optional<config::SchemaProblem> compile_block_schema(const config::TopicsBlock& block) {
+std::optional<config::SchemaProblem> compile_block_schema(const config::PayloadSchema& block) {
   return Factory(block).problem();
 }
 

@@ -67,11 +67,11 @@ class DecoderFactory {
   virtual const std::string& error() const = 0;  // empty when the schema compiled
 };
 
-std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::TopicsBlock& block);
+std::shared_ptr<const DecoderFactory> make_decoder_factory(const config::PayloadSchema& block);
 
 // The block's schema compiled to validate it, as a definition loads (config::SchemaCompiler: pass
 // it to config::load_sink_directory / parse_sink_definition): the problem at its key, or nothing.
-std::optional<config::SchemaProblem> compile_block_schema(const config::TopicsBlock& block);
+std::optional<config::SchemaProblem> compile_block_schema(const config::PayloadSchema& block);
 
 // json, raw and text need no compiled state (throws std::logic_error for the other schemas).
 std::unique_ptr<PayloadDecoder> make_decoder(config::Schema schema);

@@ -77,9 +77,15 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   PreparationStage::Settings prep;
   prep.preparer = {settings_.block.schema, settings_.block.on_bad_record, static_cast<uint32_t>(settings_.block_index),
                    sink_.plane() == PMQ_PLANE_ARROW ? &arrow_options_ : nullptr};
+  prep.preparer.changes = settings_.block.changes;
+  prep.preparer.key_fields = settings_.block.key_fields;
+  prep.preparer.change_ops = sink_.change_ops();
   prep.reads_headers = sink_.reads_headers();
   prep.log_prefix = log_prefix_;
-  preparation_ = std::make_unique<PreparationStage>(std::move(prep), *decoders, transforms_.get(), waiter_);
+  const auto key_decoders =
+      settings_.block.key_schema ? decoders::make_decoder_factory(*settings_.block.key_schema) : nullptr;
+  preparation_ =
+      std::make_unique<PreparationStage>(std::move(prep), *decoders, key_decoders.get(), transforms_.get(), waiter_);
 }
 
 BlockPipeline::~BlockPipeline() {

@@ -20,12 +20,24 @@ std::string subscriptions_json(const config::SinkDefinition& definition) {
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& b : definition.topics)
     blocks.push_back({{"topics", b.topics},
-                      {"pattern", b.anchored_pattern ? nlohmann::json(*b.anchored_pattern) : nlohmann::json(nullptr)}});
+                      {"pattern", b.anchored_pattern ? nlohmann::json(*b.anchored_pattern) : nlohmann::json(nullptr)},
+                      {"changes", config::to_string(b.changes)}});
   return blocks.dump();
 }
 
 PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor) {
   PluginConfigCheck check;
+  // A block of changes goes only to a sink that applies upserts and deletes (docs/changes.md).
+  for (const auto& b : definition.topics) {
+    if (b.changes == config::ChangeEvents::None ||
+        (change_ops(descriptor) & PMQ_CHANGE_OPS_KEYED) == PMQ_CHANGE_OPS_KEYED)
+      continue;
+    check.errors.push_back(config::ConfigError{
+        definition.file, b.changes_line, b.changes_column, "topics[" + std::to_string(b.index) + "].changes",
+        "the sink '" + std::string(descriptor.name) + "' does not apply change events (upserts and deletes by key)" +
+            (change_ops(descriptor) ? "" : ", it writes plain records") +
+            ": leave 'changes' out, or write them to a sink that applies them (docs/changes.md)"});
+  }
   std::vector<kit::OptionProblem> problems;
   check.options = kit::PluginOptions::validate(descriptor, definition.plugin_config_json, problems);
   if (check.options) {
@@ -41,6 +53,7 @@ PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, 
                    [](const config::ConfigError& a, const config::ConfigError& b) {
                      return a.line != b.line ? a.line < b.line : a.column < b.column;
                    });
+  if (!check.errors.empty()) check.options.reset();
   return check;
 }
 

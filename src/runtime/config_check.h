@@ -25,10 +25,12 @@ struct PluginConfigCheck {
 };
 
 // The definition's [[topics]] blocks as the plugin sees them (sink ABI 2.7
-// pmq_host_api.subscriptions): [{"topics": [...], "pattern": "^..." or null}, ...].
+// pmq_host_api.subscriptions): [{"topics": [...], "pattern": "^..." or null, "changes": "none" |
+// "keyed" | "debezium" (2.8)}, ...].
 std::string subscriptions_json(const config::SinkDefinition& definition);
 
-// [plugin_config] against a loaded plugin.
+// The definition against a loaded plugin: a block with `changes` needs a sink that applies them
+// (ABI 2.8 change_ops); [plugin_config] against its option table and validate().
 PluginConfigCheck check_plugin_config(const config::SinkDefinition& definition, const pmq_sink_plugin& descriptor);
 
 // Loads the definition's plugin from `search_path` (a missing or refused plugin is an error at

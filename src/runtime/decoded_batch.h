@@ -16,7 +16,8 @@ struct DecodedBatch {
   uint32_t block_index = 0;  // the [[topics]] block it came from
   std::string schema;
   pmq_payload_format format = PMQ_PAYLOAD_RAW;
-  std::vector<pmq_record> records;  // payload/key/headers point into broker messages or `owned`
+  bool changes = false;             // the block has `changes`: every record's op is a change (ABI 2.8)
+  std::vector<pmq_record> records;  // payload/key/key_json/headers point into broker messages or `owned`
   std::vector<pmq_header> headers;  // all records' headers, records[i].headers points in here
   std::deque<std::string> owned;    // storage for payloads a decoder had to rewrite (stable addresses)
   // avro blocks (ABI 2.4): records[i]'s writer schema text, or null; empty for other schemas.
@@ -39,6 +40,7 @@ struct DecodedBatch {
     b.record_size = sizeof(pmq_record);
     b.block_index = block_index;
     b.writer_schemas = writer_schemas.empty() ? nullptr : writer_schemas.data();
+    b.changes = changes ? 1 : 0;
     return b;
   }
 };

@@ -508,6 +508,87 @@ TEST(PostgresSink, UpsertKeepsTheLastRecordPerKeyWithinAndAcrossBatchesAndReject
   EXPECT_EQ(pg.query("SELECT v::text FROM t WHERE id = 'd'", db), (Rows{{"20"}}));
 }
 
+// docs/changes.md: Debezium change events applied by key — upserts, deletes (a missing key is
+// a no-op), the tombstone after a delete, several changes to one key in one batch (the last
+// wins), a truncate, and a composite key.
+ProducedRecord debezium(const std::string& op, const std::string& key, const std::string& before,
+                        const std::string& after) {
+  return {R"({"before":)" + before + R"(,"after":)" + after + R"(,"source":{"connector":"postgresql"},"op":")" + op +
+              R"(","ts_ms":1733480000000})",
+          key,
+          {},
+          0};
+}
+
+TEST(PostgresSink, DebeziumChangesUpsertDeleteAndTruncateByACompositeKey) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("pgchanges");
+  const auto topic = unique_name("changes");
+  kafka.create_topic(topic);
+  const std::string config =
+      "target_table = \"t\"\npayload_mode = \"columns\"\nwrite_mode = \"upsert\"\nupsert_key = [\"id\", \"region\"]\n"
+      "columns = [{ name = \"id\", type = \"int8\" }, { name = \"region\", type = \"text\" }, "
+      "{ name = \"name\", type = \"text\" }]";
+  const std::string block = "changes = \"debezium\"\n";
+  auto key = [](int id, const char* region) {
+    return R"({"id":)" + std::to_string(id) + R"(,"region":")" + region + "\"}";
+  };
+  auto row = [](int id, const char* region, const char* name) {
+    return R"({"id":)" + std::to_string(id) + R"(,"region":")" + region + R"(","name":")" + name + "\"}";
+  };
+  kafka.produce(topic, {debezium("r", key(1, "eu"), "null", row(1, "eu", "a")),
+                        debezium("c", key(2, "eu"), "null", row(2, "eu", "b")),
+                        debezium("u", key(1, "eu"), row(1, "eu", "a"), row(1, "eu", "a2")),
+                        debezium("d", key(2, "eu"), row(2, "eu", "b"), "null"),
+                        {"", key(2, "eu"), {}, 0, true},  // Debezium's tombstone after the delete
+                        debezium("c", key(3, "us"), "null", row(3, "us", "c")),
+                        debezium("d", key(9, "eu"), row(9, "eu", "gone"), "null")});  // not there: a no-op
+  run_until_committed("pgchanges", topic, db, config, 7, block);
+  EXPECT_EQ(pg.query("SELECT id::text, region, name FROM t ORDER BY id", db),
+            (Rows{{"1", "eu", "a2"}, {"3", "us", "c"}}));
+
+  // Several changes to one key in one batch: the last one is what the table holds.
+  kafka.produce(topic, {debezium("u", key(3, "us"), row(3, "us", "c"), row(3, "us", "c2")),
+                        debezium("d", key(3, "us"), row(3, "us", "c2"), "null"),
+                        debezium("c", key(3, "us"), "null", row(3, "us", "c3")),
+                        debezium("c", key(4, "us"), "null", row(4, "us", "d")),
+                        debezium("d", key(1, "eu"), row(1, "eu", "a2"), "null")});
+  run_until_committed("pgchanges", topic, db, config, 12, block);
+  EXPECT_EQ(pg.query("SELECT id::text, region, name FROM t ORDER BY id", db),
+            (Rows{{"3", "us", "c3"}, {"4", "us", "d"}}));
+
+  // A truncate empties the table; what follows it lands.
+  kafka.produce(topic, {debezium("c", key(6, "eu"), "null", row(6, "eu", "wiped")),
+                        {R"({"before":null,"after":null,"source":{"table":"t"},"op":"t"})", std::nullopt, {}, 0},
+                        debezium("c", key(5, "eu"), "null", row(5, "eu", "e"))});
+  run_until_committed("pgchanges", topic, db, config, 15, block);
+  EXPECT_EQ(pg.query("SELECT id::text, region, name FROM t ORDER BY id", db), (Rows{{"5", "eu", "e"}}));
+}
+
+TEST(PostgresSink, ChangeEventsNeedUpsertModeAndASinkThatAppliesThemAtCheck) {
+  auto& kafka = Kafka::shared();
+  const std::string topics = "\"" + unique_name("changes_check") + "\"";
+  Runtime pg_insert(kafka.bootstrap());
+  pg_insert.add_definition(
+      "pg.toml", pg_definition("pgchk", topics, "db", "target_table = \"t\"", "json", "changes = \"keyed\"\n"));
+  auto [code, out] = pg_insert.check();
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("key 'plugin_config.write_mode'"), std::string::npos) << out;
+  EXPECT_NE(out.find("set write_mode = \"upsert\""), std::string::npos) << out;
+
+  // A sink that writes plain records only (no change_ops): refused at the block's `changes`.
+  Runtime testkit(kafka.bootstrap());
+  testkit.add_definition("tk.toml",
+                         "type = \"sink\"\nkey = \"tkchk\"\npath = \"libpicomq_connector_testkit_sink\"\n"
+                         "[[topics]]\ntopics = [" +
+                             topics + "]\nchanges = \"debezium\"\n");
+  std::tie(code, out) = testkit.check();
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("key 'topics[0].changes': the sink 'testkit' does not apply change events"), std::string::npos)
+      << out;
+}
+
 TEST(PostgresSink, UpsertOnPicoKeyInJsonbModeAndBadUpsertOptionsAreRefusedInOpen) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();

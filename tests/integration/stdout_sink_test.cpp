@@ -56,6 +56,45 @@ TEST(StdoutSink, OneJsonLinePerRecordWithMetadataKeysHeadersAndTombstones) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// docs/changes.md: an append-only sink prints change events as data — pico_op and pico_row_key
+// beside the metadata — and refuses to print them without it (a delete would be a bare null).
+TEST(StdoutSink, ChangeEventsArePrintedWithTheirOperationAndRowKey) {
+  auto& kafka = Kafka::shared();
+  const std::string topic = unique_name("changes_out");
+  kafka.create_topic(topic);
+  kafka.produce(topic, {{R"({"sku":"A-1","qty":2})", std::string("A-1"), {}},
+                        {"", std::string("A-1"), {}, -1, /*null_value=*/true},
+                        {R"({"sku":"B-2","qty":1})", std::nullopt, {}}});  // no key: a bad record
+  const std::string block = "changes = \"keyed\"\nkey = { schema = \"text\" }\non_bad_record = \"skip\"\n";
+  std::string definition = stdout_definition("chg", topic, "json", "include_metadata = true");
+  definition.replace(definition.find("[plugin_config]"), 0, block);
+
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("s.toml", definition);
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("chg"), topic) == 3; }, 30s)) << rt.log();
+  auto lines = stdout_lines(rt);
+  ASSERT_EQ(lines.size(), 2u) << rt.log();
+  EXPECT_EQ(lines[0]["pico_op"], "upsert");
+  EXPECT_EQ(lines[0]["pico_row_key"], nlohmann::json::parse(R"({"key":"A-1"})"));
+  EXPECT_EQ(lines[0]["payload"], nlohmann::json::parse(R"({"sku":"A-1","qty":2})"));
+  EXPECT_EQ(lines[1]["pico_op"], "delete");
+  EXPECT_EQ(lines[1]["pico_row_key"], nlohmann::json::parse(R"({"key":"A-1"})"));
+  EXPECT_TRUE(lines[1]["payload"].is_null());
+  EXPECT_NE(rt.log().find("has no key to name its row"), std::string::npos) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+
+  Runtime bare(kafka.bootstrap());
+  std::string without_metadata = stdout_definition("chg2", topic, "json", "include_metadata = false");
+  without_metadata.replace(without_metadata.find("[plugin_config]"), 0, block);
+  bare.add_definition("s.toml", without_metadata);
+  auto [code, out] = bare.check();
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("plugin_config.include_metadata"), std::string::npos) << out;
+  EXPECT_NE(out.find("must stay on for change events"), std::string::npos) << out;
+}
+
 // Kafka allows a header name more than once (kcat -H a=1 -H a=2); JSON objects must not repeat
 // a key, so a repeated name is rendered as an array of its values (docs/destinations.md).
 TEST(StdoutSink, RepeatedHeaderNamesBecomeAnArrayOfTheirValues) {

@@ -14,7 +14,11 @@ namespace picomq::kit {
 struct Subscription {
   std::vector<std::string> topics;     // the explicit list
   std::optional<std::string> pattern;  // anchored, as the runtime matches it
+  std::string changes = "none";        // ABI 2.8: the block's `changes`: none | keyed | debezium
 };
+
+// Whether any block hands the sink change events (docs/changes.md).
+bool has_changes(const std::vector<Subscription>& blocks);
 
 // The blocks, or nullopt from a host older than ABI 2.7 (or a text that is not the host's JSON).
 std::optional<std::vector<Subscription>> subscriptions(const sdk::Config& config);

@@ -35,6 +35,51 @@ std::string reasons(const EncodeResult& r) {
   return out;
 }
 
+// ---- change events (docs/changes.md) -------------------------------------------------------
+
+TEST(RowEncoder, ChangeEventsCarryPicoDeletedAndADeleteFillsTheKeyColumnsFromItsKey) {
+  Batch b("t", PMQ_PAYLOAD_JSON);
+  b.change(PMQ_OP_UPSERT, R"({"id":1,"name":"a"})", R"({"id":1})");
+  b.change(PMQ_OP_DELETE, nullptr, R"({"id":2})");
+  b.change(PMQ_OP_DELETE, nullptr, R"({"other":3})");  // a key without the key column
+  RowEncoder enc(layout(PayloadMode::Columns, WriteMode::Upsert, false,
+                        {field("id", ColumnType::Int8), field("name", ColumnType::Text)}, {"id"}, true));
+  auto r = enc.encode(b.get());
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_FALSE(r.truncate);
+  EXPECT_EQ(reasons(r), "2: field 'id': missing, and the column is a key (NOT NULL)\n");
+  EXPECT_EQ(r.copy_data, stream(
+                             [](CopyBinaryWriter& w) {
+                               w.int8(1);
+                               w.text("a");
+                               w.int8(0);  // the staging-only pico_offset
+                               w.boolean(false);
+                             },
+                             [](CopyBinaryWriter& w) {
+                               w.int8(2);
+                               w.null();  // a delete has no row
+                               w.int8(1);
+                               w.boolean(true);
+                             }));
+}
+
+TEST(RowEncoder, ATruncateStagesOnlyTheChangesAfterIt) {
+  Batch b("t", PMQ_PAYLOAD_JSON);
+  b.change(PMQ_OP_UPSERT, R"({"id":1})", R"({"id":1})");
+  b.change(PMQ_OP_TRUNCATE, nullptr, nullptr);
+  b.change(PMQ_OP_UPSERT, R"({"id":2})", R"({"id":2})");
+  RowEncoder enc(layout(PayloadMode::Columns, WriteMode::Upsert, false, {field("id", ColumnType::Int8)}, {"id"}, true));
+  auto r = enc.encode(b.get());
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(r.truncate);
+  EXPECT_EQ(r.rows, 1u);
+  EXPECT_EQ(r.copy_data, stream([](CopyBinaryWriter& w) {
+              w.int8(2);
+              w.int8(2);
+              w.boolean(false);
+            }));
+}
+
 // ---- jsonb / text / bytea ------------------------------------------------------------------
 
 TEST(RowEncoder, JsonbInsertWithoutMetadataByteForByte) {

@@ -330,6 +330,35 @@ TEST(Statements, UpsertOnRecordKeyInJsonbMode) {
           R"("pico_timestamp" = EXCLUDED."pico_timestamp", "pico_headers" = EXCLUDED."pico_headers", "payload" = EXCLUDED."payload")");
 }
 
+// docs/changes.md: the last change per key decides; deletes first, then the upserts.
+TEST(Statements, ChangeEventsDeleteAndUpsertTheLastChangePerKey) {
+  auto l = layout(PayloadMode::Columns, WriteMode::Upsert, false,
+                  {field("id", ColumnType::Int8), field("region", ColumnType::Text), field("v", ColumnType::Text)},
+                  {"id", "region"}, true);
+  EXPECT_EQ(create_staging_sql(staging(), l),
+            R"(CREATE TEMP TABLE pg_temp."pico_staging" ("id" int8, "region" text, "v" text, "pico_offset" int8, )"
+            R"("pico_deleted" boolean) ON COMMIT DROP)");
+  const std::string last =
+      R"((SELECT DISTINCT ON ("id", "region") * FROM pg_temp."pico_staging" ORDER BY "id", "region", "pico_offset" DESC) AS last)";
+  auto s = change_statements(target(), staging(), l, false);
+  EXPECT_EQ(s.truncate, "");
+  EXPECT_EQ(s.remove, R"(DELETE FROM "public"."orders_eu" AS t USING )" + last +
+                          R"( WHERE last."pico_deleted" AND t."id" = last."id" AND t."region" = last."region")");
+  EXPECT_EQ(
+      s.upsert,
+      R"(INSERT INTO "public"."orders_eu" ("id", "region", "v") SELECT last."id", last."region", last."v" FROM )" +
+          last + R"( WHERE NOT last."pico_deleted" ON CONFLICT ("id", "region") DO UPDATE SET "v" = EXCLUDED."v")");
+  EXPECT_EQ(change_statements(target(), staging(), l, true).truncate, R"(TRUNCATE "public"."orders_eu")");
+  // Only upsert applies changes, and pico_deleted is the staging's own.
+  auto insert = make_layout(LayoutOptions{PayloadMode::Jsonb, WriteMode::Insert, true, {}, {}, true});
+  ASSERT_FALSE(insert.ok());
+  EXPECT_EQ(insert.error(), "change events need write mode 'upsert' (a key to delete by), not 'insert'");
+  auto clash = make_layout(LayoutOptions{
+      PayloadMode::Columns, WriteMode::Upsert, true, {field("pico_deleted", ColumnType::Bool)}, {"pico_key"}, true});
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().find("collides with the staging column that marks deletes"), std::string::npos);
+}
+
 TEST(Statements, AppendCopiesStraightIntoTheTarget) {
   auto l = layout(PayloadMode::Text, WriteMode::Append, true);
   auto w = write_statements(target(), staging(), l);

@@ -25,8 +25,8 @@ inline Column field(std::string name, ColumnType type) {
 
 // make_layout() of a layout the test expects to be valid (a failure is reported, not thrown).
 inline TableLayout layout(PayloadMode p, WriteMode w, bool meta, std::vector<Column> cols = {},
-                          std::vector<std::string> key = {}) {
-  auto l = make_layout(LayoutOptions{p, w, meta, std::move(cols), std::move(key)});
+                          std::vector<std::string> key = {}, bool changes = false) {
+  auto l = make_layout(LayoutOptions{p, w, meta, std::move(cols), std::move(key), changes});
   EXPECT_TRUE(l.ok()) << l.error();
   return l.value();
 }
@@ -99,14 +99,24 @@ class Batch {
   }
   Batch& json(const char* payload) { return add(Rec{payload, 1700000000123, nullptr, {}}); }
   Batch& tombstone() { return add(Rec{nullptr, 1700000000123, nullptr, {}}); }
+  // A change event (ABI 2.8): the batch becomes one of changes.
+  Batch& change(pmq_change_op op, const char* row, const char* key_json) {
+    add(Rec{row, 1700000000123, nullptr, {}});
+    records_.back().op = op;
+    if (key_json) records_.back().key_json = bytes(key_json);
+    changes_ = true;
+    return *this;
+  }
   Batch& offset(int64_t next) {
     next_offset_ = next;
     return *this;
   }
 
   pmq_batch get() const {
-    return pmq_batch{sizeof(pmq_batch), topic_.c_str(),    0, format_, "json", records_.data(),
-                     records_.size(),   sizeof(pmq_record)};
+    pmq_batch b{sizeof(pmq_batch), topic_.c_str(),    0, format_, "json", records_.data(),
+                records_.size(),   sizeof(pmq_record)};
+    b.changes = changes_ ? 1 : 0;
+    return b;
   }
 
  private:
@@ -118,6 +128,7 @@ class Batch {
   std::string topic_;
   int32_t format_;
   int64_t next_offset_ = 0;
+  bool changes_ = false;
   std::deque<std::string> storage_;
   std::deque<std::vector<pmq_header>> headers_;
   std::vector<pmq_record> records_;

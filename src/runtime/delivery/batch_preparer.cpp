@@ -5,6 +5,8 @@
 #include <optional>
 #include <span>
 
+#include "decoders/json_out.h"
+
 namespace picomq::runtime {
 
 std::string_view to_string(BadRecordStage stage) {
@@ -88,11 +90,15 @@ void export_arrow(PreparedBatch& out, std::vector<size_t>& source_index, const a
 }  // namespace
 
 BatchPreparer::BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder,
-                             const transform::Chain* transforms)
-    : settings_(settings),
-      schema_name_(config::to_string(settings.schema)),
+                             std::unique_ptr<decoders::PayloadDecoder> key_decoder, const transform::Chain* transforms)
+    : settings_(std::move(settings)),
+      schema_name_(config::to_string(settings_.schema)),
       decoder_(std::move(decoder)),
-      transforms_(transforms) {}
+      key_decoder_(std::move(key_decoder)),
+      transforms_(transforms) {
+  if (settings_.changes != config::ChangeEvents::None)
+    changes_ = std::make_unique<decoders::ChangeReader>(settings_.changes, settings_.key_fields);
+}
 
 PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRecords& records, bool wants_headers) {
   PreparedBatch out;
@@ -101,6 +107,7 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   batch.block_index = settings_.block_index;
   batch.schema = schema_name_;
   batch.format = decoder_->format();
+  batch.changes = changes_ != nullptr;
   batch.records.reserve(records.size());
   out.commit_to = records.empty() ? -1 : records.last_offset() + 1;
   const bool fail_policy = settings_.on_bad_record == config::BadRecordPolicy::Fail;
@@ -110,11 +117,28 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     out.failure = std::move(message);
     out.commit_to = offset;
   };
+  // Record i is bad: under `fail` the batch stops at it (true: leave the loop), otherwise the
+  // policy takes it.
+  auto bad_record = [&](size_t i, int64_t offset, BadRecordStage stage, std::string failure, std::string reason) {
+    if (fail_policy) {
+      stop_at(offset, std::move(failure));
+      return true;
+    }
+    out.bad.push_back({i, stage, std::move(reason)});
+    return false;
+  };
+  auto view = [](pmq_bytes b) {
+    return b.data ? std::optional<std::string_view>({reinterpret_cast<const char*>(b.data), b.size}) : std::nullopt;
+  };
+  auto bytes = [](std::string_view s) {
+    return s.empty() ? pmq_bytes{nullptr, 0} : pmq_bytes{reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+  };
 
   // An arrow-plane sink's columns are built from the JSON decoder's own parse of each payload as
   // it is accepted (transforms would rewrite payloads after that parse).
   std::optional<arrow::ParsedBatchExport> parsed_export;
-  if (settings_.arrow_export && !transforms_ && arrow::ParsedBatchExport::applies(*settings_.arrow_export)) {
+  if (settings_.arrow_export && !transforms_ && !changes_ &&
+      arrow::ParsedBatchExport::applies(*settings_.arrow_export)) {
     parsed_export.emplace(*settings_.arrow_export, records.size());
   }
 
@@ -156,6 +180,52 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     }
     r.timestamp_ms = in.timestamp_ms;
     r.key = in.key;
+    if (key_decoder_ && in.key.data) {
+      const decoders::DecodeStatus status =
+          key_decoder_->decode_record({in.key.data, in.key.size}, r.key_json, batch.owned, error);
+      if (status == decoders::DecodeStatus::retry) {
+        out.retry_error = "cannot decode the key of record " + where(in.offset) + " for now: " + error;
+        out.commit_to = in.offset;
+        break;
+      }
+      if (status != decoders::DecodeStatus::ok) {
+        if (bad_record(i, in.offset, BadRecordStage::Decode,
+                       "cannot decode the key of record " + where(in.offset) + ": " + error, "key: " + error))
+          break;
+        continue;
+      }
+      if (key_decoder_->format() == PMQ_PAYLOAD_TEXT) {  // a text key is a JSON string
+        decoders::JsonOut json;
+        json.string({reinterpret_cast<const char*>(r.key_json.data), r.key_json.size});
+        batch.owned.push_back(std::move(json.str()));
+        r.key_json = bytes(batch.owned.back());
+      }
+    }
+    if (changes_) {
+      decoders::Change change;
+      if (!changes_->read(view(r.payload), view(r.key_json), change, batch.owned, error)) {
+        if (bad_record(i, in.offset, BadRecordStage::Decode,
+                       "record " + where(in.offset) + " is not a change event (changes = \"" +
+                           std::string(config::to_string(settings_.changes)) + "\"): " + error,
+                       "change event: " + error))
+          break;
+        continue;
+      }
+      if (change.skip) {
+        ++out.filtered;
+        continue;
+      }
+      if (change.op == PMQ_OP_TRUNCATE && !(settings_.change_ops & PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE))) {
+        if (bad_record(i, in.offset, BadRecordStage::Sink,
+                       "the sink does not apply truncates: record " + where(in.offset) + " is one",
+                       "the sink does not apply truncates"))
+          break;
+        continue;
+      }
+      r.op = change.op;
+      r.payload = bytes(change.row);
+      r.key_json = bytes(change.key);
+    }
     const size_t first_header = batch.headers.size();
     if (wants_headers) records.headers(i, batch.headers);
     if (transforms_) {

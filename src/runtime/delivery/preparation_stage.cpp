@@ -5,11 +5,12 @@
 namespace picomq::runtime {
 
 PreparationStage::PreparationStage(Settings settings, const decoders::DecoderFactory& decoders,
-                                   const transform::Chain* transforms, Waiter& waiter)
+                                   const decoders::DecoderFactory* key_decoders, const transform::Chain* transforms,
+                                   Waiter& waiter)
     : settings_(std::move(settings)),
       waiter_(waiter),
-      consumer_side_(settings_.preparer, decoders.make(), transforms),
-      delivery_side_(settings_.preparer, decoders.make(), transforms) {}
+      consumer_side_(settings_.preparer, decoders.make(), key_decoders ? key_decoders->make() : nullptr, transforms),
+      delivery_side_(settings_.preparer, decoders.make(), key_decoders ? key_decoders->make() : nullptr, transforms) {}
 
 void PreparationStage::prepare_ahead(QueuedJob& job) {
   job.prepared = consumer_side_.prepare(job.job.tp, *job.job.records, settings_.reads_headers);

@@ -37,9 +37,10 @@ class PreparationStage {
     RetryPolicy decode_retry{0, std::chrono::milliseconds(200), std::chrono::milliseconds(1600)};
     std::string log_prefix;
   };
-  // `transforms` may be null and must outlive the stage; `waiter` ends the decode waits at stop.
-  PreparationStage(Settings settings, const decoders::DecoderFactory& decoders, const transform::Chain* transforms,
-                   Waiter& waiter);
+  // `transforms` may be null and must outlive the stage; `key_decoders` is null when keys stay
+  // bytes; `waiter` ends the decode waits at stop.
+  PreparationStage(Settings settings, const decoders::DecoderFactory& decoders,
+                   const decoders::DecoderFactory* key_decoders, const transform::Chain* transforms, Waiter& waiter);
 
   // Consumer thread: prepares `job` now.
   void prepare_ahead(QueuedJob& job);

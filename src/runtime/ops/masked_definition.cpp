@@ -79,6 +79,14 @@ std::string masked_definition_json(const config::SinkDefinition& d,
     if (b.pattern) t["pattern"] = *b.pattern;
     if (b.dead_letter_topic) t["dead_letter_topic"] = *b.dead_letter_topic;
     if (b.avro_registry_url) t["avro_registry_url"] = mask_url_credentials(*b.avro_registry_url);
+    if (b.changes != config::ChangeEvents::None) t["changes"] = config::to_string(b.changes);
+    if (!b.key_fields.empty()) t["key_fields"] = b.key_fields;
+    if (b.key_schema) {
+      json key{{"schema", config::to_string(b.key_schema->schema)}};
+      if (b.key_schema->avro_registry_url)
+        key["avro_registry_url"] = mask_url_credentials(*b.key_schema->avro_registry_url);
+      t["key"] = std::move(key);
+    }
     topics.push_back(std::move(t));
   }
   json out{{"key", d.key},         {"name", d.name},       {"file", d.file},   {"path", d.path},

@@ -16,6 +16,11 @@ namespace picomq::runtime {
 // (/usr/bin/picomq-connect: /usr/lib/picomq-connect/plugins; any other prefix alike).
 std::filesystem::path default_plugin_dir();
 
+// The change operations a plugin applies (ABI 2.8 change_ops; 0 from an older descriptor).
+inline uint32_t change_ops(const pmq_sink_plugin& d) {
+  return d.struct_size >= offsetof(pmq_sink_plugin, change_ops) + sizeof(d.change_ops) ? d.change_ops : 0;
+}
+
 // A dlopen()ed plugin library whose ABI version the host accepts.
 class PluginLibrary {
  public:

@@ -55,6 +55,8 @@ class SinkInstance {
   const std::string& sink_key() const { return sink_key_; }
   // The plane batches go out on: the one open() chose (ABI 2.5 set_plane), else the best native.
   uint32_t plane() const { return context_->plane ? context_->plane : library_->planes().best_plane; }
+  // ABI 2.8: the change operations the sink applies (PMQ_CHANGE_OP_BIT bits).
+  uint32_t change_ops() const { return runtime::change_ops(library_->descriptor()); }
   // False when the instance declared at open() that it never reads record headers.
   bool reads_headers() const { return (context_->unread_fields & PMQ_FIELD_HEADERS) == 0; }
   // ABI 2.2: asks the instance to complete every pending write (no-op for a plugin without flush).

@@ -4,7 +4,8 @@
  * at its end is a new minor version (2.1 added pmq_host_api.set_unread_fields and set_max_in_flight; 2.2 added
  * block_index to the batches, pmq_host_api.sink_key and count, and the descriptor's validate,
  * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas; 2.5
- * pmq_host_api.set_plane; 2.6 the descriptor's stop; 2.7 pmq_host_api.subscriptions). */
+ * pmq_host_api.set_plane; 2.6 the descriptor's stop; 2.7 pmq_host_api.subscriptions; 2.8 change events:
+ * pmq_record.op and key_json, pmq_batch.changes, the descriptor's change_ops). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +22,9 @@ PIN(offsetof(pmq_record, key), 16);
 PIN(offsetof(pmq_record, headers), 32);
 PIN(offsetof(pmq_record, header_count), 40);
 PIN(offsetof(pmq_record, payload), 48);
-PIN(sizeof(pmq_record), 64);
+PIN(offsetof(pmq_record, op), 64);
+PIN(offsetof(pmq_record, key_json), 72);
+PIN(sizeof(pmq_record), 88);
 PIN(offsetof(pmq_batch, struct_size), 0);
 PIN(offsetof(pmq_batch, topic), 8);
 PIN(offsetof(pmq_batch, partition), 16);
@@ -32,7 +35,8 @@ PIN(offsetof(pmq_batch, record_count), 40);
 PIN(offsetof(pmq_batch, record_size), 48);
 PIN(offsetof(pmq_batch, block_index), 56);
 PIN(offsetof(pmq_batch, writer_schemas), 64);
-PIN(sizeof(pmq_batch), 72);
+PIN(offsetof(pmq_batch, changes), 72);
+PIN(sizeof(pmq_batch), 80);
 PIN(offsetof(pmq_arrow_batch, arrow_schema), 32);
 PIN(offsetof(pmq_arrow_batch, arrow_array), 40);
 PIN(offsetof(pmq_arrow_batch, offsets), 48);
@@ -72,10 +76,11 @@ PIN(offsetof(pmq_sink_plugin, flush), 128);
 PIN(offsetof(pmq_sink_plugin, partitions_assigned), 136);
 PIN(offsetof(pmq_sink_plugin, partitions_revoked), 144);
 PIN(offsetof(pmq_sink_plugin, stop), 152);
-PIN(sizeof(pmq_sink_plugin), 160);
+PIN(offsetof(pmq_sink_plugin, change_ops), 160);
+PIN(sizeof(pmq_sink_plugin), 168);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20007u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20008u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;
@@ -111,6 +116,32 @@ int main(void) {
     b.struct_size = offsetof(pmq_batch, writer_schemas);
     if (pmq_batch_writer_schema(&b, 0) != NULL) {
       fprintf(stderr, "pmq_batch_writer_schema read beyond an older host's batch\n");
+      return 1;
+    }
+  }
+  {
+    /* 2.8: a record's op and decoded key, read only within what the host's batch knows. */
+    pmq_record r[1];
+    pmq_batch b = {0};
+    memset(r, 0, sizeof r);
+    r[0].op = PMQ_OP_DELETE;
+    r[0].key_json.data = (const uint8_t *)"{\"id\":1}";
+    r[0].key_json.size = 8;
+    b.struct_size = sizeof b;
+    b.records = r;
+    b.record_count = 1;
+    b.record_size = sizeof r[0];
+    b.changes = 1;
+    if (!pmq_batch_has_changes(&b) || pmq_record_op(&b, &r[0]) != PMQ_OP_DELETE ||
+        pmq_record_key_json(&b, &r[0]).size != 8) {
+      fprintf(stderr, "the 2.8 accessors do not read op, key_json, changes\n");
+      return 1;
+    }
+    b.struct_size = offsetof(pmq_batch, changes);
+    b.record_size = offsetof(pmq_record, op);
+    if (pmq_batch_has_changes(&b) || pmq_record_op(&b, &r[0]) != PMQ_OP_APPEND ||
+        pmq_record_key_json(&b, &r[0]).data != NULL) {
+      fprintf(stderr, "the 2.8 accessors read beyond an older host's batch or records\n");
       return 1;
     }
   }

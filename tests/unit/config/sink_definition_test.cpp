@@ -136,6 +136,80 @@ TEST(SinkDefinition, SchemaRawIsAccepted) {
   EXPECT_EQ(to_string(Schema::Flatbuffer), "flatbuffer");
 }
 
+// docs/changes.md: `changes`, the record key's schema ([topics.key]) and key_fields.
+TEST(SinkDefinition, ChangesReadTheirKeysAndDecodeJsonKeysByDefault) {
+  auto result = parse_with_head(R"([[topics]]
+topics = ["pg.public.orders"]
+changes = "debezium"
+
+[[topics]]
+topics = ["carts"]
+changes = "keyed"
+key = { schema = "text" }
+
+[[topics]]
+topics = ["lines"]
+changes = "keyed"
+key_fields = ["order_id", "line"]
+
+[[topics]]
+topics = ["plain"]
+)");
+  ASSERT_TRUE(result.definition) << dump(result.errors);
+  const auto& t = result.definition->topics;
+  EXPECT_EQ(t[0].changes, ChangeEvents::Debezium);
+  ASSERT_TRUE(t[0].key_schema);
+  EXPECT_EQ(t[0].key_schema->schema, Schema::Json);
+  EXPECT_EQ(t[0].changes_line, 6);
+  EXPECT_EQ(t[1].changes, ChangeEvents::Keyed);
+  ASSERT_TRUE(t[1].key_schema);
+  EXPECT_EQ(t[1].key_schema->schema, Schema::Text);
+  EXPECT_EQ(t[2].key_fields, (std::vector<std::string>{"order_id", "line"}));
+  EXPECT_FALSE(t[2].key_schema);  // the key comes from the payload: keys stay bytes
+  EXPECT_EQ(t[3].changes, ChangeEvents::None);
+  EXPECT_FALSE(t[3].key_schema);
+  EXPECT_EQ(to_string(ChangeEvents::Debezium), "debezium");
+}
+
+TEST(SinkDefinition, ChangeSettingsThatCannotWorkAreErrorsAtTheirKeys) {
+  auto result = parse_with_head(R"([[topics]]
+topics = ["a"]
+changes = "cdc"
+
+[[topics]]
+topics = ["b"]
+key_fields = ["id"]
+
+[[topics]]
+topics = ["c"]
+changes = "keyed"
+key = { schema = "raw" }
+
+[[topics]]
+topics = ["d"]
+changes = "keyed"
+key_fields = ["id", "id", ""]
+
+[[topics]]
+topics = ["e"]
+key = { schema = "avro" }
+
+[[topics]]
+topics = ["f"]
+schema = "text"
+changes = "debezium"
+)");
+  EXPECT_FALSE(result.definition);
+  EXPECT_NE(error_for(result.errors, "topics[0].changes").message.find("must be \"keyed\""), std::string::npos);
+  EXPECT_NE(error_for(result.errors, "topics[1].key_fields").message.find("set 'changes' too"), std::string::npos);
+  EXPECT_NE(error_for(result.errors, "topics[2].key").message.find("leaves keys as they are"), std::string::npos);
+  EXPECT_NE(error_for(result.errors, "topics[3].key_fields[1]").message.find("listed twice"), std::string::npos);
+  EXPECT_NE(error_for(result.errors, "topics[3].key_fields[2]").message.find("must not be empty"), std::string::npos);
+  // The key's schema keys are checked as the payload's are, under topics[N].key.
+  EXPECT_NE(error_for(result.errors, "topics[4].key.schema").message.find("avro_schema_json"), std::string::npos);
+  EXPECT_NE(error_for(result.errors, "topics[5].changes").message.find("payloads decoded to JSON"), std::string::npos);
+}
+
 TEST(SinkDefinition, ErrorCarriesFileLineColumnAndDottedKey) {
   auto result = parse_with_head(R"([[topics]]
 topics = ["a"]

@@ -17,7 +17,7 @@ using Policy = config::BadRecordPolicy;
 const TopicPartition A{"orders.eu", 2};
 
 BatchPreparer preparer(Policy policy, const transform::Chain* chain = nullptr) {
-  return BatchPreparer({config::Schema::Json, policy, 3}, decoders::make_decoder(config::Schema::Json), chain);
+  return BatchPreparer({config::Schema::Json, policy, 3}, decoders::make_decoder(config::Schema::Json), nullptr, chain);
 }
 
 VectorRecords mixed() {
@@ -60,7 +60,7 @@ TEST(BatchPreparer, HeadersAreReadOnlyWhenSomebodyWantsThem) {
 TEST(BatchPreparer, ForAnArrowPlaneSinkTheKeptRecordsAreExportedAsTheBatchIsPrepared) {
   const arrow::ExportOptions options;
   BatchPreparer p({config::Schema::Json, Policy::Skip, 3, &options}, decoders::make_decoder(config::Schema::Json),
-                  nullptr);
+                  nullptr, nullptr);
   const auto records = mixed();
   PreparedBatch out = p.prepare(A, records, true);
   ASSERT_TRUE(out.batch.arrow_export);
@@ -93,7 +93,7 @@ VectorRecords misfits() {
 TEST(BatchPreparer, ArrowExportRefusalsAreTheSinksBadRecordsAndTheRestIsExportedWithoutThem) {
   const auto options = declared_id();
   BatchPreparer p({config::Schema::Json, Policy::DeadLetter, 0, &options}, decoders::make_decoder(config::Schema::Json),
-                  nullptr);
+                  nullptr, nullptr);
   const auto records = misfits();
   PreparedBatch out = p.prepare(A, records, false);
   ASSERT_EQ(out.batch.records.size(), 2u);
@@ -119,7 +119,7 @@ TEST(BatchPreparer, ArrowExportRefusalsAreTheSinksBadRecordsAndTheRestIsExported
 TEST(BatchPreparer, UnderFailAnArrowExportRefusalStopsTheBatchThereAndThePrefixIsExported) {
   const auto options = declared_id();
   BatchPreparer p({config::Schema::Json, Policy::Fail, 0, &options}, decoders::make_decoder(config::Schema::Json),
-                  nullptr);
+                  nullptr, nullptr);
   const auto records = misfits();
   PreparedBatch out = p.prepare(A, records, false);
   ASSERT_EQ(out.batch.records.size(), 1u);
@@ -210,7 +210,7 @@ TEST(BatchPreparer, TheArrowExportReadsTheDecodersParseAndGivesWhatExportBatchGi
     for (size_t b = 0; b < batches.size(); ++b) {
       SCOPED_TRACE((options->declared ? "declared, batch " : "inferred, batch ") + std::to_string(b));
       BatchPreparer p({config::Schema::Json, Policy::Skip, 3, options}, decoders::make_decoder(config::Schema::Json),
-                      nullptr);
+                      nullptr, nullptr);
       PreparedBatch out = p.prepare(A, batches[b], true);
       ASSERT_TRUE(out.batch.arrow_export);
       const arrow::HeldExport& held = *out.batch.arrow_export;
@@ -255,6 +255,92 @@ drop_when = { field = "a", equals = 2 }
   EXPECT_EQ(out.commit_to, 3);
 }
 
+// docs/changes.md: under `changes` each record becomes an operation on a row, with its key.
+BatchPreparer change_preparer(Policy policy, uint32_t change_ops = PMQ_CHANGE_OPS_KEYED) {
+  BatchPreparer::Settings s{config::Schema::Json, policy, 0};
+  s.changes = config::ChangeEvents::Debezium;
+  s.change_ops = change_ops;
+  return BatchPreparer(s, decoders::make_decoder(config::Schema::Json), decoders::make_decoder(config::Schema::Json),
+                       nullptr);
+}
+
+VectorRecords debezium_events() {
+  return VectorRecords({
+      {0, R"({"before":null,"after":{"id":1,"v":"a"},"op":"c"})", {}, false, R"({"id":1})"},
+      {1, R"({"before":{"id":1},"after":null,"op":"d"})", {}, false, R"({"id":1})"},
+      {2, "", {}, true, R"({"id":1})"},                                // the tombstone after the delete
+      {3, R"({"before":null,"after":null,"op":"t"})", {}, false, {}},  // a truncate
+      {4, R"({"before":null,"after":{"id":2},"op":"u"})", {}, false, "not json"},
+      {5, R"({"op":"m","message":{"prefix":"audit","content":"aGk="}})", {}, false, {}},  // a logical decoding message
+  });
+}
+
+TEST(BatchPreparer, ChangeEventsBecomeOperationsWithTheirKeysAndTheBatchSaysSo) {
+  auto p = change_preparer(Policy::Skip, PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE));
+  const auto records = debezium_events();
+  PreparedBatch out = p.prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 4u);
+  auto text = [](pmq_bytes b) { return std::string(reinterpret_cast<const char*>(b.data), b.size); };
+  const auto& r = out.batch.records;
+  EXPECT_EQ(r[0].op, PMQ_OP_UPSERT);
+  EXPECT_EQ(text(r[0].payload), R"({"id":1,"v":"a"})");
+  EXPECT_EQ(text(r[0].key_json), R"({"id":1})");
+  EXPECT_EQ(r[1].op, PMQ_OP_DELETE);
+  EXPECT_EQ(r[1].payload.data, nullptr);
+  EXPECT_EQ(text(r[1].key_json), R"({"id":1})");
+  EXPECT_EQ(r[2].op, PMQ_OP_DELETE);
+  EXPECT_EQ(r[2].offset, 2);
+  EXPECT_EQ(r[3].op, PMQ_OP_TRUNCATE);
+  EXPECT_EQ(r[3].key_json.data, nullptr);
+  // The key that is not JSON is a bad record of the decode stage; the message changes nothing.
+  ASSERT_EQ(out.bad.size(), 1u);
+  EXPECT_EQ(out.bad[0].index, 4u);
+  EXPECT_EQ(out.bad[0].stage, BadRecordStage::Decode);
+  EXPECT_NE(out.bad[0].reason.find("key: "), std::string::npos) << out.bad[0].reason;
+  EXPECT_EQ(out.filtered, 1u);
+  EXPECT_EQ(out.commit_to, 6);
+  const pmq_batch view = out.batch.abi_view();
+  EXPECT_TRUE(pmq_batch_has_changes(&view));
+  EXPECT_EQ(pmq_record_op(&view, pmq_batch_record(&view, 1)), PMQ_OP_DELETE);
+}
+
+TEST(BatchPreparer, ATruncateForASinkThatDoesNotApplyThemIsItsBadRecordAndUnderFailStopsThere) {
+  const auto records = debezium_events();
+  auto skip = change_preparer(Policy::Skip);
+  PreparedBatch out = skip.prepare(A, records, false);
+  ASSERT_EQ(out.bad.size(), 2u);
+  EXPECT_EQ(out.bad[0].index, 3u);
+  EXPECT_EQ(out.bad[0].stage, BadRecordStage::Sink);
+  EXPECT_EQ(out.bad[0].reason, "the sink does not apply truncates");
+
+  auto fail = change_preparer(Policy::Fail);
+  out = fail.prepare(A, records, false);
+  EXPECT_EQ(out.batch.records.size(), 3u);
+  EXPECT_EQ(out.commit_to, 3);
+  EXPECT_NE(out.failure.find("the sink does not apply truncates: record orders.eu[2] at offset 3"), std::string::npos)
+      << out.failure;
+}
+
+TEST(BatchPreparer, APlainBlockWithADecodedKeyCarriesItAndAKeyThatDoesNotDecodeIsBad) {
+  BatchPreparer p({config::Schema::Json, Policy::Fail, 0}, decoders::make_decoder(config::Schema::Json),
+                  decoders::make_decoder(config::Schema::Json), nullptr);
+  const VectorRecords records({{0, R"({"a":1})", {}, false, R"({"id":1})"},
+                               {1, R"({"a":2})", {}, false, {}},
+                               {2, R"({"a":3})", {}, false, "{oops"}});
+  PreparedBatch out = p.prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 2u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.batch.records[0].key_json.data),
+                        out.batch.records[0].key_json.size),
+            R"({"id":1})");
+  EXPECT_EQ(out.batch.records[0].op, PMQ_OP_APPEND);
+  EXPECT_EQ(out.batch.records[1].key_json.data, nullptr);  // no key
+  EXPECT_EQ(out.commit_to, 2);
+  EXPECT_NE(out.failure.find("cannot decode the key of record orders.eu[2] at offset 2"), std::string::npos)
+      << out.failure;
+  const pmq_batch view = out.batch.abi_view();
+  EXPECT_FALSE(pmq_batch_has_changes(&view));
+}
+
 // ABI 2.4: an avro block's batch names each record's writer schema (here the definition's),
 // parallel to the records the sink gets (a bad record leaves no hole); other schemas name none.
 TEST(BatchPreparer, AnAvroBatchCarriesEachRecordsWriterSchemaTextParallelToItsRecords) {
@@ -264,7 +350,7 @@ TEST(BatchPreparer, AnAvroBatchCarriesEachRecordsWriterSchemaTextParallelToItsRe
   auto factory = decoders::make_decoder_factory(block);
   ASSERT_EQ(factory->error(), "");
   auto p = std::make_unique<BatchPreparer>(BatchPreparer::Settings{config::Schema::Avro, Policy::Skip, 0},
-                                           factory->make(), nullptr);
+                                           factory->make(), nullptr, nullptr);
   // n = 1, then a long cut short (0x80 promises another byte), then n = -2.
   const VectorRecords records(
       {{0, std::string("\x02", 1), {}}, {1, std::string("\x80", 1), {}}, {2, std::string("\x03", 1), {}}});

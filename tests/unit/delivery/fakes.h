@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct FakeRecord {
   std::string value;
   std::vector<std::pair<std::string, std::string>> headers;
   bool tombstone = false;  // no value at all (value is ignored)
+  std::optional<std::string> key;
 };
 
 class VectorRecords final : public ConsumedRecords {
@@ -28,6 +30,7 @@ class VectorRecords final : public ConsumedRecords {
     out.offset = r.offset;
     out.timestamp_ms = 1700000000000 + r.offset;
     if (!r.tombstone) out.value = {reinterpret_cast<const uint8_t*>(r.value.data()), r.value.size()};
+    if (r.key) out.key = {reinterpret_cast<const uint8_t*>(r.key->data()), r.key->size()};
     return out;
   }
   void headers(size_t i, std::vector<pmq_header>& out) const override {

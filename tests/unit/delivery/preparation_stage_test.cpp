@@ -61,7 +61,7 @@ PreparationStage::Settings stage_settings() {
 }
 
 struct StageRig {
-  StageRig() : factory(registry), stage(stage_settings(), factory, nullptr, waiter) {}
+  StageRig() : factory(registry), stage(stage_settings(), factory, nullptr, nullptr, waiter) {}
   QueuedJob job(int64_t first, int n) {
     QueuedJob q;
     q.job.tp = A;

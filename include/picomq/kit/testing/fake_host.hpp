@@ -37,6 +37,9 @@ struct TestRecord {
   std::vector<TestHeader> headers;
   int64_t timestamp_ms = 1'700'000'000'000;
   std::optional<std::string> writer_schema;  // ABI 2.4 writer_schemas[i]; the batch has the array if any record has one
+  // ABI 2.8 change events: the batch is one of changes if any record's op is not APPEND.
+  pmq_change_op op = PMQ_OP_APPEND;
+  std::optional<std::string> key_json;
 };
 
 // One batch of records from one topic-partition, owning everything its pmq_batch points at.
