@@ -84,10 +84,13 @@ typedef enum pmq_payload_format {
  * turns each record into a change of one row, named by its key. A sink declares the operations
  * it applies in pmq_sink_plugin.change_ops; the host hands it no other. */
 typedef enum pmq_change_op {
-  PMQ_OP_APPEND = 0,  /* a record, not a change: write it as the sink writes records */
-  PMQ_OP_UPSERT = 1,  /* payload: the row (a JSON object); key_json: its key. Insert or replace */
-  PMQ_OP_DELETE = 2,  /* payload absent; key_json: the key of the row to delete (absent: no-op) */
-  PMQ_OP_TRUNCATE = 3 /* every row of the record's destination goes; payload and key_json absent */
+  PMQ_OP_APPEND = 0,   /* a record, not a change: write it as the sink writes records */
+  PMQ_OP_UPSERT = 1,   /* payload: the row (a JSON object); key_json: its key. Insert or replace */
+  PMQ_OP_DELETE = 2,   /* payload absent; key_json: the key of the row to delete (absent: no-op) */
+  PMQ_OP_TRUNCATE = 3, /* every row of the record's destination goes; payload and key_json absent */
+  PMQ_OP_PATCH = 4     /* payload: the columns it changes (a JSON object), key_json: its key; the
+                          columns it does not name keep their value (Debezium's unchanged TOAST
+                          values); a row that is not there is inserted with what it names */
 } pmq_change_op;
 #define PMQ_CHANGE_OP_BIT(op) ((uint32_t)1u << (op))
 /* The operations a sink must apply to be handed changes at all. */

@@ -110,6 +110,7 @@ void BatchJsonWriter::append_metadata(std::string& out, const pmq_record& r) con
     out += op == PMQ_OP_UPSERT     ? "upsert"
            : op == PMQ_OP_DELETE   ? "delete"
            : op == PMQ_OP_TRUNCATE ? "truncate"
+           : op == PMQ_OP_PATCH    ? "patch"
                                    : "append";
     out += '"';
     if (const pmq_bytes key = pmq_record_key_json(batch_, &r); key.data) {

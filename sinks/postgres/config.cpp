@@ -124,17 +124,22 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
 
   const std::string write_mode(to_string(s.write_mode));
   const bool upsert = s.write_mode == WriteMode::Upsert, columns = s.payload_mode == PayloadMode::Columns;
-  if (upsert && s.upsert_key.empty())
-    problems.add("write_mode", "'upsert' needs upsert_key (the key columns, e.g. [\"pico_key\"])");
+  // Change events (docs/changes.md) are applied by key: upserts, and deletes in the same merge.
+  const auto blocks = kit::subscriptions(config);
+  const bool changes = blocks && kit::has_changes(*blocks);
+  // Under changes with inferred columns each table takes its key from its changes' keys.
+  const bool key_per_table = changes && columns && !s.columns && s.upsert_key.empty();
+  if (upsert && s.upsert_key.empty() && !key_per_table)
+    problems.add("write_mode", std::string("'upsert' needs upsert_key (the key columns, e.g. [\"pico_key\"])") +
+                                   (changes ? ", or inferred columns (payload_mode = \"columns\" without `columns`), "
+                                              "whose tables take their key from the change events' keys"
+                                            : ""));
   if (!upsert && !s.upsert_key.empty())
     problems.add("upsert_key", "is only for write_mode 'upsert' (write_mode is '" + write_mode + "')");
   if (!columns && s.columns) problems.add("columns", "is only for payload_mode 'columns'");
   if (!columns && s.auto_add_columns) problems.add("auto_add_columns", "is only for payload_mode 'columns'");
   if (s.columns && s.auto_add_columns)
     problems.add("auto_add_columns", "is for inferred columns; it cannot be combined with declared columns");
-  // Change events (docs/changes.md) are applied by key: upserts, and deletes in the same merge.
-  const auto blocks = kit::subscriptions(config);
-  const bool changes = blocks && kit::has_changes(*blocks);
   if (changes && !upsert)
     problems.add("write_mode",
                  "change events (changes = ... in [[topics]]) are applied by key: set write_mode = \"upsert\" and "
@@ -155,7 +160,8 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   LayoutOptions probe = lo;
   if (p.infer_columns) {
     const auto reserved = reserved_column_names(lo.write_mode, lo.include_metadata);
-    for (const auto& k : lo.upsert_key)
+    if (key_per_table) probe.upsert_key = {"key"};
+    for (const auto& k : probe.upsert_key)
       if (std::find(reserved.begin(), reserved.end(), k) == reserved.end())
         probe.payload_columns.push_back(Column{k, ColumnType::Text, Source::Field, k, false});
     if (probe.payload_columns.empty())

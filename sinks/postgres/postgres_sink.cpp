@@ -54,6 +54,9 @@ struct TopicTable {
   // Bumped when auto_add_columns changes the layout: batches encoded before and after go into
   // different segments (their COPYs name different columns).
   uint32_t generation = 0;
+  // Change events without upsert_key: the table's key columns (its primary key, or the fields of
+  // its first change's key).
+  std::vector<std::string> key;
 };
 
 // A segment with no new batch for this long is committed: the runtime has nothing more to send
@@ -83,9 +86,10 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // Writes per block pending at once: a full segment of 64 batches committing, and as many again
   // streaming into the next one meanwhile.
   static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
-  // Change events (docs/changes.md): upserts and deletes by upsert_key, and truncates, each
+  // Change events (docs/changes.md): upserts, patches and deletes by key, and truncates, each
   // batch's in its transaction (write_mode upsert).
-  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE);
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<pg::Settings>& options = pg::option_table();
   // Cross-option checks, with file positions (picomq-connect --check; the runtime before open()).
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { pg::plan(config, problems); }
@@ -353,6 +357,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   void set_layout(TopicTable& target, std::vector<pg::Column> payload) {
     pg::LayoutOptions lo = layout_options_;
     lo.payload_columns = std::move(payload);
+    if (lo.upsert_key.empty()) lo.upsert_key = target.key;  // change events: the table's own key
     auto layout = pg::make_layout(lo);
     if (!layout) throw sdk::FatalError("table " + target.display + ": table layout: " + layout.error());
     target.layout = std::make_shared<const pg::TableLayout>(std::move(layout).value());
@@ -380,6 +385,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       if (!existing && !auto_create_)
         throw sdk::FatalError("table " + target.display +
                               " does not exist and auto_create_table is off (create it, or turn auto_create_table on)");
+      if (layout_options_.changes && layout_options_.upsert_key.empty())
+        target.key = existing ? primary_key(db(), target) : change_key_fields(target, batch);
       if (existing)
         for (const auto& [name, type] : *existing)
           if (!is_reserved(name)) payload.push_back(pg::Column{name, type, pg::Source::Field, name, false});
@@ -423,6 +430,44 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       set_layout(target, std::move(payload));
     }
     target.ready = true;
+  }
+
+  // An existing table's primary key columns, in key order: what change events are applied by.
+  std::vector<std::string> primary_key(pg::Connection& c, const TopicTable& target) {
+    const auto rows = c.query(
+        "SELECT a.attname FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+        "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+        "WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY k.n",
+        {target.table.sql()}, "looking up the primary key of " + target.display);
+    std::vector<std::string> key;
+    for (const auto& row : rows)
+      if (row[0]) key.push_back(*row[0]);
+    if (key.empty())
+      throw sdk::FatalError("table " + target.display +
+                            " has no primary key to apply change events by: give it one, or set upsert_key");
+    return key;
+  }
+
+  // A new table's key: the fields of the first change's key object in its first batch.
+  std::vector<std::string> change_key_fields(const TopicTable& target, const pmq_batch& batch) {
+    for (size_t i = 0; i < batch.record_count; ++i) {
+      const pmq_bytes key = pmq_record_key_json(&batch, pmq_batch_record(&batch, i));
+      if (!key.data) continue;
+      simdjson::dom::parser parser;
+      simdjson::dom::object object;
+      if (parser.parse(reinterpret_cast<const char*>(key.data), key.size).get_object().get(object)) continue;
+      std::vector<std::string> fields;
+      for (const simdjson::dom::key_value_pair member : object) {
+        auto name = kit::sanitize_name(member.key, kit::NamePolicy::SqlIdentifier);
+        if (!name)
+          throw sdk::FatalError("table " + target.display + ": key field '" + std::string(member.key) +
+                                "': " + name.error());
+        fields.push_back(std::move(name).value());
+      }
+      if (!fields.empty()) return fields;
+    }
+    throw sdk::FatalError("table " + target.display +
+                          ": the first batch of changes names no key to create the table with (set upsert_key)");
   }
 
   std::string segment_key(const TopicTable& target) const {

@@ -171,7 +171,7 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
   }
 
   std::string problems;
-  auto problem = [&](std::string text) {
+  auto problem = [&](const std::string& text) {
     if (!problems.empty()) problems += "; ";
     problems += text;
   };
@@ -224,6 +224,21 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         break;
       }
       case Source::Deleted: writer_.boolean(deleted); break;
+      case Source::Absent: {
+        // A patch keeps the columns its row does not name.
+        if (!layout_.changes || pmq_record_op(&batch, &record) != PMQ_OP_PATCH) {
+          writer_.null();
+          break;
+        }
+        scratch_ = "[";
+        for (std::size_t f = 0; f < columns_.size(); ++f) {
+          if (columns_[f].source != Source::Field || present_[f]) continue;
+          if (scratch_.size() > 1) scratch_ += ',';
+          dest::append_json_escaped(scratch_, columns_[f].name);
+        }
+        scratch_ += ']';
+        writer_.jsonb(scratch_);
+      } break;
       case Source::Payload:
         if (deleted) {
           null_or(c, [&] { return "a delete has no payload, and " + c.name + " is a key column"; });
@@ -250,7 +265,7 @@ std::string RowEncoder::encode_record(const pmq_batch& batch, const pmq_record& 
         } else if (values_[i].type() == element_type::NULL_VALUE) {
           null_or(c, [&] { return field_problem(c, "null, and the column is a key (NOT NULL)"); });
         } else if (auto e = encode_field(c, values_[i]); !e.empty()) {
-          problem(std::move(e));
+          problem(e);
         }
         break;
     }

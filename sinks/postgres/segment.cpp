@@ -130,6 +130,8 @@ void CopySegment::commit() {
       if (!statements.truncate.empty()) c.run(statements.truncate, "truncating " + table_.display);
       deleted = c.run_counting(statements.remove, "deleting from " + table_.display);
       inserted = c.run_counting(statements.upsert, "writing into " + table_.display);
+      if (!statements.patch.empty()) inserted += c.run_counting(statements.patch, "patching " + table_.display);
+      inserted += c.run_counting(statements.patch_missing, "writing into " + table_.display);
     };
     try {
       finish();

@@ -6,6 +6,7 @@
 #       Again after stop: starts the same data dir (an outage rather than a new server).
 #       Already running: says so and succeeds. With owner-pid, a watchdog stops the server when
 #       that process is gone (a crashed test binary leaves no server behind).
+#       PICOMQ_PG_CONF: lines added to the new cluster's postgresql.conf (a test's own settings).
 #   server.sh stop   <dir>   fast shutdown; idempotent (nothing running is fine)
 #   server.sh status <dir>   exit 0 when running, 3 when not
 # PostgreSQL refuses to run as root: as root, every server command runs as the "postgres" user
@@ -69,6 +70,8 @@ synchronous_commit = off
 full_page_writes = off
 max_connections = 200
 CONF
+      # A test's own settings for its server (e.g. wal_level = logical for a change-event source).
+      if [[ -n "${PICOMQ_PG_CONF:-}" ]]; then printf '%s\n' "$PICOMQ_PG_CONF" | as_pg tee -a "$data/postgresql.conf" >/dev/null; fi
     fi
     # pg_ctl -w waits until the server accepts connections (or says why it died).
     as_pg "$bin/pg_ctl" start -D "$data" -l "$log" -w -t 60 -o "-p $port" >/dev/null 2>&1 ||

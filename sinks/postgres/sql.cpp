@@ -165,8 +165,8 @@ Result<TableLayout> make_layout(const LayoutOptions& options) {
     if (staging_offset && cols[i].name == dest::kOffsetField) {
       return R::failure("column '" + cols[i].name + "' collides with the staging column upsert orders by");
     }
-    if (options.changes && cols[i].name == kDeletedColumn)
-      return R::failure("column '" + cols[i].name + "' collides with the staging column that marks deletes");
+    if (options.changes && (cols[i].name == kDeletedColumn || cols[i].name == kAbsentColumn))
+      return R::failure("column '" + cols[i].name + "' collides with a staging column of change events");
   }
 
   switch (options.write_mode) {
@@ -202,7 +202,10 @@ std::vector<Column> copy_columns(const TableLayout& layout) {
   if (layout.write_mode == WriteMode::Upsert && !layout.include_metadata) {
     out.push_back(meta(dest::kOffsetField, ColumnType::Int8, Source::Offset, true));
   }
-  if (layout.changes) out.push_back(meta(kDeletedColumn, ColumnType::Bool, Source::Deleted, true));
+  if (layout.changes) {
+    out.push_back(meta(kDeletedColumn, ColumnType::Bool, Source::Deleted, true));
+    out.push_back(meta(kAbsentColumn, ColumnType::Jsonb, Source::Absent, false));
+  }
   return out;
 }
 
@@ -279,6 +282,17 @@ std::string copy_sql(const TableName& table, const TableLayout& layout) {
 
 namespace {
 
+// 'text' with inner quotes doubled (standard_conforming_strings: a backslash is a character).
+std::string string_literal(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
 // An upsert's conflict action: every column but the key's from the new row, or NOTHING when every
 // column is key.
 std::string on_conflict_action(const TableLayout& layout) {
@@ -287,7 +301,7 @@ std::string on_conflict_action(const TableLayout& layout) {
     if (std::find(layout.key.begin(), layout.key.end(), c.name) != layout.key.end()) continue;
     if (!set.empty()) set += ", ";
     const std::string q = quote(c.name);
-    set += q + " = EXCLUDED." + q;
+    set.append(q).append(" = EXCLUDED.").append(q);
   }
   return set.empty() ? "NOTHING" : "UPDATE SET " + set;
 }
@@ -325,16 +339,35 @@ ChangeStatements change_statements(const TableName& target, const TableName& sta
   std::string match;
   for (const std::string& k : layout.key) {
     const std::string q = quote(k);
-    match += " AND t." + q + " = last." + q;
+    match.append(" AND t.").append(q).append(" = last.").append(q);
   }
   out.remove = "DELETE FROM " + target.sql() + " AS t USING " + last + " WHERE " + deleted + match;
   std::string qualified_cols;
   for (const Column& c : layout.columns) {
     if (!qualified_cols.empty()) qualified_cols += ", ";
-    qualified_cols += "last." + quote(c.name);
+    qualified_cols.append("last.").append(quote(c.name));
   }
+  const std::string absent = "last." + quote(kAbsentColumn);
   out.upsert = "INSERT INTO " + target.sql() + " (" + cols + ") SELECT " + qualified_cols + " FROM " + last +
-               " WHERE NOT " + deleted + " ON CONFLICT (" + key + ") DO " + on_conflict_action(layout);
+               " WHERE NOT " + deleted + " AND " + absent + " IS NULL ON CONFLICT (" + key + ") DO " +
+               on_conflict_action(layout);
+  // A patch sets the columns it names and keeps the others (pico_absent lists those).
+  std::string set;
+  for (const Column& c : layout.columns) {
+    if (std::find(layout.key.begin(), layout.key.end(), c.name) != layout.key.end()) continue;
+    if (!set.empty()) set += ", ";
+    const std::string q = quote(c.name);
+    set.append(q).append(" = CASE WHEN ").append(absent).append(" ? ").append(string_literal(c.name));
+    set.append(" THEN t.").append(q).append(" ELSE last.").append(q).append(" END");
+  }
+  if (!set.empty())
+    out.patch =
+        "UPDATE " + target.sql() + " AS t SET " + set + " FROM " + last + " WHERE " + absent + " IS NOT NULL" + match;
+  // NOT EXISTS, not only ON CONFLICT: a proposed row is checked against NOT NULL before the
+  // conflict is, and a patch leaves columns NULL.
+  out.patch_missing = "INSERT INTO " + target.sql() + " (" + cols + ") SELECT " + qualified_cols + " FROM " + last +
+                      " WHERE " + absent + " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " + target.sql() +
+                      " AS t WHERE " + match.substr(5) + ") ON CONFLICT (" + key + ") DO NOTHING";
   return out;
 }
 

@@ -50,7 +50,8 @@ enum class Source : uint8_t {
   Headers,    // pico_headers: kit::append_headers_json (a repeated name: an array)
   Payload,    // the whole payload (jsonb / text / bytea modes)
   Field,      // one top-level field of a JSON object payload (columns mode)
-  Deleted     // the staging-only pico_deleted of change events: the record deletes its key
+  Deleted,    // the staging-only pico_deleted of change events: the record deletes its key
+  Absent      // the staging-only pico_absent of change events: a patch's columns it keeps (jsonb array)
 };
 
 struct Column {
@@ -67,6 +68,7 @@ inline constexpr std::string_view kIdColumn = "pico_id";
 inline constexpr std::string_view kPayloadColumn = "payload";
 inline constexpr std::string_view kStagingTable = "pico_staging";
 inline constexpr std::string_view kDeletedColumn = "pico_deleted";
+inline constexpr std::string_view kAbsentColumn = "pico_absent";
 
 struct LayoutOptions {
   PayloadMode payload_mode = PayloadMode::Jsonb;
@@ -98,7 +100,7 @@ Result<TableLayout> make_layout(const LayoutOptions& options);
 
 // The columns a COPY carries: the layout's, plus, in upsert mode without metadata, a
 // staging-only pico_offset (the last-wins order needs it; it never reaches the target), and
-// under changes a staging-only pico_deleted.
+// under changes the staging-only pico_deleted and pico_absent.
 std::vector<Column> copy_columns(const TableLayout& layout);
 
 // "name" with inner quotes doubled; refuses an empty name and NUL (the only byte PostgreSQL
@@ -148,11 +150,17 @@ std::string merge_sql(const TableName& target, const TableName& staging, const T
 //           TRUNCATE t
 //   remove: DELETE FROM t USING (the last change per key) last WHERE last."pico_deleted" AND t.key = last.key
 //   upsert: INSERT INTO t (cols) SELECT cols FROM (the last change per key) last
-//           WHERE NOT last."pico_deleted" ON CONFLICT (key) DO UPDATE SET ...
+//           WHERE NOT last."pico_deleted" AND last."pico_absent" IS NULL ON CONFLICT (key) DO UPDATE SET ...
+//   patch:  UPDATE t SET c = CASE WHEN last."pico_absent" ? 'c' THEN t.c ELSE last.c END, ... FROM
+//           (the last change per key) last WHERE last."pico_absent" IS NOT NULL AND t.key = last.key
+//   patch_missing: the patches of rows not there, inserted with what they name (INSERT ... WHERE
+//           last."pico_absent" IS NOT NULL AND NOT EXISTS (the row) ON CONFLICT (key) DO NOTHING)
 struct ChangeStatements {
   std::string truncate;
   std::string remove;
   std::string upsert;
+  std::string patch;
+  std::string patch_missing;
 };
 ChangeStatements change_statements(const TableName& target, const TableName& staging, const TableLayout& layout,
                                    bool truncate);

@@ -142,7 +142,8 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
   // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{picomq::sdk::DataPlane::Rows, picomq::sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{picomq::sdk::DataPlane::Batches};
-  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE);
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<Settings> options{
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
@@ -180,7 +181,7 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
         {.layout = out_.include_metadata ? kit::JsonLayout::Envelope : kit::JsonLayout::PayloadOnly});
   }
   void write_batch(const picomq::sdk::Batch& batch) { check(write_lines(out_, batch.raw())); }
-  void close() { std::fflush(out_.stream); }
+  void close() { std::fflush(out_.stream); }  // NOLINT(readability-make-member-function-const): the SDK's hook
 
  private:
   static void check(pmq_write_status status) {

@@ -10,11 +10,6 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-bool parse_object(simdjson::dom::parser& parser, std::string_view text, object& out) {
-  element doc;
-  return !parser.parse(text.data(), text.size()).get(doc) && !doc.get_object().get(out);
-}
-
 // Kafka Connect's JsonConverter with schemas.enable wraps every value as {"schema", "payload"}:
 // true when `value` was such a wrapper, and is now its payload.
 bool unwrap_schema(element& value) {
@@ -81,6 +76,37 @@ bool key_from_record_key(simdjson::dom::parser& parser, std::optional<std::strin
   }
   out.key = keep(owned, "{\"key\":" + simdjson::to_string(doc) + "}");
   return true;
+}
+
+bool is_unavailable(element value) {
+  std::string_view s;
+  return !value.get_string().get(s) && (s == kUnavailableValue || s == kUnavailableValueBase64);
+}
+
+// The row as JSON without the members `drop` names; `dropped`: whether any went.
+template <class Drop>
+std::string without(object row, Drop&& drop, bool& dropped) {
+  JsonOut json;
+  json.ch('{');
+  dropped = false;
+  for (const simdjson::dom::key_value_pair member : row) {
+    if (drop(member)) {
+      dropped = true;
+      continue;
+    }
+    json.string(member.key);
+    json.ch(':');
+    json.raw(simdjson::to_string(member.value));
+    json.ch(',');
+  }
+  json.close('}');
+  return std::move(json.str());
+}
+
+bool has_unavailable(object row) {
+  for (const simdjson::dom::key_value_pair member : row)
+    if (is_unavailable(member.value)) return true;
+  return false;
 }
 
 bool is_true(element value) {
@@ -156,21 +182,22 @@ bool ChangeReader::read(std::optional<std::string_view> payload, std::optional<s
       return key_of(row, "row");
     }
     out.op = PMQ_OP_UPSERT;
-    if (!has_deleted) {
+    if (!has_deleted && !has_unavailable(row)) {
       out.row = wrapped ? keep(owned, simdjson::to_string(value)) : *payload;
       return key_of(row, "row");
     }
-    JsonOut json;  // the row without its flag
-    json.ch('{');
-    for (const simdjson::dom::key_value_pair member : row) {
-      if (member.key == "__deleted") continue;
-      json.string(member.key);
-      json.ch(':');
-      json.raw(simdjson::to_string(member.value));
-      json.ch(',');
-    }
-    json.close('}');
-    out.row = keep(owned, std::move(json.str()));
+    // The row without its flag, and without the columns Debezium could not read (a patch).
+    bool unavailable = false, dropped = false;
+    out.row = keep(owned, without(
+                              row,
+                              [&](const simdjson::dom::key_value_pair& m) {
+                                if (m.key == "__deleted") return true;
+                                if (!is_unavailable(m.value)) return false;
+                                unavailable = true;
+                                return true;
+                              },
+                              dropped));
+    if (unavailable) out.op = PMQ_OP_PATCH;
     return key_of(row, "row");
   }
   if (op == "c" || op == "r" || op == "u") {
@@ -180,7 +207,15 @@ bool ChangeReader::read(std::optional<std::string_view> payload, std::optional<s
       return false;
     }
     out.op = PMQ_OP_UPSERT;
-    out.row = keep(owned, simdjson::to_string(after));
+    if (has_unavailable(after)) {
+      bool dropped = false;
+      out.op = PMQ_OP_PATCH;
+      out.row = keep(
+          owned, without(
+                     after, [](const simdjson::dom::key_value_pair& m) { return is_unavailable(m.value); }, dropped));
+    } else {
+      out.row = keep(owned, simdjson::to_string(after));
+    }
     return key_of(after, "row ('after')");
   }
   if (op == "d") {
@@ -204,6 +239,33 @@ bool ChangeReader::read(std::optional<std::string_view> payload, std::optional<s
   }
   error = "unknown Debezium op '" + std::string(op) + "' (expected c, r, u, d, t or m)";
   return false;
+}
+
+std::string_view ChangeReader::merge(std::string_view base, std::string_view patch, std::deque<std::string>& owned) {
+  object base_row, patch_row;
+  if (payload_parser_->parse(base.data(), base.size()).get_object().get(base_row) ||
+      key_parser_->parse(patch.data(), patch.size()).get_object().get(patch_row))
+    return patch;  // not objects: cannot happen for rows this reader made
+  bool replaced = false;
+  std::string merged = without(
+      base_row,
+      [&](const simdjson::dom::key_value_pair& m) {
+        element ignored;
+        return !patch_row[m.key].get(ignored);
+      },
+      replaced);
+  // The patch's members after the base's others: {"a":1,"b":2} + {"b":3} -> {"a":1,"b":3}.
+  merged.pop_back();
+  for (const simdjson::dom::key_value_pair member : patch_row) {
+    if (merged.size() > 1) merged += ',';
+    JsonOut json;
+    json.string(member.key);
+    merged += json.str();
+    merged += ':';
+    merged += simdjson::to_string(member.value);
+  }
+  merged += '}';
+  return keep(owned, std::move(merged));
 }
 
 }  // namespace picomq::decoders

@@ -4,7 +4,8 @@
 // envelope (wrapped in {"schema", "payload"} or not, or unwrapped by ExtractNewRecordState) and
 // keyed records (a payload upserts its key, a tombstone deletes it). The key is always a JSON
 // object naming the row: the record key's own fields, a scalar key as {"key": value}, or the
-// block's key_fields taken from the row.
+// block's key_fields taken from the row. A Debezium row with columns Debezium could not read
+// (kUnavailableValue: unchanged TOAST values) is a patch of the columns it has.
 #include <deque>
 #include <memory>
 #include <optional>
@@ -23,12 +24,16 @@ namespace picomq::decoders {
 
 struct Change {
   pmq_change_op op = PMQ_OP_APPEND;
-  std::string_view row;  // UPSERT: the row, a JSON object
+  std::string_view row;  // UPSERT: the row, a JSON object; PATCH: the columns it changes
   std::string_view key;  // UPSERT / DELETE: the row's key, a JSON object
   // A record that changes nothing and is left out (Debezium's tombstone after a delete when keys
   // are not decoded, a logical decoding message): counted with the filtered records.
   bool skip = false;
 };
+
+// Debezium's unavailable.value.placeholder (its default), as text and as bytes in base64.
+inline constexpr std::string_view kUnavailableValue = "__debezium_unavailable_value";
+inline constexpr std::string_view kUnavailableValueBase64 = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==";
 
 class ChangeReader {
  public:
@@ -43,6 +48,10 @@ class ChangeReader {
   // block (a bad record of the decode stage).
   bool read(std::optional<std::string_view> payload, std::optional<std::string_view> key, Change& out,
             std::deque<std::string>& owned, std::string& error);
+
+  // `base` (a row) with `patch`'s members over it: a patch that follows a full row of its key in
+  // one batch becomes a full row. Both are JSON objects the reader made.
+  std::string_view merge(std::string_view base, std::string_view patch, std::deque<std::string>& owned);
 
  private:
   config::ChangeEvents mode_;

@@ -16,7 +16,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 libs="${PICOMQ_SERVER_CACHE:-$HOME/.cache/picomq/servers}/kafka-connect-4.1.1"
 if [[ "${1:-}" == --print-dir ]]; then echo "$libs"; exit 0; fi
-poms=("$here/runtime/pom.xml" "$here/jdbc-plugin/pom.xml" "$here/mongo-plugin/pom.xml" "$here/iceberg-plugin/pom.xml")
+poms=("$here/runtime/pom.xml" "$here/jdbc-plugin/pom.xml" "$here/mongo-plugin/pom.xml" "$here/iceberg-plugin/pom.xml"
+  "$here/postgres-source/pom.xml")
 stamp="$(cat "${poms[@]}" "$here/settings.xml" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 if [[ -f "$libs/.complete" && "$(cat "$libs/.complete")" == "$stamp" ]]; then exit 0; fi
 command -v mvn >/dev/null || { echo "fetch-kafka-connect: mvn not found (apt-get install maven)" >&2; exit 1; }
@@ -44,4 +45,5 @@ fetch "$here/jdbc-plugin/pom.xml" "$libs/plugins/debezium-connector-jdbc" \
   -DexcludeArtifactIds=mysql-connector-j,mariadb-java-client,mssql-jdbc,ojdbc11,jcc
 fetch "$here/mongo-plugin/pom.xml" "$libs/plugins/mongo-kafka-connect" -DexcludeGroupIds=org.apache.kafka,org.slf4j
 fetch "$here/iceberg-plugin/pom.xml" "$libs/plugins/iceberg-kafka-connect" -DexcludeGroupIds=org.apache.kafka,org.slf4j
+fetch "$here/postgres-source/pom.xml" "$libs/plugins/debezium-connector-postgres" -DexcludeGroupIds=org.apache.kafka,org.slf4j
 echo "$stamp" > "$libs/.complete"

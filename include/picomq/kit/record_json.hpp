@@ -17,7 +17,7 @@
 // JSON string; raw bytes a base64 string; a tombstone null. Keys: base64 (JSON has no bytes), or
 // with KeyRendering::Text the key as a string when it is valid UTF-8 and base64 otherwise (the
 // headers' rule). Headers: the pico_headers object of picomq/kit/headers.hpp. A batch of changes
-// (ABI 2.8, docs/changes.md) adds "pico_op" ("upsert" | "delete" | "truncate") and "pico_row_key"
+// (ABI 2.8, docs/changes.md) adds "pico_op" ("upsert" | "patch" | "delete" | "truncate") and "pico_row_key"
 // (the row's key object) after the headers: an append-only destination keeps the operation as data.
 #include <optional>
 #include <string>

@@ -61,6 +61,25 @@ TEST_F(PostgresConfig, EachCrossOptionMistakeIsReportedUnderItsKey) {
             std::string::npos);
 }
 
+// docs/changes.md: change events are applied by key, in upsert mode; with inferred columns each
+// table may take its key from its changes' keys.
+TEST_F(PostgresConfig, ChangeEventsNeedUpsertModeAndAKeyOrInferredColumns) {
+  host->subscriptions(R"([{"topics": ["shop.public.customers"], "pattern": null, "changes": "debezium"}])");
+  EXPECT_EQ(host->check(config()).at(0).rfind(
+                "write_mode: change events (changes = ... in [[topics]]) are applied by key", 0),
+            0u)
+      << joined(host->check(config()));
+  EXPECT_TRUE(host->check(config(R"("write_mode": "upsert", "upsert_key": ["pico_key"])")).empty());
+  const std::string inferred = R"("write_mode": "upsert", "payload_mode": "columns")";
+  EXPECT_TRUE(host->check(config(inferred)).empty()) << joined(host->check(config(inferred)));
+  const auto declared = host->check(config(inferred + R"(, "columns": [{"name": "id", "type": "int8"}])"));
+  ASSERT_EQ(declared.size(), 1u) << joined(declared);
+  EXPECT_NE(declared[0].find("or inferred columns"), std::string::npos) << declared[0];
+  // A plain block: upsert without a key is refused as before.
+  host->subscriptions(R"([{"topics": ["t"], "pattern": null, "changes": "none"}])");
+  EXPECT_EQ(host->check(config(inferred)).at(0).rfind("write_mode: 'upsert' needs upsert_key", 0), 0u);
+}
+
 TEST_F(PostgresConfig, ValueChecksNameTheOptionAndNeverShowThePassword) {
   struct Case {
     std::string json, expected;

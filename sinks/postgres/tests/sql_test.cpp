@@ -47,8 +47,8 @@ TEST(Quote, RefusesEmptyAndNul) {
 // A quoted identifier always ends at its own closing quote: strip the outer quotes, un-double,
 // and get the name back; no lone quote inside.
 TEST(Quote, RoundTripsEveryHostileName) {
-  for (std::string name : {std::string(R"(x"; DELETE FROM t; --)"), std::string(200, '"'), std::string("\"\"\""),
-                           std::string("a\"\"b"), std::string("🚀\";")}) {
+  for (const std::string& name : {std::string(R"(x"; DELETE FROM t; --)"), std::string(200, '"'), std::string("\"\"\""),
+                                  std::string("a\"\"b"), std::string("🚀\";")}) {
     const std::string q = quote_identifier(name).value();
     ASSERT_GE(q.size(), 2u);
     ASSERT_EQ(q.front(), '"');
@@ -123,7 +123,7 @@ TEST(Layout, ColumnOrderAndKeys) {
 }
 
 TEST(Layout, Errors) {
-  auto err = [](LayoutOptions o) {
+  auto err = [](const LayoutOptions& o) {
     auto l = make_layout(o);
     EXPECT_FALSE(l.ok());
     return l.ok() ? std::string() : l.error();
@@ -337,7 +337,7 @@ TEST(Statements, ChangeEventsDeleteAndUpsertTheLastChangePerKey) {
                   {"id", "region"}, true);
   EXPECT_EQ(create_staging_sql(staging(), l),
             R"(CREATE TEMP TABLE pg_temp."pico_staging" ("id" int8, "region" text, "v" text, "pico_offset" int8, )"
-            R"("pico_deleted" boolean) ON COMMIT DROP)");
+            R"("pico_deleted" boolean, "pico_absent" jsonb) ON COMMIT DROP)");
   const std::string last =
       R"((SELECT DISTINCT ON ("id", "region") * FROM pg_temp."pico_staging" ORDER BY "id", "region", "pico_offset" DESC) AS last)";
   auto s = change_statements(target(), staging(), l, false);
@@ -347,7 +347,19 @@ TEST(Statements, ChangeEventsDeleteAndUpsertTheLastChangePerKey) {
   EXPECT_EQ(
       s.upsert,
       R"(INSERT INTO "public"."orders_eu" ("id", "region", "v") SELECT last."id", last."region", last."v" FROM )" +
-          last + R"( WHERE NOT last."pico_deleted" ON CONFLICT ("id", "region") DO UPDATE SET "v" = EXCLUDED."v")");
+          last +
+          R"( WHERE NOT last."pico_deleted" AND last."pico_absent" IS NULL ON CONFLICT ("id", "region") DO UPDATE SET "v" = EXCLUDED."v")");
+  // A patch keeps the columns it does not name.
+  EXPECT_EQ(
+      s.patch,
+      R"(UPDATE "public"."orders_eu" AS t SET "v" = CASE WHEN last."pico_absent" ? 'v' THEN t."v" ELSE last."v" END FROM )" +
+          last + R"( WHERE last."pico_absent" IS NOT NULL AND t."id" = last."id" AND t."region" = last."region")");
+  EXPECT_EQ(
+      s.patch_missing,
+      R"(INSERT INTO "public"."orders_eu" ("id", "region", "v") SELECT last."id", last."region", last."v" FROM )" +
+          last +
+          R"( WHERE last."pico_absent" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "public"."orders_eu" AS t )"
+          R"(WHERE t."id" = last."id" AND t."region" = last."region") ON CONFLICT ("id", "region") DO NOTHING)");
   EXPECT_EQ(change_statements(target(), staging(), l, true).truncate, R"(TRUNCATE "public"."orders_eu")");
   // Only upsert applies changes, and pico_deleted is the staging's own.
   auto insert = make_layout(LayoutOptions{PayloadMode::Jsonb, WriteMode::Insert, true, {}, {}, true});
@@ -356,7 +368,7 @@ TEST(Statements, ChangeEventsDeleteAndUpsertTheLastChangePerKey) {
   auto clash = make_layout(LayoutOptions{
       PayloadMode::Columns, WriteMode::Upsert, true, {field("pico_deleted", ColumnType::Bool)}, {"pico_key"}, true});
   ASSERT_FALSE(clash.ok());
-  EXPECT_NE(clash.error().find("collides with the staging column that marks deletes"), std::string::npos);
+  EXPECT_NE(clash.error().find("collides with a staging column of change events"), std::string::npos);
 }
 
 TEST(Statements, AppendCopiesStraightIntoTheTarget) {

@@ -76,7 +76,7 @@ class Batch {
     std::size_t payload_size = std::string::npos;              // npos: strlen
   };
 
-  Batch& add(Rec r) {
+  Batch& add(const Rec& r) {
     pmq_record rec{};
     rec.offset = next_offset_++;
     rec.timestamp_ms = r.timestamp_ms;
@@ -113,8 +113,14 @@ class Batch {
   }
 
   pmq_batch get() const {
-    pmq_batch b{sizeof(pmq_batch), topic_.c_str(),    0, format_, "json", records_.data(),
-                records_.size(),   sizeof(pmq_record)};
+    pmq_batch b{};
+    b.struct_size = sizeof(pmq_batch);
+    b.topic = topic_.c_str();
+    b.payload_format = format_;
+    b.schema = "json";
+    b.records = records_.data();
+    b.record_count = records_.size();
+    b.record_size = sizeof(pmq_record);
     b.changes = changes_ ? 1 : 0;
     return b;
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <unordered_map>
 
 #include "decoders/json_out.h"
 
@@ -19,6 +20,10 @@ std::string_view to_string(BadRecordStage stage) {
 }
 
 namespace {
+
+constexpr char kPatchAdvice[] =
+    " leaves out columns Debezium could not read (unchanged TOAST values): give the source table REPLICA "
+    "IDENTITY FULL, or write to a sink that applies patches (docs/changes.md)";
 
 // Keeps the batch's records for which `keep(i)` holds (and their writer schemas beside them).
 template <class Keep>
@@ -143,6 +148,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   }
 
   std::string error;
+  // Changes: each key's last full row in this batch, for the patches after it.
+  std::unordered_map<std::string_view, std::string_view> full_rows;
   std::vector<std::pair<size_t, size_t>> header_ranges;  // per record: first index, count
   header_ranges.reserve(records.size());
   std::vector<size_t> source_index;  // per record of the batch: its index in `records`
@@ -222,6 +229,22 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
           break;
         continue;
       }
+      if (change.op == PMQ_OP_PATCH) {
+        // A patch after a full row of its key in this batch is that row with the patch over it.
+        if (auto it = full_rows.find(change.key); it != full_rows.end()) {
+          change.row = changes_->merge(it->second, change.row, batch.owned);
+          change.op = PMQ_OP_UPSERT;
+        } else if (!(settings_.change_ops & PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH))) {
+          if (bad_record(i, in.offset, BadRecordStage::Sink,
+                         "the sink cannot keep a row's unchanged columns: record " + where(in.offset) + kPatchAdvice,
+                         std::string("the sink cannot keep a row's unchanged columns") + kPatchAdvice))
+            break;
+          continue;
+        }
+      }
+      if (change.op == PMQ_OP_UPSERT) full_rows[change.key] = change.row;
+      else if (change.op == PMQ_OP_DELETE) full_rows.erase(change.key);
+      else if (change.op == PMQ_OP_TRUNCATE) full_rows.clear();
       r.op = change.op;
       r.payload = bytes(change.row);
       r.key_json = bytes(change.key);

@@ -27,7 +27,7 @@ class BatchPreparer {
     // The block's `changes` and key_fields, and the change operations the sink applies (ABI 2.8
     // change_ops): a truncate it does not apply is a bad record of its stage.
     config::ChangeEvents changes = config::ChangeEvents::None;
-    std::vector<std::string> key_fields;
+    std::vector<std::string> key_fields{};
     uint32_t change_ops = 0;
   };
   // `transforms` may be null (no [[transforms]]) and must outlive the preparer; it is shared,

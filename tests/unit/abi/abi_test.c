@@ -121,9 +121,8 @@ int main(void) {
   }
   {
     /* 2.8: a record's op and decoded key, read only within what the host's batch knows. */
-    pmq_record r[1];
+    pmq_record r[1] = {{0}};
     pmq_batch b = {0};
-    memset(r, 0, sizeof r);
     r[0].op = PMQ_OP_DELETE;
     r[0].key_json.data = (const uint8_t *)"{\"id\":1}";
     r[0].key_json.size = 8;

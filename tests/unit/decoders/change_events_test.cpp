@@ -126,6 +126,28 @@ TEST(ChangeReader, AnUnwrappedRowIsAnUpsertAndItsDeletedFlagADelete) {
   EXPECT_EQ(r.change.row.data(), with_op.data());
 }
 
+// An UPDATE that left a TOASTed column unchanged: Debezium cannot read it (REPLICA IDENTITY
+// DEFAULT) and puts its placeholder there. The row is a patch of the other columns.
+TEST(ChangeReader, ColumnsDebeziumCouldNotReadMakeAPatchOfTheOthers) {
+  ChangeReader reader(ChangeEvents::Debezium, {});
+  auto r = read(reader,
+                R"({"before":null,"after":{"id":5,"title":"new","body":"__debezium_unavailable_value",)"
+                R"("blob":"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="},"op":"u"})",
+                R"({"id":5})");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.change.op, PMQ_OP_PATCH);
+  EXPECT_EQ(r.change.row, R"({"id":5,"title":"new"})");
+  EXPECT_EQ(r.change.key, R"({"id":5})");
+  // A patch after a full row of its key: the row with the patch over it.
+  std::deque<std::string> owned;
+  EXPECT_EQ(reader.merge(R"({"id":5,"title":"old","body":"long"})", r.change.row, owned),
+            R"({"body":"long","id":5,"title":"new"})");
+  // The same in an unwrapped row.
+  r = read(reader, R"({"id":6,"body":"__debezium_unavailable_value","__deleted":"false"})", R"({"id":6})");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.change.op, PMQ_OP_PATCH);
+}
+
 TEST(ChangeReader, KeyedRecordsUpsertTheirPayloadAndATombstoneDeletes) {
   ChangeReader reader(ChangeEvents::Keyed, {});
   const std::string_view payload = R"({"sku": "A-1", "qty": 2})";

@@ -321,6 +321,41 @@ TEST(BatchPreparer, ATruncateForASinkThatDoesNotApplyThemIsItsBadRecordAndUnderF
       << out.failure;
 }
 
+// A patch (Debezium could not read a column) after a full row of its key in the batch becomes
+// that row with the patch over it; one with no full row before it stays a patch, and is the
+// sink's bad record when the sink cannot keep columns.
+TEST(BatchPreparer, APatchAfterItsKeysFullRowIsMergedAndOtherwiseNeedsASinkThatPatches) {
+  const VectorRecords records({
+      {0, R"({"before":null,"after":{"id":1,"t":"a","body":"long"},"op":"c"})", {}, false, R"({"id":1})"},
+      {1,
+       R"({"before":null,"after":{"id":1,"t":"b","body":"__debezium_unavailable_value"},"op":"u"})",
+       {},
+       false,
+       R"({"id":1})"},
+      {2,
+       R"({"before":null,"after":{"id":2,"t":"c","body":"__debezium_unavailable_value"},"op":"u"})",
+       {},
+       false,
+       R"({"id":2})"},
+  });
+  auto text = [](pmq_bytes b) { return std::string(reinterpret_cast<const char*>(b.data), b.size); };
+  auto patches = change_preparer(Policy::Skip, PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH));
+  PreparedBatch out = patches.prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 3u);
+  EXPECT_EQ(out.batch.records[1].op, PMQ_OP_UPSERT);
+  EXPECT_EQ(text(out.batch.records[1].payload), R"({"body":"long","id":1,"t":"b"})");
+  EXPECT_EQ(out.batch.records[2].op, PMQ_OP_PATCH);
+  EXPECT_EQ(text(out.batch.records[2].payload), R"({"id":2,"t":"c"})");
+
+  auto no_patches = change_preparer(Policy::Skip);
+  out = no_patches.prepare(A, records, false);
+  ASSERT_EQ(out.batch.records.size(), 2u);
+  ASSERT_EQ(out.bad.size(), 1u);
+  EXPECT_EQ(out.bad[0].index, 2u);
+  EXPECT_EQ(out.bad[0].stage, BadRecordStage::Sink);
+  EXPECT_NE(out.bad[0].reason.find("REPLICA IDENTITY FULL"), std::string::npos) << out.bad[0].reason;
+}
+
 TEST(BatchPreparer, APlainBlockWithADecodedKeyCarriesItAndAKeyThatDoesNotDecodeIsBad) {
   BatchPreparer p({config::Schema::Json, Policy::Fail, 0}, decoders::make_decoder(config::Schema::Json),
                   decoders::make_decoder(config::Schema::Json), nullptr);

@@ -17,7 +17,7 @@ struct FakeRecord {
   std::string value;
   std::vector<std::pair<std::string, std::string>> headers;
   bool tombstone = false;  // no value at all (value is ignored)
-  std::optional<std::string> key;
+  std::optional<std::string> key{};
 };
 
 class VectorRecords final : public ConsumedRecords {
