@@ -160,7 +160,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
       count("failed_writes");
       throw;
     }
-    if (e.rows == 0) {  // every record rejected
+    if (e.rows == 0 && !e.truncate) {  // every record rejected
       write.done();
       return write;
     }
@@ -221,6 +221,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     std::string data;  // the COPY data
     size_t rows = 0;
     bool staged = false;
+    bool truncate = false;  // change events: the batch empties its table (with no row after it, maybe)
     std::shared_ptr<pg::RowEncoder> encoder;  // hands the buffer back
   };
 
@@ -260,6 +261,7 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
     out.table = pg::CopySegment::Table{&target.table, target.display, layout};
     out.data = std::move(encoded.copy_data);
     out.rows = encoded.rows;
+    out.truncate = encoded.truncate;
     // Upsert always merges through staging; insert while the partition replays.
     out.staged = layout->write_mode == pg::WriteMode::Upsert ||
                  (layout->write_mode == pg::WriteMode::Insert && replays_.staged(tp));

@@ -564,6 +564,12 @@ TEST(PostgresSink, DebeziumChangesUpsertDeleteAndTruncateByACompositeKey) {
                         debezium("c", key(5, "eu"), "null", row(5, "eu", "e"))});
   run_until_committed("pgchanges", topic, db, config, 15, block);
   EXPECT_EQ(pg.query("SELECT id::text, region, name FROM t ORDER BY id", db), (Rows{{"5", "eu", "e"}}));
+
+  // A truncate that ends its batch: no row is staged after it, and it still empties the table.
+  kafka.produce(topic, {debezium("c", key(8, "eu"), "null", row(8, "eu", "f")),
+                        {R"({"before":null,"after":null,"source":{"table":"t"},"op":"t"})", std::nullopt, {}, 0}});
+  run_until_committed("pgchanges", topic, db, config, 17, block);
+  EXPECT_EQ(pg.query("SELECT count(*)::text FROM t", db), (Rows{{"0"}}));
 }
 
 TEST(PostgresSink, ChangeEventsNeedUpsertModeAndASinkThatAppliesThemAtCheck) {

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 
 pub const PMQ_SINK_ABI_VERSION_MAJOR: u32 = 2;
-pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 7;
+pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 8;
 pub const PMQ_SINK_ABI_VERSION: u32 = (PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR;
 
 pub const PMQ_PLANE_ROWS: u32 = 1 << 0;
@@ -61,6 +61,10 @@ pub struct pmq_record {
     pub headers: *const pmq_header,
     pub header_count: usize,
     pub payload: pmq_bytes,
+    /// Since ABI 2.8 (check the batch's record_size): pmq_change_op, 0 (APPEND) for plain records.
+    pub op: i32,
+    /// Since ABI 2.8: the decoded record key / the row's key under `changes` (JSON), or NULL.
+    pub key_json: pmq_bytes,
 }
 
 #[repr(C)]
@@ -77,6 +81,8 @@ pub struct pmq_batch {
     pub block_index: u32,
     /// Since ABI 2.4: NULL, or one writer schema (JSON text, or NULL) per record.
     pub writer_schemas: *const *const c_char,
+    /// Since ABI 2.8: 1 when the records are change events (docs/changes.md).
+    pub changes: u32,
 }
 
 #[repr(C)]
@@ -189,6 +195,9 @@ pub struct pmq_sink_plugin {
     pub partitions_revoked: Option<PartitionsFn>,
     /// Since ABI 2.6: the host is stopping the instance (not serialised with the other calls).
     pub stop: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// Since ABI 2.8: the change operations the sink applies (1 << pmq_change_op); 0: plain
+    /// records only, and the host refuses `changes` for it.
+    pub change_ops: u32,
 }
 
 #[repr(C)]

@@ -41,7 +41,9 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
         key,
         headers,
         header_count,
-        payload
+        payload,
+        op,
+        key_json
     );
     check_size!(pmq_batch, "pmq_batch");
     check_field!(
@@ -56,7 +58,8 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
         record_count,
         record_size,
         block_index,
-        writer_schemas
+        writer_schemas,
+        changes
     );
     check_size!(pmq_arrow_batch, "pmq_arrow_batch");
     check_field!(
@@ -129,7 +132,8 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
         flush,
         partitions_assigned,
         partitions_revoked,
-        stop
+        stop,
+        change_ops
     );
     check_size!(pmq_plane_spec, "pmq_plane_spec");
     check_field!(

@@ -304,6 +304,11 @@ fn write(o: &Opened, payloads: &[&str]) -> (pmq_write_status, Arc<Mutex<Outcome>
                 data: p.as_ptr(),
                 size: p.len(),
             },
+            op: 0,
+            key_json: pmq_bytes {
+                data: std::ptr::null(),
+                size: 0,
+            },
         })
         .collect();
     let batch = pmq_batch {
@@ -317,6 +322,7 @@ fn write(o: &Opened, payloads: &[&str]) -> (pmq_write_status, Arc<Mutex<Outcome>
         record_size: std::mem::size_of::<pmq_record>(),
         block_index: 0,
         writer_schemas: std::ptr::null(),
+        changes: 0,
     };
     let outcome = Arc::new(Mutex::new(Outcome::default()));
     let status = unsafe {
@@ -642,6 +648,11 @@ fn writer_schemas_are_read_per_record_and_absent_from_an_older_host() {
                 data: b"1".as_ptr(),
                 size: 1,
             },
+            op: 0,
+            key_json: pmq_bytes {
+                data: std::ptr::null(),
+                size: 0,
+            },
         })
         .collect();
     let schemas = [v1.as_ptr(), std::ptr::null()];
@@ -656,6 +667,7 @@ fn writer_schemas_are_read_per_record_and_absent_from_an_older_host() {
         record_size: std::mem::size_of::<pmq_record>(),
         block_index: 0,
         writer_schemas: schemas.as_ptr(),
+        changes: 0,
     };
     let batch = unsafe { Batch::from_raw(&raw) };
     assert_eq!(batch.writer_schema(0), Some(r#"{"type":"long"}"#));
