@@ -126,6 +126,9 @@ BulkResult Client::bulk(const std::string& collection, bool ordered, std::span<c
       case OpKind::Delete:
         added = mongoc_bulk_operation_remove_one_with_opts(bulk, op.filter.get(), nullptr, &e);
         break;
+      case OpKind::DeleteAll:
+        added = mongoc_bulk_operation_remove_many_with_opts(bulk, op.filter.get(), nullptr, &e);
+        break;
     }
     if (added) sent.push_back(i);
     else out.refused.emplace_back(i, e.message);

@@ -4,6 +4,7 @@
 
 #include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::mongodb {
 namespace {
@@ -210,8 +211,40 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     problems.add("business_key", "reads top-level payload fields; it cannot be combined with payload_field");
   if (s.payload_field && s.id_strategy == IdStrategy::Field)
     problems.add("id_field", "reads a top-level payload field; it cannot be combined with payload_field");
+  // Change events (docs/changes.md) are applied by the row's key: the key is _id, an upsert
+  // replaces the document with the row, a delete removes it, in order.
+  const auto blocks = kit::subscriptions(config);
+  const bool changes = blocks && kit::has_changes(*blocks);
+  if (changes) {
+    const std::string why = "change events (changes = ... in [[topics]]) are applied by the row's key";
+    if (s.write_strategy != WriteStrategy::Replace)
+      problems.add("write_strategy",
+                   why +
+                       ": set write_strategy = \"replace\" (an upsert replaces the document with the row, a "
+                       "delete removes it; write_strategy is '" +
+                       std::string(s.write_strategy == WriteStrategy::Insert ? "insert" : "update") + "'" +
+                       (s.write_strategy == WriteStrategy::Insert
+                            ? ", which would add a document per change and never delete)"
+                            : ", which would keep fields a row no longer has; a patch is applied as $set anyway)"));
+    if (s.id_strategy != IdStrategy::Key)
+      problems.add("id_strategy", why +
+                                      ": set id_strategy = \"key\" (_id is the row's key: a one-field key's "
+                                      "value, a composite key as an embedded document; '" +
+                                      std::string(s.id_strategy == IdStrategy::RecordId ? "record_id"
+                                                  : s.id_strategy == IdStrategy::Field  ? "field"
+                                                                                        : "generated") +
+                                      "' ignores the key)");
+    if (!s.business_key.empty())
+      problems.add("business_key", why +
+                                       ", which is the document's _id: leave business_key out (index the key's "
+                                       "fields with `indexes` to query them)");
+    if (s.payload_field)
+      problems.add("payload_field", why +
+                                        ": a row's fields are the document's (a patch sets the fields it names): "
+                                        "leave payload_field out");
+  }
   if (!problems.empty() || !collection) return std::nullopt;
-  Plan p{std::move(s), std::move(collection).value(), {}};
+  Plan p{std::move(s), std::move(collection).value(), {}, changes};
   for (const auto& spec : p.settings.indexes) p.indexes.push_back(parse_index(spec).value());
   return p;
 }

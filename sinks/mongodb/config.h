@@ -56,9 +56,13 @@ struct Plan {
   Settings settings;
   kit::NameTemplate collection;
   std::vector<std::vector<std::string>> indexes;  // each a list of fields (ascending)
+  // A [[topics]] block hands change events (changes = ..., docs/changes.md): upserts, patches,
+  // deletes and truncates by the row's key, applied in order (write_strategy replace, _id = key).
+  bool changes = false;
 };
 
-// The plan, or nullopt with every problem added to `problems` under its option's key.
+// The plan, or nullopt with every problem added to `problems` under its option's key (under
+// change events: the settings that cannot apply them, each naming what to set).
 std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems);
 
 // A MongoDB collection name for `resolved` in database `db` (MongoDB's namespace rules: no '$',

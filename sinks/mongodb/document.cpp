@@ -71,6 +71,32 @@ std::string to_json(const bson_t& doc) {
   return out;
 }
 
+bool append_key_id(std::string_view key_json, bson_t* into, std::string& problem) {
+  if (key_json.empty()) {
+    problem = "change event: the row has no key";
+    return false;
+  }
+  if (!is_object_text(key_json)) {
+    problem = "change event: the row's key is not a JSON object";
+    return false;
+  }
+  auto key = bson_from_json(key_json);
+  if (!key) {
+    problem = "change event: the row's key is " + key.error();
+    return false;
+  }
+  const uint32_t fields = bson_count_keys(key.value().get());
+  if (fields == 0) {
+    problem = "change event: the row's key {} names no field";
+    return false;
+  }
+  if (fields > 1) return bson_append_document(into, "_id", -1, key.value().get());
+  bson_iter_t it;
+  bson_iter_init(&it, key.value().get());
+  bson_iter_next(&it);
+  return bson_append_iter(into, "_id", -1, &it);
+}
+
 bool DocumentEncoder::id_value(const pmq_batch& batch, const pmq_record& r, const bson_t* payload, bson_t* into,
                                const char* name, std::string& problem) const {
   switch (s_.id_strategy) {
@@ -101,7 +127,8 @@ bool DocumentEncoder::id_value(const pmq_batch& batch, const pmq_record& r, cons
   return false;
 }
 
-kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq_record& r, bool with_id) const {
+kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq_record& r, bool with_id,
+                                               const bson_t* id) const {
   using R = kit::Result<BsonPtr>;
   // The payload as BSON: an object's own fields, or any other value under "payload".
   BsonPtr payload;
@@ -127,8 +154,13 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
   BsonPtr doc = new_bson();
   bson_t* d = doc.get();
   std::string problem;
-  if (with_id && !id_value(batch, r, payload_is_object ? payload.get() : nullptr, d, "_id", problem))
+  if (id) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, id, "_id") || !bson_append_iter(d, "_id", -1, &it))
+      return R::failure("the _id does not fit in a document");
+  } else if (with_id && !id_value(batch, r, payload_is_object ? payload.get() : nullptr, d, "_id", problem)) {
     return R::failure(problem.empty() ? "the _id does not fit in a document" : problem);
+  }
   auto payload_has = [&](std::string_view name) {
     return payload_is_object && bson_has_field(payload.get(), std::string(name).c_str());
   };
@@ -187,13 +219,84 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
   return R::success(std::move(doc));
 }
 
+kit::Result<Op> DocumentEncoder::change(const pmq_batch& batch, const pmq_record& r, int32_t kind) const {
+  using R = kit::Result<Op>;
+  Op op;
+  op.filter = new_bson();
+  if (kind == PMQ_OP_TRUNCATE) {  // every document of the collection: deleteMany({})
+    op.kind = OpKind::DeleteAll;
+    return R::success(std::move(op));
+  }
+  if (kind != PMQ_OP_UPSERT && kind != PMQ_OP_DELETE && kind != PMQ_OP_PATCH)
+    return R::failure("change event: unknown operation " + std::to_string(kind));
+  const pmq_bytes key_json = pmq_record_key_json(&batch, &r);
+  std::string problem;
+  if (!append_key_id(bytes_of(key_json), op.filter.get(), problem)) return R::failure(problem);
+  if (kind == PMQ_OP_DELETE) {
+    op.kind = OpKind::Delete;
+    return R::success(std::move(op));
+  }
+  if (!r.payload.data) return R::failure("change event: an upsert or patch without a row");
+  if (kind == PMQ_OP_UPSERT) {
+    // The row (and the metadata) replaces the document of its key.
+    auto doc = document(batch, r, true, op.filter.get());
+    if (!doc) return R::failure(doc.error());
+    op.kind = OpKind::Replace;
+    op.doc = std::move(doc).value();
+    return R::success(std::move(op));
+  }
+  // A patch: {$set: the fields it names (and the metadata), $setOnInsert: the key's fields it
+  // does not name}, so a patch of a missing document inserts _id, the key's fields and its own.
+  auto fields = document(batch, r, false);
+  if (!fields) return R::failure(fields.error());
+  const bson_t* named = fields.value().get();
+  BsonPtr set = new_bson(), on_insert = new_bson();
+  bson_iter_t it;
+  bson_iter_init(&it, named);
+  while (bson_iter_next(&it))
+    if (std::string_view(bson_iter_key(&it)) != "_id") bson_append_iter(set.get(), bson_iter_key(&it), -1, &it);
+  const auto key = bson_from_json(bytes_of(key_json));  // append_key_id read it
+  bson_iter_init(&it, key.value().get());
+  while (bson_iter_next(&it)) {
+    const char* name = bson_iter_key(&it);
+    if (std::string_view(name) != "_id" && !bson_has_field(named, name))
+      bson_append_iter(on_insert.get(), name, -1, &it);
+  }
+  // An empty $set or $setOnInsert is an error before MongoDB 5.0 (and on FerretDB): only the
+  // non-empty ones; a patch that names nothing of a key "_id" inserts {_id} alone.
+  if (bson_empty(set.get()) && bson_empty(on_insert.get()) && bson_iter_init_find(&it, op.filter.get(), "_id"))
+    bson_append_iter(on_insert.get(), "_id", -1, &it);
+  BsonPtr update = new_bson();
+  if (!bson_empty(set.get())) bson_append_document(update.get(), "$set", -1, set.get());
+  if (!bson_empty(on_insert.get())) bson_append_document(update.get(), "$setOnInsert", -1, on_insert.get());
+  op.kind = OpKind::Update;
+  op.doc = std::move(update);
+  if (op.doc->len > kMaxDocumentBytes)
+    return R::failure("the patch is " + std::to_string(op.doc->len) +
+                      " bytes, over MongoDB's 16 MiB document limit (BSONObjectTooLarge)");
+  return R::success(std::move(op));
+}
+
 Encoded DocumentEncoder::encode(const pmq_batch& batch, int64_t now_ms) const {
   Encoded out;
   out.ops.reserve(batch.record_count);
   const bool by_business_key = !s_.business_key.empty();
+  const bool changes = pmq_batch_has_changes(&batch) != 0;
   for (size_t i = 0; i < batch.record_count; ++i) {
     const pmq_record& r = *pmq_batch_record(&batch, i);
     const auto index = static_cast<uint32_t>(i);
+    if (const int32_t kind = changes ? pmq_record_op(&batch, &r) : PMQ_OP_APPEND; kind != PMQ_OP_APPEND) {
+      auto op = change(batch, r, kind);
+      if (!op) {
+        out.rejected.push_back({index, op.error()});
+        continue;
+      }
+      op.value().record = index;
+      op.value().bytes = op.value().doc ? op.value().doc->len : op.value().filter->len;
+      out.bytes += op.value().bytes;
+      out.ops.push_back(std::move(op).value());
+      continue;
+    }
     Op op;
     op.record = index;
     std::string problem;

@@ -2,7 +2,9 @@
 // Records into MongoDB write operations (pure: libbson only, no I/O): the document of each
 // record — _id by the id strategy, the pico_* metadata, the payload's fields (or the payload
 // under a field), timestamp fields as BSON Date — and, per write strategy, the insert, the
-// replace-one / update-one upsert with its filter, or the delete-one of a tombstone. A record
+// replace-one / update-one upsert with its filter, or the delete-one of a tombstone; a change
+// event (ABI 2.8, docs/changes.md) by its op: replace-one upsert, update-one $set upsert (a
+// patch), delete-one by the row's key as _id, or delete-many {} (a truncate). A record
 // that cannot become a document (no key for id_strategy key, a timestamp field that is not a
 // date, a document over 16 MiB...) is a rejection with its reason; the rest of the batch goes on.
 #include <bson/bson.h>
@@ -26,11 +28,12 @@ struct BsonDeleter {
 using BsonPtr = std::unique_ptr<bson_t, BsonDeleter>;
 inline BsonPtr new_bson() { return BsonPtr(bson_new()); }
 
-enum class OpKind { Insert, Replace, Update, Delete };
+// DeleteAll: deleteMany({}) (a truncate: every document of the collection).
+enum class OpKind { Insert, Replace, Update, Delete, DeleteAll };
 
 struct Op {
   OpKind kind = OpKind::Insert;
-  BsonPtr filter;       // Replace / Update / Delete
+  BsonPtr filter;       // Replace / Update / Delete / DeleteAll ({})
   BsonPtr doc;          // Insert: the document; Replace: the replacement; Update: {$set, $setOnInsert}
   uint32_t record = 0;  // index in its batch
   size_t bytes = 0;     // of doc
@@ -53,6 +56,12 @@ kit::Result<BsonPtr> bson_from_json(std::string_view json);
 // The document as relaxed Extended JSON (for messages and tests).
 std::string to_json(const bson_t& doc);
 
+// A change event's row key (a JSON object: {"id": 7}, {"order_id": 1, "line": 2}) as `_id`,
+// appended to `into`: a one-field key is that field's value (7, with the BSON type its JSON
+// reads as), a key of several fields the key object as an embedded document in the key's field
+// order. False with `problem` for a key that is not a JSON object or has no field.
+bool append_key_id(std::string_view key_json, bson_t* into, std::string& problem);
+
 class DocumentEncoder {
  public:
   explicit DocumentEncoder(Settings settings) : s_(std::move(settings)) {}
@@ -61,8 +70,12 @@ class DocumentEncoder {
   const Settings& settings() const { return s_; }
 
  private:
-  // The record's document, or the reason it has none.
-  kit::Result<BsonPtr> document(const pmq_batch& batch, const pmq_record& r, bool with_id) const;
+  // The record's document, or the reason it has none. `id`: a document whose _id is the
+  // document's (a change's key) instead of the id strategy's.
+  kit::Result<BsonPtr> document(const pmq_batch& batch, const pmq_record& r, bool with_id,
+                                const bson_t* id = nullptr) const;
+  // A change event's operation (op not PMQ_OP_APPEND), or the reason it has none.
+  kit::Result<Op> change(const pmq_batch& batch, const pmq_record& r, int32_t op) const;
   bool id_value(const pmq_batch& batch, const pmq_record& r, const bson_t* payload, bson_t* into, const char* name,
                 std::string& problem) const;
   Settings s_;

@@ -10,6 +10,9 @@
 // writes of different collections at once) while the next one fills. Per-document
 // outcomes from writeErrors (mongodb/errors.h): already written, rejected (the bad-record
 // policy; the rest is written), or resent — only the part not acknowledged — for retry_timeout.
+// Change events (changes = ... in [[topics]], docs/changes.md): _id is the row's key; upserts
+// are replace-one upserts, patches update-one $set upserts, deletes delete-ones and truncates
+// delete-many {} of the collection, in record order in one ordered bulk write per segment.
 // Docs: docs/sinks/mongodb.md.
 #include <algorithm>
 #include <atomic>
@@ -94,7 +97,12 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
       "Writes records into MongoDB collections (one per topic) as bulk writes through libmongoc: unordered inserts "
-      "with _id = record id (a replay's duplicate-key error counts as written), or replace / update upserts.";
+      "with _id = record id (a replay's duplicate-key error counts as written), or replace / update upserts. Applies "
+      "change events (upsert, patch, delete, truncate by the row's key as _id; write_strategy replace, id_strategy "
+      "key).";
+  // Change events (docs/changes.md): upserts, deletes, truncates and patches, by the row's key.
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
@@ -131,9 +139,10 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
     if (!s.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
     // Upserts and deletes are ordered: a batch must not land after a later one it was retried
     // behind (the runtime keeps one write per block in flight).
-    if (s.write_strategy != mg::WriteStrategy::Insert || s.delete_on_tombstone) declare_max_in_flight(1);
+    if (writes_in_order()) declare_max_in_flight(1);
     log(sdk::LogLevel::Info, "mongodb sink: " + hosts_ + ", database " + s.database + ", collections " + s.collection +
-                                 ", id_strategy " + id_strategy_name() + ", write_strategy " + write_strategy_name());
+                                 ", id_strategy " + id_strategy_name() + ", write_strategy " + write_strategy_name() +
+                                 (plan_->changes ? ", change events by the row's key" : ""));
     health_check();
     kit::AccumulatorLimits limits =
         kit::accumulator_limits(s.batching, kSegmentBatches, static_cast<size_t>(s.max_open_collections));
@@ -198,13 +207,19 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
 
   // ------------------------------------------------------------------ bulk writes
 
+  // Upserts, deletes and change events are written in record order (ordered bulk writes, one
+  // batch at a time per block); plain inserts are not.
+  bool writes_in_order() const {
+    const mg::Settings& s = plan_->settings;
+    return s.write_strategy != mg::WriteStrategy::Insert || s.delete_on_tombstone || plan_->changes;
+  }
+
   // The accumulator's commit of one bulk write (on its committer thread, or flush()'s caller).
   // Resends what is not acknowledged until retry_timeout (what each reply means:
   // mg::judge_attempt); rejections are applied once every other operation is written.
   void commit_bulk(BulkSegment& s) {
     using State = mg::OpState;
-    const bool ordered =
-        plan_->settings.write_strategy != mg::WriteStrategy::Insert || plan_->settings.delete_on_tombstone;
+    const bool ordered = writes_in_order();
     kit::RetryWait retry(stop_, plan_->settings.retry_timeout, {.initial = 100ms, .max = 5s});
     const auto& ops = s.ops();
     std::vector<State> state(ops.size(), State::Pending);
@@ -233,6 +248,7 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
                                                        return client_->ids_present(s.collection(), docs, error);
                                                      });
       if (v.looked_up) count("duplicate_lookups");
+      if (r.reply.removed > 0) count("deleted_records", static_cast<uint64_t>(r.reply.removed));
       if (!v.fatal.empty()) throw sdk::FatalError(v.fatal);
       for (size_t b = 0; b < batch.size(); ++b) {
         if (v.state[b] == State::Pending) continue;

@@ -325,4 +325,217 @@ TEST_F(MongoSink, LibmongocsOwnLogLinesGoThroughTheHostLogNotStderr) {
   EXPECT_TRUE(routed) << "no libmongoc line in the host log";
 }
 
+// ------------------------------------------------------------------ change events (docs/changes.md)
+
+// A change: op with the row (upsert, patch) or none (delete, truncate), its key as key_json and
+// as the record key (as Debezium keys its records).
+TestRecord change(int64_t offset, pmq_change_op op, std::optional<std::string> key_json,
+                  std::optional<std::string> row = std::nullopt) {
+  return TestRecord{.offset = offset, .payload = std::move(row), .key = key_json, .op = op, .key_json = key_json};
+}
+
+class MongoChanges : public MongoSink {
+ protected:
+  void SetUp() override {
+    MongoSink::SetUp();
+    host_->subscriptions(R"([{"topics": ["inv"], "pattern": null, "changes": "debezium"}])");
+  }
+  // The settings that apply change events; the documents as the source's rows (no metadata).
+  void open_changes(json extra = json::object()) {
+    json config = {{"write_strategy", "replace"}, {"id_strategy", "key"}, {"include_metadata", false}};
+    for (const auto& [k, v] : extra.items()) config[k] = v;
+    open(config);
+  }
+  void write_ok(const std::vector<TestRecord>& records, const std::string& topic = "inv") {
+    auto o = host_->write(TestBatch(topic, 0, records));
+    ASSERT_TRUE(o.ok()) << o.status << " " << o.error << (o.rejected.empty() ? "" : " " + o.rejected[0].reason);
+  }
+};
+
+TEST_F(MongoChanges, UpsertsReplaceTheDocumentOfTheKeyWhoseIdIsTheKeysValue) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":7})", R"({"id": 7, "name": "ada", "email": "a@x", "n": 1})"),
+            change(1, PMQ_OP_UPSERT, R"({"id":8})", R"({"id": 8, "name": "bob", "email": null, "n": 2})")});
+  // An update of 7 that no longer carries `email`: the document is the row, replaced.
+  write_ok({change(2, PMQ_OP_UPSERT, R"({"id":7})", R"({"id": 7, "name": "ada l.", "n": 3})")});
+  EXPECT_EQ(docs("inv"),
+            (std::vector<json>{json::parse(R"({"_id": 7, "id": 7, "name": "ada l.", "n": 3})"),
+                               json::parse(R"({"_id": 8, "id": 8, "name": "bob", "email": null, "n": 2})")}));
+  EXPECT_EQ(server_->count(db_, "inv", R"({"_id": {"$numberInt": "7"}})"), 1) << "_id is an Int32, as the key's 7";
+  EXPECT_EQ(server_->count(db_, "inv", R"({"_id": "7"})"), 0);
+}
+
+TEST_F(MongoChanges, ACompositeKeyIsAnEmbeddedDocumentIdAndAStringKeyAString) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"order_id":1,"line":2})", R"({"order_id": 1, "line": 2, "qty": 5})"),
+            change(1, PMQ_OP_UPSERT, R"({"order_id":1,"line":3})", R"({"order_id": 1, "line": 3, "qty": 6})"),
+            change(2, PMQ_OP_DELETE, R"({"order_id":1,"line":3})")});
+  EXPECT_EQ(
+      docs("inv"),
+      std::vector<json>{json::parse(R"({"_id": {"order_id": 1, "line": 2}, "order_id": 1, "line": 2, "qty": 5})")});
+  write_ok({change(3, PMQ_OP_UPSERT, R"({"sku":"A-1"})", R"({"sku": "A-1", "q": 1})")}, "inv_sku");
+  EXPECT_EQ(docs("inv_sku"), std::vector<json>{json::parse(R"({"_id": "A-1", "sku": "A-1", "q": 1})")});
+}
+
+TEST_F(MongoChanges, DeletesRemoveTheDocumentOfTheKeyAndAMissingKeyIsANoOp) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1})"),
+            change(1, PMQ_OP_UPSERT, R"({"id":2})", R"({"id": 2})")});
+  write_ok({change(2, PMQ_OP_DELETE, R"({"id":1})"), change(3, PMQ_OP_DELETE, R"({"id":99})")});
+  EXPECT_EQ(ids(docs("inv")), std::vector<std::string>{"2"});
+  EXPECT_EQ(host_->counter("deleted_records"), 1u) << "the missing key deleted nothing";
+  write_ok({change(2, PMQ_OP_DELETE, R"({"id":1})")});  // a replay of the delete
+  EXPECT_EQ(ids(docs("inv")), std::vector<std::string>{"2"});
+}
+
+TEST_F(MongoChanges, SeveralChangesToOneKeyInOneBatchApplyInOrder) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": "a"})"), change(1, PMQ_OP_DELETE, R"({"id":1})"),
+            change(2, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": "b"})"),
+            change(3, PMQ_OP_UPSERT, R"({"id":2})", R"({"id": 2, "v": "x"})"),
+            change(4, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": "c"})"), change(5, PMQ_OP_DELETE, R"({"id":2})"),
+            change(6, PMQ_OP_PATCH, R"({"id":1})", R"({"w": 1})")});
+  EXPECT_EQ(docs("inv"), std::vector<json>{json::parse(R"({"_id": 1, "id": 1, "v": "c", "w": 1})")});
+  // The same batch again (a replay from the committed offset) ends the same.
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": "a"})"), change(1, PMQ_OP_DELETE, R"({"id":1})"),
+            change(2, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": "b"})"),
+            change(3, PMQ_OP_UPSERT, R"({"id":2})", R"({"id": 2, "v": "x"})"),
+            change(4, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": "c"})"), change(5, PMQ_OP_DELETE, R"({"id":2})"),
+            change(6, PMQ_OP_PATCH, R"({"id":1})", R"({"w": 1})")});
+  EXPECT_EQ(docs("inv"), std::vector<json>{json::parse(R"({"_id": 1, "id": 1, "v": "c", "w": 1})")});
+}
+
+TEST_F(MongoChanges, ChangesAcrossBatchesGatheredInOneBulkWriteKeepTheirOrder) {
+  open_changes({{"commit_interval", "500ms"}});
+  std::vector<std::shared_ptr<kt::Write>> writes;
+  for (int i = 0; i < 20; ++i) {
+    const std::string v = std::to_string(i);
+    writes.push_back(host_->start_write(
+        TestBatch("inv", 0,
+                  {change(2 * i, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": )" + v + "}"),
+                   change(2 * i + 1, i % 2 ? PMQ_OP_UPSERT : PMQ_OP_DELETE, R"({"id":2})",
+                          i % 2 ? std::optional<std::string>(R"({"id": 2, "v": )" + v + "}") : std::nullopt)})));
+  }
+  for (auto& w : writes) {
+    auto o = w->wait(30s);
+    ASSERT_TRUE(o.ok()) << o.error;
+  }
+  EXPECT_EQ(docs("inv"), (std::vector<json>{json::parse(R"({"_id": 1, "id": 1, "v": 19})"),
+                                            json::parse(R"({"_id": 2, "id": 2, "v": 19})")}));
+}
+
+TEST_F(MongoChanges, ATombstoneTurnedIntoADeleteRemovesTheDocument) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":5})", R"({"id": 5, "v": 1})"),
+            change(1, PMQ_OP_UPSERT, R"({"id":6})", R"({"id": 6, "v": 1})")});
+  // Debezium's delete, then its tombstone (null value): both arrive as deletes of the key; the
+  // second deletes what is gone.
+  write_ok(
+      {TestRecord{
+           .offset = 2, .payload = std::nullopt, .key = R"({"id":5})", .op = PMQ_OP_DELETE, .key_json = R"({"id":5})"},
+       TestRecord{.offset = 3,
+                  .payload = std::nullopt,
+                  .key = R"({"id":5})",
+                  .op = PMQ_OP_DELETE,
+                  .key_json = R"({"id":5})"}});
+  EXPECT_EQ(docs("inv"), std::vector<json>{json::parse(R"({"_id": 6, "id": 6, "v": 1})")})
+      << "5 is gone, and no document was written for the tombstone";
+}
+
+TEST_F(MongoChanges, ATruncateEmptiesTheCollectionBetweenTheBatchsEarlierAndLaterChanges) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1})"),
+            change(1, PMQ_OP_UPSERT, R"({"id":2})", R"({"id": 2})")});
+  write_ok({change(2, PMQ_OP_UPSERT, R"({"id":3})", R"({"id": 3})"), change(3, PMQ_OP_TRUNCATE, std::nullopt),
+            change(4, PMQ_OP_UPSERT, R"({"id":4})", R"({"id": 4})")});
+  EXPECT_EQ(ids(docs("inv")), std::vector<std::string>{"4"});
+  write_ok({change(5, PMQ_OP_UPSERT, R"({"id":5})", R"({"id": 5})")}, "other");
+  write_ok({change(6, PMQ_OP_TRUNCATE, std::nullopt)});  // a truncate that ends its batch
+  EXPECT_EQ(server_->count(db_, "inv"), 0);
+  EXPECT_EQ(server_->count(db_, "other"), 1) << "only the record's own collection";
+}
+
+TEST_F(MongoChanges, APatchSetsTheFieldsItNamesAndKeepsTheOthers) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "title": "a", "body": "long text", "n": 1})")});
+  // Debezium could not read `body` (an unchanged TOAST value): the patch names the rest.
+  write_ok({change(1, PMQ_OP_PATCH, R"({"id":1})", R"({"id": 1, "title": "b", "n": 2})")});
+  EXPECT_EQ(docs("inv"),
+            std::vector<json>{json::parse(R"({"_id": 1, "id": 1, "title": "b", "body": "long text", "n": 2})")});
+}
+
+TEST_F(MongoChanges, APatchOfAMissingKeyInsertsWhatItNamesWithTheKey) {
+  open_changes();
+  write_ok({change(0, PMQ_OP_PATCH, R"({"order_id":3,"line":1})", R"({"title": "t"})"),
+            change(1, PMQ_OP_PATCH, R"({"id":9})", R"({"id": 9, "title": "u"})")});
+  EXPECT_EQ(docs("inv"), (std::vector<json>{
+                             json::parse(R"({"_id": 9, "id": 9, "title": "u"})"),
+                             json::parse(R"({"_id": {"order_id": 3, "line": 1}, "order_id": 3, "line": 1,
+                                             "title": "t"})"),
+                         }));
+}
+
+TEST_F(MongoChanges, MetadataFieldsDescribeTheLastChangeOfTheDocument) {
+  open_changes({{"include_metadata", true}});
+  write_ok({change(0, PMQ_OP_UPSERT, R"({"id":1})", R"({"id": 1, "v": 1})")});
+  write_ok({change(1, PMQ_OP_PATCH, R"({"id":1})", R"({"v": 2})")});
+  const auto d = docs("inv");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0]["_id"], 1);
+  EXPECT_EQ(d[0]["v"], 2);
+  EXPECT_EQ(d[0]["pico_offset"], 1) << d[0].dump();
+  EXPECT_EQ(d[0]["pico_topic"], "inv");
+}
+
+TEST_F(MongoChanges, AChangeWithoutAKeyIsARejection) {
+  open_changes();
+  auto o = host_->write(
+      TestBatch("inv", 0,
+                {change(0, PMQ_OP_UPSERT, std::nullopt, R"({"id": 1})"),
+                 change(1, PMQ_OP_UPSERT, R"({"id":2})", R"({"id": 2})"), change(2, PMQ_OP_DELETE, "{}")}));
+  ASSERT_EQ(o.status, PMQ_WRITE_REJECTED) << o.error;
+  ASSERT_EQ(o.rejected.size(), 2u);
+  EXPECT_NE(o.rejected[0].reason.find("no key"), std::string::npos) << o.rejected[0].reason;
+  EXPECT_NE(o.rejected[1].reason.find("names no field"), std::string::npos) << o.rejected[1].reason;
+  EXPECT_EQ(ids(docs("inv")), std::vector<std::string>{"2"});
+}
+
+TEST_F(MongoChanges, SettingsThatCannotApplyChangesAreRefusedNamingTheOption) {
+  auto problem = [&](const json& extra, const std::string& option) -> std::string {
+    json config = {{"connection_uri", "mongodb://h"}, {"database", "d"}};
+    for (const auto& [k, v] : extra.items()) config[k] = v;
+    for (const auto& p : host_->check(config.dump()))
+      if (p.rfind(option + ":", 0) == 0) return p;
+    return "";
+  };
+  const json ok = {{"write_strategy", "replace"}, {"id_strategy", "key"}};
+  EXPECT_TRUE(host_
+                  ->check(json{
+                      {"connection_uri", "mongodb://h"},
+                      {"database", "d"},
+                      {"write_strategy", "replace"},
+                      {"id_strategy",
+                       "key"}}.dump())
+                  .empty());
+  EXPECT_NE(problem({{"id_strategy", "key"}}, "write_strategy").find("write_strategy = \"replace\""), std::string::npos)
+      << "the default insert";
+  EXPECT_NE(problem({{"id_strategy", "key"}, {"write_strategy", "update"}}, "write_strategy"), "");
+  EXPECT_NE(problem({{"write_strategy", "replace"}}, "id_strategy").find("id_strategy = \"key\""), std::string::npos)
+      << "the default record_id ignores the key";
+  EXPECT_NE(problem({{"write_strategy", "replace"}, {"id_strategy", "generated"}}, "id_strategy"), "");
+  EXPECT_NE(problem({{"write_strategy", "replace"}, {"id_strategy", "field"}, {"id_field", "id"}}, "id_strategy"), "");
+  json bk = ok;
+  bk["business_key"] = {"sku"};
+  EXPECT_NE(problem(bk, "business_key"), "");
+  json pf = ok;
+  pf["payload_field"] = "row";
+  EXPECT_NE(problem(pf, "payload_field"), "");
+  EXPECT_THROW(host_->open(json{{"connection_uri", server_->uri()}, {"database", db_}}.dump()), std::runtime_error)
+      << "open() refuses them too";
+  // Without changes the same settings are fine.
+  auto plain = kt::FakeHost::load(MONGODB_SINK_PLUGIN);
+  plain->subscriptions(R"([{"topics": ["inv"], "pattern": null, "changes": "none"}])");
+  EXPECT_TRUE(plain->check(R"({"connection_uri": "mongodb://h", "database": "d"})").empty());
+}
+
 }  // namespace
