@@ -135,7 +135,9 @@ std::string bind_columns(const std::vector<Column>& columns, const ArrowInput& i
     switch (c.source) {
       case Source::Topic: b.from = Binding::From::Topic; break;
       case Source::Partition: b.from = Binding::From::Partition; break;
-      case Source::Offset: b.from = Binding::From::Offset; break;
+      case Source::Offset:
+      case Source::Version: b.from = Binding::From::Offset; break;
+      case Source::Deleted: name = {}; break;  // no such Arrow column: the default, 0 (records, not changes)
       case Source::Timestamp: name = kit::kTimestampField; break;
       case Source::Key: name = kit::kKeyField; break;
       case Source::Headers: name = kit::kHeadersField; break;

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "clickhouse/arrow_encoder.h"
+#include "clickhouse/changes.h"
 #include "clickhouse/client.h"
 #include "clickhouse/config.h"
 #include "clickhouse/errors.h"
@@ -82,6 +84,7 @@ struct TopicTable {
   std::string insert_sql;
   bool native = false;      // format Native, and the columns allow it
   uint32_t generation = 0;  // bumped when the table is looked up again: older segments stay apart
+  bool changes = false;     // a table of change events (pico_version, pico_deleted; clickhouse/changes.h)
   std::set<std::string, std::less<>> table_columns;  // every column DESCRIBE showed (written or not)
 };
 
@@ -309,6 +312,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // "columns"): the runtime's parse laid out in columns already; else batches (open()).
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches, sdk::DataPlane::Arrow};
   static constexpr uint32_t max_in_flight = 3 * kStreamedSegmentBatches;
+  // Change events (docs/changes.md): rows versioned by offset in a ReplacingMergeTree by key.
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<ch::Settings>& options = ch::option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { ch::plan(config, problems); }
 
@@ -319,7 +325,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     plan_ = std::make_unique<ch::Plan>(std::move(*plan));
     const ch::Settings& s = plan_->settings;
     if (!s.include_metadata) declare_unread_fields(PMQ_FIELD_HEADERS);
-    arrow_plane_ = s.format == ch::InsertFormat::Native && s.payload_mode == ch::PayloadMode::Columns;
+    // Change events come as records (their operations and keys); the inserts may still be Native.
+    arrow_plane_ =
+        s.format == ch::InsertFormat::Native && s.payload_mode == ch::PayloadMode::Columns && !plan_->changes;
     declare_plane(arrow_plane_ ? sdk::DataPlane::Arrow : sdk::DataPlane::Batches);
 
     kit::AuthSettings auth;
@@ -362,6 +370,13 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       write.done();
       return write;
     }
+    const bool changes = pmq_batch_has_changes(&raw);
+    ChangeBatch change_batch;
+    if (changes && !prepare_changes(raw, change_batch)) {
+      write.done();  // nothing left to write: deletes and truncates of a table that does not exist
+      return write;
+    }
+    const pmq_batch& input = changes ? change_batch.batch : raw;
     // A table's setup (DESCRIBE, CREATE, ALTER) and the encoding take time: the insert this batch
     // joins must not commit as idle meanwhile.
     const auto preparing = accumulator_->preparing();
@@ -369,10 +384,14 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     InsertTarget target;
     {
       std::lock_guard lock(mutex_);
-      auto infer = [&] { return ch::infer_columns(raw, version_); };
-      TopicTable& t = table_for(raw.topic, infer);
+      auto infer = [&] {
+        ch::Inferred inferred = ch::infer_columns(input, version_);
+        if (changes) inferred.key = ch::infer_key_columns(input);
+        return inferred;
+      };
+      TopicTable& t = *table_for(raw.topic, infer, changes);
       if (plan_->settings.auto_add_columns) add_new_columns(t, infer);
-      encoded = t.encoder->encode(raw);
+      encoded = t.encoder->encode(input);
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       target = insert_target(t);
     }
@@ -405,7 +424,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     {
       std::lock_guard lock(mutex_);
       auto infer = [&] { return ch::infer_arrow_columns(in, version_); };
-      TopicTable& t = table_for(batch.raw().topic, infer);
+      TopicTable& t = *table_for(batch.raw().topic, infer, false);
       if (plan_->settings.auto_add_columns) add_new_columns(t, infer);
       encoded = t.arrow->encode(in);
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
@@ -638,6 +657,106 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                   " ms)");
   }
 
+  // ------------------------------------------------------------------ change events
+
+  // A batch of change events made ready for the encoder (docs/sinks/clickhouse.md, "Change
+  // events"): the changes before its last truncate left out (the table was truncated), its
+  // patches merged with their keys' rows, so that every record the encoder writes is an upsert
+  // or a delete.
+  struct ChangeBatch {
+    pmq_batch batch{};
+    std::vector<pmq_record> records;
+    std::deque<std::string> rows;  // the merged patches' rows
+  };
+
+  // Truncates and merges what `raw` asks; false when nothing is left to write (no upsert or patch
+  // after the last truncate, and the table does not exist: nothing to delete either).
+  bool prepare_changes(const pmq_batch& raw, ChangeBatch& out) {
+    size_t last_truncate = SIZE_MAX;
+    bool patches = false, rows = false;
+    for (size_t i = 0; i < raw.record_count; ++i)
+      if (pmq_record_op(&raw, pmq_batch_record(&raw, i)) == PMQ_OP_TRUNCATE) last_truncate = i;
+    const size_t first = last_truncate == SIZE_MAX ? 0 : last_truncate + 1;
+    for (size_t i = first; i < raw.record_count; ++i) {
+      const int32_t op = pmq_record_op(&raw, pmq_batch_record(&raw, i));
+      patches = patches || op == PMQ_OP_PATCH;
+      rows = rows || op == PMQ_OP_PATCH || op == PMQ_OP_UPSERT;
+    }
+    // The table's earlier changes are in it before it is truncated or read back.
+    if (last_truncate != SIZE_MAX || patches) accumulator_->flush("change events");
+    out.batch = raw;
+    out.batch.record_size = sizeof(pmq_record);
+    out.records.reserve(raw.record_count);
+    for (size_t i = 0; i < raw.record_count; ++i) {
+      out.records.push_back(*pmq_batch_record(&raw, i));
+      if (i < first) out.records.back().op = PMQ_OP_TRUNCATE;  // gone with the table's rows: not written
+    }
+    out.batch.records = out.records.data();
+    std::lock_guard lock(mutex_);
+    TopicTable* table = table_for(raw.topic, nullptr, true, false);
+    if (last_truncate != SIZE_MAX && table) {
+      run("TRUNCATE TABLE " + qualified(*table), "truncating table " + table->display);
+      log(sdk::LogLevel::Info, "table " + table->display + " truncated (a truncate event at offset " +
+                                   std::to_string(pmq_batch_record(&raw, last_truncate)->offset) + ")");
+      count("truncates");
+    }
+    if (patches) merge_patches(table, first, out);
+    return rows || table != nullptr;
+  }
+
+  // Each patch of `out` (from record `first` on) made an upsert of its key's row with the
+  // patch's columns set: the row as the table has it (its latest version, unless deleted), or as
+  // an earlier change of this batch left it; a key without a row gets only what the patch names.
+  // mutex_ held; `table` null: it does not exist yet.
+  void merge_patches(TopicTable* table, size_t first, ChangeBatch& out) {
+    auto bytes = [](const pmq_bytes& b) { return std::string_view(reinterpret_cast<const char*>(b.data), b.size); };
+    std::vector<std::string> key_fields;
+    std::vector<std::string_view> patch_keys;
+    for (size_t i = first; i < out.records.size(); ++i) {
+      const pmq_record& r = out.records[i];
+      if (r.op != PMQ_OP_PATCH || !r.key_json.data) continue;
+      patch_keys.push_back(bytes(r.key_json));
+      if (key_fields.empty()) key_fields = ch::key_field_names(bytes(r.key_json));
+    }
+    std::map<std::string, std::string> current;
+    if (table && !patch_keys.empty()) {
+      std::vector<std::string> columns;
+      for (const ch::Column& c : *table->columns)
+        if (c.source == ch::Source::Field) columns.push_back(c.name);
+      const std::string sql = ch::current_rows_sql(qualified(*table), key_fields, columns, patch_keys);
+      if (!sql.empty()) {
+        ch::QueryResult r = client_->query(sql, std::nullopt, "&output_format_json_quote_64bit_integers=0");
+        if (r.outcome.outcome != kit::Outcome::Written)
+          throw sdk::RetryableError("reading the rows of table " + table->display +
+                                    " that patches change: " + r.outcome.reason);
+        auto rows = ch::latest_rows(r.body, key_fields);
+        if (!rows) throw sdk::FatalError("table " + table->display + ": " + rows.error());
+        current = std::move(rows).value();
+        count("patch_lookups");
+      }
+    }
+    // Each key's row as the batch has left it so far (nullopt: deleted).
+    std::map<std::string, std::optional<std::string>> batch_rows;
+    for (size_t i = first; i < out.records.size(); ++i) {
+      pmq_record& r = out.records[i];
+      if (!r.key_json.data) continue;
+      const auto key = ch::key_text(bytes(r.key_json), key_fields);
+      if (!key) continue;
+      if (r.op == PMQ_OP_UPSERT) batch_rows[*key] = std::string(bytes(r.payload));
+      if (r.op == PMQ_OP_DELETE) batch_rows[*key] = std::nullopt;
+      if (r.op != PMQ_OP_PATCH) continue;
+      std::optional<std::string> base;
+      if (auto it = batch_rows.find(*key); it != batch_rows.end()) base = it->second;
+      else if (auto c = current.find(*key); c != current.end()) base = c->second;
+      std::string row(bytes(r.payload));
+      if (base) row = ch::merge_rows(*base, row).value_or(row);
+      batch_rows[*key] = row;
+      const std::string& kept = out.rows.emplace_back(std::move(row));
+      r.payload = {reinterpret_cast<const uint8_t*>(kept.data()), kept.size()};
+      r.op = PMQ_OP_UPSERT;
+    }
+  }
+
   // ------------------------------------------------------------------ tables
 
   // Runs a query for the table setup; throws its outcome.
@@ -664,8 +783,10 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // after the server's version is known).
   using Infer = std::function<ch::Inferred()>;
 
-  // The topic's table, looked up (or created) on its first batch. mutex_ held.
-  TopicTable& table_for(const char* topic, const Infer& infer) {
+  // The topic's table, looked up (or created) on its first batch. mutex_ held. `changes`: the
+  // batch's records are change events (a table created for them is one of changes). `create`
+  // off: nullptr when the table does not exist.
+  TopicTable* table_for(const char* topic, const Infer& infer, bool changes, bool create = true) {
     auto it = tables_.find(topic);
     if (it == tables_.end()) {
       auto resolved = plan_->target_table.resolve(topic);
@@ -679,8 +800,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       it = tables_.emplace(topic, std::move(t)).first;
     }
     TopicTable& t = it->second;
-    if (!t.ready) prepare_table(t, infer);
-    return t;
+    if (!t.ready && !prepare_table(t, infer, changes, create)) return nullptr;
+    return &t;
   }
 
   std::string qualified(const TopicTable& t) const {
@@ -698,10 +819,12 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     async_insert_setting_ = v.at_least(21, 11);
   }
 
-  void prepare_table(TopicTable& t, const Infer& infer) {
+  // false: the table does not exist and `create` is off.
+  bool prepare_table(TopicTable& t, const Infer& infer, bool changes, bool create = true) {
     ensure_version();
     const ch::Settings& s = plan_->settings;
     auto described = describe(t);
+    if (!described && !create) return false;
     if (!described) {
       if (!s.auto_create_table)
         throw sdk::FatalError("table " + t.display +
@@ -720,7 +843,19 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                 "make columns of in the first batch (no JSON objects with fields); declare `columns`");
         payload = std::move(inferred.columns);
       }
-      const std::string sql = ch::create_table_sql(qualified(t), payload, s.include_metadata);
+      std::string sql;
+      if (changes) {
+        std::vector<ch::Column> key = infer().key;
+        if (key.empty())
+          throw sdk::FatalError("topic '" + t.topic + "': its change events have no keys to order table " + t.display +
+                                " by");
+        for (ch::Column& k : key)  // a declared column's type, without Nullable (a sorting key)
+          for (const ch::Column& d : plan_->declared)
+            if (d.name == k.name) k.type = d.type.nullable() ? *d.type.inner : d.type;
+        sql = ch::create_change_table_sql(qualified(t), key, payload, s.include_metadata, version_);
+      } else {
+        sql = ch::create_table_sql(qualified(t), payload, s.include_metadata);
+      }
       run(sql, "creating table " + t.display);
       log(sdk::LogLevel::Info, "created table " + t.display + ": " + sql);
       described = describe(t);
@@ -731,6 +866,18 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     auto layout = ch::layout_from_table(*described, s.payload_mode == ch::PayloadMode::String, plan_->declared);
     for (const auto& note : layout.notes) log(sdk::LogLevel::Warn, "table " + t.display + ": " + note);
     if (!layout.error.empty()) throw sdk::FatalError("table " + t.display + ": " + layout.error);
+    if (changes) {
+      auto has = [&](ch::Source source) {
+        return std::any_of(layout.columns.begin(), layout.columns.end(),
+                           [&](const ch::Column& c) { return c.source == source; });
+      };
+      if (!has(ch::Source::Version) || !has(ch::Source::Deleted))
+        throw sdk::FatalError("table " + t.display +
+                              " takes change events only with the columns pico_version UInt64 and pico_deleted UInt8 "
+                              "(a ReplacingMergeTree(pico_version) by the key: docs/sinks/clickhouse.md, \"Change "
+                              "events\"); add them, or let the sink create the table");
+    }
+    t.changes = changes;
     t.native = s.format == ch::InsertFormat::Native;
     if (const std::string why = ch::native_unsupported(layout.columns); t.native && !why.empty()) {
       log(sdk::LogLevel::Info, "table " + t.display + ": inserts in RowBinary, not Native: " + why);
@@ -742,6 +889,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     if (arrow_plane_) t.arrow = std::make_shared<ch::ArrowEncoder>(std::move(layout.columns), t.native);
     else t.encoder = std::make_shared<ch::RowBinaryEncoder>(std::move(layout.columns));
     t.ready = true;
+    return true;
   }
 
   // auto_add_columns: fields of this batch that are no column of the table yet become Nullable
@@ -775,7 +923,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     }
     t.ready = false;
     ++t.generation;
-    prepare_table(t, infer);
+    prepare_table(t, infer, t.changes);
   }
 
   // The table's columns, or nullopt when it does not exist.

@@ -38,9 +38,10 @@ QueryResult Client::classify(kit::HttpResponse response) {
   return r;
 }
 
-QueryResult Client::query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout) {
+QueryResult Client::query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout,
+                          const std::string& extra_params) {
   kit::HttpRequest request{
-      .method = "POST", .url = base_url_ + "/?database=" + kit::percent_encode(database_), .body = sql};
+      .method = "POST", .url = base_url_ + "/?database=" + kit::percent_encode(database_) + extra_params, .body = sql};
   request.headers.set("Content-Type", "text/plain; charset=utf-8");
   request.timeout = timeout;
   return classify(http_.send(std::move(request)));

@@ -42,7 +42,8 @@ class Client {
   Client(kit::HttpClientOptions options, std::string base_url, std::string database);
 
   // A query sent as the request body; the answer is the body of a 2xx.
-  QueryResult query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  QueryResult query(const std::string& sql, std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                    const std::string& extra_params = "");
   // INSERT with `body` as its data; resends transient failures until `deadline`. `extra_params`:
   // "&name=value..." settings for the URL.
   QueryResult insert(const std::string& insert_sql, std::string_view body, Clock::time_point deadline,

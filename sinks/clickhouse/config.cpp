@@ -3,6 +3,7 @@
 #include "picomq/kit/declared_columns.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_values.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::clickhouse {
 namespace {
@@ -131,8 +132,13 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.columns && s.auto_add_columns)
     problems.add("auto_add_columns",
                  "is for columns read from the table or inferred; it cannot be combined with declared columns");
+  const auto blocks = kit::subscriptions(config);
+  const bool changes = blocks && kit::has_changes(*blocks);
+  if (changes && s.payload_mode != PayloadMode::Columns)
+    problems.add("payload_mode",
+                 "change events (a block's `changes`) are rows of their fields: payload_mode 'columns'");
   if (!problems.empty() || !target) return std::nullopt;
-  Plan p{std::move(s), {}, std::move(target).value(), {}};
+  Plan p{std::move(s), {}, std::move(target).value(), {}, changes};
   p.base_url = p.settings.url;
   p.base_url = kit::base_url(std::move(p.base_url));
   if (p.settings.columns) p.declared = parse_declared_columns(p.settings.columns->text).value();

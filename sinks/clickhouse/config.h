@@ -53,6 +53,7 @@ struct Plan {
   std::string base_url;  // url without a trailing '/'
   kit::NameTemplate target_table;
   std::vector<Column> declared;  // payload_mode columns: the declared columns (empty: from the table / inferred)
+  bool changes = false;          // a [[topics]] block hands the sink change events (docs/changes.md)
 };
 
 // The plan, or nullopt with every problem added to `problems` under its option's key.

@@ -406,6 +406,8 @@ Source metadata_source(std::string_view name) {
   if (name == kit::kTimestampField) return Source::Timestamp;
   if (name == kit::kKeyField) return Source::Key;
   if (name == kit::kHeadersField) return Source::Headers;
+  if (name == kVersionColumn) return Source::Version;
+  if (name == kDeletedColumn) return Source::Deleted;
   return Source::Field;
 }
 
@@ -430,6 +432,13 @@ std::string check_column(const Column& c) {
     case Source::Timestamp:
       if (t.kind != Kind::Int64 && t.kind != Kind::UInt64 && t.kind != Kind::DateTime && t.kind != Kind::DateTime64)
         return bad("it takes Int64 / UInt64 (epoch ms), DateTime or DateTime64");
+      return {};
+    case Source::Version:
+      if (t.kind != Kind::UInt64 && t.kind != Kind::Int64) return bad("it takes UInt64 (the record's offset)");
+      return {};
+    case Source::Deleted:
+      if (t.kind != Kind::UInt8 && t.kind != Kind::Bool && t.kind != Kind::Int8)
+        return bad("it takes UInt8 (1 for a delete)");
       return {};
   }
   return {};
@@ -465,8 +474,13 @@ void append_metadata(const Column& c, const pmq_batch& batch, const pmq_record& 
       if (!put_int64(out, t->kind, batch.partition)) append_default(*t, out);
       return;
     case Source::Offset:
+    case Source::Version:
       open();
       if (!put_int64(out, t->kind, r.offset)) append_default(*t, out);
+      return;
+    case Source::Deleted:
+      open();
+      out += pmq_record_op(&batch, &r) == PMQ_OP_DELETE ? '\x01' : '\x00';
       return;
     case Source::Timestamp: {
       if (r.timestamp_ms < 0) return null_or_default();
@@ -530,10 +544,14 @@ Encoded RowBinaryEncoder::encode(const pmq_batch& batch) {
     const size_t start = out.size();
     std::string reason;
     simdjson::dom::object object;
-    const bool tombstone = r.payload.data == nullptr;
+    const int32_t op = pmq_record_op(&batch, &r);
+    if (op == PMQ_OP_TRUNCATE) continue;  // no row: the sink truncates the table
+    // A delete's row is its key's fields (and pico_deleted).
+    const pmq_bytes fields_from = op == PMQ_OP_DELETE ? pmq_record_key_json(&batch, &r) : r.payload;
+    const bool tombstone = fields_from.data == nullptr;
     if (fields && !tombstone) {
       simdjson::dom::element root;
-      if (parser_.parse(reinterpret_cast<const char*>(r.payload.data), r.payload.size).get(root) ||
+      if (parser_.parse(reinterpret_cast<const char*>(fields_from.data), fields_from.size).get(root) ||
           root.get_object().get(object)) {
         result.rejected.push_back({i, "payload is not a JSON object (payload_mode 'columns' writes its fields)"});
         continue;
@@ -544,6 +562,18 @@ Encoded RowBinaryEncoder::encode(const pmq_batch& batch) {
         if (it == by_field_.end()) continue;  // not a column: not written
         values_[it->second] = member.value;
         present_[it->second] = 1;
+      }
+      // An upsert's key fields that its row lacks (a key from the record key): from its key.
+      const pmq_bytes key = pmq_record_key_json(&batch, &r);
+      simdjson::dom::object key_object;
+      if (op == PMQ_OP_UPSERT && key.data &&
+          !key_parser_.parse(reinterpret_cast<const char*>(key.data), key.size).get_object().get(key_object)) {
+        for (auto member : key_object) {
+          auto it = by_field_.find(member.key);
+          if (it == by_field_.end() || present_[it->second]) continue;
+          values_[it->second] = member.value;
+          present_[it->second] = 1;
+        }
       }
     }
     for (size_t c = 0; c < columns_.size() && reason.empty(); ++c) {

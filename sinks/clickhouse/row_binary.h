@@ -21,6 +21,11 @@
 
 namespace picomq::clickhouse {
 
+// The columns of a table of change events (docs/changes.md): ReplacingMergeTree(pico_version)
+// keeps each key's row of the highest offset, and pico_deleted marks a deleted key.
+inline constexpr std::string_view kVersionColumn = "pico_version";
+inline constexpr std::string_view kDeletedColumn = "pico_deleted";
+
 // Where a column's value comes from.
 enum class Source {
   Field,      // the top-level field `field` of a JSON object payload
@@ -31,6 +36,8 @@ enum class Source {
   Timestamp,  // pico_timestamp: epoch ms (Int64/UInt64), seconds (DateTime), ticks (DateTime64)
   Key,        // pico_key: the key's bytes; no key is NULL
   Headers,    // pico_headers: JSON text (kit::append_headers_json)
+  Version,    // pico_version: the record's offset (UInt64): a change table's ReplacingMergeTree version
+  Deleted,    // pico_deleted: 1 for a delete change, else 0 (docs/changes.md)
 };
 
 struct Column {
@@ -72,6 +79,9 @@ class RowBinaryEncoder {
 
   // Every record as a row. Field columns need JSON object payloads: a record whose payload is
   // not an object is rejected (a tombstone writes NULL / the default in every field column).
+  // Change events (pmq_batch_has_changes): an upsert is its row; a delete is a row of its key's
+  // fields (key_json) with pico_deleted 1; a truncate writes no row (the sink applies it); a
+  // patch is written as an upsert of what it names (the sink merges it with the row first).
   // A field missing from the object, or null, writes NULL into a Nullable column and the type's
   // default (0, '', [], 1970-01-01) otherwise, as ClickHouse's own JSON input does
   // (input_format_null_as_default). Errors (the whole batch): a column whose type cannot take
@@ -86,6 +96,7 @@ class RowBinaryEncoder {
   std::vector<simdjson::dom::element> values_;
   std::vector<char> present_;
   simdjson::dom::parser parser_;
+  simdjson::dom::parser key_parser_;  // change events: an upsert's key, beside its row
   std::string scratch_;
 };
 

@@ -47,6 +47,7 @@ std::string insert_sql(const std::string& qualified, const std::vector<Column>& 
 
 struct Inferred {
   std::vector<Column> columns;  // Nullable, in first-appearance order
+  std::vector<Column> key;      // change events: the key columns (clickhouse/changes.h)
   std::vector<std::string> notes;
 };
 // The column of a type the kit's inference lattice gives (kit/inferred_type.hpp), Nullable:

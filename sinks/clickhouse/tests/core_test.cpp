@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "clickhouse/changes.h"
 #include "clickhouse/config.h"
 #include "clickhouse/errors.h"
 #include "clickhouse/row_binary.h"
@@ -362,4 +363,53 @@ TEST(ClickHouseConfig, ParsesDeclaredColumnsAndRefusesMistakes) {
             "column 'pico_offset' is a metadata column (include_metadata adds it)");
   EXPECT_EQ(ch::parse_declared_columns(R"j([{"name": "a", "type": "Int8"}, {"name": "a", "type": "Int8"}])j").error(),
             "column 'a' is declared twice");
+}
+
+TEST(ClickHouseChangeEvents, ATableOfChangesIsAReplacingMergeTreeByItsKeyVersionedByOffset) {
+  const std::vector<ch::Column> key{{"order_id", ch::make(ch::Kind::Int64), ch::Source::Field, "order_id"},
+                                    {"line", ch::make(ch::Kind::Int64), ch::Source::Field, "line"}};
+  const std::vector<ch::Column> payload{{"line", ch::nullable(ch::make(ch::Kind::Int64)), ch::Source::Field, "line"},
+                                        {"sku", ch::nullable(ch::make(ch::Kind::String)), ch::Source::Field, "sku"}};
+  const std::string old = ch::create_change_table_sql("`d`.`t`", key, payload, false, {18, 16});
+  EXPECT_EQ(old,
+            "CREATE TABLE IF NOT EXISTS `d`.`t` (`order_id` Int64, `line` Int64, `sku` Nullable(String), "
+            "`pico_version` UInt64, `pico_deleted` UInt8, `pico_topic` String, `pico_partition` Int32, `pico_offset` "
+            "Int64) ENGINE = ReplacingMergeTree(`pico_version`) ORDER BY (`order_id`, `line`)")
+      << "a key column is not Nullable, and not repeated from the payload";
+  EXPECT_NE(ch::create_change_table_sql("`d`.`t`", key, payload, true, {23, 2})
+                .find("ReplacingMergeTree(`pico_version`, `pico_deleted`)"),
+            std::string::npos)
+      << "from 23.2 the engine drops deleted keys itself";
+}
+
+TEST(ClickHouseChangeEvents, TheKeyColumnsAreTheFirstKeysFieldsTypedOverTheBatch) {
+  picomq::kit::testing::TestBatch batch(
+      "t", 0,
+      {{.offset = 0, .payload = "{}", .op = PMQ_OP_UPSERT, .key_json = R"({"id":1,"region":"eu"})"},
+       {.offset = 1, .payload = "{}", .op = PMQ_OP_UPSERT, .key_json = R"({"id":2.5,"region":"us"})"}});
+  const auto key = ch::infer_key_columns(batch.raw());
+  ASSERT_EQ(key.size(), 2u);
+  EXPECT_EQ(key[0].name, "id");
+  EXPECT_EQ(key[0].type.name(), "Float64");
+  EXPECT_EQ(key[1].type.name(), "String");
+}
+
+TEST(ClickHouseChangeEvents, ThePatchedKeysRowsAreReadBackAndTheLatestVersionWins) {
+  EXPECT_EQ(ch::current_rows_sql("`d`.`t`", {"id", "k"}, {"id", "k", "title"},
+                                 {R"({"id":1,"k":"a'b"})", R"({"id":2,"k":"c"})"}),
+            "SELECT `id`, `k`, `title`, `pico_version`, `pico_deleted` FROM `d`.`t` WHERE (`id`, `k`) IN ((1, "
+            "'a\\'b'), (2, 'c')) FORMAT JSONEachRow");
+  const auto rows = ch::latest_rows(R"({"id":1,"title":"old","pico_version":3,"pico_deleted":0}
+{"id":1,"title":"new","pico_version":"9","pico_deleted":0}
+{"id":2,"title":"x","pico_version":4,"pico_deleted":0}
+{"id":2,"title":null,"pico_version":5,"pico_deleted":1}
+)",
+                                    {"id"});
+  ASSERT_TRUE(rows) << rows.error();
+  EXPECT_EQ(rows.value(), (std::map<std::string, std::string>{{"1", R"({"id":1,"title":"new"})"}}))
+      << "the highest version, whether quoted or not; a key whose latest row is a delete has none";
+  EXPECT_EQ(ch::merge_rows(R"({"id":1,"title":"t","body":"long"})", R"({"id":1,"title":"u"})"),
+            R"({"body":"long","id":1,"title":"u"})")
+      << "the base's other fields, then the patch's";
+  EXPECT_EQ(ch::key_text(R"({"flag":true,"id":"x"})", {"id", "flag"}), std::string("\"x\"\x1f") + "1");
 }

@@ -341,4 +341,151 @@ TEST_F(ClickHouseSink, AutoAddColumnsIsRefusedWithDeclaredColumns) {
   EXPECT_NE(problems[0].find("cannot be combined with declared columns"), std::string::npos) << problems[0];
 }
 
+// ---------------------------------------------------------------- change events (docs/changes.md)
+
+constexpr const char* kChanges = R"([{"topics": ["shop.public.customers"], "pattern": null, "changes": "debezium"}])";
+
+TestRecord upsert(int64_t offset, const std::string& key, const std::string& row) {
+  return {.offset = offset, .payload = row, .op = PMQ_OP_UPSERT, .key_json = key};
+}
+TestRecord patch(int64_t offset, const std::string& key, const std::string& columns) {
+  return {.offset = offset, .payload = columns, .op = PMQ_OP_PATCH, .key_json = key};
+}
+TestRecord erase(int64_t offset, const std::string& key) {
+  return {.offset = offset, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = key};
+}
+TestRecord truncate(int64_t offset) { return {.offset = offset, .op = PMQ_OP_TRUNCATE}; }
+
+class ClickHouseChanges : public ClickHouseSink {
+ protected:
+  void open_changes(json config) {
+    host_->subscriptions(kChanges);
+    open(std::move(config));
+  }
+  TestBatch changes(int64_t, std::vector<TestRecord> records) {
+    return TestBatch("shop.public.customers", 0, std::move(records));
+  }
+  // What a reader of the replica sees: each key's latest row, deleted keys left out.
+  std::vector<std::vector<std::string>> current(const std::string& table, const std::string& columns) {
+    return rows("SELECT " + columns + " FROM (SELECT * FROM " + db_ + ".`" + table +
+                "` FINAL) WHERE pico_deleted = 0 ORDER BY " + columns);
+  }
+};
+
+TEST_F(ClickHouseChanges, UpsertsReplaceByKeyAndDeletesHideTheKeyInATableOrderedByIt) {
+  for (const std::string format : {"RowBinary", "Native"}) {
+    SCOPED_TRACE(format);
+    if (host_->is_open()) host_->close();
+    host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+    const std::string table = "customers_" + format;
+    open_changes({{"format", format}, {"target_table", table}, {"include_metadata", false}});
+    EXPECT_EQ(host_->delivery_plane(), PMQ_PLANE_BATCHES) << "change events come as records";
+    auto first = host_->write(changes(0, {upsert(0, R"({"id":1})", R"({"id":1,"name":"Ann","email":"a@x"})"),
+                                          upsert(1, R"({"id":2})", R"({"id":2,"name":"Bob","email":null})"),
+                                          upsert(2, R"({"id":3})", R"({"id":3,"name":"Cy","email":"c@x"})")}));
+    ASSERT_TRUE(first.ok()) << first.error;
+    EXPECT_EQ(
+        rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ + "' AND name = '" + table + "'"),
+        (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "id"}}));
+    EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + table + "'"),
+              (std::vector<std::vector<std::string>>{{"id", "Int64"},
+                                                     {"name", "Nullable(String)"},
+                                                     {"email", "Nullable(String)"},
+                                                     {"pico_version", "UInt64"},
+                                                     {"pico_deleted", "UInt8"},
+                                                     {"pico_topic", "String"},
+                                                     {"pico_partition", "Int32"},
+                                                     {"pico_offset", "Int64"}}));
+    // An update, a delete, the delete of a key never written, and three changes of one key.
+    auto second = host_->write(
+        changes(3, {upsert(3, R"({"id":1})", R"({"id":1,"name":"Anne","email":null})"), erase(4, R"({"id":2})"),
+                    erase(5, R"({"id":99})"), upsert(6, R"({"id":3})", R"({"id":3,"name":"C1","email":"c@x"})"),
+                    erase(7, R"({"id":3})"), upsert(8, R"({"id":3})", R"({"id":3,"name":"C3","email":"c3@x"})")}));
+    ASSERT_TRUE(second.ok()) << second.error;
+    EXPECT_TRUE(second.rejected.empty());
+    const std::vector<std::vector<std::string>> want{{"1", "Anne", "\\N"}, {"3", "C3", "c3@x"}};
+    EXPECT_EQ(current(table, "id, name, email"), want);
+    // A replay of both batches (a restart from an older committed offset) changes nothing: each
+    // key keeps the row of its highest offset.
+    ASSERT_TRUE(host_
+                    ->write(changes(0, {upsert(0, R"({"id":1})", R"({"id":1,"name":"Ann","email":"a@x"})"),
+                                        upsert(1, R"({"id":2})", R"({"id":2,"name":"Bob","email":null})")}))
+                    .ok());
+    EXPECT_EQ(current(table, "id, name, email"), want);
+    server_->query("OPTIMIZE TABLE " + db_ + ".`" + table + "` FINAL");
+    EXPECT_EQ(current(table, "id, name, email"), want) << "after the merge too";
+  }
+}
+
+TEST_F(ClickHouseChanges, ACompositeKeyFromTheRecordKeyFillsWhatTheRowLacks) {
+  open_changes({{"target_table", "lines"}, {"include_metadata", false}});
+  ASSERT_TRUE(host_
+                  ->write(changes(0, {upsert(0, R"({"order_id":1,"line":1})", R"({"sku":"A","qty":2})"),
+                                      upsert(1, R"({"order_id":1,"line":2})", R"({"sku":"B","qty":1})"),
+                                      upsert(2, R"({"order_id":2,"line":1})", R"({"sku":"C","qty":5})")}))
+                  .ok());
+  ASSERT_TRUE(host_
+                  ->write(changes(3, {erase(3, R"({"order_id":1,"line":2})"),
+                                      upsert(4, R"({"order_id":2,"line":1})", R"({"sku":"C","qty":6})")}))
+                  .ok());
+  EXPECT_EQ(one("SELECT sorting_key FROM system.tables WHERE database = '" + db_ + "' AND name = 'lines'"),
+            "order_id, line");
+  EXPECT_EQ(current("lines", "order_id, line, sku, qty"),
+            (std::vector<std::vector<std::string>>{{"1", "1", "A", "2"}, {"2", "1", "C", "6"}}));
+}
+
+TEST_F(ClickHouseChanges, ATruncateEmptiesTheTableAndTheChangesAfterItStay) {
+  open_changes({{"target_table", "trunc"}, {"include_metadata", false}, {"commit_interval", "1m"}});
+  // The first batch waits in its insert (commit_interval 1m) when the truncate comes: it is
+  // written first, then the table truncated.
+  auto pending = host_->start_write(changes(
+      0, {upsert(0, R"({"id":1})", R"({"id":1,"name":"a"})"), upsert(1, R"({"id":2})", R"({"id":2,"name":"b"})")}));
+  auto after = host_->start_write(changes(2, {upsert(2, R"({"id":3})", R"({"id":3,"name":"c"})"), truncate(3),
+                                              upsert(4, R"({"id":4})", R"({"id":4,"name":"d"})")}));
+  host_->flush();
+  ASSERT_TRUE(pending->wait().ok());
+  const auto outcome = after->wait();
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  EXPECT_EQ(current("trunc", "id, name"), (std::vector<std::vector<std::string>>{{"4", "d"}}));
+  EXPECT_EQ(host_->counter("truncates"), 1u);
+  // A truncate of a table that does not exist yet creates nothing.
+  auto quiet = host_->write(TestBatch("shop.public.never", 0, {truncate(0), erase(1, R"({"id":1})")}));
+  ASSERT_TRUE(quiet.ok()) << quiet.error;
+  EXPECT_EQ(one("SELECT count() FROM system.tables WHERE database = '" + db_ + "' AND name = 'shop.public.never'"),
+            "0");
+}
+
+TEST_F(ClickHouseChanges, APatchKeepsTheColumnsItDoesNotNameFromTheTableOrTheBatch) {
+  open_changes({{"target_table", "docs"}, {"include_metadata", false}});
+  const std::string body(5000, 'x');
+  ASSERT_TRUE(host_
+                  ->write(changes(0, {upsert(0, R"({"id":1})", json{{"id", 1}, {"title", "t1"}, {"body", body}}.dump()),
+                                      upsert(1, R"({"id":2})", R"({"id":2,"title":"t2","body":"b2"})")}))
+                  .ok());
+  // Patches of rows written before (read back), a patch after a patch of one key in the same batch,
+  // a patch of a deleted key and of a key never written (inserted with what it names).
+  auto outcome = host_->write(changes(
+      2, {patch(2, R"({"id":1})", R"({"id":1,"title":"t1b"})"), patch(3, R"({"id":1})", R"({"id":1,"title":"t1c"})"),
+          erase(4, R"({"id":2})"), patch(5, R"({"id":2})", R"({"id":2,"title":"t2b"})"),
+          patch(6, R"({"id":7})", R"({"id":7,"title":"t7"})")}));
+  ASSERT_TRUE(outcome.ok()) << outcome.error;
+  EXPECT_EQ(current("docs", "id, title, length(body)"),
+            (std::vector<std::vector<std::string>>{{"1", "t1c", "5000"}, {"2", "t2b", "\\N"}, {"7", "t7", "\\N"}}));
+  EXPECT_EQ(host_->counter("patch_lookups"), 1u) << "one query for the batch's patches";
+}
+
+TEST_F(ClickHouseChanges, ATableWithoutTheChangeColumnsAndStringModeAreRefusedSayingWhy) {
+  server_->query("CREATE TABLE " + db_ + ".plain (id Int64, name String) ENGINE = MergeTree ORDER BY id");
+  open_changes({{"target_table", "plain"}, {"auto_create_table", false}});
+  auto outcome = host_->write(changes(0, {upsert(0, R"({"id":1})", R"({"id":1,"name":"a"})")}));
+  EXPECT_EQ(outcome.status, PMQ_WRITE_FATAL);
+  EXPECT_NE(outcome.error.find("pico_version UInt64 and pico_deleted UInt8"), std::string::npos) << outcome.error;
+  host_->close();
+  host_ = kt::FakeHost::load(CLICKHOUSE_SINK_PLUGIN);
+  host_->subscriptions(kChanges);
+  const auto problems = host_->check(R"({"url": "http://x", "payload_mode": "string"})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("payload_mode 'columns'"), std::string::npos) << problems[0];
+}
+
 }  // namespace
