@@ -30,6 +30,8 @@ std::string_view to_string(Op op) {
     case Op::Index: return "index";
     case Op::Create: return "create";
     case Op::Delete: return "delete";
+    case Op::Update: return "update";
+    case Op::Truncate: return "truncate";
   }
   return "index";
 }
@@ -37,7 +39,34 @@ std::string_view to_string(Op op) {
 BulkEncoder::BulkEncoder(const Settings& settings, std::vector<std::string> routing_path)
     : settings_(settings), routing_path_(std::move(routing_path)), writer_(json_options(settings.document)) {}
 
+kit::Result<std::string> change_document_id(std::string_view key_json) {
+  using R = kit::Result<std::string>;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  simdjson::dom::object key;
+  if (key_json.empty()) return R::failure("the change event has no key");
+  if (parser.parse(key_json.data(), key_json.size()).get(root) || root.get_object().get(key) || key.size() == 0)
+    return R::failure("the change event's key is not a JSON object with fields: " +
+                      std::string(key_json.substr(0, 100)));
+  std::string id;
+  if (key.size() == 1) {
+    const simdjson::dom::element value = (*key.begin()).value;
+    std::string_view text;
+    if (!value.get_string().get(text)) id = std::string(text);
+    else id = simdjson::minify(value);
+  } else {
+    id = simdjson::minify(root);
+  }
+  if (id.empty()) return R::failure("the change event's key gives an empty document _id");
+  if (id.size() > kMaxIdBytes)
+    return R::failure("the change event's key gives a document _id of " + std::to_string(id.size()) +
+                      " bytes, longer than a document _id may be (512)");
+  if (!kit::is_valid_utf8(id)) return R::failure("the change event's key is not valid UTF-8");
+  return R::success(std::move(id));
+}
+
 BatchPlan BulkEncoder::plan(const pmq_batch& batch) const {
+  if (pmq_batch_has_changes(&batch)) return plan_changes(batch);
   BatchPlan p;
   p.items.reserve(batch.record_count);
   const Op write_op = settings_.action == Action::Create ? Op::Create : Op::Index;
@@ -64,7 +93,7 @@ BatchPlan BulkEncoder::plan(const pmq_batch& batch) const {
       }
     }
     if (tombstone) {
-      p.items.push_back({i, Op::Delete});
+      p.items.push_back({i, Op::Delete, {}});
       continue;
     }
     if (settings_.document == kit::JsonLayout::PayloadOnly) {
@@ -77,7 +106,44 @@ BatchPlan BulkEncoder::plan(const pmq_batch& batch) const {
       p.refused.emplace_back(i, "data_stream: the record has no timestamp for @timestamp");
       continue;
     }
-    p.items.push_back({i, write_op});
+    p.items.push_back({i, write_op, {}});
+  }
+  return p;
+}
+
+BatchPlan BulkEncoder::plan_changes(const pmq_batch& batch) const {
+  BatchPlan p;
+  p.changes = true;
+  p.items.reserve(batch.record_count);
+  for (size_t i = 0; i < batch.record_count; ++i) {
+    const pmq_record& r = *pmq_batch_record(&batch, i);
+    const auto op = static_cast<pmq_change_op>(pmq_record_op(&batch, &r));
+    if (op == PMQ_OP_TRUNCATE) {
+      p.items.push_back({i, Op::Truncate, {}});
+      continue;
+    }
+    Op bulk_op = Op::Index;
+    switch (op) {
+      case PMQ_OP_UPSERT: bulk_op = Op::Index; break;
+      case PMQ_OP_DELETE: bulk_op = Op::Delete; break;
+      case PMQ_OP_PATCH: bulk_op = Op::Update; break;
+      default:
+        p.refused.emplace_back(
+            i, "change event: operation " + std::to_string(static_cast<int>(op)) + " is not one this sink applies");
+        continue;
+    }
+    auto id = change_document_id(view(pmq_record_key_json(&batch, &r)));
+    if (!id) {
+      p.refused.emplace_back(i, id.error());
+      continue;
+    }
+    if (bulk_op != Op::Delete && settings_.document == kit::JsonLayout::PayloadOnly) {
+      if (auto why = kit::payload_document_refusal(batch, r)) {
+        p.refused.emplace_back(i, std::move(*why));
+        continue;
+      }
+    }
+    p.items.push_back({i, bulk_op, std::move(id).value()});
   }
   return p;
 }
@@ -101,10 +167,24 @@ BulkEncoder::ForBatch::ForBatch(const BulkEncoder& encoder, const pmq_batch& bat
 void BulkEncoder::ForBatch::append(std::string& out, const Item& item) const {
   const Settings& s = encoder_->settings_;
   const pmq_record& r = *pmq_batch_record(&*batch_, item.record);
+  if (item.op == Op::Truncate) return;  // no bulk item: the sink's _delete_by_query
   out += "{\"";
   out += to_string(item.op);
   out += "\":{";
   out += index_;
+  if (!item.id.empty()) {
+    // A change event: the row's key names the document (plan() refuses the options that would
+    // name or route it otherwise).
+    out += ",\"_id\":";
+    kit::append_json_escaped(out, item.id);
+    out += "}}\n";
+    if (item.op == Op::Delete) return;
+    if (item.op == Op::Update) out += "{\"doc\":";
+    json_.append(out, r);
+    if (item.op == Op::Update) out += ",\"doc_as_upsert\":true}";
+    out += '\n';
+    return;
+  }
   switch (s.id) {
     case IdMode::Record:
       out += id_prefix_;

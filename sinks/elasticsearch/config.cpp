@@ -5,6 +5,7 @@
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_values.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::elasticsearch {
 namespace {
@@ -56,7 +57,8 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(IdMode::Record)
           .help("Document _id: record = topic:partition:offset (a replay overwrites, nothing doubles); key = the "
                 "record key as UTF-8 text (a record without one, or with one that is not UTF-8 or longer than 512 "
-                "bytes, is refused); none = the cluster makes one up (a replay writes the records again)."),
+                "bytes, is refused); none = the cluster makes one up (a replay writes the records again). Under change "
+                "events (changes in [[topics]]) the row's key names the document: leave id out (or key)."),
       kit::option("version_type", &Settings::version_type)
           .choices({{"internal", VersionType::Internal}, {"external", VersionType::External}})
           .fallback(VersionType::Internal)
@@ -142,6 +144,34 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   kit::validate_auth(config, problems);
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
+  // Change events (docs/changes.md): each document is named by its row's key, written whole
+  // (index), updated (patch), deleted, or emptied with its index (truncate), in order.
+  const auto blocks = kit::subscriptions(config);
+  const bool changes = blocks && kit::has_changes(*blocks);
+  if (changes) {
+    const std::string under = "change events (changes = ... in [[topics]]) ";
+    if (config.has("id") && s.id != IdMode::Key)
+      problems.add("id", under + "name each document by its row's key: leave id out (or \"key\")");
+    if (s.action == Action::Create)
+      problems.add("action", under +
+                                 "replace and delete documents: create writes a document only once; leave "
+                                 "action out (or \"index\")");
+    if (s.version_type == VersionType::External)
+      problems.add("version_type", under +
+                                       "are applied in offset order without versions (a patch is an update, "
+                                       "which takes no external version): leave version_type out");
+    if (config.has("tombstones"))
+      problems.add("tombstones", under + "turn tombstones into deletes by key already: leave tombstones out");
+    if (s.data_stream)
+      problems.add("data_stream", under +
+                                      "update and delete documents by _id, which a data stream (append-only) "
+                                      "does not allow: write them to an index");
+    if (!s.routing_field.empty())
+      problems.add("routing_field", under +
+                                        "delete documents by key alone (a delete has no payload to route by): "
+                                        "leave routing_field out");
+    if (!problems.empty()) return std::nullopt;
+  }
   if (s.auth.type == kit::AuthType::OAuth2ClientCredentials)
     problems.add("auth", "oauth2 is not supported by this sink (use basic, api_key, bearer or aws_sigv4)");
   if (s.version_type == VersionType::External && s.id != IdMode::Key)
@@ -162,7 +192,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
                  "index template");
   if (!problems.empty()) return std::nullopt;
   kit::NameTemplate index = kit::NameTemplate::parse(s.index).value();
-  Plan p{std::move(s), {}, std::move(index), {}, {}, {}};
+  Plan p{std::move(s), {}, std::move(index), {}, {}, {}, changes};
   p.base_url = p.settings.url;
   p.base_url = kit::base_url(std::move(p.base_url));
   // Only what the sink reads of each item: the response of a large bulk shrinks to a few bytes per item.

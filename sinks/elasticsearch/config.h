@@ -54,9 +54,12 @@ struct Plan {
   std::string bulk_query;                 // "?filter_path=...&pipeline=...&refresh=..."
   std::string create_body;                // PUT <index> body: {"settings":...,"mappings":...}, "" for none
   std::vector<std::string> routing_path;  // routing_field split at '.'
+  bool changes = false;                   // a [[topics]] block hands the sink change events
 };
 
-// The plan, or nullopt with every problem added to `problems` under its option's key.
+// The plan, or nullopt with every problem added to `problems` under its option's key. Under change
+// events (a block's `changes`, docs/changes.md) the options that would name, version, route or
+// create documents otherwise than by the row's key are refused.
 std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problems);
 
 std::string_view to_string(Action a);

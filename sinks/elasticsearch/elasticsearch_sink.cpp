@@ -7,7 +7,10 @@
 // while the rest is written; items refused as transient (429, queue full, 5xx) are resent alone
 // with the kit's back-off for retry_timeout, then the runtime retries the batch. A whole request
 // refused with 400 is bisected down to the records the cluster refuses, a 413 split; 401/403 and
-// the configuration errors stop the sink. Docs: docs/sinks/elasticsearch.md.
+// the configuration errors stop the sink. Change events (a block's `changes`, docs/changes.md):
+// documents by their row's key (index, update with doc_as_upsert, delete), a truncate as
+// _refresh + _delete_by_query between the _bulk requests of the rows around it, one request at a
+// time in record order and one batch at a time per block. Docs: docs/sinks/elasticsearch.md.
 #include <simdjson.h>
 
 #include <atomic>
@@ -49,10 +52,13 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   static constexpr std::string_view sink_version = "0.1.0";
   static constexpr std::string_view description =
       "Writes records as documents into Elasticsearch / OpenSearch indices (one per topic) with _bulk: stable ids "
-      "(record id, key, key versioned by offset), per-item outcomes, transient items resent alone.";
+      "(record id, key, key versioned by offset), per-item outcomes, transient items resent alone; change events "
+      "(upsert, patch, delete, truncate) applied by the row's key, in order.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<es::Settings>& options = es::option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { es::plan(config, problems); }
 
@@ -64,7 +70,8 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     const es::Settings& s = plan_->settings;
     encoder_ = std::make_unique<es::BulkEncoder>(s, plan_->routing_path);
     if (s.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(s.requests.max_in_flight));
+    // Change events are applied in order: a later batch never before an earlier one.
+    declare_max_in_flight(plan_->changes ? 1 : static_cast<uint32_t>(s.requests.max_in_flight));
     if (s.compatible_with) {
       const std::string v = std::to_string(s.compatible_with);
       accept_ = "application/vnd.elasticsearch+json; compatible-with=" + v;
@@ -84,6 +91,15 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
                                             .destination = "the cluster",
                                             .items = "documents",
                                             .written_counter = "written_records"});
+    if (plan_->changes)
+      // One request on the wire at a time, in submission order (a resend keeps its place, halves
+      // go first): the bulk applies its items in order per shard, and nothing overtakes it.
+      ordered_engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                                     {.retry_timeout = s.requests.retry_timeout,
+                                                      .destination = "the cluster",
+                                                      .items = "documents",
+                                                      .written_counter = "written_records",
+                                                      .in_order = true});
     indexes_ = std::make_unique<kit::DestinationCache<Index>>(
         plan_->index, kit::NamePolicy::IndexName,
         [this](const std::string& name, std::string_view) { return prepare_index(name); }, "index");
@@ -102,7 +118,14 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
       job->renderer.emplace(encoder_->begin(raw, job->index));
       job->limits = plan_->settings.requests.limits();
     }
-    engine_->submit(job, job->items.size());
+    if (!plan.changes) {
+      engine_->submit(job, job->items.size());
+      return job->result();
+    }
+    if (!ordered_engine_)
+      throw sdk::FatalError("a batch of change events reached a sink opened without a [[topics]] block with changes");
+    job->changes = true;
+    ordered_engine_->submit(job, change_segments(job->items));
     return job->result();
   }
 
@@ -113,14 +136,19 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
   void stop() {
     if (engine_) engine_->stop();
+    if (ordered_engine_) ordered_engine_->stop();
   }
 
   void close() {
     if (engine_) engine_->close();  // resends still waiting are completed as retries
+    if (ordered_engine_) ordered_engine_->close();
     if (client_) client_->close(std::chrono::seconds(5));
   }
 
  private:
+  // The request forms of a batch of change events: _bulk runs, and a truncate's two requests.
+  enum Variant : uint32_t { kBulk = 0, kRefresh = 1, kDeleteAll = 2 };
+
   // One batch's _bulk requests: its items rendered by the batch's encoder, into one index.
   struct BulkJob : kit::RequestJob {
     BulkJob(sdk::Pending p, const pmq_batch& b, ElasticsearchSink& s) : RequestJob(std::move(p)), batch(b), sink(s) {}
@@ -129,10 +157,19 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     std::string index;
     std::vector<es::Item> items;
     std::optional<es::BulkEncoder::ForBatch> renderer;
+    bool changes = false;  // change events: on the ordered engine, truncates between the bulk runs
 
     void render(size_t item, std::string& out) const override { renderer->append(out, items[item]); }
-    kit::HttpRequest request(const kit::Run&) const override { return sink.bulk_request(); }
-    void on_response(kit::Reply& reply) override { sink.bulk_answer(*this, reply); }
+    std::string body(const kit::Run& run, std::string rendered) const override {
+      if (run.variant == kRefresh) return {};
+      if (run.variant == kDeleteAll) return R"({"query":{"match_all":{}}})";
+      return rendered;
+    }
+    kit::HttpRequest request(const kit::Run& run) const override { return sink.job_request(*this, run); }
+    void on_response(kit::Reply& reply) override {
+      if (reply.run().variant == kBulk) return sink.bulk_answer(*this, reply);
+      sink.truncate_answer(*this, reply);
+    }
     size_t record(size_t item) const override { return items[item].record; }
     std::string context() const override { return "index " + index + ": "; }
   };
@@ -144,6 +181,71 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     r.headers.set("Content-Type", ndjson_type_);
     r.headers.set("Accept", accept_);
     return r;
+  }
+
+  kit::HttpRequest job_request(const BulkJob& job, const kit::Run& run) const {
+    if (run.variant == kBulk) return bulk_request();
+    // A truncate: the index refreshed first, so that the search _delete_by_query runs on sees
+    // every document written before it, then every document deleted (conflicts=proceed: a
+    // document changed meanwhile is counted, and the truncate run again; refresh=true: the
+    // deletes are searchable when it ends).
+    const std::string url = plan_->base_url + "/" + kit::percent_encode(job.index);
+    kit::HttpRequest r{
+        .method = "POST",
+        .url = run.variant == kRefresh ? url + "/_refresh" : url + "/_delete_by_query?refresh=true&conflicts=proceed"};
+    if (run.variant == kDeleteAll) r.headers.set("Content-Type", json_type_);
+    r.headers.set("Accept", accept_);
+    return r;
+  }
+
+  // A batch of change events as segments of the ordered engine: the bulk items between
+  // truncates, each truncate a run of its own (its refresh, then its _delete_by_query).
+  static std::vector<kit::RequestEngine::Segment> change_segments(const std::vector<es::Item>& items) {
+    std::vector<kit::RequestEngine::Segment> segments;
+    size_t first = 0;
+    for (size_t i = 0; i <= items.size(); ++i) {
+      if (i < items.size() && items[i].op != es::Op::Truncate) continue;
+      if (i > first) segments.push_back({.first = first, .count = i - first, .variant = kBulk});
+      if (i < items.size()) segments.push_back({.first = i, .count = 1, .variant = kRefresh});
+      first = i + 1;
+    }
+    return segments;
+  }
+
+  // A truncate's answers: the refresh, then the _delete_by_query (sent from here, first in the
+  // engine's order, so the rows after the truncate wait for it). A missing index is empty.
+  void truncate_answer(BulkJob& job, kit::Reply& reply) {
+    const kit::HttpResponse& response = reply.response();
+    if (response.status == 404 && response.body.find("index_not_found_exception") != std::string::npos) {
+      log(sdk::LogLevel::Info, job.context() + "truncate: the index does not exist, nothing to delete");
+      count("truncates");
+      return reply.written(reply.size());
+    }
+    if (reply.classification().outcome != kit::Outcome::Written) return reply.follow(with_hint(reply.classification()));
+    if (reply.run().variant == kRefresh) return reply.send_again({0}, kDeleteAll);
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    int64_t deleted = 0, conflicts = 0;
+    simdjson::dom::array failures;
+    if (parser.parse(response.body).get(root) || root["deleted"].get_int64().get(deleted)) {
+      reply.maybe_written();
+      return reply.fail({.outcome = kit::Outcome::MaybeWritten,
+                         .reason = job.context() + "truncate: the _delete_by_query response is not understood: " +
+                                   response.body_excerpt(200)});
+    }
+    (void)root["version_conflicts"].get_int64().get(conflicts);
+    const bool failed = !root["failures"].get_array().get(failures) && failures.size() > 0;
+    if (conflicts > 0 || failed) {
+      reply.maybe_written();
+      return reply.resend({}, {.outcome = kit::Outcome::Retry,
+                               .reason = "truncate: _delete_by_query left documents (" + std::to_string(conflicts) +
+                                         " version conflicts" +
+                                         (failed ? ", failures: " + bounded(simdjson::minify(failures)) : "") + ")"});
+    }
+    log(sdk::LogLevel::Info, job.context() + "truncate: deleted every document (" + std::to_string(deleted) + ")");
+    count("truncates");
+    count("truncated_documents", static_cast<uint64_t>(deleted));
+    reply.written(reply.size());
   }
 
   static kit::Classification with_hint(kit::Classification c) {
@@ -169,15 +271,25 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     uint64_t written = 0, already = 0;
     std::vector<size_t> again;
     std::string retry_reason;
+    // Change events: once an item is refused as transient, it and every item after it that was
+    // not rejected go again, in order (a later change of its key applied now would otherwise be
+    // overtaken by the resent earlier one; applied again after it, the later one still wins).
+    bool resending = false;
     for (size_t k = 0; k < reply.size(); ++k) {
       std::string reason;
-      switch (es::classify_item(r.items[k], job.items[reply.item(k)].op, external, &reason)) {
+      const es::ItemOutcome outcome = es::classify_item(r.items[k], job.items[reply.item(k)].op, external, &reason);
+      if (resending && (outcome == es::ItemOutcome::Written || outcome == es::ItemOutcome::AlreadyThere)) {
+        again.push_back(k);
+        continue;
+      }
+      switch (outcome) {
         case es::ItemOutcome::Written: ++written; break;
         case es::ItemOutcome::AlreadyThere: ++already; break;
         case es::ItemOutcome::Rejected: reply.reject(k, reply.reason(reason)); break;
         case es::ItemOutcome::Retry:
           again.push_back(k);
           if (retry_reason.empty()) retry_reason = reason;
+          resending = job.changes;
           break;
         case es::ItemOutcome::Fatal:
           if (r.items[k].type == "index_not_found_exception" && plan_->settings.auto_create_index &&
@@ -310,7 +422,8 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   std::mutex template_mutex_;
   bool template_put_ = false;
   std::unique_ptr<kit::HttpClient> client_;
-  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
+  std::unique_ptr<kit::RequestEngine> engine_;          // after the client: stops before it
+  std::unique_ptr<kit::RequestEngine> ordered_engine_;  // change events: one request at a time, in order
   std::unique_ptr<kit::DestinationCache<Index>> indexes_;
 };
 

@@ -166,5 +166,64 @@ TEST(ElasticsearchItems, AResponseThatDoesNotMatchTheRequestIsAnError) {
   EXPECT_EQ(small.value().items[0].result, "created");
 }
 
+// ---- change events (docs/changes.md, docs/sinks/elasticsearch.md "Change events") -----------
+
+TEST(ElasticsearchChanges, TheDocumentIdIsTheKeyFieldOrTheCompactKeyObject) {
+  EXPECT_EQ(change_document_id(R"({"id":7})").value(), "7");
+  EXPECT_EQ(change_document_id(R"({"sku":"a-1"})").value(), "a-1");
+  EXPECT_EQ(change_document_id(R"({"key":"caf\u00e9"})").value(), "caf\xc3\xa9");
+  EXPECT_EQ(change_document_id(R"({"id":-12345678901234})").value(), "-12345678901234");
+  EXPECT_EQ(change_document_id(R"({"order_id":1,"line":2})").value(), R"({"order_id":1,"line":2})");
+  EXPECT_EQ(change_document_id(R"( { "region" : "eu", "id" : 7 } )").value(), R"({"region":"eu","id":7})")
+      << "the same key, whitespace or not, names the same document";
+  EXPECT_NE(change_document_id(R"({"a":"1|2","b":"3"})").value(), change_document_id(R"({"a":"1","b":"2|3"})").value());
+  EXPECT_EQ(change_document_id("").error(), "the change event has no key");
+  EXPECT_FALSE(change_document_id("7"));
+  EXPECT_FALSE(change_document_id("{}"));
+  EXPECT_EQ(change_document_id(R"({"id":""})").error(), "the change event's key gives an empty document _id");
+  EXPECT_NE(change_document_id(R"({"id":")" + std::string(513, 'x') + R"("})").error().find("longer than"),
+            std::string::npos);
+}
+
+TEST(ElasticsearchChanges, EachOperationIsItsBulkActionByKeyAndATruncateIsNoBulkItem) {
+  Settings s;  // flat documents, id = record: a change is named by its key all the same
+  const TestBatch b("shop.customers", 0,
+                    {{.offset = 5, .payload = R"({"id":7,"name":"a"})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":7})"},
+                     {.offset = 6, .payload = R"({"name":"b"})", .op = PMQ_OP_PATCH, .key_json = R"({"id":7})"},
+                     {.offset = 7, .op = PMQ_OP_TRUNCATE},
+                     {.offset = 8, .op = PMQ_OP_DELETE, .key_json = R"({"id":7})"},
+                     {.offset = 9, .payload = R"({"id":8})", .op = PMQ_OP_UPSERT, .key_json = R"({"nope":)"}});
+  BulkEncoder encoder(s, {});
+  const BatchPlan plan = encoder.plan(b.raw());
+  EXPECT_TRUE(plan.changes);
+  ASSERT_EQ(plan.items.size(), 4u);
+  EXPECT_EQ(plan.items[0].op, Op::Index);
+  EXPECT_EQ(plan.items[1].op, Op::Update);
+  EXPECT_EQ(plan.items[2].op, Op::Truncate);
+  EXPECT_EQ(plan.items[3].op, Op::Delete);
+  ASSERT_EQ(plan.refused.size(), 1u);
+  EXPECT_EQ(plan.refused[0].first, 4u);
+  EXPECT_NE(plan.refused[0].second.find("not a JSON object"), std::string::npos) << plan.refused[0].second;
+  auto r = encoder.begin(b.raw(), "customers");
+  std::string out;
+  for (const Item& item : plan.items) r.append(out, item);
+  EXPECT_EQ(
+      out,
+      "{\"index\":{\"_index\":\"customers\",\"_id\":\"7\"}}\n"
+      "{\"pico_topic\":\"shop.customers\",\"pico_partition\":0,\"pico_offset\":5,\"pico_timestamp\":1700000000000,"
+      "\"pico_op\":\"upsert\",\"pico_row_key\":{\"id\":7},\"id\":7,\"name\":\"a\"}\n"
+      "{\"update\":{\"_index\":\"customers\",\"_id\":\"7\"}}\n"
+      "{\"doc\":{\"pico_topic\":\"shop.customers\",\"pico_partition\":0,\"pico_offset\":6,"
+      "\"pico_timestamp\":1700000000000,\"pico_op\":\"patch\",\"pico_row_key\":{\"id\":7},\"name\":\"b\"},"
+      "\"doc_as_upsert\":true}\n"
+      "{\"delete\":{\"_index\":\"customers\",\"_id\":\"7\"}}\n");
+}
+
+TEST(ElasticsearchChanges, ADeleteOfAMissingDocumentIsWritten) {
+  ItemResult missing{.status = 404, .result = "not_found"};
+  EXPECT_EQ(classify_item(missing, Op::Delete, false, nullptr), ItemOutcome::Written);
+  EXPECT_EQ(classify_item({.status = 201, .result = "created"}, Op::Update, false, nullptr), ItemOutcome::Written);
+}
+
 }  // namespace
 }  // namespace picomq::elasticsearch
