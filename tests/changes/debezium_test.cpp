@@ -1,9 +1,10 @@
 // A real change-data pipeline (docs/changes.md): PostgreSQL with wal_level = logical -> Debezium's
 // PostgreSQL connector (3.6.1.Final, from Maven Central) in a Kafka Connect worker -> Kafka ->
-// picomq-connect (changes = "debezium") -> a PostgreSQL replica. A random workload of inserts,
-// updates and deletes on three tables (a composite key, NULLs, key changes, a TOASTed column
-// Debezium reports as unavailable, a truncate) runs while the runtime is killed with SIGKILL and
-// restarted; once it has caught up, every table of the replica holds exactly the source's rows.
+// picomq-connect (changes = "debezium") -> a PostgreSQL replica and ClickHouse, one sink each in
+// the same runtime. A random workload of inserts, updates and deletes on three tables (a
+// composite key, NULLs, key changes, a TOASTed column Debezium reports as unavailable, a
+// truncate) runs while the runtime is killed with SIGKILL and restarted; once it has caught up,
+// every table of every destination holds exactly the source's rows.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "clickhouse_server.h"
 #include "harness.h"
 #include "kafka_connect.h"
 #include "postgres.h"
@@ -39,11 +41,51 @@ CREATE TABLE order_lines (order_id int8, line int8, sku text NOT NULL, qty int8 
 CREATE TABLE documents (id int8 PRIMARY KEY, title text NOT NULL, body text NOT NULL);
 )";
 
-// What the tables hold, as text, in key order: the same query on both sides.
-const std::vector<std::pair<std::string, std::string>> kCompare = {
-    {"customers", "SELECT id::text, name, email FROM customers ORDER BY id"},
-    {"order_lines", "SELECT order_id::text, line::text, sku, qty::text, note FROM order_lines ORDER BY order_id, line"},
-    {"documents", "SELECT id::text, title, md5(body), length(body)::text FROM documents ORDER BY id"},
+// A table's rows as text, in key order; NULL as "\\N".
+using Table = std::vector<std::vector<std::string>>;
+
+// The compared tables and their columns, in key order (the key first).
+struct Compared {
+  std::string table, columns, order;
+};
+const std::vector<Compared> kCompare = {
+    {"customers", "id, name, email", "id"},
+    {"order_lines", "order_id, line, sku, qty, note", "order_id, line"},
+    {"documents", "id, title, body", "id"},
+};
+
+Table text_rows(const std::vector<Postgres::Row>& rows) {
+  Table out;
+  for (const auto& row : rows) {
+    auto& r = out.emplace_back();
+    for (const auto& v : row) r.push_back(v.value_or("\\N"));
+  }
+  return out;
+}
+
+// A PostgreSQL database's table (the source's, the replica's): every column as text.
+Table postgres_rows(const Postgres& pg, const std::string& db, const Compared& c) {
+  // Each column as text, and the order by the table's own columns (an output column of the same
+  // name, the text, would sort 10 before 2).
+  auto each = [&](std::string_view list, const std::string& before, const std::string& after) {
+    std::string out;
+    while (!list.empty()) {
+      const size_t comma = list.find(", ");
+      out += (out.empty() ? "" : ", ") + before + std::string(list.substr(0, comma)) + after;
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 2);
+    }
+    return out;
+  };
+  return text_rows(pg.query(
+      "SELECT " + each(c.columns, "", "::text") + " FROM " + c.table + " ORDER BY " + each(c.order, c.table + ".", ""),
+      db));
+}
+
+// Where the changes go, and what each destination holds.
+struct Destination {
+  std::string name;        // for messages
+  std::string definition;  // the sink's definition, [[topics]] filled in by the test
+  std::function<Table(const Compared&)> rows;
 };
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
@@ -173,28 +215,50 @@ class Workload {
   std::set<std::pair<int, int>> lines_;
 };
 
-// Which tables of the replica differ from the source ("" when none).
-std::string differences(const Postgres& source, const std::string& source_db, const Postgres& replica,
-                        const std::string& replica_db) {
+// Which tables of the destinations differ from the source ("" when none).
+std::string differences(const Postgres& source, const std::string& source_db,
+                        const std::vector<Destination>& destinations) {
   std::string out;
-  for (const auto& [table, sql] : kCompare) {
-    Rows a, b;
+  for (const Compared& c : kCompare) {
+    Table want;
     try {
-      a = source.query(sql, source_db);
-      b = replica.query(sql, replica_db);
+      want = postgres_rows(source, source_db, c);
     } catch (const std::exception& e) {
-      out += table + ": " + e.what() + "\n";
-      continue;
+      return "source " + c.table + ": " + e.what() + "\n";
     }
-    if (a != b)
-      out += table + ": source " + std::to_string(a.size()) + " rows, replica " + std::to_string(b.size()) + "\n";
+    for (const Destination& d : destinations) {
+      Table got;
+      try {
+        got = d.rows(c);
+      } catch (const std::exception& e) {
+        out += d.name + " " + c.table + ": " + e.what() + "\n";
+        continue;
+      }
+      if (got == want) continue;
+      out += d.name + " " + c.table + ": source " + std::to_string(want.size()) + " rows, " + d.name + " " +
+             std::to_string(got.size());
+      for (size_t i = 0; i < std::max(want.size(), got.size()); ++i)
+        if (i >= want.size() || i >= got.size() || want[i] != got[i]) {
+          auto show = [](const Table& t, size_t n) {
+            std::string row;
+            if (n < t.size())
+              for (const auto& v : t[n]) row += (row.empty() ? "" : "|") + v.substr(0, 40);
+            return row;
+          };
+          out += "; first difference at row " + std::to_string(i) + ": source [" + show(want, i) + "], " + d.name +
+                 " [" + show(got, i) + "]";
+          break;
+        }
+      out += "\n";
+    }
   }
   return out;
 }
 
-TEST(Debezium, APostgresReplicaEndsEqualToItsSourceThroughKeyChangesToastTruncateAndKills) {
+TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncateAndKills) {
   auto& kafka = Kafka::shared();
   auto& replica = Postgres::shared();
+  auto& clickhouse = ClickHouseServer::shared();
 
   // The source: a server of its own with logical decoding.
   // A short folder name: the server's unix socket path must fit 107 bytes.
@@ -235,22 +299,47 @@ TEST(Debezium, APostgresReplicaEndsEqualToItsSourceThroughKeyChangesToastTruncat
                 "key.converter=org.apache.kafka.connect.json.JsonConverter\nkey.converter.schemas.enable=false\n"
                 "value.converter=org.apache.kafka.connect.json.JsonConverter\nvalue.converter.schemas.enable=false");
 
-  const std::string key = "replica";
   std::string topic_list;
   for (const auto& t : topics) topic_list += (topic_list.empty() ? "\"" : ", \"") + t + "\"";
-  const std::string definition =
-      "type = \"sink\"\nkey = \"" + key + "\"\npath = \"libpicomq_connector_postgres_sink\"\n[[topics]]\ntopics = [" +
-      topic_list + "]\nchanges = \"debezium\"\npoll_interval = \"100ms\"\nbatch_length = 50\n" + static_member(key) +
-      "\n[plugin_config]\nconnection_string = \"" + replica.conninfo(replica_db) +
-      "\"\ntarget_table = \"{topic_segment[-1]}\"\npayload_mode = \"columns\"\nwrite_mode = \"upsert\"\n"
-      "include_metadata = false\n";
-  Runtime rt(kafka.bootstrap(), key);
-  rt.add_definition("replica.toml", definition);
+  std::vector<Destination> destinations;
+  destinations.push_back(
+      {"replica",
+       "path = \"libpicomq_connector_postgres_sink\"\n[plugin_config]\nconnection_string = \"" +
+           replica.conninfo(replica_db) +
+           "\"\ntarget_table = \"{topic_segment[-1]}\"\npayload_mode = \"columns\"\nwrite_mode = \"upsert\"\n"
+           "include_metadata = false\n",
+       [&](const Compared& c) { return postgres_rows(replica, replica_db, c); }});
+  const std::string ch_db = clickhouse.create_database("dbz");
+  destinations.push_back(
+      {"clickhouse",
+       "path = \"libpicomq_connector_clickhouse_sink\"\n[plugin_config]\nurl = \"" + clickhouse.url() +
+           "\"\ndatabase = \"" + ch_db + "\"\ntarget_table = \"{topic_segment[-1]}\"\ninclude_metadata = false\n",
+       [&](const Compared& c) {
+         // Each key's latest row, deleted keys left out: what a reader of the table sees.
+         std::string select;
+         for (std::string_view rest = c.columns; !rest.empty();) {
+           const size_t comma = rest.find(", ");
+           select += (select.empty() ? "toString(" : ", toString(") + std::string(rest.substr(0, comma)) + ")";
+           rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+         }
+         return clickhouse.rows("SELECT " + select + " FROM (SELECT * FROM " + ch_db + ".`" + c.table +
+                                "` FINAL) WHERE pico_deleted = 0 ORDER BY " + c.order);
+       }});
+  Runtime rt(kafka.bootstrap(), prefix);
+  for (const Destination& d : destinations) {
+    const std::string key = prefix + "-" + d.name;
+    const std::string plugin_config = d.definition.substr(d.definition.find("[plugin_config]"));
+    rt.add_definition(d.name + ".toml",
+                      "type = \"sink\"\nkey = \"" + key + "\"\n" +
+                          d.definition.substr(0, d.definition.find("[plugin_config]")) + "[[topics]]\ntopics = [" +
+                          topic_list + "]\nchanges = \"debezium\"\npoll_interval = \"100ms\"\nbatch_length = 50\n" +
+                          static_member(key) + "\n" + plugin_config);
+  }
   rt.start();
+  auto diff = [&] { return differences(source, source_db, destinations); };
 
   // The snapshot lands first.
-  ASSERT_TRUE(wait_until([&] { return differences(source, source_db, replica, replica_db).empty(); }, 120s))
-      << differences(source, source_db, replica, replica_db) << connect.log().substr(0, 20000) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return diff().empty(); }, 120s)) << diff() << connect.log().substr(0, 20000) << rt.log();
 
   // The workload, with the runtime killed twice in it and a truncate between.
   constexpr int kSteps = 600;
@@ -267,9 +356,9 @@ TEST(Debezium, APostgresReplicaEndsEqualToItsSourceThroughKeyChangesToastTruncat
   }
   ASSERT_FALSE(connect.failed()) << connect.log();
   EXPECT_EQ(kills, 2);
-  const bool equal = wait_until([&] { return differences(source, source_db, replica, replica_db).empty(); }, 180s);
-  EXPECT_TRUE(equal) << differences(source, source_db, replica, replica_db) << rt.log();
-  EXPECT_EQ(rt.sink_state(key), "running") << rt.log();
+  const bool equal = wait_until([&] { return diff().empty(); }, 180s);
+  EXPECT_TRUE(equal) << diff() << rt.log();
+  for (const Destination& d : destinations) EXPECT_EQ(rt.sink_state(prefix + "-" + d.name), "running") << rt.log();
   // The events were what this test is about: unchanged TOAST values and a truncate among them.
   auto events = [&](const std::string& topic) {
     std::string all;
