@@ -58,7 +58,8 @@ const kit::OptionTable<Settings>& option_table() {
           .help("Document _id: record = topic:partition:offset (a replay overwrites, nothing doubles); key = the "
                 "record key as UTF-8 text (a record without one, or with one that is not UTF-8 or longer than 512 "
                 "bytes, is refused); none = the cluster makes one up (a replay writes the records again). Under change "
-                "events (changes in [[topics]]) the row's key names the document: leave id out (or key)."),
+                "events (changes in [[topics]]) the row's key names the document: record and key mean it, none "
+                "is refused."),
       kit::option("version_type", &Settings::version_type)
           .choices({{"internal", VersionType::Internal}, {"external", VersionType::External}})
           .fallback(VersionType::Internal)
@@ -68,8 +69,9 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("tombstones", &Settings::tombstones)
           .choices({{"skip", Tombstones::Skip}, {"delete", Tombstones::Delete}})
           .fallback(Tombstones::Skip)
-          .help("Records with a null payload: skip them, or (id = key) delete the document of their key (a "
-                "document already gone counts as deleted)."),
+          .help(
+              "Records with a null payload: skip them, or (id = key) delete the document of their key (a "
+              "document already gone counts as deleted). Not read under change events: a tombstone is a delete there."),
       kit::document_option(&Settings::document),
       kit::option("data_stream", &Settings::data_stream)
           .fallback(false)
@@ -150,8 +152,12 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   const bool changes = blocks && kit::has_changes(*blocks);
   if (changes) {
     const std::string under = "change events (changes = ... in [[topics]]) ";
-    if (config.has("id") && s.id != IdMode::Key)
-      problems.add("id", under + "name each document by its row's key: leave id out (or \"key\")");
+    // The host fills defaults in, so id = "record" (the default) cannot be told from no id: under
+    // changes id and tombstones are not read; only id = "none" says something else.
+    if (s.id == IdMode::None)
+      problems.add("id", under +
+                             "name each document by its row's key: \"none\" (ids made up by the cluster) "
+                             "cannot replace or delete them; leave id out");
     if (s.action == Action::Create)
       problems.add("action", under +
                                  "replace and delete documents: create writes a document only once; leave "
@@ -160,8 +166,6 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
       problems.add("version_type", under +
                                        "are applied in offset order without versions (a patch is an update, "
                                        "which takes no external version): leave version_type out");
-    if (config.has("tombstones"))
-      problems.add("tombstones", under + "turn tombstones into deletes by key already: leave tombstones out");
     if (s.data_stream)
       problems.add("data_stream", under +
                                       "update and delete documents by _id, which a data stream (append-only) "
@@ -178,7 +182,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     problems.add("version_type", "external needs id = \"key\" (the offset versions the document of a key)");
   if (s.version_type == VersionType::External && s.action == Action::Create)
     problems.add("version_type", "external needs action = \"index\" (create supports internal versioning only)");
-  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
+  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key && !changes)
     problems.add("tombstones", "delete needs id = \"key\" (a tombstone names the document by its key)");
   if (s.data_stream && s.action != Action::Create)
     problems.add("data_stream", "needs action = \"create\" (data streams take create only)");

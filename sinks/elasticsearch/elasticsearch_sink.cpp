@@ -9,8 +9,9 @@
 // refused with 400 is bisected down to the records the cluster refuses, a 413 split; 401/403 and
 // the configuration errors stop the sink. Change events (a block's `changes`, docs/changes.md):
 // documents by their row's key (index, update with doc_as_upsert, delete), a truncate as
-// _refresh + _delete_by_query between the _bulk requests of the rows around it, one request at a
-// time in record order and one batch at a time per block. Docs: docs/sinks/elasticsearch.md.
+// _refresh, then searches and deletes by _id until none is found, between the _bulk requests of
+// the rows around it; one request at a time in record order and one batch at a time per block. Docs:
+// docs/sinks/elasticsearch.md.
 #include <simdjson.h>
 
 #include <atomic>
@@ -147,7 +148,9 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
 
  private:
   // The request forms of a batch of change events: _bulk runs, and a truncate's two requests.
-  enum Variant : uint32_t { kBulk = 0, kRefresh = 1, kDeleteAll = 2 };
+  enum Variant : uint32_t { kBulk = 0, kRefresh = 1, kSearch = 2, kDeleteFound = 3 };
+  // Documents a truncate's search finds (and deletes) at once: the default index.max_result_window.
+  static constexpr int kTruncatePage = 10000;
 
   // One batch's _bulk requests: its items rendered by the batch's encoder, into one index.
   struct BulkJob : kit::RequestJob {
@@ -158,11 +161,18 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     std::vector<es::Item> items;
     std::optional<es::BulkEncoder::ForBatch> renderer;
     bool changes = false;  // change events: on the ordered engine, truncates between the bulk runs
+    // A truncate under way: the deletes of the documents its last search found (one request of
+    // this job on the wire at a time, in order: no lock).
+    mutable std::string found_deletes;
+    size_t found = 0;
 
     void render(size_t item, std::string& out) const override { renderer->append(out, items[item]); }
     std::string body(const kit::Run& run, std::string rendered) const override {
       if (run.variant == kRefresh) return {};
-      if (run.variant == kDeleteAll) return R"({"query":{"match_all":{}}})";
+      if (run.variant == kSearch)
+        return R"({"size":)" + std::to_string(kTruncatePage) +
+               R"(,"_source":false,"track_total_hits":false,"query":{"match_all":{}}})";
+      if (run.variant == kDeleteFound) return found_deletes;
       return rendered;
     }
     kit::HttpRequest request(const kit::Run& run) const override { return sink.job_request(*this, run); }
@@ -185,15 +195,26 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
 
   kit::HttpRequest job_request(const BulkJob& job, const kit::Run& run) const {
     if (run.variant == kBulk) return bulk_request();
-    // A truncate: the index refreshed first, so that the search _delete_by_query runs on sees
-    // every document written before it, then every document deleted (conflicts=proceed: a
-    // document changed meanwhile is counted, and the truncate run again; refresh=true: the
-    // deletes are searchable when it ends).
+    // A truncate, with the core APIs every cluster has (_delete_by_query is in the reindex module,
+    // which minimal nodes lack): the index refreshed, so that a search sees every document written
+    // before; then, until a search finds none, the documents it found deleted by _id with a
+    // refresh. Each step waits for the one before (the ordered engine), the rows after the
+    // truncate wait for the last.
     const std::string url = plan_->base_url + "/" + kit::percent_encode(job.index);
-    kit::HttpRequest r{
-        .method = "POST",
-        .url = run.variant == kRefresh ? url + "/_refresh" : url + "/_delete_by_query?refresh=true&conflicts=proceed"};
-    if (run.variant == kDeleteAll) r.headers.set("Content-Type", json_type_);
+    kit::HttpRequest r{.method = "POST"};
+    switch (run.variant) {
+      case kRefresh: r.url = url + "/_refresh"; break;
+      case kSearch:
+        r.url = url + "/_search?filter_path=hits.hits._id,hits.hits._routing";
+        r.headers.set("Content-Type", json_type_);
+        break;
+      default:
+        r.url = plan_->base_url +
+                "/_bulk?refresh=true&filter_path=errors,items.*.status,items.*.result,"
+                "items.*.error.type,items.*.error.reason";
+        r.headers.set("Content-Type", ndjson_type_);
+        break;
+    }
     r.headers.set("Accept", accept_);
     return r;
   }
@@ -212,39 +233,66 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
     return segments;
   }
 
-  // A truncate's answers: the refresh, then the _delete_by_query (sent from here, first in the
-  // engine's order, so the rows after the truncate wait for it). A missing index is empty.
+  // A truncate's answers: the refresh, each search, each delete of what it found (the next step
+  // sent from here, first in the engine's order). A missing index is empty.
   void truncate_answer(BulkJob& job, kit::Reply& reply) {
     const kit::HttpResponse& response = reply.response();
-    if (response.status == 404 && response.body.find("index_not_found_exception") != std::string::npos) {
-      log(sdk::LogLevel::Info, job.context() + "truncate: the index does not exist, nothing to delete");
-      count("truncates");
-      return reply.written(reply.size());
-    }
+    if (response.status == 404 && response.body.find("index_not_found_exception") != std::string::npos)
+      return truncated(job, reply);
     if (reply.classification().outcome != kit::Outcome::Written) return reply.follow(with_hint(reply.classification()));
-    if (reply.run().variant == kRefresh) return reply.send_again({0}, kDeleteAll);
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    int64_t deleted = 0, conflicts = 0;
-    simdjson::dom::array failures;
-    if (parser.parse(response.body).get(root) || root["deleted"].get_int64().get(deleted)) {
-      reply.maybe_written();
-      return reply.fail({.outcome = kit::Outcome::MaybeWritten,
-                         .reason = job.context() + "truncate: the _delete_by_query response is not understood: " +
-                                   response.body_excerpt(200)});
+    switch (reply.run().variant) {
+      case kRefresh: return reply.send_again({0}, kSearch);
+      case kSearch: {
+        simdjson::dom::parser parser;
+        simdjson::dom::element root;
+        simdjson::dom::array hits;
+        if (parser.parse(response.body).get(root))
+          return reply.fail(
+              {.outcome = kit::Outcome::Retry,
+               .reason = job.context() + "truncate: the search response is not JSON: " + response.body_excerpt(200)});
+        // filter_path leaves {} when nothing matched.
+        if (root["hits"]["hits"].get_array().get(hits) || hits.size() == 0) return truncated(job, reply);
+        job.found_deletes.clear();
+        job.found = 0;
+        for (simdjson::dom::element hit : hits) {
+          std::string_view id, routing;
+          if (hit["_id"].get_string().get(id)) continue;
+          job.found_deletes += "{\"delete\":{\"_index\":";
+          kit::append_json_escaped(job.found_deletes, job.index);
+          job.found_deletes += ",\"_id\":";
+          kit::append_json_escaped(job.found_deletes, id);
+          if (!hit["_routing"].get_string().get(routing)) {
+            job.found_deletes += ",\"routing\":";
+            kit::append_json_escaped(job.found_deletes, routing);
+          }
+          job.found_deletes += "}}\n";
+          ++job.found;
+        }
+        return reply.send_again({0}, kDeleteFound);
+      }
+      default: {
+        auto parsed = es::parse_bulk_response(response.body, job.found);
+        if (!parsed) {
+          reply.maybe_written();
+          return reply.resend({}, {.outcome = kit::Outcome::MaybeWritten,
+                                   .reason = "truncate: " + parsed.error() + ": " + response.body_excerpt(200)});
+        }
+        for (const es::ItemResult& item : parsed.value().items) {
+          std::string reason;
+          if (es::classify_item(item, es::Op::Delete, false, &reason) == es::ItemOutcome::Written) continue;
+          reply.maybe_written();  // the others may be deleted; all go again
+          return reply.resend({},
+                              {.outcome = kit::Outcome::Retry, .reason = "truncate: deleting a document: " + reason});
+        }
+        count("truncated_documents", job.found);
+        return reply.send_again({0}, kSearch);  // until a search finds nothing
+      }
     }
-    (void)root["version_conflicts"].get_int64().get(conflicts);
-    const bool failed = !root["failures"].get_array().get(failures) && failures.size() > 0;
-    if (conflicts > 0 || failed) {
-      reply.maybe_written();
-      return reply.resend({}, {.outcome = kit::Outcome::Retry,
-                               .reason = "truncate: _delete_by_query left documents (" + std::to_string(conflicts) +
-                                         " version conflicts" +
-                                         (failed ? ", failures: " + bounded(simdjson::minify(failures)) : "") + ")"});
-    }
-    log(sdk::LogLevel::Info, job.context() + "truncate: deleted every document (" + std::to_string(deleted) + ")");
+  }
+
+  void truncated(BulkJob& job, kit::Reply& reply) {
+    log(sdk::LogLevel::Info, job.context() + "truncate: every document deleted");
     count("truncates");
-    count("truncated_documents", static_cast<uint64_t>(deleted));
     reply.written(reply.size());
   }
 
