@@ -1,10 +1,10 @@
 // A real change-data pipeline (docs/changes.md): PostgreSQL with wal_level = logical -> Debezium's
 // PostgreSQL connector (3.6.1.Final, from Maven Central) in a Kafka Connect worker -> Kafka ->
-// picomq-connect (changes = "debezium") -> a PostgreSQL replica and ClickHouse, one sink each in
-// the same runtime. A random workload of inserts, updates and deletes on three tables (a
-// composite key, NULLs, key changes, a TOASTed column Debezium reports as unavailable, a
-// truncate) runs while the runtime is killed with SIGKILL and restarted; once it has caught up,
-// every table of every destination holds exactly the source's rows.
+// picomq-connect (changes = "debezium") -> a PostgreSQL replica, ClickHouse, OpenSearch and
+// MongoDB (FerretDB), one sink each in the same runtime. A random workload of inserts, updates and deletes on three
+// tables (a composite key, NULLs, key changes, a TOASTed column Debezium reports as unavailable, a truncate) runs while
+// the runtime is killed with SIGKILL and restarted; once it has caught up, every table of every destination holds
+// exactly the source's rows.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,7 +15,9 @@
 #include "clickhouse_server.h"
 #include "harness.h"
 #include "kafka_connect.h"
+#include "mongo_server.h"
 #include "postgres.h"
+#include "search_server.h"
 
 namespace picomq::test {
 namespace {
@@ -79,6 +81,36 @@ Table postgres_rows(const Postgres& pg, const std::string& db, const Compared& c
   return text_rows(pg.query(
       "SELECT " + each(c.columns, "", "::text") + " FROM " + c.table + " ORDER BY " + each(c.order, c.table + ".", ""),
       db));
+}
+
+// The columns of `c` of documents (OpenSearch's _source, MongoDB's relaxed Extended JSON), in key
+// order: a row's key columns are integers.
+Table document_rows(const std::vector<nlohmann::json>& documents, const Compared& c) {
+  std::vector<std::string> names;
+  for (std::string_view rest = c.columns; !rest.empty();) {
+    const size_t comma = rest.find(", ");
+    names.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+  }
+  auto text = [](const nlohmann::json& v) -> std::string {
+    if (v.is_null()) return "\\N";
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("$numberLong")) return v["$numberLong"].get<std::string>();
+    if (v.is_object() && v.contains("$numberInt")) return v["$numberInt"].get<std::string>();
+    return v.dump();
+  };
+  Table out;
+  for (const auto& d : documents) {
+    auto& row = out.emplace_back();
+    for (const auto& n : names) row.push_back(d.contains(n) ? text(d[n]) : "\\N");
+  }
+  const size_t key_columns = static_cast<size_t>(std::count(c.order.begin(), c.order.end(), ',')) + 1;
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    for (size_t i = 0; i < key_columns; ++i)
+      if (a[i] != b[i]) return std::stoll(a[i]) < std::stoll(b[i]);
+    return false;
+  });
+  return out;
 }
 
 // Where the changes go, and what each destination holds.
@@ -325,6 +357,25 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
          return clickhouse.rows("SELECT " + select + " FROM (SELECT * FROM " + ch_db + ".`" + c.table +
                                 "` FINAL) WHERE pico_deleted = 0 ORDER BY " + c.order);
        }});
+  auto& opensearch = SearchServer::shared(SearchServer::Flavor::OpenSearch);
+  destinations.push_back({"opensearch",
+                          "path = \"libpicomq_connector_elasticsearch_sink\"\n[plugin_config]\nurl = \"" +
+                              opensearch.url() + "\"\nindex = \"" + prefix +
+                              "-{topic_segment[-1]}\"\ndocument = \"payload\"\n",
+                          [&](const Compared& c) {
+                            const std::string index = prefix + "-" + c.table;
+                            if (opensearch.call("HEAD", "/" + index).status == 404) return Table{};
+                            return document_rows(opensearch.documents(index), c);
+                          }});
+  auto& mongo = MongoServer::shared();
+  const std::string mongo_db = mongo.fresh_database("dbz");
+  destinations.push_back(
+      {"mongodb",
+       "path = \"libpicomq_connector_mongodb_sink\"\n[plugin_config]\nconnection_uri = \"" + mongo.uri() +
+           "\"\ndatabase = \"" + mongo_db +
+           "\"\ncollection = \"{topic_segment[-1]}\"\nwrite_strategy = \"replace\"\nid_strategy = \"key\"\n"
+           "include_metadata = false\n",
+       [&](const Compared& c) { return document_rows(mongo.find(mongo_db, c.table), c); }});
   Runtime rt(kafka.bootstrap(), prefix);
   for (const Destination& d : destinations) {
     const std::string key = prefix + "-" + d.name;
