@@ -11,7 +11,6 @@ namespace picomq::elasticsearch {
 namespace {
 
 using kit::testing::TestBatch;
-using kit::testing::TestRecord;
 
 std::string render(const Settings& s, const TestBatch& b, std::string_view index = "idx",
                    std::vector<std::string> routing = {}) {
