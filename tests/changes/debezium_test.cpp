@@ -9,8 +9,11 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <fstream>
+#include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "clickhouse_server.h"
 #include "harness.h"
@@ -113,10 +116,59 @@ Table document_rows(const std::vector<nlohmann::json>& documents, const Compared
   return out;
 }
 
+// docs/changes.md's worked example: the Debezium connector's properties and the definition.
+struct WorkedExample {
+  std::string properties, definition;
+};
+WorkedExample worked_example() {
+  std::ifstream in(PICOMQ_CHANGES_DOC);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("## A worked example");
+  if (at == std::string::npos) throw std::runtime_error("docs/changes.md has no worked example");
+  auto block = [&](const std::string& fence) {
+    const std::string open = "```" + fence + "\n";
+    const size_t begin = text.find(open, at);
+    if (begin == std::string::npos) throw std::runtime_error("the worked example has no " + fence + " block");
+    const size_t from = begin + open.size();
+    return text.substr(from, text.find("```", from) - from);
+  };
+  return {block("properties"), block("toml")};
+}
+
+// The page's properties with `values` set in place of its own.
+std::string connector_properties(const std::string& page, const std::map<std::string, std::string>& values) {
+  std::string out;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    auto it = eq == std::string::npos ? values.end() : values.find(line.substr(0, eq));
+    out += (it == values.end() ? line : it->first + "=" + it->second) + "\n";
+  }
+  return out;
+}
+
+// The page's definition with this test's key, topics (`prefix` for "shop") and connection string,
+// and the test's consumer settings in its block.
+std::string replica_definition(const std::string& page, const std::string& key, const std::string& prefix,
+                               const std::string& conninfo) {
+  std::string out;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("key = ")) line = "key = \"" + key + "\"";
+    if (line.starts_with("connection_string = ")) line = "connection_string = \"" + conninfo + "\"";
+    if (line.starts_with("topics = "))
+      for (size_t at; (at = line.find("\"shop.")) != std::string::npos;) line.replace(at + 1, 4, prefix);
+    out += line + "\n";
+    if (line.starts_with("changes = "))
+      out += "poll_interval = \"100ms\"\nbatch_length = 50\n" + static_member(key) + "\n";
+  }
+  return out;
+}
+
 // Where the changes go, and what each destination holds.
 struct Destination {
   std::string name;        // for messages
-  std::string definition;  // the sink's definition, [[topics]] filled in by the test
+  std::string definition;  // the sink's definition ([[topics]] filled in by the test unless it starts with type =)
   std::function<Table(const Compared&)> rows;
 };
 
@@ -319,15 +371,17 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
     kafka.create_topic(topics.back());
   }
   KafkaConnect connect(dir / "connect", kafka.bootstrap(), "debezium-connector-postgres");
-  connect.start("name=" + prefix +
-                    "\nconnector.class=io.debezium.connector.postgresql.PostgresConnector\ntasks.max=1\n"
-                    "database.hostname=127.0.0.1\ndatabase.port=" +
-                    std::to_string(source.port()) + "\ndatabase.user=postgres\ndatabase.password=unused\n" +
-                    "database.dbname=" + source_db + "\ntopic.prefix=" + prefix +
-                    "\nplugin.name=pgoutput\nslot.name=" + prefix + "\npublication.name=" + prefix +
-                    "\npublication.autocreate.mode=filtered\n"
-                    "table.include.list=public.customers,public.order_lines,public.documents\n"
-                    "snapshot.mode=initial\nskipped.operations=none\n",
+  // The worked example of docs/changes.md, with this test's names in place of the page's.
+  const WorkedExample example = worked_example();
+  connect.start(connector_properties(example.properties, {{"name", prefix},
+                                                          {"database.hostname", "127.0.0.1"},
+                                                          {"database.port", std::to_string(source.port())},
+                                                          {"database.user", "postgres"},
+                                                          {"database.password", "unused"},
+                                                          {"database.dbname", source_db},
+                                                          {"topic.prefix", prefix},
+                                                          {"slot.name", prefix},
+                                                          {"publication.name", prefix}}),
                 "key.converter=org.apache.kafka.connect.json.JsonConverter\nkey.converter.schemas.enable=false\n"
                 "value.converter=org.apache.kafka.connect.json.JsonConverter\nvalue.converter.schemas.enable=false");
 
@@ -335,11 +389,7 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
   for (const auto& t : topics) topic_list += (topic_list.empty() ? "\"" : ", \"") + t + "\"";
   std::vector<Destination> destinations;
   destinations.push_back(
-      {"replica",
-       "path = \"libpicomq_connector_postgres_sink\"\n[plugin_config]\nconnection_string = \"" +
-           replica.conninfo(replica_db) +
-           "\"\ntarget_table = \"{topic_segment[-1]}\"\npayload_mode = \"columns\"\nwrite_mode = \"upsert\"\n"
-           "include_metadata = false\n",
+      {"replica", replica_definition(example.definition, prefix + "-replica", prefix, replica.conninfo(replica_db)),
        [&](const Compared& c) { return postgres_rows(replica, replica_db, c); }});
   const std::string ch_db = clickhouse.create_database("dbz");
   destinations.push_back(
@@ -379,6 +429,10 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
   Runtime rt(kafka.bootstrap(), prefix);
   for (const Destination& d : destinations) {
     const std::string key = prefix + "-" + d.name;
+    if (d.definition.starts_with("type = ")) {  // a whole definition (the page's)
+      rt.add_definition(d.name + ".toml", d.definition);
+      continue;
+    }
     const std::string plugin_config = d.definition.substr(d.definition.find("[plugin_config]"));
     rt.add_definition(d.name + ".toml",
                       "type = \"sink\"\nkey = \"" + key + "\"\n" +
