@@ -93,6 +93,12 @@ static const struct {
                                                                                                     (long long)sizeof(
                                                                                                         pmq_write_status)},
     {"PMQ_SINK_ABI_VERSION", (long long)PMQ_SINK_ABI_VERSION},
+    {"PMQ_OP_APPEND", (long long)PMQ_OP_APPEND},
+    {"PMQ_OP_UPSERT", (long long)PMQ_OP_UPSERT},
+    {"PMQ_OP_DELETE", (long long)PMQ_OP_DELETE},
+    {"PMQ_OP_TRUNCATE", (long long)PMQ_OP_TRUNCATE},
+    {"PMQ_OP_PATCH", (long long)PMQ_OP_PATCH},
+    {"PMQ_CHANGE_OPS_KEYED", (long long)PMQ_CHANGE_OPS_KEYED},
 };
 
 long long picomq_rs_layout(const char *name) {

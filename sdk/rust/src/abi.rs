@@ -33,6 +33,19 @@ pub const PMQ_OPTION_SECRET: u32 = 2;
 
 pub const PMQ_FIELD_HEADERS: u32 = 1;
 
+/// `pmq_change_op` (ABI 2.8): what a record of a batch of changes does to the row named by its key.
+pub const PMQ_OP_APPEND: i32 = 0;
+pub const PMQ_OP_UPSERT: i32 = 1;
+pub const PMQ_OP_DELETE: i32 = 2;
+pub const PMQ_OP_TRUNCATE: i32 = 3;
+pub const PMQ_OP_PATCH: i32 = 4;
+/// `PMQ_CHANGE_OP_BIT(op)`: the bit of an operation in `pmq_sink_plugin.change_ops`.
+pub const fn pmq_change_op_bit(op: i32) -> u32 {
+    1u32 << op
+}
+/// `PMQ_CHANGE_OPS_KEYED`: the operations a sink must apply to be handed changes at all.
+pub const PMQ_CHANGE_OPS_KEYED: u32 = pmq_change_op_bit(PMQ_OP_UPSERT) | pmq_change_op_bit(PMQ_OP_DELETE);
+
 pub const PMQ_LOG_DEBUG: i32 = 0;
 pub const PMQ_LOG_INFO: i32 = 1;
 pub const PMQ_LOG_WARN: i32 = 2;

@@ -100,6 +100,12 @@ impl<'a> Batch<'a> {
         let s = unsafe { *self.raw.writer_schemas.add(index) };
         (!s.is_null()).then(|| c_str(s))
     }
+    /// ABI 2.8: the records are change events (the block has `changes`, docs/changes.md): read
+    /// each one's [`Record::op`] and [`Record::key_json`]. False from an older host.
+    pub fn has_changes(&self) -> bool {
+        self.raw.struct_size >= std::mem::offset_of!(abi::pmq_batch, changes) + std::mem::size_of::<u32>()
+            && self.raw.changes != 0
+    }
     pub fn len(&self) -> usize {
         self.raw.record_count
     }
@@ -115,10 +121,64 @@ impl<'a> Batch<'a> {
         // SAFETY: index checked; the stride is the host's record_size.
         let raw =
             unsafe { &*((self.raw.records as *const u8).add(index * self.raw.record_size) as *const abi::pmq_record) };
-        Record { raw, index }
+        Record {
+            raw,
+            index,
+            record_size: self.raw.record_size,
+        }
     }
     pub fn records(&self) -> impl Iterator<Item = Record<'a>> + '_ {
         (0..self.len()).map(move |i| self.record(i))
+    }
+}
+
+/// What a record does (ABI 2.8 `pmq_change_op`): `Append` for a plain record; under `changes`
+/// an operation on the row named by [`Record::key_json`] (docs/changes.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeOp {
+    /// A record, not a change: written as the sink writes records.
+    Append,
+    /// The payload is the full row (a JSON object): insert or replace the row of the key.
+    Upsert,
+    /// No payload: delete the row of the key (a key without a row: nothing to do).
+    Delete,
+    /// No payload, no key: every row of the record's destination goes.
+    Truncate,
+    /// The payload names the columns that change; the others keep their value (Debezium's
+    /// unchanged TOAST values). A key without a row: inserted with what the patch names.
+    Patch,
+}
+
+impl ChangeOp {
+    /// From `pmq_change_op`; an unknown value (a newer host's) is None.
+    pub fn from_abi(op: i32) -> Option<Self> {
+        match op {
+            abi::PMQ_OP_APPEND => Some(ChangeOp::Append),
+            abi::PMQ_OP_UPSERT => Some(ChangeOp::Upsert),
+            abi::PMQ_OP_DELETE => Some(ChangeOp::Delete),
+            abi::PMQ_OP_TRUNCATE => Some(ChangeOp::Truncate),
+            abi::PMQ_OP_PATCH => Some(ChangeOp::Patch),
+            _ => None,
+        }
+    }
+    pub fn abi(self) -> i32 {
+        match self {
+            ChangeOp::Append => abi::PMQ_OP_APPEND,
+            ChangeOp::Upsert => abi::PMQ_OP_UPSERT,
+            ChangeOp::Delete => abi::PMQ_OP_DELETE,
+            ChangeOp::Truncate => abi::PMQ_OP_TRUNCATE,
+            ChangeOp::Patch => abi::PMQ_OP_PATCH,
+        }
+    }
+    /// Its bit in [`crate::Sink::CHANGE_OPS`] (`PMQ_CHANGE_OP_BIT`).
+    pub const fn bit(self) -> u32 {
+        match self {
+            ChangeOp::Append => abi::pmq_change_op_bit(abi::PMQ_OP_APPEND),
+            ChangeOp::Upsert => abi::pmq_change_op_bit(abi::PMQ_OP_UPSERT),
+            ChangeOp::Delete => abi::pmq_change_op_bit(abi::PMQ_OP_DELETE),
+            ChangeOp::Truncate => abi::pmq_change_op_bit(abi::PMQ_OP_TRUNCATE),
+            ChangeOp::Patch => abi::pmq_change_op_bit(abi::PMQ_OP_PATCH),
+        }
     }
 }
 
@@ -126,6 +186,8 @@ impl<'a> Batch<'a> {
 pub struct Record<'a> {
     raw: &'a abi::pmq_record,
     index: usize,
+    /// The batch's record_size: a field past it is not there (an older host's shorter records).
+    record_size: usize,
 }
 
 impl<'a> Record<'a> {
@@ -143,9 +205,26 @@ impl<'a> Record<'a> {
     pub fn key(&self) -> Option<&'a [u8]> {
         bytes(self.raw.key)
     }
-    /// None: a tombstone.
+    /// None: a tombstone (and a delete or truncate of a batch of changes).
     pub fn payload(&self) -> Option<&'a [u8]> {
         bytes(self.raw.payload)
+    }
+    /// ABI 2.8: what the record does ([`ChangeOp::Append`] for a plain record and from an older
+    /// host, whose records end before `op`). An op this SDK does not know is `Err(value)`.
+    pub fn op(&self) -> Result<ChangeOp, i32> {
+        if self.record_size < std::mem::offset_of!(abi::pmq_record, op) + std::mem::size_of::<i32>() {
+            return Ok(ChangeOp::Append);
+        }
+        ChangeOp::from_abi(self.raw.op).ok_or(self.raw.op)
+    }
+    /// ABI 2.8: the record key decoded as one JSON value; under `changes` the row's key as a JSON
+    /// object (`{"id":7}`, minified: equal keys are equal texts). None: no key (a truncate, a block
+    /// without a decoded key, an older host).
+    pub fn key_json(&self) -> Option<&'a [u8]> {
+        if self.record_size < std::mem::offset_of!(abi::pmq_record, key_json) + std::mem::size_of::<abi::pmq_bytes>() {
+            return None;
+        }
+        bytes(self.raw.key_json)
     }
     pub fn headers(&self) -> impl Iterator<Item = Header<'a>> + 'a {
         let raw = self.raw;

@@ -117,8 +117,8 @@ pub fn descriptor<S: Sink>() -> Descriptor {
         partitions_assigned: Some(assigned::<S>),
         partitions_revoked: Some(revoked::<S>),
         stop: Some(stop::<S>),
-        // Change events (ABI 2.8) are not offered by the Rust SDK yet: plain records only.
-        change_ops: 0,
+        // ABI 2.8: the change operations the sink applies (0: plain records only).
+        change_ops: S::CHANGE_OPS,
     };
     Descriptor {
         plugin,

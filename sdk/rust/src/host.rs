@@ -198,6 +198,19 @@ impl Host {
             }
         }
     }
+    /// ABI 2.7: the definition's `[[topics]]` blocks as the host's JSON text; None from an older
+    /// host (or one that offers none). In validate() and open(), and until close.
+    pub fn subscriptions_json(&self) -> Option<String> {
+        if !self.has(std::mem::offset_of!(abi::pmq_host_api, subscriptions) + std::mem::size_of::<*const c_char>()) {
+            return None;
+        }
+        opt_str(self.api().subscriptions).map(str::to_string)
+    }
+    /// ABI 2.7: the definition's `[[topics]]` blocks (with each block's `changes`, ABI 2.8); None
+    /// from an older host or for a text that is not the host's JSON.
+    pub fn subscriptions(&self) -> Option<Vec<Subscription>> {
+        parse_subscriptions(&self.subscriptions_json()?)
+    }
     /// During open only (ABI 2.5): this instance takes its batches on `plane` (one PMQ_PLANE_*
     /// bit, a native plane of the descriptor) instead of the best native one.
     pub fn set_plane(&self, plane: u32) {
@@ -208,6 +221,50 @@ impl Host {
             }
         }
     }
+}
+
+/// One `[[topics]]` block of the definition, as the host passes them (ABI 2.7
+/// `subscriptions`): what the instance can be handed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// The explicit topic list.
+    pub topics: Vec<String>,
+    /// The block's pattern, anchored as the runtime matches it.
+    pub pattern: Option<String>,
+    /// ABI 2.8: the block's `changes`: "none" (default), "keyed" or "debezium" (docs/changes.md).
+    pub changes: String,
+}
+
+impl Subscription {
+    /// The block hands the sink change events.
+    pub fn has_changes(&self) -> bool {
+        self.changes != "none"
+    }
+}
+
+/// Whether any block hands the sink change events.
+pub fn has_changes(blocks: &[Subscription]) -> bool {
+    blocks.iter().any(Subscription::has_changes)
+}
+
+/// The host's subscriptions JSON (`[{"topics": [...], "pattern": null, "changes": "none"}, ...]`);
+/// None for a text that is not such an array.
+pub fn parse_subscriptions(json: &str) -> Option<Vec<Subscription>> {
+    let blocks: serde_json::Value = serde_json::from_str(json).ok()?;
+    let mut out = Vec::new();
+    for b in blocks.as_array()? {
+        let b = b.as_object()?;
+        out.push(Subscription {
+            topics: b
+                .get("topics")
+                .and_then(|t| t.as_array())
+                .map(|t| t.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+            pattern: b.get("pattern").and_then(|p| p.as_str()).map(str::to_string),
+            changes: b.get("changes").and_then(|c| c.as_str()).unwrap_or("none").to_string(),
+        });
+    }
+    Some(out)
 }
 
 /// One write call: its result handle, rejections, and the way to complete it later.

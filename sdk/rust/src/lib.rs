@@ -30,9 +30,9 @@ mod options;
 pub mod resend;
 mod stop;
 
-pub use batch::{ArrowBatch, Batch, Header, PayloadFormat, Record, TopicPartition};
+pub use batch::{ArrowBatch, Batch, ChangeOp, Header, PayloadFormat, Record, TopicPartition};
 pub use export::{descriptor, plane_spec, Descriptor, PlaneSpec};
-pub use host::{Call, Host, LogLevel, Pending};
+pub use host::{has_changes, parse_subscriptions, Call, Host, LogLevel, Pending, Subscription};
 pub use options::{OptionSpec, OptionType};
 pub use stop::Stop;
 
@@ -42,6 +42,8 @@ pub const PLANE_ROWS: u32 = abi::PMQ_PLANE_ROWS;
 pub const PLANE_BATCHES: u32 = abi::PMQ_PLANE_BATCHES;
 pub const PLANE_ARROW: u32 = abi::PMQ_PLANE_ARROW;
 pub const FIELD_HEADERS: u32 = abi::PMQ_FIELD_HEADERS;
+/// Upserts and deletes: what a sink must apply to be handed changes at all (`PMQ_CHANGE_OPS_KEYED`).
+pub const CHANGE_OPS_KEYED: u32 = abi::PMQ_CHANGE_OPS_KEYED;
 
 /// How a write (or open) failed; the runtime decides what happens to the offset from the kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +110,10 @@ pub trait Sink: Send + Sized + 'static {
     const NATIVE_PLANES: u32;
     /// Writes of one [[topics]] block that may be pending at once (see [`Call::pending`]).
     const MAX_IN_FLIGHT: u32 = 1;
+    /// ABI 2.8: the change operations the sink applies, [`ChangeOp::bit`]s (at least
+    /// [`CHANGE_OPS_KEYED`] to be handed a block with `changes`, docs/changes.md). 0: plain records
+    /// only, and the host refuses `changes` for the sink at `--check`.
+    const CHANGE_OPS: u32 = 0;
 
     /// The [plugin_config] table; the host validates values against it before `open`.
     fn options() -> Vec<OptionSpec> {

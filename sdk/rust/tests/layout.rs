@@ -147,4 +147,11 @@ fn every_struct_has_the_headers_size_and_field_offsets() {
     check_size!(ArrowArray, "struct ArrowArray");
     check_size!(pmq_write_status, "pmq_write_status");
     assert_eq!(PMQ_SINK_ABI_VERSION as i64, c("PMQ_SINK_ABI_VERSION"));
+    // pmq_change_op and the bits of change_ops (ABI 2.8).
+    assert_eq!(PMQ_OP_APPEND as i64, c("PMQ_OP_APPEND"));
+    assert_eq!(PMQ_OP_UPSERT as i64, c("PMQ_OP_UPSERT"));
+    assert_eq!(PMQ_OP_DELETE as i64, c("PMQ_OP_DELETE"));
+    assert_eq!(PMQ_OP_TRUNCATE as i64, c("PMQ_OP_TRUNCATE"));
+    assert_eq!(PMQ_OP_PATCH as i64, c("PMQ_OP_PATCH"));
+    assert_eq!(PMQ_CHANGE_OPS_KEYED as i64, c("PMQ_CHANGE_OPS_KEYED"));
 }

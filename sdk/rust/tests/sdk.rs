@@ -676,3 +676,161 @@ fn writer_schemas_are_read_per_record_and_absent_from_an_older_host() {
     let older = unsafe { Batch::from_raw(&raw) };
     assert_eq!(older.writer_schema(0), None);
 }
+
+fn change_record(offset: i64, op: i32, key: Option<&'static str>, payload: Option<&'static str>) -> pmq_record {
+    let b = |v: Option<&'static str>| pmq_bytes {
+        data: v.map(|s| s.as_ptr()).unwrap_or(std::ptr::null()),
+        size: v.map(str::len).unwrap_or(0),
+    };
+    pmq_record {
+        offset,
+        timestamp_ms: -1,
+        key: b(key),
+        headers: std::ptr::null(),
+        header_count: 0,
+        payload: b(payload),
+        op,
+        key_json: b(key),
+    }
+}
+
+#[test]
+fn change_ops_and_keys_are_read_per_record_and_absent_from_an_older_host() {
+    let topic = CString::new("shop.public.customers").unwrap();
+    let schema = CString::new("json").unwrap();
+    let records = [
+        change_record(0, PMQ_OP_UPSERT, Some(r#"{"id":1}"#), Some(r#"{"id":1,"n":"a"}"#)),
+        change_record(1, PMQ_OP_DELETE, Some(r#"{"id":2}"#), None),
+        change_record(2, PMQ_OP_TRUNCATE, None, None),
+        change_record(3, PMQ_OP_PATCH, Some(r#"{"id":1}"#), Some(r#"{"n":"b"}"#)),
+        change_record(4, 77, Some(r#"{"id":1}"#), None),
+    ];
+    let mut raw = pmq_batch {
+        struct_size: std::mem::size_of::<pmq_batch>(),
+        topic: topic.as_ptr(),
+        partition: 0,
+        payload_format: PMQ_PAYLOAD_JSON,
+        schema: schema.as_ptr(),
+        records: records.as_ptr(),
+        record_count: records.len(),
+        record_size: std::mem::size_of::<pmq_record>(),
+        block_index: 0,
+        writer_schemas: std::ptr::null(),
+        changes: 1,
+    };
+    let batch = unsafe { Batch::from_raw(&raw) };
+    assert!(batch.has_changes());
+    let ops: Vec<_> = batch.records().map(|r| r.op()).collect();
+    assert_eq!(
+        ops,
+        vec![
+            Ok(ChangeOp::Upsert),
+            Ok(ChangeOp::Delete),
+            Ok(ChangeOp::Truncate),
+            Ok(ChangeOp::Patch),
+            Err(77)
+        ]
+    );
+    assert_eq!(batch.record(0).key_json(), Some(&br#"{"id":1}"#[..]));
+    assert_eq!(batch.record(1).key_json(), Some(&br#"{"id":2}"#[..]));
+    assert_eq!(batch.record(1).payload(), None);
+    assert_eq!(batch.record(2).key_json(), None, "a truncate has no key");
+    assert_eq!(batch.record(3).payload(), Some(&br#"{"n":"b"}"#[..]));
+
+    // A 2.7 host: records end before `op` (the stride is its record_size), the batch before
+    // `changes`: plain records, no key_json.
+    let short = std::mem::offset_of!(pmq_record, op);
+    let mut buf = vec![0u64; short * records.len() / 8 + 1];
+    for (i, r) in records.iter().enumerate() {
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                r as *const pmq_record as *const u8,
+                (buf.as_mut_ptr() as *mut u8).add(i * short),
+                short,
+            )
+        };
+    }
+    raw.records = buf.as_ptr() as *const pmq_record;
+    raw.record_size = short;
+    raw.struct_size = std::mem::offset_of!(pmq_batch, changes);
+    let older = unsafe { Batch::from_raw(&raw) };
+    assert!(!older.has_changes());
+    for r in older.records() {
+        assert_eq!(r.op(), Ok(ChangeOp::Append));
+        assert_eq!(r.key_json(), None);
+        assert_eq!(r.offset(), r.index() as i64, "the stride is the host's record_size");
+    }
+    assert_eq!(older.record(0).payload(), Some(&br#"{"id":1,"n":"a"}"#[..]));
+}
+
+struct ChangeSink;
+
+impl Sink for ChangeSink {
+    const NAME: &'static str = "rust_changes";
+    const NATIVE_PLANES: u32 = PLANE_BATCHES;
+    const CHANGE_OPS: u32 = CHANGE_OPS_KEYED | ChangeOp::Truncate.bit();
+    fn validate(config: &Host) -> Result<(), Vec<String>> {
+        match config.subscriptions() {
+            Some(blocks) if has_changes(&blocks) => Err(vec![format!("changes: block 0 is {}", blocks[0].changes)]),
+            Some(_) => Ok(()),
+            None => Err(vec!["no subscriptions".into()]),
+        }
+    }
+    fn open(_host: Host) -> Result<Self, Error> {
+        Ok(ChangeSink)
+    }
+}
+
+#[test]
+fn the_descriptor_declares_the_change_ops_and_validate_reads_the_blocks_changes() {
+    assert_eq!(plugin().raw().change_ops, 0, "plain records only by default");
+    let d = descriptor::<ChangeSink>();
+    assert_eq!(
+        d.raw().change_ops,
+        (1 << PMQ_OP_UPSERT) | (1 << PMQ_OP_DELETE) | (1 << PMQ_OP_TRUNCATE)
+    );
+    assert_eq!(ChangeOp::Patch.bit(), 1 << PMQ_OP_PATCH);
+    assert_eq!(ChangeOp::from_abi(PMQ_OP_PATCH).map(ChangeOp::abi), Some(PMQ_OP_PATCH));
+
+    let validate = |api: &pmq_host_api| {
+        let mut err = [0 as c_char; 256];
+        let ok = unsafe { (d.raw().validate.unwrap())(api, c"{}".as_ptr(), err.as_mut_ptr(), err.len()) };
+        (ok, unsafe { s(err.as_ptr()) })
+    };
+    let (_host, mut api) = make_host(&[]);
+    assert_eq!(validate(&api), (0, "no subscriptions".to_string()));
+    let blocks = CString::new(
+        r#"[{"topics": ["a", "b"], "pattern": null, "changes": "debezium"}, {"topics": [], "pattern": "^x.*"}]"#,
+    )
+    .unwrap();
+    api.subscriptions = blocks.as_ptr();
+    assert_eq!(validate(&api), (0, "changes: block 0 is debezium".to_string()));
+    let parsed = parse_subscriptions(blocks.to_str().unwrap()).unwrap();
+    assert_eq!(
+        parsed,
+        vec![
+            Subscription {
+                topics: vec!["a".into(), "b".into()],
+                pattern: None,
+                changes: "debezium".into()
+            },
+            Subscription {
+                topics: vec![],
+                pattern: Some("^x.*".into()),
+                changes: "none".into()
+            },
+        ]
+    );
+    let plain = CString::new(r#"[{"topics": ["a"], "pattern": null}]"#).unwrap();
+    api.subscriptions = plain.as_ptr();
+    assert_eq!(
+        validate(&api).0,
+        1,
+        "a block without changes (a 2.7 host's JSON) is plain"
+    );
+    // A 2.6 host: the field is past its struct_size.
+    api.subscriptions = blocks.as_ptr();
+    api.struct_size = std::mem::offset_of!(pmq_host_api, subscriptions);
+    assert_eq!(validate(&api), (0, "no subscriptions".to_string()));
+    assert_eq!(parse_subscriptions("{}"), None);
+}
