@@ -10,6 +10,10 @@ sends. Used by golden_test.cpp:
       insert_deduplication_token, then the same rows cut into two inserts (other tokens), into a
       plain MergeTree and a ReplacingMergeTree ordered by the record id; prints one JSON object of
       row counts.
+  chdb_golden.py changes <create table sql, table d.t> <structure> <body file>...
+      runs the sink's CREATE TABLE of a table of change events, inserts each RowBinary body in the
+      order given, and prints the table read with FINAL (every row, deleted flags included) as
+      JSONEachRow, before and after OPTIMIZE ... FINAL, as {"final": [...], "optimized": [...]}.
 """
 import json
 import os
@@ -71,9 +75,34 @@ def dedup(body, boundaries, structure):
     return 0
 
 
+def changes(create_sql, structure, bodies):
+    d = tempfile.mkdtemp(prefix="chdb-changes-")
+    s = chs.Session(d)
+    try:
+        s.query("CREATE DATABASE d")
+        s.query(create_sql)
+        for body in bodies:
+            s.query(f"INSERT INTO d.t SELECT * FROM file({literal(body)}, 'RowBinary', {literal(structure)})")
+
+        def rows():
+            out = str(s.query("SELECT * FROM d.t FINAL ORDER BY tuple(*) "
+                              "SETTINGS output_format_json_quote_64bit_integers = 0", "JSONEachRow"))
+            return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+        final = rows()
+        s.query("OPTIMIZE TABLE d.t FINAL")
+        print(json.dumps({"final": final, "optimized": rows(),
+                          "version": str(s.query("SELECT version()", "CSV")).strip().strip('"')}))
+    finally:
+        s.close()
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "parse":
         sys.exit(parse(*sys.argv[2:5]))
     if sys.argv[1] == "dedup":
         sys.exit(dedup(sys.argv[2], sys.argv[3], sys.argv[4]))
+    if sys.argv[1] == "changes":
+        sys.exit(changes(sys.argv[2], sys.argv[3], sys.argv[4:]))
     sys.exit(2)

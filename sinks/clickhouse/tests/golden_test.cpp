@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "clickhouse/changes.h"
 #include "clickhouse/native.h"
 #include "clickhouse/row_binary.h"
 #include "clickhouse/types.h"
@@ -254,6 +255,52 @@ TEST_F(Golden, OnACurrentServerATokenDropsAnIdenticalResendButNotARecutReplayWhi
   EXPECT_EQ(got["MergeTree"]["after_recut_replay"], 20) << "a replay cut differently is written again";
   EXPECT_EQ(got["ReplacingMergeTree"]["after_recut_replay"], 20);
   EXPECT_EQ(got["ReplacingMergeTree"]["final"], 10) << "FINAL: one row per record id";
+}
+
+TEST_F(Golden, OnACurrentServerTheTableOfChangesKeepsEachKeysLatestRowAndDropsDeletedKeys) {
+  // The sink's own table of changes (from 23.2: ReplacingMergeTree(pico_version, pico_deleted)) and
+  // its rows, inserted newest first, as a replay of older changes after newer ones lands.
+  const std::vector<ch::Column> key{col("id", "Int64")};
+  const std::vector<ch::Column> payload{col("name", "Nullable(String)")};
+  const std::string create = ch::create_change_table_sql("d.t", key, payload, false, {26, 9});
+  ASSERT_NE(create.find("ReplacingMergeTree(`pico_version`, `pico_deleted`)"), std::string::npos) << create;
+  std::vector<ch::Column> cols{col("id", "Int64"),
+                               col("name", "Nullable(String)"),
+                               col("pico_version", "UInt64", ch::Source::Version),
+                               col("pico_deleted", "UInt8", ch::Source::Deleted),
+                               col("pico_topic", "String", ch::Source::Topic),
+                               col("pico_partition", "Int32", ch::Source::Partition),
+                               col("pico_offset", "Int64", ch::Source::Offset)};
+  ch::RowBinaryEncoder encoder(cols);
+  auto body = [&](std::vector<kt::TestRecord> records, const std::string& name) {
+    ch::Encoded e = encoder.encode(kt::TestBatch("t", 0, std::move(records)).raw());
+    EXPECT_TRUE(e.ok() && e.rejected.empty()) << e.error;
+    const auto path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << e.data;
+    return path;
+  };
+  const std::string newer =
+      body({{.offset = 5, .payload = R"({"id":1,"name":"b"})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":1})"},
+            {.offset = 6, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = R"({"id":2})"}},
+           "newer.bin");
+  const std::string older =
+      body({{.offset = 1, .payload = R"({"id":1,"name":"a"})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":1})"},
+            {.offset = 2, .payload = R"({"id":2,"name":"x"})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":2})"},
+            {.offset = 3, .payload = R"({"id":3,"name":"c"})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":3})"}},
+           "older.bin");
+  const Result r = run_command(std::string(PICOMQ_CHDB_PYTHON) + " " + PICOMQ_CHDB_GOLDEN + " changes " +
+                               quoted(create) + " " + quoted(structure(cols)) + " " + newer + " " + older);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json got = json::parse(r.out.substr(r.out.find('{')));
+  std::cout << "[          ] chDB " << got["version"] << "\n";
+  for (const char* when : {"final", "optimized"}) {
+    SCOPED_TRACE(when);
+    ASSERT_EQ(got[when].size(), 2u) << got.dump() << ": key 2's delete (offset 6) hides it, the replayed 2 is older";
+    EXPECT_EQ(got[when][0]["id"], 1);
+    EXPECT_EQ(got[when][0]["name"], "b") << "the replayed offset 1 is older than 5";
+    EXPECT_EQ(got[when][0]["pico_version"], 5);
+    EXPECT_EQ(got[when][1]["id"], 3);
+  }
 }
 
 }  // namespace
