@@ -479,5 +479,30 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
   std::filesystem::remove_all(dir);
 }
 
+// The sinks that cannot apply changes refuse them at --check, at the block's key, naming the sink
+// (docs/changes.md: Iceberg for its library's commits, the append-only sinks for having no rows).
+TEST(Debezium, SinksThatCannotApplyChangesRefuseThemAtCheck) {
+  auto& kafka = Kafka::shared();
+  std::vector<std::pair<std::string, std::string>> sinks = {{"s3", "libpicomq_connector_s3_sink"},
+                                                            {"http", "libpicomq_connector_http_sink"},
+                                                            {"influxdb", "libpicomq_connector_influxdb_sink"},
+                                                            {"quickwit", "libpicomq_connector_quickwit_sink"}};
+#ifdef PICOMQ_WITH_ICEBERG
+  sinks.emplace_back("iceberg", "libpicomq_connector_iceberg_sink");
+#endif
+  for (const auto& [name, path] : sinks) {
+    SCOPED_TRACE(name);
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition(name + ".toml",
+                      "type = \"sink\"\nkey = \"refuse_" + name + "\"\npath = \"" + path +
+                          "\"\n[[topics]]\ntopics = [\"shop.public.customers\"]\nchanges = \"debezium\"\n");
+    auto [code, out] = rt.check();
+    EXPECT_NE(code, 0) << out;
+    EXPECT_NE(out.find("key 'topics[0].changes': the sink '" + name + "' does not apply change events"),
+              std::string::npos)
+        << out;
+  }
+}
+
 }  // namespace
 }  // namespace picomq::test
