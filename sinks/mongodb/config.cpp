@@ -109,12 +109,15 @@ const kit::OptionTable<Settings>& option_table() {
                     {"field", IdStrategy::Field},
                     {"generated", IdStrategy::Generated}})
           .fallback(IdStrategy::RecordId)
-          .help("Where _id comes from. record_id: \"topic:partition:offset\" (a replay writes the same _id: with "
-                "write_strategy insert its duplicate-key error 11000 counts as already written). key: the record "
-                "key (a string when valid UTF-8, else BinData; a record without a key is rejected). field: the "
-                "payload field id_field (a record without it is rejected). generated: an ObjectId made by the "
-                "sink (resends within one write keep it; a replay after a crash inserts duplicates, as MongoDB's "
-                "own Kafka connector does by default)."),
+          .help(
+              "Where _id comes from. record_id: \"topic:partition:offset\" (a replay writes the same _id: with "
+              "write_strategy insert its duplicate-key error 11000 counts as already written). key: the record "
+              "key (a string when valid UTF-8, else BinData; a record without a key is rejected). field: the "
+              "payload field id_field (a record without it is rejected). generated: an ObjectId made by the "
+              "sink (resends within one write keep it; a replay after a crash inserts duplicates, as MongoDB's "
+              "own Kafka connector does by default). Change events (changes = ... in [[topics]]) need key: _id is then "
+              "the row's key, a one-field key's value ({\"id\": 7} -> 7) or a composite key as an embedded "
+              "document."),
       kit::option("id_field", &Settings::id_field)
           .check(check_field_name)
           .help("id_strategy field: the top-level payload field whose value becomes _id (kept in the document "
@@ -128,7 +131,8 @@ const kit::OptionTable<Settings>& option_table() {
                 "with upsert, filtered by _id or by business_key "
                 "(the last record of a key wins). update: updateOne with upsert and $set of the document's fields "
                 "(fields the record does not carry are kept), plus inserted_at_field / updated_at_field. replace "
-                "and update write one batch at a time per topic block, in order."),
+                "and update write one batch at a time per topic block, in order. Change events need replace (an "
+                "upsert replaces the document, a patch is $set, a delete deleteOne, a truncate deleteMany)."),
       kit::option("business_key", &Settings::business_key)
           .check(check_field_list)
           .help("write_strategy replace / update: top-level payload fields whose values identify the document "
@@ -139,12 +143,14 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(false)
           .help("A tombstone (null payload) deletes its document: deleteOne by _id with id_strategy key (the "
                 "record key is the _id), or by business_key read from the record key as a JSON object "
-                "({\"sku\": \"A\"}). Off: a tombstone is written as a document with payload null."),
+                "({\"sku\": \"A\"}). Off: a tombstone is written as a document with payload null. (Under change "
+                "events the runtime makes a tombstone a delete of its key already.)"),
       kit::option("include_metadata", &Settings::include_metadata)
           .fallback(true)
           .help("Add pico_topic, pico_partition, pico_offset, pico_timestamp (BSON Date), pico_key (BinData "
                 "subtype 0, the key's bytes) and pico_headers (an object, the shared headers rendering) to each "
-                "document."),
+                "document. Under change events they describe the document's last change; false keeps a document "
+                "to _id and the row's fields."),
       kit::option("payload_field", &Settings::payload_field)
           .check(check_field_name)
           .help("Put the payload under this field instead of merging its fields into the document. Unset: a JSON "

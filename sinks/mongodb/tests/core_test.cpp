@@ -181,6 +181,50 @@ TEST(MongoDocument, ReplaceUpdateAndDeleteOperations) {
   EXPECT_EQ(doc_json(up.ops[1].filter.get()), json::parse(R"({"_id": "u1"})"));
 }
 
+TEST(MongoChangeEvents, KeysBecomeIdsOfTheirJsonTypeAndEachOpItsOperation) {
+  mg::Settings s = settings();
+  s.write_strategy = mg::WriteStrategy::Replace;
+  s.id_strategy = mg::IdStrategy::Key;
+  s.include_metadata = false;
+  auto change = [](int64_t offset, pmq_change_op op, std::optional<std::string> key,
+                   std::optional<std::string> row = std::nullopt) {
+    return TestRecord{.offset = offset, .payload = std::move(row), .key = key, .op = op, .key_json = key};
+  };
+  TestBatch b("t", 0,
+              {change(0, PMQ_OP_UPSERT, R"({"id":7})", R"({"_id": "theirs", "id": 7, "a": 1})"),
+               change(1, PMQ_OP_UPSERT, R"({"id":9007199254740993})", R"({"a": 2})"),
+               change(2, PMQ_OP_DELETE, R"({"order_id":1,"line":2})"), change(3, PMQ_OP_TRUNCATE, std::nullopt),
+               change(4, PMQ_OP_PATCH, R"({"order_id":1,"line":2})", R"({"line": 2, "note": "x"})"),
+               change(5, PMQ_OP_UPSERT, R"("scalar")", R"({"a": 3})"), change(6, PMQ_OP_DELETE, std::nullopt)});
+  auto e = encode(s, b);
+  ASSERT_EQ(e.ops.size(), 5u);
+  ASSERT_EQ(e.rejected.size(), 2u);
+  EXPECT_EQ(e.rejected[0].record, 5u);
+  EXPECT_NE(e.rejected[0].reason.find("not a JSON object"), std::string::npos) << e.rejected[0].reason;
+  EXPECT_EQ(e.rejected[1].record, 6u);
+  EXPECT_NE(e.rejected[1].reason.find("no key"), std::string::npos) << e.rejected[1].reason;
+
+  EXPECT_EQ(e.ops[0].kind, mg::OpKind::Replace);
+  EXPECT_EQ(doc_json(e.ops[0].filter.get()), json::parse(R"({"_id": 7})"));
+  EXPECT_EQ(doc_json(e.ops[0].doc.get()), json::parse(R"({"_id": 7, "id": 7, "a": 1})")) << "the row's _id yields";
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init_find(&it, e.ops[0].filter.get(), "_id"));
+  EXPECT_EQ(bson_iter_type(&it), BSON_TYPE_INT32);
+  ASSERT_TRUE(bson_iter_init_find(&it, e.ops[1].filter.get(), "_id"));
+  EXPECT_EQ(bson_iter_type(&it), BSON_TYPE_INT64);
+  EXPECT_EQ(bson_iter_int64(&it), 9007199254740993);
+
+  EXPECT_EQ(e.ops[2].kind, mg::OpKind::Delete);
+  EXPECT_EQ(doc_json(e.ops[2].filter.get()), json::parse(R"({"_id": {"order_id": 1, "line": 2}})"));
+  EXPECT_FALSE(e.ops[2].doc);
+  EXPECT_EQ(e.ops[3].kind, mg::OpKind::DeleteAll);
+  EXPECT_EQ(doc_json(e.ops[3].filter.get()), json::object());
+  EXPECT_EQ(e.ops[4].kind, mg::OpKind::Update);
+  EXPECT_EQ(doc_json(e.ops[4].doc.get()),
+            json::parse(R"({"$set": {"line": 2, "note": "x"}, "$setOnInsert": {"order_id": 1}})"))
+      << "the key's fields the patch does not name, on insert only";
+}
+
 TEST(MongoErrors, WhatEachCodeMeansForADocument) {
   using D = mg::DuplicateOn;
   auto item = [](int32_t code, D dup = D::None, bool insert = true) {

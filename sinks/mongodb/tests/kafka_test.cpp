@@ -6,11 +6,13 @@
 // an outage of FerretDB's PostgreSQL during a load commits nothing unwritten and loses nothing;
 // a document the server refuses goes through each bad-record policy while the rest is written;
 // tombstones delete; per id strategy, what a SIGKILL's replay leaves; two collections' bulk
-// writes in flight at once while one is stalled by a lock in PostgreSQL. One broker and one
-// FerretDB for the binary.
+// writes in flight at once while one is stalled by a lock in PostgreSQL; Debezium change events
+// replayed after a SIGKILL end equal to the source. One broker and one FerretDB for the binary.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <map>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -442,6 +444,87 @@ TEST(MongoSinkKafka, RefusedCredentialsPutTheSinkInErrorAtStartAndThePasswordIsN
   EXPECT_EQ(error.find("wrong-secret-42"), std::string::npos);
   rt.signal(SIGTERM);
   rt.wait_exit(30s);
+}
+
+// Change events through the runtime (changes = "debezium"): Debezium's envelopes of one table —
+// inserts, updates, deletes each followed by its tombstone, a truncate — keyed {"id": n} as
+// Debezium keys them. The runtime catches up and is killed with SIGKILL; the group's offset is
+// then set back before the truncate (what a crash leaves when applied changes were not yet
+// committed, at its widest), and a restart replays from there, over documents that already hold
+// later versions: the collection then equals the source table, document for row.
+TEST(MongoSinkKafka, DebeziumChangesReplayedAfterASigkillEndEqualToTheSource) {
+  auto& kafka = Kafka::shared();
+  auto& mongo = MongoServer::shared();
+  const auto db = mongo.fresh_database("mchanges");
+  const auto topic = unique_name("mongo.inventory.customers");
+  kafka.create_topic(topic);             // one partition: the truncate is ordered with every row's changes
+  std::map<int, nlohmann::json> source;  // the table: id -> row
+  std::mt19937 rng(55);
+  int64_t produced = 0, version = 0;
+  auto produce_chunk = [&](bool truncate_midway) {
+    std::vector<ProducedRecord> records;
+    for (int i = 0; i < 3000; ++i) {
+      if (truncate_midway && i == 1500) {
+        records.push_back({R"({"before": null, "after": null, "op": "t", "ts_ms": 1})", std::nullopt});
+        source.clear();
+      }
+      const int id = static_cast<int>(rng() % 400);
+      const std::string key = "{\"id\": " + std::to_string(id) + "}";
+      if (source.count(id) && rng() % 4 == 0) {
+        const nlohmann::json envelope = {{"before", source[id]}, {"after", nullptr}, {"op", "d"}, {"ts_ms", 1}};
+        records.push_back({envelope.dump(), key});
+        records.push_back({"", key, {}, -1, true});  // the tombstone Debezium sends after a delete
+        source.erase(id);
+        continue;
+      }
+      const nlohmann::json row = {
+          {"id", id}, {"version", ++version}, {"name", "n" + std::to_string(rng() % 1000)}, {"note", nullptr}};
+      const nlohmann::json envelope = {
+          {"before", nullptr}, {"after", row}, {"op", source.count(id) ? "u" : "c"}, {"ts_ms", 1}};
+      records.push_back({envelope.dump(), key});
+      source[id] = row;
+    }
+    kafka.produce(topic, records);
+    produced += static_cast<int64_t>(records.size());
+  };
+  const std::string key = "mchanges";
+  const std::string block = "changes = \"debezium\"\nbatch_length = 400\nproperties = { \"group.instance.id\" = \"" +
+                            key + "\", \"session.timeout.ms\" = \"6000\" }";
+  const std::string config =
+      "collection = \"customers\"\nwrite_strategy = \"replace\"\nid_strategy = \"key\"\ninclude_metadata = false\n"
+      "commit_interval = \"300ms\"";
+  produce_chunk(false);
+  produce_chunk(true);  // a truncate past offset 4500
+  {
+    Runtime rt(kafka.bootstrap(), "changes_first");
+    rt.add_definition("c.toml", definition(key, topic, db, config, block));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == produced; }, 120s)) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+  }
+  auto expect_equal_to_source = [&](const std::string& when) {
+    std::vector<nlohmann::json> expected;
+    for (const auto& [id, row] : source) {
+      nlohmann::json doc = row;
+      doc["_id"] = id;
+      expected.push_back(doc);
+    }
+    const auto actual = mongo.find(db, "customers");
+    EXPECT_EQ(actual.size(), expected.size()) << when;
+    EXPECT_EQ(actual, expected) << when << ": the collection equals the source table";
+  };
+  expect_equal_to_source("caught up");
+  std::this_thread::sleep_for(scaled(7s));      // the static member's session (6 s) ends
+  kafka.commit(group_of(key), topic, 0, 1000);  // replay from offset 1000: both chunks, the truncate
+  produce_chunk(false);
+  Runtime rt(kafka.bootstrap(), "changes_restart");
+  rt.add_definition("c.toml", definition(key, topic, db, config, block));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == produced; }, 120s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  expect_equal_to_source("after the replay");
 }
 
 }  // namespace
