@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "picomq/kit/subscriptions.hpp"
+
 namespace picomq::doris {
 
 using namespace std::chrono_literals;
@@ -129,6 +131,24 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
     simdjson::dom::element root;
     if (parser.parse(*s.jsonpaths).get(root) || root.type() != simdjson::dom::element_type::ARRAY)
       problems.add("jsonpaths", "must be a JSON array of paths, e.g. [\"$.id\", \"$.name\"]");
+  }
+  const auto blocks = kit::subscriptions(config);
+  s.changes = blocks && kit::has_changes(*blocks);
+  if (s.changes) {
+    // A change's line is the row's columns at the top level, with pico_version and pico_deleted
+    // beside them (the sequence and delete headers name those columns).
+    if (s.document == kit::JsonLayout::Envelope)
+      problems.add("document",
+                   "change events (a block's `changes`) are loaded as the row's own fields: use \"flat\" or "
+                   "\"payload\", not \"envelope\" (docs/sinks/doris.md, \"Change events\")");
+    if (s.columns)
+      problems.add("columns",
+                   "under `changes` the row's fields go to the columns of their names, with pico_version and "
+                   "pico_deleted (the sequence and delete headers need them): leave `columns` out");
+    if (s.jsonpaths)
+      problems.add("jsonpaths",
+                   "under `changes` the row's fields go to the columns of their names (a delete carries only its "
+                   "key's fields): leave `jsonpaths` out");
   }
   if (!problems.empty()) return std::nullopt;
   s.url = kit::base_url(std::move(s.url));

@@ -36,11 +36,16 @@ struct Settings {
   int64_t probe_parallelism = 0;
   kit::HttpSettings http;
   kit::TlsSettings tls;
+  // Not an option: a [[topics]] block hands the sink change events (docs/changes.md); its loads
+  // then go to a Unique Key table (docs/sinks/doris.md, "Change events").
+  bool changes = false;
 };
 
 const kit::OptionTable<Settings>& option_table();
 
-// The options parsed and checked together; nullopt with `problems` filled when they do not fit.
+// The options parsed and checked together, with the host's subscriptions (a block's `changes`
+// refuses the options a change load cannot honour); nullopt with `problems` filled when they do
+// not fit.
 std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& problems);
 
 }  // namespace picomq::doris

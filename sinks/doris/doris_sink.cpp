@@ -20,6 +20,15 @@
 // network errors / 5xx / timeouts: re-sent with the same label; auth, unknown table: fatal.
 // two_phase_commit: every load of a batch is pre-committed, and committed together
 // (PUT /api/{db}/_stream_load_2pc) only when the whole batch loaded; aborted otherwise.
+//
+// Change events (docs/changes.md; upserts and deletes by key): into a Unique Key table with a
+// sequence column, each load `merge_type: MERGE` with `delete: pico_deleted=1` and
+// `function_column.sequence_col: pico_version`; an upsert is its row with pico_version (its
+// offset) and pico_deleted 0, a delete its key's fields with pico_deleted 1. Of the rows of one
+// key Doris keeps the one of the highest sequence, so several changes to a key in one load keep
+// the last, and a replayed change (an older or the same offset) changes nothing. No truncates
+// (the sink has no SQL connection for TRUNCATE TABLE), no patches (a load's partial columns are
+// the same for all its rows, and flexible partial updates refuse a sequence_col and MERGE).
 // Docs: docs/sinks/doris.md.
 #include <simdjson.h>
 
@@ -83,6 +92,9 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       "commit.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  // Change events (docs/changes.md): upserts and deletes by key, by the delete sign and sequence
+  // column of a Unique Key table. Truncates and patches are refused by the runtime, naming them.
+  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED;
   static inline const kit::OptionTable<Settings>& options = option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
 
@@ -182,6 +194,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
   std::vector<Load> cut(const pmq_batch& raw) {
     picomq::doris::Cut c = picomq::doris::cut_loads(raw, writer_, s_.label_span, s_.max_load_bytes.bytes);
     if (c.tombstones) count("skipped_tombstones", c.tombstones);
+    if (c.keyless_deletes) count("skipped_keyless_deletes", c.keyless_deletes);
     return std::move(c.loads);
   }
 
@@ -281,7 +294,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     throw Retry("more than 3 redirects from " + kit::redact_url(url));
   }
 
-  kit::HttpHeaders load_headers(const std::string& l) const {
+  kit::HttpHeaders load_headers(const std::string& l, bool changes) const {
     kit::HttpHeaders h;
     h.set("Expect", "100-continue");
     h.set("Content-Type", "application/json");
@@ -294,6 +307,12 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     if (s_.columns) h.set("columns", *s_.columns);
     if (s_.jsonpaths) h.set("jsonpaths", *s_.jsonpaths);
     if (s_.two_phase_commit) h.set("two_phase_commit", "true");
+    if (changes) {
+      // Stream Load's batch delete and sequence column (docs/sinks/doris.md, "Change events").
+      h.set("merge_type", "MERGE");
+      h.set("delete", std::string(picomq::doris::kDeletedColumn) + "=1");
+      h.set("function_column.sequence_col", std::string(picomq::doris::kVersionColumn));
+    }
     return h;
   }
 
@@ -326,7 +345,7 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       }
       kit::HttpResponse r;
       try {
-        r = put(base_ + "/" + s_.table + "/_stream_load", load_headers(l), body);
+        r = put(base_ + "/" + s_.table + "/_stream_load", load_headers(l, pmq_batch_has_changes(&raw) != 0), body);
       } catch (const Retry& e) {
         wait_or_fail(e.what());
         continue;
@@ -345,6 +364,12 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
       if (a.status == "Success" || a.status == "Publish Timeout") {
         count("loads");
         count("written_records", load.positions.size() - static_cast<size_t>(std::max<int64_t>(0, a.filtered)));
+        if (pmq_batch_has_changes(&raw)) {
+          size_t deletes = 0;
+          for (size_t p : load.positions)
+            if (pmq_record_op(&raw, pmq_batch_record(&raw, p)) == PMQ_OP_DELETE) ++deletes;
+          if (deletes) count("delete_rows", deletes);
+        }
         if (a.filtered > 0) reject_filtered(raw, load, a, where, false);
         if (s_.two_phase_commit) precommitted.push_back(l);
         return;
@@ -534,9 +559,11 @@ class DorisSink : public sdk::BaseSink<DorisSink> {
     }
     if (!parse_load_state(r, state, error))
       throw sdk::FatalError("connecting to the Doris FE at " + kit::redact_url(s_.url) + ": " + error);
-    log(sdk::LogLevel::Info, "connected to the Doris FE at " + kit::redact_url(s_.url) + ": table " + s_.database +
-                                 "." + s_.table + ", labels " + prefix_ + "-..., label_span " +
-                                 std::to_string(s_.label_span) + (s_.two_phase_commit ? ", two-phase commit" : ""));
+    log(sdk::LogLevel::Info,
+        "connected to the Doris FE at " + kit::redact_url(s_.url) + ": table " + s_.database + "." + s_.table +
+            ", labels " + prefix_ + "-..., label_span " + std::to_string(s_.label_span) +
+            (s_.two_phase_commit ? ", two-phase commit" : "") +
+            (s_.changes ? ", change events (MERGE with the delete sign, sequence pico_version)" : ""));
   }
 
   Settings s_;

@@ -13,15 +13,34 @@ Cut cut_loads(const pmq_batch& raw, const kit::RecordJsonWriter& writer, int64_t
   Cut out;
   std::vector<Load>& loads = out.loads;
   auto json = writer.begin(raw);
+  const bool changes = pmq_batch_has_changes(&raw) != 0;
   size_t bytes = 0;
   for (size_t i = 0; i < raw.record_count; ++i) {
     const pmq_record& r = *pmq_batch_record(&raw, i);
-    if (r.payload.data == nullptr) {
+    std::string line;
+    const int32_t op = changes ? pmq_record_op(&raw, &r) : PMQ_OP_APPEND;
+    if (op == PMQ_OP_DELETE) {
+      const pmq_bytes key = pmq_record_key_json(&raw, &r);
+      const auto body =
+          key.data ? kit::json_object_body({reinterpret_cast<const char*>(key.data), key.size}) : std::nullopt;
+      if (!body) {
+        ++out.keyless_deletes;
+        continue;
+      }
+      line = "{\"" + std::string(kVersionColumn) + "\":" + std::to_string(r.offset) + ",\"" +
+             std::string(kDeletedColumn) + "\":1";
+      if (!body->empty) line += ',';
+      line += body->members;
+    } else if (r.payload.data == nullptr) {
       ++out.tombstones;
       continue;
+    } else {
+      json.append(line, r);
+      if (changes)
+        kit::insert_first_member(line, 0,
+                                 "\"" + std::string(kVersionColumn) + "\":" + std::to_string(r.offset) + ",\"" +
+                                     std::string(kDeletedColumn) + "\":0");
     }
-    std::string line;
-    json.append(line, r);
     const bool new_block = loads.empty() || r.offset / label_span != loads.back().first / label_span ||
                            bytes + line.size() + 1 > max_load_bytes;
     if (new_block) {

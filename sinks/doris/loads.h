@@ -25,10 +25,19 @@ struct Load {
 
 struct Cut {
   std::vector<Load> loads;
-  size_t tombstones = 0;  // skipped: Doris's JSON lines have no delete
+  size_t tombstones = 0;       // skipped: records without a payload, not change events
+  size_t keyless_deletes = 0;  // skipped: a delete without a key deletes nothing (pmq_change_op)
 };
 
-// The batch's records as JSON lines (`writer`'s layout), cut into loads.
+// The names of the columns a change load fills (docs/sinks/doris.md, "Change events"): the
+// record's offset, the table's sequence source (function_column.sequence_col), and 1 for a
+// delete (the MERGE load's delete condition).
+inline constexpr std::string_view kVersionColumn = "pico_version";
+inline constexpr std::string_view kDeletedColumn = "pico_deleted";
+
+// The batch's records as JSON lines (`writer`'s layout), cut into loads. A batch of change events
+// (pmq_batch_has_changes) gives each upsert its row's line with "pico_version": offset and
+// "pico_deleted": 0 first, and each delete a line of its key's fields with "pico_deleted": 1.
 Cut cut_loads(const pmq_batch& raw, const kit::RecordJsonWriter& writer, int64_t label_span, size_t max_load_bytes);
 
 // `load` without its records below offset `from` (loaded already); `last` and where it ends stay.

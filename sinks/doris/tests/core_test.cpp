@@ -66,6 +66,26 @@ TEST(DorisLoads, TrimBelowKeepsTheRestAndWhereTheLoadEnds) {
   EXPECT_EQ(load.last, 13) << "still says where it ended";
 }
 
+TEST(DorisLoads, ChangeEventsCarryTheirOffsetAndTheDeleteFlag) {
+  // An upsert is its row with pico_version (the offset) and pico_deleted 0 first; a delete (no
+  // payload) the key's fields with pico_deleted 1; a delete without a key is left out.
+  const TestBatch b(
+      "shop.customers", 0,
+      {{.offset = 5, .payload = R"({"id":7,"name":"ada"})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":7})"},
+       {.offset = 6, .op = PMQ_OP_DELETE, .key_json = R"({"order_id":1,"line":2})"},
+       {.offset = 7, .op = PMQ_OP_DELETE},
+       {.offset = 8, .payload = "{}", .op = PMQ_OP_UPSERT, .key_json = R"({"id":8})"}});
+  const Cut cut = cut_loads(b.raw(), payload_lines(), 100, 1 << 20);
+  EXPECT_EQ(cut.keyless_deletes, 1u);
+  EXPECT_EQ(cut.tombstones, 0u);
+  ASSERT_EQ(cut.loads.size(), 1u);
+  EXPECT_EQ(cut.loads[0].positions, (std::vector<size_t>{0, 1, 3}));
+  EXPECT_EQ(cut.loads[0].lines,
+            (std::vector<std::string>{R"({"pico_version":5,"pico_deleted":0,"id":7,"name":"ada"})",
+                                      R"({"pico_version":6,"pico_deleted":1,"order_id":1,"line":2})",
+                                      R"({"pico_version":8,"pico_deleted":0})"}));
+}
+
 TEST(DorisLabels, NameThePartitionAndTheRangeWithinDorisLimits) {
   const TestBatch b = offsets_8_to_13();
   EXPECT_EQ(load_label("picomq-sink", b.raw(), 11, 13), "picomq-sink-orders-2-11-13");

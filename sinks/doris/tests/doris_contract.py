@@ -34,13 +34,39 @@ first line of stdout) and a BE (another loopback port). What it implements:
   - GET /api/{db}/get_load_state?label=L on the FE: {"msg": "success", "code": 0, "data":
     "UNKNOWN" | "PREPARE" | "PRECOMMITTED" | "COMMITTED" | "VISIBLE" | "ABORTED", "count": 0}.
 
+Unique Key tables and change loads (data-operate/delete/batch-delete-manual, "Stream Load";
+data-operate/update/unique-update-concurrent-control, "Sequence Column"; the stream load manual's
+header table; the FE's checks as DataDescription / the load planner word them):
+  - a table made with "keys": "UNIQUE" and "key_columns" keeps one row per key (later loads
+    replace it; merge-on-write and merge-on-read read the same), with the hidden delete sign;
+    "sequence_type" (e.g. "BIGINT") gives it the hidden sequence column
+    (function_column.sequence_type), and then every load must name its source with the
+    `function_column.sequence_col` header (a column of `columns`, or without `columns` a column of
+    the table): "Table t has sequence column, need to specify the sequence column"; the header on a
+    table without one: "There is no sequence column in the table t"; a name that is neither:
+    "There is no sequence column X in the t or the COLUMNS and SET clause";
+  - `merge_type` APPEND (default) | DELETE (every row of the load deletes its key) | MERGE (rows
+    meeting the `delete` condition delete their key, the others are appended); MERGE without
+    `delete`: "Excepted DELETE ON clause when merge type is MERGE."; `delete` with another merge
+    type: "not support DELETE ON clause when merge type is not MERGE."; MERGE or DELETE on a table
+    that is not Unique: "load by MERGE or DELETE is only supported in unique tables." The
+    condition this server understands is `column=literal` (a number, true/false or a quoted
+    string), compared with the column's converted value; others are refused as unsupported here;
+  - with a sequence column, a row replaces its key's row (a deleted one included: the delete sign
+    is a replaced column like the others) only when its sequence value is larger or equal (equal:
+    the later one); a delete with a smaller sequence deletes nothing; rows are applied in the order
+    the loads were published (committed), within a load in line order; a deleted key is not read.
+
 Doris cannot create the destination: tables are made through the control API (DDL stands in for
 CREATE TABLE). Column types: TINYINT SMALLINT INT BIGINT (integers, range checked), FLOAT DOUBLE,
 BOOLEAN, VARCHAR(n) (length in bytes checked), STRING, DATETIME ("YYYY-MM-DD HH:MM:SS"), JSON.
 
 Test control (not Doris API; no auth), JSON bodies, on the FE port:
-  POST /_control/table   {"db", "table", "columns": [{"name", "type", "nullable": true}]}
-  GET  /_control/rows?db=&table=        {"rows": [row objects, visible only, in load order]}
+  POST /_control/table   {"db", "table", "columns": [{"name", "type", "nullable": true}],
+                          "keys": "DUPLICATE" (default) | "UNIQUE", "key_columns": [names],
+                          "sequence_type": "BIGINT" (Unique only; absent: no sequence column)}
+  GET  /_control/rows?db=&table=        {"rows": [row objects, visible only, in load order; a
+                                          Unique table's current rows, deleted keys left out]}
   GET  /_control/labels?db=             {"labels": {label: {"state", "rows", "txn_id"}}}
   POST /_control/config  {"fail_requests": [{"method", "path_prefix", "status", "count", "where":
                             "fe" | "be"}] (status 0: the connection closed without an answer),
@@ -78,11 +104,12 @@ class State:
         self.reset()
 
     def reset(self):
-        self.tables = {}      # (db, table) -> {"columns": [...], "rows": [(txn_id, row)]}
+        self.tables = {}      # (db, table) -> {"columns": [...], "rows": [(txn_id, row, delete_sign, seq)], ...}
         self.labels = {}      # (db, label) -> {"state", "txn_id", "table", "rows", "at"}
         self.txns = {}        # txn_id -> (db, label)
         self.error_logs = {}  # file -> text
         self.next_txn = 1000
+        self.next_version = 0  # the publish order of loads: a Unique table applies them in it
         self.fail_requests = []
         self.drop_after_load = 0
         self.publish_timeout = 0
@@ -96,16 +123,68 @@ ARGS = None
 BE_PORT = 0
 
 
+def publish(entry, state):
+    """A load committed (COMMITTED or VISIBLE): it takes the next version."""
+    entry["state"] = state
+    if "version" not in entry:
+        STATE.next_version += 1
+        entry["version"] = STATE.next_version
+
+
 def visible_rows(db, table):
     t = STATE.tables.get((db, table))
     if t is None:
         return None
-    out = []
-    for txn_id, row in t["rows"]:
+    loaded = []
+    for position, (txn_id, row, delete_sign, seq) in enumerate(t["rows"]):
         db_label = STATE.txns.get(txn_id)
         if db_label and STATE.labels[db_label]["state"] == "VISIBLE":
-            out.append(row)
-    return out
+            loaded.append((STATE.labels[db_label]["version"], position, row, delete_sign, seq))
+    if t.get("keys", "DUPLICATE") != "UNIQUE":
+        return [row for _, _, row, _, _ in loaded]
+    # One row per key: the loads in their publish order, each in line order; with a sequence
+    # column a row replaces its key's row only when its sequence is not smaller (NULL is smallest).
+    current = {}
+    for _, _, row, delete_sign, seq in sorted(loaded, key=lambda e: (e[0], e[1])):
+        key = json.dumps([row.get(k) for k in t["key_columns"]])
+        if "sequence_type" in t and key in current:
+            held = current[key][2]
+            if seq is None or (held is not None and seq < held):
+                continue
+        current[key] = (row, delete_sign, seq)
+    return [row for row, delete_sign, _ in current.values() if not delete_sign]
+
+
+DELETE_RE = re.compile(r"^\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s*=\s*(-?\d+|true|false|'[^']*'|\"[^\"]*\")\s*$", re.I)
+
+
+def delete_condition(text):
+    """(column, literal) of a `delete` header, or raises LoadFail."""
+    m = DELETE_RE.match(text or "")
+    if not m:
+        raise LoadFail("[ANALYSIS_ERROR]this contract server understands a delete condition of the form "
+                       "column=literal only: %s" % text)
+    literal = m.group(2)
+    if literal.lower() in ("true", "false"):
+        value = literal.lower() == "true"
+    elif literal[0] in "'\"":
+        value = literal[1:-1]
+    else:
+        value = int(literal)
+    return m.group(1), value
+
+
+def matches(value, literal):
+    if value is None:
+        return False
+    if isinstance(literal, bool):
+        return bool(value) == literal
+    if isinstance(literal, int):
+        try:
+            return float(value) == literal
+        except (TypeError, ValueError):
+            return False
+    return str(value) == literal
 
 
 def convert(value, col, strict):
@@ -207,6 +286,34 @@ def load_rows(db, table, headers, body):
             raise LoadFail("[INVALID_ARGUMENT]Invalid json path: " + headers["jsonpaths"])
         if len(paths) != len(targets):
             raise LoadFail("[INVALID_ARGUMENT]jsonpaths and columns do not match in number")
+    # merge_type, delete, function_column.sequence_col (batch-delete-manual, the sequence column).
+    merge_type = (headers.get("merge_type") or "APPEND").strip().upper()
+    if merge_type not in ("APPEND", "DELETE", "MERGE"):
+        raise LoadFail("[INVALID_ARGUMENT]unknown merge type " + merge_type)
+    analysis = "[ANALYSIS_ERROR]errCode = 2, detailMessage = "
+    if merge_type != "MERGE" and headers.get("delete") is not None:
+        raise LoadFail(analysis + "not support DELETE ON clause when merge type is not MERGE.")
+    if merge_type == "MERGE" and headers.get("delete") is None:
+        raise LoadFail(analysis + "Excepted DELETE ON clause when merge type is MERGE.")
+    unique = t.get("keys", "DUPLICATE") == "UNIQUE"
+    if merge_type != "APPEND" and not unique:
+        raise LoadFail(analysis + "load by MERGE or DELETE is only supported in unique tables.")
+    seq_col = headers.get("function_column.sequence_col")
+    has_seq = unique and "sequence_type" in t
+    if has_seq and not seq_col:
+        raise LoadFail(analysis + "Table %s has sequence column, need to specify the sequence column" % table)
+    if seq_col and not has_seq:
+        raise LoadFail(analysis + "There is no sequence column in the table %s" % table)
+    target_names = [c["name"].lower() for c in targets]
+    if seq_col and seq_col.strip().lower() not in target_names:
+        raise LoadFail(analysis + "There is no sequence column %s in the %s or the COLUMNS and SET clause" % (seq_col, table))
+    condition = None
+    if merge_type == "MERGE":
+        condition = delete_condition(headers["delete"])
+        if condition[0].lower() not in target_names:
+            raise LoadFail(analysis + "Unknown column '%s' in 'delete condition'" % condition[0])
+    seq_name = targets[target_names.index(seq_col.strip().lower())]["name"] if seq_col else None
+    cond_name = targets[target_names.index(condition[0].lower())]["name"] if condition else None
     good, bad = [], []
     for src, obj in zip(sources, objects):
         if isinstance(obj, Exception) or not isinstance(obj, dict):
@@ -240,8 +347,21 @@ def load_rows(db, table, headers, body):
                 reason = "column(%s) values is null while columns is not nullable" % col["name"]
         if reason:
             bad.append((reason, src))
+            continue
+        if merge_type == "DELETE":
+            delete_sign = True
+        elif merge_type == "MERGE":
+            delete_sign = matches(row[cond_name], condition[1])
         else:
-            good.append(row)
+            delete_sign = False
+        seq = None
+        if seq_name is not None and row[seq_name] is not None:
+            try:
+                seq = convert(row[seq_name], {"type": t["sequence_type"]}, True)
+            except ValueError:
+                bad.append(("column(%s) value is incorrect for the sequence column" % seq_name, src))
+                continue
+        good.append((row, delete_sign, seq))
     return good, bad, len(sources)
 
 
@@ -464,8 +584,8 @@ class Handler(BaseHTTPRequestHandler):
         with STATE.lock:
             STATE.loads += 1
             t = STATE.tables[(db, table)]
-            for row in good:
-                t["rows"].append((txn_id, row))
+            for row, delete_sign, seq in good:
+                t["rows"].append((txn_id, row, delete_sign, seq))
             entry = STATE.labels[(db, label)]
             entry["rows"] = len(good)
             publish_timeout = False
@@ -473,11 +593,11 @@ class Handler(BaseHTTPRequestHandler):
                 entry["state"] = "PRECOMMITTED"
             elif STATE.publish_timeout > 0:
                 STATE.publish_timeout -= 1
-                entry["state"] = "COMMITTED"
+                publish(entry, "COMMITTED")
                 publish_timeout = True
                 threading.Timer(0.3, self.make_visible, args=(db, label)).start()
             else:
-                entry["state"] = "VISIBLE"
+                publish(entry, "VISIBLE")
             drop = STATE.drop_after_load > 0
             if drop:
                 STATE.drop_after_load -= 1
@@ -527,7 +647,7 @@ class Handler(BaseHTTPRequestHandler):
                 if entry["state"] != "PRECOMMITTED":
                     return self.send_json(200, {"status": "ANALYSIS_ERROR",
                                                 "msg": "transaction [%d] is already %s, could not commit." % (txn, entry["state"].lower())})
-                entry["state"] = "VISIBLE"
+                publish(entry, "VISIBLE")
             else:
                 if entry["state"] in ("COMMITTED", "VISIBLE"):
                     return self.send_json(200, {"status": "ANALYSIS_ERROR",
@@ -545,7 +665,11 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.reset()
                 return self.send_json(200, {})
             if path == "/_control/table":
-                STATE.tables[(body["db"], body["table"])] = {"columns": body["columns"], "rows": []}
+                t = {"columns": body["columns"], "rows": [], "keys": body.get("keys", "DUPLICATE").upper(),
+                     "key_columns": body.get("key_columns", [])}
+                if body.get("sequence_type"):
+                    t["sequence_type"] = body["sequence_type"]
+                STATE.tables[(body["db"], body["table"])] = t
                 return self.send_json(200, {})
             if path == "/_control/rows":
                 rows = visible_rows(query["db"][0], query["table"][0])
