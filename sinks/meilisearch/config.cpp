@@ -8,6 +8,7 @@
 #include "picomq/kit/name_template.hpp"
 #include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::meilisearch {
 
@@ -46,17 +47,20 @@ const kit::OptionTable<Settings>& option_table() {
                 "(orders.eu, 0, 42 -> orders_2Eeu-0-42: a replay replaces the same documents); key = the record key "
                 "in the same encoding (a record without a key is refused); field = the payload's own primary_key "
                 "field, sent as it is (an id Meilisearch refuses rejects its record). record and key ids longer than "
-                "511 bytes are refused."),
+                "511 bytes are refused. Under change events (changes in [[topics]]) the row's key names the "
+                "document: record and key mean it, field is refused."),
       kit::option("method", &Settings::method)
           .choices({{"replace", Method::Replace}, {"update", Method::Update}})
           .fallback(Method::Replace)
           .help("replace: POST documents (add or replace: a document of the same id is replaced whole); update: "
-                "PUT documents (add or update: fields merged into the document of the same id)."),
+                "PUT documents (add or update: fields merged into the document of the same id). Under change events an "
+                "upsert replaces and a patch updates: update is refused."),
       kit::option("tombstones", &Settings::tombstones)
           .choices({{"skip", Tombstones::Skip}, {"delete", Tombstones::Delete}})
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them, or (id = key) delete the document of their key "
-                "(documents/delete-batch; a document not there is no error)."),
+                "(documents/delete-batch; a document not there is no error). Not read under change events: a tombstone "
+                "is a delete there."),
       kit::document_option(&Settings::document,
                            {.first = "the primary key, ", .payload_adds = " (plus the primary key unless id = field)"}),
       kit::option("create_index", &Settings::create_index)
@@ -107,7 +111,29 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   table.validate(config, problems);
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
-  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
+  // Change events (docs/changes.md): each document is named by its row's key, replaced whole
+  // (upsert), merged (patch), deleted, or emptied with its index (truncate), in record order. The
+  // host fills defaults in, so id = "record", method = "replace" and tombstones = "skip" cannot be
+  // told from options left out: only the values that say something else are refused.
+  const auto blocks = kit::subscriptions(config);
+  s.changes = blocks && kit::has_changes(*blocks);
+  if (s.changes) {
+    const std::string under = "change events (changes = ... in [[topics]]) ";
+    if (s.id == IdMode::Field)
+      problems.add("id", under +
+                             "name each document by its row's key (a delete has no payload to read a field "
+                             "of): leave id out");
+    if (s.method == Method::Update)
+      problems.add("method", under +
+                                 "replace a document whole on an upsert (a patch is merged by itself): leave "
+                                 "method out (or \"replace\")");
+    if (s.document == kit::JsonLayout::Envelope)
+      problems.add("document", under +
+                                   "merge a patch's columns into the document's own fields, which the envelope "
+                                   "puts under `payload`: use \"flat\" or \"payload\"");
+    if (!problems.empty()) return std::nullopt;
+  }
+  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key && !s.changes)
     problems.add("tombstones", "delete needs id = \"key\" (a tombstone names the document by its key)");
   if (s.id == IdMode::Field && s.document == kit::JsonLayout::Envelope)
     problems.add(

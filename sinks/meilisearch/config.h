@@ -37,6 +37,9 @@ struct Settings {
   std::chrono::milliseconds task_timeout{};
   kit::HttpSettings http;
   kit::TlsSettings tls;
+  // A [[topics]] block hands the sink change events (docs/changes.md): documents named by their
+  // row's key, applied in record order, one batch at a time. Not an option: the host's blocks.
+  bool changes = false;
 };
 
 const kit::OptionTable<Settings>& option_table();

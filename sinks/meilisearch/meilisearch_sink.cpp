@@ -10,7 +10,11 @@
 // refuses, which go to the bad-record policy. Document ids: the record id topic:partition:offset
 // in the kit's reversible [A-Za-z0-9_-] encoding (a replay replaces the same documents), the key
 // in that encoding, or a payload field. Tombstones: skipped or (id = key) deleted by id.
-// Docs: docs/sinks/meilisearch.md.
+// Change events (a block's `changes`, docs/changes.md): documents named by their row's key,
+// upserts POSTed (replaced whole), patches PUT (merged), deletes by id, a truncate as DELETE
+// /indexes/{uid}/documents between the tasks of the rows around it; each task awaited before the
+// next request goes (a task that fails or is resent never lands after a later one), one batch at
+// a time. Docs: docs/sinks/meilisearch.md.
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +56,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<Settings>& options = option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
 
@@ -64,7 +70,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     o.layout = s_.document;
     writer_ = kit::RecordJsonWriter(o);
     if (s_.document == kit::JsonLayout::PayloadOnly) declare_unread_fields(PMQ_FIELD_HEADERS);
-    declare_max_in_flight(static_cast<uint32_t>(s_.requests.max_in_flight));
+    // Change events are applied in order: a later batch never before an earlier one.
+    declare_max_in_flight(s_.changes ? 1 : static_cast<uint32_t>(s_.requests.max_in_flight));
     kit::HttpClientOptions client = kit::client_options(s_.http, s_.tls, kit::AuthSettings{});
     if (s_.api_key) client.auth = kit::BearerAuth{*s_.api_key};
     client.max_in_flight = static_cast<size_t>(s_.requests.max_in_flight) + 2;
@@ -96,12 +103,13 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
       job->json.emplace(writer_.begin(raw));
       job->limits = s_.requests.limits();
     }
-    // Runs of the same operation, in record order, each cut by the limits.
+    // Runs of the same operation, in record order, each cut by the limits (a truncate alone).
     std::vector<kit::RequestEngine::Segment> segments;
     for (size_t from = 0; from < job->items.size();) {
-      size_t to = from;
-      while (to < job->items.size() && job->items[to].del == job->items[from].del) ++to;
-      segments.push_back({.first = from, .count = to - from, .variant = job->items[from].del ? kDelete : kDocuments});
+      const Op op = job->items[from].op;
+      size_t to = from + 1;
+      while (op != Op::Truncate && to < job->items.size() && job->items[to].op == op) ++to;
+      segments.push_back({.first = from, .count = to - from, .variant = static_cast<uint32_t>(op)});
       from = to;
     }
     engine_->submit(job, segments);
@@ -121,8 +129,10 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   }
 
  private:
-  // Request forms: documents added / updated (NDJSON), or deleted by id (a JSON array).
-  static constexpr uint32_t kDocuments = 0, kDelete = 1;
+  // Request forms (Op): documents added / updated (NDJSON), deleted by id (a JSON array), merged
+  // (a change's patch: PUT), or all deleted (a change's truncate).
+  static constexpr uint32_t kDocuments = static_cast<uint32_t>(Op::Write), kDelete = static_cast<uint32_t>(Op::Delete),
+                            kPatch = static_cast<uint32_t>(Op::Patch), kTruncate = static_cast<uint32_t>(Op::Truncate);
 
   // One batch's document requests (each a task) into one index.
   struct TaskJob : kit::RequestJob {
@@ -143,7 +153,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     std::string context() const override { return "index " + index + ": "; }
   };
 
-  // One item: an NDJSON document line, or a JSON string id (a delete-batch element).
+  // One item: an NDJSON document line, a JSON string id (a delete-batch element), or nothing (a
+  // truncate).
   void render(const TaskJob& w, size_t position, std::string& out) const {
     render_item(out, w.items[position], *w.json, w.batch, s_.primary_key);
   }
@@ -156,10 +167,17 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   kit::HttpRequest documents_request(const TaskJob& job, const kit::Run& run) const {
     const std::string base = s_.url + "/indexes/" + job.index + "/documents";
     kit::HttpRequest r;
-    if (run.variant == kDelete) {
+    if (run.variant == kTruncate) {
+      r.method = "DELETE";  // every document of the index: a documentDeletion task
+      r.url = base;
+    } else if (run.variant == kDelete) {
       r.method = "POST";
       r.url = base + "/delete-batch";
       r.headers.set("Content-Type", "application/json");
+    } else if (run.variant == kPatch) {
+      r.method = "PUT";  // add or update: the fields it names merged into the document, which is added when missing
+      r.url = base + key_query_;
+      r.headers.set("Content-Type", "application/x-ndjson");
     } else {
       r.method = s_.method == Method::Update ? "PUT" : "POST";
       r.url = base + key_query_;
@@ -173,7 +191,10 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     const kit::Classification& c = reply.classification();
     switch (c.outcome) {
       case kit::Outcome::Written: {
-        reply.release_order();  // the task is queued in order: the next request may go
+        // The task is queued in order: the next request may go. Not under changes: a task that
+        // fails (then resent or bisected) must not land after a later change of the batch, so
+        // the next request waits for this task's end.
+        if (!s_.changes) reply.release_order();
         auto uid = task_uid(reply.response().body);
         if (!uid) {
           reply.maybe_written();
@@ -249,9 +270,12 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     }
     const TaskError& error = task.error;
     const std::string reason = what + " failed: " + error.code + ": " + bounded(error.message);
-    switch (verdict(task)) {
+    const uint32_t variant = reply->run().variant;
+    const bool truncate_of_no_index = variant == kTruncate && error.code == "index_not_found";
+    switch (truncate_of_no_index ? TaskVerdict::Written : verdict(task)) {
       case TaskVerdict::Written:
-        count(reply->run().variant == kDelete ? "deleted_records" : "written_records", reply->size());
+        if (variant == kTruncate) count("truncates", reply->size());
+        else count(variant == kDelete ? "deleted_records" : "written_records", reply->size());
         reply->written(reply->size());
         break;
       case TaskVerdict::Canceled:  // nothing of it was written
@@ -386,8 +410,9 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
     if (c.outcome != kit::Outcome::Written)
       throw sdk::FatalError("connecting to " + kit::redact_url(s_.url) + ": " + with_hint(c).reason);
     log(sdk::LogLevel::Info, "connected to Meilisearch at " + kit::redact_url(s_.url) + ": index " + s_.index +
-                                 ", primary key " + s_.primary_key + ", " + std::to_string(s_.requests.max_in_flight) +
-                                 " batches in flight");
+                                 ", primary key " + s_.primary_key + ", " +
+                                 (s_.changes ? std::string("change events: one batch and one task at a time")
+                                             : std::to_string(s_.requests.max_in_flight) + " batches in flight"));
   }
 
   Settings s_;

@@ -6,6 +6,7 @@
 #include "meilisearch/config.h"
 #include "meilisearch/documents.h"
 #include "meilisearch/tasks.h"
+#include "picomq/kit/record_id.hpp"
 #include "picomq/kit/testing/fake_host.hpp"
 
 namespace picomq::meilisearch {
@@ -81,12 +82,12 @@ TEST(MeilisearchDocuments, TombstonesAreSkippedOrDeletedByKeyAsAJsonString) {
   const DocumentPlan skipped = plan_documents(s, b.raw());
   EXPECT_EQ(skipped.skipped_tombstones, 1u);
   ASSERT_EQ(skipped.items.size(), 1u);
-  EXPECT_FALSE(skipped.items[0].del);
+  EXPECT_EQ(skipped.items[0].op, Op::Write);
 
   s.tombstones = Tombstones::Delete;
   const DocumentPlan plan = plan_documents(s, b.raw());
   ASSERT_EQ(plan.items.size(), 2u);
-  EXPECT_TRUE(plan.items[0].del);
+  EXPECT_EQ(plan.items[0].op, Op::Delete);
   kit::RecordJsonWriter writer{kit::RecordJsonOptions{}};
   const kit::BatchJsonWriter json = writer.begin(b.raw());
   std::string out;
@@ -144,6 +145,51 @@ TEST(MeilisearchAnswers, AFinishedTasksVerdict) {
   EXPECT_EQ(verdict(state("failed", "no_space_left_on_device", "system")), TaskVerdict::Resend);
   EXPECT_EQ(verdict(state("failed", "index_not_found", "invalid_request")), TaskVerdict::IndexGone);
   EXPECT_EQ(verdict(state("failed", "invalid_settings_filterable_attributes", "invalid_request")), TaskVerdict::Fatal);
+}
+
+TEST(MeilisearchChanges, AOneFieldKeyIsItsValueAndACompositeKeyItsCompactJsonBothEncoded) {
+  EXPECT_EQ(change_document_id(R"({"id":7})").value(), "7");
+  EXPECT_EQ(change_document_id(R"({"id": "a-1"})").value(), "a-1");
+  EXPECT_EQ(change_document_id(R"({"id":"a_1"})").value(), "a_5F1") << "'_' is escaped: the encoding stays reversible";
+  EXPECT_EQ(change_document_id(R"({"sku":"x.y/z"})").value(), "x_2Ey_2Fz");
+  EXPECT_EQ(change_document_id(R"({"n":-1.5})").value(), "-1_2E5");
+  EXPECT_EQ(change_document_id(R"({"order_id": 1, "line": 2})").value(), "_7B_22order_5Fid_22_3A1_2C_22line_22_3A2_7D");
+  EXPECT_EQ(kit::from_url_safe(change_document_id(R"({"order_id":1,"line":2})").value()),
+            std::optional<std::string>(R"({"order_id":1,"line":2})"));
+  EXPECT_EQ(change_document_id("").error(), "the change event has no key");
+  EXPECT_NE(change_document_id("[1]").error().find("not a JSON object with fields"), std::string::npos);
+  EXPECT_NE(change_document_id("{}").error().find("not a JSON object with fields"), std::string::npos);
+  EXPECT_NE(change_document_id(R"({"id":""})").error().find("empty document id"), std::string::npos);
+  EXPECT_NE(
+      change_document_id("{\"id\":\"" + std::string(300, '.') + "\"}").error().find("more than Meilisearch's 511"),
+      std::string::npos);
+}
+
+TEST(MeilisearchChanges, EachOperationIsAnItemInRecordOrderAndAKeyThatDoesNotFitIsRefused) {
+  Settings s = payload_documents();
+  s.changes = true;
+  const TestBatch b("t", 0,
+                    {{.offset = 0, .payload = R"({"id":1,"v":1})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":1})"},
+                     {.offset = 1, .payload = R"({"v":2})", .op = PMQ_OP_PATCH, .key_json = R"({"id":1})"},
+                     {.offset = 2, .op = PMQ_OP_TRUNCATE},
+                     {.offset = 3, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = R"({"id":"a.b"})"},
+                     {.offset = 4, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = "{}"}});
+  const DocumentPlan plan = plan_documents(s, b.raw());
+  ASSERT_EQ(plan.items.size(), 4u);
+  EXPECT_EQ(plan.items[0].op, Op::Write);
+  EXPECT_EQ(plan.items[1].op, Op::Patch);
+  EXPECT_EQ(plan.items[2].op, Op::Truncate);
+  EXPECT_EQ(plan.items[3].op, Op::Delete);
+  EXPECT_EQ(plan.items[3].id, "a_2Eb");
+  ASSERT_EQ(plan.refused.size(), 1u);
+  EXPECT_EQ(plan.refused[0].first, 4u);
+  kit::RecordJsonOptions o;
+  o.layout = s.document;
+  kit::RecordJsonWriter writer(o);
+  const kit::BatchJsonWriter json = writer.begin(b.raw());
+  std::string out;
+  for (const Item& item : plan.items) render_item(out, item, json, b.raw(), s.primary_key);
+  EXPECT_EQ(out, "{\"pico_id\":\"1\",\"id\":1,\"v\":1}\n{\"pico_id\":\"1\",\"v\":2}\n\"a_2Eb\"");
 }
 
 }  // namespace

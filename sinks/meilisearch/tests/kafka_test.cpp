@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -222,6 +223,89 @@ TEST_P(MeilisearchBadRecords, ADocumentATaskFailsOnGoesThroughThePolicyAndTheRes
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, MeilisearchBadRecords, ::testing::Values("fail", "skip", "dead_letter"));
+
+// The pipeline a user runs: Debezium's envelopes (JsonConverter without schemas) on a topic, the
+// runtime with changes = "debezium", killed with SIGKILL once documents landed and restarted; when
+// everything is committed the index equals the source table the events describe (a model kept
+// here), the truncate in the middle included.
+TEST(MeilisearchChangesKafka, DebeziumEventsWithASigkillEndEqualToTheSource) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("meili.changes");
+  const std::string index = "debezium";
+  kafka.create_topic(topic);
+  // Under changes the sink awaits each task before the next request: tasks that take 5 ms, not
+  // the server's default 50, keep the test short (restored at the end).
+  control(meili(), {{"processing_delay", 0.005}});
+  std::mt19937 random(7);
+  std::map<int, json> source;  // id -> row
+  std::vector<ProducedRecord> records;
+  auto event = [&](const char* op, const json& before, const json& after, int id) {
+    const json value = {{"before", before},
+                        {"after", after},
+                        {"op", op},
+                        {"source", {{"connector", "postgresql"}, {"table", "customers"}}}};
+    records.push_back({value.dump(), json{{"id", id}}.dump()});
+  };
+  const int n = 1200;
+  for (int i = 0; i < n; ++i) {
+    if (i == n / 2) {  // TRUNCATE customers: Debezium's 't' has no key
+      records.push_back({R"({"before":null,"after":null,"op":"t","source":{"table":"customers"}})", std::nullopt});
+      source.clear();
+      continue;
+    }
+    const int id = static_cast<int>(random() % 60);
+    const auto row = source.find(id);
+    if (row != source.end() && random() % 4 == 0) {
+      event("d", row->second, nullptr, id);
+      records.push_back({"", json{{"id", id}}.dump(), {}, -1, true});  // the tombstone after it
+      source.erase(row);
+      continue;
+    }
+    const json after = {{"id", id}, {"name", "n" + std::to_string(i)}, {"visits", i}};
+    event(row == source.end() ? "c" : "u", row == source.end() ? json() : row->second, after, id);
+    source[id] = after;
+  }
+  kafka.produce(topic, records);
+  const int64_t total = static_cast<int64_t>(records.size());
+  const std::string k = "mchanges";
+  const std::string definition = plugin_definition(
+      k, "libpicomq_connector_meilisearch_sink",
+      "topics = [\"" + topic + "\"]\nschema = \"json\"\nchanges = \"debezium\"\npoll_interval = \"50ms\"\n" +
+          "batch_length = 100\n" + static_member(k),
+      "url = \"" + meili().base_url() + "\"\nindex = \"" + index +
+          "\"\ntimeout = \"3s\"\ndocument = \"payload\"\nmax_request_records = 40\n");
+  {
+    Runtime rt(kafka.bootstrap(), "first");
+    rt.add_definition("c.toml", definition);
+    rt.start();
+    // Killed mid-stream: some batches committed, the ones after them written or on their way.
+    ASSERT_TRUE(
+        wait_until([&] { return kafka.committed(group_of(k), topic) >= 300 && !meili_documents(index).empty(); }, 60s))
+        << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+  }
+  const int64_t committed_before = std::max<int64_t>(0, kafka.committed(group_of(k), topic));
+  std::cout << "[          ] killed at " << committed_before << " of " << total << " committed\n";
+  EXPECT_LT(committed_before, total) << "the kill came before the end";
+  Runtime rt(kafka.bootstrap(), "restart");
+  rt.add_definition("c.toml", definition);
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(k), topic) == total; }, 120s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  std::map<std::string, json> documents;
+  for (json doc : meili_documents(index)) {
+    const std::string id = doc["pico_id"];
+    doc.erase("pico_id");
+    documents[id] = doc;
+  }
+  std::map<std::string, json> expected;
+  for (const auto& [id, row] : source) expected[std::to_string(id)] = row;
+  EXPECT_EQ(documents, expected);
+  EXPECT_GT(source.size(), 10u);
+  control(meili(), {{"processing_delay", 0.05}});
+}
 
 TEST(QuickwitKafka, RecordsLandOnceAndASigkillReplayDuplicatesExactlyTheReplayedWindow) {
   auto& kafka = Kafka::shared();

@@ -23,7 +23,11 @@ in docs/sinks/meilisearch.md ("Contract server"). In short:
     a task is atomic: one document without its primary key (missing_document_id), with an
     invalid id (invalid_document_id: not an integer or a string of [A-Za-z0-9_-], at most 511
     bytes) or an invalid `_geo` (invalid_document_geo_field) fails the whole task, nothing written;
-  - POST /indexes/{uid}/documents/delete-batch (an array of ids); GET documents (paginated) and
+  - POST /indexes/{uid}/documents/delete-batch (an array of ids; ids not there are no error);
+    DELETE /indexes/{uid}/documents (delete all documents: a documentDeletion task, details
+    {"deletedDocuments"}; index_not_found fails the task when the index is missing); PUT merges
+    a document's top-level fields into the stored one (a field it names replaces the stored
+    value whole, nested objects included) and adds a document not there; GET documents (paginated) and
     one document; GET/POST /indexes (uid rules: invalid_index_uid; index_already_exists fails the
     task); GET /indexes/{uid}; PATCH /indexes/{uid}/settings (unknown setting: 400 bad_request);
   - API keys: with --master-key, every route but /health needs "Authorization: Bearer <key>":
@@ -507,6 +511,15 @@ class Handler(BaseHTTPRequestHandler):
                     docs = list(STATE.indexes[uid]["docs"].values())
                 return 200, {"results": docs[offset:offset + limit], "offset": offset, "limit": limit,
                              "total": len(docs)}
+            if method == "DELETE":  # delete all documents
+                def work(task):
+                    index = STATE.indexes.get(uid)
+                    if index is None:
+                        raise TaskFailure("index_not_found", "Index `%s` not found." % uid)
+                    task["details"]["deletedDocuments"] = len(index["docs"])
+                    index["docs"].clear()
+                    index["updatedAt"] = now()
+                return 202, STATE.enqueue(uid, "documentDeletion", {"deletedDocuments": None}, work)
             raise ApiError(405, "bad_request", "Method not allowed.")
         if parts[3] == "delete-batch" and len(parts) == 4 and method == "POST":
             ids = self.json_body(raw)

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
 #include "picomq/kit/record_id.hpp"
@@ -322,6 +323,248 @@ TEST(MeilisearchSink, AnUnreachableServerIsARetry) {
   const auto out = host->write(TestBatch::json("t", 0, 0, {R"({"a":1})"}));
   EXPECT_EQ(out.status, PMQ_WRITE_RETRY) << out.error;
   EXPECT_NE(out.error.find("index t"), std::string::npos) << out.error;
+}
+
+// ------------------------------------------------------------------ change events (docs/changes.md)
+
+constexpr const char* kDebezium = R"([{"topics": ["shop.public.customers"], "pattern": null, "changes": "debezium"}])";
+using kit::testing::TestRecord;
+
+TestRecord upsert(int64_t offset, const std::string& key, const std::string& row) {
+  return {.offset = offset, .payload = row, .op = PMQ_OP_UPSERT, .key_json = key};
+}
+TestRecord patch(int64_t offset, const std::string& key, const std::string& columns) {
+  return {.offset = offset, .payload = columns, .op = PMQ_OP_PATCH, .key_json = key};
+}
+TestRecord erase(int64_t offset, const std::string& key) {
+  return {.offset = offset, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = key};
+}
+TestRecord truncate(int64_t offset) { return {.offset = offset, .op = PMQ_OP_TRUNCATE}; }
+
+// A sink opened on a block with changes = "debezium", writing payload documents into `index`.
+std::unique_ptr<FakeHost> open_changes(const std::string& index, const std::string& extra = "") {
+  auto host = load();
+  host->subscriptions(kDebezium);
+  host->open(config(Meili::shared().url(), index, "\"document\": \"payload\"" + (extra.empty() ? "" : ", " + extra)));
+  return host;
+}
+
+// The index's documents by id (pico_id taken out).
+std::map<std::string, json> rows(const std::string& index) {
+  std::map<std::string, json> out;
+  for (json doc : Meili::shared().documents(index)) {
+    const std::string id = doc["pico_id"];
+    doc.erase("pico_id");
+    out[id] = doc;
+  }
+  return out;
+}
+
+std::string first_reason(const kit::testing::WriteOutcome& out) {
+  return out.error + (out.rejected.empty() ? "" : " / " + out.rejected[0].reason);
+}
+
+TEST(MeilisearchChanges, UpsertsReplaceDeletesRemoveAndAMissingKeyIsNoError) {
+  const std::string index = Meili::shared().index("changes");
+  auto host = open_changes(index);
+  EXPECT_EQ(host->max_in_flight(), 1u) << "one batch at a time per block: a later change never lands first";
+  const auto first = host->write(TestBatch(
+      "shop.public.customers", 0,
+      {upsert(0, R"({"id":1})", R"({"id":1,"name":"Ann","email":"a@x"})"),
+       upsert(1, R"({"id":2})", R"({"id":2,"name":"Bob"})"), upsert(2, R"({"id":3})", R"({"id":3,"name":"Cy"})")}));
+  ASSERT_EQ(first.status, PMQ_WRITE_OK) << first_reason(first);
+  const auto second = host->write(TestBatch(
+      "shop.public.customers", 0,
+      {upsert(3, R"({"id":1})", R"({"id":1,"name":"Anne"})"), erase(4, R"({"id":2})"), erase(5, R"({"id":99})")}));
+  ASSERT_EQ(second.status, PMQ_WRITE_OK) << first_reason(second);
+  EXPECT_TRUE(second.rejected.empty());
+  EXPECT_EQ(rows(index), (std::map<std::string, json>{{"1", json::parse(R"({"id":1,"name":"Anne"})")},
+                                                      {"3", json::parse(R"({"id":3,"name":"Cy"})")}}))
+      << "an upsert replaces the whole document (no email left); the delete of a key never written is no error";
+  EXPECT_EQ(host->counter("deleted_records"), 2u);
+}
+
+TEST(MeilisearchChanges, ATombstoneDeletesTheDocumentOfItsKey) {
+  auto& m = Meili::shared();
+  const std::string index = m.index("tombstone");
+  auto host = open_changes(index);
+  ASSERT_EQ(host->write(TestBatch("shop.public.customers", 1, {upsert(10, R"({"id":"a"})", R"({"v":1})")})).status,
+            PMQ_WRITE_OK);
+  EXPECT_EQ(m.get("/indexes/" + index + "/documents/a"), json::parse(R"({"pico_id":"a","v":1})"));
+  // A tombstone under `changes`: no payload, the key, PMQ_OP_DELETE (the runtime's doing).
+  const TestRecord tombstone{
+      .offset = 11, .payload = std::nullopt, .key = R"({"id":"a"})", .op = PMQ_OP_DELETE, .key_json = R"({"id":"a"})"};
+  const auto out = host->write(TestBatch("shop.public.customers", 1, {tombstone}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << first_reason(out);
+  EXPECT_TRUE(m.documents(index).empty());
+}
+
+TEST(MeilisearchChanges, SeveralChangesOfOneKeyInOneBatchApplyInOrderAcrossItsTasks) {
+  const std::string index = Meili::shared().index("order");
+  auto host = open_changes(index);
+  const auto out = host->write(
+      TestBatch("shop.public.customers", 0,
+                {upsert(0, R"({"id":1})", R"({"id":1,"v":"first"})"), erase(1, R"({"id":1})"),
+                 upsert(2, R"({"id":1})", R"({"id":1,"v":"again"})"), upsert(3, R"({"id":2})", R"({"id":2,"v":"x"})"),
+                 patch(4, R"({"id":1})", R"({"v":"patched"})"), erase(5, R"({"id":2})"),
+                 upsert(6, R"({"id":3})", R"({"id":3})"), erase(7, R"({"id":3})")}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << first_reason(out);
+  EXPECT_EQ(rows(index), (std::map<std::string, json>{{"1", json::parse(R"({"id":1,"v":"patched"})")}}));
+
+  // Three documents a request: 40 changes of four keys are 20-odd tasks, each after the one before.
+  const std::string many = Meili::shared().index("requests");
+  auto split = open_changes(many, R"("max_request_records": 3)");
+  std::vector<TestRecord> records;
+  for (int i = 0; i < 40; ++i) {
+    const std::string key = "{\"id\":" + std::to_string(i % 4) + "}";
+    if (i % 7 == 3) records.push_back(erase(i, key));
+    else records.push_back(upsert(i, key, "{\"n\":" + std::to_string(i) + "}"));
+  }
+  const auto written = split->write(TestBatch("shop.public.customers", 0, records));
+  ASSERT_EQ(written.status, PMQ_WRITE_OK) << first_reason(written);
+  // The last change of each key: 0 -> 36, 1 -> 37, 2 -> 38 (delete at 38: 38 % 7 == 3), 3 -> 39.
+  EXPECT_EQ(rows(many), (std::map<std::string, json>{{"0", json::parse(R"({"n":36})")},
+                                                     {"1", json::parse(R"({"n":37})")},
+                                                     {"3", json::parse(R"({"n":39})")}}));
+  EXPECT_GE(split->counter("tasks"), 14u);
+}
+
+TEST(MeilisearchChanges, ATaskThatFailsAndIsResentNeverLandsAfterALaterChange) {
+  auto& m = Meili::shared();
+  const std::string index = m.index("resent");
+  auto host = open_changes(index, R"("max_request_records": 1)");
+  ASSERT_EQ(host->write(TestBatch("shop.public.customers", 0, {upsert(0, R"({"id":0})", "{}")})).status,
+            PMQ_WRITE_OK);  // the index exists
+  // The first task fails as internal and is resent: the second change of the key must wait for
+  // it (a pipelined second task would land first, and the resent first one overwrite it).
+  m.config({{"fail_tasks", 1}});
+  const auto out = host->write(TestBatch("shop.public.customers", 0,
+                                         {upsert(1, R"({"id":1})", R"({"v":"old"})"),
+                                          upsert(2, R"({"id":1})", R"({"v":"new"})"), erase(3, R"({"id":0})")}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << first_reason(out);
+  EXPECT_EQ(host->counter("failed_tasks"), 1u);
+  EXPECT_EQ(rows(index), (std::map<std::string, json>{{"1", json::parse(R"({"v":"new"})")}}));
+}
+
+TEST(MeilisearchChanges, ATruncateEmptiesTheIndexBetweenTheRowsBeforeAndAfterIt) {
+  auto& m = Meili::shared();
+  const std::string index = m.index("truncate");
+  auto host = open_changes(index);
+  ASSERT_EQ(host->write(TestBatch("shop.public.customers", 0,
+                                  {upsert(0, R"({"id":9})", R"({"id":9})"), upsert(1, R"({"id":8})", R"({"id":8})")}))
+                .status,
+            PMQ_WRITE_OK);
+  const auto out = host->write(TestBatch(
+      "shop.public.customers", 0,
+      {upsert(2, R"({"id":1})", R"({"id":1,"v":"old"})"), upsert(3, R"({"id":2})", R"({"id":2})"), truncate(4),
+       upsert(5, R"({"id":3})", R"({"id":3})"), upsert(6, R"({"id":1})", R"({"id":1,"v":"new"})")}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << first_reason(out);
+  EXPECT_EQ(rows(index), (std::map<std::string, json>{{"1", json::parse(R"({"id":1,"v":"new"})")},
+                                                      {"3", json::parse(R"({"id":3})")}}));
+  EXPECT_EQ(host->counter("truncates"), 1u);
+  // A truncate that ends its batch.
+  ASSERT_EQ(
+      host->write(TestBatch("shop.public.customers", 0, {upsert(7, R"({"id":4})", R"({"id":4})"), truncate(8)})).status,
+      PMQ_WRITE_OK);
+  EXPECT_TRUE(m.documents(index).empty());
+  EXPECT_EQ(host->counter("truncates"), 2u);
+}
+
+TEST(MeilisearchChanges, APatchKeepsTheFieldsItDoesNotNameAndInsertsAMissingDocument) {
+  const std::string index = Meili::shared().index("patch");
+  auto host = open_changes(index, R"("document": "flat")");
+  const std::string body(8000, 'b');
+  ASSERT_EQ(
+      host->write(TestBatch("shop.public.customers", 0,
+                            {upsert(0, R"({"id":1})",
+                                    R"({"id":1,"title":"draft","body":")" + body + R"(","meta":{"lang":"en"}})")}))
+          .status,
+      PMQ_WRITE_OK);
+  const auto out = host->write(TestBatch(
+      "shop.public.customers", 0,
+      {patch(1, R"({"id":1})", R"({"id":1,"title":"final"})"), patch(2, R"({"id":2})", R"({"id":2,"title":"new"})")}));
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << first_reason(out);
+  const auto docs = rows(index);
+  ASSERT_EQ(docs.size(), 2u);
+  const json& one = docs.at("1");
+  EXPECT_EQ(one["title"], "final");
+  EXPECT_EQ(one["body"], body) << "the column the patch does not name keeps its value";
+  EXPECT_EQ(one["meta"], json::parse(R"({"lang":"en"})"));
+  EXPECT_EQ(one["pico_offset"], 1) << "the metadata of the last change";
+  EXPECT_EQ(one["pico_op"], "patch");
+  const json& two = docs.at("2");
+  EXPECT_EQ(two["title"], "new");
+  EXPECT_FALSE(two.contains("body")) << "a patch of a missing document inserts what it names";
+}
+
+TEST(MeilisearchChanges, CompositeKeysAndKeysOutsideTheIdAlphabetAreEncoded) {
+  auto& m = Meili::shared();
+  const std::string index = m.index("composite");
+  auto host = open_changes(index);
+  const auto out =
+      host->write(TestBatch("shop.public.customers", 0,
+                            {upsert(0, R"({"order_id":1,"line":2})", R"({"order_id":1,"line":2,"qty":5})"),
+                             upsert(1, R"({"order_id":1,"line":3})", R"({"order_id":1,"line":3,"qty":1})"),
+                             erase(2, R"({"order_id":1,"line":3})"), upsert(3, R"({"sku":"a.b/c"})", R"({"q":1})"),
+                             upsert(4, "{\"sku\":\"" + std::string(600, 'x') + "\"}", R"({"q":2})")}));
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 1u);
+  EXPECT_EQ(out.rejected[0].record_index, 4u);
+  EXPECT_NE(out.rejected[0].reason.find("more than Meilisearch's 511"), std::string::npos) << out.rejected[0].reason;
+  EXPECT_EQ(rows(index), (std::map<std::string, json>{{"_7B_22order_5Fid_22_3A1_2C_22line_22_3A2_7D",
+                                                       json::parse(R"({"order_id":1,"line":2,"qty":5})")},
+                                                      {"a_2Eb_2Fc", json::parse(R"({"q":1})")}}));
+  // The ids decode back to the key's text.
+  EXPECT_EQ(kit::from_url_safe("_7B_22order_5Fid_22_3A1_2C_22line_22_3A2_7D"),
+            std::optional<std::string>(R"({"order_id":1,"line":2})"));
+}
+
+TEST(MeilisearchChanges, AReplayFromTheCommittedOffsetEndsEqualToTheSource) {
+  const std::string index = Meili::shared().index("replay");
+  auto host = open_changes(index);
+  const TestBatch a("shop.public.customers", 0,
+                    {upsert(0, R"({"id":1})", R"({"id":1,"v":1})"), upsert(1, R"({"id":2})", R"({"id":2,"v":1})"),
+                     truncate(2), upsert(3, R"({"id":3})", R"({"id":3,"v":1})"), erase(4, R"({"id":3})")});
+  const TestBatch b("shop.public.customers", 0,
+                    {upsert(5, R"({"id":3})", R"({"id":3,"v":2})"), patch(6, R"({"id":3})", R"({"w":"p"})"),
+                     upsert(7, R"({"id":4})", R"({"id":4,"v":1})"), erase(8, R"({"id":1})")});
+  ASSERT_EQ(host->write(a).status, PMQ_WRITE_OK);
+  ASSERT_EQ(host->write(b).status, PMQ_WRITE_OK);
+  const auto source = rows(index);
+  EXPECT_EQ(source, (std::map<std::string, json>{{"3", json::parse(R"({"id":3,"v":2,"w":"p"})")},
+                                                 {"4", json::parse(R"({"id":4,"v":1})")}}));
+  // The runtime restarted (a SIGKILL) and re-reads from the offset it committed: both again.
+  host.reset();
+  host = open_changes(index);
+  ASSERT_EQ(host->write(a).status, PMQ_WRITE_OK);
+  ASSERT_EQ(host->write(b).status, PMQ_WRITE_OK);
+  EXPECT_EQ(rows(index), source);
+  // Or only the second (committed after the first).
+  ASSERT_EQ(host->write(b).status, PMQ_WRITE_OK);
+  EXPECT_EQ(rows(index), source);
+}
+
+TEST(MeilisearchChangesConfig, OptionsThatNameOrMergeDocumentsOtherwiseAreRefused) {
+  auto host = load();
+  host->subscriptions(R"([{"topics": ["a"], "pattern": null, "changes": "none"},
+                          {"topics": ["shop.public.customers"], "pattern": null, "changes": "keyed"}])");
+  const std::string url = R"("url": "http://h:7700")";
+  auto check = [&](const std::string& extra) { return host->check("{" + url + ", " + extra + "}"); };
+  EXPECT_TRUE(has_problem(check(R"("id": "field", "primary_key": "sku")"),
+                          "id: change events (changes = ... in [[topics]]) name each document by its row's key"));
+  EXPECT_TRUE(has_problem(check(R"("method": "update")"), "method: change events"));
+  EXPECT_TRUE(has_problem(check(R"("document": "envelope")"), "document: change events"));
+  EXPECT_TRUE(host->check("{" + url + "}").empty());
+  // The host fills defaults in: id = "record", method = "replace", tombstones = "skip" are the
+  // defaults' values; id = "key" and tombstones = "delete" say nothing else under changes.
+  EXPECT_TRUE(check(R"("id": "record", "method": "replace", "tombstones": "skip", "document": "flat")").empty());
+  EXPECT_TRUE(check(R"("id": "key", "tombstones": "delete")").empty());
+  EXPECT_TRUE(check(R"("tombstones": "delete")").empty()) << "tombstones are not read under changes";
+
+  // Without changes the same options are the sink's usual ones.
+  auto plain = load();
+  plain->subscriptions(R"([{"topics": ["a"], "pattern": null, "changes": "none"}])");
+  EXPECT_TRUE(plain->check("{" + url + R"(, "method": "update", "document": "envelope"})").empty());
 }
 
 }  // namespace
