@@ -212,6 +212,7 @@ std::optional<std::vector<bool>> Client::ids_present(const std::string& collecti
     return std::nullopt;
   }
   std::vector<bool> out;
+  out.reserve(keys.size());
   for (const auto& k : keys) out.push_back(!k.empty() && found.count(k));
   return out;
 }
