@@ -15,6 +15,10 @@
 //!   a commit is conflict-checked only against the commits after the snapshot it is built on.
 //! - On S3, commits are created with If-None-Match: * (put-if-absent); the store is checked to
 //!   refuse a second one once per start, before the first write (storage::check_conditional_writes).
+//! - Change events (docs/changes.md, `changes` on a block): taken on the batches plane; each commit
+//!   window is a copy-on-write merge by the row's key, without DataFusion (changes.rs): the files
+//!   that may hold a changed key are read and rewritten without those rows, plus each key's final
+//!   row, in one commit with the `remove`s, the `add`s and the same txn actions as appends.
 //! - Writes are pending until the commit that holds them succeeded: the commit happens when the
 //!   held records, bytes or age reach roll_records / roll_bytes / commit_interval, on flush, on
 //!   revoke and at shutdown. A failed commit fails every held write as retryable (the runtime
@@ -30,7 +34,7 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use std::future::IntoFuture;
 
 use deltalake_core::kernel::transaction::{CommitBuilder, TableReference, TransactionError};
-use deltalake_core::kernel::{Action, Transaction};
+use deltalake_core::kernel::{Action, LogicalFileView, Transaction};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
 use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake_core::{DeltaTable, DeltaTableError};
@@ -38,12 +42,17 @@ use parquet::file::properties::WriterProperties;
 use picomq_parquet::{Codec, ParquetOptions};
 use picomq_sink::resend::Resends;
 use picomq_sink::{
-    export_sink, ArrowBatch, Call, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition, PLANE_ARROW,
+    export_sink, ArrowBatch, Batch, Call, ChangeOp, Error, Host, LogLevel, OptionSpec, Pending, Sink, TopicPartition,
+    FIELD_HEADERS, PLANE_ARROW, PLANE_BATCHES,
 };
+use serde_json::{Map, Value};
 
+mod changes;
 mod storage;
 
 type Tp = (String, i32);
+/// A change's key object, and its row or columns (upsert, patch).
+type KeyedRow = (Map<String, Value>, Option<Map<String, Value>>);
 
 pub struct DeltaSink {
     host: Host,
@@ -81,6 +90,12 @@ pub struct DeltaSink {
     held: Vec<Pending>,
     held_records: usize,
     window_started: Option<Instant>,
+    /// A block has `changes`: batches of changes on the batches plane, merged by key per window.
+    changes: bool,
+    /// The window's changes (changes mode).
+    window: changes::Window,
+    /// The key's field names (columns of the table), from the first change: every key has them.
+    key_columns: Option<Vec<String>>,
 }
 
 impl DeltaSink {
@@ -217,6 +232,8 @@ impl DeltaSink {
             return Ok(());
         }
         let result = self.try_commit();
+        // Committed, or to come again from the runtime (the failed writes): either way done here.
+        let window = std::mem::take(&mut self.window);
         let held = std::mem::take(&mut self.held);
         match &result {
             Ok(()) => {
@@ -245,6 +262,9 @@ impl DeltaSink {
                 }
                 self.host.count("commits", 1);
                 self.host.count("written_records", self.held_records as u64);
+                if window.truncates > 0 {
+                    self.host.count("truncates", window.truncates);
+                }
                 held.iter().for_each(|p| {
                     p.done();
                 });
@@ -272,14 +292,18 @@ impl DeltaSink {
     }
 
     fn try_commit(&mut self) -> Result<(), Error> {
-        let adds = match self.writer.as_mut() {
-            Some(w) => self
-                .rt
-                .block_on(w.flush())
-                .map_err(|e| classify("writing the Parquet files", e))?,
-            None => Vec::new(),
+        let mut actions: Vec<Action> = if self.changes {
+            self.merge_window()?
+        } else {
+            let adds = match self.writer.as_mut() {
+                Some(w) => self
+                    .rt
+                    .block_on(w.flush())
+                    .map_err(|e| classify("writing the Parquet files", e))?,
+                None => Vec::new(),
+            };
+            adds.into_iter().map(Action::Add).collect()
         };
-        let mut actions: Vec<Action> = adds.into_iter().map(Action::Add).collect();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
@@ -311,10 +335,26 @@ impl DeltaSink {
         let state = self.table.snapshot().map_err(|e| classify("reading the table", e))?;
         let read_version = state.version();
         let partition_cols: Vec<String> = state.metadata().partition_columns().to_vec();
-        let operation = DeltaOperation::Write {
-            mode: SaveMode::Append,
-            partition_by: (!partition_cols.is_empty()).then_some(partition_cols),
-            predicate: None,
+        let operation = if self.changes {
+            // A merge that read the whole table (no predicate): delta-rs' conflict checker fails
+            // it on a concurrent commit that removed files or added files that are not blind
+            // appends, instead of committing a rewrite built on rows that changed meanwhile.
+            DeltaOperation::Merge {
+                predicate: None,
+                merge_predicate: self
+                    .key_columns
+                    .as_ref()
+                    .map(|k| format!("by key ({}): picomq-connect change events", k.join(", "))),
+                matched_predicates: Vec::new(),
+                not_matched_predicates: Vec::new(),
+                not_matched_by_source_predicates: Vec::new(),
+            }
+        } else {
+            DeltaOperation::Write {
+                mode: SaveMode::Append,
+                partition_by: (!partition_cols.is_empty()).then_some(partition_cols),
+                predicate: None,
+            }
         };
         let log_store = self.table.log_store();
         let finalized = self
@@ -405,9 +445,12 @@ impl Sink for DeltaSink {
     const NAME: &'static str = "delta";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const DESCRIPTION: &'static str =
-        "Appends Parquet files to an existing Delta Lake table (local filesystem or S3), exactly once per topic-partition through Delta txn actions.";
-    const NATIVE_PLANES: u32 = PLANE_ARROW;
+        "Appends Parquet files to an existing Delta Lake table (local filesystem or S3), exactly once per topic-partition through Delta txn actions; applies change events (upserts, deletes, patches, truncates by key) as a copy-on-write merge per commit.";
+    /// Arrow for appends; batches (JSON rows with their op and key) for change events.
+    const NATIVE_PLANES: u32 = PLANE_ARROW | PLANE_BATCHES;
     const MAX_IN_FLIGHT: u32 = 256;
+    const CHANGE_OPS: u32 =
+        ChangeOp::Upsert.bit() | ChangeOp::Delete.bit() | ChangeOp::Truncate.bit() | ChangeOp::Patch.bit();
 
     fn options() -> Vec<OptionSpec> {
         let mut o = vec![
@@ -477,6 +520,7 @@ impl Sink for DeltaSink {
             problems.push("time_column: must not be blank".to_string());
         }
         problems.extend(storage::validate(config));
+        problems.extend(validate_changes(config));
         if problems.is_empty() {
             Ok(())
         } else {
@@ -537,6 +581,26 @@ impl Sink for DeltaSink {
             }
             other => other,
         };
+        let changes = host
+            .subscriptions()
+            .map(|blocks| picomq_sink::has_changes(&blocks))
+            .unwrap_or(false);
+        if changes {
+            if !table_exists {
+                return Err(Error::fatal(format!("table_uri: there is no Delta table at {table_uri}: under changes the sink applies them to an existing table (create it with its key columns first)")));
+            }
+            let state = table.snapshot().map_err(|e| classify("reading the table", e))?;
+            let partitions = state.metadata().partition_columns().to_vec();
+            if !partitions.is_empty() {
+                return Err(Error::fatal(format!(
+                    "changes: the table {table_uri} is partitioned by {}; the sink applies change events to unpartitioned tables only (docs/sinks/delta.md, Change events)",
+                    partitions.join(", ")
+                )));
+            }
+            // Changes come as JSON rows with their op and key; the Arrow export carries neither.
+            host.set_plane(PLANE_BATCHES);
+            host.set_unread_fields(FIELD_HEADERS);
+        }
         let sink = DeltaSink {
             host,
             rt,
@@ -563,6 +627,9 @@ impl Sink for DeltaSink {
             held: Vec::new(),
             held_records: 0,
             window_started: None,
+            changes,
+            window: changes::Window::default(),
+            key_columns: None,
         };
         if table_exists {
             let version = sink
@@ -573,7 +640,12 @@ impl Sink for DeltaSink {
             sink.log(
                 LogLevel::Info,
                 &format!(
-                    "appending to the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>",
+                    "{} the Delta table {table_uri} (version {version}), txn appIds {}-<topic>-<partition>",
+                    if changes {
+                        "applying change events (a copy-on-write merge by key per commit) to"
+                    } else {
+                        "appending to"
+                    },
                     sink.app_id
                 ),
             );
@@ -644,6 +716,65 @@ impl Sink for DeltaSink {
         self.held.push(call.pending());
         if self.due() {
             // The commit completes this call's handle too: its outcome is the call's status.
+            let _ = self.commit();
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self, batch: &Batch, call: &mut Call) -> Result<(), Error> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if !self.changes || !batch.has_changes() {
+            return Err(Error::fatal(
+                "a batch of plain records on the batches plane: the sink takes plain records on the Arrow plane, and changes only from a definition whose every block has changes",
+            ));
+        }
+        let tp: Tp = (batch.topic().to_string(), batch.partition());
+        let first = batch.record(0).offset();
+        let last = batch.record(batch.len() - 1).offset();
+        let Some(floor) = self.admit(&tp, first, last, batch.len())? else {
+            return Ok(());
+        };
+        let table_schema = self.table_schema()?;
+        let payload_schema = changes::payload_schema(&table_schema);
+        let mut admitted = 0usize;
+        for r in batch.records() {
+            if r.offset() < floor {
+                continue; // committed already (a replay), or in this window
+            }
+            admitted += 1;
+            let op = match r.op() {
+                Ok(op) => op,
+                Err(v) => {
+                    call.reject(r.index(), &format!("change event: unknown operation {v}"));
+                    continue;
+                }
+            };
+            let meta = changes::Meta {
+                topic: tp.0.clone(),
+                partition: tp.1,
+                offset: r.offset(),
+                timestamp_ms: r.timestamp_ms(),
+                key: r.key().map(<[u8]>::to_vec),
+            };
+            if op == ChangeOp::Truncate {
+                self.window.apply(op, None, None, meta);
+                continue;
+            }
+            match self.change_of(&r, op, &table_schema, &payload_schema) {
+                Ok((key, payload)) => self.window.apply(op, Some(key), payload, meta),
+                Err(why) => call.reject(r.index(), &why),
+            }
+        }
+        self.held_records += admitted;
+        self.next.insert(tp, last + 1);
+        self.window_started.get_or_insert_with(Instant::now);
+        // The window holds its own copy of the changes: the host may free the batch.
+        let pending = call.pending();
+        pending.release();
+        self.held.push(pending);
+        if self.due() {
             let _ = self.commit();
         }
         Ok(())
@@ -769,6 +900,164 @@ impl DeltaSink {
         Ok(())
     }
 
+    /// Before a batch of changes: the store checked, the partition's txn version read; None when
+    /// every record of the batch is committed already (a replay), else the offset records start
+    /// to count from.
+    fn admit(&mut self, tp: &Tp, first: i64, last: i64, count: usize) -> Result<Option<i64>, Error> {
+        self.check_store()?;
+        if !self.versions.contains_key(tp) || self.stale.contains(tp) {
+            let mut tps: Vec<Tp> = self.stale.iter().cloned().collect();
+            if !tps.contains(tp) {
+                tps.push(tp.clone());
+            }
+            self.load_versions(&tps)?;
+        }
+        let committed = self.versions.get(tp).copied().unwrap_or(-1);
+        let window_next = self.next.get(tp).copied().unwrap_or(-1);
+        let floor = committed.max(window_next);
+        self.resends.check(tp, first, floor)?;
+        if last < floor {
+            self.host.count("already_written_records", count as u64);
+            return Ok(None);
+        }
+        Ok(Some(floor))
+    }
+
+    /// A change's key object and row (upsert) or columns (patch), checked against the table: the
+    /// reason to reject the record otherwise.
+    fn change_of(
+        &mut self,
+        r: &picomq_sink::Record,
+        op: ChangeOp,
+        table: &Schema,
+        payload_schema: &SchemaRef,
+    ) -> Result<KeyedRow, String> {
+        let text = r
+            .key_json()
+            .ok_or_else(|| "change event: the record has no row key".to_string())?;
+        let key = match serde_json::from_slice::<Value>(text) {
+            Ok(Value::Object(m)) if !m.is_empty() => m,
+            _ => {
+                return Err(format!(
+                    "change event: the row key {} is not a JSON object",
+                    String::from_utf8_lossy(text)
+                ))
+            }
+        };
+        let mut names: Vec<String> = key.keys().cloned().collect();
+        names.sort();
+        if let Some(why) = changes::key_problem(table, &names, &key) {
+            return Err(format!("change event: {why}"));
+        }
+        match &self.key_columns {
+            None => self.key_columns = Some(names),
+            Some(k) if *k != names => {
+                return Err(format!(
+                    "change event: the row key has the fields {}, the earlier changes' keys {}: one table, one key",
+                    names.join(", "),
+                    k.join(", ")
+                ))
+            }
+            Some(_) => {}
+        }
+        let row = match op {
+            ChangeOp::Upsert | ChangeOp::Patch => {
+                let text = r
+                    .payload()
+                    .ok_or_else(|| "change event: an upsert or patch without a row".to_string())?;
+                let mut row = match serde_json::from_slice::<Value>(text) {
+                    Ok(Value::Object(m)) => m,
+                    _ => return Err("change event: the row is not a JSON object".to_string()),
+                };
+                // The key names the row: a row without the key's fields gets them.
+                for (k, v) in &key {
+                    row.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                if let Some(why) = changes::row_problem(table, payload_schema, &row, op == ChangeOp::Upsert) {
+                    return Err(why);
+                }
+                Some(row)
+            }
+            _ => None,
+        };
+        Ok((key, row))
+    }
+
+    /// The window's changes as actions: the table's files that may hold a changed key are read,
+    /// those holding one are removed and rewritten without its rows, with each key's final row
+    /// (after a truncate every file is removed); the new files' adds.
+    fn merge_window(&mut self) -> Result<Vec<Action>, Error> {
+        if self.window.is_empty() {
+            return Ok(Vec::new()); // only replays or rejected records: the txn actions alone
+        }
+        let schema = self.table_schema()?;
+        let log_store = self.table.log_store();
+        let views: Vec<LogicalFileView> = {
+            use futures::TryStreamExt;
+            let state = self.table.snapshot().map_err(|e| classify("reading the table", e))?;
+            self.rt
+                .block_on(state.snapshot().file_views(log_store.as_ref(), None).try_collect())
+                .map_err(|e| classify("listing the table's files", e))?
+        };
+        if let Some(v) = views.iter().find(|v| v.deletion_vector_descriptor().is_some()) {
+            return Err(Error::fatal(format!(
+                "changes: the table's file {} has a deletion vector, which the sink does not read (it rewrites files whole)",
+                v.path()
+            )));
+        }
+        let key_columns = self.key_columns.clone().unwrap_or_default();
+        let mut files = Vec::new();
+        let mut removes = Vec::new();
+        if self.window.truncated {
+            removes.extend(views.iter().map(|v| v.remove_action(true)));
+        } else if !key_columns.is_empty() {
+            let keys: Vec<&Map<String, Value>> = self.window.keys.values().map(|s| &s.key).collect();
+            let store = log_store.object_store(None);
+            for (i, v) in views.iter().enumerate() {
+                if !changes::may_hold(v.stats().as_deref(), &key_columns, &keys) {
+                    continue;
+                }
+                let path = v.object_store_path();
+                let bytes = self
+                    .rt
+                    .block_on(async {
+                        use object_store::ObjectStoreExt;
+                        store.get(&path).await?.bytes().await
+                    })
+                    .map_err(|e| classify(&format!("reading {path}"), DeltaTableError::ObjectStore { source: e }))?;
+                let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+                    .and_then(|b| b.build())
+                    .map_err(|e| Error::fatal(format!("reading the data file {path}: {e}")))?;
+                for b in reader {
+                    files.push((
+                        i,
+                        b.map_err(|e| Error::fatal(format!("reading the data file {path}: {e}")))?,
+                    ));
+                }
+                self.host.count("read_files", 1);
+            }
+        }
+        let merged = changes::merge(&schema, &key_columns, &self.window, &files)
+            .map_err(|e| Error::fatal(format!("merging the change events: {e}")))?;
+        removes.extend(merged.rewritten.iter().map(|&i| views[i].remove_action(true)));
+        self.host.count("rewritten_files", removes.len() as u64);
+        self.host.count("deleted_rows", merged.deleted_rows);
+        let mut actions: Vec<Action> = removes.into_iter().map(Action::Remove).collect();
+        if let Some(rows) = merged.rows {
+            self.writer()?;
+            let writer = self.writer.as_mut().expect("made above");
+            self.rt
+                .block_on(writer.write(rows))
+                .map_err(|e| classify("writing Parquet", e))?;
+            let adds = self
+                .rt
+                .block_on(writer.flush())
+                .map_err(|e| classify("writing the Parquet files", e))?;
+            actions.extend(adds.into_iter().map(Action::Add));
+        }
+        Ok(actions)
+    }
+
     fn fail_window(&mut self, e: &Error) {
         for (tp, n) in &self.next {
             self.resends.failed(tp, n - 1);
@@ -781,9 +1070,49 @@ impl DeltaSink {
         for p in std::mem::take(&mut self.held) {
             p.fail(e);
         }
+        self.window = changes::Window::default();
         self.held_records = 0;
         self.window_started = None;
     }
+}
+
+/// What `--check` refuses under `changes` (docs/sinks/delta.md, Change events): the options the
+/// merge does not honour, and a definition mixing blocks with and without changes.
+fn validate_changes(config: &Host) -> Vec<String> {
+    let Some(blocks) = config.subscriptions() else {
+        return Vec::new();
+    };
+    if !picomq_sink::has_changes(&blocks) {
+        return Vec::new();
+    }
+    let mut problems = Vec::new();
+    let why = "under changes (the sink merges change events by key into an existing, unpartitioned table: docs/sinks/delta.md, Change events)";
+    if config.config_bool("schema_evolution") {
+        problems.push(format!(
+            "schema_evolution: not applied {why}; leave it out and add the columns to the table first"
+        ));
+    }
+    if config.config_bool("create_table") {
+        problems.push(format!(
+            "create_table: not applied {why}; create the table with its key columns first"
+        ));
+    }
+    if !config.config_list("partition_by").is_empty() {
+        problems.push(format!("partition_by: not applied {why}"));
+    }
+    if config
+        .config_string("time_column")
+        .map(|c| !c.is_empty())
+        .unwrap_or(false)
+    {
+        problems.push(format!("time_column: not applied {why}"));
+    }
+    if blocks.iter().any(|b| !b.has_changes()) {
+        problems.push(
+            "changes: every [[topics]] block of a Delta sink with changes needs them (the sink takes changes on the batches plane, plain records on the Arrow plane): write the other topics with another definition".to_string(),
+        );
+    }
+    problems
 }
 
 export_sink!(DeltaSink);

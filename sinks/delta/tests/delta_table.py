@@ -4,6 +4,12 @@
   delta_table.py create <uri> [key=value ...]     an empty table with the tests' schema
   delta_table.py create-conformance <uri> [...]   an empty table for the conformance suite (every
                                                   metadata column, its payload fields)
+  delta_table.py create-with <uri> <fields> [...]  an empty table of these columns: a JSON list of
+                                                  [name, type, nullable] (types: int32, int64,
+                                                  string, timestamp, float64), e.g. for the change
+                                                  events' keyed tables
+  delta_table.py txn <uri> [key=value ...]        {"version", "files", "txn": {appId: version}}
+                                                  (the appIds in APP_IDS)
   delta_table.py dump <uri> [key=value ...]       every row, every column: {"rows": [...]}, bytes
                                                   as base64, maps as objects
   delta_table.py read <uri> [key=value ...]       {"version", "rows": [...], "txn": {appId: version}}
@@ -73,6 +79,16 @@ def main():
         schema = CONFORMANCE_SCHEMA if cmd == "create-conformance" else SCHEMA
         DeltaTable.create(uri, schema=schema, storage_options=storage(rest))
         print(json.dumps({"created": uri}))
+    elif cmd == "create-with":
+        types = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string(), "float64": pa.float64(),
+                 "timestamp": pa.timestamp("us", tz="UTC")}
+        schema = pa.schema([pa.field(n, types[t], nullable=bool(null)) for n, t, null in json.loads(rest[0])])
+        DeltaTable.create(uri, schema=schema, storage_options=storage(rest[1:]))
+        print(json.dumps({"created": uri}))
+    elif cmd == "txn":
+        dt = DeltaTable(uri, storage_options=storage(rest))
+        print(json.dumps({"version": dt.version(), "files": len(dt.file_uris()),
+                          "txn": {app_id: dt.transaction_version(app_id) for app_id in app_ids()}}))
     elif cmd == "dump":
         t = DeltaTable(uri, storage_options=storage(rest)).to_pyarrow_table()
         rows = [{k: plain(v) for k, v in r.items()} for r in t.to_pylist()]
