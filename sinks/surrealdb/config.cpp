@@ -3,6 +3,7 @@
 #include "picomq/kit/http_client.hpp"
 #include "picomq/kit/option_values.hpp"
 #include "picomq/kit/sanitize.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::surrealdb {
 namespace {
@@ -70,20 +71,22 @@ const kit::OptionTable<Settings>& option_table() {
           .fallback(Mode::Insert)
           .help("insert: INSERT IGNORE (a record whose id exists is left as it is: a replay writes nothing twice); "
                 "upsert: UPSERT type::record(table, id) CONTENT record (the last record of an id wins; with id = key "
-                "or field a table of current values)."),
+                "or field a table of current values). Not read under change events (changes in [[topics]]): each "
+                "change is applied by its row's key."),
       kit::option("id", &Settings::id)
           .choices({{"record", IdMode::Record}, {"key", IdMode::Key}, {"field", IdMode::Field}})
           .fallback(IdMode::Record)
           .help("Record id: record = the array [topic, partition, offset] (table:['shop.orders', 0, 42]); key = the "
                 "record key as a string (a record without one, or with one that is not UTF-8, is refused); field = "
-                "the payload field id_field (a string or an integer; a record without it is refused)."),
+                "the payload field id_field (a string or an integer; a record without it is refused). Under change "
+                "events the row's key names the record: record and key mean it, field is refused."),
       kit::option("id_field", &Settings::id_field)
           .help("id = field: the top-level payload field whose value is the record id (kept in the record as its id)."),
       kit::option("tombstones", &Settings::tombstones)
           .choices({{"skip", Tombstones::Skip}, {"delete", Tombstones::Delete}})
           .fallback(Tombstones::Skip)
           .help("Records with a null payload: skip them (counted), or (id = key) DELETE the record of their key (one "
-                "already gone counts as deleted)."),
+                "already gone counts as deleted). Not read under change events: a tombstone is a delete there."),
       kit::document_option(
           &Settings::document,
           {.more = "A payload field `id` is kept as pico_payload_id, since id is the record id.", .payload = false}),
@@ -132,9 +135,27 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   table.validate(config, problems);
   if (!problems.empty()) return std::nullopt;
   Settings s = table.parse(config);
+  // Change events (docs/changes.md): each record is named by its row's key, replaced whole
+  // (upsert), extended (patch), deleted, or emptied with its table (truncate), in record order.
+  // The host fills defaults in, so mode = "insert", id = "record" and tombstones = "skip" cannot
+  // be told from options left out: they are not read, and only what says something else is refused.
+  const auto blocks = kit::subscriptions(config);
+  s.changes = blocks && kit::has_changes(*blocks);
+  if (s.changes) {
+    const std::string under = "change events (changes = ... in [[topics]]) ";
+    if (s.id == IdMode::Field)
+      problems.add("id", under +
+                             "name each record by its row's key (a delete has no payload to read a field of): "
+                             "leave id and id_field out");
+    if (s.document == kit::JsonLayout::Envelope)
+      problems.add("document", under +
+                                   "merge a patch's columns into the record's own fields, which the envelope puts "
+                                   "under `payload`: use \"flat\"");
+    if (!problems.empty()) return std::nullopt;
+  }
   if (s.id == IdMode::Field && s.id_field.empty()) problems.add("id_field", "id = \"field\" needs id_field");
   if (s.id != IdMode::Field && !s.id_field.empty()) problems.add("id_field", "is for id = \"field\"");
-  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key)
+  if (s.tombstones == Tombstones::Delete && s.id != IdMode::Key && !s.changes)
     problems.add("tombstones", "delete needs id = \"key\" (a tombstone names its record by its key)");
   if (s.auth != AuthMode::None && s.password.empty())
     problems.add("password",

@@ -38,6 +38,10 @@ struct Settings {
   kit::RequestSettings requests;  // max_request_bytes, max_request_records, max_in_flight, retry_timeout
   kit::HttpSettings http;
   kit::TlsSettings tls;
+  // A [[topics]] block hands the sink change events (docs/changes.md): records named by their
+  // row's key, applied in record order, one batch and one request at a time. Not an option: the
+  // host's blocks.
+  bool changes = false;
 };
 
 const kit::OptionTable<Settings>& option_table();

@@ -24,6 +24,18 @@ std::string ops_statement(Mode mode, std::string_view over) {
   return s;
 }
 
+// A batch of change events: each item [op, id, content | null], applied in order.
+std::string changes_statement(std::string_view over) {
+  std::string s = "FOR $o IN ";
+  s += over;
+  s += " { IF $o[0] == 'd' { DELETE type::record($tb, $o[1]) RETURN NONE }"
+       " ELSE IF $o[0] == 't' { DELETE type::table($tb) RETURN NONE }"
+       " ELSE IF $o[0] == 'p' { LET $r = type::record($tb, $o[1]);"
+       " UPSERT $r CONTENT object::extend($r.* ?? {}, $o[2]) RETURN NONE }"
+       " ELSE { UPSERT type::record($tb, $o[1]) CONTENT $o[2] RETURN NONE } }";
+  return s;
+}
+
 bool contains_ci(std::string_view text, std::string_view what) {
   auto it = std::search(text.begin(), text.end(), what.begin(), what.end(), [](char a, char b) {
     return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
@@ -56,11 +68,15 @@ bool has_unsigned_beyond_int64(const json& v) {
 }  // namespace
 
 std::string statement_text(Shape shape, Mode mode, size_t count, bool per_item) {
-  if (!per_item) return shape == Shape::Insert ? std::string(kInsert) : ops_statement(mode, "$v");
+  if (!per_item) {
+    if (shape == Shape::Changes) return changes_statement("$v");
+    return shape == Shape::Insert ? std::string(kInsert) : ops_statement(mode, "$v");
+  }
   std::string out;
   for (size_t i = 0; i < count; ++i) {
     const std::string one = "[$v[" + std::to_string(i) + "]]";
     if (shape == Shape::Insert) out += "INSERT IGNORE INTO $tb " + one + " RETURN NONE;";
+    else if (shape == Shape::Changes) out += changes_statement(one) + ";";
     else out += ops_statement(mode, one) + ";";
   }
   return out;
@@ -144,9 +160,102 @@ ErrorClass classify_error(const StatementResult& r) {
 
 Encoder::Encoder(const Settings& settings) : settings_(settings), writer_({.layout = settings.document}) {}
 
-namespace {}  // namespace
+kit::Result<nlohmann::ordered_json> change_record_id(std::string_view key_json) {
+  using R = kit::Result<nlohmann::ordered_json>;
+  if (key_json.empty()) return R::failure("the change event has no key");
+  // ordered: a composite key's values in the key's own order (equal keys are equal texts).
+  const auto key = nlohmann::ordered_json::parse(key_json, nullptr, false);
+  if (key.is_discarded() || !key.is_object() || key.empty())
+    return R::failure("the change event's key is not a JSON object with fields: " +
+                      std::string(key_json.substr(0, 100)));
+  for (const auto& [field, value] : key.items()) {
+    if (value.is_null()) return R::failure("the change event's key field '" + field + "' is null");
+    if (has_unsigned_beyond_int64(json(value)))
+      return R::failure("the change event's key field '" + field +
+                        "' is an integer above 9223372036854775807 (SurrealDB's int is 64-bit signed)");
+  }
+  if (key.size() == 1) {
+    const auto& value = key.begin().value();
+    if (value.is_string() || value.is_number_integer()) return R::success(value);
+    return R::success(nlohmann::ordered_json::array({value}));
+  }
+  auto values = nlohmann::ordered_json::array();
+  for (const auto& [field, value] : key.items()) values.push_back(value);
+  return R::success(std::move(values));
+}
+
+std::optional<json> Encoder::content(const pmq_batch& batch, const pmq_record& r, std::string& text,
+                                     std::string& why) const {
+  text.clear();
+  writer_.append(text, batch, r);
+  json content = json::parse(text, nullptr, false);
+  if (content.is_discarded() || !content.is_object()) {
+    why = "the payload is not valid JSON";
+    return std::nullopt;
+  }
+  if (has_unsigned_beyond_int64(content)) {
+    why =
+        "an integer above 9223372036854775807: SurrealDB's int is 64-bit signed (a larger one would be stored "
+        "wrapped to a negative number)";
+    return std::nullopt;
+  }
+  return content;
+}
+
+ItemPlan Encoder::plan_changes(const pmq_batch& batch) const {
+  ItemPlan p;
+  p.changes = true;
+  std::string text, why;
+  for (size_t i = 0; i < batch.record_count; ++i) {
+    const pmq_record& r = *pmq_batch_record(&batch, i);
+    const auto change = static_cast<pmq_change_op>(pmq_record_op(&batch, &r));
+    const char* op = nullptr;
+    switch (change) {
+      case PMQ_OP_UPSERT: op = "u"; break;
+      case PMQ_OP_PATCH: op = "p"; break;
+      case PMQ_OP_DELETE: op = "d"; break;
+      case PMQ_OP_TRUNCATE: op = "t"; break;
+      default:
+        p.refused.emplace_back(
+            i, "change event: operation " + std::to_string(static_cast<int>(change)) + " is not one this sink applies");
+        continue;
+    }
+    Item it{i, change == PMQ_OP_DELETE || change == PMQ_OP_TRUNCATE, {}};
+    if (change == PMQ_OP_TRUNCATE) {
+      json::to_cbor(json::array({op, nullptr, nullptr}), it.cbor);
+      p.items.push_back(std::move(it));
+      continue;
+    }
+    const pmq_bytes key = pmq_record_key_json(&batch, &r);
+    auto id = change_record_id(std::string_view(reinterpret_cast<const char*>(key.data), key.size));
+    if (!id) {
+      p.refused.emplace_back(i, id.error());
+      continue;
+    }
+    json item = json::array({op, json(std::move(id).value())});
+    if (change == PMQ_OP_DELETE) {
+      item.push_back(nullptr);
+    } else {
+      auto row = content(batch, r, text, why);
+      if (!row) {
+        p.refused.emplace_back(i, why);
+        continue;
+      }
+      // The record's own id is the row's key: a row field `id` is kept as pico_payload_id.
+      if (auto own = row->find("id"); own != row->end()) {
+        (*row)["pico_payload_id"] = *own;
+        row->erase("id");
+      }
+      item.push_back(std::move(*row));
+    }
+    json::to_cbor(item, it.cbor);
+    p.items.push_back(std::move(it));
+  }
+  return p;
+}
 
 ItemPlan Encoder::plan(const pmq_batch& batch) const {
+  if (pmq_batch_has_changes(&batch)) return plan_changes(batch);
   ItemPlan p;
   const bool deletes = settings_.tombstones == Tombstones::Delete;
   for (size_t i = 0; i < batch.record_count && deletes; ++i)

@@ -12,10 +12,19 @@
 //   INSERT IGNORE INTO $tb $v RETURN NONE
 // upsert mode, or a chunk with tombstones to delete, [id, content | null] pairs applied in order
 //   FOR $o IN $v { IF $o[1] == NULL { DELETE ... } ELSE { UPSERT type::record($tb, $o[0]) CONTENT $o[1] } }
-// (in insert mode the ELSE is INSERT IGNORE). A statement is atomic: one record the server
+// (in insert mode the ELSE is INSERT IGNORE). A batch of change events (docs/changes.md), each
+// item [op, id, content | null] with op "u" (upsert), "p" (patch), "d" (delete), "t" (truncate):
+//   FOR $o IN $v { IF $o[0] == 'd' { DELETE type::record($tb, $o[1]) }
+//                  ELSE IF $o[0] == 't' { DELETE type::table($tb) }
+//                  ELSE IF $o[0] == 'p' { LET $r = type::record($tb, $o[1]);
+//                                         UPSERT $r CONTENT object::extend($r.* ?? {}, $o[2]) }
+//                  ELSE { UPSERT type::record($tb, $o[1]) CONTENT $o[2] } }
+// (a patch extends the record's top-level fields: MERGE would merge nested objects too, keeping
+// keys an object column's new value no longer has). A statement is atomic: one record the server
 // refuses fails it whole, and the sink then sends the same records one statement each
 // (`[$v[i]]`) to learn which.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,7 +38,7 @@
 
 namespace picomq::surrealdb {
 
-enum class Shape { Insert, Ops };
+enum class Shape { Insert, Ops, Changes };
 
 // The statement text for `count` items bound as $v: one statement for all of them, or (per_item)
 // one per item, so that the n-th answer is the n-th item's.
@@ -77,19 +86,31 @@ struct ItemPlan {
   std::vector<std::pair<size_t, std::string>> refused;
   size_t skipped = 0;  // tombstones skipped
   bool has_removes = false;
+  bool changes = false;  // a batch of change events: items of the Changes shape
 };
+
+// The record id of a change's row key (a JSON object, docs/changes.md): one field, its value (a
+// string or an integer as it is, {"id": 7} -> table:7; another value as a one-element array); several
+// fields, the array of their values in key order ({"order_id": 1, "line": 2} -> table:[1, 2]). A
+// failure (no key, not an object, a null value, an integer beyond int64) says why.
+kit::Result<nlohmann::ordered_json> change_record_id(std::string_view key_json);
 
 class Encoder {
  public:
   explicit Encoder(const Settings& settings);
   ItemPlan plan(const pmq_batch& batch) const;
   Shape shape(const ItemPlan& plan) const {
+    if (plan.changes) return Shape::Changes;
     return settings_.mode == Mode::Upsert || plan.has_removes ? Shape::Ops : Shape::Insert;
   }
   // Items of insert shape are objects with the id inside; ops shape [id, content]. plan() renders
   // insert shape unless upsert mode or a removal is in the batch.
 
  private:
+  ItemPlan plan_changes(const pmq_batch& batch) const;
+  // A record's document as the record's content (nullopt with `why` when it cannot be one).
+  std::optional<nlohmann::json> content(const pmq_batch& batch, const pmq_record& r, std::string& text,
+                                        std::string& why) const;
   Settings settings_;
   kit::RecordJsonWriter writer_;
 };

@@ -7,7 +7,12 @@
 // payload field. HTTP 200 does not mean written: every statement's status is read
 // (surrealdb/rpc.h); a statement the server refuses is sent again one statement per record, and
 // the records refused then go to the bad-record policy. Conflicts, timeouts, 408, 429, 5xx and
-// transport errors are resent with the kit's back-off for retry_timeout. Docs: docs/sinks/surrealdb.md.
+// transport errors are resent with the kit's back-off for retry_timeout. Change events (a block's
+// `changes`, docs/changes.md): records named by their row's key (one field: its value; several:
+// the array of their values), upserts UPSERT ... CONTENT, patches extending the record's fields,
+// deletes DELETE, a truncate DELETE of the table, all in one FOR statement per request in record
+// order; one request at a time (the kit's in-order engine) and one batch at a time per block.
+// Docs: docs/sinks/surrealdb.md.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -52,6 +57,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
+  static constexpr uint32_t change_ops =
+      PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<sr::Settings>& options = sr::option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { sr::plan(config, problems); }
 
@@ -62,7 +69,9 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     plan_ = std::make_unique<sr::Plan>(std::move(*plan));
     const sr::Settings& s = plan_->settings;
     encoder_ = std::make_unique<sr::Encoder>(s);
-    declare_max_in_flight(static_cast<uint32_t>(std::min<int64_t>(s.requests.max_in_flight, max_in_flight)));
+    // Change events are applied in order: a later batch never before an earlier one.
+    declare_max_in_flight(
+        s.changes ? 1 : static_cast<uint32_t>(std::min<int64_t>(s.requests.max_in_flight, max_in_flight)));
     kit::HttpClientOptions client = kit::client_options(s.http, s.tls, kit::AuthSettings{});
     client.max_in_flight = static_cast<size_t>(s.requests.max_in_flight);  // a DEFINE waits for a free slot
     client.max_response_body = 16u << 20;
@@ -75,6 +84,16 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
                                             .destination = "the server",
                                             .items = "records",
                                             .written_counter = "written_records"});
+    if (s.changes)
+      // One request on the wire at a time, in submission order (a resend keeps its place, the
+      // statements one per record of a refused request go first): a later change of a key never
+      // lands before an earlier one.
+      ordered_engine_ = kit::RequestEngine::for_host(host(), *client_, rules_,
+                                                     {.retry_timeout = s.requests.retry_timeout,
+                                                      .destination = "the server",
+                                                      .items = "records",
+                                                      .written_counter = "written_records",
+                                                      .in_order = true});
     if (s.auth == sr::AuthMode::Basic)
       basic_ = "Basic " + kit::base64_encode(std::string_view(s.user + ":" + s.password));
     tables_ = std::make_unique<kit::DestinationCache<Table>>(
@@ -100,7 +119,13 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
     job->shape = encoder_->shape(plan);
     job->items = std::move(plan.items);
     job->limits = plan_->settings.requests.limits();
-    engine_->submit(job, job->items.size());
+    if (!plan.changes) {
+      engine_->submit(job, job->items.size());
+      return job->result();
+    }
+    if (!ordered_engine_)
+      throw sdk::FatalError("a batch of change events reached a sink opened without a [[topics]] block with changes");
+    ordered_engine_->submit(job, job->items.size());
     return job->result();
   }
 
@@ -108,9 +133,11 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   // of holding the stop up to retry_timeout; requests on the wire (and task polls) finish.
   void stop() {
     if (engine_) engine_->stop();
+    if (ordered_engine_) ordered_engine_->stop();
   }
 
   void close() {
+    if (ordered_engine_) ordered_engine_->close();
     if (engine_) engine_->close();
     if (client_) client_->close(std::chrono::seconds(5));
   }
@@ -361,7 +388,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
                               (s.create_namespace ? "" : " (create_namespace is off)"));
       log(sdk::LogLevel::Info, "connected to SurrealDB at " + kit::redact_url(plan_->base_url) + ": namespace " + s.ns +
                                    ", database " + s.database + ", table " + s.table + ", " +
-                                   std::to_string(s.requests.max_in_flight) + " requests in flight");
+                                   (s.changes ? std::string("change events: one batch and one request at a time")
+                                              : std::to_string(s.requests.max_in_flight) + " requests in flight"));
       ready_ = true;
     }
   }
@@ -384,7 +412,8 @@ class SurrealDbSink : public sdk::BaseSink<SurrealDbSink> {
   std::atomic<bool> token_stale_{false};
   mutable std::atomic<uint64_t> next_id_{1};
   std::unique_ptr<kit::HttpClient> client_;
-  std::unique_ptr<kit::RequestEngine> engine_;  // after the client: stops before it
+  std::unique_ptr<kit::RequestEngine> engine_;          // after the client: stops before it
+  std::unique_ptr<kit::RequestEngine> ordered_engine_;  // change events (in_order)
   std::unique_ptr<kit::DestinationCache<Table>> tables_;
 };
 

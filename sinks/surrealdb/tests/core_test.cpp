@@ -150,4 +150,50 @@ TEST(SurrealCore, AnIntegerBeyondInt64IsRefusedNotWrapped) {
   EXPECT_EQ(cbor(p.items[0].cbor)["a"], INT64_MAX);
 }
 
+TEST(SurrealCore, AChangeKeyIsItsValueOrTheArrayOfItsValuesInKeyOrder) {
+  EXPECT_EQ(sr::change_record_id(R"({"id":7})").value(), 7);
+  EXPECT_EQ(sr::change_record_id(R"({"sku":"a-1"})").value(), "a-1");
+  EXPECT_EQ(sr::change_record_id(R"({"order_id":1,"line":2})").value(), nlohmann::ordered_json::parse("[1,2]"))
+      << "the key's own order, not the names' (line < order_id)";
+  EXPECT_EQ(sr::change_record_id(R"({"x":1.5})").value(), nlohmann::ordered_json::parse("[1.5]"));
+  EXPECT_EQ(sr::change_record_id("").error(), "the change event has no key");
+  EXPECT_NE(sr::change_record_id("[1]").error().find("not a JSON object"), std::string::npos);
+  EXPECT_NE(sr::change_record_id(R"({"id":null})").error().find("'id' is null"), std::string::npos);
+  EXPECT_NE(sr::change_record_id(R"({"id":18446744073709551615})").error().find("64-bit"), std::string::npos);
+}
+
+TEST(SurrealCore, ChangesAreOpIdContentTriplesInOneForStatement) {
+  sr::Settings s;
+  s.document = picomq::kit::JsonLayout::Flat;
+  const kt::TestBatch b("t", 0,
+                        {{.offset = 0, .payload = R"({"id":1,"v":1})", .op = PMQ_OP_UPSERT, .key_json = R"({"id":1})"},
+                         {.offset = 1, .payload = R"({"v":2})", .op = PMQ_OP_PATCH, .key_json = R"({"id":1})"},
+                         {.offset = 2, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = R"({"a":"x","b":2})"},
+                         {.offset = 3, .op = PMQ_OP_TRUNCATE},
+                         {.offset = 4, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = "{}"}});
+  sr::Encoder encoder(s);
+  const sr::ItemPlan p = encoder.plan(b.raw());
+  EXPECT_EQ(encoder.shape(p), sr::Shape::Changes);
+  ASSERT_EQ(p.items.size(), 4u);
+  ASSERT_EQ(p.refused.size(), 1u);
+  EXPECT_EQ(p.refused[0].first, 4u);
+  const json upsert = cbor(p.items[0].cbor);
+  EXPECT_EQ(upsert[0], "u");
+  EXPECT_EQ(upsert[1], 1);
+  EXPECT_EQ(upsert[2]["v"], 1);
+  EXPECT_EQ(upsert[2]["pico_payload_id"], 1) << "the row's id: the record id is the key";
+  EXPECT_FALSE(upsert[2].contains("id"));
+  EXPECT_EQ(upsert[2]["pico_op"], "upsert");
+  EXPECT_EQ(cbor(p.items[1].cbor)[0], "p");
+  EXPECT_EQ(cbor(p.items[2].cbor), json::parse(R"(["d", ["x", 2], null])"));
+  EXPECT_EQ(cbor(p.items[3].cbor), json::parse(R"(["t", null, null])"));
+  EXPECT_EQ(sr::statement_text(sr::Shape::Changes, sr::Mode::Insert, 4, false),
+            "FOR $o IN $v { IF $o[0] == 'd' { DELETE type::record($tb, $o[1]) RETURN NONE } ELSE IF $o[0] == 't' "
+            "{ DELETE type::table($tb) RETURN NONE } ELSE IF $o[0] == 'p' { LET $r = type::record($tb, $o[1]); "
+            "UPSERT $r CONTENT object::extend($r.* ?? {}, $o[2]) RETURN NONE } ELSE { UPSERT type::record($tb, "
+            "$o[1]) CONTENT $o[2] RETURN NONE } }");
+  EXPECT_NE(sr::statement_text(sr::Shape::Changes, sr::Mode::Insert, 2, true).find("FOR $o IN [$v[1]]"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <map>
+#include <random>
 #include <thread>
 
 #include "harness.h"
@@ -266,6 +268,82 @@ TEST(SurrealSinkKafka, TheServerKilledAndRestartedDuringALoadLosesNothing) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
   EXPECT_EQ(rows(ns, "t"), 1500);
   EXPECT_EQ(distinct_and_sum(ns, "t"), (std::pair<int64_t, int64_t>{1500, 1500 * 1499 / 2}));
+}
+
+// The pipeline a user runs: Debezium's envelopes (JsonConverter without schemas) on a topic, the
+// runtime with changes = "debezium", killed with SIGKILL once rows landed and restarted; when
+// everything is committed the table equals the source table the events describe (a model kept
+// here), the truncate in the middle included.
+TEST(SurrealSinkKafka, DebeziumChangesWithASigkillEndEqualToTheSource) {
+  SURREAL_OR_SKIP();
+  auto& kafka = Kafka::shared();
+  auto& server = *SurrealServer::shared();
+  const auto ns = server.fresh_namespace("schanges");
+  const auto topic = unique_name("surreal.changes");
+  kafka.create_topic(topic);
+  std::mt19937 random(7);
+  std::map<int, nlohmann::json> source;  // id -> row
+  std::vector<ProducedRecord> records;
+  auto event = [&](const char* op, const nlohmann::json& before, const nlohmann::json& after, int id) {
+    const nlohmann::json value = {{"before", before},
+                                  {"after", after},
+                                  {"op", op},
+                                  {"source", {{"connector", "postgresql"}, {"table", "customers"}}}};
+    records.push_back({value.dump(), nlohmann::json{{"id", id}}.dump()});
+  };
+  const int n = 3000;
+  for (int i = 0; i < n; ++i) {
+    if (i == n / 2) {  // TRUNCATE customers: Debezium's 't' has no key
+      records.push_back({R"({"before":null,"after":null,"op":"t","source":{"table":"customers"}})", std::nullopt});
+      source.clear();
+      continue;
+    }
+    const int id = static_cast<int>(random() % 60);
+    const auto row = source.find(id);
+    if (row != source.end() && random() % 4 == 0) {
+      event("d", row->second, nullptr, id);
+      records.push_back({"", nlohmann::json{{"id", id}}.dump(), {}, -1, true});  // the tombstone after it
+      source.erase(row);
+      continue;
+    }
+    const nlohmann::json after = {{"id", id}, {"name", "n" + std::to_string(i)}, {"visits", i}};
+    event(row == source.end() ? "c" : "u", row == source.end() ? nlohmann::json() : row->second, after, id);
+    source[id] = after;
+  }
+  kafka.produce(topic, records);
+  const int64_t total = static_cast<int64_t>(records.size());
+  const std::string key = "schanges";
+  const std::string def = definition(key, topic, ns, "table = \"customers\"\nmax_request_records = 40",
+                                     "changes = \"debezium\"\nbatch_length = 100\n" + static_member(key));
+  {
+    Runtime rt(kafka.bootstrap(), "first");
+    rt.add_definition("c.toml", def);
+    rt.start();
+    // Killed mid-stream: some batches committed, the ones after them written or on their way.
+    ASSERT_TRUE(
+        wait_until([&] { return kafka.committed(group_of(key), topic) >= 500 && rows(ns, "customers") > 0; }, 60s))
+        << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(30s);
+  }
+  const int64_t committed_before = std::max<int64_t>(0, kafka.committed(group_of(key), topic));
+  std::cout << "[          ] killed at " << committed_before << " of " << total << " committed\n";
+  EXPECT_LT(committed_before, total) << "the kill came before the end";
+  Runtime rt(kafka.bootstrap(), "restart");
+  rt.add_definition("c.toml", def);
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == total; }, 120s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  // The table as the source: each row under the record id of its key, its `id` column kept as
+  // pico_payload_id.
+  nlohmann::json expected = nlohmann::json::array();
+  for (const auto& [id, row] : source)
+    expected.push_back({{"k", id}, {"name", row["name"]}, {"pico_payload_id", id}, {"visits", row["visits"]}});
+  EXPECT_EQ(
+      server.result(ns, "db", "SELECT record::id(id) AS k, name, pico_payload_id, visits FROM customers ORDER BY k"),
+      expected);
+  EXPECT_GT(source.size(), 10u);
 }
 
 }  // namespace

@@ -405,4 +405,218 @@ TEST_F(SurrealSink, IntegersKeepTheirValuesAndOnesBeyondInt64AreRefusedNotWrappe
             json::parse(R"([{"a": 9223372036854775807, "b": -9223372036854775808, "c": 9007199254740993}])"));
 }
 
+// ------------------------------------------------------------------ change events (docs/changes.md)
+
+constexpr const char* kDebezium = R"([{"topics": ["shop.public.customers"], "pattern": null, "changes": "debezium"}])";
+
+TestRecord upsert(int64_t offset, const std::string& key, const std::string& row) {
+  return {.offset = offset, .payload = row, .op = PMQ_OP_UPSERT, .key_json = key};
+}
+TestRecord patch(int64_t offset, const std::string& key, const std::string& columns) {
+  return {.offset = offset, .payload = columns, .op = PMQ_OP_PATCH, .key_json = key};
+}
+TestRecord erase(int64_t offset, const std::string& key) {
+  return {.offset = offset, .payload = std::nullopt, .op = PMQ_OP_DELETE, .key_json = key};
+}
+TestRecord truncate(int64_t offset) { return {.offset = offset, .op = PMQ_OP_TRUNCATE}; }
+
+std::string reasons(const kt::WriteOutcome& out) {
+  return out.error + (out.rejected.empty() ? "" : " / " + out.rejected[0].reason);
+}
+
+class SurrealChanges : public SurrealSink {
+ protected:
+  // A sink on a block with changes = "debezium", writing into table `customers`.
+  void open_changes(json config = json::object()) {
+    host_->subscriptions(kDebezium);
+    if (!config.contains("table")) config["table"] = "customers";
+    open(std::move(config));
+  }
+  kt::WriteOutcome write(std::vector<TestRecord> records) {
+    return host_->write(TestBatch("shop.public.customers", 0, std::move(records)));
+  }
+  // The table's rows: the record id's key as k, the row's fields without the pico_* metadata.
+  json rows(const std::string& table = "customers") const {
+    json out = json::array();
+    for (json row : select("SELECT record::id(id) AS k, * OMIT id FROM `" + table + "` ORDER BY k")) {
+      for (const char* f : {"pico_topic", "pico_partition", "pico_offset", "pico_timestamp", "pico_key", "pico_headers",
+                            "pico_op", "pico_row_key"})
+        row.erase(f);
+      out.push_back(row);
+    }
+    return out;
+  }
+};
+
+TEST_F(SurrealChanges, UpsertsReplaceDeletesRemoveAndAMissingKeyIsNoError) {
+  SURREAL_OR_SKIP();
+  open_changes();
+  EXPECT_EQ(host_->max_in_flight(), 1u) << "one batch at a time per block: a later change never lands first";
+  auto out = write({upsert(0, R"({"id":1})", R"({"id":1,"name":"Ann","email":"a@x"})"),
+                    upsert(1, R"({"id":2})", R"({"id":2,"name":"Bob"})"),
+                    upsert(2, R"({"id":3})", R"({"id":3,"name":"Cy"})")});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  out =
+      write({upsert(3, R"({"id":1})", R"({"id":1,"name":"Anne"})"), erase(4, R"({"id":2})"), erase(5, R"({"id":99})")});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  EXPECT_TRUE(out.rejected.empty());
+  // An upsert replaces the whole record (no email left); the row's own `id` is kept as
+  // pico_payload_id (id is the record id, customers:1).
+  EXPECT_EQ(rows(), json::parse(R"([{"k":1,"name":"Anne","pico_payload_id":1},
+                                   {"k":3,"name":"Cy","pico_payload_id":3}])"));
+  EXPECT_EQ(select("SELECT VALUE name FROM customers:1"), json::parse(R"(["Anne"])")) << "the id is the key's value";
+}
+
+TEST_F(SurrealChanges, ATombstoneDeletesTheRecordOfItsKey) {
+  SURREAL_OR_SKIP();
+  open_changes();
+  ASSERT_EQ(write({upsert(10, R"({"id":"a"})", R"({"v":1})")}).status, PMQ_WRITE_OK);
+  EXPECT_EQ(rows(), json::parse(R"([{"k":"a","v":1}])"));
+  // A tombstone under `changes`: no payload, the key, PMQ_OP_DELETE (the runtime's doing).
+  const auto out = write({TestRecord{.offset = 11,
+                                     .payload = std::nullopt,
+                                     .key = R"({"id":"a"})",
+                                     .op = PMQ_OP_DELETE,
+                                     .key_json = R"({"id":"a"})"}});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  EXPECT_EQ(rows(), json::array());
+}
+
+TEST_F(SurrealChanges, SeveralChangesOfOneKeyInOneBatchApplyInOrderAcrossItsRequests) {
+  SURREAL_OR_SKIP();
+  open_changes({{"max_request_records", 3}});
+  auto out = write({upsert(0, R"({"id":1})", R"({"v":"first"})"), erase(1, R"({"id":1})"),
+                    upsert(2, R"({"id":1})", R"({"v":"again","w":1})"), upsert(3, R"({"id":2})", R"({"v":"x"})"),
+                    patch(4, R"({"id":1})", R"({"v":"patched"})"), erase(5, R"({"id":2})"),
+                    upsert(6, R"({"id":3})", R"({"v":"y"})"), erase(7, R"({"id":3})")});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  EXPECT_EQ(rows(), json::parse(R"([{"k":1,"v":"patched","w":1}])"));
+  // 40 changes of four keys, three a request: 14 requests, each after the one before.
+  std::vector<TestRecord> records;
+  for (int i = 0; i < 40; ++i) {
+    const std::string key = "{\"n\":" + std::to_string(i % 4) + "}";
+    if (i % 7 == 3) records.push_back(erase(100 + i, key));
+    else records.push_back(upsert(100 + i, key, "{\"i\":" + std::to_string(i) + "}"));
+  }
+  const auto before = host_->counter("requests");
+  out = write(records);
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  // The last change of each key: 0 -> 36, 1 -> 37, 2 -> 38 (a delete), 3 -> 39 (customers:1 of
+  // the batch before is the same record as the key {"n":1}: replaced whole).
+  EXPECT_EQ(rows(), json::parse(R"([{"k":0,"i":36},{"k":1,"i":37},{"k":3,"i":39}])"));
+  EXPECT_GE(host_->counter("requests") - before, 14u);
+}
+
+TEST_F(SurrealChanges, ATruncateEmptiesTheTableBetweenTheRowsBeforeAndAfterIt) {
+  SURREAL_OR_SKIP();
+  open_changes();
+  ASSERT_EQ(write({upsert(0, R"({"id":9})", R"({"a":9})"), upsert(1, R"({"id":8})", R"({"a":8})")}).status,
+            PMQ_WRITE_OK);
+  auto out = write({upsert(2, R"({"id":1})", R"({"v":"old"})"), upsert(3, R"({"id":2})", R"({"v":2})"), truncate(4),
+                    upsert(5, R"({"id":3})", R"({"v":3})"), upsert(6, R"({"id":1})", R"({"v":"new"})")});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  EXPECT_EQ(rows(), json::parse(R"([{"k":1,"v":"new"},{"k":3,"v":3}])"));
+  // A truncate that ends its batch.
+  out = write({upsert(7, R"({"id":4})", R"({"v":4})"), truncate(8)});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  EXPECT_EQ(rows(), json::array());
+  EXPECT_EQ(select("INFO FOR DB")["tables"].count("customers"), 1u) << "the table stays, emptied";
+}
+
+TEST_F(SurrealChanges, APatchKeepsTheFieldsItDoesNotNameAndInsertsAMissingRecord) {
+  SURREAL_OR_SKIP();
+  open_changes();
+  const std::string body(8000, 'b');
+  ASSERT_EQ(write({upsert(0, R"({"id":1})",
+                          R"({"title":"draft","body":")" + body + R"(","meta":{"lang":"en","tags":["a"]},"n":5})")})
+                .status,
+            PMQ_WRITE_OK);
+  const auto out = write({patch(1, R"({"id":1})", R"({"title":"final","meta":{"tags":["b"]},"n":null})"),
+                          patch(2, R"({"id":2})", R"({"title":"new"})")});
+  ASSERT_EQ(out.status, PMQ_WRITE_OK) << reasons(out);
+  const json one = select("SELECT * FROM customers:1")[0];
+  EXPECT_EQ(one["title"], "final");
+  EXPECT_EQ(one["body"], body) << "the column the patch does not name keeps its value";
+  EXPECT_EQ(one["meta"], json::parse(R"({"tags":["b"]})"))
+      << "a column the patch names takes its new value whole (an object column is not merged key by key)";
+  EXPECT_TRUE(one["n"].is_null()) << "set to null, not removed";
+  EXPECT_EQ(one["pico_offset"], 1) << "the metadata of the last change";
+  EXPECT_EQ(rows()[1], json::parse(R"({"k":2,"title":"new"})")) << "a patch of a missing record inserts what it names";
+}
+
+TEST_F(SurrealChanges, CompositeKeysAreArrayIdsInKeyOrder) {
+  SURREAL_OR_SKIP();
+  open_changes();
+  const auto out = write({upsert(0, R"({"order_id":1,"line":2})", R"({"qty":5})"),
+                          upsert(1, R"({"order_id":1,"line":3})", R"({"qty":1})"),
+                          erase(2, R"({"order_id":1,"line":3})"), upsert(3, R"({"order_id":"x","line":1.5})", "{}"),
+                          upsert(4, R"({"id":null})", "{}"), upsert(5, R"({"id":18446744073709551615})", "{}")});
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 2u);
+  EXPECT_EQ(out.rejected[0].record_index, 4u);
+  EXPECT_NE(out.rejected[0].reason.find("is null"), std::string::npos) << out.rejected[0].reason;
+  EXPECT_EQ(out.rejected[1].record_index, 5u);
+  EXPECT_EQ(rows(), json::parse(R"([{"k":[1,2],"qty":5},{"k":["x",1.5]}])"));
+  EXPECT_EQ(select("SELECT VALUE qty FROM customers:[1, 2]"), json::parse("[5]"));
+}
+
+TEST_F(SurrealChanges, ARecordTheServerRefusesGoesToThePolicyAndTheOthersApplyInOrder) {
+  SURREAL_OR_SKIP();
+  server_->create(ns_, "db");
+  select("DEFINE TABLE customers SCHEMALESS; DEFINE FIELD v ON customers TYPE option<int>;");
+  open_changes();
+  const auto out = write({upsert(0, R"({"id":1})", R"({"v":1})"), upsert(1, R"({"id":1})", R"({"v":"bad"})"),
+                          upsert(2, R"({"id":2})", R"({"v":2})"), patch(3, R"({"id":1})", R"({"w":1})")});
+  ASSERT_EQ(out.status, PMQ_WRITE_REJECTED) << out.error;
+  ASSERT_EQ(out.rejected.size(), 1u);
+  EXPECT_EQ(out.rejected[0].record_index, 1u);
+  EXPECT_EQ(host_->counter("record_hunts"), 1u);
+  EXPECT_EQ(rows(), json::parse(R"([{"k":1,"v":1,"w":1},{"k":2,"v":2}])"));
+}
+
+TEST_F(SurrealChanges, AReplayFromTheCommittedOffsetEndsEqualToTheSource) {
+  SURREAL_OR_SKIP();
+  open_changes();
+  const TestBatch a("shop.public.customers", 0,
+                    {upsert(0, R"({"id":1})", R"({"v":1})"), upsert(1, R"({"id":2})", R"({"v":1})"), truncate(2),
+                     upsert(3, R"({"id":3})", R"({"v":1})"), erase(4, R"({"id":3})")});
+  const TestBatch b("shop.public.customers", 0,
+                    {upsert(5, R"({"id":3})", R"({"v":2})"), patch(6, R"({"id":3})", R"({"w":"p"})"),
+                     upsert(7, R"({"id":4})", R"({"v":1})"), erase(8, R"({"id":1})")});
+  ASSERT_EQ(host_->write(a).status, PMQ_WRITE_OK);
+  ASSERT_EQ(host_->write(b).status, PMQ_WRITE_OK);
+  const json source = rows();
+  EXPECT_EQ(source, json::parse(R"([{"k":3,"v":2,"w":"p"},{"k":4,"v":1}])"));
+  // The runtime restarted (a SIGKILL) and re-reads from the offset it committed: both again.
+  host_->close();
+  host_ = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  open_changes();
+  ASSERT_EQ(host_->write(a).status, PMQ_WRITE_OK);
+  ASSERT_EQ(host_->write(b).status, PMQ_WRITE_OK);
+  EXPECT_EQ(rows(), source);
+  // Or only the second (committed after the first).
+  ASSERT_EQ(host_->write(b).status, PMQ_WRITE_OK);
+  EXPECT_EQ(rows(), source);
+}
+
+TEST_F(SurrealChanges, OptionsThatNameOrNestRecordsOtherwiseAreRefused) {
+  SURREAL_OR_SKIP();
+  host_->subscriptions(R"([{"topics": ["a"], "pattern": null, "changes": "none"},
+                           {"topics": ["shop.public.customers"], "pattern": null, "changes": "keyed"}])");
+  const std::string base = R"("url": "http://x", "password": "p")";
+  auto check = [&](const std::string& extra) { return host_->check("{" + base + ", " + extra + "}"); };
+  EXPECT_TRUE(has(check(R"("id": "field", "id_field": "sku")"),
+                  "id: change events (changes = ... in [[topics]]) name each record by its row's key"));
+  EXPECT_TRUE(has(check(R"("document": "envelope")"), "document: change events"));
+  EXPECT_TRUE(host_->check("{" + base + "}").empty());
+  // The host fills defaults in: mode = "insert", id = "record", tombstones = "skip" are the
+  // defaults' values; they and id = "key", tombstones = "delete", mode = "upsert" are not read.
+  EXPECT_TRUE(check(R"("mode": "insert", "id": "record", "tombstones": "skip", "document": "flat")").empty());
+  EXPECT_TRUE(check(R"("mode": "upsert", "tombstones": "delete")").empty());
+  // Without changes the same options are the sink's usual ones.
+  auto plain = kt::FakeHost::load(SURREALDB_SINK_PLUGIN);
+  plain->subscriptions(R"([{"topics": ["a"], "pattern": null, "changes": "none"}])");
+  EXPECT_TRUE(plain->check("{" + base + R"(, "id": "field", "id_field": "sku", "document": "envelope"})").empty());
+}
+
 }  // namespace
