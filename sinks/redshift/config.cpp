@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "picomq/kit/option_values.hpp"
+#include "picomq/kit/subscriptions.hpp"
 
 namespace picomq::redshift {
 
@@ -117,6 +118,26 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
     problems.add("aws_access_key_id", "aws_access_key_id and aws_secret_access_key go together");
   if (!s.aws_access_key_id)
     problems.add("aws_access_key_id", "the sink stages files in S3 with these credentials: set both");
+  // Change events: pico_id is the row's key, so one target table holds one source table's rows.
+  if (const auto blocks = kit::subscriptions(config); blocks && kit::has_changes(*blocks)) {
+    s.changes = true;
+    if (s.merge_key != MergeKey::Key)
+      problems.add("merge_key",
+                   "change events (a block's `changes`) are rows named by their key: set merge_key = \"key\"");
+    size_t topics = 0;
+    for (const auto& b : *blocks) {
+      if (b.changes == "none") continue;
+      if (b.pattern)
+        problems.add("target_table",
+                     "a block with `changes` names its topic, not a pattern: the one "
+                     "target table holds one source table's rows by key");
+      topics += b.topics.size();
+    }
+    if (topics > 1)
+      problems.add("target_table", "the blocks with `changes` name " + std::to_string(topics) +
+                                       " topics: the one target table holds one source table's rows by key (one "
+                                       "definition per source table)");
+  }
   if (!problems.empty()) return std::nullopt;
   while (!s.s3_prefix.empty() && s.s3_prefix.back() == '/') s.s3_prefix.pop_back();
   s.conn_options = kit::pg::parse_connection_string(s.connection_string).value();

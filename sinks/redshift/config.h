@@ -38,6 +38,7 @@ struct Settings {
   kit::ByteSize max_field_bytes{};
   std::chrono::milliseconds retry_timeout{};
   bool keep_staged_files = false;
+  bool changes = false;  // a [[topics]] block hands the sink change events (docs/changes.md)
 };
 
 const kit::OptionTable<Settings>& option_table();

@@ -84,6 +84,9 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       "rows.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
+  // Change events (docs/changes.md): a row per key (pico_id), deleted and truncated in the load's
+  // transaction. Patches are not applied (the row is one JSON text): the runtime refuses them.
+  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE);
   static inline const kit::OptionTable<Settings>& options = option_table();
   static void validate(const sdk::Config& config, sdk::ConfigProblems& problems) { plan(config, problems); }
 
@@ -267,6 +270,14 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     std::vector<std::pair<size_t, std::string>> rows;  // position, pico_id
     int64_t first = -1, last = -1;
     std::string headers;
+    // Change events: the last truncate above the loaded offset empties the topic's rows, and the
+    // changes before it are not staged; a delete is staged as its key with a NULL payload.
+    const bool changes = pmq_batch_has_changes(&raw);
+    size_t truncate_at = SIZE_MAX;
+    for (size_t i = 0; changes && i < raw.record_count; ++i) {
+      const pmq_record* r = pmq_batch_record(&raw, i);
+      if (r->offset > done && pmq_record_op(&raw, r) == PMQ_OP_TRUNCATE) truncate_at = i;
+    }
     for (size_t i = 0; i < raw.record_count; ++i) {
       const pmq_record& r = *pmq_batch_record(&raw, i);
       if (r.offset <= done) {
@@ -275,7 +286,9 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
       }
       if (first < 0) first = r.offset;
       last = r.offset;
-      if (refused[i] || r.payload.data == nullptr) continue;
+      if (changes && truncate_at != SIZE_MAX && i <= truncate_at) continue;
+      const bool erase = changes && pmq_record_op(&raw, &r) == PMQ_OP_DELETE;
+      if (refused[i] || (r.payload.data == nullptr && !erase)) continue;
       const std::string_view payload(reinterpret_cast<const char*>(r.payload.data), r.payload.size);
       std::string key64 = r.key.data ? kit::base64_encode({r.key.data, r.key.size}) : std::string();
       if (payload.size() > s_.max_field_bytes.bytes || key64.size() > s_.max_field_bytes.bytes) {
@@ -285,7 +298,17 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         continue;
       }
       std::string id;
-      if (s_.merge_key == MergeKey::Key) {
+      if (changes) {
+        const pmq_bytes key = pmq_record_key_json(&raw, &r);
+        if (!key.data || key.size > 1024) {
+          refused[i] = true;
+          reject(i, key.data ? "the change's key is longer than 1024 bytes (pico_id)" : "the change has no key");
+          count("rejected_records");
+          continue;
+        }
+        id.assign(reinterpret_cast<const char*>(key.data), key.size);
+        last_of_key[id] = i;
+      } else if (s_.merge_key == MergeKey::Key) {
         if (!r.key.data) {
           refused[i] = true;
           reject(i, "merge_key = \"key\" and the record has no key");
@@ -307,7 +330,7 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     }
     if (first < 0) return;  // all loaded already
     for (const auto& [i, id] : rows) {
-      if (s_.merge_key == MergeKey::Key && last_of_key[id] != i) continue;
+      if ((changes || s_.merge_key == MergeKey::Key) && last_of_key[id] != i) continue;
       const pmq_record& r = *pmq_batch_record(&raw, i);
       staged_.insert(i);
       csv_field(csv, id);
@@ -324,8 +347,8 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
         csv_field(csv, headers);
       }
       csv += ',';
-      csv_field(csv, {reinterpret_cast<const char*>(r.payload.data), r.payload.size});
-      csv += '\n';
+      if (r.payload.data) csv_field(csv, {reinterpret_cast<const char*>(r.payload.data), r.payload.size});
+      csv += '\n';  // a delete: no payload (NULL)
     }
     // Stage under keys of this load's own: <first>-<last>.<token>. A key is written once, so no
     // other upload (a killed run's, applied late by the store) can change what this load's
@@ -357,9 +380,21 @@ class RedshiftSink : public sdk::BaseSink<RedshiftSink> {
     const std::string target = last_part(s_.target_table);
     exec("BEGIN", "BEGIN");
     try {
+      // Redshift's TRUNCATE commits the transaction it is in: a DELETE keeps it one unit.
+      if (truncate_at != SIZE_MAX) {
+        exec("DELETE FROM " + s_.target_table + " WHERE pico_topic = " + sql_literal(raw.topic),
+             "emptying " + s_.target_table + " of topic " + raw.topic + " (a truncate)");
+        count("truncates");
+      }
       if (any) {
         exec("CREATE TEMP TABLE " + stage + " (LIKE " + s_.target_table + ")", "creating the stage table");
         copy(stage, manifest_key);
+        if (changes) {  // the keys whose last change is a delete go, and the rest is merged
+          exec("DELETE FROM " + s_.target_table + " USING " + stage + " WHERE " + target + ".pico_id = " + stage +
+                   ".pico_id AND " + stage + ".payload IS NULL",
+               "deleting from " + s_.target_table);
+          exec("DELETE FROM " + stage + " WHERE payload IS NULL", "leaving the deletes out of the MERGE");
+        }
         exec("MERGE INTO " + s_.target_table + " USING " + stage + " ON " + target + ".pico_id = " + stage +
                  ".pico_id WHEN MATCHED THEN UPDATE SET pico_topic = " + stage +
                  ".pico_topic, pico_partition = " + stage + ".pico_partition, pico_offset = " + stage +

@@ -332,5 +332,57 @@ TEST(RedshiftKafka, TheDatabaseDownForAWhileIsRetriedWithNothingLostOrDoubled) {
   EXPECT_EQ(rows_and_distinct(db), (std::pair<int64_t, int64_t>{400, 400}));
 }
 
+// Change events (docs/changes.md): Debezium envelopes keyed by the row's key; pico_id is the key,
+// upserts merge, a delete (and its tombstone) removes the row, a truncate empties the topic's rows
+// in the load's transaction; merge_key other than "key" is refused at --check.
+TEST(RedshiftKafka, DebeziumChangesUpsertDeleteAndTruncateByTheRowsKey) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const std::string db = pg.create_database("rs_changes");
+  const std::string bucket = SeaweedfsServer::shared().create_bucket("rs-changes");
+  const auto topic = unique_name("rs.changes");
+  kafka.create_topic(topic);
+  auto change = [](int id, const std::string& op, const std::string& name) -> ProducedRecord {
+    const std::string row = "{\"id\": " + std::to_string(id) + ", \"name\": \"" + name + "\"}";
+    const bool erase = op == "d";
+    return {"{\"before\": " + (erase ? row : std::string("null")) + ", \"after\": " + (erase ? "null" : row) +
+                ", \"op\": \"" + op + "\"}",
+            "{\"id\": " + std::to_string(id) + "}",
+            {},
+            0};
+  };
+  ProducedRecord tombstone{"", "{\"id\": 2}", {}, 0, true};
+  kafka.produce(topic, {change(1, "c", "a"), change(2, "c", "b"), change(3, "c", "c"), change(1, "u", "a2"),
+                        change(2, "d", ""), tombstone, change(5, "d", "")});
+  const std::string block = "changes = \"debezium\"\nbatch_length = 3\n";
+  {
+    Runtime refused(kafka.bootstrap());
+    refused.add_definition("c.toml", definition("rchg0", topic, db, bucket, "", block));
+    auto [code, out] = refused.check();
+    EXPECT_NE(code, 0) << out;
+    EXPECT_NE(out.find("set merge_key = \"key\""), std::string::npos) << out;
+  }
+  Runtime rt(kafka.bootstrap());
+  rt.add_definition("c.toml", definition("rchg", topic, db, bucket, "merge_key = \"key\"", block));
+  rt.start();
+  auto rows = [&] {
+    std::string out;
+    for (const auto& r : pg.query("SELECT pico_id, payload::json->>'name' FROM orders ORDER BY pico_id", db))
+      out += *r[0] + "=" + r[1].value_or("NULL") + ";";
+    return out;
+  };
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rchg"), topic) == 7; }, 60s)) << rt.log();
+  EXPECT_EQ(rows(), R"({"id":1}=a2;{"id":3}=c;)") << "1 updated, 2 deleted (then its tombstone), 5 never there";
+  // A truncate between changes: what came before it goes, what comes after stays.
+  kafka.produce(topic, {change(4, "c", "d"),
+                        {"{\"before\": null, \"after\": null, \"op\": \"t\"}", std::nullopt, {}, 0},
+                        change(3, "u", "c2"),
+                        change(6, "c", "f")});
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("rchg"), topic) == 11; }, 60s)) << rt.log();
+  EXPECT_EQ(rows(), R"({"id":3}=c2;{"id":6}=f;)");
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 }  // namespace
 }  // namespace picomq::test
