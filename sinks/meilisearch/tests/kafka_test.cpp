@@ -189,6 +189,7 @@ TEST_P(MeilisearchBadRecords, ADocumentATaskFailsOnGoesThroughThePolicyAndTheRes
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   std::vector<std::string> values;
+  values.reserve(50);
   for (int i = 0; i < 50; ++i)
     values.push_back("{\"sku\": \"s" + std::to_string(i) + "\", \"n\": " + std::to_string(i) + "}");
   values[17] = R"({"sku": "not a valid id", "n": 17})";

@@ -58,6 +58,7 @@ TEST(SurrealSinkKafka, RecordsOfEveryPartitionLandOnceExactlyAndASecondGroupsRep
   kafka.create_topic(topic, 2);
   std::vector<ProducedRecord> records;
   const int n = 3000;
+  records.reserve(n);
   for (int i = 0; i < n; ++i)
     records.push_back({"{\"n\": " + std::to_string(i) + ", \"name\": \"order-" + std::to_string(i) + "\"}",
                        "k" + std::to_string(i),
