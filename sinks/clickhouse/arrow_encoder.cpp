@@ -530,7 +530,7 @@ Inferred infer_arrow_columns(const ArrowInput& in, ServerVersion version) {
     const std::string name = c.schema->name ? c.schema->name : "";
     if (metadata_source(name) != Source::Field) continue;
     if (name.empty()) {
-      out.notes.push_back("an Arrow column without a name is left out");
+      out.notes.emplace_back("an Arrow column without a name is left out");
       continue;
     }
     // The exporter's inferred columns are the kit's lattice types; Int32 and timestamps come

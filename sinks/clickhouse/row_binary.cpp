@@ -584,7 +584,7 @@ Encoded RowBinaryEncoder::encode(const pmq_batch& batch) {
         append_default(col.type, out);
       } else {
         reason = append_value(col.type, values_[c], out, scratch_);
-        if (!reason.empty()) reason = "field '" + col.field + "': " + reason;
+        if (!reason.empty()) reason.insert(0, "field '" + col.field + "': ");
       }
     }
     if (!reason.empty()) {

@@ -77,7 +77,10 @@ Table postgres_rows(const Postgres& pg, const std::string& db, const Compared& c
     std::string out;
     while (!list.empty()) {
       const size_t comma = list.find(", ");
-      out += (out.empty() ? "" : ", ") + before + std::string(list.substr(0, comma)) + after;
+      if (!out.empty()) out += ", ";
+      out += before;
+      out += list.substr(0, comma);
+      out += after;
       list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 2);
     }
     return out;
@@ -163,6 +166,14 @@ std::string replica_definition(const std::string& page, const std::string& key, 
     if (line.starts_with("changes = "))
       out += "poll_interval = \"100ms\"\nbatch_length = 50\n" + static_member(key) + "\n";
   }
+  return out;
+}
+
+// The parts one after another (a definition's text).
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string out;
+  (out += ... += parts);
   return out;
 }
 
@@ -393,7 +404,7 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
   std::vector<Destination> destinations;
   destinations.push_back(
       {"replica", replica_definition(example.definition, prefix + "-replica", prefix, replica.conninfo(replica_db)),
-       [&](const Compared& c) { return postgres_rows(replica, replica_db, c); }});
+       [&](const Compared& c) { return postgres_rows(replica, replica_db, c); }, ""});
   const std::string ch_db = clickhouse.create_database("dbz");
   destinations.push_back(
       {"clickhouse",
@@ -409,7 +420,8 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
          }
          return clickhouse.rows("SELECT " + select + " FROM (SELECT * FROM " + ch_db + ".`" + c.table +
                                 "` FINAL) WHERE pico_deleted = 0 ORDER BY " + c.order);
-       }});
+       },
+       ""});
   auto& opensearch = SearchServer::shared(SearchServer::Flavor::OpenSearch);
   destinations.push_back({"opensearch",
                           "path = \"libpicomq_connector_elasticsearch_sink\"\n[plugin_config]\nurl = \"" +
@@ -419,7 +431,8 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
                             const std::string index = prefix + "-" + c.table;
                             if (opensearch.call("HEAD", "/" + index).status == 404) return Table{};
                             return document_rows(opensearch.documents(index), c);
-                          }});
+                          },
+                          ""});
   auto& mongo = MongoServer::shared();
   const std::string mongo_db = mongo.fresh_database("dbz");
   destinations.push_back(
@@ -428,7 +441,7 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
            "\"\ndatabase = \"" + mongo_db +
            "\"\ncollection = \"{topic_segment[-1]}\"\nwrite_strategy = \"replace\"\nid_strategy = \"key\"\n"
            "include_metadata = false\n",
-       [&](const Compared& c) { return document_rows(mongo.find(mongo_db, c.table), c); }});
+       [&](const Compared& c) { return document_rows(mongo.find(mongo_db, c.table), c); }, ""});
 #ifdef PICOMQ_WITH_DELTA
   // Delta: a table per source table, created by its owner (as the sink requires under changes),
   // one definition each (a definition writes one table).
@@ -438,15 +451,14 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
       {"order_lines",
        R"([["order_id","int64",false],["line","int64",false],["sku","string",true],["qty","int64",true],["note","string",true]])"},
       {"documents", R"([["id","int64",false],["title","string",true],["body","string",true]])"}};
-  for (const auto& [table, columns] : lake_columns) {
-    delta::table_tool("create-with " + (lake / table).string() + " '" + columns + "'");
+  for (const auto& [name, columns] : lake_columns) {
+    const std::string table = name, uri = (lake / name).string(), key = cat(prefix, "-delta-", name);
+    delta::table_tool(cat("create-with ", uri, " '", columns, "'"));
     destinations.push_back({"delta-" + table,
-                            "type = \"sink\"\nkey = \"" + prefix + "-delta-" + table +
-                                "\"\npath = \"libpicomq_connector_delta_sink\"\n[[topics]]\ntopics = [\"" + prefix +
-                                ".public." + table + "\"]\nchanges = \"debezium\"\npoll_interval = \"100ms\"\n" +
-                                "batch_length = 50\n" + static_member(prefix + "-delta-" + table) +
-                                "\n[plugin_config]\ntable_uri = \"" + (lake / table).string() +
-                                "\"\ncommit_interval = \"1s\"\n",
+                            cat("type = \"sink\"\nkey = \"", key, "\"\npath = \"libpicomq_connector_delta_sink\"\n",
+                                "[[topics]]\ntopics = [\"", prefix, ".public.", table, "\"]\nchanges = \"debezium\"\n",
+                                "poll_interval = \"100ms\"\nbatch_length = 50\n", static_member(key),
+                                "\n[plugin_config]\ntable_uri = \"", uri, "\"\ncommit_interval = \"1s\"\n"),
                             [&lake, table](const Compared& c) {
                               const nlohmann::json dump = delta::table_tool("dump " + (lake / table).string());
                               return document_rows(dump["rows"].get<std::vector<nlohmann::json>>(), c);
@@ -463,10 +475,10 @@ TEST(Debezium, EveryDestinationEndsEqualToTheSourceThroughKeyChangesToastTruncat
     }
     const std::string plugin_config = d.definition.substr(d.definition.find("[plugin_config]"));
     rt.add_definition(d.name + ".toml",
-                      "type = \"sink\"\nkey = \"" + key + "\"\n" +
-                          d.definition.substr(0, d.definition.find("[plugin_config]")) + "[[topics]]\ntopics = [" +
-                          topic_list + "]\nchanges = \"debezium\"\npoll_interval = \"100ms\"\nbatch_length = 50\n" +
-                          static_member(key) + "\n" + plugin_config);
+                      cat("type = \"sink\"\nkey = \"", key, "\"\n",
+                          d.definition.substr(0, d.definition.find("[plugin_config]")), "[[topics]]\ntopics = [",
+                          topic_list, "]\nchanges = \"debezium\"\npoll_interval = \"100ms\"\nbatch_length = 50\n",
+                          static_member(key), "\n", plugin_config));
   }
   rt.start();
   auto diff = [&] { return differences(source, source_db, destinations); };
@@ -522,8 +534,8 @@ TEST(Debezium, SinksThatCannotApplyChangesRefuseThemAtCheck) {
     SCOPED_TRACE(name);
     Runtime rt(kafka.bootstrap());
     rt.add_definition(name + ".toml",
-                      "type = \"sink\"\nkey = \"refuse_" + name + "\"\npath = \"" + path +
-                          "\"\n[[topics]]\ntopics = [\"shop.public.customers\"]\nchanges = \"debezium\"\n");
+                      cat("type = \"sink\"\nkey = \"refuse_", name, "\"\npath = \"", path,
+                          "\"\n[[topics]]\ntopics = [\"shop.public.customers\"]\nchanges = \"debezium\"\n"));
     auto [code, out] = rt.check();
     EXPECT_NE(code, 0) << out;
     EXPECT_NE(out.find("key 'topics[0].changes': the sink '" + name + "' does not apply change events"),

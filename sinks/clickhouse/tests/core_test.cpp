@@ -210,7 +210,7 @@ TEST(ClickHouseRowBinary, StringModeWritesThePayloadBytesAndTombstonesAsNull) {
 }
 
 namespace {
-picomq::kit::HttpResponse response(long status, std::string body, std::string code_header = "") {
+picomq::kit::HttpResponse response(long status, std::string body, const std::string& code_header = "") {
   picomq::kit::HttpResponse r;
   r.method = "POST";
   r.url = "http://127.0.0.1:8123/?query=INSERT";

@@ -52,7 +52,7 @@ class Golden : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string body_file(const std::string& body) {
-    const auto path = (dir_ / "body.bin").string();
+    auto path = (dir_ / "body.bin").string();
     std::ofstream(path, std::ios::binary) << body;
     return path;
   }
@@ -241,6 +241,7 @@ TEST_F(Golden, OnACurrentServerATokenDropsAnIdenticalResendButNotARecutReplayWhi
                                col("pico_offset", "Int64", ch::Source::Offset), col("n", "Int64")};
   ch::RowBinaryEncoder encoder(cols);
   std::vector<std::string> payloads;
+  payloads.reserve(10);
   for (int i = 0; i < 10; ++i) payloads.push_back("{\"n\": " + std::to_string(i) + "}");
   ch::Encoded e = encoder.encode(kt::TestBatch::json("t", 0, 0, payloads).raw());
   ASSERT_TRUE(e.ok());
@@ -275,7 +276,7 @@ TEST_F(Golden, OnACurrentServerTheTableOfChangesKeepsEachKeysLatestRowAndDropsDe
   auto body = [&](std::vector<kt::TestRecord> records, const std::string& name) {
     ch::Encoded e = encoder.encode(kt::TestBatch("t", 0, std::move(records)).raw());
     EXPECT_TRUE(e.ok() && e.rejected.empty()) << e.error;
-    const auto path = (dir_ / name).string();
+    auto path = (dir_ / name).string();
     std::ofstream(path, std::ios::binary) << e.data;
     return path;
   };

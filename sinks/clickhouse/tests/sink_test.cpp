@@ -127,6 +127,7 @@ TEST_F(ClickHouseSink, RowsTheServerRefusesAreFoundByBisectingTheInsert) {
           {"auto_create_table", false},
           {"commit_interval", "1m"}});
     std::vector<std::string> payloads;
+    payloads.reserve(10);
     for (int i = 0; i < 10; ++i) payloads.push_back(json{{"s", i == 3 || i == 8 ? "x" : std::to_string(i)}}.dump());
     auto a = host_->start_write(TestBatch::json("t", 0, 0, {payloads.begin(), payloads.begin() + 5}));
     auto b = host_->start_write(TestBatch::json("t", 0, 5, {payloads.begin() + 5, payloads.end()}));
@@ -158,6 +159,7 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeSoAReplayedBatchIsOneRowPerReco
     const std::string table = "shop.orders-" + format;
     open({{"format", format}, {"target_table", table}});
     std::vector<TestRecord> records;
+    records.reserve(5);
     for (int i = 0; i < 5; ++i)
       records.push_back({.offset = i,
                          .payload = json{{"n", i}, {"name", "r" + std::to_string(i)}, {"ok", i % 2 == 0}}.dump(),
@@ -242,6 +244,7 @@ TEST_F(ClickHouseSink, ManyTablesAtOnceNeverWaitForAConnectionAStreamHolds) {
     for (int t = 0; t < 6; ++t) {
       const std::string topic = "t" + std::to_string((t * 7 + round) % 6);
       std::vector<std::string> payloads;
+      payloads.reserve(50);
       for (int i = 0; i < 50; ++i)
         payloads.push_back(json{{"n", next[topic] + i}, {"s", std::string(2000, 'x')}}.dump());
       writes.push_back(host_->start_write(TestBatch::json(topic, 0, next[topic], payloads)));

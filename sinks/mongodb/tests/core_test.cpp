@@ -186,7 +186,7 @@ TEST(MongoChangeEvents, KeysBecomeIdsOfTheirJsonTypeAndEachOpItsOperation) {
   s.write_strategy = mg::WriteStrategy::Replace;
   s.id_strategy = mg::IdStrategy::Key;
   s.include_metadata = false;
-  auto change = [](int64_t offset, pmq_change_op op, std::optional<std::string> key,
+  auto change = [](int64_t offset, pmq_change_op op, const std::optional<std::string>& key,
                    std::optional<std::string> row = std::nullopt) {
     return TestRecord{.offset = offset, .payload = std::move(row), .key = key, .op = op, .key_json = key};
   };

@@ -329,7 +329,7 @@ TEST_F(MongoSink, LibmongocsOwnLogLinesGoThroughTheHostLogNotStderr) {
 
 // A change: op with the row (upsert, patch) or none (delete, truncate), its key as key_json and
 // as the record key (as Debezium keys its records).
-TestRecord change(int64_t offset, pmq_change_op op, std::optional<std::string> key_json,
+TestRecord change(int64_t offset, pmq_change_op op, const std::optional<std::string>& key_json,
                   std::optional<std::string> row = std::nullopt) {
   return TestRecord{.offset = offset, .payload = std::move(row), .key = key_json, .op = op, .key_json = key_json};
 }
