@@ -62,6 +62,19 @@ bool SinkRunner::start() {
   }
   spdlog::info("sink '{}': plugin {} {} from {}", definition_.key, library->descriptor().name,
                library->descriptor().version ? library->descriptor().version : "?", library->file().string());
+  // The Arrow plane carries neither a change's operation nor its key: a sink that applies
+  // changes takes them on the batches (or rows) plane, or they would be written as plain rows.
+  for (size_t i = 0; i < definition_.topics.size(); ++i) {
+    if (definition_.topics[i].changes == config::ChangeEvents::None || plugin_->plane() != PMQ_PLANE_ARROW) continue;
+    error = "topics[" + std::to_string(i) +
+            "]: the sink delivers on the Arrow plane, which carries neither a change's operation nor its key; a sink "
+            "that applies change events takes them on the batches plane (docs/changes.md)";
+    spdlog::error("sink '{}' ({}): {}", definition_.key, definition_.file, error);
+    if (close_plugin()) plugin_.reset();
+    else (void)plugin_.release();  // its close() hangs: leave it
+    status_.set_state(definition_.key, definition_.file, SinkState::Error, error);
+    return false;
+  }
   for (size_t i = 0; i < definition_.topics.size(); ++i) {
     BlockSettings s;
     s.sink_key = definition_.key;

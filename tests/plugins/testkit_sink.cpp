@@ -83,6 +83,10 @@ constexpr std::array kOptions{
 class Testkit : public sdk::BaseSink<Testkit> {
  public:
   static constexpr std::string_view sink_name = "testkit";
+#if defined(TESTKIT_PLANES_ARROW)
+  // Claims change events on the Arrow plane, which cannot carry them: the runtime's refusal test.
+  static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED;
+#endif
   static constexpr std::string_view sink_version = "0.2.0";
 #if defined(TESTKIT_PLANES_ROWS)
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows};
@@ -183,7 +187,8 @@ class Testkit : public sdk::BaseSink<Testkit> {
   }
 #endif
 
-  void close() {
+  // Not const: the async variant joins its workers here (NOLINT: tidy sees one variant).
+  void close() {  // NOLINT(readability-make-member-function-const)
     if (hang_in_close_)
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 #if defined(TESTKIT_ASYNC)
