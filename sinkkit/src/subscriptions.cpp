@@ -28,6 +28,11 @@ bool has_changes(const std::vector<Subscription>& blocks) {
   return false;
 }
 
+bool has_changes(const sdk::Config& config) {
+  const auto blocks = subscriptions(config);
+  return blocks && has_changes(*blocks);
+}
+
 std::optional<std::vector<Subscription>> subscriptions(const sdk::Config& config) {
   return parse_subscriptions(config.subscriptions_json());
 }

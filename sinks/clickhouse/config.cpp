@@ -132,8 +132,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   if (s.columns && s.auto_add_columns)
     problems.add("auto_add_columns",
                  "is for columns read from the table or inferred; it cannot be combined with declared columns");
-  const auto blocks = kit::subscriptions(config);
-  const bool changes = blocks && kit::has_changes(*blocks);
+  const bool changes = kit::has_changes(config);
   if (changes && s.payload_mode != PayloadMode::Columns)
     problems.add("payload_mode",
                  "change events (a block's `changes`) are rows of their fields: payload_mode 'columns'");

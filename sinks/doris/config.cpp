@@ -132,8 +132,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
     if (parser.parse(*s.jsonpaths).get(root) || root.type() != simdjson::dom::element_type::ARRAY)
       problems.add("jsonpaths", "must be a JSON array of paths, e.g. [\"$.id\", \"$.name\"]");
   }
-  const auto blocks = kit::subscriptions(config);
-  s.changes = blocks && kit::has_changes(*blocks);
+  s.changes = kit::has_changes(config);
   if (s.changes) {
     // A change's line is the row's columns at the top level, with pico_version and pico_deleted
     // beside them (the sequence and delete headers name those columns).

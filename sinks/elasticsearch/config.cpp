@@ -148,8 +148,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   Settings s = table.parse(config);
   // Change events (docs/changes.md): each document is named by its row's key, written whole
   // (index), updated (patch), deleted, or emptied with its index (truncate), in order.
-  const auto blocks = kit::subscriptions(config);
-  const bool changes = blocks && kit::has_changes(*blocks);
+  const bool changes = kit::has_changes(config);
   if (changes) {
     const std::string under = "change events (changes = ... in [[topics]]) ";
     // The host fills defaults in, so id = "record" (the default) cannot be told from no id: under

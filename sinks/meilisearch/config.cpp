@@ -115,8 +115,7 @@ std::optional<Settings> plan(const sdk::Config& config, sdk::ConfigProblems& pro
   // (upsert), merged (patch), deleted, or emptied with its index (truncate), in record order. The
   // host fills defaults in, so id = "record", method = "replace" and tombstones = "skip" cannot be
   // told from options left out: only the values that say something else are refused.
-  const auto blocks = kit::subscriptions(config);
-  s.changes = blocks && kit::has_changes(*blocks);
+  s.changes = kit::has_changes(config);
   if (s.changes) {
     const std::string under = "change events (changes = ... in [[topics]]) ";
     if (s.id == IdMode::Field)

@@ -219,8 +219,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     problems.add("id_field", "reads a top-level payload field; it cannot be combined with payload_field");
   // Change events (docs/changes.md) are applied by the row's key: the key is _id, an upsert
   // replaces the document with the row, a delete removes it, in order.
-  const auto blocks = kit::subscriptions(config);
-  const bool changes = blocks && kit::has_changes(*blocks);
+  const bool changes = kit::has_changes(config);
   if (changes) {
     const std::string why = "change events (changes = ... in [[topics]]) are applied by the row's key";
     if (s.write_strategy != WriteStrategy::Replace)

@@ -125,8 +125,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   const std::string write_mode(to_string(s.write_mode));
   const bool upsert = s.write_mode == WriteMode::Upsert, columns = s.payload_mode == PayloadMode::Columns;
   // Change events (docs/changes.md) are applied by key: upserts, and deletes in the same merge.
-  const auto blocks = kit::subscriptions(config);
-  const bool changes = blocks && kit::has_changes(*blocks);
+  const bool changes = kit::has_changes(config);
   // Under changes with inferred columns each table takes its key from its changes' keys.
   const bool key_per_table = changes && columns && !s.columns && s.upsert_key.empty();
   if (upsert && s.upsert_key.empty() && !key_per_table)

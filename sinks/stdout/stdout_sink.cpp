@@ -161,8 +161,7 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
 
   // Without the metadata a change would print as its row alone, and a delete as null.
   static void validate(const picomq::sdk::Config& config, picomq::sdk::ConfigProblems& problems) {
-    const auto blocks = kit::subscriptions(config);
-    if (blocks && kit::has_changes(*blocks) && !options.parse(config).include_metadata)
+    if (kit::has_changes(config) && !options.parse(config).include_metadata)
       problems.add("include_metadata",
                    "must stay on for change events (changes = ... in [[topics]]): pico_op and pico_row_key say what "
                    "each line does, a delete has no payload");

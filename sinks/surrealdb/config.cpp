@@ -139,8 +139,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
   // (upsert), extended (patch), deleted, or emptied with its table (truncate), in record order.
   // The host fills defaults in, so mode = "insert", id = "record" and tombstones = "skip" cannot
   // be told from options left out: they are not read, and only what says something else is refused.
-  const auto blocks = kit::subscriptions(config);
-  s.changes = blocks && kit::has_changes(*blocks);
+  s.changes = kit::has_changes(config);
   if (s.changes) {
     const std::string under = "change events (changes = ... in [[topics]]) ";
     if (s.id == IdMode::Field)

@@ -19,6 +19,9 @@ struct Subscription {
 
 // Whether any block hands the sink change events (docs/changes.md).
 bool has_changes(const std::vector<Subscription>& blocks);
+// The same for the definition the host passes (false from a host older than ABI 2.7): what a
+// sink's validate() / open() asks before refusing a setting changes cannot honour.
+bool has_changes(const sdk::Config& config);
 
 // The blocks, or nullopt from a host older than ABI 2.7 (or a text that is not the host's JSON).
 std::optional<std::vector<Subscription>> subscriptions(const sdk::Config& config);
