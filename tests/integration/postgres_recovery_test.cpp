@@ -284,7 +284,20 @@ TEST(PostgresRecovery, AReplayedBatchJoiningADirectStreamTurnsItIntoAStagedOneIn
       60s);
   if (waiting) {
     kafka.produce_values(b, json_values(0, 100));
-    std::this_thread::sleep_for(3s);  // fetched and queued behind the waiting writer (poll_interval 300 ms)
+    // Fetched (the block's position on b is past them), then one poll_interval (300 ms) for their
+    // bucket to close and queue its batch behind the waiting writer.
+    const bool fetched = wait_until(
+        [&] {
+          const auto s = rt.sink_status(key);
+          if (!s.contains("blocks")) return false;
+          for (const auto& block : s["blocks"])
+            for (const auto& l : block["lag"])
+              if (l["topic"] == b && l["position"].get<int64_t>() >= 100) return true;
+          return false;
+        },
+        60s);
+    EXPECT_TRUE(fetched) << "b's records were never fetched\n" << rt.log();
+    std::this_thread::sleep_for(1500ms);
   }
   PQclear(PQexec(holder, "COMMIT"));
   PQfinish(holder);
