@@ -21,13 +21,16 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -39,6 +42,7 @@
 #include "clickhouse/config.h"
 #include "clickhouse/errors.h"
 #include "clickhouse/native.h"
+#include "clickhouse/replays.h"
 #include "clickhouse/row_binary.h"
 #include "clickhouse/schema.h"
 #include "picomq/kit/accumulator.hpp"
@@ -377,6 +381,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       return write;
     }
     const pmq_batch& input = changes ? change_batch.batch : raw;
+    const Origin origin = origin_of(raw);
+    std::vector<uint32_t> written_before = changes ? std::vector<uint32_t>{} : already_written(raw.topic, origin);
     // A table's setup (DESCRIBE, CREATE, ALTER) and the encoding take time: the insert this batch
     // joins must not commit as idle meanwhile.
     const auto preparing = accumulator_->preparing();
@@ -395,8 +401,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       if (!encoded.ok()) throw sdk::FatalError("table " + t.display + ": " + encoded.error);
       target = insert_target(t);
     }
-    const Origin origin = origin_of(raw);
-    if (const auto dropped = reject_known_refusals(origin, encoded.rows, encoded.rejected); !dropped.empty())
+    if (const auto dropped = leave_out(origin, encoded.rows, encoded.rejected, written_before); !dropped.empty())
       drop_rows(&encoded.data, encoded.rows, dropped);
     if (!take_rejections(write, encoded.rejected, encoded.rows.empty())) return write;
     write.release();  // the rows are encoded (the accumulator's note in open())
@@ -418,6 +423,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     }
     auto held = std::make_shared<const HeldArrow>(batch);
     const ch::ArrowInput& in = held->input;
+    const std::vector<uint32_t> written_before = already_written(batch.raw().topic, held->origin);
     const auto preparing = accumulator_->preparing();
     ch::ArrowEncoded encoded;
     InsertTarget target;
@@ -431,7 +437,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       target = insert_target(t);
     }
     const Origin& origin = held->origin;
-    if (const auto dropped = reject_known_refusals(origin, encoded.rows, encoded.rejected); !dropped.empty()) {
+    if (const auto dropped = leave_out(origin, encoded.rows, encoded.rejected, written_before); !dropped.empty()) {
       drop_rows(encoded.native ? nullptr : &encoded.data, encoded.rows, dropped);
       if (encoded.native && !encoded.rows.empty()) {
         std::vector<uint32_t> kept;
@@ -455,6 +461,15 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // waited for here — the host waits for the completions itself, and an insert stalled on one
   // table must not keep the delivery thread from another table's batches (max_concurrent_inserts).
   void flush(std::chrono::milliseconds /*timeout*/) { accumulator_->seal_all(); }
+
+  // A partition assigned (start-up, rebalance) may replay what a run before wrote: its next batch
+  // is looked up (already_written).
+  void partitions_assigned(uint32_t /*block*/, const std::vector<sdk::TopicPartition>& partitions) {
+    for (const auto& tp : partitions) replays_.assigned({std::string(tp.topic), tp.partition});
+  }
+  void partitions_revoked(uint32_t /*block*/, const std::vector<sdk::TopicPartition>& partitions) {
+    for (const auto& tp : partitions) replays_.revoked({std::string(tp.topic), tp.partition});
+  }
 
   void close() {
     if (client_) client_->stop();  // resends and their waits end now: one attempt each from here
@@ -527,6 +542,76 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
               [](const auto& a, const auto& b) { return a.record_index < b.record_index; });
     return dropped;
   }
+  // The records of a batch that are in their table already (clickhouse/replays.h), by index:
+  // looked up when the batch replays — its partition just assigned, or its offsets going back —
+  // in a table with the record id columns (not one of change events: those fold by version).
+  std::vector<uint32_t> already_written(const char* topic, const Origin& origin) {
+    const ch::ReplayFilter::Partition p{origin.topic, origin.partition};
+    const std::vector<int64_t>& offsets = *origin.offsets;
+    if (offsets.empty()) return {};
+    std::string table, name;
+    {
+      std::lock_guard lock(mutex_);
+      TopicTable* t = table_for(topic, nullptr, false, /*create=*/false);
+      if (!t) {
+        replays_.passed(p, offsets.back());
+        return {};
+      }
+      for (const char* id : {"pico_topic", "pico_partition", "pico_offset"})
+        if (t->changes || !t->table_columns.count(id)) return {};
+      table = qualified(*t);
+      name = t->name;
+    }
+    auto query = [&](const std::string& sql) { return run(sql, "looking up replayed records in table " + table); };
+    auto found = replays_.written(p, offsets, table, query, [&] { settle_inserts(table, name); });
+    if (found.probed && found.replay_end >= 0)
+      log(sdk::LogLevel::Info, "table " + table + ": partition " + p.first + "[" + std::to_string(p.second) +
+                                   "] replays from offset " + std::to_string(offsets.front()) +
+                                   "; the table holds its rows up to offset " + std::to_string(found.replay_end) +
+                                   ": records already there are left out");
+    if (!found.written.empty()) count("already_written_records", found.written.size());
+    return std::move(found.written);
+  }
+
+  // Waits (up to `timeout`) for the inserts into `name` that the server is running now to end —
+  // a killed run's may still be writing — so that none lands after a replay's look at the table.
+  void settle_inserts(const std::string& table, const std::string& name) {
+    const std::string sql = "SELECT query_id FROM system.processes WHERE lower(query) LIKE 'insert into%' AND " +
+                            std::string("position(query, ") + ch::quote_string(name) + ") > 0 FORMAT TabSeparated";
+    auto running = [&] {
+      std::set<std::string> ids;
+      std::istringstream lines(run(sql, "listing the inserts into table " + table));
+      for (std::string id; std::getline(lines, id);)
+        if (!id.empty()) ids.insert(id);
+      return ids;
+    };
+    std::set<std::string> waiting = running();
+    const auto deadline = Clock::now() + plan_->settings.http.timeout;
+    while (!waiting.empty()) {
+      if (Clock::now() >= deadline) {
+        log(sdk::LogLevel::Warn, "table " + table + ": " + std::to_string(waiting.size()) +
+                                     " inserts into it are still running; looking for replayed records anyway");
+        return;
+      }
+      std::this_thread::sleep_for(100ms);
+      std::set<std::string> still;
+      for (const std::string& id : running())
+        if (waiting.count(id)) still.insert(id);
+      waiting = std::move(still);
+    }
+  }
+
+  // The records left out of a batch's insert: the known refusals (rejected again, reject_known_refusals)
+  // and those in the table already (`written`, ascending). Ascending.
+  std::vector<uint32_t> leave_out(const Origin& origin, const std::vector<ch::Row>& rows,
+                                  std::vector<ch::Rejection>& rejected, const std::vector<uint32_t>& written) {
+    std::vector<uint32_t> dropped = reject_known_refusals(origin, rows, rejected);
+    if (written.empty()) return dropped;
+    std::vector<uint32_t> all;
+    std::set_union(dropped.begin(), dropped.end(), written.begin(), written.end(), std::back_inserter(all));
+    return all;
+  }
+
   // `rows` without the records `dropped` (ascending), and their RowBinary bytes out of `data`
   // (null: a Native block, encoded again by the caller).
   static void drop_rows(std::string* data, std::vector<ch::Row>& rows, const std::vector<uint32_t>& dropped) {
@@ -974,6 +1059,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // Rows the server refused in inserts of released batches, rejected when their records come
   // again (the runtime re-reads them: a released batch cannot be resent): kit/refusal_memory.hpp.
   kit::RefusalMemory refused_;
+  ch::ReplayFilter replays_;  // records of replayed batches that are in their tables already
   bool arrow_plane_ = false;                       // batches come as Arrow (set in open())
   ch::ServerVersion version_;                      // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
