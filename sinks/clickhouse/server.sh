@@ -13,8 +13,14 @@
 #   server.sh stop   <dir>   SIGTERM, then SIGKILL after 15 s; idempotent
 #   server.sh kill   <dir>   SIGKILL at once (a crash of the server)
 #   server.sh status <dir>   exit 0 when running, 3 when not
+# PICOMQ_CLICKHOUSE_ENGINE=chdb: the current engine instead (chDB from the tools' virtualenv behind
+# tests/chdb_http.py, ClickHouse's HTTP interface as the sink uses it; the same users, data under
+# <dir>, kept across stop/kill and start). Unset or "18.16": Debian's server.
 set -euo pipefail
 server_bin="${CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}"
+engine="${PICOMQ_CLICKHOUSE_ENGINE:-18.16}"
+script_dir="$(dirname "$(realpath "${BASH_SOURCE[0]}")")"
+chdb_python="${PICOMQ_CHDB_PYTHON:-$script_dir/../../tools/venv/bin/python}"
 cmd="${1:?start|stop|kill|status}"; dir="${2:?dir}"
 dir="$(realpath -m "$dir")"
 source "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../../sinkkit/testing/server-watchdog.sh"
@@ -118,9 +124,15 @@ launch() {
   local port pid
   port="$(cat "$dir/http_port")"
   : > "$dir/stdout.log"
-  # The server refuses to start as root on a data dir owned by another user, not as root itself;
-  # the config's paths are ours. cd: it resolves some relative paths against the working dir.
-  (cd "$dir" && exec "$server_bin" --config-file="$dir/config.xml") </dev/null >>"$dir/stdout.log" 2>&1 &
+  if [[ "$engine" == chdb ]]; then
+    mkdir -p "$dir/chdb"
+    (cd "$dir" && exec "$chdb_python" "$script_dir/tests/chdb_http.py" --port "$port" --path "$dir/chdb") \
+      </dev/null >>"$dir/stdout.log" 2>&1 &
+  else
+    # The server refuses to start as root on a data dir owned by another user, not as root itself;
+    # the config's paths are ours. cd: it resolves some relative paths against the working dir.
+    (cd "$dir" && exec "$server_bin" --config-file="$dir/config.xml") </dev/null >>"$dir/stdout.log" 2>&1 &
+  fi
   pid=$!
   for _ in $(seq 1 400); do
     if answers "$port"; then
@@ -144,7 +156,11 @@ start)
       *) echo "clickhouse: unknown option $1" >&2; exit 2 ;;
     esac
   done
-  [[ -x "$server_bin" ]] || { echo "clickhouse: $server_bin missing: run scripts/setup.sh (clickhouse-server)" >&2; exit 1; }
+  case "$engine" in
+    chdb) [[ -x "$chdb_python" ]] || { echo "clickhouse: $chdb_python missing: run scripts/setup.sh (chdb)" >&2; exit 1; } ;;
+    18.16) [[ -x "$server_bin" ]] || { echo "clickhouse: $server_bin missing: run scripts/setup.sh (clickhouse-server)" >&2; exit 1; } ;;
+    *) echo "clickhouse: PICOMQ_CLICKHOUSE_ENGINE is 18.16 or chdb, not '$engine'" >&2; exit 2 ;;
+  esac
   mkdir -p "$dir"
   if running; then
     echo "clickhouse: already running in $dir" >&2

@@ -55,6 +55,11 @@ std::string unescape_tsv(const std::string& f) {
 
 }  // namespace
 
+std::string ClickHouseServer::engine() {
+  const char* e = std::getenv("PICOMQ_CLICKHOUSE_ENGINE");
+  return e && *e ? e : "18.16";
+}
+
 ClickHouseServer& ClickHouseServer::shared() { return kit::testing::SharedServer<ClickHouseServer>::get("picomq-ch"); }
 
 void ClickHouseServer::start() {

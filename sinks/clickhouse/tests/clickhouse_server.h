@@ -16,6 +16,11 @@ class ClickHouseServer {
   // calls throw the same error without retrying).
   static ClickHouseServer& shared();
 
+  // The engine the suites run against (PICOMQ_CLICKHOUSE_ENGINE, server.sh): "18.16" (Debian's
+  // server, the default) or "chdb" (the current engine, 26.x, behind tests/chdb_http.py).
+  static std::string engine();
+  static bool current_engine() { return engine() == "chdb"; }
+
   explicit ClickHouseServer(std::filesystem::path dir) : dir_(std::move(dir)) {}
   void start();  // first call: a fresh server; after stop()/kill(): the same data and ports
   void stop();   // SIGTERM; idempotent

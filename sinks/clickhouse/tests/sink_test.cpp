@@ -45,6 +45,7 @@ class ClickHouseSink : public ::testing::Test {
   ClickHouseServer* server_ = nullptr;
   std::string db_;
   std::unique_ptr<kt::FakeHost> host_;
+  const bool current_engine_ = ClickHouseServer::current_engine();  // 26.x renders some values otherwise
 };
 
 TEST_F(ClickHouseSink, OptionsAreCheckedBeforeAnythingConnects) {
@@ -88,7 +89,8 @@ TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
                                               "aabbccdd-eeff-0011-2233-445566778899", std::string("ab\0", 3), "1.5",
                                               R"({"k":[1,{"z":null}]})"}));
     EXPECT_EQ(r[1],
-              (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", "0000-00-00", "0000-00-00 00:00:00", "\\N",
+              (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", current_engine_ ? "1970-01-01" : "0000-00-00",
+                                        current_engine_ ? "1970-01-01 00:00:00" : "0000-00-00 00:00:00", "\\N",
                                         "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'), "0", ""}));
   }
 }
@@ -179,7 +181,7 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeAndLeavesAReplayedBatchOutOfThe
                                                      {"pico_headers", "String"},
                                                      {"n", "Nullable(Int64)"},
                                                      {"name", "Nullable(String)"},
-                                                     {"ok", "Nullable(UInt8)"}}));
+                                                     {"ok", current_engine_ ? "Nullable(Bool)" : "Nullable(UInt8)"}}));
     // The same records again (a replay: the offsets go back): found in the table, left out.
     ASSERT_TRUE(host_->write(batch).ok());
     EXPECT_EQ(one("SELECT count() FROM " + db_ + ".`" + table + "`"), "5") << "without FINAL";
@@ -187,7 +189,7 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeAndLeavesAReplayedBatchOutOfThe
     EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " +
                    db_ + ".`" + table + "` WHERE pico_offset = 1"),
               (std::vector<std::vector<std::string>>{
-                  {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", "0"}}));
+                  {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", current_engine_ ? "false" : "0"}}));
     // Rows of the same records put there by another writer (no record id check on their side):
     // the engine still folds them by record id, with FINAL or after a merge.
     server_->query("INSERT INTO " + db_ + ".`" + table +
@@ -240,6 +242,7 @@ TEST_F(ClickHouseSink, ANativeInsertGoesUpWithItsFirstBatchAndCommitsOnlyWhenItE
   // complete when the body ends and the server answered. Off: one body per insert at commit.
   // (18.16 starts an HTTP query once it has max_query_size, 256 KiB, of the request or all of it:
   // the batches here are ~300 KB.)
+  if (current_engine_) GTEST_SKIP() << "the chDB front reads a body whole before it runs the insert (18.16 shows this)";
   for (const bool streamed : {true, false}) {
     SCOPED_TRACE(streamed ? "stream_inserts" : "one body at commit");
     if (host_->is_open()) host_->close();
@@ -363,13 +366,14 @@ TEST_F(ClickHouseSink, AutoAddColumnsAddsAFieldFirstSeenInALaterBatch) {
     host_->flush();
     EXPECT_TRUE(first->wait().ok());
     EXPECT_TRUE(second->wait().ok());
-    EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + grow + "'"),
-              (std::vector<std::vector<std::string>>{{"pico_offset", "Int64"},
-                                                     {"a", "Int64"},
+    EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + grow +
+                   "' ORDER BY name"),
+              (std::vector<std::vector<std::string>>{{"a", "Int64"},
                                                      {"b", "Nullable(String)"},
                                                      {"c", "Nullable(Float64)"},
-                                                     {"m", "UInt8"}}))
-        << "m is there already (MATERIALIZED, listed last by 18.16): not added again";
+                                                     {"m", "UInt8"},
+                                                     {"pico_offset", "Int64"}}))
+        << "m is there already (MATERIALIZED): not added again";
     EXPECT_EQ(rows("SELECT pico_offset, a, b, c, m FROM " + db_ + "." + grow + " ORDER BY pico_offset"),
               (std::vector<std::vector<std::string>>{{"0", "1", "\\N", "\\N", "7"}, {"1", "2", "x", "2.5", "7"}}));
     EXPECT_EQ(host_->counter("added_columns"), 2u);
@@ -431,7 +435,7 @@ TEST_F(ClickHouseChanges, UpsertsReplaceByKeyAndDeletesHideTheKeyInATableOrdered
     ASSERT_TRUE(first.ok()) << first.error;
     EXPECT_EQ(
         rows("SELECT engine, sorting_key FROM system.tables WHERE database = '" + db_ + "' AND name = '" + table + "'"),
-        (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", "id"}}));
+        (std::vector<std::vector<std::string>>{{"ReplacingMergeTree", current_engine_ ? "(id)" : "id"}}));
     EXPECT_EQ(rows("SELECT name, type FROM system.columns WHERE database = '" + db_ + "' AND table = '" + table + "'"),
               (std::vector<std::vector<std::string>>{{"id", "Int64"},
                                                      {"name", "Nullable(String)"},
