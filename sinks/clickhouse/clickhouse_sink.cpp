@@ -309,7 +309,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   static constexpr std::string_view description =
       "Writes records into ClickHouse tables (one per topic) over HTTP as RowBinary or Native inserts (Native from "
       "the Arrow plane's columns); consecutive batches share one insert for up to commit_interval; "
-      "ReplacingMergeTree by record id for replays.";
+      "a replay's records already in the table are left out (by record id).";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches,
                                                    sdk::DataPlane::Arrow};
   // Arrow when the inserts are Native columns of fields (format = "Native", payload_mode =

@@ -58,9 +58,9 @@ const kit::OptionTable<Settings>& option_table() {
       kit::option("auto_create_table", &Settings::auto_create_table)
           .fallback(true)
           .help("Create a topic's table on its first batch (CREATE TABLE IF NOT EXISTS ... ENGINE = "
-                "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset): a replayed record "
-                "replaces itself, exactly so with SELECT ... FINAL). Off: a missing table stops the sink in "
-                "Error naming it."),
+                "ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset): the record id a replay is "
+                "checked against, so that a replayed record adds no row; another writer's copies fold with FINAL). "
+                "Off: a missing table stops the sink in Error naming it."),
       kit::option("format", &Settings::format)
           .choices({{"RowBinary", InsertFormat::RowBinary}, {"Native", InsertFormat::Native}})
           .fallback(InsertFormat::Native)
