@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <future>
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <span>
 #include <sstream>
@@ -46,6 +48,7 @@
 #include "clickhouse/row_binary.h"
 #include "clickhouse/schema.h"
 #include "picomq/kit/accumulator.hpp"
+#include "picomq/kit/encoding.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/refusal_memory.hpp"
 #include "picomq/kit/sanitize.hpp"
@@ -68,8 +71,23 @@ using namespace std::chrono_literals;
 // for the next insert filling while two commit (max_concurrent_inserts' default).
 constexpr size_t kStreamedSegmentBatches = 256;
 constexpr size_t kSegmentBatches = 64;
+// Inserts whose insert_deduplication_token a table the sink creates remembers (22.2 on): a resend
+// comes within retry_timeout, a few inserts later at most.
+constexpr int kDedupWindow = 1000;
 // The start-up check's wait for the server.
 constexpr auto kHealthCheckTimeout = 5s;
+
+// 128 random bits in hex: this run's inserts' tokens start with it.
+std::string random_run_id() {
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    char word[9];
+    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(random()));
+    id += word;
+  }
+  return id;
+}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -158,11 +176,14 @@ class InsertSegment final : public kit::Segment {
   // null: off): the insert goes to the server with its first block and each block follows as its
   // batch joins, so the server parses while the insert gathers, and an insert of many batches
   // does not go up all at once when it commits.
-  InsertSegment(std::string table, std::string insert_sql, bool native,
+  // `token`: the insert's insert_deduplication_token (empty: none), the same for each time it is
+  // sent.
+  InsertSegment(std::string table, std::string insert_sql, std::string token, bool native,
                 std::shared_ptr<const std::vector<ch::Column>> columns, std::shared_ptr<const ch::ArrowEncoder> arrow,
                 CommitFn commit, StartStream start_stream)
       : table_(std::move(table)),
         insert_sql_(std::move(insert_sql)),
+        token_(std::move(token)),
         native_(native),
         columns_(std::move(columns)),
         arrow_(std::move(arrow)),
@@ -212,6 +233,7 @@ class InsertSegment final : public kit::Segment {
 
   const std::string& table() const { return table_; }
   const std::string& insert_sql() const { return insert_sql_; }
+  const std::string& token() const { return token_; }
   size_t rows() const { return rows_.size(); }
   void reject(size_t row, const std::string& reason) { writes_[rows_[row].write].reject(rows_[row].record, reason); }
   // The record of a row: its topic, partition and offset.
@@ -286,7 +308,7 @@ class InsertSegment final : public kit::Segment {
     return p;
   }
 
-  std::string table_, insert_sql_;
+  std::string table_, insert_sql_, token_;
   bool native_;
   std::shared_ptr<const std::vector<ch::Column>> columns_;
   std::shared_ptr<const ch::ArrowEncoder> arrow_;
@@ -496,9 +518,13 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
             t.arrow};
   }
   std::unique_ptr<InsertSegment> make_segment(const InsertTarget& target) {
+    // Each insert's own token: a resend of it (a lost answer, a failed stream sent again whole) is
+    // dropped by the server if the first one was written after all. Unique across runs (a random
+    // run id), never derived from the rows: a token seen before drops the rows it comes with.
+    std::string token = dedup_tokens_.load() ? run_id_ + "-" + std::to_string(++inserts_made_) : "";
     InsertSegment::StartStream stream;
     if (stream_inserts_)
-      stream = [this, sql = target.insert_sql](
+      stream = [this, sql = target.insert_sql, token](
                    std::shared_ptr<kit::BodyStream> body) -> std::optional<std::future<ch::QueryResult>> {
         // A streamed insert holds its connection until it commits, which may wait for a committer.
         // So it starts only on a connection of its own at once (max_streams_); were it to queue
@@ -509,12 +535,12 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
           return std::nullopt;
         }
         // The request lasts as long as the insert gathers (up to commit_interval), then as usual.
-        return client_->insert_streamed(sql, std::move(body), insert_params(),
+        return client_->insert_streamed(sql, std::move(body), insert_params(token),
                                         plan_->settings.http.timeout + plan_->settings.batching.commit_interval,
                                         [this] { streams_.fetch_sub(1); });
       };
     return std::make_unique<InsertSegment>(
-        target.table, target.insert_sql, target.native, target.columns, target.arrow,
+        target.table, target.insert_sql, std::move(token), target.native, target.columns, target.arrow,
         [this](InsertSegment& s) { commit_insert(s); }, std::move(stream));
   }
   // Rows the server refused in an insert of released batches: their writes complete with the
@@ -640,10 +666,12 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     return !nothing_left;
   }
 
-  std::string insert_params() const {
+  std::string insert_params(const std::string& token) const {
     // async_insert off: a write is acknowledged only when its rows are in the table. 18.16 has no
     // such setting (and refuses unknown ones).
-    return async_insert_setting_.load() ? "&async_insert=0" : "";
+    std::string params = async_insert_setting_.load() ? "&async_insert=0" : "";
+    if (!token.empty()) params += "&insert_deduplication_token=" + kit::percent_encode(token);
+    return params;
   }
 
   // The accumulator's commit of one insert (on its committer thread, or flush()'s caller).
@@ -661,11 +689,13 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
         log(sdk::LogLevel::Info, "table " + s.table() + ": a streamed insert of " + std::to_string(s.rows()) +
                                      " rows failed; sending its rows again: " + r.outcome.reason);
         count("resends");
-        r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(), &resends);
+        r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(s.token()),
+                          &resends);
         r.earlier_maybe_written = r.earlier_maybe_written || o == kit::Outcome::MaybeWritten;
       }
     } else {
-      r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(), &resends);
+      r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(s.token()),
+                          &resends);
     }
     count("inserts");
     if (resends) count("resends", resends);
@@ -693,7 +723,9 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       count("bisect_inserts");
       std::string scratch;
       ch::QueryResult r =
-          client_->insert(s.insert_sql(), s.request_body(from, count_, scratch), deadline, insert_params());
+          client_->insert(s.insert_sql(), s.request_body(from, count_, scratch), deadline,
+                          insert_params(s.token().empty() ? "" : s.token() + ":" + std::to_string(from) + "+" +
+                                                                     std::to_string(count_)));
       if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
         bisect(s, from, count_, deadline, written, r.outcome.reason);
         continue;
@@ -902,6 +934,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   void set_version(ch::ServerVersion v) {
     version_ = v;
     async_insert_setting_ = v.at_least(21, 11);
+    dedup_tokens_ = v.at_least(22, 2);
   }
 
   // false: the table does not exist and `create` is off.
@@ -939,7 +972,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
             if (d.name == k.name) k.type = d.type.nullable() ? *d.type.inner : d.type;
         sql = ch::create_change_table_sql(qualified(t), key, payload, s.include_metadata, version_);
       } else {
-        sql = ch::create_table_sql(qualified(t), payload, s.include_metadata);
+        sql = ch::create_table_sql(qualified(t), payload, s.include_metadata, dedup_tokens_ ? kDedupWindow : 0);
       }
       run(sql, "creating table " + t.display);
       log(sdk::LogLevel::Info, "created table " + t.display + ": " + sql);
@@ -1063,6 +1096,11 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   bool arrow_plane_ = false;                       // batches come as Arrow (set in open())
   ch::ServerVersion version_;                      // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)
+  // The server knows insert_deduplication_token (22.2): each insert carries one (make_segment), and
+  // the tables the sink creates keep the last kDedupWindow inserts' tokens.
+  std::atomic<bool> dedup_tokens_{false};
+  const std::string run_id_ = random_run_id();
+  std::atomic<uint64_t> inserts_made_{0};
   bool stream_inserts_ = false;     // Native inserts go up as their batches join (stream_inserts, no compression)
   size_t max_streams_ = 0;          // streamed inserts on the wire at most (a connection each)
   std::atomic<size_t> streams_{0};  // streamed inserts on the wire now

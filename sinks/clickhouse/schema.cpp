@@ -100,12 +100,14 @@ Layout layout_from_table(const std::vector<DescribedColumn>& table, bool string_
   return l;
 }
 
-std::string create_table_sql(const std::string& qualified, const std::vector<Column>& payload, bool include_metadata) {
+std::string create_table_sql(const std::string& qualified, const std::vector<Column>& payload, bool include_metadata,
+                             int dedup_window) {
   std::string sql = "CREATE TABLE IF NOT EXISTS " + qualified + " (`pico_topic` String, `pico_partition` Int32, " +
                     "`pico_offset` Int64";
   if (include_metadata) sql += ", `pico_timestamp` Int64, `pico_key` Nullable(String), `pico_headers` String";
   for (const Column& c : payload) sql += ", " + quote_identifier(c.name) + " " + c.type.name();
   sql += ") ENGINE = ReplacingMergeTree ORDER BY (`pico_topic`, `pico_partition`, `pico_offset`)";
+  if (dedup_window > 0) sql += " SETTINGS non_replicated_deduplication_window = " + std::to_string(dedup_window);
   return sql;
 }
 

@@ -40,7 +40,9 @@ Layout layout_from_table(const std::vector<DescribedColumn>& table, bool string_
 // CREATE TABLE IF NOT EXISTS <qualified> (pico_topic String, pico_partition Int32, pico_offset
 // Int64[, pico_timestamp Int64, pico_key Nullable(String), pico_headers String], <payload>)
 // ENGINE = ReplacingMergeTree ORDER BY (pico_topic, pico_partition, pico_offset).
-std::string create_table_sql(const std::string& qualified, const std::vector<Column>& payload, bool include_metadata);
+// `dedup_window` > 0: the table remembers that many inserts' insert_deduplication_token (22.2 on).
+std::string create_table_sql(const std::string& qualified, const std::vector<Column>& payload, bool include_metadata,
+                             int dedup_window = 0);
 // INSERT INTO <qualified> (`a`, `b`) FORMAT <format> (RowBinary or Native)
 std::string insert_sql(const std::string& qualified, const std::vector<Column>& columns,
                        std::string_view format = "RowBinary");

@@ -8,7 +8,8 @@ an INSERT's data, plain or chunked) or as the body; `database=`; other URL param
 settings of the query; the user from `user=`/`password=` or basic auth ("default" and "readonly"
 without a password, "writer" with picomq-test-password; readonly refuses writes, code 164);
 errors as a 500 (404 for unknown tables, 401/403 for authentication) with the server's
-"Code: N. DB::Exception: ..." text and the X-ClickHouse-Exception-Code header; GET /ping.
+"Code: N. DB::Exception: ..." text and the X-ClickHouse-Exception-Code header; GET /ping; and,
+for the tests only, POST /_test/lose-insert-answers?n=N (below).
 An INSERT's data goes to a file first and into the table by `INSERT ... FROM INFILE` with the
 query's settings (insert_deduplication_token among them): the whole body or nothing, as the
 server does for a one-block insert. One query at a time (chDB's session is one); a client that
@@ -25,6 +26,7 @@ import gzip
 import http.server
 import os
 import re
+import socket
 import tempfile
 import threading
 import time
@@ -102,6 +104,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     engine = None
     insert_answer_delay = 0.1
+    # POST /_test/lose-insert-answers?n=N: the next N inserts are written and their connections
+    # closed without an answer (an answer lost on the way: the client cannot tell it was written).
+    lose_answers = 0
+    faults = threading.Lock()
 
     def log_message(self, *args):  # quiet: the tests read the sink's log, not this
         pass
@@ -112,6 +118,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.handle_query(b"")
 
     def do_POST(self):
+        if self.path.startswith("/_test/lose-insert-answers"):  # a test's fault: see lose_answers
+            n = int(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query)).get("n", "1"))
+            self.read_body()
+            with Handler.faults:
+                Handler.lose_answers = n
+            return self.answer(200, b"Ok.\n")
         try:
             body = self.read_body()
         except (ConnectionError, ValueError):
@@ -173,6 +185,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = self.engine.run(sql, params.get("database", ""), settings, data)
             if data is not None:
                 time.sleep(self.insert_answer_delay)
+                with Handler.faults:
+                    lose = Handler.lose_answers > 0
+                    Handler.lose_answers -= lose
+                if lose:  # written, and the connection closed without an answer
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
         except EngineError as e:
             return self.fail(e)
         except Exception as e:  # chDB's errors carry the server's text

@@ -83,6 +83,13 @@ std::string ClickHouseServer::query(const std::string& sql, const std::string& u
   return response.body;
 }
 
+void ClickHouseServer::lose_next_insert_answers(int n) const {
+  if (!current_engine()) throw std::logic_error("only the current engine's front loses answers on request");
+  kit::HttpRequest r{.method = "POST", .url = url() + "/_test/lose-insert-answers?n=" + std::to_string(n)};
+  const kit::HttpResponse response = client().send(std::move(r));
+  if (!response.completed() || response.status != 200) throw std::runtime_error("clickhouse front: fault not set");
+}
+
 std::vector<std::vector<std::string>> ClickHouseServer::rows(const std::string& select) const {
   const std::string body = query(select + " FORMAT TSV");
   std::vector<std::vector<std::string>> out;

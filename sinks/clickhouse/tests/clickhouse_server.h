@@ -37,6 +37,9 @@ class ClickHouseServer {
   // Rows of a SELECT as tab-separated fields (FORMAT TSV is added): each row a vector of fields,
   // TSV-escaped values unescaped (\N stays "\N").
   std::vector<std::vector<std::string>> rows(const std::string& select) const;
+  // The current engine's front only: its next `n` inserts are written and their answers lost (the
+  // connection closed without one).
+  void lose_next_insert_answers(int n) const;
   // A fresh database named <prefix>_<test name>_<n>; returns its name.
   std::string create_database(const std::string& prefix) const;
 
