@@ -14,9 +14,11 @@
 //!   after a crash between the table commit and the offset commit are never appended twice.
 //! - A write is pending until the commit that holds it succeeded: commits happen per table when
 //!   its window reaches `commit_records` / `commit_bytes` / `max_open_files` / `commit_interval`,
-//!   and on flush, revoke and shutdown. Conflicts with other writers (409) are retried by
-//!   iceberg-rust on the refreshed table; a commit whose answer was lost is looked up by its
-//!   commit id before anything is sent again.
+//!   and on flush, revoke and shutdown. A commit asserts the snapshot its offsets were read from
+//!   (`OnBase`): when another has landed since, the offsets are read again first; another commit
+//!   of this app id holding the window's records (a killed run's, landing late) is not appended on
+//!   again, other writers' snapshots are built on. A commit whose answer was lost is looked up by
+//!   its commit id before anything is sent again.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,7 +36,7 @@ use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
 use iceberg::writer::partitioning::PartitioningWriter;
 use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
-use iceberg::{Catalog, CatalogBuilder, TableIdent};
+use iceberg::{Catalog, CatalogBuilder, Namespace, NamespaceIdent, TableCreation, TableIdent};
 use iceberg_catalog_rest::RestCatalogBuilder;
 use iceberg_catalog_sql::SqlCatalogBuilder;
 use parquet_58::basic::{Compression, ZstdLevel};
@@ -68,6 +70,9 @@ enum Files {
 struct TableWindow {
     ident: TableIdent,
     table: Table,
+    /// The snapshot the held partitions' offsets were read from (None: the table had none). A
+    /// commit asserts it, so a snapshot that landed since is seen before records are appended.
+    base: Option<i64>,
     /// The table's current schema as arrow-rs 59, field ids in the field metadata.
     schema: SchemaRef,
     files: Option<Files>,
@@ -150,6 +155,108 @@ fn load_table(
     }
 }
 
+/// How many times a commit is rebuilt on snapshots of other writers that landed meanwhile.
+const MAX_REBASES: usize = 10;
+
+/// The catalog as a commit sees it: iceberg-rust reloads the table before each attempt (also
+/// after a 409) and rebuilds the append on the snapshot it finds, asserting that one. A reload
+/// that finds another snapshot than the base (the one the window's offsets were read from) fails
+/// the commit instead, not retried, so the sink reads the offsets again before appending on it.
+/// iceberg-rust 0.10 keeps `TransactionAction` to itself: this is the one place to check.
+#[derive(Debug)]
+struct OnBase<'a> {
+    inner: &'a dyn Catalog,
+    base: Option<i64>,
+    moved: std::sync::Mutex<Option<Table>>,
+}
+
+impl<'a> OnBase<'a> {
+    fn new(inner: &'a dyn Catalog, base: Option<i64>) -> Self {
+        OnBase {
+            inner,
+            base,
+            moved: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The table as found when it had moved past the base.
+    fn moved(&self) -> Option<Table> {
+        self.moved.lock().expect("not poisoned").take()
+    }
+}
+
+#[async_trait::async_trait]
+impl Catalog for OnBase<'_> {
+    async fn load_table(&self, ident: &TableIdent) -> iceberg::Result<Table> {
+        let table = self.inner.load_table(ident).await?;
+        let now = table.metadata().current_snapshot_id();
+        if now == self.base {
+            return Ok(table);
+        }
+        *self.moved.lock().expect("not poisoned") = Some(table);
+        Err(iceberg::Error::new(
+            iceberg::ErrorKind::CatalogCommitConflicts,
+            format!(
+                "{ident}: the table is at snapshot {now:?}, not at {:?} its offsets were read from",
+                self.base
+            ),
+        )
+        .with_retryable(false))
+    }
+
+    async fn update_table(&self, commit: iceberg::TableCommit) -> iceberg::Result<Table> {
+        self.inner.update_table(commit).await
+    }
+
+    async fn list_namespaces(&self, parent: Option<&NamespaceIdent>) -> iceberg::Result<Vec<NamespaceIdent>> {
+        self.inner.list_namespaces(parent).await
+    }
+    async fn create_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<Namespace> {
+        self.inner.create_namespace(namespace, properties).await
+    }
+    async fn get_namespace(&self, namespace: &NamespaceIdent) -> iceberg::Result<Namespace> {
+        self.inner.get_namespace(namespace).await
+    }
+    async fn namespace_exists(&self, namespace: &NamespaceIdent) -> iceberg::Result<bool> {
+        self.inner.namespace_exists(namespace).await
+    }
+    async fn update_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<()> {
+        self.inner.update_namespace(namespace, properties).await
+    }
+    async fn drop_namespace(&self, namespace: &NamespaceIdent) -> iceberg::Result<()> {
+        self.inner.drop_namespace(namespace).await
+    }
+    async fn list_tables(&self, namespace: &NamespaceIdent) -> iceberg::Result<Vec<TableIdent>> {
+        self.inner.list_tables(namespace).await
+    }
+    async fn create_table(&self, namespace: &NamespaceIdent, creation: TableCreation) -> iceberg::Result<Table> {
+        self.inner.create_table(namespace, creation).await
+    }
+    async fn drop_table(&self, table: &TableIdent) -> iceberg::Result<()> {
+        self.inner.drop_table(table).await
+    }
+    async fn purge_table(&self, table: &TableIdent) -> iceberg::Result<()> {
+        self.inner.purge_table(table).await
+    }
+    async fn table_exists(&self, table: &TableIdent) -> iceberg::Result<bool> {
+        self.inner.table_exists(table).await
+    }
+    async fn rename_table(&self, src: &TableIdent, dest: &TableIdent) -> iceberg::Result<()> {
+        self.inner.rename_table(src, dest).await
+    }
+    async fn register_table(&self, table: &TableIdent, metadata_location: String) -> iceberg::Result<Table> {
+        self.inner.register_table(table, metadata_location).await
+    }
+}
+
 /// The table a topic's records go to: `{topic}` in the template, with the topic's dots as `_`
 /// (a dot separates namespace levels).
 fn table_name(template: &str, topic: &str) -> String {
@@ -226,6 +333,7 @@ impl IcebergSink {
                 name.to_string(),
                 TableWindow {
                     ident,
+                    base: table.metadata().current_snapshot_id(),
                     table,
                     schema,
                     files: None,
@@ -246,31 +354,69 @@ impl IcebergSink {
         arrow58::schema_to_59(&s58).map_err(Error::fatal)
     }
 
-    /// Reads the table again, then the committed offsets of `tps` from its snapshot summaries.
+    /// Reads the table again, then the committed offsets of `tps` and of every partition of the
+    /// table whose offset is held: a newer snapshot may be another commit of this app id (a killed
+    /// run's, landing late) holding any of them. An open window is committed first, on the
+    /// snapshot its offsets were read from.
     fn load_versions(&mut self, name: &str, tps: &[Tp]) -> Result<(), Error> {
-        let app_id = self.app_id.clone();
         self.window(name)?;
+        let w = &self.tables[name];
+        if !w.held.is_empty() || !w.next.is_empty() {
+            // Its outcome completes its own writes (a failure marks its partitions stale).
+            let _ = self.commit(name);
+        }
         let ident = self.tables[name].ident.clone();
         let table = load_table(&self.rt, self.catalog.as_ref(), &self.stop, &ident)
             .map_err(|e| classify(&format!("reading table {name}"), e))?;
-        let found = offsets::committed(table.metadata(), &app_id, tps);
+        let mut all: Vec<Tp> = self
+            .versions
+            .keys()
+            .filter(|tp| table_name(&self.table_template, &tp.0) == name)
+            .cloned()
+            .collect();
         for tp in tps {
-            let v = found.get(tp).copied().unwrap_or(-1);
-            self.versions.insert(tp.clone(), v);
-            self.stale.remove(tp);
-            self.log(
-                LogLevel::Debug,
-                &format!("{}[{}]: {name} holds records up to offset {v} (exclusive)", tp.0, tp.1),
-            );
+            if !all.contains(tp) {
+                all.push(tp.clone());
+            }
         }
+        self.read_versions(name, &table, &all);
         let w = self.tables.get_mut(name).expect("loaded above");
-        if w.files.is_none() && w.table.metadata().current_schema_id() != table.metadata().current_schema_id() {
+        if w.table.metadata().current_schema_id() != table.metadata().current_schema_id() {
             w.schema = Self::arrow_schema(&table)?;
         }
-        if w.files.is_none() {
-            w.table = table;
-        }
+        w.base = table.metadata().current_snapshot_id();
+        w.table = table;
         Ok(())
+    }
+
+    /// Takes the committed offsets of `tps` from `table`'s snapshot summaries; returns the
+    /// partitions whose offset rose past the one held (another commit of this app id).
+    fn read_versions(&mut self, name: &str, table: &Table, tps: &[Tp]) -> Vec<Tp> {
+        let found = offsets::committed(table.metadata(), &self.app_id, tps);
+        let mut raised = Vec::new();
+        for tp in tps {
+            let v = found.get(tp).copied().unwrap_or(-1);
+            self.stale.remove(tp);
+            match self.versions.get(tp).copied() {
+                Some(before) if v > before => {
+                    self.host.count("raised_offsets", 1);
+                    self.log(
+                        LogLevel::Info,
+                        &format!(
+                            "{}[{}]: {name} holds records up to offset {v}, beyond the {before} read before: another commit of app id {} (a killed run's, landing late?); records below it are dropped",
+                            tp.0, tp.1, self.app_id
+                        ),
+                    );
+                    raised.push(tp.clone());
+                }
+                _ => self.log(
+                    LogLevel::Debug,
+                    &format!("{}[{}]: {name} holds records up to offset {v} (exclusive)", tp.0, tp.1),
+                ),
+            }
+            self.versions.insert(tp.clone(), v);
+        }
+        raised
     }
 
     fn open_files(&self, w: &TableWindow) -> Result<Files, Error> {
@@ -331,7 +477,7 @@ impl IcebergSink {
         w.held_bytes = 0;
         w.started = None;
         match &result {
-            Ok(()) => {
+            Ok(appended) => {
                 if let Some(ms) = std::env::var("PICOMQ_ICEBERG_TEST_PAUSE_AFTER_COMMIT_MS")
                     .ok()
                     .and_then(|v| v.parse::<u64>().ok())
@@ -340,9 +486,16 @@ impl IcebergSink {
                     // commit, so a test can kill the process before the offsets are committed.
                     std::thread::sleep(Duration::from_millis(ms));
                 }
-                self.versions.extend(next);
-                self.host.count("commits", 1);
-                self.host.count("written_records", records as u64);
+                for (tp, n) in next {
+                    let v = self.versions.entry(tp).or_insert(n);
+                    *v = (*v).max(n);
+                }
+                if *appended {
+                    self.host.count("commits", 1);
+                    self.host.count("written_records", records as u64);
+                } else {
+                    self.host.count("already_written_records", records as u64);
+                }
                 held.iter().for_each(|p| {
                     p.done();
                 });
@@ -360,10 +513,13 @@ impl IcebergSink {
                 });
             }
         }
-        result
+        result.map(|_| ())
     }
 
-    fn try_commit(&mut self, name: &str) -> Result<(), Error> {
+    /// Appends the window's files in one snapshot whose parent is the window's base (the snapshot
+    /// its offsets were read from). Ok(false): another commit of this app id holds the whole
+    /// window, nothing appended.
+    fn try_commit(&mut self, name: &str) -> Result<bool, Error> {
         let app_id = self.app_id.clone();
         let w = self.tables.get_mut(name).expect("a window");
         let data_files = match w.files.take() {
@@ -379,48 +535,124 @@ impl IcebergSink {
         };
         if data_files.is_empty() {
             // Every record was a replay or rejected: nothing to append, nothing to record.
-            return Ok(());
+            return Ok(true);
         }
         let commit_id = uuid::Uuid::new_v4();
-        let summary = offsets::summary_properties(&app_id, &commit_id.to_string(), &w.next);
         let files = data_files.len();
-        let tx = Transaction::new(&w.table);
-        let append = tx
-            .fast_append()
-            .set_commit_uuid(commit_id)
-            .set_snapshot_properties(summary)
-            .add_data_files(data_files);
-        let tx = append.apply(tx).map_err(|e| classify("preparing the append", e))?;
-        let committed = self.rt.block_on(tx.commit(self.catalog.as_ref()));
-        let w = self.tables.get_mut(name).expect("a window");
-        match committed {
-            Ok(table) => {
+        for _ in 0..MAX_REBASES {
+            let w = self.tables.get_mut(name).expect("a window");
+            let summary = offsets::summary_properties(&app_id, &commit_id.to_string(), &w.next);
+            let tx = Transaction::new(&w.table);
+            let append = tx
+                .fast_append()
+                .set_commit_uuid(commit_id)
+                .set_snapshot_properties(summary)
+                .add_data_files(data_files.clone());
+            let tx = append.apply(tx).map_err(|e| classify("preparing the append", e))?;
+            let catalog = OnBase::new(self.catalog.as_ref(), w.base);
+            let committed = self.rt.block_on(tx.commit(&catalog));
+            let moved = catalog.moved();
+            let w = self.tables.get_mut(name).expect("a window");
+            let e = match committed {
+                Ok(table) => {
+                    self.host.log(
+                        LogLevel::Debug,
+                        &format!(
+                            "committed snapshot {} of {name}: {files} files",
+                            table.metadata().current_snapshot_id().unwrap_or(-1)
+                        ),
+                    );
+                    w.base = table.metadata().current_snapshot_id();
+                    w.table = table;
+                    return Ok(true);
+                }
+                Err(e) => e,
+            };
+            let Some(table) = moved else {
+                return self.after_failed_commit(name, e, &commit_id.to_string());
+            };
+            if offsets::holds_commit(table.metadata(), &app_id, &commit_id.to_string(), 64) {
+                // An earlier attempt of this commit landed and its answer was lost.
                 self.host.log(
-                    LogLevel::Debug,
+                    LogLevel::Info,
+                    &format!("{name}: the commit whose answer was lost is in the table (commit id {commit_id})"),
+                );
+                w.base = table.metadata().current_snapshot_id();
+                w.table = table;
+                return Ok(true);
+            }
+            // Snapshots landed on the base: offsets of this app id in them are read before
+            // anything is appended on top.
+            let window: Vec<Tp> = w.next.keys().cloned().collect();
+            let mut tps: Vec<Tp> = self
+                .versions
+                .keys()
+                .filter(|tp| table_name(&self.table_template, &tp.0) == name)
+                .cloned()
+                .collect();
+            tps.extend(window.iter().filter(|tp| !self.versions.contains_key(*tp)).cloned());
+            let raised = self.read_versions(name, &table, &tps);
+            let w = self.tables.get_mut(name).expect("a window");
+            w.base = table.metadata().current_snapshot_id();
+            w.table = table;
+            let overlap: Vec<&Tp> = window.iter().filter(|tp| raised.contains(tp)).collect();
+            if overlap.is_empty() {
+                // Other writers' snapshots (or this app id's on other partitions): build on them.
+                continue;
+            }
+            let covered = w
+                .next
+                .iter()
+                .all(|(tp, n)| self.versions.get(tp).map(|v| v >= n).unwrap_or(false));
+            if covered {
+                self.log(
+                    LogLevel::Info,
                     &format!(
-                        "committed snapshot {} of {name}: {files} files",
-                        table.metadata().current_snapshot_id().unwrap_or(-1)
+                        "{name}: another commit of app id {app_id} holds every record of this window ({} partitions): nothing appended (its {files} files are left unreferenced)",
+                        window.len()
                     ),
                 );
+                return Ok(false);
+            }
+            // Part of the window is in the table: its records come again and the offsets just
+            // read drop that part (the files hold it and cannot be cut).
+            return Err(Error::retry(format!(
+                "{name}: another commit of app id {app_id} landed since the offsets were read and holds part of this window ({}): the window is written again without it",
+                overlap
+                    .iter()
+                    .map(|tp| format!("{}[{}] up to {}", tp.0, tp.1, self.versions[*tp]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Err(Error::retry(format!(
+            "{name}: other commits kept landing on the table ({MAX_REBASES} times) while this one was made"
+        )))
+    }
+
+    /// A commit failed otherwise than on a moved base: its answer may be lost while it landed
+    /// (timeout, 5xx), so the table is read again and searched for its commit id.
+    fn after_failed_commit(&mut self, name: &str, e: iceberg::Error, commit_id: &str) -> Result<bool, Error> {
+        let err = classify(&format!("committing to {name}"), e);
+        let w = self.tables.get_mut(name).expect("a window");
+        match load_table(&self.rt, self.catalog.as_ref(), &self.stop, &w.ident) {
+            Ok(table) if offsets::holds_commit(table.metadata(), &self.app_id, commit_id, 64) => {
+                self.host.log(
+                    LogLevel::Info,
+                    &format!(
+                        "{name}: the commit whose answer was lost ({err}) is in the table (commit id {commit_id})"
+                    ),
+                );
+                w.base = table.metadata().current_snapshot_id();
                 w.table = table;
-                Ok(())
+                Ok(true)
             }
-            Err(e) => {
-                // The answer may be lost while the commit landed (timeout, 5xx): look for it.
-                let err = classify(&format!("committing to {name}"), e);
-                match load_table(&self.rt, self.catalog.as_ref(), &self.stop, &w.ident) {
-                    Ok(table) if offsets::holds_commit(table.metadata(), &app_id, &commit_id.to_string(), 64) => {
-                        self.host.log(LogLevel::Info, &format!("{name}: the commit whose answer was lost ({err}) is in the table (commit id {commit_id})"));
-                        w.table = table;
-                        Ok(())
-                    }
-                    Ok(table) => {
-                        w.table = table;
-                        Err(err)
-                    }
-                    Err(_) => Err(err),
-                }
+            Ok(table) => {
+                // The next batch reads the offsets (and the base) again: the window failed.
+                w.table = table;
+                Err(err)
             }
+            Err(_) => Err(err),
         }
     }
 
@@ -781,6 +1013,20 @@ impl Sink for IcebergSink {
         let floor = committed.max(window_next);
         self.resends.check(&tp, offsets[0], floor)?;
         let last = *offsets.last().expect("not empty");
+        if offsets[0] < committed {
+            // A replay: the summary of a snapshot of this app id holds these offsets.
+            self.log(
+                LogLevel::Info,
+                &format!(
+                    "{}[{}]: offsets {} to {} are in {name} already (snapshot summary of app id {}: up to {committed}): skipped",
+                    tp.0,
+                    tp.1,
+                    offsets[0],
+                    last.min(committed - 1),
+                    self.app_id
+                ),
+            );
+        }
         if last < floor {
             // Everything here is in the table (or in this window) already: a replay.
             self.host.count("already_written_records", offsets.len() as u64);

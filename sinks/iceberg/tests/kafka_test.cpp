@@ -465,6 +465,68 @@ TEST(IcebergSinkRestCatalog, ACommitWhoseAnswerIsLostIsFoundByItsCommitIdAndOneT
       << "the lost answer's commit is one snapshot, the refused one none";
 }
 
+// A killed run's commit that the catalog applies late, between the live run's read of the offsets
+// and its commit: the proxy holds both commit requests, then forwards the killed run's (its client
+// gone: applied late) and the live run's. The live commit asserted the snapshot it read its
+// offsets from, so it is refused rather than appended on the late one, the offsets are read again,
+// and the part of its window the late commit holds is not written twice. Windows of 100 records
+// in the killed run and 150 in the live one: they overlap in part.
+TEST(IcebergSinkRestCatalog, AKilledRunsCommitLandingBetweenTheLiveRunsReadAndCommitIsNotAppendedOn) {
+  auto& kafka = Kafka::shared();
+  auto& lake = Lake::shared("rest");
+  auto& s3 = SeaweedfsServer::shared();
+  kit::testing::HttpReceiver proxy;
+  proxy.forward_to(s3.iceberg_endpoint());
+  proxy.script(
+      nlohmann::json{{"method", "POST"}, {"when_body_contains", "\"add-snapshot\""}, {"action", "hold"}, {"count", 2}});
+  const auto topic = unique_name("ice.late");
+  const std::string table = "picomq.late";
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 300));
+  auto through_proxy = [&](const std::string& extra) {
+    auto config = lake.plugin_config(table, extra + "app_id = \"late\"\n");
+    const std::string direct = "catalog_uri = \"" + s3.iceberg_endpoint() + "\"";
+    config.replace(config.find(direct), direct.size(), "catalog_uri = \"" + proxy.base_url() + "\"");
+    return definition("icelate", topic, config, "batch_length = 50\npoll_interval = \"100ms\"");
+  };
+  {
+    Runtime killed(kafka.bootstrap(), "late-killed");
+    killed.add_definition("s.toml", through_proxy("commit_records = 100\n"));
+    killed.start();
+    ASSERT_TRUE(wait_until([&] { return proxy.held().size() == 1; }, 60s)) << killed.log();
+    killed.kill_hard();
+    killed.wait_exit(10s);
+  }
+  ASSERT_TRUE(lake.snapshots(table).empty()) << "the killed run's commit has not reached the catalog";
+
+  Runtime rt(kafka.bootstrap(), "late-live");
+  rt.add_definition("s.toml", through_proxy("commit_records = 150\n"));
+  rt.start();
+  // The live run read the offsets (none) and sent its first commit: the proxy holds it.
+  ASSERT_TRUE(wait_until([&] { return proxy.held().size() == 2; }, 60s)) << rt.log();
+  const auto held = proxy.held();
+  EXPECT_TRUE(held[0].client_gone) << "the killed run's request";
+  EXPECT_EQ(proxy.release({held[0].id}).at(held[0].id), 200) << "the killed run's commit lands late";
+  EXPECT_EQ(lake.committed(table, "late", topic, 0), 100);
+  EXPECT_EQ(proxy.release({held[1].id}).at(held[1].id), 409) << "the live commit asserted the snapshot it read";
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("icelate"), topic) == 300; }, 90s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+
+  EXPECT_NE(rt.log().find("another commit of app id late"), std::string::npos) << rt.log();
+  EXPECT_NE(rt.log().find("are in picomq.late already"), std::string::npos) << "the skipped replay is logged\n"
+                                                                            << rt.log();
+  const auto all_rows = lake.rows(table);
+  EXPECT_EQ(lake.duckdb_rows(table), all_rows) << "DuckDB reads the same rows";
+  EXPECT_EQ(all_rows.size(), 300u) << "nothing doubled";
+  const auto rows = rows_of(all_rows, topic);  // fails on a duplicate
+  ASSERT_EQ(rows.size(), 300u) << "nothing lost\n" << rt.log();
+  for (int64_t o = 0; o < 300; ++o) EXPECT_EQ(rows.at({0, o}), o);
+  EXPECT_EQ(lake.committed(table, "late", topic, 0), 300);
+  EXPECT_EQ(kafka.committed(group_of("icelate"), topic), 300);
+}
+
 // The REST catalog behind the recording proxy, its table reads answered 503: a table read is sent
 // again within the write (a catalog restarting is ridden out, ~10 s), and a SIGTERM during that
 // wait ends it at once (ABI 2.6 stop() through the Rust SDK's Stop): the runtime exits in about a
