@@ -21,7 +21,7 @@
 //!   its commit id before anything is sent again.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -48,6 +48,7 @@ use picomq_sink::{
 
 mod arrow58;
 mod offsets;
+mod orphans;
 mod storage;
 
 use offsets::Tp;
@@ -105,6 +106,13 @@ pub struct IcebergSink {
     max_open_files: usize,
     commit_interval: Duration,
     schema_evolution: bool,
+    /// The tables' storage as the sink lists it (orphaned data files).
+    files: Arc<storage::FilesFactory>,
+    /// When this run started: its own files are never orphans to it.
+    started: SystemTime,
+    orphan_file_age: Duration,
+    /// Tables whose orphaned data files this run has cleaned (once each, at its first commit).
+    cleaned: HashSet<String>,
 }
 
 /// Maps an iceberg error to an outcome: a missing table or namespace, an invalid request or a
@@ -499,6 +507,9 @@ impl IcebergSink {
                 held.iter().for_each(|p| {
                     p.done();
                 });
+                if *appended && self.cleaned.insert(name.to_string()) {
+                    self.clean_orphans(name);
+                }
             }
             Err(e) => {
                 // Whatever landed, the table's summaries say it: read them again first; the
@@ -608,7 +619,7 @@ impl IcebergSink {
                 self.log(
                     LogLevel::Info,
                     &format!(
-                        "{name}: another commit of app id {app_id} holds every record of this window ({} partitions): nothing appended (its {files} files are left unreferenced)",
+                        "{name}: another commit of app id {app_id} holds every record of this window ({} partitions): nothing appended (its {files} files are orphans)",
                         window.len()
                     ),
                 );
@@ -653,6 +664,47 @@ impl IcebergSink {
                 Err(err)
             }
             Err(_) => Err(err),
+        }
+    }
+
+    /// Removes this app id's data files of `name` that no snapshot references (src/orphans.rs),
+    /// once, after this run's first commit to it. A failure is logged: it costs space, not data.
+    fn clean_orphans(&mut self, name: &str) {
+        let w = &self.tables[name];
+        let before = self.started.min(
+            SystemTime::now()
+                .checked_sub(self.orphan_file_age)
+                .unwrap_or(SystemTime::UNIX_EPOCH),
+        );
+        let files = self.files.files(w.table.file_io().config());
+        let took = Instant::now();
+        let result = self
+            .rt
+            .block_on(orphans::listed(&files, &w.table, &self.app_id))
+            .and_then(|listed| {
+                // Read after the listing: what a commit referenced meanwhile is kept.
+                let table = load_table(&self.rt, self.catalog.as_ref(), &self.stop, &w.ident)?;
+                self.rt.block_on(orphans::remove(&files, &table, listed, before))
+            });
+        match result {
+            Ok(c) => {
+                self.host.count("orphan_files_removed", c.removed as u64);
+                self.log(
+                    if c.removed > 0 { LogLevel::Info } else { LogLevel::Debug },
+                    &format!(
+                        "{name}: removed {} orphaned data files of app id {} (no snapshot references them; {} of its files referenced, {} too recent) in {} ms",
+                        c.removed,
+                        self.app_id,
+                        c.referenced,
+                        c.recent,
+                        took.elapsed().as_millis()
+                    ),
+                );
+            }
+            Err(e) => self.log(
+                LogLevel::Warn,
+                &format!("{name}: cleaning orphaned data files of app id {}: {e}", self.app_id),
+            ),
         }
     }
 
@@ -807,6 +859,9 @@ impl Sink for IcebergSink {
             OptionSpec::string("compression").default_str("zstd").allowed(&["zstd", "snappy", "none"]).help("Parquet compression codec."),
             OptionSpec::int("row_group_records").default("1048576").help("Records per Parquet row group at most."),
             OptionSpec::boolean("dictionary").default("true").help("Parquet dictionary encoding."),
+            OptionSpec::duration("orphan_file_age").default_str("1h").help(
+                "At a run's first commit to a table, this app id's data files that no snapshot references (windows whose commit never happened) are removed when older than the run's start and than this: longer than any instance of the definition keeps a window open.",
+            ),
             OptionSpec::boolean("schema_evolution").default("false").help(
                 "Add payload fields the table does not have as new optional columns (a schema update committed before the records that bring them); otherwise a record carrying one is rejected.",
             ),
@@ -913,6 +968,7 @@ impl Sink for IcebergSink {
             }
         }
         let files = Arc::new(storage::FilesFactory { overrides });
+        let storage = files.clone();
         let catalog_name = get("catalog_name").unwrap_or_else(|| "picomq".to_string());
         let sql = host.config_string("catalog_type").as_deref() == Some("sql");
         let catalog: Box<dyn Catalog> = if sql {
@@ -974,6 +1030,10 @@ impl Sink for IcebergSink {
             max_open_files: host.config_int("max_open_files").max(1) as usize,
             commit_interval: host.config_duration("commit_interval"),
             schema_evolution: host.config_bool("schema_evolution"),
+            files: storage,
+            started: SystemTime::now(),
+            orphan_file_age: host.config_duration("orphan_file_age"),
+            cleaned: HashSet::new(),
         };
         let kind = if sql { "SQL" } else { "REST" };
         sink.log(

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -38,6 +39,26 @@ impl StorageFactory for FilesFactory {
             buckets: Arc::default(),
         }))
     }
+}
+
+impl FilesFactory {
+    /// The sink's own handle on a table's storage (its FileIO's properties, the options on top):
+    /// what iceberg's `Storage` cannot do, listing, is done through it.
+    pub fn files(&self, config: &StorageConfig) -> Files {
+        let mut props = config.props().clone();
+        props.extend(self.overrides.clone());
+        Files {
+            props,
+            buckets: Arc::default(),
+        }
+    }
+}
+
+/// A file found by [`Files::list`]: its location as the table names files, and when it was
+/// written (the store's clock).
+pub struct Listed {
+    pub path: String,
+    pub modified: SystemTime,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,6 +105,36 @@ impl Files {
         Ok(Where::S3(store, key))
     }
 
+    /// Every file under the directory `location` (`s3://bucket/path`, `file:///path` or `/path`),
+    /// at any depth.
+    pub async fn list(&self, location: &str) -> Result<Vec<Listed>> {
+        let location = location.trim_end_matches('/');
+        match self.locate(location)? {
+            Where::Local => {
+                let root = location.strip_prefix("file://").unwrap_or(location);
+                let mut found = Vec::new();
+                list_local(std::path::Path::new(root), location, &mut found)?;
+                Ok(found)
+            }
+            Where::S3(s, key) => {
+                let (scheme, rest) = location.split_once("://").expect("an s3 location");
+                let bucket = rest.split('/').next().unwrap_or(rest);
+                let listed: Vec<_> = s
+                    .list(Some(&key))
+                    .try_collect()
+                    .await
+                    .map_err(|e| io_error("listing", location, e))?;
+                Ok(listed
+                    .into_iter()
+                    .map(|m| Listed {
+                        path: format!("{scheme}://{bucket}/{}", m.location),
+                        modified: UNIX_EPOCH + Duration::from_millis(m.last_modified.timestamp_millis().max(0) as u64),
+                    })
+                    .collect())
+            }
+        }
+    }
+
     fn s3_client(&self, bucket: &str) -> Result<AmazonS3> {
         let get = |k: &str| self.props.get(k).filter(|v| !v.is_empty());
         let mut b = AmazonS3Builder::new().with_bucket_name(bucket);
@@ -112,6 +163,28 @@ impl Files {
             )
         })
     }
+}
+
+/// The files under `dir` (named `prefix/...`), recursively; a directory that is not there holds none.
+fn list_local(dir: &std::path::Path, prefix: &str, found: &mut Vec<Listed>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error("listing", prefix, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error("listing", prefix, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{prefix}/{name}");
+        let meta = entry.metadata().map_err(|e| io_error("listing", &path, e))?;
+        if meta.is_dir() {
+            list_local(&entry.path(), &path, found)?;
+        } else {
+            let modified = meta.modified().map_err(|e| io_error("listing", &path, e))?;
+            found.push(Listed { path, modified });
+        }
+    }
+    Ok(())
 }
 
 #[async_trait]

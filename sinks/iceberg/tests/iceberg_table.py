@@ -7,6 +7,9 @@ table's metadata file, and pyiceberg plays the concurrent writer.
   iceberg_table.py CATALOG_JSON duckdb-rows TABLE     -> the same rows read by DuckDB
   iceberg_table.py CATALOG_JSON snapshots TABLE       -> one JSON object per snapshot of the ancestry
   iceberg_table.py CATALOG_JSON files TABLE           -> one JSON object per live data file
+  iceberg_table.py CATALOG_JSON data-files TABLE      -> one JSON object per file stored under the
+                                                         table's data location, referenced or not
+  iceberg_table.py CATALOG_JSON put-file TABLE NAME   writes a small file NAME into the data location
   iceberg_table.py CATALOG_JSON append TABLE ROWS_JSON
   iceberg_table.py CATALOG_JSON drop TABLE
   iceberg_table.py CATALOG_JSON table-bucket NAME    a SeaweedFS table bucket (S3 Tables API, boto3)
@@ -119,6 +122,20 @@ def main():
             f = task.file
             print(json.dumps({"path": f.file_path, "records": f.record_count, "partition": [plain(v) for v in f.partition],
                               "format": str(f.file_format.value)}, sort_keys=True))
+    elif command in ("data-files", "put-file"):
+        from pyarrow.fs import FileSelector, FileType
+        table = catalog.load_table(name)
+        location = table.properties.get("write.data.path") or table.location().rstrip("/") + "/data"
+        scheme, netloc, path = table.io.parse_location(location)
+        fs = table.io.fs_by_scheme(scheme, netloc)
+        prefix = location[:len(location) - len(path)] if location.endswith(path) else scheme + "://"
+        if command == "put-file":
+            with fs.open_output_stream(path + "/" + sys.argv[4]) as out:
+                out.write(b"not a data file of the table")
+            return
+        for info in fs.get_file_info(FileSelector(path, recursive=True, allow_not_found=True)):
+            if info.type == FileType.File:
+                print(json.dumps({"path": prefix + info.path, "name": info.base_name}, sort_keys=True))
     elif command == "append":
         import pyarrow as pa
         table = catalog.load_table(name)

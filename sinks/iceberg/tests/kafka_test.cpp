@@ -301,6 +301,98 @@ TEST_P(IcebergSinkKafka, SigkillBetweenTheTableCommitAndTheOffsetCommitLeavesNoD
   EXPECT_EQ(lake.committed(table, "kill", topic, 1), 1500);
 }
 
+// A run killed mid-window leaves data files that no snapshot references (the files the window
+// rolled, never committed). The next run removes them at its first commit, and nothing else: not
+// the files the snapshots reference, not another app id's, not another writer's.
+TEST_P(IcebergSinkKafka, OrphanedDataFilesOfThisAppIdAreRemovedAtTheNextRunsFirstCommit) {
+  auto& kafka = Kafka::shared();
+  auto& lake = this->lake();
+  const auto topic = unique_name("ice.orphans");
+  const std::string table = "picomq.orphans";
+  lake.create(table);
+  kafka.create_topic(topic);
+  kafka.produce_values(topic, json_values(0, 100));
+  const std::string uuid = "6f1c2a3b-0000-4000-8000-00000000abcd";
+  const std::set<std::string> foreign = {"picomq-orphansother-" + uuid + "-00000.parquet",
+                                         "00000-0-" + uuid + ".parquet"};
+  for (const auto& f : foreign) lake.tool("put-file", table, " " + quote(f));
+  auto stored = [&] {
+    std::set<std::string> names;
+    for (const auto& f : json_lines(lake.tool("data-files", table))) names.insert(f["name"].get<std::string>());
+    return names;
+  };
+  auto referenced = [&] {
+    std::set<std::string> names;
+    for (const auto& f : lake.files(table)) {
+      const auto path = f["path"].get<std::string>();
+      names.insert(path.substr(path.rfind('/') + 1));
+    }
+    return names;
+  };
+  const std::string block = "batch_length = 20\npoll_interval = \"50ms\"";
+  const std::string ours = "app_id = \"orphans\"\n";
+  {
+    Runtime rt(kafka.bootstrap(), "orphans-clean");
+    rt.add_definition("s.toml", definition(key("iceorphans"), topic,
+                                           lake.plugin_config(table, ours + "commit_records = 50\n"), block));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key("iceorphans")), topic) == 100; }, 60s))
+        << rt.log();
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  }
+  const auto before = referenced();
+  ASSERT_FALSE(before.empty());
+  const auto commits = lake.snapshots(table).size();
+  kafka.produce_values(topic, json_values(100, 300));
+  {
+    // A window that is never committed (no idle flush), its files rolled after every batch.
+    Runtime rt(kafka.bootstrap(), "orphans-killed");
+    rt.add_definition("s.toml",
+                      definition(key("iceorphans"), topic,
+                                 lake.plugin_config(table, ours + "commit_records = 100000\ncommit_interval = \"1h\"\n"
+                                                                  "target_file_size = 1\n"),
+                                 "batch_length = 20\npoll_interval = \"60s\""));
+    rt.start();
+    ASSERT_TRUE(wait_until([&] { return stored().size() >= before.size() + foreign.size() + 5; }, 60s)) << rt.log();
+    rt.kill_hard();
+    rt.wait_exit(10s);
+  }
+  const auto kept = referenced();
+  std::set<std::string> orphans;
+  for (const auto& n : stored())
+    if (!kept.count(n) && n.rfind("picomq-orphans-", 0) == 0) orphans.insert(n);
+  ASSERT_GE(orphans.size(), 4u);
+  ASSERT_EQ(lake.snapshots(table).size(), commits) << "the killed run committed nothing";
+
+  Runtime rt(kafka.bootstrap(), "orphans-next");
+  rt.add_definition(
+      "s.toml", definition(key("iceorphans"), topic,
+                           lake.plugin_config(table, ours + "commit_records = 50\norphan_file_age = \"0s\"\n"), block));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key("iceorphans")), topic) == 300; }, 60s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+  EXPECT_NE(rt.log().find("removed " + std::to_string(orphans.size()) + " orphaned data files of app id orphans"),
+            std::string::npos)
+      << rt.log();
+  const auto now = stored();
+  const auto live = referenced();
+  for (const auto& o : orphans) EXPECT_FALSE(now.count(o)) << o << ": an orphan";
+  for (const auto& k : kept) EXPECT_TRUE(now.count(k)) << k << ": referenced";
+  for (const auto& f : foreign) EXPECT_TRUE(now.count(f)) << f << ": not this app id's";
+  for (const auto& n : now) {
+    if (n.rfind("picomq-orphans-", 0) == 0) {
+      EXPECT_TRUE(live.count(n)) << n << ": of this app id, unreferenced";
+    }
+  }
+  const auto all_rows = lake.rows(table);
+  EXPECT_EQ(lake.duckdb_rows(table), all_rows) << "DuckDB reads the same rows";
+  const auto rows = rows_of(all_rows, topic);
+  ASSERT_EQ(rows.size(), 300u);
+  for (int64_t o = 0; o < 300; ++o) EXPECT_EQ(rows.at({0, o}), o);
+}
+
 TEST_P(IcebergSinkKafka, AReplayedGroupWritesNothingTwiceAndASecondWritersCommitsAreSurvived) {
   auto& kafka = Kafka::shared();
   auto& lake = this->lake();
