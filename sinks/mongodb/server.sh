@@ -23,6 +23,9 @@ dir="$(realpath -m "$dir")"
 source "$here/../../sinkkit/testing/server-watchdog.sh"
 shift 2
 pg="$here/../postgres/server.sh"
+# FerretDB's storage, not what the MongoDB sink's tests are about: Debian's PostgreSQL 15 whatever
+# PICOMQ_PG_VERSION says (the PostgreSQL version matrix is the PostgreSQL and Redshift sinks').
+export PICOMQ_PG_VERSION=15
 
 fail() {
   echo "ferretdb: $*" >&2

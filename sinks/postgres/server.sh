@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Starts / stops a throwaway PostgreSQL 15 server for the tests (Debian package postgresql-15).
+# Starts / stops a throwaway PostgreSQL server for the tests, of the major version
+# PICOMQ_PG_VERSION: 18 (the default, what CI runs: Maven Central's build, unpacked once per
+# machine by fetch-server.sh, fetched here on first use) or 15 (Debian's postgresql-15, the oldest
+# the docs support; `bash scripts/matrix.sh` runs both).
 #   server.sh start  <dir> <port> [owner-pid]
 #       first time: initdb into <dir>/data (superuser "postgres", trust auth, UTF8), then starts it
 #       listening on 127.0.0.1:<port> with its unix socket in <dir>/sock; waits until pg_isready.
@@ -9,12 +12,23 @@
 #       PICOMQ_PG_CONF: lines added to the new cluster's postgresql.conf (a test's own settings).
 #   server.sh stop   <dir>   fast shutdown; idempotent (nothing running is fine)
 #   server.sh status <dir>   exit 0 when running, 3 when not
+#   A cluster keeps the binaries it was made with (<dir>/pg_bin): a restart, a stop or a status
+#   use them whatever PICOMQ_PG_VERSION says then.
 # PostgreSQL refuses to run as root: as root, every server command runs as the "postgres" user
 # (runuser) and <dir> is handed to that user. As any other user it runs as that user.
 set -euo pipefail
-bin=/usr/lib/postgresql/15/bin
 cmd="${1:?start|stop|status}"; dir="${2:?dir}"
 dir="$(realpath -m "$dir")"
+here="$(dirname "$(realpath "${BASH_SOURCE[0]}")")"
+if [[ -f "$dir/pg_bin" ]]; then
+  bin="$(cat "$dir/pg_bin")"
+elif [[ "$cmd" == start ]]; then
+  bin="$(bash "$here/fetch-server.sh" --bin "${PICOMQ_PG_VERSION:-18}")" || exit 1
+else
+  bin=/usr/lib/postgresql/15/bin
+fi
+# The client tool of Debian's postgresql-15 (the Maven Central builds carry the server's alone).
+pg_isready=/usr/lib/postgresql/15/bin/pg_isready
 data="$dir/data"; sock="$dir/sock"; log="$dir/server.log"
 # start_watchdog / stop_watchdog, shared with the kit's nginx.sh.
 source "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../../sinkkit/testing/server-watchdog.sh"
@@ -43,6 +57,7 @@ case "$cmd" in
 start)
   port="${3:?port}"; owner="${4:-}"
   [[ -x "$bin/initdb" ]] || { echo "postgres: $bin/initdb missing: run scripts/setup.sh (postgresql-15)" >&2; exit 1; }
+  [[ -x "$pg_isready" ]] || { echo "postgres: $pg_isready missing: run scripts/setup.sh (postgresql-15)" >&2; exit 1; }
   mkdir -p "$dir"
   if ((EUID == 0)); then
     id postgres >/dev/null 2>&1 || { echo "postgres: no 'postgres' user: install postgresql-15" >&2; exit 1; }
@@ -56,6 +71,7 @@ start)
     if [[ ! -f "$data/PG_VERSION" ]]; then
       rm -rf "$data"
       as_pg mkdir -p "$sock"
+      echo "$bin" | as_pg tee "$dir/pg_bin" >/dev/null
       as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 --no-sync \
         > "$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; rm -rf "$data"; fail "initdb failed in $data"; }
       # Test settings: durability is not what the tests are about.
@@ -78,11 +94,11 @@ CONF
       fail "server did not start on 127.0.0.1:$port"
   fi
   for _ in $(seq 1 100); do
-    if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then break; fi
+    if "$pg_isready" -q -h 127.0.0.1 -p "$port" -t 1; then break; fi
     running || fail "server died"
     sleep 0.1
   done
-  "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1 || fail "server does not answer on 127.0.0.1:$port within 10s"
+  "$pg_isready" -q -h 127.0.0.1 -p "$port" -t 1 || fail "server does not answer on 127.0.0.1:$port within 10s"
   if [[ -n "$owner" ]]; then start_watchdog pg-watchdog "$owner" "${BASH_SOURCE[0]}"; fi
   echo "postgres: up on 127.0.0.1:$port"
   ;;
