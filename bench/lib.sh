@@ -22,6 +22,11 @@
 #   bench_cleanup_hooks=()       commands the exit trap runs before it stops the broker
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The servers the benchmarks' recorded figures were measured against (bench/HISTORY.md): Kafka 4.1,
+# PostgreSQL 15, OpenSearch 2.19, Elasticsearch 7.10, unless the caller chooses (the tests default
+# to the newest: scripts/matrix.sh, docs/matrix.md).
+export PICOMQ_KAFKA_VERSION="${PICOMQ_KAFKA_VERSION:-4.1}" PICOMQ_PG_VERSION="${PICOMQ_PG_VERSION:-15}"
+export PICOMQ_OPENSEARCH_VERSION="${PICOMQ_OPENSEARCH_VERSION:-2.19}" PICOMQ_ELASTICSEARCH_VERSION="${PICOMQ_ELASTICSEARCH_VERSION:-7.10}"
 bench="$repo/bench"
 
 log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }

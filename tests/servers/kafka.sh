@@ -7,12 +7,23 @@
 # wins: e.g. more listeners), PICOMQ_KAFKA_FORMAT_ARGS is added to the storage format (e.g.
 # --add-scram users); tests/integration/security_test.cpp starts a SASL_SSL listener with them.
 # The broker's jars come from PICOMQ_KAFKA_LIBS (e.g. an Apache Kafka 4.x distribution's libs/)
-# or, in this tree, tools/kafka/libs (scripts/setup.sh fetches them). Installed with the
-# conformance kit as share/picomq-sdk/testing/kafka.sh. Needs Java 17+.
+# or, in this tree, from the machine's server cache by PICOMQ_KAFKA_VERSION: 4.4 (the default,
+# what CI runs) or 4.1 (the oldest the docs support; `bash scripts/matrix.sh` runs both), fetched
+# once per machine by tools/kafka/fetch-kafka.sh into ~/.cache/picomq/servers/kafka-<x.y.z>/libs.
+# Installed with the conformance kit as share/picomq-sdk/testing/kafka.sh (there: PICOMQ_KAFKA_LIBS,
+# else share/picomq-sdk/tools/kafka/libs, which does not exist: it says so). Needs Java 17+.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-libs="${PICOMQ_KAFKA_LIBS:-$repo/tools/kafka/libs}"
 cmd="${1:?start|resume|stop}"; dir="${2:?dir}"
+if [[ -n "${PICOMQ_KAFKA_LIBS:-}" ]]; then
+  libs="$PICOMQ_KAFKA_LIBS"
+elif [[ "$cmd" == resume && -f "$dir/libs" ]]; then
+  libs="$(cat "$dir/libs")"   # the jars it was started with
+elif [[ "$cmd" == start && -x "$repo/tools/kafka/fetch-kafka.sh" ]]; then
+  libs="$("$repo/tools/kafka/fetch-kafka.sh" --libs "${PICOMQ_KAFKA_VERSION:-4.4}")"
+else
+  libs="$repo/tools/kafka/libs"
+fi
 export CLASSPATH="$libs/*"
 java_opts=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto
            -Dlog4j2.configurationFile="$dir/log4j2.properties")
@@ -76,9 +87,6 @@ launch_and_wait() {
 
 case "$cmd" in
 start)
-  if [[ -z "${PICOMQ_KAFKA_LIBS:-}" && ! -f "$libs/.complete" && -x "$repo/tools/kafka/fetch-kafka.sh" ]]; then
-    "$repo/tools/kafka/fetch-kafka.sh"
-  fi
   if ! compgen -G "$libs/kafka_*.jar" > /dev/null; then
     echo "kafka.sh: no Kafka jars in $libs: set PICOMQ_KAFKA_LIBS to a folder of Kafka's broker jars" \
          "(an Apache Kafka 4.x distribution's libs/), or give the tests a running broker with" \
@@ -86,6 +94,7 @@ start)
     exit 1
   fi
   write_config "${3:?port}"
+  echo "$libs" > "$dir/libs"
   launch_and_wait "$3"
   ;;
 resume)
