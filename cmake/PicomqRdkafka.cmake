@@ -9,9 +9,17 @@ if(DEFINED ENV{PICOMQ_DEPS_CACHE})
 else()
   set(_picomq_deps_cache "$ENV{HOME}/.cache/picomq")
 endif()
-set(PICOMQ_RDKAFKA_ROOT "${_picomq_deps_cache}/librdkafka-${PICOMQ_RDKAFKA_VERSION}"
+# A ThreadSanitizer build links librdkafka's TSan variant (instrumented, on POSIX threads: see the script).
+set(_picomq_rdkafka_variant "")
+set(_picomq_rdkafka_dir "librdkafka-${PICOMQ_RDKAFKA_VERSION}")
+if(PICOMQ_SANITIZE STREQUAL "thread")
+  set(_picomq_rdkafka_variant "tsan")
+  string(APPEND _picomq_rdkafka_dir "-tsan")
+endif()
+set(PICOMQ_RDKAFKA_ROOT "${_picomq_deps_cache}/${_picomq_rdkafka_dir}"
     CACHE PATH "where scripts/build-librdkafka.sh installs librdkafka ${PICOMQ_RDKAFKA_VERSION}")
 execute_process(COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/build-librdkafka.sh" "${PICOMQ_RDKAFKA_ROOT}"
+                        ${_picomq_rdkafka_variant}
                 RESULT_VARIABLE _picomq_rdkafka_result)
 if(NOT _picomq_rdkafka_result EQUAL 0)
   message(FATAL_ERROR "librdkafka ${PICOMQ_RDKAFKA_VERSION}: scripts/build-librdkafka.sh failed (its output is above)")

@@ -7,15 +7,25 @@
 # on its own (docs/runtime.md). Without libcurl: librdkafka uses it only to fetch OAUTHBEARER
 # tokens from an OIDC endpoint, and loading Debian's libcurl (30 libraries: gnutls, rtmp, ldap,
 # krb5...) costs every runtime 4 MB of memory before its first record (bench/README.md).
-#   scripts/build-librdkafka.sh [PREFIX]   default ${PICOMQ_DEPS_CACHE:-~/.cache/picomq}/librdkafka-2.12.1
+#   scripts/build-librdkafka.sh [PREFIX] [tsan]
+#       default PREFIX ${PICOMQ_DEPS_CACHE:-~/.cache/picomq}/librdkafka-2.12.1 (-tsan for the variant)
+# tsan: the variant the ThreadSanitizer builds link (scripts/tsan-runtime.sh): on POSIX threads, not
+# C11's — glibc's thrd_create / mtx_lock call its internal pthread functions, which TSan does not
+# intercept, so a runtime on the default build crashes in its first broker thread, and TSan would
+# not see librdkafka's locks. Not instrumented itself: its own accesses are not ours to judge (TSan
+# reports benign races inside it), while its locks, through the pthread interceptors, still order
+# our callbacks and what they touch.
 # Returns at once when PREFIX holds a finished build. CMake runs it at configure time
 # (cmake/PicomqRdkafka.cmake); needs what scripts/setup.sh --build-only installs.
 set -euo pipefail
 version=2.12.1
 crate=rdkafka-sys-4.10.0+${version}
 crate_sha256=e234cf318915c1059d4921ef7f75616b5219b10b46e9f3a511a15eb4b56a3f77
-prefix="${1:-${PICOMQ_DEPS_CACHE:-$HOME/.cache/picomq}/librdkafka-$version}"
+variant="${2:-}"
+[[ -z "$variant" || "$variant" == tsan ]] || { echo "librdkafka: unknown variant '$variant' (tsan)" >&2; exit 2; }
+prefix="${1:-${PICOMQ_DEPS_CACHE:-$HOME/.cache/picomq}/librdkafka-$version${variant:+-$variant}}"
 features=(-DWITH_SSL=ON -DWITH_SASL=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_CURL=OFF -DENABLE_LZ4_EXT=OFF)
+[[ "$variant" == tsan ]] && features+=(-DPICOMQ_VARIANT=posix-threads)  # (a name for the stamp only)
 # A build with other features is not a finished build.
 stamp="$prefix/.complete-$crate_sha256-$(echo "${features[*]}" | sha256sum | cut -c1-12)"
 [[ -f "$stamp" ]] && exit 0
@@ -52,6 +62,12 @@ cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCM
   -DRDKAFKA_BUILD_STATIC=ON -DRDKAFKA_BUILD_EXAMPLES=OFF -DRDKAFKA_BUILD_TESTS=OFF \
   "${features[@]}" \
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
+if [[ "$variant" == tsan ]]; then
+  # Its configure finds <threads.h> and has no switch against it: the generated config says no.
+  config="$work/build/generated/config.h"
+  grep -q "define WITH_C11THREADS 1" "$config" || { echo "librdkafka: $config has no WITH_C11THREADS 1" >&2; exit 1; }
+  sed -i 's/define WITH_C11THREADS 1/define WITH_C11THREADS 0/' "$config"
+fi
 cmake --build "$work/build" -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
 cmake --install "$work/build" >/dev/null
 cp "$src/LICENSES.txt" "$prefix/LICENSES.txt"
