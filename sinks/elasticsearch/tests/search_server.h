@@ -1,10 +1,12 @@
 #pragma once
-// Real OpenSearch 2.19.6 and Elasticsearch 7.10.2 nodes (sinks/elasticsearch/server.sh, from the
-// machine's server cache) for the tests, and a small HTTP client to set up and read back what the
-// sink wrote. One node of each flavor per test process, started on first use (or early, in the
-// background, with start_early()) on free loopback ports, heap 512 MB, stopped when the process
-// exits (and by the script's watchdog should the process crash). A node that cannot start fails
-// every test that needs it, loudly. Used by the sink's tests and the conformance adapter.
+// Real OpenSearch and Elasticsearch nodes (sinks/elasticsearch/server.sh, from the machine's server
+// cache: OpenSearch 3.6.0 or 2.19.6 by PICOMQ_OPENSEARCH_VERSION, Elasticsearch 8.19.21 or 7.10.2
+// by PICOMQ_ELASTICSEARCH_VERSION; the newest unless told) for the tests, and a small HTTP client to
+// set up and read back what the sink wrote. One node of each flavor per test process, started on
+// first use (or early, in the background, with start_early()) on free loopback ports, heap 512 MB,
+// stopped when the process exits (and by the script's watchdog should the process crash). A node
+// that cannot start fails every test that needs it, loudly. Used by the sink's tests and the
+// conformance adapter.
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
@@ -34,7 +36,15 @@ class SearchServer {
   void pause(bool paused);
 
   Flavor flavor() const { return flavor_; }
-  std::string name() const { return flavor_ == Flavor::OpenSearch ? "OpenSearch 2.19.6" : "Elasticsearch 7.10.2"; }
+  // "OpenSearch 3.6.0", "Elasticsearch 8.19.21", ...: the node's own version (GET / once started).
+  std::string name() const { return (flavor_ == Flavor::OpenSearch ? "OpenSearch " : "Elasticsearch ") + version_; }
+  const std::string& version() const { return version_; }
+  int major() const { return version_.empty() ? 0 : std::stoi(version_); }
+  // The error type of a document that does not fit its mapping: Elasticsearch 8.8+ names it
+  // document_parsing_exception, OpenSearch and older Elasticsearch mapper_parsing_exception.
+  std::string parsing_exception() const {
+    return flavor_ == Flavor::Elasticsearch && major() >= 8 ? "document_parsing_exception" : "mapper_parsing_exception";
+  }
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::filesystem::path& dir() const { return dir_; }
@@ -62,6 +72,8 @@ class SearchServer {
   Flavor flavor_;
   std::filesystem::path dir_;
   int port_ = 0;
+  std::string version_;
+  void read_version();
 };
 
 // "opensearch" / "elasticsearch", for test names.
