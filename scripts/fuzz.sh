@@ -4,6 +4,11 @@
 # FUZZ_SECONDS (default 15: the CI smoke; a real session is e.g. FUZZ_SECONDS=1800) on a
 # scratch copy of its seed corpus. Exits non-zero when a target finds a crash; the crashing
 # input is kept in build-asan-ubsan/artifacts/. Targets and corpora: fuzz/README.md.
+# FUZZ_CORPUS_DIR=<dir> (long sessions, over several days): each target's corpus lives in
+# <dir>/<target> and grows from session to session (the seeds read alongside), and
+# <dir>/sessions.tsv gets a line per target run: date, target, seconds, executions, coverage
+# (libFuzzer's cov and ft), corpus size — the CPU-hours and coverage figures of fuzz/README.md.
+#   FUZZ_SECONDS=3600 FUZZ_CORPUS_DIR=~/.cache/picomq/fuzz bash scripts/fuzz.sh [target...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${FUZZ_SECONDS:-15}"
@@ -15,6 +20,8 @@ mkdir -p "$build"
 sanitizer_configure "$build" address,undefined >"$build/fuzz-configure.log" 2>&1 || { cat "$build/fuzz-configure.log" >&2; exit 1; }
 targets=(fuzz_transform_config fuzz_transform_apply fuzz_destination_template
          fuzz_decoder_json fuzz_decoder_text fuzz_decoder_proto fuzz_decoder_flatbuffer fuzz_decoder_avro)
+(($#)) && targets=("$@")
+corpora="${FUZZ_CORPUS_DIR:-}"
 cmake --build "$build" --target "${targets[@]}"
 
 mkdir -p "$build/artifacts"
@@ -26,7 +33,7 @@ for target in "${targets[@]}"; do
     fuzz_decoder_*)   seeds="$here/fuzz/decoders/corpus_${target#fuzz_decoder_}" ;;
     fuzz_destination_template) seeds="$here/fuzz/destination/corpus_template" ;;
   esac
-  scratch="$(mktemp -d)"
+  if [[ -n "$corpora" ]]; then scratch="$corpora/$target"; mkdir -p "$scratch"; else scratch="$(mktemp -d)"; fi
   extra=()
   [[ "$target" == fuzz_transform_config ]] && extra=(-dict="$here/fuzz/transforms/transforms.dict")
   echo "fuzz: $target for ${seconds}s (seeds: ${seeds#"$here"/})"
@@ -34,7 +41,15 @@ for target in "${targets[@]}"; do
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$target-" "${extra[@]}" "$scratch" "$seeds" >"$build/$target.log" 2>&1 || status=$?
   grep -E "^stat::number_of_executed_units|SUMMARY|ERROR" "$build/$target.log" || true
-  rm -rf "$scratch"
+  if [[ -n "$corpora" ]]; then
+    last=$(grep -E "^#[0-9]+.*cov: " "$build/$target.log" | tail -1)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$seconds" \
+      "$(grep -oP '^stat::number_of_executed_units: \K[0-9]+' "$build/$target.log" || echo 0)" \
+      "$(grep -oP 'cov: \K[0-9]+' <<<"$last" || echo 0)" "$(grep -oP 'ft: \K[0-9]+' <<<"$last" || echo 0)" \
+      "$(find "$scratch" -type f | wc -l)" >>"$corpora/sessions.tsv"
+  else
+    rm -rf "$scratch"
+  fi
   if ((status != 0)); then echo "fuzz: $target FAILED (exit $status); input in $build/artifacts/" >&2; exit 1; fi
 done
 echo "fuzz: ok"
