@@ -524,8 +524,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     std::string token = dedup_tokens_.load() ? run_id_ + "-" + std::to_string(++inserts_made_) : "";
     InsertSegment::StartStream stream;
     if (stream_inserts_)
-      stream = [this, sql = target.insert_sql, token](
-                   std::shared_ptr<kit::BodyStream> body) -> std::optional<std::future<ch::QueryResult>> {
+      stream = [this, sql = target.insert_sql,
+                token](std::shared_ptr<kit::BodyStream> body) -> std::optional<std::future<ch::QueryResult>> {
         // A streamed insert holds its connection until it commits, which may wait for a committer.
         // So it starts only on a connection of its own at once (max_streams_); were it to queue
         // behind other streams, a committer waiting for it could wait for ever. Else: sent whole.
@@ -690,7 +690,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
                                      " rows failed; sending its rows again: " + r.outcome.reason);
         count("resends");
         r = client_->insert(s.insert_sql(), s.request_body(0, s.rows(), scratch), deadline, insert_params(s.token()),
-                          &resends);
+                            &resends);
         r.earlier_maybe_written = r.earlier_maybe_written || o == kit::Outcome::MaybeWritten;
       }
     } else {
@@ -722,10 +722,10 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     for (auto [from, count_] : {std::pair{h.first_a, h.count_a}, std::pair{h.first_b, h.count_b}}) {
       count("bisect_inserts");
       std::string scratch;
-      ch::QueryResult r =
-          client_->insert(s.insert_sql(), s.request_body(from, count_, scratch), deadline,
-                          insert_params(s.token().empty() ? "" : s.token() + ":" + std::to_string(from) + "+" +
-                                                                     std::to_string(count_)));
+      ch::QueryResult r = client_->insert(
+          s.insert_sql(), s.request_body(from, count_, scratch), deadline,
+          insert_params(s.token().empty() ? ""
+                                          : s.token() + ":" + std::to_string(from) + "+" + std::to_string(count_)));
       if (r.outcome.outcome == kit::Outcome::Rejected || r.outcome.outcome == kit::Outcome::TooLarge) {
         bisect(s, from, count_, deadline, written, r.outcome.reason);
         continue;
@@ -1092,7 +1092,7 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
   // Rows the server refused in inserts of released batches, rejected when their records come
   // again (the runtime re-reads them: a released batch cannot be resent): kit/refusal_memory.hpp.
   kit::RefusalMemory refused_;
-  ch::ReplayFilter replays_;  // records of replayed batches that are in their tables already
+  ch::ReplayFilter replays_;                       // records of replayed batches that are in their tables already
   bool arrow_plane_ = false;                       // batches come as Arrow (set in open())
   ch::ServerVersion version_;                      // set in open() or on a table lookup (mutex_ held)
   std::atomic<bool> async_insert_setting_{false};  // the server knows async_insert (read by commits)

@@ -97,7 +97,8 @@ ReplayFilter::Found ReplayFilter::written(const Partition& p, const std::vector<
       for (size_t at = 0; at < answer.size();) {
         size_t end = answer.find('\n', at);
         if (end == std::string::npos) end = answer.size();
-        if (end > at) s.present.push_back(parse_int(std::string_view(answer).substr(at, end - at), "the replay lookup"));
+        if (end > at)
+          s.present.push_back(parse_int(std::string_view(answer).substr(at, end - at), "the replay lookup"));
         at = end + 1;
       }
       s.window_from = first;

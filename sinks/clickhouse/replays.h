@@ -34,8 +34,8 @@ class ReplayFilter {
   // Of a batch of `p` with `offsets` (ascending), the records written already into `table` (a
   // qualified name). `settle` runs before a partition is checked: the inserts in flight into the
   // table end first, so that none lands after the look.
-  Found written(const Partition& p, const std::vector<int64_t>& offsets, const std::string& table,
-                const Query& query, const std::function<void()>& settle);
+  Found written(const Partition& p, const std::vector<int64_t>& offsets, const std::string& table, const Query& query,
+                const std::function<void()>& settle);
 
   // A batch of `p` whose table does not exist: nothing of it was written.
   void passed(const Partition& p, int64_t last);
@@ -46,9 +46,9 @@ class ReplayFilter {
 
  private:
   struct State {
-    bool check = true;        // the next batch starts a check
-    int64_t next = 0;         // the offset after the last batch's
-    int64_t replay_end = -1;  // the table's highest offset of the partition at the check (-1: none)
+    bool check = true;                        // the next batch starts a check
+    int64_t next = 0;                         // the offset after the last batch's
+    int64_t replay_end = -1;                  // the table's highest offset of the partition at the check (-1: none)
     int64_t window_from = 0, window_to = -1;  // offsets looked up, and those of them in the table:
     std::vector<int64_t> present;
   };

@@ -98,10 +98,10 @@ TEST(ClickHouseSinkKafka, TypedRowsOfEveryPartitionLandAndASecondGroupsReplayAdd
   // A third group into a table of its own, Native: the same values as the RowBinary rows.
   {
     Runtime rt(kafka.bootstrap(), "native");
-    rt.add_definition("c.toml", definition("chnative", topic, db,
-                                           "target_table = \"orders_native\"\n" + std::string(kColumns) +
-                                               "\nformat = \"Native\"",
-                                           "batch_length = 250"));
+    rt.add_definition("c.toml",
+                      definition("chnative", topic, db,
+                                 "target_table = \"orders_native\"\n" + std::string(kColumns) + "\nformat = \"Native\"",
+                                 "batch_length = 250"));
     rt.start();
     ASSERT_TRUE(wait_until([&] { return committed_sum(kafka, group_of("chnative"), topic, 2) == n; }, 90s)) << rt.log();
     rt.signal(SIGTERM);
@@ -355,7 +355,9 @@ TEST(ClickHouseSinkKafka, AutoCreatedFromTheFirstBatchThenAutoAddColumnsForField
                   {"vip", ClickHouseServer::current_engine() ? "Nullable(Bool)" : "Nullable(UInt8)"},
                   {"score", "Nullable(Float64)"}}));
   EXPECT_EQ(ch.rows("SELECT id, city, vip, score FROM " + db + ".t FINAL WHERE id IN (5, 15, 25) ORDER BY id"),
-            (Rows{{"5", "\\N", "\\N", "\\N"}, {"15", "c15", "\\N", "\\N"}, {"25", "c25", ClickHouseServer::current_engine() ? "true" : "1", "25.5"}}));
+            (Rows{{"5", "\\N", "\\N", "\\N"},
+                  {"15", "c15", "\\N", "\\N"},
+                  {"25", "c25", ClickHouseServer::current_engine() ? "true" : "1", "25.5"}}));
   EXPECT_EQ(one("SELECT count() FROM " + db + ".t FINAL"), "30");
 }
 
@@ -387,11 +389,21 @@ TEST(ClickHouseSinkKafka, BothPlanesCreateTheSameTableFromTheSharedInferenceCase
         << format;
   }
   // kit::testing::inference_fields() (booleans are UInt8 before 21.12, so on 18.16).
-  const Rows want = {{"b", ClickHouseServer::current_engine() ? "Nullable(Bool)" : "Nullable(UInt8)"},    {"i", "Nullable(Int64)"},   {"f", "Nullable(Float64)"},
-                     {"if", "Nullable(Float64)"}, {"s", "Nullable(String)"},  {"o", "Nullable(String)"},
-                     {"a", "Nullable(String)"},   {"u", "Nullable(String)"},  {"bi", "Nullable(String)"},
-                     {"bs", "Nullable(String)"},  {"is", "Nullable(String)"}, {"so", "Nullable(String)"},
-                     {"sn", "Nullable(String)"},  {"n", "Nullable(String)"},  {"late", "Nullable(Int64)"}};
+  const Rows want = {{"b", ClickHouseServer::current_engine() ? "Nullable(Bool)" : "Nullable(UInt8)"},
+                     {"i", "Nullable(Int64)"},
+                     {"f", "Nullable(Float64)"},
+                     {"if", "Nullable(Float64)"},
+                     {"s", "Nullable(String)"},
+                     {"o", "Nullable(String)"},
+                     {"a", "Nullable(String)"},
+                     {"u", "Nullable(String)"},
+                     {"bi", "Nullable(String)"},
+                     {"bs", "Nullable(String)"},
+                     {"is", "Nullable(String)"},
+                     {"so", "Nullable(String)"},
+                     {"sn", "Nullable(String)"},
+                     {"n", "Nullable(String)"},
+                     {"late", "Nullable(Int64)"}};
   ASSERT_EQ(want.size(), kit::testing::inference_fields().size());
   EXPECT_EQ(tables[0], want) << "Native (the Arrow plane)";
   EXPECT_EQ(tables[1], want) << "RowBinary (the batches plane)";

@@ -88,10 +88,10 @@ TEST_F(ClickHouseSink, TypedRowsReadBackExactly) {
                                               "2026-12-01 14:04:05", "n", "[1,-2,2147483647]",
                                               "aabbccdd-eeff-0011-2233-445566778899", std::string("ab\0", 3), "1.5",
                                               R"({"k":[1,{"z":null}]})"}));
-    EXPECT_EQ(r[1],
-              (std::vector<std::string>{"8", "only s", "0", "0", "0", "0", current_engine_ ? "1970-01-01" : "0000-00-00",
-                                        current_engine_ ? "1970-01-01 00:00:00" : "0000-00-00 00:00:00", "\\N",
-                                        "[]", "00000000-0000-0000-0000-000000000000", std::string(3, '\0'), "0", ""}));
+    EXPECT_EQ(r[1], (std::vector<std::string>{
+                        "8", "only s", "0", "0", "0", "0", current_engine_ ? "1970-01-01" : "0000-00-00",
+                        current_engine_ ? "1970-01-01 00:00:00" : "0000-00-00 00:00:00", "\\N", "[]",
+                        "00000000-0000-0000-0000-000000000000", std::string(3, '\0'), "0", ""}));
   }
 }
 
@@ -188,8 +188,8 @@ TEST_F(ClickHouseSink, CreatesAReplacingMergeTreeAndLeavesAReplayedBatchOutOfThe
     EXPECT_EQ(host_->counter("already_written_records"), 5u);
     EXPECT_EQ(rows("SELECT pico_topic, pico_offset, pico_timestamp, hex(pico_key), pico_headers, n, name, ok FROM " +
                    db_ + ".`" + table + "` WHERE pico_offset = 1"),
-              (std::vector<std::vector<std::string>>{
-                  {"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})", "1", "r1", current_engine_ ? "false" : "0"}}));
+              (std::vector<std::vector<std::string>>{{"shop.orders-eu", "1", "1700000000000", "00FF", R"({"h":"v1"})",
+                                                      "1", "r1", current_engine_ ? "false" : "0"}}));
     // Rows of the same records put there by another writer (no record id check on their side):
     // the engine still folds them by record id, with FINAL or after a merge.
     server_->query("INSERT INTO " + db_ + ".`" + table +
@@ -254,10 +254,10 @@ TEST_F(ClickHouseSink, AnInsertWhoseAnswerIsLostIsSentAgainAndTheServerDropsTheC
       return TestBatch::json("lost", 0, first, payloads);
     };
     ASSERT_TRUE(host_->write(batch(0)).ok());
-    EXPECT_NE(one("SELECT create_table_query FROM system.tables WHERE database = '" + db_ + "' AND name = '" + table +
-                  "'")
-                  .find("non_replicated_deduplication_window = 1000"),
-              std::string::npos);
+    EXPECT_NE(
+        one("SELECT create_table_query FROM system.tables WHERE database = '" + db_ + "' AND name = '" + table + "'")
+            .find("non_replicated_deduplication_window = 1000"),
+        std::string::npos);
     server_->lose_next_insert_answers(1);
     // Sent again by the sink (a failed stream: `resends`) or by libcurl itself (a request whose
     // reused connection closed before the answer); 15 rows without the token (tried).
