@@ -32,7 +32,6 @@
 #include <span>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -51,6 +50,7 @@
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/option_groups.hpp"
 #include "picomq/kit/refusal_memory.hpp"
+#include "picomq/kit/resend.hpp"
 #include "picomq/kit/sanitize.hpp"
 #include "picomq/kit/splitter.hpp"
 #include "picomq/sdk.hpp"
@@ -599,8 +599,8 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
     return std::move(found.written);
   }
 
-  // Waits (up to `timeout`) for the inserts into `name` that the server is running now to end —
-  // a killed run's may still be writing — so that none lands after a replay's look at the table.
+  // Waits (up to `timeout`; close() ends it) for the inserts into `name` that the server is running
+  // now to end — a killed run's may still be writing — so that none lands after a replay's look.
   void settle_inserts(const std::string& table, const std::string& name) {
     const std::string sql = "SELECT query_id FROM system.processes WHERE lower(query) LIKE 'insert into%' AND " +
                             std::string("position(query, ") + ch::quote_string(name) + ") > 0 FORMAT TabSeparated";
@@ -612,14 +612,15 @@ class ClickHouseSink : public sdk::BaseSink<ClickHouseSink> {
       return ids;
     };
     std::set<std::string> waiting = running();
-    const auto deadline = Clock::now() + plan_->settings.http.timeout;
+    kit::RetryWait wait(client_->stop_signal(), Clock::now() + plan_->settings.http.timeout,
+                        {.initial = 100ms, .max = 100ms, .jitter = false});
     while (!waiting.empty()) {
-      if (Clock::now() >= deadline) {
+      if (!wait.wait()) {
+        if (wait.stopped()) throw sdk::RetryableError("table " + table + ": stopping while its inserts run");
         log(sdk::LogLevel::Warn, "table " + table + ": " + std::to_string(waiting.size()) +
                                      " inserts into it are still running; looking for replayed records anyway");
         return;
       }
-      std::this_thread::sleep_for(100ms);
       std::set<std::string> still;
       for (const std::string& id : running())
         if (waiting.count(id)) still.insert(id);

@@ -59,6 +59,7 @@ class Client {
 
   void stop() { stop_.stop(); }
   bool stopping() const { return stop_.stopped(); }
+  const kit::StopSignal& stop_signal() const { return stop_; }  // for the sink's own waits
   void close() { http_.close(std::chrono::seconds(5)); }
   const kit::Redactor& redactor() const { return http_.redactor(); }
 
