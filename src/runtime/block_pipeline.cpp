@@ -57,7 +57,7 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
       group_id_(settings_.block.group_id(settings_.sink_key)),
       log_prefix_(block_log_prefix(settings_)),
       client_(consumer_settings(settings_, group_id_), log_prefix_, *this),
-      committer_(client_, log_prefix_) {
+      committer_(client_, log_prefix_, settings_.block.commit_interval) {
   client_.set_commit_listener(&committer_);
   buckets_ = std::make_unique<Bucketer<kafka::MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
   if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
@@ -157,16 +157,16 @@ void BlockPipeline::poll_once() {
     publish_status();
   }
   client_.refresh_subscription(false);
-  committer_.commit_stored();
+  committer_.commit_stored(Clock::now(), [this] { return caught_up(); });
   take_rewinds();
   const bool paused = apply_backpressure();
   if (!paused) wait_while_sink_behind();
 
   auto wait = paused ? milliseconds(0) : poll_wait();
-  // Offsets wait behind a commit in flight, whose completion does not wake the poll: look
-  // again soon, so they go out (and a stopped producer's last records are committed) within
-  // a few ms of it rather than at the end of a full poll wait.
-  if (committer_.follow_up_due()) wait = std::min(wait, kCommitFollowUpWait);
+  // Offsets wait behind a commit in flight, whose completion does not wake the poll, or for the
+  // commit interval: look again when they may go, so they go out (and a stopped producer's last
+  // records are committed) then rather than at the end of a full poll wait.
+  if (const auto again = committer_.look_again_in(Clock::now(), kCommitFollowUpWait)) wait = std::min(wait, *again);
   // Never take more than the buffer has room for, so the record limit holds exactly (while
   // paused the one slot can only carry a group event: every assigned partition is paused).
   const size_t buffered = buffered_records_.load();
@@ -534,8 +534,19 @@ void BlockPipeline::fail(const std::string& message) {
 }
 
 void BlockPipeline::release(size_t records, size_t bytes) {
-  buffered_records_ -= records;
+  const bool drained = records && buffered_records_.fetch_sub(records) == records;
   buffered_bytes_ -= bytes;
+  // Offsets held for the commit interval may go now that everything read is written (caught_up).
+  if (drained) client_.wake();
+}
+
+// Everything read is written (nothing buffered, queued or being written) and the reading is at
+// the end of each assigned partition as last seen: no batch is coming for a held commit to wait for.
+bool BlockPipeline::caught_up() const {
+  if (buffered_records_.load() != 0) return false;
+  for (const auto& lag : client_.lags())
+    if (lag.high < 0 || lag.position < lag.high) return false;
+  return true;
 }
 
 }  // namespace picomq::runtime

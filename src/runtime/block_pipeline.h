@@ -124,6 +124,7 @@ class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHo
   // The block fails: logged, and the sink hears it once (it stops every block).
   void fail(const std::string& message);
   void release(size_t records, size_t bytes);
+  bool caught_up() const;  // consumer thread
   // A released write failed (delivery thread): read `tp` again from `offset`, its jobs from
   // then on carrying `generation`. Carried out by the consumer thread (take_rewinds).
   void request_rewind(const TopicPartition& tp, int64_t offset, uint64_t generation);

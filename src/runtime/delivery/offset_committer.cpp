@@ -15,12 +15,25 @@ void OffsetCommitter::store(const TopicPartition& tp, int64_t next_offset) {
   transport_.wake();
 }
 
-void OffsetCommitter::commit_stored() {
+void OffsetCommitter::commit_stored(Clock::time_point now, const std::function<bool()>& caught_up) {
   transport_.serve_commit_results();
-  if (in_flight_ || !pending_.exchange(false)) return;
+  if (in_flight_ || !pending_.load()) return;
+  const bool within_interval = last_started_ != Clock::time_point{} && now < last_started_ + interval_;
+  if (within_interval && !(caught_up && caught_up())) return;  // coalesce with what comes next
+  pending_ = false;
   in_flight_ = true;
   covering_ = stored_.load();
+  last_started_ = now;
   transport_.commit_async();
+}
+
+std::optional<std::chrono::milliseconds> OffsetCommitter::look_again_in(Clock::time_point now,
+                                                                        std::chrono::milliseconds follow_up) const {
+  if (!pending_.load()) return std::nullopt;
+  auto until_due = std::chrono::milliseconds(0);
+  if (last_started_ != Clock::time_point{} && now < last_started_ + interval_)
+    until_due = std::chrono::ceil<std::chrono::milliseconds>(last_started_ + interval_ - now);
+  return in_flight_ ? std::max(until_due, follow_up) : until_due;
 }
 
 void OffsetCommitter::commit_done(const std::string& error) {
@@ -37,6 +50,7 @@ void OffsetCommitter::commit_done(const std::string& error) {
 
 bool OffsetCommitter::commit_sync(const char* why) {
   pending_ = false;
+  last_started_ = Clock::now();
   const uint64_t covering = stored_.load();
   if (auto error = transport_.commit_sync(); !error.empty()) {
     failed_commits_.fetch_add(1);

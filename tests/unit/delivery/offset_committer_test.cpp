@@ -69,7 +69,7 @@ TEST(OffsetCommitter, OneCommitInFlightAndTheOffsetsStoredMeanwhileGoWithTheNext
   EXPECT_EQ(t.async_commits, 1);
   c.store(A, 20);
   c.store(A, 30);
-  EXPECT_TRUE(c.follow_up_due());
+  EXPECT_TRUE(c.look_again_in(OffsetCommitter::Clock::now(), std::chrono::milliseconds(2)));
   c.commit_stored();
   EXPECT_EQ(t.async_commits, 1) << "no second commit while one is in flight";
   t.answer();
@@ -146,13 +146,77 @@ TEST(OffsetCommitter, StoresFromTheDeliveryThreadRaceCommitsFromTheConsumerThrea
       t.answer();
     }
   });
-  while (c.counts().stored < kStores || c.in_flight() || c.follow_up_due()) c.commit_stored();
+  while (c.counts().stored < kStores || c.in_flight() ||
+         c.look_again_in(OffsetCommitter::Clock::now(), std::chrono::milliseconds(2)))
+    c.commit_stored();
   delivery.join();
   // Whatever was stored last gets committed.
   while (c.counts().committed < kStores) c.commit_stored();
   stop = true;
   broker.join();
   EXPECT_EQ(t.committed.at(A), kStores);
+}
+
+TEST(OffsetCommitter, CommitsCoalesceOverTheIntervalAndTheSynchronousOnesIgnoreIt) {
+  using std::chrono::milliseconds;
+  FakeTransport t;
+  OffsetCommitter c(t, "test", milliseconds(1000));
+  t.committer = &c;
+  const auto t0 = OffsetCommitter::Clock::now();
+  c.store(A, 10);
+  c.commit_stored(t0);
+  EXPECT_EQ(t.async_commits, 1) << "the first commit goes at once";
+  t.answer();
+  c.store(A, 20);
+  c.store(A, 30);
+  c.commit_stored(t0 + milliseconds(300));
+  EXPECT_EQ(t.async_commits, 1) << "within the interval the stored offsets wait";
+  EXPECT_EQ(c.look_again_in(t0 + milliseconds(300), milliseconds(2)), milliseconds(700));
+  c.store(A, 40);
+  c.commit_stored(t0 + milliseconds(1000));
+  EXPECT_EQ(t.async_commits, 2) << "one commit for everything stored meanwhile";
+  EXPECT_EQ(c.look_again_in(t0 + milliseconds(1000), milliseconds(2)), std::nullopt);
+  t.answer();
+  c.commit_stored(t0 + milliseconds(1001));
+  EXPECT_EQ(t.committed.at(A), 40) << "the newest offset, not each one";
+  EXPECT_EQ(c.counts().committed, 4u);
+  // A commit in flight at the end of the interval: the next waits for its answer, then goes.
+  c.store(A, 50);
+  c.commit_stored(t0 + milliseconds(2000));
+  c.store(A, 60);
+  c.commit_stored(t0 + milliseconds(3000));
+  EXPECT_EQ(t.async_commits, 3);
+  EXPECT_EQ(c.look_again_in(t0 + milliseconds(3000), milliseconds(2)), milliseconds(2));
+  t.answer();
+  c.commit_stored(t0 + milliseconds(3002));
+  EXPECT_EQ(t.async_commits, 4);
+  // Revocation and shutdown do not wait for the interval.
+  t.answer();
+  c.store(A, 70);
+  c.commit_stored(t0 + milliseconds(3003));
+  EXPECT_EQ(t.async_commits, 4);
+  EXPECT_TRUE(c.commit_sync("shutdown"));
+  EXPECT_EQ(t.committed.at(A), 70);
+  EXPECT_EQ(c.look_again_in(t0 + milliseconds(3004), milliseconds(2)), std::nullopt) << "nothing waits after it";
+}
+
+TEST(OffsetCommitter, OnceTheConsumerCaughtUpAHeldCommitGoesAtOnce) {
+  using std::chrono::milliseconds;
+  FakeTransport t;
+  OffsetCommitter c(t, "test", milliseconds(1000));
+  t.committer = &c;
+  const auto t0 = OffsetCommitter::Clock::now();
+  int asked = 0;
+  c.store(A, 10);
+  c.commit_stored(t0, [&] { return ++asked, true; });
+  EXPECT_EQ(asked, 0) << "asked only while a commit is held";
+  t.answer();
+  c.store(A, 20);
+  c.commit_stored(t0 + milliseconds(10), [&] { return ++asked, false; });
+  EXPECT_EQ(t.async_commits, 1) << "more records are coming: the commit waits";
+  c.commit_stored(t0 + milliseconds(20), [&] { return ++asked, true; });
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(t.async_commits, 2) << "the end of the burst is committed at once";
 }
 
 }  // namespace
