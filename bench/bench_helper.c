@@ -94,6 +94,20 @@ static rd_kafka_t *make_client(const char *bootstrap, const char *group) {
   return rk;
 }
 
+/* rd_kafka_committed, asked again while the answer is retriable: a fresh group's coordinator on a
+ * current broker (Kafka 4.4) answers "Not coordinator" or "Coordinator load in progress" at first. */
+static rd_kafka_resp_err_t committed_retrying(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list, int timeout_ms) {
+  double deadline = now_s() + timeout_ms / 1000.0;
+  for (;;) {
+    rd_kafka_resp_err_t e = rd_kafka_committed(rk, list, timeout_ms);
+    int retriable = e == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || e == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+                    e == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE || e == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                    e == RD_KAFKA_RESP_ERR__TRANSPORT;
+    if (!e || !retriable || now_s() > deadline) return e;
+    usleep(50000);
+  }
+}
+
 static int cmd_endoffset(int argc, char **argv) {
   if (argc < 5) die("usage: endoffset <bootstrap> <topic> <partition>");
   rd_kafka_t *rk = make_client(argv[2], NULL);
@@ -267,7 +281,7 @@ static int cmd_sink(int argc, char **argv) {
   rd_kafka_t *rk = make_client(bootstrap, group);
   rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(list, topic, partition);
-  rd_kafka_resp_err_t e = rd_kafka_committed(rk, list, 10000);
+  rd_kafka_resp_err_t e = committed_retrying(rk, list, 30000);
   if (e) die(rd_kafka_err2str(e));
   if (list->elems[0].offset >= 0) die("the group already has a committed offset: use a fresh group");
 

@@ -8,7 +8,9 @@
 #   work, broker_dir             bench_init_workdir
 #   bin, plugins                 bench_build
 #   helper                       bench_compile_helper
-#   port, bootstrap              bench_start_kafka
+#   port, bootstrap, broker_pid  bench_start_kafka
+#   jmx_port                     bench_broker_jmx (before bench_start_kafka)
+#   rdkafka_performance          bench_require_rdkafka_performance
 #   records_file, payload_bytes  bench_produce_records
 #   sink_result                  bench_run_sink
 #   timed_result                 bench_timed
@@ -17,6 +19,7 @@
 # older scripts' behaviour):
 #   bench_shape=orders           record shape for gen_records.py (--shape)
 #   bench_sink_stdout=/dev/null  where bench_run_sink sends the runtime's stdout
+#   bench_topics_extra=          more lines for the [[topics]] block of bench_write_sink_definition
 #   bench_server_pid=            a destination server's root pid: bench_run_sink and bench_timed
 #                                then also report server_cpu_s (CPU of its process tree)
 #   bench_cleanup_hooks=()       commands the exit trap runs before it stops the broker
@@ -78,6 +81,59 @@ bench_build() {
   plugins="$build/plugins"
 }
 
+# bench_require_rdkafka_performance: librdkafka's own benchmark client of the runtime's librdkafka,
+# built once per machine (scripts/build-librdkafka.sh --performance-tool); sets rdkafka_performance.
+bench_require_rdkafka_performance() {
+  rdkafka_performance="${PICOMQ_DEPS_CACHE:-$HOME/.cache/picomq}/bench-tools/rdkafka_performance-2.12.1"
+  [[ -x "$rdkafka_performance" ]] || bash "$repo/scripts/build-librdkafka.sh" --performance-tool "$rdkafka_performance" >&2
+}
+
+# bench_broker_jmx: the broker bench_start_kafka starts next opens a JMX port on loopback, for
+# bench_broker_requests.
+bench_broker_jmx() {
+  jmx_port="$(bench_free_port)"
+  export PICOMQ_KAFKA_JAVA_OPTS="-Dcom.sun.management.jmxremote -Dcom.sun.management.jmxremote.port=$jmx_port \
+-Dcom.sun.management.jmxremote.rmi.port=$jmx_port -Dcom.sun.management.jmxremote.host=127.0.0.1 \
+-Djava.rmi.server.hostname=127.0.0.1 -Dcom.sun.management.jmxremote.authenticate=false \
+-Dcom.sun.management.jmxremote.ssl=false"
+}
+
+# bench_broker_requests: the requests the broker has served so far, by API, from its JMX
+# (kafka.network RequestMetrics): one "Fetch=123 OffsetCommit=4 ..." line, APIs never asked left out.
+bench_broker_requests() {
+  java -Xshare:auto -XX:TieredStopAtLevel=1 -cp "$(cat "$broker_dir/libs")/*" org.apache.kafka.tools.JmxTool \
+    --jmx-url "service:jmx:rmi:///jndi/rmi://127.0.0.1:$jmx_port/jmxrmi" --one-time true --report-format properties \
+    --object-name 'kafka.network:type=RequestMetrics,name=RequestsPerSec,*' --attributes Count 2>/dev/null |
+    python3 -c '
+import re, sys
+counts = {}  # by API, summed over its versions (Kafka 4 tags each version apart)
+for line in sys.stdin:
+    m = re.search(r"request=([A-Za-z]+)(,version=[0-9]+)?:Count=([0-9]+)", line)
+    if m:
+        counts[m.group(1)] = counts.get(m.group(1), 0) + int(m.group(3))
+print(" ".join(f"{k}={v}" for k, v in sorted(counts.items()) if v))'
+}
+
+# bench_requests_between BEFORE AFTER: the requests served between two bench_broker_requests
+# lines, as result fields: req_fetch, req_commit (OffsetCommit), req_heartbeat (Heartbeat and
+# KIP-848's ConsumerGroupHeartbeat), req_other (the other clients' APIs but OffsetFetch, which the
+# measuring helper itself sends every 10 ms while it waits for a sink's commits; not the KRaft
+# controller's own BrokerHeartbeat and quorum traffic).
+bench_requests_between() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def parse(s): return {k: int(v) for k, v in (kv.split("=") for kv in s.split())}
+a, b = parse(sys.argv[1]), parse(sys.argv[2])
+d = {k: b[k] - a.get(k, 0) for k in b}
+fetch, commit = d.pop("Fetch", 0), d.pop("OffsetCommit", 0)
+heartbeat = d.pop("Heartbeat", 0) + d.pop("ConsumerGroupHeartbeat", 0)
+for k in ("OffsetFetch", "BrokerHeartbeat", "BrokerRegistration", "Vote", "BeginQuorumEpoch", "EndQuorumEpoch",
+          "DescribeQuorum", "FetchSnapshot", "AlterPartition", "UpdateRaftVoter", "AddRaftVoter", "RemoveRaftVoter"):
+    d.pop(k, 0)
+print(f"req_fetch={fetch} req_commit={commit} req_heartbeat={heartbeat} req_other={sum(d.values())}")
+PY
+}
+
 bench_require_kcat() {
   command -v kcat >/dev/null || { echo "kcat not installed (bash scripts/setup.sh)" >&2; exit 2; }
 }
@@ -129,6 +185,7 @@ bench_start_kafka() {
   bootstrap="127.0.0.1:$port"
   log "starting Kafka on $bootstrap (dir $broker_dir)"
   "$repo/tests/servers/kafka.sh" start "$broker_dir" "$port" >&2
+  broker_pid="$(cat "$broker_dir/broker.pid")"
 }
 
 # bench_create_topic TOPIC PARTITIONS: creates the topic with Kafka's TopicCommand.
@@ -209,6 +266,7 @@ schema = "${BENCH_SCHEMA:-json}"
 batch_length = $batch_length
 poll_interval = "100ms"
 consumer_group = "$group"
+${bench_topics_extra:-}
 [plugin_config]
 $plugin_config
 TOML

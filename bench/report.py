@@ -53,6 +53,11 @@ def main() -> None:
             "rss_max": max(rss),
             "walls": walls,
         }
+        if all("server_cpu_s" in r for r in rs):
+            s["broker_cpu"] = med([r["server_cpu_s"] for r in rs])
+        for key in ("req_fetch", "req_commit", "req_heartbeat", "req_other"):
+            if all(key in r for r in rs):
+                s[key] = med([r[key] for r in rs])
         if "join_s" in rs[0]:
             joins = [r["join_s"] for r in rs]
             s["join"] = med(joins)
@@ -67,13 +72,29 @@ def main() -> None:
     print(f"   {n} records, {payload / 1e6:.1f} MB payload ({payload / n:.0f} B/record avg), 1 partition, "
           f"{runs} run(s) each, medians; {note}")
     print()
-    hdr = f"{'consumer':<16}{'wall s':>8}{'records/s':>12}{'MB/s':>8}{'CPU s':>8}{'rec/CPU-s':>11}{'peak RSS MB':>13}   runs (wall s)"
+    hdr = f"{'consumer':<18}{'wall s':>8}{'records/s':>12}{'MB/s':>8}{'CPU s':>8}{'rec/CPU-s':>11}{'peak RSS MB':>13}   runs (wall s)"
     print(hdr)
     print("-" * len(hdr))
     for t in tools:
         s = summary[t]
-        print(f"{t:<16}{s['wall']:>8.2f}{s['rps']:>12,.0f}{s['mbps']:>8.1f}{s['cpu']:>8.2f}{s['rpcpu']:>11,.0f}"
+        print(f"{t:<18}{s['wall']:>8.2f}{s['rps']:>12,.0f}{s['mbps']:>8.1f}{s['cpu']:>8.2f}{s['rpcpu']:>11,.0f}"
               f"{s['rss']:>13.1f}   {' '.join(f'{w:.2f}' for w in s['walls'])}")
+    # What each consumer cost the broker: its CPU over the run and the requests it served (JMX),
+    # per million records; OffsetFetch left out (the measuring helper polls the sink's commits).
+    if any("broker_cpu" in summary[t] for t in tools):
+        print()
+        print("the broker's work per million records (CPU over the run; requests by API, medians):")
+        hdr2 = f"{'consumer':<18}{'broker CPU s':>13}{'Fetch':>9}{'OffsetCommit':>14}{'Heartbeat':>11}{'other':>8}"
+        print(hdr2)
+        print("-" * len(hdr2))
+        per_m = 1e6 / n
+        for t in tools:
+            s = summary[t]
+            if "broker_cpu" not in s:
+                continue
+            reqs = "".join(f"{s[k] * per_m:>{w},.0f}" if k in s else f"{'-':>{w}}"
+                           for k, w in (("req_fetch", 9), ("req_commit", 14), ("req_heartbeat", 11), ("req_other", 8)))
+            print(f"{t:<18}{s['broker_cpu'] * per_m:>13.3f}{reqs}")
     picomq = [t for t in tools if t.startswith("picomq")]
     for t in picomq:
         p = summary[t]
@@ -89,6 +110,8 @@ def main() -> None:
     lines_note = ("raw: picomq prints each payload as a base64 JSON string, kcat the bytes; target >= 1.0"
                   if "schema=raw" in note else "same output, target >= 1.0")
     pairs = [("picomq lines", "kcat -f", lines_note),
+             ("picomq lines", "rdkafka_perf -C", "librdkafka's own loop, which prints nothing"),
+             ("picomq lines>file", "kcat -f>file", "both write the lines to a file on disk"),
              ("picomq envelope", "kcat -J", "both print a JSON envelope"),
              ("picomq lines", "baseline lines", "this build vs BENCH_BASELINE, same output"),
              ("picomq envelope", "kcat -f", "envelope vs payload lines")]
@@ -100,7 +123,11 @@ def main() -> None:
         for a, b, why in pairs:
             p, k = summary[a], summary[b]
             print(f"  {a:<16} vs {b:<8} {p['rps'] / k['rps']:>5.2f}   (excluding group join: {p['rps_x'] / k['rps']:.2f})"
-                  f"   CPU efficiency (rec/CPU-s) {p['rpcpu'] / k['rpcpu']:.2f}   [{why}]")
+                  f"   CPU efficiency (rec/CPU-s) {p['rpcpu'] / k['rpcpu']:.2f}"
+                  f"   peak RSS {p['rss'] / k['rss']:.2f}"
+                  + (f"   broker CPU {p['broker_cpu'] / k['broker_cpu']:.2f}" if "broker_cpu" in p and "broker_cpu" in k
+                     and k["broker_cpu"] > 0 else "")
+                  + f"   [{why}]")
     with open("/proc/loadavg") as f:
         print("load average at the end: " + " ".join(f.read().split()[:3]))
     print()

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Benchmark: picomq-connect (stdout sink, output to /dev/null) vs kcat -C, both consuming the
-# same topic of a real single-node Apache Kafka broker, one after the other, R rounds.
-# See bench/README.md. Not a test: ctest does not run it.
+# Benchmark: picomq-connect (stdout sink, output to /dev/null) vs kcat -C and librdkafka's
+# rdkafka_performance -C, all consuming the same topic of a real single-node Apache Kafka broker,
+# one after the other, R rounds. Each run also reports the broker's CPU time over it (server_cpu_s)
+# and the requests the broker served meanwhile, by API (its JMX: req_fetch, req_commit,
+# req_heartbeat, req_other). See bench/README.md. Not a test: ctest does not run it.
 #
 # Environment:
 #   BENCH_RECORDS=1000000   records produced into bench.stdout (~205 B JSON each)
 #   BENCH_RUNS=3            rounds; each round runs every consumer once (order alternates)
 #   BENCH_SKIP_BUILD=0      1: skip scripts/setup.sh + scripts/build.sh (use the existing build/)
 #   BENCH_KCAT_JSON=1       0: skip the `kcat -J` (JSON envelope) variant
+#   BENCH_RDKAFKA_PERF=1    0: skip `rdkafka_performance -C` (librdkafka's own loop, nothing printed)
+#   BENCH_FILE=0            1: each round also runs `kcat -f` and `picomq lines` writing to a file
+#                           on disk instead of /dev/null ("... > file")
+#   BENCH_COMMIT_INTERVAL=  commit_interval of the sink definition (unset: the runtime's default)
 #   BENCH_WARMUP=1          0: skip the untimed warm-up read before the first round
 #   BENCH_BATCH_LENGTH=1000 batch_length of the sink definition
 #   BENCH_SCHEMA=json       schema of the sink definition (json or raw; raw prints base64 JSON strings)
@@ -41,8 +47,12 @@ bench_build "$SKIP_BUILD"
 [[ -x "$bin" && -f "$plugins/libpicomq_connector_stdout_sink.so" ]] || { echo "no build in $repo/build (run without BENCH_SKIP_BUILD)" >&2; exit 2; }
 bench_require_kcat
 bench_compile_helper
+RDKAFKA_PERF="${BENCH_RDKAFKA_PERF:-1}"
+[[ "$RDKAFKA_PERF" == 1 ]] && bench_require_rdkafka_performance
+FILE_VARIANT="${BENCH_FILE:-0}"
 
 # ------------------------------------------------------------------ broker + data
+bench_broker_jmx
 bench_start_kafka
 bench_create_topic "$TOPIC" 1
 bench_produce_records "$TOPIC" "$N" --log-duration
@@ -54,22 +64,50 @@ results="$work/results.txt"
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"  # load flatters or hides: printed with the results
 log "load average before the consumers: $load_start"
 
-run_kcat() {  # <label> <run> kcat format args...
-  local label="$1" run="$2"; shift 2
+# The broker's requests over one measured run, appended to its result line.
+requests_before=""
+count_requests() { requests_before="$(bench_broker_requests)"; }
+requests_since() { bench_requests_between "$requests_before" "$(bench_broker_requests)"; }
+
+run_kcat() {  # <label> <run> <output file> kcat format args...
+  local label="$1" run="$2" output="$3"; shift 3
   local out
-  out="$("$helper" run /dev/null -- kcat -C -b "$bootstrap" -t "$TOPIC" -o beginning -c "$N" -e -q "$@")"
+  count_requests
+  out="$("$helper" run "$output" --server "$broker_pid" -- kcat -C -b "$bootstrap" -t "$TOPIC" -o beginning -c "$N" -e -q "$@")"
   [[ "$out" == *" exit=0"* ]] || { echo "$label failed: $out" >&2; exit 1; }
+  out+=" $(requests_since)"
+  [[ "$output" != /dev/null ]] && rm -f "$output"
   echo "tool=$label run=$run $out" >> "$results"
   log "$label run $run: $out"
 }
 
-run_picomq() {  # <run> <lines|envelope>
+# librdkafka's own consumer loop: reads N records of the partition and exits, printing nothing.
+run_rdkafka_performance() {  # <run>
+  [[ "$RDKAFKA_PERF" == 1 ]] || return 0
+  local run="$1" out
+  count_requests
+  out="$("$helper" run "$work/rdkafka_performance.out" --server "$broker_pid" -- "$rdkafka_performance" -C -t "$TOPIC" \
+         -p 0 -b "$bootstrap" -o beginning -c "$N" -q)"
+  [[ "$out" == *" exit=0"* ]] || { echo "rdkafka_performance failed: $out" >&2; cat "$work/rdkafka_performance.out" >&2; exit 1; }
+  out+=" $(requests_since)"
+  echo "tool=rdkafka_perf -C run=$run $out" >> "$results"
+  log "rdkafka_performance run $run: $out"
+}
+
+run_picomq() {  # <run> <lines|envelope|file>
   local run="$1" variant="$2" dir="$work/picomq-$2-r$1"
   local group="picomq-connect-sink-bench-$variant-r$run" include_metadata=false label="picomq lines"
   [[ "$variant" == envelope ]] && { include_metadata=true; label="picomq envelope"; }
-  bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" \
+  [[ "$variant" == file ]] && label="picomq lines>file"
+  bench_topics_extra="${BENCH_COMMIT_INTERVAL:+commit_interval = \"$BENCH_COMMIT_INTERVAL\"}" \
+    bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" \
     "include_metadata = $include_metadata"
-  bench_run_sink "$dir" "$group" "$TOPIC" "$N" "$label" "$run"
+  count_requests
+  bench_sink_stdout=/dev/null
+  [[ "$variant" == file ]] && bench_sink_stdout="$work/picomq.out"
+  bench_server_pid="$broker_pid" bench_run_sink "$dir" "$group" "$TOPIC" "$N" "$label" "$run"
+  rm -f "$work/picomq.out"
+  sink_result+=" $(requests_since)"
   echo "tool=$label run=$run $sink_result" >> "$results"
   log "$label run $run: $sink_result"
 }
@@ -102,8 +140,14 @@ run_picomq_api() {  # <run>
   log "picomq lines +api run $run: $sink_result"
 }
 
-kcat_plain() { run_kcat "kcat -f" "$1" -f '%s\n'; }
-kcat_json() { [[ "$KCAT_JSON" == 1 ]] && run_kcat "kcat -J" "$1" -J || true; }
+kcat_plain() { run_kcat "kcat -f" "$1" /dev/null -f '%s\n'; }
+kcat_json() { [[ "$KCAT_JSON" == 1 ]] && run_kcat "kcat -J" "$1" /dev/null -J || true; }
+# The same two writing a file on disk (BENCH_FILE=1): kcat, single-threaded, pays for the writes.
+files() {
+  [[ "$FILE_VARIANT" == 1 ]] || return 0
+  if (($1 % 2)); then run_kcat "kcat -f>file" "$1" "$work/kcat.out" -f '%s\n'; run_picomq "$1" file
+  else run_picomq "$1" file; run_kcat "kcat -f>file" "$1" "$work/kcat.out" -f '%s\n'; fi
+}
 
 if [[ "$WARMUP" == 1 ]]; then
   log "warm-up read (untimed)"
@@ -111,8 +155,8 @@ if [[ "$WARMUP" == 1 ]]; then
 fi
 
 for ((r = 1; r <= RUNS; r++)); do
-  if ((r % 2)); then kcat_plain "$r"; run_picomq "$r" lines; run_picomq_api "$r"; run_baseline "$r"; kcat_json "$r"; run_picomq "$r" envelope
-  else run_picomq "$r" envelope; kcat_json "$r"; run_baseline "$r"; run_picomq_api "$r"; run_picomq "$r" lines; kcat_plain "$r"; fi
+  if ((r % 2)); then kcat_plain "$r"; run_rdkafka_performance "$r"; run_picomq "$r" lines; run_picomq_api "$r"; run_baseline "$r"; kcat_json "$r"; run_picomq "$r" envelope; files "$r"
+  else files "$r"; run_picomq "$r" envelope; kcat_json "$r"; run_baseline "$r"; run_picomq_api "$r"; run_picomq "$r" lines; run_rdkafka_performance "$r"; kcat_plain "$r"; fi
 done
 
 # ------------------------------------------------------------------ report

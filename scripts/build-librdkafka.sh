@@ -15,12 +15,17 @@
 # not see librdkafka's locks. Not instrumented itself: its own accesses are not ours to judge (TSan
 # reports benign races inside it), while its locks, through the pthread interceptors, still order
 # our callbacks and what they touch.
+#   scripts/build-librdkafka.sh --performance-tool OUT
+#       librdkafka's own benchmark client, rdkafka_performance (examples/ of the same source), built
+#       against the default PREFIX's library into OUT: bench/stdout_vs_kcat.sh runs it beside kcat.
 # Returns at once when PREFIX holds a finished build. CMake runs it at configure time
 # (cmake/PicomqRdkafka.cmake); needs what scripts/setup.sh --build-only installs.
 set -euo pipefail
 version=2.12.1
 crate=rdkafka-sys-4.10.0+${version}
 crate_sha256=e234cf318915c1059d4921ef7f75616b5219b10b46e9f3a511a15eb4b56a3f77
+performance_tool=""
+if [[ "${1:-}" == --performance-tool ]]; then performance_tool="${2:?OUT}"; set --; fi
 variant="${2:-}"
 [[ -z "$variant" || "$variant" == tsan ]] || { echo "librdkafka: unknown variant '$variant' (tsan)" >&2; exit 2; }
 prefix="${1:-${PICOMQ_DEPS_CACHE:-$HOME/.cache/picomq}/librdkafka-$version${variant:+-$variant}}"
@@ -28,7 +33,8 @@ features=(-DWITH_SSL=ON -DWITH_SASL=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_CURL
 [[ "$variant" == tsan ]] && features+=(-DPICOMQ_VARIANT=posix-threads)  # (a name for the stamp only)
 # A build with other features is not a finished build.
 stamp="$prefix/.complete-$crate_sha256-$(echo "${features[*]}" | sha256sum | cut -c1-12)"
-[[ -f "$stamp" ]] && exit 0
+[[ -z "$performance_tool" && -f "$stamp" ]] && exit 0
+[[ -n "$performance_tool" && ! -f "$stamp" ]] && { echo "librdkafka: no build in $prefix yet" >&2; exit 1; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/librdkafka-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -52,6 +58,18 @@ grep -q "define RD_KAFKA_VERSION 0x020c01ff" "$src/src/rdkafka.h" || {
   echo "librdkafka: $crate does not hold librdkafka $version" >&2
   exit 1
 }
+
+if [[ -n "$performance_tool" ]]; then
+  # It includes the library's internal headers, which read the config.h its configure generates.
+  cmake -S "$src" -B "$work/build" -G Ninja -DRDKAFKA_BUILD_STATIC=ON -DRDKAFKA_BUILD_EXAMPLES=OFF \
+    -DRDKAFKA_BUILD_TESTS=OFF "${features[@]}" >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; exit 1; }
+  cp "$work/build/generated/config.h" "$src/config.h"
+  mkdir -p "$(dirname "$performance_tool")"
+  cc -O2 -o "$performance_tool" "$src/examples/rdkafka_performance.c" -I"$src/src" -I"$prefix/include/librdkafka" \
+    "$prefix/lib/librdkafka.a" -lssl -lcrypto -lsasl2 -lzstd -lz -lpthread -lm -ldl
+  echo "librdkafka: rdkafka_performance $version in $performance_tool" >&2
+  exit 0
+fi
 
 echo "librdkafka: building $version into $prefix (a few minutes, once per machine)" >&2
 launcher=()

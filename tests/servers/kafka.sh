@@ -6,6 +6,7 @@
 # PICOMQ_KAFKA_EXTRA_PROPERTIES (a file) is appended to the broker's server.properties (a later key
 # wins: e.g. more listeners), PICOMQ_KAFKA_FORMAT_ARGS is added to the storage format (e.g.
 # --add-scram users); tests/integration/security_test.cpp starts a SASL_SSL listener with them.
+# PICOMQ_KAFKA_JAVA_OPTS is added to the broker's JVM options (the benchmarks' JMX port: bench/lib.sh).
 # The broker's jars come from PICOMQ_KAFKA_LIBS (e.g. an Apache Kafka 4.x distribution's libs/)
 # or, in this tree, from the machine's server cache by PICOMQ_KAFKA_VERSION: 4.4 (the default,
 # what CI runs) or 4.1 (the oldest the docs support; `bash scripts/matrix.sh` runs both), fetched
@@ -75,7 +76,7 @@ answers() {
 
 launch_and_wait() {
   local port="$1"
-  nohup java "${java_opts[@]}" kafka.Kafka "$dir/server.properties" >> "$dir/broker.log" 2>&1 &
+  nohup java "${java_opts[@]}" ${PICOMQ_KAFKA_JAVA_OPTS:-} kafka.Kafka "$dir/server.properties" >> "$dir/broker.log" 2>&1 &
   echo $! > "$dir/broker.pid"
   for _ in $(seq 1 600); do
     if answers "$port"; then echo "kafka: up on 127.0.0.1:$port"; return 0; fi
