@@ -27,6 +27,11 @@
  *                      and of every live descendant, so backends that start and exit in between
  *                      are counted too (in their parent's cutime once reaped).
  *
+ *   bench_helper pollcost <bootstrap> <group> <topic> <seconds> <broker pid>
+ *       what one of sink's polls of the committed offset costs the broker in CPU: polls every 10 ms
+ *       for <seconds>, idles as long, prints "poll_cpu_s=.. polls=.. busy_cpu_s=.. idle_cpu_s=.."
+ *       (sink prints its polls=.. beside server_cpu_s, so a report can take them out)
+ *
  *   bench_helper treecpu <pid>
  *       prints the CPU seconds of the process tree of <pid> (as --server counts them)
  *
@@ -288,6 +293,7 @@ static int cmd_sink(int argc, char **argv) {
   double t0 = now_s();
   pid_t pid = spawn(out_path, argv + c);
   double join = -1, first_commit = -1, done = -1, user = 0, sys = 0;
+  long polls = 0;
   long hwm = -1;
   int status = 0, exited = 0;
   struct rusage ru;
@@ -301,6 +307,7 @@ static int cmd_sink(int argc, char **argv) {
     if (join < 0 && status_has(status_path, needle)) join = t;
     list->elems[0].offset = RD_KAFKA_OFFSET_INVALID;
     e = rd_kafka_committed(rk, list, 5000);
+    ++polls;
     int64_t off = e ? -1 : list->elems[0].offset;
     if (off > 0 && first_commit < 0) first_commit = now_s() - t0;
     if (off >= target) {
@@ -329,11 +336,41 @@ static int cmd_sink(int argc, char **argv) {
       "shutdown_s=%.3f total_user_s=%.3f total_sys_s=%.3f",
       done, join, first_commit, user, sys, hwm, ru.ru_maxrss,
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), shutdown, tv_s(ru.ru_utime), tv_s(ru.ru_stime));
-  if (server) printf(" server_cpu_s=%.3f", server_cpu);
+  if (server) printf(" server_cpu_s=%.3f polls=%ld", server_cpu, polls);
   printf("\n");
   rd_kafka_topic_partition_list_destroy(list);
   rd_kafka_destroy(rk);
   return done < 0 ? 1 : 0;
+}
+
+/* What one poll of `sink` costs the broker: polls the committed offset every 10 ms for <seconds>,
+ * then idles as long, and prints the difference of the broker's CPU per poll. */
+static int cmd_pollcost(int argc, char **argv) {
+  if (argc < 7) die("usage: pollcost <bootstrap> <group> <topic> <seconds> <broker pid>");
+  double seconds = atof(argv[5]);
+  pid_t broker = (pid_t)atoi(argv[6]);
+  rd_kafka_t *rk = make_client(argv[2], argv[3]);
+  rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, argv[4], 0);
+  committed_retrying(rk, list, 30000); /* the coordinator found, as in `sink` before its clock starts */
+  long polls = 0;
+  double c0 = tree_cpu_s(broker), t0 = now_s();
+  while (now_s() - t0 < seconds) {
+    list->elems[0].offset = RD_KAFKA_OFFSET_INVALID;
+    rd_kafka_committed(rk, list, 5000);
+    ++polls;
+    usleep(10000);
+  }
+  double busy = tree_cpu_s(broker) - c0, busy_s = now_s() - t0;
+  c0 = tree_cpu_s(broker);
+  t0 = now_s();
+  usleep((useconds_t)(busy_s * 1e6));
+  double idle = (tree_cpu_s(broker) - c0) * busy_s / (now_s() - t0);
+  printf("poll_cpu_s=%.6f polls=%ld busy_cpu_s=%.3f idle_cpu_s=%.3f\n", polls ? (busy - idle) / polls : 0, polls, busy,
+         idle);
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy(rk);
+  return 0;
 }
 
 static int cmd_createtopics(int argc, char **argv) {
@@ -412,13 +449,14 @@ static int cmd_waitcommitted(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) die("usage: bench_helper endoffset|run|sink|treecpu|createtopics|waitcommitted ...");
+  if (argc < 2) die("usage: bench_helper endoffset|run|sink|treecpu|createtopics|waitcommitted|pollcost ...");
   if (!strcmp(argv[1], "endoffset")) return cmd_endoffset(argc, argv);
   if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
   if (!strcmp(argv[1], "sink")) return cmd_sink(argc, argv);
   if (!strcmp(argv[1], "treecpu")) return cmd_treecpu(argc, argv);
   if (!strcmp(argv[1], "createtopics")) return cmd_createtopics(argc, argv);
   if (!strcmp(argv[1], "waitcommitted")) return cmd_waitcommitted(argc, argv);
+  if (!strcmp(argv[1], "pollcost")) return cmd_pollcost(argc, argv);
   die("unknown command");
   return 2;
 }

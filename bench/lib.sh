@@ -117,7 +117,8 @@ print(" ".join(f"{k}={v}" for k, v in sorted(counts.items()) if v))'
 # bench_requests_between BEFORE AFTER: the requests served between two bench_broker_requests
 # lines, as result fields: req_fetch, req_commit (OffsetCommit), req_heartbeat (Heartbeat and
 # KIP-848's ConsumerGroupHeartbeat), req_other (the other clients' APIs but OffsetFetch, which the
-# measuring helper itself sends every 10 ms while it waits for a sink's commits; not the KRaft
+# measuring helper itself sends every 10 ms while it waits for a sink's commits; not FetchConsumer,
+# which counts the consumers' Fetch requests again; not the KRaft
 # controller's own BrokerHeartbeat and quorum traffic).
 bench_requests_between() {
   python3 - "$1" "$2" <<'PY'
@@ -127,7 +128,7 @@ a, b = parse(sys.argv[1]), parse(sys.argv[2])
 d = {k: b[k] - a.get(k, 0) for k in b}
 fetch, commit = d.pop("Fetch", 0), d.pop("OffsetCommit", 0)
 heartbeat = d.pop("Heartbeat", 0) + d.pop("ConsumerGroupHeartbeat", 0)
-for k in ("OffsetFetch", "BrokerHeartbeat", "BrokerRegistration", "Vote", "BeginQuorumEpoch", "EndQuorumEpoch",
+for k in ("OffsetFetch", "FetchConsumer", "FetchFollower", "BrokerHeartbeat", "BrokerRegistration", "Vote", "BeginQuorumEpoch", "EndQuorumEpoch",
           "DescribeQuorum", "FetchSnapshot", "AlterPartition", "UpdateRaftVoter", "AddRaftVoter", "RemoveRaftVoter"):
     d.pop(k, 0)
 print(f"req_fetch={fetch} req_commit={commit} req_heartbeat={heartbeat} req_other={sum(d.values())}")
