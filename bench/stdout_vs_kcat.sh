@@ -118,7 +118,9 @@ run_baseline() {  # <run>
   local run="$1" dir="$work/baseline-lines-r$1" bin="$BENCH_BASELINE/bin/picomq-connect" plugins="$BENCH_BASELINE/plugins"
   local group="picomq-connect-sink-bench-baseline-r$run"
   bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" "include_metadata = false"
-  bench_run_sink "$dir" "$group" "$TOPIC" "$N" "baseline lines" "$run"
+  count_requests
+  bench_server_pid="$broker_pid" bench_run_sink "$dir" "$group" "$TOPIC" "$N" "baseline lines" "$run"
+  sink_result+=" $(requests_since)"
   echo "tool=baseline lines run=$run $sink_result" >> "$results"
   log "baseline lines run $run: $sink_result"
 }

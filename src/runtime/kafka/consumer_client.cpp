@@ -74,15 +74,19 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
     // owner, the others keep flowing (librdkafka's default, range + roundrobin, is eager).
     set("partition.assignment.strategy", "cooperative-sticky");
   }
-  // librdkafka's read-ahead: its fetcher fills a partition's queue up to queued.min.messages
-  // (default 100,000: ~55 MB of records and message headers at 200 B per record) before it backs
-  // off. The runtime buffers what a sink needs itself ([runtime] max_buffered_*); this queue
-  // only has to cover a fetch round trip. 3,000 is under one 1 MB fetch of 200 B records, so one
-  // fetch response is held, not two (bench/README.md, "Peak memory of the consume path").
-  set("queued.min.messages", "3000");
+  // librdkafka's read-ahead: its fetcher asks for more while the records fetched and not yet
+  // polled are under queued.max.messages.kbytes (and queued.min.messages, set out of the way: a
+  // bound in records held 30 MB of 10 KB records and starved a stream of 50 B ones). The runtime
+  // buffers what a sink needs itself ([runtime] max_buffered_*); this queue only has to keep the
+  // fetcher one response ahead of the consumer: 1.5 MB asks for the next 1 MB response while half
+  // of one is still queued. Measured on 207 B records (bench/README.md, "Lighter on the broker"):
+  // 3,000 records (~0.6 MB, the bound before) made the consumer wait for fetches (0.82x kcat's
+  // records/s after the join), 1.5 MB 1.2x, at 2 MB more of peak RSS.
+  set("queued.min.messages", "10000000");
+  set("queued.max.messages.kbytes", std::to_string(std::max<size_t>(settings_.read_ahead_bytes >> 10, 64)));
   // The fetcher's back-off once the queue is full (librdkafka's default 1 s): a consumer that fell
   // behind for a moment would idle that long (bench/README.md, "librdkafka 2.12"). With a short
-  // queue the fetcher meets it often, and 3,000 records last ~2 ms at 1.5 M records/s: 1 ms.
+  // queue the fetcher meets it often, and 1.5 MB lasts ~3 ms at 2 M records/s: 1 ms.
   set("fetch.queue.backoff.ms", "1");
   for (const auto& [k, v] : settings_.client_properties) set(k, v);
   set("auto.offset.reset", settings_.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");

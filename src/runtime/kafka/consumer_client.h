@@ -41,6 +41,8 @@ struct ConsumerSettings {
   std::chrono::milliseconds close_timeout{10000};
   // [broker] group_protocol; auto asks the broker (group_protocol.h).
   config::GroupProtocol group_protocol = config::GroupProtocol::Auto;
+  // librdkafka's read-ahead, in bytes of records fetched and not yet polled (see create()).
+  size_t read_ahead_bytes = 1536u << 10;
   bool static_membership = false;  // group.instance.id is among client_properties
 };
 
