@@ -5,6 +5,7 @@ namespace picomq::runtime::kafka {
 ClientConf::ClientConf(const ClientProperties& broker_properties, const std::string& bootstrap_servers)
     : conf_(rd_kafka_conf_new()) {
   char err[512];
+  rd_kafka_conf_set(conf_, "reconnect.backoff.ms", kReconnectBackoffMs, err, sizeof err);
   for (const auto& [key, value] : broker_properties)
     if (rd_kafka_conf_set(conf_, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK && error_.empty())
       error_ = "[broker.properties] " + key + ": " + err;

@@ -12,6 +12,14 @@ namespace picomq::runtime::kafka {
 
 using ClientProperties = std::vector<std::pair<std::string, std::string>>;
 
+// librdkafka's reconnect.backoff.ms (default 100 ms) also delays a new handle's first connection
+// to each broker it learns from the bootstrap's metadata (librdkafka 2.x drops the bootstrap
+// connection then): every handle waited ~50 ms before its first request to the cluster, twice at
+// start (the group-protocol probe, the consumer). 10 ms: the start waits ~5 ms; reconnects in an
+// outage still back off exponentially up to reconnect.backoff.max.ms (10 s). The operator's
+// properties override it.
+inline constexpr const char* kReconnectBackoffMs = "10";
+
 class ClientConf {
  public:
   // A property [broker.properties] holds that librdkafka refuses makes error() say which.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "runtime/kafka/client_conf.h"
 #include "runtime/kafka/partition_list.h"
 
 namespace picomq::runtime::kafka {
@@ -88,6 +89,7 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
   // behind for a moment would idle that long (bench/README.md, "librdkafka 2.12"). With a short
   // queue the fetcher meets it often, and 1.5 MB lasts ~3 ms at 2 M records/s: 1 ms.
   set("fetch.queue.backoff.ms", "1");
+  set("reconnect.backoff.ms", kReconnectBackoffMs);  // client_conf.h: the first request ~50 ms sooner
   for (const auto& [k, v] : settings_.client_properties) set(k, v);
   set("auto.offset.reset", settings_.auto_offset_reset == config::OffsetReset::Latest ? "latest" : "earliest");
   for (const auto& [k, v] : settings_.block_properties) set(k, v);
