@@ -43,7 +43,7 @@
  *       polls the committed offset of each <group> on <topic>[0] every 10 ms until every one has
  *       reached its N; prints "wait_s=.." (exit 0) or reports the offsets at the timeout (exit 1)
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE  // NOLINT(bugprone-reserved-identifier): glibc's feature-test macro
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -378,7 +378,8 @@ static int cmd_createtopics(int argc, char **argv) {
   int partitions = atoi(argv[3]), n = argc - 4;
   char err[512];
   rd_kafka_t *rk = make_client(argv[2], NULL);
-  rd_kafka_NewTopic_t **topics = calloc((size_t)n, sizeof *topics);
+  rd_kafka_NewTopic_t **topics =
+      calloc((size_t)n, sizeof *topics);  // NOLINT(bugprone-sizeof-expression): an array of pointers
   for (int i = 0; i < n; ++i) {
     topics[i] = rd_kafka_NewTopic_new(argv[4 + i], partitions, 1, err, sizeof err);
     if (!topics[i]) die(err);
@@ -409,9 +410,11 @@ static int cmd_createtopics(int argc, char **argv) {
 static int cmd_waitcommitted(int argc, char **argv) {
   if (argc < 7 || (argc - 4) % 3) die("usage: waitcommitted <bootstrap> <timeout_s> <group> <topic> <N> [...]");
   double timeout = atof(argv[3]), t0 = now_s();
-  int n = (argc - 4) / 3, done = 0;
-  rd_kafka_t **clients = calloc((size_t)n, sizeof *clients);
-  rd_kafka_topic_partition_list_t **lists = calloc((size_t)n, sizeof *lists);
+  int n = (argc - 4) / 3, done = 0, rc = 0;
+  rd_kafka_t **clients =
+      calloc((size_t)n, sizeof *clients);  // NOLINT(bugprone-sizeof-expression): an array of pointers
+  rd_kafka_topic_partition_list_t **lists =
+      calloc((size_t)n, sizeof *lists);  // NOLINT(bugprone-sizeof-expression): an array of pointers
   long long *committed = calloc((size_t)n, sizeof *committed);
   for (int i = 0; i < n; ++i) {
     clients[i] = make_client(argv[2], argv[4 + 3 * i]);
@@ -433,11 +436,12 @@ static int cmd_waitcommitted(int argc, char **argv) {
       for (int i = 0; i < n; ++i)
         fprintf(stderr, "bench_helper: timeout after %.0f s: %s committed %lld of %s on %s[0]\n", timeout,
                 argv[4 + 3 * i], committed[i], argv[6 + 3 * i], argv[5 + 3 * i]);
-      return 1;
+      rc = 1;
+      break;
     }
     usleep(10000);
   }
-  printf("wait_s=%.3f\n", now_s() - t0);
+  if (!rc) printf("wait_s=%.3f\n", now_s() - t0);
   for (int i = 0; i < n; ++i) {
     rd_kafka_topic_partition_list_destroy(lists[i]);
     rd_kafka_destroy(clients[i]);
@@ -445,7 +449,7 @@ static int cmd_waitcommitted(int argc, char **argv) {
   free(clients);
   free(lists);
   free(committed);
-  return 0;
+  return rc;
 }
 
 int main(int argc, char **argv) {
