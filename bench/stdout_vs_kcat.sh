@@ -13,7 +13,7 @@
 #   BENCH_RDKAFKA_PERF=1    0: skip `rdkafka_performance -C` (librdkafka's own loop, nothing printed)
 #   BENCH_FILE=0            1: each round also runs `kcat -f` and `picomq lines` writing to a file
 #                           on disk instead of /dev/null ("... > file")
-#   BENCH_COMMIT_INTERVAL=  commit_interval of the sink definition (unset: the runtime's default)
+#   BENCH_COMMIT_INTERVAL=  offset_commit_interval of the sink definition (unset: the runtime's default)
 #   BENCH_WARMUP=1          0: skip the untimed warm-up read before the first round
 #   BENCH_BATCH_LENGTH=1000 batch_length of the sink definition
 #   BENCH_SCHEMA=json       schema of the sink definition (json or raw; raw prints base64 JSON strings)
@@ -99,7 +99,7 @@ run_picomq() {  # <run> <lines|envelope|file>
   local group="picomq-connect-sink-bench-$variant-r$run" include_metadata=false label="picomq lines"
   [[ "$variant" == envelope ]] && { include_metadata=true; label="picomq envelope"; }
   [[ "$variant" == file ]] && label="picomq lines>file"
-  bench_topics_extra="${BENCH_COMMIT_INTERVAL:+commit_interval = \"$BENCH_COMMIT_INTERVAL\"}" \
+  bench_topics_extra="${BENCH_COMMIT_INTERVAL:+offset_commit_interval = \"$BENCH_COMMIT_INTERVAL\"}" \
     bench_write_sink_configs "$dir" libpicomq_connector_stdout_sink "$group" "$TOPIC" "$BATCH_LENGTH" \
     "include_metadata = $include_metadata"
   count_requests
@@ -171,7 +171,7 @@ done
 cpu_model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 kcat_version="$(kcat -V 2>&1 | grep -o 'Version [^ ]*\|librdkafka [^ ]*' | tr '\n' ' ' || true)"
 python3 "$bench/report.py" "$results" "$N" "$payload_bytes" "$RUNS" \
-  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; Kafka ${PICOMQ_KAFKA_VERSION}; batch_length=$BATCH_LENGTH; schema=${BENCH_SCHEMA:-json}; commit_interval=${BENCH_COMMIT_INTERVAL:-default}; load average before the consumers $load_start" \
+  "$(nproc) cores, ${cpu_model:-unknown CPU}; kcat ${kcat_version% }; Kafka ${PICOMQ_KAFKA_VERSION}; batch_length=$BATCH_LENGTH; schema=${BENCH_SCHEMA:-json}; offset_commit_interval=${BENCH_COMMIT_INTERVAL:-default}; load average before the consumers $load_start" \
   "$poll_cpu_s"
 if [[ "${BENCH_API:-0}" == 1 ]]; then
   python3 - "$results" <<'PY'

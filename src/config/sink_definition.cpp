@@ -470,7 +470,7 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
       r.error(*table.get("poll_interval"), "poll_interval", "'poll_interval' must be at least 1ms");
     else block.poll_interval = *interval;
   }
-  if (auto interval = r.duration("commit_interval")) block.commit_interval = *interval;
+  if (auto interval = r.duration("offset_commit_interval")) block.offset_commit_interval = *interval;
   if (auto group = r.string("consumer_group")) {
     if (group->empty())
       r.error(*table.get("consumer_group"), "consumer_group",

@@ -75,7 +75,7 @@ struct TopicsBlock : PayloadSchema {
   // The least time between two offset commits of this block's group: the offsets written
   // meanwhile go out together with the next (runtime/delivery/offset_committer.h). 0: a commit
   // as soon as the previous one is answered.
-  kit::Millis commit_interval{1000};
+  kit::Millis offset_commit_interval{1000};
   std::optional<std::string> consumer_group;
   OffsetReset auto_offset_reset = OffsetReset::Earliest;
   BadRecordPolicy on_bad_record = BadRecordPolicy::Fail;

@@ -60,7 +60,7 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
       group_id_(settings_.block.group_id(settings_.sink_key)),
       log_prefix_(block_log_prefix(settings_)),
       client_(consumer_settings(settings_, group_id_), log_prefix_, *this),
-      committer_(client_, log_prefix_, settings_.block.commit_interval) {
+      committer_(client_, log_prefix_, settings_.block.offset_commit_interval) {
   client_.set_commit_listener(&committer_);
   buckets_ = std::make_unique<Bucketer<kafka::MessagePtr>>(settings_.block.batch_length, settings_.block.poll_interval);
   if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);

@@ -199,13 +199,13 @@ TEST(Commit, PluginCrashLosesNothingTheUncommittedBatchComesBack) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
-// Commits coalesce (commit_interval): while records keep coming, the written batches wait for
+// Commits coalesce (offset_commit_interval): while records keep coming, the written batches wait for
 // the interval; once everything is written, the commit goes at once. A SIGKILL between two
 // commits loses nothing, and what is delivered again starts exactly at the last commit.
 TEST(Commit, ACrashBetweenTwoCoalescedCommitsLosesNothingAndReplaysOnlyWhatWasWrittenSince) {
   Fixture f("coalesce");
   const std::string topics =
-      "batch_length = 50\ncommit_interval = \"1h\"\nproperties = { \"session.timeout.ms\" = \"6000\" }";
+      "batch_length = 50\noffset_commit_interval = \"1h\"\nproperties = { \"session.timeout.ms\" = \"6000\" }";
   f.kafka.produce_values(f.topic, json_values(0, 100));
   int64_t committed_at_kill = 0;
   size_t written_at_kill = 0;

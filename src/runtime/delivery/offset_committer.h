@@ -2,7 +2,7 @@
 // Commit after the write, the Kafka half: written batches store their offsets (delivery
 // thread), and the consumer thread commits what is stored, with at most one asynchronous
 // commit in flight. Commits coalesce: while records keep coming, one starts at most every
-// `commit_interval` (a [[topics]] setting, default 1 s) and carries the newest offsets stored by
+// `offset_commit_interval` (a [[topics]] setting, default 1 s) and carries the newest offsets stored by
 // then, so what was written meanwhile is committed by one request instead of one per batch (each
 // is a write to the group's log on the broker: docs/runtime.md, "Commit after the write"); once
 // the consumer has caught up, what is stored goes at once. An offset is still committed only

@@ -73,7 +73,7 @@ std::string masked_definition_json(const config::SinkDefinition& d,
            {"schema", config::to_string(b.schema)},
            {"batch_length", b.batch_length},
            {"poll_interval_ms", b.poll_interval.count()},
-           {"commit_interval_ms", b.commit_interval.count()},
+           {"offset_commit_interval_ms", b.offset_commit_interval.count()},
            {"auto_offset_reset", config::to_string(b.auto_offset_reset)},
            {"on_bad_record", config::to_string(b.on_bad_record)},
            {"properties", props}};
