@@ -398,8 +398,10 @@ void Kafka::commit(const std::string& group, const std::string& topic, int32_t p
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = offset;
   rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-  // The coordinator of a group that has not been seen for a while may need a moment.
-  for (int attempt = 0; attempt < 20; ++attempt) {
+  // The coordinator of a group that has not been seen for a while may need a moment, and a static
+  // member (group.instance.id) that stopped cleanly stays in its group until its session times
+  // out (the tests' 6 s): until then the group refuses a commit from outside ("Unknown member").
+  for (int attempt = 0; attempt < 60; ++attempt) {
     err = rd_kafka_commit(rk, list, 0);
     if (!err && !list->elems[0].err) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));

@@ -314,8 +314,11 @@ TEST(SurrealSinkKafka, DebeziumChangesWithASigkillEndEqualToTheSource) {
   kafka.produce(topic, records);
   const int64_t total = static_cast<int64_t>(records.size());
   const std::string key = "schanges";
-  const std::string def = definition(key, topic, ns, "table = \"customers\"\nmax_request_records = 40",
-                                     "changes = \"debezium\"\nbatch_length = 100\n" + static_member(key));
+  const std::string def =
+      definition(key, topic, ns, "table = \"customers\"\nmax_request_records = 40",
+                 // A commit per batch (not coalesced): the kill below falls
+                 // between two of them mid-stream.
+                 "changes = \"debezium\"\nbatch_length = 100\noffset_commit_interval = \"0s\"\n" + static_member(key));
   {
     Runtime rt(kafka.bootstrap(), "first");
     rt.add_definition("c.toml", def);
