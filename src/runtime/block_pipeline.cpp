@@ -19,8 +19,8 @@ constexpr milliseconds kMaxPollWait{50};
 constexpr milliseconds kCommitFollowUpWait{2};
 constexpr milliseconds kStatusEvery{1000};
 constexpr size_t kPrepareAheadQueue = 2;  // jobs waiting for the delivery thread before the consumer decodes
-constexpr size_t kJobsAhead =
-    2;  // jobs waiting for the delivery thread before the consumer waits (see wait_while_sink_behind)
+// Jobs waiting for the delivery thread before the consumer waits (wait_while_sink_behind).
+constexpr size_t kJobsAhead = 2;
 
 kafka::ConsumerSettings consumer_settings(const BlockSettings& s, std::string group_id) {
   kafka::ConsumerSettings c;

@@ -18,8 +18,7 @@ void OffsetCommitter::store(const TopicPartition& tp, int64_t next_offset) {
 void OffsetCommitter::commit_stored(Clock::time_point now, const std::function<bool()>& caught_up) {
   transport_.serve_commit_results();
   if (in_flight_ || !pending_.load()) return;
-  const bool within_interval = last_started_ != Clock::time_point{} && now < last_started_ + interval_;
-  if (within_interval && !(caught_up && caught_up())) return;  // coalesce with what comes next
+  if (now < next_allowed() && !(caught_up && caught_up())) return;  // coalesce with what comes next
   pending_ = false;
   in_flight_ = true;
   covering_ = stored_.load();
@@ -31,8 +30,7 @@ std::optional<std::chrono::milliseconds> OffsetCommitter::look_again_in(Clock::t
                                                                         std::chrono::milliseconds follow_up) const {
   if (!pending_.load()) return std::nullopt;
   auto until_due = std::chrono::milliseconds(0);
-  if (last_started_ != Clock::time_point{} && now < last_started_ + interval_)
-    until_due = std::chrono::ceil<std::chrono::milliseconds>(last_started_ + interval_ - now);
+  if (now < next_allowed()) until_due = std::chrono::ceil<std::chrono::milliseconds>(next_allowed() - now);
   return in_flight_ ? std::max(until_due, follow_up) : until_due;
 }
 

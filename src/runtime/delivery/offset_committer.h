@@ -87,6 +87,11 @@ class OffsetCommitter : public OffsetSink {
   std::atomic<uint64_t> committed_{0};
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> failed_commits_{0};
+  // When the interval lets the next asynchronous commit start (at once before the first).
+  Clock::time_point next_allowed() const {
+    return last_started_ == Clock::time_point{} ? Clock::time_point{} : last_started_ + interval_;
+  }
+
   const std::chrono::milliseconds interval_;
   bool in_flight_ = false;  // committing thread only, as the two below
   uint64_t covering_ = 0;   // stored_ when the commit in flight was issued
