@@ -10,6 +10,7 @@
 
 #include "config/file_text.h"
 #include "config/names.h"
+#include "config/regex.h"
 #include "config/toml_reader.h"
 #include "picomq/kit/arrow_export.hpp"
 
@@ -441,11 +442,10 @@ TopicsBlock parse_topics_block(const toml::table& table, int index, const std::s
     } else {
       std::string anchored = pattern->front() == '^' ? *pattern : "^" + *pattern;
       try {
-        std::regex compiled(anchored, std::regex::ECMAScript);
-        (void)compiled;
+        (void)compile_regex(anchored);
         block.pattern = std::move(*pattern);
         block.anchored_pattern = std::move(anchored);
-      } catch (const std::regex_error& e) {
+      } catch (const std::invalid_argument& e) {
         r.error(*pattern_node, "pattern", "invalid regular expression '" + *pattern + "': " + e.what());
       }
     }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <regex>
 
+#include "config/regex.h"
 #include "config/sink_definition.h"
 #include "config/toml_reader.h"
 
@@ -429,10 +429,9 @@ class Parser {
           r.error(*n, "matches", "'matches' applies to text; " + subject_name + " is a number (use equals, gt, lt...)");
         } else {
           try {
-            std::regex compiled(*re, std::regex::ECMAScript);
-            (void)compiled;
+            (void)compile_regex(*re);
             p.matches = std::move(*re);
-          } catch (const std::regex_error& e) {
+          } catch (const std::invalid_argument& e) {
             r.error(*n, "matches", "invalid regular expression '" + *re + "': " + e.what());
           }
         }

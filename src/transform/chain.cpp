@@ -5,6 +5,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "config/regex.h"
 #include "picomq/kit/encoding.hpp"
 #include "transform/json.h"
 #include "transform/time.h"
@@ -248,8 +249,8 @@ Pred compile(const Predicate& p) {
   for (const auto& v : p.in) c.in.push_back(spec_json(v, p.key + ".in"));
   if (p.matches) {
     try {
-      c.matches.emplace(*p.matches, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
+      c.matches = config::compile_regex(*p.matches);
+    } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(p.key + ".matches: " + e.what());
     }
   }
@@ -276,6 +277,12 @@ struct Ctx {
                         .count();
     }
     return *now;
+  }
+
+  // The parsed payload, for the steps that edit it (apply() parses before running them).
+  Value& doc() const {
+    if (!root) throw std::logic_error("a transform step that reads the payload ran before it was parsed");
+    return *root;
   }
 
   // The last header named `name`; null when absent.
@@ -424,7 +431,7 @@ std::optional<Value> assigned_value(const Assignment& a, Ctx& ctx) {
     case config::ValueSource::Kind::Static: return *a.value;
     case config::ValueSource::Kind::Compute: return computed(a.spec.value, ctx);
     case config::ValueSource::Kind::CopyFrom: {
-      const Value* from = resolve(*ctx.root, a.spec.value.from.segments);
+      const Value* from = resolve(ctx.doc(), a.spec.value.from.segments);
       if (!from) return std::nullopt;
       return *from;
     }
@@ -434,7 +441,7 @@ std::optional<Value> assigned_value(const Assignment& a, Ctx& ctx) {
 
 Outcome add_or_update(const Step& s, Ctx& ctx, std::string& error) {
   const bool update = s.spec.type == TransformType::UpdateFields;
-  Value& root = *ctx.root;
+  Value& root = ctx.doc();
   bool changed = false;
   for (const auto& a : s.assignments) {
     if (a.when && !eval(*a.when, ctx)) {
@@ -468,14 +475,14 @@ Outcome add_or_update(const Step& s, Ctx& ctx, std::string& error) {
 Outcome delete_fields(const Step& s, Ctx& ctx) {
   bool changed = false;
   for (const auto& path : s.spec.fields) {
-    Value* parent = resolve(*ctx.root, path.segments, path.segments.size() - 1);
+    Value* parent = resolve(ctx.doc(), path.segments, path.segments.size() - 1);
     if (parent && remove(*parent, path.segments.back())) changed = true;
   }
   return changed ? Outcome::Changed : Outcome::Unchanged;
 }
 
 Outcome rename_fields(const Step& s, Ctx& ctx, std::string& error) {
-  Value& root = *ctx.root;
+  Value& root = ctx.doc();
   bool changed = false;
   for (const auto& r : s.spec.renames) {
     const Segments& from = r.from.segments;
@@ -520,7 +527,7 @@ void prune(Value& v, const KeepNode& node, bool& changed) {
 }
 
 Outcome keep_fields(const Step& s, Ctx& ctx) {
-  Value& root = *ctx.root;
+  Value& root = ctx.doc();
   if (!root.is_object()) return Outcome::Unchanged;  // a record without fields: nothing to choose from
   bool changed = false;
   prune(root, s.keep, changed);
@@ -546,7 +553,7 @@ std::string mask_text(std::string_view text, std::size_t first, std::size_t last
 Outcome mask_fields(const Step& s, Ctx& ctx) {
   bool changed = false;
   for (const auto& path : s.spec.fields) {
-    Value* v = resolve(*ctx.root, path.segments);
+    Value* v = resolve(ctx.doc(), path.segments);
     if (!v || v->is_null()) continue;
     if (s.spec.partial_mask() && (v->kind == Kind::String || v->kind == Kind::Number)) {
       *v = Value::string(mask_text(v->text, static_cast<std::size_t>(s.spec.keep_first),
@@ -570,7 +577,7 @@ void flatten_into(std::string name, Value&& v, const std::string& sep, std::vect
 }
 
 Outcome flatten(const Step& s, Ctx& ctx, std::string& error) {
-  Value& root = *ctx.root;
+  Value& root = ctx.doc();
   if (!root.is_object()) return Outcome::Unchanged;
   if (std::none_of(root.items.begin(), root.items.end(),
                    [](const Member& m) { return m.value.is_object() && !m.value.items.empty(); }))
@@ -689,7 +696,7 @@ bool cast_value(Value& v, config::CastType to, std::string& reason) {
 Outcome cast(const Step& s, Ctx& ctx, std::string& error) {
   bool changed = false;
   for (const auto& c : s.spec.casts) {
-    Value* v = resolve(*ctx.root, c.path.segments);
+    Value* v = resolve(ctx.doc(), c.path.segments);
     if (!v || v->is_null()) continue;
     std::string reason;
     if (!cast_value(*v, c.to, reason)) {
@@ -740,7 +747,7 @@ std::optional<time::Instant> read_time(const Value& v, config::TimeFormat from, 
 Outcome convert_timestamp(const Step& s, Ctx& ctx, std::string& error) {
   bool changed = false;
   for (const auto& path : s.spec.fields) {
-    Value* v = resolve(*ctx.root, path.segments);
+    Value* v = resolve(ctx.doc(), path.segments);
     if (!v || v->is_null()) continue;
     std::string reason;
     auto t = read_time(*v, s.spec.from, reason);
@@ -760,7 +767,7 @@ Outcome convert_timestamp(const Step& s, Ctx& ctx, std::string& error) {
 }
 
 Outcome extract_field(const Step& s, Ctx& ctx, std::string& error) {
-  Value& root = *ctx.root;
+  Value& root = ctx.doc();
   const Segments& path = s.spec.field.segments;
   Value* v = resolve(root, path);
   if (!v) {

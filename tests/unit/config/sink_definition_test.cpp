@@ -385,6 +385,13 @@ TEST(SinkDefinition, BadRegexReportsTheRegexError) {
   EXPECT_EQ(e.line, 5);
 }
 
+TEST(SinkDefinition, PatternNumbersTooLongForStdRegexAreRefused) {
+  auto result = parse_with_head("[[topics]]\npattern = '(o)\\99999999999999999999'\n");
+  EXPECT_EQ(error_for(result.errors, "topics[0].pattern").message,
+            "invalid regular expression '(o)\\99999999999999999999': backreference '\\99999999999999999999' "
+            "has more than 9 digits");
+}
+
 TEST(SinkDefinition, TopicNamesFollowKafkaRules) {
   std::string long_name(250, 'x');
   auto result = parse_with_head("[[topics]]\ntopics = [\"ok-1.a_b\", \".\", \"..\", \"a/b\", \"" + long_name +

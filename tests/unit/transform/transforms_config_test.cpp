@@ -355,6 +355,28 @@ drop_when = { all = [
     EXPECT_LE(result.errors[i - 1].line, result.errors[i].line) << dump(result.errors);
 }
 
+// Found by fuzz_transform_config: GCC 12's std::regex reads these numbers into a long without an
+// overflow check (undefined behaviour), so they are refused before it sees them.
+TEST(TransformsConfig, RegexNumbersTooLongForStdRegexAreRefused) {
+  auto result = parse(R"([[transforms]]
+type = "filter"
+drop_when = { any = [
+  { metadata = "topic", matches = '(a)\88888888888888888888888' },
+  { metadata = "topic", matches = 'a{1,99999999999999999999}' },
+  { metadata = "topic", matches = '(a)\1b{2,3}[{1234567890123]' },
+] }
+)");
+  ASSERT_FALSE(result.definition);
+  const std::string k = "transforms[0].drop_when.any";
+  EXPECT_EQ(error_for(result.errors, k + "[0].matches").message,
+            "invalid regular expression '(a)\\88888888888888888888888': backreference "
+            "'\\88888888888888888888888' has more than 9 digits");
+  EXPECT_EQ(error_for(result.errors, k + "[1].matches").message,
+            "invalid regular expression 'a{1,99999999999999999999}': repeat count '99999999999999999999' has "
+            "more than 9 digits");
+  EXPECT_EQ(result.errors.size(), 2u) << dump(result.errors);  // digits in a [class] are characters
+}
+
 TEST(TransformsConfig, FilterNeedsExactlyOnePredicate) {
   auto result = parse("[[transforms]]\ntype = \"filter\"\n");
   EXPECT_EQ(error_for(result.errors, "transforms[0].drop_when").message,
@@ -480,7 +502,7 @@ fields = [ { path = "x", to = "int" } ]
 
 TEST(TransformsConfig, DeeplyNestedConditionsAreRefused) {
   std::string nested = "{ field = \"a\", exists = true }";
-  for (int i = 0; i < 40; ++i) nested = "{ not = " + nested + " }";
+  for (int i = 0; i < 40; ++i) nested.insert(0, "{ not = ").append(" }");
   auto result = parse("[[transforms]]\ntype = \"filter\"\ndrop_when = " + nested + "\n");
   ASSERT_FALSE(result.definition);
   EXPECT_NE(dump(result.errors).find("nested too deeply"), std::string::npos) << dump(result.errors);
