@@ -3,6 +3,7 @@
 #include <span>
 #include <string_view>
 
+#include "mongodb/json_to_bson.h"
 #include "picomq/kit/datetime.hpp"
 #include "picomq/kit/encoding.hpp"
 #include "picomq/kit/headers.hpp"
@@ -67,10 +68,25 @@ std::string record_id_of(const char* topic, int32_t partition, int64_t offset) {
 }  // namespace
 
 kit::Result<BsonPtr> bson_from_json(std::string_view json) {
+  bool has_pico_key = false;
+  return bson_from_json(json, has_pico_key);
+}
+
+kit::Result<BsonPtr> bson_from_json(std::string_view json, bool& has_pico_key) {
   BsonPtr doc = new_bson();
+  if (append_plain_json_object(json, doc.get(), has_pico_key)) return kit::Result<BsonPtr>::success(std::move(doc));
+  // Extended JSON, or what libbson refuses (with its message). bson_new_from_json, not
+  // bson_init_from_json on a bson_new(): that re-initialises the heap bson_t as a static one,
+  // which bson_destroy() then never frees (128 bytes a document).
   bson_error_t error;
-  if (!bson_init_from_json(doc.get(), json.data(), static_cast<ssize_t>(json.size()), &error))
-    return kit::Result<BsonPtr>::failure(std::string("not a BSON document: ") + error.message);
+  doc.reset(
+      bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error));
+  if (!doc) return kit::Result<BsonPtr>::failure(std::string("not a BSON document: ") + error.message);
+  has_pico_key = false;
+  bson_iter_t it;
+  bson_iter_init(&it, doc.get());
+  while (bson_iter_next(&it))
+    if (std::string_view(bson_iter_key(&it)).starts_with("pico_")) has_pico_key = true;
   return kit::Result<BsonPtr>::success(std::move(doc));
 }
 
@@ -144,10 +160,11 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
   // The payload as BSON: an object's own fields, or any other value under "payload".
   BsonPtr payload;
   bool payload_is_object = false;
+  bool payload_has_pico_key = false;  // only then can a payload field take a metadata name
   if (r.payload.data && batch.payload_format == PMQ_PAYLOAD_JSON) {
     const std::string_view json = bytes_of(r.payload);
     if (is_object_text(json) && !s_.payload_field) {
-      auto parsed = bson_from_json(json);
+      auto parsed = bson_from_json(json, payload_has_pico_key);
       if (!parsed) return R::failure("the payload is " + parsed.error());
       payload = std::move(parsed).value();
       payload_is_object = true;
@@ -173,7 +190,7 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
     return R::failure(problem.empty() ? "the _id does not fit in a document" : problem);
   }
   auto payload_has = [&](std::string_view name) {
-    return payload_is_object && bson_has_field(payload.get(), std::string(name).c_str());
+    return payload_has_pico_key && bson_has_field(payload.get(), std::string(name).c_str());
   };
   if (s_.include_metadata) {
     // A payload field of the same name wins (one key per BSON document).

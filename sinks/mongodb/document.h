@@ -60,6 +60,8 @@ struct Encoded {
 // The JSON text as a BSON document (Extended JSON read as the types it names); an error names
 // what libbson refused.
 kit::Result<BsonPtr> bson_from_json(std::string_view json);
+// The same, and whether a top-level key begins with "pico_".
+kit::Result<BsonPtr> bson_from_json(std::string_view json, bool& has_pico_key);
 // The document as relaxed Extended JSON (for messages and tests).
 std::string to_json(const bson_t& doc);
 

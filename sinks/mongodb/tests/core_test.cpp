@@ -8,6 +8,7 @@
 #include "mongodb/config.h"
 #include "mongodb/document.h"
 #include "mongodb/errors.h"
+#include "mongodb/json_to_bson.h"
 #include "picomq/kit/testing/fake_host.hpp"
 
 namespace mg = picomq::mongodb;
@@ -57,6 +58,64 @@ TEST(MongoDocument, RecordIdMetadataAndPayloadFields) {
   std::vector<std::string> keys;
   for (auto& [k, v] : d.items()) keys.push_back(k);
   EXPECT_EQ(keys.front(), "_id");
+}
+
+// The simdjson path (mongodb/json_to_bson.h) against libbson's own reader: the same bytes for
+// every payload it takes, and the payloads it leaves to libbson are those libbson reads
+// differently (Extended JSON) or refuses.
+TEST(MongoDocument, PlainJsonBecomesTheSameBsonAsLibbsonReadsIt) {
+  const std::vector<std::string> plain = {
+      R"({})",
+      R"({"a": 1, "b": -2147483648, "c": 2147483647, "d": 2147483648, "e": -2147483649})",
+      R"({"big": 9223372036854775807, "small": -9223372036854775808, "z": -0})",
+      R"({"f": 1.5, "g": -0.25, "h": 1e3, "i": 1E-7, "j": 0.0, "k": 123456789012345678901234.5})",
+      R"({"t": true, "u": false, "n": null, "s": "", "esc": "\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"})",
+      R"({"nested": {"x": [1, "two", {"three": [3.0, null, []]}, [], {}]}, "arr": [[[]]]})",
+      R"({"dup": 1, "dup": "again", "": "empty key", "é": "ü", "pico_topic": "theirs"})",
+      R"(  {"order_id": 7, "items": [{"sku": "A-1", "qty": 2, "price": 9.99}], "note": "a\u0001b"}  )",
+  };
+  for (const auto& json : plain) {
+    bson_error_t error;
+    mg::BsonPtr libbson(
+        bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error));
+    ASSERT_TRUE(libbson) << json << ": " << error.message;
+    mg::BsonPtr fast = mg::new_bson();
+    bool pico = false;
+    ASSERT_TRUE(mg::append_plain_json_object(json, fast.get(), pico)) << json;
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(bson_get_data(fast.get())), fast->len),
+              std::string(reinterpret_cast<const char*>(bson_get_data(libbson.get())), libbson->len))
+        << json << "\n fast:    " << mg::to_json(*fast) << "\n libbson: " << mg::to_json(*libbson);
+    EXPECT_EQ(pico, json.find("pico_topic") != std::string::npos) << json;
+  }
+  std::string deep = "1";
+  for (int i = 0; i < 95; ++i) deep = "[" + std::move(deep) + "]";
+  const std::vector<std::string> left_to_libbson = {
+      R"({"id": {"$oid": "5f43a1b2c3d4e5f601234567"}})",  // Extended JSON
+      R"({"at": {"$date": "2026-12-07T10:00:00Z"}})",
+      R"({"$set": 1})",
+      R"({"n": 18446744073709551615})",  // beyond int64: libbson's error
+      R"({"zf": -0.0})",                 // simdjson versions differ on "-0": every -0.0 goes to libbson
+      R"({"nul": "a\u0000b"})",
+      R"({"a\u0000b": 1})",
+      R"([1, 2])",  // not an object
+      R"({"a": 1,})",
+      "{\"deep\": " + deep + "}",
+  };
+  for (const auto& json : left_to_libbson) {
+    mg::BsonPtr fast = mg::new_bson();
+    bool pico = false;
+    EXPECT_FALSE(mg::append_plain_json_object(json, fast.get(), pico)) << json;
+  }
+  // Through bson_from_json, the same documents as before: Extended JSON read as its types.
+  auto oid = mg::bson_from_json(R"({"id": {"$oid": "5f43a1b2c3d4e5f601234567"}, "pico_key": 1})");
+  ASSERT_TRUE(oid);
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init_find(&it, oid.value().get(), "id"));
+  EXPECT_EQ(bson_iter_type(&it), BSON_TYPE_OID);
+  bool pico = false;
+  ASSERT_TRUE(mg::bson_from_json(R"({"pico_key": {"$numberLong": "5"}})", pico));
+  EXPECT_TRUE(pico);
+  EXPECT_NE(mg::bson_from_json(R"({"a": 1,})").error().find("not a BSON document: "), std::string::npos);
 }
 
 TEST(MongoDocument, NonObjectPayloadsGoUnderPayloadOrTheConfiguredField) {
