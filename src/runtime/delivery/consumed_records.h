@@ -1,7 +1,7 @@
 #pragma once
 // The records of one batch as consumed, before decoding: what the preparer reads and what a
-// dead letter carries. At run time they are librdkafka's messages (kafka/kafka_records.h),
-// which also own the bytes the decoded batch points into; in tests, plain vectors.
+// dead letter carries. At run time a copy of librdkafka's messages (kafka/kafka_records.h)
+// that owns the bytes the decoded batch points into; in tests, plain vectors.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
