@@ -1,5 +1,7 @@
 #include "mongodb/document.h"
 
+#include <algorithm>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -154,9 +156,115 @@ bool DocumentEncoder::id_value(const pmq_batch& batch, const pmq_record& r, cons
   return false;
 }
 
+namespace {
+
+// The pico_* metadata fields, each unless the payload has a field of its name (a payload field
+// of the same name wins: one key per BSON document). An error names what could not be appended.
+template <typename PayloadHas>
+std::optional<std::string> append_metadata(const pmq_batch& batch, const pmq_record& r, bson_t* d,
+                                           PayloadHas payload_has) {
+  if (!payload_has(kit::kTopicField)) bson_append_utf8(d, "pico_topic", -1, batch.topic, -1);
+  if (!payload_has(kit::kPartitionField)) bson_append_int32(d, "pico_partition", -1, batch.partition);
+  if (!payload_has(kit::kOffsetField)) bson_append_int64(d, "pico_offset", -1, r.offset);
+  if (r.timestamp_ms >= 0 && !payload_has(kit::kTimestampField))
+    bson_append_date_time(d, "pico_timestamp", -1, r.timestamp_ms);
+  // A record without a key has pico_key null: every document has the same fields.
+  if (!payload_has(kit::kKeyField)) {
+    if (r.key.data)
+      bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
+    else bson_append_null(d, "pico_key", -1);
+  }
+  if (r.header_count && !payload_has(kit::kHeadersField)) {
+    std::string headers;
+    kit::append_headers_json(headers, std::span<const pmq_header>(r.headers, r.header_count));
+    auto h = bson_from_json(headers);
+    if (!h) return "pico_headers: " + h.error();
+    bson_append_document(d, "pico_headers", -1, h.value().get());
+  }
+  return std::nullopt;
+}
+
+kit::Result<BsonPtr> size_checked(BsonPtr doc) {
+  if (doc->len > kMaxDocumentBytes)
+    return kit::Result<BsonPtr>::failure("the document is " + std::to_string(doc->len) +
+                                         " bytes, over MongoDB's 16 MiB document limit (BSONObjectTooLarge)");
+  return kit::Result<BsonPtr>::success(std::move(doc));
+}
+
+}  // namespace
+
+std::optional<kit::Result<BsonPtr>> DocumentEncoder::plain_document(const pmq_batch& batch, const pmq_record& r,
+                                                                    bool with_id, const bson_t* id,
+                                                                    std::string_view json) const {
+  using R = kit::Result<BsonPtr>;
+  // Its own parser: the metadata's headers are read with bson_from_json's meanwhile.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::object payload;
+  if (parse_object(parser, json).get(payload)) return std::nullopt;  // libbson says what is wrong
+  bool has_pico_key = false;
+  for (const auto member : payload)
+    if (member.key.starts_with("pico_")) has_pico_key = true;
+
+  BsonPtr doc = new_bson();
+  bson_t* d = doc.get();
+  std::string problem;
+  if (id) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, id, "_id") || !bson_append_iter(d, "_id", -1, &it))
+      return R::failure("the _id does not fit in a document");
+  } else if (with_id && s_.id_strategy == IdStrategy::Field) {
+    simdjson::dom::element value;
+    if (payload.at_key(*s_.id_field).get(value))
+      return R::failure("id_strategy field: the payload has no field '" + *s_.id_field + "'");
+    if (!append_plain_value(d, "_id", value)) return std::nullopt;
+  } else if (with_id && !id_value(batch, r, nullptr, d, "_id", problem)) {
+    return R::failure(problem.empty() ? "the _id does not fit in a document" : problem);
+  }
+  if (s_.include_metadata) {
+    auto payload_has = [&](std::string_view name) {
+      simdjson::dom::element ignored;
+      return has_pico_key && !payload.at_key(name).get(ignored);
+    };
+    if (auto error = append_metadata(batch, r, d, payload_has)) return R::failure(*error);
+  }
+  for (const auto member : payload) {
+    if (!is_plain_key(member.key)) return std::nullopt;
+    if (with_id && member.key == "_id") continue;  // _id is the strategy's
+    if (std::find(s_.timestamp_fields.begin(), s_.timestamp_fields.end(), member.key) != s_.timestamp_fields.end()) {
+      // As append_date reads libbson's types: an integer, or an ISO-8601 string.
+      const std::string field(member.key);
+      int64_t ms = 0;
+      std::string_view text;
+      if (member.value.is_int64()) {
+        ms = member.value.get_int64().value_unsafe();
+      } else if (!member.value.get(text)) {
+        int64_t seconds = 0;
+        uint32_t nanos = 0;
+        int digits = 0;
+        if (!kit::parse_datetime(text, seconds, nanos, digits))
+          return R::failure("timestamp field '" + field + "': '" + std::string(text.substr(0, 64)) +
+                            "' is not an ISO-8601 date-time");
+        ms = seconds * 1000 + nanos / 1000000;
+      } else {
+        return std::nullopt;  // {"$date": ...} is a date, the rest an error: libbson's path says which
+      }
+      bson_append_date_time(d, field.c_str(), -1, ms);
+      continue;
+    }
+    if (!append_plain_value(d, member.key, member.value)) return std::nullopt;
+  }
+  return size_checked(std::move(doc));
+}
+
 kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq_record& r, bool with_id,
                                                const bson_t* id) const {
   using R = kit::Result<BsonPtr>;
+  // A JSON object's fields straight from simdjson into the document when libbson would read them
+  // the same way (mongodb/json_to_bson.h); any other payload below.
+  if (r.payload.data && batch.payload_format == PMQ_PAYLOAD_JSON && !s_.payload_field &&
+      is_object_text(bytes_of(r.payload)))
+    if (auto plain = plain_document(batch, r, with_id, id, bytes_of(r.payload))) return std::move(*plain);
+
   // The payload as BSON: an object's own fields, or any other value under "payload".
   BsonPtr payload;
   bool payload_is_object = false;
@@ -189,29 +297,11 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
   } else if (with_id && !id_value(batch, r, payload_is_object ? payload.get() : nullptr, d, "_id", problem)) {
     return R::failure(problem.empty() ? "the _id does not fit in a document" : problem);
   }
-  auto payload_has = [&](std::string_view name) {
-    return payload_has_pico_key && bson_has_field(payload.get(), std::string(name).c_str());
-  };
   if (s_.include_metadata) {
-    // A payload field of the same name wins (one key per BSON document).
-    if (!payload_has(kit::kTopicField)) bson_append_utf8(d, "pico_topic", -1, batch.topic, -1);
-    if (!payload_has(kit::kPartitionField)) bson_append_int32(d, "pico_partition", -1, batch.partition);
-    if (!payload_has(kit::kOffsetField)) bson_append_int64(d, "pico_offset", -1, r.offset);
-    if (r.timestamp_ms >= 0 && !payload_has(kit::kTimestampField))
-      bson_append_date_time(d, "pico_timestamp", -1, r.timestamp_ms);
-    // A record without a key has pico_key null: every document has the same fields.
-    if (!payload_has(kit::kKeyField)) {
-      if (r.key.data)
-        bson_append_binary(d, "pico_key", -1, BSON_SUBTYPE_BINARY, r.key.data, static_cast<uint32_t>(r.key.size));
-      else bson_append_null(d, "pico_key", -1);
-    }
-    if (r.header_count && !payload_has(kit::kHeadersField)) {
-      std::string headers;
-      kit::append_headers_json(headers, std::span<const pmq_header>(r.headers, r.header_count));
-      auto h = bson_from_json(headers);
-      if (!h) return R::failure("pico_headers: " + h.error());
-      bson_append_document(d, "pico_headers", -1, h.value().get());
-    }
+    auto payload_has = [&](std::string_view name) {
+      return payload_has_pico_key && bson_has_field(payload.get(), std::string(name).c_str());
+    };
+    if (auto error = append_metadata(batch, r, d, payload_has)) return R::failure(*error);
   }
   if (payload_is_object) {
     bson_iter_t it;
@@ -241,10 +331,7 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
     bson_append_binary(d, payload_field, -1, BSON_SUBTYPE_BINARY, r.payload.data,
                        static_cast<uint32_t>(r.payload.size));
   }
-  if (d->len > kMaxDocumentBytes)
-    return R::failure("the document is " + std::to_string(d->len) +
-                      " bytes, over MongoDB's 16 MiB document limit (BSONObjectTooLarge)");
-  return R::success(std::move(doc));
+  return size_checked(std::move(doc));
 }
 
 kit::Result<Op> DocumentEncoder::change(const pmq_batch& batch, const pmq_record& r, int32_t kind) const {

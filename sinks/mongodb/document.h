@@ -18,7 +18,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mongodb/config.h"
@@ -83,6 +85,10 @@ class DocumentEncoder {
   // document's (a change's key) instead of the id strategy's.
   kit::Result<BsonPtr> document(const pmq_batch& batch, const pmq_record& r, bool with_id,
                                 const bson_t* id = nullptr) const;
+  // The same for a JSON object payload, its members appended straight from simdjson; nullopt when
+  // libbson must read it (mongodb/json_to_bson.h).
+  std::optional<kit::Result<BsonPtr>> plain_document(const pmq_batch& batch, const pmq_record& r, bool with_id,
+                                                     const bson_t* id, std::string_view json) const;
   // A change event's operation (op not PMQ_OP_APPEND), or the reason it has none.
   kit::Result<Op> change(const pmq_batch& batch, const pmq_record& r, int32_t op) const;
   bool id_value(const pmq_batch& batch, const pmq_record& r, const bson_t* payload, bson_t* into, const char* name,

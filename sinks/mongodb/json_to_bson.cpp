@@ -15,15 +15,11 @@ using simdjson::dom::element_type;
 // libbson's reader refuses documents nested deeper than its stack (100); leave those to it.
 constexpr int kMaxDepth = 90;
 
-bool plain_key(std::string_view key) {
-  return (key.empty() || key.front() != '$') && key.find('\0') == std::string_view::npos;
-}
-
 bool append_element(bson_t* into, const char* key, int key_len, element value, int depth);
 
 bool append_members(bson_t* into, simdjson::dom::object object, int depth) {
   for (const auto member : object) {
-    if (!plain_key(member.key)) return false;
+    if (!is_plain_key(member.key)) return false;
     if (!append_element(into, member.key.data(), static_cast<int>(member.key.size()), member.value, depth))
       return false;
   }
@@ -89,17 +85,25 @@ bool append_element(bson_t* into, const char* key, int key_len, element value, i
 
 }  // namespace
 
+simdjson::simdjson_result<simdjson::dom::object> parse_object(simdjson::dom::parser& parser, std::string_view json) {
+  return parser.parse(json.data(), json.size()).get_object();
+}
+
+bool is_plain_key(std::string_view key) {
+  return (key.empty() || key.front() != '$') && key.find('\0') == std::string_view::npos;
+}
+
+bool append_plain_value(bson_t* into, std::string_view key, element value) {
+  return is_plain_key(key) && append_element(into, key.data(), static_cast<int>(key.size()), value, 1);
+}
+
 bool append_plain_json_object(std::string_view json, bson_t* into, bool& has_pico_key) {
   thread_local simdjson::dom::parser parser;
-  auto parsed = parser.parse(json.data(), json.size());
-  if (parsed.error()) return false;
   simdjson::dom::object object;
-  if (parsed.value_unsafe().get_object().get(object)) return false;
+  if (parse_object(parser, json).get(object)) return false;
   has_pico_key = false;
   for (const auto member : object) {
-    if (!plain_key(member.key) ||
-        !append_element(into, member.key.data(), static_cast<int>(member.key.size()), member.value, 1))
-      return false;
+    if (!append_plain_value(into, member.key, member.value)) return false;
     if (member.key.starts_with("pico_")) has_pico_key = true;
   }
   return true;

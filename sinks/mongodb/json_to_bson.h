@@ -7,16 +7,27 @@
 // the rest go through libbson, so the document is the same either way (tests/core_test.cpp
 // compares the two byte for byte).
 #include <bson/bson.h>
+#include <simdjson.h>
 
-#include <string>
 #include <string_view>
 
 namespace picomq::mongodb {
 
+// The JSON object `json` parsed by `parser` (valid until its next parse), or an error when it is
+// not an object simdjson reads.
+simdjson::simdjson_result<simdjson::dom::object> parse_object(simdjson::dom::parser& parser, std::string_view json);
+
+// A key libbson reads as a plain key: not Extended JSON ('$...') and without a NUL.
+bool is_plain_key(std::string_view key);
+
+// Appends `value` under `key` as libbson's reader would. False when it is not plain (a '$' key
+// inside, a number beyond int64, -0.0, a NUL in a string, nested deeper than libbson reads): the
+// document is then to be read by libbson instead, and `into` thrown away.
+bool append_plain_value(bson_t* into, std::string_view key, simdjson::dom::element value);
+
 // Appends the members of the JSON object `json` to `into`, which must be empty. False when it is
-// not such a plain object and libbson must read it instead; `into` is then to be thrown away
-// (or bson_reinit). `has_pico_key` is set when a top-level key begins with "pico_" (the metadata
-// names a payload field may take).
+// not a plain object (above); `has_pico_key` is set when a top-level key begins with "pico_" (the
+// metadata names a payload field may take).
 bool append_plain_json_object(std::string_view json, bson_t* into, bool& has_pico_key);
 
 }  // namespace picomq::mongodb
