@@ -89,6 +89,8 @@ TEST_F(S3Sink, JsonLinesObjectsUnderTheDefaultKeysReadBackExactlyWithBoto3) {
             "{\"pico_topic\":\"shop.orders\",\"pico_partition\":1,\"pico_offset\":43,\"pico_timestamp\":1700000000003,"
             "\"pico_key\":\"Z29uZQ==\",\"payload\":null}\n");
   EXPECT_EQ(o[0].bytes.substr(0, 2), "\x1f\x8b") << "a gzip file";
+  // gzip's XFL byte: 4 = the fastest level, which the sink takes unless compression_level says.
+  EXPECT_EQ(static_cast<uint8_t>(o[0].bytes[8]), 4) << "libdeflate's level 1 by default";
   EXPECT_EQ(host_->counter("objects"), 2u);
 }
 
@@ -119,6 +121,7 @@ TEST_F(S3Sink, CsvObjectsStartWithTheHeaderAndARecordThatIsNoObjectIsRefusedNotD
   open({{"format", "csv"},
         {"csv_columns", {"pico_offset", "id", "name"}},
         {"compression", "gzip"},
+        {"compression_level", 9},
         {"max_object_records", 2}});
   auto w = host_->start_write(TestBatch::json(
       "csv", 0, 0, {R"({"id":1,"name":"a,b"})", R"("just a string")", R"({"id":3})", R"({"id":4,"name":"d"})"}));
@@ -133,6 +136,7 @@ TEST_F(S3Sink, CsvObjectsStartWithTheHeaderAndARecordThatIsNoObjectIsRefusedNotD
                                                "csv/partition=0/csv+0+00000000000000000003.csv.gz"}));
   EXPECT_EQ(o[0].text, "pico_offset,id,name\n0,1,\"a,b\"\n2,3,\n");
   EXPECT_EQ(o[1].text, "pico_offset,id,name\n3,4,d\n");
+  EXPECT_EQ(static_cast<uint8_t>(o[0].bytes[8]), 2) << "gzip's XFL: compression_level 9 is a slow level";
 }
 
 TEST_F(S3Sink, ARevokedPartitionsOpenObjectIsWrittenAndAReassignmentResumesAfterIt) {
