@@ -38,12 +38,14 @@ for target in "${targets[@]}"; do
   [[ "$target" == fuzz_transform_config ]] && extra=(-dict="$here/fuzz/transforms/transforms.dict")
   echo "fuzz: $target for ${seconds}s (seeds: ${seeds#"$here"/})"
   status=0
+  started=$SECONDS
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$target-" "${extra[@]}" "$scratch" "$seeds" >"$build/$target.log" 2>&1 || status=$?
   grep -E "^stat::number_of_executed_units|SUMMARY|ERROR" "$build/$target.log" || true
   if [[ -n "$corpora" ]]; then
     last=$(grep -E "^#[0-9]+.*cov: " "$build/$target.log" | tail -1)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$seconds" \
+    # The seconds it ran (a finding ends it early), not the ones it was given.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$((SECONDS - started))" \
       "$(grep -oP '^stat::number_of_executed_units: \K[0-9]+' "$build/$target.log" || echo 0)" \
       "$(grep -oP 'cov: \K[0-9]+' <<<"$last" || echo 0)" "$(grep -oP 'ft: \K[0-9]+' <<<"$last" || echo 0)" \
       "$(find "$scratch" -type f | wc -l)" >>"$corpora/sessions.tsv"

@@ -346,7 +346,7 @@ std::optional<Plan> plan(const sdk::Config& config, sdk::ConfigProblems& problem
     p.object_compression = s.compression;
     // gzip objects at libdeflate's level 1 unless set: level 6 (zlib's default) costs ~3x the CPU
     // for objects ~20% smaller and held the sink to half of boto3's upload rate (bench/README.md).
-    p.object_compression_level = s.compression_level != 0                ? static_cast<int>(s.compression_level)
+    p.object_compression_level = s.compression_level != 0                  ? static_cast<int>(s.compression_level)
                                  : s.compression == kit::Compression::Gzip ? kDefaultGzipLevel
                                                                            : 0;
     if (s.compression == kit::Compression::Gzip) {

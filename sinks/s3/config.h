@@ -65,7 +65,7 @@ struct Plan {
   kit::s3::Bucket bucket;  // name, region, endpoint, addressing; credentials: config, else AWS_* environment
   std::string ext;         // "json.gz", "bin.zst", "avro"...
   kit::Compression object_compression =
-      kit::Compression::None;  // of the chunks (None for Avro: its blocks have the codec)
+      kit::Compression::None;        // of the chunks (None for Avro: its blocks have the codec)
   int object_compression_level = 0;  // its level (0: the codec's default)
   std::string content_type;
   // parquet: the writer's settings and the declared columns (none: inferred from each object's records).

@@ -842,8 +842,7 @@ class S3Sink : public sdk::BaseSink<S3Sink> {
   }
 
   Codecs make_codecs() const {
-    Codecs c{kit::Compressor(plan_->object_compression, plan_->object_compression_level),
-             std::nullopt};
+    Codecs c{kit::Compressor(plan_->object_compression, plan_->object_compression_level), std::nullopt};
     if (plan_->settings.format == s3::Format::Avro)
       c.blocks.emplace(plan_->settings.compression, static_cast<int>(plan_->settings.compression_level));
     return c;

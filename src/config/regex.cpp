@@ -54,8 +54,10 @@ void refuse_long_numbers(const std::string& pattern) {
 std::regex compile_regex(const std::string& pattern) {
   refuse_long_numbers(pattern);
   try {
-    return std::regex(pattern, std::regex::ECMAScript);
+    return std::regex(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
   } catch (const std::regex_error& e) {
+    if (e.code() == std::regex_constants::error_complexity)
+      throw std::invalid_argument("backreferences are not supported (regular expressions match in linear time)");
     throw std::invalid_argument(e.what());
   }
 }

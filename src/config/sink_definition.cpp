@@ -127,7 +127,7 @@ void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBloc
     if (auto problem = topic_name_problem(*topic))
       r.error(*table.get("dead_letter_topic"), "dead_letter_topic", "invalid dead-letter topic: " + *problem);
     else if (std::find(block.topics.begin(), block.topics.end(), *topic) != block.topics.end() ||
-             (block.anchored_pattern && std::regex_search(*topic, std::regex(*block.anchored_pattern))))
+             (block.anchored_pattern && std::regex_search(*topic, compile_regex(*block.anchored_pattern))))
       // A bad record would come back to this block, fail again and be produced again, forever.
       r.error(*table.get("dead_letter_topic"), "dead_letter_topic",
               "the dead-letter topic '" + *topic + "' is one this block consumes");

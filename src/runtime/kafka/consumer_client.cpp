@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/regex.h"
 #include "runtime/kafka/client_conf.h"
 #include "runtime/kafka/partition_list.h"
 
@@ -24,7 +25,7 @@ ConsumerClient::ConsumerClient(ConsumerSettings settings, std::string log_prefix
     : settings_(std::move(settings)), listener_(listener) {
   log_->log_prefix = std::move(log_prefix);
   log_->owner = this;
-  if (settings_.anchored_pattern) pattern_.emplace(*settings_.anchored_pattern, std::regex::ECMAScript);
+  if (settings_.anchored_pattern) pattern_ = config::compile_regex(*settings_.anchored_pattern);
 }
 
 ConsumerClient::~ConsumerClient() {

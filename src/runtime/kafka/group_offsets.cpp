@@ -6,6 +6,7 @@
 #include <memory>
 #include <regex>
 
+#include "config/regex.h"
 #include "runtime/kafka/client_conf.h"
 
 namespace picomq::runtime::kafka {
@@ -56,7 +57,7 @@ std::vector<std::pair<std::string, int32_t>> group_partitions(rd_kafka_t* rk, co
   }
   std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> guard(md, rd_kafka_metadata_destroy);
   std::optional<std::regex> re;
-  if (spec.anchored_pattern) re.emplace(*spec.anchored_pattern, std::regex::ECMAScript);
+  if (spec.anchored_pattern) re = config::compile_regex(*spec.anchored_pattern);
   for (int i = 0; i < md->topic_cnt; ++i) {
     const auto& t = md->topics[i];
     const std::string name = t.topic;

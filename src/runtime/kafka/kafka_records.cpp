@@ -58,6 +58,7 @@ KafkaRecords::KafkaRecords(std::vector<MessagePtr> messages) {
     r.header_count = static_cast<uint32_t>(headers_.size()) - r.first_header;
     records_.push_back(r);
   }
+  messages.clear();  // freed now, not when the caller's moved-from vector goes
 }
 
 }  // namespace picomq::runtime::kafka

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "test_support.h"
@@ -12,7 +13,6 @@ namespace {
 
 using testing::chain_of;
 using testing::Record;
-using testing::run;
 using testing::transformed;
 
 constexpr std::string_view kOrder =
@@ -118,6 +118,7 @@ type = "add_fields"
 fields = [ { path = "n", compute = "offset" } ]
 )");
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::atomic<int> bad{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
@@ -422,7 +423,7 @@ drop_when = { any = [
   { metadata = "timestamp", exists = false },
 ] }
 )");
-  auto verdict = [&](Record r) { return transformed(chain, "{}", r); };
+  auto verdict = [&](const Record& r) { return transformed(chain, "{}", r); };
   EXPECT_EQ(verdict(Record()), "{}");
   Record r;
   r.topic = "orders.test";
@@ -504,6 +505,23 @@ drop_when = { field = "email", matches = '[^@]+@example\.com' }
   EXPECT_EQ(transformed(chain, R"({"email":"a@example.com"})"), "DROP");
   EXPECT_EQ(transformed(chain, R"({"email":"a@example.com.evil"})"), R"({"email":"a@example.com.evil"})");
   EXPECT_EQ(transformed(chain, R"({"email":42})"), R"({"email":42})");
+}
+
+// Found by fuzz_transform_config: nested repeats made libstdc++'s backtracking matcher take
+// exponential time (minutes on a topic name). Matching is breadth-first now (config/regex.h).
+TEST(Filter, NestedRepeatsMatchInPolynomialTime) {
+  auto chain = chain_of(R"([[transforms]]
+type = "filter"
+drop_when = { any = [ { field = "a", matches = '(a*)*b' }, { field = "t", matches = 'orders\*****************************..*x' } ] }
+)");
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(transformed(chain, R"({"a":")" + std::string(1000, 'a') + R"(c"})"),
+            R"({"a":")" + std::string(1000, 'a') + R"(c"})");
+  EXPECT_EQ(transformed(chain, R"({"a":")" + std::string(1000, 'a') + R"(b"})"), "DROP");
+  EXPECT_EQ(transformed(chain, R"({"t":"orders.eu"})"), R"({"t":"orders.eu"})");
+  EXPECT_EQ(transformed(chain, R"({"t":"orders***.eux"})"), "DROP");
+  // Backtracking took longer than any CI run on the first one; breadth-first, milliseconds.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
 }
 
 TEST(Filter, MatchesReadsAtMost1024Bytes) {
