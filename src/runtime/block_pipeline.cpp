@@ -21,6 +21,10 @@ constexpr milliseconds kStatusEvery{1000};
 constexpr size_t kPrepareAheadQueue = 2;  // jobs waiting for the delivery thread before the consumer decodes
 // Jobs waiting for the delivery thread before the consumer waits (wait_while_sink_behind).
 constexpr size_t kJobsAhead = 2;
+// Batches' worth of records read and not yet written beyond which a new batch is copied out of
+// librdkafka's messages (enqueue): a sink that keeps up holds fewer (the bucket, kJobsAhead, its
+// writes in flight).
+constexpr size_t kCopyBeyondBatches = 8;
 
 kafka::ConsumerSettings consumer_settings(const BlockSettings& s, std::string group_id) {
   kafka::ConsumerSettings c;
@@ -219,7 +223,12 @@ void BlockPipeline::enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> me
   Job& job = queued.job;
   job.tp = std::move(tp);
   for (const auto& m : messages) job.bytes += kafka::message_bytes(m.get());
-  job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
+  // A batch that will wait behind others (the sink is the bottleneck: it holds up to the buffer's
+  // bound) is copied out of librdkafka's messages, which cost ~300 B a record beside the bytes
+  // while held; one that is written at once is not (kafka/kafka_records.h).
+  if (buffered_records_.load() > kCopyBeyondBatches * settings_.block.batch_length)
+    job.records = std::make_unique<kafka::CopiedRecords>(std::move(messages));
+  else job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
   if (const auto g = generation_.find(job.tp); g != generation_.end()) job.generation = g->second;
   size_t waiting;
   {

@@ -56,6 +56,44 @@ TEST(StdoutSink, OneJsonLinePerRecordWithMetadataKeysHeadersAndTombstones) {
   EXPECT_EQ(rt.wait_exit(30s), 0);
 }
 
+// Batches that wait behind others are copied out of librdkafka's messages (kafka/kafka_records.h):
+// with batch_length 1 and 90 records read at once, all but the first few are; with 1000, none.
+// Keys (empty ones too), headers, tombstones and offsets come out the same either way.
+TEST(StdoutSink, BatchesCopiedOutOfLibrdkafkasMessagesPrintTheSameAsTheMessages) {
+  auto& kafka = Kafka::shared();
+  const std::string topic = unique_name("copied");
+  kafka.create_topic(topic);
+  std::vector<ProducedRecord> records;
+  for (int i = 0; i < 30; ++i) {
+    records.push_back({R"({"i":)" + std::to_string(i) + "}",
+                       std::string("\x00k", 2) + std::to_string(i),
+                       {{"trace", "t" + std::to_string(i)}, {"empty", ""}, {"bin", std::string("\xff", 1)}}});
+    records.push_back({"", std::nullopt, {}, -1, /*null_value=*/true});
+    records.push_back({"[" + std::to_string(i) + "]", std::string(""), {}});
+  }
+  kafka.produce(topic, records);
+  auto printed = [&](const std::string& key, int batch_length) {
+    std::string definition = stdout_definition(key, topic, "json", "include_metadata = true");
+    definition.replace(definition.find("[plugin_config]"), 0, "batch_length = " + std::to_string(batch_length) + "\n");
+    Runtime rt(kafka.bootstrap());
+    rt.add_definition("s.toml", definition);
+    rt.start();
+    EXPECT_TRUE(wait_until([&] { return read_lines(rt.dir() / "stdout.log").size() == 90; }, 30s)) << rt.log();
+    auto lines = stdout_lines(rt);
+    rt.signal(SIGTERM);
+    EXPECT_EQ(rt.wait_exit(30s), 0);
+    return lines;
+  };
+  const auto copied = printed("copied", 1);
+  const auto messages = printed("messages", 1000);
+  ASSERT_EQ(copied.size(), 90u);
+  EXPECT_EQ(copied, messages);
+  EXPECT_EQ(copied[3]["payload"], (nlohmann::json{{"i", 1}}));
+  EXPECT_EQ(copied[3]["pico_headers"]["trace"], "t1");
+  EXPECT_TRUE(copied[4]["payload"].is_null()) << "a tombstone stays null";
+  EXPECT_EQ(copied[89]["pico_offset"], 89);
+}
+
 // docs/changes.md: an append-only sink prints change events as data — pico_op and pico_row_key
 // beside the metadata — and refuses to print them without it (a delete would be a bare null).
 TEST(StdoutSink, ChangeEventsArePrintedWithTheirOperationAndRowKey) {

@@ -13,7 +13,7 @@ rd_kafka_headers_t* headers_of(rd_kafka_message_t* m) {
 
 }  // namespace
 
-KafkaRecords::KafkaRecords(std::vector<MessagePtr> messages) {
+CopiedRecords::CopiedRecords(std::vector<MessagePtr> messages) {
   // One pass to size the block (a record batch is far below 4 GiB: the broker's message.max.bytes
   // and the runtime's buffer bound it), one to copy.
   size_t total = 0, header_count = 0;
