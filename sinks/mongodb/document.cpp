@@ -184,6 +184,12 @@ std::optional<std::string> append_metadata(const pmq_batch& batch, const pmq_rec
   return std::nullopt;
 }
 
+// A change event's row key, `id` ({_id: ...}: change()'s filter), as the document's _id.
+bool append_id_of(const bson_t* id, bson_t* d) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, id, "_id") && bson_append_iter(d, "_id", -1, &it);
+}
+
 kit::Result<BsonPtr> size_checked(BsonPtr doc) {
   if (doc->len > kMaxDocumentBytes)
     return kit::Result<BsonPtr>::failure("the document is " + std::to_string(doc->len) +
@@ -209,9 +215,7 @@ std::optional<kit::Result<BsonPtr>> DocumentEncoder::plain_document(const pmq_ba
   bson_t* d = doc.get();
   std::string problem;
   if (id) {
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, id, "_id") || !bson_append_iter(d, "_id", -1, &it))
-      return R::failure("the _id does not fit in a document");
+    if (!append_id_of(id, d)) return R::failure("the _id does not fit in a document");
   } else if (with_id && s_.id_strategy == IdStrategy::Field) {
     simdjson::dom::element value;
     if (payload.at_key(*s_.id_field).get(value))
@@ -291,9 +295,7 @@ kit::Result<BsonPtr> DocumentEncoder::document(const pmq_batch& batch, const pmq
   bson_t* d = doc.get();
   std::string problem;
   if (id) {
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, id, "_id") || !bson_append_iter(d, "_id", -1, &it))
-      return R::failure("the _id does not fit in a document");
+    if (!append_id_of(id, d)) return R::failure("the _id does not fit in a document");
   } else if (with_id && !id_value(batch, r, payload_is_object ? payload.get() : nullptr, d, "_id", problem)) {
     return R::failure(problem.empty() ? "the _id does not fit in a document" : problem);
   }
