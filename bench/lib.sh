@@ -273,6 +273,40 @@ $plugin_config
 TOML
 }
 
+# bench_tree_cpu PID: CPU seconds (user + system) PID and its descendants have used so far.
+bench_tree_cpu() {
+  local pids=("$1") i=0 total=0 p
+  while ((i < ${#pids[@]})); do
+    mapfile -t -O "${#pids[@]}" pids < <(pgrep -P "${pids[i]}" || true)
+    i=$((i + 1))
+  done
+  for p in "${pids[@]}"; do
+    # fields 14 and 15 of /proc/PID/stat (after the command's ')' : 12 and 13): utime, stime in ticks
+    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  awk -v t="$total" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+
+# bench_broker_mark / bench_broker_since: the broker's CPU over a run, net of what it spends idle
+# (its JVM and controller use ~0.02-0.05 CPU-s a second with no client; a peer's run lasts until
+# its script sees the last row, much longer than the records take). bench_broker_mark samples the
+# idle rate over 2 s, then marks the start; bench_broker_since prints " broker_cpu_s=<net>
+# broker_idle_cpu_s=<the idle share taken out>".
+bench_broker_mark() {
+  local c0
+  c0="$(bench_tree_cpu "$broker_pid")"
+  sleep 2
+  broker_mark_cpu="$(bench_tree_cpu "$broker_pid")"
+  broker_idle_rate="$(awk -v a="$c0" -v b="$broker_mark_cpu" 'BEGIN { printf "%.4f", (b - a) / 2 }')"
+  broker_mark_time="$(date +%s.%N)"
+}
+bench_broker_since() {
+  awk -v a="$broker_mark_cpu" -v b="$(bench_tree_cpu "$broker_pid")" -v rate="$broker_idle_rate" \
+      -v t0="$broker_mark_time" -v t1="$(date +%s.%N)" \
+      'BEGIN { idle = rate * (t1 - t0); net = b - a - idle; if (net < 0) net = 0;
+               printf " broker_cpu_s=%.2f broker_idle_cpu_s=%.2f", net, idle }'
+}
+
 # bench_run_sink DIR GROUP TOPIC N LABEL RUN: runs picomq-connect on DIR/runtime.toml under
 # `bench_helper sink` until GROUP has committed N records of TOPIC[0], then stops it; exits 1
 # (with LABEL, RUN and the runtime's last log lines) unless that worked. Sets sink_result to the
@@ -283,12 +317,17 @@ bench_run_sink() {
   local dir="$1" group="$2" topic="$3" n="$4" label="$5" run="$6"
   local timeout=$((120 + n / 5000)) server_opt=()
   [[ -n "${bench_server_pid:-}" ]] && server_opt=(--server "$bench_server_pid")
+  # The broker's CPU, unless it is already the server measured (stdout_vs_kcat.sh).
+  local broker=""
+  [[ -n "${broker_pid:-}" && "${bench_server_pid:-}" != "$broker_pid" ]] && { broker=1; bench_broker_mark; }
   sink_result="$("$helper" sink "$bootstrap" "$group" "$topic" 0 "$n" "$dir/status.json" "${bench_sink_stdout:-/dev/null}" \
                  "$timeout" ${server_opt[@]+"${server_opt[@]}"} -- \
                  ${BENCH_WRAP:-} "$bin" --config "$dir/runtime.toml" 2> "$dir/stderr.log")" || true
   [[ "$sink_result" == *" exit=0"* && "$sink_result" != "wall_s=-1"* ]] ||
     { echo "$label run $run failed: $sink_result" >&2; tail -20 "$dir/stderr.log" >&2; exit 1; }
   sink_result+=" pauses=$(grep -c 'pausing the consumer' "$dir/stderr.log" || true)"
+  [[ -n "$broker" ]] && sink_result+="$(bench_broker_since)"
+  return 0
 }
 
 # bench_peer LABEL DIR -- CMD [ARGS...]: runs a peer script of bench/peers/ (its one JSON line into
@@ -298,10 +337,12 @@ bench_run_sink() {
 # the server's CPU over that time) wins over bench_timed's outer measure, which also holds the
 # script's own polling; a field the peer does not report comes from the outer measure.
 bench_peer() {
-  local label="$1" dir="$2"
+  local label="$1" dir="$2" broker_field=""
   shift 3
   mkdir -p "$dir"
+  [[ -n "${broker_pid:-}" ]] && bench_broker_mark
   PEER_SERVER_PID="${bench_server_pid:-}" bench_timed "$dir/peer.json" "$label" -- "$@"
+  [[ -n "${broker_pid:-}" ]] && broker_field="$(bench_broker_since)"
   cp "$work/timed.stderr" "$dir/peer.stderr"
   peer_result="$(python3 - "$dir/peer.json" "$timed_result" <<'PY'
 import json, sys
@@ -324,6 +365,7 @@ if "load_cpu_s" in j:
 print(" ".join(f"{k}={v}" for k, v in fields.items()))
 PY
 )" || { echo "$label: no result line in $dir/peer.json (stderr: $dir/peer.stderr)" >&2; exit 1; }
+  peer_result+="$broker_field"
 }
 
 # bench_timed STDOUT_FILE LABEL -- CMD [ARGS...]: runs CMD under `bench_helper run` (stdout to

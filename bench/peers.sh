@@ -5,7 +5,7 @@
 # loaders left out: BENCH_BASELINES=0): the same topic of N records of the orders shape, each
 # system from process start until the destination holds the N records (checked by the adapter's
 # independent reader), rounds alternating. Then one table: records/s, records per CPU-second,
-# peak RSS and the destination server's CPU, picomq / peer, with the load average.
+# peak RSS, the destination server's CPU and the Kafka broker's, picomq / peer, with the load average.
 #
 #   bash bench/peers.sh
 #   BENCH_PEERS_DESTINATIONS="postgres influxdb" bash bench/peers.sh

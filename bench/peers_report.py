@@ -8,7 +8,9 @@ bench/sink_report.py does) and prints, per destination and peer, the medians ove
 records/s end to end (process start -> the destination holds all N records, both sides) and
 after start-up (picomq: partition assigned -> last commit; peer: first row -> last row), records
 per client CPU-second (the runtime's / the peer's process tree, start-up included), peak RSS, and
-the destination server's CPU; then picomq / peer for each, and the range of records/s end to end
+the destination server's CPU and the Kafka broker's (fetches, commits, the group protocol; picomq's
+holds the bench helper's committed-offset polls, ~1 ms each; Kafka Connect commits offsets every
+offset.flush.interval.ms); then picomq / peer for each, and the range of records/s end to end
 over the rounds. Then the peers that could not be run here, each with why (NOT_RUN).
 """
 import datetime
@@ -64,6 +66,10 @@ def server(s):
     return "-" if math.isnan(s["server"]) else f"{s['server']:.1f}"  # no server process (Delta: files)
 
 
+def broker(s):
+    return "-" if math.isnan(s["broker"]) else f"{s['broker']:.2f}"
+
+
 def main() -> None:
     work, n, load_before, load_after = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     destinations = sys.argv[5:]
@@ -71,19 +77,19 @@ def main() -> None:
           f"load average {load_before} before, {load_after} after")
     header = ("| destination | peer | N | rounds | records/s picomq / peer (x) | after start-up (x) "
               "| rec/CPU-s picomq / peer (x) | peak RSS MB picomq / peer (x) | server CPU s picomq / peer "
-              "| records/s range picomq; peer |")
+              "| broker CPU s picomq / peer | records/s range picomq; peer |")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     for dest in destinations:
         path = os.path.join(work, dest, "results.txt")
         if not os.path.exists(path):
-            print(f"| {dest} | - | - | - | no results ({path}) | | | | | |")
+            print(f"| {dest} | - | - | - | no results ({path}) | | | | | | |")
             continue
         rows = parse(path)
         picomq = [r for r in rows if r["kind"] == "picomq"]
         peers = sorted({r["entry"] for r in rows if r["kind"] == "peer"})
         if not peers:
-            print(f"| {dest} | none ran: see {dest}.log | | | | | | | | |")
+            print(f"| {dest} | none ran: see {dest}.log | | | | | | | | | |")
             continue
         p = summarize(picomq, "picomq", n, 0)
         for peer in peers:
@@ -95,7 +101,8 @@ def main() -> None:
 
             print(f"| {dest} | {peer} | {n:,} | {min(len(p['loads']), len(q['loads']))} | {pair(p['rps_e2e'], q['rps_e2e'], ',.0f')} "
                   f"| {p['rps'] / q['rps']:.2f} | {pair(p['rpcpu'], q['rpcpu'], ',.0f')} "
-                  f"| {pair(p['rss'], q['rss'], '.0f')} | {server(p)} / {server(q)} | {span(p, n)}; {span(q, n)} |")
+                  f"| {pair(p['rss'], q['rss'], '.0f')} | {server(p)} / {server(q)} | {broker(p)} / {broker(q)} "
+                  f"| {span(p, n)}; {span(q, n)} |")
     print()
     print("Settings and guarantees:")
     for dest in destinations:

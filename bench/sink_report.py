@@ -68,6 +68,8 @@ def summarize(rs, k, n, payload):
         "pauses": [int(r.get("pauses", 0)) for r in rs],
         "batch_length": rs[0].get("batch_length"),
     }
+    broker = [r.get("broker_cpu_s", float("nan")) for r in rs]
+    s["broker"] = med(broker) if all(not math.isnan(b) for b in broker) else float("nan")
     if "load_cpu_s" in rs[0]:  # peers: the CPU spent after the first row (start-up left out)
         s["load_cpu"] = med([r["load_cpu_s"] for r in rs])
     return s
@@ -102,14 +104,14 @@ def main() -> None:
             print(f"   {line.rstrip()}")
     print()
     hdr = (f"{'entry':<24}{'load s':>8}{'records/s':>11}{'MB/s':>7}{'e2e s':>8}{'CPU s':>7}{'rec/CPU-s':>11}"
-           f"{'srv CPU s':>10}{'rec/CPU-s+srv':>14}{'RSS MB':>8}   runs (load s)")
+           f"{'srv CPU s':>10}{'rec/CPU-s+srv':>14}{'RSS MB':>8}{'brk CPU s':>10}   runs (load s)")
     print(hdr)
     print("-" * len(hdr))
     for e in entries:
         s = summary[e]
         print(f"{e:<24}{s['load']:>8.2f}{s['rps']:>11,.0f}{s['mbps']:>7.1f}{s['e2e']:>8.2f}{s['cpu']:>7.2f}"
               f"{fmt(s['rpcpu'], '>11,.0f')}{fmt(s['server'], '>10.2f')}{fmt(s['rpcpu_all'], '>14,.0f')}"
-              f"{s['rss']:>8.1f}   {' '.join(f'{w:.2f}' for w in s['loads'])}")
+              f"{s['rss']:>8.1f}{fmt(s['broker'], '>10.2f')}   {' '.join(f'{w:.2f}' for w in s['loads'])}")
     loads = [r["load1"] for r in rows if isinstance(r.get("load1"), float)]
     if loads:
         print(f"machine load average (1 min) as the runs started: median {med(loads):.1f}, "
@@ -117,7 +119,9 @@ def main() -> None:
     print()
     print("load s: picomq from partition assigned (first record consumed) to last offset committed; baselines")
     print("process start to exit; peers first row to last row. e2e s: from process start. CPU s: the client")
-    print("(runtime / psql / peer JVM); srv CPU s: the destination server's processes over the same interval.")
+    print("(runtime / psql / peer JVM); srv CPU s: the destination server's processes over the same interval;")
+    print("brk CPU s: the Kafka broker's over the run (fetches, commits, the group; picomq's includes the")
+    print("bench helper's committed-offset polls, ~1 ms of broker CPU each).")
     picomq = [e for e in entries if kind[e] == "picomq"]
     for e in picomq:
         s = summary[e]
