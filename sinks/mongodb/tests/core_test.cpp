@@ -118,6 +118,31 @@ TEST(MongoDocument, PlainJsonBecomesTheSameBsonAsLibbsonReadsIt) {
   EXPECT_NE(mg::bson_from_json(R"({"a": 1,})").error().find("not a BSON document: "), std::string::npos);
 }
 
+// docs/sinks/mongodb.md: a payload field named like a pico_* field wins over the metadata, one key
+// per document — through simdjson's path and through libbson's (the $date sends the second there).
+TEST(MongoDocument, APayloadFieldNamedLikeMetadataWinsOnBothPaths) {
+  TestBatch b(
+      "t", 2,
+      {TestRecord{.offset = 5, .payload = R"({"pico_topic": "theirs", "pico_offset": 7, "n": 1})"},
+       TestRecord{.offset = 6,
+                  .payload = R"({"pico_topic": "theirs", "pico_offset": 7, "n": {"$date": "2026-01-01T00:00:00Z"}})"}});
+  auto e = encode(settings(), b);
+  ASSERT_EQ(e.ops.size(), 2u);
+  for (const auto& op : e.ops) {
+    const json d = doc_json(op.doc.get());
+    EXPECT_EQ(d["pico_topic"], "theirs");
+    EXPECT_EQ(d["pico_offset"], 7);
+    EXPECT_EQ(d["pico_partition"], 2);
+    size_t topics = 0;
+    bson_iter_t it;
+    bson_iter_init(&it, op.doc.get());
+    while (bson_iter_next(&it))
+      if (std::string_view(bson_iter_key(&it)) == "pico_topic") ++topics;
+    EXPECT_EQ(topics, 1u) << mg::to_json(*op.doc);
+  }
+  EXPECT_EQ(doc_json(e.ops[1].doc.get())["n"], json::parse(R"({"$date": "2026-01-01T00:00:00Z"})"));
+}
+
 TEST(MongoDocument, NonObjectPayloadsGoUnderPayloadOrTheConfiguredField) {
   mg::Settings s = settings();
   s.include_metadata = false;
