@@ -1,6 +1,8 @@
 #include "transform/chain.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <regex>
 #include <stdexcept>
@@ -216,10 +218,31 @@ struct Pred {
   std::optional<Value> equals;
   std::vector<Value> in;
   std::optional<std::regex> matches;
+  uint64_t matches_id = 0;  // unique per compiled pattern, for topic_matches' memo
   std::optional<std::string> gt, gte, lt, lte;
   std::vector<Pred> children;
   bool metadata_only = true;
 };
+
+// A topic condition sees the same topic record after record, and a polynomial-time match costs
+// ~1 us (config/regex.h): each thread remembers its last answer per condition and topic. Keyed by
+// a number each compiled pattern gets once, so a chain rebuilt at the same address (a reload)
+// never reads another pattern's answer.
+bool topic_matches(const Pred& p, std::string_view topic) {
+  struct Memo {
+    uint64_t id = 0;
+    std::string topic;
+    bool result = false;
+  };
+  thread_local std::array<Memo, 8> memo;
+  Memo& m = memo[p.matches_id % memo.size()];
+  if (m.id != p.matches_id || m.topic != topic) {
+    m.result = std::regex_match(topic.begin(), topic.end(), *p.matches);
+    m.id = p.matches_id;
+    m.topic.assign(topic);
+  }
+  return m.result;
+}
 
 Pred compile(const Predicate& p) {
   Pred c;
@@ -250,6 +273,8 @@ Pred compile(const Predicate& p) {
   if (p.matches) {
     try {
       c.matches = config::compile_regex(*p.matches);
+      static std::atomic<uint64_t> next_id{1};
+      c.matches_id = next_id++;
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(p.key + ".matches: " + e.what());
     }
@@ -343,7 +368,9 @@ bool eval(const Pred& p, Ctx& ctx) {
                       " bytes long; 'matches' reads at most " + std::to_string(kMaxMatchBytes);
       return false;
     }
-    if (!std::regex_match(v->text, *p.matches)) return false;
+    if (p.subject == Predicate::Subject::Topic ? !topic_matches(p, ctx.meta.topic)
+                                               : !std::regex_match(v->text, *p.matches))
+      return false;
   }
   if (p.gt || p.gte || p.lt || p.lte) {
     if (!v || v->kind != Kind::Number) return false;

@@ -524,6 +524,34 @@ drop_when = { any = [ { field = "a", matches = '(a*)*b' }, { field = "t", matche
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
 }
 
+// Topic conditions remember their last answer per thread (chain.cpp, topic_matches): topics that
+// alternate, and two chains whose patterns differ, each get their own answer.
+TEST(Filter, TopicMatchesAreRememberedPerConditionAndTopic) {
+  auto orders = chain_of(R"([[transforms]]
+type = "filter"
+drop_when = { metadata = "topic", matches = 'orders\..*' }
+)");
+  auto others = chain_of(R"([[transforms]]
+type = "filter"
+drop_when = { metadata = "topic", matches = 'other' }
+)");
+  Record in_orders, in_other;
+  in_orders.topic = "orders.eu";
+  in_other.topic = "other";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(transformed(orders, "{}", in_orders), "DROP");
+    EXPECT_EQ(transformed(others, "{}", in_orders), "{}");
+    EXPECT_EQ(transformed(orders, "{}", in_other), "{}");
+    EXPECT_EQ(transformed(others, "{}", in_other), "DROP");
+  }
+  // A chain rebuilt (a reload) with another pattern answers by its own.
+  orders = chain_of(R"([[transforms]]
+type = "filter"
+drop_when = { metadata = "topic", matches = 'nothing' }
+)");
+  EXPECT_EQ(transformed(orders, "{}", in_orders), "{}");
+}
+
 TEST(Filter, MatchesReadsAtMost1024Bytes) {
   auto chain = chain_of(R"([[transforms]]
 type = "filter"
