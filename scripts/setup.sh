@@ -40,6 +40,7 @@ debian_packages=(
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/, -DPICOMQ_FUZZ=ON)
   clang-format clang-tidy  # the style check (scripts/style.sh, .clang-format / .clang-tidy)
   curl nginx-light wrk openssl  # test servers (sinkkit/testing)
+  procps  # pgrep: the benchmarks' process-tree CPU (bench/lib.sh, bench_tree_cpu)
   libsqlite3-dev  # the Iceberg sink's SQL catalog on SQLite (sqlx, unbundled)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server
