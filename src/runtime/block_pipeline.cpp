@@ -226,9 +226,9 @@ void BlockPipeline::enqueue(TopicPartition tp, std::vector<kafka::MessagePtr> me
   // A batch that will wait behind others (the sink is the bottleneck: it holds up to the buffer's
   // bound) is copied out of librdkafka's messages, which cost ~300 B a record beside the bytes
   // while held; one that is written at once is not (kafka/kafka_records.h).
+  job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
   if (buffered_records_.load() > kCopyBeyondBatches * settings_.block.batch_length)
-    job.records = std::make_unique<kafka::CopiedRecords>(std::move(messages));
-  else job.records = std::make_unique<kafka::KafkaRecords>(std::move(messages));
+    job.records = std::make_unique<kafka::CopiedRecords>(*job.records);  // the messages go with the old one
   if (const auto g = generation_.find(job.tp); g != generation_.end()) job.generation = g->second;
   size_t waiting;
   {

@@ -1,7 +1,8 @@
 #pragma once
 // The records of one batch as consumed, before decoding: what the preparer reads and what a
-// dead letter carries. At run time a copy of librdkafka's messages (kafka/kafka_records.h)
-// that owns the bytes the decoded batch points into; in tests, plain vectors.
+// dead letter carries. At run time librdkafka's messages, or a copy of them for a batch that
+// waits (kafka/kafka_records.h), owning the bytes the decoded batch points into; in tests, plain
+// vectors.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -55,8 +55,8 @@ class KafkaRecords final : public ConsumedRecords {
 
 class CopiedRecords final : public ConsumedRecords {
  public:
-  // Takes the messages and frees them once copied.
-  explicit CopiedRecords(std::vector<MessagePtr> messages);
+  // A copy of `source` (KafkaRecords: their messages can be freed as soon as this returns).
+  explicit CopiedRecords(const ConsumedRecords& source);
   size_t size() const override { return records_.size(); }
   ConsumedRecord at(size_t i) const override {
     const Record& c = records_[i];
