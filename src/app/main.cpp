@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "authoring/definition_test.h"
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
 #include "decoders/payload_decoder.h"
@@ -155,7 +156,37 @@ int main(int argc, char** argv) {
                  "GET this operations API URL (e.g. http://127.0.0.1:8083/health/ready, with the bearer token "
                  "of PICOMQ_API_TOKEN when set) and exit 0 on 200, else 1: the image's HEALTHCHECK")
       ->excludes(config_opt);
+  // `picomq-connect test FIXTURE|DIR...`: a definition's fixtures, with no broker or destination.
+  auto* test = app.add_subcommand(
+      "test", "run sink definitions' test fixtures: records in, what the sink is called with out (docs/testing.md)");
+  std::vector<std::string> test_paths;
+  std::string test_definition, test_config;
+  std::vector<std::string> test_plugin_dirs;
+  bool test_show = false;
+  test->add_option("fixtures", test_paths, "fixture files, or directories of them (*.toml)")->required();
+  test->add_option("--definition", test_definition, "test this definition instead of the one each fixture names");
+  test->add_option("-c,--config", test_config, "a runtime config whose [plugins] path finds the sinks' plugins");
+  test->add_option("--plugins", test_plugin_dirs, "a directory of plugins, searched first (repeatable)");
+  test->add_flag("--show", test_show, "print what the sink is called with in every test, passed or not");
   CLI11_PARSE(app, argc, argv);
+  if (*test) {
+    picomq::authoring::TestOptions options;
+    options.show = test_show;
+    if (!test_definition.empty()) options.definition = test_definition;
+    for (const auto& d : test_plugin_dirs) options.plugin_path.emplace_back(d);
+    const auto env = picomq::config::process_env();
+    if (!test_config.empty()) {
+      auto loaded = picomq::config::load_runtime_config(test_config, env);
+      if (!loaded.config) {
+        for (const auto& e : loaded.errors) std::cerr << "error: " << e.to_string() << '\n';
+        return 2;
+      }
+      for (const auto& d : loaded.config->plugin_path) options.plugin_path.push_back(d);
+    }
+    spdlog::set_level(spdlog::level::warn);  // the decoders' and plugins' logs stay out of the report
+    std::vector<std::filesystem::path> paths(test_paths.begin(), test_paths.end());
+    return picomq::authoring::run_tests(paths, options, env, std::cout);
+  }
   if (version) return print_version();
   if (!health.empty()) {
     const char* token = std::getenv("PICOMQ_API_TOKEN");

@@ -59,6 +59,7 @@ void export_arrow(PreparedBatch& out, std::vector<size_t>& source_index, const a
     if (fail_policy) {
       const size_t first = refused.front().record_index;
       const int64_t offset = batch.records.at(first).offset;
+      out.failure_stage = BadRecordStage::Sink;
       out.failure = "the sink rejected record " + batch.tp.to_string() + " at offset " + std::to_string(offset) +
                     ": arrow export: " + refused.front().reason +
                     (refused.size() > 1 ? " (and " + std::to_string(refused.size() - 1) + " more)" : "");
@@ -82,6 +83,7 @@ void export_arrow(PreparedBatch& out, std::vector<size_t>& source_index, const a
     // Not one record's fault (a declared column that collides with a metadata one...): nothing of
     // the batch is written, and it stops at its first record under every policy.
     const int64_t first = batch.records.front().offset;
+    out.failure_stage = BadRecordStage::Sink;
     out.failure = "cannot export the batch as Arrow: " +
                   (held->result.error.empty() ? held->result.rejected.at(0).reason : held->result.error);
     out.commit_to = std::min(out.commit_to, first);
@@ -118,15 +120,16 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   const bool fail_policy = settings_.on_bad_record == config::BadRecordPolicy::Fail;
   wants_headers = wants_headers || transforms_;
   auto where = [&](int64_t offset) { return tp.to_string() + " at offset " + std::to_string(offset); };
-  auto stop_at = [&](int64_t offset, std::string message) {
+  auto stop_at = [&](int64_t offset, BadRecordStage stage, std::string message) {
     out.failure = std::move(message);
+    out.failure_stage = stage;
     out.commit_to = offset;
   };
   // Record i is bad: under `fail` the batch stops at it (true: leave the loop), otherwise the
   // policy takes it.
   auto bad_record = [&](size_t i, int64_t offset, BadRecordStage stage, std::string failure, std::string reason) {
     if (fail_policy) {
-      stop_at(offset, std::move(failure));
+      stop_at(offset, stage, std::move(failure));
       return true;
     }
     out.bad.push_back({i, stage, std::move(reason)});
@@ -172,7 +175,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
       }
       if (status != decoders::DecodeStatus::ok) {
         if (fail_policy) {
-          stop_at(in.offset, "cannot decode record " + where(in.offset) + " (schema " + batch.schema + "): " + error);
+          stop_at(in.offset, BadRecordStage::Decode,
+                  "cannot decode record " + where(in.offset) + " (schema " + batch.schema + "): " + error);
           break;
         }
         out.bad.push_back({i, BadRecordStage::Decode, "schema " + batch.schema + ": " + error});
@@ -275,7 +279,8 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
       }
       if (verdict == transform::Verdict::Fail) {
         if (fail_policy) {
-          stop_at(in.offset, "transform failed on record " + where(in.offset) + ": " + error);
+          stop_at(in.offset, BadRecordStage::Transform,
+                  "transform failed on record " + where(in.offset) + ": " + error);
           break;
         }
         out.bad.push_back({i, BadRecordStage::Transform, error});

@@ -25,8 +25,9 @@ struct BadRecord {
 };
 
 struct PreparedBatch {
-  DecodedBatch batch;          // what the sink gets
-  std::string failure;         // `fail` policy: the record the batch stops at (the batch holds those before it)
+  DecodedBatch batch;   // what the sink gets
+  std::string failure;  // `fail` policy: the record the batch stops at (the batch holds those before it)
+  BadRecordStage failure_stage = BadRecordStage::Decode;  // where that record went bad
   std::vector<BadRecord> bad;  // other policies: records left out of the batch, in offset order
   size_t filtered = 0;         // records a transform dropped
   std::string retry_error;     // a record cannot be decoded for now (schema registry): prepare again later
