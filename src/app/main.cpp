@@ -162,16 +162,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> test_paths;
   std::string test_definition, test_config;
   std::vector<std::string> test_plugin_dirs;
-  bool test_show = false;
+  bool test_show = false, test_no_plugin = false;
   test->add_option("fixtures", test_paths, "fixture files, or directories of them (*.toml)")->required();
   test->add_option("--definition", test_definition, "test this definition instead of the one each fixture names");
   test->add_option("-c,--config", test_config, "a runtime config whose [plugins] path finds the sinks' plugins");
   test->add_option("--plugins", test_plugin_dirs, "a directory of plugins, searched first (repeatable)");
+  test->add_flag("--no-plugin", test_no_plugin,
+                 "do not load the definition's plugin (its [plugin_config] is not checked)");
   test->add_flag("--show", test_show, "print what the sink is called with in every test, passed or not");
   CLI11_PARSE(app, argc, argv);
   if (*test) {
     picomq::authoring::TestOptions options;
     options.show = test_show;
+    options.without_plugin = test_no_plugin;
     if (!test_definition.empty()) options.definition = test_definition;
     for (const auto& d : test_plugin_dirs) options.plugin_path.emplace_back(d);
     const auto env = picomq::config::process_env();

@@ -18,6 +18,8 @@ struct TestOptions {
   // Where the definition's plugin is looked for (its option check and the change operations it
   // applies); the default plugin directory is searched after these.
   std::vector<std::filesystem::path> plugin_path;
+  // Leave the plugin alone: its [plugin_config] unchecked, every change operation taken as applied.
+  bool without_plugin = false;
   // Print what the sink is called with in every test, passed or not (writing fixtures).
   bool show = false;
   // The definition to test instead of the one each fixture names.

@@ -198,6 +198,12 @@ FixtureExpectedRecord read_expected(TableReader& r, const std::filesystem::path&
     e.payload_kind = FixtureExpectedRecord::Payload::Bytes;
     e.payload = std::move(*payload.value);
   }
+  if (auto ignore = r.string_array("ignore_fields")) {
+    for (auto& f : *ignore) e.ignore_fields.push_back(std::move(f.value));
+    if (e.payload_kind != FixtureExpectedRecord::Payload::Json)
+      r.error(*r.toml_table().get("ignore_fields"), "ignore_fields",
+              "'ignore_fields' is about a JSON payload (json or json_text)");
+  }
   e.key = r.string("key");
   if (const toml::node* n = r.node("key_json"))
     e.key_json = detail::to_json(*n, r.key_path("key_json"), r.diagnostics(), r.env()).dump();

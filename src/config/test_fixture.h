@@ -32,7 +32,10 @@ struct FixtureExpectedRecord {
   int line = 0;
   std::string where;  // "tests[0].expect[1]"
   enum class Payload { Unchecked, Json, Bytes, Tombstone } payload_kind = Payload::Unchecked;
-  std::string payload;                  // JSON text (Json, compared as JSON) or the exact bytes (Bytes)
+  std::string payload;  // JSON text (Json, compared as JSON) or the exact bytes (Bytes)
+  // Json: fields that must be there whatever their value (a time stamped by a transform), as
+  // dotted paths into objects ("meta.ingested_at").
+  std::vector<std::string> ignore_fields;
   std::optional<std::string> key;       // the record key's bytes
   std::optional<std::string> key_json;  // the decoded key ([topics.key], change events), compared as JSON
   std::optional<FixtureHeaders> headers;

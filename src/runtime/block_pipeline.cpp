@@ -70,15 +70,7 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   if (!settings_.transforms.empty()) transforms_ = std::make_unique<const transform::Chain>(settings_.transforms);
   const auto decoders =
       decoders::make_decoder_factory(settings_.block);  // schema compiled once, shared by both threads
-  if (!settings_.block.arrow_schema.empty()) {
-    std::vector<arrow::DeclaredColumn> declared;
-    for (const auto& c : settings_.block.arrow_schema)
-      declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
-    arrow_options_.declared = std::move(declared);
-  }
-  // JSON payloads reach the export validated (the json decoder parsed each; other decoders and
-  // transforms write JSON themselves): the export reads them in one pass.
-  arrow_options_.payloads_validated = true;
+  arrow_options_ = arrow_export_options(settings_.block);
   // An arrow-plane sink's batches are exported as they are prepared: the export, the costliest
   // step of that plane, is then shared between the two threads like decoding.
   PreparationStage::Settings prep;

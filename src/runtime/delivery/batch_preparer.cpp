@@ -96,6 +96,18 @@ void export_arrow(PreparedBatch& out, std::vector<size_t>& source_index, const a
 
 }  // namespace
 
+arrow::ExportOptions arrow_export_options(const config::TopicsBlock& block) {
+  arrow::ExportOptions options;
+  if (!block.arrow_schema.empty()) {
+    std::vector<arrow::DeclaredColumn> declared;
+    for (const auto& c : block.arrow_schema)
+      declared.push_back({c.name, *arrow::parse_column_type(c.type), c.nullable});  // validated with the definition
+    options.declared = std::move(declared);
+  }
+  options.payloads_validated = true;
+  return options;
+}
+
 BatchPreparer::BatchPreparer(Settings settings, std::unique_ptr<decoders::PayloadDecoder> decoder,
                              std::unique_ptr<decoders::PayloadDecoder> key_decoder, const transform::Chain* transforms)
     : settings_(std::move(settings)),

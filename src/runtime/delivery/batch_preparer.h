@@ -16,6 +16,11 @@
 
 namespace picomq::runtime {
 
+// How an arrow-plane sink's batches of `block` are exported: its declared columns (none: inferred
+// from each batch), and JSON payloads taken as validated (the json decoder parsed each; other
+// decoders and transforms write JSON themselves).
+arrow::ExportOptions arrow_export_options(const config::TopicsBlock& block);
+
 class BatchPreparer {
  public:
   struct Settings {
