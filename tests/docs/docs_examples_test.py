@@ -9,6 +9,10 @@ Helm chart's values.yaml comments, goes through `picomq-connect --check`.
     page's first definition; [[topics]] blocks or a [[transforms]] chain join a stdout definition;
     an [api] / [runtime] / [broker...] table joins a runtime config. A fragment that is only an
     expression (inline tables a page explains) is parsed as TOML, nothing more.
+Every definition then runs its fixtures with `picomq-connect test` (docs/testing-definitions.md):
+tests/docs/fixtures/<page under docs/, without .md>/<key>.toml (<key>.2.toml for a page's second definition of
+that key); a definition without one fails. A block with [[tests]] is a fixture itself, run against
+the page's latest definition.
 ${ENV} references are set to placeholders. Prints each example's verdict; exits 1 on any failure.
 Usage: docs_examples_test.py PICOMQ_CONNECT PLUGIN_DIR"""
 import glob
@@ -60,6 +64,24 @@ def with_plugins(runtime_text):
         return re.sub(r"^\[plugins\]\n(path\s*=\s*\[)", lambda m: f'[plugins]\n{m.group(1)}"{PLUGINS}", ', runtime_text, flags=re.M)
     return runtime_text + f'\n[plugins]\npath = ["{PLUGINS}"]\n'
 
+FIXTURES = os.path.join(ROOT, "tests", "docs", "fixtures")
+
+def run_fixture(definition, fixture, no_plugin=False):
+    """`picomq-connect test` of `fixture` (a file) on `definition` (TOML text)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "definition.toml")
+        open(path, "w").write(definition)
+        args = [CONNECT, "test", "--definition", path] + (["--no-plugin"] if no_plugin else ["--plugins", PLUGINS]) + [fixture]
+        r = subprocess.run(args, capture_output=True, text=True, env=env_for(definition))
+        return r.returncode == 0, (r.stdout + r.stderr).strip()
+
+def fixture_of(rel, key, seen):
+    """The fixture file of the page's definition `key` (counting the page's earlier ones)."""
+    seen[key] = seen.get(key, 0) + 1
+    name = key + ("" if seen[key] == 1 else f".{seen[key]}") + ".toml"
+    page = os.path.splitext(rel)[0]
+    return os.path.join(FIXTURES, page[len("docs/"):] if page.startswith("docs/") else page, name)
+
 def python_module_only(block, out):
     """A Python sink's example: --check imports its class (the reader's module, not in this tree),
     so the errors about where the class comes from are expected; any other error still fails."""
@@ -76,7 +98,9 @@ files = ["README.md"] + sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.pa
 failures, count = [], 0
 for rel in files:
     text = open(os.path.join(ROOT, rel)).read()
-    first_definition = None
+    first_definition = latest_definition = None
+    keys_seen = {}
+    waiting = None  # (where, fixture path) of a definition whose fixture may come later on its page
     for m in re.finditer(r"```toml\n(.*?)```", text, re.S):
         block, line = m.group(1), text[: m.start()].count("\n") + 1
         where = f"{rel}:{line}"
@@ -100,11 +124,41 @@ for rel in files:
                 failures.append(where)
                 print(f"FAIL {where}: not TOML: {e}")
                 continue
+        if re.search(r"^\[\[tests\]\]", block, re.M):
+            if not latest_definition:
+                failures.append(where)
+                print(f"FAIL {where}: a fixture with no definition before it on the page")
+                continue
+            waiting = None
+            with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+                f.write(block)
+                f.flush()
+                ok, out = run_fixture(latest_definition, f.name)
+            print(("ok   " if ok else "FAIL ") + f"{where} (fixture of the definition above it)" + ("" if ok else "\n     | " + out.replace("\n", "\n     | ")))
+            if not ok:
+                failures.append(where)
+            continue
+        if k == "definition" and waiting:
+            failures.append(waiting[0])
+            print(f"FAIL {waiting[0]}: no fixture: write {waiting[1]} or a [[tests]] block after it (docs/testing-definitions.md)")
         if k == "definition":
+            waiting = None
             first_definition = first_definition or block
+            latest_definition = block
             ok, out = check_runtime(RUNTIME, [("example.toml", block)])
-            if not ok and python_module_only(block, out):
-                print(f"ok   {where} (definition; its Python module is the reader's, not here)")
+            python_only = not ok and python_module_only(block, out)
+            key = re.search(r'^key\s*=\s*"([^"]+)"', block, re.M)
+            fixture = fixture_of(rel, key.group(1) if key else "", keys_seen)
+            if ok or python_only:
+                if not os.path.exists(fixture):
+                    # Its fixture may be a [[tests]] block further down the page.
+                    waiting = (where, os.path.relpath(fixture, ROOT))
+                    continue
+                else:
+                    ok, out = run_fixture(block, fixture, no_plugin=python_only)
+                    out = f"{os.path.relpath(fixture, ROOT)}:\n{out}"
+            if ok:
+                print(f"ok   {where} (definition, {os.path.relpath(fixture, ROOT)})")
                 continue
         elif k == "runtime":
             # A part of a runtime config (the page shows the tables it is about): the rest added.
@@ -123,6 +177,10 @@ for rel in files:
         print(("ok   " if ok else "FAIL ") + f"{where} ({k})" + ("" if ok else "\n     | " + out.replace("\n", "\n     | ")))
         if not ok:
             failures.append(where)
+
+    if waiting:
+        failures.append(waiting[0])
+        print(f"FAIL {waiting[0]}: no fixture: write {waiting[1]} or a [[tests]] block after it (docs/testing-definitions.md)")
 
 # The chart's values.yaml shows definitions in comments (`#  name.toml: |` and the TOML indented
 # under it): each is checked as a definition too.
