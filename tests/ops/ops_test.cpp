@@ -850,6 +850,108 @@ TEST(Service, AConfigMapVolumeSwapReloadsTheChangedDefinition) {
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }
 
+// Dead letters read back over the API (docs/operations.md, "Dead letters"): what each one is,
+// where it came from and why, filtered, paged and counted — against the records the test put
+// on the source topic.
+TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCounted) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("dlq-src");
+  const auto dead = topic + ".dead";
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  Runtime rt(kafka.bootstrap(), "ops-dead-letters");
+  with_api(rt);
+  // Offsets 2 and 7 cannot be decoded; the sink rejects offset 5.
+  rt.add_definition(
+      "dl.toml",
+      testkit_definition(
+          "dl",
+          "topics = [\"" + topic +
+              "\"]\npoll_interval = \"50ms\"\non_bad_record = \"dead_letter\"\n"
+              "dead_letter_topic = \"" +
+              dead + "\"",
+          testkit_config(rt, "dl", "fail_times = 1000\nfail_offset = 5\nfail_status = \"reject\"\nreject_offset = 5")));
+  rt.add_definition("plain.toml", testkit_def(rt, "plain", topic + ".other"));
+  std::vector<ProducedRecord> records;
+  auto values = json_values(0, 10);
+  values[2] = "{\"n\": 2, broken";
+  values[7] = std::string("\xff\xfe not json", 11);
+  for (int i = 0; i < 10; ++i) records.push_back({values[i], "k" + std::to_string(i), {}});
+  records[2].headers = {{"trace", "t-2"}};
+  kafka.produce(topic, records);
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("dl"), topic) == 10; }, 30s)) << rt.log();
+  Api api(rt);
+
+  auto r = api.get("/sinks/dl/dead-letters");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto doc = r.doc();
+  EXPECT_EQ(doc["topic"], dead);
+  ASSERT_EQ(doc["records"].size(), 3u) << r.body;
+  EXPECT_TRUE(doc["next_cursor"].is_null()) << "one page holds them all";
+  const auto& first = doc["records"][0];
+  EXPECT_EQ(first["id"], "0:0");
+  EXPECT_EQ(first["stage"], "decode");
+  EXPECT_NE(first["reason"].get<std::string>().find("payload is not valid JSON"), std::string::npos) << first;
+  EXPECT_EQ(first["source"]["topic"], topic);
+  EXPECT_EQ(first["source"]["partition"], 0);
+  EXPECT_EQ(first["source"]["offset"], 2);
+  EXPECT_EQ(first["key"], "k2");
+  EXPECT_EQ(first["payload"], values[2]);
+  EXPECT_EQ(first["headers"], json::array({json::array({"trace", "t-2"})})) << "its own headers, not pico_error_*";
+  std::set<int64_t> offsets;
+  for (const auto& d : doc["records"]) offsets.insert(d["source"]["offset"].get<int64_t>());
+  EXPECT_EQ(offsets, (std::set<int64_t>{2, 5, 7}));
+  for (const auto& d : doc["records"])
+    if (d["source"]["offset"] == 7) {
+      EXPECT_EQ(d["payload"]["base64"], "//4gbm90IGpzb24=") << "bytes that are not UTF-8";
+    }
+
+  // Filters: by stage, by a part of the reason, by source offsets, by ids.
+  r = api.get("/sinks/dl/dead-letters?stage=sink");
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.doc()["records"].size(), 1u) << r.body;
+  EXPECT_EQ(r.doc()["records"][0]["source"]["offset"], 5);
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters?reason=not%20valid%20JSON").doc()["records"].size(), 2u);
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters?from_offset=3&to_offset=7").doc()["records"].size(), 2u);
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters?topic=elsewhere").doc()["records"].size(), 0u);
+  r = api.get("/sinks/dl/dead-letters?ids=0:2");
+  ASSERT_EQ(r.doc()["records"].size(), 1u) << r.body;
+  EXPECT_EQ(r.doc()["records"][0]["id"], "0:2");
+
+  // Pages of one: three pages, each cursor where the next starts, the last without one.
+  std::vector<std::string> ids;
+  std::string cursor;
+  for (int page = 0; page < 4; ++page) {
+    r = api.get("/sinks/dl/dead-letters?limit=1" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto page_doc = r.doc();
+    for (const auto& d : page_doc["records"]) ids.push_back(d["id"]);
+    if (page_doc["next_cursor"].is_null()) break;
+    cursor = page_doc["next_cursor"];
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"0:0", "0:1", "0:2"}));
+
+  // Counts per stage and reason.
+  r = api.get("/sinks/dl/dead-letters/counts");
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = r.doc();
+  EXPECT_EQ(doc["matched"], 3);
+  int64_t decode = 0, sink = 0;
+  for (const auto& c : doc["counts"]) (c["stage"] == "decode" ? decode : sink) += c["count"].get<int64_t>();
+  EXPECT_EQ(decode, 2);
+  EXPECT_EQ(sink, 1);
+
+  // What cannot be answered says why.
+  EXPECT_EQ(api.get("/sinks/plain/dead-letters").status, 404);
+  EXPECT_EQ(api.get("/sinks/nope/dead-letters").status, 404);
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters?stage=later").status, 400);
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters?limit=0").status, 400);
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters?cursor=x").status, 502);
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 }  // namespace
 }  // namespace picomq::test
 

@@ -19,6 +19,7 @@
 #include "decoders/payload_decoder.h"
 #include "runtime/config_check.h"
 #include "runtime/delivery/delivery_window.h"
+#include "runtime/kafka/dead_letter_reader.h"
 #include "runtime/kafka/group_offsets.h"
 #include "runtime/plugin_host/sink_instance.h"
 #include "transform/time.h"
@@ -282,6 +283,8 @@ class HttpApiServer final : public ApiServer {
         {"POST", R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))", &HttpApiServer::control_sink},
         {"GET", R"(/sinks/([^/]+)/offsets)", &HttpApiServer::get_offsets},
         {"POST", R"(/sinks/([^/]+)/offsets)", &HttpApiServer::set_offsets},
+        {"GET", R"(/sinks/([^/]+)/dead-letters)", &HttpApiServer::dead_letters},
+        {"GET", R"(/sinks/([^/]+)/dead-letters/counts)", &HttpApiServer::dead_letter_counts},
         {"POST", "/validate", &HttpApiServer::validate},
         {"PUT", R"(/sinks/([^/]+))", &HttpApiServer::put},
         {"DELETE", R"(/sinks/([^/]+))", &HttpApiServer::delete_sink},
@@ -393,6 +396,142 @@ class HttpApiServer final : public ApiServer {
       spdlog::info("sink '{}': offsets of group '{}' set by the operator", key, gs[i].group_id);
     }
     get_offsets(req, res);
+  }
+
+  // GET /sinks/{key}/dead-letters: a page of the sink's dead letters, filtered (the query's
+  // stage, reason, topic, partition, from_offset, to_offset, since, until, ids), from `cursor`
+  // (a page's next_cursor), at most `limit` (default 50, at most 1000).
+  void dead_letters(const httplib::Request& req, httplib::Response& res) {
+    std::string topic, error;
+    kafka::DeadLetterFilter filter;
+    if (!dead_letter_request(req, res, topic, filter)) return;
+    int64_t limit = 50;
+    if (req.has_param("limit") && (!integer_param(req, "limit", limit) || limit < 1 || limit > 1000))
+      return reply(res, 400, error_json("'limit' must be an integer from 1 to 1000"));
+    const kafka::DeadLetterReader reader(sinks_.bootstrap_servers(), config_.client_properties, topic);
+    const auto page = reader.page(filter, req.get_param_value("cursor"), static_cast<size_t>(limit), error);
+    if (!error.empty() && page.records.empty()) return reply(res, 502, error_json(error));
+    res.status = 200;
+    res.set_content(kafka::page_json(topic, page), "application/json");
+  }
+
+  // GET /sinks/{key}/dead-letters/counts: how many dead letters of each stage and reason.
+  void dead_letter_counts(const httplib::Request& req, httplib::Response& res) {
+    std::string topic, error;
+    kafka::DeadLetterFilter filter;
+    if (!dead_letter_request(req, res, topic, filter)) return;
+    const kafka::DeadLetterReader reader(sinks_.bootstrap_servers(), config_.client_properties, topic);
+    const auto counts = reader.count(filter, error);
+    if (!error.empty() && counts.matched == 0) return reply(res, 502, error_json(error));
+    res.status = 200;
+    res.set_content(kafka::counts_json(topic, counts), "application/json");
+  }
+
+  static bool integer_param(const httplib::Request& req, const char* name, int64_t& out) {
+    const std::string v = req.get_param_value(name);
+    try {
+      size_t used = 0;
+      out = std::stoll(v, &used);
+      return used == v.size();
+    } catch (...) {
+      return false;
+    }
+  }
+
+  // The dead-letter topic of the sink's block (`block`, or the one its blocks share) and the
+  // query's filter; false once an error is answered.
+  bool dead_letter_request(const httplib::Request& req, httplib::Response& res, std::string& topic,
+                           kafka::DeadLetterFilter& filter) {
+    const std::string key = req.matches[1];
+    auto d = sinks_.definition(key);
+    if (!d) {
+      reply(res, 404, error_json("no sink '" + key + "'"));
+      return false;
+    }
+    std::vector<std::string> topics;  // per block; empty: none
+    for (const auto& b : d->topics) topics.push_back(b.dead_letter_topic.value_or(""));
+    if (req.has_param("block")) {
+      int64_t block = -1;
+      if (!integer_param(req, "block", block) || block < 0 || block >= static_cast<int64_t>(topics.size())) {
+        reply(res, 400,
+              error_json("'block' must be a [[topics]] block of the sink, 0 to " + std::to_string(topics.size() - 1)));
+        return false;
+      }
+      topic = topics[static_cast<size_t>(block)];
+      if (topic.empty()) {
+        reply(res, 404,
+              error_json("sink '" + key + "' topics[" + std::to_string(block) + "] has no dead-letter topic"));
+        return false;
+      }
+    } else {
+      std::vector<std::string> distinct;
+      for (const auto& t : topics)
+        if (!t.empty() && std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
+      if (distinct.empty()) {
+        reply(res, 404,
+              error_json("sink '" + key +
+                         "' has no dead-letter topic (on_bad_record = \"dead_letter\" and "
+                         "dead_letter_topic in a [[topics]] block)"));
+        return false;
+      }
+      if (distinct.size() > 1) {
+        reply(res, 400,
+              error_json("sink '" + key + "' dead-letters to " + std::to_string(distinct.size()) +
+                         " topics (one per block): name the block, ?block=N"));
+        return false;
+      }
+      topic = distinct.front();
+    }
+    filter.sink = key;
+    if (req.has_param("stage")) {
+      filter.stage = req.get_param_value("stage");
+      if (*filter.stage != "decode" && *filter.stage != "transform" && *filter.stage != "sink") {
+        reply(res, 400, error_json("'stage' must be decode, transform or sink"));
+        return false;
+      }
+    }
+    if (req.has_param("reason")) filter.reason = req.get_param_value("reason");
+    if (req.has_param("topic")) filter.topic = req.get_param_value("topic");
+    for (const auto& [name, target] :
+         {std::pair<const char*, std::optional<int64_t>*>{"from_offset", &filter.from_offset},
+          {"to_offset", &filter.to_offset}}) {
+      if (!req.has_param(name)) continue;
+      int64_t v = 0;
+      if (!integer_param(req, name, v)) {
+        reply(res, 400, error_json(std::string("'") + name + "' must be an offset (an integer)"));
+        return false;
+      }
+      *target = v;
+    }
+    if (req.has_param("partition")) {
+      int64_t p = 0;
+      if (!integer_param(req, "partition", p) || p < 0 || p > INT32_MAX) {
+        reply(res, 400, error_json("'partition' must be a partition number"));
+        return false;
+      }
+      filter.partition = static_cast<int32_t>(p);
+    }
+    for (const auto& [name, target] :
+         {std::pair<const char*, std::optional<int64_t>*>{"since", &filter.since_ms}, {"until", &filter.until_ms}}) {
+      if (!req.has_param(name)) continue;
+      const std::string v = req.get_param_value(name);
+      std::string error;
+      const json value = !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit) ? json(std::stoll(v)) : json(v);
+      *target = parse_timestamp(value, error);
+      if (!error.empty()) {
+        reply(res, 400, error_json(std::string("'") + name + "': " + error.substr(error.find(' ') + 1)));
+        return false;
+      }
+    }
+    if (req.has_param("ids")) {
+      const std::string ids = req.get_param_value("ids");
+      for (size_t start = 0; start < ids.size();) {
+        const size_t comma = std::min(ids.find(',', start), ids.size());
+        if (comma > start) filter.ids.push_back(ids.substr(start, comma - start));
+        start = comma + 1;
+      }
+    }
+    return true;
   }
 
   // POST /validate: a definition's TOML checked as --check does, nothing written.
