@@ -170,7 +170,22 @@ int main(int argc, char** argv) {
   test->add_flag("--no-plugin", test_no_plugin,
                  "do not load the definition's plugin (its [plugin_config] is not checked)");
   test->add_flag("--show", test_show, "print what the sink is called with in every test, passed or not");
+  // `picomq-connect ctl ...`: the operations API's command line, in the ops module (ops/ctl.h).
+  auto* ctl = app.add_subcommand("ctl",
+                                 "a running picomq-connect through its operations API: status, lag, "
+                                 "stop/start/..., offsets, validate, apply, dead-letters (ctl --help)");
+  ctl->prefix_command();
+  ctl->set_help_flag();  // ctl's own --help, in the module
   CLI11_PARSE(app, argc, argv);
+  if (*ctl) {
+    std::string error;
+    const auto* ops = picomq::runtime::ops_module(error);
+    if (!ops) {
+      std::cerr << "ctl: " << error << '\n';
+      return 2;
+    }
+    return ops->run_ctl(ctl->remaining());
+  }
   if (*test) {
     picomq::authoring::TestOptions options;
     options.show = test_show;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "runtime/kafka/lag_reader.h"
 #include "runtime/status.h"
 #include "runtime/supervisor.h"
@@ -23,12 +25,31 @@ LagMonitor::~LagMonitor() {
 void LagMonitor::run() {
   kafka::LagReader reader(sinks_.bootstrap_servers(), sinks_.config().client_properties);
   std::string last_error;
+  // Per sink: when it was last read, and its blocks' commits then.
+  struct Reading {
+    std::chrono::steady_clock::time_point at;
+    uint64_t commits = 0;
+  };
+  std::map<std::string, Reading> readings;
+  auto commits_of = [&](const std::string& key) {
+    uint64_t n = 0;
+    if (auto st = status_.get(key))
+      for (const auto& b : st->blocks) n += b.commits;
+    return n;
+  };
   std::unique_lock lock(mutex_);
   while (!stop_) {
     lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
     for (const auto& key : sinks_.keys()) {
+      const uint64_t commits = commits_of(key);
+      auto it = readings.find(key);
+      const bool due = it == readings.end() || now - it->second.at >= kEvery ||
+                       (commits != it->second.commits && now - it->second.at >= kAfterCommit);
+      if (!due) continue;
       const auto definition = sinks_.definition(key);
       if (!definition) continue;
+      readings[key] = {now, commits};
       const auto groups =
           kafka::sink_groups(*definition, sinks_.bootstrap_servers(), sinks_.config().client_properties);
       for (size_t i = 0; i < groups.size(); ++i) {
@@ -44,7 +65,7 @@ void LagMonitor::run() {
       }
     }
     lock.lock();
-    wake_.wait_for(lock, kEvery, [&] { return stop_; });
+    wake_.wait_for(lock, kAfterCommit, [&] { return stop_; });
   }
 }
 

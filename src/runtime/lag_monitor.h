@@ -16,6 +16,9 @@ class Supervisor;
 class LagMonitor {
  public:
   static constexpr std::chrono::milliseconds kEvery{5000};
+  // A sink that committed since its last reading is read again this soon (not kEvery later): a
+  // reading taken just before a commit would otherwise show its records as not committed.
+  static constexpr std::chrono::milliseconds kAfterCommit{1000};
   LagMonitor(Supervisor& sinks, StatusBoard& status);
   ~LagMonitor();  // stops the thread (a reading in progress ends within the broker timeouts)
   LagMonitor(const LagMonitor&) = delete;

@@ -33,6 +33,10 @@ void StatusBoard::set_state(const std::string& key, const std::string& file, Sin
     if (s.state == SinkState::Error && (state == SinkState::Stopping || state == SinkState::Stopped)) return;
     s.state = state;
     s.message = std::move(message);
+    // A stopped sink consumes nothing: it is not paused (a pause before the stop ends with it,
+    // and a start begins unpaused), whatever its blocks said last.
+    if (state == SinkState::Stopped)
+      for (auto& b : s.blocks) b.paused = b.paused_by_operator = false;
   }
   write_file();
 }

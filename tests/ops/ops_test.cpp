@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -950,6 +951,149 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
   EXPECT_EQ(api.get("/sinks/dl/dead-letters?cursor=x").status, 502);
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
+// `picomq-connect ctl` against running runtimes, as an on-call engineer types it: tables to read,
+// --json to script, exit codes to branch on.
+struct CtlRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+CtlRun ctl(const std::vector<std::string>& urls, const std::string& args) {
+  std::string command = kit::testing::shell_quote(locations().connect_binary.string()) + " ctl --token " + kToken;
+  for (const auto& u : urls) command += " --url " + u;
+  command += " " + args + " 2>&1";
+  CtlRun r;
+  FILE* p = popen(command.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// The row of `table` whose first cells are `first` (split on runs of spaces).
+std::vector<std::string> row_of(const std::string& table, const std::vector<std::string>& first) {
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string c; cells >> c;) row.push_back(c);
+    if (row.size() >= first.size() && std::equal(first.begin(), first.end(), row.begin())) return row;
+  }
+  return {};
+}
+
+TEST(Ctl, StatusLagControlOffsetsDeadLettersValidateAndApplyOnOneRuntimeAndAFleet) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("ctl");
+  const auto dead = topic + ".dead";
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  Runtime a(kafka.bootstrap(), "ctl-a");
+  with_api(a);
+  a.add_definition("orders.toml", testkit_definition("orders",
+                                                     "topics = [\"" + topic +
+                                                         "\"]\npoll_interval = \"50ms\"\non_bad_record = "
+                                                         "\"dead_letter\"\ndead_letter_topic = \"" +
+                                                         dead + "\"",
+                                                     testkit_config(a, "orders")));
+  Runtime b(kafka.bootstrap(), "ctl-b");
+  with_api(b);
+  b.add_definition("other.toml", testkit_def(b, "other", topic + ".other"));
+  auto values = json_values(0, 6);
+  values[3] = "not json";
+  kafka.produce_values(topic, values);
+  a.start();
+  b.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("orders"), topic) == 6; }, 30s)) << a.log();
+  const std::string url_a = Api(a).url, url_b = Api(b).url;
+
+  // status: one row per sink; the lag read from the broker soon after the commit.
+  CtlRun r;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = ctl({url_a}, "status");
+        const auto row = row_of(r.out, {"orders"});
+        return row.size() >= 7 && row[4] == "0";
+      },
+      10s))
+      << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto row = row_of(r.out, {"orders"});
+  EXPECT_EQ(row[1], "running") << r.out;
+  EXPECT_EQ(row[5], "5") << "written: " << r.out;
+  EXPECT_EQ(row[6], "1") << "dead-lettered: " << r.out;
+  // A fleet: each runtime's sinks, the runtime named.
+  r = ctl({url_a, url_b}, "status");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(row_of(r.out, {url_a, "orders", "running"}).empty()) << r.out;
+  EXPECT_FALSE(row_of(r.out, {url_b, "other", "running"}).empty()) << r.out;
+  r = ctl({url_a, url_b}, "--json lag");
+  auto doc = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(doc.is_array() && doc.size() == 2) << r.out;
+  EXPECT_EQ(doc[0]["sinks"][0]["group_lag"][0][0]["committed"], 6) << r.out;
+  r = ctl({url_a}, "lag orders");
+  EXPECT_EQ(row_of(r.out, {"orders", "0", topic, "0"}),
+            (std::vector<std::string>{"orders", "0", topic, "0", "6", "6", "0", "0.0"}))
+      << r.out;
+
+  // Dead letters: listed and counted.
+  r = ctl({url_a}, "dead-letters list orders");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  row = row_of(r.out, {"0:0"});
+  ASSERT_GE(row.size(), 4u) << r.out;
+  EXPECT_EQ(row[2], "decode");
+  EXPECT_EQ(row[3], topic + "[0]@3");
+  r = ctl({url_a}, "dead-letters counts orders --stage decode");
+  EXPECT_NE(r.out.find("1 dead letter(s) of sink 'orders' in " + dead), std::string::npos) << r.out;
+  EXPECT_EQ(ctl({url_a}, "dead-letters list other").exit_code, 1) << "no dead-letter topic: refused";
+
+  // pause, then stop: the state says stopped, and nothing says paused any more.
+  EXPECT_EQ(ctl({url_a}, "pause orders").exit_code, 0);
+  r = ctl({url_a}, "stop orders");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = ctl({url_a}, "status");
+  EXPECT_EQ(r.exit_code, 4) << "a stopped sink: " << r.out;
+  EXPECT_EQ(row_of(r.out, {"orders"}).at(1), "stopped") << r.out;
+  doc = json::parse(ctl({url_a}, "--json status orders").out, nullptr, false);
+  for (const auto& block : doc[0]["blocks"]) EXPECT_FALSE(block["paused"].get<bool>()) << doc.dump();
+  std::string error;
+  EXPECT_EQ(parse_metrics(Api(a).get("/metrics").body, error)["picomq_paused{block=0,sink=orders}"], 0) << error;
+
+  // offsets: reset while stopped, shown, then the sink reads again from there.
+  r = ctl({url_a}, "offsets reset orders --offset " + topic + ":0=4");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(kafka.committed(group_of("orders"), topic), 4);
+  r = ctl({url_a}, "offsets show orders");
+  EXPECT_EQ(row_of(r.out, {group_of("orders"), topic, "0"}).at(3), "4") << r.out;
+  EXPECT_EQ(ctl({url_a}, "offsets reset orders").exit_code, 2) << "which offsets: a usage error";
+  EXPECT_EQ(ctl({url_a}, "start orders").exit_code, 0);
+  EXPECT_TRUE(wait_until([&] { return kafka.committed(group_of("orders"), topic) == 6; }, 30s)) << a.log();
+
+  // validate and apply a definition file.
+  const auto bad = a.dir() / "bad.toml";
+  std::ofstream(bad) << "type = \"sink\"\nkey = \"third\"\npath = \"libpicomq_connector_testkit_sink\"\n";
+  r = ctl({url_a}, "validate " + bad.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("topics"), std::string::npos) << "names what is missing: " << r.out;
+  const auto good = a.dir() / "third.toml";
+  std::ofstream(good) << testkit_def(a, "third", topic + ".third");
+  EXPECT_EQ(ctl({url_a}, "validate " + good.string()).exit_code, 0);
+  r = ctl({url_a}, "apply " + good.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("sink 'third' applied: started [\"third\"]"), std::string::npos) << r.out;
+  EXPECT_TRUE(wait_until([&] { return row_of(ctl({url_a}, "status third").out, {"third"}).at(1) == "running"; }, 30s));
+
+  // What cannot be done says so, with an exit code to branch on.
+  EXPECT_EQ(ctl({url_a}, "stop nope").exit_code, 1);
+  EXPECT_EQ(ctl({"http://127.0.0.1:9"}, "status").exit_code, 3);
+  EXPECT_EQ(ctl({url_a}, "frobnicate").exit_code, 2);
+  a.signal(SIGTERM);
+  b.signal(SIGTERM);
+  EXPECT_EQ(a.wait_exit(30s), 0) << a.log();
+  EXPECT_EQ(b.wait_exit(30s), 0) << b.log();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // (src/app/exported_symbols.txt).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "modules/loader.h"
 #include "runtime/ops/api_server.h"
@@ -18,6 +19,7 @@ struct OpsModule {
   std::unique_ptr<ApiServer> (*start_api_server)(const config::RuntimeConfig& config, Supervisor& sinks,
                                                  StatusBoard& status, std::string& error);
   int (*probe_health)(const std::string& url, const std::string& token);
+  int (*run_ctl)(const std::vector<std::string>& args);  // `picomq-connect ctl ...` (ops/ctl.h)
 };
 
 inline constexpr const char* kOpsModule = "picomq_ops";
