@@ -40,11 +40,16 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   const bool cannot_connect =
       code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || code == RD_KAFKA_RESP_ERR__RESOLVE ||
       (code == RD_KAFKA_RESP_ERR__TRANSPORT && text.find("Connect to ") != std::string_view::npos);
-  if (cannot_connect && c && !c->broker_down.exchange(true)) {
-    c->broker_down_since_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  if (cannot_connect && c && c->broker_down) {
+    spdlog::debug("{}: broker still unreachable ({})", prefix, reason);
+  } else if (cannot_connect && c && c->begin_outage(now_ms)) {
     spdlog::warn("{}: broker unreachable ({}); retrying", prefix, reason);
+  } else if (cannot_connect && c) {
+    spdlog::debug("{}: broker unreachable again within {} s of answering: the same outage ({})", prefix,
+                  LoggedClient::kRecoverySettleMs / 1000, reason);
   } else if (is_credentials_refusal(code)) {
     spdlog::error("{}: {}", prefix, authentication_refusal(reason));
     if (c) c->refuse(authentication_refusal(reason));

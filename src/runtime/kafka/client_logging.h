@@ -19,6 +19,31 @@ struct LoggedClient {
   void* owner = nullptr;   // the object serving the handle's other callbacks; null once it let go
   std::atomic<bool> broker_down{false};
   std::atomic<int64_t> broker_down_since_ms{0};  // system clock, epoch ms
+  std::atomic<int64_t> recovered_at_ms{0};       // the broker answered again then; not said yet
+
+  // An outage is said once, and its end once it held this long: a broker shutting down answers
+  // a request on an open connection after it refused a new one, which is no recovery.
+  static constexpr int64_t kRecoverySettleMs = 2000;
+  // The broker did not answer: true when this starts an outage to say (not when one is going on,
+  // or when it went down again within kRecoverySettleMs of answering: the same outage).
+  bool begin_outage(int64_t now_ms) {
+    if (broker_down.exchange(true)) return false;
+    const int64_t recovered = recovered_at_ms.exchange(0);
+    if (recovered != 0 && now_ms - recovered < kRecoverySettleMs) return false;
+    broker_down_since_ms = now_ms;
+    return true;
+  }
+  // The broker answered: the outage is over (said by settled_recovery() once it held).
+  void end_outage(int64_t now_ms) {
+    if (broker_down.exchange(false)) recovered_at_ms = now_ms;
+  }
+  // The outage's length in ms once its end held kRecoverySettleMs (once per outage), else -1.
+  int64_t settled_recovery(int64_t now_ms) {
+    int64_t recovered = recovered_at_ms.load();
+    if (recovered == 0 || broker_down || now_ms - recovered < kRecoverySettleMs) return -1;
+    if (!recovered_at_ms.compare_exchange_strong(recovered, 0)) return -1;
+    return recovered - broker_down_since_ms.load();
+  }
   // Set when the broker refused this client's credentials: librdkafka would retry forever, the
   // runtime stops the block with this instead (a configuration error, not an outage).
   std::string refusal() const {

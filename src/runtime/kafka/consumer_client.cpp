@@ -51,10 +51,9 @@ std::string ConsumerClient::create(const std::function<bool()>& keep_waiting) {
   while (!(choice = choose_group_protocol(settings_.group_protocol, settings_.bootstrap_servers, all_properties,
                                           settings_.static_membership, kProtocolProbeTimeout, log_prefix(), refusal))) {
     if (!refusal.empty()) return refusal;
-    if (!log_->broker_down.exchange(true)) {
-      log_->broker_down_since_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
+    if (log_->begin_outage(
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count())) {
       spdlog::warn("{}: broker unreachable (no answer from {} within {} s to choose the group protocol); retrying",
                    log_prefix(), settings_.bootstrap_servers, kProtocolProbeTimeout.count() / 1000);
     }
@@ -213,7 +212,8 @@ size_t ConsumerClient::poll(std::chrono::milliseconds wait, size_t max, std::vec
     ++records;
     out.push_back(std::move(m));
   }
-  if (records && log_->broker_down) mark_broker_up();
+  // Records say nothing about the broker: they may have been fetched before the outage and waited
+  // in librdkafka's queue (an outage was logged as over after 0.1 s, then began again).
   return records;
 }
 
@@ -280,6 +280,11 @@ void ConsumerClient::wake_fetcher(const rd_kafka_topic_partition_list_t* assigne
 }
 
 int64_t ConsumerClient::check_broker(std::chrono::milliseconds every) {
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  if (const int64_t outage_ms = log_->settled_recovery(now_ms); outage_ms >= 0)
+    spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(), outage_ms / 1000.0);
   if (!log_->broker_down) return 0;
   const auto now = Clock::now();
   if (now >= next_broker_probe_) {
@@ -303,12 +308,10 @@ int64_t ConsumerClient::check_broker(std::chrono::milliseconds every) {
 }
 
 void ConsumerClient::mark_broker_up() {
-  if (!log_->broker_down.exchange(false)) return;
-  const auto now_ms =
+  // Said by check_broker() once it held (LoggedClient::settled_recovery).
+  log_->end_outage(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  spdlog::info("{}: broker reachable again after {:.1f} s", log_prefix(),
-               (now_ms - log_->broker_down_since_ms.load()) / 1000.0);
+          .count());
 }
 
 // ---------------------------------------------------------------- offsets
