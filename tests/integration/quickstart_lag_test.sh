@@ -22,10 +22,11 @@ for _ in $(seq 1 100); do
 done
 [[ -n "$url" ]] || { echo "no API URL in the status file"; cat "$dir/err"; exit 1; }
 for _ in $(seq 1 100); do
+  # Before the sink exists or the first reading, the answer has no lag yet: asked again.
   committed="$("$bin" ctl --url "$url" --json lag orders_stdout | python3 -c '
 import json, sys
 doc = json.load(sys.stdin)
-print(sum(p["committed"] or 0 for b in doc[0]["group_lag"] or [] for p in b))')"
+print(sum(p["committed"] or 0 for b in doc[0]["group_lag"] or [] for p in b))' 2>/dev/null || true)"
   [[ "$committed" == 10 ]] && break
   sleep 0.1
 done
