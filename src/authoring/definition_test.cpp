@@ -161,7 +161,7 @@ void compare_record(const config::FixtureExpectedRecord& e, const pmq_record& r,
   std::vector<std::string> lines;
   using Payload = config::FixtureExpectedRecord::Payload;
   if (e.payload_kind == Payload::Tombstone && r.payload.data)
-    lines.push_back("payload: expected none (a tombstone), got one");
+    lines.emplace_back("payload: expected none (a tombstone), got one");
   if (e.payload_kind == Payload::Json) {
     if (!r.payload.data) lines.push_back("payload: expected " + json_brief(json::parse(e.payload)) + ", got none");
     else {
@@ -359,7 +359,8 @@ void run_fixture_file(const fs::path& file, const TestOptions& options, const co
                                    json(*e.reason).dump() + ": " + it->second.reason);
     }
     for (const auto& [offset, b] : bad_by_offset)
-      if (std::none_of(c.expect_bad.begin(), c.expect_bad.end(), [&](const auto& e) { return e.offset == offset; }))
+      if (std::none_of(c.expect_bad.begin(), c.expect_bad.end(),
+                       [at = offset](const auto& e) { return e.offset == at; }))
         verdict.problems.push_back("the record at offset " + std::to_string(offset) + " went bad (" +
                                    std::string(runtime::to_string(b.stage)) + "), not expected: " + b.reason);
     if (c.expect_filtered && static_cast<size_t>(*c.expect_filtered) != prepared->filtered)

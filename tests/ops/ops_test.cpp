@@ -877,6 +877,7 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
   auto values = json_values(0, 10);
   values[2] = "{\"n\": 2, broken";
   values[7] = std::string("\xff\xfe not json", 11);
+  records.reserve(values.size());
   for (int i = 0; i < 10; ++i) records.push_back({values[i], "k" + std::to_string(i), {}});
   records[2].headers = {{"trace", "t-2"}};
   kafka.produce(topic, records);

@@ -33,7 +33,7 @@ class Api {
     client_->set_connection_timeout(5, 0);
     client_->set_read_timeout(120, 0);  // a dead-letter scan may read for 30 s, a reset waits on the broker
     if (!token.empty()) client_->set_bearer_token_auth(token);
-    if (!ca_file.empty()) client_->set_ca_cert_path(ca_file.c_str());
+    if (!ca_file.empty()) client_->set_ca_cert_path(ca_file);
     if (insecure) client_->enable_server_certificate_verification(false);
   }
   const std::string& url() const { return url_; }
