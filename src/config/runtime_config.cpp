@@ -70,13 +70,9 @@ RuntimeConfigResult parse_runtime_config(std::string_view toml_text, const std::
                                          const std::filesystem::path& base_dir, const EnvLookup& env) {
   RuntimeConfigResult result;
   Diagnostics diag(file_name, result.errors);
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, std::string_view(file_name));
-  } catch (const toml::parse_error& e) {
-    diag.error(e.source(), "", "TOML syntax error: " + std::string(e.description()));
-    return result;
-  }
+  auto parsed = detail::parse_document(toml_text, file_name, diag);
+  if (!parsed) return result;
+  const toml::table& root = *parsed;
   RuntimeConfig config;
   config.file = file_name;
   TableReader r(root, "", diag, env);

@@ -496,13 +496,9 @@ SinkDefinitionResult parse_impl(std::string_view toml_text, const std::string& f
   SinkDefinitionResult result;
   Diagnostics diag(file_name, result.errors);
   const std::filesystem::path base_dir = std::filesystem::path(file_name).parent_path();
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, std::string_view(file_name));
-  } catch (const toml::parse_error& e) {
-    diag.error(e.source(), "", "TOML syntax error: " + std::string(e.description()));
-    return result;
-  }
+  auto parsed = detail::parse_document(toml_text, file_name, diag);
+  if (!parsed) return result;
+  const toml::table& root = *parsed;
 
   TableReader r(root, "", diag, env);
   SinkDefinition def;

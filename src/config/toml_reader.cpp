@@ -39,6 +39,15 @@ std::string iso_string(const T& value) {
 
 }  // namespace
 
+std::optional<toml::table> parse_document(std::string_view text, const std::string& file_name, Diagnostics& diag) {
+  try {
+    return toml::parse(text, std::string_view(file_name));
+  } catch (const toml::parse_error& e) {
+    diag.error(e.source(), "", "TOML syntax error: " + std::string(e.description()));
+    return std::nullopt;
+  }
+}
+
 void sort_by_position(std::vector<ConfigError>& errors) {
   std::stable_sort(errors.begin(), errors.end(), [](const ConfigError& a, const ConfigError& b) {
     return a.line != b.line ? a.line < b.line : a.column < b.column;

@@ -36,6 +36,9 @@ class Diagnostics {
   std::vector<ConfigError>& out_;
 };
 
+// A config file's text parsed, or nullopt with its syntax error reported (no other key is read then).
+std::optional<toml::table> parse_document(std::string_view text, const std::string& file_name, Diagnostics& diag);
+
 // Orders errors by line, then column (stable), so a file's errors read top to bottom.
 void sort_by_position(std::vector<ConfigError>& errors);
 

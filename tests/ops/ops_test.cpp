@@ -7,7 +7,6 @@
 #include <httplib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -956,22 +955,12 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
 
 // `picomq-connect ctl` against running runtimes, as an on-call engineer types it: tables to read,
 // --json to script, exit codes to branch on.
-struct CtlRun {
-  int exit_code = -1;
-  std::string out;
-};
+using CtlRun = kit::testing::ShellRun;
 
 CtlRun ctl(const std::vector<std::string>& urls, const std::string& args) {
   std::string command = kit::testing::shell_quote(locations().connect_binary.string()) + " ctl --token " + kToken;
   for (const auto& u : urls) command += " --url " + u;
-  command += " " + args + " 2>&1";
-  CtlRun r;
-  FILE* p = popen(command.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kit::testing::run_shell_status(command + " " + args);
 }
 
 // The row of `table` whose first cells are `first` (split on runs of spaces).

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -122,20 +123,49 @@ struct Common {
 
 // ------------------------------------------------------------------ status, lag
 
-int status(const Common& c, const std::string& only) {
-  int code = kOk;
-  json all = json::array();
-  std::vector<std::vector<std::string>> rows;
-  const bool fleet = c.urls.size() > 1;
+// What each runtime says of its sinks (all, or `only`): a runtime that does not answer is said
+// on stderr and counted into `code`.
+struct RuntimeSinks {
+  std::string url;
+  json sinks;  // GET /sinks/{key} objects
+};
+std::vector<RuntimeSinks> sinks_of(const Common& c, const std::string& only, int& code) {
+  std::vector<RuntimeSinks> out;
   for (const auto& api : c.apis()) {
     const Answer a = only.empty() ? api.get("/sinks") : api.get("/sinks/" + only);
-    if (!a.ok()) {
-      code = std::max(code, failed(a));
-      continue;
+    if (!a.ok()) code = std::max(code, failed(a));
+    else out.push_back({api.url(), only.empty() ? a.body["sinks"] : json::array({a.body})});
+  }
+  return out;
+}
+
+// The table (with a RUNTIME column for a fleet), or with --json the answers: one runtime's
+// array, or [{"url", "sinks"}] for a fleet.
+int report(const Common& c, const std::vector<RuntimeSinks>& runtimes, std::vector<std::string> header,
+           std::vector<std::vector<std::string>> rows, const std::function<json(const json&)>& json_of, int code) {
+  const bool fleet = c.urls.size() > 1;
+  if (c.as_json) {
+    json all = json::array();
+    for (const auto& r : runtimes) {
+      json sinks = json::array();
+      for (const auto& s : r.sinks) sinks.push_back(json_of(s));
+      all.push_back({{"url", r.url}, {"sinks", sinks}});
     }
-    const json sinks = only.empty() ? a.body["sinks"] : json::array({a.body});
-    all.push_back({{"url", api.url()}, {"sinks", sinks}});
-    for (const auto& s : sinks) {
+    std::cout << (fleet ? all : (all.empty() ? json() : all[0]["sinks"])).dump(2) << '\n';
+    return code;
+  }
+  if (runtimes.empty()) return code;  // no runtime answered: the errors said why
+  if (fleet) header.insert(header.begin(), "RUNTIME");
+  print_table(header, rows);
+  return code;
+}
+
+int status(const Common& c, const std::string& only) {
+  int code = kOk;
+  const auto runtimes = sinks_of(c, only, code);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : runtimes)
+    for (const auto& s : r.sinks) {
       const std::string state = text(s.value("state", json()));
       if (state == "error" || state == "invalid" || state == "stopped") code = std::max(code, kNotRunning);
       int64_t lag = 0, written = 0, dead = 0, assigned = 0;
@@ -158,37 +188,21 @@ int status(const Common& c, const std::string& only) {
                                    std::to_string(written),
                                    std::to_string(dead),
                                    cut(text(s.value("error", json())), 60)};
-      if (fleet) row.insert(row.begin(), api.url());
+      if (c.urls.size() > 1) row.insert(row.begin(), r.url);
       rows.push_back(std::move(row));
     }
-  }
-  if (c.as_json) {
-    std::cout << (fleet ? all.dump(2) : (all.empty() ? json() : all[0]["sinks"]).dump(2)) << '\n';
-    return code;
-  }
-  if (all.empty()) return code;  // no runtime answered: the errors said why
-  std::vector<std::string> header{"SINK", "STATE", "BLOCKS", "ASSIGNED", "LAG", "WRITTEN", "DEAD-LETTERED", "ERROR"};
-  if (fleet) header.insert(header.begin(), "RUNTIME");
-  print_table(header, rows);
-  return code;
+  return report(
+      c, runtimes, {"SINK", "STATE", "BLOCKS", "ASSIGNED", "LAG", "WRITTEN", "DEAD-LETTERED", "ERROR"}, std::move(rows),
+      [](const json& s) { return s; }, code);
 }
 
 int lag(const Common& c, const std::string& only) {
   int code = kOk;
-  json all = json::array();
+  const auto runtimes = sinks_of(c, only, code);
   std::vector<std::vector<std::string>> rows;
-  const bool fleet = c.urls.size() > 1;
-  for (const auto& api : c.apis()) {
-    const Answer a = only.empty() ? api.get("/sinks") : api.get("/sinks/" + only);
-    if (!a.ok()) {
-      code = std::max(code, failed(a));
-      continue;
-    }
-    const json sinks = only.empty() ? a.body["sinks"] : json::array({a.body});
-    json out = json::array();
-    for (const auto& s : sinks) {
+  for (const auto& r : runtimes)
+    for (const auto& s : r.sinks) {
       const json group_lag = s.value("group_lag", json::array());
-      out.push_back({{"key", s["key"]}, {"group_lag", group_lag}});
       for (size_t b = 0; b < group_lag.size(); ++b)
         for (const auto& p : group_lag[b]) {
           std::vector<std::string> row{text(s["key"]),
@@ -199,21 +213,16 @@ int lag(const Common& c, const std::string& only) {
                                        text(p["end"]),
                                        text(p["lag"]),
                                        text(p.value("lag_seconds", json()))};
-          if (fleet) row.insert(row.begin(), api.url());
+          if (c.urls.size() > 1) row.insert(row.begin(), r.url);
           rows.push_back(std::move(row));
         }
     }
-    all.push_back({{"url", api.url()}, {"sinks", out}});
-  }
-  if (c.as_json) {
-    std::cout << (fleet ? all.dump(2) : (all.empty() ? json() : all[0]["sinks"]).dump(2)) << '\n';
-    return code;
-  }
-  if (all.empty()) return code;
-  std::vector<std::string> header{"SINK", "BLOCK", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "AGE-S"};
-  if (fleet) header.insert(header.begin(), "RUNTIME");
-  print_table(header, rows);
-  return code;
+  return report(
+      c, runtimes, {"SINK", "BLOCK", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "AGE-S"}, std::move(rows),
+      [](const json& s) {
+        return json{{"key", s["key"]}, {"group_lag", s.value("group_lag", json::array())}};
+      },
+      code);
 }
 
 // ------------------------------------------------------------------ one runtime's verbs

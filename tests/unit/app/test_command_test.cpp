@@ -1,36 +1,25 @@
 // `picomq-connect test FIXTURE...` run as an author runs it, on temp definitions and fixtures: no
 // broker, no destination. What each test observes is the command's exit code and its report.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "picomq/kit/testing/shell.hpp"
 #include "temp_dir.h"
 
 namespace {
 
 using picomq::config::testing::TempDir;
-
-struct TestRun {
-  int exit_code = -1;
-  std::string out;
-};
+namespace kit = picomq::kit;
 
 class TestCommand : public ::testing::Test {
  protected:
   // `args` after `test`; the build's plugins are searched.
-  TestRun run(const std::string& args) {
-    const std::string command =
-        "'" + std::string(PICOMQ_CONNECT_BIN) + "' test --plugins '" + PICOMQ_PLUGIN_DIR + "' " + args + " 2>&1";
-    TestRun r;
-    FILE* p = popen(command.c_str(), "r");
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+  kit::testing::ShellRun run(const std::string& args) {
+    return kit::testing::run_shell_status("'" + std::string(PICOMQ_CONNECT_BIN) + "' test --plugins '" +
+                                          PICOMQ_PLUGIN_DIR + "' " + args);
   }
   std::string fixture(const std::string& name, const std::string& text) { return dir.write(name, text).string(); }
 

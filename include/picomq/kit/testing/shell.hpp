@@ -3,6 +3,8 @@
 // server scripts the tests drive.
 //
 //   auto out = kit::testing::run_shell(python + " tool.py " + kit::testing::shell_quote(json));
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -31,6 +33,23 @@ inline std::string run_shell(const std::string& command) {
   const int status = pclose(p);
   if (status != 0) throw std::runtime_error(command + " failed (status " + std::to_string(status) + "): " + out);
   return out;
+}
+
+// Runs `command` with /bin/sh, its stderr folded into stdout: its exit code (-1 when it did not
+// exit) and output, whatever they are (for tests of a command's exit codes).
+struct ShellRun {
+  int exit_code = -1;
+  std::string out;
+};
+inline ShellRun run_shell_status(const std::string& command) {
+  ShellRun r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[65536];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace picomq::kit::testing
