@@ -142,7 +142,8 @@ std::vector<RuntimeSinks> sinks_of(const Common& c, const std::string& only, int
 // The table (with a RUNTIME column for a fleet), or with --json the answers: one runtime's
 // array, or [{"url", "sinks"}] for a fleet.
 int report(const Common& c, const std::vector<RuntimeSinks>& runtimes, std::vector<std::string> header,
-           std::vector<std::vector<std::string>> rows, const std::function<json(const json&)>& json_of, int code) {
+           const std::vector<std::vector<std::string>>& rows, const std::function<json(const json&)>& json_of,
+           int code) {
   const bool fleet = c.urls.size() > 1;
   if (c.as_json) {
     json all = json::array();
