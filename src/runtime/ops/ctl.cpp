@@ -193,7 +193,7 @@ int status(const Common& c, const std::string& only) {
       rows.push_back(std::move(row));
     }
   return report(
-      c, runtimes, {"SINK", "STATE", "BLOCKS", "ASSIGNED", "LAG", "WRITTEN", "DEAD-LETTERED", "ERROR"}, std::move(rows),
+      c, runtimes, {"SINK", "STATE", "BLOCKS", "ASSIGNED", "LAG", "WRITTEN", "DEAD-LETTERED", "ERROR"}, rows,
       [](const json& s) { return s; }, code);
 }
 
@@ -219,7 +219,7 @@ int lag(const Common& c, const std::string& only) {
         }
     }
   return report(
-      c, runtimes, {"SINK", "BLOCK", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "AGE-S"}, std::move(rows),
+      c, runtimes, {"SINK", "BLOCK", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "AGE-S"}, rows,
       [](const json& s) {
         return json{{"key", s["key"]}, {"group_lag", s.value("group_lag", json::array())}};
       },
