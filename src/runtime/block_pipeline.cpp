@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "runtime/tap.h"
+
 namespace picomq::runtime {
 
 using Clock = std::chrono::steady_clock;
@@ -79,6 +81,7 @@ BlockPipeline::BlockPipeline(BlockSettings settings, SinkInstance& sink, StatusB
   prep.preparer.changes = settings_.block.changes;
   prep.preparer.key_fields = settings_.block.key_fields;
   prep.preparer.change_ops = sink_.change_ops();
+  prep.preparer.tap = settings_.tap;
   prep.reads_headers = sink_.reads_headers();
   prep.log_prefix = log_prefix_;
   const auto key_decoders =
@@ -525,6 +528,14 @@ DeadLetters* BlockPipeline::dead_letters(std::string& error) {
         kafka::DeadLetterProducer::create(settings_.bootstrap_servers, settings_.client_properties,
                                           *settings_.block.dead_letter_topic, settings_.sink_key, log_prefix_, error);
   return dead_letter_.get();
+}
+
+void BlockPipeline::written(const DecodedBatch& batch, const std::vector<std::pair<int64_t, std::string>>& rejected) {
+  if (!settings_.tap || !settings_.tap->armed(Tap::Stage::Written)) return;
+  for (const auto& r : batch.records)
+    if (std::none_of(rejected.begin(), rejected.end(), [&](const auto& x) { return x.first == r.offset; }))
+      settings_.tap->offer(Tap::Stage::Written, batch.tp.topic.c_str(), batch.tp.partition, batch.block_index, r,
+                           batch.format, batch.changes);
 }
 
 void BlockPipeline::write_done() {

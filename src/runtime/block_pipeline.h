@@ -52,7 +52,10 @@ struct BlockSettings {
   std::chrono::milliseconds pattern_refresh{2000};
   RetryPolicy retry;
   std::vector<config::TransformSpec> transforms;  // the definition's [[transforms]], in order
+  Tap* tap = nullptr;                             // the sink's (runtime/tap.h); may be null
 };
+
+class Tap;
 
 class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHost {
  public:
@@ -100,6 +103,7 @@ class BlockPipeline final : private kafka::RebalanceListener, private DeliveryHo
   DeadLetters* dead_letters(std::string& error) override;
   void partition_failed(const TopicPartition&, const std::string& message) override { fail(message); }
   void write_done() override;
+  void written(const DecodedBatch& batch, const std::vector<std::pair<int64_t, std::string>>& rejected) override;
   bool can_rewind() const override { return true; }
   void rewind(const TopicPartition& tp, int64_t offset, uint64_t generation) override {
     request_rewind(tp, offset, generation);

@@ -88,6 +88,7 @@ bool SinkRunner::start() {
     s.max_buffered_bytes = runtime_config_.max_buffered_bytes;
     s.shutdown_timeout = runtime_config_.shutdown_timeout;
     s.transforms = definition_.transforms;
+    s.tap = tap_.get();
     blocks_.push_back(std::make_unique<BlockPipeline>(std::move(s), *plugin_, status_,
                                                       [this, i](const std::string& m) { on_block_error(i, m); }));
   }

@@ -11,6 +11,7 @@
 #include "runtime/block_pipeline.h"
 #include "runtime/plugin_host/sink_instance.h"
 #include "runtime/status.h"
+#include "runtime/tap.h"
 
 namespace picomq::runtime {
 
@@ -35,6 +36,8 @@ class SinkRunner {
   const config::SinkDefinition& definition() const { return definition_; }
   // The operator's pause / resume of every block (see BlockPipeline::set_operator_paused).
   void set_paused(bool paused);
+  // Samples of the records passing its stages (GET /sinks/{key}/tap).
+  const std::shared_ptr<Tap>& tap() const { return tap_; }
 
  private:
   void on_block_error(size_t index, const std::string& message);
@@ -47,6 +50,7 @@ class SinkRunner {
   std::unique_ptr<SinkInstance> plugin_;
   std::vector<std::unique_ptr<BlockPipeline>> blocks_;
   std::atomic<bool> errored_{false};
+  std::shared_ptr<Tap> tap_ = std::make_shared<Tap>();
 };
 
 }  // namespace picomq::runtime

@@ -102,6 +102,20 @@ Supervisor::Outcome Supervisor::pause(const std::string& key, bool paused) {
   return {200, "sink '" + key + "' " + (paused ? "paused" : "resumed")};
 }
 
+std::shared_ptr<Tap> Supervisor::tap(const std::string& key, Outcome& why) {
+  std::lock_guard lock(mutex_);
+  auto it = sinks_.find(key);
+  if (it == sinks_.end()) {
+    why = {404, "no sink '" + key + "'"};
+    return nullptr;
+  }
+  if (!running_locked(key)) {
+    why = {409, "sink '" + key + "' is not running: nothing passes it to tap"};
+    return nullptr;
+  }
+  return it->second.runner->tap();
+}
+
 Supervisor::ReloadReport Supervisor::reload() {
   auto dir = config::load_sink_directory(config_.sinks_dir, config::process_env(), decoders::compile_block_schema);
   std::lock_guard lock(mutex_);

@@ -19,6 +19,8 @@
 
 namespace picomq::runtime {
 
+class Tap;
+
 class Supervisor {
  public:
   Supervisor(const config::RuntimeConfig& config, std::string bootstrap_servers, StatusBoard& status);
@@ -36,6 +38,9 @@ class Supervisor {
   // Error restarts from its committed offsets: the batch that failed is the first one written.
   Outcome restart(const std::string& key);
   Outcome pause(const std::string& key, bool paused);
+  // The running sink's tap (runtime/tap.h), to wait on without holding the supervisor: null with
+  // the outcome's reason (404 unknown, 409 not running) otherwise.
+  std::shared_ptr<Tap> tap(const std::string& key, Outcome& why);
 
   struct ReloadReport {
     std::vector<std::string> started, restarted, stopped, unchanged;

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -1084,6 +1085,73 @@ TEST(Ctl, StatusLagControlOffsetsDeadLettersValidateAndApplyOnOneRuntimeAndAFlee
   b.signal(SIGTERM);
   EXPECT_EQ(a.wait_exit(30s), 0) << a.log();
   EXPECT_EQ(b.wait_exit(30s), 0) << b.log();
+}
+
+// A live tap (docs/operations.md, "Tap"): copies of the records passing each stage of a running
+// sink, secrets masked, bounded in count and time, one tap of a sink at a time.
+TEST(Ops, TapShowsTheRecordsPassingEachStageWithSecretsMasked) {
+  Kafka& kafka = Kafka::shared();
+  const auto topic = unique_name("tap");
+  kafka.create_topic(topic);
+  Runtime rt(kafka.bootstrap(), "ops-tap");
+  with_api(rt);
+  rt.add_definition("tapped.toml",
+                    testkit_definition("tapped",
+                                       "topics = [\"" + topic +
+                                           "\"]\npoll_interval = \"50ms\"\n\n[[transforms]]\n"
+                                           "type = \"add_fields\"\nfields = [ { path = \"seen\", value = true } ]",
+                                       testkit_config(rt, "tapped")));
+  rt.start();
+  ASSERT_TRUE(rt.wait_assigned("tapped", 30s)) << rt.log();
+  Api api(rt);
+  // Each stage: a tap armed first, then records produced.
+  for (const std::string stage : {"decoded", "transformed", "written"}) {
+    std::promise<Api::Reply> answer;
+    auto done = answer.get_future();
+    std::thread waiter([&] {  // a client of its own: httplib's is one connection
+      const Api tapper(rt);
+      answer.set_value(tapper.get("/sinks/tapped/tap?stage=" + stage + "&limit=2&wait=20"));
+    });
+    std::this_thread::sleep_for(300ms);  // armed by now
+    if (stage == "decoded") EXPECT_EQ(api.get("/sinks/tapped/tap?stage=written&wait=1").status, 409) << "one at a time";
+    std::vector<ProducedRecord> records;
+    records.reserve(3);
+    for (int i = 0; i < 3; ++i)
+      records.push_back({R"({"n":)" + std::to_string(i) + R"(,"password":"hunter2","user":{"api_key":"k-1"}})",
+                         "key-" + std::to_string(i),
+                         {{"authorization", "Bearer xyz"}, {"trace", "t-" + std::to_string(i)}}});
+    kafka.produce(topic, records);
+    ASSERT_EQ(done.wait_for(30s), std::future_status::ready);
+    waiter.join();
+    const auto r = done.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto doc = r.doc();
+    ASSERT_EQ(doc["records"].size(), 2u) << "the limit: " << r.body;
+    const auto& first = doc["records"][0];
+    EXPECT_EQ(first["stage"], stage);
+    EXPECT_EQ(first["topic"], topic);
+    EXPECT_EQ(first["payload"]["password"], "***") << first;
+    EXPECT_EQ(first["payload"]["user"]["api_key"], "***") << first;
+    EXPECT_EQ(first["headers"][0], json::array({"authorization", "***"})) << first;
+    EXPECT_EQ(first["headers"][1][0], "trace") << first;
+    EXPECT_TRUE(first["key"].get<std::string>().rfind("key-", 0) == 0) << first;
+    // Before the transforms the field is not there yet; after them it is.
+    EXPECT_EQ(first["payload"].contains("seen"), stage != "decoded") << first;
+    ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "tapped.log").ids.size() % 3 == 0; }, 10s));
+  }
+  // Nothing passing: the wait ends with what came (nothing).
+  auto r = api.get("/sinks/tapped/tap?stage=transformed&wait=0.5");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.doc()["records"].size(), 0u);
+  EXPECT_EQ(api.get("/sinks/tapped/tap?stage=later").status, 400);
+  EXPECT_EQ(api.get("/sinks/tapped/tap?limit=5000").status, 400);
+  EXPECT_EQ(api.get("/sinks/tapped/tap?wait=600").status, 400);
+  EXPECT_EQ(api.get("/sinks/nope/tap").status, 404);
+  ASSERT_EQ(api.post("/sinks/tapped/stop").status, 200);
+  EXPECT_EQ(api.get("/sinks/tapped/tap?wait=1").status, 409) << "a stopped sink has nothing to tap";
+  EXPECT_EQ(TestkitLog::read(rt.dir() / "tapped.log").ids.size(), 9u) << "the tap took copies: every record written";
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }
 
 }  // namespace

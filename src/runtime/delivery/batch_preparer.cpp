@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "decoders/json_out.h"
+#include "runtime/tap.h"
 
 namespace picomq::runtime {
 
@@ -130,7 +131,9 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   batch.records.reserve(records.size());
   out.commit_to = records.empty() ? -1 : records.last_offset() + 1;
   const bool fail_policy = settings_.on_bad_record == config::BadRecordPolicy::Fail;
-  wants_headers = wants_headers || transforms_;
+  const bool tap_decoded = settings_.tap && settings_.tap->armed(Tap::Stage::Decoded);
+  const bool tap_transformed = settings_.tap && settings_.tap->armed(Tap::Stage::Transformed);
+  wants_headers = wants_headers || transforms_ || tap_decoded || tap_transformed;
   auto where = [&](int64_t offset) { return tp.to_string() + " at offset " + std::to_string(offset); };
   auto stop_at = [&](int64_t offset, BadRecordStage stage, std::string message) {
     out.failure = std::move(message);
@@ -267,6 +270,13 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
     }
     const size_t first_header = batch.headers.size();
     if (wants_headers) records.headers(i, batch.headers);
+    if (tap_decoded) {
+      pmq_record decoded = r;
+      decoded.headers = batch.headers.data() + first_header;
+      decoded.header_count = batch.headers.size() - first_header;
+      settings_.tap->offer(Tap::Stage::Decoded, tp.topic.c_str(), tp.partition, settings_.block_index, decoded,
+                           batch.format, batch.changes);
+    }
     if (transforms_) {
       // Valid until the next record's headers go in (the pointers are set again at the end).
       r.headers = batch.headers.data() + first_header;
@@ -318,6 +328,10 @@ PreparedBatch BatchPreparer::prepare(const TopicPartition& tp, const ConsumedRec
   }
   if (settings_.arrow_export && !batch.records.empty())
     export_arrow(out, source_index, *settings_.arrow_export, parsed_export ? &*parsed_export : nullptr, fail_policy);
+  if (tap_transformed)
+    for (const auto& r : batch.records)
+      settings_.tap->offer(Tap::Stage::Transformed, tp.topic.c_str(), tp.partition, settings_.block_index, r,
+                           batch.format, batch.changes);
   return out;
 }
 

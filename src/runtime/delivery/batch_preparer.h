@@ -16,6 +16,8 @@
 
 namespace picomq::runtime {
 
+class Tap;
+
 // How an arrow-plane sink's batches of `block` are exported: its declared columns (none: inferred
 // from each batch), and JSON payloads taken as validated (the json decoder parsed each; other
 // decoders and transforms write JSON themselves).
@@ -34,6 +36,9 @@ class BatchPreparer {
     config::ChangeEvents changes = config::ChangeEvents::None;
     std::vector<std::string> key_fields{};
     uint32_t change_ops = 0;
+    // The sink's tap (runtime/tap.h): records after decoding and after the transforms are offered
+    // to it while it is armed. May be null.
+    Tap* tap = nullptr;
   };
   // `transforms` may be null (no [[transforms]]) and must outlive the preparer; it is shared,
   // the decoders are this preparer's own (decoders keep parser state). `key_decoder`: null when

@@ -71,6 +71,7 @@ PreparedJob DeliveryWindow::finish_oldest() {
           p.bad.push_back({index, BadRecordStage::Sink, std::move(reason)});
       std::sort(p.bad.begin(), p.bad.end(), [](const BadRecord& a, const BadRecord& b) { return a.index < b.index; });
       deps_.host.counters().delivered += p.batch.records.size() - rejected.size();
+      deps_.host.written(p.batch, rejected);
       if (!rejected.empty()) deps_.host.counters().rejected += rejected.size();
     }
   }

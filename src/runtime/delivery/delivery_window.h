@@ -99,6 +99,12 @@ class DeliveryHost {
   virtual DeadLetters* dead_letters(std::string& error) = 0;  // created on first use; null with `error`
   virtual void partition_failed(const TopicPartition& tp, const std::string& message) = 0;  // the block fails
   virtual void write_done() = 0;  // any thread: an outcome is known
+  // Delivery thread: `batch` was written (but the records of `rejected` offsets, refused by the
+  // sink); not called for a batch the sink released, whose records are gone by then.
+  virtual void written(const DecodedBatch& batch, const std::vector<std::pair<int64_t, std::string>>& rejected) {
+    (void)batch;
+    (void)rejected;
+  }
   // Read the partition again from `offset`; jobs consumed from then on carry `generation`.
   // A host that cannot (can_rewind() false) makes the window keep released batches (a failure
   // resends them as usual).

@@ -22,6 +22,7 @@
 #include "runtime/kafka/dead_letter_reader.h"
 #include "runtime/kafka/group_offsets.h"
 #include "runtime/plugin_host/sink_instance.h"
+#include "runtime/tap.h"
 #include "transform/time.h"
 
 namespace picomq::runtime {
@@ -283,6 +284,7 @@ class HttpApiServer final : public ApiServer {
         {"POST", R"(/sinks/([^/]+)/(stop|start|restart|pause|resume))", &HttpApiServer::control_sink},
         {"GET", R"(/sinks/([^/]+)/offsets)", &HttpApiServer::get_offsets},
         {"POST", R"(/sinks/([^/]+)/offsets)", &HttpApiServer::set_offsets},
+        {"GET", R"(/sinks/([^/]+)/tap)", &HttpApiServer::tap},
         {"GET", R"(/sinks/([^/]+)/dead-letters)", &HttpApiServer::dead_letters},
         {"GET", R"(/sinks/([^/]+)/dead-letters/counts)", &HttpApiServer::dead_letter_counts},
         {"POST", "/validate", &HttpApiServer::validate},
@@ -396,6 +398,46 @@ class HttpApiServer final : public ApiServer {
       spdlog::info("sink '{}': offsets of group '{}' set by the operator", key, gs[i].group_id);
     }
     get_offsets(req, res);
+  }
+
+  // GET /sinks/{key}/tap?stage=decoded|transformed|written&limit=N&wait=S[&block=N]: copies of
+  // the next records passing the stage (runtime/tap.h), once `limit` came or after `wait` seconds.
+  void tap(const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1];
+    const std::string stage_name = req.has_param("stage") ? req.get_param_value("stage") : "transformed";
+    const auto stage = Tap::stage_of(stage_name);
+    if (!stage) return reply(res, 400, error_json("'stage' must be decoded, transformed or written"));
+    int64_t limit = 10, block = -1;
+    if (req.has_param("limit") &&
+        (!integer_param(req, "limit", limit) || limit < 1 || limit > static_cast<int64_t>(Tap::kMaxRecords)))
+      return reply(res, 400, error_json("'limit' must be an integer from 1 to " + std::to_string(Tap::kMaxRecords)));
+    if (req.has_param("block") && (!integer_param(req, "block", block) || block < 0))
+      return reply(res, 400, error_json("'block' must be a [[topics]] block's index"));
+    double wait_s = 10;
+    if (req.has_param("wait")) {
+      try {
+        size_t used = 0;
+        const std::string v = req.get_param_value("wait");
+        wait_s = std::stod(v, &used);
+        if (used != v.size() || !(wait_s > 0) || wait_s > static_cast<double>(Tap::kMaxWait.count())) throw 0;
+      } catch (...) {
+        return reply(
+            res, 400,
+            error_json("'wait' must be seconds, more than 0 and at most " + std::to_string(Tap::kMaxWait.count())));
+      }
+    }
+    Supervisor::Outcome why;
+    const auto tap = sinks_.tap(key, why);
+    if (!tap) return reply(res, why.status, error_json(why.message));
+    std::vector<std::string> records;
+    if (!tap->collect(*stage, static_cast<int>(block), static_cast<size_t>(limit),
+                      std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)), records))
+      return reply(res, 409, error_json("a tap of sink '" + key + "' is running: one at a time"));
+    std::string body = R"({"stage":")" + stage_name + R"(","records":[)";
+    for (size_t i = 0; i < records.size(); ++i) body += (i ? "," : "") + records[i];
+    body += "]}";
+    res.status = 200;
+    res.set_content(body, "application/json");
   }
 
   // GET /sinks/{key}/dead-letters: a page of the sink's dead letters, filtered (the query's

@@ -408,6 +408,22 @@ int dead_letters_counts(const Common& c, const std::string& sink, const DeadLett
   return kOk;
 }
 
+// One JSON line per record: the tap's records as they came (pipe them to jq).
+int tap(const Common& c, const std::string& sink, const std::string& stage, int limit, double wait, int block) {
+  const auto apis = c.apis();
+  httplib::Params params{{"stage", stage}, {"limit", std::to_string(limit)}, {"wait", std::to_string(wait)}};
+  if (block >= 0) params.emplace("block", std::to_string(block));
+  const Answer a = single(apis).get("/sinks/" + sink + "/tap", params);
+  if (!a.ok()) return failed(a);
+  if (c.as_json) {
+    std::cout << a.body.dump(2) << '\n';
+    return kOk;
+  }
+  for (const auto& r : a.body["records"]) std::cout << r.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+  std::cerr << a.body["records"].size() << " record(s) " << stage << " by sink '" << sink << "'\n";
+  return kOk;
+}
+
 }  // namespace
 
 int run_ctl(const std::vector<std::string>& args) {
@@ -450,6 +466,16 @@ int run_ctl(const std::vector<std::string>& args) {
   auto* app_ = app.add_subcommand("apply", "add or replace a definition (checked first; reloaded at once)");
   app_->add_option("file", file)->required();
   app_->add_option("--key", key, "the sink's key (default: the file's `key`)");
+  auto* tp = app.add_subcommand("tap", "copies of the live records passing a stage of a sink, one JSON line each");
+  std::string tap_stage = "transformed";
+  int tap_limit = 10;
+  double tap_wait = 10;
+  tp->add_option("sink", sink)->required();
+  tp->add_option("--stage", tap_stage, "decoded | transformed (what the sink is called with) | written")
+      ->check(CLI::IsMember({"decoded", "transformed", "written"}));
+  tp->add_option("--limit", tap_limit, "at most this many records (1-1000)")->check(CLI::Range(1, 1000));
+  tp->add_option("--wait", tap_wait, "seconds to wait for them (at most 60)")->check(CLI::Range(0.001, 60.0));
+  tp->add_option("--block", block, "one [[topics]] block only");
   auto* dl = app.add_subcommand("dead-letters", "a sink's dead letters: list, counts");
   dl->require_subcommand(1);
   DeadLetterQuery q;
@@ -495,6 +521,7 @@ int run_ctl(const std::vector<std::string>& args) {
     if (*off_reset) return offsets_reset(c, sink, to, timestamp, offsets, block);
     if (*val) return validate(c, file);
     if (*app_) return apply(c, file, key);
+    if (*tp) return tap(c, sink, tap_stage, tap_limit, tap_wait, block);
     if (*dl_list) return dead_letters_list(c, sink, q);
     if (*dl_counts) return dead_letters_counts(c, sink, q);
   } catch (const CLI::ParseError& e) {
