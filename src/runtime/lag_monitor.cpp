@@ -57,7 +57,7 @@ void LagMonitor::run() {
         std::string error;
         std::vector<GroupLag> lag;
         for (auto& p : reader.read(spec, error))
-          lag.push_back({std::move(p.topic), p.partition, p.committed, p.end, p.records, p.seconds});
+          lag.push_back({std::move(p.topic), p.partition, p.committed, p.end, p.records, p.seconds, p.oldest_ms});
         // Said once per kind of failure (an outage is the consumers' to report), not every round.
         if (!error.empty() && error != last_error) spdlog::debug("lag of sink '{}': {}", key, error);
         last_error = error;

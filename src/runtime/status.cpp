@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -155,16 +157,21 @@ bool StatusBoard::any_sink_failed() const {
 
 nlohmann::json group_lag_json(const SinkStatus& s) {
   if (s.group_lag.empty()) return nullptr;
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& block : s.group_lag) {
     nlohmann::json parts = nlohmann::json::array();
     for (const auto& l : block)
-      parts.push_back({{"topic", l.topic},
-                       {"partition", l.partition},
-                       {"committed", l.committed < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.committed)},
-                       {"end", l.end},
-                       {"lag", l.records},
-                       {"lag_seconds", l.seconds < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.seconds)}});
+      parts.push_back(
+          {{"topic", l.topic},
+           {"partition", l.partition},
+           {"committed", l.committed < 0 ? nlohmann::json(nullptr) : nlohmann::json(l.committed)},
+           {"end", l.end},
+           {"lag", l.records},
+           {"lag_seconds", l.seconds_at(now_ms) < 0 ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(std::round(l.seconds_at(now_ms) * 1000) / 1000)}});
     blocks.push_back(std::move(parts));
   }
   return blocks;

@@ -1,6 +1,7 @@
 #pragma once
 // What each sink is doing, readable by tests and (later) the HTTP API: kept in memory and
 // mirrored to a JSON file (written atomically) whenever it changes.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -33,8 +34,17 @@ struct GroupLag {
   int32_t partition = 0;
   int64_t committed = -1;  // -1: nothing committed (lag counts from the log start)
   int64_t end = -1;
-  int64_t records = -1;  // -1 while unknown
-  double seconds = -1;   // 0 without lag, -1 while unknown
+  int64_t records = -1;    // -1 while unknown
+  double seconds = -1;     // 0 without lag, -1 while unknown (as of the reading)
+  int64_t oldest_ms = -1;  // the timestamp of the record at the committed offset, -1 unknown
+
+  // The age of the oldest unwritten record now: it grows between readings (every 5 s) instead
+  // of standing still at the reading's value.
+  double seconds_at(int64_t now_ms) const {
+    if (records == 0) return 0;
+    if (oldest_ms >= 0) return std::max<double>(0, static_cast<double>(now_ms - oldest_ms) / 1000.0);
+    return seconds;
+  }
 };
 
 struct BlockStatus {

@@ -158,8 +158,10 @@ std::vector<GroupPartitionLag> LagReader::read(const GroupSpec& spec, std::strin
     const auto key =
         std::make_tuple(lag.topic, lag.partition, lag.committed >= 0 ? lag.committed : lag.end - lag.records);
     used.insert(key);
-    if (auto ts = timestamps_.find(key); ts != timestamps_.end() && ts->second >= 0)
+    if (auto ts = timestamps_.find(key); ts != timestamps_.end() && ts->second >= 0) {
       lag.seconds = std::max<double>(0, (now - ts->second) / 1000.0);
+      lag.oldest_ms = ts->second;
+    }
   }
   // Forget this group's older offsets: they were committed past.
   std::erase_if(timestamps_, [&](const auto& entry) {

@@ -26,6 +26,7 @@ struct GroupPartitionLag {
   int64_t end = -1;        // the log end (high watermark)
   int64_t records = -1;    // end - committed (or - start); -1 while unknown
   double seconds = -1;     // age of the record at the committed offset; 0 without lag, -1 unknown
+  int64_t oldest_ms = -1;  // that record's timestamp; -1 unknown
 };
 
 class LagReader {

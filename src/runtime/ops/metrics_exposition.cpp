@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -31,6 +33,9 @@ std::string process_cpu_and_rss(double& cpu_seconds, double& rss_bytes) {
 }  // namespace
 
 std::string metrics_exposition(const std::vector<SinkStatus>& sinks) {
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   using prometheus::ClientMetric;
   using prometheus::MetricFamily;
   using prometheus::MetricType;
@@ -86,9 +91,9 @@ std::string metrics_exposition(const std::vector<SinkStatus>& sinks) {
         add("picomq_consumer_lag_records", G,
             "log end offset minus the group's committed offset (records not yet written for good)", lp,
             static_cast<double>(p.records));
-        if (p.seconds >= 0)
+        if (const double age = p.seconds_at(now_ms); age >= 0)
           add("picomq_consumer_lag_seconds", G, "age of the record at the group's committed offset (0 without lag)", lp,
-              p.seconds);
+              age);
       }
     }
     for (size_t i = 0; i < st.blocks.size(); ++i) {
