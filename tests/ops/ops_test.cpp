@@ -640,6 +640,18 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
   rt.add_definition(
       "page.toml",
       testkit_def(rt, "page", topic, "fail_status = \"fatal\"\nfail_while_exists = \"" + down.string() + "\"\n"));
+  // A second sink dead-letters two records it cannot decode: the page lists them.
+  const auto bad_topic = topic + ".bad";
+  kafka.create_topic(bad_topic, 1);
+  kafka.create_topic(bad_topic + ".dead", 1);
+  rt.add_definition("letters.toml",
+                    testkit_definition("letters",
+                                       "topics = [\"" + bad_topic +
+                                           "\"]\npoll_interval = \"50ms\"\non_bad_record = \"dead_letter\"\n"
+                                           "dead_letter_topic = \"" +
+                                           bad_topic + ".dead\"",
+                                       testkit_config(rt, "letters")));
+  kafka.produce_values(bad_topic, {"{\"n\":1}", "not json", "{\"n\":3}", "{broken"});
   rt.start();
   ASSERT_TRUE(rt.wait_assigned("page", 30s)) << rt.log();
   Api api(rt);
@@ -647,8 +659,8 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
   ASSERT_TRUE(rt.wait_state("page", "error", 30s)) << rt.log();
   std::filesystem::remove(down);  // the destination is back; the page's button restarts the sink
 
-  const std::string cmd =
-      std::string(PICOMQ_STATUS_PAGE_PY) + " " + api.url + " " + kToken + " page " + rt.dir().string() + " 2>&1";
+  const std::string cmd = std::string(PICOMQ_STATUS_PAGE_PY) + " " + api.url + " " + kToken + " page " +
+                          rt.dir().string() + " letters 2 'decode: schema json: payload is not valid JSON' 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -660,7 +672,7 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
   EXPECT_EQ(calls[0].status, "fatal");
   EXPECT_EQ(calls[1].first, calls[0].first) << "after the restart the failed batch is written first";
   EXPECT_EQ(calls[1].status, "ok");
-  for (const char* shot : {"status-error.png", "status-running.png"}) {
+  for (const char* shot : {"status-error.png", "status-running.png", "status-dead-letters.png"}) {
     const auto png = read_file(rt.dir() / shot);
     ASSERT_GT(png.size(), 5000u) << shot;
     EXPECT_EQ(png.substr(1, 3), "PNG") << shot;

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """The status page in a real browser (Debian's headless Chromium through chromedriver/Selenium).
 
-    status_page.py URL TOKEN SINK OUT_DIR
+    status_page.py URL TOKEN SINK OUT_DIR [DEAD_SINK DEAD_COUNT REASON]
 
 Loads URL/#token=TOKEN, waits until SINK's row shows state "error", takes a screenshot, presses
 its restart button, waits until the row shows "running" again with its lag chart drawn, and takes
-a second screenshot. Exits 0 when all of that happened; prints what was seen otherwise.
+a second screenshot. With DEAD_SINK: waits until that sink's dead-letter row counts DEAD_COUNT
+dead letters, one of its reasons reading REASON and its newest listed, and takes a third.
+Exits 0 when all of that happened; prints what was seen otherwise.
 """
 import sys
 import time
@@ -15,6 +17,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 url, token, sink, out = sys.argv[1:5]
+dead_sink, dead_count, dead_reason = (sys.argv[5:8] + [None, None, None])[:3]
 opts = webdriver.ChromeOptions()
 for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,500",
           "--user-data-dir=" + out + "/chromium-profile"):
@@ -46,6 +49,19 @@ try:
     if row.find_element(By.CLASS_NAME, "err").text:
         sys.exit("the error message is still shown after the restart")
     driver.save_screenshot(out + "/status-running.png")
+    if dead_sink:
+        deadline, seen = time.time() + 60, None
+        while time.time() < deadline:
+            rows = driver.find_elements(By.ID, "dead-" + dead_sink)
+            if rows:
+                seen = rows[0].text
+                letters = rows[0].find_elements(By.CLASS_NAME, "letter")
+                if rows[0].get_attribute("data-count") == dead_count and dead_reason in seen and letters:
+                    break
+            time.sleep(0.5)
+        else:
+            sys.exit(f"dead letters of {dead_sink!r}: expected {dead_count} with {dead_reason!r}, saw {seen!r}")
+        driver.save_screenshot(out + "/status-dead-letters.png")
     print("ok:", driver.find_element(By.ID, "msg").text)
 finally:
     driver.quit()

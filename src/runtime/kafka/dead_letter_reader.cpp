@@ -220,6 +220,7 @@ std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::st
       return {};
     }
     start[p] = positions.count(p) ? std::max(positions[p], low) : low;
+    if (filter.tail) start[p] = std::max(start[p], high - static_cast<int64_t>(filter.tail));
     end[p] = high;
   }
   if (filter.since_ms && positions.empty()) {
@@ -312,6 +313,23 @@ DeadLetterPage DeadLetterReader::page(const DeadLetterFilter& filter, const std:
     return std::make_pair(a.dead_letter_partition, a.dead_letter_offset) <
            std::make_pair(b.dead_letter_partition, b.dead_letter_offset);
   });
+  return out;
+}
+
+DeadLetterPage DeadLetterReader::latest(const DeadLetterFilter& filter, size_t n, std::string& error) const {
+  DeadLetterFilter last = filter;
+  last.tail = n;
+  DeadLetterPage out;
+  scan(
+      last, "", out.scanned,
+      [&](DeadLetterRecord&& r) {
+        out.records.push_back(std::move(r));
+        return true;
+      },
+      error);
+  std::sort(out.records.begin(), out.records.end(),
+            [](const auto& a, const auto& b) { return a.dead_lettered_ms > b.dead_lettered_ms; });
+  if (out.records.size() > n) out.records.resize(n);
   return out;
 }
 

@@ -48,6 +48,7 @@ struct DeadLetterFilter {
   std::optional<int64_t> from_offset;  // original offsets, inclusive
   std::optional<int64_t> to_offset;
   std::vector<std::string> ids;  // only these dead letters ("<partition>:<offset>"); empty: all
+  size_t tail = 0;               // only the last `tail` records of each partition (0: all)
 
   bool matches(const DeadLetterRecord& r) const;
 };
@@ -77,6 +78,8 @@ class DeadLetterReader {
   // Up to `limit` matching dead letters from `cursor` (empty: the beginning, or since_ms).
   DeadLetterPage page(const DeadLetterFilter& filter, const std::string& cursor, size_t limit,
                       std::string& error) const;
+  // The newest matching dead letters among the last `n` of each partition, newest first.
+  DeadLetterPage latest(const DeadLetterFilter& filter, size_t n, std::string& error) const;
   // Every matching dead letter counted by stage and reason (most first), none kept.
   DeadLetterPage count(const DeadLetterFilter& filter, std::string& error) const;
 

@@ -442,7 +442,8 @@ class HttpApiServer final : public ApiServer {
 
   // GET /sinks/{key}/dead-letters: a page of the sink's dead letters, filtered (the query's
   // stage, reason, topic, partition, from_offset, to_offset, since, until, ids), from `cursor`
-  // (a page's next_cursor), at most `limit` (default 50, at most 1000).
+  // (a page's next_cursor), at most `limit` (default 50, at most 1000); or with `latest=N` the
+  // newest N among the last N of each partition, newest first.
   void dead_letters(const httplib::Request& req, httplib::Response& res) {
     std::string topic, error;
     kafka::DeadLetterFilter filter;
@@ -451,7 +452,11 @@ class HttpApiServer final : public ApiServer {
     if (req.has_param("limit") && (!integer_param(req, "limit", limit) || limit < 1 || limit > 1000))
       return reply(res, 400, error_json("'limit' must be an integer from 1 to 1000"));
     const kafka::DeadLetterReader reader(sinks_.bootstrap_servers(), config_.client_properties, topic);
-    const auto page = reader.page(filter, req.get_param_value("cursor"), static_cast<size_t>(limit), error);
+    int64_t latest = 0;
+    if (req.has_param("latest") && (!integer_param(req, "latest", latest) || latest < 1 || latest > 1000))
+      return reply(res, 400, error_json("'latest' must be an integer from 1 to 1000"));
+    const auto page = latest ? reader.latest(filter, static_cast<size_t>(latest), error)
+                             : reader.page(filter, req.get_param_value("cursor"), static_cast<size_t>(limit), error);
     if (!error.empty() && page.records.empty()) return reply(res, 502, error_json(error));
     res.status = 200;
     res.set_content(kafka::page_json(topic, page), "application/json");

@@ -17,6 +17,9 @@ th,td{border-bottom:1px solid #ddd;padding:.4em .6em;text-align:left;vertical-al
 canvas{border:1px solid #eee;background:#fafafa}
 button{margin-right:.3em}
 #msg{color:#555;margin:.5em 0}
+tr.dead td{border-bottom:1px solid #ddd;font-size:.85em;color:#555;padding-top:0}
+tr.dead .reasons span{display:inline-block;margin-right:1.2em}
+tr.dead .latest div{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:70em}
 </style></head><body>
 <h1>picomq-connect</h1>
 <div id="msg">loading…</div>
@@ -84,10 +87,51 @@ async function refresh() {
     spark(row.querySelector('.lagc'), h.map(x => x.lag));
     spark(row.querySelector('.ratec'), h.slice(1).map((x, i) => Math.max(0, (x.written - h[i].written) * 1000 / Math.max(1, x.t - h[i].t))));
   }
-  for (const row of [...body.children]) if (!data.sinks.some(s => 'sink-' + s.key === row.id)) row.remove();
+  for (const row of [...body.children])
+    if (!data.sinks.some(s => 'sink-' + s.key === row.id || 'dead-' + s.key === row.id)) row.remove();
   document.getElementById('msg').textContent = data.sinks.length + ' sinks, updated ' + new Date().toLocaleTimeString();
 }
+// Dead letters of each sink that has a dead-letter topic: counts by stage and reason and the
+// newest few, read from the topic every 30 s (a scan of it: not on every refresh).
+const deadSeen = {};
+async function refreshDead() {
+  let data;
+  try { data = await api('GET', '/sinks'); } catch (e) { return; }
+  for (const s of data.sinks || []) {
+    const topics = ((s.definition || {}).topics || []).filter(t => t.dead_letter_topic);
+    const row = document.getElementById('sink-' + s.key);
+    if (!topics.length || !row) continue;
+    const k = encodeURIComponent(s.key);
+    const [counts, latest] = await Promise.all([api('GET', '/sinks/' + k + '/dead-letters/counts'),
+                                                api('GET', '/sinks/' + k + '/dead-letters?latest=3')]);
+    let dead = document.getElementById('dead-' + s.key);
+    if (!dead) {
+      dead = document.createElement('tr'); dead.id = 'dead-' + s.key; dead.className = 'dead';
+      dead.innerHTML = '<td></td><td colspan="5"><div class="reasons"></div><div class="latest"></div></td>';
+      row.after(dead);
+    }
+    dead.dataset.count = counts.matched === undefined ? '' : String(counts.matched);
+    const reasons = dead.querySelector('.reasons'), newest = dead.querySelector('.latest');
+    reasons.textContent = ''; newest.textContent = '';
+    const head = document.createElement('span');
+    head.textContent = counts.error ? 'dead letters: ' + counts.error
+                                    : 'dead letters in ' + counts.topic + ': ' + counts.matched;
+    reasons.appendChild(head);
+    for (const c of counts.counts || []) {
+      const e = document.createElement('span'); e.className = 'reason';
+      e.textContent = c.count + ' × ' + c.stage + ': ' + c.reason.slice(0, 80);
+      reasons.appendChild(e);
+    }
+    for (const r of latest.records || []) {
+      const d = document.createElement('div'); d.className = 'letter';
+      d.textContent = r.dead_lettered_at + '  ' + r.source.topic + '[' + r.source.partition + ']@' + r.source.offset +
+                      '  ' + r.stage + ': ' + r.reason;
+      newest.appendChild(d);
+    }
+  }
+}
 refresh(); setInterval(refresh, 2000);
+setTimeout(refreshDead, 500); setInterval(refreshDead, 30000);
 </script></body></html>
 )HTML";
 
