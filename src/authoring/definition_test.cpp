@@ -5,7 +5,6 @@
 #include <ostream>
 
 #include "authoring/json_diff.h"
-#include "config/regex.h"
 #include "config/sink_definition.h"
 #include "config/test_fixture.h"
 #include "decoders/payload_decoder.h"
@@ -113,10 +112,7 @@ const config::TopicsBlock* block_for(const config::SinkDefinition& d, const conf
     }
     topic = b.topics.front();
   }
-  auto takes = [&](const config::TopicsBlock& b) {
-    if (std::find(b.topics.begin(), b.topics.end(), topic) != b.topics.end()) return true;
-    return b.anchored_pattern && std::regex_search(topic, config::compile_regex(*b.anchored_pattern));
-  };
+  auto takes = [&](const config::TopicsBlock& b) { return b.reads(topic); };
   if (c.block) {
     const auto& b = d.topics[*c.block];
     if (!takes(b)) {

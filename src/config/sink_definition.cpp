@@ -54,6 +54,11 @@ std::string_view to_string(OffsetReset reset) {
   return "unknown";
 }
 
+bool TopicsBlock::reads(const std::string& topic) const {
+  if (std::find(topics.begin(), topics.end(), topic) != topics.end()) return true;
+  return anchored_pattern && std::regex_search(topic, compile_regex(*anchored_pattern));
+}
+
 std::string TopicsBlock::group_id(std::string_view sink_key) const {
   if (consumer_group) return *consumer_group;
   // The spec's default names the first block's group; later blocks need groups of their own.
@@ -126,8 +131,7 @@ void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBloc
   } else if (topic) {
     if (auto problem = topic_name_problem(*topic))
       r.error(*table.get("dead_letter_topic"), "dead_letter_topic", "invalid dead-letter topic: " + *problem);
-    else if (std::find(block.topics.begin(), block.topics.end(), *topic) != block.topics.end() ||
-             (block.anchored_pattern && std::regex_search(*topic, compile_regex(*block.anchored_pattern))))
+    else if (block.reads(*topic))
       // A bad record would come back to this block, fail again and be produced again, forever.
       r.error(*table.get("dead_letter_topic"), "dead_letter_topic",
               "the dead-letter topic '" + *topic + "' is one this block consumes");

@@ -96,6 +96,8 @@ struct TopicsBlock : PayloadSchema {
   // "picomq-connect-sink-<sink_key>-<index>" for later ones. Distinct for every block of a valid
   // definition (and of a SinkDirectory).
   std::string group_id(std::string_view sink_key) const;
+  // Whether this block reads `topic`: one of its topics, or a match of its pattern.
+  bool reads(const std::string& topic) const;
 };
 
 // A place in a definition file: 1-based line and column (0 when unknown).

@@ -956,6 +956,39 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
   EXPECT_EQ(decode, 2);
   EXPECT_EQ(sink, 1);
 
+  // A redrive's dry run: with the definition unchanged, the two undecodable records would be bad
+  // again at the same stage; the one the sink refused would go to it (the runtime cannot know
+  // what the sink will say).
+  r = api.post("/sinks/dl/dead-letters/redrive", R"({"dry_run": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = r.doc();
+  EXPECT_EQ(doc["summary"]["bad"], 2) << r.body;
+  EXPECT_EQ(doc["summary"]["write"], 1) << r.body;
+  for (const auto& d : doc["records"])
+    if (d["source"]["offset"] == 2) {
+      EXPECT_EQ(d["outcome"], "bad");
+      EXPECT_EQ(d["stage"], "decode");
+      EXPECT_EQ(d["was"]["stage"], "decode");
+    }
+  EXPECT_EQ(api.post("/sinks/dl/dead-letters/redrive", "{}").status, 501) << "only the dry run is built";
+  // After a fix (payloads read as text instead of JSON): every one would now be written.
+  auto fixed =
+      testkit_definition("dl",
+                         "topics = [\"" + topic +
+                             "\"]\nschema = \"text\"\npoll_interval = \"50ms\"\non_bad_record = \"dead_letter\"\n"
+                             "dead_letter_topic = \"" +
+                             dead + "\"",
+                         testkit_config(rt, "dl"));
+  ASSERT_EQ(api.put("/sinks/dl", fixed).status, 200);
+  r = api.post("/sinks/dl/dead-letters/redrive?stage=decode", R"({"dry_run": true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  doc = r.doc();
+  EXPECT_EQ(doc["summary"]["write"], 1) << "offset 2 decodes as text; offset 7 is not UTF-8: " << r.body;
+  EXPECT_EQ(doc["summary"]["bad"], 1) << r.body;
+  const auto dl_written = TestkitLog::read(rt.dir() / "dl.log").ids.size();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(TestkitLog::read(rt.dir() / "dl.log").ids.size(), dl_written) << "a dry run writes nothing";
+
   // What cannot be answered says why.
   EXPECT_EQ(api.get("/sinks/plain/dead-letters").status, 404);
   EXPECT_EQ(api.get("/sinks/nope/dead-letters").status, 404);
@@ -1052,6 +1085,10 @@ TEST(Ctl, StatusLagControlOffsetsDeadLettersValidateAndApplyOnOneRuntimeAndAFlee
   r = ctl({url_a}, "dead-letters counts orders --stage decode");
   EXPECT_NE(r.out.find("1 dead letter(s) of sink 'orders' in " + dead), std::string::npos) << r.out;
   EXPECT_EQ(ctl({url_a}, "dead-letters list other").exit_code, 1) << "no dead-letter topic: refused";
+  r = ctl({url_a}, "dead-letters redrive orders --dry-run");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("dry run: 0 would be written, 1 bad again"), std::string::npos) << r.out;
+  EXPECT_EQ(ctl({url_a}, "dead-letters redrive orders").exit_code, 2) << "only the dry run is built: " << r.out;
 
   // pause, then stop: the state says stopped, and nothing says paused any more.
   EXPECT_EQ(ctl({url_a}, "pause orders").exit_code, 0);

@@ -22,6 +22,7 @@
 #include "runtime/kafka/dead_letter_reader.h"
 #include "runtime/kafka/group_offsets.h"
 #include "runtime/plugin_host/sink_instance.h"
+#include "runtime/redrive.h"
 #include "runtime/tap.h"
 #include "transform/time.h"
 
@@ -287,6 +288,7 @@ class HttpApiServer final : public ApiServer {
         {"GET", R"(/sinks/([^/]+)/tap)", &HttpApiServer::tap},
         {"GET", R"(/sinks/([^/]+)/dead-letters)", &HttpApiServer::dead_letters},
         {"GET", R"(/sinks/([^/]+)/dead-letters/counts)", &HttpApiServer::dead_letter_counts},
+        {"POST", R"(/sinks/([^/]+)/dead-letters/redrive)", &HttpApiServer::redrive},
         {"POST", "/validate", &HttpApiServer::validate},
         {"PUT", R"(/sinks/([^/]+))", &HttpApiServer::put},
         {"DELETE", R"(/sinks/([^/]+))", &HttpApiServer::delete_sink},
@@ -472,6 +474,30 @@ class HttpApiServer final : public ApiServer {
     if (!error.empty() && counts.matched == 0) return reply(res, 502, error_json(error));
     res.status = 200;
     res.set_content(kafka::counts_json(topic, counts), "application/json");
+  }
+
+  // POST /sinks/{key}/dead-letters/redrive, {"dry_run": true}: what sending the dead letters the
+  // query's filters select (a page: cursor, limit) back through the sink's definition as it is
+  // now would do, nothing written (runtime/redrive.h).
+  void redrive(const httplib::Request& req, httplib::Response& res) {
+    const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return reply(res, 400, error_json("the body must be a JSON object: {\"dry_run\": true}"));
+    if (!body.value("dry_run", false))
+      return reply(res, 501,
+                   error_json("a redrive that writes is not built yet: {\"dry_run\": true} shows what it "
+                              "would do with the sink's definition as it is now"));
+    std::string topic, error;
+    kafka::DeadLetterFilter filter;
+    if (!dead_letter_request(req, res, topic, filter)) return;
+    int64_t limit = 50;
+    if (req.has_param("limit") && (!integer_param(req, "limit", limit) || limit < 1 || limit > 1000))
+      return reply(res, 400, error_json("'limit' must be an integer from 1 to 1000"));
+    auto d = sinks_.definition(req.matches[1]);
+    const std::string out = redrive_dry_run(*d, config_, sinks_.bootstrap_servers(), topic, filter,
+                                            req.get_param_value("cursor"), static_cast<size_t>(limit), error);
+    if (out.empty()) return reply(res, 502, error_json(error));
+    res.status = 200;
+    res.set_content(out, "application/json");
   }
 
   static bool integer_param(const httplib::Request& req, const char* name, int64_t& out) {

@@ -390,6 +390,38 @@ int dead_letters_list(const Common& c, const std::string& sink, const DeadLetter
   return kOk;
 }
 
+int dead_letters_redrive(const Common& c, const std::string& sink, const DeadLetterQuery& q, bool dry_run) {
+  if (!dry_run)
+    throw CLI::ValidationError("redrive", "only --dry-run is built so far: it shows what a redrive would do");
+  const auto apis = c.apis();
+  auto params = q.params();
+  params.emplace("limit", std::to_string(q.limit));
+  if (!q.cursor.empty()) params.emplace("cursor", q.cursor);
+  const std::string path = "/sinks/" + sink + "/dead-letters/redrive?" + httplib::detail::params_to_query_str(params);
+  const Answer a = single(apis).post(path, R"({"dry_run": true})");
+  if (!a.ok()) return failed(a);
+  if (c.as_json) {
+    std::cout << a.body.dump(2) << '\n';
+    return kOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : a.body["records"]) {
+    const auto& s = r["source"];
+    rows.push_back({text(r["id"]), text(s["topic"]) + "[" + text(s["partition"]) + "]@" + text(s["offset"]),
+                    text(r["outcome"]), r.contains("stage") ? text(r["stage"]) : "-",
+                    cut(r.contains("reason") ? text(r["reason"])
+                                             : "was " + text(r["was"]["stage"]) + ": " + text(r["was"]["reason"]),
+                        100)});
+  }
+  print_table({"ID", "SOURCE", "WOULD", "STAGE", "REASON"}, rows);
+  const auto& sum = a.body["summary"];
+  std::cout << "dry run: " << text(sum["write"]) << " would be written, " << text(sum["bad"]) << " bad again, "
+            << text(sum["filtered"]) << " dropped by a filter, " << text(sum["no_block"])
+            << " read by no block; nothing written\n";
+  if (a.body["next_cursor"].is_string()) std::cout << "more: --cursor " << text(a.body["next_cursor"]) << '\n';
+  return kOk;
+}
+
 int dead_letters_counts(const Common& c, const std::string& sink, const DeadLetterQuery& q) {
   const auto apis = c.apis();
   const Answer a = single(apis).get("/sinks/" + sink + "/dead-letters/counts", q.params());
@@ -500,6 +532,13 @@ int run_ctl(const std::vector<std::string>& args) {
   dl_list->add_flag("--all", q.all, "every page");
   auto* dl_counts = dl->add_subcommand("counts", "how many, by stage and reason");
   filters(dl_counts);
+  auto* dl_redrive =
+      dl->add_subcommand("redrive", "send dead letters back through the sink (--dry-run: what it would do)");
+  bool dry_run = false;
+  filters(dl_redrive);
+  dl_redrive->add_option("--limit", q.limit, "dead letters per page (1-1000)")->check(CLI::Range(1, 1000));
+  dl_redrive->add_option("--cursor", q.cursor, "where the page starts");
+  dl_redrive->add_flag("--dry-run", dry_run, "prepare them with the sink's definition as it is now, write nothing");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -524,6 +563,7 @@ int run_ctl(const std::vector<std::string>& args) {
     if (*tp) return tap(c, sink, tap_stage, tap_limit, tap_wait, block);
     if (*dl_list) return dead_letters_list(c, sink, q);
     if (*dl_counts) return dead_letters_counts(c, sink, q);
+    if (*dl_redrive) return dead_letters_redrive(c, sink, q, dry_run);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kOk : kUsage;
