@@ -8,10 +8,10 @@
 #include "config/sink_definition.h"
 #include "config/test_fixture.h"
 #include "decoders/payload_decoder.h"
-#include "picomq/kit/encoding.hpp"
 #include "runtime/config_check.h"
 #include "runtime/delivery/batch_preparer.h"
 #include "runtime/plugin_host/library.h"
+#include "runtime/record_view.h"
 #include "transform/chain.h"
 
 namespace picomq::authoring {
@@ -50,40 +50,23 @@ class FixtureRecords final : public runtime::ConsumedRecords {
 
 std::string_view text_of(pmq_bytes b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
 
-const char* op_name(int32_t op) {
-  switch (op) {
-    case PMQ_OP_UPSERT: return "upsert";
-    case PMQ_OP_DELETE: return "delete";
-    case PMQ_OP_TRUNCATE: return "truncate";
-    case PMQ_OP_PATCH: return "patch";
-    default: return "append";
-  }
-}
-
-// Bytes shown as text when they are UTF-8, else as {"base64": ...}.
-ordered_json bytes_view(pmq_bytes b) {
-  if (!b.data) return nullptr;
-  const std::string_view text = text_of(b);
-  if (kit::is_valid_utf8(text)) return std::string(text);
-  return ordered_json{{"base64", kit::base64_encode(text)}};
-}
-
 // One record as the sink gets it: what --show prints and what a failure shows.
 ordered_json record_view(const pmq_record& r, pmq_payload_format format, bool changes) {
   ordered_json view;
   view["offset"] = r.offset;
-  if (changes) view["op"] = op_name(r.op);
-  if (r.key.data) view["key"] = bytes_view(r.key);
+  if (changes) view["op"] = runtime::op_name(r.op);
+  if (r.key.data) view["key"] = runtime::bytes_json(r.key);
   if (r.key_json.data) view["key_json"] = json::parse(text_of(r.key_json), nullptr, false);
   if (r.header_count) {
     auto headers = ordered_json::array();
     for (size_t i = 0; i < r.header_count; ++i)
-      headers.push_back(ordered_json::array({std::string(text_of(r.headers[i].name)), bytes_view(r.headers[i].value)}));
+      headers.push_back(
+          ordered_json::array({std::string(text_of(r.headers[i].name)), runtime::bytes_json(r.headers[i].value)}));
     view["headers"] = std::move(headers);
   }
   if (!r.payload.data) view["payload"] = nullptr;
   else if (format == PMQ_PAYLOAD_JSON) view["payload"] = ordered_json::parse(text_of(r.payload), nullptr, false);
-  else view["payload"] = bytes_view(r.payload);
+  else view["payload"] = runtime::bytes_json(r.payload);
   return view;
 }
 
@@ -164,7 +147,7 @@ void compare_record(const config::FixtureExpectedRecord& e, const pmq_record& r,
       const json got = json::parse(text_of(r.payload), nullptr, false);
       if (got.is_discarded())
         lines.push_back("payload: expected JSON " + json_brief(json::parse(e.payload)) +
-                        ", got bytes that are not JSON: " + json_brief(bytes_view(r.payload)));
+                        ", got bytes that are not JSON: " + json_brief(runtime::bytes_json(r.payload)));
       else {
         json want = json::parse(e.payload);
         json have = got;
@@ -176,12 +159,11 @@ void compare_record(const config::FixtureExpectedRecord& e, const pmq_record& r,
     }
   }
   if (e.payload_kind == Payload::Bytes && (!r.payload.data || text_of(r.payload) != e.payload))
-    lines.push_back("payload: expected " +
-                    json_brief(bytes_view({reinterpret_cast<const uint8_t*>(e.payload.data()), e.payload.size()})) +
-                    ", got " + json_brief(bytes_view(r.payload)));
+    lines.push_back("payload: expected " + json_brief(runtime::bytes_json(std::optional<std::string_view>(e.payload))) +
+                    ", got " + json_brief(runtime::bytes_json(r.payload)));
   (void)format;
   if (e.key && (!r.key.data || text_of(r.key) != *e.key))
-    lines.push_back("key: expected " + json(*e.key).dump() + ", got " + json_brief(bytes_view(r.key)));
+    lines.push_back("key: expected " + json(*e.key).dump() + ", got " + json_brief(runtime::bytes_json(r.key)));
   if (e.key_json) {
     if (!r.key_json.data) lines.push_back("key_json: expected " + *e.key_json + ", got none");
     else
@@ -189,7 +171,8 @@ void compare_record(const config::FixtureExpectedRecord& e, const pmq_record& r,
            json_diff(json::parse(*e.key_json), json::parse(text_of(r.key_json), nullptr, false), "key_json"))
         lines.push_back(std::move(line));
   }
-  if (e.op && *e.op != op_name(r.op)) lines.push_back("op: expected " + *e.op + ", got " + op_name(r.op));
+  if (e.op && *e.op != runtime::op_name(r.op))
+    lines.push_back("op: expected " + *e.op + ", got " + runtime::op_name(r.op));
   if (e.offset && *e.offset != r.offset)
     lines.push_back("offset: expected " + std::to_string(*e.offset) + ", got " + std::to_string(r.offset));
   if (e.headers) {

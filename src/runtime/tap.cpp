@@ -4,7 +4,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "picomq/kit/encoding.hpp"
+#include "runtime/record_view.h"
 
 namespace picomq::runtime {
 namespace {
@@ -12,13 +12,6 @@ namespace {
 using nlohmann::ordered_json;
 
 std::string_view view(pmq_bytes b) { return {reinterpret_cast<const char*>(b.data), b.size}; }
-
-ordered_json bytes_json(pmq_bytes b) {
-  if (!b.data) return nullptr;
-  const std::string_view text = view(b);
-  if (kit::is_valid_utf8(text)) return std::string(text);
-  return ordered_json{{"base64", kit::base64_encode(text)}};
-}
 
 // The values of secret-looking members replaced, at any depth.
 void mask(ordered_json& value) {
@@ -28,16 +21,6 @@ void mask(ordered_json& value) {
       else mask(v);
   } else if (value.is_array()) {
     for (auto& v : value) mask(v);
-  }
-}
-
-const char* op_name(int32_t op) {
-  switch (op) {
-    case PMQ_OP_UPSERT: return "upsert";
-    case PMQ_OP_DELETE: return "delete";
-    case PMQ_OP_TRUNCATE: return "truncate";
-    case PMQ_OP_PATCH: return "patch";
-    default: return "append";
   }
 }
 

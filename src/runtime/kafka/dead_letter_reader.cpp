@@ -7,9 +7,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "picomq/kit/encoding.hpp"
 #include "runtime/kafka/client_conf.h"
 #include "runtime/kafka/partition_list.h"
+#include "runtime/record_view.h"
 #include "transform/time.h"
 
 namespace picomq::runtime::kafka {
@@ -72,12 +72,6 @@ DeadLetterRecord record_of(const rd_kafka_message_t* m, const std::string& topic
 }
 
 using nlohmann::ordered_json;
-
-ordered_json bytes_json(const std::optional<std::string>& b) {
-  if (!b) return nullptr;
-  if (kit::is_valid_utf8(*b)) return *b;
-  return ordered_json{{"base64", kit::base64_encode(*b)}};
-}
 
 std::string time_text(int64_t ms) {
   if (ms < 0) return {};
