@@ -41,6 +41,7 @@ debian_packages=(
   clang-format clang-tidy  # the style check (scripts/style.sh, .clang-format / .clang-tidy)
   curl nginx-light wrk openssl  # test servers (sinkkit/testing)
   procps  # pgrep: the benchmarks' process-tree CPU (bench/lib.sh, bench_tree_cpu)
+  gdb  # the threads of a runtime left running by a failed test (tests/integration/harness.cpp)
   libsqlite3-dev  # the Iceberg sink's SQL catalog on SQLite (sqlx, unbundled)
   libmongoc-dev  # the MongoDB sink (sinks/mongodb), libmongoc 1.23 / libbson
   libyaml-dev python3-yaml  # the Quickwit sink's YAML index configs (sinks/quickwit) and its contract server

@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "picomq/kit/testing/shell.hpp"
+
 namespace picomq::test {
 
 namespace {
@@ -429,6 +431,22 @@ Runtime::Runtime(std::string bootstrap, const std::string& name)
 
 Runtime::~Runtime() {
   if (pid_ > 0 && !exit_code_) {
+    if (::testing::Test::HasFailure()) {
+      // A test that failed with the runtime still up: a hang is found from where its threads
+      // stand, and a rare one (seen only under CI's load) from nothing else.
+      std::string threads;
+      try {
+        threads =
+            kit::testing::run_shell("{ timeout 120 gdb -p " + std::to_string(pid_) +
+                                    " -batch -nx -ex 'thread apply all bt 16' 2>&1 | grep -v '^\\[New LWP'; true; }");
+      } catch (const std::exception& e) {
+        threads = e.what();
+      }
+      std::cerr << "---- runtime " << dir_.string() << " still running after a failure (pid " << pid_
+                << "); its threads:\n"
+                << threads << "---- its status file:\n"
+                << status().dump(1) << "\n----\n";
+    }
     ::kill(pid_, SIGKILL);
     int st;
     waitpid(pid_, &st, 0);

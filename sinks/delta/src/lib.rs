@@ -786,6 +786,10 @@ impl Sink for DeltaSink {
 
     fn partitions_assigned(&mut self, _block: u32, partitions: &[TopicPartition]) {
         let tps: Vec<Tp> = partitions.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        if !self.table_exists {
+            // Nothing to read yet (create_table): the first batch creates the table, then reads them.
+            return;
+        }
         if let Err(e) = self.load_versions(&tps) {
             // The first batch of each partition reads them again.
             self.stale.extend(tps);
