@@ -543,6 +543,12 @@ struct Exporter {
     if constexpr (requires { S::change_ops; }) return static_cast<uint32_t>(S::change_ops);
     else return uint32_t{0};
   }();
+  // ABI 2.9: `static constexpr bool takes_redrives = true` in a sink that writes a record handed
+  // again long after later offsets of its partition (docs/abi.md); none: the host refuses redrives.
+  static constexpr uint32_t takes_redrives = [] {
+    if constexpr (requires { S::takes_redrives; }) return static_cast<uint32_t>(S::takes_redrives ? 1 : 0);
+    else return uint32_t{0};
+  }();
   static std::span<const pmq_option> option_table() { return {S::options.data(), S::options.size()}; }
 
   template <class Planes>
@@ -715,6 +721,7 @@ struct Exporter {
         .partitions_revoked = implements_partitions ? &Exporter::partitions_revoked : nullptr,
         .stop = &Exporter::stop,
         .change_ops = change_ops,
+        .takes_redrives = takes_redrives,
     };
     return d;
   }

@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 #define PMQ_SINK_ABI_VERSION_MAJOR 2
-#define PMQ_SINK_ABI_VERSION_MINOR 8
+#define PMQ_SINK_ABI_VERSION_MINOR 9
 #define PMQ_SINK_ABI_VERSION ((uint32_t)((PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR))
 #define PMQ_SINK_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define PMQ_SINK_ABI_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -377,6 +377,17 @@ typedef struct pmq_sink_plugin {
    * validate() sees each block's `changes` in host->subscriptions and may refuse a setting it
    * cannot honour. */
   uint32_t change_ops;
+
+  /* ---- Since ABI 2.9 (read it only from a plugin of minor 9 or newer: it sits where older
+   * descriptors had padding). ---- */
+
+  /* 1: the sink takes a redrive of dead letters (docs/operations.md, "Dead letters"): records
+   * of a partition handed to it again long after later offsets of that partition were written,
+   * at their own coordinates. It writes them like any record, and a second delivery of one (a
+   * redrive resumed after a crash) does what its replays do. 0: the host refuses to redrive into
+   * it: a sink that skips what lies below a per-partition high-water mark as a replay (a Delta
+   * txn version, an offsets table, a deduplication window by offsets) would drop them. */
+  uint32_t takes_redrives;
 } pmq_sink_plugin;
 
 typedef const pmq_sink_plugin *(*pmq_sink_entry_fn)(uint32_t host_abi_version);

@@ -58,6 +58,8 @@ class ElasticsearchSink : public sdk::BaseSink<ElasticsearchSink> {
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
+  // A redriven dead letter is one more document: by its record or key id, as a replay.
+  static constexpr bool takes_redrives = true;
   static constexpr uint32_t change_ops =
       PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<es::Settings>& options = es::option_table();

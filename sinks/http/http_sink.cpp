@@ -46,6 +46,8 @@ class HttpSink : public sdk::BaseSink<HttpSink> {
       "Sends records to an HTTP endpoint (URL per topic): NDJSON, JSON array, one document or the raw payload per "
       "request; splits, bisects and retries by status.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  // A redriven dead letter is one more request body (at least once, as its replays).
+  static constexpr bool takes_redrives = true;
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
 

@@ -42,6 +42,8 @@ class InfluxdbSink : public sdk::BaseSink<InfluxdbSink> {
       "(/api/v3/write_lp): measurement, tags, fields and time mapped from the record; refused lines of a "
       "partial write rejected exactly.";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  // A redriven dead letter is one more point: its series and time, as a replay.
+  static constexpr bool takes_redrives = true;
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
   static inline const kit::OptionTable<influx::Settings>& options = influx::option_table();

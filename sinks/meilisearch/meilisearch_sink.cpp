@@ -56,6 +56,8 @@ class MeilisearchSink : public sdk::BaseSink<MeilisearchSink> {
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
+  // A redriven dead letter is one more document: by its primary key, as a replay.
+  static constexpr bool takes_redrives = true;
   static constexpr uint32_t change_ops =
       PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<Settings>& options = option_table();

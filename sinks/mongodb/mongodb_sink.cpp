@@ -100,6 +100,8 @@ class MongoDbSink : public sdk::BaseSink<MongoDbSink> {
       "with _id = record id (a replay's duplicate-key error counts as written), or replace / update upserts. Applies "
       "change events (upsert, patch, delete, truncate by the row's key as _id; write_strategy replace, id_strategy "
       "key).";
+  // A redriven dead letter is one more document: by its _id strategy, as a replay.
+  static constexpr bool takes_redrives = true;
   // Change events (docs/changes.md): upserts, deletes, truncates and patches, by the row's key.
   static constexpr uint32_t change_ops =
       PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);

@@ -86,6 +86,8 @@ class PostgresSink : public sdk::BaseSink<PostgresSink> {
   // Writes per block pending at once: a full segment of 64 batches committing, and as many again
   // streaming into the next one meanwhile.
   static constexpr uint32_t max_in_flight = 2 * kSegmentBatches;
+  // A redriven dead letter is written like a replayed record: by pico_id (insert) or its key.
+  static constexpr bool takes_redrives = true;
   // Change events (docs/changes.md): upserts, patches and deletes by key, and truncates, each
   // batch's in its transaction (write_mode upsert).
   static constexpr uint32_t change_ops =

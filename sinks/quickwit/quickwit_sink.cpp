@@ -51,6 +51,8 @@ class QuickwitSink : public sdk::BaseSink<QuickwitSink> {
       "Writes records as NDJSON documents into Quickwit indexes (one per topic) through the ingest API; documents "
       "Quickwit cannot parse are rejected alone; each document carries its record id (no document ids in Quickwit).";
   static constexpr std::array accepted_data_planes{sdk::DataPlane::Rows, sdk::DataPlane::Batches};
+  // A redriven dead letter is one more document (at least once, as its replays).
+  static constexpr bool takes_redrives = true;
   static constexpr std::array native_data_planes{sdk::DataPlane::Batches};
   static constexpr uint32_t max_in_flight = 64;
   static inline const kit::OptionTable<Settings>& options = option_table();

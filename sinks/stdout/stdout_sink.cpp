@@ -142,6 +142,8 @@ class StdoutSink : public picomq::sdk::BaseSink<StdoutSink> {
   // as for every sink, and are never used since batches are native).
   static constexpr std::array accepted_data_planes{picomq::sdk::DataPlane::Rows, picomq::sdk::DataPlane::Batches};
   static constexpr std::array native_data_planes{picomq::sdk::DataPlane::Batches};
+  // A redriven dead letter is one more line (at least once, as its replays).
+  static constexpr bool takes_redrives = true;
   static constexpr uint32_t change_ops =
       PMQ_CHANGE_OPS_KEYED | PMQ_CHANGE_OP_BIT(PMQ_OP_TRUNCATE) | PMQ_CHANGE_OP_BIT(PMQ_OP_PATCH);
   static inline const kit::OptionTable<Settings> options{

@@ -262,7 +262,54 @@ std::vector<std::string> Supervisor::keys() const {
   return out;
 }
 
+std::shared_ptr<Redrive> Supervisor::start_redrive(const std::string& key, RedriveRequest request, Outcome& why) {
+  const auto d = definition(key);
+  if (!d) {
+    why = {404, "no sink '" + key + "'"};
+    return nullptr;
+  }
+  std::lock_guard lock(redrives_mutex_);
+  for (const auto& r : redrives_)
+    if (r->sink() == key && r->running()) {
+      std::string message = "sink '" + key + "' has a redrive running: " + r->id();
+      message += " (stop it first: DELETE /sinks/" + key + "/redrives/" + r->id() + ")";
+      why = {409, std::move(message)};
+      return nullptr;
+    }
+  std::string error;
+  int status = 500;
+  auto r = Redrive::start(*d, config_, bootstrap_, std::move(request), error, status);
+  if (!r) {
+    why = {status, error};
+    return nullptr;
+  }
+  why = {202, "redrive " + r->id() + " started"};
+  redrives_.push_back(r);
+  return r;
+}
+
+std::vector<std::shared_ptr<Redrive>> Supervisor::redrives(const std::string& key) const {
+  std::lock_guard lock(redrives_mutex_);
+  std::vector<std::shared_ptr<Redrive>> out;
+  for (const auto& r : redrives_)
+    if (r->sink() == key) out.push_back(r);
+  return out;
+}
+
+std::shared_ptr<Redrive> Supervisor::redrive(const std::string& key, const std::string& id) const {
+  std::lock_guard lock(redrives_mutex_);
+  for (auto it = redrives_.rbegin(); it != redrives_.rend(); ++it)
+    if ((*it)->sink() == key && (*it)->id() == id) return *it;
+  return nullptr;
+}
+
 bool Supervisor::stop_all() {
+  {
+    // A redrive ends after the chunk it writes, committed: the next start resumes it by its id.
+    std::lock_guard lock(redrives_mutex_);
+    for (auto& r : redrives_) r->stop();
+    for (auto& r : redrives_) r->join();
+  }
   std::lock_guard lock(mutex_);
   for (auto& [key, e] : sinks_)
     if (e.runner) e.runner->request_stop();

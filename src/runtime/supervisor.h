@@ -14,6 +14,7 @@
 
 #include "config/runtime_config.h"
 #include "config/sink_definition.h"
+#include "runtime/redrive.h"
 #include "runtime/sink_runner.h"
 #include "runtime/status.h"
 
@@ -41,6 +42,13 @@ class Supervisor {
   // The running sink's tap (runtime/tap.h), to wait on without holding the supervisor: null with
   // the outcome's reason (404 unknown, 409 not running) otherwise.
   std::shared_ptr<Tap> tap(const std::string& key, Outcome& why);
+
+  // Redrives of a sink's dead letters (runtime/redrive.h): one runs per sink at a time, beside
+  // the sink (running or not). Null with the outcome's reason (404, 409, 400, 502) when refused.
+  std::shared_ptr<Redrive> start_redrive(const std::string& key, RedriveRequest request, Outcome& why);
+  // This process's redrives of the sink, oldest first; one by id (null: none here).
+  std::vector<std::shared_ptr<Redrive>> redrives(const std::string& key) const;
+  std::shared_ptr<Redrive> redrive(const std::string& key, const std::string& id) const;
 
   struct ReloadReport {
     std::vector<std::string> started, restarted, stopped, unchanged;
@@ -82,6 +90,8 @@ class Supervisor {
   mutable std::mutex definitions_mutex_;
   std::map<std::string, config::SinkDefinition> definitions_;
   bool abandoned_ = false;
+  mutable std::mutex redrives_mutex_;  // apart from mutex_: a redrive starts without waiting for a sink's stop
+  std::vector<std::shared_ptr<Redrive>> redrives_;
 };
 
 }  // namespace picomq::runtime

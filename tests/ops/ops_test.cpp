@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api.h"
 #include "harness.h"
 #include "picomq/kit/testing/shell.hpp"
 
@@ -26,58 +27,6 @@ namespace picomq::test {
 namespace {
 
 using nlohmann::json;
-
-const std::string kToken = "tok-4f9a2c";          // the API's bearer token (through ${OPS_TOKEN})
-const std::string kSecret = "hunter2-secret-77";  // a secret plugin option (through ${SINK_SECRET})
-
-// A runtime with the API on a free port, a token, JSON logs and keep_running_on_error.
-void with_api(Runtime& rt, const std::string& extra_runtime = "") {
-  rt.env("OPS_TOKEN", kToken);
-  rt.env("SINK_SECRET", kSecret);
-  rt.runtime_settings("keep_running_on_error = true\nlog_format = \"json\"\n" + extra_runtime +
-                      "\n[api]\nenabled = true\nlisten = \"127.0.0.1:0\"\ntoken = \"${OPS_TOKEN}\"\n");
-}
-
-// The API's URL, once the status file says it (empty after 30 s, a test failure).
-std::string wait_api_url(Runtime& rt) {
-  std::string url;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        auto s = rt.status();
-        if (!s.contains("runtime") || !s["runtime"].contains("api")) return false;
-        url = s["runtime"]["api"].get<std::string>();
-        return true;
-      },
-      30s))
-      << rt.log();
-  return url;
-}
-
-struct Api {
-  std::unique_ptr<httplib::Client> client;
-  std::string url;
-  explicit Api(Runtime& rt) : url(wait_api_url(rt)) {
-    client = std::make_unique<httplib::Client>(url);
-    client->set_read_timeout(60, 0);
-    client->set_bearer_token_auth(kToken);
-  }
-  struct Reply {
-    int status = 0;
-    std::string body;
-    json doc() const { return json::parse(body, nullptr, false); }
-  };
-  static Reply of(const httplib::Result& r) {
-    return r ? Reply{r->status, r->body} : Reply{-1, httplib::to_string(r.error())};
-  }
-  Reply get(const std::string& path) const { return of(client->Get(path)); }
-  Reply post(const std::string& path, const std::string& body = "{}") const {
-    return of(client->Post(path, body, "application/json"));
-  }
-  Reply put(const std::string& path, const std::string& body) const {
-    return of(client->Put(path, body, "application/toml"));
-  }
-  Reply del(const std::string& path) const { return of(client->Delete(path)); }
-};
 
 std::string testkit_def(const Runtime& rt, const std::string& key, const std::string& topic,
                         const std::string& extra = "") {
@@ -672,7 +621,7 @@ TEST(Ops, StatusPageInChromiumShowsTheSinkInErrorAndItsRestartButtonBringsItBack
   EXPECT_EQ(calls[0].status, "fatal");
   EXPECT_EQ(calls[1].first, calls[0].first) << "after the restart the failed batch is written first";
   EXPECT_EQ(calls[1].status, "ok");
-  for (const char* shot : {"status-error.png", "status-running.png", "status-dead-letters.png"}) {
+  for (const char* shot : {"status-error.png", "status-running.png", "status-dead-letters.png", "status-redrive.png"}) {
     const auto png = read_file(rt.dir() / shot);
     ASSERT_GT(png.size(), 5000u) << shot;
     EXPECT_EQ(png.substr(1, 3), "PNG") << shot;
@@ -970,7 +919,8 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
       EXPECT_EQ(d["stage"], "decode");
       EXPECT_EQ(d["was"]["stage"], "decode");
     }
-  EXPECT_EQ(api.post("/sinks/dl/dead-letters/redrive", "{}").status, 501) << "only the dry run is built";
+  EXPECT_EQ(api.post("/sinks/dl/dead-letters/redrive", R"({"chunk": 0})").status, 400);
+  EXPECT_EQ(api.post("/sinks/dl/dead-letters/redrive", R"({"resume": 7})").status, 400);
   // After a fix (payloads read as text instead of JSON): every one would now be written.
   auto fixed =
       testkit_definition("dl",
@@ -1001,13 +951,6 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
 
 // `picomq-connect ctl` against running runtimes, as an on-call engineer types it: tables to read,
 // --json to script, exit codes to branch on.
-using CtlRun = kit::testing::ShellRun;
-
-CtlRun ctl(const std::vector<std::string>& urls, const std::string& args) {
-  std::string command = kit::testing::shell_quote(locations().connect_binary.string()) + " ctl --token " + kToken;
-  for (const auto& u : urls) command += " --url " + u;
-  return kit::testing::run_shell_status(command + " " + args);
-}
 
 // The row of `table` whose first cells are `first` (split on runs of spaces).
 std::vector<std::string> row_of(const std::string& table, const std::vector<std::string>& first) {
@@ -1088,7 +1031,15 @@ TEST(Ctl, StatusLagControlOffsetsDeadLettersValidateAndApplyOnOneRuntimeAndAFlee
   r = ctl({url_a}, "dead-letters redrive orders --dry-run");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("dry run: 0 would be written, 1 bad again"), std::string::npos) << r.out;
-  EXPECT_EQ(ctl({url_a}, "dead-letters redrive orders").exit_code, 2) << "only the dry run is built: " << r.out;
+  // The redrive that writes: the record is still not JSON, so it is bad again (exit 1), and
+  // dead-lettered again with its history.
+  r = ctl({url_a}, "dead-letters redrive orders");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find(" done: 0 written, 1 bad again"), std::string::npos) << r.out;
+  r = ctl({url_a}, "dead-letters redrives orders");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
+  EXPECT_EQ(ctl({url_a}, "dead-letters redrive orders --chunk 0").exit_code, 2) << "a usage error";
 
   // pause, then stop: the state says stopped, and nothing says paused any more.
   EXPECT_EQ(ctl({url_a}, "pause orders").exit_code, 0);

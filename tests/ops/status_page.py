@@ -6,7 +6,9 @@
 Loads URL/#token=TOKEN, waits until SINK's row shows state "error", takes a screenshot, presses
 its restart button, waits until the row shows "running" again with its lag chart drawn, and takes
 a second screenshot. With DEAD_SINK: waits until that sink's dead-letter row counts DEAD_COUNT
-dead letters, one of its reasons reading REASON and its newest listed, and takes a third.
+dead letters, one of its reasons reading REASON and its newest listed, and takes a third; then
+presses its "redrive all" button, accepts the confirmation, waits until the redrive is done (the
+records still bad: each "bad again") and takes a fourth.
 Exits 0 when all of that happened; prints what was seen otherwise.
 """
 import sys
@@ -62,6 +64,17 @@ try:
         else:
             sys.exit(f"dead letters of {dead_sink!r}: expected {dead_count} with {dead_reason!r}, saw {seen!r}")
         driver.save_screenshot(out + "/status-dead-letters.png")
+        rows[0].find_element(By.CSS_SELECTOR, "button.redrive").click()
+        driver.switch_to.alert.accept()
+        deadline, seen = time.time() + 60, None
+        while time.time() < deadline:
+            seen = driver.find_element(By.CSS_SELECTOR, "#dead-" + dead_sink + " .redrive-state").text
+            if " done: 0 written, " + dead_count + " bad again" in seen:
+                break
+            time.sleep(0.5)
+        else:
+            sys.exit(f"redrive of {dead_sink!r}: expected done with {dead_count} bad again, saw {seen!r}")
+        driver.save_screenshot(out + "/status-redrive.png")
     print("ok:", driver.find_element(By.ID, "msg").text)
 finally:
     driver.quit()

@@ -83,6 +83,8 @@ constexpr std::array kOptions{
 class Testkit : public sdk::BaseSink<Testkit> {
  public:
   static constexpr std::string_view sink_name = "testkit";
+  // The tests' sink logs what it is given: redrives included.
+  static constexpr bool takes_redrives = true;
 #if defined(TESTKIT_PLANES_ARROW)
   // Claims change events on the Arrow plane, which cannot carry them: the runtime's refusal test.
   static constexpr uint32_t change_ops = PMQ_CHANGE_OPS_KEYED;

@@ -107,6 +107,7 @@ static const pmq_sink_plugin kPlugin = {
     NULL, /* partitions_revoked */
     NULL, /* stop: every wait ends within the write */
     0,    /* change_ops: plain records only (a block with `changes` is refused at --check) */
+    1,    /* takes_redrives: a redriven dead letter is one more line (at least once, as a replay) */
 };
 
 PMQ_SINK_EXPORT const pmq_sink_plugin *picomq_sink_plugin_entry(uint32_t host_abi_version) {

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 pub use arrow::ffi::{FFI_ArrowArray as ArrowArray, FFI_ArrowSchema as ArrowSchema};
 
 pub const PMQ_SINK_ABI_VERSION_MAJOR: u32 = 2;
-pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 8;
+pub const PMQ_SINK_ABI_VERSION_MINOR: u32 = 9;
 pub const PMQ_SINK_ABI_VERSION: u32 = (PMQ_SINK_ABI_VERSION_MAJOR << 16) | PMQ_SINK_ABI_VERSION_MINOR;
 
 pub const PMQ_PLANE_ROWS: u32 = 1 << 0;
@@ -211,6 +211,9 @@ pub struct pmq_sink_plugin {
     /// Since ABI 2.8: the change operations the sink applies (1 << pmq_change_op); 0: plain
     /// records only, and the host refuses `changes` for it.
     pub change_ops: u32,
+    /// Since ABI 2.9: 1 when the sink takes a redrive of dead letters (records of a partition
+    /// handed again after later offsets were written); 0: the host refuses redrives into it.
+    pub takes_redrives: u32,
 }
 
 #[repr(C)]

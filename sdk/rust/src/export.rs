@@ -119,6 +119,8 @@ pub fn descriptor<S: Sink>() -> Descriptor {
         stop: Some(stop::<S>),
         // ABI 2.8: the change operations the sink applies (0: plain records only).
         change_ops: S::CHANGE_OPS,
+        // ABI 2.9: whether the host may redrive dead letters into the sink.
+        takes_redrives: u32::from(S::TAKES_REDRIVES),
     };
     Descriptor {
         plugin,

@@ -114,6 +114,11 @@ pub trait Sink: Send + Sized + 'static {
     /// [`CHANGE_OPS_KEYED`] to be handed a block with `changes`, docs/changes.md). 0: plain records
     /// only, and the host refuses `changes` for the sink at `--check`.
     const CHANGE_OPS: u32 = 0;
+    /// ABI 2.9: true when the sink writes a record handed to it again long after later offsets
+    /// of its partition were written (a redrive of dead letters, docs/operations.md). False: the
+    /// host refuses redrives into it; keep it so for a sink that skips records below a
+    /// per-partition high-water mark as replays.
+    const TAKES_REDRIVES: bool = false;
 
     /// The [plugin_config] table; the host validates values against it before `open`.
     fn options() -> Vec<OptionSpec> {

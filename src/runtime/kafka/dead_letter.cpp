@@ -101,6 +101,8 @@ bool DeadLetterProducer::send(const PreparedJob& job, const std::vector<BadRecor
     add("pico_error_offset", std::to_string(m.offset));
     add("pico_error_timestamp", std::to_string(timestamp));
     add("pico_error_time", now);
+    if (extra_headers)
+      for (const auto& [name, value] : extra_headers(job, b.index)) add(name.c_str(), value);
 
     auto* opaque = new std::shared_ptr<Slot>(std::make_shared<Slot>());
     slots.push_back(*opaque);

@@ -5,6 +5,7 @@
 // because the caller commits past those records right after.
 #include <librdkafka/rdkafka.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,6 +38,10 @@ class DeadLetterProducer final : public DeadLetters, private LoggedClient {
   bool send(const PreparedJob& job, const std::vector<BadRecord>& bad, std::string& error) override;
   std::string topic() const override { return topic_; }
   static constexpr int timeout_ms = 15000;  // per attempt: produce and wait for the broker's acks
+  // More headers for record `index` of a job, after the pico_error_* ones (a redrive's id and
+  // history); unset: none.
+  std::function<std::vector<std::pair<std::string, std::string>>(const PreparedJob& job, size_t index)> extra_headers;
+  static constexpr int unused_timeout_ms = 0;  // per attempt: produce and wait for the broker's acks
 
  private:
   DeadLetterProducer() = default;

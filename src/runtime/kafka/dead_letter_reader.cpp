@@ -65,6 +65,8 @@ DeadLetterRecord record_of(const rd_kafka_message_t* m, const std::string& topic
       else if (n == "pico_error_offset") r.offset = number(v, -1);
       else if (n == "pico_error_timestamp") r.timestamp_ms = number(v, -1);
       else if (n == "pico_error_time") r.time = v;
+      else if (n == kRedriveHeader) r.redrive = v;
+      else if (n == kHistoryHeader) r.history = v;
       else r.headers.emplace_back(n, bytes(value, size));
     }
   }
@@ -95,11 +97,22 @@ ordered_json record_json(const DeadLetterRecord& r) {
           {"payload", bytes_json(r.value)}};
 }
 
+// A record dead-lettered again by a redrive says which, and what went wrong before.
+ordered_json record_json_with_history(const DeadLetterRecord& r) {
+  ordered_json out = record_json(r);
+  if (!r.redrive.empty()) out["redrive"] = r.redrive;
+  if (!r.history.empty()) {
+    ordered_json history = ordered_json::parse(r.history, nullptr, false);
+    out["history"] = history.is_discarded() ? ordered_json(r.history) : std::move(history);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string page_json(const std::string& topic, const DeadLetterPage& page) {
   ordered_json records = ordered_json::array();
-  for (const auto& r : page.records) records.push_back(record_json(r));
+  for (const auto& r : page.records) records.push_back(record_json_with_history(r));
   ordered_json out{{"topic", topic},
                    {"records", std::move(records)},
                    {"next_cursor", page.next_cursor.empty() ? ordered_json(nullptr) : ordered_json(page.next_cursor)},
@@ -216,6 +229,7 @@ std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::st
     start[p] = positions.count(p) ? std::max(positions[p], low) : low;
     if (filter.tail) start[p] = std::max(start[p], high - static_cast<int64_t>(filter.tail));
     end[p] = high;
+    if (!filter.before.empty()) end[p] = filter.before.count(p) ? std::min(high, filter.before.at(p)) : start[p];
   }
   if (filter.since_ms && positions.empty()) {
     PartitionList at(static_cast<int>(partitions.size()));
@@ -257,11 +271,12 @@ std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::st
       ++open;
     }
   std::map<int32_t, int64_t> next = start;
+  // Every partition's position while one is unfinished: a partition left out would be read
+  // from its beginning by the next page.
   const auto rest = [&] {
-    std::map<int32_t, int64_t> out;
-    for (const auto& [p, o] : next)
-      if (o < end[p]) out[p] = o;
-    return format_cursor(out);
+    const bool unfinished =
+        std::any_of(next.begin(), next.end(), [&](const auto& n) { return n.second < end[n.first]; });
+    return unfinished ? format_cursor(next) : std::string();
   };
   if (open == 0) return {};
   if (rd_kafka_assign(h.rk, assign.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) {

@@ -14,6 +14,11 @@
 
 namespace picomq::runtime::kafka {
 
+// Added to a record a redrive dead-letters again (runtime/redrive.h): the redrive's id, and the
+// earlier failures as a JSON array of {"stage", "reason", "time", "dead_letter"}, oldest first.
+inline constexpr const char* kRedriveHeader = "pico_error_redrive";
+inline constexpr const char* kHistoryHeader = "pico_error_history";
+
 struct DeadLetterRecord {
   // Where it is in the dead-letter topic (an id: "<partition>:<offset>").
   std::string dead_letter_topic;
@@ -26,9 +31,11 @@ struct DeadLetterRecord {
   int32_t partition = -1;
   int64_t offset = -1;
   int64_t timestamp_ms = -1;
-  std::string stage;   // decode | transform | sink
-  std::string reason;  // as in the log
-  std::string time;    // pico_error_time
+  std::string stage;    // decode | transform | sink
+  std::string reason;   // as in the log
+  std::string time;     // pico_error_time
+  std::string redrive;  // pico_error_redrive: the redrive that dead-lettered it again, if one did
+  std::string history;  // pico_error_history: its earlier failures (a JSON array), if any
   // The record as it was: key, payload (nullopt: none) and its own headers (pico_error_* left out).
   std::optional<std::string> key;
   std::optional<std::string> value;
@@ -49,6 +56,9 @@ struct DeadLetterFilter {
   std::optional<int64_t> to_offset;
   std::vector<std::string> ids;  // only these dead letters ("<partition>:<offset>"); empty: all
   size_t tail = 0;               // only the last `tail` records of each partition (0: all)
+  // Only below these positions of the dead-letter topic, and only its partitions named here (a
+  // redrive's end, fixed when it starts); empty: up to each high watermark at the scan's start.
+  std::map<int32_t, int64_t> before;
 
   bool matches(const DeadLetterRecord& r) const;
 };

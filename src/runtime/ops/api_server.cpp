@@ -289,6 +289,9 @@ class HttpApiServer final : public ApiServer {
         {"GET", R"(/sinks/([^/]+)/dead-letters)", &HttpApiServer::dead_letters},
         {"GET", R"(/sinks/([^/]+)/dead-letters/counts)", &HttpApiServer::dead_letter_counts},
         {"POST", R"(/sinks/([^/]+)/dead-letters/redrive)", &HttpApiServer::redrive},
+        {"GET", R"(/sinks/([^/]+)/redrives)", &HttpApiServer::list_redrives},
+        {"GET", R"(/sinks/([^/]+)/redrives/([^/]+))", &HttpApiServer::get_redrive},
+        {"DELETE", R"(/sinks/([^/]+)/redrives/([^/]+))", &HttpApiServer::stop_redrive},
         {"POST", "/validate", &HttpApiServer::validate},
         {"PUT", R"(/sinks/([^/]+))", &HttpApiServer::put},
         {"DELETE", R"(/sinks/([^/]+))", &HttpApiServer::delete_sink},
@@ -476,19 +479,40 @@ class HttpApiServer final : public ApiServer {
     res.set_content(kafka::counts_json(topic, counts), "application/json");
   }
 
-  // POST /sinks/{key}/dead-letters/redrive, {"dry_run": true}: what sending the dead letters the
-  // query's filters select (a page: cursor, limit) back through the sink's definition as it is
-  // now would do, nothing written (runtime/redrive.h).
+  // POST /sinks/{key}/dead-letters/redrive: sends the dead letters the query's filters select back
+  // through the sink's definition as it is now (runtime/redrive.h). {"dry_run": true}: what it
+  // would do with a page of them (cursor, limit), nothing written. Otherwise a redrive starts
+  // (202, its progress; `chunk` in the query or the body: dead letters per commit), or
+  // {"resume": "<id>"} goes on with one cut by a crash or a stop, its selection as it was.
   void redrive(const httplib::Request& req, httplib::Response& res) {
     const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
-    if (!body.is_object()) return reply(res, 400, error_json("the body must be a JSON object: {\"dry_run\": true}"));
-    if (!body.value("dry_run", false))
-      return reply(res, 501,
-                   error_json("a redrive that writes is not built yet: {\"dry_run\": true} shows what it "
-                              "would do with the sink's definition as it is now"));
+    if (!body.is_object())
+      return reply(res, 400, error_json("the body must be a JSON object: {}, {\"dry_run\": true} or {\"resume\": id}"));
     std::string topic, error;
     kafka::DeadLetterFilter filter;
     if (!dead_letter_request(req, res, topic, filter)) return;
+    if (!body.value("dry_run", false)) {
+      RedriveRequest request;
+      request.dead_letter_topic = topic;
+      request.filter = std::move(filter);
+      if (body.contains("resume")) {
+        if (!body["resume"].is_string() || body["resume"].get<std::string>().empty())
+          return reply(res, 400, error_json("'resume' must be a redrive's id"));
+        request.resume = body["resume"].get<std::string>();
+      }
+      int64_t chunk = body.contains("chunk") && body["chunk"].is_number_integer() ? body["chunk"].get<int64_t>() : 500;
+      if (req.has_param("chunk") && !integer_param(req, "chunk", chunk))
+        return reply(res, 400, error_json("'chunk' must be an integer"));
+      if (chunk < 1 || chunk > 10000) return reply(res, 400, error_json("'chunk' must be from 1 to 10000"));
+      request.chunk = static_cast<size_t>(chunk);
+      Supervisor::Outcome why;
+      const auto r = sinks_.start_redrive(req.matches[1], std::move(request), why);
+      if (!r) return reply(res, why.status, error_json(why.message));
+      res.status = 202;
+      res.set_header("Location", "/sinks/" + r->sink() + "/redrives/" + r->id());
+      res.set_content(r->progress_json(), "application/json");
+      return;
+    }
     int64_t limit = 50;
     if (req.has_param("limit") && (!integer_param(req, "limit", limit) || limit < 1 || limit > 1000))
       return reply(res, 400, error_json("'limit' must be an integer from 1 to 1000"));
@@ -498,6 +522,45 @@ class HttpApiServer final : public ApiServer {
     if (out.empty()) return reply(res, 502, error_json(error));
     res.status = 200;
     res.set_content(out, "application/json");
+  }
+
+  // GET /sinks/{key}/redrives: this process's redrives of the sink, oldest first.
+  void list_redrives(const httplib::Request& req, httplib::Response& res) {
+    const std::string key = req.matches[1];
+    if (!sinks_.known(key)) return reply(res, 404, error_json("no sink '" + key + "'"));
+    std::string body = "{\"redrives\":[";
+    bool first = true;
+    for (const auto& r : sinks_.redrives(key)) {
+      body += (first ? "" : ",") + r->progress_json();
+      first = false;
+    }
+    res.status = 200;
+    res.set_content(body + "]}", "application/json");
+  }
+
+  // GET /sinks/{key}/redrives/{id}: one redrive's progress.
+  void get_redrive(const httplib::Request& req, httplib::Response& res) {
+    const auto r = sinks_.redrive(req.matches[1], req.matches[2]);
+    if (!r)
+      return reply(
+          res, 404,
+          error_json("no redrive '" + std::string(req.matches[2]) + "' of sink '" + std::string(req.matches[1]) +
+                     "' in this process (one cut by a restart resumes with {\"resume\": id})"));
+    res.status = 200;
+    res.set_content(r->progress_json(), "application/json");
+  }
+
+  // DELETE /sinks/{key}/redrives/{id}: stops it after the chunk it writes (committed): resumable.
+  void stop_redrive(const httplib::Request& req, httplib::Response& res) {
+    const auto r = sinks_.redrive(req.matches[1], req.matches[2]);
+    if (!r)
+      return reply(res, 404,
+                   error_json("no redrive '" + std::string(req.matches[2]) + "' of sink '" +
+                              std::string(req.matches[1]) + "' in this process"));
+    r->stop();
+    r->join();
+    res.status = 200;
+    res.set_content(r->progress_json(), "application/json");
   }
 
   static bool integer_param(const httplib::Request& req, const char* name, int64_t& out) {

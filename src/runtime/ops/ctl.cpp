@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 namespace picomq::runtime {
 namespace {
@@ -47,6 +48,7 @@ class Api {
   Answer put(const std::string& path, const std::string& body) const {
     return of(client_->Put(path, body, "application/toml"));
   }
+  Answer del(const std::string& path) const { return of(client_->Delete(path)); }
 
  private:
   Answer of(const httplib::Result& r) const {
@@ -390,9 +392,57 @@ int dead_letters_list(const Common& c, const std::string& sink, const DeadLetter
   return kOk;
 }
 
-int dead_letters_redrive(const Common& c, const std::string& sink, const DeadLetterQuery& q, bool dry_run) {
-  if (!dry_run)
-    throw CLI::ValidationError("redrive", "only --dry-run is built so far: it shows what a redrive would do");
+struct RedriveOptions {
+  bool dry_run = false, no_wait = false;
+  std::string resume, stop;
+  int chunk = 500;
+};
+
+// One line of a redrive's progress.
+std::string redrive_line(const json& p) {
+  std::string line = "redrive " + text(p["id"]) + " " + text(p["state"]) + ": " + text(p["written"]) + " written, " +
+                     text(p["bad_again"]) + " bad again, " + text(p["filtered"]) + " filtered, " + text(p["no_block"]) +
+                     " read by no block, " + text(p["scanned"]) + " scanned; at " + text(p["position"]) + " of " +
+                     text(p["end"]);
+  if (p.contains("error")) line += "\nerror: " + text(p["error"]);
+  return line;
+}
+
+// A redrive that writes: started (or resumed, or stopped), then followed until it ends unless
+// --no-wait. Exit 0 when it is done with nothing bad again, 1 when some were dead-lettered again or
+// it failed or stopped (its id resumes it).
+int redrive_for_real(const Common& c, const std::string& sink, const DeadLetterQuery& q, const RedriveOptions& o) {
+  const auto apis = c.apis();
+  const Api& api = single(apis);
+  Answer a;
+  if (!o.stop.empty()) {
+    a = api.del("/sinks/" + sink + "/redrives/" + o.stop);
+  } else {
+    json body{{"chunk", o.chunk}};
+    if (!o.resume.empty()) body["resume"] = o.resume;
+    a = api.post("/sinks/" + sink + "/dead-letters/redrive?" + httplib::detail::params_to_query_str(q.params()),
+                 body.dump());
+  }
+  if (!a.ok()) return failed(a);
+  const std::string id = text(a.body["id"]);
+  const std::string progress = "/sinks/" + sink + "/redrives/" + id;
+  while (!o.no_wait && a.body.value("state", "") == "running") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const Answer next = api.get(progress);
+    if (!next.ok()) return failed(next);
+    if (!c.as_json && next.body != a.body && next.body.value("state", "") == "running")
+      std::cout << redrive_line(next.body) << '\n';
+    a = next;
+  }
+  if (c.as_json) std::cout << a.body.dump(2) << '\n';
+  else std::cout << redrive_line(a.body) << '\n';
+  const std::string state = a.body.value("state", "");
+  if (state == "running") return kOk;
+  return state == "done" && a.body.value("bad_again", 0) == 0 ? kOk : kRefused;
+}
+
+int dead_letters_redrive(const Common& c, const std::string& sink, const DeadLetterQuery& q, const RedriveOptions& o) {
+  if (!o.dry_run) return redrive_for_real(c, sink, q, o);
   const auto apis = c.apis();
   auto params = q.params();
   params.emplace("limit", std::to_string(q.limit));
@@ -419,6 +469,23 @@ int dead_letters_redrive(const Common& c, const std::string& sink, const DeadLet
             << text(sum["filtered"]) << " dropped by a filter, " << text(sum["no_block"])
             << " read by no block; nothing written\n";
   if (a.body["next_cursor"].is_string()) std::cout << "more: --cursor " << text(a.body["next_cursor"]) << '\n';
+  return kOk;
+}
+
+int redrives_list(const Common& c, const std::string& sink) {
+  const auto apis = c.apis();
+  const Answer a = single(apis).get("/sinks/" + sink + "/redrives");
+  if (!a.ok()) return failed(a);
+  if (c.as_json) {
+    std::cout << a.body.dump(2) << '\n';
+    return kOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : a.body["redrives"])
+    rows.push_back({text(r["id"]), text(r["state"]), text(r["started_at"]), text(r["written"]), text(r["bad_again"]),
+                    text(r["position"]) + " / " + text(r["end"]),
+                    cut(r.contains("error") ? text(r["error"]) : "", 80)});
+  print_table({"ID", "STATE", "STARTED", "WRITTEN", "BAD AGAIN", "POSITION / END", "ERROR"}, rows);
   return kOk;
 }
 
@@ -534,11 +601,20 @@ int run_ctl(const std::vector<std::string>& args) {
   filters(dl_counts);
   auto* dl_redrive =
       dl->add_subcommand("redrive", "send dead letters back through the sink (--dry-run: what it would do)");
-  bool dry_run = false;
+  RedriveOptions redrive_options;
   filters(dl_redrive);
-  dl_redrive->add_option("--limit", q.limit, "dead letters per page (1-1000)")->check(CLI::Range(1, 1000));
-  dl_redrive->add_option("--cursor", q.cursor, "where the page starts");
-  dl_redrive->add_flag("--dry-run", dry_run, "prepare them with the sink's definition as it is now, write nothing");
+  dl_redrive->add_option("--limit", q.limit, "--dry-run: dead letters per page (1-1000)")->check(CLI::Range(1, 1000));
+  dl_redrive->add_option("--cursor", q.cursor, "--dry-run: where the page starts");
+  dl_redrive->add_flag("--dry-run", redrive_options.dry_run,
+                       "prepare them with the sink's definition as it is now, write nothing");
+  dl_redrive->add_option("--chunk", redrive_options.chunk, "dead letters written per commit of its position (1-10000)")
+      ->check(CLI::Range(1, 10000));
+  dl_redrive->add_option("--resume", redrive_options.resume,
+                         "go on with the redrive of this id (cut by a crash or a stop)");
+  dl_redrive->add_option("--stop", redrive_options.stop, "stop the redrive of this id after the chunk it writes");
+  dl_redrive->add_flag("--no-wait", redrive_options.no_wait, "start it and print its id, do not follow it");
+  auto* dl_redrives = dl->add_subcommand("redrives", "the sink's redrives in this runtime, with their progress");
+  dl_redrives->add_option("sink", sink)->required();
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -563,7 +639,8 @@ int run_ctl(const std::vector<std::string>& args) {
     if (*tp) return tap(c, sink, tap_stage, tap_limit, tap_wait, block);
     if (*dl_list) return dead_letters_list(c, sink, q);
     if (*dl_counts) return dead_letters_counts(c, sink, q);
-    if (*dl_redrive) return dead_letters_redrive(c, sink, q, dry_run);
+    if (*dl_redrive) return dead_letters_redrive(c, sink, q, redrive_options);
+    if (*dl_redrives) return redrives_list(c, sink);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kOk : kUsage;

@@ -107,7 +107,9 @@ async function refreshDead() {
     let dead = document.getElementById('dead-' + s.key);
     if (!dead) {
       dead = document.createElement('tr'); dead.id = 'dead-' + s.key; dead.className = 'dead';
-      dead.innerHTML = '<td></td><td colspan="5"><div class="reasons"></div><div class="latest"></div></td>';
+      dead.innerHTML = '<td></td><td colspan="5"><div class="reasons"></div><div class="latest"></div>' +
+                       '<div><button class="redrive">redrive all</button> <span class="redrive-state"></span></div></td>';
+      dead.querySelector('button.redrive').onclick = () => redrive(s.key, dead);
       row.after(dead);
     }
     dead.dataset.count = counts.matched === undefined ? '' : String(counts.matched);
@@ -129,6 +131,23 @@ async function refreshDead() {
       newest.appendChild(d);
     }
   }
+}
+// Sends every dead letter of the sink back through it (docs/operations.md, "Dead letters"),
+// then follows the redrive's progress until it ends.
+async function redrive(key, dead) {
+  if (!confirm('Redrive every dead letter of ' + key + ' through its definition as it is now?')) return;
+  const state = dead.querySelector('.redrive-state');
+  const k = encodeURIComponent(key);
+  let p = await api('POST', '/sinks/' + k + '/dead-letters/redrive');
+  while (p.id && p.state === 'running') {
+    state.textContent = 'redrive ' + p.id + ' running: ' + p.written + ' written, ' + p.bad_again + ' bad again';
+    await new Promise(r => setTimeout(r, 1000));
+    p = await api('GET', '/sinks/' + k + '/redrives/' + encodeURIComponent(p.id));
+  }
+  state.textContent = p.id ? 'redrive ' + p.id + ' ' + p.state + ': ' + p.written + ' written, ' + p.bad_again +
+                             ' bad again' + (p.error ? ' (' + p.error + ')' : '')
+                           : 'redrive refused: ' + p.error;
+  setTimeout(refreshDead, 500);
 }
 refresh(); setInterval(refresh, 2000);
 setTimeout(refreshDead, 500); setInterval(refreshDead, 30000);

@@ -20,6 +20,12 @@ std::filesystem::path default_plugin_dir();
 inline uint32_t change_ops(const pmq_sink_plugin& d) {
   return d.struct_size >= offsetof(pmq_sink_plugin, change_ops) + sizeof(d.change_ops) ? d.change_ops : 0;
 }
+// Whether a plugin takes a redrive of dead letters (ABI 2.9 takes_redrives). By the plugin's
+// minor version, not its struct_size: the field sits where a 2.8 descriptor had padding.
+inline bool takes_redrives(const pmq_sink_plugin& d) {
+  return PMQ_SINK_ABI_MINOR(d.abi_version) >= 9 &&
+         d.struct_size >= offsetof(pmq_sink_plugin, takes_redrives) + sizeof(d.takes_redrives) && d.takes_redrives != 0;
+}
 
 // A dlopen()ed plugin library whose ABI version the host accepts.
 class PluginLibrary {

@@ -5,7 +5,8 @@
  * block_index to the batches, pmq_host_api.sink_key and count, and the descriptor's validate,
  * flush and partition notifications; 2.3 added pmq_host_api.release; 2.4 pmq_batch.writer_schemas; 2.5
  * pmq_host_api.set_plane; 2.6 the descriptor's stop; 2.7 pmq_host_api.subscriptions; 2.8 change events:
- * pmq_record.op and key_json, pmq_batch.changes, the descriptor's change_ops). */
+ * pmq_record.op and key_json, pmq_batch.changes, the descriptor's change_ops; 2.9 the descriptor's takes_redrives, in
+ * what was padding: the size stays). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,10 +78,11 @@ PIN(offsetof(pmq_sink_plugin, partitions_assigned), 136);
 PIN(offsetof(pmq_sink_plugin, partitions_revoked), 144);
 PIN(offsetof(pmq_sink_plugin, stop), 152);
 PIN(offsetof(pmq_sink_plugin, change_ops), 160);
+PIN(offsetof(pmq_sink_plugin, takes_redrives), 164);
 PIN(sizeof(pmq_sink_plugin), 168);
 PIN(sizeof(struct ArrowSchema), 72);
 PIN(sizeof(struct ArrowArray), 80);
-PIN(PMQ_SINK_ABI_VERSION, 0x20008u);
+PIN(PMQ_SINK_ABI_VERSION, 0x20009u);
 
 static pmq_write_status write_record(void *instance, const pmq_batch *batch, size_t index, pmq_write_result *result) {
   (void)instance, (void)batch, (void)index, (void)result;
