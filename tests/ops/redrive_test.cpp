@@ -60,11 +60,13 @@ TEST(Redrive, AfterAFixEachDeadLetterIsWrittenOnceAndOneBadAgainIsDeadLetteredWi
   rt.start();
   // Good rows first: the table is made from them (qty bigint).
   std::vector<ProducedRecord> good;
+  good.reserve(20);
   for (int i = 0; i < 20; ++i) good.push_back({row(i, std::to_string(i)), "k" + std::to_string(i), {}, i % 2});
   kafka.produce(topic, good);
   ASSERT_TRUE(wait_until([&] { return kafka.all_committed(group_of("pg"), topic, 2, 10); }, 60s)) << rt.log();
   // Then ten the table refuses (a text qty: the sink's stage) and one that is not JSON (decode).
   std::vector<ProducedRecord> bad;
+  bad.reserve(11);
   for (int i = 0; i < 10; ++i)
     bad.push_back({row(100 + i, "\"five-" + std::to_string(i) + "\""),
                    "b" + std::to_string(i),
@@ -179,6 +181,7 @@ TEST(Redrive, ASigkilledRedriveResumesByItsIdAndWritesNothingTwice) {
     rt.start();
     ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgk"), topic) == 1; }, 60s)) << rt.log();
     std::vector<std::string> bad;
+    bad.reserve(kBad);
     for (int i = 1; i <= kBad; ++i) bad.push_back(row(i, "\"n-" + std::to_string(i) + "\""));
     kafka.produce_values(topic, bad);
     ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgk"), topic) == kBad + 1; }, 120s)) << rt.log();
