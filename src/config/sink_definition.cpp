@@ -140,6 +140,15 @@ void read_bad_record_policy(TableReader& r, const toml::table& table, TopicsBloc
     r.error(*table.get("on_bad_record"), "on_bad_record",
             "on_bad_record = \"dead_letter\" needs 'dead_letter_topic', the topic bad records are produced to");
   }
+  if (auto on_failure = r.string("on_write_failure")) {
+    if (*on_failure == "dead_letter" && dead_letter) block.dead_letter_write_failures = true;
+    else if (*on_failure == "dead_letter")
+      r.error(*table.get("on_write_failure"), "on_write_failure",
+              "on_write_failure = \"dead_letter\" needs on_bad_record = \"dead_letter\" and its dead_letter_topic");
+    else if (*on_failure != "fail")
+      r.error(*table.get("on_write_failure"), "on_write_failure",
+              "'on_write_failure' must be \"fail\" or \"dead_letter\", got \"" + *on_failure + "\"");
+  }
 }
 
 // arrow_schema = [ { name = "id", type = "utf8", nullable = false }, { name = "amount", type = "float64" } ]

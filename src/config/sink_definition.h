@@ -80,6 +80,10 @@ struct TopicsBlock : PayloadSchema {
   OffsetReset auto_offset_reset = OffsetReset::Earliest;
   BadRecordPolicy on_bad_record = BadRecordPolicy::Fail;
   std::optional<std::string> dead_letter_topic;  // set exactly when on_bad_record is DeadLetter
+  // on_write_failure = "dead_letter": a batch whose write still fails after the retries (RETRY
+  // or PARTIAL, not FATAL) goes to the dead-letter topic (stage sink) and the block goes on,
+  // instead of failing the sink (docs/bad-records.md). Needs on_bad_record = "dead_letter".
+  bool dead_letter_write_failures = false;
   // librdkafka consumer properties, values as strings, sorted by name. Never contains the
   // properties the runtime manages (see names.h: managed_property_reason).
   std::vector<std::pair<std::string, std::string>> properties;

@@ -456,6 +456,7 @@ void BlockPipeline::delivery_main() {
   ws.on_bad_record = settings_.block.on_bad_record;
   ws.retry = settings_.retry;
   ws.seal_retry_after = settings_.block.poll_interval;
+  ws.dead_letter_write_failures = settings_.block.dead_letter_write_failures;
   DeliveryWindow window(std::move(ws),
                         DeliveryWindow::Dependencies{.writer = writer_, .offsets = committer_, .host = *this});
   for (;;) {

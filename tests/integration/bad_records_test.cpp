@@ -4,6 +4,8 @@
 // dead-letter topic is read back record by record. (`fail`, the default, is covered by the
 // commit and planes tests.)
 #include <gtest/gtest.h>
+
+#include <set>
 #include <signal.h>
 
 #include "harness.h"
@@ -131,6 +133,55 @@ TEST(BadRecords, DeadLetterTopicGetsTheOriginalRecordAndWhyWhereAndWhenBeforeThe
       << rt.status().dump();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+// on_write_failure = "dead_letter": a batch whose write still fails after the retries goes to the
+// dead-letter topic (stage sink, the last error), and the block goes on with the next ones.
+TEST(BadRecords, AWriteFailingPastItsRetriesIsDeadLetteredWithOnWriteFailureAndTheSinkGoesOn) {
+  auto& kafka = Kafka::shared();
+  const auto topic = unique_name("wfail");
+  const auto dead = topic + ".dead";
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  kafka.produce_values(topic, json_values(0, 10));
+  Runtime rt(kafka.bootstrap());
+  // Every call carrying offset 5 fails (retry) for good; batches of 3 records.
+  rt.add_definition("s.toml",
+                    testkit_definition("wfail",
+                                       "topics = [\"" + topic +
+                                           "\"]\nbatch_length = 3\non_bad_record = \"dead_letter\"\n"
+                                           "dead_letter_topic = \"" +
+                                           dead + "\"\non_write_failure = \"dead_letter\"",
+                                       testkit_config(rt, "records", "fail_times = 1000\nfail_offset = 5")));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("wfail"), topic) == 10; }, 60s)) << rt.log();
+  EXPECT_EQ(rt.sink_state("wfail"), "running") << rt.log();
+  const auto written = TestkitLog::read(rt.dir() / "records.log").ids;
+  const auto letters = kafka.consume(dead, 3, 20s);
+  ASSERT_EQ(letters.size(), 3u) << "the batch holding offset 5 (3 records)";
+  std::set<std::string> dead_offsets;
+  for (const auto& d : letters) {
+    dead_offsets.insert(d.header("pico_error_offset").value_or(""));
+    EXPECT_EQ(d.header("pico_error_stage"), "sink");
+    EXPECT_NE(d.header("pico_error_reason").value_or("").find("write failed 5 times; last error: retry"),
+              std::string::npos)
+        << d.header("pico_error_reason").value_or("");
+  }
+  EXPECT_TRUE(dead_offsets.count("5")) << "the failing record's batch";
+  EXPECT_EQ(written.size() + letters.size(), 10u) << "every other record written, none twice";
+  EXPECT_NE(rt.log().find("on_write_failure = \"dead_letter\""), std::string::npos) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0);
+}
+
+TEST(BadRecords, OnWriteFailureDeadLetterNeedsTheDeadLetterPolicy) {
+  Runtime rt("127.0.0.1:1");
+  rt.add_definition("s.toml", testkit_definition("wf", "topics = [\"t\"]\non_write_failure = \"dead_letter\"",
+                                                 testkit_config(rt, "records")));
+  const auto [code, out] = rt.check();
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("on_write_failure = \"dead_letter\" needs on_bad_record = \"dead_letter\""), std::string::npos)
+      << out;
 }
 
 TEST(BadRecords, AFailedDeadLetterWriteFailsTheBatchAndCommitsNothingFromTheBadRecordOn) {

@@ -244,6 +244,15 @@ bool DeliveryWindow::retry_write(PreparedJob& job, WriteOutcome first,
   if (!rejected.empty() && !fail_policy) return true;
   if (end.exhausted(settings_.retry))
     error = "write of " + where + " failed " + std::to_string(end.attempts) + " times; last error: " + reason;
+  if (settings_.dead_letter_write_failures && end.exhausted(settings_.retry) && rejected.empty()) {
+    // The batch's records (those not known written) go to the dead-letter topic as refused by
+    // the sink; the partition goes on after them.
+    spdlog::warn("{}: {}: its {} record(s) go to the dead-letter topic (on_write_failure = \"dead_letter\")",
+                 settings_.log_prefix, error, batch.records.size());
+    const std::string why = "write failed " + std::to_string(end.attempts) + " times; last error: " + reason;
+    for (const auto& r : batch.records) rejected.emplace_back(r.offset, why);
+    return true;
+  }
   if (written_prefix > 0) deps_.offsets.store(batch.tp, batch.records[written_prefix - 1].offset + 1);
   fail(job.tp, error);
   return false;

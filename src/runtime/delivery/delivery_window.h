@@ -121,6 +121,9 @@ class DeliveryWindow {
     // A resent write still pending after this long is sealed with the sink's flush(): a sink that
     // holds writes open to accumulate gets nothing else while a batch is retried alone.
     std::chrono::milliseconds seal_retry_after{100};
+    // on_write_failure = "dead_letter": a batch still failing after the retries (not FATAL) goes
+    // to the bad-record policy as the sink's refusals, and the partition goes on.
+    bool dead_letter_write_failures = false;
   };
   struct Dependencies {
     BatchWriter& writer;
