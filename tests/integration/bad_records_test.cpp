@@ -4,9 +4,9 @@
 // dead-letter topic is read back record by record. (`fail`, the default, is covered by the
 // commit and planes tests.)
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <set>
-#include <signal.h>
 
 #include "harness.h"
 
@@ -88,6 +88,7 @@ TEST(BadRecords, DeadLetterTopicGetsTheOriginalRecordAndWhyWhereAndWhenBeforeThe
   kafka.create_topic(dead);
   std::vector<ProducedRecord> records;
   const auto values = values_with_bad({2});
+  records.reserve(10);
   for (int i = 0; i < 10; ++i) records.push_back({values[i], std::nullopt, {}});
   records[2].key = std::string("k\x00\xff", 3);
   records[2].headers = {{"trace", "t-2"}, {"bin", std::string("\xff\x01", 2)}};
@@ -146,13 +147,12 @@ TEST(BadRecords, AWriteFailingPastItsRetriesIsDeadLetteredWithOnWriteFailureAndT
   kafka.produce_values(topic, json_values(0, 10));
   Runtime rt(kafka.bootstrap());
   // Every call carrying offset 5 fails (retry) for good; batches of 3 records.
-  rt.add_definition("s.toml",
-                    testkit_definition("wfail",
-                                       "topics = [\"" + topic +
-                                           "\"]\nbatch_length = 3\non_bad_record = \"dead_letter\"\n"
-                                           "dead_letter_topic = \"" +
-                                           dead + "\"\non_write_failure = \"dead_letter\"",
-                                       testkit_config(rt, "records", "fail_times = 1000\nfail_offset = 5")));
+  rt.add_definition("s.toml", testkit_definition("wfail",
+                                                 "topics = [\"" + topic +
+                                                     "\"]\nbatch_length = 3\non_bad_record = \"dead_letter\"\n"
+                                                     "dead_letter_topic = \"" +
+                                                     dead + "\"\non_write_failure = \"dead_letter\"",
+                                                 testkit_config(rt, "records", "fail_times = 1000\nfail_offset = 5")));
   rt.start();
   ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("wfail"), topic) == 10; }, 60s)) << rt.log();
   EXPECT_EQ(rt.sink_state("wfail"), "running") << rt.log();
