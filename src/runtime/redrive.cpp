@@ -707,6 +707,71 @@ void Redrive::run() {
   finish(end_state, end_state == State::Failed ? error : std::string());
 }
 
+std::vector<std::string> redrives_in_kafka(const std::string& bootstrap_servers,
+                                           const config::RuntimeConfig& runtime_config, const std::string& sink_key,
+                                           const std::string& dead_letter_topic, std::string& error) {
+  const std::string prefix = Redrive::group_of(sink_key, "");
+  GroupHandle h;
+  if (!open_group(h, bootstrap_servers, runtime_config, "picomq-connect-redrive-list", error)) return {};
+  // The groups whose names say they are this sink's redrives.
+  std::vector<std::string> groups;
+  {
+    rd_kafka_queue_t* results = rd_kafka_queue_new(h.rk);
+    rd_kafka_ListConsumerGroups(h.rk, nullptr, results);
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(results, kKafkaTimeoutMs + 5000);
+    if (!ev) {
+      error = "listing the consumer groups: no answer from the broker";
+    } else if (rd_kafka_event_error(ev)) {
+      error = std::string("listing the consumer groups: ") + rd_kafka_event_error_string(ev);
+    } else if (const auto* result = rd_kafka_event_ListConsumerGroups_result(ev)) {
+      size_t n = 0;
+      const rd_kafka_ConsumerGroupListing_t** listed = rd_kafka_ListConsumerGroups_result_valid(result, &n);
+      for (size_t i = 0; i < n; ++i) {
+        const std::string group = rd_kafka_ConsumerGroupListing_group_id(listed[i]);
+        if (group.size() > prefix.size() && group.rfind(prefix, 0) == 0) groups.push_back(group);
+      }
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(results);
+  }
+  if (!error.empty()) return {};
+  std::sort(groups.begin(), groups.end());
+  std::map<int32_t, std::pair<int64_t, int64_t>> marks;
+  if (!groups.empty() && !watermarks(h.rk, dead_letter_topic, marks, error)) return {};
+  std::vector<int32_t> partitions;
+  partitions.reserve(marks.size());
+  for (const auto& [p, m] : marks) partitions.push_back(p);
+  std::vector<std::string> out;
+  for (const auto& group : groups) {
+    GroupHandle g;
+    std::map<int32_t, int64_t> positions;
+    std::string metadata, why;
+    if (!open_group(g, bootstrap_servers, runtime_config, group, why) ||
+        !committed(g.rk, dead_letter_topic, partitions, positions, metadata, why) || metadata.empty())
+      continue;  // not one on this topic
+    RedriveRequest r;
+    r.dead_letter_topic = dead_letter_topic;
+    if (!parse_redrive_selection(metadata, r, why) || r.dead_letter_topic != dead_letter_topic) continue;
+    bool done = true;
+    for (const auto& [p, end] : r.filter.before)
+      if (positions.count(p) ? positions[p] < end : end > 0) done = false;
+    nlohmann::ordered_json selection = nlohmann::ordered_json::parse(redrive_selection_json(r));
+    selection.erase("v");
+    selection.erase("end");
+    selection.erase("topic");
+    out.push_back(nlohmann::ordered_json{{"id", group.substr(prefix.size())},
+                                         {"sink", sink_key},
+                                         {"state", done ? "done" : "interrupted"},
+                                         {"group", group},
+                                         {"topic", dead_letter_topic},
+                                         {"selection", std::move(selection)},
+                                         {"position", kafka::format_cursor(positions)},
+                                         {"end", kafka::format_cursor(r.filter.before)}}
+                      .dump());
+  }
+  return out;
+}
+
 std::string Redrive::progress_json() const {
   std::lock_guard lock(mutex_);
   const State state = state_.load();

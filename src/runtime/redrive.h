@@ -103,6 +103,14 @@ class Redrive {
   std::thread thread_;
 };
 
+// The redrives of a sink that Kafka knows, whichever runtime ran them: each consumer group
+// picomq-connect-redrive-<sink>-<id> with a position on `dead_letter_topic`, as JSON objects
+// {"id", "sink", "state": "interrupted" | "done", "group", "topic", "selection", "position",
+// "end"} ("interrupted": its position is short of its end; {"resume": id} goes on with it).
+std::vector<std::string> redrives_in_kafka(const std::string& bootstrap_servers,
+                                           const config::RuntimeConfig& runtime_config, const std::string& sink_key,
+                                           const std::string& dead_letter_topic, std::string& error);
+
 // The selection of a redrive as kept in its group's commit metadata, and back.
 std::string redrive_selection_json(const RedriveRequest& request);
 bool parse_redrive_selection(const std::string& text, RedriveRequest& request, std::string& error);

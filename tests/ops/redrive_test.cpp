@@ -215,6 +215,13 @@ TEST(Redrive, ASigkilledRedriveResumesByItsIdAndWritesNothingTwice) {
   rt.add_definition("pg.toml", pg_redrive_definition("pgk", topic, db, dead));
   rt.start();
   Api api(rt);
+  // The new runtime finds the cut redrive in Kafka, with its position short of its end.
+  const auto listed = api.get("/sinks/pgk/redrives").doc();
+  ASSERT_EQ(listed["redrives"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["redrives"][0]["id"], id) << listed.dump();
+  EXPECT_EQ(listed["redrives"][0]["state"], "interrupted") << listed.dump();
+  EXPECT_EQ(listed["redrives"][0]["end"], "0:" + std::to_string(kBad)) << listed.dump();
+  EXPECT_EQ(listed["redrives"][0]["selection"]["chunk"], 50) << listed.dump();
   EXPECT_EQ(api.post("/sinks/pgk/dead-letters/redrive", R"({"resume": "no-such-redrive"})").status, 404);
   const auto resumed = api.post("/sinks/pgk/dead-letters/redrive", "{\"resume\": \"" + id + "\"}");
   ASSERT_EQ(resumed.status, 202) << resumed.body;
@@ -225,6 +232,9 @@ TEST(Redrive, ASigkilledRedriveResumesByItsIdAndWritesNothingTwice) {
   EXPECT_EQ(count(pg, db), kBad + 1);
   EXPECT_EQ(std::stoll(*pg.query("SELECT count(DISTINCT pico_offset) FROM t", db).at(0).at(0)), kBad + 1);
   EXPECT_EQ(kafka.committed("picomq-connect-redrive-pgk-" + id, dead), kBad) << "its position at the end";
+  const auto after = api.get("/sinks/pgk/redrives").doc();
+  ASSERT_EQ(after["redrives"].size(), 1u) << "this process's, not twice: " << after.dump();
+  EXPECT_EQ(after["redrives"][0]["state"], "done") << after.dump();
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <span>
 #include <thread>
 
@@ -524,18 +525,34 @@ class HttpApiServer final : public ApiServer {
     res.set_content(out, "application/json");
   }
 
-  // GET /sinks/{key}/redrives: this process's redrives of the sink, oldest first.
+  // GET /sinks/{key}/redrives: this process's redrives of the sink (oldest first, with their
+  // progress), then the others Kafka knows of (run by another runtime, or before a restart):
+  // "interrupted" ones resume with {"resume": id}.
   void list_redrives(const httplib::Request& req, httplib::Response& res) {
     const std::string key = req.matches[1];
     if (!sinks_.known(key)) return reply(res, 404, error_json("no sink '" + key + "'"));
     std::string body = "{\"redrives\":[";
     bool first = true;
+    std::set<std::string> here;
     for (const auto& r : sinks_.redrives(key)) {
       body += (first ? "" : ",") + r->progress_json();
       first = false;
+      here.insert(r->id());
     }
+    std::string topic, error;
+    kafka::DeadLetterFilter filter;
+    httplib::Response ignored;
+    if (dead_letter_request(req, ignored, topic, filter)) {
+      for (const auto& r : redrives_in_kafka(sinks_.bootstrap_servers(), config_, key, topic, error)) {
+        if (here.count(json::parse(r).value("id", ""))) continue;
+        body += (first ? "" : ",") + r;
+        first = false;
+      }
+    }
+    body += "]";
+    if (!error.empty()) body += ",\"error\":" + json(error).dump();
     res.status = 200;
-    res.set_content(body + "]}", "application/json");
+    res.set_content(body + "}", "application/json");
   }
 
   // GET /sinks/{key}/redrives/{id}: one redrive's progress.

@@ -482,10 +482,13 @@ int redrives_list(const Common& c, const std::string& sink) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : a.body["redrives"])
-    rows.push_back({text(r["id"]), text(r["state"]), text(r["started_at"]), text(r["written"]), text(r["bad_again"]),
-                    text(r["position"]) + " / " + text(r["end"]),
+    rows.push_back({text(r["id"]), text(r["state"]), r.contains("started_at") ? text(r["started_at"]) : "-",
+                    r.contains("written") ? text(r["written"]) : "-",
+                    r.contains("bad_again") ? text(r["bad_again"]) : "-", text(r["position"]) + " / " + text(r["end"]),
                     cut(r.contains("error") ? text(r["error"]) : "", 80)});
   print_table({"ID", "STATE", "STARTED", "WRITTEN", "BAD AGAIN", "POSITION / END", "ERROR"}, rows);
+  if (a.body.contains("error"))
+    std::cout << "(redrives of other runtimes not listed: " << text(a.body["error"]) << ")\n";
   return kOk;
 }
 
