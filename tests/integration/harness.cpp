@@ -416,6 +416,30 @@ void Kafka::commit(const std::string& group, const std::string& topic, int32_t p
                              std::to_string(partition) + "]: " + rd_kafka_err2str(err ? err : partition_err));
 }
 
+void Kafka::delete_records(const std::string& topic, int32_t partition, int64_t offset) const {
+  rd_kafka_t* rk = new_client(RD_KAFKA_PRODUCER, bootstrap());
+  rd_kafka_topic_partition_list_t* before = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(before, topic.c_str(), partition)->offset = offset;
+  rd_kafka_DeleteRecords_t* request = rd_kafka_DeleteRecords_new(before);
+  rd_kafka_topic_partition_list_destroy(before);
+  rd_kafka_queue_t* results = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteRecords(rk, &request, 1, nullptr, results);
+  rd_kafka_DeleteRecords_destroy(request);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(results, 30000);
+  std::string error = !ev ? "no answer within 30 s" : rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev) : "";
+  if (ev && error.empty()) {
+    const rd_kafka_topic_partition_list_t* done =
+        rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+    if (done && done->cnt > 0 && done->elems[0].err) error = rd_kafka_err2str(done->elems[0].err);
+  }
+  if (ev) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(results);
+  rd_kafka_destroy(rk);
+  if (!error.empty())
+    throw std::runtime_error("deleting the records of " + topic + "[" + std::to_string(partition) + "] before " +
+                             std::to_string(offset) + ": " + error);
+}
+
 bool Kafka::all_committed(const std::string& group, const std::string& topic, int partitions, int64_t offset) const {
   for (int p = 0; p < partitions; ++p)
     if (committed(group, topic, p) != offset) return false;

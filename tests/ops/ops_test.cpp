@@ -904,6 +904,10 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
   for (const auto& c : doc["counts"]) (c["stage"] == "decode" ? decode : sink) += c["count"].get<int64_t>();
   EXPECT_EQ(decode, 2);
   EXPECT_EQ(sink, 1);
+  // Asked again (as the status page does every 30 s): only what came since is read.
+  r = api.get("/sinks/dl/dead-letters/counts");
+  EXPECT_EQ(r.doc()["matched"], 3) << r.body;
+  EXPECT_EQ(r.doc()["scanned"], 0) << "nothing new to read: " << r.body;
 
   // A redrive's dry run: with the definition unchanged, the two undecodable records would be bad
   // again at the same stage; the one the sink refused would go to it (the runtime cannot know
@@ -938,6 +942,19 @@ TEST(Ops, DeadLettersAreListedWithTheirSourceStageAndReasonFilteredPagedAndCount
   const auto dl_written = TestkitLog::read(rt.dir() / "dl.log").ids.size();
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(TestkitLog::read(rt.dir() / "dl.log").ids.size(), dl_written) << "a dry run writes nothing";
+
+  // One more dead letter (not UTF-8 text): the counts read it alone.
+  kafka.produce_values(topic, {std::string("\xff\xfe", 2)});
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("dl"), topic) == 11; }, 30s)) << rt.log();
+  r = api.get("/sinks/dl/dead-letters/counts");
+  EXPECT_EQ(r.doc()["matched"], 4) << r.body;
+  EXPECT_EQ(r.doc()["scanned"], 1) << "the one dead letter since: " << r.body;
+  EXPECT_EQ(api.get("/sinks/dl/dead-letters/counts?stage=decode").doc()["matched"], 3) << "a filter counts its own";
+  // Retention removes the two oldest: the counts are made again from what is left.
+  kafka.delete_records(dead, 0, 2);
+  r = api.get("/sinks/dl/dead-letters/counts");
+  EXPECT_EQ(r.doc()["matched"], 2) << r.body;
+  EXPECT_EQ(r.doc()["scanned"], 2) << "counted again from the log start: " << r.body;
 
   // What cannot be answered says why.
   EXPECT_EQ(api.get("/sinks/plain/dead-letters").status, 404);

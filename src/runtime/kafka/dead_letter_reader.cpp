@@ -181,7 +181,8 @@ DeadLetterReader::DeadLetterReader(std::string bootstrap_servers,
       topic_(std::move(topic)) {}
 
 std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::string& cursor, int64_t& scanned,
-                                   const std::function<bool(DeadLetterRecord&&)>& each, std::string& error) const {
+                                   const std::function<bool(DeadLetterRecord&&)>& each, std::string& error,
+                                   ScanReport* report) const {
   auto positions = parse_cursor(cursor, error);
   if (!error.empty()) return {};
   ClientConf conf(client_properties_, bootstrap_servers_);
@@ -226,6 +227,7 @@ std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::st
       error = "dead-letter topic '" + topic_ + "' partition " + std::to_string(p) + ": the broker did not answer";
       return {};
     }
+    if (report) report->low[p] = low;
     start[p] = positions.count(p) ? std::max(positions[p], low) : low;
     if (filter.tail) start[p] = std::max(start[p], high - static_cast<int64_t>(filter.tail));
     end[p] = high;
@@ -271,6 +273,14 @@ std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::st
       ++open;
     }
   std::map<int32_t, int64_t> next = start;
+  // Where every partition's reading got to, for the caller (a tally goes on from there).
+  struct Report {
+    ScanReport* out;
+    std::map<int32_t, int64_t>& next;
+    ~Report() {
+      if (out) out->reached = next;
+    }
+  } reported{report, next};
   // Every partition's position while one is unfinished: a partition left out would be read
   // from its beginning by the next page.
   const auto rest = [&] {
@@ -343,24 +353,63 @@ DeadLetterPage DeadLetterReader::latest(const DeadLetterFilter& filter, size_t n
 }
 
 DeadLetterPage DeadLetterReader::count(const DeadLetterFilter& filter, std::string& error) const {
+  DeadLetterTally once;
+  return once.count(*this, filter, error);
+}
+
+namespace {
+// What a count depends on: its topic and filter (ids and tail are not counted by).
+std::string tally_key(const std::string& topic, const DeadLetterFilter& f) {
+  nlohmann::json k{topic,
+                   f.sink,
+                   f.stage.value_or("\x01"),
+                   f.reason.value_or("\x01"),
+                   f.since_ms.value_or(-1),
+                   f.until_ms.value_or(-1),
+                   f.topic.value_or("\x01"),
+                   f.partition.value_or(-1),
+                   f.from_offset.value_or(-1),
+                   f.to_offset.value_or(-1),
+                   f.ids};
+  return k.dump();
+}
+}  // namespace
+
+DeadLetterPage DeadLetterTally::count(const DeadLetterReader& reader, const DeadLetterFilter& filter,
+                                      std::string& error) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entries_[tally_key(reader.topic(), filter)];
   DeadLetterPage out;
-  std::map<std::pair<std::string, std::string>, DeadLetterCount> counts;
-  out.next_cursor = scan(
-      filter, "", out.scanned,
-      [&](DeadLetterRecord&& r) {
-        auto& c = counts[{r.stage, r.reason}];
-        c.stage = r.stage;
-        c.reason = r.reason;
-        ++c.count;
-        c.first_ms = c.first_ms < 0 ? r.dead_lettered_ms : std::min(c.first_ms, r.dead_lettered_ms);
-        c.last_ms = std::max(c.last_ms, r.dead_lettered_ms);
-        ++out.matched;
-        return true;
-      },
-      error);
-  for (auto& [k, c] : counts) out.counts.push_back(std::move(c));
+  DeadLetterReader::ScanReport report;
+  std::map<int32_t, int64_t> from = e.positions;
+  const auto add = [&](DeadLetterRecord&& r) {
+    auto& c = e.counts[{r.stage, r.reason}];
+    c.stage = r.stage;
+    c.reason = r.reason;
+    ++c.count;
+    c.first_ms = c.first_ms < 0 ? r.dead_lettered_ms : std::min(c.first_ms, r.dead_lettered_ms);
+    c.last_ms = std::max(c.last_ms, r.dead_lettered_ms);
+    ++e.matched;
+    return true;
+  };
+  out.next_cursor = reader.scan(filter, format_cursor(from), out.scanned, add, error, &report);
+  // Retention removed records this tally had counted: count again from what is left.
+  const bool removed = std::any_of(report.low.begin(), report.low.end(), [&](const auto& l) {
+    return e.counted_from.count(l.first) && l.second > e.counted_from.at(l.first);
+  });
+  if (removed) {
+    e = Entry{};
+    error.clear();
+    out = DeadLetterPage{};
+    report = {};
+    out.next_cursor = reader.scan(filter, "", out.scanned, add, error, &report);
+  }
+  for (const auto& [p, low] : report.low) e.counted_from.try_emplace(p, low);
+  if (!report.reached.empty()) e.positions = report.reached;
+  for (const auto& [k, c] : e.counts) out.counts.push_back(c);
   std::stable_sort(out.counts.begin(), out.counts.end(),
                    [](const auto& a, const auto& b) { return a.count > b.count; });
+  out.matched = e.matched;
   return out;
 }
 

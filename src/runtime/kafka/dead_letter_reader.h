@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -96,13 +97,37 @@ class DeadLetterReader {
   // Reads from `cursor` to the high watermarks seen at the start, calling `each` with every
   // matching record until it returns false. Returns the cursor after the last record read
   // (empty when every partition was read to its end).
+  // `report`, when given: each partition's low watermark and the position its reading reached.
+  struct ScanReport {
+    std::map<int32_t, int64_t> low, reached;
+  };
   std::string scan(const DeadLetterFilter& filter, const std::string& cursor, int64_t& scanned,
-                   const std::function<bool(DeadLetterRecord&&)>& each, std::string& error) const;
+                   const std::function<bool(DeadLetterRecord&&)>& each, std::string& error,
+                   ScanReport* report = nullptr) const;
+  const std::string& topic() const { return topic_; }
 
  private:
   std::string bootstrap_servers_;
   std::vector<std::pair<std::string, std::string>> client_properties_;
   std::string topic_;
+};
+
+// Counts kept between requests of the same filter (the status page asks every 30 s): each count
+// reads only what came since the last one, a scan cut by its time budget goes on at the next,
+// and a partition whose older records retention removed is counted again from its start.
+class DeadLetterTally {
+ public:
+  DeadLetterPage count(const DeadLetterReader& reader, const DeadLetterFilter& filter, std::string& error);
+
+ private:
+  struct Entry {
+    std::map<std::pair<std::string, std::string>, DeadLetterCount> counts;  // by stage and reason
+    std::map<int32_t, int64_t> positions;                                   // read up to
+    std::map<int32_t, int64_t> counted_from;                                // each partition's log start then
+    int64_t matched = 0;
+  };
+  std::mutex mutex_;                      // held through a count: one reader of the topic at a time
+  std::map<std::string, Entry> entries_;  // by topic and filter
 };
 
 // The API's answers (docs/operations.md, "Dead letters"): a page as {"topic", "records": [...],

@@ -474,7 +474,7 @@ class HttpApiServer final : public ApiServer {
     kafka::DeadLetterFilter filter;
     if (!dead_letter_request(req, res, topic, filter)) return;
     const kafka::DeadLetterReader reader(sinks_.bootstrap_servers(), config_.client_properties, topic);
-    const auto counts = reader.count(filter, error);
+    const auto counts = tally_.count(reader, filter, error);
     if (!error.empty() && counts.matched == 0) return reply(res, 502, error_json(error));
     res.status = 200;
     res.set_content(kafka::counts_json(topic, counts), "application/json");
@@ -752,6 +752,8 @@ class HttpApiServer final : public ApiServer {
 
   const config::RuntimeConfig& config_;
   Supervisor& sinks_;
+  // The dead-letter counts between requests: each reads only the dead letters since the last.
+  kafka::DeadLetterTally tally_;
   StatusBoard& status_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

@@ -105,6 +105,9 @@ class Kafka {
   // Commits `offset` for `group` on topic-partition, as an operator's offset reset does (the
   // group must have no member running).
   void commit(const std::string& group, const std::string& topic, int32_t partition, int64_t offset) const;
+  // Deletes the records of topic-partition before `offset` (AdminClient DeleteRecords), as
+  // retention does: the partition's log start moves there. Throws on an error.
+  void delete_records(const std::string& topic, int32_t partition, int64_t offset) const;
 
  private:
   rd_kafka_t* producer();
