@@ -165,6 +165,25 @@ TEST(Redrive, AfterAFixEachDeadLetterIsWrittenOnceAndOneBadAgainIsDeadLetteredWi
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }
 
+// One good row (the table is made from it: qty bigint), then `count` rows the table refuses (a
+// text qty), dead-lettered by a runtime of sink `key` that is stopped again.
+void dead_letter_rows(const std::string& topic, const std::string& db, const std::string& dead, const std::string& key,
+                      int count) {
+  auto& kafka = Kafka::shared();
+  kafka.produce_values(topic, {row(0, "0")});
+  Runtime rt(kafka.bootstrap(), key + "-load");
+  rt.add_definition("pg.toml", pg_redrive_definition(key, topic, db, dead));
+  rt.start();
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == 1; }, 60s)) << rt.log();
+  std::vector<std::string> bad;
+  bad.reserve(static_cast<size_t>(count));
+  for (int i = 1; i <= count; ++i) bad.push_back(row(i, "\"n-" + std::to_string(i) + "\""));
+  kafka.produce_values(topic, bad);
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of(key), topic) == count + 1; }, 120s)) << rt.log();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
 TEST(Redrive, ASigkilledRedriveResumesByItsIdAndWritesNothingTwice) {
   auto& kafka = Kafka::shared();
   auto& pg = Postgres::shared();
@@ -174,20 +193,7 @@ TEST(Redrive, ASigkilledRedriveResumesByItsIdAndWritesNothingTwice) {
   kafka.create_topic(topic);
   kafka.create_topic(dead);
   constexpr int kBad = 3000;
-  kafka.produce_values(topic, {row(0, "0")});
-  {
-    Runtime rt(kafka.bootstrap(), "redrive-kill-load");
-    rt.add_definition("pg.toml", pg_redrive_definition("pgk", topic, db, dead));
-    rt.start();
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgk"), topic) == 1; }, 60s)) << rt.log();
-    std::vector<std::string> bad;
-    bad.reserve(kBad);
-    for (int i = 1; i <= kBad; ++i) bad.push_back(row(i, "\"n-" + std::to_string(i) + "\""));
-    kafka.produce_values(topic, bad);
-    ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("pgk"), topic) == kBad + 1; }, 120s)) << rt.log();
-    rt.signal(SIGTERM);
-    EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
-  }
+  ASSERT_NO_FATAL_FAILURE(dead_letter_rows(topic, db, dead, "pgk", kBad));
   pg.exec("ALTER TABLE t ALTER COLUMN qty TYPE text USING qty::text", db);
 
   std::string id;
@@ -235,6 +241,45 @@ TEST(Redrive, ASigkilledRedriveResumesByItsIdAndWritesNothingTwice) {
   const auto after = api.get("/sinks/pgk/redrives").doc();
   ASSERT_EQ(after["redrives"].size(), 1u) << "this process's, not twice: " << after.dump();
   EXPECT_EQ(after["redrives"][0]["state"], "done") << after.dump();
+  rt.signal(SIGTERM);
+  EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
+}
+
+// A redrive stopped through the API ends after the chunk it writes, committed, and resumes.
+TEST(Redrive, AStoppedRedriveEndsAfterItsChunkAndResumesWhereItStopped) {
+  auto& kafka = Kafka::shared();
+  auto& pg = Postgres::shared();
+  const auto db = pg.create_database("redrivestop");
+  const auto topic = unique_name("redrive-stop");
+  const auto dead = topic + ".dead";
+  kafka.create_topic(topic);
+  kafka.create_topic(dead);
+  constexpr int kBad = 400;
+  ASSERT_NO_FATAL_FAILURE(dead_letter_rows(topic, db, dead, "pgs", kBad));
+  pg.exec("ALTER TABLE t ALTER COLUMN qty TYPE text USING qty::text", db);
+  Runtime rt(kafka.bootstrap(), "redrive-stop");
+  with_api(rt);
+  rt.add_definition("pg.toml", pg_redrive_definition("pgs", topic, db, dead));
+  rt.start();
+  Api api(rt);
+  const auto started = api.post("/sinks/pgs/dead-letters/redrive", R"({"chunk": 1})");
+  ASSERT_EQ(started.status, 202) << started.body;
+  const std::string id = started.doc()["id"];
+  EXPECT_EQ(api.post("/sinks/pgs/dead-letters/redrive", "{}").status, 409) << "one at a time";
+  ASSERT_TRUE(wait_until([&] { return kafka.committed("picomq-connect-redrive-pgs-" + id, dead) >= 20; }, 60s));
+  const auto stopped = ctl({api.url}, "dead-letters redrive pgs --stop " + id);
+  EXPECT_EQ(stopped.exit_code, 1) << "stopped, not done: " << stopped.out;
+  EXPECT_NE(stopped.out.find(" stopped: "), std::string::npos) << stopped.out;
+  auto p = api.get("/sinks/pgs/redrives/" + id).doc();
+  EXPECT_EQ(p["state"], "stopped") << p.dump();
+  const int64_t at = kafka.committed("picomq-connect-redrive-pgs-" + id, dead);
+  EXPECT_LT(at, kBad) << p.dump();
+  EXPECT_EQ(p["position"], "0:" + std::to_string(at)) << "its last chunk committed: " << p.dump();
+  EXPECT_EQ(count(pg, db), at + 1) << "written exactly up to its position";
+  const auto resumed = ctl({api.url}, "dead-letters redrive pgs --resume " + id);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_EQ(count(pg, db), kBad + 1);
+  EXPECT_EQ(api.get("/sinks/pgs/redrives/" + id).doc()["scanned"], kBad - at) << "from where it stopped";
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }
