@@ -306,6 +306,7 @@ struct NoOffsets final : OffsetSink {
 std::string redrive_selection_json(const RedriveRequest& r) {
   const auto& f = r.filter;
   nlohmann::ordered_json j{{"v", 1}, {"topic", r.dead_letter_topic}, {"chunk", r.chunk}};
+  if (r.apply_changes) j["apply_changes"] = true;
   if (f.stage) j["stage"] = *f.stage;
   if (f.reason) j["reason"] = *f.reason;
   if (f.since_ms) j["since_ms"] = *f.since_ms;
@@ -331,6 +332,7 @@ bool parse_redrive_selection(const std::string& text, RedriveRequest& r, std::st
     auto& f = r.filter;
     r.dead_letter_topic = j.value("topic", r.dead_letter_topic);
     r.chunk = j.value("chunk", r.chunk);
+    r.apply_changes = j.value("apply_changes", false);
     if (j.contains("stage")) f.stage = j["stage"].get<std::string>();
     if (j.contains("reason")) f.reason = j["reason"].get<std::string>();
     if (j.contains("since_ms")) f.since_ms = j["since_ms"].get<int64_t>();
@@ -376,6 +378,16 @@ std::shared_ptr<Redrive> Redrive::start(const config::SinkDefinition& definition
             "shows what a redrive would do (docs/operations.md, \"Dead letters\")";
     return nullptr;
   }
+  for (size_t b = 0; b < definition.topics.size() && !request.apply_changes && request.resume.empty(); ++b)
+    if (definition.topics[b].changes != config::ChangeEvents::None) {
+      status = 409;
+      error = "sink '" + definition.key + "' topics[" + std::to_string(b) +
+              "] applies change events: a redriven change is applied after the newer changes of its key that "
+              "came since, and a sink without versions (PostgreSQL, Elasticsearch, MongoDB, ...) keeps the older "
+              "one. Redrive them when no newer change of their keys was applied, and say so: {\"apply_changes\": "
+              "true} (ctl: --apply-changes)";
+      return nullptr;
+    }
   if (request.chunk < 1 || request.chunk > 10000) {
     status = 400;
     error = "'chunk' must be from 1 to 10000 dead letters";

@@ -45,6 +45,9 @@ struct RedriveRequest {
   kafka::DeadLetterFilter filter;  // which dead letters (its `sink` is the sink's key)
   std::string resume;              // a redrive's id: go on with it, its selection as it was
   size_t chunk = 500;              // dead letters written per chunk (and per group commit)
+  // A sink with change events is redriven into only when the caller says so: a redriven change is
+  // applied after the newer changes of its key, and overwrites them in a sink without versions.
+  bool apply_changes = false;
 };
 
 // One redrive that writes, in a thread of its own from start() until it is done, failed or

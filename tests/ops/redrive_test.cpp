@@ -285,7 +285,7 @@ TEST(Redrive, AStoppedRedriveEndsAfterItsChunkAndResumesWhereItStopped) {
 }
 
 // A sink that does not declare takes_redrives (ABI 2.9) is not redriven into: its dry run still works.
-TEST(Redrive, ASinkThatDoesNotTakeRedrivesIsRefusedNamingWhy) {
+TEST(Redrive, ASinkThatDoesNotTakeRedrivesIsRefusedAndOneWithChangeEventsOnlyWhenToldTo) {
   auto& kafka = Kafka::shared();
   const auto topic = unique_name("redrive-refused");
   const auto dead = topic + ".dead";
@@ -309,6 +309,26 @@ TEST(Redrive, ASinkThatDoesNotTakeRedrivesIsRefusedNamingWhy) {
   const auto dry = api.post("/sinks/lc/dead-letters/redrive", R"({"dry_run": true})");
   EXPECT_EQ(dry.status, 200) << dry.body;
   EXPECT_EQ(dry.doc()["summary"]["bad"], 1) << dry.body;
+
+  // A sink that applies change events is redriven into only when the caller says so: an old
+  // change would overwrite the newer ones of its key.
+  const auto changes_topic = topic + ".changes";
+  kafka.create_topic(changes_topic);
+  rt.add_definition("chg.toml", plugin_definition("chg", "libpicomq_connector_stdout_sink",
+                                                  "topics = [\"" + changes_topic +
+                                                      "\"]\nchanges = \"keyed\"\nkey = { schema = \"text\" }\n"
+                                                      "on_bad_record = \"dead_letter\"\ndead_letter_topic = \"" +
+                                                      dead + "\"",
+                                                  ""));
+  ASSERT_EQ(api.post("/reload").status, 200);
+  kafka.produce(changes_topic, {{R"({"sku":"B-2","qty":1})", std::nullopt, {}}});  // no key: dead-lettered
+  ASSERT_TRUE(wait_until([&] { return kafka.committed(group_of("chg"), changes_topic) == 1; }, 60s)) << rt.log();
+  const auto unsaid = api.post("/sinks/chg/dead-letters/redrive", "{}");
+  EXPECT_EQ(unsaid.status, 409) << unsaid.body;
+  EXPECT_NE(unsaid.body.find("applies change events"), std::string::npos) << unsaid.body;
+  const auto said = ctl({api.url}, "dead-letters redrive chg --apply-changes");
+  EXPECT_EQ(said.exit_code, 1) << "still no key: bad again: " << said.out;
+  EXPECT_NE(said.out.find(" done: 0 written, 1 bad again"), std::string::npos) << said.out;
   rt.signal(SIGTERM);
   EXPECT_EQ(rt.wait_exit(30s), 0) << rt.log();
 }

@@ -506,6 +506,7 @@ class HttpApiServer final : public ApiServer {
         return reply(res, 400, error_json("'chunk' must be an integer"));
       if (chunk < 1 || chunk > 10000) return reply(res, 400, error_json("'chunk' must be from 1 to 10000"));
       request.chunk = static_cast<size_t>(chunk);
+      request.apply_changes = body.value("apply_changes", false);
       Supervisor::Outcome why;
       const auto r = sinks_.start_redrive(req.matches[1], std::move(request), why);
       if (!r) return reply(res, why.status, error_json(why.message));

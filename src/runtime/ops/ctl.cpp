@@ -393,7 +393,7 @@ int dead_letters_list(const Common& c, const std::string& sink, const DeadLetter
 }
 
 struct RedriveOptions {
-  bool dry_run = false, no_wait = false;
+  bool dry_run = false, no_wait = false, apply_changes = false;
   std::string resume, stop;
   int chunk = 500;
 };
@@ -419,6 +419,7 @@ int redrive_for_real(const Common& c, const std::string& sink, const DeadLetterQ
     a = api.del("/sinks/" + sink + "/redrives/" + o.stop);
   } else {
     json body{{"chunk", o.chunk}};
+    if (o.apply_changes) body["apply_changes"] = true;
     if (!o.resume.empty()) body["resume"] = o.resume;
     a = api.post("/sinks/" + sink + "/dead-letters/redrive?" + httplib::detail::params_to_query_str(q.params()),
                  body.dump());
@@ -616,6 +617,8 @@ int run_ctl(const std::vector<std::string>& args) {
                          "go on with the redrive of this id (cut by a crash or a stop)");
   dl_redrive->add_option("--stop", redrive_options.stop, "stop the redrive of this id after the chunk it writes");
   dl_redrive->add_flag("--no-wait", redrive_options.no_wait, "start it and print its id, do not follow it");
+  dl_redrive->add_flag("--apply-changes", redrive_options.apply_changes,
+                       "redrive into a sink with change events (no newer change of their keys was applied)");
   auto* dl_redrives = dl->add_subcommand("redrives", "the sink's redrives in this runtime, with their progress");
   dl_redrives->add_option("sink", sink)->required();
 
