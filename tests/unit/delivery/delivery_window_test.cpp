@@ -105,6 +105,29 @@ TEST(DeliveryWindow, TheFifthFailureFailsThePartitionAfter200To1600msOfBackoff) 
       << rig.failures[0].second;
 }
 
+// on_write_failure = "dead_letter": the fifth failure sends the batch to the dead-letter topic
+// and the partition goes on; a FATAL one still fails it.
+TEST(DeliveryWindow, WithWriteFailuresDeadLetteredTheFifthFailureDeadLettersTheBatchAndThePartitionGoesOn) {
+  WindowRig rig(Policy::DeadLetter, 1, /*dead_letter_write_failures=*/true);
+  rig.sink.script(std::vector<Outcome>(5, {PMQ_WRITE_RETRY, "connection refused"}));
+  rig.window->start(prepared_job(A, 0, 10));
+  rig.drain();
+  EXPECT_EQ(rig.sink.starts().size(), 5u) << "the retries first";
+  EXPECT_TRUE(rig.failures.empty());
+  EXPECT_EQ(rig.letters.sent, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10})) << "committed past it once dead-lettered";
+  EXPECT_EQ(rig.counted.delivered, 0u);
+  EXPECT_EQ(rig.counted.dead_lettered, 10u);
+  rig.window->start(prepared_job(A, 10, 10));
+  rig.drain();
+  EXPECT_EQ(rig.offsets.offsets(), (std::vector<int64_t>{10, 20})) << "the next batch is written as usual";
+  rig.sink.script({{PMQ_WRITE_FATAL, "permission denied"}});
+  rig.window->start(prepared_job(A, 20, 10));
+  rig.drain();
+  ASSERT_EQ(rig.failures.size(), 1u) << "a FATAL write still fails the partition";
+  EXPECT_EQ(rig.letters.sent.size(), 10u);
+}
+
 TEST(DeliveryWindow, FilteredAndSkippedRecordsAtTheEndOfABatchAreCommittedPast) {
   WindowRig rig(Policy::Skip);
   // Offsets 0..4: the sink gets 0..2; 3 was filtered, 4 was undecodable (skip policy).

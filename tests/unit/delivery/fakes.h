@@ -220,11 +220,13 @@ class FakeDeadLetters final : public DeadLetters {
 
 // A window over the fakes, its host recording what it was told.
 struct WindowRig final : DeliveryHost {
-  explicit WindowRig(config::BadRecordPolicy policy = config::BadRecordPolicy::Fail, size_t max_in_flight = 1)
+  explicit WindowRig(config::BadRecordPolicy policy = config::BadRecordPolicy::Fail, size_t max_in_flight = 1,
+                     bool dead_letter_write_failures = false)
       : sink(max_in_flight) {
     DeliveryWindow::Settings s;
     s.log_prefix = "test";
     s.on_bad_record = policy;
+    s.dead_letter_write_failures = dead_letter_write_failures;
     window = std::make_unique<DeliveryWindow>(
         s, DeliveryWindow::Dependencies{.writer = sink, .offsets = offsets, .host = *this});
   }
