@@ -207,6 +207,10 @@ TEST(Commit, ACrashBetweenTwoCoalescedCommitsLosesNothingAndReplaysOnlyWhatWasWr
   const std::string topics =
       "batch_length = 50\noffset_commit_interval = \"1h\"\nproperties = { \"session.timeout.ms\" = \"6000\" }";
   f.kafka.produce_values(f.topic, json_values(0, 100));
+  // The burst is long enough (~2 s for the slow sink) that a kill after its first 1000 lands in
+  // it even when the test's polling is slow (under ThreadSanitizer on a loaded machine the
+  // 1000 records of a shorter burst were all written before the kill came).
+  constexpr int kEnd = 5100;
   int64_t committed_at_kill = 0;
   size_t written_at_kill = 0;
   {
@@ -215,23 +219,23 @@ TEST(Commit, ACrashBetweenTwoCoalescedCommitsLosesNothingAndReplaysOnlyWhatWasWr
     rt.start();
     // Caught up: the end of the burst is committed at once, not an hour later.
     ASSERT_TRUE(wait_until([&] { return f.kafka.committed(f.group, f.topic) == 100; }, 30s)) << rt.log();
-    // A burst the slow sink needs ~1 s for: its batches are written, their commits held.
-    f.kafka.produce_values(f.topic, json_values(100, 2100));
+    // A burst the slow sink needs ~2 s for: its batches are written, their commits held.
+    f.kafka.produce_values(f.topic, json_values(100, kEnd));
     ASSERT_TRUE(wait_until([&] { return TestkitLog::read(rt.dir() / "records.log").ids.size() >= 1100; }, 30s))
         << rt.log();
     committed_at_kill = f.kafka.committed(f.group, f.topic);
     rt.kill_hard();
     written_at_kill = TestkitLog::read(rt.dir() / "records.log").ids.size();
-    ASSERT_LT(written_at_kill, 2100u) << "killed before the end of the burst";
+    ASSERT_LT(written_at_kill, size_t(kEnd)) << "killed before the end of the burst";
     std::cout << "coalesced: " << written_at_kill << " written, " << committed_at_kill << " committed at the kill\n";
     EXPECT_LT(committed_at_kill, int64_t(written_at_kill) - 500) << "the written batches' commits were held";
   }
   Runtime rt(f.kafka.bootstrap(), "coalesce-b");
   rt.add_definition("s.toml", f.definition(rt, topics, ""));
   rt.start();
-  ASSERT_TRUE(wait_until([&] { return f.kafka.committed(f.group, f.topic) == 2100; }, 40s)) << rt.log();
+  ASSERT_TRUE(wait_until([&] { return f.kafka.committed(f.group, f.topic) == kEnd; }, 40s)) << rt.log();
   const auto again = TestkitLog::read(rt.dir() / "records.log").ids;
-  ASSERT_EQ(again.size(), size_t(2100 - committed_at_kill)) << "from the last commit on, once";
+  ASSERT_EQ(again.size(), size_t(kEnd - committed_at_kill)) << "from the last commit on, once";
   for (size_t i = 0; i < again.size(); ++i)
     ASSERT_EQ(again[i], f.topic + ":0:" + std::to_string(committed_at_kill + int64_t(i))) << i;
   std::cout << "delivered again: " << int64_t(written_at_kill) - committed_at_kill
