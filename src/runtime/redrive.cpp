@@ -719,6 +719,18 @@ void Redrive::run() {
   finish(end_state, end_state == State::Failed ? error : std::string());
 }
 
+namespace {
+// A redrive's selection as its progress shows it: the filters and chunk (its end and topic are
+// shown apart, the format version not at all).
+nlohmann::ordered_json shown_selection(const RedriveRequest& request) {
+  nlohmann::ordered_json selection = nlohmann::ordered_json::parse(redrive_selection_json(request));
+  selection.erase("v");
+  selection.erase("end");
+  selection.erase("topic");
+  return selection;
+}
+}  // namespace
+
 std::vector<std::string> redrives_in_kafka(const std::string& bootstrap_servers,
                                            const config::RuntimeConfig& runtime_config, const std::string& sink_key,
                                            const std::string& dead_letter_topic, std::string& error) {
@@ -767,10 +779,7 @@ std::vector<std::string> redrives_in_kafka(const std::string& bootstrap_servers,
     bool done = true;
     for (const auto& [p, end] : r.filter.before)
       if (positions.count(p) ? positions[p] < end : end > 0) done = false;
-    nlohmann::ordered_json selection = nlohmann::ordered_json::parse(redrive_selection_json(r));
-    selection.erase("v");
-    selection.erase("end");
-    selection.erase("topic");
+    nlohmann::ordered_json selection = shown_selection(r);
     out.push_back(nlohmann::ordered_json{{"id", group.substr(prefix.size())},
                                          {"sink", sink_key},
                                          {"state", done ? "done" : "interrupted"},
@@ -787,10 +796,7 @@ std::vector<std::string> redrives_in_kafka(const std::string& bootstrap_servers,
 std::string Redrive::progress_json() const {
   std::lock_guard lock(mutex_);
   const State state = state_.load();
-  nlohmann::ordered_json selection = nlohmann::ordered_json::parse(redrive_selection_json(request_));
-  selection.erase("v");
-  selection.erase("end");
-  selection.erase("topic");
+  nlohmann::ordered_json selection = shown_selection(request_);
   nlohmann::ordered_json out{{"id", id_},
                              {"sink", definition_.key},
                              {"state", state == State::Running  ? "running"
