@@ -72,10 +72,12 @@ launch() {
   read -r master volume filer s3 iceberg < "$dir/ports"
   : > "$dir/server.log"
   # The Iceberg REST catalog (the Iceberg sink's tests) on the fifth port; the Lance namespace
-  # server would take the fixed port 9101 (two servers would clash): off.
-  (cd "$dir" && exec "$weed" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+  # server would take the fixed port 9101 (two servers would clash): off. Free space: weed's
+  # default (1% of the disk, 2.5 GB on 252 GB) made every volume read-only on a full-ish test
+  # machine and each upload waited forever for capacity; the tests need a few MB.
+  (cd "$dir" && exec "$weed" -logdir="$dir" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
       -master.port="$master" -volume.port="$volume" -filer.port="$filer" -s3 -s3.port="$s3" \
-      -s3.config="$dir/identities.json" -volume.max=500 -master.volumeSizeLimitMB=64 -s3.port.iceberg="$iceberg" -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0 -s3.domainName=localhost) \
+      -s3.config="$dir/identities.json" -volume.max=500 -volume.minFreeSpace=256MiB -master.volumeSizeLimitMB=64 -s3.port.iceberg="$iceberg" -s3.port.lance=0 -master.electionTimeout=1s -volume.preStopSeconds=0 -s3.domainName=localhost) \
     </dev/null >>"$dir/server.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -70,9 +71,32 @@ std::string unique_name(const std::string& prefix) {
   return prefix + "." + test + "-" + std::to_string(rng() % 1000000);
 }
 
+namespace {
+// Destroyed at exit, before gtest's UnitTest (constructed earlier), which it still asks.
+class TempDirs {
+ public:
+  void add(std::filesystem::path dir) {
+    std::lock_guard lock(mutex_);
+    dirs_.push_back(std::move(dir));
+  }
+  ~TempDirs() {
+    const char* keep = std::getenv("PICOMQ_KEEP_TEMP");
+    if ((keep && *keep && std::string(keep) != "0") || !::testing::UnitTest::GetInstance()->Passed()) return;
+    std::error_code ignored;
+    for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+};
+}  // namespace
+
 std::filesystem::path make_temp_dir(const std::string& prefix) {
+  static TempDirs made;
   std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  made.add(tmpl);
   return tmpl;
 }
 

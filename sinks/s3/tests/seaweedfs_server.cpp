@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <system_error>
@@ -56,13 +58,29 @@ SeaweedfsServer& SeaweedfsServer::shared() {
   return kit::testing::SharedServer<SeaweedfsServer>::get("picomq-weed", {}, [](SeaweedfsServer& s) {
     // The master defers the first volume allocation after it starts (~5 s): one write now, so
     // that no test's first upload waits for it.
+    // Bounded: a volume server that never registers capacity (a full disk) made each upload wait
+    // 30 s and this loop took 50 minutes; fail the suite with the server's own reason instead.
     const std::string warm = s.create_bucket("warm-up");
-    for (int attempt = 0; attempt < 100; ++attempt) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    std::string last;
+    while (std::chrono::steady_clock::now() < deadline) {
       const kit::HttpResponse r = admin().send({.method = "PUT", .url = s.endpoint() + "/" + warm + "/k", .body = "x"});
-      if (r.completed() && r.status == 200) break;
+      if (r.completed() && r.status == 200) return;
+      last = r.completed() ? std::to_string(r.status) + " " + r.body_excerpt() : r.failure->message;
       usleep(100'000);
     }
+    throw std::runtime_error("seaweedfs in " + s.dir().string() + " takes no upload after 90 s (" + last +
+                             "); what its log says about disk space: " + s.disk_space_complaints());
   });
+}
+
+std::string SeaweedfsServer::disk_space_complaints() const {
+  std::ifstream log(dir_ / "server.log");
+  std::string found;
+  for (std::string line; std::getline(log, line);)
+    if (line.find("disk free") != std::string::npos || line.find("ReadOnly") != std::string::npos)
+      found += "\n  " + line;
+  return found.empty() ? "nothing" : found;
 }
 
 void SeaweedfsServer::start() {

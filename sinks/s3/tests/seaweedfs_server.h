@@ -38,6 +38,8 @@ class SeaweedfsServer {
   int iceberg_port() const;
   std::string iceberg_endpoint() const { return "http://127.0.0.1:" + std::to_string(iceberg_port()); }
   const std::filesystem::path& dir() const { return dir_; }
+  // The lines of the server's log that say why it takes no writes (low disk), or "nothing".
+  std::string disk_space_complaints() const;
 
   // A fresh bucket named <prefix>-<pid>-<n> (lower case); returns its name. Created with a
   // signed PUT (the kit's client): throws with S3's answer when refused.

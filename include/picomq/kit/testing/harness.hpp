@@ -43,6 +43,9 @@ Millis scaled(Millis m);
 bool wait_until(const std::function<bool()>& condition, Millis timeout);
 
 std::string unique_name(const std::string& prefix);  // prefix + '.' + test name + random suffix
+// A new directory under the temp dir, removed when the process exits if every test passed
+// (kept for a look after a failure, or always with PICOMQ_KEEP_TEMP=1): runs leave no data behind
+// to fill a machine that runs the suites again and again.
 std::filesystem::path make_temp_dir(const std::string& prefix);
 std::string read_file(const std::filesystem::path& p);
 std::vector<std::string> read_lines(const std::filesystem::path& p);
