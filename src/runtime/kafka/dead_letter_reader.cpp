@@ -19,13 +19,6 @@ constexpr int kTimeoutMs = 10000;
 // A page or a count reads for at most this long: the API answers, and says where it stopped.
 constexpr std::chrono::seconds kScanBudget{30};
 
-struct Handle {
-  rd_kafka_t* rk = nullptr;
-  ~Handle() {
-    if (rk) rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-  }
-};
-
 std::optional<std::string> bytes(const void* data, size_t size) {
   if (!data) return std::nullopt;
   return std::string(static_cast<const char*>(data), size);
@@ -173,6 +166,13 @@ std::string format_cursor(const std::map<int32_t, int64_t>& positions) {
   return out;
 }
 
+struct DeadLetterReader::Client {
+  rd_kafka_t* rk = nullptr;
+  ~Client() {
+    if (rk) rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  }
+};
+
 DeadLetterReader::DeadLetterReader(std::string bootstrap_servers,
                                    std::vector<std::pair<std::string, std::string>> client_properties,
                                    std::string topic)
@@ -180,25 +180,47 @@ DeadLetterReader::DeadLetterReader(std::string bootstrap_servers,
       client_properties_(std::move(client_properties)),
       topic_(std::move(topic)) {}
 
+DeadLetterReader::~DeadLetterReader() = default;
+
 std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::string& cursor, int64_t& scanned,
                                    const std::function<bool(DeadLetterRecord&&)>& each, std::string& error,
                                    ScanReport* report) const {
   auto positions = parse_cursor(cursor, error);
   if (!error.empty()) return {};
-  ClientConf conf(client_properties_, bootstrap_servers_);
-  conf.set("client.id", "picomq-connect-dead-letter-reader");
-  conf.set("group.id", "picomq-connect-dead-letter-reader");  // for assign(): never joined, never committed
-  conf.set("enable.auto.commit", "false");
-  conf.set("enable.auto.offset.store", "false");
-  conf.set("enable.partition.eof", "false");
-  conf.set("allow.auto.create.topics", "false");
-  Handle h;
-  h.rk = conf.create(RD_KAFKA_CONSUMER);
-  if (!h.rk) {
-    error = conf.error();
-    return {};
+  std::lock_guard turn(mutex_);
+  if (!client_) {
+    ClientConf conf(client_properties_, bootstrap_servers_);
+    conf.set("client.id", "picomq-connect-dead-letter-reader");
+    conf.set("group.id", "picomq-connect-dead-letter-reader");  // for assign(): never joined, never committed
+    conf.set("enable.auto.commit", "false");
+    conf.set("enable.auto.offset.store", "false");
+    conf.set("enable.partition.eof", "false");
+    conf.set("allow.auto.create.topics", "false");
+    // It reads up to the end seen at its start, never waits for more: a fetch that long-polls at
+    // the end (500 ms by default) would hold up the next scan's first fetch behind it.
+    conf.set("fetch.wait.max.ms", "10");
+    auto made = std::make_unique<Client>();
+    made->rk = conf.create(RD_KAFKA_CONSUMER);
+    if (!made->rk) {
+      error = conf.error();
+      return {};
+    }
+    rd_kafka_poll_set_consumer(made->rk);
+    client_ = std::move(made);
   }
-  rd_kafka_poll_set_consumer(h.rk);
+  Client& h = *client_;
+  // Whatever way this scan ends, the next starts from nothing assigned and nothing queued (and
+  // nothing is fetched for a reader that waits). librdkafka drops what an old assignment fetched
+  // by its version; emptying the queue here does not depend on it.
+  struct Unassign {
+    rd_kafka_t* rk;
+    bool armed = false;
+    ~Unassign() {
+      if (!armed) return;
+      rd_kafka_assign(rk, nullptr);
+      while (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 0)) rd_kafka_message_destroy(m);
+    }
+  } unassign{h.rk};
 
   // The topic's partitions; a topic that does not exist holds no dead letters (yet).
   std::vector<int32_t> partitions;
@@ -293,6 +315,7 @@ std::string DeadLetterReader::scan(const DeadLetterFilter& filter, const std::st
     error = "dead-letter topic '" + topic_ + "': cannot read it";
     return {};
   }
+  unassign.armed = true;
   const auto deadline = std::chrono::steady_clock::now() + kScanBudget;
   while (open > 0) {
     if (std::chrono::steady_clock::now() > deadline) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -85,6 +86,9 @@ class DeadLetterReader {
  public:
   DeadLetterReader(std::string bootstrap_servers, std::vector<std::pair<std::string, std::string>> client_properties,
                    std::string topic);
+  ~DeadLetterReader();
+  DeadLetterReader(const DeadLetterReader&) = delete;
+  DeadLetterReader& operator=(const DeadLetterReader&) = delete;
 
   // Up to `limit` matching dead letters from `cursor` (empty: the beginning, or since_ms).
   DeadLetterPage page(const DeadLetterFilter& filter, const std::string& cursor, size_t limit,
@@ -110,6 +114,12 @@ class DeadLetterReader {
   std::string bootstrap_servers_;
   std::vector<std::pair<std::string, std::string>> client_properties_;
   std::string topic_;
+  // One consumer for every scan of this reader (made by the first): a redrive scans chunk after
+  // chunk, and a new client each time cost a connection and a metadata round (30-100 ms). Scans
+  // of one reader take turns; between them nothing is assigned, so nothing is fetched.
+  struct Client;
+  mutable std::mutex mutex_;
+  mutable std::unique_ptr<Client> client_;
 };
 
 // Counts kept between requests of the same filter (the status page asks every 30 s): each count
