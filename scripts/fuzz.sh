@@ -7,7 +7,9 @@
 # FUZZ_CORPUS_DIR=<dir> (long sessions, over several days): each target's corpus lives in
 # <dir>/<target> and grows from session to session (the seeds read alongside), and
 # <dir>/sessions.tsv gets a line per target run: date, target, seconds, executions, coverage
-# (libFuzzer's cov and ft), corpus size — the CPU-hours and coverage figures of fuzz/README.md.
+# (libFuzzer's cov and ft), corpus size, CPU seconds (the fuzzer's user + system time: under
+# `nice` beside other work it gets less than its wall seconds) — the CPU-hours and coverage
+# figures of fuzz/README.md.
 #   FUZZ_SECONDS=3600 FUZZ_CORPUS_DIR=~/.cache/picomq/fuzz bash scripts/fuzz.sh [target...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,16 +41,22 @@ for target in "${targets[@]}"; do
   echo "fuzz: $target for ${seconds}s (seeds: ${seeds#"$here"/})"
   status=0
   started=$SECONDS
+  times >"$build/$target.cpu-before"  # the shell's children's CPU so far (a builtin: no subshell)
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$target-" "${extra[@]}" "$scratch" "$seeds" >"$build/$target.log" 2>&1 || status=$?
   grep -E "^stat::number_of_executed_units|SUMMARY|ERROR" "$build/$target.log" || true
+  times >"$build/$target.cpu-after"
+  cpu_seconds=$(cat "$build/$target.cpu-before" "$build/$target.cpu-after" | awk '
+    function secs(t) { split(t, p, "m"); sub("s", "", p[2]); return p[1] * 60 + p[2] }
+    NR == 2 { before = secs($1) + secs($2) } NR == 4 { after = secs($1) + secs($2) }
+    END { printf "%d", after - before }')
   if [[ -n "$corpora" ]]; then
     last=$(grep -E "^#[0-9]+.*cov: " "$build/$target.log" | tail -1)
     # The seconds it ran (a finding ends it early), not the ones it was given.
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$((SECONDS - started))" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$((SECONDS - started))" \
       "$(grep -oP '^stat::number_of_executed_units: \K[0-9]+' "$build/$target.log" || echo 0)" \
       "$(grep -oP 'cov: \K[0-9]+' <<<"$last" || echo 0)" "$(grep -oP 'ft: \K[0-9]+' <<<"$last" || echo 0)" \
-      "$(find "$scratch" -type f | wc -l)" >>"$corpora/sessions.tsv"
+      "$(find "$scratch" -type f | wc -l)" "$cpu_seconds" >>"$corpora/sessions.tsv"
   else
     rm -rf "$scratch"
   fi
