@@ -9,7 +9,15 @@
 namespace picomq::decoders::test {
 
 const std::filesystem::path& generated() {
-  static const std::filesystem::path dir = [] {
+  // Removed at exit: each ctest run of the decoder suites made one (100 KB) and left it.
+  struct Generated {
+    std::filesystem::path dir;
+    ~Generated() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  };
+  static const Generated made{[] {
     std::string tmpl = (std::filesystem::temp_directory_path() / "picomq-decoders-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     const std::string cmd = std::string(PICOMQ_VENV_PYTHON) + " " + PICOMQ_DECODERS_DATA + "/make_payloads.py " + tmpl +
@@ -18,8 +26,8 @@ const std::filesystem::path& generated() {
       throw std::runtime_error("cannot generate the test payloads (run scripts/setup.sh for tools/venv): " + cmd +
                                "\n" + read_text(tmpl + "/make_payloads.log"));
     return std::filesystem::path(tmpl);
-  }();
-  return dir;
+  }()};
+  return made.dir;
 }
 
 std::string read_text(const std::filesystem::path& p) {
