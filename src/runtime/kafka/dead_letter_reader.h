@@ -115,8 +115,9 @@ class DeadLetterReader {
   std::vector<std::pair<std::string, std::string>> client_properties_;
   std::string topic_;
   // One consumer for every scan of this reader (made by the first): a redrive scans chunk after
-  // chunk, and a new client each time cost a connection and a metadata round (30-100 ms). Scans
-  // of one reader take turns; between them nothing is assigned, so nothing is fetched.
+  // chunk, and a new client each time cost its connections and a metadata round (400 chunks of
+  // one record: 9.1 s with a client each, ~7 s with one). Scans of one reader take turns; between
+  // them nothing is assigned, so nothing is fetched.
   struct Client;
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Client> client_;
