@@ -17,6 +17,7 @@
 #   BENCH_DELTA_FILE_BYTES=128MiB     the sink's roll_bytes (target file size)
 #   BENCH_DELTA_COMPRESSION=zstd      the sink's compression = the baseline's
 #   BENCH_DELTA_BUFFER_RECORDS=400000 runtime.max_buffered_records (writes stay pending until a commit)
+#   BENCH_DELTA_EXTRA=                more plugin_config lines for the sink, e.g. 'dictionary = false'
 
 SINK_PLUGIN=libpicomq_connector_delta_sink
 DELTA_ROLL="${BENCH_DELTA_ROLL_RECORDS:-400000}"
@@ -46,8 +47,8 @@ sink_check() {
 sink_server_start() { :; }
 
 sink_plugin_config() {  # VARIANT RUN DIR
-  printf 'table_uri = "%s"\nroll_records = %s\nroll_bytes = "%s"\ncompression = "%s"\ncommit_interval = "60s"\n' \
-    "$delta_current" "$DELTA_ROLL" "$DELTA_FILE_BYTES" "$DELTA_COMPRESSION"
+  printf 'table_uri = "%s"\nroll_records = %s\nroll_bytes = "%s"\ncompression = "%s"\ncommit_interval = "60s"\n%s\n' \
+    "$delta_current" "$DELTA_ROLL" "$DELTA_FILE_BYTES" "$DELTA_COMPRESSION" "${BENCH_DELTA_EXTRA:-}"
 }
 
 sink_prepare() {  # KIND LABEL RUN

@@ -36,7 +36,7 @@ use std::future::IntoFuture;
 use deltalake_core::kernel::transaction::{CommitBuilder, TableReference, TransactionError};
 use deltalake_core::kernel::{Action, LogicalFileView, Transaction};
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
-use deltalake_core::writer::{DeltaWriter, RecordBatchWriter};
+use deltalake_core::writer::RecordBatchWriter;
 use deltalake_core::{DeltaTable, DeltaTableError};
 use parquet::file::properties::WriterProperties;
 use picomq_parquet::{Codec, ParquetOptions};
@@ -48,7 +48,10 @@ use picomq_sink::{
 use serde_json::{Map, Value};
 
 mod changes;
+mod encoder;
 mod storage;
+
+use encoder::BackgroundWriter;
 
 type Tp = (String, i32);
 /// A change's key object, and its row or columns (upsert, patch).
@@ -65,7 +68,8 @@ pub struct DeltaSink {
     /// (column, strftime format): a text column filled from each record's timestamp.
     time_column: Option<(String, &'static str)>,
     app_id: String,
-    writer: Option<RecordBatchWriter>,
+    /// The window's Parquet writer, encoding on its own thread (encoder.rs).
+    writer: Option<BackgroundWriter>,
     props: WriterProperties,
     roll_records: usize,
     roll_bytes: usize,
@@ -209,13 +213,13 @@ impl DeltaSink {
         Ok(())
     }
 
-    fn writer(&mut self) -> Result<&mut RecordBatchWriter, Error> {
+    fn writer(&mut self) -> Result<&mut BackgroundWriter, Error> {
         if self.writer.is_none() {
             let w = RecordBatchWriter::for_table(&self.table)
                 .map_err(|e| classify("starting a file", e))?
                 .with_writer_properties(self.props.clone())
                 .with_target_file_size(self.roll_bytes as u64);
-            self.writer = Some(w);
+            self.writer = Some(BackgroundWriter::start(w, self.rt.handle().clone(), classify)?);
         }
         Ok(self.writer.as_mut().unwrap())
     }
@@ -277,9 +281,7 @@ impl DeltaSink {
                 }
                 self.stale.extend(self.next.keys().cloned());
                 self.next.clear();
-                if let Some(mut w) = self.writer.take() {
-                    w.reset();
-                }
+                self.writer = None; // what it buffered is discarded
                 self.log(LogLevel::Warn, &format!("commit to {} failed: {e}", self.table_uri));
                 held.iter().for_each(|p| {
                     p.fail(e);
@@ -296,10 +298,7 @@ impl DeltaSink {
             self.merge_window()?
         } else {
             let adds = match self.writer.as_mut() {
-                Some(w) => self
-                    .rt
-                    .block_on(w.flush())
-                    .map_err(|e| classify("writing the Parquet files", e))?,
+                Some(w) => w.flush()?,
                 None => Vec::new(),
             };
             adds.into_iter().map(Action::Add).collect()
@@ -662,6 +661,12 @@ impl Sink for DeltaSink {
             return Ok(());
         }
         self.check_store()?;
+        if let Some(err) = self.writer.as_mut().and_then(|w| w.failure()) {
+            // A queued write of this window failed on the encoder thread: the held writes and
+            // this one must come again.
+            self.fail_window(&err);
+            return Err(err);
+        }
         let mut taken = None;
         if !self.table_exists {
             let rows = self.with_time_column(batch.take()?)?;
@@ -700,12 +705,19 @@ impl Sink for DeltaSink {
             } else {
                 deltalake_core::writer::WriteMode::Default
             };
-            self.writer()?;
-            let writer = self.writer.as_mut().expect("made above");
-            let r = self.rt.block_on(writer.write_with_mode(rows, mode));
-            if let Err(e) = r {
+            let evolving = self.schema_evolution;
+            let writer = self.writer()?;
+            // Queued for the encoder thread; a widened schema is waited for (the next batch is
+            // conformed to it).
+            let mut r = writer.write(rows, mode);
+            if r.is_ok() && evolving {
+                r = writer
+                    .sync_schema()
+                    .map(|_| ())
+                    .and_then(|()| writer.failure().map_or(Ok(()), Err));
+            }
+            if let Err(err) = r {
                 // The writer's window is all-or-nothing: the held writes must come again.
-                let err = classify("writing Parquet", e);
                 self.fail_window(&err);
                 return Err(err);
             }
@@ -1048,15 +1060,9 @@ impl DeltaSink {
         self.host.count("deleted_rows", merged.deleted_rows);
         let mut actions: Vec<Action> = removes.into_iter().map(Action::Remove).collect();
         if let Some(rows) = merged.rows {
-            self.writer()?;
-            let writer = self.writer.as_mut().expect("made above");
-            self.rt
-                .block_on(writer.write(rows))
-                .map_err(|e| classify("writing Parquet", e))?;
-            let adds = self
-                .rt
-                .block_on(writer.flush())
-                .map_err(|e| classify("writing the Parquet files", e))?;
+            let writer = self.writer()?;
+            writer.write(rows, deltalake_core::writer::WriteMode::Default)?;
+            let adds = writer.flush()?;
             actions.extend(adds.into_iter().map(Action::Add));
         }
         Ok(actions)
@@ -1068,9 +1074,7 @@ impl DeltaSink {
         }
         self.stale.extend(self.next.keys().cloned());
         self.next.clear();
-        if let Some(mut w) = self.writer.take() {
-            w.reset();
-        }
+        self.writer = None; // what it buffered is discarded
         for p in std::mem::take(&mut self.held) {
             p.fail(e);
         }
