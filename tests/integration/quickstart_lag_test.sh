@@ -6,7 +6,9 @@
 set -euo pipefail
 bin="$1"; config="$2"; plugins="$3"
 dir="$(mktemp -d)"
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
+# The runtime is waited for before its folder goes: stopping, it writes its status file once more
+# (an rm racing that write failed the test: "Directory not empty").
+trap 'kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 cp -r "$(dirname "$config")"/. "$dir"/
 sed -i "s#path = \[.*#path = [\"$plugins\"]#" "$dir/runtime.toml"
 printf '\n[api]\nenabled = true\nlisten = "127.0.0.1:0"\n' >> "$dir/runtime.toml"
