@@ -152,21 +152,11 @@ fn encode(
                 let _ = reply.send(writer.arrow_schema());
             }
             Job::TakeFailure(reply) => {
-                let taken = failure.take();
-                if taken.is_some() {
-                    writer.reset();
-                    buffered.store(0, Ordering::Relaxed);
-                    failed.store(false, Ordering::Release);
-                }
-                let _ = reply.send(taken);
+                let _ = reply.send(take_failure(&mut failure, &mut writer, &buffered, &failed));
             }
             Job::Flush(reply) => {
-                let result = match failure.take() {
-                    Some(e) => {
-                        writer.reset();
-                        failed.store(false, Ordering::Release);
-                        Err(e)
-                    }
+                let result = match take_failure(&mut failure, &mut writer, &buffered, &failed) {
+                    Some(e) => Err(e),
                     None => rt
                         .block_on(writer.flush())
                         .map_err(|e| classify("writing the Parquet files", e)),
@@ -176,6 +166,22 @@ fn encode(
             }
         }
     }
+}
+
+/// The failed window's error, taken: the writer drops the window's rows with it.
+fn take_failure(
+    failure: &mut Option<Error>,
+    writer: &mut RecordBatchWriter,
+    buffered: &AtomicUsize,
+    failed: &AtomicBool,
+) -> Option<Error> {
+    let taken = failure.take();
+    if taken.is_some() {
+        writer.reset();
+        buffered.store(0, Ordering::Relaxed);
+        failed.store(false, Ordering::Release);
+    }
+    taken
 }
 
 #[cfg(test)]
@@ -226,6 +232,19 @@ mod tests {
         RecordBatch::try_new(other, vec![Arc::new(Int64Array::from(vec![1, 2]))]).unwrap()
     }
 
+    /// Records in the files of `adds` (their statistics).
+    fn records_in(adds: &[Add]) -> i64 {
+        adds.iter().map(|a| a.get_stats().unwrap().unwrap().num_records).sum()
+    }
+
+    /// A writer on a fresh table in its own folder (named by `tag`), removed by the caller.
+    fn started(rt: &tokio::runtime::Runtime, tag: &str) -> (BackgroundWriter, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("picomq-delta-encoder-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let w = BackgroundWriter::start(table(rt, &dir), rt.handle().clone(), classify).unwrap();
+        (w, dir)
+    }
+
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -237,26 +256,18 @@ mod tests {
     #[test]
     fn queued_writes_are_all_in_the_flushed_files() {
         let rt = runtime();
-        let dir = std::env::temp_dir().join(format!("picomq-delta-encoder-{}-a", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut w = BackgroundWriter::start(table(&rt, &dir), rt.handle().clone(), classify).unwrap();
+        let (mut w, dir) = started(&rt, "a");
         for i in 0..50 {
             w.write(rows(i * 100, 100), WriteMode::Default).unwrap();
         }
         assert!(w.failure().is_none());
         let adds = w.flush().unwrap();
-        let written: i64 = adds.iter().map(|a| a.get_stats().unwrap().unwrap().num_records).sum();
-        assert_eq!(written, 5000);
+        assert_eq!(records_in(&adds), 5000);
         assert_eq!(w.buffer_len(), 0);
         // The writer goes on after a flush: the next window's files.
         w.write(rows(5000, 10), WriteMode::Default).unwrap();
         let adds = w.flush().unwrap();
-        assert_eq!(
-            adds.iter()
-                .map(|a| a.get_stats().unwrap().unwrap().num_records)
-                .sum::<i64>(),
-            10
-        );
+        assert_eq!(records_in(&adds), 10);
         drop(w);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -264,9 +275,7 @@ mod tests {
     #[test]
     fn a_failed_write_is_reported_once_and_its_window_dropped() {
         let rt = runtime();
-        let dir = std::env::temp_dir().join(format!("picomq-delta-encoder-{}-b", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut w = BackgroundWriter::start(table(&rt, &dir), rt.handle().clone(), classify).unwrap();
+        let (mut w, dir) = started(&rt, "b");
         w.write(rows(0, 10), WriteMode::Default).unwrap();
         // A column the table does not have: delta-rs refuses the write (on the encoder thread).
         w.write(foreign_rows(), WriteMode::Default).unwrap();
@@ -278,12 +287,7 @@ mod tests {
         // The failed window's rows were discarded with it; the writer takes the next window.
         w.write(rows(20, 5), WriteMode::Default).unwrap();
         let adds = w.flush().unwrap();
-        assert_eq!(
-            adds.iter()
-                .map(|a| a.get_stats().unwrap().unwrap().num_records)
-                .sum::<i64>(),
-            5
-        );
+        assert_eq!(records_in(&adds), 5);
         // A failure not asked for is the flush's error.
         w.write(foreign_rows(), WriteMode::Default).unwrap();
         assert!(w.flush().is_err());
